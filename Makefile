@@ -1,0 +1,51 @@
+# The commands a user types. CMake does the work underneath (build/).
+PREFIX ?= /usr/local
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build test check-asan install fuzz fuzz-run bench demo format clean
+
+all: build
+
+deps:
+	@scripts/install-deps --check >/dev/null 2>&1 || scripts/install-deps
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# The same unit tests under AddressSanitizer + UBSan, warnings as errors.
+check-asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DFDL_WERROR=ON -DFDL_SANITIZE=ON
+	cmake --build build-asan -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+fuzz: deps
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFDL_FUZZ=ON
+	cmake --build build-fuzz -j $(JOBS)
+
+# Runs every fuzz target for FUZZ_SECONDS each, seeded from fuzz/corpus/<target>/.
+FUZZ_SECONDS ?= 30
+fuzz-run: fuzz
+	fuzz/run build-fuzz $(FUZZ_SECONDS)
+
+bench: build
+	bench/run $(BUILD)
+
+demo: build
+	scripts/demo $(BUILD)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-asan build-fuzz

@@ -1,0 +1,114 @@
+/* fidelis/digest.h - SHA-256 (libcrypto EVP, streamed), seal recipes, checksums.txt.
+ *
+ * Two seal recipes recur in the upstream formats (shared/spec/README.md):
+ *  - fidelity: the seal field is set to "" and the canonical JSON is raw UTF-8; bare hex.
+ *  - kiln: the seal field is removed and the canonical JSON is ASCII; "sha256:<hex>". */
+#ifndef FIDELIS_DIGEST_H
+#define FIDELIS_DIGEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FDL_SHA256_HEX_LEN 64
+
+typedef struct {
+  uint8_t bytes[32];
+} fdl_sha256;
+
+/* Writes 64 lowercase hex digits and a NUL into hex[65]. */
+FDL_API void fdl_sha256_hex(const fdl_sha256 *d, char *hex);
+/* Parses exactly 64 lowercase hex digits. */
+FDL_API bool fdl_sha256_from_hex(const char *hex, size_t len, fdl_sha256 *d);
+
+typedef struct fdl_sha256_ctx fdl_sha256_ctx; /* opaque streaming state */
+
+FDL_API fdl_status fdl_sha256_new(fdl_sha256_ctx **ctx, fdl_err *err);
+FDL_API fdl_status fdl_sha256_update(fdl_sha256_ctx *ctx, const void *p, size_t n, fdl_err *err);
+/* Finishes and resets ctx so it can be reused. */
+FDL_API fdl_status fdl_sha256_final(fdl_sha256_ctx *ctx, fdl_sha256 *out, fdl_err *err);
+FDL_API void fdl_sha256_free(fdl_sha256_ctx *ctx);
+
+FDL_API fdl_status fdl_sha256_buf(const void *p, size_t n, fdl_sha256 *out, fdl_err *err);
+/* Streams a file of any size; *size (optional) receives the byte count. */
+FDL_API fdl_status fdl_sha256_file(const char *path, fdl_sha256 *out, uint64_t *size,
+                                   fdl_err *err);
+/* Hashes bytes [offset, offset+len) of a file, streamed. Short file: FDL_BOUNDS. */
+FDL_API fdl_status fdl_sha256_file_range(const char *path, uint64_t offset, uint64_t len,
+                                         fdl_sha256 *out, fdl_err *err);
+
+/* ---- seals ------------------------------------------------------------------------------ */
+
+typedef enum {
+  FDL_SEAL_FIDELITY_BLANK = 0, /* "fidelity-blank-field" */
+  FDL_SEAL_KILN_REMOVE = 1,    /* "kiln-remove-field" */
+} fdl_seal_recipe;
+
+/* Recipe name as written in shared/vectors/SEALS.tsv. */
+FDL_API const char *fdl_seal_recipe_name(fdl_seal_recipe r);
+
+/* Finds the recipe and seal field of a document from its "schema" string.
+ * FDL_UNSUPPORTED (with a message naming the schema) when the kind is unknown. */
+FDL_API fdl_status fdl_seal_kind(const json_t *doc, fdl_seal_recipe *recipe, const char **field,
+                                 fdl_err *err);
+
+/* Computes the seal value of doc under recipe into out (at least 72 bytes): 64 hex for
+ * fidelity, "sha256:" + 64 hex for kiln. doc is not modified. */
+FDL_API fdl_status fdl_seal_compute(const json_t *doc, fdl_seal_recipe recipe, const char *field,
+                                    char *out, fdl_err *err);
+/* Computes the seal and stores it in doc[field]. */
+FDL_API fdl_status fdl_seal_apply(json_t *doc, fdl_seal_recipe recipe, const char *field,
+                                  fdl_err *err);
+
+typedef struct {
+  fdl_seal_recipe recipe;
+  const char *field; /* static string */
+  char stored[80];   /* what the document holds ("" if absent or not a string) */
+  char computed[80];
+  bool ok;
+} fdl_seal_check;
+
+/* Recomputes a document's seal (kind from its schema) and compares with the stored value. */
+FDL_API fdl_status fdl_seal_verify(const json_t *doc, fdl_seal_check *res, fdl_err *err);
+
+/* ---- checksums.txt ---------------------------------------------------------------------- */
+
+typedef struct {
+  char hex[FDL_SHA256_HEX_LEN + 1];
+  char *path; /* owned, relative, '/'-separated */
+} fdl_checksum_entry;
+
+typedef struct {
+  fdl_checksum_entry *items;
+  size_t count;
+  size_t cap_;
+} fdl_checksums;
+
+FDL_API void fdl_checksums_init(fdl_checksums *c);
+FDL_API void fdl_checksums_free(fdl_checksums *c);
+/* Adds one entry (copies path). */
+FDL_API fdl_status fdl_checksums_add(fdl_checksums *c, const char *hex, const char *path,
+                                     fdl_err *err);
+/* Parses sha256sum text: "<64 lowercase hex><2 spaces><relative path>\n" lines, blank lines
+ * ignored. Refuses short lines, bad separators, non-lowercase hex, duplicate paths and paths that
+ * are absolute, empty or escape with "..". Messages name the line number. */
+FDL_API fdl_status fdl_checksums_parse(const char *text, size_t len, fdl_checksums *c,
+                                       fdl_err *err);
+/* Sorts by path (code point order) and appends the file text. Refuses duplicate paths. */
+FDL_API fdl_status fdl_checksums_format(fdl_checksums *c, fdl_buf *out, fdl_err *err);
+/* The entry for path, or NULL. Requires no particular order. */
+FDL_API const fdl_checksum_entry *fdl_checksums_find(const fdl_checksums *c, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

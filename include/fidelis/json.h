@@ -1,0 +1,64 @@
+/* fidelis/json.h - strict JSON reading and Python-compatible canonical JSON writing.
+ *
+ * Values are jansson trees (json_t). The reader refuses what Python's json module and the
+ * upstream tools refuse, and more: duplicate keys, NaN/Infinity, invalid UTF-8, a leading BOM,
+ * trailing garbage, nesting deeper than a bound, integers outside int64. Ints and floats stay
+ * distinct (json_integer vs json_real).
+ *
+ * The writer reproduces Python's
+ *   json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=A, allow_nan=False)
+ * byte for byte, and with FDL_JSON_PRETTY the file form json.dumps(..., indent=2) + "\n". */
+#ifndef FIDELIS_JSON_H
+#define FIDELIS_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Default nesting bound: deep enough for every upstream format, shallow enough for any stack. */
+#define FDL_JSON_DEFAULT_MAX_DEPTH 64
+/* Largest JSON document fidelis reads from a file (manifests, receipts). */
+#define FDL_JSON_MAX_FILE_BYTES (256u * 1024u * 1024u)
+
+typedef struct {
+  int max_depth;    /* 0 means FDL_JSON_DEFAULT_MAX_DEPTH */
+  bool kiln_strict; /* also refuse float literals that are not exactly their double's repr,
+                       nonzero literals that underflow to 0; and read -0.0 as +0.0 (Kiln) */
+} fdl_json_read_opts;
+
+/* Parses exactly one JSON value from buf[0..len). On success *out is a new reference. */
+FDL_API fdl_status fdl_json_parse(const char *buf, size_t len, const fdl_json_read_opts *opts,
+                                  json_t **out, fdl_err *err);
+/* Reads and parses a file (at most FDL_JSON_MAX_FILE_BYTES); messages name the path. */
+FDL_API fdl_status fdl_json_load_file(const char *path, const fdl_json_read_opts *opts,
+                                      json_t **out, fdl_err *err);
+
+enum {
+  FDL_JSON_ASCII = 1u << 0,  /* ensure_ascii=True: \uXXXX (lowercase), surrogate pairs */
+  FDL_JSON_PRETTY = 1u << 1, /* indent=2, ": " separator, trailing "\n" */
+};
+
+/* Appends the canonical text of v to out. Fails (FDL_NONFINITE) on NaN/Inf reals and
+ * (FDL_INVALID) on strings that are not valid UTF-8. */
+FDL_API fdl_status fdl_json_dump(const json_t *v, unsigned flags, fdl_buf *out, fdl_err *err);
+/* Writes the canonical text to a new file (staged, never overwrites). */
+FDL_API fdl_status fdl_json_write_file(const char *path, const json_t *v, unsigned flags,
+                                       fdl_err *err);
+
+/* Python repr() of a finite double into out (at least FDL_FLOAT_REPR_MAX bytes), e.g. "0.1",
+ * "1e-05", "1e+16", "-0.0", "5e-324". Returns the length. */
+#define FDL_FLOAT_REPR_MAX 32
+FDL_API size_t fdl_float_repr(double x, char *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,22 @@
+/* fidelis/path.h - the path rules every manifest and listing obeys (FIDELITY-DATASET §2.1). */
+#ifndef FIDELIS_PATH_H
+#define FIDELIS_PATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* PATH-1 for a relative path string: refuses empty, absolute ('/' or '\\'), a ':' in the first
+ * segment, "://", a path that normalises to "." or starts with "..". When allow_dotdot is false
+ * any ".." segment is refused. Returns true when acceptable. */
+FDL_API bool fdl_relpath_ok(const char *path, size_t len, bool allow_dotdot);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

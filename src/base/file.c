@@ -1,0 +1,262 @@
+/* file.c - mapped inputs and staged outputs.
+ *
+ * Divisions: mapping and reading untrusted files; staged outputs (temp + fsync + link, never
+ * overwrite); directory renames without replacement. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fidelis/file.h"
+
+/* ---- inputs ------------------------------------------------------------------------------ */
+
+static fdl_status open_regular(const char *path, int *fd_out, struct stat *st, fdl_err *err) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    if (errno == ELOOP) return fdl_fail(err, FDL_PATH, "%s: is a symbolic link (refused)", path);
+    return fdl_fail(err, FDL_IO, "%s: cannot open: %s", path, strerror(errno));
+  }
+  if (fstat(fd, st) != 0) {
+    int e = errno;
+    close(fd);
+    return fdl_fail(err, FDL_IO, "%s: cannot stat: %s", path, strerror(e));
+  }
+  if (!S_ISREG(st->st_mode)) {
+    close(fd);
+    return fdl_fail(err, FDL_IO, "%s: not a regular file", path);
+  }
+  *fd_out = fd;
+  return FDL_OK;
+}
+
+fdl_status fdl_map_file(const char *path, fdl_map *m, fdl_err *err) {
+  static const uint8_t empty[1] = {0};
+  int fd;
+  struct stat st;
+  fdl_status s = open_regular(path, &fd, &st, err);
+  if (s != FDL_OK) return s;
+  if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
+    close(fd);
+    return fdl_fail(err, FDL_BOUNDS, "%s: file too large to map", path);
+  }
+  size_t size = (size_t)st.st_size;
+  if (size == 0) {
+    close(fd);
+    m->data = empty;
+    m->size = 0;
+    m->priv_ = NULL;
+    return FDL_OK;
+  }
+  void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  int e = errno;
+  close(fd);
+  if (p == MAP_FAILED) return fdl_fail(err, FDL_IO, "%s: cannot map: %s", path, strerror(e));
+  m->data = p;
+  m->size = size;
+  m->priv_ = p;
+  return FDL_OK;
+}
+
+void fdl_unmap(fdl_map *m) {
+  if (!m) return;
+  if (m->priv_) munmap(m->priv_, m->size);
+  m->data = NULL;
+  m->size = 0;
+  m->priv_ = NULL;
+}
+
+fdl_status fdl_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
+                         fdl_err *err) {
+  int fd;
+  struct stat st;
+  fdl_status s = open_regular(path, &fd, &st, err);
+  if (s != FDL_OK) return s;
+  if ((uint64_t)st.st_size > (uint64_t)max_bytes) {
+    close(fd);
+    return fdl_fail(err, FDL_BOUNDS, "%s: %lld bytes exceeds the %zu-byte limit", path,
+                    (long long)st.st_size, max_bytes);
+  }
+  size_t want = (size_t)st.st_size;
+  char *p = malloc(want + 1);
+  if (!p) {
+    close(fd);
+    return fdl_fail(err, FDL_NOMEM, "%s: out of memory reading %zu bytes", path, want);
+  }
+  size_t got = 0;
+  while (got < want) {
+    ssize_t r = read(fd, p + got, want - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      int e = r < 0 ? errno : 0;
+      free(p);
+      close(fd);
+      return fdl_fail(err, FDL_IO, "%s: short read at byte %zu of %zu%s%s", path, got, want,
+                      e ? ": " : "", e ? strerror(e) : "");
+    }
+    got += (size_t)r;
+  }
+  close(fd);
+  p[want] = '\0';
+  *out = p;
+  if (len) *len = want;
+  return FDL_OK;
+}
+
+/* ---- staged outputs ---------------------------------------------------------------------- */
+
+bool fdl_path_exists(const char *path) {
+  struct stat st;
+  return lstat(path, &st) == 0;
+}
+
+static char *dir_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) return strdup(".");
+  if (slash == path) return strdup("/");
+  size_t n = (size_t)(slash - path);
+  char *d = malloc(n + 1);
+  if (d) {
+    memcpy(d, path, n);
+    d[n] = '\0';
+  }
+  return d;
+}
+
+static void fsync_dir_of(const char *path) {
+  char *d = dir_of(path);
+  if (!d) return;
+  int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    (void)fsync(fd);
+    close(fd);
+  }
+  free(d);
+}
+
+fdl_status fdl_out_open(fdl_out *o, const char *path, fdl_err *err) {
+  memset(o, 0, sizeof *o);
+  o->fd = -1;
+  if (fdl_path_exists(path))
+    return fdl_fail(err, FDL_EXISTS, "%s: already exists (fidelis never overwrites an output)",
+                    path);
+  o->path = strdup(path);
+  size_t n = strlen(path) + 64;
+  o->tmp_path = malloc(n);
+  if (!o->path || !o->tmp_path) {
+    fdl_out_abort(o);
+    return fdl_fail(err, FDL_NOMEM, "%s: out of memory", path);
+  }
+  /* The pid plus an attempt counter keeps concurrent writers in one directory apart. */
+  for (unsigned attempt = 0; attempt < 100; attempt++) {
+    snprintf(o->tmp_path, n, "%s.tmp-%ld-%u", path, (long)getpid(), attempt);
+    o->fd = open(o->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (o->fd >= 0) return FDL_OK;
+    if (errno != EEXIST) break;
+  }
+  int e = errno;
+  free(o->tmp_path);
+  o->tmp_path = NULL;
+  fdl_out_abort(o);
+  return fdl_fail(err, FDL_IO, "%s: cannot create a temporary file beside it: %s", path,
+                  strerror(e));
+}
+
+fdl_status fdl_out_write(fdl_out *o, const void *p, size_t n, fdl_err *err) {
+  const char *c = p;
+  while (n > 0) {
+    size_t chunk = n > (1u << 30) ? (1u << 30) : n;
+    ssize_t w = write(o->fd, c, chunk);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0)
+      return fdl_fail(err, FDL_IO, "%s: write failed: %s", o->path,
+                      w < 0 ? strerror(errno) : "no progress");
+    c += w;
+    n -= (size_t)w;
+  }
+  return FDL_OK;
+}
+
+void fdl_out_abort(fdl_out *o) {
+  if (!o) return;
+  if (o->fd >= 0) close(o->fd);
+  if (o->tmp_path) unlink(o->tmp_path);
+  free(o->tmp_path);
+  free(o->path);
+  o->fd = -1;
+  o->tmp_path = o->path = NULL;
+}
+
+/* link() fails with EEXIST instead of replacing, which is the guarantee we want; filesystems
+ * without hard links fall back to renameat2(RENAME_NOREPLACE). */
+static int move_noreplace(const char *from, const char *to) {
+  if (link(from, to) == 0) {
+    unlink(from);
+    return 0;
+  }
+  if (errno == EEXIST) return -1;
+#ifdef SYS_renameat2
+  return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 1 /* RENAME_NOREPLACE */);
+#else
+  return -1;
+#endif
+}
+
+fdl_status fdl_out_commit(fdl_out *o, fdl_err *err) {
+  fdl_status s = FDL_OK;
+  if (fsync(o->fd) != 0) {
+    s = fdl_fail(err, FDL_IO, "%s: fsync failed: %s", o->path, strerror(errno));
+  } else if (close(o->fd) != 0) {
+    o->fd = -1;
+    s = fdl_fail(err, FDL_IO, "%s: close failed: %s", o->path, strerror(errno));
+  } else {
+    o->fd = -1;
+    if (move_noreplace(o->tmp_path, o->path) != 0) {
+      s = errno == EEXIST
+              ? fdl_fail(err, FDL_EXISTS, "%s: appeared while writing; left untouched", o->path)
+              : fdl_fail(err, FDL_IO, "%s: cannot move into place: %s", o->path,
+                         strerror(errno));
+    } else {
+      fsync_dir_of(o->path);
+    }
+  }
+  fdl_out_abort(o);
+  return s;
+}
+
+fdl_status fdl_write_file(const char *path, const void *p, size_t n, fdl_err *err) {
+  fdl_out o;
+  fdl_status s = fdl_out_open(&o, path, err);
+  if (s != FDL_OK) return s;
+  s = fdl_out_write(&o, p, n, err);
+  if (s != FDL_OK) {
+    fdl_out_abort(&o);
+    return s;
+  }
+  return fdl_out_commit(&o, err);
+}
+
+fdl_status fdl_rename_noreplace(const char *from, const char *to, fdl_err *err) {
+#ifdef SYS_renameat2
+  if (syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 1 /* RENAME_NOREPLACE */) == 0) {
+    fsync_dir_of(to);
+    return FDL_OK;
+  }
+  if (errno == EEXIST) return fdl_fail(err, FDL_EXISTS, "%s: already exists; left untouched", to);
+  if (errno != EINVAL && errno != ENOSYS)
+    return fdl_fail(err, FDL_IO, "cannot move %s to %s: %s", from, to, strerror(errno));
+#endif
+  /* No atomic no-replace rename here: check, then rename (a narrow race, stated). */
+  if (fdl_path_exists(to)) return fdl_fail(err, FDL_EXISTS, "%s: already exists; left untouched", to);
+  if (rename(from, to) != 0)
+    return fdl_fail(err, FDL_IO, "cannot move %s to %s: %s", from, to, strerror(errno));
+  fsync_dir_of(to);
+  return FDL_OK;
+}

@@ -1,0 +1,31 @@
+/* path.c - PATH-1 rules for relative paths named in manifests and listings. */
+#include <string.h>
+
+#include "fidelis/path.h"
+
+bool fdl_relpath_ok(const char *path, size_t len, bool allow_dotdot) {
+  if (len == 0 || memchr(path, '\0', len)) return false;
+  if (path[0] == '/' || path[0] == '\\') return false;
+  for (size_t i = 0; i + 2 < len; i++)
+    if (path[i] == ':' && path[i + 1] == '/' && path[i + 2] == '/') return false;
+  /* Walk the '/'-separated segments, tracking depth below the root after normalisation. */
+  long depth = 0;
+  size_t i = 0;
+  bool first = true;
+  while (i <= len) {
+    size_t j = i;
+    while (j < len && path[j] != '/') j++;
+    size_t n = j - i;
+    const char *seg = path + i;
+    if (first && memchr(seg, ':', n)) return false;
+    if (n == 2 && seg[0] == '.' && seg[1] == '.') {
+      if (!allow_dotdot) return false;
+      if (--depth < 0) return false;
+    } else if (!(n == 0 || (n == 1 && seg[0] == '.'))) {
+      depth++;
+    }
+    first = false;
+    i = j + 1;
+  }
+  return depth > 0;
+}

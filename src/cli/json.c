@@ -1,0 +1,11 @@
+/* json.c - placeholder until the subcommand lands. */
+#include <stdio.h>
+
+#include "cli/cli.h"
+
+int fdl_cli_json(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  fprintf(stderr, "fidelis json: unavailable in this build\n");
+  return FDL_EXIT_USAGE;
+}
