@@ -44,14 +44,26 @@ fdl_status fdl_fail(fdl_err *err, fdl_status s, const char *fmt, ...) {
 
 fdl_status fdl_err_prefix(fdl_err *err, const char *fmt, ...) {
   if (!err) return FDL_OK;
-  char prefix[FDL_ERR_MSG_MAX];
-  char old[FDL_ERR_MSG_MAX];
+  char joined[FDL_ERR_MSG_MAX];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(prefix, sizeof prefix, fmt, ap);
+  int n = vsnprintf(joined, sizeof joined, fmt, ap);
   va_end(ap);
-  memcpy(old, err->msg, sizeof old);
-  snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+  size_t used = n < 0 ? 0 : (size_t)n;
+  if (used > sizeof joined - 1) used = sizeof joined - 1;
+  /* Keep as much of the old message as fits after "prefix: "; truncation is silent by design. */
+  size_t room = sizeof joined - 1 - used;
+  size_t old_len = strlen(err->msg);
+  if (room >= 2) {
+    memcpy(joined + used, ": ", 2);
+    used += 2;
+    room -= 2;
+    size_t take = old_len < room ? old_len : room;
+    memcpy(joined + used, err->msg, take);
+    used += take;
+  }
+  joined[used] = '\0';
+  memcpy(err->msg, joined, used + 1);
   return err->status;
 }
 

@@ -84,8 +84,9 @@ static fdl_status fallback_kind(const json_t *doc, const char *schema, const cha
 fdl_status fdl_seal_kind(const json_t *doc, fdl_seal_recipe *recipe, const char **field,
                          fdl_err *err) {
   if (!json_is_object(doc))
-    return fdl_fail(err, FDL_UNSUPPORTED, "seal: document is not a JSON object, so it has no "
-                                          "\"schema\" naming its seal kind");
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "seal: document is not a JSON object, so it has no "
+                    "\"schema\" naming its seal kind");
   const json_t *sv = json_object_get(doc, "schema");
   if (!sv)
     return fdl_fail(err, FDL_UNSUPPORTED,
@@ -147,8 +148,8 @@ static fdl_status seal_preimage(const json_t *doc, fdl_seal_recipe recipe, const
   return s;
 }
 
-fdl_status fdl_seal_compute(const json_t *doc, fdl_seal_recipe recipe, const char *field,
-                            char *out, fdl_err *err) {
+fdl_status fdl_seal_compute(const json_t *doc, fdl_seal_recipe recipe, const char *field, char *out,
+                            fdl_err *err) {
   if (!out) return fdl_fail(err, FDL_INVALID, "seal: NULL output");
   fdl_buf text;
   fdl_buf_init(&text, 0);

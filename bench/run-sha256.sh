@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# SHA-256 throughput of fdl_sha256_file against `openssl dgst -sha256` on the same 2 GB file,
+# page cache warm. Usage: bench/run-sha256.sh BUILD_DIR  (target: fidelis/openssl >= 0.9)
+set -euo pipefail
+build=${1:-build}
+bin="$build/bench/bench_sha256"
+[ -x "$bin" ] || { echo "missing $bin (build the project first)" >&2; exit 4; }
+dir=${FDL_BENCH_DIR:-/tmp/fidelis-bench}
+mb=${FDL_BENCH_SHA256_MB:-2048}
+file="$dir/sha256-${mb}M.bin"
+mkdir -p "$dir"
+if [ ! -f "$file" ] || [ "$(stat -c %s "$file")" -ne $((mb * 1024 * 1024)) ]; then
+  echo "creating $file ($mb MiB)"
+  head -c $((mb * 1024 * 1024)) /dev/urandom >"$file.tmp" && mv "$file.tmp" "$file"
+fi
+cat "$file" >/dev/null # warm the page cache
+bytes=$(stat -c %s "$file")
+
+# Best of three for each, in seconds.
+best() { sort -g | head -n 1; }
+t_ssl=$(for _ in 1 2 3; do
+  s=$(date +%s.%N); openssl dgst -sha256 -r "$file" >"$dir/openssl.out"; e=$(date +%s.%N)
+  echo "$e - $s" | bc -l
+done | best)
+t_fdl=$(for _ in 1 2 3; do "$bin" "$file" >"$dir/fidelis.out"; awk '{print $4}' "$dir/fidelis.out"; done | best)
+
+h_ssl=$(cut -c1-64 "$dir/openssl.out")
+h_fdl=$(cut -c1-64 "$dir/fidelis.out")
+[ "$h_ssl" = "$h_fdl" ] || { echo "digest differs: openssl $h_ssl fidelis $h_fdl" >&2; exit 3; }
+
+awk -v b="$bytes" -v s="$t_ssl" -v f="$t_fdl" 'BEGIN {
+  gs = b / s / 1e9; gf = b / f / 1e9
+  printf "sha256 %.2f GB file: openssl %.3f GB/s, fidelis %.3f GB/s, ratio fidelis/openssl %.3f\n",
+         b / 1e9, gs, gf, gf / gs
+}'

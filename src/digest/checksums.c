@@ -1,0 +1,227 @@
+/* checksums.c - checksums.txt (FIDELITY-DATASET.md §5.5): sha256sum text, one
+ * "<64 lowercase hex><2 spaces><relative path>" line per file, sorted by path.
+ *
+ * The listing is the dataset's seal over every other file, so the parser is strict: anything
+ * the reference verifier calls seal_failed is an error here, with its line number. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fidelis/digest.h"
+#include "fidelis/path.h"
+
+/* Bounds on untrusted input: PATH_MAX-sized paths and far more files than any dataset holds. */
+#define FDL_CHECKSUMS_MAX_PATH 4096u
+#define FDL_CHECKSUMS_MAX_ENTRIES ((size_t)1 << 24)
+/* Characters of a path quoted back in an error message. */
+#define FDL_CHECKSUMS_QUOTE 120
+
+void fdl_checksums_init(fdl_checksums *c) {
+  memset(c, 0, sizeof *c);
+}
+
+void fdl_checksums_free(fdl_checksums *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->count; i++) free(c->items[i].path);
+  free(c->items);
+  memset(c, 0, sizeof *c);
+}
+
+static bool hex_ok(const char *hex, size_t len) {
+  if (len != FDL_SHA256_HEX_LEN) return false;
+  for (size_t i = 0; i < len; i++)
+    if (!((hex[i] >= '0' && hex[i] <= '9') || (hex[i] >= 'a' && hex[i] <= 'f'))) return false;
+  return true;
+}
+
+/* PATH-1, plus line breaks: a path holding one could not be written back as one line. */
+static bool path_ok(const char *path, size_t len) {
+  return len <= FDL_CHECKSUMS_MAX_PATH && !memchr(path, '\n', len) && !memchr(path, '\r', len) &&
+         fdl_relpath_ok(path, len, false);
+}
+
+static fdl_status push(fdl_checksums *c, const char *hex, const char *path, size_t plen,
+                       fdl_err *err) {
+  if (c->count >= FDL_CHECKSUMS_MAX_ENTRIES)
+    return fdl_fail(err, FDL_TOO_LARGE, "checksums: more than %zu entries",
+                    FDL_CHECKSUMS_MAX_ENTRIES);
+  if (c->count == c->cap_) {
+    size_t cap = c->cap_ ? c->cap_ * 2 : 16;
+    fdl_checksum_entry *p = realloc(c->items, cap * sizeof *p);
+    if (!p) return fdl_fail(err, FDL_NOMEM, "checksums: out of memory for %zu entries", cap);
+    c->items = p;
+    c->cap_ = cap;
+  }
+  char *copy = malloc(plen + 1);
+  if (!copy) return fdl_fail(err, FDL_NOMEM, "checksums: out of memory for a path");
+  memcpy(copy, path, plen);
+  copy[plen] = '\0';
+  fdl_checksum_entry *e = &c->items[c->count++];
+  memcpy(e->hex, hex, FDL_SHA256_HEX_LEN);
+  e->hex[FDL_SHA256_HEX_LEN] = '\0';
+  e->path = copy;
+  return FDL_OK;
+}
+
+fdl_status fdl_checksums_add(fdl_checksums *c, const char *hex, const char *path, fdl_err *err) {
+  if (!c || !hex || !path) return fdl_fail(err, FDL_INVALID, "checksums: NULL argument to add");
+  if (!hex_ok(hex, strlen(hex)))
+    return fdl_fail(err, FDL_INVALID,
+                    "checksums: digest for \"%.*s\" is not 64 lowercase hex digits",
+                    FDL_CHECKSUMS_QUOTE, path);
+  size_t plen = strlen(path);
+  if (!path_ok(path, plen))
+    return fdl_fail(err, FDL_PATH,
+                    "checksums: \"%.*s\" is not a relative path inside the dataset (empty, "
+                    "absolute, '..', a scheme, a line break, or over %u bytes)",
+                    FDL_CHECKSUMS_QUOTE, path, FDL_CHECKSUMS_MAX_PATH);
+  return push(c, hex, path, plen, err);
+}
+
+/* Blank means nothing but spaces, tabs or a CR: what Python's str.strip() would discard. */
+static bool blank_line(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r') return false;
+  return true;
+}
+
+static fdl_status parse_line(const char *s, size_t n, size_t lineno, fdl_checksums *c,
+                             fdl_err *err) {
+  if (n < FDL_SHA256_HEX_LEN + 3)
+    return fdl_fail(err, FDL_PARSE,
+                    "checksums line %zu: %zu characters, expected <64 hex><2 spaces><path> "
+                    "(at least 67)",
+                    lineno, n);
+  if (s[64] != ' ' || s[65] != ' ')
+    return fdl_fail(err, FDL_PARSE,
+                    "checksums line %zu: characters 65-66 must be two spaces between digest "
+                    "and path",
+                    lineno);
+  if (!hex_ok(s, FDL_SHA256_HEX_LEN))
+    return fdl_fail(err, FDL_PARSE, "checksums line %zu: digest is not 64 lowercase hex digits",
+                    lineno);
+  const char *path = s + 66;
+  size_t plen = n - 66;
+  if (path[plen - 1] == '\r')
+    return fdl_fail(err, FDL_PARSE,
+                    "checksums line %zu: ends with a carriage return, expected LF line endings",
+                    lineno);
+  if (!path_ok(path, plen))
+    return fdl_fail(err, FDL_PATH,
+                    "checksums line %zu: \"%.*s\" is not a relative path inside the dataset "
+                    "(empty, absolute, '..', a scheme, a NUL, or over %u bytes)",
+                    lineno, FDL_CHECKSUMS_QUOTE, path, FDL_CHECKSUMS_MAX_PATH);
+  return push(c, s, path, plen, err);
+}
+
+typedef struct {
+  const char *path;
+  size_t line;
+} path_line;
+
+static int cmp_path_line(const void *a, const void *b) {
+  const path_line *x = a, *y = b;
+  int r = strcmp(x->path, y->path);
+  if (r) return r;
+  return x->line < y->line ? -1 : x->line > y->line;
+}
+
+/* Finds a path listed twice; lines[i] is the line number of c->items[i]. */
+static fdl_status check_duplicates(const fdl_checksums *c, const size_t *lines, fdl_err *err) {
+  if (c->count < 2) return FDL_OK;
+  path_line *v = malloc(c->count * sizeof *v);
+  if (!v) return fdl_fail(err, FDL_NOMEM, "checksums: out of memory checking duplicates");
+  for (size_t i = 0; i < c->count; i++) v[i] = (path_line){c->items[i].path, lines[i]};
+  qsort(v, c->count, sizeof *v, cmp_path_line);
+  fdl_status s = FDL_OK;
+  for (size_t i = 1; i < c->count && s == FDL_OK; i++)
+    if (!strcmp(v[i - 1].path, v[i].path))
+      s = fdl_fail(err, FDL_PARSE, "checksums line %zu: \"%.*s\" is already listed on line %zu",
+                   v[i].line, FDL_CHECKSUMS_QUOTE, v[i].path, v[i - 1].line);
+  free(v);
+  return s;
+}
+
+fdl_status fdl_checksums_parse(const char *text, size_t len, fdl_checksums *c, fdl_err *err) {
+  if (!c || (len && !text)) return fdl_fail(err, FDL_INVALID, "checksums: NULL argument to parse");
+  fdl_checksums tmp;
+  fdl_checksums_init(&tmp);
+  size_t *lines = NULL, lines_cap = 0;
+  fdl_status s = FDL_OK;
+  size_t lineno = 0;
+  for (size_t pos = 0; pos < len && s == FDL_OK;) {
+    const char *nl = memchr(text + pos, '\n', len - pos);
+    size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
+    const char *line = text + pos;
+    pos += n + (nl ? 1 : 0);
+    lineno++;
+    if (blank_line(line, n)) continue;
+    if (n > FDL_SHA256_HEX_LEN + 2 + FDL_CHECKSUMS_MAX_PATH) {
+      s = fdl_fail(err, FDL_TOO_LARGE,
+                   "checksums line %zu: %zu characters, longer than the %u "
+                   "allowed",
+                   lineno, n, FDL_SHA256_HEX_LEN + 2 + FDL_CHECKSUMS_MAX_PATH);
+      break;
+    }
+    s = parse_line(line, n, lineno, &tmp, err);
+    if (s != FDL_OK) break;
+    if (tmp.count > lines_cap) {
+      size_t cap = tmp.cap_;
+      size_t *p = realloc(lines, cap * sizeof *p);
+      if (!p) {
+        s = fdl_fail(err, FDL_NOMEM, "checksums: out of memory for line numbers");
+        break;
+      }
+      lines = p;
+      lines_cap = cap;
+    }
+    lines[tmp.count - 1] = lineno;
+  }
+  if (s == FDL_OK) s = check_duplicates(&tmp, lines, err);
+  free(lines);
+  if (s != FDL_OK) {
+    fdl_checksums_free(&tmp);
+    return s;
+  }
+  /* The parsed listing replaces whatever c held. */
+  fdl_checksums_free(c);
+  *c = tmp;
+  return FDL_OK;
+}
+
+static int cmp_entry(const void *a, const void *b) {
+  const fdl_checksum_entry *x = a, *y = b;
+  /* strcmp orders by unsigned byte, which for UTF-8 is code point order. */
+  return strcmp(x->path, y->path);
+}
+
+fdl_status fdl_checksums_format(fdl_checksums *c, fdl_buf *out, fdl_err *err) {
+  if (!c || !out) return fdl_fail(err, FDL_INVALID, "checksums: NULL argument to format");
+  for (size_t i = 0; i < c->count; i++) {
+    const fdl_checksum_entry *e = &c->items[i];
+    if (!e->path || !hex_ok(e->hex, strlen(e->hex)) || !path_ok(e->path, strlen(e->path)))
+      return fdl_fail(err, FDL_INVALID, "checksums: entry %zu (\"%.*s\") is malformed", i,
+                      FDL_CHECKSUMS_QUOTE, e->path ? e->path : "(null)");
+  }
+  if (c->count) qsort(c->items, c->count, sizeof *c->items, cmp_entry);
+  for (size_t i = 1; i < c->count; i++)
+    if (!strcmp(c->items[i - 1].path, c->items[i].path))
+      return fdl_fail(err, FDL_INVALID, "checksums: \"%.*s\" is listed twice", FDL_CHECKSUMS_QUOTE,
+                      c->items[i].path);
+  for (size_t i = 0; i < c->count; i++) {
+    fdl_buf_append(out, c->items[i].hex, FDL_SHA256_HEX_LEN);
+    fdl_buf_append(out, "  ", 2);
+    fdl_buf_puts(out, c->items[i].path);
+    fdl_buf_putc(out, '\n');
+  }
+  fdl_status s = fdl_buf_status(out);
+  if (s != FDL_OK)
+    return fdl_fail(err, s, "checksums: output buffer cannot hold the %zu-line listing", c->count);
+  return FDL_OK;
+}
+
+const fdl_checksum_entry *fdl_checksums_find(const fdl_checksums *c, const char *path) {
+  if (!c || !path) return NULL;
+  for (size_t i = 0; i < c->count; i++)
+    if (!strcmp(c->items[i].path, path)) return &c->items[i];
+  return NULL;
+}
