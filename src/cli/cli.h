@@ -21,9 +21,6 @@ typedef struct {
 int fdl_cli_verify(int argc, char **argv);
 int fdl_cli_json(int argc, char **argv);
 int fdl_cli_tensor(int argc, char **argv);
-int fdl_cli_pack(int argc, char **argv);
-int fdl_cli_validate(int argc, char **argv);
-int fdl_cli_inspect(int argc, char **argv);
 
 /* Prints "fidelis: (NAME) message" for a failed call. */
 void fdl_cli_report(const fdl_err *err);
