@@ -33,9 +33,9 @@ FDL_API fdl_status fdl_read_file(const char *path, size_t max_bytes, char **out,
 
 /* A staged output. */
 typedef struct {
-  int fd;           /* write here */
-  char *path;       /* final path (owned) */
-  char *tmp_path;   /* temporary path (owned) */
+  int fd;         /* write here */
+  char *path;     /* final path (owned) */
+  char *tmp_path; /* temporary path (owned) */
 } fdl_out;
 
 /* Opens a temporary file beside path. FDL_EXISTS if path already exists. */

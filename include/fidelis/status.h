@@ -21,19 +21,19 @@ extern "C" {
 #define FDL_PRINTF(f, a)
 #endif
 
-#define FDL_STATUS_MAP(XX)                                                                      \
-  XX(OK, 0, "success")                                                                          \
-  XX(NOMEM, 1, "out of memory")                                                                 \
-  XX(IO, 2, "I/O error")                                                                        \
-  XX(PARSE, 3, "malformed input")                                                               \
-  XX(BOUNDS, 4, "length, offset or size out of bounds")                                         \
-  XX(UNSUPPORTED, 5, "unsupported feature or type")                                             \
-  XX(INVALID, 6, "invalid argument")                                                            \
-  XX(EXISTS, 7, "output already exists")                                                        \
-  XX(MISMATCH, 8, "digest or content mismatch")                                                 \
-  XX(NONFINITE, 9, "non-finite value")                                                          \
-  XX(PATH, 10, "path rule violated")                                                            \
-  XX(REFUSED, 11, "refused by a gate or rule")                                                  \
+#define FDL_STATUS_MAP(XX)                                                                         \
+  XX(OK, 0, "success")                                                                             \
+  XX(NOMEM, 1, "out of memory")                                                                    \
+  XX(IO, 2, "I/O error")                                                                           \
+  XX(PARSE, 3, "malformed input")                                                                  \
+  XX(BOUNDS, 4, "length, offset or size out of bounds")                                            \
+  XX(UNSUPPORTED, 5, "unsupported feature or type")                                                \
+  XX(INVALID, 6, "invalid argument")                                                               \
+  XX(EXISTS, 7, "output already exists")                                                           \
+  XX(MISMATCH, 8, "digest or content mismatch")                                                    \
+  XX(NONFINITE, 9, "non-finite value")                                                             \
+  XX(PATH, 10, "path rule violated")                                                               \
+  XX(REFUSED, 11, "refused by a gate or rule")                                                     \
   XX(TOO_LARGE, 12, "output or value too large")
 
 typedef enum {

@@ -117,8 +117,8 @@ FDL_API const fdl_tensor *fdl_npy_tensor(const fdl_npy *n);
 FDL_API fdl_status fdl_npy_header(fdl_dtype dtype, int ndim, const int64_t *shape, fdl_buf *out,
                                   fdl_err *err);
 /* Writes an .npy file byte-identical to np.save. Staged; never overwrites. */
-FDL_API fdl_status fdl_npy_write(const char *path, fdl_dtype dtype, int ndim,
-                                 const int64_t *shape, const void *data, fdl_err *err);
+FDL_API fdl_status fdl_npy_write(const char *path, fdl_dtype dtype, int ndim, const int64_t *shape,
+                                 const void *data, fdl_err *err);
 
 /* ---- dtype conversion ------------------------------------------------------------------- */
 

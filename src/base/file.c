@@ -221,8 +221,7 @@ fdl_status fdl_out_commit(fdl_out *o, fdl_err *err) {
     if (move_noreplace(o->tmp_path, o->path) != 0) {
       s = errno == EEXIST
               ? fdl_fail(err, FDL_EXISTS, "%s: appeared while writing; left untouched", o->path)
-              : fdl_fail(err, FDL_IO, "%s: cannot move into place: %s", o->path,
-                         strerror(errno));
+              : fdl_fail(err, FDL_IO, "%s: cannot move into place: %s", o->path, strerror(errno));
     } else {
       fsync_dir_of(o->path);
     }
@@ -254,7 +253,8 @@ fdl_status fdl_rename_noreplace(const char *from, const char *to, fdl_err *err) 
     return fdl_fail(err, FDL_IO, "cannot move %s to %s: %s", from, to, strerror(errno));
 #endif
   /* No atomic no-replace rename here: check, then rename (a narrow race, stated). */
-  if (fdl_path_exists(to)) return fdl_fail(err, FDL_EXISTS, "%s: already exists; left untouched", to);
+  if (fdl_path_exists(to))
+    return fdl_fail(err, FDL_EXISTS, "%s: already exists; left untouched", to);
   if (rename(from, to) != 0)
     return fdl_fail(err, FDL_IO, "cannot move %s to %s: %s", from, to, strerror(errno));
   fsync_dir_of(to);

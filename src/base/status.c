@@ -6,8 +6,8 @@
 
 const char *fdl_strerror(fdl_status s) {
   switch (s) {
-#define FDL_STATUS_TEXT_(name, num, text)                                                         \
-  case FDL_##name:                                                                                \
+#define FDL_STATUS_TEXT_(name, num, text)                                                          \
+  case FDL_##name:                                                                                 \
     return text;
     FDL_STATUS_MAP(FDL_STATUS_TEXT_)
 #undef FDL_STATUS_TEXT_
@@ -17,8 +17,8 @@ const char *fdl_strerror(fdl_status s) {
 
 const char *fdl_status_name(fdl_status s) {
   switch (s) {
-#define FDL_STATUS_NAME_(name, num, text)                                                         \
-  case FDL_##name:                                                                                \
+#define FDL_STATUS_NAME_(name, num, text)                                                          \
+  case FDL_##name:                                                                                 \
     return #name;
     FDL_STATUS_MAP(FDL_STATUS_NAME_)
 #undef FDL_STATUS_NAME_
