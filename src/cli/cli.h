@@ -21,10 +21,40 @@ typedef struct {
 int fdl_cli_verify(int argc, char **argv);
 int fdl_cli_json(int argc, char **argv);
 int fdl_cli_tensor(int argc, char **argv);
+int fdl_cli_compare(int argc, char **argv);
+int fdl_cli_synth(int argc, char **argv);
+int fdl_cli_pack(int argc, char **argv);
+int fdl_cli_validate(int argc, char **argv);
+int fdl_cli_inspect(int argc, char **argv);
 
 /* Prints "fidelis: (NAME) message" for a failed call. */
 void fdl_cli_report(const fdl_err *err);
 /* True when arg is --help or -h. */
 int fdl_cli_is_help(const char *arg);
+
+/* ---- compare / synth helpers (progress.c) ---------------------------------------------- */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A progress line on stderr: shown when mode > 0 (--progress), or mode == 0 and stderr is a
+ * terminal; never when mode < 0 (--quiet). */
+typedef struct {
+  const char *label;
+  bool enabled, drawn;
+  double t0, last;
+} fdl_cli_progress;
+
+double fdl_cli_now(void);
+void fdl_cli_progress_init(fdl_cli_progress *p, const char *label, int mode);
+/* Matches fdl_compare_progress: arg is the fdl_cli_progress. */
+void fdl_cli_progress_cb(void *arg, uint64_t done, uint64_t total);
+/* Ends the line if one was drawn. */
+void fdl_cli_progress_end(fdl_cli_progress *p);
+/* "--name VALUE" or "--name=VALUE" at argv[*i]: 1 matched (value set, *i advanced past a
+ * separate value), 0 not this option, -1 the value is missing. */
+int fdl_cli_value(int argc, char **argv, int *i, const char *name, const char **value);
+/* A decimal integer in [0, max]; 0 ok, -1 otherwise. */
+int fdl_cli_parse_u64(const char *s, uint64_t max, uint64_t *out);
 
 #endif

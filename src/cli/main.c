@@ -8,6 +8,11 @@ static const fdl_cli_command COMMANDS[] = {
     {"verify", "recompute the seal of sealed JSON documents", fdl_cli_verify},
     {"json", "canonical JSON (json canon)", fdl_cli_json},
     {"tensor", "list tensors of safetensors and .npy files (tensor ls)", fdl_cli_tensor},
+    {"compare", "compare two fidelity datasets into a sealed receipt", fdl_cli_compare},
+    {"synth", "write a synthetic reference/candidate dataset pair", fdl_cli_synth},
+    {"pack", "turn per-record dumps into a sealed fidelity dataset", fdl_cli_pack},
+    {"validate", "check a fidelity dataset (structural, or sealed with tensors)", fdl_cli_validate},
+    {"inspect", "summarise a fidelity dataset", fdl_cli_inspect},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,286 @@
+/* bench_kl.c - timings of the numerical core, printed as one line of key=value pairs per run.
+ *
+ *   bench_kl logits --vocab V --rows R --ref F --cand F [--threads T] [--isa NAME]
+ *       Raw float32 logit files, read into memory first (the read is not timed); times the
+ *       fused KL over all rows, best of 5.
+ *   bench_kl hidden --vocab V --hidden H --rows R [--threads T] [--batch N]
+ *       Generated float32 head and BF16 hidden rows widened to float32, hidden <-> hidden with a
+ *       shared head. Times fidelis, then the bare cblas_sgemm calls of the same tiles on the same
+ *       threads, in the same process, alternating the two three times (best of each).
+ *   bench_kl hidden ... --no-bare   skips the bare GEMM and streams rows, generated and compared
+ *       `batch` at a time, so the memory held is the head plus one batch whatever the panel size
+ *       (the RSS runs).
+ *
+ * Every run ends with peak_rss_mib (getrusage) and head_mib (the float32 head copy). */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "fidelis/num.h"
+#include "fidelis/pool.h"
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* CPU seconds of the whole process: on a shared machine this counts the work done, not the
+ * time other processes held the cores. */
+static double cpu_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static const char *arg(int argc, char **argv, const char *name) {
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], name) == 0) return argv[i + 1];
+  return NULL;
+}
+
+static size_t num(int argc, char **argv, const char *name, size_t dflt) {
+  const char *v = arg(argc, argv, name);
+  return v ? strtoull(v, NULL, 10) : dflt;
+}
+
+static int has(int argc, char **argv, const char *name) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], name) == 0) return 1;
+  return 0;
+}
+
+static double peak_rss_mib(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_maxrss / 1024.0;
+}
+
+static float *read_floats(const char *path, size_t n) {
+  FILE *f = fopen(path, "rb");
+  float *p = f ? malloc(n * sizeof *p) : NULL;
+  if (p && fread(p, sizeof *p, n, f) != n) {
+    free(p);
+    p = NULL;
+  }
+  if (f) fclose(f);
+  return p;
+}
+
+static uint64_t mix(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+static float uniform(uint64_t *s) {
+  return (float)((double)(mix(s) >> 11) * 0x1p-53 - 0.5);
+}
+
+/* A BF16 value widened exactly: the top 16 bits of a float32. */
+static float bf16(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  u &= 0xffff0000u;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+/* Large generated arrays: huge pages where the kernel allows them, because page faults are
+ * expensive on virtual machines and the head is the benchmark's setup, not its subject. */
+static float *alloc_big(size_t n) {
+  size_t bytes = (n * sizeof(float) + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+  float *p = aligned_alloc(2u << 20, bytes);
+  if (p) madvise(p, bytes, MADV_HUGEPAGE);
+  return p;
+}
+
+static fdl_num_block *cut(size_t rows, size_t pb, fdl_num_side ref, fdl_num_side cand, size_t *nb) {
+  *nb = (rows + pb - 1) / pb;
+  fdl_num_block *b = calloc(*nb, sizeof *b);
+  for (size_t i = 0; b && i < *nb; i++) {
+    size_t r0 = i * pb;
+    b[i].rows = rows - r0 < pb ? rows - r0 : pb;
+    b[i].ref = ref;
+    b[i].ref.data = ref.data + r0 * ref.ld;
+    b[i].cand = cand;
+    b[i].cand.data = cand.data + r0 * cand.ld;
+  }
+  return b;
+}
+
+static int bench_logits(int argc, char **argv) {
+  fdl_num_opts o;
+  fdl_num_opts_default(&o);
+  o.vocab = num(argc, argv, "--vocab", 0);
+  o.threads = (unsigned)num(argc, argv, "--threads", 0);
+  const char *isa = arg(argc, argv, "--isa");
+  if (isa && strcmp(isa, "avx2") == 0) o.isa = FDL_NUM_ISA_AVX2;
+  if (isa && strcmp(isa, "scalar") == 0) o.isa = FDL_NUM_ISA_SCALAR;
+  size_t rows = num(argc, argv, "--rows", 0);
+  float *t = read_floats(arg(argc, argv, "--ref"), rows * o.vocab);
+  float *s = read_floats(arg(argc, argv, "--cand"), rows * o.vocab);
+  if (!t || !s || !rows) {
+    fprintf(stderr, "bench_kl logits: cannot read the inputs\n");
+    return 2;
+  }
+  size_t nb;
+  fdl_num_block *b = cut(rows, o.position_block, (fdl_num_side){FDL_NUM_LOGITS, t, o.vocab, 0, 0},
+                         (fdl_num_side){FDL_NUM_LOGITS, s, o.vocab, 0, 0}, &nb);
+  double *kl = malloc(rows * sizeof *kl);
+  uint8_t *top1 = malloc(rows);
+  fdl_num_ctx *ctx;
+  fdl_err err;
+  if (!b || !kl || !top1 || fdl_num_ctx_new(&o, &ctx, &err) != FDL_OK) return 2;
+  fdl_num_out out = {.kl = kl, .top1 = top1};
+  double best = 1e300;
+  for (int rep = 0; rep < 5; rep++) {
+    double t0 = now();
+    if (fdl_num_run(ctx, b, nb, &out, &err) != FDL_OK) {
+      fprintf(stderr, "bench_kl: %s\n", err.msg);
+      return 3;
+    }
+    double dt = now() - t0;
+    best = dt < best ? dt : best;
+  }
+  double mean = fdl_num_mean(kl, rows);
+  printf("mode=logits isa=%s threads=%u vocab=%zu rows=%zu seconds=%.4f ms_per_row=%.4f "
+         "kl_mean=%.17g peak_rss_mib=%.1f\n",
+         fdl_num_isa_name(fdl_num_ctx_opts(ctx)->isa), fdl_num_ctx_opts(ctx)->threads, o.vocab,
+         rows, best, best / (double)rows * 1e3, mean, peak_rss_mib());
+  fdl_num_ctx_free(ctx);
+  free(b), free(kl), free(top1), free(t), free(s);
+  return 0;
+}
+
+typedef struct {
+  const float *pad_ref, *pad_cand, *head;
+  size_t pb, hidden, vocab, chunk;
+  float *tiles; /* [threads][2][pb x nc] */
+} bare_args;
+
+/* The same sgemm calls fidelis makes for one block, and nothing else. */
+static fdl_status bare_block(void *varg, size_t b, unsigned worker, fdl_err *err) {
+  (void)b, (void)err;
+  bare_args *a = varg;
+  size_t nc = a->chunk < a->vocab ? a->chunk : a->vocab;
+  float *tile = a->tiles + (size_t)worker * 2 * a->pb * nc;
+  for (size_t c0 = 0; c0 < a->vocab; c0 += a->chunk) {
+    size_t col0 = c0 + nc <= a->vocab ? c0 : a->vocab - nc;
+    const float *pads[2] = {a->pad_ref, a->pad_cand};
+    for (int i = 0; i < 2; i++)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)a->pb, (blasint)nc,
+                  (blasint)a->hidden, 1.0f, pads[i], (blasint)a->hidden, a->head + col0 * a->hidden,
+                  (blasint)a->hidden, 0.0f, tile + i * a->pb * nc, (blasint)nc);
+  }
+  return FDL_OK;
+}
+
+static fdl_status run_hidden(fdl_num_ctx *ctx, const fdl_num_opts *o, float *hr, float *hc,
+                             float *head, size_t h, size_t n, double *kl, fdl_err *err) {
+  size_t nb;
+  fdl_num_block *b = cut(n, o->position_block, (fdl_num_side){FDL_NUM_HIDDEN, hr, h, head, h},
+                         (fdl_num_side){FDL_NUM_HIDDEN, hc, h, head, h}, &nb);
+  if (!b) return fdl_fail(err, FDL_NOMEM, "out of memory for blocks");
+  fdl_num_out out = {.kl = kl};
+  fdl_status s = fdl_num_run(ctx, b, nb, &out, err);
+  free(b);
+  return s;
+}
+
+static void gen_rows(uint64_t *seed, float *hr, float *hc, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    hr[i] = bf16(uniform(seed) * 4.0f);
+    hc[i] = bf16(hr[i] + uniform(seed) * 0.1f);
+  }
+}
+
+static int bench_hidden(int argc, char **argv) {
+  fdl_num_opts o;
+  fdl_num_opts_default(&o);
+  o.vocab = num(argc, argv, "--vocab", 248320);
+  o.threads = (unsigned)num(argc, argv, "--threads", 0);
+  o.position_block = num(argc, argv, "--pb", o.position_block);
+  o.vocab_chunk = num(argc, argv, "--chunk", o.vocab_chunk);
+  size_t h = num(argc, argv, "--hidden", 2560), rows = num(argc, argv, "--rows", 256);
+  int bare_too = !has(argc, argv, "--no-bare");
+  fdl_num_ctx *ctx;
+  fdl_err err;
+  if (fdl_num_ctx_new(&o, &ctx, &err) != FDL_OK) return 2;
+  unsigned threads = fdl_num_ctx_opts(ctx)->threads;
+  /* The RSS runs stream rows in batches; the ratio run keeps its few rows in memory and
+   * alternates fidelis and bare GEMM three times (best of each), so that load from other
+   * processes hits both sides alike. */
+  size_t batch =
+      bare_too ? rows : num(argc, argv, "--batch", (size_t)threads * o.position_block * 2);
+  float *head = alloc_big(o.vocab * h);
+  float *hr = malloc(batch * h * sizeof *hr), *hc = malloc(batch * h * sizeof *hc);
+  double *kl = malloc(batch * sizeof *kl);
+  if (!head || !hr || !hc || !kl) return 2;
+  uint64_t seed = 1;
+  for (size_t i = 0; i < o.vocab * h; i++) head[i] = uniform(&seed) * 0.2f;
+  double fid = 1e300, bare = 1e300, fid_cpu = 1e300, bare_cpu = 1e300, sum_kl = 0;
+  if (!bare_too) {
+    fid = 0;
+    for (size_t r0 = 0; r0 < rows; r0 += batch) {
+      size_t n = rows - r0 < batch ? rows - r0 : batch;
+      gen_rows(&seed, hr, hc, n * h);
+      double t0 = now();
+      if (run_hidden(ctx, &o, hr, hc, head, h, n, kl, &err) != FDL_OK) goto fail;
+      fid += now() - t0;
+      for (size_t i = 0; i < n; i++) sum_kl += kl[i];
+    }
+  } else {
+    gen_rows(&seed, hr, hc, rows * h);
+    size_t nc = o.vocab_chunk < o.vocab ? o.vocab_chunk : o.vocab;
+    bare_args a = {hr,
+                   hc,
+                   head,
+                   o.position_block,
+                   h,
+                   o.vocab,
+                   o.vocab_chunk,
+                   malloc((size_t)threads * 2 * o.position_block * nc * sizeof(float))};
+    fdl_pool pool;
+    if (!a.tiles || fdl_pool_init(&pool, threads, &err) != FDL_OK) return 2;
+    size_t nblocks = (rows + o.position_block - 1) / o.position_block;
+    for (int rep = 0; rep < 3; rep++) {
+      double t0 = now(), c0 = cpu_now();
+      if (run_hidden(ctx, &o, hr, hc, head, h, rows, kl, &err) != FDL_OK) goto fail;
+      double t1 = now(), c1 = cpu_now();
+      fdl_pool_run(&pool, nblocks, bare_block, &a, &err);
+      double t2 = now(), c2 = cpu_now();
+      fid = t1 - t0 < fid ? t1 - t0 : fid;
+      bare = t2 - t1 < bare ? t2 - t1 : bare;
+      fid_cpu = c1 - c0 < fid_cpu ? c1 - c0 : fid_cpu;
+      bare_cpu = c2 - c1 < bare_cpu ? c2 - c1 : bare_cpu;
+    }
+    for (size_t i = 0; i < rows; i++) sum_kl += kl[i];
+    fdl_pool_free(&pool);
+    free(a.tiles);
+  }
+  printf("mode=hidden threads=%u vocab=%zu hidden=%zu rows=%zu pb=%zu chunk=%zu "
+         "fidelis_s=%.3f bare_sgemm_s=%.3f ratio=%.3f cpu_ratio=%.3f kl_mean=%.6g "
+         "head_mib=%.1f peak_rss_mib=%.1f\n",
+         threads, o.vocab, h, rows, o.position_block, o.vocab_chunk, fid, bare_too ? bare : 0.0,
+         bare_too ? fid / bare : 0.0, bare_too ? fid_cpu / bare_cpu : 0.0, sum_kl / (double)rows,
+         (double)(o.vocab * h * sizeof(float)) / 1048576.0, peak_rss_mib());
+  fdl_num_ctx_free(ctx);
+  free(head), free(hr), free(hc), free(kl);
+  return 0;
+fail:
+  fprintf(stderr, "bench_kl hidden: %s\n", err.msg);
+  return 3;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "logits") == 0) return bench_logits(argc, argv);
+  if (argc > 1 && strcmp(argv[1], "hidden") == 0) return bench_hidden(argc, argv);
+  fprintf(stderr, "usage: bench_kl logits|hidden ...\n");
+  return 2;
+}

@@ -1,0 +1,293 @@
+/* fidelis/dataset.h - malaiwah.fidelity-dataset.v1: the model, pack, validate, inspect.
+ *
+ * A fidelity dataset is a directory holding ONE capture of ONE artifact over ONE token panel,
+ * sealed by a chain rooted in fidelity-dataset.json's dataset_sha256 (shared/spec/
+ * FIDELITY-DATASET.md). This module reads such directories (fdl_dataset_load), checks them
+ * (fdl_ds_validate: every rule of spec §12 with the spec's codes), produces them from any
+ * engine's per-record dumps (fdl_ds_pack), and summarises them (fdl_ds_inspect).
+ *
+ * Documents stay jansson trees: unknown keys are kept (v1 readers must ignore, never drop them),
+ * so a document that is re-serialised keeps every key it was read with. Typed views borrow
+ * strings from those trees.
+ *
+ * Divisions: names and constants; digests (§5); findings and the validation report (§12.3);
+ * validate; the document model; the seal-chain writer (§5.4); pack; inspect. */
+#ifndef FIDELIS_DATASET_H
+#define FIDELIS_DATASET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "digest.h"
+#include "status.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- names and constants ---------------------------------------------------------------- */
+
+#define FDL_DS_SCHEMA "malaiwah.fidelity-dataset.v1"
+#define FDL_DS_CAPTURE_SCHEMA "malaiwah.fidelity-capture-manifest.v1"
+#define FDL_DS_PANEL_SCHEMA "malaiwah.fidelity-panel-binding.v1"
+#define FDL_DS_HEAD_SCHEMA "malaiwah.fidelity-head-identity.v1"
+#define FDL_DS_RUNTIME_SCHEMA "malaiwah.fidelity-capture-runtime.v1"
+#define FDL_DS_REMAP_SCHEMA "malaiwah.fidelity-path-remap.v1"
+#define FDL_DS_VALIDATION_SCHEMA "malaiwah.fidelity-structural-validation.v1"
+#define FDL_DS_STACK_SCHEMA "malaiwah.stack-fingerprint.v1"
+
+#define FDL_DS_MANIFEST_NAME "fidelity-dataset.json"
+#define FDL_DS_CHECKSUMS_NAME "checksums.txt"
+#define FDL_DS_VALIDATION_FILE "validation/structural-validation.json"
+
+/* Index files are named with %04d (more digits past 9999); this bounds the index itself. */
+#define FDL_DS_MAX_INDEX ((int64_t)1 << 40)
+
+/* ---- digests (§5.1, §5.2) --------------------------------------------------------------- */
+
+/* Appends the id list as compact JSON "[1,2,3]" (legacy=false, the normative preimage) or with
+ * ", " separators "[1, 2, 3]" (legacy=true). */
+FDL_API fdl_status fdl_ds_token_ids_json(const int64_t *ids, size_t n, bool legacy, fdl_buf *out,
+                                         fdl_err *err);
+/* token_ids_json_sha256 (legacy=false) or token_ids_sha256_legacy (legacy=true) into hex[65]. */
+FDL_API fdl_status fdl_ds_token_digest(const int64_t *ids, size_t n, bool legacy, char *hex,
+                                       fdl_err *err);
+/* suite_token_hash_sha256 over per-record hex digests already in ascending index order,
+ * joined by "\n" (legacy=false) or by "" (legacy=true: panel_token_sha256_legacy). */
+FDL_API fdl_status fdl_ds_suite_token_hash(const char *const *hexes, size_t n, bool legacy,
+                                           char *hex, fdl_err *err);
+
+typedef struct {
+  int64_t index;
+  const char *content_sha256; /* tensor_content_sha256; NULL or "" is refused */
+} fdl_ds_content_item;
+
+/* capture_content_digest over records in any order (sorted by index here). FDL_MISMATCH on a
+ * duplicate index or an empty content digest; the message names the index. */
+FDL_API fdl_status fdl_ds_capture_content_digest(const fdl_ds_content_item *items, size_t n,
+                                                 char *hex, fdl_err *err);
+
+/* The registry's scope_digest string (§11) of a scope block: FDL_INVALID when a field it needs
+ * is missing or mistyped. Appends to out (not hashed: the digest is the string itself). */
+FDL_API fdl_status fdl_ds_scope_digest(const json_t *scope, fdl_buf *out, fdl_err *err);
+
+/* The three tensor-file digests of §5.1 plus what the safetensors header declares for key. */
+typedef struct {
+  char file_sha256[FDL_SHA256_HEX_LEN + 1];    /* every byte of the file */
+  char payload_sha256[FDL_SHA256_HEX_LEN + 1]; /* the data section */
+  char content_sha256[FDL_SHA256_HEX_LEN + 1]; /* the named tensor's bytes */
+  uint64_t size_bytes;
+  fdl_dtype dtype;
+  int ndim;
+  int64_t shape[FDL_MAX_DIMS];
+} fdl_ds_tensor_digests;
+
+/* Computes all three digests of a safetensors file in one read. A missing key or a truncated
+ * file is FDL_PARSE/FDL_BOUNDS (bad_tensor_file). */
+FDL_API fdl_status fdl_ds_tensor_file_digests(const char *path, const char *key,
+                                              fdl_ds_tensor_digests *out, fdl_err *err);
+
+/* ---- findings and the validation report (§12.2, §12.3) --------------------------------- */
+
+typedef struct {
+  char *code;    /* e.g. "seal_failed" */
+  char *rule;    /* e.g. "SEAL-1(a)" */
+  char *message; /* what failed and what was expected */
+  char *where;   /* dataset-relative file or file:key; "" when global */
+} fdl_ds_finding;
+
+typedef struct {
+  fdl_ds_finding *items;
+  size_t count;
+  size_t cap_;
+} fdl_ds_findings;
+
+/* Conformance level reached by one validate run (§1.2). */
+typedef enum {
+  FDL_DS_LEVEL_INVALID = 0,    /* at least one error */
+  FDL_DS_LEVEL_MANIFESTS = 1,  /* --manifest(s)-only: the manifests are consistent */
+  FDL_DS_LEVEL_STRUCTURAL = 2, /* every check except tensor content passed */
+  FDL_DS_LEVEL_SEALED = 3,     /* structural, and every tensor byte re-hashed and matched */
+} fdl_ds_level;
+
+FDL_API const char *fdl_ds_level_name(fdl_ds_level l);
+
+typedef struct {
+  char *subject; /* "dataset:<id>", or the path as given when the id is unknown */
+  fdl_ds_findings errors;
+  fdl_ds_findings warnings;
+  char **checks; /* names of the checks that ran, in run order (sorted on output) */
+  size_t n_checks;
+  size_t cap_checks_;
+  fdl_ds_level level; /* set by fdl_ds_validate */
+  fdl_status oom;     /* sticky: FDL_NOMEM if a finding could not be recorded */
+} fdl_ds_report;
+
+FDL_API void fdl_ds_report_init(fdl_ds_report *r);
+FDL_API void fdl_ds_report_free(fdl_ds_report *r);
+FDL_API void fdl_ds_report_error(fdl_ds_report *r, const char *code, const char *rule,
+                                 const char *where, const char *fmt, ...) FDL_PRINTF(5, 6);
+FDL_API void fdl_ds_report_warn(fdl_ds_report *r, const char *code, const char *rule,
+                                const char *where, const char *fmt, ...) FDL_PRINTF(5, 6);
+FDL_API void fdl_ds_report_check(fdl_ds_report *r, const char *fmt, ...) FDL_PRINTF(2, 3);
+FDL_API void fdl_ds_report_set_subject(fdl_ds_report *r, const char *subject);
+/* True when some finding (error or warning) carries this code. */
+FDL_API bool fdl_ds_report_has(const fdl_ds_report *r, const char *code);
+
+/* The sealed report document of §12.3 (keys schema, format_version, receipt_sha256, subject,
+ * structural_status, checks_run sorted, errors, warnings, error_count, warning_count), plus
+ * "conformance_level" when with_level is true. */
+FDL_API fdl_status fdl_ds_report_to_json(const fdl_ds_report *r, bool with_level, json_t **out,
+                                         fdl_err *err);
+/* 0 ok, 2 warnings only, 3 errors (§12.2). */
+FDL_API int fdl_ds_report_exit_code(const fdl_ds_report *r);
+
+/* ---- validate (§12.1) ------------------------------------------------------------------- */
+
+typedef struct {
+  bool verify_tensors; /* recompute every tensor's content, payload and file digest (sealed) */
+  bool allow_partial;  /* tolerate absent capture/ files and an incomplete coverage (COV-3) */
+  bool manifest_only;  /* the reference --manifest-only: stop after the top manifest's paths */
+  bool manifests_only; /* every check that needs only the manifests: no checksums.txt, token,
+                          mask or tensor bytes; absent payload files are not findings */
+  bool strict;         /* warnings become errors */
+  unsigned threads;    /* hashing threads; 0 = one per online CPU */
+} fdl_ds_validate_opts;
+
+/* Runs every check against the dataset directory root and collects every finding in rep (which
+ * the caller has initialised). Returns FDL_OK when the checks ran, whatever they found; an error
+ * status only for a fault of the run itself (out of memory, root not a directory). */
+FDL_API fdl_status fdl_ds_validate(const char *root, const fdl_ds_validate_opts *opts,
+                                   fdl_ds_report *rep, fdl_err *err);
+
+/* The checks that need the top manifest alone (validate's schema layer and path rules, steps 2
+ * and 4), adding findings to rep. */
+FDL_API void fdl_ds_check_manifest(const json_t *manifest, fdl_ds_report *rep);
+
+/* ---- the document model ----------------------------------------------------------------- */
+
+/* One capture record (§6), borrowed from the capture manifest. Absent or mistyped fields read
+ * as NULL / -1. */
+typedef struct {
+  int64_t index;
+  const char *file;    /* relative to the capture manifest's directory */
+  const char *key;     /* tensor key */
+  const char *dtype;   /* safetensors dtype name */
+  int64_t shape[2];    /* [scored_rows, width] */
+  int64_t scored_rows; /* == prediction_positions */
+  int64_t size_bytes;
+  const char *sha256; /* file digest */
+  const char *payload_sha256;
+  const char *tensor_content_sha256; /* the content identity */
+  const char *token_ids_json_sha256;
+  const char *attention_mask_sha256; /* NULL when the panel has no masks */
+  const char *window_id;
+  const char *domain;
+  const char *allocation_stratum;
+  json_t *json; /* the record object itself (borrowed) */
+} fdl_ds_capture_record;
+
+/* One panel record (§7.2), borrowed from panel/panel.json. */
+typedef struct {
+  int64_t index;
+  const char *token_file;          /* root-relative */
+  const char *attention_mask_file; /* root-relative or NULL */
+  const char *token_ids_json_sha256;
+  const char *attention_mask_sha256;
+  int64_t num_tokens;
+  int64_t prediction_positions;
+  const char *window_id;
+  const char *domain;
+  json_t *json;
+} fdl_ds_panel_record;
+
+/* A dataset's documents. Each json_t is owned (NULL when the file is absent or unreadable). */
+typedef struct {
+  json_t *manifest;               /* fidelity-dataset.json */
+  json_t *capture;                /* capture/manifest.json */
+  json_t *panel;                  /* panel/panel.json */
+  json_t *head;                   /* head/head.json */
+  json_t *runtime;                /* runtime/capture-runtime.json */
+  fdl_ds_capture_record *records; /* sorted by index */
+  size_t n_records;
+  fdl_ds_panel_record *panel_records; /* sorted by index */
+  size_t n_panel_records;
+} fdl_dataset;
+
+/* Loads the top manifest (which must parse and carry the v1 schema) and every sub-document it
+ * names that can be read; a sub-document that cannot be read stays NULL (validate says why).
+ * Never follows a symlink inside the root. */
+FDL_API fdl_status fdl_dataset_load(const char *root, fdl_dataset *ds, fdl_err *err);
+FDL_API void fdl_dataset_free(fdl_dataset *ds);
+
+/* ---- the seal-chain writer (§5.4) ------------------------------------------------------ */
+
+/* The five documents of a dataset, before sealing. The writer fills every digest the chain
+ * names (panel.panel_file_sha256, runtime.file_sha256, capture.manifest_file_sha256,
+ * runtime_manifest_sha256, seal.checksums_sha256) and every seal field. */
+typedef struct {
+  json_t *manifest;   /* top manifest, with its panel/capture/runtime/seal blocks present */
+  json_t *panel;      /* written to manifest.panel.panel_file */
+  json_t *runtime;    /* written to manifest.runtime.file */
+  json_t *head;       /* written to manifest.head.head_json; NULL when that is null */
+  json_t *capture;    /* written to manifest.capture.manifest_file */
+  json_t *validation; /* NULL: the reference pre-seal stub for manifest.dataset.id */
+} fdl_ds_docs;
+
+/* Writes the documents into dir, where every payload file (tokens, masks, tensors, head payload,
+ * README.md) already lies, in the required order: panel, runtime, head, capture manifest,
+ * validation report, checksums.txt, fidelity-dataset.json. Each file is staged and never
+ * overwrites. dataset_sha256 (optional, hex[65]) receives the final seal. */
+FDL_API fdl_status fdl_ds_write_sealed(const char *dir, fdl_ds_docs *docs, char *dataset_sha256,
+                                       fdl_err *err);
+
+/* The reference pre-seal validation stub for a dataset id (§12.3), sealed. */
+FDL_API fdl_status fdl_ds_preseal_report(const char *dataset_id, json_t **out, fdl_err *err);
+
+/* ---- pack ------------------------------------------------------------------------------- */
+
+typedef struct {
+  const char *panel_path; /* JSONL: one context per line (docs/PACK.md) */
+  const char *tensor_dir; /* NNNN.safetensors or NNNN.npy per panel record */
+  const char *head_path;  /* optional [vocab, hidden] head weight (.safetensors or .npy) */
+  const char *meta_path;  /* JSON describing the artifact and its runtime */
+  const char *out_dir;    /* must not exist */
+  bool allow_partial;     /* records without a tensor file make an incomplete dataset */
+  unsigned threads;       /* for the final validation; 0 = one per online CPU */
+} fdl_ds_pack_opts;
+
+typedef struct {
+  char dataset_sha256[FDL_SHA256_HEX_LEN + 1];
+  char capture_content_digest[FDL_SHA256_HEX_LEN + 1];
+  size_t records;
+  uint64_t scored_rows;
+  char code[40]; /* on failure: the refusal code (e.g. "panel_binding", "non_finite") */
+} fdl_ds_pack_result;
+
+/* Builds a sealed dataset at out_dir from the inputs, validates it, and moves it into place
+ * with a no-replace rename: the dataset appears whole or not at all. On failure nothing is left
+ * behind, res->code names the refusal and err says what, on which record/row/field. */
+FDL_API fdl_status fdl_ds_pack(const fdl_ds_pack_opts *opts, fdl_ds_pack_result *res, fdl_err *err);
+
+/* Parses a pack panel (JSONL, docs/PACK.md) from memory and checks it as pack does: keys and
+ * types, unique indices 0..N-1, equal lengths, masks, at least one scored row per record. On
+ * failure the message starts with the refusal code ("panel_binding: ..."). */
+FDL_API fdl_status fdl_ds_panel_check(const char *text, size_t len, size_t *records,
+                                      int64_t *scored_positions, fdl_err *err);
+
+/* ---- inspect ---------------------------------------------------------------------------- */
+
+/* A summary of a dataset as a JSON object: role, form, records and positions, vocab and hidden
+ * sizes, dtype, head digest, lane and stack, seal status (manifest seal and checksums digest
+ * recomputed) and per-domain position counts. */
+FDL_API fdl_status fdl_ds_inspect(const char *root, json_t **out, fdl_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,122 @@
+/* inspect.c - `fidelis inspect DIR`: a readable summary of a fidelity dataset. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "fidelis/dataset.h"
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: fidelis inspect DIR [--json]\n\n"
+             "Summarises a malaiwah.fidelity-dataset.v1 directory: role, form, records and\n"
+             "positions, vocab and hidden sizes, dtype, head digest, lane and stack, seal status\n"
+             "(the manifest seal and checksums.txt digest, recomputed), and the domains with\n"
+             "their position counts. Use `fidelis validate` for the full check.\n\n"
+             "  --json   print the summary as JSON\n");
+}
+
+/* A value as text: strings bare, others as compact JSON, absent as "-". */
+static void put(const json_t *v) {
+  if (!v || json_is_null(v)) {
+    fputs("-", stdout);
+  } else if (json_is_string(v)) {
+    fputs(json_string_value(v), stdout);
+  } else {
+    fdl_buf b;
+    fdl_buf_init(&b, 4096);
+    if (fdl_json_dump(v, 0, &b, NULL) == FDL_OK) fwrite(b.data, 1, b.len, stdout);
+    fdl_buf_free(&b);
+  }
+}
+
+static void line(const char *label, const json_t *o, const char *key) {
+  printf("%-26s", label);
+  put(json_object_get(o, key));
+  putchar('\n');
+}
+
+static void print_human(const json_t *s) {
+  const json_t *rec = json_object_get(s, "records"), *head = json_object_get(s, "head"),
+               *rt = json_object_get(s, "runtime"), *panel = json_object_get(s, "panel"),
+               *seal = json_object_get(s, "seal");
+  line("dataset", s, "id");
+  line("name", s, "name");
+  line("role", s, "role");
+  line("form", s, "form");
+  line("semantic point", s, "semantic_point");
+  printf("%-26s", "records");
+  put(json_object_get(rec, "present"));
+  fputs(" of ", stdout);
+  put(json_object_get(rec, "declared"));
+  fputs(json_is_true(json_object_get(rec, "complete")) ? " (complete)\n" : " (INCOMPLETE)\n",
+        stdout);
+  line("scored positions", rec, "positions");
+  line("context length", s, "context_length");
+  line("vocab size", s, "vocab_size");
+  line("hidden width", s, "hidden_width");
+  line("dtype", s, "dtype");
+  line("dtype lossless", s, "dtype_lossless");
+  line("capture content digest", s, "capture_content_digest");
+  line("head present", head, "present");
+  line("head content digest", head, "tensor_content_sha256");
+  line("head shape", head, "shape");
+  line("head source", head, "source");
+  line("lane", rt, "lane");
+  line("stack fingerprint", rt, "stack_fingerprint_sha256");
+  line("engine", rt, "engine");
+  line("device", rt, "device");
+  line("device name", rt, "device_name");
+  line("panel", panel, "panel_id");
+  line("suite token hash", panel, "suite_token_hash_sha256");
+  line("weights", s, "weights_repository");
+  line("dataset_sha256", seal, "dataset_sha256");
+  line("manifest seal", seal, "manifest_seal");
+  line("checksums.txt", seal, "checksums_txt");
+  line("claimed status", seal, "claimed_status");
+  printf("domains:\n");
+  const char *key;
+  json_t *v;
+  json_object_foreach(json_object_get(s, "domains"), key, v) {
+    printf("  %-24s %lld positions in %lld record(s)\n", key,
+           (long long)json_integer_value(json_object_get(v, "positions")),
+           (long long)json_integer_value(json_object_get(v, "records")));
+  }
+}
+
+int fdl_cli_inspect(int argc, char **argv) {
+  const char *dir = NULL;
+  bool json = false;
+  for (int i = 1; i < argc; i++) {
+    if (fdl_cli_is_help(argv[i])) {
+      usage(stdout);
+      return FDL_EXIT_OK;
+    } else if (!strcmp(argv[i], "--json")) {
+      json = true;
+    } else if (argv[i][0] == '-' || dir) {
+      fprintf(stderr, "fidelis inspect: unexpected argument '%s'\n\n", argv[i]);
+      usage(stderr);
+      return FDL_EXIT_USAGE;
+    } else {
+      dir = argv[i];
+    }
+  }
+  if (!dir) {
+    usage(stderr);
+    return FDL_EXIT_USAGE;
+  }
+  json_t *s;
+  fdl_err err;
+  if (fdl_ds_inspect(dir, &s, &err) != FDL_OK) {
+    fdl_cli_report(&err);
+    return err.status == FDL_UNSUPPORTED ? FDL_EXIT_REFUSED : FDL_EXIT_USAGE;
+  }
+  if (json) {
+    fdl_buf b;
+    fdl_buf_init(&b, 0);
+    if (fdl_json_dump(s, FDL_JSON_PRETTY, &b, &err) == FDL_OK) fwrite(b.data, 1, b.len, stdout);
+    fdl_buf_free(&b);
+  } else {
+    print_human(s);
+  }
+  json_decref(s);
+  return FDL_EXIT_OK;
+}

@@ -1,0 +1,71 @@
+/* progress.c - a one-line progress bar on stderr, redrawn at most ten times a second, and the
+ * small option-parsing helpers shared by compare and synth. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+double fdl_cli_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void fdl_cli_progress_init(fdl_cli_progress *p, const char *label, int mode) {
+  memset(p, 0, sizeof *p);
+  p->label = label;
+  p->enabled = mode > 0 || (mode == 0 && isatty(STDERR_FILENO));
+  p->t0 = fdl_cli_now();
+  p->last = -1.0;
+}
+
+void fdl_cli_progress_cb(void *arg, uint64_t done, uint64_t total) {
+  fdl_cli_progress *p = arg;
+  if (!p->enabled) return;
+  double t = fdl_cli_now();
+  if (done < total && t - p->last < 0.1) return;
+  p->last = t;
+  enum { WIDTH = 30 };
+  int fill = total ? (int)((double)done / (double)total * WIDTH) : WIDTH;
+  char bar[WIDTH + 1];
+  for (int i = 0; i < WIDTH; i++) bar[i] = i < fill ? '#' : '.';
+  bar[WIDTH] = '\0';
+  fprintf(stderr, "\r%s [%s] %3d%%  %llu/%llu rows  %.1f s", p->label, bar,
+          total ? (int)(100.0 * (double)done / (double)total) : 100, (unsigned long long)done,
+          (unsigned long long)total, t - p->t0);
+  fflush(stderr);
+  p->drawn = true;
+}
+
+void fdl_cli_progress_end(fdl_cli_progress *p) {
+  if (p->drawn) fputc('\n', stderr);
+  p->drawn = false;
+}
+
+int fdl_cli_value(int argc, char **argv, int *i, const char *name, const char **value) {
+  const char *a = argv[*i];
+  size_t n = strlen(name);
+  if (strncmp(a, name, n)) return 0;
+  if (a[n] == '=') {
+    *value = a + n + 1;
+    return 1;
+  }
+  if (a[n] != '\0') return 0;
+  if (*i + 1 >= argc) return -1;
+  *value = argv[++*i];
+  return 1;
+}
+
+int fdl_cli_parse_u64(const char *s, uint64_t max, uint64_t *out) {
+  if (!s || !*s || *s == '-' || *s == '+') return -1;
+  errno = 0;
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end || v > max) return -1;
+  *out = v;
+  return 0;
+}

@@ -1,0 +1,265 @@
+/* cmp.h - internal to src/compare: the two sides, the gate findings, the estimate, and the
+ * refusal record that every stage shares.
+ *
+ * Lifecycle of one fdl_compare: load both sides (cmp_side_load) -> run the ladder
+ * (cmp_gates_run, then cmp_classify) -> estimate (cmp_estimate_run) or hash proof ->
+ * statistics (cmp_stats_build) -> receipt (cmp_receipt_build) -> check and write
+ * (cmp_output_write). Every stage that can refuse takes a cmp_refusal and returns FDL_REFUSED
+ * with it filled. */
+#ifndef FDL_COMPARE_CMP_H
+#define FDL_COMPARE_CMP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "fidelis/compare.h"
+#include "fidelis/dataset.h"
+#include "fidelis/json.h"
+#include "fidelis/file.h"
+
+/* ---- refusals --------------------------------------------------------------------------- */
+
+typedef struct {
+  char code[48];
+  char gate[24];
+  char remedy[640];
+} cmp_refusal;
+
+/* Fills r and err ("message") and returns FDL_REFUSED. remedy may be NULL (no remedy line). */
+fdl_status cmp_refuse(cmp_refusal *r, fdl_err *err, const char *code, const char *gate,
+                      const char *remedy, const char *fmt, ...) FDL_PRINTF(6, 7);
+
+/* Remedy text of refusals that have no override by design. */
+#define CMP_NO_OVERRIDE_PANEL                                                                      \
+  "none: the panel is part of the measurement's identity, so there is deliberately no "            \
+  "override; capture both sides over the same sealed panel"
+#define CMP_NO_OVERRIDE_DATA "none: fix or re-fetch the dataset; there is no override"
+#define CMP_REMEDY_BUG                                                                             \
+  "none: this is a fidelis bug; please report it with the command line and both datasets"
+#define CMP_REMEDY_RESOURCES "free memory, or lower --threads or --position-block, then retry"
+#define CMP_REMEDY_WRITE "make the parent of --out writable, with free space, then retry"
+
+/* ---- small JSON helpers (json_util.c) --------------------------------------------------- */
+
+/* The value at a dotted path ("capture.vocab_size") or NULL. */
+const json_t *cmp_jget(const json_t *o, const char *path);
+/* The string at path, or NULL when absent / not a string. */
+const char *cmp_jstr(const json_t *o, const char *path);
+/* The string at path, or "" when absent / null / not a string. */
+const char *cmp_jstr0(const json_t *o, const char *path);
+/* Python truthiness of the value at path (absent is false). */
+bool cmp_jtruthy(const json_t *o, const char *path);
+/* The integer at path, or -1 when absent / not an integer. */
+int64_t cmp_jint(const json_t *o, const char *path);
+/* A deep copy of the value at path, or a new null when absent. Never NULL except on OOM. */
+json_t *cmp_jcopy(const json_t *o, const char *path);
+/* Python == on parsed JSON: numbers compare by value across int/float, containers deeply. */
+bool cmp_py_equal(const json_t *a, const json_t *b);
+/* Python str() of a scalar for messages: strings as is, null as "None", numbers as written. */
+void cmp_py_str(const json_t *v, char *out, size_t cap);
+/* Sets key to a new real / integer / string / bool (string NULL gives null). */
+int cmp_set_real(json_t *o, const char *k, double v);
+int cmp_set_int(json_t *o, const char *k, int64_t v);
+int cmp_set_str(json_t *o, const char *k, const char *v);
+int cmp_set_bool(json_t *o, const char *k, bool v);
+/* True when s is NULL or "". */
+bool cmp_empty(const char *s);
+/* strcmp that treats NULL as "". */
+bool cmp_streq(const char *a, const char *b);
+/* First 12 hex digits of a digest for messages ("" stays ""). */
+void cmp_short(const char *hex, char out[13]);
+
+/* ---- sides (load.c) --------------------------------------------------------------------- */
+
+typedef struct {
+  const char *root;  /* as given */
+  const char *label; /* side block label */
+  const char *who;   /* "reference" / "candidate" */
+  fdl_dataset ds;
+  /* borrowed from ds trees; NULL when absent */
+  const char *dataset_id, *dataset_sha256, *capture_digest, *role, *form, *lane;
+  const char *head_digest;      /* manifest head.tensor_content_sha256 ("" when absent) */
+  const char *head_file_sha256; /* manifest head.file_sha256 ("" when absent) */
+  const char *head_file;        /* manifest head.file (root-relative) or NULL */
+  const char *head_key;         /* manifest head.tensor_key or NULL */
+  bool head_payload;            /* head.file exists as a regular file */
+  const char *capture_dtype;    /* capture.dtype */
+  bool hidden;                  /* capture.form == "hidden" */
+  int64_t vocab, hidden_width;  /* capture.vocab_size, capture.hidden_width (-1 absent) */
+  const char *capture_dir;      /* directory of capture.manifest_file, root-relative */
+} cmp_side;
+
+/* Validates the dataset (refusal seal_failed with the validator's first error) and loads it. */
+fdl_status cmp_side_load(cmp_side *s, const char *root, const char *who, const char *label,
+                         const fdl_compare_opts *o, cmp_refusal *r, fdl_err *err);
+void cmp_side_free(cmp_side *s);
+/* root + "/" + rel (+ "/" + rel2 when non-NULL), malloc'd; NULL on OOM. */
+char *cmp_path_join(const char *root, const char *rel, const char *rel2);
+
+/* ---- findings (gates_*.c, classify.c) -------------------------------------------------- */
+
+typedef struct {
+  json_t *gates;       /* object: gate name -> {passed, detail, overridden_by} */
+  json_t *disclosures; /* array, in gate order */
+  json_t *bias;        /* object or NULL */
+  bool advisory;       /* class advisory */
+  bool not_floor;      /* some gate forbids use as a floor */
+  bool same_lane;
+  bool cross_stack;
+  bool preview;
+  bool head_substituted;
+  const char *head_policy;                /* "native_head" / "shared_reference_head" */
+  bool own_heads;                         /* HEAD-1d: each hidden side through its own head */
+  char applied_head[65];                  /* single applied head ("" under HEAD-1d and HEAD-2) */
+  char applied_ref[65], applied_cand[65]; /* per-side applied heads ("" under HEAD-2) */
+  /* shared records, ascending index; positions into each side's ds.records */
+  int64_t *shared;
+  size_t *ref_at, *cand_at;
+  size_t n_shared;
+  bool sets_differ;
+  bool covers_full_panel;
+  /* classification */
+  const char *kind; /* measurement / reproduction_confirmation / run_to_run_floor */
+  bool capture_equal, weights_identity_equal, head_digest_equal;
+} cmp_findings;
+
+void cmp_findings_init(cmp_findings *f);
+void cmp_findings_free(cmp_findings *f);
+/* Records a gate result; overridden_by may be NULL. */
+fdl_status cmp_gate(cmp_findings *f, const char *name, bool passed, const char *overridden_by,
+                    fdl_err *err, const char *fmt, ...) FDL_PRINTF(6, 7);
+/* Appends a disclosure; affects < 0 writes null. */
+fdl_status cmp_disclose(cmp_findings *f, const char *code, const char *severity, int affects,
+                        fdl_err *err, const char *fmt, ...) FDL_PRINTF(6, 7);
+/* Replaces the bias block (kind, direction unknown, no magnitude, no floor ref, detail). */
+fdl_status cmp_set_bias(cmp_findings *f, const char *kind, const char *detail, fdl_err *err);
+
+/* The gates of section 4 in order: form, provenance, panel, head, lane, stack, geometry,
+ * coverage, lossy, decode, then seal. */
+fdl_status cmp_gate_provenance(const cmp_side *a, const cmp_side *b, cmp_findings *f, fdl_err *err);
+fdl_status cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings *f, cmp_refusal *r,
+                          fdl_err *err);
+fdl_status cmp_gate_head(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+                         cmp_findings *f, cmp_refusal *r, fdl_err *err);
+fdl_status cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+                               cmp_findings *f, cmp_refusal *r, fdl_err *err);
+fdl_status cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
+                                      const fdl_compare_opts *o, cmp_findings *f, cmp_refusal *r,
+                                      fdl_err *err);
+fdl_status cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+                                 cmp_findings *f, fdl_err *err);
+/* The whole ladder (section 4 steps 1-11). */
+fdl_status cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+                         cmp_findings *f, cmp_refusal *r, fdl_err *err);
+/* Classification with HEAD-1c and the --self-compare assertion (steps 12-13). */
+fdl_status cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+                        cmp_findings *f, cmp_refusal *r, fdl_err *err);
+
+/* PANEL-D6 equality of two panel.tokenizer objects (null or absent means unknown). */
+bool cmp_tokenizer_identity_equal(const json_t *ta, const json_t *tb);
+
+/* ---- widening (widen.c) ---------------------------------------------------------------- */
+
+/* BF16, F16 and F32 are read; anything else is bad_tensor_file for the estimator. */
+bool cmp_dtype_widenable(fdl_dtype t);
+/* Elements [first, first + n) of t as float32 (exact widening). */
+void cmp_widen(const fdl_tensor *t, size_t first, size_t n, float *out);
+
+/* ---- heads (heads.c) --------------------------------------------------------------------- */
+
+typedef struct {
+  float *ref;  /* [vocab x hidden] float32, or NULL when the reference side is logit form */
+  float *cand; /* may equal ref (one copy when the digests are identical) */
+  size_t vocab, hidden_ref, hidden_cand;
+} cmp_heads;
+
+/* Resolves and loads the heads the head gate decided (section 5.4, head resolution). */
+fdl_status cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+                          cmp_findings *f, cmp_heads *h, cmp_refusal *r, fdl_err *err);
+void cmp_heads_free(cmp_heads *h);
+
+/* ---- estimate (estimate.c) -------------------------------------------------------------- */
+
+typedef struct {
+  size_t n_rows;   /* tokenwise length */
+  size_t *ctx_off; /* [n_shared + 1]: context c owns rows [ctx_off[c], ctx_off[c+1]) */
+  double *kl;      /* [n_rows] */
+  double *js;      /* [n_rows] or NULL when JS was not computed */
+  uint64_t top1_matches;
+  double abs_err_sum; /* sum over rows, in row order, of sum_v |t - s| (Neumaier) */
+  double abs_err_max;
+  bool computed; /* false for the hash proof */
+  size_t position_block, vocab_chunk;
+  const char *isa; /* kernel that ran */
+} cmp_estimate;
+
+/* Sizes the tokenwise layout from the reference's scored_rows over the shared records. */
+fdl_status cmp_estimate_layout(const cmp_side *a, const cmp_findings *f, cmp_estimate *e,
+                               fdl_err *err);
+/* The hash proof: every value +0.0, top-1 all agree. */
+fdl_status cmp_estimate_zero(cmp_estimate *e, fdl_err *err);
+/* The full computation (section 6.2), streaming records through fdl_num_run. */
+fdl_status cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+                            cmp_findings *f, const cmp_heads *h, bool want_js, cmp_estimate *e,
+                            cmp_refusal *r, fdl_err *err);
+void cmp_estimate_free(cmp_estimate *e);
+
+/* ---- statistics, receipt, output -------------------------------------------------------- */
+
+/* Adds kl, top1_agreement, kl_micro_token_mean, kl_macro_stratum_mean, per_stratum,
+ * per_domain, context_depth_buckets, per_context, high_kld_contexts, top1_discordant_contexts,
+ * uncertainty, js, logit_absolute_error_mean/max and metric to the receipt. Appends the
+ * uncertainty_not_estimated disclosure when a bootstrap was wanted but cannot run. */
+fdl_status cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_estimate *e,
+                           const fdl_compare_opts *o, bool reproduction, json_t *receipt,
+                           fdl_err *err);
+
+typedef struct {
+  uint64_t bytes;
+  char sha256[65];
+} cmp_tokenwise_info;
+
+/* Builds every other block of the receipt (sides, panel, gates, comparator, estimator,
+ * determinism, measurement_scope, comparability, tokenwise, self_compare, submission,
+ * disclosures) and seals it. */
+fdl_status cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+                             cmp_findings *f, const cmp_estimate *e, bool force_agreed,
+                             const cmp_tokenwise_info *tw, json_t *receipt, cmp_refusal *r,
+                             fdl_err *err);
+
+/* The comparability block (section 11.7): class, floor, lane, bias, and for a measurement the
+ * key and its inputs. Refuses receipt_invalid when a key input contains '|'. */
+fdl_status cmp_comparability(const cmp_side *a, const cmp_findings *f, json_t **out, cmp_refusal *r,
+                             fdl_err *err);
+
+/* The comparator block's description of fidelis and its environment (env.c). */
+json_t *cmp_env_replay(void);
+json_t *cmp_env_tool(void);
+
+/* Refuses destination_exists when --out is not a directory or an output file is already there
+ * (checked before any work, and again by the no-replace renames). */
+fdl_status cmp_output_precheck(const char *out_dir, cmp_refusal *r, fdl_err *err);
+
+typedef struct {
+  char *dir;     /* .compare-staging-XXXXXX beside --out */
+  char *npy;     /* staged tokenwise-kld.npy */
+  char *receipt; /* staged comparison-receipt.json */
+} cmp_stage;
+
+/* Creates the parent of out_dir if needed and the staging directory inside it. */
+fdl_status cmp_stage_open(const char *out_dir, cmp_stage *st, cmp_refusal *r, fdl_err *err);
+/* Writes the np.save bytes of the token-wise array and digests them. */
+fdl_status cmp_stage_tokenwise(cmp_stage *st, const cmp_estimate *e, cmp_tokenwise_info *tw,
+                               cmp_refusal *r, fdl_err *err);
+/* Writes the receipt (indent-2 file form), creates out_dir and renames the array, then the
+ * receipt, into it without replacing anything. */
+fdl_status cmp_stage_commit(cmp_stage *st, const json_t *receipt, const char *out_dir,
+                            char **receipt_path, char **tokenwise_path, cmp_refusal *r,
+                            fdl_err *err);
+/* Removes whatever is left in the staging directory, and the directory. */
+void cmp_stage_cleanup(cmp_stage *st);
+
+#endif

@@ -1,0 +1,96 @@
+/* comparability.c - the registry comparability key (section 11.7): which receipts may be
+ * ranked against each other. The recipe is the registry's; the preimage is the seven values
+ * joined by '|' with no escaping, which is why a value containing '|' is refused. */
+#include <stdio.h>
+#include <string.h>
+
+#include "compare/cmp.h"
+
+static const char *const KEY_FIELDS[7] = {"panel_id",   "reference_id",       "metric_name",
+                                          "direction",  "accumulation_dtype", "stack_relation",
+                                          "head_policy"};
+
+fdl_status fdl_compare_key(const json_t *key_inputs, char *out, fdl_err *err) {
+  if (!json_is_object(key_inputs))
+    return fdl_fail(err, FDL_INVALID, "comparability key_inputs is not an object");
+  fdl_buf pre;
+  fdl_buf_init(&pre, 0);
+  for (int i = 0; i < 7; i++) {
+    const json_t *v = json_object_get(key_inputs, KEY_FIELDS[i]);
+    if (!json_is_string(v)) {
+      fdl_buf_free(&pre);
+      return fdl_fail(err, FDL_INVALID, "comparability key_inputs.%s is missing or not a string",
+                      KEY_FIELDS[i]);
+    }
+    const char *s = json_string_value(v);
+    if (strchr(s, '|') || strlen(s) != json_string_length(v)) {
+      fdl_buf_free(&pre);
+      return fdl_fail(err, FDL_INVALID,
+                      "comparability key_inputs.%s contains '|' (or NUL), which the '|'-joined "
+                      "preimage cannot carry",
+                      KEY_FIELDS[i]);
+    }
+    if (i) fdl_buf_putc(&pre, '|');
+    fdl_buf_puts(&pre, s);
+  }
+  fdl_status st = fdl_buf_status(&pre);
+  if (st != FDL_OK) {
+    fdl_buf_free(&pre);
+    return fdl_fail(err, st, "out of memory for the comparability preimage");
+  }
+  fdl_sha256 d;
+  st = fdl_sha256_buf(pre.data, pre.len, &d, err);
+  fdl_buf_free(&pre);
+  if (st != FDL_OK) return st;
+  char hex[65];
+  fdl_sha256_hex(&d, hex);
+  snprintf(out, FDL_COMPARE_KEY_LEN + 1, "cmp--%.16s", hex);
+  return FDL_OK;
+}
+
+/* The comparability block of a receipt; key and key_inputs only for a measurement. */
+fdl_status cmp_comparability(const cmp_side *a, const cmp_findings *f, json_t **out, cmp_refusal *r,
+                             fdl_err *err) {
+  json_t *c = json_object();
+  if (!c) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  bool usable =
+      !f->preview && !f->not_floor && !f->cross_stack && !f->head_substituted && f->same_lane;
+  int bad = cmp_set_str(c, "class", f->advisory ? "advisory" : "strict") |
+            cmp_set_bool(c, "usable_as_floor", usable) |
+            cmp_set_bool(c, "same_lane", f->same_lane) |
+            json_object_set_new(c, "bias", f->bias ? json_deep_copy(f->bias) : json_null());
+  if (strcmp(f->kind, "measurement")) {
+    bad |= json_object_set_new(c, "key", json_null()) |
+           json_object_set_new(c, "key_inputs", json_null());
+  } else {
+    const char *panel_id = cmp_jstr(a->ds.manifest, "panel.panel_id");
+    json_t *ki = json_object();
+    bad |= !ki;
+    bad |= cmp_set_str(ki, "panel_id", !cmp_empty(panel_id) ? panel_id : "panel--unknown") |
+           cmp_set_str(ki, "reference_id",
+                       !cmp_empty(a->dataset_id) ? a->dataset_id : "reference--unknown") |
+           cmp_set_str(ki, "metric_name", "mean_tokenwise_kld") |
+           cmp_set_str(ki, "direction", "reference_to_candidate") |
+           cmp_set_str(ki, "accumulation_dtype", "float64") |
+           cmp_set_str(ki, "stack_relation", f->cross_stack ? "cross_stack" : "same_stack") |
+           cmp_set_str(ki, "head_policy", f->head_policy);
+    char key[FDL_COMPARE_KEY_LEN + 1] = "";
+    fdl_err ke = {FDL_OK, ""};
+    if (!bad && fdl_compare_key(ki, key, &ke) != FDL_OK) {
+      json_decref(ki);
+      json_decref(c);
+      return cmp_refuse(r, err, "receipt_invalid", "publish", CMP_REMEDY_BUG, "%s", ke.msg);
+    }
+    /* The reference's exact text: readers match on it. */
+    bad |= cmp_set_str(ki, "note",
+                       "provisional; the registry recomputes with its reference record id "
+                       "(registry CMP-001)") |
+           cmp_set_str(c, "key", key) | json_object_set_new(c, "key_inputs", ki);
+  }
+  if (bad) {
+    json_decref(c);
+    return fdl_fail(err, FDL_NOMEM, "out of memory for the comparability block");
+  }
+  *out = c;
+  return FDL_OK;
+}

@@ -1,0 +1,173 @@
+/* compare.c - fdl_compare: the order of the whole command (section 4 step 14 and section 8):
+ * nothing is written until every gate and the computation succeeded, and the receipt passes
+ * its own checks. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fidelis/pool.h"
+#include "compare/cmp.h"
+
+void fdl_compare_opts_default(fdl_compare_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->verify_tensors = true;
+  o->bootstrap = true;
+  o->js = -1;
+}
+
+void fdl_compare_result_free(fdl_compare_result *r) {
+  if (!r) return;
+  json_decref(r->receipt);
+  free(r->receipt_path);
+  free(r->tokenwise_path);
+  memset(r, 0, sizeof *r);
+}
+
+static fdl_status check_opts(const fdl_compare_opts *o, fdl_err *err) {
+  if (!o->reference || !o->candidate || !o->out_dir)
+    return fdl_fail(err, FDL_INVALID, "a reference, a candidate and --out are required");
+  if (!*o->reference || !*o->candidate || !*o->out_dir)
+    return fdl_fail(err, FDL_INVALID, "empty path for the reference, the candidate or --out");
+  if (o->seed > (uint64_t)INT64_MAX)
+    return fdl_fail(err, FDL_INVALID,
+                    "--seed must be at most %lld (it is recorded as a JSON "
+                    "integer)",
+                    (long long)INT64_MAX);
+  if (o->bootstrap_samples == 1)
+    return fdl_fail(err, FDL_INVALID, "--bootstrap needs at least 2 resamples");
+  /* position_block and vocab_chunk out of range are compute refusals (bad_position_block,
+   * bad_vocab_chunk), as in the reference, not usage errors: see cmp_estimate_run. */
+  if (o->threads > FDL_POOL_MAX_THREADS)
+    return fdl_fail(err, FDL_INVALID, "--threads must be at most %d", FDL_POOL_MAX_THREADS);
+  return FDL_OK;
+}
+
+static fdl_status same_root(const fdl_compare_opts *o, cmp_refusal *r, fdl_err *err) {
+  char *ra = realpath(o->reference, NULL), *rb = realpath(o->candidate, NULL);
+  bool same = ra && rb && !strcmp(ra, rb);
+  free(ra);
+  free(rb);
+  if (!same) return FDL_OK;
+  return cmp_refuse(r, err, "same_root", "cli",
+                    "none: even a self-compare needs two separate captures of the same artifact",
+                    "the reference and the candidate are the same directory (%s)", o->reference);
+}
+
+/* --force-compute: the computed array must be all +0.0 bit for bit (compared as 64-bit words)
+ * and every top-1 must agree, or the hash proof and the arithmetic disagree. */
+static fdl_status force_agrees(const cmp_estimate *e, cmp_refusal *r, fdl_err *err) {
+  for (size_t i = 0; i < e->n_rows; i++) {
+    uint64_t w;
+    memcpy(&w, &e->kl[i], sizeof w);
+    if (w)
+      return cmp_refuse(r, err, "self_compare_disagreement", "compute", CMP_REMEDY_BUG,
+                        "--force-compute: row %zu of the computed array is %.17g, not +0.0, "
+                        "although the capture content digests are equal",
+                        i, e->kl[i]);
+  }
+  if (e->top1_matches != e->n_rows)
+    return cmp_refuse(r, err, "self_compare_disagreement", "compute", CMP_REMEDY_BUG,
+                      "--force-compute: top-1 agreement is %llu of %zu rows, not all",
+                      (unsigned long long)e->top1_matches, e->n_rows);
+  return FDL_OK;
+}
+
+typedef struct {
+  cmp_side a, b;
+  cmp_findings f;
+  cmp_heads h;
+  cmp_estimate e;
+  cmp_stage st;
+  json_t *rc;
+} run_state;
+
+static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_result *res,
+                      cmp_refusal *r, fdl_err *err) {
+  fdl_status s;
+  if ((s = same_root(o, r, err)) != FDL_OK) return s;
+  if ((s = cmp_output_precheck(o->out_dir, r, err)) != FDL_OK) return s;
+  const char *la = o->reference_label ? o->reference_label : "reference";
+  const char *lb = o->candidate_label ? o->candidate_label : "candidate";
+  if ((s = cmp_side_load(&z->a, o->reference, "reference", la, o, r, err)) != FDL_OK) return s;
+  if ((s = cmp_side_load(&z->b, o->candidate, "candidate", lb, o, r, err)) != FDL_OK) return s;
+  if ((s = cmp_gates_run(&z->a, &z->b, o, &z->f, r, err)) != FDL_OK) return s;
+  if ((s = cmp_classify(&z->a, &z->b, o, &z->f, r, err)) != FDL_OK) return s;
+  if ((s = cmp_estimate_layout(&z->a, &z->f, &z->e, err)) != FDL_OK) return s;
+  bool repro = !strcmp(z->f.kind, "reproduction_confirmation"), agreed = false;
+  if (repro && !o->force_compute) {
+    s = cmp_estimate_zero(&z->e, err);
+  } else {
+    bool js = o->js > 0 || (o->js < 0 && !z->a.hidden && !z->b.hidden);
+    s = cmp_heads_load(&z->a, &z->b, o, &z->f, &z->h, r, err);
+    if (s == FDL_OK) s = cmp_estimate_run(&z->a, &z->b, o, &z->f, &z->h, js, &z->e, r, err);
+    cmp_heads_free(&z->h);
+    if (s == FDL_OK && repro) {
+      s = force_agrees(&z->e, r, err);
+      agreed = s == FDL_OK;
+    }
+  }
+  if (s != FDL_OK) return s;
+  if (!(z->rc = json_object())) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  if ((s = cmp_stats_build(&z->a, &z->f, &z->e, o, repro, z->rc, err)) != FDL_OK) return s;
+  cmp_tokenwise_info tw;
+  if ((s = cmp_stage_open(o->out_dir, &z->st, r, err)) != FDL_OK) return s;
+  if ((s = cmp_stage_tokenwise(&z->st, &z->e, &tw, r, err)) != FDL_OK) return s;
+  s = cmp_receipt_build(&z->a, &z->b, o, &z->f, &z->e, agreed, &tw, z->rc, r, err);
+  if (s != FDL_OK) return s;
+  char code[32];
+  fdl_err ce = {FDL_OK, ""};
+  if (fdl_compare_check_receipt(z->rc, code, &ce) != FDL_OK)
+    return cmp_refuse(r, err, "receipt_invalid", "publish", CMP_REMEDY_BUG,
+                      "the built receipt fails its own checks [%s]: %s", code, ce.msg);
+  s = cmp_stage_commit(&z->st, z->rc, o->out_dir, &res->receipt_path, &res->tokenwise_path, r, err);
+  if (s != FDL_OK) return s;
+  res->exit_code = cmp_streq(cmp_jstr(z->rc, "comparability.class"), "strict") ? 0 : 2;
+  res->receipt = json_incref(z->rc);
+  return FDL_OK;
+}
+
+fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *res, fdl_err *err) {
+  memset(res, 0, sizeof *res);
+  res->exit_code = 3;
+  fdl_status s = check_opts(o, err);
+  if (s != FDL_OK) {
+    res->exit_code = 4;
+    snprintf(res->code, sizeof res->code, "usage");
+    snprintf(res->gate, sizeof res->gate, "cli");
+    return s;
+  }
+  run_state z;
+  memset(&z, 0, sizeof z);
+  cmp_findings_init(&z.f);
+  cmp_refusal r = {"", "", ""};
+  s = run(o, &z, res, &r, err);
+  if (s != FDL_OK && s != FDL_REFUSED) {
+    /* Every failure is reported with a code, as a refusal: nothing was written. */
+    snprintf(r.code, sizeof r.code, "%s",
+             s == FDL_NOMEM ? "out_of_memory"
+             : s == FDL_IO  ? "unreadable"
+                            : "internal_error");
+    snprintf(r.gate, sizeof r.gate, "cli");
+    snprintf(r.remedy, sizeof r.remedy, "%s",
+             s == FDL_NOMEM ? CMP_REMEDY_RESOURCES
+             : s == FDL_IO
+                 ? "check that both datasets are readable and the parent of --out is writable"
+                 : CMP_REMEDY_BUG);
+    s = FDL_REFUSED;
+  }
+  if (s == FDL_REFUSED) {
+    res->exit_code = 3;
+    memcpy(res->code, r.code, sizeof res->code);
+    memcpy(res->gate, r.gate, sizeof res->gate);
+    memcpy(res->remedy, r.remedy, sizeof res->remedy);
+  }
+  cmp_stage_cleanup(&z.st);
+  json_decref(z.rc);
+  cmp_estimate_free(&z.e);
+  cmp_heads_free(&z.h);
+  cmp_findings_free(&z.f);
+  cmp_side_free(&z.b);
+  cmp_side_free(&z.a);
+  return s;
+}

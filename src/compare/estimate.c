@@ -1,0 +1,387 @@
+/* estimate.c - the full computation (section 6.2): records in ascending shared index are cut
+ * into blocks of position_block rows (a block never spans two records, so a row's numbers do
+ * not depend on its neighbours), gathered into a bounded window, widened to float32 and handed
+ * to fdl_num_run. Memory is the window (at most FDL_COMPARE_WINDOW_BYTES of input rows), the
+ * num core's per-thread tiles and the heads; only the per-row KL (and JS) of the whole panel is
+ * kept, because it is the output.
+ *
+ * Divisions: layout and the hash proof; opening records; the window; the run. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fidelis/pool.h"
+#include "compare/cmp.h"
+
+/* ---- layout and the hash proof ---------------------------------------------------------- */
+
+fdl_status cmp_estimate_layout(const cmp_side *a, const cmp_findings *f, cmp_estimate *e,
+                               fdl_err *err) {
+  memset(e, 0, sizeof *e);
+  e->ctx_off = malloc((f->n_shared + 1) * sizeof *e->ctx_off);
+  if (!e->ctx_off) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  size_t n = 0;
+  for (size_t c = 0; c < f->n_shared; c++) {
+    e->ctx_off[c] = n;
+    int64_t rows = a->ds.records[f->ref_at[c]].scored_rows;
+    if (rows < 0 || (uint64_t)rows > SIZE_MAX / 16 - n)
+      return fdl_fail(err, FDL_INVALID, "record %lld: scored_rows %lld is out of range",
+                      (long long)f->shared[c], (long long)rows);
+    n += (size_t)rows;
+  }
+  e->ctx_off[f->n_shared] = n;
+  e->n_rows = n;
+  return FDL_OK;
+}
+
+fdl_status cmp_estimate_zero(cmp_estimate *e, fdl_err *err) {
+  /* calloc gives all-zero bytes: +0.0, never -0.0. */
+  e->kl = calloc(e->n_rows ? e->n_rows : 1, sizeof *e->kl);
+  if (!e->kl) return fdl_fail(err, FDL_NOMEM, "out of memory for %zu KL values", e->n_rows);
+  e->top1_matches = e->n_rows;
+  e->computed = false;
+  return FDL_OK;
+}
+
+void cmp_estimate_free(cmp_estimate *e) {
+  if (!e) return;
+  free(e->ctx_off);
+  free(e->kl);
+  free(e->js);
+  memset(e, 0, sizeof *e);
+}
+
+/* ---- opening records -------------------------------------------------------------------- */
+
+typedef struct {
+  size_t ctx;
+  fdl_safetensors *st[2];
+  const fdl_tensor *t[2];
+} rec_open;
+
+typedef struct {
+  const cmp_side *side[2];
+  const cmp_findings *f;
+  size_t width[2]; /* floats per row of each side */
+  bool hidden[2];
+} plan;
+
+static fdl_status open_side(const plan *p, int i, size_t ctx, rec_open *ro, cmp_refusal *r,
+                            fdl_err *err) {
+  const cmp_side *s = p->side[i];
+  size_t at = i == 0 ? p->f->ref_at[ctx] : p->f->cand_at[ctx];
+  const fdl_ds_capture_record *rec = &s->ds.records[at];
+  long long idx = (long long)rec->index;
+  char *path = cmp_path_join(s->root, s->capture_dir, rec->file ? rec->file : "");
+  if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  fdl_err e = {FDL_OK, ""};
+  fdl_status st = fdl_safetensors_open(path, &ro->st[i], &e);
+  if (st != FDL_OK) {
+    cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
+               "%s record %lld (%s): %s", s->who, idx, path, e.msg);
+    free(path);
+    return FDL_REFUSED;
+  }
+  const fdl_tensor *t = fdl_safetensors_find(ro->st[i], rec->key ? rec->key : "");
+  if (!t)
+    st = cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
+                    "%s record %lld (%s): tensor key '%s' is absent", s->who, idx, path,
+                    rec->key ? rec->key : "");
+  else if (!cmp_dtype_widenable(t->dtype))
+    st = cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
+                    "%s record %lld (%s): dtype %s is not read by the float32 estimator "
+                    "(BF16, F16 or F32 expected)",
+                    s->who, idx, path, fdl_dtype_name(t->dtype));
+  else if (t->ndim != 2 || t->shape[0] != rec->scored_rows || (uint64_t)t->shape[1] != p->width[i])
+    st = cmp_refuse(r, err, "geometry_mismatch", "compute", CMP_NO_OVERRIDE_DATA,
+                    "%s record %lld (%s): tensor shape [%lld, %lld], expected [%lld, %zu] "
+                    "(scored_rows, %s)",
+                    s->who, idx, path, t->ndim > 0 ? (long long)t->shape[0] : -1LL,
+                    t->ndim > 1 ? (long long)t->shape[1] : -1LL, (long long)rec->scored_rows,
+                    p->width[i], p->hidden[i] ? "hidden_width" : "vocab_size");
+  free(path);
+  ro->t[i] = t;
+  return st;
+}
+
+static void close_open(rec_open *ro) {
+  for (int i = 0; i < 2; i++) fdl_safetensors_close(ro->st[i]);
+  memset(ro, 0, sizeof *ro);
+}
+
+/* ---- the window ------------------------------------------------------------------------- */
+
+typedef struct {
+  size_t open; /* index into the window's opens */
+  size_t row0; /* first row inside its record */
+  size_t rows;
+  size_t buf_row; /* first row inside the window buffers */
+} blk;
+
+typedef struct {
+  plan p;
+  size_t cap_rows, cap_blocks;
+  float *buf[2];
+  blk *blocks;
+  fdl_num_block *nblk;
+  size_t nblocks, rows_used;
+  rec_open *opens;
+  size_t nopens;
+  size_t first_slot; /* global slot of the window's first row */
+  uint8_t *top1;
+  double *abs_sum, *abs_max;
+} window;
+
+typedef struct {
+  window *w;
+} convert_arg;
+
+static fdl_status convert_task(void *arg, size_t i, unsigned worker, fdl_err *err) {
+  (void)worker;
+  (void)err;
+  window *w = ((convert_arg *)arg)->w;
+  const blk *b = &w->blocks[i];
+  const rec_open *ro = &w->opens[b->open];
+  for (int s = 0; s < 2; s++)
+    cmp_widen(ro->t[s], b->row0 * w->p.width[s], b->rows * w->p.width[s],
+              w->buf[s] + b->buf_row * w->p.width[s]);
+  return FDL_OK;
+}
+
+static void window_free(window *w) {
+  for (size_t i = 0; i < w->nopens; i++) close_open(&w->opens[i]);
+  free(w->buf[0]);
+  free(w->buf[1]);
+  free(w->blocks);
+  free(w->nblk);
+  free(w->opens);
+  free(w->top1);
+  free(w->abs_sum);
+  free(w->abs_max);
+}
+
+static fdl_status window_init(window *w, const plan *p, size_t pb, unsigned threads, fdl_err *err) {
+  memset(w, 0, sizeof *w);
+  w->p = *p;
+  size_t row_bytes = (p->width[0] + p->width[1]) * sizeof(float);
+  size_t by_threads = (size_t)threads * pb * 2;
+  size_t by_memory = FDL_COMPARE_WINDOW_BYTES / row_bytes / pb * pb;
+  size_t cap = by_threads < by_memory ? by_threads : by_memory;
+  if (cap < pb) cap = pb;
+  w->cap_rows = cap;
+  w->cap_blocks = cap; /* every block has at least one row */
+  for (int s = 0; s < 2; s++) w->buf[s] = malloc(cap * p->width[s] * sizeof(float));
+  w->blocks = malloc(w->cap_blocks * sizeof *w->blocks);
+  w->nblk = malloc(w->cap_blocks * sizeof *w->nblk);
+  w->opens = calloc(w->cap_blocks + 1, sizeof *w->opens);
+  w->top1 = malloc(cap);
+  w->abs_sum = malloc(cap * sizeof *w->abs_sum);
+  w->abs_max = malloc(cap * sizeof *w->abs_max);
+  if (!w->buf[0] || !w->buf[1] || !w->blocks || !w->nblk || !w->opens || !w->top1 || !w->abs_sum ||
+      !w->abs_max) {
+    window_free(w);
+    return fdl_fail(err, FDL_NOMEM, "out of memory for an estimator window of %zu rows", cap);
+  }
+  return FDL_OK;
+}
+
+/* ---- the run ---------------------------------------------------------------------------- */
+
+typedef struct {
+  const fdl_compare_opts *o;
+  const cmp_heads *h;
+  fdl_num_ctx *ctx;
+  fdl_pool pool;
+  cmp_estimate *e;
+  double abs_c; /* Neumaier compensation of e->abs_err_sum */
+  uint64_t done;
+} runner;
+
+static void describe_block(const window *w, size_t bi, fdl_num_block *nb) {
+  const blk *b = &w->blocks[bi];
+  nb->rows = b->rows;
+  fdl_num_side *sd[2] = {&nb->ref, &nb->cand};
+  for (int s = 0; s < 2; s++) {
+    sd[s]->data = w->buf[s] + b->buf_row * w->p.width[s];
+    sd[s]->ld = w->p.width[s];
+    sd[s]->form = w->p.hidden[s] ? FDL_NUM_HIDDEN : FDL_NUM_LOGITS;
+    sd[s]->hidden = w->p.hidden[s] ? w->p.width[s] : 0;
+    sd[s]->head = NULL;
+  }
+}
+
+/* Re-runs the failing window one block, then one row, at a time to name the exact record and
+ * row (only on the failure path). */
+static fdl_status locate_nonfinite(runner *rn, window *w, const fdl_err *first, cmp_refusal *r,
+                                   fdl_err *err) {
+  double kl, js;
+  fdl_num_out out = {.kl = &kl, .js = fdl_num_ctx_opts(rn->ctx)->js ? &js : NULL};
+  for (size_t bi = 0; bi < w->nblocks; bi++) {
+    const blk *b = &w->blocks[bi];
+    for (size_t row = 0; row < b->rows; row++) {
+      fdl_num_block one = w->nblk[bi];
+      one.rows = 1;
+      one.ref.data += row * one.ref.ld;
+      one.cand.data += row * one.cand.ld;
+      fdl_err e = {FDL_OK, ""};
+      if (fdl_num_run(rn->ctx, &one, 1, &out, &e) != FDL_NONFINITE) continue;
+      size_t ctx = w->opens[b->open].ctx;
+      const cmp_side *s = w->p.side[0];
+      const fdl_ds_capture_record *rec = &s->ds.records[w->p.f->ref_at[ctx]];
+      return cmp_refuse(r, err, "non_finite", "compute",
+                        "none: a non-finite value is never clamped or skipped; fix the capture",
+                        "record %lld (window_id %s), row %zu of %lld: %s", (long long)rec->index,
+                        rec->window_id ? rec->window_id : "None", b->row0 + row,
+                        (long long)rec->scored_rows, e.msg);
+    }
+  }
+  return cmp_refuse(r, err, "non_finite", "compute",
+                    "none: a non-finite value is never clamped or skipped; fix the capture",
+                    "rows %zu..%zu: %s", w->first_slot, w->first_slot + w->rows_used - 1,
+                    first->msg);
+}
+
+static fdl_status flush(runner *rn, window *w, cmp_refusal *r, fdl_err *err) {
+  if (!w->nblocks) return FDL_OK;
+  convert_arg ca = {w};
+  fdl_status s = fdl_pool_run(&rn->pool, w->nblocks, convert_task, &ca, err);
+  if (s != FDL_OK) return s;
+  for (size_t bi = 0; bi < w->nblocks; bi++) {
+    describe_block(w, bi, &w->nblk[bi]);
+    w->nblk[bi].ref.head = w->p.hidden[0] ? rn->h->ref : NULL;
+    w->nblk[bi].cand.head = w->p.hidden[1] ? rn->h->cand : NULL;
+  }
+  cmp_estimate *e = rn->e;
+  fdl_num_out out = {.kl = e->kl + w->first_slot,
+                     .top1 = w->top1,
+                     .abs_err_sum = w->abs_sum,
+                     .abs_err_max = w->abs_max,
+                     .js = e->js ? e->js + w->first_slot : NULL};
+  fdl_err ne = {FDL_OK, ""};
+  s = fdl_num_run(rn->ctx, w->nblk, w->nblocks, &out, &ne);
+  if (s == FDL_NONFINITE) return locate_nonfinite(rn, w, &ne, r, err);
+  if (s != FDL_OK)
+    return cmp_refuse(r, err, s == FDL_NOMEM ? "out_of_memory" : "estimator_failed", "compute",
+                      CMP_REMEDY_RESOURCES, "estimator: %s", ne.msg);
+  /* Reductions in row order, so they are independent of the window size. */
+  for (size_t i = 0; i < w->rows_used; i++) {
+    e->top1_matches += w->top1[i];
+    double x = w->abs_sum[i], t = e->abs_err_sum + x;
+    if (fabs(e->abs_err_sum) >= fabs(x))
+      rn->abs_c += (e->abs_err_sum - t) + x;
+    else
+      rn->abs_c += (x - t) + e->abs_err_sum;
+    e->abs_err_sum = t;
+    if (w->abs_max[i] > e->abs_err_max) e->abs_err_max = w->abs_max[i];
+  }
+  rn->done += w->rows_used;
+  w->first_slot += w->rows_used;
+  w->nblocks = 0;
+  w->rows_used = 0;
+  if (rn->o->progress) rn->o->progress(rn->o->progress_arg, rn->done, e->n_rows);
+  return FDL_OK;
+}
+
+/* Closes every open record but the one at index keep (moved to slot 0), or all when keep is
+ * SIZE_MAX. */
+static void recycle_opens(window *w, size_t keep) {
+  for (size_t i = 0; i < w->nopens; i++)
+    if (i != keep) close_open(&w->opens[i]);
+  if (keep != SIZE_MAX && keep < w->nopens) {
+    if (keep) {
+      w->opens[0] = w->opens[keep];
+      memset(&w->opens[keep], 0, sizeof w->opens[keep]);
+    }
+    w->nopens = 1;
+  } else {
+    w->nopens = 0;
+  }
+}
+
+static fdl_status run_all(runner *rn, window *w, const plan *p, size_t pb, cmp_refusal *r,
+                          fdl_err *err) {
+  fdl_status s;
+  for (size_t c = 0; c < p->f->n_shared; c++) {
+    size_t rows = rn->e->ctx_off[c + 1] - rn->e->ctx_off[c];
+    if (!rows) continue;
+    rec_open *ro = &w->opens[w->nopens];
+    ro->ctx = c;
+    w->nopens++;
+    for (int i = 0; i < 2; i++)
+      if ((s = open_side(p, i, c, ro, r, err)) != FDL_OK) return s;
+    for (size_t row0 = 0; row0 < rows; row0 += pb) {
+      size_t n = rows - row0 < pb ? rows - row0 : pb;
+      if (w->rows_used + n > w->cap_rows || w->nblocks == w->cap_blocks) {
+        if ((s = flush(rn, w, r, err)) != FDL_OK) return s;
+        recycle_opens(w, w->nopens - 1);
+      }
+      blk *b = &w->blocks[w->nblocks++];
+      b->open = w->nopens - 1;
+      b->row0 = row0;
+      b->rows = n;
+      b->buf_row = w->rows_used;
+      w->rows_used += n;
+    }
+  }
+  if ((s = flush(rn, w, r, err)) != FDL_OK) return s;
+  recycle_opens(w, SIZE_MAX);
+  return FDL_OK;
+}
+
+fdl_status cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+                            cmp_findings *f, const cmp_heads *h, bool want_js, cmp_estimate *e,
+                            cmp_refusal *r, fdl_err *err) {
+  size_t pb = o->position_block ? o->position_block : FDL_COMPARE_POSITION_BLOCK_DEFAULT;
+  size_t vc = o->vocab_chunk ? o->vocab_chunk : FDL_NUM_VOCAB_CHUNK_DEFAULT;
+  if (pb > FDL_NUM_POSITION_BLOCK_MAX)
+    return cmp_refuse(r, err, "bad_position_block", "compute", "a --position-block from 1 to 4096",
+                      "--position-block %zu is above %d", pb, FDL_NUM_POSITION_BLOCK_MAX);
+  if (vc > FDL_NUM_VOCAB_CHUNK_MAX)
+    return cmp_refuse(r, err, "bad_vocab_chunk", "compute", "a --vocab-chunk from 1 to 1048576",
+                      "--vocab-chunk %zu is above %u", vc, (unsigned)FDL_NUM_VOCAB_CHUNK_MAX);
+  e->kl = calloc(e->n_rows ? e->n_rows : 1, sizeof *e->kl);
+  if (want_js) e->js = calloc(e->n_rows ? e->n_rows : 1, sizeof *e->js);
+  if (!e->kl || (want_js && !e->js))
+    return fdl_fail(err, FDL_NOMEM, "out of memory for %zu per-row values", e->n_rows);
+  e->computed = true;
+  e->position_block = pb;
+  e->vocab_chunk = vc;
+  e->top1_matches = 0;
+  e->abs_err_sum = 0.0;
+  e->abs_err_max = 0.0;
+
+  fdl_num_opts no;
+  fdl_num_opts_default(&no);
+  no.vocab = (size_t)a->vocab;
+  no.position_block = pb;
+  no.vocab_chunk = vc;
+  no.threads = o->threads;
+  no.js = want_js;
+  no.isa = o->isa;
+  runner rn = {.o = o, .h = h, .e = e};
+  fdl_err ne = {FDL_OK, ""};
+  if (fdl_num_ctx_new(&no, &rn.ctx, &ne) != FDL_OK)
+    return cmp_refuse(r, err, ne.status == FDL_NOMEM ? "out_of_memory" : "estimator_failed",
+                      "compute", CMP_REMEDY_RESOURCES, "estimator: %s", ne.msg);
+  e->isa = fdl_num_isa_name(fdl_num_ctx_opts(rn.ctx)->isa);
+  unsigned threads = fdl_num_ctx_opts(rn.ctx)->threads;
+  fdl_status s = fdl_pool_init(&rn.pool, threads, err);
+  if (s != FDL_OK) {
+    fdl_num_ctx_free(rn.ctx);
+    return s;
+  }
+  plan p = {.side = {a, b}, .f = f, .hidden = {a->hidden, b->hidden}};
+  p.width[0] = a->hidden ? (size_t)a->hidden_width : (size_t)a->vocab;
+  p.width[1] = b->hidden ? (size_t)b->hidden_width : (size_t)b->vocab;
+  window w;
+  if ((s = window_init(&w, &p, pb, threads, err)) == FDL_OK) {
+    s = run_all(&rn, &w, &p, pb, r, err);
+    window_free(&w);
+  }
+  if (s == FDL_OK && rn.abs_c != 0.0 && isfinite(rn.abs_c)) e->abs_err_sum += rn.abs_c;
+  fdl_pool_free(&rn.pool);
+  fdl_num_ctx_free(rn.ctx);
+  return s;
+}

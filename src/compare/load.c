@@ -1,0 +1,123 @@
+/* load.c - one side of a comparison: full validation first (any error refuses seal_failed,
+ * there is no override), then the documents and the fields the gates read (section 3). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "compare/cmp.h"
+
+char *cmp_path_join(const char *root, const char *rel, const char *rel2) {
+  size_t n = strlen(root) + strlen(rel) + (rel2 ? strlen(rel2) + 1 : 0) + 2;
+  char *p = malloc(n);
+  if (!p) return NULL;
+  if (rel2 && *rel)
+    snprintf(p, n, "%s/%s/%s", root, rel, rel2);
+  else if (rel2)
+    snprintf(p, n, "%s/%s", root, rel2);
+  else
+    snprintf(p, n, "%s/%s", root, rel);
+  return p;
+}
+
+static bool regular_file(const char *root, const char *rel) {
+  if (cmp_empty(rel)) return false;
+  char *p = cmp_path_join(root, rel, NULL);
+  struct stat st;
+  bool ok = p && lstat(p, &st) == 0 && S_ISREG(st.st_mode);
+  free(p);
+  return ok;
+}
+
+static fdl_status validate(const char *root, const char *who, const fdl_compare_opts *o,
+                           cmp_refusal *r, fdl_err *err) {
+  fdl_ds_validate_opts vo = {.verify_tensors = o->verify_tensors,
+                             .allow_partial = o->allow_partial,
+                             .threads = o->threads};
+  fdl_ds_report rep;
+  fdl_ds_report_init(&rep);
+  fdl_err verr = {FDL_OK, ""};
+  fdl_status s = fdl_ds_validate(root, &vo, &rep, &verr);
+  if (s != FDL_OK) {
+    fdl_ds_report_free(&rep);
+    return cmp_refuse(r, err, s == FDL_NOMEM ? "out_of_memory" : "unreadable", "cli",
+                      CMP_NO_OVERRIDE_DATA, "%s dataset %s: %s", who, root, verr.msg);
+  }
+  if (rep.oom != FDL_OK) {
+    fdl_ds_report_free(&rep);
+    return cmp_refuse(r, err, "out_of_memory", "seal", CMP_REMEDY_RESOURCES,
+                      "%s dataset %s: out of memory "
+                      "while validating",
+                      who, root);
+  }
+  if (rep.errors.count) {
+    const fdl_ds_finding *e = &rep.errors.items[0];
+    cmp_refuse(r, err, "seal_failed", "seal",
+               "none: a dataset that does not validate is never compared; run `fidelis "
+               "validate` on it, then fix it or fetch it again",
+               "%s dataset %s does not validate (%zu error%s); first: [%s/%s] %s%s%s%s", who, root,
+               rep.errors.count, rep.errors.count == 1 ? "" : "s", e->code, e->rule, e->message,
+               cmp_empty(e->where) ? "" : " (", cmp_empty(e->where) ? "" : e->where,
+               cmp_empty(e->where) ? "" : ")");
+    fdl_ds_report_free(&rep);
+    return FDL_REFUSED;
+  }
+  fdl_ds_report_free(&rep);
+  return FDL_OK;
+}
+
+fdl_status cmp_side_load(cmp_side *s, const char *root, const char *who, const char *label,
+                         const fdl_compare_opts *o, cmp_refusal *r, fdl_err *err) {
+  memset(s, 0, sizeof *s);
+  s->root = root;
+  s->who = who;
+  s->label = label;
+  fdl_status st = validate(root, who, o, r, err);
+  if (st != FDL_OK) return st;
+  fdl_err lerr = {FDL_OK, ""};
+  if ((st = fdl_dataset_load(root, &s->ds, &lerr)) != FDL_OK)
+    return cmp_refuse(r, err, "unreadable", "cli", CMP_NO_OVERRIDE_DATA, "%s dataset %s: %s", who,
+                      root, lerr.msg);
+  const json_t *m = s->ds.manifest;
+  if (!m || !s->ds.capture || !s->ds.panel || !s->ds.runtime)
+    return cmp_refuse(r, err, "unreadable", "cli", CMP_NO_OVERRIDE_DATA,
+                      "%s dataset %s: a sub-document (capture manifest, panel binding or "
+                      "capture runtime) could not be read after validation",
+                      who, root);
+  s->dataset_id = cmp_jstr(m, "dataset.id");
+  s->dataset_sha256 = cmp_jstr(m, "dataset_sha256");
+  s->capture_digest = cmp_jstr(m, "capture.capture_content_digest");
+  s->role = cmp_jstr(m, "dataset.role");
+  s->form = cmp_jstr(m, "capture.form");
+  s->lane = cmp_jstr(m, "runtime.lane");
+  s->head_digest = cmp_jstr0(m, "head.tensor_content_sha256");
+  s->head_file_sha256 = cmp_jstr0(m, "head.file_sha256");
+  s->head_file = cmp_jstr(m, "head.file");
+  s->head_key = cmp_jstr(m, "head.tensor_key");
+  s->head_payload = regular_file(root, s->head_file);
+  s->capture_dtype = cmp_jstr(m, "capture.dtype");
+  s->hidden = cmp_streq(s->form, "hidden");
+  s->vocab = cmp_jint(m, "capture.vocab_size");
+  s->hidden_width = cmp_jint(m, "capture.hidden_width");
+  if (s->vocab < 1 || (s->hidden && s->hidden_width < 1))
+    return cmp_refuse(r, err, "geometry_mismatch", "geometry", CMP_NO_OVERRIDE_DATA,
+                      "%s dataset %s: capture.vocab_size%s is not a positive integer", who, root,
+                      s->hidden ? " or capture.hidden_width" : "");
+  /* Record files are relative to the capture manifest's directory. */
+  const char *mf = cmp_jstr0(m, "capture.manifest_file");
+  const char *slash = strrchr(mf, '/');
+  size_t dl = slash ? (size_t)(slash - mf) : 0;
+  char *dir = malloc(dl + 1);
+  if (!dir) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  memcpy(dir, mf, dl);
+  dir[dl] = '\0';
+  s->capture_dir = dir;
+  return FDL_OK;
+}
+
+void cmp_side_free(cmp_side *s) {
+  if (!s) return;
+  fdl_dataset_free(&s->ds);
+  free((char *)s->capture_dir);
+  s->capture_dir = NULL;
+}

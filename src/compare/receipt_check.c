@@ -1,0 +1,161 @@
+/* receipt_check.c - the receipt checks of section 10, run on every receipt before it is
+ * written (a failure refuses receipt_invalid and writes nothing) and available to readers.
+ * The JSON Schema itself is checked by the tests with jsonschema; here are its required keys,
+ * the types the seal and the registry depend on, its conditionals, and the rules the schema
+ * cannot express (seal, exact zeros, BIAS-001/006, SC-1..3). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "compare/cmp.h"
+
+static fdl_status bad(char *code, const char *c, fdl_err *err, const char *msg, const char *what) {
+  snprintf(code, 32, "%s", c);
+  return fdl_fail(err, FDL_MISMATCH, "%s%s", msg, what ? what : "");
+}
+
+static const char *const REQUIRED[] = {"schema",        "format_version",  "receipt_sha256",
+                                       "created_utc",   "comparison_kind", "reference",
+                                       "candidate",     "panel",           "gates",
+                                       "comparator",    "metric",          "kl",
+                                       "estimator",     "determinism",     "measurement_scope",
+                                       "comparability", "disclosures"};
+
+static const char *const GATES[] = {"seal",  "form",     "panel",    "head", "lane",
+                                    "stack", "geometry", "coverage", "lossy"};
+
+static bool is_hex64(const json_t *v) {
+  if (!json_is_string(v) || json_string_length(v) != 64) return false;
+  for (const char *p = json_string_value(v); *p; p++)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return false;
+  return true;
+}
+
+/* A float +0.0 exactly (not an int 0, not -0.0). */
+static bool exact_zero(const json_t *v) {
+  return json_is_real(v) && json_real_value(v) == 0.0 && !signbit(json_real_value(v));
+}
+
+static fdl_status structure(const json_t *rc, char *code, fdl_err *err) {
+  for (size_t i = 0; i < sizeof REQUIRED / sizeof *REQUIRED; i++)
+    if (!json_object_get(rc, REQUIRED[i]))
+      return bad(code, "schema_invalid", err, "required key missing: ", REQUIRED[i]);
+  if (!json_is_integer(json_object_get(rc, "format_version")) ||
+      json_integer_value(json_object_get(rc, "format_version")) != 1)
+    return bad(code, "schema_invalid", err, "format_version must be the integer 1", NULL);
+  const char *kind = cmp_jstr(rc, "comparison_kind");
+  if (!kind || (strcmp(kind, "measurement") && strcmp(kind, "reproduction_confirmation") &&
+                strcmp(kind, "run_to_run_floor")))
+    return bad(code, "schema_invalid", err, "comparison_kind is not one of the three kinds", NULL);
+  const json_t *gates = json_object_get(rc, "gates");
+  for (size_t i = 0; i < sizeof GATES / sizeof *GATES; i++)
+    if (!json_is_boolean(cmp_jget(json_object_get(gates, GATES[i]), "passed")))
+      return bad(code, "schema_invalid", err,
+                 "gate missing or without a boolean passed: ", GATES[i]);
+  const char *k;
+  const json_t *v;
+  json_object_foreach((json_t *)gates, k, v) {
+    bool known = !strcmp(k, "decode"); /* documented relaxation (section 10) */
+    for (size_t i = 0; i < sizeof GATES / sizeof *GATES; i++) known |= !strcmp(k, GATES[i]);
+    if (!known) return bad(code, "schema_invalid", err, "unknown gate: ", k);
+  }
+  static const char *const stats[] = {"mean", "median", "p95", "p99", "p99_9", "max"};
+  for (size_t i = 0; i < 6; i++)
+    if (!json_is_number(cmp_jget(json_object_get(rc, "kl"), stats[i])))
+      return bad(code, "schema_invalid", err, "kl statistic missing or not a number: ", stats[i]);
+  const json_t *value = cmp_jget(rc, "metric.value");
+  if (!json_is_number(value) || json_number_value(value) < -1e-9)
+    return bad(code, "schema_invalid", err, "metric.value must be a number >= -1e-9", NULL);
+  const json_t *disc = json_object_get(rc, "disclosures");
+  if (!json_is_array(disc) || !json_array_size(disc))
+    return bad(code, "schema_invalid", err, "disclosures must be a non-empty array", NULL);
+  const char *sides[2] = {"reference", "candidate"};
+  for (int i = 0; i < 2; i++) {
+    const json_t *s = json_object_get(rc, sides[i]);
+    if (!is_hex64(json_object_get(s, "dataset_sha256")) ||
+        !is_hex64(json_object_get(s, "capture_content_digest")))
+      return bad(code, "schema_invalid", err,
+                 "side block lacks a 64-hex dataset_sha256 or capture_content_digest: ", sides[i]);
+  }
+  const json_t *sp = cmp_jget(rc, "measurement_scope.scored_positions");
+  if (!json_is_integer(sp) || json_integer_value(sp) < 1)
+    return bad(code, "schema_invalid", err, "measurement_scope.scored_positions must be >= 1",
+               NULL);
+  return FDL_OK;
+}
+
+static fdl_status conditionals(const json_t *rc, char *code, fdl_err *err) {
+  const char *kind = cmp_jstr(rc, "comparison_kind");
+  const json_t *sc = json_object_get(rc, "self_compare");
+  if (!strcmp(kind, "reproduction_confirmation")) {
+    if (!exact_zero(cmp_jget(rc, "metric.value")))
+      return bad(code, "self_compare_invalid", err, "SC-1: metric.value must be exactly 0.0", NULL);
+    const json_t *t1 = json_object_get(rc, "top1_agreement");
+    if (!json_is_real(t1) || json_real_value(t1) != 1.0)
+      return bad(code, "self_compare_invalid", err, "SC-1: top1_agreement must be exactly 1.0",
+                 NULL);
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)json_object_get(rc, "kl"), k, v) {
+      if (!exact_zero(v))
+        return bad(code, "self_compare_invalid", err, "SC-1: every kl value must be +0.0: ", k);
+    }
+    if (!json_is_true(cmp_jget(sc, "capture_content_digest_equal")) ||
+        !json_is_true(cmp_jget(sc, "asserted_exact_zero")))
+      return bad(code, "self_compare_invalid", err,
+                 "SC-1: self_compare must assert equal capture digests and an exact zero", NULL);
+  }
+  if (!strcmp(kind, "run_to_run_floor")) {
+    if (!json_is_object(sc) || !json_is_false(cmp_jget(sc, "capture_content_digest_equal")) ||
+        !json_is_true(cmp_jget(sc, "weights_identity_equal")))
+      return bad(code, "self_compare_invalid", err,
+                 "SC-2: a run-to-run floor needs different capture digests and equal weights "
+                 "identity",
+                 NULL);
+  }
+  if (strcmp(kind, "measurement") && json_is_true(cmp_jget(rc, "submission.emitted")))
+    return bad(code, "not_submittable", err, "SC-3: only a measurement may be submitted", NULL);
+  const json_t *cmpb = json_object_get(rc, "comparability");
+  const char *cls = cmp_jstr(cmpb, "class");
+  if (!cls || (strcmp(cls, "strict") && strcmp(cls, "advisory")))
+    return bad(code, "schema_invalid", err, "comparability.class must be strict or advisory", NULL);
+  if (!json_is_boolean(json_object_get(cmpb, "usable_as_floor")) || !json_object_get(cmpb, "bias"))
+    return bad(code, "schema_invalid", err, "comparability needs usable_as_floor and bias", NULL);
+  if (json_is_false(json_object_get(cmpb, "same_lane")) &&
+      (json_is_true(json_object_get(cmpb, "usable_as_floor")) || strcmp(cls, "advisory")))
+    return bad(code, "bias_invalid", err,
+               "BIAS-006: a cross-lane receipt must be advisory and never a floor", NULL);
+  if (cmp_streq(cmp_jstr(rc, "estimator.stack_relation"), "cross_stack") &&
+      (!json_is_object(json_object_get(cmpb, "bias")) || strcmp(cls, "advisory")))
+    return bad(code, "bias_invalid", err,
+               "BIAS-001: a cross_stack receipt needs a bias block and the advisory class", NULL);
+  if (cmp_streq(cmp_jstr(rc, "estimator.head_policy"), "shared_reference_head") &&
+      !is_hex64(cmp_jget(rc, "comparator.head_applied_tensor_content_sha256")))
+    return bad(code, "schema_invalid", err,
+               "shared_reference_head needs a 64-hex comparator.head_applied_tensor_content_sha256",
+               NULL);
+  const json_t *key = json_object_get(cmpb, "key");
+  if (json_is_string(key)) {
+    char want[FDL_COMPARE_KEY_LEN + 1];
+    fdl_err ke;
+    if (fdl_compare_key(json_object_get(cmpb, "key_inputs"), want, &ke) != FDL_OK ||
+        strcmp(want, json_string_value(key)))
+      return bad(code, "schema_invalid", err,
+                 "comparability.key does not recompute from key_inputs", NULL);
+  }
+  return FDL_OK;
+}
+
+fdl_status fdl_compare_check_receipt(const json_t *rc, char *code, fdl_err *err) {
+  if (!json_is_object(rc) || !cmp_streq(cmp_jstr(rc, "schema"), FDL_COMPARE_SCHEMA))
+    return bad(code, "bad_schema", err, "schema is not " FDL_COMPARE_SCHEMA, NULL);
+  fdl_status s = structure(rc, code, err);
+  if (s != FDL_OK) return s;
+  fdl_seal_check chk;
+  fdl_err se = {FDL_OK, ""};
+  if (fdl_seal_verify(rc, &chk, &se) != FDL_OK)
+    return bad(code, "seal_failed", err, "SEAL-1: ", se.msg);
+  if (!chk.ok)
+    return bad(code, "seal_failed", err, "SEAL-1: receipt_sha256 does not recompute", NULL);
+  return conditionals(rc, code, err);
+}

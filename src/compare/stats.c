@@ -1,0 +1,269 @@
+/* stats.c - the receipt's statistics from the token-wise array (section 7), through the num
+ * helpers that reproduce numpy's pairwise mean and linear quantile and CPython 3.12's
+ * Neumaier sum bit for bit. Context-level aggregates always sum in ascending context index
+ * (domains, strata) or sorted-key order (the stratum macro mean), as the reference does.
+ *
+ * Beyond the reference: the context-cluster bootstrap CI95, JS and logit absolute error. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compare/cmp.h"
+
+static const char *const BUCKET_NAMES[FDL_NUM_DEPTH_BUCKETS] = {
+    "0000-0255", "0256-0511", "0512-1023", "1024-1535", "1536-2046"};
+
+static json_t *stats_block(const fdl_num_summary *s) {
+  json_t *o = json_object();
+  if (!o) return NULL;
+  int bad = cmp_set_real(o, "mean", s->mean) | cmp_set_real(o, "median", s->median) |
+            cmp_set_real(o, "p95", s->p95) | cmp_set_real(o, "p99", s->p99) |
+            cmp_set_real(o, "p99_9", s->p99_9) | cmp_set_real(o, "max", s->max);
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+static const fdl_ds_panel_record *panel_record(const fdl_dataset *ds, int64_t index) {
+  size_t lo = 0, hi = ds->n_panel_records;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (ds->panel_records[mid].index < index)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < ds->n_panel_records && ds->panel_records[lo].index == index ? &ds->panel_records[lo]
+                                                                          : NULL;
+}
+
+/* `capture record value or panel record value` with Python's `or`. */
+static json_t *resolved(const fdl_ds_capture_record *rec, const fdl_ds_panel_record *pr,
+                        const char *key, bool fallback) {
+  const json_t *v = json_object_get(rec->json, key);
+  if (fallback && !cmp_jtruthy(rec->json, key) && pr) v = json_object_get(pr->json, key);
+  return v ? json_deep_copy(v) : json_null();
+}
+
+typedef struct {
+  const char *key;
+  size_t ctx;
+} keyed;
+
+static int by_key_then_ctx(const void *x, const void *y) {
+  const keyed *a = x, *b = y;
+  int c = strcmp(a->key, b->key);
+  return c ? c : (a->ctx > b->ctx) - (a->ctx < b->ctx);
+}
+
+/* Neumaier means of context means grouped by a string key, each group's contexts in ascending
+ * index; *macro is the Neumaier mean of the group values in sorted-key (code point) order.
+ * Sorting (key, index) pairs gives both orders at once. NULL on OOM. */
+static json_t *grouped_means(const json_t *per_context, const char *key, const double *means,
+                             double *macro, bool *has_macro) {
+  size_t n = json_array_size(per_context), m = 0, ng = 0;
+  keyed *items = malloc((n ? n : 1) * sizeof *items);
+  double *vals = malloc((n ? n : 1) * sizeof *vals), *groups = malloc((n ? n : 1) * sizeof *vals);
+  json_t *out = json_object();
+  *has_macro = false;
+  if (!items || !vals || !groups || !out) goto oom;
+  for (size_t c = 0; c < n; c++) {
+    const char *v = json_string_value(json_object_get(json_array_get(per_context, c), key));
+    if (v && *v) items[m++] = (keyed){v, c};
+  }
+  qsort(items, m, sizeof *items, by_key_then_ctx);
+  for (size_t i = 0; i < m;) {
+    size_t j = i, k = 0;
+    while (j < m && !strcmp(items[j].key, items[i].key)) vals[k++] = means[items[j++].ctx];
+    groups[ng] = fdl_num_neumaier_mean(vals, k);
+    if (cmp_set_real(out, items[i].key, groups[ng++])) goto oom;
+    i = j;
+  }
+  if (ng) {
+    *macro = fdl_num_neumaier_mean(groups, ng);
+    *has_macro = true;
+  }
+  free(items);
+  free(vals);
+  free(groups);
+  if (!ng) {
+    json_decref(out);
+    return json_null();
+  }
+  return out;
+oom:
+  free(items);
+  free(vals);
+  free(groups);
+  json_decref(out);
+  return NULL;
+}
+
+static json_t *null_uncertainty(void) {
+  return json_pack("{s:s, s:n, s:n, s:n, s:n, s:n, s:n}", "method", "none", "ci95_low", "ci95_high",
+                   "clusters", "samples", "cluster_unit", "seed");
+}
+
+/* The bootstrap block; *too_few when one was wanted but fewer than 2 contexts exist. */
+static fdl_status uncertainty(const cmp_findings *f, const cmp_estimate *e,
+                              const fdl_compare_opts *o, bool *too_few, json_t **out,
+                              fdl_err *err) {
+  *too_few = false;
+  if (!o->bootstrap || f->n_shared < 2 || !e->n_rows) {
+    *too_few = o->bootstrap;
+    *out = null_uncertainty();
+    return *out ? FDL_OK : fdl_fail(err, FDL_NOMEM, "out of memory");
+  }
+  size_t n = f->n_shared;
+  size_t B = o->bootstrap_samples ? o->bootstrap_samples : FDL_NUM_BOOTSTRAP_DEFAULT_B;
+  double *sums = malloc(n * sizeof *sums);
+  size_t *rows = malloc(n * sizeof *rows);
+  fdl_status s = FDL_OK;
+  fdl_num_ci ci;
+  if (!sums || !rows) {
+    s = fdl_fail(err, FDL_NOMEM, "out of memory for the bootstrap");
+  } else {
+    for (size_t c = 0; c < n; c++) {
+      rows[c] = e->ctx_off[c + 1] - e->ctx_off[c];
+      sums[c] = fdl_num_pairwise_sum(e->kl + e->ctx_off[c], rows[c]);
+    }
+    s = fdl_num_bootstrap_ci95(sums, rows, n, B, o->seed, &ci, err);
+  }
+  free(sums);
+  free(rows);
+  if (s != FDL_OK) return s;
+  *out = json_pack("{s:s, s:f, s:f, s:I, s:I, s:s, s:I, s:s, s:f, s:s}", "method",
+                   "context_cluster_bootstrap_percentile", "ci95_low", ci.low, "ci95_high", ci.high,
+                   "clusters", (json_int_t)ci.clusters, "samples", (json_int_t)ci.samples,
+                   "cluster_unit", "context", "seed", (json_int_t)ci.seed, "statistic",
+                   "token_weighted_mean_kld", "point_estimate", ci.point, "resampling",
+                   "whole contexts drawn with replacement, xoshiro256** seeded through splitmix64; "
+                   "percentiles by numpy's linear quantile at 0.025 and 0.975");
+  return *out ? FDL_OK : fdl_fail(err, FDL_NOMEM, "out of memory");
+}
+
+/* per_context entries and the context means, in ascending shared index (section 7.3). */
+static fdl_status contexts(const cmp_side *a, const cmp_findings *f, const cmp_estimate *e,
+                           json_t *per_context, double *means, fdl_num_context *ctxs,
+                           fdl_err *err) {
+  for (size_t c = 0; c < f->n_shared; c++) {
+    const fdl_ds_capture_record *rec = &a->ds.records[f->ref_at[c]];
+    const fdl_ds_panel_record *pr = panel_record(&a->ds, rec->index);
+    ctxs[c].kl = e->kl + e->ctx_off[c];
+    ctxs[c].rows = e->ctx_off[c + 1] - e->ctx_off[c];
+    double mean, max;
+    fdl_num_context_stats(&ctxs[c], &mean, &max);
+    means[c] = mean;
+    /* The hash proof takes domain and stratum from the capture record only. */
+    json_t *pc = json_pack("{s:I, s:o, s:I, s:f, s:f, s:o, s:o}", "index", (json_int_t)rec->index,
+                           "window_id", resolved(rec, NULL, "window_id", false), "scored_rows",
+                           (json_int_t)ctxs[c].rows, "mean", mean, "max", max, "domain",
+                           resolved(rec, pr, "domain", e->computed), "allocation_stratum",
+                           resolved(rec, pr, "allocation_stratum", e->computed));
+    if (!pc || json_array_append_new(per_context, pc))
+      return fdl_fail(err, FDL_NOMEM, "out of memory for per_context");
+  }
+  return FDL_OK;
+}
+
+static json_t *buckets(const fdl_num_context *ctxs, size_t nc, fdl_status *s, fdl_err *err) {
+  double val[FDL_NUM_DEPTH_BUCKETS];
+  bool present[FDL_NUM_DEPTH_BUCKETS];
+  *s =
+      fdl_num_bucket_means(ctxs, nc, fdl_num_depth_edges, FDL_NUM_DEPTH_BUCKETS, val, present, err);
+  if (*s != FDL_OK) return NULL;
+  json_t *bk = json_object();
+  int bad = !bk;
+  for (size_t k = 0; k < FDL_NUM_DEPTH_BUCKETS && !bad; k++)
+    if (present[k]) bad |= cmp_set_real(bk, BUCKET_NAMES[k], val[k]);
+  if (bad) {
+    json_decref(bk);
+    *s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    return NULL;
+  }
+  if (json_object_size(bk)) return bk;
+  json_decref(bk);
+  return json_null();
+}
+
+fdl_status cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_estimate *e,
+                           const fdl_compare_opts *o, bool reproduction, json_t *rc, fdl_err *err) {
+  size_t n = e->n_rows, nc = f->n_shared;
+  fdl_num_summary kl = {0}; /* a reproduction's statistics are exactly 0.0 */
+  fdl_status s = FDL_OK;
+  if (!reproduction && (s = fdl_num_summarize(e->kl, n, &kl, err)) != FDL_OK) return s;
+  double *means = malloc((nc ? nc : 1) * sizeof *means);
+  fdl_num_context *ctxs = malloc((nc ? nc : 1) * sizeof *ctxs);
+  json_t *per_context = json_array();
+  json_t *per_domain = NULL, *per_stratum = NULL, *bk = NULL, *high = NULL, *unc = NULL;
+  json_t *js = NULL;
+  double macro = 0.0, domain_macro;
+  bool has_macro = false, unused, too_few = false;
+  if (!means || !ctxs || !per_context) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (s == FDL_OK) s = contexts(a, f, e, per_context, means, ctxs, err);
+  if (s == FDL_OK && e->computed) { /* the hash proof leaves these maps null */
+    per_domain = grouped_means(per_context, "domain", means, &domain_macro, &unused);
+    per_stratum = grouped_means(per_context, "allocation_stratum", means, &macro, &has_macro);
+    if (!per_domain || !per_stratum) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    if (s == FDL_OK) bk = buckets(ctxs, nc, &s, err);
+  }
+  size_t top[5], ntop = 0;
+  if (s == FDL_OK) s = fdl_num_top_desc(means, nc, 5, top, &ntop, err);
+  if (s == FDL_OK && !(high = json_array())) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  for (size_t i = 0; s == FDL_OK && i < ntop; i++)
+    if (json_array_append_new(high, json_deep_copy(json_array_get(per_context, top[i]))))
+      s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (s == FDL_OK) s = uncertainty(f, e, o, &too_few, &unc, err);
+  if (s == FDL_OK && too_few)
+    s = cmp_disclose(f, "uncertainty_not_estimated", "info", 0, err,
+                     "no confidence interval: the context-cluster bootstrap resamples whole "
+                     "contexts and needs at least 2, but %zu %s compared.",
+                     nc, nc == 1 ? "context was" : "contexts were");
+  if (s == FDL_OK && e->js) {
+    fdl_num_summary jss;
+    if ((s = fdl_num_summarize(e->js, n, &jss, err)) == FDL_OK && !(js = stats_block(&jss)))
+      s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  }
+  if (s == FDL_OK) {
+    bool have_err = e->computed && n;
+    json_t *metric =
+        json_pack("{s:s, s:f, s:s, s:s, s:s, s:b}", "name", "mean_tokenwise_kld", "value", kl.mean,
+                  "units", "nats", "direction", "reference_to_candidate", "direction_label",
+                  "KL(reference || candidate)", "higher_is_better", 0);
+    int bad =
+        (!metric) | json_object_set_new(rc, "metric", metric) |
+        json_object_set_new(rc, "kl", stats_block(&kl)) |
+        json_object_set_new(rc, "kl_micro_token_mean", json_real(kl.mean)) |
+        json_object_set_new(rc, "top1_agreement",
+                            n ? json_real((double)e->top1_matches / (double)n) : json_null()) |
+        json_object_set_new(rc, "js", js ? json_incref(js) : json_null()) |
+        json_object_set_new(rc, "logit_absolute_error_mean",
+                            have_err ? json_real(e->abs_err_sum / ((double)n * (double)a->vocab))
+                                     : json_null()) |
+        json_object_set_new(rc, "logit_absolute_error_max",
+                            have_err ? json_real(e->abs_err_max) : json_null()) |
+        json_object_set_new(rc, "kl_macro_stratum_mean",
+                            has_macro ? json_real(macro) : json_null()) |
+        json_object_set_new(rc, "per_domain", per_domain ? json_incref(per_domain) : json_null()) |
+        json_object_set_new(rc, "per_stratum",
+                            per_stratum ? json_incref(per_stratum) : json_null()) |
+        json_object_set_new(rc, "context_depth_buckets", bk ? json_incref(bk) : json_null()) |
+        json_object_set_new(rc, "per_context", nc ? json_incref(per_context) : json_null()) |
+        json_object_set_new(rc, "high_kld_contexts", json_incref(high)) |
+        json_object_set_new(rc, "top1_discordant_contexts", json_array()) |
+        json_object_set_new(rc, "uncertainty", json_incref(unc));
+    if (bad) s = fdl_fail(err, FDL_NOMEM, "out of memory building the statistics");
+  }
+  json_decref(per_context);
+  json_decref(per_domain);
+  json_decref(per_stratum);
+  json_decref(bk);
+  json_decref(high);
+  json_decref(unc);
+  json_decref(js);
+  free(means);
+  free(ctxs);
+  return s;
+}

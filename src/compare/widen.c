@@ -1,0 +1,32 @@
+/* widen.c - tensor bytes to float32 rows. Reads little-endian bytes one element at a time, so
+ * neither the mapping's alignment (safetensors data often starts at an odd offset) nor the host
+ * byte order matters; BF16 and F16 widen exactly. */
+#include <string.h>
+
+#include "compare/cmp.h"
+
+bool cmp_dtype_widenable(fdl_dtype t) {
+  return t == FDL_DTYPE_BF16 || t == FDL_DTYPE_F16 || t == FDL_DTYPE_F32;
+}
+
+void cmp_widen(const fdl_tensor *t, size_t first, size_t n, float *out) {
+  const uint8_t *p = t->data + first * fdl_dtype_size(t->dtype);
+  switch (t->dtype) {
+  case FDL_DTYPE_BF16:
+    for (size_t i = 0; i < n; i++, p += 2) out[i] = fdl_bf16_to_f32((uint16_t)(p[0] | p[1] << 8));
+    break;
+  case FDL_DTYPE_F16:
+    for (size_t i = 0; i < n; i++, p += 2) out[i] = fdl_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
+    break;
+  case FDL_DTYPE_F32:
+    for (size_t i = 0; i < n; i++, p += 4) {
+      uint32_t u =
+          (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+      memcpy(&out[i], &u, sizeof u);
+    }
+    break;
+  default:
+    memset(out, 0, n * sizeof *out);
+    break;
+  }
+}

@@ -1,0 +1,119 @@
+/* inspect.c - a dataset summarised for a person (or a script): what was captured, of what, how,
+ * and whether its seal still holds.
+ *
+ * The seal status is cheap on purpose: the manifest's self-seal and the digest of checksums.txt
+ * are recomputed (two small files); `fidelis validate --verify-tensors` is the full check. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dataset/ds_internal.h"
+
+static json_t *str_or_null(const char *s) {
+  return s ? json_string(s) : json_null();
+}
+
+static json_t *copy_or_null(const json_t *v) {
+  return v ? json_deep_copy(v) : json_null();
+}
+
+/* {domain: {records, positions}} over the capture records, null domain as "(none)". */
+static json_t *domains(const fdl_dataset *ds) {
+  json_t *out = json_object();
+  for (size_t i = 0; out && i < ds->n_records; i++) {
+    const fdl_ds_capture_record *r = &ds->records[i];
+    const char *d = r->domain ? r->domain : "(none)";
+    json_t *e = json_object_get(out, d);
+    if (!e) {
+      e = json_pack("{s:I, s:I}", "records", (json_int_t)0, "positions", (json_int_t)0);
+      if (!e || json_object_set_new(out, d, e) != 0) {
+        json_decref(out);
+        return NULL;
+      }
+    }
+    json_int_t recs = json_integer_value(json_object_get(e, "records")) + 1;
+    json_int_t pos = json_integer_value(json_object_get(e, "positions")) +
+                     (r->scored_rows > 0 ? (json_int_t)r->scored_rows : 0);
+    json_object_set_new(e, "records", json_integer(recs));
+    json_object_set_new(e, "positions", json_integer(pos));
+  }
+  return out;
+}
+
+static json_t *seal_status(const char *root, const fdl_dataset *ds) {
+  bool ok = false, present = false;
+  (void)ds_seal_ok(ds->manifest, "dataset_sha256", &ok, &present, NULL);
+  const char *want = ds_str(ds_obj(ds->manifest, "seal"), "checksums_sha256");
+  const char *checksums = "absent";
+  int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  char hex[DS_HEX_LEN + 1];
+  if (fd >= 0) {
+    if (ds_kind_at(fd, FDL_DS_CHECKSUMS_NAME) == DS_REGULAR &&
+        ds_sha256_at(fd, FDL_DS_CHECKSUMS_NAME, hex, NULL, NULL) == FDL_OK)
+      checksums = want && !strcmp(want, hex) ? "matches" : "MISMATCH";
+    close(fd);
+  }
+  return json_pack("{s:s, s:s, s:s, s:o}", "manifest_seal",
+                   !present ? "absent"
+                   : ok     ? "recomputes"
+                            : "MISMATCH",
+                   "checksums_txt", checksums, "claimed_status",
+                   ds_str(ds_obj(ds->manifest, "dataset"), "structural_status")
+                       ? ds_str(ds_obj(ds->manifest, "dataset"), "structural_status")
+                       : "unknown",
+                   "dataset_sha256", str_or_null(ds_str(ds->manifest, "dataset_sha256")));
+}
+
+fdl_status fdl_ds_inspect(const char *root, json_t **out, fdl_err *err) {
+  fdl_dataset ds;
+  fdl_status s = fdl_dataset_load(root, &ds, err);
+  if (s != FDL_OK) return s;
+  const json_t *m = ds.manifest;
+  const json_t *dataset = ds_obj(m, "dataset"), *capture = ds_obj(m, "capture"),
+               *panel = ds_obj(m, "panel"), *head = ds_obj(m, "head"),
+               *runtime = ds_obj(m, "runtime"), *coverage = ds_obj(m, "coverage"),
+               *weights = ds_obj(m, "weights");
+  const json_t *fp = ds_obj(ds.runtime, "stack_fingerprint");
+  int64_t positions = 0;
+  for (size_t i = 0; i < ds.n_records; i++)
+    if (ds.records[i].scored_rows > 0) positions += ds.records[i].scored_rows;
+  json_error_t je;
+  json_t *doc = json_pack_ex(
+      &je, 0,
+      "{s:o, s:o, s:o, s:o, s:o, s:{s:I, s:o, s:o, s:I}, s:o, s:o, s:o, s:o, s:o, s:o, "
+      "s:{s:o, s:o, s:o, s:o}, s:{s:o, s:o, s:o, s:o, s:o}, s:{s:o, s:o, s:o}, s:o, s:o, s:o}",
+      "id", copy_or_null(json_object_get(dataset, "id")), "name",
+      copy_or_null(json_object_get(dataset, "name")), "role",
+      copy_or_null(json_object_get(dataset, "role")), "form",
+      copy_or_null(json_object_get(capture, "form")), "semantic_point",
+      copy_or_null(json_object_get(capture, "semantic_point")), "records", "present",
+      (json_int_t)ds.n_records, "declared",
+      copy_or_null(json_object_get(coverage, "declared_records")), "complete",
+      copy_or_null(json_object_get(coverage, "complete")), "positions", (json_int_t)positions,
+      "context_length", copy_or_null(json_object_get(panel, "context_length")), "vocab_size",
+      copy_or_null(json_object_get(capture, "vocab_size")), "hidden_width",
+      copy_or_null(json_object_get(capture, "hidden_width")), "dtype",
+      copy_or_null(json_object_get(capture, "dtype")), "dtype_lossless",
+      copy_or_null(json_object_get(capture, "dtype_lossless")), "capture_content_digest",
+      copy_or_null(json_object_get(capture, "capture_content_digest")), "head", "present",
+      copy_or_null(json_object_get(head, "present")), "tensor_content_sha256",
+      copy_or_null(json_object_get(head, "tensor_content_sha256")), "shape",
+      copy_or_null(json_object_get(head, "shape")), "source",
+      copy_or_null(json_object_get(head, "source")), "runtime", "lane",
+      copy_or_null(json_object_get(runtime, "lane")), "stack_fingerprint_sha256",
+      copy_or_null(json_object_get(runtime, "stack_fingerprint_sha256")), "engine",
+      copy_or_null(json_object_get(fp, "engine")), "device",
+      copy_or_null(json_object_get(fp, "device")), "device_name",
+      copy_or_null(json_object_get(fp, "device_name")), "panel", "panel_id",
+      copy_or_null(json_object_get(panel, "panel_id")), "suite_token_hash_sha256",
+      copy_or_null(json_object_get(panel, "suite_token_hash_sha256")), "contexts",
+      copy_or_null(json_object_get(panel, "contexts")), "weights_repository",
+      copy_or_null(json_object_get(weights, "repository")), "seal", seal_status(root, &ds),
+      "domains", domains(&ds));
+  fdl_dataset_free(&ds);
+  if (!doc) return fdl_fail(err, FDL_NOMEM, "inspect: %s", je.text);
+  *out = doc;
+  return FDL_OK;
+}

@@ -1,0 +1,214 @@
+/* jget.c - reading manifest values the way the reference validator reads them.
+ *
+ * The reference is Python: a missing key reads as None, `if x:` is truthiness, and `==` compares
+ * 63 and 63.0 as equal. The validator's verdicts depend on those semantics, so they live here
+ * once. Also: the fidelity seal recipe over jansson documents, path joins, and the scored-row
+ * rule shared by pack and validate. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataset/ds_internal.h"
+#include "fidelis/json.h"
+
+const char *ds_str(const json_t *o, const char *key) {
+  const json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
+  return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+bool ds_int(const json_t *o, const char *key, int64_t *v) {
+  const json_t *x = json_is_object(o) ? json_object_get(o, key) : NULL;
+  if (!json_is_integer(x)) return false;
+  if (v) *v = (int64_t)json_integer_value(x);
+  return true;
+}
+
+json_t *ds_obj(const json_t *o, const char *key) {
+  json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
+  return json_is_object(v) ? v : NULL;
+}
+
+json_t *ds_arr(const json_t *o, const char *key) {
+  json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
+  return json_is_array(v) ? v : NULL;
+}
+
+bool ds_truthy(const json_t *v) {
+  if (!v) return false;
+  switch (json_typeof(v)) {
+  case JSON_NULL:
+  case JSON_FALSE:
+    return false;
+  case JSON_TRUE:
+    return true;
+  case JSON_INTEGER:
+    return json_integer_value(v) != 0;
+  case JSON_REAL:
+    return json_real_value(v) != 0.0;
+  case JSON_STRING:
+    return json_string_length(v) != 0;
+  case JSON_ARRAY:
+    return json_array_size(v) != 0;
+  case JSON_OBJECT:
+    return json_object_size(v) != 0;
+  }
+  return false;
+}
+
+bool ds_py_equal(const json_t *a, const json_t *b) {
+  if (!a || !b) return !a && !b;
+  if (json_is_number(a) && json_is_number(b)) {
+    if (json_is_integer(a) && json_is_integer(b))
+      return json_integer_value(a) == json_integer_value(b);
+    return json_number_value(a) == json_number_value(b);
+  }
+  return json_equal((json_t *)a, (json_t *)b) != 0;
+}
+
+void ds_repr(const json_t *v, char *out, size_t cap) {
+  if (!cap) return;
+  if (!v) {
+    snprintf(out, cap, "None");
+    return;
+  }
+  if (json_is_string(v)) {
+    snprintf(out, cap, "'%.*s'", (int)(cap > 8 ? cap - 8 : 0), json_string_value(v));
+    return;
+  }
+  fdl_buf b;
+  fdl_buf_init(&b, 4096);
+  if (fdl_json_dump(v, 0, &b, NULL) != FDL_OK || !b.data) {
+    snprintf(out, cap, "<value>");
+  } else {
+    snprintf(out, cap, "%.*s%s", (int)(cap > 8 ? cap - 8 : 0), b.data,
+             b.len + 8 > cap ? "..." : "");
+  }
+  fdl_buf_free(&b);
+}
+
+bool ds_is_hex64(const char *s) {
+  if (!s) return false;
+  size_t i = 0;
+  for (; s[i]; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')) || i >= DS_HEX_LEN)
+      return false;
+  return i == DS_HEX_LEN;
+}
+
+/* ---- paths ------------------------------------------------------------------------------- */
+
+bool ds_join_norm(const char *base, const char *rel, char *out, size_t cap) {
+  /* Segment offsets of the output, so ".." can pop one. */
+  size_t starts[DS_MAX_DEPTH * 4];
+  size_t depth = 0, len = 0;
+  const char *parts[2] = {base ? base : "", rel ? rel : ""};
+  if (!cap) return false;
+  out[0] = '\0';
+  for (int p = 0; p < 2; p++) {
+    const char *s = parts[p];
+    while (*s) {
+      const char *slash = strchr(s, '/');
+      size_t n = slash ? (size_t)(slash - s) : strlen(s);
+      if (n == 0 || (n == 1 && s[0] == '.')) {
+        /* nothing */
+      } else if (n == 2 && s[0] == '.' && s[1] == '.') {
+        if (depth == 0) return false;
+        len = starts[--depth];
+        out[len ? len - 1 : 0] = '\0';
+        if (len) len--;
+      } else {
+        if (depth >= sizeof starts / sizeof starts[0]) return false;
+        size_t need = len + (len ? 1 : 0) + n + 1;
+        if (need > cap) return false;
+        if (len) out[len++] = '/';
+        starts[depth++] = len;
+        memcpy(out + len, s, n);
+        len += n;
+        out[len] = '\0';
+      }
+      if (!slash) break;
+      s = slash + 1;
+    }
+  }
+  return depth > 0;
+}
+
+void ds_dirname(const char *rel, char *out, size_t cap) {
+  const char *slash = strrchr(rel, '/');
+  size_t n = slash ? (size_t)(slash - rel) : 0;
+  if (n >= cap) n = cap ? cap - 1 : 0;
+  if (cap) {
+    memcpy(out, rel, n);
+    out[n] = '\0';
+  }
+}
+
+/* ---- seals ------------------------------------------------------------------------------- */
+
+fdl_status ds_seal(json_t *doc, const char *field, fdl_err *err) {
+  return fdl_seal_apply(doc, FDL_SEAL_FIDELITY_BLANK, field, err);
+}
+
+fdl_status ds_seal_ok(const json_t *doc, const char *field, bool *ok, bool *present, fdl_err *err) {
+  *ok = false;
+  const json_t *v = json_object_get(doc, field);
+  *present = json_is_string(v);
+  if (!*present) return FDL_OK;
+  char computed[80];
+  fdl_status s = fdl_seal_compute(doc, FDL_SEAL_FIDELITY_BLANK, field, computed, err);
+  if (s != FDL_OK) return s;
+  *ok = !strcmp(computed, json_string_value(v)) &&
+        json_string_length(v) == strlen(json_string_value(v));
+  return FDL_OK;
+}
+
+/* ---- scored rows and masks --------------------------------------------------------------- */
+
+int64_t ds_scored_rows(const uint8_t *mask, int64_t len, int64_t score_from, int64_t *rows) {
+  int64_t kept = 0;
+  for (int64_t i = 0; i + 1 < len; i++) {
+    if (i < score_from) continue;
+    if (mask && (!mask[i] || !mask[i + 1])) continue;
+    if (rows) rows[kept] = i;
+    kept++;
+  }
+  return kept;
+}
+
+fdl_status ds_mask_from_npy(const void *data, size_t size, const char *label, uint8_t **mask,
+                            int64_t *len, fdl_err *err) {
+  fdl_npy *npy;
+  fdl_status s = fdl_npy_open_mem(data, size, &npy, err);
+  if (s != FDL_OK) return fdl_err_prefix(err, "%s", label);
+  const fdl_tensor *t = fdl_npy_tensor(npy);
+  int64_t n = -1;
+  if (t->ndim == 1)
+    n = t->shape[0];
+  else if (t->ndim == 2 && t->shape[0] == 1)
+    n = t->shape[1];
+  size_t esz = fdl_dtype_size(t->dtype);
+  bool dtype_ok = t->dtype == FDL_DTYPE_BOOL || t->dtype == FDL_DTYPE_U8 ||
+                  t->dtype == FDL_DTYPE_I8 || t->dtype == FDL_DTYPE_I32 ||
+                  t->dtype == FDL_DTYPE_I64;
+  if (n < 0 || !dtype_ok) {
+    fdl_npy_close(npy);
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: an attention mask is a 1-D (or [1, L]) array of bool, u1, i1, i4 or i8",
+                    label);
+  }
+  uint8_t *m = malloc(n ? (size_t)n : 1);
+  if (!m) {
+    fdl_npy_close(npy);
+    return fdl_fail(err, FDL_NOMEM, "%s: out of memory", label);
+  }
+  for (int64_t i = 0; i < n; i++) {
+    const uint8_t *e = t->data + (size_t)i * esz;
+    uint8_t nz = 0;
+    for (size_t k = 0; k < esz; k++) nz |= e[k];
+    m[i] = nz ? 1 : 0;
+  }
+  fdl_npy_close(npy);
+  *mask = m;
+  *len = n;
+  return FDL_OK;
+}

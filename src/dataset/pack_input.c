@@ -1,0 +1,489 @@
+/* pack_input.c - reading pack's inputs: the meta JSON and the panel JSONL (docs/PACK.md).
+ *
+ * Inputs are strict where the dataset format is lenient: an unknown key in the meta or in a
+ * panel line is refused, because a misspelt field would otherwise vanish silently into a sealed
+ * dataset that can never be fixed without a re-capture.
+ *
+ * Divisions: the meta; the panel; the tensor directory. */
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataset/pack.h"
+#include "fidelis/file.h"
+#include "fidelis/json.h"
+
+/* Largest panel JSONL read (a 1M-context panel of 4k tokens is about 20 GiB; this is not that). */
+#define PK_MAX_PANEL_BYTES ((size_t)4 << 30)
+#define PK_MAX_META_BYTES ((size_t)16 << 20)
+
+fdl_status pk_refuse(pk_ctx *c, fdl_err *err, const char *code, fdl_status status, const char *fmt,
+                     ...) {
+  snprintf(c->res->code, sizeof c->res->code, "%s", code);
+  va_list ap;
+  va_start(ap, fmt);
+  fdl_failv(err, status, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+const char *pk_meta_str(const pk_ctx *c, const char *block, const char *key) {
+  const json_t *o = block ? ds_obj(c->meta, block) : c->meta;
+  return ds_str(o, key);
+}
+
+/* ---- the meta ---------------------------------------------------------------------------- */
+
+static bool in_list(const char *s, const char *const *list) {
+  for (size_t i = 0; s && list[i]; i++)
+    if (!strcmp(s, list[i])) return true;
+  return false;
+}
+
+/* Refuses keys of o outside allowed. */
+static fdl_status only_keys(pk_ctx *c, const json_t *o, const char *where,
+                            const char *const *allowed, fdl_err *err) {
+  const char *key;
+  const json_t *v;
+  json_object_foreach((json_t *)o, key, v) {
+    if (!in_list(key, allowed))
+      return pk_refuse(c, err, "bad_input", FDL_INVALID,
+                       "meta %s: unknown key '%s' (see fidelis pack --help)", where, key);
+  }
+  return FDL_OK;
+}
+
+/* A string field: required (non-empty) or optional (absent/null allowed). */
+static fdl_status want_str(pk_ctx *c, const json_t *o, const char *where, const char *key,
+                           bool required, fdl_err *err) {
+  const json_t *v = json_object_get(o, key);
+  if (!v || json_is_null(v)) {
+    if (required)
+      return pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s is required", where, key);
+    return FDL_OK;
+  }
+  if (!json_is_string(v) || (required && json_string_length(v) == 0))
+    return pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s must be a%s string", where, key,
+                     required ? " non-empty" : "");
+  return FDL_OK;
+}
+
+static fdl_status want_enum(pk_ctx *c, const json_t *o, const char *where, const char *key,
+                            const char *const *vals, bool required, fdl_err *err) {
+  fdl_status s = want_str(c, o, where, key, required, err);
+  if (s != FDL_OK) return s;
+  const char *v = ds_str(o, key);
+  if (v && !in_list(v, vals)) {
+    char list[256] = "";
+    for (size_t i = 0; vals[i]; i++) {
+      size_t l = strlen(list);
+      snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", vals[i]);
+    }
+    return pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s '%s' is not one of %s", where,
+                     key, v, list);
+  }
+  return FDL_OK;
+}
+
+static fdl_status want_obj(pk_ctx *c, const json_t *o, const char *key, bool required,
+                           const json_t **out, fdl_err *err) {
+  const json_t *v = json_object_get(o, key);
+  *out = NULL;
+  if (!v || json_is_null(v)) {
+    if (required) return pk_refuse(c, err, "bad_input", FDL_INVALID, "meta.%s is required", key);
+    return FDL_OK;
+  }
+  if (!json_is_object(v))
+    return pk_refuse(c, err, "bad_input", FDL_INVALID, "meta.%s must be an object", key);
+  *out = v;
+  return FDL_OK;
+}
+
+static const char *const ROLES[] = {"root", "quant", "derived", NULL};
+static const char *const FORMS[] = {"hidden", "logit", NULL};
+static const char *const LANES[] = {"sealed-ep8",        "streaming", "local-mps",
+                                    "local-cuda-budget", "other",     NULL};
+static const char *const DTYPES[] = {"BF16", "F16", "F32", "F64", NULL};
+
+static fdl_status check_meta_blocks(pk_ctx *c, fdl_err *err) {
+  static const char *const TOP[] = {"role",
+                                    "form",
+                                    "dataset",
+                                    "weights",
+                                    "scope",
+                                    "lane",
+                                    "engine",
+                                    "device",
+                                    "device_name",
+                                    "dtypes",
+                                    "tokenizer",
+                                    "panel",
+                                    "vocab_size",
+                                    "semantic_point",
+                                    "head",
+                                    "head_separable",
+                                    "head_not_separable_reason",
+                                    "lossy_codec",
+                                    "disclosures",
+                                    "created_utc",
+                                    "run_name",
+                                    "runtime_source",
+                                    "source_files",
+                                    "subset_detail",
+                                    "weights_decode",
+                                    "numeric_policy",
+                                    NULL};
+  static const char *const DATASET[] = {"id",       "name",   "license",      "repository",
+                                        "revision", "author", "base_capture", NULL};
+  static const char *const WEIGHTS[] = {"repository",
+                                        "revision",
+                                        "model_revision",
+                                        "quantized",
+                                        "config_sha256",
+                                        "index_sha256",
+                                        "checkpoint_identity_sha256",
+                                        "artifact_ref",
+                                        "model_ref",
+                                        "codec",
+                                        "declared_bits",
+                                        "declared_head_bits",
+                                        NULL};
+  static const char *const ENGINE[] = {"name", "version", NULL};
+  static const char *const DT[] = {"forward", "weights", "compute", NULL};
+  static const char *const TOK[] = {"id",       "vocab_size",         "repository",
+                                    "revision", "add_special_tokens", "chat_template_applied",
+                                    NULL};
+  static const char *const PANEL[] = {"panel_id", "name",           "repository",
+                                      "revision", "scoring_window", NULL};
+  static const char *const HEAD[] = {"source",      "quantized", "bits",  "tensor_content_sha256",
+                                     "file_sha256", "shape",     "dtype", NULL};
+  const json_t *m = c->meta;
+  fdl_status s = only_keys(c, m, "", TOP, err);
+  const json_t *b;
+  if (s == FDL_OK) s = want_enum(c, m, "meta", "role", ROLES, true, err);
+  if (s == FDL_OK) s = want_enum(c, m, "meta", "form", FORMS, true, err);
+  if (s == FDL_OK) s = want_enum(c, m, "meta", "lane", LANES, true, err);
+  if (s == FDL_OK) s = want_str(c, m, "meta", "device", true, err);
+  if (s == FDL_OK) s = want_str(c, m, "meta", "device_name", false, err);
+  if (s == FDL_OK) s = want_str(c, m, "meta", "created_utc", false, err);
+  if (s == FDL_OK) s = want_str(c, m, "meta", "run_name", false, err);
+  if (s == FDL_OK) s = want_str(c, m, "meta", "subset_detail", false, err);
+  if (s == FDL_OK) s = want_str(c, m, "meta", "numeric_policy", false, err);
+  if (s == FDL_OK) s = want_str(c, m, "meta", "runtime_source", false, err);
+  if (s == FDL_OK) s = want_obj(c, m, "dataset", true, &b, err);
+  if (s == FDL_OK) s = only_keys(c, b, "dataset", DATASET, err);
+  if (s == FDL_OK) s = want_str(c, b, "dataset", "id", true, err);
+  if (s == FDL_OK) s = want_str(c, b, "dataset", "name", false, err);
+  if (s == FDL_OK) s = want_obj(c, m, "weights", true, &b, err);
+  if (s == FDL_OK) s = only_keys(c, b, "weights", WEIGHTS, err);
+  if (s == FDL_OK) s = want_str(c, b, "weights", "repository", true, err);
+  if (s == FDL_OK && !json_object_get(b, "revision"))
+    s = pk_refuse(c, err, "bad_input", FDL_INVALID,
+                  "meta weights.revision is required (a commit hash, or null when unknown)");
+  if (s == FDL_OK) s = want_obj(c, m, "engine", true, &b, err);
+  if (s == FDL_OK) s = only_keys(c, b, "engine", ENGINE, err);
+  if (s == FDL_OK) s = want_str(c, b, "engine", "name", true, err);
+  if (s == FDL_OK) s = want_str(c, b, "engine", "version", true, err);
+  if (s == FDL_OK) s = want_obj(c, m, "dtypes", false, &b, err);
+  if (s == FDL_OK && b) s = only_keys(c, b, "dtypes", DT, err);
+  if (s == FDL_OK && b) s = want_enum(c, b, "dtypes", "forward", DTYPES, false, err);
+  if (s == FDL_OK) s = want_obj(c, m, "tokenizer", true, &b, err);
+  if (s == FDL_OK) s = only_keys(c, b, "tokenizer", TOK, err);
+  if (s == FDL_OK) s = want_str(c, b, "tokenizer", "id", true, err);
+  if (s == FDL_OK) s = want_obj(c, m, "panel", false, &b, err);
+  if (s == FDL_OK && b) s = only_keys(c, b, "panel", PANEL, err);
+  if (s == FDL_OK) s = want_obj(c, m, "head", false, &b, err);
+  if (s == FDL_OK && b) s = only_keys(c, b, "head", HEAD, err);
+  return s;
+}
+
+fdl_status pk_read_meta(pk_ctx *c, fdl_err *err) {
+  char *text;
+  size_t len;
+  fdl_err e;
+  if (fdl_read_file(c->o->meta_path, PK_MAX_META_BYTES, &text, &len, &e) != FDL_OK)
+    return pk_refuse(c, err, "bad_input", FDL_IO, "meta: %s", e.msg);
+  fdl_status s = fdl_json_parse(text, len, NULL, &c->meta, &e);
+  free(text);
+  if (s != FDL_OK)
+    return pk_refuse(c, err, "bad_input", FDL_PARSE, "meta %s: %s", c->o->meta_path, e.msg);
+  if (!json_is_object(c->meta))
+    return pk_refuse(c, err, "bad_input", FDL_PARSE, "meta %s: not a JSON object", c->o->meta_path);
+  s = check_meta_blocks(c, err);
+  if (s != FDL_OK) return s;
+  c->role = ds_str(c->meta, "role");
+  c->form = ds_str(c->meta, "form");
+  c->lane = ds_str(c->meta, "lane");
+  c->dataset_id = pk_meta_str(c, "dataset", "id");
+  const char *fwd = pk_meta_str(c, "dtypes", "forward");
+  c->forward = FDL_DTYPE_COUNT;
+  if (fwd) (void)fdl_dtype_parse(fwd, &c->forward);
+
+  const json_t *w = ds_obj(c->meta, "weights");
+  const json_t *q = json_object_get(w, "quantized");
+  if (q && !json_is_boolean(q))
+    return pk_refuse(c, err, "bad_input", FDL_INVALID, "meta weights.quantized must be a boolean");
+  if (!strcmp(c->role, "root") && json_is_true(q))
+    return pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
+                     "role root captures unquantized weights (ROOT-1); use role quant");
+  if (strcmp(c->role, "root") && !ds_obj(c->meta, "scope"))
+    return pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
+                     "role %s needs an explicit meta.scope (what is quantized, what is native); "
+                     "only a root may default to the native scope",
+                     c->role);
+  const json_t *bc = json_object_get(ds_obj(c->meta, "dataset"), "base_capture");
+  if (!strcmp(c->role, "derived") && (!bc || json_is_null(bc)))
+    return pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
+                     "role derived must name its base_capture (meta dataset.base_capture)");
+  if (!strcmp(c->role, "root") && bc && !json_is_null(bc))
+    return pk_refuse(c, err, "schema_invalid", FDL_REFUSED, "a root's base_capture must be null");
+  if (!strcmp(c->role, "root") && json_object_get(c->meta, "lossy_codec") &&
+      !json_is_null(json_object_get(c->meta, "lossy_codec")))
+    return pk_refuse(c, err, "schema_invalid", FDL_REFUSED, "a root's lossy_codec must be null");
+
+  const json_t *sw = ds_obj(ds_obj(c->meta, "panel"), "scoring_window");
+  c->score_from = 0;
+  if (sw && json_object_get(sw, "score_from") &&
+      (!ds_int(sw, "score_from", &c->score_from) || c->score_from < 0))
+    return pk_refuse(c, err, "bad_input", FDL_INVALID,
+                     "meta panel.scoring_window.score_from must be an integer >= 0");
+  if (c->score_from > 0 && !ds_str(sw, "policy"))
+    return pk_refuse(c, err, "bad_input", FDL_INVALID,
+                     "a scoring window with score_from > 0 needs its own policy string (it is "
+                     "part of the panel's identity)");
+  int64_t vocab;
+  const json_t *vv = json_object_get(c->meta, "vocab_size");
+  c->vocab = -1;
+  if (vv && !json_is_null(vv)) {
+    if (!ds_int(c->meta, "vocab_size", &vocab) || vocab < 1)
+      return pk_refuse(c, err, "bad_input", FDL_INVALID, "meta vocab_size must be an integer >= 1");
+    c->vocab = vocab;
+  }
+  const char *created = ds_str(c->meta, "created_utc");
+  if (created) {
+    unsigned y, mo, d, h, mi, se;
+    char z;
+    if (strlen(created) != 20 ||
+        sscanf(created, "%4u-%2u-%2uT%2u:%2u:%2u%c", &y, &mo, &d, &h, &mi, &se, &z) != 7 ||
+        z != 'Z')
+      return pk_refuse(c, err, "bad_input", FDL_INVALID,
+                       "meta created_utc must read YYYY-MM-DDTHH:MM:SSZ");
+    snprintf(c->created, sizeof c->created, "%s", created);
+  }
+  return FDL_OK;
+}
+
+/* ---- the panel --------------------------------------------------------------------------- */
+
+static const char *const LINE_KEYS[] = {"index",          "tokens",
+                                        "mask",           "domain",
+                                        "window_id",      "allocation_stratum",
+                                        "document_id",    "role",
+                                        "semantic_class", "source_cluster_id",
+                                        "partition",      NULL};
+
+static fdl_status parse_line(pk_ctx *c, pk_record *r, size_t lineno, fdl_err *err) {
+  const json_t *o = r->line;
+  if (!json_is_object(o))
+    return pk_refuse(c, err, "bad_input", FDL_PARSE, "panel line %zu: not a JSON object", lineno);
+  const char *key;
+  const json_t *v;
+  json_object_foreach((json_t *)o, key, v) {
+    if (!in_list(key, LINE_KEYS))
+      return pk_refuse(c, err, "bad_input", FDL_INVALID,
+                       "panel line %zu: unknown key '%s' (expected index, tokens, mask, domain, "
+                       "window_id, allocation_stratum, document_id, role, semantic_class, "
+                       "source_cluster_id, partition)",
+                       lineno, key);
+    if (strcmp(key, "index") && strcmp(key, "tokens") && strcmp(key, "mask") &&
+        !json_is_string(v) && !json_is_null(v))
+      return pk_refuse(c, err, "bad_input", FDL_INVALID,
+                       "panel line %zu: '%s' must be a string or null", lineno, key);
+  }
+  if (!ds_int(o, "index", &r->index) || r->index < 0 || r->index >= FDL_DS_MAX_INDEX)
+    return pk_refuse(c, err, "bad_input", FDL_INVALID,
+                     "panel line %zu: 'index' must be an integer >= 0", lineno);
+  const json_t *toks = ds_arr(o, "tokens");
+  if (!toks || json_array_size(toks) < 2)
+    return pk_refuse(c, err, "bad_input", FDL_INVALID,
+                     "panel line %zu (index %" PRId64 "): 'tokens' must be an array of at least "
+                     "2 token ids",
+                     lineno, r->index);
+  r->ntok = json_array_size(toks);
+  r->tokens = malloc(r->ntok * sizeof *r->tokens);
+  if (!r->tokens) return pk_refuse(c, err, "io_error", FDL_NOMEM, "panel: out of memory");
+  for (size_t i = 0; i < r->ntok; i++) {
+    const json_t *t = json_array_get(toks, i);
+    if (!json_is_integer(t) || json_integer_value(t) < 0)
+      return pk_refuse(c, err, "bad_input", FDL_INVALID,
+                       "panel line %zu (index %" PRId64 "): token %zu is not an integer id >= 0",
+                       lineno, r->index, i);
+    r->tokens[i] = (int64_t)json_integer_value(t);
+  }
+  const json_t *mask = json_object_get(o, "mask");
+  if (mask && !json_is_null(mask)) {
+    if (!json_is_array(mask) || json_array_size(mask) != r->ntok)
+      return pk_refuse(c, err, "panel_binding", FDL_INVALID,
+                       "panel line %zu (index %" PRId64 "): 'mask' must be an array of %zu "
+                       "entries (one per token), got %zu",
+                       lineno, r->index, r->ntok, json_is_array(mask) ? json_array_size(mask) : 0);
+    r->mask = malloc(r->ntok);
+    if (!r->mask) return pk_refuse(c, err, "io_error", FDL_NOMEM, "panel: out of memory");
+    for (size_t i = 0; i < r->ntok; i++) {
+      const json_t *m = json_array_get(mask, i);
+      if (json_is_boolean(m))
+        r->mask[i] = json_is_true(m) ? 1 : 0;
+      else if (json_is_integer(m) && (json_integer_value(m) == 0 || json_integer_value(m) == 1))
+        r->mask[i] = (uint8_t)json_integer_value(m);
+      else
+        return pk_refuse(c, err, "bad_input", FDL_INVALID,
+                         "panel line %zu (index %" PRId64 "): mask entry %zu is not 0, 1, true "
+                         "or false",
+                         lineno, r->index, i);
+    }
+  }
+  return FDL_OK;
+}
+
+static int cmp_rec(const void *a, const void *b) {
+  int64_t x = ((const pk_record *)a)->index, y = ((const pk_record *)b)->index;
+  return (x > y) - (x < y);
+}
+
+fdl_status pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *err) {
+  fdl_err e;
+  size_t cap = 0;
+  fdl_status s = FDL_OK;
+  size_t lineno = 0;
+  for (size_t pos = 0; pos < len && s == FDL_OK;) {
+    const char *nl = memchr(text + pos, '\n', len - pos);
+    size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
+    const char *line = text + pos;
+    pos += n + (nl ? 1 : 0);
+    lineno++;
+    size_t k = 0;
+    while (k < n && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r')) k++;
+    if (k == n) continue;
+    if (c->n == cap) {
+      cap = cap ? cap * 2 : 64;
+      pk_record *p = realloc(c->recs, cap * sizeof *p);
+      if (!p) {
+        s = pk_refuse(c, err, "io_error", FDL_NOMEM, "panel: out of memory");
+        break;
+      }
+      c->recs = p;
+    }
+    pk_record *r = &c->recs[c->n++];
+    memset(r, 0, sizeof *r);
+    if (fdl_json_parse(line, n, NULL, &r->line, &e) != FDL_OK) {
+      s = pk_refuse(c, err, "bad_input", FDL_PARSE, "panel line %zu: %s", lineno, e.msg);
+      break;
+    }
+    s = parse_line(c, r, lineno, err);
+  }
+  if (s != FDL_OK) return s;
+  if (c->n == 0) return pk_refuse(c, err, "bad_input", FDL_INVALID, "the panel holds no context");
+  qsort(c->recs, c->n, sizeof *c->recs, cmp_rec);
+  for (size_t i = 0; i < c->n; i++) {
+    if (i && c->recs[i].index == c->recs[i - 1].index)
+      return pk_refuse(c, err, "digest_mismatch", FDL_REFUSED,
+                       "panel: duplicate record index %" PRId64 " (REC-1)", c->recs[i].index);
+    if (c->recs[i].index != (int64_t)i)
+      return pk_refuse(c, err, "panel_binding", FDL_REFUSED,
+                       "panel: indices must be exactly 0..%zu; index %zu is missing", c->n - 1, i);
+  }
+  c->context_length = (int64_t)c->recs[0].ntok;
+  for (size_t i = 0; i < c->n; i++) {
+    pk_record *r = &c->recs[i];
+    if ((int64_t)r->ntok != c->context_length)
+      return pk_refuse(c, err, "panel_binding", FDL_REFUSED,
+                       "panel: record %" PRId64 " has %zu tokens but record 0 has %" PRId64
+                       "; a panel is not ragged (pad it and pass a mask)",
+                       r->index, r->ntok, c->context_length);
+    if (r->mask) c->masks = true;
+  }
+  for (size_t i = 0; i < c->n; i++) {
+    pk_record *r = &c->recs[i];
+    r->scored = ds_scored_rows(r->mask, (int64_t)r->ntok, c->score_from, NULL);
+    if (r->scored == 0)
+      return pk_refuse(c, err, "panel_binding", FDL_REFUSED,
+                       "panel: record %" PRId64 " scores no position (its mask leaves no two "
+                       "adjacent attended tokens)",
+                       r->index);
+  }
+  return FDL_OK;
+}
+
+fdl_status pk_read_panel(pk_ctx *c, fdl_err *err) {
+  char *text;
+  size_t len;
+  fdl_err e;
+  if (fdl_read_file(c->o->panel_path, PK_MAX_PANEL_BYTES, &text, &len, &e) != FDL_OK)
+    return pk_refuse(c, err, "bad_input", FDL_IO, "panel: %s", e.msg);
+  fdl_status s = pk_parse_panel(c, text, len, err);
+  free(text);
+  if (s != FDL_OK) fdl_err_prefix(err, "%s", c->o->panel_path);
+  return s;
+}
+
+void pk_free_panel(pk_ctx *c) {
+  for (size_t i = 0; i < c->n; i++) {
+    free(c->recs[i].tokens);
+    free(c->recs[i].mask);
+    json_decref(c->recs[i].line);
+  }
+  free(c->recs);
+  c->recs = NULL;
+  c->n = 0;
+}
+
+fdl_status fdl_ds_panel_check(const char *text, size_t len, size_t *records,
+                              int64_t *scored_positions, fdl_err *err) {
+  fdl_ds_pack_opts o;
+  fdl_ds_pack_result r;
+  pk_ctx c;
+  memset(&o, 0, sizeof o);
+  memset(&r, 0, sizeof r);
+  memset(&c, 0, sizeof c);
+  c.o = &o;
+  c.res = &r;
+  fdl_status s = pk_parse_panel(&c, text, len, err);
+  if (s == FDL_OK) {
+    int64_t total = 0;
+    for (size_t i = 0; i < c.n; i++) total += c.recs[i].scored;
+    if (records) *records = c.n;
+    if (scored_positions) *scored_positions = total;
+  } else if (r.code[0]) {
+    fdl_err_prefix(err, "%s", r.code);
+  }
+  pk_free_panel(&c);
+  return s;
+}
+
+/* ---- the tensor directory ---------------------------------------------------------------- */
+
+fdl_status pk_check_tensor_dir(pk_ctx *c, fdl_err *err) {
+  DIR *d = opendir(c->o->tensor_dir);
+  if (!d)
+    return pk_refuse(c, err, "bad_input", FDL_IO, "tensor directory %s cannot be read",
+                     c->o->tensor_dir);
+  fdl_status s = FDL_OK;
+  struct dirent *e;
+  while (s == FDL_OK && (e = readdir(d)) != NULL) {
+    const char *name = e->d_name;
+    size_t digits = strspn(name, "0123456789");
+    if (!digits || digits > 13) continue;
+    const char *ext = name + digits;
+    if (strcmp(ext, ".safetensors") && strcmp(ext, ".npy")) continue;
+    int64_t idx = strtoll(name, NULL, 10);
+    if (idx >= (int64_t)c->n)
+      s = pk_refuse(c, err, "panel_binding", FDL_REFUSED,
+                    "%s/%s: index %" PRId64 " has no panel record (the panel holds 0..%zu)",
+                    c->o->tensor_dir, name, idx, c->n - 1);
+  }
+  closedir(d);
+  return s;
+}

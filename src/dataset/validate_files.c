@@ -1,0 +1,406 @@
+/* validate_files.c - the tree, checksums.txt and tensor bytes (§5.5, §12.1 steps 6 and 19).
+ *
+ * All hashing of one run happens in one parallel pass: the checksums lines, and with
+ * --verify-tensors each capture tensor's content and payload range and the head's content.
+ * A tensor file's whole-file digest is computed once and serves both its checksums line and its
+ * record's sha256.
+ *
+ * Conformance levels (§1.2): without --verify-tensors the run is structural, so the capture
+ * tensors and the head payload are checked for presence and listing but their bytes are not
+ * read; every other listed file is hashed. With it, every byte is hashed (sealed). The
+ * reference always hashes every listed file; fidelis keeps tensor I/O out of the structural
+ * level so that level is cheap and "sealed" means what §1.2 says.
+ *
+ * Divisions: the tree; the plan; running it; findings. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dataset/validate.h"
+#include "fidelis/path.h"
+#include "fidelis/tensor.h"
+
+/* ---- the tree ---------------------------------------------------------------------------- */
+
+static bool excluded(const char *rel) {
+  return !strcmp(rel, FDL_DS_CHECKSUMS_NAME) || !strcmp(rel, FDL_DS_MANIFEST_NAME);
+}
+
+void ds_v_tree(ds_vctx *v) {
+  fdl_err e;
+  if (ds_tree_walk(v->rootfd, &v->tree, &e) != FDL_OK) {
+    fdl_ds_report_error(v->rep, "seal_failed", "PATH-4", "", "cannot list the dataset: %s", e.msg);
+    return;
+  }
+  v->have_tree = true;
+  for (size_t i = 0; i < v->tree.n_symlinks; i++)
+    fdl_ds_report_error(v->rep, "symlink", "PATH-4", v->tree.symlinks[i],
+                        "symlink %s (no symlinks anywhere in a dataset, PATH-4)",
+                        v->tree.symlinks[i]);
+  for (size_t i = 0; i < v->tree.n_others; i++)
+    fdl_ds_report_error(v->rep, "symlink", "PATH-4", v->tree.others[i],
+                        "%s is neither a regular file nor a directory (refused like a symlink)",
+                        v->tree.others[i]);
+  for (size_t i = 0; i < v->tree.n_files; i++)
+    if (!excluded(v->tree.files[i]) && ds_is_credential(v->tree.files[i]))
+      fdl_ds_report_error(v->rep, "credential_in_tree", "CREDENTIAL", v->tree.files[i],
+                          "%s looks like a credential; sealing it would publish a secret",
+                          v->tree.files[i]);
+}
+
+/* ---- the plan ---------------------------------------------------------------------------- */
+
+/* One capture record's (or the head's) tensor to verify. */
+typedef struct {
+  const json_t *record; /* NULL for the head */
+  char rel[DS_MAX_PATH];
+  size_t file_job, content_job, payload_job; /* indices into the job list; SIZE_MAX = none */
+  bool header_ok;
+} tensor_check;
+
+typedef struct {
+  ds_hash_job *jobs;
+  size_t n, cap;
+  char **owned; /* rel strings the jobs point at */
+  size_t n_owned, cap_owned;
+  /* checksums.txt */
+  fdl_checksums sums;
+  bool have_sums;
+  size_t *sum_job; /* per listing entry: its job, SIZE_MAX when not hashed */
+  /* tensors */
+  tensor_check *tensors;
+  size_t n_tensors;
+  char **payload; /* sorted tensor payload paths (skipped at the structural level) */
+  size_t n_payload;
+} plan;
+
+static const char *own(plan *p, const char *s) {
+  if (p->n_owned == p->cap_owned) {
+    size_t cap = p->cap_owned ? p->cap_owned * 2 : 64;
+    char **q = realloc(p->owned, cap * sizeof *q);
+    if (!q) return NULL;
+    p->owned = q;
+    p->cap_owned = cap;
+  }
+  char *c = strdup(s);
+  if (c) p->owned[p->n_owned++] = c;
+  return c;
+}
+
+static size_t add_job(plan *p, const char *rel, uint64_t off, uint64_t len) {
+  if (p->n == p->cap) {
+    size_t cap = p->cap ? p->cap * 2 : 64;
+    ds_hash_job *q = realloc(p->jobs, cap * sizeof *q);
+    if (!q) return SIZE_MAX;
+    p->jobs = q;
+    p->cap = cap;
+  }
+  const char *r = own(p, rel);
+  if (!r) return SIZE_MAX;
+  ds_hash_job *j = &p->jobs[p->n];
+  memset(j, 0, sizeof *j);
+  j->rel = r;
+  j->offset = off;
+  j->length = len;
+  return p->n++;
+}
+
+static int cmp_cstr(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmp_entry(const void *a, const void *b) {
+  return strcmp(((const fdl_checksum_entry *)a)->path, ((const fdl_checksum_entry *)b)->path);
+}
+
+static const fdl_checksum_entry *find_sum(const plan *p, const char *rel) {
+  if (!p->have_sums || !p->sums.count) return NULL;
+  fdl_checksum_entry key = {.path = (char *)rel};
+  return bsearch(&key, p->sums.items, p->sums.count, sizeof key, cmp_entry);
+}
+
+static bool is_payload(const plan *p, const char *rel) {
+  return p->n_payload &&
+         bsearch(&rel, p->payload, p->n_payload, sizeof *p->payload, cmp_cstr) != NULL;
+}
+
+static void plan_free(plan *p) {
+  for (size_t i = 0; i < p->n_owned; i++) free(p->owned[i]);
+  free(p->owned);
+  free(p->jobs);
+  free(p->sum_job);
+  free(p->tensors);
+  free(p->payload);
+  if (p->have_sums) fdl_checksums_free(&p->sums);
+}
+
+/* The head payload and every capture record's file, as resolved paths. */
+static fdl_status collect_payload(ds_vctx *v, plan *p, fdl_err *err) {
+  json_t *records = ds_v_records_of(v);
+  size_t n = json_array_size(records) + 1;
+  p->payload = calloc(n, sizeof *p->payload);
+  p->tensors = calloc(n, sizeof *p->tensors);
+  if (!p->payload || !p->tensors) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
+  char rel[DS_MAX_PATH];
+  size_t i;
+  json_t *r;
+  json_array_foreach(records, i, r) {
+    const char *file = ds_str(r, "file");
+    if (!file || !fdl_relpath_ok(file, strlen(file), false) ||
+        !ds_join_norm(v->capture_dir, file, rel, sizeof rel))
+      continue;
+    const char *c = own(p, rel);
+    if (!c) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
+    p->payload[p->n_payload++] = (char *)c;
+    tensor_check *t = &p->tensors[p->n_tensors++];
+    t->record = r;
+    snprintf(t->rel, sizeof t->rel, "%s", rel);
+    t->file_job = t->content_job = t->payload_job = SIZE_MAX;
+  }
+  const json_t *head = ds_obj(v->m, "head");
+  const char *hf = ds_str(head, "file");
+  if (hf && fdl_relpath_ok(hf, strlen(hf), false) && ds_join_norm("", hf, rel, sizeof rel)) {
+    const char *c = own(p, rel);
+    if (!c) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
+    p->payload[p->n_payload++] = (char *)c;
+    tensor_check *t = &p->tensors[p->n_tensors++];
+    t->record = NULL;
+    snprintf(t->rel, sizeof t->rel, "%s", rel);
+    t->file_job = t->content_job = t->payload_job = SIZE_MAX;
+  }
+  qsort(p->payload, p->n_payload, sizeof *p->payload, cmp_cstr);
+  return FDL_OK;
+}
+
+/* checksums.txt: SEAL-1(b) digest, then the listing against the tree (SEAL-1(c)/SEAL-2). */
+static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
+  const json_t *seal = ds_obj(v->m, "seal");
+  char *text;
+  size_t len;
+  bool missing;
+  fdl_err e;
+  if (ds_read_at(v->rootfd, FDL_DS_CHECKSUMS_NAME, (size_t)1 << 30, &text, &len, &missing, &e) !=
+      FDL_OK) {
+    fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(b)", FDL_DS_CHECKSUMS_NAME,
+                        "checksums.txt is missing or unreadable (%s)", e.msg);
+    return FDL_OK;
+  }
+  fdl_sha256 d;
+  char hex[DS_HEX_LEN + 1];
+  if (fdl_sha256_buf(text, len, &d, err) != FDL_OK) {
+    free(text);
+    return err ? err->status : FDL_NOMEM;
+  }
+  fdl_sha256_hex(&d, hex);
+  const char *want = ds_str(seal, "checksums_sha256");
+  if (!want || strcmp(want, hex))
+    fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(b)", FDL_DS_CHECKSUMS_NAME,
+                        "sha256(checksums.txt) %s != seal.checksums_sha256 %s", hex,
+                        want ? want : "(missing)");
+  fdl_checksums_init(&p->sums);
+  fdl_status s = fdl_checksums_parse(text, len, &p->sums, &e);
+  free(text);
+  if (s != FDL_OK) {
+    if (s == FDL_NOMEM) return fdl_fail(err, s, "%s", e.msg);
+    fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(c)/SEAL-2", FDL_DS_CHECKSUMS_NAME, "%s",
+                        e.msg);
+    return FDL_OK;
+  }
+  p->have_sums = true;
+  if (p->sums.count) qsort(p->sums.items, p->sums.count, sizeof *p->sums.items, cmp_entry);
+  p->sum_job = malloc((p->sums.count ? p->sums.count : 1) * sizeof *p->sum_job);
+  if (!p->sum_job) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
+  if (!v->have_tree) return FDL_OK;
+  /* 1. present but unlisted. */
+  for (size_t i = 0; i < v->tree.n_files; i++) {
+    const char *f = v->tree.files[i];
+    if (!excluded(f) && !find_sum(p, f))
+      fdl_ds_report_error(v->rep, "unlisted_file", "SEAL-1(c)/SEAL-2", f,
+                          "%s is present but not listed in checksums.txt", f);
+  }
+  /* 2. listed but absent; 3. hash what is present. */
+  for (size_t i = 0; i < p->sums.count; i++) {
+    const char *f = p->sums.items[i].path;
+    p->sum_job[i] = SIZE_MAX;
+    if (!ds_tree_has(&v->tree, f)) {
+      if (!(v->o->allow_partial && !strncmp(f, "capture/", 8)))
+        fdl_ds_report_error(v->rep, "missing_file", "SEAL-1(c)/SEAL-2", f,
+                            "%s is listed in checksums.txt but absent%s", f,
+                            v->o->allow_partial ? "" : " (--allow-partial covers capture/ only)");
+      continue;
+    }
+    if (is_payload(p, f) && !v->o->verify_tensors) continue;
+    p->sum_job[i] = add_job(p, f, 0, UINT64_MAX);
+    if (p->sum_job[i] == SIZE_MAX) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
+  }
+  return FDL_OK;
+}
+
+/* Reads a tensor file's header (mapped: only the header pages are touched) and plans its
+ * content, payload and file digests. */
+static fdl_status plan_tensor(ds_vctx *v, plan *p, tensor_check *t, fdl_err *err) {
+  const json_t *head = ds_obj(v->m, "head");
+  const char *key = t->record ? ds_str(t->record, "key") : ds_str(head, "tensor_key");
+  const char *label = t->record ? "SEAL-1(d)" : "HEAD-IDENT";
+  int fd;
+  bool missing;
+  fdl_err e;
+  if (ds_open_at(v->rootfd, t->rel, &fd, &missing, &e) != FDL_OK) {
+    /* Absent files are findings of the listing (or tolerated by --allow-partial). */
+    if (t->record && missing && !find_sum(p, t->rel) && !v->o->allow_partial)
+      fdl_ds_report_error(v->rep, "missing_file", label, t->rel, "%s is missing", t->rel);
+    else if (!missing)
+      fdl_ds_report_error(v->rep, "bad_tensor_file", label, t->rel, "%s", e.msg);
+    return FDL_OK;
+  }
+  struct stat st;
+  void *map = MAP_FAILED;
+  size_t size = 0;
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    size = (size_t)st.st_size;
+    map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  }
+  close(fd);
+  fdl_safetensors *sf = NULL;
+  fdl_status s = FDL_OK; /* only a fault of the run; bad files are findings */
+  fdl_status ps = map == MAP_FAILED ? fdl_fail(&e, FDL_IO, "empty or unmappable file")
+                                    : fdl_safetensors_open_mem(map, size, &sf, &e);
+  if (ps != FDL_OK) {
+    fdl_ds_report_error(v->rep, "bad_tensor_file", label, t->rel, "%s: %s", t->rel, e.msg);
+  } else if (!key || !fdl_safetensors_find(sf, key)) {
+    fdl_ds_report_error(v->rep, "bad_tensor_file", label, t->rel, "%s: tensor key '%s' absent",
+                        t->rel, key ? key : "(none)");
+  } else {
+    const fdl_tensor *tn = fdl_safetensors_find(sf, key);
+    uint64_t start = fdl_safetensors_data_start(sf), fsize = fdl_safetensors_file_size(sf);
+    /* The declaration is what a consumer reads instead of the tensor: it must match. */
+    const char *dt = t->record ? ds_str(t->record, "dtype") : ds_str(head, "dtype");
+    const json_t *shape = json_object_get(t->record ? t->record : head, "shape");
+    if (dt && strcmp(dt, fdl_dtype_name(tn->dtype)))
+      fdl_ds_report_error(v->rep, "tensor_mismatch", label, t->rel,
+                          "%s declares dtype '%s' but the safetensors header says '%s'", t->rel, dt,
+                          fdl_dtype_name(tn->dtype));
+    if (json_is_array(shape)) {
+      bool same = json_array_size(shape) == (size_t)tn->ndim;
+      for (int k = 0; same && k < tn->ndim; k++) {
+        const json_t *d = json_array_get(shape, (size_t)k);
+        same = json_is_integer(d) && json_integer_value(d) == tn->shape[k];
+      }
+      if (!same)
+        fdl_ds_report_error(v->rep, "tensor_mismatch", label, t->rel,
+                            "%s: declared shape differs from the safetensors header's", t->rel);
+    }
+    t->header_ok = true;
+    /* The content range rides on the whole-file job (its checksums line, when listed): one
+     * read of the file yields both digests. */
+    const fdl_checksum_entry *ce = find_sum(p, t->rel);
+    size_t idx = ce ? p->sum_job[ce - p->sums.items] : SIZE_MAX;
+    t->file_job = idx != SIZE_MAX ? idx : add_job(p, t->rel, 0, UINT64_MAX);
+    t->content_job = t->file_job;
+    if (t->file_job == SIZE_MAX) {
+      s = fdl_fail(err, FDL_NOMEM, "validate: out of memory");
+    } else if (p->jobs[t->file_job].has2 && (p->jobs[t->file_job].offset2 != tn->offset ||
+                                             p->jobs[t->file_job].length2 != tn->nbytes)) {
+      /* Another record already rides on this file with another range: hash this one apart. */
+      size_t c = add_job(p, t->rel, 0, 0);
+      if (c == SIZE_MAX) {
+        s = fdl_fail(err, FDL_NOMEM, "validate: out of memory");
+      } else {
+        p->jobs[c].has2 = true;
+        p->jobs[c].offset2 = tn->offset;
+        p->jobs[c].length2 = tn->nbytes;
+        t->content_job = c;
+      }
+    } else {
+      ds_hash_job *j = &p->jobs[t->file_job];
+      j->has2 = true;
+      j->offset2 = tn->offset;
+      j->length2 = tn->nbytes;
+    }
+    if (s == FDL_OK && t->record && !(tn->offset == start && tn->offset + tn->nbytes == fsize)) {
+      t->payload_job = add_job(p, t->rel, start, UINT64_MAX);
+      if (t->payload_job == SIZE_MAX) s = fdl_fail(err, FDL_NOMEM, "validate: out of memory");
+    }
+  }
+  fdl_safetensors_close(sf);
+  if (map != MAP_FAILED) munmap(map, size);
+  return s;
+}
+
+/* ---- findings ---------------------------------------------------------------------------- */
+
+static void report_checksums(ds_vctx *v, plan *p) {
+  for (size_t i = 0; p->have_sums && i < p->sums.count; i++) {
+    if (p->sum_job[i] == SIZE_MAX) continue;
+    const ds_hash_job *j = &p->jobs[p->sum_job[i]];
+    const char *f = p->sums.items[i].path;
+    bool tensor = !strncmp(f, "capture/", 8);
+    if (j->status != FDL_OK)
+      fdl_ds_report_error(v->rep, tensor ? "tensor_mismatch" : "seal_failed", "SEAL-1(c)/SEAL-2", f,
+                          "%s cannot be hashed: %s", f, j->msg);
+    else if (strcmp(j->hex, p->sums.items[i].hex))
+      fdl_ds_report_error(v->rep, tensor ? "tensor_mismatch" : "seal_failed", "SEAL-1(c)/SEAL-2", f,
+                          "%s hashes to %s, checksums.txt says %s", f, j->hex,
+                          p->sums.items[i].hex);
+  }
+}
+
+/* second: compare the job's second range (the tensor content) rather than its first. */
+static void compare(ds_vctx *v, const char *label, const char *rel, const char *what,
+                    const ds_hash_job *j, bool second, const char *want) {
+  const char *got = second ? j->hex2 : j->hex;
+  if (j->status != FDL_OK)
+    fdl_ds_report_error(v->rep, "bad_tensor_file", label, rel, "%s: %s", rel, j->msg);
+  else if (!want || strcmp(got, want))
+    fdl_ds_report_error(v->rep, "tensor_mismatch", label, rel, "%s %s %s != manifest %s", rel, what,
+                        got, want ? want : "(none)");
+}
+
+static void report_tensors(ds_vctx *v, plan *p) {
+  size_t checked = 0;
+  const json_t *head = ds_obj(v->m, "head");
+  for (size_t i = 0; i < p->n_tensors; i++) {
+    tensor_check *t = &p->tensors[i];
+    if (!t->header_ok) continue;
+    if (!t->record) {
+      compare(v, "HEAD-IDENT", t->rel, "head tensor content", &p->jobs[t->content_job], true,
+              ds_str(head, "tensor_content_sha256"));
+      continue;
+    }
+    compare(v, "SEAL-1(d)", t->rel, "tensor content", &p->jobs[t->content_job], true,
+            ds_str(t->record, "tensor_content_sha256"));
+    const char *pay = ds_str(t->record, "payload_sha256");
+    if (pay && pay[0]) {
+      if (t->payload_job != SIZE_MAX)
+        compare(v, "SEAL-1(d)", t->rel, "payload digest", &p->jobs[t->payload_job], false, pay);
+      else
+        compare(v, "SEAL-1(d)", t->rel, "payload digest", &p->jobs[t->content_job], true, pay);
+    }
+    const char *sha = ds_str(t->record, "sha256");
+    if (sha && sha[0])
+      compare(v, "SEAL-1(d)", t->rel, "file digest", &p->jobs[t->file_job], false, sha);
+    checked++;
+  }
+  fdl_ds_report_check(v->rep, "tensors(%zu)", checked);
+}
+
+fdl_status ds_v_files(ds_vctx *v, fdl_err *err) {
+  plan p;
+  memset(&p, 0, sizeof p);
+  fdl_status s = collect_payload(v, &p, err);
+  if (s == FDL_OK) s = plan_checksums(v, &p, err);
+  for (size_t i = 0; s == FDL_OK && v->o->verify_tensors && i < p.n_tensors; i++)
+    s = plan_tensor(v, &p, &p.tensors[i], err);
+  if (s == FDL_OK) s = ds_hash_jobs_run(v->rootfd, p.jobs, p.n, v->o->threads, err);
+  if (s == FDL_OK) {
+    report_checksums(v, &p);
+    if (p.have_sums) fdl_ds_report_check(v->rep, "seal.checksums");
+    if (v->o->verify_tensors) report_tensors(v, &p);
+  }
+  plan_free(&p);
+  return s;
+}

@@ -1,0 +1,226 @@
+/* validate_records.c - capture_content_digest (§5.2), records REC-1..4 (§6) and coverage
+ * COV-1..3 (§6.2), plus the capture manifest's header against the manifest's capture block
+ * (fidelis rule "6": the two mirror each other and a consumer may read either). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataset/validate.h"
+
+void ds_v_capture_digest(ds_vctx *v) {
+  if (!v->capture.doc) return;
+  json_t *records = ds_v_records_of(v);
+  size_t n = json_array_size(records);
+  fdl_ds_content_item *items = calloc(n ? n : 1, sizeof *items);
+  if (!items) {
+    v->rep->oom = FDL_NOMEM;
+    return;
+  }
+  size_t k = 0;
+  size_t i;
+  json_t *r;
+  json_array_foreach(records, i, r) {
+    int64_t idx;
+    if (!ds_int(r, "index", &idx)) continue; /* REC-1 reports it */
+    items[k].index = idx;
+    items[k].content_sha256 = ds_str(r, "tensor_content_sha256");
+    k++;
+  }
+  char derived[DS_HEX_LEN + 1];
+  fdl_err e;
+  fdl_status s = fdl_ds_capture_content_digest(items, k, derived, &e);
+  free(items);
+  const json_t *capture = ds_obj(v->m, "capture");
+  if (s == FDL_MISMATCH) {
+    fdl_ds_report_error(v->rep, "digest_mismatch", "5.2", v->capture.rel, "%s", e.msg);
+  } else if (s != FDL_OK) {
+    v->rep->oom = FDL_NOMEM;
+  } else {
+    const char *top = ds_str(capture, "capture_content_digest");
+    if (!top || strcmp(derived, top))
+      fdl_ds_report_error(v->rep, "digest_mismatch", "5.2", FDL_DS_MANIFEST_NAME,
+                          "capture_content_digest %s != manifest %s", derived,
+                          top ? top : "(missing)");
+    const json_t *own = json_object_get(v->capture.doc, "capture_content_digest");
+    if (ds_truthy(own) && !(json_is_string(own) && !strcmp(json_string_value(own), derived)))
+      fdl_ds_report_error(v->rep, "digest_mismatch", "5.2", v->capture.rel,
+                          "capture/manifest.json disagrees with its own records");
+  }
+  fdl_ds_report_check(v->rep, "digest.capture_content");
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Header fields the capture manifest mirrors from the top manifest's capture block. */
+static void check_mirror(ds_vctx *v) {
+  const json_t *top = ds_obj(v->m, "capture");
+  static const char *const MIRRORED[] = {"form",           "semantic_point", "tensor_key", "dtype",
+                                         "dtype_lossless", "hidden_width",   "vocab_size", NULL};
+  for (size_t i = 0; top && MIRRORED[i]; i++) {
+    const json_t *a = json_object_get(top, MIRRORED[i]),
+                 *b = json_object_get(v->capture.doc, MIRRORED[i]);
+    if (a && b && !ds_py_equal(a, b)) {
+      char sa[64], sb[64];
+      ds_repr(a, sa, sizeof sa);
+      ds_repr(b, sb, sizeof sb);
+      fdl_ds_report_error(v->rep, "schema_invalid", "6", v->capture.rel,
+                          "%s is %s here but %s in the manifest's capture block", MIRRORED[i], sb,
+                          sa);
+    }
+  }
+  json_t *records = ds_v_records_of(v);
+  int64_t total_rows = 0, total_size = 0, want;
+  size_t i;
+  json_t *r;
+  json_array_foreach(records, i, r) {
+    int64_t x;
+    if (ds_int(r, "scored_rows", &x)) total_rows += x;
+    if (ds_int(r, "size_bytes", &x)) total_size += x;
+  }
+  if (ds_int(top, "records_count", &want) && want != (int64_t)json_array_size(records))
+    fdl_ds_report_error(v->rep, "schema_invalid", "6", FDL_DS_MANIFEST_NAME,
+                        "capture.records_count %" PRId64 " != %zu records", want,
+                        json_array_size(records));
+  if (ds_int(top, "total_size_bytes", &want) && want != total_size)
+    fdl_ds_report_error(v->rep, "schema_invalid", "6", FDL_DS_MANIFEST_NAME,
+                        "capture.total_size_bytes %" PRId64 " != sum(size_bytes) %" PRId64, want,
+                        total_size);
+  if (ds_int(top, "scored_rows_total", &want) && want != total_rows)
+    fdl_ds_report_error(v->rep, "schema_invalid", "6", FDL_DS_MANIFEST_NAME,
+                        "capture.scored_rows_total %" PRId64 " != sum(scored_rows) %" PRId64, want,
+                        total_rows);
+  if (ds_int(v->capture.doc, "total_scored_rows", &want) && want != total_rows)
+    fdl_ds_report_error(v->rep, "schema_invalid", "6", v->capture.rel,
+                        "total_scored_rows %" PRId64 " != sum(scored_rows) %" PRId64, want,
+                        total_rows);
+  if (ds_int(v->capture.doc, "total_size_bytes", &want) && want != total_size)
+    fdl_ds_report_error(v->rep, "schema_invalid", "6", v->capture.rel,
+                        "total_size_bytes %" PRId64 " != sum(size_bytes) %" PRId64, want,
+                        total_size);
+}
+
+void ds_v_records(ds_vctx *v) {
+  if (!v->capture.doc) return;
+  json_t *records = ds_v_records_of(v);
+  const json_t *tensor_key = json_object_get(v->capture.doc, "tensor_key");
+  const char *form = ds_str(ds_obj(v->m, "capture"), "form");
+  const json_t *want_width = json_object_get(
+      v->capture.doc, form && !strcmp(form, "hidden") ? "hidden_width" : "vocab_size");
+  size_t n = json_array_size(records);
+  int64_t *seen = malloc((n ? n : 1) * sizeof *seen);
+  if (!seen) {
+    v->rep->oom = FDL_NOMEM;
+    return;
+  }
+  size_t n_seen = 0;
+  size_t i;
+  json_t *r;
+  json_array_foreach(records, i, r) {
+    char where[DS_MAX_PATH + 32];
+    snprintf(where, sizeof where, "%s:records[%zu]", v->capture.rel, i);
+    const json_t *index = json_object_get(r, "index");
+    char idx[64];
+    ds_repr(index, idx, sizeof idx);
+    if (!json_is_object(r)) {
+      fdl_ds_report_error(v->rep, "schema_invalid", "REC-1", where, "record is not an object");
+      continue;
+    }
+    if (!json_is_integer(index) || json_integer_value(index) < 0) {
+      fdl_ds_report_error(v->rep, "schema_invalid", "REC-1", where,
+                          "record index %s is not an integer >= 0", idx);
+    } else {
+      seen[n_seen++] = (int64_t)json_integer_value(index);
+    }
+    const json_t *key = json_object_get(r, "key");
+    if (!ds_py_equal(key, tensor_key)) {
+      char k1[64], k2[64];
+      ds_repr(key, k1, sizeof k1);
+      ds_repr(tensor_key, k2, sizeof k2);
+      fdl_ds_report_error(v->rep, "schema_invalid", "REC-2", where,
+                          "record %s key %s != header tensor_key %s", idx, k1, k2);
+    }
+    const json_t *shape = json_object_get(r, "shape");
+    if (json_is_array(shape) && json_array_size(shape) == 2) {
+      const json_t *rows = json_array_get(shape, 0), *width = json_array_get(shape, 1);
+      const json_t *scored = json_object_get(r, "scored_rows");
+      if (!ds_py_equal(rows, scored)) {
+        char a[32], b[32];
+        ds_repr(rows, a, sizeof a);
+        ds_repr(scored, b, sizeof b);
+        fdl_ds_report_error(v->rep, "schema_invalid", "REC-3", where,
+                            "record %s shape[0] %s != scored_rows %s", idx, a, b);
+      }
+      if (want_width && !json_is_null(want_width) && !ds_py_equal(width, want_width)) {
+        char a[32], b[32];
+        ds_repr(width, a, sizeof a);
+        ds_repr(want_width, b, sizeof b);
+        fdl_ds_report_error(v->rep, "schema_invalid", "REC-3", where, "record %s shape[1] %s != %s",
+                            idx, a, b);
+      }
+    }
+    const json_t *pp = json_object_get(r, "prediction_positions"),
+                 *sr = json_object_get(r, "scored_rows");
+    if (pp && sr && !ds_py_equal(pp, sr))
+      fdl_ds_report_error(v->rep, "schema_invalid", "REC-3", where,
+                          "record %s prediction_positions != scored_rows", idx);
+    if (json_is_true(json_object_get(r, "raw_chunks_retained")))
+      fdl_ds_report_error(v->rep, "path_escape", "REC-4", where,
+                          "record %s retains host-local chunk keys (PATH-2)", idx);
+  }
+  if (n_seen) qsort(seen, n_seen, sizeof *seen, cmp_i64);
+  for (size_t k = 1; k < n_seen; k++)
+    if (seen[k] == seen[k - 1] && (k < 2 || seen[k - 2] != seen[k]))
+      fdl_ds_report_error(v->rep, "digest_mismatch", "REC-1", v->capture.rel,
+                          "duplicate record index %" PRId64, seen[k]);
+  free(seen);
+  check_mirror(v);
+  fdl_ds_report_check(v->rep, "records");
+}
+
+void ds_v_coverage(ds_vctx *v) {
+  const json_t *coverage = ds_obj(v->m, "coverage");
+  json_t *records = ds_v_records_of(v);
+  size_t present = json_array_size(records);
+  int64_t declared;
+  if (ds_int(coverage, "declared_records", &declared)) {
+    int64_t *idx = malloc((present ? present : 1) * sizeof *idx);
+    if (!idx) {
+      v->rep->oom = FDL_NOMEM;
+      return;
+    }
+    size_t n = 0, i;
+    json_t *r;
+    json_array_foreach(records, i, r) {
+      int64_t x;
+      if (ds_int(r, "index", &x)) idx[n++] = x;
+    }
+    if (n) qsort(idx, n, sizeof *idx, cmp_i64);
+    bool contiguous = declared >= 0 && n == (size_t)declared;
+    for (size_t k = 0; contiguous && k < n; k++) contiguous = idx[k] == (int64_t)k;
+    free(idx);
+    bool complete = (int64_t)present == declared && contiguous;
+    const json_t *claimed = json_object_get(coverage, "complete");
+    if (ds_truthy(claimed) != complete)
+      fdl_ds_report_error(
+          v->rep, "incomplete", "COV-1", FDL_DS_MANIFEST_NAME,
+          "coverage.complete is %s but present=%zu declared=%" PRId64 " contiguous=%s",
+          ds_truthy(claimed) ? "true" : "false", present, declared, contiguous ? "true" : "false");
+    int64_t pr;
+    if (!ds_int(coverage, "present_records", &pr) || pr != (int64_t)present)
+      fdl_ds_report_error(v->rep, "incomplete", "COV-1", FDL_DS_MANIFEST_NAME,
+                          "coverage.present_records != %zu records in the capture manifest",
+                          present);
+    if (!complete && !ds_truthy(json_object_get(coverage, "shard_of")) &&
+        !ds_truthy(json_object_get(coverage, "subset_detail")))
+      fdl_ds_report_error(v->rep, "incomplete", "COV-2", FDL_DS_MANIFEST_NAME,
+                          "an incomplete capture needs shard_of or subset_detail");
+    if (!complete && !v->o->allow_partial)
+      fdl_ds_report_error(v->rep, "incomplete", "COV-3", FDL_DS_MANIFEST_NAME,
+                          "incomplete dataset; pass --allow-partial to accept it as a shard");
+  }
+  fdl_ds_report_check(v->rep, "coverage");
+}

@@ -1,0 +1,399 @@
+/* validate_rules.c - head (§8.2), determinism (§10.2), role (§3), scope (§11), lane (§9.1) and
+ * remap (§7.5) rules. head.json is also compared with the manifest's head block (fidelis rule
+ * "HEAD-JSON": the reference never cross-checks them, so a head.json could name another head),
+ * and the runtime document's lane and identities with the manifest's (rule "9.1"). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataset/validate.h"
+#include "fidelis/path.h"
+
+static bool is(const char *s, const char *want) {
+  return s && !strcmp(s, want);
+}
+
+/* ---- head -------------------------------------------------------------------------------- */
+
+static void head_json_mirror(ds_vctx *v, const json_t *head) {
+  if (!v->head.doc) return;
+  static const char *const KEYS[] = {"present",
+                                     "file",
+                                     "tensor_key",
+                                     "compat_tensor_key",
+                                     "shape",
+                                     "dtype",
+                                     "bias",
+                                     "file_sha256",
+                                     "raw_tensor_sha256",
+                                     "tensor_content_sha256",
+                                     "quantized",
+                                     "bits",
+                                     "source",
+                                     "applied_in_capture",
+                                     "final_norm",
+                                     "equality_receipt",
+                                     NULL};
+  for (size_t i = 0; KEYS[i]; i++) {
+    const json_t *a = json_object_get(head, KEYS[i]), *b = json_object_get(v->head.doc, KEYS[i]);
+    if (a && b && !ds_py_equal(a, b))
+      fdl_ds_report_error(v->rep, "head_mismatch", "HEAD-JSON", v->head.rel,
+                          "%s differs between head.json and the manifest's head block", KEYS[i]);
+  }
+}
+
+void ds_v_head(ds_vctx *v) {
+  const json_t *head = ds_obj(v->m, "head"), *capture = ds_obj(v->m, "capture"),
+               *dataset = ds_obj(v->m, "dataset");
+  const char *form = ds_str(capture, "form");
+  const char *W = FDL_DS_MANIFEST_NAME;
+  if (is(form, "hidden")) {
+    if (ds_truthy(json_object_get(head, "applied_in_capture")))
+      fdl_ds_report_error(v->rep, "schema_invalid", "HEAD-5", W,
+                          "hidden form declares the cut BEFORE the head, but "
+                          "head.applied_in_capture is true");
+    if (!ds_truthy(json_object_get(head, "tensor_content_sha256")))
+      fdl_ds_report_error(v->rep, "head_mismatch", "HEAD-4", W,
+                          "a hidden-form dataset with a null head content digest cannot be "
+                          "scored through anyone's head; there is no override");
+  }
+  if (is(form, "logit") && ds_truthy(json_object_get(head, "present")) &&
+      json_is_false(json_object_get(head, "applied_in_capture")))
+    fdl_ds_report_error(v->rep, "schema_invalid", "4.2", W,
+                        "logit form must declare head.applied_in_capture true");
+  const char *raw = ds_str(head, "raw_tensor_sha256"),
+             *content = ds_str(head, "tensor_content_sha256"), *file = ds_str(head, "file_sha256");
+  if (raw && raw[0] && content && content[0] && strcmp(raw, content))
+    fdl_ds_report_error(v->rep, "schema_invalid", "HEAD-IDENT", W,
+                        "raw_tensor_sha256 is a REQUIRED byte-equal alias of "
+                        "tensor_content_sha256; they differ");
+  if (file && file[0] && content && content[0] && !strcmp(file, content))
+    fdl_ds_report_warn(v->rep, "schema_invalid", "HEAD-IDENT/O-6", W,
+                       "head file_sha256 equals tensor_content_sha256; a container digest and a "
+                       "content digest coinciding is almost certainly one convention pasted "
+                       "twice");
+  const json_t *fn = ds_obj(head, "final_norm");
+  if (is(ds_str(capture, "semantic_point"), "after_final_rmsnorm_before_lm_head") &&
+      ds_truthy(json_object_get(fn, "applied_at_replay")))
+    fdl_ds_report_error(v->rep, "schema_invalid", "HEAD-7", W,
+                        "the capture is already after the final norm; replay applies the head "
+                        "only");
+  if (is(ds_str(dataset, "role"), "root") && !ds_truthy(json_object_get(head, "present")))
+    fdl_ds_report_error(v->rep, "schema_invalid", "HEAD-6", W,
+                        "a root that ships no head cannot be replayed against");
+  head_json_mirror(v, head);
+  fdl_ds_report_check(v->rep, "head");
+}
+
+/* ---- determinism ------------------------------------------------------------------------- */
+
+static void collect_containers(const json_t *node, json_t *set, int depth) {
+  static const char *const KEYS[] = {
+      "file_sha256",    "sha256", "manifest_file_sha256", "panel_file_sha256", "checksums_sha256",
+      "receipt_sha256", NULL};
+  if (depth > 2 * 64) return;
+  if (json_is_object(node)) {
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)node, key, val) {
+      if (json_is_string(val))
+        for (size_t i = 0; KEYS[i]; i++)
+          if (!strcmp(key, KEYS[i])) json_object_set(set, json_string_value(val), json_true());
+      collect_containers(val, set, depth + 1);
+    }
+  } else if (json_is_array(node)) {
+    size_t i;
+    json_t *val;
+    json_array_foreach(node, i, val) collect_containers(val, set, depth + 1);
+  }
+}
+
+void ds_v_determinism(ds_vctx *v) {
+  const json_t *det = ds_obj(v->m, "determinism"), *panel = ds_obj(v->m, "panel");
+  const char *W = FDL_DS_MANIFEST_NAME;
+  const char *kind = ds_str(det, "evidence_kind");
+  const json_t *hashes = ds_arr(det, "evidence_hashes");
+  json_t *distinct = json_object();
+  if (!distinct) {
+    v->rep->oom = FDL_NOMEM;
+    return;
+  }
+  size_t i;
+  json_t *h;
+  json_array_foreach(hashes, i, h) {
+    if (json_is_string(h)) json_object_set(distinct, json_string_value(h), json_true());
+  }
+  size_t nd = json_object_size(distinct);
+  json_decref(distinct);
+  const json_t *dc = json_object_get(det, "distinct_evidence_hash_count");
+  if (dc && !json_is_null(dc) && !(json_is_integer(dc) && (size_t)json_integer_value(dc) == nd))
+    fdl_ds_report_error(v->rep, "schema_invalid", "DET-D1", W,
+                        "distinct_evidence_hash_count != %zu distinct hashes", nd);
+  int64_t runs = 0;
+  (void)ds_int(det, "run_count", &runs);
+  if (ds_truthy(json_object_get(det, "identical_across_runs"))) {
+    static const char *const CONTENT[] = {"hidden_state_tensor_sha256", "logits_tensor_sha256",
+                                          "tokenwise_kld_sha256", "sealed_tokenwise_digest", NULL};
+    bool content = false;
+    for (size_t k = 0; CONTENT[k]; k++) content |= is(kind, CONTENT[k]);
+    if (!content)
+      fdl_ds_report_error(v->rep, "schema_invalid", "DET-D1", W,
+                          "identical_across_runs requires content-level evidence, not '%s'",
+                          kind ? kind : "None");
+    if (runs < 2)
+      fdl_ds_report_error(v->rep, "schema_invalid", "DET-D1", W,
+                          "identical_across_runs requires run_count >= 2");
+    if (nd != 1)
+      fdl_ds_report_error(v->rep, "schema_invalid", "DET-D1", W,
+                          "identical_across_runs with %zu distinct evidence hashes", nd);
+  }
+  json_t *containers = json_object();
+  if (!containers) {
+    v->rep->oom = FDL_NOMEM;
+    return;
+  }
+  collect_containers(v->m, containers, 0);
+  json_array_foreach(hashes, i, h) {
+    if (json_is_string(h) && json_object_get(containers, json_string_value(h)))
+      fdl_ds_report_error(v->rep, "schema_invalid", "DET-D2", W,
+                          "evidence hash %.12s is a container (file) digest; file digests differ "
+                          "between bitwise-identical runs",
+                          json_string_value(h));
+  }
+  json_decref(containers);
+  const char *pr = ds_str(panel, "panel_receipt_sha256");
+  json_array_foreach(hashes, i, h) {
+    if (pr && json_is_string(h) && !strcmp(pr, json_string_value(h))) {
+      fdl_ds_report_error(v->rep, "schema_invalid", "DET-D3", W,
+                          "panel_receipt_sha256 may never be determinism evidence");
+      break;
+    }
+  }
+  if (runs < 5) {
+    bool declared = false;
+    json_array_foreach(ds_arr(v->m, "disclosures"), i, h) declared |=
+        is(ds_str(h, "code"), "reduced_run_count");
+    if (!declared)
+      fdl_ds_report_warn(v->rep, "reduced_run_count", "DET-D4", W,
+                         "run_count %lld < 5 and no reduced_run_count disclosure is present; a "
+                         "published dataset carries one",
+                         (long long)runs);
+  }
+  fdl_ds_report_check(v->rep, "determinism");
+}
+
+/* ---- role -------------------------------------------------------------------------------- */
+
+static void validation_report(ds_vctx *v) {
+  json_t *doc = ds_v_load_sub(v, FDL_DS_VALIDATION_FILE, "VALIDATION", NULL, true);
+  if (!doc) return;
+  if (!is(ds_str(doc, "schema"), FDL_DS_VALIDATION_SCHEMA))
+    fdl_ds_report_error(v->rep, "bad_schema", "VALIDATION", FDL_DS_VALIDATION_FILE,
+                        "schema is not '%s'", FDL_DS_VALIDATION_SCHEMA);
+  bool ok, present;
+  if (ds_seal_ok(doc, "receipt_sha256", &ok, &present, NULL) != FDL_OK || !ok)
+    fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(g)", FDL_DS_VALIDATION_FILE,
+                        "receipt_sha256 does not recompute");
+  json_decref(doc);
+}
+
+void ds_v_role(ds_vctx *v) {
+  const json_t *dataset = ds_obj(v->m, "dataset"), *scope = ds_obj(v->m, "scope"),
+               *head = ds_obj(v->m, "head"), *capture = ds_obj(v->m, "capture");
+  const char *role = ds_str(dataset, "role");
+  const char *W = FDL_DS_MANIFEST_NAME;
+  bool sealed = is(ds_str(dataset, "structural_status"), "sealed");
+  if (v->payload) {
+    static const struct {
+      const char *rel, *why;
+    } NEEDED[] = {{FDL_DS_VALIDATION_FILE, "the validator's own verdict, sealed with the dataset"},
+                  {"README.md", "the dataset card carrying x_fidelity"}};
+    for (size_t i = 0; i < 2; i++) {
+      if (ds_kind_at(v->rootfd, NEEDED[i].rel) == DS_REGULAR) continue;
+      (sealed ? fdl_ds_report_error : fdl_ds_report_warn)(v->rep, "missing_file", "3",
+                                                          NEEDED[i].rel, "%s is missing (%s)",
+                                                          NEEDED[i].rel, NEEDED[i].why);
+    }
+    validation_report(v);
+  }
+  if (is(role, "root")) {
+    bool native = is(ds_str(scope, "policy"), "native");
+    size_t i;
+    json_t *a;
+    json_array_foreach(ds_arr(scope, "assignments"), i, a) native &=
+        is(ds_str(a, "treatment"), "native");
+    if (!native)
+      fdl_ds_report_error(v->rep, "schema_invalid", "ROOT-1", W,
+                          "a root declares scope.policy native with every tensor class native; a "
+                          "quantized-weight capture is a quant dataset even if its author calls "
+                          "it a reference");
+    if (ds_truthy(json_object_get(head, "quantized")))
+      fdl_ds_report_error(v->rep, "schema_invalid", "ROOT-1", W, "a root's head is not quantized");
+    const json_t *bc = json_object_get(dataset, "base_capture");
+    if (bc && !json_is_null(bc))
+      fdl_ds_report_error(v->rep, "schema_invalid", "3", W, "a root's base_capture must be null");
+    const json_t *lc = json_object_get(capture, "lossy_codec");
+    if (lc && !json_is_null(lc))
+      fdl_ds_report_error(v->rep, "schema_invalid", "3", W, "a root's lossy_codec must be null");
+    const char *hf = ds_str(head, "file");
+    if (v->payload && hf && hf[0] && fdl_relpath_ok(hf, strlen(hf), false) &&
+        ds_kind_at(v->rootfd, hf) != DS_REGULAR)
+      fdl_ds_report_warn(v->rep, "missing_file", "3", hf,
+                         "root declares head.file %s but it is not present", hf);
+  }
+  if (is(role, "derived")) {
+    const json_t *bc = json_object_get(dataset, "base_capture");
+    if (!bc || json_is_null(bc))
+      fdl_ds_report_error(v->rep, "schema_invalid", "3", W,
+                          "a derived dataset must name its base_capture");
+  }
+  fdl_ds_report_check(v->rep, "role");
+}
+
+/* ---- scope ------------------------------------------------------------------------------- */
+
+void ds_v_scope(ds_vctx *v) {
+  const json_t *assign = ds_arr(ds_obj(v->m, "scope"), "assignments");
+  static const char *const ALLOWED[] = {"tensor_class", "treatment", "format", "bits_per_weight",
+                                        "layer_range",  "note",      NULL};
+  const char *W = FDL_DS_MANIFEST_NAME;
+  size_t n = json_array_size(assign);
+  bool embed = false, lm_head = false, attn = false, mlp = false;
+  for (size_t i = 0; i < n; i++) {
+    const json_t *a = json_array_get(assign, i);
+    const json_t *cls = json_object_get(a, "tensor_class"), *lr = json_object_get(a, "layer_range");
+    /* A pair is reported once, at its second occurrence. */
+    size_t count = 0, first = i;
+    for (size_t k = 0; k < n; k++) {
+      const json_t *b = json_array_get(assign, k);
+      if (ds_py_equal(cls, json_object_get(b, "tensor_class")) &&
+          ds_py_equal(lr, json_object_get(b, "layer_range"))) {
+        if (!count) first = k;
+        count++;
+      }
+    }
+    if (count > 1 && first == i) {
+      char c1[96], c2[64];
+      ds_repr(cls, c1, sizeof c1);
+      ds_repr(lr, c2, sizeof c2);
+      fdl_ds_report_error(v->rep, "scope_duplicate_assignment", "SCOPE-004", W,
+                          "scope.assignments has %zu rows for (tensor_class=%s, layer_range=%s); "
+                          "the registry admits one row per class and layer_range",
+                          count, c1, c2);
+    }
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)a, key, val) {
+      bool ok = false;
+      for (size_t k = 0; ALLOWED[k] && !ok; k++) ok = !strcmp(key, ALLOWED[k]);
+      if (!ok)
+        fdl_ds_report_error(v->rep, "scope_assignment_keys", "SCOPE-004", W,
+                            "scope assignment %zu carries key '%s', which the registry schema "
+                            "does not admit",
+                            i, key);
+    }
+    if (!json_is_string(cls)) continue;
+    const char *c = json_string_value(cls);
+    embed |= is(c, "embed_tokens");
+    lm_head |= is(c, "lm_head");
+    attn |= !strncmp(c, "attn.", 5);
+    mlp |= !strncmp(c, "mlp.", 4) || !strncmp(c, "moe.", 4);
+  }
+  if (!embed)
+    fdl_ds_report_error(v->rep, "scope_coverage", "SCOPE-004", W,
+                        "scope.assignments does not cover embed_tokens");
+  if (!lm_head)
+    fdl_ds_report_error(v->rep, "scope_coverage", "SCOPE-004", W,
+                        "scope.assignments does not cover lm_head");
+  if (!attn)
+    fdl_ds_report_error(v->rep, "scope_coverage", "SCOPE-004", W,
+                        "scope.assignments covers no attention class");
+  if (!mlp)
+    fdl_ds_report_error(v->rep, "scope_coverage", "SCOPE-004", W,
+                        "scope.assignments covers no mlp/moe class");
+}
+
+/* ---- lane -------------------------------------------------------------------------------- */
+
+void ds_v_lane(ds_vctx *v) {
+  static const char *const LANES[] = {"sealed-ep8",        "streaming", "local-mps",
+                                      "local-cuda-budget", "other",     NULL};
+  const json_t *rt = ds_obj(v->m, "runtime");
+  const char *lane = ds_str(rt, "lane");
+  bool ok = false;
+  for (size_t i = 0; LANES[i] && !ok; i++) ok = is(lane, LANES[i]);
+  if (!ok)
+    fdl_ds_report_error(v->rep, "schema_invalid", "9.3", FDL_DS_MANIFEST_NAME,
+                        "lane '%s' is not a registry lane", lane ? lane : "None");
+  static const char *const COPIED[] = {"lane", "lane_identity_sha256", "stack_fingerprint_sha256",
+                                       NULL};
+  for (size_t i = 0; v->runtime.doc && COPIED[i]; i++) {
+    const json_t *a = json_object_get(rt, COPIED[i]),
+                 *b = json_object_get(v->runtime.doc, COPIED[i]);
+    if (a && b && !ds_py_equal(a, b))
+      fdl_ds_report_error(v->rep, "schema_invalid", "9.1", v->runtime.rel,
+                          "runtime.%s differs between the manifest and the runtime document",
+                          COPIED[i]);
+  }
+}
+
+/* ---- remap ------------------------------------------------------------------------------- */
+
+void ds_v_remap(ds_vctx *v) {
+  const json_t *panel = ds_obj(v->m, "panel");
+  const char *rf = ds_str(panel, "remap_file");
+  if (!rf || !rf[0]) return;
+  json_t *remap = ds_v_load_sub(v, rf, "REMAP", NULL, false);
+  if (!remap) return;
+  bool ok, present;
+  if (ds_seal_ok(remap, "receipt_sha256", &ok, &present, NULL) != FDL_OK || !ok)
+    fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(g)", rf,
+                        present ? "receipt_sha256 does not recompute" : "no receipt_sha256");
+  const json_t *entries = ds_obj(remap, "entries");
+  const char *digest;
+  json_t *target;
+  json_object_foreach((json_t *)entries, digest, target) {
+    const char *t = json_is_string(target) ? json_string_value(target) : NULL;
+    if (!t || !fdl_relpath_ok(t, strlen(t), false)) {
+      fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-2", rf,
+                          "remap target for %.12s is not a relative path inside the root", digest);
+      continue;
+    }
+    if (!v->payload) continue;
+    char hex[DS_HEX_LEN + 1];
+    if (ds_kind_at(v->rootfd, t) != DS_REGULAR) {
+      fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-2", t, "remap target %s is missing", t);
+    } else if (ds_sha256_at(v->rootfd, t, hex, NULL, NULL) != FDL_OK || strcmp(hex, digest)) {
+      fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-2", t,
+                          "remap target %s does not hash to its key %.12s", t, digest);
+    }
+  }
+  const char *for_file = ds_str(remap, "for_receipt_file");
+  if (for_file) {
+    char rel[DS_MAX_PATH], dir[DS_MAX_PATH];
+    ds_dirname(rf, dir, sizeof dir);
+    bool resolved = !strncmp(for_file, "panel/", 6) ? ds_join_norm("", for_file, rel, sizeof rel)
+                                                    : ds_join_norm(dir, for_file, rel, sizeof rel);
+    json_t *sealed = resolved ? ds_v_load_sub(v, rel, "REMAP-3", NULL, false) : NULL;
+    if (!resolved)
+      fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-3", rf,
+                          "for_receipt_file resolves outside the dataset root");
+    if (sealed) {
+      if (ds_seal_ok(sealed, "receipt_sha256", &ok, &present, NULL) != FDL_OK || !ok)
+        fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-3", rel,
+                            "the copied sealed receipt no longer verifies; it must be verbatim");
+      size_t i, missing = 0;
+      json_t *a;
+      json_array_foreach(ds_arr(sealed, "artifacts"), i, a) {
+        const char *d = ds_str(a, "sha256");
+        if (d && d[0] && !json_object_get(entries, d)) missing++;
+      }
+      if (missing)
+        fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-1", rf,
+                            "%zu sealed artifact digest(s) have no remap entry", missing);
+      json_decref(sealed);
+    }
+  }
+  json_decref(remap);
+  fdl_ds_report_check(v->rep, "remap");
+}

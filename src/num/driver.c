@@ -1,0 +1,357 @@
+/* driver.c - the deterministic parallel driver: one task per row block, results written to
+ * slots fixed before the run starts, per-worker scratch bounded by the tile size.
+ *
+ * A task streams its block chunk by chunk: for each vocabulary chunk it produces the logit
+ * tile of every hidden side (one sgemm each), then feeds each row's chunk to the fused KL state
+ * while the tile is hot. Logit sides are read in place. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fidelis/pool.h"
+#include "num/kl.h"
+#include "num/replay.h"
+
+typedef struct {
+  kl_state *states;  /* [position_block] */
+  fdl_num_row *rows; /* [position_block] */
+  float *tile[2];    /* [position_block x nc] per side, allocated on first hidden run */
+  float *pad[2];     /* [position_block x hidden] per side */
+  size_t pad_cap[2]; /* floats */
+} scratch;
+
+struct fdl_num_ctx {
+  fdl_num_opts o;
+  const kl_kernels *k;
+  fdl_pool pool;
+  scratch *ws; /* [pool.threads] */
+  size_t nc;   /* tile width: min(vocab_chunk, vocab) */
+};
+
+typedef struct {
+  fdl_num_ctx *ctx;
+  const fdl_num_block *blocks;
+  const size_t *first; /* first output slot of each block */
+  const fdl_num_out *out;
+} run_args;
+
+void fdl_num_opts_default(fdl_num_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->position_block = FDL_NUM_POSITION_BLOCK_DEFAULT;
+  o->vocab_chunk = FDL_NUM_VOCAB_CHUNK_DEFAULT;
+}
+
+static fdl_status check_opts(const fdl_num_opts *o, fdl_err *err) {
+  if (o->vocab < 1) return fdl_fail(err, FDL_INVALID, "vocabulary size must be at least 1");
+  if (o->vocab > (size_t)INT64_MAX)
+    return fdl_fail(err, FDL_INVALID, "vocabulary size %zu is too large", o->vocab);
+  if (o->position_block < 1 || o->position_block > FDL_NUM_POSITION_BLOCK_MAX)
+    return fdl_fail(err, FDL_INVALID, "position_block %zu is outside 1..%u", o->position_block,
+                    (unsigned)FDL_NUM_POSITION_BLOCK_MAX);
+  if (o->vocab_chunk < 1 || o->vocab_chunk > FDL_NUM_VOCAB_CHUNK_MAX)
+    return fdl_fail(err, FDL_INVALID, "vocab_chunk %zu is outside 1..%u", o->vocab_chunk,
+                    (unsigned)FDL_NUM_VOCAB_CHUNK_MAX);
+  return FDL_OK;
+}
+
+static void *alloc_aligned(size_t n) {
+  size_t sz = (n + 63) / 64 * 64;
+  return aligned_alloc(64, sz ? sz : 64);
+}
+
+fdl_status fdl_num_ctx_new(const fdl_num_opts *opts, fdl_num_ctx **out, fdl_err *err) {
+  fdl_status s = check_opts(opts, err);
+  if (s != FDL_OK) return s;
+  const kl_kernels *k;
+  if ((s = kl_kernels_pick(opts->isa, &k, err)) != FDL_OK) return s;
+  unsigned threads = opts->threads;
+  fdl_num_ctx *c = calloc(1, sizeof *c);
+  if (!c) return fdl_fail(err, FDL_NOMEM, "out of memory for the KL context");
+  c->o = *opts;
+  c->o.isa = k->isa;
+  c->k = k;
+  c->nc = opts->vocab_chunk < opts->vocab ? opts->vocab_chunk : opts->vocab;
+  if ((s = fdl_pool_init(&c->pool, opts->threads, err)) != FDL_OK) {
+    free(c);
+    return s;
+  }
+  c->o.threads = c->pool.threads;
+  size_t pb = c->o.position_block;
+  if (!(c->ws = calloc(c->pool.threads, sizeof *c->ws))) goto nomem;
+  for (unsigned w = 0; w < c->pool.threads; w++) {
+    c->ws[w].states = alloc_aligned(pb * sizeof(kl_state));
+    c->ws[w].rows = calloc(pb, sizeof(fdl_num_row));
+    if (!c->ws[w].states || !c->ws[w].rows) goto nomem;
+  }
+  *out = c;
+  return FDL_OK;
+nomem:
+  threads = c->o.threads;
+  fdl_num_ctx_free(c);
+  return fdl_fail(err, FDL_NOMEM, "out of memory for %u worker scratch areas", threads);
+}
+
+void fdl_num_ctx_free(fdl_num_ctx *c) {
+  if (!c) return;
+  fdl_pool_free(&c->pool);
+  if (c->ws) {
+    for (size_t w = 0; w < c->o.threads; w++) {
+      free(c->ws[w].states);
+      free(c->ws[w].rows);
+      for (int i = 0; i < 2; i++) {
+        free(c->ws[w].tile[i]);
+        free(c->ws[w].pad[i]);
+      }
+    }
+    free(c->ws);
+  }
+  free(c);
+}
+
+const fdl_num_opts *fdl_num_ctx_opts(const fdl_num_ctx *c) {
+  return &c->o;
+}
+
+static fdl_status check_side(const fdl_num_opts *o, const fdl_num_side *sd, size_t b,
+                             const char *who, fdl_err *err) {
+  if (!sd->data) return fdl_fail(err, FDL_INVALID, "block %zu: %s data is NULL", b, who);
+  if (sd->form == FDL_NUM_LOGITS) {
+    if (sd->ld < o->vocab)
+      return fdl_fail(err, FDL_INVALID, "block %zu: %s row stride %zu is below the vocabulary %zu",
+                      b, who, sd->ld, o->vocab);
+    return FDL_OK;
+  }
+  if (sd->form != FDL_NUM_HIDDEN)
+    return fdl_fail(err, FDL_INVALID, "block %zu: %s form %d is unknown", b, who, (int)sd->form);
+  if (!sd->head) return fdl_fail(err, FDL_INVALID, "block %zu: %s hidden rows need a head", b, who);
+  if (sd->hidden < 1 || sd->hidden > (size_t)INT_MAX)
+    return fdl_fail(err, FDL_INVALID, "block %zu: %s hidden width %zu is outside 1..%d", b, who,
+                    sd->hidden, INT_MAX);
+  if (sd->ld < sd->hidden)
+    return fdl_fail(err, FDL_INVALID, "block %zu: %s row stride %zu is below the hidden width %zu",
+                    b, who, sd->ld, sd->hidden);
+  return FDL_OK;
+}
+
+/* Grows every worker's pad buffer for side i to hold position_block x hidden floats, and
+ * allocates the tile. Runs before the workers start. */
+static fdl_status ensure_scratch(fdl_num_ctx *c, int i, size_t hidden, fdl_err *err) {
+  size_t pb = c->o.position_block;
+  if (hidden > SIZE_MAX / sizeof(float) / pb)
+    return fdl_fail(err, FDL_TOO_LARGE, "hidden width %zu is too large", hidden);
+  for (unsigned w = 0; w < c->o.threads; w++) {
+    scratch *ws = &c->ws[w];
+    if (!ws->tile[i] && !(ws->tile[i] = alloc_aligned(pb * c->nc * sizeof(float))))
+      return fdl_fail(err, FDL_NOMEM, "out of memory for a %zu x %zu logit tile", pb, c->nc);
+    if (ws->pad_cap[i] >= pb * hidden) continue;
+    free(ws->pad[i]);
+    ws->pad_cap[i] = 0;
+    if (!(ws->pad[i] = alloc_aligned(pb * hidden * sizeof(float))))
+      return fdl_fail(err, FDL_NOMEM, "out of memory for a %zu x %zu hidden tile", pb, hidden);
+    ws->pad_cap[i] = pb * hidden;
+  }
+  return FDL_OK;
+}
+
+/* Row r's floats for the chunk starting at c0 (a hidden side reads the current tile). */
+static const float *row_at(const fdl_num_side *sd, const float *tile, size_t nc, size_t skip,
+                           size_t r, size_t c0) {
+  if (sd->form == FDL_NUM_HIDDEN) return tile + r * nc + skip;
+  return sd->data + r * sd->ld + c0;
+}
+
+static size_t chunk_len(const fdl_num_opts *o, size_t c0) {
+  return o->vocab - c0 < o->vocab_chunk ? o->vocab - c0 : o->vocab_chunk;
+}
+
+/* One row's chunk: the fused KL pass (sweep 0) or the JS pass (sweep 1). */
+static fdl_status visit(fdl_num_ctx *c, kl_state *st, const float *t, const float *s, size_t n,
+                        size_t c0, const kl_next *next, const kl_where *w, int js, fdl_err *err) {
+  if (js) {
+    kl_js_chunk(st, t, s, n);
+    return FDL_OK;
+  }
+  return kl_chunk(c->k, st, t, s, n, c0, next, w, err);
+}
+
+/* Logits on both sides: each row streams through its chunks in order, prefetching the next
+ * chunk (or the next row's first) while the current one computes. */
+static fdl_status sweep_rows(fdl_num_ctx *c, const fdl_num_block *blk, scratch *ws, size_t first,
+                             int js, fdl_err *err) {
+  const fdl_num_opts *o = &c->o;
+  for (size_t r = 0; r < blk->rows; r++) {
+    kl_where w = {first + r, 0, 0};
+    for (size_t c0 = 0; c0 < o->vocab; c0 += o->vocab_chunk) {
+      size_t n = chunk_len(o, c0);
+      kl_next nx = {NULL, NULL, 0};
+      size_t nr = r, nc0 = c0 + o->vocab_chunk;
+      if (nc0 >= o->vocab) nr++, nc0 = 0;
+      if (nr < blk->rows) {
+        nx.t = blk->ref.data + nr * blk->ref.ld + nc0;
+        nx.s = blk->cand.data + nr * blk->cand.ld + nc0;
+        nx.n = chunk_len(o, nc0);
+      }
+      const float *t = blk->ref.data + r * blk->ref.ld + c0;
+      const float *s = blk->cand.data + r * blk->cand.ld + c0;
+      fdl_status st = visit(c, &ws->states[r], t, s, n, c0, &nx, &w, js, err);
+      if (st != FDL_OK) return st;
+    }
+  }
+  return FDL_OK;
+}
+
+/* A hidden side: chunk by chunk, one sgemm tile per hidden side, then every row's slice of it
+ * while the tile is in cache. */
+static fdl_status sweep_tiles(fdl_num_ctx *c, const fdl_num_block *blk, scratch *ws, size_t first,
+                              int js, fdl_err *err) {
+  const fdl_num_opts *o = &c->o;
+  const fdl_num_side *sides[2] = {&blk->ref, &blk->cand};
+  kl_where w = {0, blk->ref.form == FDL_NUM_HIDDEN, blk->cand.form == FDL_NUM_HIDDEN};
+  for (size_t c0 = 0; c0 < o->vocab; c0 += o->vocab_chunk) {
+    size_t n = chunk_len(o, c0), skip;
+    size_t col0 = replay_window(c0, c->nc, o->vocab, &skip);
+    for (int i = 0; i < 2; i++)
+      if (sides[i]->form == FDL_NUM_HIDDEN)
+        replay_tile(ws->pad[i], o->position_block, sides[i]->hidden, sides[i]->head, col0, c->nc,
+                    ws->tile[i]);
+    for (size_t r = 0; r < blk->rows; r++) {
+      kl_next nx = {NULL, NULL, 0};
+      if (r + 1 < blk->rows) {
+        nx.t = row_at(sides[0], ws->tile[0], c->nc, skip, r + 1, c0);
+        nx.s = row_at(sides[1], ws->tile[1], c->nc, skip, r + 1, c0);
+        nx.n = n;
+      }
+      const float *t = row_at(sides[0], ws->tile[0], c->nc, skip, r, c0);
+      const float *s = row_at(sides[1], ws->tile[1], c->nc, skip, r, c0);
+      w.slot = first + r;
+      fdl_status st = visit(c, &ws->states[r], t, s, n, c0, &nx, &w, js, err);
+      if (st != FDL_OK) return st;
+    }
+  }
+  return FDL_OK;
+}
+
+/* The loop order differs between the two sweeps but each row still sees its chunks in order,
+ * so the results are the same bits either way. */
+static fdl_status sweep(fdl_num_ctx *c, const fdl_num_block *blk, scratch *ws, size_t first, int js,
+                        fdl_err *err) {
+  if (blk->ref.form == FDL_NUM_LOGITS && blk->cand.form == FDL_NUM_LOGITS)
+    return sweep_rows(c, blk, ws, first, js, err);
+  return sweep_tiles(c, blk, ws, first, js, err);
+}
+
+static fdl_status run_block(void *varg, size_t b, unsigned worker, fdl_err *err) {
+  run_args *ra = varg;
+  fdl_num_ctx *c = ra->ctx;
+  const fdl_num_block *blk = &ra->blocks[b];
+  scratch *ws = &c->ws[worker];
+  size_t first = ra->first[b];
+  const fdl_num_side *sides[2] = {&blk->ref, &blk->cand};
+  static const char *const who[2] = {"reference", "candidate"};
+  fdl_status s;
+  for (int i = 0; i < 2; i++) {
+    if (sides[i]->form != FDL_NUM_HIDDEN) continue;
+    s = replay_pad(sides[i], blk->rows, c->o.position_block, ws->pad[i], first, who[i], err);
+    if (s != FDL_OK) return s;
+  }
+  for (size_t r = 0; r < blk->rows; r++) kl_state_init(&ws->states[r]);
+  if ((s = sweep(c, blk, ws, first, 0, err)) != FDL_OK) return s;
+  for (size_t r = 0; r < blk->rows; r++) {
+    kl_where w = {first + r, 0, 0};
+    if ((s = kl_finish(&ws->states[r], &ws->rows[r], &w, err)) != FDL_OK) return s;
+  }
+  if (c->o.js) {
+    if ((s = sweep(c, blk, ws, first, 1, err)) != FDL_OK) return s;
+    for (size_t r = 0; r < blk->rows; r++) {
+      double js = kl_js_finish(&ws->states[r]);
+      if (!isfinite(js))
+        return fdl_fail(err, FDL_NONFINITE, "JS divergence of output row %zu is not finite",
+                        first + r);
+      ws->rows[r].js = js;
+    }
+  }
+  const fdl_num_out *o = ra->out;
+  for (size_t r = 0; r < blk->rows; r++) {
+    const fdl_num_row *x = &ws->rows[r];
+    size_t k = first + r;
+    o->kl[k] = x->kl;
+    if (o->top1) o->top1[k] = x->ref_argmax == x->cand_argmax;
+    if (o->ref_argmax) o->ref_argmax[k] = x->ref_argmax;
+    if (o->cand_argmax) o->cand_argmax[k] = x->cand_argmax;
+    if (o->abs_err_sum) o->abs_err_sum[k] = x->abs_err_sum;
+    if (o->abs_err_max) o->abs_err_max[k] = x->abs_err_max;
+    if (o->js) o->js[k] = x->js;
+  }
+  return FDL_OK;
+}
+
+fdl_status fdl_num_run(fdl_num_ctx *c, const fdl_num_block *blocks, size_t nblocks,
+                       const fdl_num_out *out, fdl_err *err) {
+  if (!c || !out || !out->kl || (nblocks && !blocks))
+    return fdl_fail(err, FDL_INVALID, "fdl_num_run: context, blocks and out->kl are required");
+  if (c->o.js && !out->js)
+    return fdl_fail(err, FDL_INVALID, "fdl_num_run: JS was requested but out->js is NULL");
+  if (nblocks == 0) return FDL_OK;
+  size_t *first = malloc(nblocks * sizeof *first);
+  if (!first) return fdl_fail(err, FDL_NOMEM, "out of memory for %zu block offsets", nblocks);
+  size_t total = 0, hidden[2] = {0, 0};
+  fdl_status s = FDL_OK;
+  for (size_t b = 0; b < nblocks && s == FDL_OK; b++) {
+    const fdl_num_block *blk = &blocks[b];
+    if (blk->rows < 1 || blk->rows > c->o.position_block) {
+      s = fdl_fail(err, FDL_INVALID, "block %zu has %zu rows; position_block allows 1..%zu", b,
+                   blk->rows, c->o.position_block);
+      break;
+    }
+    if ((s = check_side(&c->o, &blk->ref, b, "reference", err)) != FDL_OK) break;
+    if ((s = check_side(&c->o, &blk->cand, b, "candidate", err)) != FDL_OK) break;
+    const fdl_num_side *sd[2] = {&blk->ref, &blk->cand};
+    for (int i = 0; i < 2; i++)
+      if (sd[i]->form == FDL_NUM_HIDDEN && sd[i]->hidden > hidden[i]) hidden[i] = sd[i]->hidden;
+    first[b] = total;
+    total += blk->rows; /* cannot overflow: rows <= 4096 and nblocks < SIZE_MAX / 4096 */
+  }
+  for (int i = 0; i < 2 && s == FDL_OK; i++)
+    if (hidden[i]) s = ensure_scratch(c, i, hidden[i], err);
+  if (s == FDL_OK) {
+    if (hidden[0] || hidden[1]) replay_single_threaded_blas();
+    run_args ra = {c, blocks, first, out};
+    s = fdl_pool_run(&c->pool, nblocks, run_block, &ra, err);
+  }
+  free(first);
+  return s;
+}
+
+fdl_status fdl_num_row_logits(const fdl_num_opts *opts, const float *ref, const float *cand,
+                              fdl_num_row *res, fdl_err *err) {
+  fdl_status s = check_opts(opts, err);
+  if (s != FDL_OK) return s;
+  if (!ref || !cand || !res)
+    return fdl_fail(err, FDL_INVALID, "fdl_num_row_logits: rows and result are required");
+  const kl_kernels *k;
+  if ((s = kl_kernels_pick(opts->isa, &k, err)) != FDL_OK) return s;
+  kl_state *st = alloc_aligned(sizeof *st);
+  if (!st) return fdl_fail(err, FDL_NOMEM, "out of memory for a row state");
+  kl_state_init(st);
+  kl_where w = {0, 0, 0};
+  fdl_num_row r = {0};
+  size_t vc = opts->vocab_chunk;
+  for (size_t c0 = 0; c0 < opts->vocab && s == FDL_OK; c0 += vc) {
+    kl_next nx = {NULL, NULL, 0};
+    if (c0 + vc < opts->vocab)
+      nx = (kl_next){ref + c0 + vc, cand + c0 + vc, chunk_len(opts, c0 + vc)};
+    s = kl_chunk(k, st, ref + c0, cand + c0, chunk_len(opts, c0), c0, &nx, &w, err);
+  }
+  if (s == FDL_OK) s = kl_finish(st, &r, &w, err);
+  r.js = NAN;
+  if (s == FDL_OK && opts->js) {
+    for (size_t c0 = 0; c0 < opts->vocab; c0 += vc)
+      kl_js_chunk(st, ref + c0, cand + c0, chunk_len(opts, c0));
+    r.js = kl_js_finish(st);
+    if (!isfinite(r.js)) s = fdl_fail(err, FDL_NONFINITE, "JS divergence is not finite");
+  }
+  free(st);
+  if (s == FDL_OK) *res = r;
+  return s;
+}

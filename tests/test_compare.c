@@ -1,0 +1,216 @@
+/* test_compare.c - the receipt helpers against the conformance vectors: the comparability key
+ * recomputes from the seed and K6 receipts, the section 10 checks accept every stored receipt
+ * and catch tampering, SC-1, BIAS-001/006 and a bad key; and the int4 quantizer. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fidelis/compare.h"
+#include "fidelis/fidelis.h"
+
+/* Loads shared/vectors/fidelity/<name>; NULL (test skipped) when the vectors are absent. */
+static json_t *vector(const char *name) {
+  const char *shared = getenv("FDL_SHARED");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/vectors/fidelity/%s", shared ? shared : "../shared", name);
+  json_t *doc = NULL;
+  fdl_err err;
+  if (fdl_json_load_file(path, NULL, &doc, &err) != FDL_OK) {
+    print_message("skipped: %s (../shared/vectors not present?)\n", err.msg);
+    return NULL;
+  }
+  return doc;
+}
+
+static void expect_key(const char *file, const char *want) {
+  json_t *doc = vector(file);
+  if (!doc) skip();
+  const json_t *cmp = json_object_get(doc, "comparability");
+  char key[FDL_COMPARE_KEY_LEN + 1];
+  fdl_err err;
+  assert_int_equal(fdl_compare_key(json_object_get(cmp, "key_inputs"), key, &err), FDL_OK);
+  assert_string_equal(key, want);
+  assert_string_equal(json_string_value(json_object_get(cmp, "key")), want);
+  json_decref(doc);
+}
+
+static void test_key_seed(void **state) {
+  (void)state;
+  expect_key("seed-receipt-003-measurement.json", "cmp--74d9ace60453b782");
+}
+
+static void test_key_k6(void **state) {
+  (void)state;
+  expect_key("fidelity-comparison-receipt.k6-vs-bf16.json", "cmp--202b717f3219c414");
+}
+
+static void test_key_refuses_pipe(void **state) {
+  (void)state;
+  json_t *ki =
+      json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "panel_id", "panel--a|b", "reference_id",
+                "r", "metric_name", "m", "direction", "d", "accumulation_dtype", "float64",
+                "stack_relation", "same_stack", "head_policy", "native_head");
+  char key[FDL_COMPARE_KEY_LEN + 1];
+  fdl_err err;
+  assert_int_equal(fdl_compare_key(ki, key, &err), FDL_INVALID);
+  assert_non_null(strstr(err.msg, "panel_id"));
+  json_object_set_new(ki, "panel_id", json_string("panel--a"));
+  json_object_del(ki, "head_policy");
+  assert_int_equal(fdl_compare_key(ki, key, &err), FDL_INVALID);
+  json_decref(ki);
+}
+
+static void check_receipt(json_t *doc, fdl_status want, const char *code) {
+  char got[32] = "";
+  fdl_err err = {FDL_OK, ""};
+  fdl_status s = fdl_compare_check_receipt(doc, got, &err);
+  if (s != want) fail_msg("check returned %d (%s: %s), expected %d", s, got, err.msg, want);
+  if (code) assert_string_equal(got, code);
+}
+
+static void reseal(json_t *doc) {
+  assert_int_equal(fdl_seal_apply(doc, FDL_SEAL_FIDELITY_BLANK, "receipt_sha256", NULL), FDL_OK);
+}
+
+static void test_check_vectors(void **state) {
+  (void)state;
+  static const char *const files[] = {
+      "seed-receipt-003-measurement.json", "fidelity-comparison-receipt.k6-vs-bf16.json",
+      "fidelity-comparison-receipt.self-compare.json", "fixture-qwen3-5-tiny-root/comparison.json"};
+  for (size_t i = 0; i < 4; i++) {
+    json_t *doc = vector(files[i]);
+    if (!doc) skip();
+    check_receipt(doc, FDL_OK, NULL);
+    json_decref(doc);
+  }
+}
+
+static void test_check_catches(void **state) {
+  (void)state;
+  json_t *doc = vector("seed-receipt-003-measurement.json");
+  if (!doc) skip();
+  /* a changed number breaks the seal */
+  json_t *kl = json_object_get(doc, "kl");
+  json_object_set_new(kl, "max", json_real(1.0));
+  check_receipt(doc, FDL_MISMATCH, "seal_failed");
+  /* BIAS-001: cross_stack without a bias block */
+  json_object_set_new(json_object_get(doc, "comparability"), "bias", json_null());
+  reseal(doc);
+  check_receipt(doc, FDL_MISMATCH, "bias_invalid");
+  json_decref(doc);
+
+  doc = vector("seed-receipt-003-measurement.json");
+  /* a key that does not recompute */
+  json_object_set_new(json_object_get(doc, "comparability"), "key",
+                      json_string("cmp--0000000000000000"));
+  reseal(doc);
+  check_receipt(doc, FDL_MISMATCH, "schema_invalid");
+  json_decref(doc);
+
+  doc = vector("seed-receipt-003-measurement.json");
+  /* BIAS-006: cross-lane yet a floor */
+  json_t *c = json_object_get(doc, "comparability");
+  json_object_set_new(c, "same_lane", json_false());
+  json_object_set_new(c, "usable_as_floor", json_true());
+  reseal(doc);
+  check_receipt(doc, FDL_MISMATCH, "bias_invalid");
+  json_decref(doc);
+
+  doc = vector("seed-receipt-003-measurement.json");
+  /* an unknown gate */
+  json_object_set_new(json_object_get(doc, "gates"), "extra",
+                      json_pack("{s:b, s:s, s:n}", "passed", 1, "detail", "x", "overridden_by"));
+  reseal(doc);
+  check_receipt(doc, FDL_MISMATCH, "schema_invalid");
+  json_object_set_new(doc, "schema", json_string("malaiwah.something-else.v1"));
+  check_receipt(doc, FDL_MISMATCH, "bad_schema");
+  json_decref(doc);
+
+  /* SC-1: a reproduction must say exactly +0.0 (not -0.0, not the int 0) and 1.0 */
+  doc = vector("fidelity-comparison-receipt.self-compare.json");
+  if (!doc) skip();
+  json_object_set_new(json_object_get(doc, "kl"), "p95", json_real(-0.0));
+  reseal(doc);
+  check_receipt(doc, FDL_MISMATCH, "self_compare_invalid");
+  json_object_set_new(json_object_get(doc, "kl"), "p95", json_real(0.0));
+  json_object_set_new(doc, "top1_agreement", json_integer(1));
+  reseal(doc);
+  check_receipt(doc, FDL_MISMATCH, "self_compare_invalid");
+  json_object_set_new(doc, "top1_agreement", json_real(1.0));
+  reseal(doc);
+  check_receipt(doc, FDL_OK, NULL);
+  json_decref(doc);
+}
+
+static void test_quant_int4(void **state) {
+  (void)state;
+  /* one row, two groups of 4: the first group's max |w| is 3.5, so scale 0.5 */
+  const float w[8] = {3.5f, -1.26f, 0.25f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  float q[8];
+  fdl_quant_int4_rtn(w, 1, 8, 4, q);
+  assert_true(q[0] == 3.5f);
+  assert_true(q[1] == -1.5f);                            /* -2.52 -> -3 */
+  assert_true(q[2] == 0.0f);                             /* 0.5 ties to even: 0 */
+  for (int i = 3; i < 8; i++) assert_true(q[i] == 0.0f); /* a zero group stays zero */
+  /* every output is k * scale with |k| <= 7, and the group max is reproduced exactly */
+  float big[2 * 37], out[2 * 37];
+  for (int i = 0; i < 74; i++) big[i] = (float)sin(i * 0.7) * (i % 5 + 1);
+  fdl_quant_int4_rtn(big, 2, 37, 32, out);
+  for (int r = 0; r < 2; r++)
+    for (int g0 = 0; g0 < 37; g0 += 32) {
+      int n = 37 - g0 < 32 ? 37 - g0 : 32;
+      float amax = 0.0f;
+      for (int i = 0; i < n; i++) amax = fmaxf(amax, fabsf(big[r * 37 + g0 + i]));
+      float scale = amax / 7.0f;
+      for (int i = 0; i < n; i++) {
+        float k = out[r * 37 + g0 + i] / scale;
+        assert_true(k == rintf(k) && fabsf(k) <= 7.0f);
+        assert_true(fabsf(out[r * 37 + g0 + i] - big[r * 37 + g0 + i]) <= scale * 0.5f * 1.0001f);
+      }
+    }
+  /* in place gives the same */
+  fdl_quant_int4_rtn(big, 2, 37, 32, big);
+  assert_memory_equal(big, out, sizeof out);
+}
+
+static void test_options(void **state) {
+  (void)state;
+  fdl_compare_opts o;
+  fdl_compare_opts_default(&o);
+  assert_true(o.verify_tensors && o.bootstrap && o.js == -1);
+  fdl_compare_result r;
+  fdl_err err;
+  assert_int_equal(fdl_compare(&o, &r, &err), FDL_INVALID); /* no inputs: usage */
+  assert_int_equal(r.exit_code, 4);
+  fdl_compare_result_free(&r);
+  o.reference = "a";
+  o.candidate = "b";
+  o.out_dir = "c";
+  o.seed = (uint64_t)INT64_MAX + 1;
+  assert_int_equal(fdl_compare(&o, &r, &err), FDL_INVALID);
+  fdl_compare_result_free(&r);
+  o.seed = 0;
+  /* unreadable inputs are a refusal with a code, never a crash */
+  assert_int_equal(fdl_compare(&o, &r, &err), FDL_REFUSED);
+  assert_int_equal(r.exit_code, 3);
+  assert_true(r.code[0] != '\0');
+  assert_null(r.receipt);
+  fdl_compare_result_free(&r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_key_seed),         cmocka_unit_test(test_key_k6),
+      cmocka_unit_test(test_key_refuses_pipe), cmocka_unit_test(test_check_vectors),
+      cmocka_unit_test(test_check_catches),    cmocka_unit_test(test_quant_int4),
+      cmocka_unit_test(test_options),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

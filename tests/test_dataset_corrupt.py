@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""The corruption suite: each damaged dataset or bad pack input gives its code, and nothing is
+written (validate leaves the tree byte-identical; a refused pack leaves no output and no staging
+directory). Dataset edits that would otherwise trip the seals are re-sealed in Python
+(test_dataset_lib.reseal) so each case isolates the one rule it targets."""
+
+import glob
+import json
+import os
+import shutil
+import struct
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.environ.get("FDL_TESTS", os.path.dirname(os.path.abspath(__file__))))
+import test_dataset_lib as L  # noqa: E402
+
+FAILS = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILS.append(what)
+        print("FAIL:", what)
+
+
+def codes(rep):
+    return {(e["code"], e["rule"]) for e in rep["errors"]} if rep else set()
+
+
+def validated(label, root, expect, flags=(), exit_code=3, structural_ok=False):
+    """Validates root, expecting the (code, rule) pair `expect`; the tree must not change."""
+    before = L.tree_snapshot(root)
+    rc, rep, p = L.validate(root, *flags)
+    check(L.tree_snapshot(root) == before, "%s: validate wrote into the dataset" % label)
+    check(rc == exit_code, "%s: exit %d, expected %d\n%s" % (label, rc, exit_code, p.stdout[:3000]))
+    if expect:
+        got = codes(rep)
+        ok = expect in got if isinstance(expect[1], str) else any(c == expect[0] for c, _ in got)
+        check(ok, "%s: expected %s, got %s" % (label, expect, sorted(got)))
+    check(rep is None or rep["receipt_sha256"] == L.seal_of(rep, "receipt_sha256"), "%s: report seal" % label)
+    return rep
+
+
+def copy_of(base, tmp, label):
+    d = os.path.join(tmp, label)
+    shutil.copytree(base, d, symlinks=True)
+    return d
+
+
+def refused_pack(label, inp, out, code, needle=None, extra=()):
+    p = L.pack(inp, out, extra=extra)
+    check(p.returncode == 3, "%s: pack exit %d (%s)" % (label, p.returncode, p.stderr))
+    check("REFUSED [%s]" % code in p.stderr, "%s: expected code %s: %s" % (label, code, p.stderr))
+    if needle:
+        check(needle in p.stderr, "%s: message lacks %r: %s" % (label, needle, p.stderr))
+    check(not os.path.exists(out), "%s: a refused pack left %s" % (label, out))
+    check(not glob.glob(out + ".fidelis-pack-*"), "%s: a refused pack left a staging directory" % label)
+    return p
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="fdl-ds-bad-")
+    try:
+        inp = L.make_inputs(os.path.join(tmp, "in"), n=5, length=16, padded=True)
+        base = os.path.join(tmp, "base")
+        p = L.pack(inp, base)
+        if p.returncode != 0:
+            print("FAIL: base pack: %s" % p.stderr)
+            return 1
+        validated("base", base, None, exit_code=0)
+        validated("base sealed", base, None, ("--verify-tensors",), exit_code=0)
+
+        # 1. A flipped tensor byte passes structural (tensor bytes are not read) and fails sealed.
+        d = copy_of(base, tmp, "flip")
+        path = os.path.join(d, "capture", "hidden_0001.safetensors")
+        raw = bytearray(open(path, "rb").read())
+        raw[-3] ^= 0x01
+        open(path, "wb").write(raw)
+        rep = validated("flip structural", d, None, exit_code=0)
+        check(rep and rep["conformance_level"] == "structural", "flip: structural level")
+        rep = validated("flip sealed", d, ("tensor_mismatch", "SEAL-1(d)"), ("--verify-tensors",))
+        check(("tensor_mismatch", "SEAL-1(c)/SEAL-2") in codes(rep), "flip: checksums line also mismatches")
+        check(rep and rep["conformance_level"] == "invalid", "flip: invalid level")
+
+        # 2. An edited manifest value.
+        d = copy_of(base, tmp, "edit")
+        m = json.load(open(os.path.join(d, "fidelity-dataset.json")))
+        m["dataset"]["name"] = "a different name"
+        L.write_pretty(os.path.join(d, "fidelity-dataset.json"), m)
+        validated("edited manifest", d, ("seal_failed", "SEAL-1(a)"))
+
+        # 3. An extra file.
+        d = copy_of(base, tmp, "extra")
+        open(os.path.join(d, "panel", "notes.txt"), "w").write("hello\n")
+        validated("extra file", d, ("unlisted_file", "SEAL-1(c)/SEAL-2"))
+
+        # 4. A missing file.
+        d = copy_of(base, tmp, "missing")
+        os.remove(os.path.join(d, "panel", "tokens", "context-0002.json"))
+        rep = validated("missing file", d, ("missing_file", "SEAL-1(c)/SEAL-2"))
+        check(("missing_file", "3") in codes(rep), "missing token file named by BIND-6")
+        d = copy_of(base, tmp, "missing-tensor")
+        os.remove(os.path.join(d, "capture", "hidden_0004.safetensors"))
+        validated("missing tensor", d, ("missing_file", "SEAL-1(c)/SEAL-2"), ("--verify-tensors",))
+        validated("missing tensor, --allow-partial", d, None, ("--verify-tensors", "--allow-partial"), exit_code=0)
+
+        # 5. A symlink (file, and directory), never followed.
+        d = copy_of(base, tmp, "symlink")
+        os.symlink("README.md", os.path.join(d, "README2.md"))
+        validated("symlink file", d, ("symlink", "PATH-4"))
+        d = copy_of(base, tmp, "symlink-dir")
+        shutil.move(os.path.join(d, "panel", "tokens"), os.path.join(tmp, "tokens-elsewhere"))
+        os.symlink(os.path.join(tmp, "tokens-elsewhere"), os.path.join(d, "panel", "tokens"))
+        rep = validated("symlinked directory", d, ("symlink", "PATH-4"))
+        check(rep and rep["structural_status"] == "invalid", "symlinked directory: invalid")
+        d = copy_of(base, tmp, "symlink-manifest")
+        os.rename(os.path.join(d, "capture", "manifest.json"), os.path.join(tmp, "manifest-elsewhere.json"))
+        os.symlink(os.path.join(tmp, "manifest-elsewhere.json"), os.path.join(d, "capture", "manifest.json"))
+        validated("symlinked sub-manifest", d, ("symlink", "CAPTURE"))
+
+        # 6. An absolute path and a '..' escape (re-sealed, so only the path rule fires).
+        d = copy_of(base, tmp, "absolute")
+        L.reseal(d, lambda docs: docs["capture"]["records"][0].__setitem__("file", "/etc/hostname"))
+        validated("absolute path", d, ("path_escape", "PATH-1/PATH-3"), ("--verify-tensors",))
+        d = copy_of(base, tmp, "dotdot")
+        L.reseal(d, lambda docs: docs["panel"]["records"][1].__setitem__("token_file", "../outside.json"))
+        validated("'..' escape", d, ("path_escape", "PATH-1/PATH-3"))
+        d = copy_of(base, tmp, "dotdot-runtime")
+        L.reseal(d, lambda docs: docs["capture"].__setitem__("runtime_manifest", "../../runtime/capture-runtime.json"))
+        validated("runtime_manifest escaping the root", d, ("path_escape", "PATH-1/PATH-3"))
+        d = copy_of(base, tmp, "checksums-escape")
+        with open(os.path.join(d, "checksums.txt"), "a") as f:
+            f.write("%s  ../../etc/passwd\n" % ("0" * 64))
+        m = json.load(open(os.path.join(d, "fidelity-dataset.json")))
+        m["seal"]["checksums_sha256"] = L.sha_file(os.path.join(d, "checksums.txt"))
+        m["dataset_sha256"] = L.seal_of(m, "dataset_sha256")
+        L.write_pretty(os.path.join(d, "fidelity-dataset.json"), m)
+        validated("checksums.txt naming '..'", d, ("seal_failed", "SEAL-1(c)/SEAL-2"))
+
+        # 7. A duplicate record index (re-sealed).
+        d = copy_of(base, tmp, "duplicate")
+        L.reseal(d, lambda docs: docs["capture"]["records"][1].__setitem__("index", 0))
+        rep = validated("duplicate index", d, ("digest_mismatch", "REC-1"))
+        check(("digest_mismatch", "5.2") in codes(rep), "duplicate index: content digest refuses it")
+
+        # 8. A mask / row-count mismatch (re-sealed): prediction_positions no longer what the
+        #    mask selects, and no longer what the capture stored.
+        d = copy_of(base, tmp, "mask-rows")
+        def bump(docs):
+            r = docs["panel"]["records"][2]
+            r["prediction_positions"] += 1
+            docs["panel"]["scored_positions_total"] += 1
+        L.reseal(d, bump)
+        rep = validated("mask/row mismatch", d, ("panel_binding", "7.3"))
+        check(("panel_binding", "BIND-4") in codes(rep), "mask/row mismatch: BIND-4")
+        d = copy_of(base, tmp, "mask-bytes")
+        mp = os.path.join(d, "panel", "masks", "context-0000.npy")
+        arr = np.load(mp)
+        arr[3] = 1 - arr[3]
+        np.save(mp, arr)
+        L.reseal(d)
+        validated("mask bytes changed", d, ("panel_digest_mismatch", "BIND-3"))
+
+        # 9. A truncated tensor file inside a dataset (listing re-sealed): bad_tensor_file.
+        d = copy_of(base, tmp, "truncated")
+        path = os.path.join(d, "capture", "hidden_0002.safetensors")
+        raw = open(path, "rb").read()
+        open(path, "wb").write(raw[:len(raw) - 10])
+        L.rewrite_checksums(d)
+        m = json.load(open(os.path.join(d, "fidelity-dataset.json")))
+        m["seal"]["checksums_sha256"] = L.sha_file(os.path.join(d, "checksums.txt"))
+        m["dataset_sha256"] = L.seal_of(m, "dataset_sha256")
+        L.write_pretty(os.path.join(d, "fidelity-dataset.json"), m)
+        validated("truncated tensor", d, ("bad_tensor_file", "SEAL-1(d)"), ("--verify-tensors",))
+
+        # 10. A credential in the tree.
+        d = copy_of(base, tmp, "credential")
+        open(os.path.join(d, ".hf_token"), "w").write("hf_secret\n")
+        validated("credential", d, ("credential_in_tree", "CREDENTIAL"))
+
+        # 11. Head rules: a hidden-form dataset whose head digest is gone (re-sealed).
+        d = copy_of(base, tmp, "head")
+        def drop_head(docs):
+            for h in (docs["manifest"]["head"], docs["head"]):
+                h["tensor_content_sha256"] = None
+                h["raw_tensor_sha256"] = None
+        L.reseal(d, drop_head)
+        validated("head digest missing", d, ("head_mismatch", "HEAD-4"))
+
+        # 12. Coverage: a record dropped from the capture manifest but still declared.
+        d = copy_of(base, tmp, "coverage")
+        L.reseal(d, lambda docs: docs["capture"]["records"].pop())
+        validated("incomplete", d, ("incomplete", "COV-1"))
+
+        # 13. A missing manifest, and not a dataset at all.
+        d = copy_of(base, tmp, "nomanifest")
+        os.remove(os.path.join(d, "fidelity-dataset.json"))
+        validated("no manifest", d, ("bad_schema", "SCHEMA"))
+
+        # ---- pack refusals: the code, the message, and nothing written ---------------------
+        out = os.path.join(tmp, "out")
+
+        bad = L.make_inputs(os.path.join(tmp, "nan"), n=4, length=16)
+        path = os.path.join(bad["tensors"], "0002.safetensors")
+        n, header = L.read_safetensors_header(path)
+        raw = bytearray(open(path, "rb").read())
+        width = header["hidden_states"]["shape"][1]
+        at = 8 + n + 2 * (5 * width + 7)  # row 5, column 7
+        raw[at:at + 2] = struct.pack("<H", 0x7FC0)  # a BF16 NaN
+        open(path, "wb").write(raw)
+        refused_pack("NaN", bad, out, "non_finite", "record 2 row 5")
+
+        bad = L.make_inputs(os.path.join(tmp, "rows"), n=3, length=16, padded=True)
+        path = os.path.join(bad["tensors"], "0001.safetensors")
+        n, header = L.read_safetensors_header(path)
+        rows, width = header["hidden_states"]["shape"]
+        vals = L.bf16_bits(np.zeros((rows + 1, width), dtype=np.float32))
+        L.write_safetensors(path, [("hidden_states", "BF16", (rows + 1, width), vals.tobytes())])
+        refused_pack("row count", bad, out, "panel_binding", "record 1")
+
+        bad = L.make_inputs(os.path.join(tmp, "trunc"), n=3)
+        path = os.path.join(bad["tensors"], "0000.safetensors")
+        raw = open(path, "rb").read()
+        open(path, "wb").write(raw[:len(raw) - 7])
+        refused_pack("truncated safetensors", bad, out, "bad_tensor_file")
+
+        bad = L.make_inputs(os.path.join(tmp, "dup"), n=3)
+        lines = open(bad["panel"]).read().splitlines()
+        first = json.loads(lines[0])
+        lines.append(json.dumps(dict(first, tokens=first["tokens"])))
+        open(bad["panel"], "w").write("\n".join(lines) + "\n")
+        refused_pack("duplicate panel index", bad, out, "digest_mismatch", "duplicate record index")
+
+        bad = L.make_inputs(os.path.join(tmp, "masklen"), n=3, padded=True)
+        lines = [json.loads(l) for l in open(bad["panel"])]
+        lines[0]["mask"] = lines[0]["mask"][:-1]
+        open(bad["panel"], "w").write("".join(json.dumps(l) + "\n" for l in lines))
+        refused_pack("mask length", bad, out, "panel_binding", "'mask'")
+
+        bad = L.make_inputs(os.path.join(tmp, "nohead"), n=2, role="quant", with_head=False)
+        refused_pack("hidden form without a head digest", bad, out, "head_mismatch", "HEAD-4")
+
+        bad = L.make_inputs(os.path.join(tmp, "ragged"), n=3)
+        lines = [json.loads(l) for l in open(bad["panel"])]
+        lines[1]["tokens"] = lines[1]["tokens"][:-1]
+        open(bad["panel"], "w").write("".join(json.dumps(l) + "\n" for l in lines))
+        refused_pack("ragged panel", bad, out, "panel_binding", "ragged")
+
+        bad = L.make_inputs(os.path.join(tmp, "vocab"), n=2, vocab=50)
+        lines = [json.loads(l) for l in open(bad["panel"])]
+        lines[0]["tokens"][3] = 50
+        open(bad["panel"], "w").write("".join(json.dumps(l) + "\n" for l in lines))
+        refused_pack("token outside the vocabulary", bad, out, "panel_binding", "outside the vocabulary")
+
+        bad = L.make_inputs(os.path.join(tmp, "stray"), n=2)
+        shutil.copy(os.path.join(bad["tensors"], "0000.safetensors"), os.path.join(bad["tensors"], "0007.safetensors"))
+        refused_pack("tensor without a panel record", bad, out, "panel_binding", "0007")
+
+        bad = L.make_inputs(os.path.join(tmp, "meta"), n=2, meta_extra={"lanee": "other"})
+        p = L.pack(bad, out)
+        check(p.returncode == 4 and "REFUSED [bad_input]" in p.stderr and "lanee" in p.stderr and not os.path.exists(out),
+              "unknown meta key: %s" % p.stderr)
+
+        bad = L.make_inputs(os.path.join(tmp, "rootq"), n=2, meta_extra={"weights": {
+            "repository": "x/y", "revision": None, "quantized": True}})
+        refused_pack("quantized root", bad, out, "schema_invalid", "ROOT-1")
+
+        # an existing output is refused and untouched
+        os.makedirs(out)
+        open(os.path.join(out, "keep.txt"), "w").write("mine\n")
+        before = L.tree_snapshot(out)
+        p = L.pack(inp, out)
+        check(p.returncode == 3 and "REFUSED [destination_exists]" in p.stderr, "existing output: %s" % p.stderr)
+        check(L.tree_snapshot(out) == before and not glob.glob(out + ".fidelis-pack-*"), "existing output untouched")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if FAILS:
+        print("%d failure(s)" % len(FAILS))
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
