@@ -8,12 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "dataset/ds_internal.h"
 #include "fidelis/dataset.h"
+#include "fidelis/file.h"
 #include "fidelis/json.h"
 #include "fidelis/tensor.h"
 
@@ -279,6 +281,66 @@ static void test_truthy(void **state) {
   json_decref(d);
 }
 
+static char *slurp(const char *path, size_t *len) {
+  char *text = NULL;
+  if (fdl_read_file(path, 1u << 24, &text, len, NULL) != FDL_OK) return NULL;
+  return text;
+}
+
+/* The model keeps every key it reads (v1 readers ignore unknown keys, never drop them): the
+ * fixture manifest, loaded and written back in the reference layout, is byte-identical. */
+static void test_model_keeps_unknown_keys(void **state) {
+  (void)state;
+  const char *shared = getenv("FDL_SHARED");
+  char src[4096];
+  snprintf(src, sizeof src, "%s/vectors/fidelity/fixture-qwen3-5-tiny-root",
+           shared ? shared : "../shared");
+  char path[4200];
+  snprintf(path, sizeof path, "%s/dataset.json", src);
+  size_t mlen, clen;
+  char *manifest = slurp(path, &mlen);
+  if (!manifest) {
+    printf("skipped: ../shared/vectors not present\n");
+    return;
+  }
+  snprintf(path, sizeof path, "%s/capture.json", src);
+  char *capture = slurp(path, &clen);
+  assert_non_null(capture);
+  char dir[] = "ds-model-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char p1[64], p2[64], p3[64];
+  snprintf(p1, sizeof p1, "%s/fidelity-dataset.json", dir);
+  snprintf(p2, sizeof p2, "%s/capture", dir);
+  snprintf(p3, sizeof p3, "%s/capture/manifest.json", dir);
+  assert_int_equal(fdl_write_file(p1, manifest, mlen, NULL), FDL_OK);
+  assert_int_equal(mkdir(p2, 0755), 0);
+  assert_int_equal(fdl_write_file(p3, capture, clen, NULL), FDL_OK);
+  fdl_dataset ds;
+  assert_int_equal(fdl_dataset_load(dir, &ds, NULL), FDL_OK);
+  assert_non_null(ds.manifest);
+  assert_non_null(ds.capture);
+  assert_null(ds.panel); /* absent documents stay NULL */
+  assert_non_null(json_object_get(ds.manifest, "generation_sanity_probe"));
+  fdl_buf b;
+  fdl_buf_init(&b, 0);
+  assert_int_equal(fdl_json_dump(ds.manifest, FDL_JSON_PRETTY, &b, NULL), FDL_OK);
+  assert_int_equal(b.len, mlen);
+  assert_memory_equal(b.data, manifest, mlen);
+  fdl_buf_free(&b);
+  assert_int_equal(ds.n_records, 4);
+  assert_int_equal(ds.records[3].index, 3);
+  assert_int_equal(ds.records[0].scored_rows, 63);
+  assert_string_equal(ds.records[1].domain, "arithmetic");
+  assert_int_equal(ds.records[0].shape[1], 64);
+  fdl_dataset_free(&ds);
+  unlink(p3);
+  rmdir(p2);
+  unlink(p1);
+  rmdir(dir);
+  free(manifest);
+  free(capture);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_token_digests), cmocka_unit_test(test_content_digest),
@@ -287,7 +349,7 @@ int main(void) {
       cmocka_unit_test(test_scored_rows),   cmocka_unit_test(test_reference_tensor_layout),
       cmocka_unit_test(test_report),        cmocka_unit_test(test_validate_not_a_dataset),
       cmocka_unit_test(test_credentials),   cmocka_unit_test(test_masks),
-      cmocka_unit_test(test_truthy),
+      cmocka_unit_test(test_truthy),        cmocka_unit_test(test_model_keeps_unknown_keys),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

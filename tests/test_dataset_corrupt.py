@@ -195,6 +195,62 @@ def main():
         L.reseal(d, lambda docs: docs["capture"]["records"].pop())
         validated("incomplete", d, ("incomplete", "COV-1"))
 
+        # 12b. The remaining rules, one re-sealed edit each.
+        def edit_case(label, edit, expect, flags=(), exit_code=3):
+            d = copy_of(base, tmp, label)
+            L.reseal(d, edit)
+            return validated(label, d, expect, flags, exit_code=exit_code)
+
+        def scope_rows(docs):
+            return docs["manifest"]["scope"]["assignments"]
+        edit_case("scope duplicate", lambda docs: scope_rows(docs).append(dict(scope_rows(docs)[0])),
+                  ("scope_duplicate_assignment", "SCOPE-004"))
+        edit_case("scope keys", lambda docs: scope_rows(docs)[1].__setitem__("bits", 4),
+                  ("scope_assignment_keys", "SCOPE-004"))
+        edit_case("scope coverage", lambda docs: docs["manifest"]["scope"].__setitem__(
+            "assignments", [a for a in scope_rows(docs) if a["tensor_class"] != "embed_tokens"]),
+            ("scope_coverage", "SCOPE-004"))
+        edit_case("raw chunks", lambda docs: docs["capture"]["records"][0].__setitem__("raw_chunks_retained", True),
+                  ("path_escape", "REC-4"))
+        edit_case("head.json", lambda docs: docs["head"].__setitem__("source", "unknown"),
+                  ("head_mismatch", "HEAD-JSON"))
+        edit_case("hidden head applied", lambda docs: [h.__setitem__("applied_in_capture", True)
+                                                      for h in (docs["manifest"]["head"], docs["head"])],
+                  ("schema_invalid", "HEAD-5"))
+        edit_case("runtime lane", lambda docs: docs["runtime"].__setitem__("lane", "streaming"),
+                  ("schema_invalid", "9.1"))
+        edit_case("determinism container", lambda docs: docs["manifest"]["determinism"].__setitem__(
+            "evidence_hashes", [docs["manifest"]["runtime"]["file_sha256"]]), ("schema_invalid", "DET-D2"))
+        # warnings: exit 2, and --strict makes them errors
+        def no_disclosure(docs):
+            docs["manifest"]["disclosures"] = [d for d in docs["manifest"]["disclosures"] if d["code"] != "reduced_run_count"]
+        rep = edit_case("DET-D4", no_disclosure, None, exit_code=2)
+        check(rep and [(w["code"], w["rule"]) for w in rep["warnings"]] == [("reduced_run_count", "DET-D4")], "DET-D4 warning")
+        d = copy_of(base, tmp, "DET-D4-strict")
+        L.reseal(d, no_disclosure)
+        validated("DET-D4 --strict", d, ("reduced_run_count", "DET-D4"), ("--strict",))
+        def same_file_digest(docs):
+            for h in (docs["manifest"]["head"], docs["head"]):
+                h["file_sha256"] = h["tensor_content_sha256"]
+        rep = edit_case("O-6", same_file_digest, None, exit_code=2)
+        check(rep and ("schema_invalid", "HEAD-IDENT/O-6") in {(w["code"], w["rule"]) for w in rep["warnings"]}, "O-6 warning")
+        rep = edit_case("legacy aggregate", lambda docs: docs["panel"].__setitem__("panel_token_sha256_legacy", "3" * 64),
+                        None, exit_code=2)
+        check(rep and ("panel_digest_mismatch", "5.1") in {(w["code"], w["rule"]) for w in rep["warnings"]}, "legacy aggregate warning")
+        d = copy_of(base, tmp, "no head payload")
+        os.remove(os.path.join(d, "head", "weight.safetensors"))
+        L.reseal(d)
+        rep = validated("root without its head payload", d, None, exit_code=2)
+        check(rep and ("missing_file", "3") in {(w["code"], w["rule"]) for w in rep["warnings"]}, "absent root head: warning")
+        # a remap whose target does not hash to its key
+        d = copy_of(base, tmp, "remap")
+        remap = {"schema": "malaiwah.fidelity-path-remap.v1", "receipt_sha256": "",
+                 "entries": {"4" * 64: "panel/tokens/context-0000.json"}, "resolution_rule": "by digest"}
+        remap["receipt_sha256"] = L.seal_of(remap, "receipt_sha256")
+        L.write_pretty(os.path.join(d, "panel", "panel-remap.json"), remap)
+        L.reseal(d, lambda docs: docs["manifest"]["panel"].__setitem__("remap_file", "panel/panel-remap.json"))
+        validated("remap", d, ("remap_invalid", "REMAP-2"))
+
         # 13. A missing manifest, and not a dataset at all.
         d = copy_of(base, tmp, "nomanifest")
         os.remove(os.path.join(d, "fidelity-dataset.json"))

@@ -99,6 +99,11 @@ def main():
                                               length=12, vocab=40, with_head=False, role="quant")),
             ("logit-npy-f16", dict(n=3, form="logit", in_dtype="F16", fmt="npy")),
             ("quant-hidden", dict(n=3, form="hidden", role="quant")),
+            # a quant whose head payload is not shipped, only named by its content digest
+            ("quant-hidden-declared-head", dict(n=3, form="hidden", role="quant", with_head=False,
+                                                 hidden=32, vocab=96, meta_extra={"head": {
+                                                     "tensor_content_sha256": "ab" * 32,
+                                                     "shape": [96, 32], "dtype": "BF16"}})),
         ]
         results = {}
         for label, kw in cases:
@@ -114,6 +119,11 @@ def main():
         r = results.get("hidden-equal-1")
         if r:
             check(r[1]["capture"]["dtype_lossless"] is True, "BF16 hidden input is lossless")
+        r = results.get("quant-hidden-declared-head")
+        if r:
+            h = r[1]["head"]
+            check(h["present"] is False and h["file"] is None and h["tensor_content_sha256"] == "ab" * 32,
+                  "declared head block: %s" % h)
         r = results.get("logit-padded-100-nohead")
         if r:
             check(r[1]["head"]["present"] is False and r[1]["head"]["applied_in_capture"] is True, "logit head block")

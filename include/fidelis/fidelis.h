@@ -10,6 +10,10 @@
  *   json.h    strict reader, Python-compatible canonical writer
  *   digest.h  SHA-256, seal recipes, checksums.txt
  *   tensor.h  safetensors, .npy, BF16/F16 widening
+ *   pool.h    a fixed thread pool for indexed tasks (results land in pre-assigned slots)
+ *   num.h     fused float64 KL, head replay, deterministic driver, receipt statistics
+ *   dataset.h malaiwah.fidelity-dataset.v1: load, validate, pack, inspect
+ *   compare.h gates, classification and sealed comparison receipts
  *
  * A first program:
  *
@@ -36,5 +40,9 @@
 #include "json.h"
 #include "digest.h"
 #include "tensor.h"
+#include "pool.h"
+#include "num.h"
+#include "dataset.h"
+#include "compare.h"
 
 #endif

@@ -27,8 +27,9 @@
  *  - inputs are float32, every operation after loading is float64;
  *  - KL(reference || candidate) per row in one streaming pass over vocabulary chunks;
  *    bitwise-equal rows give exactly +0.0, and no row ever yields -0.0;
- *  - a row's result depends only on its own floats, the vocabulary chunk, and (hidden form) the
- *    position block: never on the thread count, on how many rows share its block, or on the
+ *  - a logit row's result depends only on its own floats and vocab_chunk; a hidden row's also on
+ *    position_block, the BLAS build and its offset inside its block (cut blocks at fixed
+ *    offsets). Never on the thread count, on how many rows follow it in the panel, or on the
  *    instruction set (scalar, AVX2 and AVX-512 kernels are bit-identical by construction);
  *  - statistics are bit-identical to numpy 1.24 / CPython 3.12 on the same array. */
 #ifndef FIDELIS_NUM_H

@@ -138,6 +138,13 @@ static void plan_free(plan *p) {
   if (p->have_sums) fdl_checksums_free(&p->sums);
 }
 
+/* Only .safetensors files may skip hashing at the structural level: a manifest naming README.md
+ * as a "tensor" must not take it out of the structural check. */
+static bool is_tensor_name(const char *rel) {
+  size_t n = strlen(rel), k = strlen(".safetensors");
+  return n > k && !strcmp(rel + n - k, ".safetensors");
+}
+
 /* The head payload and every capture record's file, as resolved paths. */
 static fdl_status collect_payload(ds_vctx *v, plan *p, fdl_err *err) {
   json_t *records = ds_v_records_of(v);
@@ -155,7 +162,7 @@ static fdl_status collect_payload(ds_vctx *v, plan *p, fdl_err *err) {
       continue;
     const char *c = own(p, rel);
     if (!c) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
-    p->payload[p->n_payload++] = (char *)c;
+    if (is_tensor_name(c)) p->payload[p->n_payload++] = (char *)c;
     tensor_check *t = &p->tensors[p->n_tensors++];
     t->record = r;
     snprintf(t->rel, sizeof t->rel, "%s", rel);
@@ -166,7 +173,7 @@ static fdl_status collect_payload(ds_vctx *v, plan *p, fdl_err *err) {
   if (hf && fdl_relpath_ok(hf, strlen(hf), false) && ds_join_norm("", hf, rel, sizeof rel)) {
     const char *c = own(p, rel);
     if (!c) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
-    p->payload[p->n_payload++] = (char *)c;
+    if (is_tensor_name(c)) p->payload[p->n_payload++] = (char *)c;
     tensor_check *t = &p->tensors[p->n_tensors++];
     t->record = NULL;
     snprintf(t->rel, sizeof t->rel, "%s", rel);
