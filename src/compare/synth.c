@@ -24,56 +24,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/rng.h"
 #include "compare/cmp.h"
 
 /* ---- random numbers --------------------------------------------------------------------- */
 
-/* xoshiro256** seeded through splitmix64: small, fast, and the same bits everywhere. */
-typedef struct {
-  uint64_t s[4];
-} rng;
+typedef fdl_rng rng;
 
-static uint64_t splitmix(uint64_t *x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
+/* Independent streams per purpose (panel, head, each context) from one user seed. */
 static void rng_seed(rng *r, uint64_t seed, uint64_t stream) {
-  uint64_t x = seed ^ (stream * 0xd1b54a32d192ed03ull);
-  for (int i = 0; i < 4; i++) r->s[i] = splitmix(&x);
-}
-
-static uint64_t rotl(uint64_t x, int k) {
-  return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t rng_next(rng *r) {
-  uint64_t *s = r->s, out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return out;
-}
-
-/* Uniform in [0, 1) with 53 random bits. */
-static double rng_unit(rng *r) {
-  return (double)(rng_next(r) >> 11) * 0x1p-53;
+  fdl_rng_seed(r, seed ^ (stream * 0xd1b54a32d192ed03ull));
 }
 
 /* Approximately standard normal: a scaled sum of four uniforms (Irwin-Hall). Only +, * and an
  * exact constant, so the values do not depend on the platform's libm. */
 static float rng_gauss(rng *r) {
-  double s = rng_unit(r) + rng_unit(r) + rng_unit(r) + rng_unit(r) - 2.0;
+  double s = fdl_rng_unit(r) + fdl_rng_unit(r) + fdl_rng_unit(r) + fdl_rng_unit(r) - 2.0;
   return (float)(s * 1.7320508075688772);
-}
-
-static uint64_t rng_below(rng *r, uint64_t n) {
-  return (uint64_t)(rng_unit(r) * (double)n) % n;
 }
 
 /* ---- inputs ----------------------------------------------------------------------------- */
@@ -108,7 +75,7 @@ static fdl_status write_panel(synth *z, fdl_err *err) {
                    "\"document_id\":\"fidelis-synth/%s-%04zu\",\"role\":\"final\",\"tokens\":[",
                    c, c, dom, dom, c);
     for (size_t t = 0; t < o->tokens_per_context; t++)
-      fdl_buf_printf(&b, "%s%" PRIu64, t ? "," : "", rng_below(&r, o->vocab));
+      fdl_buf_printf(&b, "%s%" PRIu64, t ? "," : "", fdl_rng_below(&r, o->vocab));
     fdl_buf_puts(&b, "]}\n");
   }
   fdl_status s = fdl_buf_status(&b);
