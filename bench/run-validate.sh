@@ -69,11 +69,24 @@ best() { # best wall time in ns of "$@" over $repeats runs (after one warm-up)
 t_ssl=$(cd "$work/ds" && best openssl dgst -sha256 "${files[@]}")
 t_fdl=$(best "$cli" validate --verify-tensors "$work/ds")
 "$cli" validate --verify-tensors "$work/ds" >/dev/null || { echo "run-validate: validation failed" >&2; exit 1; }
+# Process CPU time (user+sys) is not moved by other load on the machine: it shows the work done.
+cpu() {
+  if [ -x /usr/bin/time ]; then
+    /usr/bin/time -f "%U %S" "$@" 2>&1 >/dev/null | tail -1 | awk '{print $1 + $2}'
+  else
+    echo "-1"
+  fi
+}
+c_ssl=$(cd "$work/ds" && cpu openssl dgst -sha256 "${files[@]}")
+c_fdl=$(cpu "$cli" validate --verify-tensors "$work/ds")
 
-awk -v b="$bytes" -v s="$t_ssl" -v f="$t_fdl" -v cpus="$(nproc)" 'BEGIN {
+awk -v b="$bytes" -v s="$t_ssl" -v f="$t_fdl" -v cpus="$(nproc)" -v cs="$c_ssl" -v cf="$c_fdl" \
+    -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
   mb = b / 1e6
   printf "dataset:                        %.1f MB in %d cpus\n", mb, cpus
   printf "openssl dgst -sha256:           %8.3f s  %8.1f MB/s\n", s / 1e9, mb / (s / 1e9)
   printf "fidelis validate --verify-tensors: %5.3f s  %8.1f MB/s (every byte hashed ~2x)\n", f / 1e9, mb / (f / 1e9)
+  if (cs >= 0)
+    printf "cpu time (user+sys):            openssl %.2f s, fidelis %.2f s (load average %s)\n", cs, cf, load
   printf "ratio (openssl time / fidelis time): %.2f  (target >= 0.80)\n", s / f
 }'

@@ -21,8 +21,9 @@ static void usage(FILE *f) {
              "commands:\n");
   for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
     fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
-  fprintf(f, "\n'fidelis COMMAND --help' shows each command's options.\n"
-             "exit codes: 0 ok, 2 warnings, 3 refused or mismatch, 4 bad usage or unreadable input\n");
+  fprintf(f,
+          "\n'fidelis COMMAND --help' shows each command's options.\n"
+          "exit codes: 0 ok, 2 warnings, 3 refused or mismatch, 4 bad usage or unreadable input\n");
 }
 
 int main(int argc, char **argv) {
