@@ -73,23 +73,17 @@ void fdl_unmap(fdl_map *m) {
   m->priv_ = NULL;
 }
 
-fdl_status fdl_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
-                         fdl_err *err) {
-  int fd;
+fdl_status fdl_read_fd(int fd, const char *name, size_t max_bytes, char **out, size_t *len,
+                       fdl_err *err) {
   struct stat st;
-  fdl_status s = open_regular(path, &fd, &st, err);
-  if (s != FDL_OK) return s;
-  if ((uint64_t)st.st_size > (uint64_t)max_bytes) {
-    close(fd);
-    return fdl_fail(err, FDL_BOUNDS, "%s: %lld bytes exceeds the %zu-byte limit", path,
-                    (long long)st.st_size, max_bytes);
-  }
+  if (fstat(fd, &st) != 0)
+    return fdl_fail(err, FDL_IO, "%s: cannot stat: %s", name, strerror(errno));
+  if ((uint64_t)st.st_size > (uint64_t)max_bytes)
+    return fdl_fail(err, FDL_BOUNDS, "%s: %lld bytes exceeds the %zu-byte limit for this file",
+                    name, (long long)st.st_size, max_bytes);
   size_t want = (size_t)st.st_size;
   char *p = malloc(want + 1);
-  if (!p) {
-    close(fd);
-    return fdl_fail(err, FDL_NOMEM, "%s: out of memory reading %zu bytes", path, want);
-  }
+  if (!p) return fdl_fail(err, FDL_NOMEM, "%s: out of memory reading %zu bytes", name, want);
   size_t got = 0;
   while (got < want) {
     ssize_t r = read(fd, p + got, want - got);
@@ -97,17 +91,26 @@ fdl_status fdl_read_file(const char *path, size_t max_bytes, char **out, size_t 
     if (r <= 0) {
       int e = r < 0 ? errno : 0;
       free(p);
-      close(fd);
-      return fdl_fail(err, FDL_IO, "%s: short read at byte %zu of %zu%s%s", path, got, want,
+      return fdl_fail(err, FDL_IO, "%s: short read at byte %zu of %zu%s%s", name, got, want,
                       e ? ": " : "", e ? strerror(e) : "");
     }
     got += (size_t)r;
   }
-  close(fd);
   p[want] = '\0';
   *out = p;
   if (len) *len = want;
   return FDL_OK;
+}
+
+fdl_status fdl_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
+                         fdl_err *err) {
+  int fd;
+  struct stat st;
+  fdl_status s = open_regular(path, &fd, &st, err);
+  if (s != FDL_OK) return s;
+  s = fdl_read_fd(fd, path, max_bytes, out, len, err);
+  close(fd);
+  return s;
 }
 
 /* ---- staged outputs ---------------------------------------------------------------------- */

@@ -107,38 +107,9 @@ fdl_status ds_read_at(int rootfd, const char *rel, size_t max, char **out, size_
   int fd;
   fdl_status s = ds_open_at(rootfd, rel, &fd, missing, err);
   if (s != FDL_OK) return s;
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    close(fd);
-    return fdl_fail(err, FDL_IO, "%s: cannot stat", rel);
-  }
-  if ((uint64_t)st.st_size > (uint64_t)max) {
-    close(fd);
-    return fdl_fail(err, FDL_BOUNDS, "%s: %lld bytes exceeds the %zu-byte limit for this file", rel,
-                    (long long)st.st_size, max);
-  }
-  size_t want = (size_t)st.st_size;
-  char *p = malloc(want + 1);
-  if (!p) {
-    close(fd);
-    return fdl_fail(err, FDL_NOMEM, "%s: out of memory", rel);
-  }
-  size_t got = 0;
-  while (got < want) {
-    ssize_t r = read(fd, p + got, want - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
+  s = fdl_read_fd(fd, rel, max, out, len, err);
   close(fd);
-  if (got != want) {
-    free(p);
-    return fdl_fail(err, FDL_IO, "%s: short read (%zu of %zu bytes)", rel, got, want);
-  }
-  p[want] = '\0';
-  *out = p;
-  if (len) *len = want;
-  return FDL_OK;
+  return s;
 }
 
 fdl_status ds_load_json_at(int rootfd, const char *rel, json_t **out, bool *missing, fdl_err *err) {
