@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -341,15 +342,44 @@ static void test_model_keeps_unknown_keys(void **state) {
   free(capture);
 }
 
+/* A FIFO inside a dataset (here, where the manifest belongs) is refused, never opened in a way
+ * that blocks for a writer: validation must finish (the alarm turns a hang into a failure). */
+static void test_fifo_in_dataset(void **state) {
+  (void)state;
+  char dir[] = "ds-fifo-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[64];
+  snprintf(path, sizeof path, "%s/%s", dir, FDL_DS_MANIFEST_NAME);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  alarm(10);
+  int rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  assert_true(rootfd >= 0);
+  char *text = NULL;
+  size_t len = 0;
+  fdl_err err;
+  assert_int_equal(ds_read_at(rootfd, FDL_DS_MANIFEST_NAME, 1024, &text, &len, NULL, &err), FDL_IO);
+  assert_non_null(strstr(err.msg, "not a regular file"));
+  close(rootfd);
+  fdl_ds_report r;
+  fdl_ds_report_init(&r);
+  assert_int_equal(fdl_ds_validate(dir, NULL, &r, NULL), FDL_OK);
+  assert_int_equal(r.level, FDL_DS_LEVEL_INVALID);
+  fdl_ds_report_free(&r);
+  alarm(0);
+  unlink(path);
+  rmdir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_token_digests), cmocka_unit_test(test_content_digest),
-      cmocka_unit_test(test_scope_digest),  cmocka_unit_test(test_preseal_report),
-      cmocka_unit_test(test_join_norm),     cmocka_unit_test(test_path_walk),
-      cmocka_unit_test(test_scored_rows),   cmocka_unit_test(test_reference_tensor_layout),
-      cmocka_unit_test(test_report),        cmocka_unit_test(test_validate_not_a_dataset),
-      cmocka_unit_test(test_credentials),   cmocka_unit_test(test_masks),
-      cmocka_unit_test(test_truthy),        cmocka_unit_test(test_model_keeps_unknown_keys),
+      cmocka_unit_test(test_token_digests),   cmocka_unit_test(test_content_digest),
+      cmocka_unit_test(test_scope_digest),    cmocka_unit_test(test_preseal_report),
+      cmocka_unit_test(test_join_norm),       cmocka_unit_test(test_path_walk),
+      cmocka_unit_test(test_scored_rows),     cmocka_unit_test(test_reference_tensor_layout),
+      cmocka_unit_test(test_report),          cmocka_unit_test(test_validate_not_a_dataset),
+      cmocka_unit_test(test_credentials),     cmocka_unit_test(test_masks),
+      cmocka_unit_test(test_truthy),          cmocka_unit_test(test_model_keeps_unknown_keys),
+      cmocka_unit_test(test_fifo_in_dataset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -320,6 +320,15 @@ def main():
         check(p.returncode == 4 and "REFUSED [bad_input]" in p.stderr and "lanee" in p.stderr and not os.path.exists(out),
               "unknown meta key: %s" % p.stderr)
 
+        # created_utc must be exactly YYYY-MM-DDTHH:MM:SSZ (it is sealed into the dataset verbatim).
+        for k, stamp in enumerate(("2026-1-02T03:04:05Zx", "+026-01-02T03:04:05Z", " 026-01-02T03:04:05Z",
+                                   "2026-01-02T03:04:05z")):
+            bad = L.make_inputs(os.path.join(tmp, "created%d" % k), n=2, meta_extra={"created_utc": stamp})
+            p = L.pack(bad, out)
+            check(p.returncode == 4 and "REFUSED [bad_input]" in p.stderr and "created_utc" in p.stderr
+                  and not os.path.exists(out), "created_utc %r: %s" % (stamp, p.stderr))
+            shutil.rmtree(out, ignore_errors=True)
+
         bad = L.make_inputs(os.path.join(tmp, "rootq"), n=2, meta_extra={"weights": {
             "repository": "x/y", "revision": None, "quantized": True}})
         refused_pack("quantized root", bad, out, "schema_invalid", "ROOT-1")

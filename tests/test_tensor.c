@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fidelis/fidelis.h"
@@ -586,6 +587,27 @@ static void test_npy_write_receipt_constants(void **state) {
   fdl_buf_free(&head);
 }
 
+/* A FIFO where a tensor file should be is refused at once: opening it for reading must not block
+ * waiting for a writer (the alarm turns a hang into a failure). */
+static void test_fifo_refused(void **state) {
+  (void)state;
+  char path[128];
+  snprintf(path, sizeof path, "%s/fifo.safetensors", tmpdir);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  alarm(10);
+  fdl_err err;
+  fdl_safetensors *st = NULL;
+  assert_int_equal(fdl_safetensors_open(path, &st, &err), FDL_IO);
+  assert_non_null(strstr(err.msg, "not a regular file"));
+  fdl_npy *npy = NULL;
+  assert_int_equal(fdl_npy_open(path, &npy, &err), FDL_IO);
+  char *text = NULL;
+  size_t len = 0;
+  assert_int_equal(fdl_read_file(path, 1024, &text, &len, &err), FDL_IO);
+  alarm(0);
+  unlink(path);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bf16_exhaustive), cmocka_unit_test(test_f16_exhaustive),
@@ -593,6 +615,7 @@ int main(void) {
       cmocka_unit_test(test_st_refusals),     cmocka_unit_test(test_st_valid),
       cmocka_unit_test(test_st_write),        cmocka_unit_test(test_npy_refusals),
       cmocka_unit_test(test_npy_read),        cmocka_unit_test(test_npy_write_receipt_constants),
+      cmocka_unit_test(test_fifo_refused),
   };
   return cmocka_run_group_tests(tests, make_tmp, remove_tmp);
 }

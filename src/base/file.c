@@ -19,7 +19,9 @@
 /* ---- inputs ------------------------------------------------------------------------------ */
 
 static fdl_status open_regular(const char *path, int *fd_out, struct stat *st, fdl_err *err) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  /* O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears, before
+   * the S_ISREG check below could refuse it. It has no effect on reads of regular files. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ELOOP) return fdl_fail(err, FDL_PATH, "%s: is a symbolic link (refused)", path);
     return fdl_fail(err, FDL_IO, "%s: cannot open: %s", path, strerror(errno));

@@ -38,7 +38,9 @@ fdl_status ds_open_at(int rootfd, const char *rel, int *fd, bool *missing, fdl_e
       seg = slash + 1;
       continue;
     }
-    int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | (slash ? O_DIRECTORY : 0);
+    /* The last component gets O_NONBLOCK: a FIFO in an untrusted tree would otherwise block the
+     * open until a writer appeared, before fstat below could refuse it. */
+    int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | (slash ? O_DIRECTORY : O_NONBLOCK);
     int next = openat(dir, seg, flags);
     int e = errno;
     if (dir != rootfd) close(dir);

@@ -264,11 +264,13 @@ fdl_status pk_read_meta(pk_ctx *c, fdl_err *err) {
   }
   const char *created = ds_str(c->meta, "created_utc");
   if (created) {
-    unsigned y, mo, d, h, mi, se;
-    char z;
-    if (strlen(created) != 20 ||
-        sscanf(created, "%4u-%2u-%2uT%2u:%2u:%2u%c", &y, &mo, &d, &h, &mi, &se, &z) != 7 ||
-        z != 'Z')
+    /* Checked character by character: sscanf's %u would also take a sign, leading spaces and
+     * one-digit fields, and %c does not see what follows it, so "2026-1-02T03:04:05Zx" passed. */
+    static const char SHAPE[] = "dddd-dd-ddTdd:dd:ddZ";
+    bool ok = strlen(created) == sizeof SHAPE - 1;
+    for (size_t i = 0; ok && i < sizeof SHAPE - 1; i++)
+      ok = SHAPE[i] == 'd' ? created[i] >= '0' && created[i] <= '9' : created[i] == SHAPE[i];
+    if (!ok)
       return pk_refuse(c, err, "bad_input", FDL_INVALID,
                        "meta created_utc must read YYYY-MM-DDTHH:MM:SSZ");
     snprintf(c->created, sizeof c->created, "%s", created);

@@ -123,7 +123,9 @@ fdl_status fdl_sha256_buf(const void *p, size_t n, fdl_sha256 *out, fdl_err *err
  * forever or never end). */
 static fdl_status open_regular(const char *path, int *fd_out, uint64_t *size, fdl_err *err) {
   if (!path) return fdl_fail(err, FDL_INVALID, "sha256: NULL path");
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK so that opening a FIFO returns at once and is refused below; it has no effect on
+   * reads of regular files. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return fdl_fail(err, FDL_IO, "%s: cannot open for hashing: %s", path, strerror(errno));
   struct stat st;
