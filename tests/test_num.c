@@ -121,25 +121,30 @@ static void test_isa_bit_identical(void **state) {
   size_t sizes[] = {1, 2, 15, 16, 17, 33, 257, 1000, 4099};
   size_t chunks[] = {3, 16, 17, 4096};
   float *t = malloc(4099 * sizeof *t), *s = malloc(4099 * sizeof *s);
-  for (size_t a = 0; a < sizeof sizes / sizeof *sizes; a++) {
-    size_t v = sizes[a];
-    for (size_t i = 0; i < v; i++) {
-      t[i] = (float)((urand() - 0.5) * 30.0);
-      s[i] = i % 5 ? t[i] + (float)((urand() - 0.5) * 0.3) : (float)((urand() - 0.5) * 2000.0);
-    }
-    for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
-      fdl_num_row ref = row_kl(v, chunks[c], FDL_NUM_ISA_SCALAR, t, s);
-      for (size_t k = 1; k < 3; k++) {
-        if (!isa_runs(isas[k])) continue;
-        fdl_num_row r = row_kl(v, chunks[c], isas[k], t, s);
-        assert_int_equal(bits(r.kl), bits(ref.kl));
-        assert_int_equal(bits(r.abs_err_sum), bits(ref.abs_err_sum));
-        assert_int_equal(bits(r.abs_err_max), bits(ref.abs_err_max));
-        assert_int_equal(r.ref_argmax, ref.ref_argmax);
-        assert_int_equal(r.cand_argmax, ref.cand_argmax);
+  /* Families: a wide candidate (the clamped exp path), both sides narrow (the fast exp path
+   * that skips the clamp), and spreads straddling the fast path's -700 limit. */
+  const double spread[3][2] = {{30.0, 2000.0}, {30.0, 0.0}, {1400.0, 1420.0}};
+  for (size_t f = 0; f < 3; f++)
+    for (size_t a = 0; a < sizeof sizes / sizeof *sizes; a++) {
+      size_t v = sizes[a];
+      for (size_t i = 0; i < v; i++) {
+        t[i] = (float)((urand() - 0.5) * spread[f][0]);
+        s[i] = i % 5 || spread[f][1] == 0.0 ? t[i] + (float)((urand() - 0.5) * 0.3)
+                                            : (float)((urand() - 0.5) * spread[f][1]);
+      }
+      for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
+        fdl_num_row ref = row_kl(v, chunks[c], FDL_NUM_ISA_SCALAR, t, s);
+        for (size_t k = 1; k < 3; k++) {
+          if (!isa_runs(isas[k])) continue;
+          fdl_num_row r = row_kl(v, chunks[c], isas[k], t, s);
+          assert_int_equal(bits(r.kl), bits(ref.kl));
+          assert_int_equal(bits(r.abs_err_sum), bits(ref.abs_err_sum));
+          assert_int_equal(bits(r.abs_err_max), bits(ref.abs_err_max));
+          assert_int_equal(r.ref_argmax, ref.ref_argmax);
+          assert_int_equal(r.cand_argmax, ref.cand_argmax);
+        }
       }
     }
-  }
   free(t);
   free(s);
 }

@@ -166,13 +166,14 @@ static size_t chunk_len(const fdl_num_opts *o, size_t c0) {
 }
 
 /* One row's chunk: the fused KL pass (sweep 0) or the JS pass (sweep 1). */
-static fdl_status visit(fdl_num_ctx *c, kl_state *st, const float *t, const float *s, size_t n,
-                        size_t c0, const kl_next *next, const kl_where *w, int js, fdl_err *err) {
+static fdl_status visit(fdl_num_ctx *c, kl_scan *ahead, kl_state *st, const float *t,
+                        const float *s, size_t n, size_t c0, const kl_next *next, const kl_where *w,
+                        int js, fdl_err *err) {
   if (js) {
     kl_js_chunk(st, t, s, n);
     return FDL_OK;
   }
-  return kl_chunk(c->k, st, t, s, n, c0, next, w, err);
+  return kl_chunk(c->k, st, t, s, n, c0, next, ahead, w, err);
 }
 
 /* Logits on both sides: each row streams through its chunks in order, prefetching the next
@@ -180,6 +181,7 @@ static fdl_status visit(fdl_num_ctx *c, kl_state *st, const float *t, const floa
 static fdl_status sweep_rows(fdl_num_ctx *c, const fdl_num_block *blk, scratch *ws, size_t first,
                              int js, fdl_err *err) {
   const fdl_num_opts *o = &c->o;
+  kl_scan ahead = {0}; /* the next chunk's scan, from one chunk to the next */
   for (size_t r = 0; r < blk->rows; r++) {
     kl_where w = {first + r, 0, 0};
     for (size_t c0 = 0; c0 < o->vocab; c0 += o->vocab_chunk) {
@@ -194,7 +196,7 @@ static fdl_status sweep_rows(fdl_num_ctx *c, const fdl_num_block *blk, scratch *
       }
       const float *t = blk->ref.data + r * blk->ref.ld + c0;
       const float *s = blk->cand.data + r * blk->cand.ld + c0;
-      fdl_status st = visit(c, &ws->states[r], t, s, n, c0, &nx, &w, js, err);
+      fdl_status st = visit(c, &ahead, &ws->states[r], t, s, n, c0, &nx, &w, js, err);
       if (st != FDL_OK) return st;
     }
   }
@@ -208,6 +210,7 @@ static fdl_status sweep_tiles(fdl_num_ctx *c, const fdl_num_block *blk, scratch 
   const fdl_num_opts *o = &c->o;
   const fdl_num_side *sides[2] = {&blk->ref, &blk->cand};
   kl_where w = {0, blk->ref.form == FDL_NUM_HIDDEN, blk->cand.form == FDL_NUM_HIDDEN};
+  kl_scan ahead = {0}; /* the next row's scan, within one tile (the last row scans none) */
   for (size_t c0 = 0; c0 < o->vocab; c0 += o->vocab_chunk) {
     size_t n = chunk_len(o, c0), skip;
     size_t col0 = replay_window(c0, c->nc, o->vocab, &skip);
@@ -225,7 +228,7 @@ static fdl_status sweep_tiles(fdl_num_ctx *c, const fdl_num_block *blk, scratch 
       const float *t = row_at(sides[0], ws->tile[0], c->nc, skip, r, c0);
       const float *s = row_at(sides[1], ws->tile[1], c->nc, skip, r, c0);
       w.slot = first + r;
-      fdl_status st = visit(c, &ws->states[r], t, s, n, c0, &nx, &w, js, err);
+      fdl_status st = visit(c, &ahead, &ws->states[r], t, s, n, c0, &nx, &w, js, err);
       if (st != FDL_OK) return st;
     }
   }
@@ -336,12 +339,13 @@ fdl_status fdl_num_row_logits(const fdl_num_opts *opts, const float *ref, const 
   kl_state_init(st);
   kl_where w = {0, 0, 0};
   fdl_num_row r = {0};
+  kl_scan ahead = {0};
   size_t vc = opts->vocab_chunk;
   for (size_t c0 = 0; c0 < opts->vocab && s == FDL_OK; c0 += vc) {
     kl_next nx = {NULL, NULL, 0};
     if (c0 + vc < opts->vocab)
       nx = (kl_next){ref + c0 + vc, cand + c0 + vc, chunk_len(opts, c0 + vc)};
-    s = kl_chunk(k, st, ref + c0, cand + c0, chunk_len(opts, c0), c0, &nx, &w, err);
+    s = kl_chunk(k, st, ref + c0, cand + c0, chunk_len(opts, c0), c0, &nx, &ahead, &w, err);
   }
   if (s == FDL_OK) s = kl_finish(st, &r, &w, err);
   r.js = NAN;

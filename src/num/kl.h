@@ -32,6 +32,7 @@ typedef struct {
   double log_st, log_ss;    /* after finish: log St, log Ss (for the JS sweep) */
   int64_t at, as;           /* argmax of each side so far */
   int started;
+  int fast; /* every exp argument of this chunk is >= KL_FAST_MIN */
 } kl_state;
 
 /* exp(d) for d <= 0 (the only arguments the estimator forms), within 0.53 ulp.
@@ -111,6 +112,12 @@ static inline double kl_exp(double d) {
   return (y * kl_pow2i(k1)) * kl_pow2i(k - k1);
 }
 
+/* When every argument of a chunk is >= KL_FAST_MIN, no clamp is needed and y * 2^k is a normal
+ * number (k >= -1021, y >= 0.97), so the SIMD kernels may apply 2^k by adding k to the exponent
+ * field: the product is exact either way, so the bits are the same as kl_exp's. kl_chunk sets
+ * st->fast when m + max|x| <= -KL_FAST_MIN on both sides (then x - m >= -max|x| - m). */
+#define KL_FAST_MIN (-700.0)
+
 /* Per-element update of lane j; the SIMD kernels do exactly this, 8 or 4 lanes at a time. */
 static inline void kl_elem(kl_state *st, size_t j, float tf, float sf) {
   double t = tf, s = sf;
@@ -125,13 +132,24 @@ static inline void kl_elem(kl_state *st, size_t j, float tf, float sf) {
   st->abs_max[j] = ae > st->abs_max[j] ? ae : st->abs_max[j];
 }
 
+/* A chunk's scan, computed ahead while the previous chunk accumulates (valid only for the
+ * exact t, s, n it names; kl_chunk consumes or discards it on the next call). */
 typedef struct {
-  /* Maxima of both chunks (n >= 1); 0 when any value is NaN or infinite. */
-  int (*scan)(const float *t, const float *s, size_t n, float *mt, float *ms);
-  /* Accumulates n elements with the maxima already in st. pt/ps (NULL or pn elements) are the
-   * rows the caller will read next: they are prefetched while this chunk computes. */
+  const float *t, *s;
+  size_t n;
+  float mt, ms, mag;
+  int finite, valid;
+} kl_scan;
+
+typedef struct {
+  /* Maxima of both chunks (n >= 1) and the largest magnitude in either; 0 when any value is
+   * NaN or infinite. */
+  int (*scan)(const float *t, const float *s, size_t n, float *mt, float *ms, float *mag);
+  /* Accumulates n elements with the maxima and the fast flag already in st. pt/ps (NULL or pn
+   * elements) are the rows the caller will read next: they are prefetched while this chunk
+   * computes, and a kernel may also scan them into *ahead (valid = 0 on entry). */
   void (*accum)(kl_state *st, const float *t, const float *s, size_t n, const float *pt,
-                const float *ps, size_t pn);
+                const float *ps, size_t pn, kl_scan *ahead);
   fdl_num_isa isa;
 } kl_kernels;
 
@@ -154,9 +172,12 @@ typedef struct {
   size_t n;
 } kl_next;
 
-/* One chunk [c0, c0 + n) of both rows. */
+/* One chunk [c0, c0 + n) of both rows. ahead (NULL, or zeroed before the first call and kept
+ * by the caller between consecutive calls, with the data unchanged in between) carries the
+ * scan of the next chunk from one call to the next. */
 fdl_status kl_chunk(const kl_kernels *k, kl_state *st, const float *t, const float *s, size_t n,
-                    size_t c0, const kl_next *next, const kl_where *w, fdl_err *err);
+                    size_t c0, const kl_next *next, kl_scan *ahead, const kl_where *w,
+                    fdl_err *err);
 /* Final combination; fills res (js untouched). */
 fdl_status kl_finish(kl_state *st, fdl_num_row *res, const kl_where *w, fdl_err *err);
 /* JS second sweep over one chunk, after kl_finish. */

@@ -14,10 +14,12 @@ INL __m256d pow2i4(__m256d k) {
   return _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_castpd_si256(b), 52));
 }
 
-/* kl_exp, four lanes; the table is read with gathers. */
-INL __m256d exp4(__m256d d) {
+/* kl_exp, four lanes; the table is read with gathers. With FAST (every argument >=
+ * KL_FAST_MIN, see kl.h) the clamp is a no-op and y * 2^k is normal, so k << 52 (the rounded
+ * multiple's bits shifted right by 4, then left by 52) is added to y's bits directly. */
+INL __m256d exp4(__m256d d, const int fast) {
   const __m256d magic = _mm256_set1_pd(KL_MAGIC);
-  d = _mm256_max_pd(d, _mm256_set1_pd(KL_EXP_MIN));
+  if (!fast) d = _mm256_max_pd(d, _mm256_set1_pd(KL_EXP_MIN));
   __m256d big = _mm256_fmadd_pd(d, _mm256_set1_pd(KL_INV_C), magic);
   __m256d kf = _mm256_sub_pd(big, magic);
   __m256d r = _mm256_fmadd_pd(kf, _mm256_set1_pd(-KL_C_HI), d);
@@ -33,6 +35,10 @@ INL __m256d exp4(__m256d d) {
   __m256d hi = _mm256_i64gather_pd(kl_exp2_hi, j, 8);
   __m256d lo = _mm256_i64gather_pd(kl_exp2_lo, j, 8);
   __m256d y = _mm256_add_pd(hi, _mm256_fmadd_pd(hi, p, lo));
+  if (fast) {
+    __m256i k52 = _mm256_slli_epi64(_mm256_srli_epi64(_mm256_castpd_si256(big), 4), 52);
+    return _mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(y), k52));
+  }
   __m256d k = _mm256_floor_pd(_mm256_mul_pd(kf, _mm256_set1_pd(0.0625)));
   __m256d k1 = _mm256_max_pd(k, _mm256_set1_pd(KL_SCALE_MIN));
   __m256d k2 = _mm256_sub_pd(k, k1);
@@ -43,10 +49,10 @@ typedef struct {
   __m256d st, ss, a, d, as, am;
 } acc4;
 
-INL void step4(acc4 *c, __m128 tf, __m128 sf, __m256d mt, __m256d ms) {
+INL void step4(acc4 *c, __m128 tf, __m128 sf, __m256d mt, __m256d ms, const int fast) {
   __m256d t = _mm256_cvtps_pd(tf), s = _mm256_cvtps_pd(sf);
   __m256d dt = _mm256_sub_pd(t, mt), ds = _mm256_sub_pd(s, ms);
-  __m256d et = exp4(dt), es = exp4(ds);
+  __m256d et = exp4(dt, fast), es = exp4(ds, fast);
   c->st = _mm256_add_pd(c->st, et);
   c->ss = _mm256_add_pd(c->ss, es);
   c->a = _mm256_fmadd_pd(et, _mm256_sub_pd(dt, ds), c->a);
@@ -74,8 +80,8 @@ INL void store4(const acc4 *c, kl_state *st, size_t o) {
   _mm256_storeu_pd(st->abs_max + o, c->am);
 }
 
-T256 static void accum_avx2(kl_state *st, const float *t, const float *s, size_t n, const float *pt,
-                            const float *ps, size_t pn) {
+INL void accum_body(kl_state *st, const float *t, const float *s, size_t n, const float *pt,
+                    const float *ps, size_t pn, const int fast) {
   acc4 c[4];
   for (size_t g = 0; g < 4; g++) load4(&c[g], st, 4 * g);
   __m256d mt = _mm256_set1_pd(st->mt), ms = _mm256_set1_pd(st->ms);
@@ -87,13 +93,22 @@ T256 static void accum_avx2(kl_state *st, const float *t, const float *s, size_t
       __builtin_prefetch(pt + i, 0, 3);
       __builtin_prefetch(ps + i, 0, 3);
     }
-    step4(&c[0], _mm_loadu_ps(t + i), _mm_loadu_ps(s + i), mt, ms);
-    step4(&c[1], _mm_loadu_ps(t + i + 4), _mm_loadu_ps(s + i + 4), mt, ms);
-    step4(&c[2], _mm_loadu_ps(t + i + 8), _mm_loadu_ps(s + i + 8), mt, ms);
-    step4(&c[3], _mm_loadu_ps(t + i + 12), _mm_loadu_ps(s + i + 12), mt, ms);
+    step4(&c[0], _mm_loadu_ps(t + i), _mm_loadu_ps(s + i), mt, ms, fast);
+    step4(&c[1], _mm_loadu_ps(t + i + 4), _mm_loadu_ps(s + i + 4), mt, ms, fast);
+    step4(&c[2], _mm_loadu_ps(t + i + 8), _mm_loadu_ps(s + i + 8), mt, ms, fast);
+    step4(&c[3], _mm_loadu_ps(t + i + 12), _mm_loadu_ps(s + i + 12), mt, ms, fast);
   }
   for (size_t g = 0; g < 4; g++) store4(&c[g], st, 4 * g);
   for (; i < n; i++) kl_elem(st, i % KL_LANES, t[i], s[i]);
+}
+
+T256 static void accum_avx2(kl_state *st, const float *t, const float *s, size_t n, const float *pt,
+                            const float *ps, size_t pn, kl_scan *ahead) {
+  (void)ahead; /* the next chunk is scanned by kl_chunk */
+  if (st->fast)
+    accum_body(st, t, s, n, pt, ps, pn, 1);
+  else
+    accum_body(st, t, s, n, pt, ps, pn, 0);
 }
 
 INL float hmax8(__m256 v) {
@@ -103,7 +118,8 @@ INL float hmax8(__m256 v) {
   return _mm_cvtss_f32(m);
 }
 
-T256 static int scan_avx2(const float *t, const float *s, size_t n, float *mt, float *ms) {
+T256 static int scan_avx2(const float *t, const float *s, size_t n, float *mt, float *ms,
+                          float *amax) {
   __m256 vt = _mm256_set1_ps(t[0]), vs = _mm256_set1_ps(s[0]);
   __m256i mag = _mm256_setzero_si256();
   const __m256i absmask = _mm256_set1_epi32(0x7fffffff);
@@ -118,14 +134,23 @@ T256 static int scan_avx2(const float *t, const float *s, size_t n, float *mt, f
   /* Finite iff no magnitude reaches the all-ones exponent. */
   __m256i over = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x7f7fffff));
   int finite = _mm256_testz_si256(over, over);
+  /* The largest magnitude, from the unsigned maximum of the magnitude bit patterns (finite
+   * magnitudes order like their bits). */
+  __m128i m4 = _mm_max_epu32(_mm256_castsi256_si128(mag), _mm256_extracti128_si256(mag, 1));
+  m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0x4e));
+  m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0xb1));
+  float m = _mm_cvtss_f32(_mm_castsi128_ps(m4));
   float a = hmax8(vt), b = hmax8(vs);
   for (; i < n; i++) {
     finite &= isfinite(t[i]) && isfinite(s[i]);
     a = t[i] > a ? t[i] : a;
     b = s[i] > b ? s[i] : b;
+    m = fabsf(t[i]) > m ? fabsf(t[i]) : m;
+    m = fabsf(s[i]) > m ? fabsf(s[i]) : m;
   }
   *mt = a;
   *ms = b;
+  *amax = m;
   return finite;
 }
 

@@ -59,9 +59,19 @@ static void rescale(kl_state *st, double mt, double ms) {
 }
 
 fdl_status kl_chunk(const kl_kernels *k, kl_state *st, const float *t, const float *s, size_t n,
-                    size_t c0, const kl_next *next, const kl_where *w, fdl_err *err) {
-  float cmt, cms;
-  if (!k->scan(t, s, n, &cmt, &cms)) return nonfinite_input(t, s, n, c0, w, err);
+                    size_t c0, const kl_next *next, kl_scan *ahead, const kl_where *w,
+                    fdl_err *err) {
+  float cmt, cms, mag;
+  int finite;
+  kl_scan local = {0};
+  if (ahead && ahead->valid && ahead->t == t && ahead->s == s && ahead->n == n) {
+    cmt = ahead->mt, cms = ahead->ms, mag = ahead->mag, finite = ahead->finite;
+  } else {
+    finite = k->scan(t, s, n, &cmt, &cms, &mag);
+  }
+  if (!ahead) ahead = &local;
+  ahead->valid = 0;
+  if (!finite) return nonfinite_input(t, s, n, c0, w, err);
   /* -0.0 and +0.0 compare equal; keep one of them so the state never depends on which one a
    * SIMD max happened to return. */
   cmt += 0.0f;
@@ -78,7 +88,9 @@ fdl_status kl_chunk(const kl_kernels *k, kl_state *st, const float *t, const flo
     if (up_s) st->as = (int64_t)(c0 + first_equal(s, n, cms));
     if (up_t || up_s) rescale(st, up_t ? cmt : st->mt, up_s ? cms : st->ms);
   }
-  k->accum(st, t, s, n, next ? next->t : NULL, next ? next->s : NULL, next ? next->n : 0);
+  /* Every x - m in this chunk is >= -(mag + m); see KL_FAST_MIN. */
+  st->fast = st->mt + mag <= -KL_FAST_MIN && st->ms + mag <= -KL_FAST_MIN;
+  k->accum(st, t, s, n, next ? next->t : NULL, next ? next->s : NULL, next ? next->n : 0, ahead);
   return FDL_OK;
 }
 
