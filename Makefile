@@ -38,7 +38,9 @@ FUZZ_SECONDS ?= 30
 fuzz-run: fuzz
 	fuzz/run build-fuzz $(FUZZ_SECONDS)
 
+# torch is the second baseline of the KL benchmark; only the benchmark installs it.
 bench: build
+	@FDL_WITH_TORCH=1 scripts/install-deps --check >/dev/null 2>&1 || FDL_WITH_TORCH=1 scripts/install-deps
 	bench/run $(BUILD)
 
 demo: build
