@@ -264,6 +264,21 @@ static void test_checksums_empty_path(void **state) {
   fdl_checksums_free(&c);
 }
 
+/* A refused path is quoted from the caller's text without reading past len (found by fuzzing:
+ * the text need not be NUL-terminated). */
+static void test_checksums_quote_bounded(void **state) {
+  (void)state;
+  const char text[] = HA "  bad:/x\nSENTINEL-PAST-THE-END";
+  size_t len = strlen(HA "  bad:/x");
+  fdl_checksums c;
+  fdl_checksums_init(&c);
+  fdl_err err;
+  assert_int_equal(fdl_checksums_parse(text, len, &c, &err), FDL_PATH);
+  assert_non_null(strstr(err.msg, "\"bad:/x\""));
+  assert_null(strstr(err.msg, "SENTINEL"));
+  fdl_checksums_free(&c);
+}
+
 /* ---- seals ---- */
 
 static json_t *small_doc(const char *schema) {
@@ -445,12 +460,19 @@ static void test_seal_spec_example(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_known_answers),       cmocka_unit_test(test_streaming_million_a),
-      cmocka_unit_test(test_hex_round_trip),      cmocka_unit_test(test_spec_examples),
-      cmocka_unit_test(test_file_and_range),      cmocka_unit_test(test_checksums_round_trip),
-      cmocka_unit_test(test_checksums_malformed), cmocka_unit_test(test_checksums_empty_path),
-      cmocka_unit_test(test_seal_fidelity),       cmocka_unit_test(test_seal_kiln),
-      cmocka_unit_test(test_seal_kinds),          cmocka_unit_test(test_seal_spec_example),
+      cmocka_unit_test(test_known_answers),
+      cmocka_unit_test(test_streaming_million_a),
+      cmocka_unit_test(test_hex_round_trip),
+      cmocka_unit_test(test_spec_examples),
+      cmocka_unit_test(test_file_and_range),
+      cmocka_unit_test(test_checksums_round_trip),
+      cmocka_unit_test(test_checksums_malformed),
+      cmocka_unit_test(test_checksums_empty_path),
+      cmocka_unit_test(test_checksums_quote_bounded),
+      cmocka_unit_test(test_seal_fidelity),
+      cmocka_unit_test(test_seal_kiln),
+      cmocka_unit_test(test_seal_kinds),
+      cmocka_unit_test(test_seal_spec_example),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -99,6 +99,7 @@ static fdl_status parse_line(const char *s, size_t n, size_t lineno, fdl_checksu
   if (!hex_ok(s, FDL_SHA256_HEX_LEN))
     return fdl_fail(err, FDL_PARSE, "checksums line %zu: digest is not 64 lowercase hex digits",
                     lineno);
+  /* The path is a slice of the caller's text, not NUL-terminated: quote at most plen bytes. */
   const char *path = s + 66;
   size_t plen = n - 66;
   if (path[plen - 1] == '\r')
@@ -109,7 +110,8 @@ static fdl_status parse_line(const char *s, size_t n, size_t lineno, fdl_checksu
     return fdl_fail(err, FDL_PATH,
                     "checksums line %zu: \"%.*s\" is not a relative path inside the dataset "
                     "(empty, absolute, '..', a scheme, a NUL, or over %u bytes)",
-                    lineno, FDL_CHECKSUMS_QUOTE, path, FDL_CHECKSUMS_MAX_PATH);
+                    lineno, (int)(plen < FDL_CHECKSUMS_QUOTE ? plen : FDL_CHECKSUMS_QUOTE), path,
+                    FDL_CHECKSUMS_MAX_PATH);
   return push(c, s, path, plen, err);
 }
 
