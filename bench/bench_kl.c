@@ -122,6 +122,7 @@ static int bench_logits(int argc, char **argv) {
   const char *isa = arg(argc, argv, "--isa");
   if (isa && strcmp(isa, "avx2") == 0) o.isa = FDL_NUM_ISA_AVX2;
   if (isa && strcmp(isa, "scalar") == 0) o.isa = FDL_NUM_ISA_SCALAR;
+  o.js = has(argc, argv, "--js");
   size_t rows = num(argc, argv, "--rows", 0);
   float *t = read_floats(arg(argc, argv, "--ref"), rows * o.vocab);
   float *s = read_floats(arg(argc, argv, "--cand"), rows * o.vocab);
@@ -132,12 +133,12 @@ static int bench_logits(int argc, char **argv) {
   size_t nb;
   fdl_num_block *b = cut(rows, o.position_block, (fdl_num_side){FDL_NUM_LOGITS, t, o.vocab, 0, 0},
                          (fdl_num_side){FDL_NUM_LOGITS, s, o.vocab, 0, 0}, &nb);
-  double *kl = malloc(rows * sizeof *kl);
+  double *kl = malloc(rows * sizeof *kl), *js = malloc(rows * sizeof *js);
   uint8_t *top1 = malloc(rows);
   fdl_num_ctx *ctx;
   fdl_err err;
-  if (!b || !kl || !top1 || fdl_num_ctx_new(&o, &ctx, &err) != FDL_OK) return 2;
-  fdl_num_out out = {.kl = kl, .top1 = top1};
+  if (!b || !kl || !js || !top1 || fdl_num_ctx_new(&o, &ctx, &err) != FDL_OK) return 2;
+  fdl_num_out out = {.kl = kl, .top1 = top1, .js = o.js ? js : NULL};
   double best = 1e300;
   for (int rep = 0; rep < 5; rep++) {
     double t0 = now();
@@ -149,12 +150,12 @@ static int bench_logits(int argc, char **argv) {
     best = dt < best ? dt : best;
   }
   double mean = fdl_num_mean(kl, rows);
-  printf("mode=logits isa=%s threads=%u vocab=%zu rows=%zu seconds=%.4f ms_per_row=%.4f "
+  printf("mode=logits isa=%s threads=%u js=%d vocab=%zu rows=%zu seconds=%.4f ms_per_row=%.4f "
          "kl_mean=%.17g peak_rss_mib=%.1f\n",
-         fdl_num_isa_name(fdl_num_ctx_opts(ctx)->isa), fdl_num_ctx_opts(ctx)->threads, o.vocab,
-         rows, best, best / (double)rows * 1e3, mean, peak_rss_mib());
+         fdl_num_isa_name(fdl_num_ctx_opts(ctx)->isa), fdl_num_ctx_opts(ctx)->threads, o.js,
+         o.vocab, rows, best, best / (double)rows * 1e3, mean, peak_rss_mib());
   fdl_num_ctx_free(ctx);
-  free(b), free(kl), free(top1), free(t), free(s);
+  free(b), free(kl), free(js), free(top1), free(t), free(s);
   return 0;
 }
 

@@ -20,6 +20,8 @@ echo "-- logit form: vocab $V, $ROWS positions, $(nproc) cores"
 "$py" "$oracles" gen "$work" "$V" "$ROWS"
 fid=$("$bin" logits --vocab "$V" --rows "$ROWS" --ref "$work/ref.f32" --cand "$work/cand.f32")
 echo "fidelis:            $fid"
+fid_js=$("$bin" logits --vocab "$V" --rows "$ROWS" --ref "$work/ref.f32" --cand "$work/cand.f32" --js)
+echo "fidelis with JS:    $fid_js"
 fid_row=$(awk -v s="$(get seconds "$fid")" -v n="$ROWS" 'BEGIN{print s/n}')
 # numpy allocates each 2 MB temporary with mmap by default; on virtual machines the page faults
 # dominate. The warm-allocator run keeps temporaries on the heap: the conservative baseline.
@@ -43,6 +45,8 @@ else
   awk -v f="$fid_row" -v t="$(get torch_s_per_row "$torch")" -v d="$(get torch_s_per_row "$torch_def")" \
     -v th="$th" 'BEGIN{printf "ratio fidelis vs torch (%d threads): %.1fx (warm allocator), %.1fx (default)\n", th, t/f, d/f}'
 fi
+awk -v f="$fid_row" -v j="$(get ms_per_row "$fid_js")" \
+  'BEGIN{printf "JS sweep (--js, on by default for logit pairs): +%.3f ms/row, %.2fx the KL-only time\n", j-f*1e3, j/(f*1e3)}'
 rm -f "$work/ref.f32" "$work/cand.f32"
 
 echo "-- hidden form: vocab $V, hidden 2560, BF16 hidden widened, shared head"

@@ -204,18 +204,18 @@ def test_self_and_determinism():
         check(np.all(out["top1"] == 1), f"self-compare V={v}: top1 1.0")
     t = (rng.standard_normal((23, 3001)) * 3).astype(np.float32)
     s = (t + rng.standard_normal(t.shape) * 0.2).astype(np.float32)
-    base = run_kl(t, s, 3001, ["--threads", "1", "--pb", "8", "--chunk", "512"])
+    base = run_kl(t, s, 3001, ["--threads", "1", "--pb", "8", "--chunk", "512", "--js"])
     for th in ("2", "3"):
-        o = run_kl(t, s, 3001, ["--threads", th, "--pb", "8", "--chunk", "512"])
+        o = run_kl(t, s, 3001, ["--threads", th, "--pb", "8", "--chunk", "512", "--js"])
         check(o.tobytes() == base.tobytes(), f"logits: threads {th} bit-identical to 1")
     for br in ("1", "3", "8"):
-        o = run_kl(t, s, 3001, ["--threads", "2", "--pb", "8", "--chunk", "512", "--block-rows", br])
+        o = run_kl(t, s, 3001, ["--threads", "2", "--pb", "8", "--chunk", "512", "--block-rows", br, "--js"])
         check(o.tobytes() == base.tobytes(), f"logits: block rows {br} bit-identical")
     for isa in ("scalar", "avx2", "avx512"):
         if not isa_available(isa):
             print(f"note: {isa} kernels not available here; skipped")
             continue
-        o = run_kl(t, s, 3001, ["--isa", isa, "--pb", "8", "--chunk", "512"])
+        o = run_kl(t, s, 3001, ["--isa", isa, "--pb", "8", "--chunk", "512", "--js"])
         check(o.tobytes() == base.tobytes(), f"{isa} kernels bit-identical to the default")
 
 

@@ -1,6 +1,7 @@
 /* widen.c - tensor bytes to float32 rows. Reads little-endian bytes one element at a time, so
  * neither the mapping's alignment (safetensors data often starts at an odd offset) nor the host
- * byte order matters; BF16 and F16 widen exactly. */
+ * byte order matters; BF16 and F16 widen exactly. F32 on a little-endian host is a plain copy,
+ * which the reference writer's unpadded headers make the usual case for logit rows. */
 #include <string.h>
 
 #include "compare/cmp.h"
@@ -19,11 +20,15 @@ void cmp_widen(const fdl_tensor *t, size_t first, size_t n, float *out) {
     for (size_t i = 0; i < n; i++, p += 2) out[i] = fdl_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
     break;
   case FDL_DTYPE_F32:
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(out, p, n * sizeof *out);
+#else
     for (size_t i = 0; i < n; i++, p += 4) {
       uint32_t u =
           (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
       memcpy(&out[i], &u, sizeof u);
     }
+#endif
     break;
   default:
     memset(out, 0, n * sizeof *out);

@@ -170,7 +170,7 @@ static fdl_status visit(fdl_num_ctx *c, kl_scan *ahead, kl_state *st, const floa
                         const float *s, size_t n, size_t c0, const kl_next *next, const kl_where *w,
                         int js, fdl_err *err) {
   if (js) {
-    kl_js_chunk(st, t, s, n);
+    c->k->js(st, t, s, n);
     return FDL_OK;
   }
   return kl_chunk(c->k, st, t, s, n, c0, next, ahead, w, err);
@@ -351,7 +351,7 @@ fdl_status fdl_num_row_logits(const fdl_num_opts *opts, const float *ref, const 
   r.js = NAN;
   if (s == FDL_OK && opts->js) {
     for (size_t c0 = 0; c0 < opts->vocab; c0 += vc)
-      kl_js_chunk(st, ref + c0, cand + c0, chunk_len(opts, c0));
+      k->js(st, ref + c0, cand + c0, chunk_len(opts, c0));
     r.js = kl_js_finish(st);
     if (!isfinite(r.js)) s = fdl_fail(err, FDL_NONFINITE, "JS divergence is not finite");
   }

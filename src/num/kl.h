@@ -150,6 +150,8 @@ typedef struct {
    * computes, and a kernel may also scan them into *ahead (valid = 0 on entry). */
   void (*accum)(kl_state *st, const float *t, const float *s, size_t n, const float *pt,
                 const float *ps, size_t pn, kl_scan *ahead);
+  /* The JS sweep over one chunk, after kl_finish (see kl_js.c). */
+  void (*js)(kl_state *st, const float *t, const float *s, size_t n);
   fdl_num_isa isa;
 } kl_kernels;
 
@@ -180,8 +182,10 @@ fdl_status kl_chunk(const kl_kernels *k, kl_state *st, const float *t, const flo
                     fdl_err *err);
 /* Final combination; fills res (js untouched). */
 fdl_status kl_finish(kl_state *st, fdl_num_row *res, const kl_where *w, fdl_err *err);
-/* JS second sweep over one chunk, after kl_finish. */
-void kl_js_chunk(kl_state *st, const float *t, const float *s, size_t n);
+/* The JS sweep: elements [i, n) of a chunk one at a time (the vector kernels' remainder, on a
+ * CPU with AVX and FMA), and a whole chunk in portable C. */
+void kl_js_tail(kl_state *st, const float *t, const float *s, size_t i, size_t n);
+void kl_js_scalar(kl_state *st, const float *t, const float *s, size_t n);
 double kl_js_finish(const kl_state *st);
 
 #endif

@@ -2,6 +2,7 @@
  * Four ymm accumulators hold lanes 0-3, 4-7, 8-11 and 12-15 of the row state; each step
  * performs the scalar kernel's operations in the same order, so the bits equal kl_scalar.c. */
 #include "num/kl.h"
+#include "num/kl_sleef.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -154,7 +155,39 @@ T256 static int scan_avx2(const float *t, const float *s, size_t n, float *mt, f
   return finite;
 }
 
-static const kl_kernels avx2_kernels = {scan_avx2, accum_avx2, FDL_NUM_ISA_AVX2};
+/* kl_js.c's js_elem on four lanes at a time; sign flips are done on the bits, as C's unary
+ * minus does, so -0.0 stays -0.0. */
+INL __m256d neg4(__m256d x) {
+  return _mm256_xor_pd(x, _mm256_set1_pd(-0.0));
+}
+
+T256 static void js_avx2(kl_state *st, const float *t, const float *s, size_t n) {
+  __m256d acc[4];
+  for (int h = 0; h < 4; h++) acc[h] = _mm256_loadu_pd(st->js + 4 * h);
+  const __m256d mt = _mm256_set1_pd(st->mt), ms = _mm256_set1_pd(st->ms);
+  const __m256d lst = _mm256_set1_pd(st->log_st), lss = _mm256_set1_pd(st->log_ss);
+  size_t i = 0;
+  for (; i + KL_LANES <= n; i += KL_LANES) {
+    for (int h = 0; h < 4; h++) {
+      __m256d tv = _mm256_cvtps_pd(_mm_loadu_ps(t + i + 4 * h));
+      __m256d sv = _mm256_cvtps_pd(_mm_loadu_ps(s + i + 4 * h));
+      __m256d lp = _mm256_sub_pd(_mm256_sub_pd(tv, mt), lst);
+      __m256d lq = _mm256_sub_pd(_mm256_sub_pd(sv, ms), lss);
+      __m256d hi = _mm256_max_pd(lp, lq);
+      __m256d delta = _mm256_andnot_pd(_mm256_set1_pd(-0.0), _mm256_sub_pd(lp, lq));
+      __m256d big = Sleef_finz_expd4_u10avx2(hi);
+      __m256d em = Sleef_finz_expm1d4_u10avx2(neg4(delta));
+      __m256d l = Sleef_finz_log1pd4_u10avx2(_mm256_mul_pd(_mm256_set1_pd(0.5), em));
+      __m256d g = _mm256_sub_pd(_mm256_mul_pd(_mm256_sub_pd(_mm256_set1_pd(-2.0), em), l),
+                                _mm256_mul_pd(_mm256_add_pd(_mm256_set1_pd(1.0), em), delta));
+      acc[h] = _mm256_fmadd_pd(big, g, acc[h]);
+    }
+  }
+  for (int h = 0; h < 4; h++) _mm256_storeu_pd(st->js + 4 * h, acc[h]);
+  kl_js_tail(st, t, s, i, n);
+}
+
+static const kl_kernels avx2_kernels = {scan_avx2, accum_avx2, js_avx2, FDL_NUM_ISA_AVX2};
 
 const kl_kernels *kl_kernels_avx2(void) {
   return &avx2_kernels;

@@ -2,6 +2,7 @@
  * Lanes 0-7 and 8-15 of the row state live in two zmm accumulators; each step performs the
  * scalar kernel's operations in the same order, so the bits equal kl_scalar.c. */
 #include "num/kl.h"
+#include "num/kl_sleef.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -201,7 +202,40 @@ T512 static int scan_avx512(const float *t, const float *s, size_t n, float *mt,
   return scan_finish(&c, t, s, 0, n, mt, ms, amax);
 }
 
-static const kl_kernels avx512_kernels = {scan_avx512, accum_avx512, FDL_NUM_ISA_AVX512};
+/* kl_js.c's js_elem on eight lanes at a time; sign flips are done on the bits, as C's unary
+ * minus and fabs do (AVX-512F has no floating-point xor, so through the integer unit). */
+INL __m512d neg8(__m512d x) {
+  return _mm512_castsi512_pd(
+      _mm512_xor_si512(_mm512_castpd_si512(x), _mm512_set1_epi64((long long)INT64_MIN)));
+}
+
+T512 static void js_avx512(kl_state *st, const float *t, const float *s, size_t n) {
+  __m512d acc[2] = {_mm512_loadu_pd(st->js), _mm512_loadu_pd(st->js + 8)};
+  const __m512d mt = _mm512_set1_pd(st->mt), ms = _mm512_set1_pd(st->ms);
+  const __m512d lst = _mm512_set1_pd(st->log_st), lss = _mm512_set1_pd(st->log_ss);
+  size_t i = 0;
+  for (; i + KL_LANES <= n; i += KL_LANES) {
+    for (int h = 0; h < 2; h++) {
+      __m512d tv = _mm512_cvtps_pd(_mm256_loadu_ps(t + i + 8 * h));
+      __m512d sv = _mm512_cvtps_pd(_mm256_loadu_ps(s + i + 8 * h));
+      __m512d lp = _mm512_sub_pd(_mm512_sub_pd(tv, mt), lst);
+      __m512d lq = _mm512_sub_pd(_mm512_sub_pd(sv, ms), lss);
+      __m512d hi = _mm512_max_pd(lp, lq);
+      __m512d delta = _mm512_abs_pd(_mm512_sub_pd(lp, lq));
+      __m512d big = Sleef_finz_expd8_u10avx512f(hi);
+      __m512d em = Sleef_finz_expm1d8_u10avx512f(neg8(delta));
+      __m512d l = Sleef_finz_log1pd8_u10avx512f(_mm512_mul_pd(_mm512_set1_pd(0.5), em));
+      __m512d g = _mm512_sub_pd(_mm512_mul_pd(_mm512_sub_pd(_mm512_set1_pd(-2.0), em), l),
+                                _mm512_mul_pd(_mm512_add_pd(_mm512_set1_pd(1.0), em), delta));
+      acc[h] = _mm512_fmadd_pd(big, g, acc[h]);
+    }
+  }
+  _mm512_storeu_pd(st->js, acc[0]);
+  _mm512_storeu_pd(st->js + 8, acc[1]);
+  kl_js_tail(st, t, s, i, n);
+}
+
+static const kl_kernels avx512_kernels = {scan_avx512, accum_avx512, js_avx512, FDL_NUM_ISA_AVX512};
 
 const kl_kernels *kl_kernels_avx512(void) {
   return &avx512_kernels;

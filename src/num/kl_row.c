@@ -1,6 +1,6 @@
 /* kl_row.c - the streaming KL state of one row: chunk bookkeeping, max rescaling, the final
- * combination and the optional Jensen-Shannon sweep. ISA-independent (scalar C); the hot loop
- * lives in the kl_*.c kernels.
+ * combination and the end of the optional Jensen-Shannon sweep. ISA-independent (scalar C); the hot
+ * loop lives in the kl_*.c kernels.
  *
  * The row keeps, per lane, St = sum e_t, Ss = sum e_s, A = sum e_t (dt - ds) and D = sum (e_s -
  * e_t), with e_x = exp(x - m_x) and dx = x - m_x. Then exactly
@@ -121,25 +121,6 @@ fdl_status kl_finish(kl_state *st, fdl_num_row *res, const kl_where *w, fdl_err 
   res->abs_err_sum = lane_sum(st->abs_sum);
   res->abs_err_max = amax;
   return FDL_OK;
-}
-
-/* JS = 1/2 sum [p log(p/M) + q log(q/M)], M = (p+q)/2. With P = max(p,q), delta = |log p -
- * log q| and eps = 1 - exp(-delta) = -expm1(-delta), each term is
- *   P * g,  g = -(2 - eps) log1p(-eps/2) - (1 - eps) delta  (>= 0, ~delta^2/4 for small delta),
- * which is exactly +0.0 for equal log-probabilities. */
-void kl_js_chunk(kl_state *st, const float *t, const float *s, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    size_t j = i % KL_LANES;
-    double lp = ((double)t[i] - st->mt) - st->log_st;
-    double lq = ((double)s[i] - st->ms) - st->log_ss;
-    double hi = lp > lq ? lp : lq;
-    double delta = fabs(lp - lq);
-    double big = kl_exp(hi);
-    if (big == 0.0) continue;
-    double eps = -expm1(-delta);
-    double g = -(2.0 - eps) * log1p(-0.5 * eps) - (1.0 - eps) * delta;
-    st->js[j] = fma(big, g, st->js[j]);
-  }
 }
 
 double kl_js_finish(const kl_state *st) {
