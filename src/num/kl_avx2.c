@@ -155,7 +155,7 @@ T256 static int scan_avx2(const float *t, const float *s, size_t n, float *mt, f
   return finite;
 }
 
-/* kl_js.c's js_elem on four lanes at a time; sign flips are done on the bits, as C's unary
+/* kl_js.c's js_elems on four lanes at a time; sign flips are done on the bits, as C's unary
  * minus does, so -0.0 stays -0.0. */
 INL __m256d neg4(__m256d x) {
   return _mm256_xor_pd(x, _mm256_set1_pd(-0.0));

@@ -202,7 +202,7 @@ T512 static int scan_avx512(const float *t, const float *s, size_t n, float *mt,
   return scan_finish(&c, t, s, 0, n, mt, ms, amax);
 }
 
-/* kl_js.c's js_elem on eight lanes at a time; sign flips are done on the bits, as C's unary
+/* kl_js.c's js_elems on eight lanes at a time; sign flips are done on the bits, as C's unary
  * minus and fabs do (AVX-512F has no floating-point xor, so through the integer unit). */
 INL __m512d neg8(__m512d x) {
   return _mm512_castsi512_pd(
