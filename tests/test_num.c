@@ -17,6 +17,7 @@
 #include "fidelis/num.h"
 #include "fidelis/pool.h"
 #include "num/kl.h"
+#include "num/kl_js.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
 
@@ -51,6 +52,7 @@ static fdl_num_row row_kl(size_t vocab, size_t chunk, fdl_num_isa isa, const flo
                           const float *s) {
   fdl_num_opts o = opts_for(vocab, chunk);
   o.isa = isa;
+  o.js = 1;
   fdl_num_row r;
   fdl_err err;
   fdl_status st = fdl_num_row_logits(&o, t, s, &r, &err);
@@ -104,6 +106,26 @@ static void test_exp_accuracy(void **state) {
   assert_true(kl_exp(-1.0) == exp(-1.0));
 }
 
+/* The JS sweep's own expm1 (x <= 0) and log1p (-1/2 <= y <= 0), against long double. */
+static void test_expm1_log1p_accuracy(void **state) {
+  (void)state;
+  static const double scales[] = {1e-300, 1e-12, 1e-4, 0.05, 0.7, 3.0, 45.0, 800.0};
+  double worst_e = 0, worst_l = 0;
+  for (int i = 0; i < 400000; i++) {
+    double x = -urand() * scales[i % 8];
+    double e = ulp_error(kl_expm1_neg(x), expm1l((long double)x));
+    worst_e = e > worst_e ? e : worst_e;
+    double y = -urand() * (i % 3 ? 0.5 : scales[i % 4]);
+    double l = ulp_error(kl_log1p_half(y), log1pl((long double)y));
+    worst_l = l > worst_l ? l : worst_l;
+  }
+  print_message("expm1: max %.3f ulp; log1p: max %.3f ulp\n", worst_e, worst_l);
+  assert_true(worst_e < 1.5);
+  assert_true(worst_l < 2.0);
+  assert_true(kl_expm1_neg(0.0) == 0.0 && kl_expm1_neg(-1e9) == -1.0);
+  assert_true(kl_log1p_half(0.0) == 0.0 && kl_log1p_half(-0.5) == log1p(-0.5));
+}
+
 /* ---- kernels -------------------------------------------------------------------------- */
 
 static const fdl_num_isa isas[] = {FDL_NUM_ISA_SCALAR, FDL_NUM_ISA_AVX2, FDL_NUM_ISA_AVX512};
@@ -138,6 +160,7 @@ static void test_isa_bit_identical(void **state) {
           if (!isa_runs(isas[k])) continue;
           fdl_num_row r = row_kl(v, chunks[c], isas[k], t, s);
           assert_int_equal(bits(r.kl), bits(ref.kl));
+          assert_int_equal(bits(r.js), bits(ref.js));
           assert_int_equal(bits(r.abs_err_sum), bits(ref.abs_err_sum));
           assert_int_equal(bits(r.abs_err_max), bits(ref.abs_err_max));
           assert_int_equal(r.ref_argmax, ref.ref_argmax);
@@ -457,6 +480,7 @@ static void test_bootstrap(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exp_accuracy),
+      cmocka_unit_test(test_expm1_log1p_accuracy),
       cmocka_unit_test(test_isa_bit_identical),
       cmocka_unit_test(test_vocab_one),
       cmocka_unit_test(test_self_compare_positive_zero),

@@ -182,8 +182,8 @@ fdl_status kl_chunk(const kl_kernels *k, kl_state *st, const float *t, const flo
                     fdl_err *err);
 /* Final combination; fills res (js untouched). */
 fdl_status kl_finish(kl_state *st, fdl_num_row *res, const kl_where *w, fdl_err *err);
-/* The JS sweep: elements [i, n) of a chunk one at a time (the vector kernels' remainder, on a
- * CPU with AVX and FMA), and a whole chunk in portable C. */
+/* The JS sweep (kl_js.c): elements [i, n) of a chunk one at a time (the vector kernels'
+ * remainder), and a whole chunk. */
 void kl_js_tail(kl_state *st, const float *t, const float *s, size_t i, size_t n);
 void kl_js_scalar(kl_state *st, const float *t, const float *s, size_t n);
 double kl_js_finish(const kl_state *st);

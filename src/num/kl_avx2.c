@@ -2,7 +2,7 @@
  * Four ymm accumulators hold lanes 0-3, 4-7, 8-11 and 12-15 of the row state; each step
  * performs the scalar kernel's operations in the same order, so the bits equal kl_scalar.c. */
 #include "num/kl.h"
-#include "num/kl_sleef.h"
+#include "num/kl_js.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -155,13 +155,50 @@ T256 static int scan_avx2(const float *t, const float *s, size_t n, float *mt, f
   return finite;
 }
 
-/* kl_js.c's js_elems on four lanes at a time; sign flips are done on the bits, as C's unary
- * minus does, so -0.0 stays -0.0. */
-INL __m256d neg4(__m256d x) {
-  return _mm256_xor_pd(x, _mm256_set1_pd(-0.0));
+/* kl_js.h's expm1 and log1p, four lanes; the same operations in the same order. */
+INL __m256d expm1_neg4(__m256d x) {
+  const __m256d magic = _mm256_set1_pd(KL_MAGIC);
+  __m256d d = _mm256_max_pd(x, _mm256_set1_pd(KL_EXPM1_MIN));
+  __m256d big = _mm256_fmadd_pd(d, _mm256_set1_pd(KL_INV_C), magic);
+  __m256d kf = _mm256_sub_pd(big, magic);
+  __m256d r = _mm256_fmadd_pd(kf, _mm256_set1_pd(-KL_C_HI), d);
+  r = _mm256_fmadd_pd(kf, _mm256_set1_pd(-KL_C_LO), r);
+  __m256d q = _mm256_set1_pd(KL_P7);
+  q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(KL_P6));
+  q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(KL_P5));
+  q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(KL_P4));
+  q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(KL_P3));
+  q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(KL_P2));
+  __m256d p = _mm256_fmadd_pd(_mm256_mul_pd(r, r), q, r);
+  __m256i j = _mm256_and_si256(_mm256_castpd_si256(big), _mm256_set1_epi64x(15));
+  __m256d hi = _mm256_i64gather_pd(kl_exp2_hi, j, 8);
+  __m256d lo = _mm256_i64gather_pd(kl_exp2_lo, j, 8);
+  __m256d sc = pow2i4(_mm256_floor_pd(_mm256_mul_pd(kf, _mm256_set1_pd(0.0625))));
+  __m256d a = _mm256_sub_pd(_mm256_mul_pd(sc, hi), _mm256_set1_pd(1.0));
+  return _mm256_add_pd(a, _mm256_mul_pd(sc, _mm256_fmadd_pd(hi, p, lo)));
 }
 
+INL __m256d log1p_half4(__m256d y) {
+  __m256d z = _mm256_div_pd(y, _mm256_add_pd(_mm256_set1_pd(2.0), y));
+  __m256d w = _mm256_mul_pd(z, z);
+  __m256d p = _mm256_set1_pd(KL_L9);
+  p = _mm256_fmadd_pd(p, w, _mm256_set1_pd(KL_L8));
+  p = _mm256_fmadd_pd(p, w, _mm256_set1_pd(KL_L7));
+  p = _mm256_fmadd_pd(p, w, _mm256_set1_pd(KL_L6));
+  p = _mm256_fmadd_pd(p, w, _mm256_set1_pd(KL_L5));
+  p = _mm256_fmadd_pd(p, w, _mm256_set1_pd(KL_L4));
+  p = _mm256_fmadd_pd(p, w, _mm256_set1_pd(KL_L3));
+  p = _mm256_fmadd_pd(p, w, _mm256_set1_pd(KL_L2));
+  p = _mm256_fmadd_pd(p, w, _mm256_set1_pd(KL_L1));
+  p = _mm256_fmadd_pd(p, w, _mm256_set1_pd(KL_L0));
+  __m256d z2 = _mm256_add_pd(z, z);
+  return _mm256_fmadd_pd(_mm256_mul_pd(z2, w), p, z2);
+}
+
+/* kl_js.c's sweep on four lanes at a time; sign flips are done on the bits, as C's unary minus
+ * and fabs do. */
 T256 static void js_avx2(kl_state *st, const float *t, const float *s, size_t n) {
+  const __m256d sign = _mm256_set1_pd(-0.0);
   __m256d acc[4];
   for (int h = 0; h < 4; h++) acc[h] = _mm256_loadu_pd(st->js + 4 * h);
   const __m256d mt = _mm256_set1_pd(st->mt), ms = _mm256_set1_pd(st->ms);
@@ -174,10 +211,10 @@ T256 static void js_avx2(kl_state *st, const float *t, const float *s, size_t n)
       __m256d lp = _mm256_sub_pd(_mm256_sub_pd(tv, mt), lst);
       __m256d lq = _mm256_sub_pd(_mm256_sub_pd(sv, ms), lss);
       __m256d hi = _mm256_max_pd(lp, lq);
-      __m256d delta = _mm256_andnot_pd(_mm256_set1_pd(-0.0), _mm256_sub_pd(lp, lq));
-      __m256d big = Sleef_finz_expd4_u10avx2(hi);
-      __m256d em = Sleef_finz_expm1d4_u10avx2(neg4(delta));
-      __m256d l = Sleef_finz_log1pd4_u10avx2(_mm256_mul_pd(_mm256_set1_pd(0.5), em));
+      __m256d delta = _mm256_andnot_pd(sign, _mm256_sub_pd(lp, lq));
+      __m256d big = exp4(hi, 0);
+      __m256d em = expm1_neg4(_mm256_xor_pd(delta, sign));
+      __m256d l = log1p_half4(_mm256_mul_pd(_mm256_set1_pd(0.5), em));
       __m256d g = _mm256_sub_pd(_mm256_mul_pd(_mm256_sub_pd(_mm256_set1_pd(-2.0), em), l),
                                 _mm256_mul_pd(_mm256_add_pd(_mm256_set1_pd(1.0), em), delta));
       acc[h] = _mm256_fmadd_pd(big, g, acc[h]);

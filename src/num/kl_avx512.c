@@ -2,7 +2,7 @@
  * Lanes 0-7 and 8-15 of the row state live in two zmm accumulators; each step performs the
  * scalar kernel's operations in the same order, so the bits equal kl_scalar.c. */
 #include "num/kl.h"
-#include "num/kl_sleef.h"
+#include "num/kl_js.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -202,33 +202,80 @@ T512 static int scan_avx512(const float *t, const float *s, size_t n, float *mt,
   return scan_finish(&c, t, s, 0, n, mt, ms, amax);
 }
 
-/* kl_js.c's js_elems on eight lanes at a time; sign flips are done on the bits, as C's unary
- * minus and fabs do (AVX-512F has no floating-point xor, so through the integer unit). */
+/* kl_js.h's expm1 and log1p, eight lanes; the same operations in the same order (vscalefpd by
+ * floor(kf/16) is kl_pow2i's exact scaling). */
+INL __m512d expm1_neg8(__m512d x) {
+  const __m512d magic = _mm512_set1_pd(KL_MAGIC);
+  const __m512d thi0 = _mm512_loadu_pd(kl_exp2_hi), thi1 = _mm512_loadu_pd(kl_exp2_hi + 8);
+  const __m512d tlo0 = _mm512_loadu_pd(kl_exp2_lo), tlo1 = _mm512_loadu_pd(kl_exp2_lo + 8);
+  __m512d d = _mm512_max_pd(x, _mm512_set1_pd(KL_EXPM1_MIN));
+  __m512d big = _mm512_fmadd_pd(d, _mm512_set1_pd(KL_INV_C), magic);
+  __m512d kf = _mm512_sub_pd(big, magic);
+  __m512d r = _mm512_fmadd_pd(kf, _mm512_set1_pd(-KL_C_HI), d);
+  r = _mm512_fmadd_pd(kf, _mm512_set1_pd(-KL_C_LO), r);
+  __m512d q = _mm512_set1_pd(KL_P7);
+  q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(KL_P6));
+  q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(KL_P5));
+  q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(KL_P4));
+  q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(KL_P3));
+  q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(KL_P2));
+  __m512d p = _mm512_fmadd_pd(_mm512_mul_pd(r, r), q, r);
+  __m512i j = _mm512_castpd_si512(big);
+  __m512d hi = _mm512_permutex2var_pd(thi0, j, thi1);
+  __m512d lo = _mm512_permutex2var_pd(tlo0, j, tlo1);
+  __m512d k16 = _mm512_mul_pd(kf, _mm512_set1_pd(0.0625));
+  __m512d a = _mm512_sub_pd(_mm512_scalef_pd(hi, k16), _mm512_set1_pd(1.0));
+  return _mm512_add_pd(a, _mm512_scalef_pd(_mm512_fmadd_pd(hi, p, lo), k16));
+}
+
+INL __m512d log1p_half8(__m512d y) {
+  __m512d z = _mm512_div_pd(y, _mm512_add_pd(_mm512_set1_pd(2.0), y));
+  __m512d w = _mm512_mul_pd(z, z);
+  __m512d p = _mm512_set1_pd(KL_L9);
+  p = _mm512_fmadd_pd(p, w, _mm512_set1_pd(KL_L8));
+  p = _mm512_fmadd_pd(p, w, _mm512_set1_pd(KL_L7));
+  p = _mm512_fmadd_pd(p, w, _mm512_set1_pd(KL_L6));
+  p = _mm512_fmadd_pd(p, w, _mm512_set1_pd(KL_L5));
+  p = _mm512_fmadd_pd(p, w, _mm512_set1_pd(KL_L4));
+  p = _mm512_fmadd_pd(p, w, _mm512_set1_pd(KL_L3));
+  p = _mm512_fmadd_pd(p, w, _mm512_set1_pd(KL_L2));
+  p = _mm512_fmadd_pd(p, w, _mm512_set1_pd(KL_L1));
+  p = _mm512_fmadd_pd(p, w, _mm512_set1_pd(KL_L0));
+  __m512d z2 = _mm512_add_pd(z, z);
+  return _mm512_fmadd_pd(_mm512_mul_pd(z2, w), p, z2);
+}
+
+/* Sign flip on the bits, as C's unary minus does (AVX-512F has no floating-point xor). */
 INL __m512d neg8(__m512d x) {
   return _mm512_castsi512_pd(
       _mm512_xor_si512(_mm512_castpd_si512(x), _mm512_set1_epi64((long long)INT64_MIN)));
 }
 
+/* kl_js.c's sweep, 32 elements (four vectors, two per accumulator, in element order) a step so
+ * that exp8x4 can interleave the four exps. */
 T512 static void js_avx512(kl_state *st, const float *t, const float *s, size_t n) {
   __m512d acc[2] = {_mm512_loadu_pd(st->js), _mm512_loadu_pd(st->js + 8)};
   const __m512d mt = _mm512_set1_pd(st->mt), ms = _mm512_set1_pd(st->ms);
   const __m512d lst = _mm512_set1_pd(st->log_st), lss = _mm512_set1_pd(st->log_ss);
   size_t i = 0;
-  for (; i + KL_LANES <= n; i += KL_LANES) {
-    for (int h = 0; h < 2; h++) {
-      __m512d tv = _mm512_cvtps_pd(_mm256_loadu_ps(t + i + 8 * h));
-      __m512d sv = _mm512_cvtps_pd(_mm256_loadu_ps(s + i + 8 * h));
+  for (; i + 2 * KL_LANES <= n; i += 2 * KL_LANES) {
+    __m512d hi[4], delta[4], big[4];
+    X4({
+      __m512d tv = _mm512_cvtps_pd(_mm256_loadu_ps(t + i + 8 * v_));
+      __m512d sv = _mm512_cvtps_pd(_mm256_loadu_ps(s + i + 8 * v_));
       __m512d lp = _mm512_sub_pd(_mm512_sub_pd(tv, mt), lst);
       __m512d lq = _mm512_sub_pd(_mm512_sub_pd(sv, ms), lss);
-      __m512d hi = _mm512_max_pd(lp, lq);
-      __m512d delta = _mm512_abs_pd(_mm512_sub_pd(lp, lq));
-      __m512d big = Sleef_finz_expd8_u10avx512f(hi);
-      __m512d em = Sleef_finz_expm1d8_u10avx512f(neg8(delta));
-      __m512d l = Sleef_finz_log1pd8_u10avx512f(_mm512_mul_pd(_mm512_set1_pd(0.5), em));
+      hi[v_] = _mm512_max_pd(lp, lq);
+      delta[v_] = _mm512_abs_pd(_mm512_sub_pd(lp, lq));
+    });
+    exp8x4(big, hi, 0);
+    X4({
+      __m512d em = expm1_neg8(neg8(delta[v_]));
+      __m512d l = log1p_half8(_mm512_mul_pd(_mm512_set1_pd(0.5), em));
       __m512d g = _mm512_sub_pd(_mm512_mul_pd(_mm512_sub_pd(_mm512_set1_pd(-2.0), em), l),
-                                _mm512_mul_pd(_mm512_add_pd(_mm512_set1_pd(1.0), em), delta));
-      acc[h] = _mm512_fmadd_pd(big, g, acc[h]);
-    }
+                                _mm512_mul_pd(_mm512_add_pd(_mm512_set1_pd(1.0), em), delta[v_]));
+      acc[v_ & 1] = _mm512_fmadd_pd(big[v_], g, acc[v_ & 1]);
+    });
   }
   _mm512_storeu_pd(st->js, acc[0]);
   _mm512_storeu_pd(st->js + 8, acc[1]);
