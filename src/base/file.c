@@ -41,7 +41,7 @@ static fdl_status open_regular(const char *path, int *fd_out, struct stat *st, f
 
 fdl_status fdl_map_file(const char *path, fdl_map *m, fdl_err *err) {
   static const uint8_t empty[1] = {0};
-  int fd;
+  int fd = -1; /* set by open_regular on success; initialised for -O3 flow analysis */
   struct stat st;
   fdl_status s = open_regular(path, &fd, &st, err);
   if (s != FDL_OK) return s;
@@ -106,7 +106,7 @@ fdl_status fdl_read_fd(int fd, const char *name, size_t max_bytes, char **out, s
 
 fdl_status fdl_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
                          fdl_err *err) {
-  int fd;
+  int fd = -1;
   struct stat st;
   fdl_status s = open_regular(path, &fd, &st, err);
   if (s != FDL_OK) return s;

@@ -175,8 +175,8 @@ static fdl_status hash_fd(int fd, const char *path, uint64_t offset, uint64_t le
 
 fdl_status fdl_sha256_file(const char *path, fdl_sha256 *out, uint64_t *size, fdl_err *err) {
   if (!out) return fdl_fail(err, FDL_INVALID, "sha256: NULL output");
-  int fd;
-  uint64_t st_size;
+  int fd = -1; /* set by open_regular on success; initialised for -O3 flow analysis */
+  uint64_t st_size = 0;
   fdl_status s = open_regular(path, &fd, &st_size, err);
   if (s != FDL_OK) return s;
   (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -202,8 +202,8 @@ fdl_status fdl_sha256_file_range(const char *path, uint64_t offset, uint64_t len
   if (len > UINT64_MAX - offset || offset + len > (uint64_t)INT64_MAX)
     return fdl_fail(err, FDL_BOUNDS, "%s: byte range %llu+%llu overflows a file offset",
                     path ? path : "(null)", (unsigned long long)offset, (unsigned long long)len);
-  int fd;
-  uint64_t st_size;
+  int fd = -1;
+  uint64_t st_size = 0;
   fdl_status s = open_regular(path, &fd, &st_size, err);
   if (s != FDL_OK) return s;
   if (offset + len > st_size) {
