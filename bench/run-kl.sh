@@ -46,7 +46,7 @@ else
     -v th="$th" 'BEGIN{printf "ratio fidelis vs torch (%d threads): %.1fx (warm allocator), %.1fx (default)\n", th, t/f, d/f}'
 fi
 awk -v f="$fid_row" -v j="$(get ms_per_row "$fid_js")" \
-  'BEGIN{printf "JS sweep (--js, on by default for logit pairs): +%.3f ms/row, %.2fx the KL-only time\n", j-f*1e3, j/(f*1e3)}'
+  'BEGIN{printf "JS sweep (--js, on by default for logit pairs): +%.3f ms/row; a row with JS costs %.2fx a KL-only row\n", j-f*1e3, j/(f*1e3)}'
 rm -f "$work/ref.f32" "$work/cand.f32"
 
 echo "-- hidden form: vocab $V, hidden 2560, BF16 hidden widened, shared head"
