@@ -90,22 +90,30 @@ static inline double kl_pow2i(double k) {
   return r;
 }
 
-static inline double kl_exp(double d) {
-  d = d < KL_EXP_MIN ? KL_EXP_MIN : d;
+/* kl_exp's reduction of d (clamped by the caller): d = kf ln2/16 + r exactly, with j = kf mod 16
+ * and the returned p = e^r - 1. Shared with the JS sweep's expm1 (kl_js.h). */
+static inline double kl_exp_reduce(double d, double *kf, unsigned *j) {
   double big = fma(d, KL_INV_C, KL_MAGIC);
-  double kf = big - KL_MAGIC;
+  *kf = big - KL_MAGIC;
   uint64_t bits;
   memcpy(&bits, &big, sizeof bits);
-  unsigned j = (unsigned)(bits & 15u);
-  double r = fma(kf, -KL_C_HI, d);
-  r = fma(kf, -KL_C_LO, r);
+  *j = (unsigned)(bits & 15u);
+  double r = fma(*kf, -KL_C_HI, d);
+  r = fma(*kf, -KL_C_LO, r);
   double q = KL_P7;
   q = fma(q, r, KL_P6);
   q = fma(q, r, KL_P5);
   q = fma(q, r, KL_P4);
   q = fma(q, r, KL_P3);
   q = fma(q, r, KL_P2);
-  double p = fma(r * r, q, r);
+  return fma(r * r, q, r);
+}
+
+static inline double kl_exp(double d) {
+  d = d < KL_EXP_MIN ? KL_EXP_MIN : d;
+  double kf;
+  unsigned j;
+  double p = kl_exp_reduce(d, &kf, &j);
   double y = kl_exp2_hi[j] + fma(kl_exp2_hi[j], p, kl_exp2_lo[j]);
   double k = floor(kf * 0.0625);
   double k1 = k > KL_SCALE_MIN ? k : KL_SCALE_MIN;

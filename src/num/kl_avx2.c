@@ -18,20 +18,27 @@ INL __m256d pow2i4(__m256d k) {
 /* kl_exp, four lanes; the table is read with gathers. With FAST (every argument >=
  * KL_FAST_MIN, see kl.h) the clamp is a no-op and y * 2^k is normal, so k << 52 (the rounded
  * multiple's bits shifted right by 4, then left by 52) is added to y's bits directly. */
-INL __m256d exp4(__m256d d, const int fast) {
+/* kl_exp_reduce, four lanes: returns p; *big holds the rounded multiple's bits (j in the low
+ * four), *kf the multiple. */
+INL __m256d reduce4(__m256d d, __m256d *big, __m256d *kf) {
   const __m256d magic = _mm256_set1_pd(KL_MAGIC);
-  if (!fast) d = _mm256_max_pd(d, _mm256_set1_pd(KL_EXP_MIN));
-  __m256d big = _mm256_fmadd_pd(d, _mm256_set1_pd(KL_INV_C), magic);
-  __m256d kf = _mm256_sub_pd(big, magic);
-  __m256d r = _mm256_fmadd_pd(kf, _mm256_set1_pd(-KL_C_HI), d);
-  r = _mm256_fmadd_pd(kf, _mm256_set1_pd(-KL_C_LO), r);
+  *big = _mm256_fmadd_pd(d, _mm256_set1_pd(KL_INV_C), magic);
+  *kf = _mm256_sub_pd(*big, magic);
+  __m256d r = _mm256_fmadd_pd(*kf, _mm256_set1_pd(-KL_C_HI), d);
+  r = _mm256_fmadd_pd(*kf, _mm256_set1_pd(-KL_C_LO), r);
   __m256d q = _mm256_set1_pd(KL_P7);
   q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(KL_P6));
   q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(KL_P5));
   q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(KL_P4));
   q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(KL_P3));
   q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(KL_P2));
-  __m256d p = _mm256_fmadd_pd(_mm256_mul_pd(r, r), q, r);
+  return _mm256_fmadd_pd(_mm256_mul_pd(r, r), q, r);
+}
+
+INL __m256d exp4(__m256d d, const int fast) {
+  if (!fast) d = _mm256_max_pd(d, _mm256_set1_pd(KL_EXP_MIN));
+  __m256d big, kf;
+  __m256d p = reduce4(d, &big, &kf);
   __m256i j = _mm256_and_si256(_mm256_castpd_si256(big), _mm256_set1_epi64x(15));
   __m256d hi = _mm256_i64gather_pd(kl_exp2_hi, j, 8);
   __m256d lo = _mm256_i64gather_pd(kl_exp2_lo, j, 8);
@@ -157,19 +164,8 @@ T256 static int scan_avx2(const float *t, const float *s, size_t n, float *mt, f
 
 /* kl_js.h's expm1 and log1p, four lanes; the same operations in the same order. */
 INL __m256d expm1_neg4(__m256d x) {
-  const __m256d magic = _mm256_set1_pd(KL_MAGIC);
-  __m256d d = _mm256_max_pd(x, _mm256_set1_pd(KL_EXPM1_MIN));
-  __m256d big = _mm256_fmadd_pd(d, _mm256_set1_pd(KL_INV_C), magic);
-  __m256d kf = _mm256_sub_pd(big, magic);
-  __m256d r = _mm256_fmadd_pd(kf, _mm256_set1_pd(-KL_C_HI), d);
-  r = _mm256_fmadd_pd(kf, _mm256_set1_pd(-KL_C_LO), r);
-  __m256d q = _mm256_set1_pd(KL_P7);
-  q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(KL_P6));
-  q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(KL_P5));
-  q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(KL_P4));
-  q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(KL_P3));
-  q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(KL_P2));
-  __m256d p = _mm256_fmadd_pd(_mm256_mul_pd(r, r), q, r);
+  __m256d big, kf;
+  __m256d p = reduce4(_mm256_max_pd(x, _mm256_set1_pd(KL_EXPM1_MIN)), &big, &kf);
   __m256i j = _mm256_and_si256(_mm256_castpd_si256(big), _mm256_set1_epi64x(15));
   __m256d hi = _mm256_i64gather_pd(kl_exp2_hi, j, 8);
   __m256d lo = _mm256_i64gather_pd(kl_exp2_lo, j, 8);

@@ -32,21 +32,9 @@
 #define KL_L9 0x1.4b0a26c5f2aefp-4
 
 static inline double kl_expm1_neg(double x) {
-  double d = x < KL_EXPM1_MIN ? KL_EXPM1_MIN : x;
-  double big = fma(d, KL_INV_C, KL_MAGIC);
-  double kf = big - KL_MAGIC;
-  uint64_t bits;
-  memcpy(&bits, &big, sizeof bits);
-  unsigned j = (unsigned)(bits & 15u);
-  double r = fma(kf, -KL_C_HI, d);
-  r = fma(kf, -KL_C_LO, r);
-  double q = KL_P7;
-  q = fma(q, r, KL_P6);
-  q = fma(q, r, KL_P5);
-  q = fma(q, r, KL_P4);
-  q = fma(q, r, KL_P3);
-  q = fma(q, r, KL_P2);
-  double p = fma(r * r, q, r);
+  double kf;
+  unsigned j;
+  double p = kl_exp_reduce(x < KL_EXPM1_MIN ? KL_EXPM1_MIN : x, &kf, &j);
   double sc = kl_pow2i(floor(kf * 0.0625));
   double a = sc * kl_exp2_hi[j] - 1.0;
   return a + sc * fma(kl_exp2_hi[j], p, kl_exp2_lo[j]);
