@@ -6,7 +6,7 @@
  *   P * g,  g = -(2 + em) log1p(em/2) - (1 + em) delta  (>= 0, ~delta^2/4 for small delta),
  * which is exactly +0.0 for equal log-probabilities. g is finite for every finite delta, so no
  * term is skipped: a P that underflows to 0 adds exactly nothing. exp, expm1 and log1p are the
- * project's own (kl.h, kl_js.h), so JS has the same bits on every kernel and machine. */
+ * project's own (kl.h, kl_js.h), so JS has the same bits on every kernel. */
 #include <math.h>
 
 #include "num/kl_js.h"
