@@ -157,6 +157,14 @@ static void item_path(char *out, const char *parent, size_t i) {
   join3(out, parent, "", idx);
 }
 
+/* Element i of the array at parent: its path into ip, and a finding unless it is an object. */
+static bool item_object(sc *c, const json_t *item, const char *parent, size_t i, char *ip) {
+  item_path(ip, parent, i);
+  if (json_is_object(item)) return true;
+  bad(c, ip, "is %s; expected an object", type_name(item));
+  return false;
+}
+
 /* o[key] with its dotted path in full; a missing required key is one finding. */
 static const json_t *fld(sc *c, const json_t *o, const char *path, const char *key, unsigned fl,
                          char *full) {
@@ -383,11 +391,7 @@ static void scope_block(sc *c, const json_t *s) {
   const json_t *item;
   json_array_foreach(a, i, item) {
     char ip[PATH_CAP];
-    item_path(ip, "scope.assignments", i);
-    if (!json_is_object(item)) {
-      bad(c, ip, "is %s; expected an object", type_name(item));
-      continue;
-    }
+    if (!item_object(c, item, "scope.assignments", i, ip)) continue;
     f_str(c, item, ip, "tensor_class", REQ | MIN1, P_NONE);
     f_enum(c, item, ip, "treatment", REQ, TREATMENTS);
     f_str(c, item, ip, "format", REQ | MIN1, P_NONE);
@@ -562,11 +566,7 @@ static void determinism_block(sc *c, const json_t *d) {
   const json_t *reps = f_arr(c, d, p, "repeats", 0, 0, 0);
   json_array_foreach(reps, i, v) {
     char ip[PATH_CAP];
-    item_path(ip, "determinism.repeats", i);
-    if (!json_is_object(v)) {
-      bad(c, ip, "is %s; expected an object", type_name(v));
-      continue;
-    }
+    if (!item_object(c, v, "determinism.repeats", i, ip)) continue;
     f_str(c, v, ip, "name", REQ | MIN1, P_NONE);
     f_str(c, v, ip, "dir", REQ | MIN1, P_REL);
     f_str(c, v, ip, "capture_content_digest", REQ, P_SHA);
@@ -676,11 +676,7 @@ static void interop_block(sc *c, const json_t *io) {
   json_array_foreach(dv, i, v) {
     static const char *const K[] = {"id", "field", "reason", NULL};
     char ip[PATH_CAP];
-    item_path(ip, "interop.divergences", i);
-    if (!json_is_object(v)) {
-      bad(c, ip, "is %s; expected an object", type_name(v));
-      continue;
-    }
+    if (!item_object(c, v, "interop.divergences", i, ip)) continue;
     closed(c, v, ip, K);
     f_str(c, v, ip, "id", REQ, P_DIV);
     f_str(c, v, ip, "field", REQ | MIN1, P_NONE);
@@ -694,11 +690,7 @@ static void upstream_block(sc *c, const json_t *m) {
   const json_t *v;
   json_array_foreach(u, i, v) {
     char ip[PATH_CAP];
-    item_path(ip, "upstream_receipts", i);
-    if (!json_is_object(v)) {
-      bad(c, ip, "is %s; expected an object", type_name(v));
-      continue;
-    }
+    if (!item_object(c, v, "upstream_receipts", i, ip)) continue;
     f_str(c, v, ip, "file", REQ | MIN1, P_REL);
     f_str(c, v, ip, "schema", REQ | MIN1, P_NONE);
     f_str(c, v, ip, "sha256", REQ, P_SHA);
@@ -721,11 +713,7 @@ static void disclosures_block(sc *c, const json_t *m) {
   const json_t *v;
   json_array_foreach(d, i, v) {
     char ip[PATH_CAP];
-    item_path(ip, "disclosures", i);
-    if (!json_is_object(v)) {
-      bad(c, ip, "is %s; expected an object", type_name(v));
-      continue;
-    }
+    if (!item_object(c, v, "disclosures", i, ip)) continue;
     f_str(c, v, ip, "code", REQ | MIN1, P_NONE);
     f_enum(c, v, ip, "severity", REQ, SEVERITIES);
     f_bool(c, v, ip, "affects_comparability", NUL);
