@@ -140,6 +140,24 @@ static inline void kl_elem(kl_state *st, size_t j, float tf, float sf) {
   st->abs_max[j] = ae > st->abs_max[j] ? ae : st->abs_max[j];
 }
 
+/* The scan, element by element over [i, n), continuing from finite, a, b, m (the scalar kernel
+ * from the start, the vector kernels for their remainder): the maxima of both rows, the largest
+ * magnitude in either, and 0 in the result when any value is NaN or infinite. */
+static inline int kl_scan_tail(const float *t, const float *s, size_t i, size_t n, int finite,
+                               float a, float b, float m, float *mt, float *ms, float *mag) {
+  for (; i < n; i++) {
+    finite &= isfinite(t[i]) && isfinite(s[i]);
+    a = t[i] > a ? t[i] : a;
+    b = s[i] > b ? s[i] : b;
+    m = fabsf(t[i]) > m ? fabsf(t[i]) : m;
+    m = fabsf(s[i]) > m ? fabsf(s[i]) : m;
+  }
+  *mt = a;
+  *ms = b;
+  *mag = m;
+  return finite;
+}
+
 /* A chunk's scan, computed ahead while the previous chunk accumulates (valid only for the
  * exact t, s, n it names; kl_chunk consumes or discards it on the next call). */
 typedef struct {

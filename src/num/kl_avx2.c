@@ -149,17 +149,7 @@ T256 static int scan_avx2(const float *t, const float *s, size_t n, float *mt, f
   m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0xb1));
   float m = _mm_cvtss_f32(_mm_castsi128_ps(m4));
   float a = hmax8(vt), b = hmax8(vs);
-  for (; i < n; i++) {
-    finite &= isfinite(t[i]) && isfinite(s[i]);
-    a = t[i] > a ? t[i] : a;
-    b = s[i] > b ? s[i] : b;
-    m = fabsf(t[i]) > m ? fabsf(t[i]) : m;
-    m = fabsf(s[i]) > m ? fabsf(s[i]) : m;
-  }
-  *mt = a;
-  *ms = b;
-  *amax = m;
-  return finite;
+  return kl_scan_tail(t, s, i, n, finite, a, b, m, mt, ms, amax);
 }
 
 /* kl_js.h's expm1 and log1p, four lanes; the same operations in the same order. */

@@ -130,17 +130,7 @@ INL int scan_finish(scan16 *c, const float *t, const float *s, size_t i, size_t 
   int finite = mbits < 0x7f800000u;
   float m; /* the largest magnitude: finite magnitudes order like their bits */
   memcpy(&m, &mbits, sizeof m);
-  for (; i < n; i++) {
-    finite &= isfinite(t[i]) && isfinite(s[i]);
-    a = t[i] > a ? t[i] : a;
-    b = s[i] > b ? s[i] : b;
-    m = fabsf(t[i]) > m ? fabsf(t[i]) : m;
-    m = fabsf(s[i]) > m ? fabsf(s[i]) : m;
-  }
-  *mt = a;
-  *ms = b;
-  *amax = m;
-  return finite;
+  return kl_scan_tail(t, s, i, n, finite, a, b, m, mt, ms, amax);
 }
 
 /* Prefetch distance of the next chunk ahead of its fused scan, in floats (2 KiB per row). */

@@ -5,19 +5,7 @@
 #include "num/kl.h"
 
 static int scan_scalar(const float *t, const float *s, size_t n, float *mt, float *ms, float *mag) {
-  float a = t[0], b = s[0], m = 0.0f;
-  int finite = 1;
-  for (size_t i = 0; i < n; i++) {
-    finite &= isfinite(t[i]) && isfinite(s[i]);
-    a = t[i] > a ? t[i] : a;
-    b = s[i] > b ? s[i] : b;
-    m = fabsf(t[i]) > m ? fabsf(t[i]) : m;
-    m = fabsf(s[i]) > m ? fabsf(s[i]) : m;
-  }
-  *mt = a;
-  *ms = b;
-  *mag = m;
-  return finite;
+  return kl_scan_tail(t, s, 0, n, 1, t[0], s[0], 0.0f, mt, ms, mag);
 }
 
 static void accum_scalar(kl_state *st, const float *t, const float *s, size_t n, const float *pt,
