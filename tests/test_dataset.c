@@ -97,17 +97,17 @@ static void test_preseal_report(void **state) {
 static void test_join_norm(void **state) {
   (void)state;
   char out[256];
-  assert_true(ds_join_norm("capture", "hidden_0000.safetensors", out, sizeof out));
+  assert_true(fdl_ds_join_norm("capture", "hidden_0000.safetensors", out, sizeof out));
   assert_string_equal(out, "capture/hidden_0000.safetensors");
-  assert_true(ds_join_norm("capture", "../runtime/capture-runtime.json", out, sizeof out));
+  assert_true(fdl_ds_join_norm("capture", "../runtime/capture-runtime.json", out, sizeof out));
   assert_string_equal(out, "runtime/capture-runtime.json");
-  assert_true(ds_join_norm("", "./a//b/./c", out, sizeof out));
+  assert_true(fdl_ds_join_norm("", "./a//b/./c", out, sizeof out));
   assert_string_equal(out, "a/b/c");
-  assert_false(ds_join_norm("capture", "../../x", out, sizeof out));
-  assert_false(ds_join_norm("", "..", out, sizeof out));
-  assert_false(ds_join_norm("", ".", out, sizeof out));
-  assert_false(ds_join_norm("a", "..", out, sizeof out));
-  assert_false(ds_join_norm("", "abcdefgh", out, 4));
+  assert_false(fdl_ds_join_norm("capture", "../../x", out, sizeof out));
+  assert_false(fdl_ds_join_norm("", "..", out, sizeof out));
+  assert_false(fdl_ds_join_norm("", ".", out, sizeof out));
+  assert_false(fdl_ds_join_norm("a", "..", out, sizeof out));
+  assert_false(fdl_ds_join_norm("", "abcdefgh", out, 4));
 }
 
 static size_t count_code(const fdl_ds_report *r, const char *code) {
@@ -124,13 +124,13 @@ static void test_path_walk(void **state) {
                       "\"../runtime/capture-runtime.json\",\"dir\":\"a/../..\",\"note\":\"/ok\"}");
   fdl_ds_report r;
   fdl_ds_report_init(&r);
-  ds_walk_paths(doc, "capture/manifest.json", &r);
+  fdl_ds_walk_paths(doc, "capture/manifest.json", &r);
   /* /etc/passwd, ../up.json, C:x, a/../.. */
   assert_int_equal(count_code(&r, "path_escape"), 4);
   fdl_ds_report_free(&r);
   fdl_ds_report_init(&r);
   json_t *esc = parse("{\"runtime_manifest\":\"../../outside.json\"}");
-  ds_walk_paths(esc, "capture/manifest.json", &r);
+  fdl_ds_walk_paths(esc, "capture/manifest.json", &r);
   assert_int_equal(count_code(&r, "path_escape"), 1);
   fdl_ds_report_free(&r);
   json_decref(esc);
@@ -139,17 +139,17 @@ static void test_path_walk(void **state) {
 
 static void test_scored_rows(void **state) {
   (void)state;
-  assert_int_equal(ds_scored_rows(NULL, 64, 0, NULL), 63);
+  assert_int_equal(fdl_ds_scored_rows(NULL, 64, 0, NULL), 63);
   const uint8_t pad[] = {1, 1, 1, 1, 0, 0};
   int64_t rows[6];
-  assert_int_equal(ds_scored_rows(pad, 6, 0, rows), 3);
+  assert_int_equal(fdl_ds_scored_rows(pad, 6, 0, rows), 3);
   assert_int_equal(rows[2], 2);
   const uint8_t left[] = {0, 0, 1, 1, 1};
-  assert_int_equal(ds_scored_rows(left, 5, 0, rows), 2);
+  assert_int_equal(fdl_ds_scored_rows(left, 5, 0, rows), 2);
   assert_int_equal(rows[0], 2);
-  assert_int_equal(ds_scored_rows(NULL, 10, 4, rows), 5);
+  assert_int_equal(fdl_ds_scored_rows(NULL, 10, 4, rows), 5);
   assert_int_equal(rows[0], 4);
-  assert_int_equal(ds_scored_rows(NULL, 1, 0, NULL), 0);
+  assert_int_equal(fdl_ds_scored_rows(NULL, 1, 0, NULL), 0);
 }
 
 /* §15: a 63x64 BF16 capture tensor with the reference metadata is 8351 bytes, header 279. */
@@ -236,13 +236,13 @@ static void test_validate_not_a_dataset(void **state) {
 
 static void test_credentials(void **state) {
   (void)state;
-  assert_true(ds_is_credential(".hf_token"));
-  assert_true(ds_is_credential("upstream/.env"));
-  assert_true(ds_is_credential("a/.ssh/config"));
-  assert_true(ds_is_credential("keys/server.pem"));
-  assert_false(ds_is_credential("panel/tokens/context-0000.json"));
-  assert_false(ds_is_credential("tokenizer.json"));
-  assert_false(ds_is_credential("capture/hidden_0000.safetensors"));
+  assert_true(fdl_ds_is_credential(".hf_token"));
+  assert_true(fdl_ds_is_credential("upstream/.env"));
+  assert_true(fdl_ds_is_credential("a/.ssh/config"));
+  assert_true(fdl_ds_is_credential("keys/server.pem"));
+  assert_false(fdl_ds_is_credential("panel/tokens/context-0000.json"));
+  assert_false(fdl_ds_is_credential("tokenizer.json"));
+  assert_false(fdl_ds_is_credential("capture/hidden_0000.safetensors"));
 }
 
 static void test_masks(void **state) {
@@ -255,7 +255,7 @@ static void test_masks(void **state) {
   fdl_buf_append(&b, i8, sizeof i8);
   uint8_t *m;
   int64_t n;
-  assert_int_equal(ds_mask_from_npy(b.data, b.len, "m.npy", &m, &n, NULL), FDL_OK);
+  assert_int_equal(fdl_ds_mask_from_npy(b.data, b.len, "m.npy", &m, &n, NULL), FDL_OK);
   assert_int_equal(n, 5);
   assert_true(m[0] == 1 && m[2] == 0 && m[3] == 1);
   free(m);
@@ -264,21 +264,21 @@ static void test_masks(void **state) {
   assert_int_equal(fdl_npy_header(FDL_DTYPE_F32, 1, shape, &b, NULL), FDL_OK);
   fdl_buf_append(&b, f, sizeof f);
   fdl_err err;
-  assert_int_not_equal(ds_mask_from_npy(b.data, b.len, "f.npy", &m, &n, &err), FDL_OK);
+  assert_int_not_equal(fdl_ds_mask_from_npy(b.data, b.len, "f.npy", &m, &n, &err), FDL_OK);
   fdl_buf_free(&b);
 }
 
 static void test_truthy(void **state) {
   (void)state;
   json_t *d = parse("{\"a\":0,\"b\":\"\",\"c\":[],\"d\":1,\"e\":63,\"f\":63.0,\"g\":null}");
-  assert_false(ds_truthy(json_object_get(d, "a")));
-  assert_false(ds_truthy(json_object_get(d, "b")));
-  assert_false(ds_truthy(json_object_get(d, "c")));
-  assert_false(ds_truthy(json_object_get(d, "g")));
-  assert_false(ds_truthy(json_object_get(d, "missing")));
-  assert_true(ds_truthy(json_object_get(d, "d")));
-  assert_true(ds_py_equal(json_object_get(d, "e"), json_object_get(d, "f")));
-  assert_false(ds_py_equal(json_object_get(d, "e"), json_object_get(d, "d")));
+  assert_false(fdl_ds_truthy(json_object_get(d, "a")));
+  assert_false(fdl_ds_truthy(json_object_get(d, "b")));
+  assert_false(fdl_ds_truthy(json_object_get(d, "c")));
+  assert_false(fdl_ds_truthy(json_object_get(d, "g")));
+  assert_false(fdl_ds_truthy(json_object_get(d, "missing")));
+  assert_true(fdl_ds_truthy(json_object_get(d, "d")));
+  assert_true(fdl_ds_py_equal(json_object_get(d, "e"), json_object_get(d, "f")));
+  assert_false(fdl_ds_py_equal(json_object_get(d, "e"), json_object_get(d, "d")));
   json_decref(d);
 }
 
@@ -357,7 +357,7 @@ static void test_fifo_in_dataset(void **state) {
   char *text = NULL;
   size_t len = 0;
   fdl_err err;
-  assert_int_equal(ds_read_at(rootfd, FDL_DS_MANIFEST_NAME, 1024, &text, &len, NULL, &err), FDL_IO);
+  assert_int_equal(fdl_ds_read_at(rootfd, FDL_DS_MANIFEST_NAME, 1024, &text, &len, NULL, &err), FDL_IO);
   assert_non_null(strstr(err.msg, "not a regular file"));
   close(rootfd);
   fdl_ds_report r;

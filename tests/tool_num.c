@@ -74,11 +74,11 @@ static int dump_logits(const fdl_num_opts *o, const fdl_num_side *sd, size_t row
     size_t nr = rows - r0 < pb ? rows - r0 : pb;
     fdl_num_side s = *sd;
     s.data = sd->data + r0 * sd->ld;
-    if (replay_pad(&s, nr, pb, pad, r0, "dump", &err) != FDL_OK) return -1;
+    if (fdl_replay_pad(&s, nr, pb, pad, r0, "dump", &err) != FDL_OK) return -1;
     for (size_t c0 = 0; c0 < o->vocab; c0 += o->vocab_chunk) {
       size_t skip, n = o->vocab - c0 < o->vocab_chunk ? o->vocab - c0 : o->vocab_chunk;
-      size_t col0 = replay_window(c0, nc, o->vocab, &skip);
-      replay_tile(pad, pb, sd->hidden, sd->head, col0, nc, tile);
+      size_t col0 = fdl_replay_window(c0, nc, o->vocab, &skip);
+      fdl_replay_tile(pad, pb, sd->hidden, sd->head, col0, nc, tile);
       for (size_t r = 0; r < nr; r++)
         memcpy(outl + (r0 + r) * o->vocab + c0, tile + r * nc + skip, n * sizeof *outl);
     }

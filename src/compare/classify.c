@@ -13,24 +13,24 @@ static void weights_identity(const cmp_side *a, const cmp_side *b, bool *equal, 
   *equal = true;
   *any_null = false;
   for (int i = 0; i < 3; i++) {
-    const json_t *va = cmp_jget(a->ds.manifest, TRIPLE[i]);
-    const json_t *vb = cmp_jget(b->ds.manifest, TRIPLE[i]);
+    const json_t *va = fdl_cmp_jget(a->ds.manifest, TRIPLE[i]);
+    const json_t *vb = fdl_cmp_jget(b->ds.manifest, TRIPLE[i]);
     if (!va || json_is_null(va) || !vb || json_is_null(vb)) *any_null = true;
     bool na = !va || json_is_null(va), nb = !vb || json_is_null(vb);
-    if (na != nb || (!na && !cmp_py_equal(va, vb))) *equal = false;
+    if (na != nb || (!na && !fdl_cmp_py_equal(va, vb))) *equal = false;
   }
 }
 
-fdl_status cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+fdl_status fdl_cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                         cmp_findings *f, cmp_refusal *r, fdl_err *err) {
   f->capture_equal =
-      !cmp_empty(a->capture_digest) && cmp_streq(a->capture_digest, b->capture_digest);
-  f->head_digest_equal = cmp_streq(a->head_digest, b->head_digest);
+      !fdl_cmp_empty(a->capture_digest) && fdl_cmp_streq(a->capture_digest, b->capture_digest);
+  f->head_digest_equal = fdl_cmp_streq(a->head_digest, b->head_digest);
   bool any_null;
   weights_identity(a, b, &f->weights_identity_equal, &any_null);
   if (f->capture_equal && (a->hidden || b->hidden) && !f->head_digest_equal) {
     if (!o->own_heads)
-      return cmp_refuse(r, err, "head_substitution_vacuous", "head",
+      return fdl_cmp_refuse(r, err, "head_substitution_vacuous", "head",
                         "none: with identical hidden states the only difference is the head; "
                         "use --own-heads to measure exactly that head difference",
                         "HEAD-1c: the capture content digests are equal (%s) but the heads "
@@ -39,9 +39,9 @@ fdl_status cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_compare_
                         a->capture_digest);
     f->kind = "measurement";
     char sa[13], sb[13];
-    cmp_short(a->head_digest, sa);
-    cmp_short(b->head_digest, sb);
-    fdl_status s = cmp_disclose(f, "head_only_difference", "info", 0, err,
+    fdl_cmp_short(a->head_digest, sa);
+    fdl_cmp_short(b->head_digest, sb);
+    fdl_status s = fdl_cmp_disclose(f, "head_only_difference", "info", 0, err,
                                 "HEAD-1c: both sides carry the same hidden states (capture "
                                 "content digest %s); with --own-heads the measured difference is "
                                 "exactly the difference between the heads (reference %s, "
@@ -56,7 +56,7 @@ fdl_status cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_compare_
     f->kind = "measurement";
   }
   if (o->self_compare && strcmp(f->kind, "reproduction_confirmation"))
-    return cmp_refuse(r, err, "not_a_self_compare", "self-compare",
+    return fdl_cmp_refuse(r, err, "not_a_self_compare", "self-compare",
                       "drop --self-compare to measure this pair",
                       "--self-compare asserts a reproduction, but this pair is a %s (capture "
                       "content digests %s)",

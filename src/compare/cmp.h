@@ -1,9 +1,9 @@
 /* cmp.h - internal to src/compare: the two sides, the gate findings, the estimate, and the
  * refusal record that every stage shares.
  *
- * Lifecycle of one fdl_compare: load both sides (cmp_side_load) -> run the ladder
- * (cmp_gates_run, then cmp_classify) -> estimate (cmp_estimate_run) or hash proof ->
- * statistics (cmp_stats_build) -> receipt (cmp_receipt_build) -> check and write
+ * Lifecycle of one fdl_compare: load both sides (fdl_cmp_side_load) -> run the ladder
+ * (fdl_cmp_gates_run, then fdl_cmp_classify) -> estimate (fdl_cmp_estimate_run) or hash proof ->
+ * statistics (fdl_cmp_stats_build) -> receipt (fdl_cmp_receipt_build) -> check and write
  * (cmp_output_write). Every stage that can refuse takes a cmp_refusal and returns FDL_REFUSED
  * with it filled. */
 #ifndef FDL_COMPARE_CMP_H
@@ -29,7 +29,7 @@ typedef struct {
 } cmp_refusal;
 
 /* Fills r and err ("message") and returns FDL_REFUSED. remedy may be NULL (no remedy line). */
-fdl_status cmp_refuse(cmp_refusal *r, fdl_err *err, const char *code, const char *gate,
+fdl_status fdl_cmp_refuse(cmp_refusal *r, fdl_err *err, const char *code, const char *gate,
                       const char *remedy, const char *fmt, ...) FDL_PRINTF(6, 7);
 
 /* Remedy text of refusals that have no override by design. */
@@ -45,32 +45,32 @@ fdl_status cmp_refuse(cmp_refusal *r, fdl_err *err, const char *code, const char
 /* ---- small JSON helpers (json_util.c) --------------------------------------------------- */
 
 /* The value at a dotted path ("capture.vocab_size") or NULL. */
-const json_t *cmp_jget(const json_t *o, const char *path);
+const json_t *fdl_cmp_jget(const json_t *o, const char *path);
 /* The string at path, or NULL when absent / not a string. */
-const char *cmp_jstr(const json_t *o, const char *path);
+const char *fdl_cmp_jstr(const json_t *o, const char *path);
 /* The string at path, or "" when absent / null / not a string. */
-const char *cmp_jstr0(const json_t *o, const char *path);
+const char *fdl_cmp_jstr0(const json_t *o, const char *path);
 /* Python truthiness of the value at path (absent is false). */
-bool cmp_jtruthy(const json_t *o, const char *path);
+bool fdl_cmp_jtruthy(const json_t *o, const char *path);
 /* The integer at path, or -1 when absent / not an integer. */
-int64_t cmp_jint(const json_t *o, const char *path);
+int64_t fdl_cmp_jint(const json_t *o, const char *path);
 /* A deep copy of the value at path, or a new null when absent. Never NULL except on OOM. */
-json_t *cmp_jcopy(const json_t *o, const char *path);
+json_t *fdl_cmp_jcopy(const json_t *o, const char *path);
 /* Python == on parsed JSON: numbers compare by value across int/float, containers deeply. */
-bool cmp_py_equal(const json_t *a, const json_t *b);
+bool fdl_cmp_py_equal(const json_t *a, const json_t *b);
 /* Python str() of a scalar for messages: strings as is, null as "None", numbers as written. */
-void cmp_py_str(const json_t *v, char *out, size_t cap);
+void fdl_cmp_py_str(const json_t *v, char *out, size_t cap);
 /* Sets key to a new real / integer / string / bool (string NULL gives null). */
-int cmp_set_real(json_t *o, const char *k, double v);
-int cmp_set_int(json_t *o, const char *k, int64_t v);
-int cmp_set_str(json_t *o, const char *k, const char *v);
-int cmp_set_bool(json_t *o, const char *k, bool v);
+int fdl_cmp_set_real(json_t *o, const char *k, double v);
+int fdl_cmp_set_int(json_t *o, const char *k, int64_t v);
+int fdl_cmp_set_str(json_t *o, const char *k, const char *v);
+int fdl_cmp_set_bool(json_t *o, const char *k, bool v);
 /* True when s is NULL or "". */
-bool cmp_empty(const char *s);
+bool fdl_cmp_empty(const char *s);
 /* strcmp that treats NULL as "". */
-bool cmp_streq(const char *a, const char *b);
+bool fdl_cmp_streq(const char *a, const char *b);
 /* First 12 hex digits of a digest for messages ("" stays ""). */
-void cmp_short(const char *hex, char out[13]);
+void fdl_cmp_short(const char *hex, char out[13]);
 
 /* ---- sides (load.c) --------------------------------------------------------------------- */
 
@@ -93,11 +93,11 @@ typedef struct {
 } cmp_side;
 
 /* Validates the dataset (refusal seal_failed with the validator's first error) and loads it. */
-fdl_status cmp_side_load(cmp_side *s, const char *root, const char *who, const char *label,
+fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, const char *label,
                          const fdl_compare_opts *o, cmp_refusal *r, fdl_err *err);
-void cmp_side_free(cmp_side *s);
+void fdl_cmp_side_free(cmp_side *s);
 /* root + "/" + rel (+ "/" + rel2 when non-NULL), malloc'd; NULL on OOM. */
-char *cmp_path_join(const char *root, const char *rel, const char *rel2);
+char *fdl_cmp_path_join(const char *root, const char *rel, const char *rel2);
 
 /* ---- findings (gates_*.c, classify.c) -------------------------------------------------- */
 
@@ -126,47 +126,47 @@ typedef struct {
   bool capture_equal, weights_identity_equal, head_digest_equal;
 } cmp_findings;
 
-void cmp_findings_init(cmp_findings *f);
-void cmp_findings_free(cmp_findings *f);
+void fdl_cmp_findings_init(cmp_findings *f);
+void fdl_cmp_findings_free(cmp_findings *f);
 /* Records a gate result; overridden_by may be NULL. */
-fdl_status cmp_gate(cmp_findings *f, const char *name, bool passed, const char *overridden_by,
+fdl_status fdl_cmp_gate(cmp_findings *f, const char *name, bool passed, const char *overridden_by,
                     fdl_err *err, const char *fmt, ...) FDL_PRINTF(6, 7);
 /* Appends a disclosure; affects < 0 writes null. */
-fdl_status cmp_disclose(cmp_findings *f, const char *code, const char *severity, int affects,
+fdl_status fdl_cmp_disclose(cmp_findings *f, const char *code, const char *severity, int affects,
                         fdl_err *err, const char *fmt, ...) FDL_PRINTF(6, 7);
 /* Replaces the bias block (kind, direction unknown, no magnitude, no floor ref, detail). */
-fdl_status cmp_set_bias(cmp_findings *f, const char *kind, const char *detail, fdl_err *err);
+fdl_status fdl_cmp_set_bias(cmp_findings *f, const char *kind, const char *detail, fdl_err *err);
 
 /* The gates of section 4 in order: form, provenance, panel, head, lane, stack, geometry,
  * coverage, lossy, decode, then seal. */
-fdl_status cmp_gate_provenance(const cmp_side *a, const cmp_side *b, cmp_findings *f, fdl_err *err);
-fdl_status cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings *f, cmp_refusal *r,
+fdl_status fdl_cmp_gate_provenance(const cmp_side *a, const cmp_side *b, cmp_findings *f, fdl_err *err);
+fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings *f, cmp_refusal *r,
                           fdl_err *err);
-fdl_status cmp_gate_head(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+fdl_status fdl_cmp_gate_head(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                          cmp_findings *f, cmp_refusal *r, fdl_err *err);
-fdl_status cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+fdl_status fdl_cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                                cmp_findings *f, cmp_refusal *r, fdl_err *err);
-fdl_status cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
+fdl_status fdl_cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
                                       const fdl_compare_opts *o, cmp_findings *f, cmp_refusal *r,
                                       fdl_err *err);
-fdl_status cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                                  cmp_findings *f, fdl_err *err);
 /* The whole ladder (section 4 steps 1-11). */
-fdl_status cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+fdl_status fdl_cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                          cmp_findings *f, cmp_refusal *r, fdl_err *err);
 /* Classification with HEAD-1c and the --self-compare assertion (steps 12-13). */
-fdl_status cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+fdl_status fdl_cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                         cmp_findings *f, cmp_refusal *r, fdl_err *err);
 
 /* PANEL-D6 equality of two panel.tokenizer objects (null or absent means unknown). */
-bool cmp_tokenizer_identity_equal(const json_t *ta, const json_t *tb);
+bool fdl_cmp_tokenizer_identity_equal(const json_t *ta, const json_t *tb);
 
 /* ---- widening (widen.c) ---------------------------------------------------------------- */
 
 /* BF16, F16 and F32 are read; anything else is bad_tensor_file for the estimator. */
-bool cmp_dtype_widenable(fdl_dtype t);
+bool fdl_cmp_dtype_widenable(fdl_dtype t);
 /* Elements [first, first + n) of t as float32 (exact widening). */
-void cmp_widen(const fdl_tensor *t, size_t first, size_t n, float *out);
+void fdl_cmp_widen(const fdl_tensor *t, size_t first, size_t n, float *out);
 
 /* ---- heads (heads.c) --------------------------------------------------------------------- */
 
@@ -177,9 +177,9 @@ typedef struct {
 } cmp_heads;
 
 /* Resolves and loads the heads the head gate decided (section 5.4, head resolution). */
-fdl_status cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                           cmp_findings *f, cmp_heads *h, cmp_refusal *r, fdl_err *err);
-void cmp_heads_free(cmp_heads *h);
+void fdl_cmp_heads_free(cmp_heads *h);
 
 /* ---- estimate (estimate.c) -------------------------------------------------------------- */
 
@@ -197,15 +197,15 @@ typedef struct {
 } cmp_estimate;
 
 /* Sizes the tokenwise layout from the reference's scored_rows over the shared records. */
-fdl_status cmp_estimate_layout(const cmp_side *a, const cmp_findings *f, cmp_estimate *e,
+fdl_status fdl_cmp_estimate_layout(const cmp_side *a, const cmp_findings *f, cmp_estimate *e,
                                fdl_err *err);
 /* The hash proof: every value +0.0, top-1 all agree. */
-fdl_status cmp_estimate_zero(cmp_estimate *e, fdl_err *err);
+fdl_status fdl_cmp_estimate_zero(cmp_estimate *e, fdl_err *err);
 /* The full computation (section 6.2), streaming records through fdl_num_run. */
-fdl_status cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                             cmp_findings *f, const cmp_heads *h, bool want_js, cmp_estimate *e,
                             cmp_refusal *r, fdl_err *err);
-void cmp_estimate_free(cmp_estimate *e);
+void fdl_cmp_estimate_free(cmp_estimate *e);
 
 /* ---- statistics, receipt, output -------------------------------------------------------- */
 
@@ -213,7 +213,7 @@ void cmp_estimate_free(cmp_estimate *e);
  * per_domain, context_depth_buckets, per_context, high_kld_contexts, top1_discordant_contexts,
  * uncertainty, js, logit_absolute_error_mean/max and metric to the receipt. Appends the
  * uncertainty_not_estimated disclosure when a bootstrap was wanted but cannot run. */
-fdl_status cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_estimate *e,
+fdl_status fdl_cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_estimate *e,
                            const fdl_compare_opts *o, bool reproduction, json_t *receipt,
                            fdl_err *err);
 
@@ -225,23 +225,23 @@ typedef struct {
 /* Builds every other block of the receipt (sides, panel, gates, comparator, estimator,
  * determinism, measurement_scope, comparability, tokenwise, self_compare, submission,
  * disclosures) and seals it. */
-fdl_status cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+fdl_status fdl_cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                              cmp_findings *f, const cmp_estimate *e, bool force_agreed,
                              const cmp_tokenwise_info *tw, json_t *receipt, cmp_refusal *r,
                              fdl_err *err);
 
 /* The comparability block (section 11.7): class, floor, lane, bias, and for a measurement the
  * key and its inputs. Refuses receipt_invalid when a key input contains '|'. */
-fdl_status cmp_comparability(const cmp_side *a, const cmp_findings *f, json_t **out, cmp_refusal *r,
+fdl_status fdl_cmp_comparability(const cmp_side *a, const cmp_findings *f, json_t **out, cmp_refusal *r,
                              fdl_err *err);
 
 /* The comparator block's description of fidelis and its environment (env.c). */
-json_t *cmp_env_replay(void);
-json_t *cmp_env_tool(void);
+json_t *fdl_cmp_env_replay(void);
+json_t *fdl_cmp_env_tool(void);
 
 /* Refuses destination_exists when --out is not a directory or an output file is already there
  * (checked before any work, and again by the no-replace renames). */
-fdl_status cmp_output_precheck(const char *out_dir, cmp_refusal *r, fdl_err *err);
+fdl_status fdl_cmp_output_precheck(const char *out_dir, cmp_refusal *r, fdl_err *err);
 
 typedef struct {
   char *dir;     /* .compare-staging-XXXXXX beside --out */
@@ -250,16 +250,16 @@ typedef struct {
 } cmp_stage;
 
 /* Creates the parent of out_dir if needed and the staging directory inside it. */
-fdl_status cmp_stage_open(const char *out_dir, cmp_stage *st, cmp_refusal *r, fdl_err *err);
+fdl_status fdl_cmp_stage_open(const char *out_dir, cmp_stage *st, cmp_refusal *r, fdl_err *err);
 /* Writes the np.save bytes of the token-wise array and digests them. */
-fdl_status cmp_stage_tokenwise(cmp_stage *st, const cmp_estimate *e, cmp_tokenwise_info *tw,
+fdl_status fdl_cmp_stage_tokenwise(cmp_stage *st, const cmp_estimate *e, cmp_tokenwise_info *tw,
                                cmp_refusal *r, fdl_err *err);
 /* Writes the receipt (indent-2 file form), creates out_dir and renames the array, then the
  * receipt, into it without replacing anything. */
-fdl_status cmp_stage_commit(cmp_stage *st, const json_t *receipt, const char *out_dir,
+fdl_status fdl_cmp_stage_commit(cmp_stage *st, const json_t *receipt, const char *out_dir,
                             char **receipt_path, char **tokenwise_path, cmp_refusal *r,
                             fdl_err *err);
 /* Removes whatever is left in the staging directory, and the directory. */
-void cmp_stage_cleanup(cmp_stage *st);
+void fdl_cmp_stage_cleanup(cmp_stage *st);
 
 #endif

@@ -49,43 +49,43 @@ fdl_status fdl_compare_key(const json_t *key_inputs, char *out, fdl_err *err) {
 }
 
 /* The comparability block of a receipt; key and key_inputs only for a measurement. */
-fdl_status cmp_comparability(const cmp_side *a, const cmp_findings *f, json_t **out, cmp_refusal *r,
+fdl_status fdl_cmp_comparability(const cmp_side *a, const cmp_findings *f, json_t **out, cmp_refusal *r,
                              fdl_err *err) {
   json_t *c = json_object();
   if (!c) return fdl_fail(err, FDL_NOMEM, "out of memory");
   bool usable =
       !f->preview && !f->not_floor && !f->cross_stack && !f->head_substituted && f->same_lane;
-  int bad = cmp_set_str(c, "class", f->advisory ? "advisory" : "strict") |
-            cmp_set_bool(c, "usable_as_floor", usable) |
-            cmp_set_bool(c, "same_lane", f->same_lane) |
+  int bad = fdl_cmp_set_str(c, "class", f->advisory ? "advisory" : "strict") |
+            fdl_cmp_set_bool(c, "usable_as_floor", usable) |
+            fdl_cmp_set_bool(c, "same_lane", f->same_lane) |
             json_object_set_new(c, "bias", f->bias ? json_deep_copy(f->bias) : json_null());
   if (strcmp(f->kind, "measurement")) {
     bad |= json_object_set_new(c, "key", json_null()) |
            json_object_set_new(c, "key_inputs", json_null());
   } else {
-    const char *panel_id = cmp_jstr(a->ds.manifest, "panel.panel_id");
+    const char *panel_id = fdl_cmp_jstr(a->ds.manifest, "panel.panel_id");
     json_t *ki = json_object();
     bad |= !ki;
-    bad |= cmp_set_str(ki, "panel_id", !cmp_empty(panel_id) ? panel_id : "panel--unknown") |
-           cmp_set_str(ki, "reference_id",
-                       !cmp_empty(a->dataset_id) ? a->dataset_id : "reference--unknown") |
-           cmp_set_str(ki, "metric_name", "mean_tokenwise_kld") |
-           cmp_set_str(ki, "direction", "reference_to_candidate") |
-           cmp_set_str(ki, "accumulation_dtype", "float64") |
-           cmp_set_str(ki, "stack_relation", f->cross_stack ? "cross_stack" : "same_stack") |
-           cmp_set_str(ki, "head_policy", f->head_policy);
+    bad |= fdl_cmp_set_str(ki, "panel_id", !fdl_cmp_empty(panel_id) ? panel_id : "panel--unknown") |
+           fdl_cmp_set_str(ki, "reference_id",
+                       !fdl_cmp_empty(a->dataset_id) ? a->dataset_id : "reference--unknown") |
+           fdl_cmp_set_str(ki, "metric_name", "mean_tokenwise_kld") |
+           fdl_cmp_set_str(ki, "direction", "reference_to_candidate") |
+           fdl_cmp_set_str(ki, "accumulation_dtype", "float64") |
+           fdl_cmp_set_str(ki, "stack_relation", f->cross_stack ? "cross_stack" : "same_stack") |
+           fdl_cmp_set_str(ki, "head_policy", f->head_policy);
     char key[FDL_COMPARE_KEY_LEN + 1] = "";
     fdl_err ke = {FDL_OK, ""};
     if (!bad && fdl_compare_key(ki, key, &ke) != FDL_OK) {
       json_decref(ki);
       json_decref(c);
-      return cmp_refuse(r, err, "receipt_invalid", "publish", CMP_REMEDY_BUG, "%s", ke.msg);
+      return fdl_cmp_refuse(r, err, "receipt_invalid", "publish", CMP_REMEDY_BUG, "%s", ke.msg);
     }
     /* The reference's exact text: readers match on it. */
-    bad |= cmp_set_str(ki, "note",
+    bad |= fdl_cmp_set_str(ki, "note",
                        "provisional; the registry recomputes with its reference record id "
                        "(registry CMP-001)") |
-           cmp_set_str(c, "key", key) | json_object_set_new(c, "key_inputs", ki);
+           fdl_cmp_set_str(c, "key", key) | json_object_set_new(c, "key_inputs", ki);
   }
   if (bad) {
     json_decref(c);

@@ -37,7 +37,7 @@ static fdl_status check_opts(const fdl_compare_opts *o, fdl_err *err) {
   if (o->bootstrap_samples == 1)
     return fdl_fail(err, FDL_INVALID, "--bootstrap needs at least 2 resamples");
   /* position_block and vocab_chunk out of range are compute refusals (bad_position_block,
-   * bad_vocab_chunk), as in the reference, not usage errors: see cmp_estimate_run. */
+   * bad_vocab_chunk), as in the reference, not usage errors: see fdl_cmp_estimate_run. */
   if (o->threads > FDL_POOL_MAX_THREADS)
     return fdl_fail(err, FDL_INVALID, "--threads must be at most %d", FDL_POOL_MAX_THREADS);
   return FDL_OK;
@@ -49,7 +49,7 @@ static fdl_status same_root(const fdl_compare_opts *o, cmp_refusal *r, fdl_err *
   free(ra);
   free(rb);
   if (!same) return FDL_OK;
-  return cmp_refuse(r, err, "same_root", "cli",
+  return fdl_cmp_refuse(r, err, "same_root", "cli",
                     "none: even a self-compare needs two separate captures of the same artifact",
                     "the reference and the candidate are the same directory (%s)", o->reference);
 }
@@ -61,13 +61,13 @@ static fdl_status force_agrees(const cmp_estimate *e, cmp_refusal *r, fdl_err *e
     uint64_t w;
     memcpy(&w, &e->kl[i], sizeof w);
     if (w)
-      return cmp_refuse(r, err, "self_compare_disagreement", "compute", CMP_REMEDY_BUG,
+      return fdl_cmp_refuse(r, err, "self_compare_disagreement", "compute", CMP_REMEDY_BUG,
                         "--force-compute: row %zu of the computed array is %.17g, not +0.0, "
                         "although the capture content digests are equal",
                         i, e->kl[i]);
   }
   if (e->top1_matches != e->n_rows)
-    return cmp_refuse(r, err, "self_compare_disagreement", "compute", CMP_REMEDY_BUG,
+    return fdl_cmp_refuse(r, err, "self_compare_disagreement", "compute", CMP_REMEDY_BUG,
                       "--force-compute: top-1 agreement is %llu of %zu rows, not all",
                       (unsigned long long)e->top1_matches, e->n_rows);
   return FDL_OK;
@@ -86,22 +86,22 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
                       cmp_refusal *r, fdl_err *err) {
   fdl_status s;
   if ((s = same_root(o, r, err)) != FDL_OK) return s;
-  if ((s = cmp_output_precheck(o->out_dir, r, err)) != FDL_OK) return s;
+  if ((s = fdl_cmp_output_precheck(o->out_dir, r, err)) != FDL_OK) return s;
   const char *la = o->reference_label ? o->reference_label : "reference";
   const char *lb = o->candidate_label ? o->candidate_label : "candidate";
-  if ((s = cmp_side_load(&z->a, o->reference, "reference", la, o, r, err)) != FDL_OK) return s;
-  if ((s = cmp_side_load(&z->b, o->candidate, "candidate", lb, o, r, err)) != FDL_OK) return s;
-  if ((s = cmp_gates_run(&z->a, &z->b, o, &z->f, r, err)) != FDL_OK) return s;
-  if ((s = cmp_classify(&z->a, &z->b, o, &z->f, r, err)) != FDL_OK) return s;
-  if ((s = cmp_estimate_layout(&z->a, &z->f, &z->e, err)) != FDL_OK) return s;
+  if ((s = fdl_cmp_side_load(&z->a, o->reference, "reference", la, o, r, err)) != FDL_OK) return s;
+  if ((s = fdl_cmp_side_load(&z->b, o->candidate, "candidate", lb, o, r, err)) != FDL_OK) return s;
+  if ((s = fdl_cmp_gates_run(&z->a, &z->b, o, &z->f, r, err)) != FDL_OK) return s;
+  if ((s = fdl_cmp_classify(&z->a, &z->b, o, &z->f, r, err)) != FDL_OK) return s;
+  if ((s = fdl_cmp_estimate_layout(&z->a, &z->f, &z->e, err)) != FDL_OK) return s;
   bool repro = !strcmp(z->f.kind, "reproduction_confirmation"), agreed = false;
   if (repro && !o->force_compute) {
-    s = cmp_estimate_zero(&z->e, err);
+    s = fdl_cmp_estimate_zero(&z->e, err);
   } else {
     bool js = o->js > 0 || (o->js < 0 && !z->a.hidden && !z->b.hidden);
-    s = cmp_heads_load(&z->a, &z->b, o, &z->f, &z->h, r, err);
-    if (s == FDL_OK) s = cmp_estimate_run(&z->a, &z->b, o, &z->f, &z->h, js, &z->e, r, err);
-    cmp_heads_free(&z->h);
+    s = fdl_cmp_heads_load(&z->a, &z->b, o, &z->f, &z->h, r, err);
+    if (s == FDL_OK) s = fdl_cmp_estimate_run(&z->a, &z->b, o, &z->f, &z->h, js, &z->e, r, err);
+    fdl_cmp_heads_free(&z->h);
     if (s == FDL_OK && repro) {
       s = force_agrees(&z->e, r, err);
       agreed = s == FDL_OK;
@@ -109,20 +109,20 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
   }
   if (s != FDL_OK) return s;
   if (!(z->rc = json_object())) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  if ((s = cmp_stats_build(&z->a, &z->f, &z->e, o, repro, z->rc, err)) != FDL_OK) return s;
+  if ((s = fdl_cmp_stats_build(&z->a, &z->f, &z->e, o, repro, z->rc, err)) != FDL_OK) return s;
   cmp_tokenwise_info tw;
-  if ((s = cmp_stage_open(o->out_dir, &z->st, r, err)) != FDL_OK) return s;
-  if ((s = cmp_stage_tokenwise(&z->st, &z->e, &tw, r, err)) != FDL_OK) return s;
-  s = cmp_receipt_build(&z->a, &z->b, o, &z->f, &z->e, agreed, &tw, z->rc, r, err);
+  if ((s = fdl_cmp_stage_open(o->out_dir, &z->st, r, err)) != FDL_OK) return s;
+  if ((s = fdl_cmp_stage_tokenwise(&z->st, &z->e, &tw, r, err)) != FDL_OK) return s;
+  s = fdl_cmp_receipt_build(&z->a, &z->b, o, &z->f, &z->e, agreed, &tw, z->rc, r, err);
   if (s != FDL_OK) return s;
   char code[32];
   fdl_err ce = {FDL_OK, ""};
   if (fdl_compare_check_receipt(z->rc, code, &ce) != FDL_OK)
-    return cmp_refuse(r, err, "receipt_invalid", "publish", CMP_REMEDY_BUG,
+    return fdl_cmp_refuse(r, err, "receipt_invalid", "publish", CMP_REMEDY_BUG,
                       "the built receipt fails its own checks [%s]: %s", code, ce.msg);
-  s = cmp_stage_commit(&z->st, z->rc, o->out_dir, &res->receipt_path, &res->tokenwise_path, r, err);
+  s = fdl_cmp_stage_commit(&z->st, z->rc, o->out_dir, &res->receipt_path, &res->tokenwise_path, r, err);
   if (s != FDL_OK) return s;
-  res->exit_code = cmp_streq(cmp_jstr(z->rc, "comparability.class"), "strict") ? 0 : 2;
+  res->exit_code = fdl_cmp_streq(fdl_cmp_jstr(z->rc, "comparability.class"), "strict") ? 0 : 2;
   res->receipt = json_incref(z->rc);
   return FDL_OK;
 }
@@ -139,7 +139,7 @@ fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *res, fdl_e
   }
   run_state z;
   memset(&z, 0, sizeof z);
-  cmp_findings_init(&z.f);
+  fdl_cmp_findings_init(&z.f);
   cmp_refusal r = {"", "", ""};
   s = run(o, &z, res, &r, err);
   if (s != FDL_OK && s != FDL_REFUSED) {
@@ -162,12 +162,12 @@ fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *res, fdl_e
     memcpy(res->gate, r.gate, sizeof res->gate);
     memcpy(res->remedy, r.remedy, sizeof res->remedy);
   }
-  cmp_stage_cleanup(&z.st);
+  fdl_cmp_stage_cleanup(&z.st);
   json_decref(z.rc);
-  cmp_estimate_free(&z.e);
-  cmp_heads_free(&z.h);
-  cmp_findings_free(&z.f);
-  cmp_side_free(&z.b);
-  cmp_side_free(&z.a);
+  fdl_cmp_estimate_free(&z.e);
+  fdl_cmp_heads_free(&z.h);
+  fdl_cmp_findings_free(&z.f);
+  fdl_cmp_side_free(&z.b);
+  fdl_cmp_side_free(&z.a);
   return s;
 }

@@ -26,7 +26,7 @@ static void cpu_model(char *out, size_t cap) {
   fclose(f);
 }
 
-json_t *cmp_env_replay(void) {
+json_t *fdl_cmp_env_replay(void) {
   json_t *o = json_object();
   if (!o) return NULL;
   const char *cfg = openblas_get_config();
@@ -37,13 +37,13 @@ json_t *cmp_env_replay(void) {
     snprintf(version, sizeof version, "%.*s", (int)n, cfg + 9);
   }
   cpu_model(cpu, sizeof cpu);
-  int bad = cmp_set_str(o, "library", "openblas") | cmp_set_str(o, "blas_name", "openblas") |
-            cmp_set_str(o, "blas_version", version) | cmp_set_str(o, "blas_configuration", cfg) |
-            cmp_set_str(o, "blas_core", core) | cmp_set_int(o, "blas_threads", 1) |
-            cmp_set_str(o, "blas_threads_source",
+  int bad = fdl_cmp_set_str(o, "library", "openblas") | fdl_cmp_set_str(o, "blas_name", "openblas") |
+            fdl_cmp_set_str(o, "blas_version", version) | fdl_cmp_set_str(o, "blas_configuration", cfg) |
+            fdl_cmp_set_str(o, "blas_core", core) | fdl_cmp_set_int(o, "blas_threads", 1) |
+            fdl_cmp_set_str(o, "blas_threads_source",
                         "openblas_set_num_threads(1): one single-threaded cblas_sgemm per tile") |
-            cmp_set_str(o, "cpu_model", cpu) | cmp_set_str(o, "replay_dtype", "float32") |
-            cmp_set_str(o, "tile",
+            fdl_cmp_set_str(o, "cpu_model", cpu) | fdl_cmp_set_str(o, "replay_dtype", "float32") |
+            fdl_cmp_set_str(o, "tile",
                         "position_block x vocab_chunk logits per sgemm; the last block of a "
                         "record is zero-padded and the last vocabulary tile slides back to keep "
                         "the shape fixed");
@@ -54,13 +54,13 @@ json_t *cmp_env_replay(void) {
   return o;
 }
 
-json_t *cmp_env_tool(void) {
+json_t *fdl_cmp_env_tool(void) {
   json_t *o = json_object();
   if (!o) return NULL;
   int bad =
-      cmp_set_str(o, "name", "fidelis") | cmp_set_str(o, "version", fdl_version()) |
-      cmp_set_str(o, "entrypoint", "fidelis compare") |
-      cmp_set_str(
+      fdl_cmp_set_str(o, "name", "fidelis") | fdl_cmp_set_str(o, "version", fdl_version()) |
+      fdl_cmp_set_str(o, "entrypoint", "fidelis compare") |
+      fdl_cmp_set_str(
           o, "note",
           "a C17 re-implementation of the reference comparator's gates and "
           "receipt; the estimator is fidelis' own fused float64 KL (one streaming "

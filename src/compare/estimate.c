@@ -18,7 +18,7 @@
 
 /* ---- layout and the hash proof ---------------------------------------------------------- */
 
-fdl_status cmp_estimate_layout(const cmp_side *a, const cmp_findings *f, cmp_estimate *e,
+fdl_status fdl_cmp_estimate_layout(const cmp_side *a, const cmp_findings *f, cmp_estimate *e,
                                fdl_err *err) {
   memset(e, 0, sizeof *e);
   e->ctx_off = malloc((f->n_shared + 1) * sizeof *e->ctx_off);
@@ -37,7 +37,7 @@ fdl_status cmp_estimate_layout(const cmp_side *a, const cmp_findings *f, cmp_est
   return FDL_OK;
 }
 
-fdl_status cmp_estimate_zero(cmp_estimate *e, fdl_err *err) {
+fdl_status fdl_cmp_estimate_zero(cmp_estimate *e, fdl_err *err) {
   /* calloc gives all-zero bytes: +0.0, never -0.0. */
   e->kl = calloc(e->n_rows ? e->n_rows : 1, sizeof *e->kl);
   if (!e->kl) return fdl_fail(err, FDL_NOMEM, "out of memory for %zu KL values", e->n_rows);
@@ -46,7 +46,7 @@ fdl_status cmp_estimate_zero(cmp_estimate *e, fdl_err *err) {
   return FDL_OK;
 }
 
-void cmp_estimate_free(cmp_estimate *e) {
+void fdl_cmp_estimate_free(cmp_estimate *e) {
   if (!e) return;
   free(e->ctx_off);
   free(e->kl);
@@ -75,28 +75,28 @@ static fdl_status open_side(const plan *p, int i, size_t ctx, rec_open *ro, cmp_
   size_t at = i == 0 ? p->f->ref_at[ctx] : p->f->cand_at[ctx];
   const fdl_ds_capture_record *rec = &s->ds.records[at];
   long long idx = (long long)rec->index;
-  char *path = cmp_path_join(s->root, s->capture_dir, rec->file ? rec->file : "");
+  char *path = fdl_cmp_path_join(s->root, s->capture_dir, rec->file ? rec->file : "");
   if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
   fdl_err e = {FDL_OK, ""};
   fdl_status st = fdl_safetensors_open(path, &ro->st[i], &e);
   if (st != FDL_OK) {
-    cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
+    fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
                "%s record %lld (%s): %s", s->who, idx, path, e.msg);
     free(path);
     return FDL_REFUSED;
   }
   const fdl_tensor *t = fdl_safetensors_find(ro->st[i], rec->key ? rec->key : "");
   if (!t)
-    st = cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
+    st = fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
                     "%s record %lld (%s): tensor key '%s' is absent", s->who, idx, path,
                     rec->key ? rec->key : "");
-  else if (!cmp_dtype_widenable(t->dtype))
-    st = cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
+  else if (!fdl_cmp_dtype_widenable(t->dtype))
+    st = fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
                     "%s record %lld (%s): dtype %s is not read by the float32 estimator "
                     "(BF16, F16 or F32 expected)",
                     s->who, idx, path, fdl_dtype_name(t->dtype));
   else if (t->ndim != 2 || t->shape[0] != rec->scored_rows || (uint64_t)t->shape[1] != p->width[i])
-    st = cmp_refuse(r, err, "geometry_mismatch", "compute", CMP_NO_OVERRIDE_DATA,
+    st = fdl_cmp_refuse(r, err, "geometry_mismatch", "compute", CMP_NO_OVERRIDE_DATA,
                     "%s record %lld (%s): tensor shape [%lld, %lld], expected [%lld, %zu] "
                     "(scored_rows, %s)",
                     s->who, idx, path, t->ndim > 0 ? (long long)t->shape[0] : -1LL,
@@ -146,7 +146,7 @@ static fdl_status convert_task(void *arg, size_t i, unsigned worker, fdl_err *er
   const blk *b = &w->blocks[i];
   const rec_open *ro = &w->opens[b->open];
   for (int s = 0; s < 2; s++)
-    cmp_widen(ro->t[s], b->row0 * w->p.width[s], b->rows * w->p.width[s],
+    fdl_cmp_widen(ro->t[s], b->row0 * w->p.width[s], b->rows * w->p.width[s],
               w->buf[s] + b->buf_row * w->p.width[s]);
   return FDL_OK;
 }
@@ -245,14 +245,14 @@ static fdl_status locate_nonfinite(runner *rn, window *w, const fdl_err *first, 
       size_t ctx = w->opens[b->open].ctx;
       const cmp_side *s = w->p.side[0];
       const fdl_ds_capture_record *rec = &s->ds.records[w->p.f->ref_at[ctx]];
-      return cmp_refuse(r, err, "non_finite", "compute",
+      return fdl_cmp_refuse(r, err, "non_finite", "compute",
                         "none: a non-finite value is never clamped or skipped; fix the capture",
                         "record %lld (window_id %s), row %zu of %lld: %s", (long long)rec->index,
                         rec->window_id ? rec->window_id : "None", b->row0 + row,
                         (long long)rec->scored_rows, e.msg);
     }
   }
-  return cmp_refuse(r, err, "non_finite", "compute",
+  return fdl_cmp_refuse(r, err, "non_finite", "compute",
                     "none: a non-finite value is never clamped or skipped; fix the capture",
                     "rows %zu..%zu: %s", w->first_slot, w->first_slot + w->rows_used - 1,
                     first->msg);
@@ -278,7 +278,7 @@ static fdl_status flush(runner *rn, window *w, cmp_refusal *r, fdl_err *err) {
   s = fdl_num_run(rn->ctx, w->nblk, w->nblocks, &out, &ne);
   if (s == FDL_NONFINITE) return locate_nonfinite(rn, w, &ne, r, err);
   if (s != FDL_OK)
-    return cmp_refuse(r, err, s == FDL_NOMEM ? "out_of_memory" : "estimator_failed", "compute",
+    return fdl_cmp_refuse(r, err, s == FDL_NOMEM ? "out_of_memory" : "estimator_failed", "compute",
                       CMP_REMEDY_RESOURCES, "estimator: %s", ne.msg);
   /* Reductions in row order, so they are independent of the window size. */
   for (size_t i = 0; i < w->rows_used; i++) {
@@ -345,16 +345,16 @@ static fdl_status run_all(runner *rn, window *w, const plan *p, size_t pb, cmp_r
   return FDL_OK;
 }
 
-fdl_status cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                             cmp_findings *f, const cmp_heads *h, bool want_js, cmp_estimate *e,
                             cmp_refusal *r, fdl_err *err) {
   size_t pb = o->position_block ? o->position_block : FDL_COMPARE_POSITION_BLOCK_DEFAULT;
   size_t vc = o->vocab_chunk ? o->vocab_chunk : FDL_NUM_VOCAB_CHUNK_DEFAULT;
   if (pb > FDL_NUM_POSITION_BLOCK_MAX)
-    return cmp_refuse(r, err, "bad_position_block", "compute", "a --position-block from 1 to 4096",
+    return fdl_cmp_refuse(r, err, "bad_position_block", "compute", "a --position-block from 1 to 4096",
                       "--position-block %zu is above %d", pb, FDL_NUM_POSITION_BLOCK_MAX);
   if (vc > FDL_NUM_VOCAB_CHUNK_MAX)
-    return cmp_refuse(r, err, "bad_vocab_chunk", "compute", "a --vocab-chunk from 1 to 1048576",
+    return fdl_cmp_refuse(r, err, "bad_vocab_chunk", "compute", "a --vocab-chunk from 1 to 1048576",
                       "--vocab-chunk %zu is above %u", vc, (unsigned)FDL_NUM_VOCAB_CHUNK_MAX);
   e->kl = calloc(e->n_rows ? e->n_rows : 1, sizeof *e->kl);
   if (want_js) e->js = calloc(e->n_rows ? e->n_rows : 1, sizeof *e->js);
@@ -378,7 +378,7 @@ fdl_status cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_comp
   runner rn = {.o = o, .h = h, .e = e};
   fdl_err ne = {FDL_OK, ""};
   if (fdl_num_ctx_new(&no, &rn.ctx, &ne) != FDL_OK)
-    return cmp_refuse(r, err, ne.status == FDL_NOMEM ? "out_of_memory" : "estimator_failed",
+    return fdl_cmp_refuse(r, err, ne.status == FDL_NOMEM ? "out_of_memory" : "estimator_failed",
                       "compute", CMP_REMEDY_RESOURCES, "estimator: %s", ne.msg);
   e->isa = fdl_num_isa_name(fdl_num_ctx_opts(rn.ctx)->isa);
   unsigned threads = fdl_num_ctx_opts(rn.ctx)->threads;

@@ -7,7 +7,7 @@
 
 #include "compare/cmp.h"
 
-void cmp_findings_init(cmp_findings *f) {
+void fdl_cmp_findings_init(cmp_findings *f) {
   memset(f, 0, sizeof *f);
   f->gates = json_object();
   f->disclosures = json_array();
@@ -15,7 +15,7 @@ void cmp_findings_init(cmp_findings *f) {
   f->head_policy = "native_head";
 }
 
-void cmp_findings_free(cmp_findings *f) {
+void fdl_cmp_findings_free(cmp_findings *f) {
   if (!f) return;
   json_decref(f->gates);
   json_decref(f->disclosures);
@@ -32,7 +32,7 @@ static json_t *vformat(const char *fmt, va_list ap) {
   return json_string(buf);
 }
 
-fdl_status cmp_gate(cmp_findings *f, const char *name, bool passed, const char *overridden_by,
+fdl_status fdl_cmp_gate(cmp_findings *f, const char *name, bool passed, const char *overridden_by,
                     fdl_err *err, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -40,22 +40,22 @@ fdl_status cmp_gate(cmp_findings *f, const char *name, bool passed, const char *
   va_end(ap);
   json_t *g = json_object();
   if (!f->gates || !g || !detail || json_object_set_new(g, "passed", json_boolean(passed)) ||
-      json_object_set_new(g, "detail", detail) || cmp_set_str(g, "overridden_by", overridden_by) ||
+      json_object_set_new(g, "detail", detail) || fdl_cmp_set_str(g, "overridden_by", overridden_by) ||
       json_object_set_new(f->gates, name, g)) {
     return fdl_fail(err, FDL_NOMEM, "out of memory recording gate %s", name);
   }
   return FDL_OK;
 }
 
-fdl_status cmp_disclose(cmp_findings *f, const char *code, const char *severity, int affects,
+fdl_status fdl_cmp_disclose(cmp_findings *f, const char *code, const char *severity, int affects,
                         fdl_err *err, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   json_t *detail = vformat(fmt, ap);
   va_end(ap);
   json_t *d = json_object();
-  if (!f->disclosures || !d || !detail || cmp_set_str(d, "code", code) ||
-      cmp_set_str(d, "severity", severity) ||
+  if (!f->disclosures || !d || !detail || fdl_cmp_set_str(d, "code", code) ||
+      fdl_cmp_set_str(d, "severity", severity) ||
       json_object_set_new(d, "affects_comparability",
                           affects < 0 ? json_null() : json_boolean(affects)) ||
       json_object_set_new(d, "detail", detail) || json_array_append_new(f->disclosures, d))
@@ -63,12 +63,12 @@ fdl_status cmp_disclose(cmp_findings *f, const char *code, const char *severity,
   return FDL_OK;
 }
 
-fdl_status cmp_set_bias(cmp_findings *f, const char *kind, const char *detail, fdl_err *err) {
+fdl_status fdl_cmp_set_bias(cmp_findings *f, const char *kind, const char *detail, fdl_err *err) {
   json_t *b = json_object();
-  if (!b || cmp_set_str(b, "kind", kind) || cmp_set_str(b, "direction", "unknown") ||
+  if (!b || fdl_cmp_set_str(b, "kind", kind) || fdl_cmp_set_str(b, "direction", "unknown") ||
       json_object_set_new(b, "estimated_magnitude", json_null()) ||
       json_object_set_new(b, "floor_measurement_ref", json_null()) ||
-      cmp_set_str(b, "detail", detail)) {
+      fdl_cmp_set_str(b, "detail", detail)) {
     json_decref(b);
     return fdl_fail(err, FDL_NOMEM, "out of memory recording the bias block");
   }

@@ -5,16 +5,16 @@
 
 #include "compare/cmp.h"
 
-fdl_status cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
+fdl_status fdl_cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
                                       const fdl_compare_opts *o, cmp_findings *f, cmp_refusal *r,
                                       fdl_err *err) {
   if (a->vocab != b->vocab)
-    return cmp_refuse(r, err, "geometry_mismatch", "geometry",
+    return fdl_cmp_refuse(r, err, "geometry_mismatch", "geometry",
                       "none: the vocabularies must be the same to compare distributions",
                       "capture.vocab_size differs: reference %lld, candidate %lld",
                       (long long)a->vocab, (long long)b->vocab);
   if (a->hidden && b->hidden && a->hidden_width != b->hidden_width)
-    return cmp_refuse(r, err, "geometry_mismatch", "geometry",
+    return fdl_cmp_refuse(r, err, "geometry_mismatch", "geometry",
                       "none: hidden states of different widths do not come from the same model",
                       "capture.hidden_width differs: reference %lld, candidate %lld",
                       (long long)a->hidden_width, (long long)b->hidden_width);
@@ -23,35 +23,35 @@ fdl_status cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
     snprintf(width, sizeof width, "%lld", (long long)a->hidden_width);
   else
     snprintf(width, sizeof width, "None");
-  fdl_status s = cmp_gate(f, "geometry", true, NULL, err, "vocab_size %lld equal; hidden_width %s",
+  fdl_status s = fdl_cmp_gate(f, "geometry", true, NULL, err, "vocab_size %lld equal; hidden_width %s",
                           (long long)a->vocab, width);
   if (s != FDL_OK) return s;
 
   size_t na = a->ds.n_records, nb = b->ds.n_records;
   if (f->sets_differ) {
     if (!o->allow_partial)
-      return cmp_refuse(r, err, "coverage_mismatch", "coverage", "--allow-partial",
+      return fdl_cmp_refuse(r, err, "coverage_mismatch", "coverage", "--allow-partial",
                         "the record index sets differ: %zu shared of %zu (reference) and %zu "
                         "(candidate)",
                         f->n_shared, na, nb);
-    s = cmp_disclose(f, "subset_of_panel", "caveat", 1, err,
+    s = fdl_cmp_disclose(f, "subset_of_panel", "caveat", 1, err,
                      "--allow-partial: only the %zu records both sides captured are compared "
                      "(reference %zu, candidate %zu records); the number describes that subset, "
                      "not the whole panel.",
                      f->n_shared, na, nb);
     if (s != FDL_OK) return s;
   }
-  f->covers_full_panel = json_is_true(cmp_jget(a->ds.manifest, "coverage.complete")) &&
-                         json_is_true(cmp_jget(b->ds.manifest, "coverage.complete")) &&
+  f->covers_full_panel = json_is_true(fdl_cmp_jget(a->ds.manifest, "coverage.complete")) &&
+                         json_is_true(fdl_cmp_jget(b->ds.manifest, "coverage.complete")) &&
                          !f->sets_differ;
   if (!f->covers_full_panel && !f->sets_differ) {
-    s = cmp_disclose(f, "subset_of_panel", "caveat", 1, err,
+    s = fdl_cmp_disclose(f, "subset_of_panel", "caveat", 1, err,
                      "the compared records (%zu) do not cover the whole declared panel: at least "
                      "one side's coverage is incomplete.",
                      f->n_shared);
     if (s != FDL_OK) return s;
   }
-  return cmp_gate(f, "coverage", true, f->sets_differ ? "--allow-partial" : NULL, err,
+  return fdl_cmp_gate(f, "coverage", true, f->sets_differ ? "--allow-partial" : NULL, err,
                   "%zu of %zu/%zu declared records shared", f->n_shared, na, nb);
 }
 
@@ -60,11 +60,11 @@ static bool reconstructed(const json_t *wd) {
   static const char *const methods[] = {
       "affine-weight-reconstruction", "microfloat-weight-reconstruction",
       "fp8-block-dequant-to-bf16", "nvfp4-modelopt-dequant-to-bf16", "gguf-dequant-to-bf16"};
-  const char *m = cmp_jstr(wd, "method");
+  const char *m = fdl_cmp_jstr(wd, "method");
   if (m && !strncmp(m, "exl3-trellis-", 13)) return true;
   for (size_t i = 0; m && i < sizeof methods / sizeof *methods; i++)
     if (!strcmp(m, methods[i])) return true;
-  return cmp_streq(cmp_jstr(wd, "scope"), "weights_reconstructed");
+  return fdl_cmp_streq(fdl_cmp_jstr(wd, "scope"), "weights_reconstructed");
 }
 
 static bool scheme_declared(const json_t *qc) {
@@ -74,19 +74,19 @@ static bool scheme_declared(const json_t *qc) {
     const char *s = json_string_value(v);
     return *s && strcmp(s, "none");
   }
-  return cmp_jtruthy(qc, "activation_scheme");
+  return fdl_cmp_jtruthy(qc, "activation_scheme");
 }
 
 static bool activation_quantized(const json_t *wd) {
-  return scheme_declared(cmp_jget(wd, "quantization_config")) ||
-         scheme_declared(cmp_jget(wd, "mixed_fp8.quantization_config")) ||
-         cmp_jtruthy(wd, "activation_quantization");
+  return scheme_declared(fdl_cmp_jget(wd, "quantization_config")) ||
+         scheme_declared(fdl_cmp_jget(wd, "mixed_fp8.quantization_config")) ||
+         fdl_cmp_jtruthy(wd, "activation_quantization");
 }
 
 static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                               cmp_findings *f, fdl_err *err) {
   if (o->self_compare)
-    return cmp_gate(f, "decode", true, NULL, err,
+    return fdl_cmp_gate(f, "decode", true, NULL, err,
                     "self-compare: both sides are the same artifact; the weights-decode caveats "
                     "apply to a measurement against a reference, not to SC-1");
   const cmp_side *sides[2] = {a, b};
@@ -94,13 +94,13 @@ static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_co
   const char *method[2];
   char recon[160] = "", act[160] = "";
   for (int i = 0; i < 2; i++) {
-    const json_t *v = cmp_jget(sides[i]->ds.runtime, "capture_tool.weights_decode");
+    const json_t *v = fdl_cmp_jget(sides[i]->ds.runtime, "capture_tool.weights_decode");
     wd[i] = json_is_object(v) ? v : NULL;
-    method[i] = wd[i] && cmp_jstr(wd[i], "method") ? cmp_jstr(wd[i], "method") : "none";
+    method[i] = wd[i] && fdl_cmp_jstr(wd[i], "method") ? fdl_cmp_jstr(wd[i], "method") : "none";
     if (wd[i] && reconstructed(wd[i]))
       snprintf(recon + strlen(recon), sizeof recon - strlen(recon), "%s%s (%s, output %s)",
                *recon ? "; " : "", sides[i]->who, method[i],
-               cmp_jstr(wd[i], "output_dtype") ? cmp_jstr(wd[i], "output_dtype") : "unstated");
+               fdl_cmp_jstr(wd[i], "output_dtype") ? fdl_cmp_jstr(wd[i], "output_dtype") : "unstated");
     if (wd[i] && activation_quantized(wd[i]))
       snprintf(act + strlen(act), sizeof act - strlen(act), "%s%s", *act ? " and " : "",
                sides[i]->who);
@@ -108,7 +108,7 @@ static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_co
   fdl_status s;
   if (*recon) {
     f->advisory = true;
-    s = cmp_disclose(f, "weights_reconstructed", "caveat", 1, err,
+    s = fdl_cmp_disclose(f, "weights_reconstructed", "caveat", 1, err,
                      "captured from a WEIGHTS-ONLY RECONSTRUCTION: %s. The stored weights were "
                      "decoded before the model forward, so native quantized GEMM and serving "
                      "activation arithmetic are not measured; the decoder's provenance is in the "
@@ -118,22 +118,22 @@ static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_co
   }
   if (*act) {
     f->advisory = true;
-    s = cmp_disclose(f, "activation_quantization_not_captured", "caveat", 1, err,
+    s = fdl_cmp_disclose(f, "activation_quantization_not_captured", "caveat", 1, err,
                      "the %s declares activation quantization, which a weights-decoded capture "
                      "does not reproduce; the serving activation error is not in this number.",
                      act);
     if (s != FDL_OK) return s;
   }
-  return cmp_gate(f, "decode", true, NULL, err, "weights_decode reference %s; candidate %s",
+  return fdl_cmp_gate(f, "decode", true, NULL, err, "weights_decode reference %s; candidate %s",
                   method[0], method[1]);
 }
 
-fdl_status cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                                  cmp_findings *f, fdl_err *err) {
   const cmp_side *sides[2] = {a, b};
   char lossy[64] = "";
   for (int i = 0; i < 2; i++) {
-    const json_t *lc = cmp_jget(sides[i]->ds.manifest, "capture.lossy_codec");
+    const json_t *lc = fdl_cmp_jget(sides[i]->ds.manifest, "capture.lossy_codec");
     if (lc && !json_is_null(lc))
       snprintf(lossy + strlen(lossy), sizeof lossy - strlen(lossy), "%s%s", *lossy ? ", " : "",
                sides[i]->who);
@@ -141,16 +141,16 @@ fdl_status cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b, const fdl
   fdl_status s;
   if (*lossy) {
     f->advisory = true;
-    s = cmp_disclose(f, "lossy_capture_codec", "caveat", 1, err,
+    s = fdl_cmp_disclose(f, "lossy_capture_codec", "caveat", 1, err,
                      "capture.lossy_codec is set on %s: the stored values are not the model's "
                      "values, and the codec's error is inside this number.",
                      lossy);
     if (s != FDL_OK) return s;
   }
   for (int i = 0; i < 2; i++) {
-    if (!json_is_false(cmp_jget(sides[i]->ds.manifest, "capture.dtype_lossless"))) continue;
+    if (!json_is_false(fdl_cmp_jget(sides[i]->ds.manifest, "capture.dtype_lossless"))) continue;
     f->advisory = true;
-    s = cmp_disclose(f, "quantized_capture_dtype", "caveat", 1, err,
+    s = fdl_cmp_disclose(f, "quantized_capture_dtype", "caveat", 1, err,
                      "FORM-1: the %s capture's stored dtype (%s) is narrower than the value's "
                      "dtype in the forward pass (dtype_lossless false); storage rounding is "
                      "inside this number.",
@@ -158,25 +158,25 @@ fdl_status cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b, const fdl
     if (s != FDL_OK) return s;
   }
   if (*lossy)
-    s = cmp_gate(f, "lossy", true, NULL, err, "lossy_codec on %s", lossy);
+    s = fdl_cmp_gate(f, "lossy", true, NULL, err, "lossy_codec on %s", lossy);
   else
-    s = cmp_gate(f, "lossy", true, NULL, err, "lossy_codec null on both sides");
+    s = fdl_cmp_gate(f, "lossy", true, NULL, err, "lossy_codec null on both sides");
   if (s != FDL_OK) return s;
   return decode_gate(a, b, o, f, err);
 }
 
-fdl_status cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+fdl_status fdl_cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                          cmp_findings *f, cmp_refusal *r, fdl_err *err) {
-  fdl_status s = cmp_gate(f, "form", true, NULL, err, "%s vs %s", a->form ? a->form : "None",
+  fdl_status s = fdl_cmp_gate(f, "form", true, NULL, err, "%s vs %s", a->form ? a->form : "None",
                           b->form ? b->form : "None");
-  if (s == FDL_OK) s = cmp_gate_provenance(a, b, f, err);
-  if (s == FDL_OK) s = cmp_gate_panel(a, b, f, r, err);
-  if (s == FDL_OK) s = cmp_gate_head(a, b, o, f, r, err);
-  if (s == FDL_OK) s = cmp_gate_lane_stack(a, b, o, f, r, err);
-  if (s == FDL_OK) s = cmp_gate_geometry_coverage(a, b, o, f, r, err);
-  if (s == FDL_OK) s = cmp_gate_lossy_decode(a, b, o, f, err);
+  if (s == FDL_OK) s = fdl_cmp_gate_provenance(a, b, f, err);
+  if (s == FDL_OK) s = fdl_cmp_gate_panel(a, b, f, r, err);
+  if (s == FDL_OK) s = fdl_cmp_gate_head(a, b, o, f, r, err);
+  if (s == FDL_OK) s = fdl_cmp_gate_lane_stack(a, b, o, f, r, err);
+  if (s == FDL_OK) s = fdl_cmp_gate_geometry_coverage(a, b, o, f, r, err);
+  if (s == FDL_OK) s = fdl_cmp_gate_lossy_decode(a, b, o, f, err);
   if (s != FDL_OK) return s;
-  return cmp_gate(f, "seal", true, NULL, err,
+  return fdl_cmp_gate(f, "seal", true, NULL, err,
                   "both manifests self-seal and checksums.txt verified%s",
                   o->verify_tensors ? "; every tensor_content_sha256 recomputed" : "");
 }

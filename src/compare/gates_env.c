@@ -7,28 +7,28 @@
 #include "compare/cmp.h"
 
 static const char *eq_word(const char *x, const char *y) {
-  return cmp_streq(x, y) ? "equal" : "differ";
+  return fdl_cmp_streq(x, y) ? "equal" : "differ";
 }
 
-fdl_status cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+fdl_status fdl_cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                                cmp_findings *f, cmp_refusal *r, fdl_err *err) {
   fdl_status s;
   const char *la = a->lane ? a->lane : "None", *lb = b->lane ? b->lane : "None";
   f->same_lane = !strcmp(la, lb);
   if (f->same_lane) {
-    s = cmp_gate(f, "lane", true, NULL, err, "lane=%s vs %s", la, lb);
+    s = fdl_cmp_gate(f, "lane", true, NULL, err, "lane=%s vs %s", la, lb);
   } else {
     if (!o->allow_cross_lane)
-      return cmp_refuse(r, err, "lane_mismatch", "lane", "--allow-cross-lane",
+      return fdl_cmp_refuse(r, err, "lane_mismatch", "lane", "--allow-cross-lane",
                         "the captures ran on different lanes (reference %s, candidate %s); "
                         "lanes are not interchangeable, so the difference would include the "
                         "lane's own offset",
                         la, lb);
     f->advisory = true;
     f->not_floor = true;
-    s = cmp_gate(f, "lane", true, "--allow-cross-lane", err, "lane=%s vs %s", la, lb);
+    s = fdl_cmp_gate(f, "lane", true, "--allow-cross-lane", err, "lane=%s vs %s", la, lb);
     if (s == FDL_OK)
-      s = cmp_disclose(f, "cross_engine_capture", "caveat", 1, err,
+      s = fdl_cmp_disclose(f, "cross_engine_capture", "caveat", 1, err,
                        "the captures ran on different lanes (reference %s, candidate %s); the "
                        "number includes the cross-lane offset, whose size is unknown, and it can "
                        "never serve as a floor (BIAS-006).",
@@ -38,15 +38,15 @@ fdl_status cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const fdl_c
 
   const json_t *ma = a->ds.manifest, *mb = b->ds.manifest;
   bool same_dataset =
-      !cmp_empty(a->dataset_sha256) && cmp_streq(a->dataset_sha256, b->dataset_sha256);
+      !fdl_cmp_empty(a->dataset_sha256) && fdl_cmp_streq(a->dataset_sha256, b->dataset_sha256);
   const json_t *sfa = json_object_get(a->ds.runtime, "source_files");
   const json_t *sfb = json_object_get(b->ds.runtime, "source_files");
   bool same_sources = json_is_object(sfa) && json_is_object(sfb) && json_object_size(sfa) &&
-                      json_object_size(sfb) && cmp_py_equal(sfa, sfb);
-  const char *lia = cmp_jstr(ma, "runtime.lane_identity_sha256");
-  const char *lib = cmp_jstr(mb, "runtime.lane_identity_sha256");
-  const char *sfpa = cmp_jstr(ma, "runtime.stack_fingerprint_sha256");
-  const char *sfpb = cmp_jstr(mb, "runtime.stack_fingerprint_sha256");
+                      json_object_size(sfb) && fdl_cmp_py_equal(sfa, sfb);
+  const char *lia = fdl_cmp_jstr(ma, "runtime.lane_identity_sha256");
+  const char *lib = fdl_cmp_jstr(mb, "runtime.lane_identity_sha256");
+  const char *sfpa = fdl_cmp_jstr(ma, "runtime.stack_fingerprint_sha256");
+  const char *sfpb = fdl_cmp_jstr(mb, "runtime.stack_fingerprint_sha256");
   bool same_stack = same_dataset || (lia && lib && !strcmp(lia, lib) && sfpa && sfpb &&
                                      !strcmp(sfpa, sfpb) && same_sources);
   f->cross_stack = !same_stack;
@@ -54,20 +54,20 @@ fdl_status cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const fdl_c
   /* null == null prints "equal", as in the reference. */
   const char *w_li = eq_word(lia, lib), *w_sf = eq_word(sfpa, sfpb);
   const char *w_src = same_sources ? "equal" : "differ or unrecorded";
-  s = cmp_gate(f, "stack", true, NULL, err,
+  s = fdl_cmp_gate(f, "stack", true, NULL, err,
                "lane_identity %s / stack_fingerprint %s / source_files %s -> %s%s", w_li, w_sf,
                w_src, rel, same_dataset ? " (same dataset)" : "");
   if (s != FDL_OK || same_stack) return s;
   f->advisory = true;
   f->not_floor = true;
-  s = cmp_set_bias(f, "cross_stack_capture_replay",
+  s = fdl_cmp_set_bias(f, "cross_stack_capture_replay",
                    "the capture stacks differ or their code identity is not established, so the "
                    "number mixes the artifact difference with a stack difference of unknown sign "
                    "and size; a control measured on another artifact, panel or stack does not "
                    "transfer as a correction. usable_as_floor is false.",
                    err);
   if (s != FDL_OK) return s;
-  return cmp_disclose(f, "cross_stack_capture", "caveat", 1, err,
+  return fdl_cmp_disclose(f, "cross_stack_capture", "caveat", 1, err,
                       "capture stack equality is not established (lane_identity %s, "
                       "stack_fingerprint %s, source_files %s). The cross-stack effect has "
                       "unknown sign and magnitude.",

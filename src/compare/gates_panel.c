@@ -7,14 +7,14 @@
 
 #include "compare/cmp.h"
 
-fdl_status cmp_gate_provenance(const cmp_side *a, const cmp_side *b, cmp_findings *f,
+fdl_status fdl_cmp_gate_provenance(const cmp_side *a, const cmp_side *b, cmp_findings *f,
                                fdl_err *err) {
   const cmp_side *sides[2] = {a, b};
   char names[64] = "";
   for (int i = 0; i < 2; i++) {
     const json_t *m = sides[i]->ds.manifest;
-    const json_t *pv = cmp_jget(m, "preview");
-    bool preview = json_is_true(cmp_jget(m, "not_submittable")) ||
+    const json_t *pv = fdl_cmp_jget(m, "preview");
+    bool preview = json_is_true(fdl_cmp_jget(m, "not_submittable")) ||
                    (json_is_object(pv) && json_object_size(pv) > 0);
     if (!preview) continue;
     snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", *names ? " and " : "",
@@ -24,7 +24,7 @@ fdl_status cmp_gate_provenance(const cmp_side *a, const cmp_side *b, cmp_finding
   f->preview = true;
   f->advisory = true;
   f->not_floor = true;
-  return cmp_disclose(f, "preview_capture", "blocking", 1, err,
+  return fdl_cmp_disclose(f, "preview_capture", "blocking", 1, err,
                       "the %s dataset%s marked as a preview (not_submittable or a preview "
                       "block): a preview capture is superseded by its final dataset and is never "
                       "a registry measurement or a floor.",
@@ -42,12 +42,12 @@ static unsigned tokenizer_differs(const json_t *ta, const json_t *tb) {
     const json_t *va = json_object_get(ta, TOKENIZER_FIELDS[i]);
     const json_t *vb = json_object_get(tb, TOKENIZER_FIELDS[i]);
     if (!va || !vb || json_is_null(va) || json_is_null(vb)) continue;
-    if (!cmp_py_equal(va, vb)) bits |= 1u << i;
+    if (!fdl_cmp_py_equal(va, vb)) bits |= 1u << i;
   }
   return bits;
 }
 
-bool cmp_tokenizer_identity_equal(const json_t *ta, const json_t *tb) {
+bool fdl_cmp_tokenizer_identity_equal(const json_t *ta, const json_t *tb) {
   return tokenizer_differs(ta, tb) == 0;
 }
 
@@ -78,40 +78,40 @@ static fdl_status intersect(const cmp_side *a, const cmp_side *b, cmp_findings *
   return FDL_OK;
 }
 
-fdl_status cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings *f, cmp_refusal *r,
+fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings *f, cmp_refusal *r,
                           fdl_err *err) {
   const json_t *ma = a->ds.manifest, *mb = b->ds.manifest;
-  const char *ha = cmp_jstr(ma, "panel.suite_token_hash_sha256");
-  const char *hb = cmp_jstr(mb, "panel.suite_token_hash_sha256");
-  if (cmp_empty(ha) || !cmp_streq(ha, hb))
-    return cmp_refuse(r, err, "panel_mismatch", "panel", CMP_NO_OVERRIDE_PANEL,
+  const char *ha = fdl_cmp_jstr(ma, "panel.suite_token_hash_sha256");
+  const char *hb = fdl_cmp_jstr(mb, "panel.suite_token_hash_sha256");
+  if (fdl_cmp_empty(ha) || !fdl_cmp_streq(ha, hb))
+    return fdl_cmp_refuse(r, err, "panel_mismatch", "panel", CMP_NO_OVERRIDE_PANEL,
                       "panel.suite_token_hash_sha256 differs: reference %s, candidate %s; the "
                       "two captures were not made over the same token panel",
-                      cmp_empty(ha) ? "(absent)" : ha, cmp_empty(hb) ? "(absent)" : hb);
-  const json_t *swa = cmp_jget(ma, "panel.scoring_window");
-  const json_t *swb = cmp_jget(mb, "panel.scoring_window");
-  if (!swa || !swb || !cmp_py_equal(swa, swb))
-    return cmp_refuse(r, err, "panel_mismatch", "panel", CMP_NO_OVERRIDE_PANEL,
+                      fdl_cmp_empty(ha) ? "(absent)" : ha, fdl_cmp_empty(hb) ? "(absent)" : hb);
+  const json_t *swa = fdl_cmp_jget(ma, "panel.scoring_window");
+  const json_t *swb = fdl_cmp_jget(mb, "panel.scoring_window");
+  if (!swa || !swb || !fdl_cmp_py_equal(swa, swb))
+    return fdl_cmp_refuse(r, err, "panel_mismatch", "panel", CMP_NO_OVERRIDE_PANEL,
                       "panel.scoring_window differs between the sides (every key is compared, "
                       "including the policy text and dropped_positions_total): a different "
                       "scoring window is a different panel");
-  const json_t *ta = cmp_jget(ma, "panel.tokenizer"), *tb = cmp_jget(mb, "panel.tokenizer");
+  const json_t *ta = fdl_cmp_jget(ma, "panel.tokenizer"), *tb = fdl_cmp_jget(mb, "panel.tokenizer");
   unsigned diff = tokenizer_differs(ta, tb);
   if (diff) {
     size_t first = 0;
     while (!(diff & (1u << first))) first++;
     const char *field = TOKENIZER_FIELDS[first];
     char va[256], vb[256], remedy[640];
-    cmp_py_str(json_object_get(ta, field), va, sizeof va);
-    cmp_py_str(json_object_get(tb, field), vb, sizeof vb);
+    fdl_cmp_py_str(json_object_get(ta, field), va, sizeof va);
+    fdl_cmp_py_str(json_object_get(tb, field), vb, sizeof vb);
     if ((diff & ~3u) == 0) /* only id and/or repository */
       snprintf(remedy, sizeof remedy,
                "none (no override); if both sides really used the same tokenizer, recapture the "
                "candidate declaring the reference's tokenizer id '%s'",
-               cmp_jstr0(ta, "id"));
+               fdl_cmp_jstr0(ta, "id"));
     else
       snprintf(remedy, sizeof remedy, "%s", CMP_NO_OVERRIDE_PANEL);
-    return cmp_refuse(r, err, "panel_mismatch", "panel", remedy,
+    return fdl_cmp_refuse(r, err, "panel_mismatch", "panel", remedy,
                       "panel.tokenizer.%s differs: reference '%s', candidate '%s' (PANEL-D6: "
                       "both sides state it, so the token ids do not mean the same text)",
                       field, va, vb);
@@ -119,7 +119,7 @@ fdl_status cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings *f,
   fdl_status s = intersect(a, b, f, err);
   if (s != FDL_OK) return s;
   if (f->n_shared == 0)
-    return cmp_refuse(r, err, "empty_intersection", "coverage",
+    return fdl_cmp_refuse(r, err, "empty_intersection", "coverage",
                       "none: not even --allow-partial can compare two captures that share no "
                       "record; capture overlapping records",
                       "the sides share no record index (reference %zu records, candidate %zu)",
@@ -127,27 +127,27 @@ fdl_status cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings *f,
   for (size_t k = 0; k < f->n_shared; k++) {
     const fdl_ds_capture_record *ra = &a->ds.records[f->ref_at[k]];
     const fdl_ds_capture_record *rb = &b->ds.records[f->cand_at[k]];
-    if (!cmp_streq(ra->token_ids_json_sha256, rb->token_ids_json_sha256) ||
-        cmp_empty(ra->token_ids_json_sha256))
-      return cmp_refuse(
+    if (!fdl_cmp_streq(ra->token_ids_json_sha256, rb->token_ids_json_sha256) ||
+        fdl_cmp_empty(ra->token_ids_json_sha256))
+      return fdl_cmp_refuse(
           r, err, "panel_mismatch", "panel", CMP_NO_OVERRIDE_PANEL,
           "record %lld: token_ids_json_sha256 differs (reference %s, candidate %s)",
           (long long)f->shared[k],
-          cmp_empty(ra->token_ids_json_sha256) ? "(absent)" : ra->token_ids_json_sha256,
-          cmp_empty(rb->token_ids_json_sha256) ? "(absent)" : rb->token_ids_json_sha256);
-    if (!cmp_empty(ra->attention_mask_sha256) && !cmp_empty(rb->attention_mask_sha256) &&
+          fdl_cmp_empty(ra->token_ids_json_sha256) ? "(absent)" : ra->token_ids_json_sha256,
+          fdl_cmp_empty(rb->token_ids_json_sha256) ? "(absent)" : rb->token_ids_json_sha256);
+    if (!fdl_cmp_empty(ra->attention_mask_sha256) && !fdl_cmp_empty(rb->attention_mask_sha256) &&
         strcmp(ra->attention_mask_sha256, rb->attention_mask_sha256))
-      return cmp_refuse(r, err, "panel_mismatch", "panel", CMP_NO_OVERRIDE_PANEL,
+      return fdl_cmp_refuse(r, err, "panel_mismatch", "panel", CMP_NO_OVERRIDE_PANEL,
                         "record %lld: attention_mask_sha256 differs (reference %s, candidate %s)",
                         (long long)f->shared[k], ra->attention_mask_sha256,
                         rb->attention_mask_sha256);
     if (ra->scored_rows != rb->scored_rows || ra->scored_rows < 0)
-      return cmp_refuse(r, err, "panel_mismatch", "panel", CMP_NO_OVERRIDE_PANEL,
+      return fdl_cmp_refuse(r, err, "panel_mismatch", "panel", CMP_NO_OVERRIDE_PANEL,
                         "record %lld: scored_rows differs (reference %lld, candidate %lld)",
                         (long long)f->shared[k], (long long)ra->scored_rows,
                         (long long)rb->scored_rows);
   }
-  return cmp_gate(f, "panel", true, NULL, err,
+  return fdl_cmp_gate(f, "panel", true, NULL, err,
                   "suite_token_hash_sha256 equal; %zu shared records; per-record token and mask "
                   "digests equal; scoring_window equal",
                   f->n_shared);

@@ -11,7 +11,7 @@
 static const fdl_tensor *find_key(const fdl_safetensors *st, const char *declared) {
   const char *keys[3] = {declared, "lm_head.weight", "weight"};
   for (int i = 0; i < 3; i++) {
-    if (cmp_empty(keys[i])) continue;
+    if (fdl_cmp_empty(keys[i])) continue;
     const fdl_tensor *t = fdl_safetensors_find(st, keys[i]);
     if (t) return t;
   }
@@ -23,14 +23,14 @@ static fdl_status load_one(const char *path, const char *key, const char *want_d
   fdl_safetensors *st = NULL;
   fdl_err e = {FDL_OK, ""};
   if (fdl_safetensors_open(path, &st, &e) != FDL_OK)
-    return cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
+    return fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
                       "head payload %s: %s", path, e.msg);
   fdl_status s = FDL_OK;
   const fdl_tensor *t = find_key(st, key);
   if (!t) {
-    s = cmp_refuse(r, err, "head_missing", "compute", CMP_NO_OVERRIDE_DATA,
+    s = fdl_cmp_refuse(r, err, "head_missing", "compute", CMP_NO_OVERRIDE_DATA,
                    "head payload %s has none of the keys %s%slm_head.weight, weight", path,
-                   cmp_empty(key) ? "" : key, cmp_empty(key) ? "" : ", ");
+                   fdl_cmp_empty(key) ? "" : key, fdl_cmp_empty(key) ? "" : ", ");
     goto done;
   }
   fdl_sha256 d;
@@ -38,20 +38,20 @@ static fdl_status load_one(const char *path, const char *key, const char *want_d
   if ((s = fdl_sha256_buf(t->data, (size_t)t->nbytes, &d, err)) != FDL_OK) goto done;
   fdl_sha256_hex(&d, hex);
   if (strcmp(hex, want_digest)) {
-    s = cmp_refuse(r, err, "head_mismatch", "compute", CMP_NO_OVERRIDE_DATA,
+    s = fdl_cmp_refuse(r, err, "head_mismatch", "compute", CMP_NO_OVERRIDE_DATA,
                    "head payload %s tensor '%s' has content digest %s, but the head gate resolved "
                    "%s",
                    path, t->name, hex, want_digest);
     goto done;
   }
-  if (!cmp_dtype_widenable(t->dtype)) {
-    s = cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
+  if (!fdl_cmp_dtype_widenable(t->dtype)) {
+    s = fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
                    "head payload %s tensor '%s' has dtype %s; BF16, F16 or F32 expected", path,
                    t->name, fdl_dtype_name(t->dtype));
     goto done;
   }
   if (t->ndim != 2 || (uint64_t)t->shape[0] != vocab || (uint64_t)t->shape[1] != hidden) {
-    s = cmp_refuse(r, err, "geometry_mismatch", "compute",
+    s = fdl_cmp_refuse(r, err, "geometry_mismatch", "compute",
                    "none: the head must be [vocab_size, hidden_width] of the capture",
                    "head payload %s tensor '%s' has shape [%lld, %lld], expected [%zu, %zu]", path,
                    t->name, t->ndim > 0 ? (long long)t->shape[0] : -1LL,
@@ -63,7 +63,7 @@ static fdl_status load_one(const char *path, const char *key, const char *want_d
     s = fdl_fail(err, FDL_NOMEM, "out of memory for a %zu x %zu head", vocab, hidden);
     goto done;
   }
-  cmp_widen(t, 0, vocab * hidden, w);
+  fdl_cmp_widen(t, 0, vocab * hidden, w);
   *out = w;
 done:
   fdl_safetensors_close(st);
@@ -72,7 +72,7 @@ done:
 
 static fdl_status own_payload(const cmp_side *s, size_t vocab, float **out, cmp_refusal *r,
                               fdl_err *err) {
-  char *path = cmp_path_join(s->root, s->head_file ? s->head_file : "", NULL);
+  char *path = fdl_cmp_path_join(s->root, s->head_file ? s->head_file : "", NULL);
   if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
   fdl_status st =
       load_one(path, s->head_key, s->head_digest, vocab, (size_t)s->hidden_width, out, r, err);
@@ -80,12 +80,12 @@ static fdl_status own_payload(const cmp_side *s, size_t vocab, float **out, cmp_
   return st;
 }
 
-fdl_status cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                           cmp_findings *f, cmp_heads *h, cmp_refusal *r, fdl_err *err) {
   memset(h, 0, sizeof *h);
   if (!a->hidden && !b->hidden) return FDL_OK;
   if (o->head_path && o->own_heads)
-    return cmp_refuse(r, err, "head_mismatch", "compute", "use either --head or --own-heads",
+    return fdl_cmp_refuse(r, err, "head_mismatch", "compute", "use either --head or --own-heads",
                       "--head replaces the head of both sides, --own-heads keeps each side's "
                       "own; they cannot be combined");
   size_t vocab = (size_t)a->vocab;
@@ -111,9 +111,9 @@ fdl_status cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_compar
     const cmp_side *sides[2] = {a, b};
     for (int i = 0; i < 2 && !path; i++)
       if (sides[i]->head_payload && !strcmp(sides[i]->head_digest, applied))
-        path = cmp_path_join(sides[i]->root, sides[i]->head_file, NULL);
+        path = fdl_cmp_path_join(sides[i]->root, sides[i]->head_file, NULL);
     if (!path)
-      return cmp_refuse(r, err, "head_missing", "compute",
+      return fdl_cmp_refuse(r, err, "head_missing", "compute",
                         "--head PATH naming a payload whose content digest is the applied head",
                         "no head payload with content digest %s is available: neither dataset "
                         "ships it",
@@ -130,7 +130,7 @@ fdl_status cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_compar
   return FDL_OK;
 }
 
-void cmp_heads_free(cmp_heads *h) {
+void fdl_cmp_heads_free(cmp_heads *h) {
   if (!h) return;
   if (h->cand != h->ref) free(h->cand);
   free(h->ref);

@@ -7,7 +7,7 @@
 
 #include "compare/cmp.h"
 
-fdl_status cmp_refuse(cmp_refusal *r, fdl_err *err, const char *code, const char *gate,
+fdl_status fdl_cmp_refuse(cmp_refusal *r, fdl_err *err, const char *code, const char *gate,
                       const char *remedy, const char *fmt, ...) {
   snprintf(r->code, sizeof r->code, "%s", code);
   snprintf(r->gate, sizeof r->gate, "%s", gate);
@@ -19,7 +19,7 @@ fdl_status cmp_refuse(cmp_refusal *r, fdl_err *err, const char *code, const char
   return FDL_REFUSED;
 }
 
-const json_t *cmp_jget(const json_t *o, const char *path) {
+const json_t *fdl_cmp_jget(const json_t *o, const char *path) {
   char key[128];
   while (o && *path) {
     const char *dot = strchr(path, '.');
@@ -33,12 +33,12 @@ const json_t *cmp_jget(const json_t *o, const char *path) {
   return o;
 }
 
-const char *cmp_jstr(const json_t *o, const char *path) {
-  return json_string_value(cmp_jget(o, path));
+const char *fdl_cmp_jstr(const json_t *o, const char *path) {
+  return json_string_value(fdl_cmp_jget(o, path));
 }
 
-const char *cmp_jstr0(const json_t *o, const char *path) {
-  const char *s = cmp_jstr(o, path);
+const char *fdl_cmp_jstr0(const json_t *o, const char *path) {
+  const char *s = fdl_cmp_jstr(o, path);
   return s ? s : "";
 }
 
@@ -62,21 +62,21 @@ static bool truthy(const json_t *v) {
   }
 }
 
-bool cmp_jtruthy(const json_t *o, const char *path) {
-  return truthy(cmp_jget(o, path));
+bool fdl_cmp_jtruthy(const json_t *o, const char *path) {
+  return truthy(fdl_cmp_jget(o, path));
 }
 
-int64_t cmp_jint(const json_t *o, const char *path) {
-  const json_t *v = cmp_jget(o, path);
+int64_t fdl_cmp_jint(const json_t *o, const char *path) {
+  const json_t *v = fdl_cmp_jget(o, path);
   return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
 }
 
-json_t *cmp_jcopy(const json_t *o, const char *path) {
-  const json_t *v = cmp_jget(o, path);
+json_t *fdl_cmp_jcopy(const json_t *o, const char *path) {
+  const json_t *v = fdl_cmp_jget(o, path);
   return v ? json_deep_copy(v) : json_null();
 }
 
-bool cmp_py_equal(const json_t *a, const json_t *b) {
+bool fdl_cmp_py_equal(const json_t *a, const json_t *b) {
   if (!a || !b) return a == b;
   if (json_is_number(a) && json_is_number(b)) {
     if (json_is_integer(a) && json_is_integer(b))
@@ -94,7 +94,7 @@ bool cmp_py_equal(const json_t *a, const json_t *b) {
   if (json_is_array(a)) {
     if (json_array_size(a) != json_array_size(b)) return false;
     for (size_t i = 0; i < json_array_size(a); i++)
-      if (!cmp_py_equal(json_array_get(a, i), json_array_get(b, i))) return false;
+      if (!fdl_cmp_py_equal(json_array_get(a, i), json_array_get(b, i))) return false;
     return true;
   }
   if (json_is_object(a)) {
@@ -102,14 +102,14 @@ bool cmp_py_equal(const json_t *a, const json_t *b) {
     const char *k;
     const json_t *v;
     json_object_foreach((json_t *)a, k, v) {
-      if (!cmp_py_equal(v, json_object_get(b, k))) return false;
+      if (!fdl_cmp_py_equal(v, json_object_get(b, k))) return false;
     }
     return true;
   }
   return true; /* true/false/null of equal type */
 }
 
-void cmp_py_str(const json_t *v, char *out, size_t cap) {
+void fdl_cmp_py_str(const json_t *v, char *out, size_t cap) {
   if (!v || json_is_null(v))
     snprintf(out, cap, "None");
   else if (json_is_string(v))
@@ -132,30 +132,30 @@ void cmp_py_str(const json_t *v, char *out, size_t cap) {
     snprintf(out, cap, "%s", json_is_array(v) ? "[...]" : "{...}");
 }
 
-int cmp_set_real(json_t *o, const char *k, double v) {
+int fdl_cmp_set_real(json_t *o, const char *k, double v) {
   return json_object_set_new(o, k, json_real(v));
 }
 
-int cmp_set_int(json_t *o, const char *k, int64_t v) {
+int fdl_cmp_set_int(json_t *o, const char *k, int64_t v) {
   return json_object_set_new(o, k, json_integer((json_int_t)v));
 }
 
-int cmp_set_str(json_t *o, const char *k, const char *v) {
+int fdl_cmp_set_str(json_t *o, const char *k, const char *v) {
   return json_object_set_new(o, k, v ? json_string(v) : json_null());
 }
 
-int cmp_set_bool(json_t *o, const char *k, bool v) {
+int fdl_cmp_set_bool(json_t *o, const char *k, bool v) {
   return json_object_set_new(o, k, json_boolean(v));
 }
 
-bool cmp_empty(const char *s) {
+bool fdl_cmp_empty(const char *s) {
   return !s || !*s;
 }
 
-bool cmp_streq(const char *a, const char *b) {
+bool fdl_cmp_streq(const char *a, const char *b) {
   return !strcmp(a ? a : "", b ? b : "");
 }
 
-void cmp_short(const char *hex, char out[13]) {
+void fdl_cmp_short(const char *hex, char out[13]) {
   snprintf(out, 13, "%s", hex ? hex : "");
 }

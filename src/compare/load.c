@@ -7,7 +7,7 @@
 
 #include "compare/cmp.h"
 
-char *cmp_path_join(const char *root, const char *rel, const char *rel2) {
+char *fdl_cmp_path_join(const char *root, const char *rel, const char *rel2) {
   size_t n = strlen(root) + strlen(rel) + (rel2 ? strlen(rel2) + 1 : 0) + 2;
   char *p = malloc(n);
   if (!p) return NULL;
@@ -21,8 +21,8 @@ char *cmp_path_join(const char *root, const char *rel, const char *rel2) {
 }
 
 static bool regular_file(const char *root, const char *rel) {
-  if (cmp_empty(rel)) return false;
-  char *p = cmp_path_join(root, rel, NULL);
+  if (fdl_cmp_empty(rel)) return false;
+  char *p = fdl_cmp_path_join(root, rel, NULL);
   struct stat st;
   bool ok = p && lstat(p, &st) == 0 && S_ISREG(st.st_mode);
   free(p);
@@ -40,25 +40,25 @@ static fdl_status validate(const char *root, const char *who, const fdl_compare_
   fdl_status s = fdl_ds_validate(root, &vo, &rep, &verr);
   if (s != FDL_OK) {
     fdl_ds_report_free(&rep);
-    return cmp_refuse(r, err, s == FDL_NOMEM ? "out_of_memory" : "unreadable", "cli",
+    return fdl_cmp_refuse(r, err, s == FDL_NOMEM ? "out_of_memory" : "unreadable", "cli",
                       CMP_NO_OVERRIDE_DATA, "%s dataset %s: %s", who, root, verr.msg);
   }
   if (rep.oom != FDL_OK) {
     fdl_ds_report_free(&rep);
-    return cmp_refuse(r, err, "out_of_memory", "seal", CMP_REMEDY_RESOURCES,
+    return fdl_cmp_refuse(r, err, "out_of_memory", "seal", CMP_REMEDY_RESOURCES,
                       "%s dataset %s: out of memory "
                       "while validating",
                       who, root);
   }
   if (rep.errors.count) {
     const fdl_ds_finding *e = &rep.errors.items[0];
-    cmp_refuse(r, err, "seal_failed", "seal",
+    fdl_cmp_refuse(r, err, "seal_failed", "seal",
                "none: a dataset that does not validate is never compared; run `fidelis "
                "validate` on it, then fix it or fetch it again",
                "%s dataset %s does not validate (%zu error%s); first: [%s/%s] %s%s%s%s", who, root,
                rep.errors.count, rep.errors.count == 1 ? "" : "s", e->code, e->rule, e->message,
-               cmp_empty(e->where) ? "" : " (", cmp_empty(e->where) ? "" : e->where,
-               cmp_empty(e->where) ? "" : ")");
+               fdl_cmp_empty(e->where) ? "" : " (", fdl_cmp_empty(e->where) ? "" : e->where,
+               fdl_cmp_empty(e->where) ? "" : ")");
     fdl_ds_report_free(&rep);
     return FDL_REFUSED;
   }
@@ -66,7 +66,7 @@ static fdl_status validate(const char *root, const char *who, const fdl_compare_
   return FDL_OK;
 }
 
-fdl_status cmp_side_load(cmp_side *s, const char *root, const char *who, const char *label,
+fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, const char *label,
                          const fdl_compare_opts *o, cmp_refusal *r, fdl_err *err) {
   memset(s, 0, sizeof *s);
   s->root = root;
@@ -76,35 +76,35 @@ fdl_status cmp_side_load(cmp_side *s, const char *root, const char *who, const c
   if (st != FDL_OK) return st;
   fdl_err lerr = {FDL_OK, ""};
   if ((st = fdl_dataset_load(root, &s->ds, &lerr)) != FDL_OK)
-    return cmp_refuse(r, err, "unreadable", "cli", CMP_NO_OVERRIDE_DATA, "%s dataset %s: %s", who,
+    return fdl_cmp_refuse(r, err, "unreadable", "cli", CMP_NO_OVERRIDE_DATA, "%s dataset %s: %s", who,
                       root, lerr.msg);
   const json_t *m = s->ds.manifest;
   if (!m || !s->ds.capture || !s->ds.panel || !s->ds.runtime)
-    return cmp_refuse(r, err, "unreadable", "cli", CMP_NO_OVERRIDE_DATA,
+    return fdl_cmp_refuse(r, err, "unreadable", "cli", CMP_NO_OVERRIDE_DATA,
                       "%s dataset %s: a sub-document (capture manifest, panel binding or "
                       "capture runtime) could not be read after validation",
                       who, root);
-  s->dataset_id = cmp_jstr(m, "dataset.id");
-  s->dataset_sha256 = cmp_jstr(m, "dataset_sha256");
-  s->capture_digest = cmp_jstr(m, "capture.capture_content_digest");
-  s->role = cmp_jstr(m, "dataset.role");
-  s->form = cmp_jstr(m, "capture.form");
-  s->lane = cmp_jstr(m, "runtime.lane");
-  s->head_digest = cmp_jstr0(m, "head.tensor_content_sha256");
-  s->head_file_sha256 = cmp_jstr0(m, "head.file_sha256");
-  s->head_file = cmp_jstr(m, "head.file");
-  s->head_key = cmp_jstr(m, "head.tensor_key");
+  s->dataset_id = fdl_cmp_jstr(m, "dataset.id");
+  s->dataset_sha256 = fdl_cmp_jstr(m, "dataset_sha256");
+  s->capture_digest = fdl_cmp_jstr(m, "capture.capture_content_digest");
+  s->role = fdl_cmp_jstr(m, "dataset.role");
+  s->form = fdl_cmp_jstr(m, "capture.form");
+  s->lane = fdl_cmp_jstr(m, "runtime.lane");
+  s->head_digest = fdl_cmp_jstr0(m, "head.tensor_content_sha256");
+  s->head_file_sha256 = fdl_cmp_jstr0(m, "head.file_sha256");
+  s->head_file = fdl_cmp_jstr(m, "head.file");
+  s->head_key = fdl_cmp_jstr(m, "head.tensor_key");
   s->head_payload = regular_file(root, s->head_file);
-  s->capture_dtype = cmp_jstr(m, "capture.dtype");
-  s->hidden = cmp_streq(s->form, "hidden");
-  s->vocab = cmp_jint(m, "capture.vocab_size");
-  s->hidden_width = cmp_jint(m, "capture.hidden_width");
+  s->capture_dtype = fdl_cmp_jstr(m, "capture.dtype");
+  s->hidden = fdl_cmp_streq(s->form, "hidden");
+  s->vocab = fdl_cmp_jint(m, "capture.vocab_size");
+  s->hidden_width = fdl_cmp_jint(m, "capture.hidden_width");
   if (s->vocab < 1 || (s->hidden && s->hidden_width < 1))
-    return cmp_refuse(r, err, "geometry_mismatch", "geometry", CMP_NO_OVERRIDE_DATA,
+    return fdl_cmp_refuse(r, err, "geometry_mismatch", "geometry", CMP_NO_OVERRIDE_DATA,
                       "%s dataset %s: capture.vocab_size%s is not a positive integer", who, root,
                       s->hidden ? " or capture.hidden_width" : "");
   /* Record files are relative to the capture manifest's directory. */
-  const char *mf = cmp_jstr0(m, "capture.manifest_file");
+  const char *mf = fdl_cmp_jstr0(m, "capture.manifest_file");
   const char *slash = strrchr(mf, '/');
   size_t dl = slash ? (size_t)(slash - mf) : 0;
   char *dir = malloc(dl + 1);
@@ -115,7 +115,7 @@ fdl_status cmp_side_load(cmp_side *s, const char *root, const char *who, const c
   return FDL_OK;
 }
 
-void cmp_side_free(cmp_side *s) {
+void fdl_cmp_side_free(cmp_side *s) {
   if (!s) return;
   fdl_dataset_free(&s->ds);
   free((char *)s->capture_dir);

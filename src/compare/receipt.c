@@ -27,25 +27,25 @@ static json_t *side_block(const cmp_side *s) {
   int bad = 0;
   for (size_t i = 0; i < sizeof head_keys / sizeof *head_keys; i++) {
     snprintf(path, sizeof path, "head.%s", head_keys[i]);
-    bad |= json_object_set_new(h, head_keys[i], cmp_jcopy(m, path));
+    bad |= json_object_set_new(h, head_keys[i], fdl_cmp_jcopy(m, path));
   }
   bad |=
-      cmp_set_str(o, "label", s->label) |
-      json_object_set_new(o, "dataset_id", cmp_jcopy(m, "dataset.id")) |
-      json_object_set_new(o, "dataset_sha256", cmp_jcopy(m, "dataset_sha256")) |
+      fdl_cmp_set_str(o, "label", s->label) |
+      json_object_set_new(o, "dataset_id", fdl_cmp_jcopy(m, "dataset.id")) |
+      json_object_set_new(o, "dataset_sha256", fdl_cmp_jcopy(m, "dataset_sha256")) |
       json_object_set_new(o, "capture_content_digest",
-                          cmp_jcopy(m, "capture.capture_content_digest")) |
-      json_object_set_new(o, "role", cmp_jcopy(m, "dataset.role")) |
-      json_object_set_new(o, "form", cmp_jcopy(m, "capture.form")) |
-      json_object_set_new(o, "lane", cmp_jcopy(m, "runtime.lane")) |
-      json_object_set_new(o, "repository", cmp_jcopy(m, "dataset.repository")) |
-      json_object_set_new(o, "revision", cmp_jcopy(m, "dataset.revision")) |
+                          fdl_cmp_jcopy(m, "capture.capture_content_digest")) |
+      json_object_set_new(o, "role", fdl_cmp_jcopy(m, "dataset.role")) |
+      json_object_set_new(o, "form", fdl_cmp_jcopy(m, "capture.form")) |
+      json_object_set_new(o, "lane", fdl_cmp_jcopy(m, "runtime.lane")) |
+      json_object_set_new(o, "repository", fdl_cmp_jcopy(m, "dataset.repository")) |
+      json_object_set_new(o, "revision", fdl_cmp_jcopy(m, "dataset.revision")) |
       json_object_set_new(o, "head", h) |
       json_object_set_new(o, "stack_fingerprint_sha256",
-                          cmp_jcopy(m, "runtime.stack_fingerprint_sha256")) |
-      json_object_set_new(o, "lane_identity_sha256", cmp_jcopy(m, "runtime.lane_identity_sha256")) |
-      json_object_set_new(o, "weights", cmp_jcopy(m, "weights")) |
-      json_object_set_new(o, "scope_digest", cmp_jcopy(m, "scope.scope_digest"));
+                          fdl_cmp_jcopy(m, "runtime.stack_fingerprint_sha256")) |
+      json_object_set_new(o, "lane_identity_sha256", fdl_cmp_jcopy(m, "runtime.lane_identity_sha256")) |
+      json_object_set_new(o, "weights", fdl_cmp_jcopy(m, "weights")) |
+      json_object_set_new(o, "scope_digest", fdl_cmp_jcopy(m, "scope.scope_digest"));
   if (bad) {
     json_decref(o);
     return NULL;
@@ -55,23 +55,23 @@ static json_t *side_block(const cmp_side *s) {
 
 static json_t *panel_block(const cmp_side *a, const cmp_side *b, const cmp_findings *f,
                            const cmp_estimate *e) {
-  const json_t *pa = cmp_jget(a->ds.manifest, "panel");
-  const json_t *ta = cmp_jget(pa, "tokenizer"), *tb = cmp_jget(b->ds.manifest, "panel.tokenizer");
+  const json_t *pa = fdl_cmp_jget(a->ds.manifest, "panel");
+  const json_t *ta = fdl_cmp_jget(pa, "tokenizer"), *tb = fdl_cmp_jget(b->ds.manifest, "panel.tokenizer");
   json_t *o = json_object();
   if (!o) return NULL;
   int bad =
-      json_object_set_new(o, "panel_id", cmp_jcopy(pa, "panel_id")) |
-      json_object_set_new(o, "suite_token_hash_sha256", cmp_jcopy(pa, "suite_token_hash_sha256")) |
+      json_object_set_new(o, "panel_id", fdl_cmp_jcopy(pa, "panel_id")) |
+      json_object_set_new(o, "suite_token_hash_sha256", fdl_cmp_jcopy(pa, "suite_token_hash_sha256")) |
       json_object_set_new(o, "panel_token_sha256_legacy",
-                          cmp_jcopy(pa, "panel_token_sha256_legacy")) |
-      cmp_set_int(o, "contexts", (int64_t)f->n_shared) |
-      cmp_set_int(o, "scored_positions", (int64_t)e->n_rows) |
-      json_object_set_new(o, "context_length", cmp_jcopy(pa, "context_length")) |
-      json_object_set_new(o, "scoring_window", cmp_jcopy(pa, "scoring_window")) |
-      json_object_set_new(o, "tokenizer", cmp_jcopy(pa, "tokenizer")) |
-      json_object_set_new(o, "tokenizer_reference", cmp_jcopy(pa, "tokenizer")) |
-      json_object_set_new(o, "tokenizer_candidate", cmp_jcopy(b->ds.manifest, "panel.tokenizer")) |
-      cmp_set_bool(o, "tokenizer_identity_equal", cmp_tokenizer_identity_equal(ta, tb));
+                          fdl_cmp_jcopy(pa, "panel_token_sha256_legacy")) |
+      fdl_cmp_set_int(o, "contexts", (int64_t)f->n_shared) |
+      fdl_cmp_set_int(o, "scored_positions", (int64_t)e->n_rows) |
+      json_object_set_new(o, "context_length", fdl_cmp_jcopy(pa, "context_length")) |
+      json_object_set_new(o, "scoring_window", fdl_cmp_jcopy(pa, "scoring_window")) |
+      json_object_set_new(o, "tokenizer", fdl_cmp_jcopy(pa, "tokenizer")) |
+      json_object_set_new(o, "tokenizer_reference", fdl_cmp_jcopy(pa, "tokenizer")) |
+      json_object_set_new(o, "tokenizer_candidate", fdl_cmp_jcopy(b->ds.manifest, "panel.tokenizer")) |
+      fdl_cmp_set_bool(o, "tokenizer_identity_equal", fdl_cmp_tokenizer_identity_equal(ta, tb));
   if (bad) {
     json_decref(o);
     return NULL;
@@ -80,7 +80,7 @@ static json_t *panel_block(const cmp_side *a, const cmp_side *b, const cmp_findi
 }
 
 static json_t *str_or_null(const char *s) {
-  return cmp_empty(s) ? json_null() : json_string(s);
+  return fdl_cmp_empty(s) ? json_null() : json_string(s);
 }
 
 static void lower(const char *in, char *out, size_t cap) {
@@ -94,13 +94,13 @@ static json_t *comparator_block(const cmp_side *a, const cmp_side *b, const fdl_
   bool hidden = a->hidden || b->hidden, replay = e->computed && hidden;
   json_t *c = json_object();
   if (!c) return NULL;
-  json_t *env = replay ? cmp_env_replay() : json_null();
-  json_t *tool = cmp_env_tool();
+  json_t *env = replay ? fdl_cmp_env_replay() : json_null();
+  json_t *tool = fdl_cmp_env_tool();
   int bad = !env || !tool;
   bad |=
-      cmp_set_str(c, "device", e->computed ? "cpu" : "none") |
-      cmp_set_str(c, "accumulation_dtype", "float64") | cmp_set_str(c, "logprob_dtype", "float64") |
-      cmp_set_bool(c, "two_pass", true) |
+      fdl_cmp_set_str(c, "device", e->computed ? "cpu" : "none") |
+      fdl_cmp_set_str(c, "accumulation_dtype", "float64") | fdl_cmp_set_str(c, "logprob_dtype", "float64") |
+      fdl_cmp_set_bool(c, "two_pass", true) |
       json_object_set_new(c, "vocab_chunk",
                           e->computed ? json_integer((json_int_t)e->vocab_chunk) : json_null()) |
       json_object_set_new(c, "position_block",
@@ -111,18 +111,18 @@ static json_t *comparator_block(const cmp_side *a, const cmp_side *b, const fdl_
                                        : json_null()) |
       json_object_set_new(c, "replay_env", env) |
       json_object_set_new(c, "replay_peak_device_bytes", json_null()) |
-      cmp_set_bool(c, "tf32", false) | cmp_set_bool(c, "deterministic_algorithms", true) |
-      cmp_set_bool(c, "bf16_reduced_precision_reduction", false) |
+      fdl_cmp_set_bool(c, "tf32", false) | fdl_cmp_set_bool(c, "deterministic_algorithms", true) |
+      fdl_cmp_set_bool(c, "bf16_reduced_precision_reduction", false) |
       json_object_set_new(c, "cublas_workspace_config", json_null()) |
       json_object_set_new(c, "head_applied_tensor_content_sha256", str_or_null(f->applied_head)) |
       json_object_set_new(c, "head_applied_reference_tensor_content_sha256",
                           str_or_null(f->applied_ref)) |
       json_object_set_new(c, "head_applied_candidate_tensor_content_sha256",
                           str_or_null(f->applied_cand)) |
-      cmp_set_bool(c, "tensor_content_digests_verified", o->verify_tensors) |
-      cmp_set_bool(c, "source_file_hashes_verified", o->verify_tensors) |
-      cmp_set_bool(c, "short_circuited", !e->computed) |
-      cmp_set_str(c, "estimator_backend", e->computed ? ESTIMATOR_BACKEND : "hash_proof") |
+      fdl_cmp_set_bool(c, "tensor_content_digests_verified", o->verify_tensors) |
+      fdl_cmp_set_bool(c, "source_file_hashes_verified", o->verify_tensors) |
+      fdl_cmp_set_bool(c, "short_circuited", !e->computed) |
+      fdl_cmp_set_str(c, "estimator_backend", e->computed ? ESTIMATOR_BACKEND : "hash_proof") |
       json_object_set_new(c, "isa", e->computed && e->isa ? json_string(e->isa) : json_null()) |
       json_object_set_new(c, "tool", tool);
   if (bad) {
@@ -143,20 +143,20 @@ static json_t *estimator_block(const cmp_side *a, const cmp_side *b, const cmp_f
   json_t *o = json_object();
   if (!o) return NULL;
   int bad =
-      cmp_set_str(o, "accumulation_dtype", "float64") |
-      cmp_set_str(o, "logits_dtype", replay ? "float32" : dtype) |
+      fdl_cmp_set_str(o, "accumulation_dtype", "float64") |
+      fdl_cmp_set_str(o, "logits_dtype", replay ? "float32" : dtype) |
       json_object_set_new(o, "hidden_dtype", hs ? json_string(hdtype) : json_null()) |
-      cmp_set_bool(o, "two_pass", true) |
+      fdl_cmp_set_bool(o, "two_pass", true) |
       json_object_set_new(o, "vocab_chunk",
                           e->computed ? json_integer((json_int_t)e->vocab_chunk) : json_null()) |
-      cmp_set_str(o, "stack_relation", f->cross_stack ? "cross_stack" : "same_stack") |
-      cmp_set_str(o, "head_policy", f->head_policy) |
-      cmp_set_str(o, "softmax_note",
+      fdl_cmp_set_str(o, "stack_relation", f->cross_stack ? "cross_stack" : "same_stack") |
+      fdl_cmp_set_str(o, "head_policy", f->head_policy) |
+      fdl_cmp_set_str(o, "softmax_note",
                   "full-vocabulary log-sum-exp in float64, fused into one streaming pass per row "
                   "over vocabulary chunks of vocab_chunk entries (the running max is rescaled "
                   "once per chunk); no truncation, top-k or clamp. A non-finite input or result "
                   "is a hard refusal.") |
-      cmp_set_str(o, "zero_handling", repro ? "exact zero asserted, not rounded" : NULL);
+      fdl_cmp_set_str(o, "zero_handling", repro ? "exact zero asserted, not rounded" : NULL);
   if (bad) {
     json_decref(o);
     return NULL;
@@ -178,17 +178,17 @@ static json_t *determinism_block(const cmp_side *a, const cmp_side *b, double me
   json_array_append_new(hashes, json_string(c <= 0 ? x : y));
   if (c) json_array_append_new(hashes, json_string(c < 0 ? y : x));
   json_array_append_new(means, json_real(mean));
-  int bad = cmp_set_int(o, "run_count", 1) |
+  int bad = fdl_cmp_set_int(o, "run_count", 1) |
             json_object_set_new(o, "cold_start_per_run", json_null()) |
             json_object_set_new(o, "run_means", means) |
-            cmp_set_real(o, "population_stddev_of_run_means", 0.0) |
-            cmp_set_real(o, "min_run_mean", mean) | cmp_set_real(o, "max_run_mean", mean) |
+            fdl_cmp_set_real(o, "population_stddev_of_run_means", 0.0) |
+            fdl_cmp_set_real(o, "min_run_mean", mean) | fdl_cmp_set_real(o, "max_run_mean", mean) |
             json_object_set_new(o, "identical_across_runs", json_null()) |
-            cmp_set_str(o, "evidence_kind",
+            fdl_cmp_set_str(o, "evidence_kind",
                         a->hidden ? "hidden_state_tensor_sha256" : "logits_tensor_sha256") |
-            cmp_set_int(o, "distinct_evidence_hash_count", (int64_t)json_array_size(hashes)) |
+            fdl_cmp_set_int(o, "distinct_evidence_hash_count", (int64_t)json_array_size(hashes)) |
             json_object_set_new(o, "evidence_hashes", hashes) |
-            cmp_set_str(o, "note",
+            fdl_cmp_set_str(o, "note",
                         "one comparison of two sealed captures. identical_across_runs is null, not "
                         "true: that claim needs two independently produced captures of the SAME "
                         "weights (SC-2), which is a different receipt.");
@@ -209,13 +209,13 @@ static json_t *scope_block(const cmp_side *a, const cmp_side *b, const cmp_findi
            "%zu of %zu (reference) / %zu (candidate) captured records; the panel is not fully "
            "covered",
            f->n_shared, a->ds.n_records, b->ds.n_records);
-  int bad = cmp_set_int(o, "scored_positions", (int64_t)e->n_rows) |
-            cmp_set_int(o, "contexts", (int64_t)f->n_shared) |
+  int bad = fdl_cmp_set_int(o, "scored_positions", (int64_t)e->n_rows) |
+            fdl_cmp_set_int(o, "contexts", (int64_t)f->n_shared) |
             json_object_set_new(o, "positions_per_context",
-                                first ? cmp_jcopy(first, "scored_rows") : json_null()) |
-            cmp_set_bool(o, "covers_full_panel", f->covers_full_panel) |
-            cmp_set_str(o, "subset_detail", f->covers_full_panel ? NULL : detail) |
-            cmp_set_str(o, "position_filter", "all");
+                                first ? fdl_cmp_jcopy(first, "scored_rows") : json_null()) |
+            fdl_cmp_set_bool(o, "covers_full_panel", f->covers_full_panel) |
+            fdl_cmp_set_str(o, "subset_detail", f->covers_full_panel ? NULL : detail) |
+            fdl_cmp_set_str(o, "position_filter", "all");
   if (bad) {
     json_decref(o);
     return NULL;
@@ -229,13 +229,13 @@ static json_t *self_compare_block(const cmp_findings *f, bool force_agreed,
   json_t *o = json_object();
   if (!o) return NULL;
   int bad =
-      cmp_set_bool(o, "capture_content_digest_equal", f->capture_equal) |
-      cmp_set_bool(o, "weights_identity_equal", f->weights_identity_equal) |
-      cmp_set_bool(o, "head_digest_equal", f->head_digest_equal) |
-      cmp_set_bool(o, "asserted_exact_zero", !strcmp(f->kind, "reproduction_confirmation")) |
+      fdl_cmp_set_bool(o, "capture_content_digest_equal", f->capture_equal) |
+      fdl_cmp_set_bool(o, "weights_identity_equal", f->weights_identity_equal) |
+      fdl_cmp_set_bool(o, "head_digest_equal", f->head_digest_equal) |
+      fdl_cmp_set_bool(o, "asserted_exact_zero", !strcmp(f->kind, "reproduction_confirmation")) |
       json_object_set_new(o, "force_compute_agreed", force_agreed ? json_true() : json_null()) |
-      cmp_set_int(o, "expected_tokenwise_bytes", (int64_t)tw->bytes) |
-      cmp_set_str(o, "expected_tokenwise_sha256", tw->sha256);
+      fdl_cmp_set_int(o, "expected_tokenwise_bytes", (int64_t)tw->bytes) |
+      fdl_cmp_set_str(o, "expected_tokenwise_sha256", tw->sha256);
   if (bad) {
     json_decref(o);
     return NULL;
@@ -251,10 +251,10 @@ static json_t *submission_block(const cmp_findings *f) {
            "comparison_kind is %s, not measurement: only a measurement may become a registry row",
            f->kind);
   bool meas = !strcmp(f->kind, "measurement");
-  int bad = cmp_set_bool(o, "emitted", false) | json_object_set_new(o, "path", json_null()) |
+  int bad = fdl_cmp_set_bool(o, "emitted", false) | json_object_set_new(o, "path", json_null()) |
             json_object_set_new(o, "receipt_sha256", json_null()) |
             json_object_set_new(o, "submission_schema", json_null()) |
-            cmp_set_str(o, "refusal", meas ? NULL : refusal);
+            fdl_cmp_set_str(o, "refusal", meas ? NULL : refusal);
   if (bad) {
     json_decref(o);
     return NULL;
@@ -273,25 +273,25 @@ static void utc_now(const fdl_compare_opts *o, char out[32]) {
   strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-fdl_status cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+fdl_status fdl_cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                              cmp_findings *f, const cmp_estimate *e, bool force_agreed,
                              const cmp_tokenwise_info *tw, json_t *rc, cmp_refusal *r,
                              fdl_err *err) {
   if (!json_array_size(f->disclosures)) {
-    fdl_status s = cmp_disclose(f, "no_known_deviations", "info", 0, err,
+    fdl_status s = fdl_cmp_disclose(f, "no_known_deviations", "info", 0, err,
                                 "every gate passed with no override");
     if (s != FDL_OK) return s;
   }
   json_t *comparability = NULL;
-  fdl_status s = cmp_comparability(a, f, &comparability, r, err);
+  fdl_status s = fdl_cmp_comparability(a, f, &comparability, r, err);
   if (s != FDL_OK) return s;
   char when[32];
   utc_now(o, when);
-  double mean = json_real_value(cmp_jget(rc, "kl.mean"));
+  double mean = json_real_value(fdl_cmp_jget(rc, "kl.mean"));
   json_t *tok = json_object();
-  int bad = !tok || cmp_set_str(tok, "path", FDL_COMPARE_TOKENWISE_NAME) |
-                        cmp_set_int(tok, "bytes", (int64_t)tw->bytes) |
-                        cmp_set_str(tok, "sha256", tw->sha256);
+  int bad = !tok || fdl_cmp_set_str(tok, "path", FDL_COMPARE_TOKENWISE_NAME) |
+                        fdl_cmp_set_int(tok, "bytes", (int64_t)tw->bytes) |
+                        fdl_cmp_set_str(tok, "sha256", tw->sha256);
   json_t *blocks[] = {side_block(a),
                       side_block(b),
                       panel_block(a, b, f, e),
@@ -299,7 +299,7 @@ fdl_status cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl_com
                       comparator_block(a, b, o, f, e),
                       estimator_block(a, b, f, e),
                       determinism_block(a, b, mean),
-                      scope_block(a, b, f, e, cmp_jget(rc, "per_context")),
+                      scope_block(a, b, f, e, fdl_cmp_jget(rc, "per_context")),
                       comparability,
                       tok,
                       self_compare_block(f, force_agreed, tw),
@@ -317,9 +317,9 @@ fdl_status cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl_com
     }
     bad |= json_object_set_new(rc, names[i], blocks[i]);
   }
-  bad |= cmp_set_str(rc, "schema", FDL_COMPARE_SCHEMA) | cmp_set_int(rc, "format_version", 1) |
-         cmp_set_str(rc, "receipt_sha256", "") | cmp_set_str(rc, "created_utc", when) |
-         cmp_set_str(rc, "comparison_kind", f->kind);
+  bad |= fdl_cmp_set_str(rc, "schema", FDL_COMPARE_SCHEMA) | fdl_cmp_set_int(rc, "format_version", 1) |
+         fdl_cmp_set_str(rc, "receipt_sha256", "") | fdl_cmp_set_str(rc, "created_utc", when) |
+         fdl_cmp_set_str(rc, "comparison_kind", f->kind);
   if (bad) return fdl_fail(err, FDL_NOMEM, "out of memory building the receipt");
   return fdl_seal_apply(rc, FDL_SEAL_FIDELITY_BLANK, "receipt_sha256", err);
 }

@@ -16,9 +16,9 @@ static const char *const BUCKET_NAMES[FDL_NUM_DEPTH_BUCKETS] = {
 static json_t *stats_block(const fdl_num_summary *s) {
   json_t *o = json_object();
   if (!o) return NULL;
-  int bad = cmp_set_real(o, "mean", s->mean) | cmp_set_real(o, "median", s->median) |
-            cmp_set_real(o, "p95", s->p95) | cmp_set_real(o, "p99", s->p99) |
-            cmp_set_real(o, "p99_9", s->p99_9) | cmp_set_real(o, "max", s->max);
+  int bad = fdl_cmp_set_real(o, "mean", s->mean) | fdl_cmp_set_real(o, "median", s->median) |
+            fdl_cmp_set_real(o, "p95", s->p95) | fdl_cmp_set_real(o, "p99", s->p99) |
+            fdl_cmp_set_real(o, "p99_9", s->p99_9) | fdl_cmp_set_real(o, "max", s->max);
   if (bad) {
     json_decref(o);
     return NULL;
@@ -43,7 +43,7 @@ static const fdl_ds_panel_record *panel_record(const fdl_dataset *ds, int64_t in
 static json_t *resolved(const fdl_ds_capture_record *rec, const fdl_ds_panel_record *pr,
                         const char *key, bool fallback) {
   const json_t *v = json_object_get(rec->json, key);
-  if (fallback && !cmp_jtruthy(rec->json, key) && pr) v = json_object_get(pr->json, key);
+  if (fallback && !fdl_cmp_jtruthy(rec->json, key) && pr) v = json_object_get(pr->json, key);
   return v ? json_deep_copy(v) : json_null();
 }
 
@@ -78,7 +78,7 @@ static json_t *grouped_means(const json_t *per_context, const char *key, const d
     size_t j = i, k = 0;
     while (j < m && !strcmp(items[j].key, items[i].key)) vals[k++] = means[items[j++].ctx];
     groups[ng] = fdl_num_neumaier_mean(vals, k);
-    if (cmp_set_real(out, items[i].key, groups[ng++])) goto oom;
+    if (fdl_cmp_set_real(out, items[i].key, groups[ng++])) goto oom;
     i = j;
   }
   if (ng) {
@@ -177,7 +177,7 @@ static json_t *buckets(const fdl_num_context *ctxs, size_t nc, fdl_status *s, fd
   json_t *bk = json_object();
   int bad = !bk;
   for (size_t k = 0; k < FDL_NUM_DEPTH_BUCKETS && !bad; k++)
-    if (present[k]) bad |= cmp_set_real(bk, BUCKET_NAMES[k], val[k]);
+    if (present[k]) bad |= fdl_cmp_set_real(bk, BUCKET_NAMES[k], val[k]);
   if (bad) {
     json_decref(bk);
     *s = fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -188,7 +188,7 @@ static json_t *buckets(const fdl_num_context *ctxs, size_t nc, fdl_status *s, fd
   return json_null();
 }
 
-fdl_status cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_estimate *e,
+fdl_status fdl_cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_estimate *e,
                            const fdl_compare_opts *o, bool reproduction, json_t *rc, fdl_err *err) {
   size_t n = e->n_rows, nc = f->n_shared;
   fdl_num_summary kl = {0}; /* a reproduction's statistics are exactly 0.0 */
@@ -217,7 +217,7 @@ fdl_status cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_estimat
       s = fdl_fail(err, FDL_NOMEM, "out of memory");
   if (s == FDL_OK) s = uncertainty(f, e, o, &too_few, &unc, err);
   if (s == FDL_OK && too_few)
-    s = cmp_disclose(f, "uncertainty_not_estimated", "info", 0, err,
+    s = fdl_cmp_disclose(f, "uncertainty_not_estimated", "info", 0, err,
                      "no confidence interval: the context-cluster bootstrap resamples whole "
                      "contexts and needs at least 2, but %zu %s compared.",
                      nc, nc == 1 ? "context was" : "contexts were");

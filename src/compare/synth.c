@@ -59,7 +59,7 @@ typedef struct {
 } synth;
 
 static char *join(const char *a, const char *b) {
-  return cmp_path_join(a, b, NULL);
+  return fdl_cmp_path_join(a, b, NULL);
 }
 
 static fdl_status write_panel(synth *z, fdl_err *err) {

@@ -6,11 +6,11 @@
 
 #include "compare/cmp.h"
 
-bool cmp_dtype_widenable(fdl_dtype t) {
+bool fdl_cmp_dtype_widenable(fdl_dtype t) {
   return t == FDL_DTYPE_BF16 || t == FDL_DTYPE_F16 || t == FDL_DTYPE_F32;
 }
 
-void cmp_widen(const fdl_tensor *t, size_t first, size_t n, float *out) {
+void fdl_cmp_widen(const fdl_tensor *t, size_t first, size_t n, float *out) {
   const uint8_t *p = t->data + first * fdl_dtype_size(t->dtype);
   switch (t->dtype) {
   case FDL_DTYPE_BF16:

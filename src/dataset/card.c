@@ -30,17 +30,17 @@ static void kv(fdl_buf *b, const char *indent, const char *key, const char *val)
   fdl_buf_putc(b, '\n');
 }
 
-fdl_status pk_write_card(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err) {
+fdl_status fdl_pk_write_card(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err) {
   const json_t *m = docs->manifest;
-  const json_t *ds = ds_obj(m, "dataset"), *panel = ds_obj(m, "panel"),
-               *capture = ds_obj(m, "capture"), *head = ds_obj(m, "head"),
-               *weights = ds_obj(m, "weights");
-  const char *license = ds_str(ds, "license");
-  const char *name = ds_str(ds, "name");
+  const json_t *ds = fdl_ds_obj(m, "dataset"), *panel = fdl_ds_obj(m, "panel"),
+               *capture = fdl_ds_obj(m, "capture"), *head = fdl_ds_obj(m, "head"),
+               *weights = fdl_ds_obj(m, "weights");
+  const char *license = fdl_ds_str(ds, "license");
+  const char *name = fdl_ds_str(ds, "name");
   int64_t positions = 0, records = 0, vocab = 0;
-  (void)ds_int(panel, "scored_positions_total", &positions);
-  (void)ds_int(capture, "records_count", &records);
-  (void)ds_int(capture, "vocab_size", &vocab);
+  (void)fdl_ds_int(panel, "scored_positions_total", &positions);
+  (void)fdl_ds_int(capture, "records_count", &records);
+  (void)fdl_ds_int(capture, "vocab_size", &vocab);
   fdl_buf b;
   fdl_buf_init(&b, 0);
   fdl_buf_puts(&b, "---\nlicense: ");
@@ -52,14 +52,14 @@ fdl_status pk_write_card(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err) {
   kv(&b, "    ", "id", c->dataset_id);
   kv(&b, "    ", "role", c->role);
   kv(&b, "    ", "form", c->form);
-  kv(&b, "    ", "dtype", ds_str(capture, "dtype"));
+  kv(&b, "    ", "dtype", fdl_ds_str(capture, "dtype"));
   kv(&b, "    ", "capture_content_digest", c->content_digest);
-  kv(&b, "    ", "suite_token_hash_sha256", ds_str(panel, "suite_token_hash_sha256"));
-  kv(&b, "    ", "head_tensor_content_sha256", ds_str(head, "tensor_content_sha256"));
-  kv(&b, "    ", "panel_id", ds_str(panel, "panel_id"));
+  kv(&b, "    ", "suite_token_hash_sha256", fdl_ds_str(panel, "suite_token_hash_sha256"));
+  kv(&b, "    ", "head_tensor_content_sha256", fdl_ds_str(head, "tensor_content_sha256"));
+  kv(&b, "    ", "panel_id", fdl_ds_str(panel, "panel_id"));
   kv(&b, "    ", "lane", c->lane);
-  kv(&b, "    ", "weights_repository", ds_str(weights, "repository"));
-  kv(&b, "    ", "weights_revision", ds_str(weights, "revision"));
+  kv(&b, "    ", "weights_repository", fdl_ds_str(weights, "repository"));
+  kv(&b, "    ", "weights_revision", fdl_ds_str(weights, "revision"));
   fdl_buf_printf(&b, "    records: %" PRId64 "\n    scored_positions_total: %" PRId64 "\n", records,
                  positions);
   fdl_buf_puts(&b, "    # dataset_sha256 is published from fidelity-dataset.json: this card is\n"
@@ -68,20 +68,20 @@ fdl_status pk_write_card(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err) {
   fdl_buf_puts(&b, "x_fidelis:\n");
   kv(&b, "  ", "tool", "fidelis pack");
   kv(&b, "  ", "version", fdl_version());
-  kv(&b, "  ", "engine", pk_meta_str(c, "engine", "name"));
-  kv(&b, "  ", "engine_version", pk_meta_str(c, "engine", "version"));
+  kv(&b, "  ", "engine", fdl_pk_meta_str(c, "engine", "name"));
+  kv(&b, "  ", "engine_version", fdl_pk_meta_str(c, "engine", "version"));
   fdl_buf_puts(&b, "---\n\n# ");
   fdl_buf_puts(&b, name ? name : c->dataset_id);
   fdl_buf_printf(&b,
                  "\n\nA `%s` dataset: one %s-form capture of `%s` over a panel of %zu "
                  "contexts (%" PRId64 " scored positions, vocabulary %" PRId64 "), lane `%s`.\n\n",
-                 FDL_DS_SCHEMA, c->form, ds_str(weights, "repository"), c->n, positions, vocab,
+                 FDL_DS_SCHEMA, c->form, fdl_ds_str(weights, "repository"), c->n, positions, vocab,
                  c->lane);
   fdl_buf_printf(&b,
                  "| | |\n|---|---|\n| role | %s |\n| capture content digest | `%s` |\n"
                  "| suite token hash | `%s` |\n| head content digest | `%s` |\n\n",
-                 c->role, c->content_digest, ds_str(panel, "suite_token_hash_sha256"),
-                 ds_str(head, "tensor_content_sha256") ? ds_str(head, "tensor_content_sha256")
+                 c->role, c->content_digest, fdl_ds_str(panel, "suite_token_hash_sha256"),
+                 fdl_ds_str(head, "tensor_content_sha256") ? fdl_ds_str(head, "tensor_content_sha256")
                                                        : "none");
   fdl_buf_puts(&b, "## Verify\n\n```\nsha256sum --check checksums.txt\n"
                    "fidelis validate --verify-tensors .\n```\n\n"
@@ -89,13 +89,13 @@ fdl_status pk_write_card(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err) {
                    "`checksums.txt`, which covers every other file.\n");
   if (fdl_buf_status(&b) != FDL_OK) {
     fdl_buf_free(&b);
-    return pk_refuse(c, err, "io_error", FDL_NOMEM, "README.md: out of memory");
+    return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "README.md: out of memory");
   }
   char path[PATH_MAX];
-  fdl_status s = pk_stage_path(c, "README.md", path, sizeof path, err);
+  fdl_status s = fdl_pk_stage_path(c, "README.md", path, sizeof path, err);
   fdl_err e;
   if (s == FDL_OK && fdl_write_file(path, b.data, b.len, &e) != FDL_OK)
-    s = pk_refuse(c, err, "io_error", FDL_IO, "%s", e.msg);
+    s = fdl_pk_refuse(c, err, "io_error", FDL_IO, "%s", e.msg);
   fdl_buf_free(&b);
   return s;
 }

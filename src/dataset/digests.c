@@ -97,8 +97,8 @@ static int cmp_cstr(const void *a, const void *b) {
 }
 
 fdl_status fdl_ds_scope_digest(const json_t *scope, fdl_buf *out, fdl_err *err) {
-  const json_t *assign = ds_arr(scope, "assignments");
-  const char *head = ds_str(scope, "head_policy"), *kv = ds_str(scope, "kv_cache_dtype");
+  const json_t *assign = fdl_ds_arr(scope, "assignments");
+  const char *head = fdl_ds_str(scope, "head_policy"), *kv = fdl_ds_str(scope, "kv_cache_dtype");
   if (!assign || !head || !kv)
     return fdl_fail(err, FDL_INVALID,
                     "scope: assignments, head_policy and kv_cache_dtype are "
@@ -109,8 +109,8 @@ fdl_status fdl_ds_scope_digest(const json_t *scope, fdl_buf *out, fdl_err *err) 
   fdl_status s = FDL_OK;
   for (size_t i = 0; i < n && s == FDL_OK; i++) {
     const json_t *a = json_array_get(assign, i);
-    const char *cls = ds_str(a, "tensor_class"), *tr = ds_str(a, "treatment"),
-               *fmt = ds_str(a, "format");
+    const char *cls = fdl_ds_str(a, "tensor_class"), *tr = fdl_ds_str(a, "treatment"),
+               *fmt = fdl_ds_str(a, "format");
     if (!cls || !tr || !fmt) {
       s = fdl_fail(err, FDL_INVALID,
                    "scope.assignments[%zu]: tensor_class, treatment and "
@@ -186,7 +186,7 @@ fdl_status fdl_ds_tensor_file_digests(const char *path, const char *key, fdl_ds_
   memset(jobs, 0, sizeof jobs);
   jobs[0].rel = NULL;
   int dirfd = AT_FDCWD;
-  /* ds_open_at wants a relative path below a directory fd: split path into dir + name. */
+  /* fdl_ds_open_at wants a relative path below a directory fd: split path into dir + name. */
   char dir[DS_MAX_PATH];
   const char *name = strrchr(path, '/');
   if (strlen(path) >= sizeof dir) return fdl_fail(err, FDL_BOUNDS, "%s: path too long", path);
@@ -216,7 +216,7 @@ fdl_status fdl_ds_tensor_file_digests(const char *path, const char *key, fdl_ds_
     jobs[1].length = UINT64_MAX;
     n = 2;
   }
-  s = ds_hash_jobs_run(dirfd, jobs, n, 0, err);
+  s = fdl_ds_hash_jobs_run(dirfd, jobs, n, 0, err);
   close(dirfd);
   if (s != FDL_OK) return s;
   for (size_t i = 0; i < n; i++)

@@ -34,16 +34,16 @@ typedef enum { DS_ABSENT = 0, DS_REGULAR, DS_DIRECTORY, DS_SYMLINK, DS_OTHER } d
 /* Opens rel (a PATH-1-clean relative path) below rootfd one component at a time with
  * O_NOFOLLOW, so no symlink anywhere on the way is followed. FDL_PATH for a symlink or a path
  * that is not relative-and-inside; FDL_IO (with *missing true when it does not exist) else. */
-fdl_status ds_open_at(int rootfd, const char *rel, int *fd, bool *missing, fdl_err *err);
+fdl_status fdl_ds_open_at(int rootfd, const char *rel, int *fd, bool *missing, fdl_err *err);
 /* What rel is, without following a final symlink (intermediate symlinks read as DS_SYMLINK). */
-ds_kind ds_kind_at(int rootfd, const char *rel);
+ds_kind fdl_ds_kind_at(int rootfd, const char *rel);
 /* Reads a whole regular file (at most max bytes) into a NUL-terminated malloc'd buffer. */
-fdl_status ds_read_at(int rootfd, const char *rel, size_t max, char **out, size_t *len,
+fdl_status fdl_ds_read_at(int rootfd, const char *rel, size_t max, char **out, size_t *len,
                       bool *missing, fdl_err *err);
 /* Reads and strictly parses a JSON file below rootfd. */
-fdl_status ds_load_json_at(int rootfd, const char *rel, json_t **out, bool *missing, fdl_err *err);
+fdl_status fdl_ds_load_json_at(int rootfd, const char *rel, json_t **out, bool *missing, fdl_err *err);
 /* SHA-256 of a whole file below rootfd (size optional). */
-fdl_status ds_sha256_at(int rootfd, const char *rel, char *hex, uint64_t *size, fdl_err *err);
+fdl_status fdl_ds_sha256_at(int rootfd, const char *rel, char *hex, uint64_t *size, fdl_err *err);
 
 /* Every entry found below a root. */
 typedef struct {
@@ -58,42 +58,42 @@ typedef struct {
 
 /* Walks the tree below rootfd, never following a symlink. FDL_TOO_LARGE past DS_MAX_FILES or
  * DS_MAX_DEPTH. */
-fdl_status ds_tree_walk(int rootfd, ds_tree *t, fdl_err *err);
-void ds_tree_free(ds_tree *t);
+fdl_status fdl_ds_tree_walk(int rootfd, ds_tree *t, fdl_err *err);
+void fdl_ds_tree_free(ds_tree *t);
 /* Binary search in the sorted file list. */
-bool ds_tree_has(const ds_tree *t, const char *rel);
+bool fdl_ds_tree_has(const ds_tree *t, const char *rel);
 
 /* Credential guard of §2.1: true when publishing rel would disclose a secret. */
-bool ds_is_credential(const char *rel);
+bool fdl_ds_is_credential(const char *rel);
 
 /* Removes a directory tree that this process created (never follows symlinks). */
-void ds_remove_tree(const char *path);
+void fdl_ds_remove_tree(const char *path);
 
 /* ---- JSON getters ------------------------------------------------------------------------ */
 
 /* The string at o[key], or NULL when absent, null or not a string. */
-const char *ds_str(const json_t *o, const char *key);
+const char *fdl_ds_str(const json_t *o, const char *key);
 /* True (and *v set) when o[key] is a JSON integer. */
-bool ds_int(const json_t *o, const char *key, int64_t *v);
+bool fdl_ds_int(const json_t *o, const char *key, int64_t *v);
 /* Python truthiness of a value (NULL, null, false, 0, 0.0, "", [], {} are false). */
-bool ds_truthy(const json_t *v);
+bool fdl_ds_truthy(const json_t *v);
 /* o[key] when it is an object / array, else NULL. */
-json_t *ds_obj(const json_t *o, const char *key);
-json_t *ds_arr(const json_t *o, const char *key);
+json_t *fdl_ds_obj(const json_t *o, const char *key);
+json_t *fdl_ds_arr(const json_t *o, const char *key);
 /* Python ==: numbers compare by value across int/float; other values structurally. */
-bool ds_py_equal(const json_t *a, const json_t *b);
+bool fdl_ds_py_equal(const json_t *a, const json_t *b);
 /* A short printable rendering of a value for messages ("'abc'", "12", "null", "None"). */
-void ds_repr(const json_t *v, char *out, size_t cap);
+void fdl_ds_repr(const json_t *v, char *out, size_t cap);
 /* True for exactly 64 lowercase hex digits. */
-bool ds_is_hex64(const char *s);
+bool fdl_ds_is_hex64(const char *s);
 
 /* ---- paths ------------------------------------------------------------------------------- */
 
 /* Joins rel onto the directory base ("" for the root) and normalises "." and ".." segments.
  * False when the result is empty, the root itself, or outside the root. */
-bool ds_join_norm(const char *base, const char *rel, char *out, size_t cap);
+bool fdl_ds_join_norm(const char *base, const char *rel, char *out, size_t cap);
 /* The directory part of a relative path ("" when it has none). */
-void ds_dirname(const char *rel, char *out, size_t cap);
+void fdl_ds_dirname(const char *rel, char *out, size_t cap);
 
 /* ---- hashing jobs ------------------------------------------------------------------------ */
 
@@ -116,32 +116,32 @@ typedef struct {
 /* Hashes every job, largest first, on up to `threads` threads (0: one per online CPU). Each
  * job's own failure lands in the job; the return value is an error only for a fault of the
  * run (out of memory, no thread could start). */
-fdl_status ds_hash_jobs_run(int rootfd, ds_hash_job *jobs, size_t n, unsigned threads,
+fdl_status fdl_ds_hash_jobs_run(int rootfd, ds_hash_job *jobs, size_t n, unsigned threads,
                             fdl_err *err);
 
 /* ---- shared checks ----------------------------------------------------------------------- */
 
 /* JSON-Schema layer of fidelity-dataset.schema.json (rule SCHEMA), one finding per violation. */
-void ds_check_manifest_schema(const json_t *manifest, fdl_ds_report *rep);
+void fdl_ds_check_manifest_schema(const json_t *manifest, fdl_ds_report *rep);
 /* PATH-1/PATH-3 over every path-valued key of doc, carried by the file `where`. */
-void ds_walk_paths(const json_t *doc, const char *where, fdl_ds_report *rep);
+void fdl_ds_walk_paths(const json_t *doc, const char *where, fdl_ds_report *rep);
 /* The directory a path key of the file `where` resolves from ("" = the root), §2.1. */
-void ds_path_base(const char *where, const char *key, char *out, size_t cap);
+void fdl_ds_path_base(const char *where, const char *key, char *out, size_t cap);
 
 /* Seal helpers: the fidelity recipe, field blanked to "". */
-fdl_status ds_seal(json_t *doc, const char *field, fdl_err *err);
+fdl_status fdl_ds_seal(json_t *doc, const char *field, fdl_err *err);
 /* FDL_OK and *ok when the document's field recomputes; *present false when the field is absent
  * or not a string. */
-fdl_status ds_seal_ok(const json_t *doc, const char *field, bool *ok, bool *present, fdl_err *err);
+fdl_status fdl_ds_seal_ok(const json_t *doc, const char *field, bool *ok, bool *present, fdl_err *err);
 
 /* Scored-row selection (§7.3): row i predicts token i+1 and is kept when mask[i] and mask[i+1]
  * are nonzero and i >= score_from. mask NULL means all ones. Returns the kept count and, when
  * rows is non-NULL, writes the kept row numbers. */
-int64_t ds_scored_rows(const uint8_t *mask, int64_t len, int64_t score_from, int64_t *rows);
+int64_t fdl_ds_scored_rows(const uint8_t *mask, int64_t len, int64_t score_from, int64_t *rows);
 
 /* Reads an attention-mask .npy into a 0/1 byte array (dtypes |b1 |u1 |i1 <i4 <i8, 1-D or
  * [1, L]). */
-fdl_status ds_mask_from_npy(const void *data, size_t size, const char *label, uint8_t **mask,
+fdl_status fdl_ds_mask_from_npy(const void *data, size_t size, const char *label, uint8_t **mask,
                             int64_t *len, fdl_err *err);
 
 #endif

@@ -21,7 +21,7 @@
 
 /* ---- opening and reading ------------------------------------------------------------------ */
 
-fdl_status ds_open_at(int rootfd, const char *rel, int *fd, bool *missing, fdl_err *err) {
+fdl_status fdl_ds_open_at(int rootfd, const char *rel, int *fd, bool *missing, fdl_err *err) {
   if (missing) *missing = false;
   size_t len = strlen(rel);
   if (len >= DS_MAX_PATH || !fdl_relpath_ok(rel, len, false))
@@ -67,7 +67,7 @@ fdl_status ds_open_at(int rootfd, const char *rel, int *fd, bool *missing, fdl_e
   return FDL_OK;
 }
 
-ds_kind ds_kind_at(int rootfd, const char *rel) {
+ds_kind fdl_ds_kind_at(int rootfd, const char *rel) {
   size_t len = strlen(rel);
   if (len >= DS_MAX_PATH || !fdl_relpath_ok(rel, len, false)) return DS_OTHER;
   char buf[DS_MAX_PATH];
@@ -104,20 +104,20 @@ ds_kind ds_kind_at(int rootfd, const char *rel) {
   return DS_OTHER;
 }
 
-fdl_status ds_read_at(int rootfd, const char *rel, size_t max, char **out, size_t *len,
+fdl_status fdl_ds_read_at(int rootfd, const char *rel, size_t max, char **out, size_t *len,
                       bool *missing, fdl_err *err) {
   int fd;
-  fdl_status s = ds_open_at(rootfd, rel, &fd, missing, err);
+  fdl_status s = fdl_ds_open_at(rootfd, rel, &fd, missing, err);
   if (s != FDL_OK) return s;
   s = fdl_read_fd(fd, rel, max, out, len, err);
   close(fd);
   return s;
 }
 
-fdl_status ds_load_json_at(int rootfd, const char *rel, json_t **out, bool *missing, fdl_err *err) {
+fdl_status fdl_ds_load_json_at(int rootfd, const char *rel, json_t **out, bool *missing, fdl_err *err) {
   char *text;
   size_t len;
-  fdl_status s = ds_read_at(rootfd, rel, FDL_JSON_MAX_FILE_BYTES, &text, &len, missing, err);
+  fdl_status s = fdl_ds_read_at(rootfd, rel, FDL_JSON_MAX_FILE_BYTES, &text, &len, missing, err);
   if (s != FDL_OK) return s;
   s = fdl_json_parse(text, len, NULL, out, err);
   free(text);
@@ -125,12 +125,12 @@ fdl_status ds_load_json_at(int rootfd, const char *rel, json_t **out, bool *miss
   return s;
 }
 
-fdl_status ds_sha256_at(int rootfd, const char *rel, char *hex, uint64_t *size, fdl_err *err) {
+fdl_status fdl_ds_sha256_at(int rootfd, const char *rel, char *hex, uint64_t *size, fdl_err *err) {
   ds_hash_job job;
   memset(&job, 0, sizeof job);
   job.rel = rel;
   job.length = UINT64_MAX;
-  fdl_status s = ds_hash_jobs_run(rootfd, &job, 1, 1, err);
+  fdl_status s = fdl_ds_hash_jobs_run(rootfd, &job, 1, 1, err);
   if (s != FDL_OK) return s;
   if (job.status != FDL_OK) return fdl_fail(err, job.status, "%s", job.msg);
   memcpy(hex, job.hex, DS_HEX_LEN + 1);
@@ -213,13 +213,13 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-fdl_status ds_tree_walk(int rootfd, ds_tree *t, fdl_err *err) {
+fdl_status fdl_ds_tree_walk(int rootfd, ds_tree *t, fdl_err *err) {
   memset(t, 0, sizeof *t);
   char prefix[DS_MAX_PATH];
   prefix[0] = '\0';
   fdl_status s = walk_dir(rootfd, prefix, 0, 0, t, err);
   if (s != FDL_OK) {
-    ds_tree_free(t);
+    fdl_ds_tree_free(t);
     return s;
   }
   if (t->n_files) qsort(t->files, t->n_files, sizeof *t->files, cmp_str);
@@ -228,7 +228,7 @@ fdl_status ds_tree_walk(int rootfd, ds_tree *t, fdl_err *err) {
   return FDL_OK;
 }
 
-void ds_tree_free(ds_tree *t) {
+void fdl_ds_tree_free(ds_tree *t) {
   if (!t) return;
   for (size_t i = 0; i < t->n_files; i++) free(t->files[i]);
   for (size_t i = 0; i < t->n_symlinks; i++) free(t->symlinks[i]);
@@ -239,14 +239,14 @@ void ds_tree_free(ds_tree *t) {
   memset(t, 0, sizeof *t);
 }
 
-bool ds_tree_has(const ds_tree *t, const char *rel) {
+bool fdl_ds_tree_has(const ds_tree *t, const char *rel) {
   if (!t->n_files) return false;
   return bsearch(&rel, t->files, t->n_files, sizeof *t->files, cmp_str) != NULL;
 }
 
 /* ---- the credential guard ---------------------------------------------------------------- */
 
-bool ds_is_credential(const char *rel) {
+bool fdl_ds_is_credential(const char *rel) {
   static const char *const NAMES[] = {
       ".hf_token",        "hf_token", ".env",       ".netrc",           ".npmrc",
       ".git-credentials", "id_rsa",   "id_ed25519", "credentials.json", "service-account.json"};
@@ -301,7 +301,7 @@ static void remove_below(int dirfd, int depth) {
   closedir(d);
 }
 
-void ds_remove_tree(const char *path) {
+void fdl_ds_remove_tree(const char *path) {
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
   if (fd < 0) return;
   remove_below(fd, 0);

@@ -49,7 +49,7 @@ static void run_one(int rootfd, ds_hash_job *j, uint8_t *buf, fdl_sha256_ctx *ct
   fdl_err err;
   int fd;
   bool missing;
-  if (ds_open_at(rootfd, j->rel, &fd, &missing, &err) != FDL_OK) {
+  if (fdl_ds_open_at(rootfd, j->rel, &fd, &missing, &err) != FDL_OK) {
     job_fail(j, err.status, err.msg);
     return;
   }
@@ -132,7 +132,7 @@ static fdl_status task(void *arg, size_t i, unsigned worker, fdl_err *err) {
   return FDL_OK;
 }
 
-fdl_status ds_hash_jobs_run(int rootfd, ds_hash_job *jobs, size_t n, unsigned threads,
+fdl_status fdl_ds_hash_jobs_run(int rootfd, ds_hash_job *jobs, size_t n, unsigned threads,
                             fdl_err *err) {
   for (size_t i = 0; i < n; i++) {
     jobs[i].status = FDL_IO;

@@ -44,14 +44,14 @@ static json_t *domains(const fdl_dataset *ds) {
 
 static json_t *seal_status(const char *root, const fdl_dataset *ds) {
   bool ok = false, present = false;
-  (void)ds_seal_ok(ds->manifest, "dataset_sha256", &ok, &present, NULL);
-  const char *want = ds_str(ds_obj(ds->manifest, "seal"), "checksums_sha256");
+  (void)fdl_ds_seal_ok(ds->manifest, "dataset_sha256", &ok, &present, NULL);
+  const char *want = fdl_ds_str(fdl_ds_obj(ds->manifest, "seal"), "checksums_sha256");
   const char *checksums = "absent";
   int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   char hex[DS_HEX_LEN + 1];
   if (fd >= 0) {
-    if (ds_kind_at(fd, FDL_DS_CHECKSUMS_NAME) == DS_REGULAR &&
-        ds_sha256_at(fd, FDL_DS_CHECKSUMS_NAME, hex, NULL, NULL) == FDL_OK)
+    if (fdl_ds_kind_at(fd, FDL_DS_CHECKSUMS_NAME) == DS_REGULAR &&
+        fdl_ds_sha256_at(fd, FDL_DS_CHECKSUMS_NAME, hex, NULL, NULL) == FDL_OK)
       checksums = want && !strcmp(want, hex) ? "matches" : "MISMATCH";
     close(fd);
   }
@@ -60,10 +60,10 @@ static json_t *seal_status(const char *root, const fdl_dataset *ds) {
                    : ok     ? "recomputes"
                             : "MISMATCH",
                    "checksums_txt", checksums, "claimed_status",
-                   ds_str(ds_obj(ds->manifest, "dataset"), "structural_status")
-                       ? ds_str(ds_obj(ds->manifest, "dataset"), "structural_status")
+                   fdl_ds_str(fdl_ds_obj(ds->manifest, "dataset"), "structural_status")
+                       ? fdl_ds_str(fdl_ds_obj(ds->manifest, "dataset"), "structural_status")
                        : "unknown",
-                   "dataset_sha256", str_or_null(ds_str(ds->manifest, "dataset_sha256")));
+                   "dataset_sha256", str_or_null(fdl_ds_str(ds->manifest, "dataset_sha256")));
 }
 
 fdl_status fdl_ds_inspect(const char *root, json_t **out, fdl_err *err) {
@@ -71,11 +71,11 @@ fdl_status fdl_ds_inspect(const char *root, json_t **out, fdl_err *err) {
   fdl_status s = fdl_dataset_load(root, &ds, err);
   if (s != FDL_OK) return s;
   const json_t *m = ds.manifest;
-  const json_t *dataset = ds_obj(m, "dataset"), *capture = ds_obj(m, "capture"),
-               *panel = ds_obj(m, "panel"), *head = ds_obj(m, "head"),
-               *runtime = ds_obj(m, "runtime"), *coverage = ds_obj(m, "coverage"),
-               *weights = ds_obj(m, "weights");
-  const json_t *fp = ds_obj(ds.runtime, "stack_fingerprint");
+  const json_t *dataset = fdl_ds_obj(m, "dataset"), *capture = fdl_ds_obj(m, "capture"),
+               *panel = fdl_ds_obj(m, "panel"), *head = fdl_ds_obj(m, "head"),
+               *runtime = fdl_ds_obj(m, "runtime"), *coverage = fdl_ds_obj(m, "coverage"),
+               *weights = fdl_ds_obj(m, "weights");
+  const json_t *fp = fdl_ds_obj(ds.runtime, "stack_fingerprint");
   int64_t positions = 0;
   for (size_t i = 0; i < ds.n_records; i++)
     if (ds.records[i].scored_rows > 0) positions += ds.records[i].scored_rows;

@@ -11,29 +11,29 @@
 #include "dataset/ds_internal.h"
 #include "fidelis/json.h"
 
-const char *ds_str(const json_t *o, const char *key) {
+const char *fdl_ds_str(const json_t *o, const char *key) {
   const json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
   return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-bool ds_int(const json_t *o, const char *key, int64_t *v) {
+bool fdl_ds_int(const json_t *o, const char *key, int64_t *v) {
   const json_t *x = json_is_object(o) ? json_object_get(o, key) : NULL;
   if (!json_is_integer(x)) return false;
   if (v) *v = (int64_t)json_integer_value(x);
   return true;
 }
 
-json_t *ds_obj(const json_t *o, const char *key) {
+json_t *fdl_ds_obj(const json_t *o, const char *key) {
   json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
   return json_is_object(v) ? v : NULL;
 }
 
-json_t *ds_arr(const json_t *o, const char *key) {
+json_t *fdl_ds_arr(const json_t *o, const char *key) {
   json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
   return json_is_array(v) ? v : NULL;
 }
 
-bool ds_truthy(const json_t *v) {
+bool fdl_ds_truthy(const json_t *v) {
   if (!v) return false;
   switch (json_typeof(v)) {
   case JSON_NULL:
@@ -55,7 +55,7 @@ bool ds_truthy(const json_t *v) {
   return false;
 }
 
-bool ds_py_equal(const json_t *a, const json_t *b) {
+bool fdl_ds_py_equal(const json_t *a, const json_t *b) {
   if (!a || !b) return !a && !b;
   if (json_is_number(a) && json_is_number(b)) {
     if (json_is_integer(a) && json_is_integer(b))
@@ -65,7 +65,7 @@ bool ds_py_equal(const json_t *a, const json_t *b) {
   return json_equal((json_t *)a, (json_t *)b) != 0;
 }
 
-void ds_repr(const json_t *v, char *out, size_t cap) {
+void fdl_ds_repr(const json_t *v, char *out, size_t cap) {
   if (!cap) return;
   if (!v) {
     snprintf(out, cap, "None");
@@ -86,7 +86,7 @@ void ds_repr(const json_t *v, char *out, size_t cap) {
   fdl_buf_free(&b);
 }
 
-bool ds_is_hex64(const char *s) {
+bool fdl_ds_is_hex64(const char *s) {
   if (!s) return false;
   size_t i = 0;
   for (; s[i]; i++)
@@ -97,7 +97,7 @@ bool ds_is_hex64(const char *s) {
 
 /* ---- paths ------------------------------------------------------------------------------- */
 
-bool ds_join_norm(const char *base, const char *rel, char *out, size_t cap) {
+bool fdl_ds_join_norm(const char *base, const char *rel, char *out, size_t cap) {
   /* Segment offsets of the output, so ".." can pop one. */
   size_t starts[DS_MAX_DEPTH * 4];
   size_t depth = 0, len = 0;
@@ -133,7 +133,7 @@ bool ds_join_norm(const char *base, const char *rel, char *out, size_t cap) {
   return depth > 0;
 }
 
-void ds_dirname(const char *rel, char *out, size_t cap) {
+void fdl_ds_dirname(const char *rel, char *out, size_t cap) {
   const char *slash = strrchr(rel, '/');
   size_t n = slash ? (size_t)(slash - rel) : 0;
   if (n >= cap) n = cap ? cap - 1 : 0;
@@ -145,11 +145,11 @@ void ds_dirname(const char *rel, char *out, size_t cap) {
 
 /* ---- seals ------------------------------------------------------------------------------- */
 
-fdl_status ds_seal(json_t *doc, const char *field, fdl_err *err) {
+fdl_status fdl_ds_seal(json_t *doc, const char *field, fdl_err *err) {
   return fdl_seal_apply(doc, FDL_SEAL_FIDELITY_BLANK, field, err);
 }
 
-fdl_status ds_seal_ok(const json_t *doc, const char *field, bool *ok, bool *present, fdl_err *err) {
+fdl_status fdl_ds_seal_ok(const json_t *doc, const char *field, bool *ok, bool *present, fdl_err *err) {
   *ok = false;
   const json_t *v = json_object_get(doc, field);
   *present = json_is_string(v);
@@ -164,7 +164,7 @@ fdl_status ds_seal_ok(const json_t *doc, const char *field, bool *ok, bool *pres
 
 /* ---- scored rows and masks --------------------------------------------------------------- */
 
-int64_t ds_scored_rows(const uint8_t *mask, int64_t len, int64_t score_from, int64_t *rows) {
+int64_t fdl_ds_scored_rows(const uint8_t *mask, int64_t len, int64_t score_from, int64_t *rows) {
   int64_t kept = 0;
   for (int64_t i = 0; i + 1 < len; i++) {
     if (i < score_from) continue;
@@ -175,7 +175,7 @@ int64_t ds_scored_rows(const uint8_t *mask, int64_t len, int64_t score_from, int
   return kept;
 }
 
-fdl_status ds_mask_from_npy(const void *data, size_t size, const char *label, uint8_t **mask,
+fdl_status fdl_ds_mask_from_npy(const void *data, size_t size, const char *label, uint8_t **mask,
                             int64_t *len, fdl_err *err) {
   fdl_npy *npy;
   fdl_status s = fdl_npy_open_mem(data, size, &npy, err);

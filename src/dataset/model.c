@@ -13,13 +13,13 @@
 
 static int64_t int_or(const json_t *o, const char *key, int64_t dflt) {
   int64_t v;
-  return ds_int(o, key, &v) ? v : dflt;
+  return fdl_ds_int(o, key, &v) ? v : dflt;
 }
 
 static json_t *load_opt(int rootfd, const char *rel) {
   json_t *doc = NULL;
   if (!rel) return NULL;
-  if (ds_load_json_at(rootfd, rel, &doc, NULL, NULL) != FDL_OK) return NULL;
+  if (fdl_ds_load_json_at(rootfd, rel, &doc, NULL, NULL) != FDL_OK) return NULL;
   if (!json_is_object(doc)) {
     json_decref(doc);
     return NULL;
@@ -39,7 +39,7 @@ static int cmp_panel(const void *a, const void *b) {
 }
 
 static fdl_status capture_views(fdl_dataset *ds, fdl_err *err) {
-  const json_t *records = ds_arr(ds->capture, "records");
+  const json_t *records = fdl_ds_arr(ds->capture, "records");
   size_t n = json_array_size(records);
   ds->records = calloc(n ? n : 1, sizeof *ds->records);
   if (!ds->records) return fdl_fail(err, FDL_NOMEM, "dataset: out of memory");
@@ -49,31 +49,31 @@ static fdl_status capture_views(fdl_dataset *ds, fdl_err *err) {
     fdl_ds_capture_record *c = &ds->records[ds->n_records++];
     c->json = r;
     c->index = int_or(r, "index", -1);
-    c->file = ds_str(r, "file");
-    c->key = ds_str(r, "key");
-    c->dtype = ds_str(r, "dtype");
-    const json_t *shape = ds_arr(r, "shape");
+    c->file = fdl_ds_str(r, "file");
+    c->key = fdl_ds_str(r, "key");
+    c->dtype = fdl_ds_str(r, "dtype");
+    const json_t *shape = fdl_ds_arr(r, "shape");
     for (size_t k = 0; k < 2; k++) {
       const json_t *d = json_array_get(shape, k);
       c->shape[k] = json_is_integer(d) ? (int64_t)json_integer_value(d) : -1;
     }
     c->scored_rows = int_or(r, "scored_rows", -1);
     c->size_bytes = int_or(r, "size_bytes", -1);
-    c->sha256 = ds_str(r, "sha256");
-    c->payload_sha256 = ds_str(r, "payload_sha256");
-    c->tensor_content_sha256 = ds_str(r, "tensor_content_sha256");
-    c->token_ids_json_sha256 = ds_str(r, "token_ids_json_sha256");
-    c->attention_mask_sha256 = ds_str(r, "attention_mask_sha256");
-    c->window_id = ds_str(r, "window_id");
-    c->domain = ds_str(r, "domain");
-    c->allocation_stratum = ds_str(r, "allocation_stratum");
+    c->sha256 = fdl_ds_str(r, "sha256");
+    c->payload_sha256 = fdl_ds_str(r, "payload_sha256");
+    c->tensor_content_sha256 = fdl_ds_str(r, "tensor_content_sha256");
+    c->token_ids_json_sha256 = fdl_ds_str(r, "token_ids_json_sha256");
+    c->attention_mask_sha256 = fdl_ds_str(r, "attention_mask_sha256");
+    c->window_id = fdl_ds_str(r, "window_id");
+    c->domain = fdl_ds_str(r, "domain");
+    c->allocation_stratum = fdl_ds_str(r, "allocation_stratum");
   }
   if (ds->n_records) qsort(ds->records, ds->n_records, sizeof *ds->records, cmp_capture);
   return FDL_OK;
 }
 
 static fdl_status panel_views(fdl_dataset *ds, fdl_err *err) {
-  const json_t *records = ds_arr(ds->panel, "records");
+  const json_t *records = fdl_ds_arr(ds->panel, "records");
   size_t n = json_array_size(records);
   ds->panel_records = calloc(n ? n : 1, sizeof *ds->panel_records);
   if (!ds->panel_records) return fdl_fail(err, FDL_NOMEM, "dataset: out of memory");
@@ -83,14 +83,14 @@ static fdl_status panel_views(fdl_dataset *ds, fdl_err *err) {
     fdl_ds_panel_record *p = &ds->panel_records[ds->n_panel_records++];
     p->json = r;
     p->index = int_or(r, "index", -1);
-    p->token_file = ds_str(r, "token_file");
-    p->attention_mask_file = ds_str(r, "attention_mask_file");
-    p->token_ids_json_sha256 = ds_str(r, "token_ids_json_sha256");
-    p->attention_mask_sha256 = ds_str(r, "attention_mask_sha256");
+    p->token_file = fdl_ds_str(r, "token_file");
+    p->attention_mask_file = fdl_ds_str(r, "attention_mask_file");
+    p->token_ids_json_sha256 = fdl_ds_str(r, "token_ids_json_sha256");
+    p->attention_mask_sha256 = fdl_ds_str(r, "attention_mask_sha256");
     p->num_tokens = int_or(r, "num_tokens", -1);
     p->prediction_positions = int_or(r, "prediction_positions", -1);
-    p->window_id = ds_str(r, "window_id");
-    p->domain = ds_str(r, "domain");
+    p->window_id = fdl_ds_str(r, "window_id");
+    p->domain = fdl_ds_str(r, "domain");
   }
   if (ds->n_panel_records)
     qsort(ds->panel_records, ds->n_panel_records, sizeof *ds->panel_records, cmp_panel);
@@ -102,12 +102,12 @@ fdl_status fdl_dataset_load(const char *root, fdl_dataset *ds, fdl_err *err) {
   memset(&tmp, 0, sizeof tmp);
   int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return fdl_fail(err, FDL_IO, "%s: not a readable directory", root);
-  fdl_status s = ds_load_json_at(fd, FDL_DS_MANIFEST_NAME, &tmp.manifest, NULL, err);
+  fdl_status s = fdl_ds_load_json_at(fd, FDL_DS_MANIFEST_NAME, &tmp.manifest, NULL, err);
   if (s != FDL_OK) {
     close(fd);
     return fdl_err_prefix(err, "%s", root);
   }
-  const char *schema = ds_str(tmp.manifest, "schema");
+  const char *schema = fdl_ds_str(tmp.manifest, "schema");
   if (!schema || strcmp(schema, FDL_DS_SCHEMA)) {
     close(fd);
     json_decref(tmp.manifest);
@@ -115,12 +115,12 @@ fdl_status fdl_dataset_load(const char *root, fdl_dataset *ds, fdl_err *err) {
                     FDL_DS_MANIFEST_NAME, FDL_DS_SCHEMA);
   }
   const json_t *m = tmp.manifest;
-  const char *rel = ds_str(ds_obj(m, "capture"), "manifest_file");
+  const char *rel = fdl_ds_str(fdl_ds_obj(m, "capture"), "manifest_file");
   tmp.capture = load_opt(fd, rel ? rel : "capture/manifest.json");
-  rel = ds_str(ds_obj(m, "panel"), "panel_file");
+  rel = fdl_ds_str(fdl_ds_obj(m, "panel"), "panel_file");
   tmp.panel = load_opt(fd, rel ? rel : "panel/panel.json");
-  tmp.head = load_opt(fd, ds_str(ds_obj(m, "head"), "head_json"));
-  rel = ds_str(ds_obj(m, "runtime"), "file");
+  tmp.head = load_opt(fd, fdl_ds_str(fdl_ds_obj(m, "head"), "head_json"));
+  rel = fdl_ds_str(fdl_ds_obj(m, "runtime"), "file");
   tmp.runtime = load_opt(fd, rel ? rel : "runtime/capture-runtime.json");
   close(fd);
   s = capture_views(&tmp, err);

@@ -20,16 +20,16 @@
 
 /* ---- staging helpers --------------------------------------------------------------------- */
 
-fdl_status pk_stage_path(const pk_ctx *c, const char *rel, char *out, size_t cap, fdl_err *err) {
+fdl_status fdl_pk_stage_path(const pk_ctx *c, const char *rel, char *out, size_t cap, fdl_err *err) {
   int n = snprintf(out, cap, "%s/%s", c->stage, rel);
   if (n < 0 || (size_t)n >= cap)
     return fdl_fail(err, FDL_BOUNDS, "%s/%s: path too long", c->stage, rel);
   return FDL_OK;
 }
 
-fdl_status pk_mkdir(const pk_ctx *c, const char *rel, fdl_err *err) {
+fdl_status fdl_pk_mkdir(const pk_ctx *c, const char *rel, fdl_err *err) {
   char path[PATH_MAX];
-  fdl_status s = pk_stage_path(c, rel, path, sizeof path, err);
+  fdl_status s = fdl_pk_stage_path(c, rel, path, sizeof path, err);
   if (s != FDL_OK) return s;
   size_t skip = strlen(c->stage) + 1;
   for (char *p = path + skip;; p++) {
@@ -64,10 +64,10 @@ static void created_now(pk_ctx *c) {
 static fdl_status write_hashed(pk_ctx *c, const char *rel, const fdl_buf *b, char *hex,
                                fdl_err *err) {
   char path[PATH_MAX];
-  fdl_status s = pk_stage_path(c, rel, path, sizeof path, err);
+  fdl_status s = fdl_pk_stage_path(c, rel, path, sizeof path, err);
   fdl_err e;
   if (s == FDL_OK && fdl_write_file(path, b->data, b->len, &e) != FDL_OK)
-    s = pk_refuse(c, err, "io_error", FDL_IO, "%s", e.msg);
+    s = fdl_pk_refuse(c, err, "io_error", FDL_IO, "%s", e.msg);
   fdl_sha256 d;
   if (s == FDL_OK && fdl_sha256_buf(b->data, b->len, &d, err) != FDL_OK) s = FDL_NOMEM;
   if (s == FDL_OK) fdl_sha256_hex(&d, hex);
@@ -116,23 +116,23 @@ static fdl_status reconcile(pk_ctx *c, fdl_err *err) {
   bool hidden = !strcmp(c->form, "hidden");
   int64_t vocab = hidden ? c->head.shape[0] : c->width;
   if (c->vocab > 0 && c->vocab != vocab)
-    return pk_refuse(c, err, "head_mismatch", FDL_MISMATCH,
+    return fdl_pk_refuse(c, err, "head_mismatch", FDL_MISMATCH,
                      "meta vocab_size %" PRId64 " but the %s says %" PRId64, c->vocab,
                      hidden ? "head's first dimension" : "logit width", vocab);
   c->vocab = vocab;
   if (hidden && c->head.shape[1] != c->width)
-    return pk_refuse(c, err, "head_mismatch", FDL_MISMATCH,
+    return fdl_pk_refuse(c, err, "head_mismatch", FDL_MISMATCH,
                      "hidden states are %" PRId64 " wide but the head is [%" PRId64 ", %" PRId64
                      "]; replay multiplies one by the other",
                      c->width, c->head.shape[0], c->head.shape[1]);
   if (!hidden && c->head.shape[0] != vocab)
-    return pk_refuse(c, err, "head_mismatch", FDL_MISMATCH,
+    return fdl_pk_refuse(c, err, "head_mismatch", FDL_MISMATCH,
                      "logits are %" PRId64 " wide but the head has %" PRId64 " rows", vocab,
                      c->head.shape[0]);
   for (size_t i = 0; i < c->n; i++)
     for (size_t k = 0; k < c->recs[i].ntok; k++)
       if (c->recs[i].tokens[k] >= vocab)
-        return pk_refuse(c, err, "panel_binding", FDL_REFUSED,
+        return fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
                          "record %" PRId64 " token %zu is id %" PRId64
                          ", outside the vocabulary of %" PRId64 " (14.1)",
                          c->recs[i].index, k, c->recs[i].tokens[k], vocab);
@@ -141,7 +141,7 @@ static fdl_status reconcile(pk_ctx *c, fdl_err *err) {
 
 static fdl_status content_digest(pk_ctx *c, fdl_err *err) {
   fdl_ds_content_item *items = calloc(c->n, sizeof *items);
-  if (!items) return pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
+  if (!items) return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
   size_t k = 0;
   for (size_t i = 0; i < c->n; i++)
     if (c->recs[i].present)
@@ -155,15 +155,15 @@ static fdl_status content_digest(pk_ctx *c, fdl_err *err) {
 static fdl_status precheck(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err) {
   fdl_ds_report rep;
   fdl_ds_report_init(&rep);
-  ds_check_manifest_schema(docs->manifest, &rep);
+  fdl_ds_check_manifest_schema(docs->manifest, &rep);
   fdl_status s = FDL_OK;
   if (rep.errors.count)
-    s = pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
+    s = fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
                   "the manifest built from the meta is "
                   "not schema-valid: %s",
                   rep.errors.items[0].message);
   else if (rep.oom != FDL_OK)
-    s = pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
+    s = fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
   fdl_ds_report_free(&rep);
   return s;
 }
@@ -179,7 +179,7 @@ static fdl_status validate_stage(pk_ctx *c, fdl_err *err) {
   fdl_status s = fdl_ds_validate(c->stage, &vo, &rep, err);
   if (s == FDL_OK && rep.errors.count) {
     const fdl_ds_finding *f = &rep.errors.items[0];
-    s = pk_refuse(c, err, "dataset_invalid", FDL_REFUSED,
+    s = fdl_pk_refuse(c, err, "dataset_invalid", FDL_REFUSED,
                   "the packed dataset fails validation with %zu error(s); first: [%s/%s] %s (%s)",
                   rep.errors.count, f->code, f->rule, f->message, f->where);
   } else if (s != FDL_OK) {
@@ -195,56 +195,56 @@ static fdl_status make_stage(pk_ctx *c, fdl_err *err) {
   while (n > 1 && out[n - 1] == '/') n--;
   int w = snprintf(c->stage, sizeof c->stage, "%.*s.fidelis-pack-XXXXXX", (int)n, out);
   if (w < 0 || (size_t)w >= sizeof c->stage)
-    return pk_refuse(c, err, "bad_input", FDL_BOUNDS, "%s: path too long", out);
+    return fdl_pk_refuse(c, err, "bad_input", FDL_BOUNDS, "%s: path too long", out);
   if (!mkdtemp(c->stage)) {
     int e = errno;
     c->stage[0] = '\0';
-    return pk_refuse(c, err, "io_error", FDL_IO, "cannot create a staging directory beside %s: %s",
+    return fdl_pk_refuse(c, err, "io_error", FDL_IO, "cannot create a staging directory beside %s: %s",
                      out, strerror(e));
   }
   return FDL_OK;
 }
 
 static fdl_status run(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err) {
-  fdl_status s = pk_read_meta(c, err);
-  if (s == FDL_OK) s = pk_read_panel(c, err);
-  if (s == FDL_OK) s = pk_check_tensor_dir(c, err);
+  fdl_status s = fdl_pk_read_meta(c, err);
+  if (s == FDL_OK) s = fdl_pk_read_panel(c, err);
+  if (s == FDL_OK) s = fdl_pk_check_tensor_dir(c, err);
   if (s != FDL_OK) return s;
   created_now(c);
   c->stored = FDL_DTYPE_COUNT;
   s = make_stage(c, err);
-  if (s == FDL_OK) s = pk_mkdir(c, "panel/tokens", err);
-  if (s == FDL_OK && c->masks) s = pk_mkdir(c, "panel/masks", err);
-  if (s == FDL_OK) s = pk_mkdir(c, "capture", err);
-  if (s == FDL_OK) s = pk_pack_head(c, err);
+  if (s == FDL_OK) s = fdl_pk_mkdir(c, "panel/tokens", err);
+  if (s == FDL_OK && c->masks) s = fdl_pk_mkdir(c, "panel/masks", err);
+  if (s == FDL_OK) s = fdl_pk_mkdir(c, "capture", err);
+  if (s == FDL_OK) s = fdl_pk_pack_head(c, err);
   for (size_t i = 0; s == FDL_OK && i < c->n; i++) {
     pk_record *r = &c->recs[i];
     s = write_tokens(c, r, err);
     if (s == FDL_OK && c->masks) s = write_mask(c, r, err);
-    if (s == FDL_OK) s = pk_pack_record(c, r, err);
+    if (s == FDL_OK) s = fdl_pk_pack_record(c, r, err);
   }
   if (s != FDL_OK) return s;
   if (!c->present)
-    return pk_refuse(c, err, "missing_file", FDL_REFUSED, "no record tensor found in %s",
+    return fdl_pk_refuse(c, err, "missing_file", FDL_REFUSED, "no record tensor found in %s",
                      c->o->tensor_dir);
   s = reconcile(c, err);
   if (s == FDL_OK) s = content_digest(c, err);
-  if (s == FDL_OK) s = pk_build_docs(c, docs, err);
+  if (s == FDL_OK) s = fdl_pk_build_docs(c, docs, err);
   if (s == FDL_OK) s = precheck(c, docs, err);
-  if (s == FDL_OK) s = pk_write_card(c, docs, err);
+  if (s == FDL_OK) s = fdl_pk_write_card(c, docs, err);
   if (s == FDL_OK) {
     fdl_err e;
     if (fdl_ds_write_sealed(c->stage, docs, c->res->dataset_sha256, &e) != FDL_OK)
-      s = pk_refuse(c, err, "io_error", e.status, "sealing: %s", e.msg);
+      s = fdl_pk_refuse(c, err, "io_error", e.status, "sealing: %s", e.msg);
   }
   if (s == FDL_OK) s = validate_stage(c, err);
   if (s == FDL_OK) {
     fdl_err e;
     fdl_status r = fdl_rename_noreplace(c->stage, c->o->out_dir, &e);
     if (r == FDL_EXISTS)
-      s = pk_refuse(c, err, "destination_exists", r, "%s", e.msg);
+      s = fdl_pk_refuse(c, err, "destination_exists", r, "%s", e.msg);
     else if (r != FDL_OK)
-      s = pk_refuse(c, err, "io_error", r, "%s", e.msg);
+      s = fdl_pk_refuse(c, err, "io_error", r, "%s", e.msg);
     else
       c->stage[0] = '\0'; /* moved: nothing to clean up */
   }
@@ -260,18 +260,18 @@ fdl_status fdl_ds_pack(const fdl_ds_pack_opts *o, fdl_ds_pack_result *res, fdl_e
   c.res = &r;
   fdl_status s;
   if (!o || !o->panel_path || !o->tensor_dir || !o->meta_path || !o->out_dir) {
-    s = pk_refuse(&c, err, "bad_usage", FDL_INVALID,
+    s = fdl_pk_refuse(&c, err, "bad_usage", FDL_INVALID,
                   "pack needs a panel, a tensor directory, a meta file and an output directory");
   } else if (fdl_path_exists(o->out_dir)) {
-    s = pk_refuse(&c, err, "destination_exists", FDL_EXISTS,
+    s = fdl_pk_refuse(&c, err, "destination_exists", FDL_EXISTS,
                   "%s already exists; pack never overwrites (choose a new directory)", o->out_dir);
   } else {
     fdl_ds_docs docs;
     memset(&docs, 0, sizeof docs);
     s = run(&c, &docs, err);
-    pk_free_docs(&docs);
+    fdl_pk_free_docs(&docs);
   }
-  if (c.stage[0]) ds_remove_tree(c.stage);
+  if (c.stage[0]) fdl_ds_remove_tree(c.stage);
   if (s == FDL_OK) {
     memcpy(r.capture_content_digest, c.content_digest, sizeof r.capture_content_digest);
     r.records = c.present;
@@ -281,7 +281,7 @@ fdl_status fdl_ds_pack(const fdl_ds_pack_opts *o, fdl_ds_pack_result *res, fdl_e
     snprintf(r.code, sizeof r.code, "io_error");
   }
   if (res) *res = r;
-  pk_free_panel(&c);
+  fdl_pk_free_panel(&c);
   json_decref(c.meta);
   return s;
 }

@@ -66,34 +66,34 @@ typedef struct {
 } pk_ctx;
 
 /* Records a refusal: res->code and the error message. Returns status. */
-fdl_status pk_refuse(pk_ctx *c, fdl_err *err, const char *code, fdl_status status, const char *fmt,
+fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, const char *code, fdl_status status, const char *fmt,
                      ...) FDL_PRINTF(5, 6);
 
 /* pack_input.c */
-fdl_status pk_read_meta(pk_ctx *c, fdl_err *err);
-fdl_status pk_read_panel(pk_ctx *c, fdl_err *err);
-fdl_status pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *err);
-void pk_free_panel(pk_ctx *c);
+fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err);
+fdl_status fdl_pk_read_panel(pk_ctx *c, fdl_err *err);
+fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *err);
+void fdl_pk_free_panel(pk_ctx *c);
 /* Refuses tensor files whose index has no panel record. */
-fdl_status pk_check_tensor_dir(pk_ctx *c, fdl_err *err);
+fdl_status fdl_pk_check_tensor_dir(pk_ctx *c, fdl_err *err);
 
 /* pack_tensor.c */
 /* Packs the head payload (or takes the meta's declared head) into c->head. */
-fdl_status pk_pack_head(pk_ctx *c, fdl_err *err);
+fdl_status fdl_pk_pack_head(pk_ctx *c, fdl_err *err);
 /* Packs record r's tensor into the stage, or marks it absent. */
-fdl_status pk_pack_record(pk_ctx *c, pk_record *r, fdl_err *err);
+fdl_status fdl_pk_pack_record(pk_ctx *c, pk_record *r, fdl_err *err);
 
 /* pack_build.c */
-fdl_status pk_build_docs(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err);
-void pk_free_docs(fdl_ds_docs *docs);
+fdl_status fdl_pk_build_docs(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err);
+void fdl_pk_free_docs(fdl_ds_docs *docs);
 
 /* card.c */
-fdl_status pk_write_card(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err);
+fdl_status fdl_pk_write_card(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err);
 
 /* Shared small helpers. */
-const char *pk_meta_str(const pk_ctx *c, const char *block, const char *key);
+const char *fdl_pk_meta_str(const pk_ctx *c, const char *block, const char *key);
 /* stage + "/" + rel */
-fdl_status pk_stage_path(const pk_ctx *c, const char *rel, char *out, size_t cap, fdl_err *err);
-fdl_status pk_mkdir(const pk_ctx *c, const char *rel, fdl_err *err);
+fdl_status fdl_pk_stage_path(const pk_ctx *c, const char *rel, char *out, size_t cap, fdl_err *err);
+fdl_status fdl_pk_mkdir(const pk_ctx *c, const char *rel, fdl_err *err);
 
 #endif

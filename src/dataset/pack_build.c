@@ -23,7 +23,7 @@ static json_t *str_or_null(const char *s) {
 
 /* o[key] of the meta block (a new reference), or null. */
 static json_t *meta_val(const pk_ctx *c, const char *block, const char *key) {
-  const json_t *o = block ? ds_obj(c->meta, block) : c->meta;
+  const json_t *o = block ? fdl_ds_obj(c->meta, block) : c->meta;
   const json_t *v = json_object_get(o, key);
   return v ? json_deep_copy(v) : json_null();
 }
@@ -41,7 +41,7 @@ static json_t *ids_json(const int64_t *ids, size_t n) {
 static fdl_status built(pk_ctx *c, json_t *doc, const json_error_t *je, const char *what,
                         fdl_err *err) {
   if (doc) return FDL_OK;
-  return pk_refuse(c, err, "io_error", FDL_NOMEM, "building %s: %s", what, je ? je->text : "");
+  return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "building %s: %s", what, je ? je->text : "");
 }
 
 static bool hidden_form(const pk_ctx *c) {
@@ -58,13 +58,13 @@ static bool dtype_lossless(const pk_ctx *c) {
 }
 
 static const char *semantic_point(const pk_ctx *c) {
-  const char *sp = ds_str(c->meta, "semantic_point");
+  const char *sp = fdl_ds_str(c->meta, "semantic_point");
   if (hidden_form(c)) return "after_final_rmsnorm_before_lm_head";
   return sp ? sp : "lm_head_output_before_sampling";
 }
 
 static json_t *scoring_window(const pk_ctx *c) {
-  const json_t *sw = ds_obj(ds_obj(c->meta, "panel"), "scoring_window");
+  const json_t *sw = fdl_ds_obj(fdl_ds_obj(c->meta, "panel"), "scoring_window");
   if (sw) {
     json_t *w = json_deep_copy(sw);
     if (w && !json_object_get(w, "score_from"))
@@ -84,7 +84,7 @@ static json_t *scoring_window(const pk_ctx *c) {
 }
 
 static json_t *tokenizer(const pk_ctx *c) {
-  json_t *t = json_deep_copy(ds_obj(c->meta, "tokenizer"));
+  json_t *t = json_deep_copy(fdl_ds_obj(c->meta, "tokenizer"));
   if (t && !json_object_get(t, "vocab_size"))
     json_object_set_new(t, "vocab_size", json_integer((json_int_t)c->vocab));
   static const char *const NULLABLE[] = {"repository", "revision", "add_special_tokens",
@@ -111,7 +111,7 @@ static json_t *coverage(const pk_ctx *c) {
     }
   }
   bool complete = c->present == c->n;
-  const char *subset = ds_str(c->meta, "subset_detail");
+  const char *subset = fdl_ds_str(c->meta, "subset_detail");
   char auto_subset[128];
   snprintf(auto_subset, sizeof auto_subset,
            "%zu of %zu panel records present (fidelis pack --allow-partial)", c->present, c->n);
@@ -126,7 +126,7 @@ static json_t *coverage(const pk_ctx *c) {
 /* ---- panel ------------------------------------------------------------------------------- */
 
 static const char *panel_id(const pk_ctx *c) {
-  return pk_meta_str(c, "panel", "panel_id");
+  return fdl_pk_meta_str(c, "panel", "panel_id");
 }
 
 static json_t *panel_record(const pk_ctx *c, const pk_record *r) {
@@ -141,18 +141,18 @@ static json_t *panel_record(const pk_ctx *c, const pk_record *r) {
       "{s:I, s:I, s:I, s:o, s:s, s:s, s:s, s:o, s:o, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, "
       "s:o, s:o, s:o, s:b}",
       "index", (json_int_t)r->index, "context_index", (json_int_t)r->index, "window_index",
-      (json_int_t)r->index, "window_id", str_or_null(ds_str(l, "window_id")), "token_file", tok,
+      (json_int_t)r->index, "window_id", str_or_null(fdl_ds_str(l, "window_id")), "token_file", tok,
       "token_ids_json_sha256", r->tok_hex, "token_ids_sha256_legacy", r->tok_legacy,
       "token_ids_first16", ids_json(r->tokens, head_n), "token_ids_last16",
       ids_json(r->tokens + (r->ntok - head_n), head_n), "num_tokens", (json_int_t)r->ntok,
       "prediction_positions", (json_int_t)r->scored, "attention_mask_file",
       c->masks ? json_string(mask) : json_null(), "attention_mask_sha256",
-      c->masks ? json_string(r->mask_hex) : json_null(), "role", str_or_null(ds_str(l, "role")),
-      "domain", str_or_null(ds_str(l, "domain")), "document_id",
-      str_or_null(ds_str(l, "document_id")), "allocation_stratum",
-      str_or_null(ds_str(l, "allocation_stratum")), "semantic_class",
-      str_or_null(ds_str(l, "semantic_class")), "source_cluster_id",
-      str_or_null(ds_str(l, "source_cluster_id")), "partition", str_or_null(ds_str(l, "partition")),
+      c->masks ? json_string(r->mask_hex) : json_null(), "role", str_or_null(fdl_ds_str(l, "role")),
+      "domain", str_or_null(fdl_ds_str(l, "domain")), "document_id",
+      str_or_null(fdl_ds_str(l, "document_id")), "allocation_stratum",
+      str_or_null(fdl_ds_str(l, "allocation_stratum")), "semantic_class",
+      str_or_null(fdl_ds_str(l, "semantic_class")), "source_cluster_id",
+      str_or_null(fdl_ds_str(l, "source_cluster_id")), "partition", str_or_null(fdl_ds_str(l, "partition")),
       "sentinel", 0);
 }
 
@@ -162,7 +162,7 @@ static fdl_status panel_doc(pk_ctx *c, json_t **out, char *suite, char *legacy, 
   if (!hexes || !records) {
     free(hexes);
     json_decref(records);
-    return pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
+    return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
   }
   int64_t total = 0;
   for (size_t i = 0; i < c->n; i++) {
@@ -172,7 +172,7 @@ static fdl_status panel_doc(pk_ctx *c, json_t **out, char *suite, char *legacy, 
     if (!r || json_array_append_new(records, r) != 0) {
       free(hexes);
       json_decref(records);
-      return pk_refuse(c, err, "io_error", FDL_NOMEM, "building panel record %zu", i);
+      return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "building panel record %zu", i);
     }
   }
   fdl_status s = fdl_ds_suite_token_hash(hexes, c->n, false, suite, err);
@@ -182,7 +182,7 @@ static fdl_status panel_doc(pk_ctx *c, json_t **out, char *suite, char *legacy, 
     json_decref(records);
     return s;
   }
-  const char *pid = panel_id(c), *name = pk_meta_str(c, "panel", "name");
+  const char *pid = panel_id(c), *name = fdl_pk_meta_str(c, "panel", "name");
   char default_name[256];
   snprintf(default_name, sizeof default_name, "token panel %s%s", pid ? "" : "of ",
            pid ? pid : c->dataset_id);
@@ -220,24 +220,24 @@ static json_t *capture_record(const pk_ctx *c, const pk_record *r) {
       "{s:I, s:I, s:I, s:o, s:s, s:s, s:s, s:[I,I], s:I, s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:I, "
       "s:o, s:o, s:o, s:o, s:o, s:o, s:n, s:n, s:b}",
       "index", (json_int_t)r->index, "context_index", (json_int_t)r->index, "window_index",
-      (json_int_t)r->index, "window_id", str_or_null(ds_str(l, "window_id")), "file", file, "key",
+      (json_int_t)r->index, "window_id", str_or_null(fdl_ds_str(l, "window_id")), "file", file, "key",
       hidden ? "hidden_states" : "logits", "dtype", fdl_dtype_name(c->stored), "shape",
       (json_int_t)r->scored, (json_int_t)c->width, "size_bytes", (json_int_t)r->size_bytes,
       "sha256", r->file_hex, "payload_sha256", r->payload_hex, "tensor_content_sha256",
       r->content_hex, "token_ids_json_sha256", r->tok_hex, "token_ids_sha256_legacy", r->tok_legacy,
       "attention_mask_sha256", c->masks ? json_string(r->mask_hex) : json_null(),
       "prediction_positions", (json_int_t)r->scored, "scored_rows", (json_int_t)r->scored, "role",
-      str_or_null(ds_str(l, "role")), "domain", str_or_null(ds_str(l, "domain")), "document_id",
-      str_or_null(ds_str(l, "document_id")), "allocation_stratum",
-      str_or_null(ds_str(l, "allocation_stratum")), "semantic_class",
-      str_or_null(ds_str(l, "semantic_class")), "source_cluster_id",
-      str_or_null(ds_str(l, "source_cluster_id")), "elapsed_seconds", "request_id",
+      str_or_null(fdl_ds_str(l, "role")), "domain", str_or_null(fdl_ds_str(l, "domain")), "document_id",
+      str_or_null(fdl_ds_str(l, "document_id")), "allocation_stratum",
+      str_or_null(fdl_ds_str(l, "allocation_stratum")), "semantic_class",
+      str_or_null(fdl_ds_str(l, "semantic_class")), "source_cluster_id",
+      str_or_null(fdl_ds_str(l, "source_cluster_id")), "elapsed_seconds", "request_id",
       "raw_chunks_retained", 0);
 }
 
 static fdl_status capture_doc(pk_ctx *c, json_t **out, fdl_err *err) {
   json_t *records = json_array();
-  if (!records) return pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
+  if (!records) return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
   int64_t first_rows = -1;
   for (size_t i = 0; i < c->n; i++) {
     if (!c->recs[i].present) continue;
@@ -245,10 +245,10 @@ static fdl_status capture_doc(pk_ctx *c, json_t **out, fdl_err *err) {
     json_t *r = capture_record(c, &c->recs[i]);
     if (!r || json_array_append_new(records, r) != 0) {
       json_decref(records);
-      return pk_refuse(c, err, "io_error", FDL_NOMEM, "building capture record %zu", i);
+      return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "building capture record %zu", i);
     }
   }
-  const char *run = ds_str(c->meta, "run_name");
+  const char *run = fdl_ds_str(c->meta, "run_name");
   json_error_t je;
   *out = json_pack_ex(
       &je, 0,
@@ -271,14 +271,14 @@ static fdl_status capture_doc(pk_ctx *c, json_t **out, fdl_err *err) {
 /* ---- head -------------------------------------------------------------------------------- */
 
 static bool head_quantized(const pk_ctx *c, const json_t *scope) {
-  const json_t *q = json_object_get(ds_obj(c->meta, "head"), "quantized");
+  const json_t *q = json_object_get(fdl_ds_obj(c->meta, "head"), "quantized");
   if (json_is_boolean(q)) return json_is_true(q);
-  const char *hp = ds_str(scope, "head_policy");
+  const char *hp = fdl_ds_str(scope, "head_policy");
   if (hp && !strcmp(hp, "quantized")) return true;
   size_t i;
   json_t *a;
-  json_array_foreach(ds_arr(scope, "assignments"), i, a) {
-    const char *cls = ds_str(a, "tensor_class"), *tr = ds_str(a, "treatment");
+  json_array_foreach(fdl_ds_arr(scope, "assignments"), i, a) {
+    const char *cls = fdl_ds_str(a, "tensor_class"), *tr = fdl_ds_str(a, "treatment");
     if (cls && tr && !strcmp(cls, "lm_head") && !strcmp(tr, "quantized")) return true;
   }
   return false;
@@ -286,9 +286,9 @@ static bool head_quantized(const pk_ctx *c, const json_t *scope) {
 
 /* The head identity; as_block gives the manifest's head block instead of head/head.json. */
 static json_t *head_obj(const pk_ctx *c, const json_t *scope, bool as_block) {
-  const json_t *mh = ds_obj(c->meta, "head");
+  const json_t *mh = fdl_ds_obj(c->meta, "head");
   bool quantized = head_quantized(c, scope);
-  const char *source = ds_str(mh, "source");
+  const char *source = fdl_ds_str(mh, "source");
   if (!source) source = quantized ? "artifact_dequantized" : "native";
   const json_t *bits_v = json_object_get(mh, "bits");
   json_t *bits = bits_v      ? json_deep_copy(bits_v)
@@ -335,14 +335,14 @@ static json_t *head_obj(const pk_ctx *c, const json_t *scope, bool as_block) {
 /* ---- runtime ----------------------------------------------------------------------------- */
 
 static fdl_status stack_fingerprint(pk_ctx *c, json_t **fp, char *hex, fdl_err *err) {
-  const char *np = ds_str(c->meta, "numeric_policy");
+  const char *np = fdl_ds_str(c->meta, "numeric_policy");
   json_t *dtypes =
-      ds_obj(c->meta, "dtypes") ? json_deep_copy(ds_obj(c->meta, "dtypes")) : json_object();
+      fdl_ds_obj(c->meta, "dtypes") ? json_deep_copy(fdl_ds_obj(c->meta, "dtypes")) : json_object();
   json_error_t je;
   *fp = json_pack_ex(&je, 0, "{s:s, s:s, s:s, s:s, s:o, s:o, s:s}", "schema", FDL_DS_STACK_SCHEMA,
-                     "engine", pk_meta_str(c, "engine", "name"), "engine_version",
-                     pk_meta_str(c, "engine", "version"), "device", ds_str(c->meta, "device"),
-                     "device_name", str_or_null(ds_str(c->meta, "device_name")), "dtypes", dtypes,
+                     "engine", fdl_pk_meta_str(c, "engine", "name"), "engine_version",
+                     fdl_pk_meta_str(c, "engine", "version"), "device", fdl_ds_str(c->meta, "device"),
+                     "device_name", str_or_null(fdl_ds_str(c->meta, "device_name")), "dtypes", dtypes,
                      "numeric_policy", np ? np : "not recorded by the producer");
   fdl_status s = built(c, *fp, &je, "stack fingerprint", err);
   if (s != FDL_OK) return s;
@@ -358,11 +358,11 @@ static fdl_status stack_fingerprint(pk_ctx *c, json_t **fp, char *hex, fdl_err *
 }
 
 static fdl_status lane_identity(pk_ctx *c, char *hex, fdl_err *err) {
-  const char *dn = ds_str(c->meta, "device_name");
+  const char *dn = fdl_ds_str(c->meta, "device_name");
   fdl_buf b;
   fdl_buf_init(&b, 0);
-  fdl_buf_printf(&b, "%s|%s %s|%s", c->lane, pk_meta_str(c, "engine", "name"),
-                 pk_meta_str(c, "engine", "version"), dn ? dn : ds_str(c->meta, "device"));
+  fdl_buf_printf(&b, "%s|%s %s|%s", c->lane, fdl_pk_meta_str(c, "engine", "name"),
+                 fdl_pk_meta_str(c, "engine", "version"), dn ? dn : fdl_ds_str(c->meta, "device"));
   fdl_sha256 d;
   fdl_status s = fdl_buf_status(&b) == FDL_OK ? fdl_sha256_buf(b.data, b.len, &d, err)
                                               : fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -377,14 +377,14 @@ static fdl_status runtime_doc(pk_ctx *c, json_t **out, char *lane_hex, char *sta
   fdl_status s = stack_fingerprint(c, &fp, stack_hex, err);
   if (s == FDL_OK) s = lane_identity(c, lane_hex, err);
   if (s != FDL_OK) return s;
-  const json_t *w = ds_obj(c->meta, "weights");
+  const json_t *w = fdl_ds_obj(c->meta, "weights");
   const json_t *mrev = json_object_get(w, "model_revision");
-  json_t *sources = ds_obj(c->meta, "source_files")
-                        ? json_deep_copy(ds_obj(c->meta, "source_files"))
+  json_t *sources = fdl_ds_obj(c->meta, "source_files")
+                        ? json_deep_copy(fdl_ds_obj(c->meta, "source_files"))
                         : json_object();
   char wraps[256], version[64];
-  snprintf(wraps, sizeof wraps, "%s %s", pk_meta_str(c, "engine", "name"),
-           pk_meta_str(c, "engine", "version"));
+  snprintf(wraps, sizeof wraps, "%s %s", fdl_pk_meta_str(c, "engine", "name"),
+           fdl_pk_meta_str(c, "engine", "version"));
   snprintf(version, sizeof version, "fidelis-pack/%s", fdl_version());
   json_error_t je;
   *out = json_pack_ex(
@@ -423,20 +423,20 @@ static json_t *native_scope(void) {
 }
 
 static fdl_status scope_block(pk_ctx *c, json_t **out, fdl_err *err) {
-  const json_t *ms = ds_obj(c->meta, "scope");
+  const json_t *ms = fdl_ds_obj(c->meta, "scope");
   json_t *scope = ms ? json_deep_copy(ms) : native_scope();
-  if (!scope) return pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
+  if (!scope) return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
   fdl_buf b;
   fdl_buf_init(&b, 0);
   fdl_err e;
   if (fdl_ds_scope_digest(scope, &b, &e) != FDL_OK) {
     fdl_buf_free(&b);
     json_decref(scope);
-    return pk_refuse(c, err, "schema_invalid", FDL_INVALID, "meta scope: %s", e.msg);
+    return fdl_pk_refuse(c, err, "schema_invalid", FDL_INVALID, "meta scope: %s", e.msg);
   }
-  const char *given = ds_str(scope, "scope_digest");
+  const char *given = fdl_ds_str(scope, "scope_digest");
   if (given && strcmp(given, b.data)) {
-    fdl_status s = pk_refuse(c, err, "schema_invalid", FDL_MISMATCH,
+    fdl_status s = fdl_pk_refuse(c, err, "schema_invalid", FDL_MISMATCH,
                              "meta scope.scope_digest '%s' is not the digest of its own "
                              "assignments ('%s')",
                              given, b.data);
@@ -451,7 +451,7 @@ static fdl_status scope_block(pk_ctx *c, json_t **out, fdl_err *err) {
 }
 
 static json_t *weights_block(const pk_ctx *c) {
-  json_t *w = json_deep_copy(ds_obj(c->meta, "weights"));
+  json_t *w = json_deep_copy(fdl_ds_obj(c->meta, "weights"));
   if (!w) return NULL;
   if (!json_object_get(w, "model_revision"))
     json_object_set(w, "model_revision", json_object_get(w, "revision"));
@@ -466,8 +466,8 @@ static json_t *weights_block(const pk_ctx *c) {
 }
 
 static json_t *dataset_block(const pk_ctx *c) {
-  const json_t *d = ds_obj(c->meta, "dataset");
-  const char *name = ds_str(d, "name");
+  const json_t *d = fdl_ds_obj(c->meta, "dataset");
+  const char *name = fdl_ds_str(d, "name");
   json_t *b = json_pack("{s:s, s:s, s:s, s:s, s:n, s:o, s:o, s:o, s:o}", "id", c->dataset_id,
                         "name", name ? name : c->dataset_id, "role", c->role, "structural_status",
                         "sealed", "qualification", "license", meta_val(c, "dataset", "license"),
@@ -510,7 +510,7 @@ static json_t *divergences(void) {
 static json_t *disclosures(const pk_ctx *c) {
   char detail[512];
   snprintf(detail, sizeof detail, "packed by fidelis pack %s from %s %s per-record dumps",
-           fdl_version(), pk_meta_str(c, "engine", "name"), pk_meta_str(c, "engine", "version"));
+           fdl_version(), fdl_pk_meta_str(c, "engine", "name"), fdl_pk_meta_str(c, "engine", "version"));
   json_t *a = json_array();
   if (!a) return NULL;
   json_array_append_new(a, json_pack("{s:b, s:s, s:s, s:s}", "affects_comparability", 0, "code",
@@ -543,7 +543,7 @@ static json_t *disclosures(const pk_ctx *c) {
                                        "severity", "caveat"));
   size_t i;
   json_t *d;
-  json_array_foreach(ds_arr(c->meta, "disclosures"), i, d)
+  json_array_foreach(fdl_ds_arr(c->meta, "disclosures"), i, d)
       json_array_append_new(a, json_deep_copy(d));
   return a;
 }
@@ -561,7 +561,7 @@ static json_t *seal_block(void) {
       "dataset_sha256");
 }
 
-fdl_status pk_build_docs(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err) {
+fdl_status fdl_pk_build_docs(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err) {
   memset(docs, 0, sizeof *docs);
   char suite[DS_HEX_LEN + 1], legacy[DS_HEX_LEN + 1], lane_hex[DS_HEX_LEN + 1],
       stack_hex[DS_HEX_LEN + 1];
@@ -576,12 +576,12 @@ fdl_status pk_build_docs(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err) {
   }
   if (s != FDL_OK) {
     json_decref(scope);
-    pk_free_docs(docs);
+    fdl_pk_free_docs(docs);
     return s;
   }
   bool hidden = hidden_form(c);
   const json_t *sep = json_object_get(c->meta, "head_separable");
-  const char *sep_reason = ds_str(c->meta, "head_not_separable_reason");
+  const char *sep_reason = fdl_ds_str(c->meta, "head_not_separable_reason");
   json_error_t je;
   json_t *m = json_pack_ex(
       &je, 0,
@@ -632,16 +632,16 @@ fdl_status pk_build_docs(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err) {
       "k3_compat_emitted", 0, "note", "disclosures", disclosures(c), "upstream_receipts");
   s = built(c, m, &je, "fidelity-dataset.json", err);
   if (s != FDL_OK) {
-    pk_free_docs(docs);
+    fdl_pk_free_docs(docs);
     return s;
   }
   /* The panel block's revision comes from the same meta field as panel.json's. */
-  json_object_set_new(ds_obj(m, "panel"), "revision", meta_val(c, "panel", "revision"));
+  json_object_set_new(fdl_ds_obj(m, "panel"), "revision", meta_val(c, "panel", "revision"));
   docs->manifest = m;
   return FDL_OK;
 }
 
-void pk_free_docs(fdl_ds_docs *docs) {
+void fdl_pk_free_docs(fdl_ds_docs *docs) {
   json_decref(docs->manifest);
   json_decref(docs->panel);
   json_decref(docs->runtime);

@@ -20,7 +20,7 @@
 #define PK_MAX_PANEL_BYTES ((size_t)4 << 30)
 #define PK_MAX_META_BYTES ((size_t)16 << 20)
 
-fdl_status pk_refuse(pk_ctx *c, fdl_err *err, const char *code, fdl_status status, const char *fmt,
+fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, const char *code, fdl_status status, const char *fmt,
                      ...) {
   snprintf(c->res->code, sizeof c->res->code, "%s", code);
   va_list ap;
@@ -30,9 +30,9 @@ fdl_status pk_refuse(pk_ctx *c, fdl_err *err, const char *code, fdl_status statu
   return status;
 }
 
-const char *pk_meta_str(const pk_ctx *c, const char *block, const char *key) {
-  const json_t *o = block ? ds_obj(c->meta, block) : c->meta;
-  return ds_str(o, key);
+const char *fdl_pk_meta_str(const pk_ctx *c, const char *block, const char *key) {
+  const json_t *o = block ? fdl_ds_obj(c->meta, block) : c->meta;
+  return fdl_ds_str(o, key);
 }
 
 /* ---- the meta ---------------------------------------------------------------------------- */
@@ -50,7 +50,7 @@ static fdl_status only_keys(pk_ctx *c, const json_t *o, const char *where,
   const json_t *v;
   json_object_foreach((json_t *)o, key, v) {
     if (!in_list(key, allowed))
-      return pk_refuse(c, err, "bad_input", FDL_INVALID,
+      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
                        "meta %s: unknown key '%s' (see fidelis pack --help)", where, key);
   }
   return FDL_OK;
@@ -62,11 +62,11 @@ static fdl_status want_str(pk_ctx *c, const json_t *o, const char *where, const 
   const json_t *v = json_object_get(o, key);
   if (!v || json_is_null(v)) {
     if (required)
-      return pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s is required", where, key);
+      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s is required", where, key);
     return FDL_OK;
   }
   if (!json_is_string(v) || (required && json_string_length(v) == 0))
-    return pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s must be a%s string", where, key,
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s must be a%s string", where, key,
                      required ? " non-empty" : "");
   return FDL_OK;
 }
@@ -75,14 +75,14 @@ static fdl_status want_enum(pk_ctx *c, const json_t *o, const char *where, const
                             const char *const *vals, bool required, fdl_err *err) {
   fdl_status s = want_str(c, o, where, key, required, err);
   if (s != FDL_OK) return s;
-  const char *v = ds_str(o, key);
+  const char *v = fdl_ds_str(o, key);
   if (v && !in_list(v, vals)) {
     char list[256] = "";
     for (size_t i = 0; vals[i]; i++) {
       size_t l = strlen(list);
       snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", vals[i]);
     }
-    return pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s '%s' is not one of %s", where,
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s '%s' is not one of %s", where,
                      key, v, list);
   }
   return FDL_OK;
@@ -93,11 +93,11 @@ static fdl_status want_obj(pk_ctx *c, const json_t *o, const char *key, bool req
   const json_t *v = json_object_get(o, key);
   *out = NULL;
   if (!v || json_is_null(v)) {
-    if (required) return pk_refuse(c, err, "bad_input", FDL_INVALID, "meta.%s is required", key);
+    if (required) return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta.%s is required", key);
     return FDL_OK;
   }
   if (!json_is_object(v))
-    return pk_refuse(c, err, "bad_input", FDL_INVALID, "meta.%s must be an object", key);
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta.%s must be an object", key);
   *out = v;
   return FDL_OK;
 }
@@ -181,7 +181,7 @@ static fdl_status check_meta_blocks(pk_ctx *c, fdl_err *err) {
   if (s == FDL_OK) s = only_keys(c, b, "weights", WEIGHTS, err);
   if (s == FDL_OK) s = want_str(c, b, "weights", "repository", true, err);
   if (s == FDL_OK && !json_object_get(b, "revision"))
-    s = pk_refuse(c, err, "bad_input", FDL_INVALID,
+    s = fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
                   "meta weights.revision is required (a commit hash, or null when unknown)");
   if (s == FDL_OK) s = want_obj(c, m, "engine", true, &b, err);
   if (s == FDL_OK) s = only_keys(c, b, "engine", ENGINE, err);
@@ -200,69 +200,69 @@ static fdl_status check_meta_blocks(pk_ctx *c, fdl_err *err) {
   return s;
 }
 
-fdl_status pk_read_meta(pk_ctx *c, fdl_err *err) {
+fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err) {
   char *text;
   size_t len;
   fdl_err e;
   if (fdl_read_file(c->o->meta_path, PK_MAX_META_BYTES, &text, &len, &e) != FDL_OK)
-    return pk_refuse(c, err, "bad_input", FDL_IO, "meta: %s", e.msg);
+    return fdl_pk_refuse(c, err, "bad_input", FDL_IO, "meta: %s", e.msg);
   fdl_status s = fdl_json_parse(text, len, NULL, &c->meta, &e);
   free(text);
   if (s != FDL_OK)
-    return pk_refuse(c, err, "bad_input", FDL_PARSE, "meta %s: %s", c->o->meta_path, e.msg);
+    return fdl_pk_refuse(c, err, "bad_input", FDL_PARSE, "meta %s: %s", c->o->meta_path, e.msg);
   if (!json_is_object(c->meta))
-    return pk_refuse(c, err, "bad_input", FDL_PARSE, "meta %s: not a JSON object", c->o->meta_path);
+    return fdl_pk_refuse(c, err, "bad_input", FDL_PARSE, "meta %s: not a JSON object", c->o->meta_path);
   s = check_meta_blocks(c, err);
   if (s != FDL_OK) return s;
-  c->role = ds_str(c->meta, "role");
-  c->form = ds_str(c->meta, "form");
-  c->lane = ds_str(c->meta, "lane");
-  c->dataset_id = pk_meta_str(c, "dataset", "id");
-  const char *fwd = pk_meta_str(c, "dtypes", "forward");
+  c->role = fdl_ds_str(c->meta, "role");
+  c->form = fdl_ds_str(c->meta, "form");
+  c->lane = fdl_ds_str(c->meta, "lane");
+  c->dataset_id = fdl_pk_meta_str(c, "dataset", "id");
+  const char *fwd = fdl_pk_meta_str(c, "dtypes", "forward");
   c->forward = FDL_DTYPE_COUNT;
   if (fwd) (void)fdl_dtype_parse(fwd, &c->forward);
 
-  const json_t *w = ds_obj(c->meta, "weights");
+  const json_t *w = fdl_ds_obj(c->meta, "weights");
   const json_t *q = json_object_get(w, "quantized");
   if (q && !json_is_boolean(q))
-    return pk_refuse(c, err, "bad_input", FDL_INVALID, "meta weights.quantized must be a boolean");
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta weights.quantized must be a boolean");
   if (!strcmp(c->role, "root") && json_is_true(q))
-    return pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
+    return fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
                      "role root captures unquantized weights (ROOT-1); use role quant");
-  if (strcmp(c->role, "root") && !ds_obj(c->meta, "scope"))
-    return pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
+  if (strcmp(c->role, "root") && !fdl_ds_obj(c->meta, "scope"))
+    return fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
                      "role %s needs an explicit meta.scope (what is quantized, what is native); "
                      "only a root may default to the native scope",
                      c->role);
-  const json_t *bc = json_object_get(ds_obj(c->meta, "dataset"), "base_capture");
+  const json_t *bc = json_object_get(fdl_ds_obj(c->meta, "dataset"), "base_capture");
   if (!strcmp(c->role, "derived") && (!bc || json_is_null(bc)))
-    return pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
+    return fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
                      "role derived must name its base_capture (meta dataset.base_capture)");
   if (!strcmp(c->role, "root") && bc && !json_is_null(bc))
-    return pk_refuse(c, err, "schema_invalid", FDL_REFUSED, "a root's base_capture must be null");
+    return fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED, "a root's base_capture must be null");
   if (!strcmp(c->role, "root") && json_object_get(c->meta, "lossy_codec") &&
       !json_is_null(json_object_get(c->meta, "lossy_codec")))
-    return pk_refuse(c, err, "schema_invalid", FDL_REFUSED, "a root's lossy_codec must be null");
+    return fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED, "a root's lossy_codec must be null");
 
-  const json_t *sw = ds_obj(ds_obj(c->meta, "panel"), "scoring_window");
+  const json_t *sw = fdl_ds_obj(fdl_ds_obj(c->meta, "panel"), "scoring_window");
   c->score_from = 0;
   if (sw && json_object_get(sw, "score_from") &&
-      (!ds_int(sw, "score_from", &c->score_from) || c->score_from < 0))
-    return pk_refuse(c, err, "bad_input", FDL_INVALID,
+      (!fdl_ds_int(sw, "score_from", &c->score_from) || c->score_from < 0))
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
                      "meta panel.scoring_window.score_from must be an integer >= 0");
-  if (c->score_from > 0 && !ds_str(sw, "policy"))
-    return pk_refuse(c, err, "bad_input", FDL_INVALID,
+  if (c->score_from > 0 && !fdl_ds_str(sw, "policy"))
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
                      "a scoring window with score_from > 0 needs its own policy string (it is "
                      "part of the panel's identity)");
   int64_t vocab;
   const json_t *vv = json_object_get(c->meta, "vocab_size");
   c->vocab = -1;
   if (vv && !json_is_null(vv)) {
-    if (!ds_int(c->meta, "vocab_size", &vocab) || vocab < 1)
-      return pk_refuse(c, err, "bad_input", FDL_INVALID, "meta vocab_size must be an integer >= 1");
+    if (!fdl_ds_int(c->meta, "vocab_size", &vocab) || vocab < 1)
+      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta vocab_size must be an integer >= 1");
     c->vocab = vocab;
   }
-  const char *created = ds_str(c->meta, "created_utc");
+  const char *created = fdl_ds_str(c->meta, "created_utc");
   if (created) {
     /* Checked character by character: sscanf's %u would also take a sign, leading spaces and
      * one-digit fields, and %c does not see what follows it, so "2026-1-02T03:04:05Zx" passed. */
@@ -271,7 +271,7 @@ fdl_status pk_read_meta(pk_ctx *c, fdl_err *err) {
     for (size_t i = 0; ok && i < sizeof SHAPE - 1; i++)
       ok = SHAPE[i] == 'd' ? created[i] >= '0' && created[i] <= '9' : created[i] == SHAPE[i];
     if (!ok)
-      return pk_refuse(c, err, "bad_input", FDL_INVALID,
+      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
                        "meta created_utc must read YYYY-MM-DDTHH:MM:SSZ");
     snprintf(c->created, sizeof c->created, "%s", created);
   }
@@ -290,37 +290,37 @@ static const char *const LINE_KEYS[] = {"index",          "tokens",
 static fdl_status parse_line(pk_ctx *c, pk_record *r, size_t lineno, fdl_err *err) {
   const json_t *o = r->line;
   if (!json_is_object(o))
-    return pk_refuse(c, err, "bad_input", FDL_PARSE, "panel line %zu: not a JSON object", lineno);
+    return fdl_pk_refuse(c, err, "bad_input", FDL_PARSE, "panel line %zu: not a JSON object", lineno);
   const char *key;
   const json_t *v;
   json_object_foreach((json_t *)o, key, v) {
     if (!in_list(key, LINE_KEYS))
-      return pk_refuse(c, err, "bad_input", FDL_INVALID,
+      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
                        "panel line %zu: unknown key '%s' (expected index, tokens, mask, domain, "
                        "window_id, allocation_stratum, document_id, role, semantic_class, "
                        "source_cluster_id, partition)",
                        lineno, key);
     if (strcmp(key, "index") && strcmp(key, "tokens") && strcmp(key, "mask") &&
         !json_is_string(v) && !json_is_null(v))
-      return pk_refuse(c, err, "bad_input", FDL_INVALID,
+      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
                        "panel line %zu: '%s' must be a string or null", lineno, key);
   }
-  if (!ds_int(o, "index", &r->index) || r->index < 0 || r->index >= FDL_DS_MAX_INDEX)
-    return pk_refuse(c, err, "bad_input", FDL_INVALID,
+  if (!fdl_ds_int(o, "index", &r->index) || r->index < 0 || r->index >= FDL_DS_MAX_INDEX)
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
                      "panel line %zu: 'index' must be an integer >= 0", lineno);
-  const json_t *toks = ds_arr(o, "tokens");
+  const json_t *toks = fdl_ds_arr(o, "tokens");
   if (!toks || json_array_size(toks) < 2)
-    return pk_refuse(c, err, "bad_input", FDL_INVALID,
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
                      "panel line %zu (index %" PRId64 "): 'tokens' must be an array of at least "
                      "2 token ids",
                      lineno, r->index);
   r->ntok = json_array_size(toks);
   r->tokens = malloc(r->ntok * sizeof *r->tokens);
-  if (!r->tokens) return pk_refuse(c, err, "io_error", FDL_NOMEM, "panel: out of memory");
+  if (!r->tokens) return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "panel: out of memory");
   for (size_t i = 0; i < r->ntok; i++) {
     const json_t *t = json_array_get(toks, i);
     if (!json_is_integer(t) || json_integer_value(t) < 0)
-      return pk_refuse(c, err, "bad_input", FDL_INVALID,
+      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
                        "panel line %zu (index %" PRId64 "): token %zu is not an integer id >= 0",
                        lineno, r->index, i);
     r->tokens[i] = (int64_t)json_integer_value(t);
@@ -328,12 +328,12 @@ static fdl_status parse_line(pk_ctx *c, pk_record *r, size_t lineno, fdl_err *er
   const json_t *mask = json_object_get(o, "mask");
   if (mask && !json_is_null(mask)) {
     if (!json_is_array(mask) || json_array_size(mask) != r->ntok)
-      return pk_refuse(c, err, "panel_binding", FDL_INVALID,
+      return fdl_pk_refuse(c, err, "panel_binding", FDL_INVALID,
                        "panel line %zu (index %" PRId64 "): 'mask' must be an array of %zu "
                        "entries (one per token), got %zu",
                        lineno, r->index, r->ntok, json_is_array(mask) ? json_array_size(mask) : 0);
     r->mask = malloc(r->ntok);
-    if (!r->mask) return pk_refuse(c, err, "io_error", FDL_NOMEM, "panel: out of memory");
+    if (!r->mask) return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "panel: out of memory");
     for (size_t i = 0; i < r->ntok; i++) {
       const json_t *m = json_array_get(mask, i);
       if (json_is_boolean(m))
@@ -341,7 +341,7 @@ static fdl_status parse_line(pk_ctx *c, pk_record *r, size_t lineno, fdl_err *er
       else if (json_is_integer(m) && (json_integer_value(m) == 0 || json_integer_value(m) == 1))
         r->mask[i] = (uint8_t)json_integer_value(m);
       else
-        return pk_refuse(c, err, "bad_input", FDL_INVALID,
+        return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
                          "panel line %zu (index %" PRId64 "): mask entry %zu is not 0, 1, true "
                          "or false",
                          lineno, r->index, i);
@@ -355,7 +355,7 @@ static int cmp_rec(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-fdl_status pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *err) {
+fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *err) {
   fdl_err e;
   size_t cap = 0;
   fdl_status s = FDL_OK;
@@ -373,7 +373,7 @@ fdl_status pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *err)
       cap = cap ? cap * 2 : 64;
       pk_record *p = realloc(c->recs, cap * sizeof *p);
       if (!p) {
-        s = pk_refuse(c, err, "io_error", FDL_NOMEM, "panel: out of memory");
+        s = fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "panel: out of memory");
         break;
       }
       c->recs = p;
@@ -381,27 +381,27 @@ fdl_status pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *err)
     pk_record *r = &c->recs[c->n++];
     memset(r, 0, sizeof *r);
     if (fdl_json_parse(line, n, NULL, &r->line, &e) != FDL_OK) {
-      s = pk_refuse(c, err, "bad_input", FDL_PARSE, "panel line %zu: %s", lineno, e.msg);
+      s = fdl_pk_refuse(c, err, "bad_input", FDL_PARSE, "panel line %zu: %s", lineno, e.msg);
       break;
     }
     s = parse_line(c, r, lineno, err);
   }
   if (s != FDL_OK) return s;
-  if (c->n == 0) return pk_refuse(c, err, "bad_input", FDL_INVALID, "the panel holds no context");
+  if (c->n == 0) return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "the panel holds no context");
   qsort(c->recs, c->n, sizeof *c->recs, cmp_rec);
   for (size_t i = 0; i < c->n; i++) {
     if (i && c->recs[i].index == c->recs[i - 1].index)
-      return pk_refuse(c, err, "digest_mismatch", FDL_REFUSED,
+      return fdl_pk_refuse(c, err, "digest_mismatch", FDL_REFUSED,
                        "panel: duplicate record index %" PRId64 " (REC-1)", c->recs[i].index);
     if (c->recs[i].index != (int64_t)i)
-      return pk_refuse(c, err, "panel_binding", FDL_REFUSED,
+      return fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
                        "panel: indices must be exactly 0..%zu; index %zu is missing", c->n - 1, i);
   }
   c->context_length = (int64_t)c->recs[0].ntok;
   for (size_t i = 0; i < c->n; i++) {
     pk_record *r = &c->recs[i];
     if ((int64_t)r->ntok != c->context_length)
-      return pk_refuse(c, err, "panel_binding", FDL_REFUSED,
+      return fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
                        "panel: record %" PRId64 " has %zu tokens but record 0 has %" PRId64
                        "; a panel is not ragged (pad it and pass a mask)",
                        r->index, r->ntok, c->context_length);
@@ -409,9 +409,9 @@ fdl_status pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *err)
   }
   for (size_t i = 0; i < c->n; i++) {
     pk_record *r = &c->recs[i];
-    r->scored = ds_scored_rows(r->mask, (int64_t)r->ntok, c->score_from, NULL);
+    r->scored = fdl_ds_scored_rows(r->mask, (int64_t)r->ntok, c->score_from, NULL);
     if (r->scored == 0)
-      return pk_refuse(c, err, "panel_binding", FDL_REFUSED,
+      return fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
                        "panel: record %" PRId64 " scores no position (its mask leaves no two "
                        "adjacent attended tokens)",
                        r->index);
@@ -419,19 +419,19 @@ fdl_status pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *err)
   return FDL_OK;
 }
 
-fdl_status pk_read_panel(pk_ctx *c, fdl_err *err) {
+fdl_status fdl_pk_read_panel(pk_ctx *c, fdl_err *err) {
   char *text;
   size_t len;
   fdl_err e;
   if (fdl_read_file(c->o->panel_path, PK_MAX_PANEL_BYTES, &text, &len, &e) != FDL_OK)
-    return pk_refuse(c, err, "bad_input", FDL_IO, "panel: %s", e.msg);
-  fdl_status s = pk_parse_panel(c, text, len, err);
+    return fdl_pk_refuse(c, err, "bad_input", FDL_IO, "panel: %s", e.msg);
+  fdl_status s = fdl_pk_parse_panel(c, text, len, err);
   free(text);
   if (s != FDL_OK) fdl_err_prefix(err, "%s", c->o->panel_path);
   return s;
 }
 
-void pk_free_panel(pk_ctx *c) {
+void fdl_pk_free_panel(pk_ctx *c) {
   for (size_t i = 0; i < c->n; i++) {
     free(c->recs[i].tokens);
     free(c->recs[i].mask);
@@ -452,7 +452,7 @@ fdl_status fdl_ds_panel_check(const char *text, size_t len, size_t *records,
   memset(&c, 0, sizeof c);
   c.o = &o;
   c.res = &r;
-  fdl_status s = pk_parse_panel(&c, text, len, err);
+  fdl_status s = fdl_pk_parse_panel(&c, text, len, err);
   if (s == FDL_OK) {
     int64_t total = 0;
     for (size_t i = 0; i < c.n; i++) total += c.recs[i].scored;
@@ -461,16 +461,16 @@ fdl_status fdl_ds_panel_check(const char *text, size_t len, size_t *records,
   } else if (r.code[0]) {
     fdl_err_prefix(err, "%s", r.code);
   }
-  pk_free_panel(&c);
+  fdl_pk_free_panel(&c);
   return s;
 }
 
 /* ---- the tensor directory ---------------------------------------------------------------- */
 
-fdl_status pk_check_tensor_dir(pk_ctx *c, fdl_err *err) {
+fdl_status fdl_pk_check_tensor_dir(pk_ctx *c, fdl_err *err) {
   DIR *d = opendir(c->o->tensor_dir);
   if (!d)
-    return pk_refuse(c, err, "bad_input", FDL_IO, "tensor directory %s cannot be read",
+    return fdl_pk_refuse(c, err, "bad_input", FDL_IO, "tensor directory %s cannot be read",
                      c->o->tensor_dir);
   fdl_status s = FDL_OK;
   struct dirent *e;
@@ -482,7 +482,7 @@ fdl_status pk_check_tensor_dir(pk_ctx *c, fdl_err *err) {
     if (strcmp(ext, ".safetensors") && strcmp(ext, ".npy")) continue;
     int64_t idx = strtoll(name, NULL, 10);
     if (idx >= (int64_t)c->n)
-      s = pk_refuse(c, err, "panel_binding", FDL_REFUSED,
+      s = fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
                     "%s/%s: index %" PRId64 " has no panel record (the panel holds 0..%zu)",
                     c->o->tensor_dir, name, idx, c->n - 1);
   }

@@ -37,11 +37,11 @@ static bool under_compat(const char *where) {
   return !strncmp(where, "compat/", 7);
 }
 
-void ds_path_base(const char *where, const char *key, char *out, size_t cap) {
+void fdl_ds_path_base(const char *where, const char *key, char *out, size_t cap) {
   bool capture_relative = !strcmp(where, "capture/manifest.json") &&
                           (!strcmp(key, "file") || !strcmp(key, "runtime_manifest"));
   if (capture_relative || under_compat(where))
-    ds_dirname(where, out, cap);
+    fdl_ds_dirname(where, out, cap);
   else if (cap)
     out[0] = '\0';
 }
@@ -63,7 +63,7 @@ static void check_one(const char *key, const json_t *v, const char *where, fdl_d
   char at[DS_MAX_PATH + 64];
   snprintf(at, sizeof at, "%s:%s", where, key);
   char shown[160];
-  ds_repr(v, shown, sizeof shown);
+  fdl_ds_repr(v, shown, sizeof shown);
   bool ok = n < DS_MAX_PATH && (allow_parent ? string_rules_ok(s, n) : fdl_relpath_ok(s, n, false));
   if (!ok) {
     fdl_ds_report_error(rep, "path_escape", "PATH-1/PATH-3", at,
@@ -74,8 +74,8 @@ static void check_one(const char *key, const json_t *v, const char *where, fdl_d
     return;
   }
   char base[DS_MAX_PATH], joined[DS_MAX_PATH];
-  ds_path_base(where, key, base, sizeof base);
-  if (!ds_join_norm(base, s, joined, sizeof joined))
+  fdl_ds_path_base(where, key, base, sizeof base);
+  if (!fdl_ds_join_norm(base, s, joined, sizeof joined))
     fdl_ds_report_error(rep, "path_escape", "PATH-1/PATH-3", at,
                         "%s resolves outside the dataset root (from '%s/')", shown,
                         base[0] ? base : ".");
@@ -97,6 +97,6 @@ static void walk(const json_t *node, const char *where, fdl_ds_report *rep, int 
   }
 }
 
-void ds_walk_paths(const json_t *doc, const char *where, fdl_ds_report *rep) {
+void fdl_ds_walk_paths(const json_t *doc, const char *where, fdl_ds_report *rep) {
   walk(doc, where, rep, 0);
 }

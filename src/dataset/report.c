@@ -201,7 +201,7 @@ fdl_status fdl_ds_report_to_json(const fdl_ds_report *r, bool with_level, json_t
     json_decref(doc);
     return fdl_fail(err, FDL_NOMEM, "report: out of memory");
   }
-  fdl_status s = ds_seal(doc, "receipt_sha256", err);
+  fdl_status s = fdl_ds_seal(doc, "receipt_sha256", err);
   if (s != FDL_OK) {
     json_decref(doc);
     return s;

@@ -123,7 +123,7 @@ static void v_str(sc *c, const json_t *v, const char *path, unsigned fl, pat p) 
   if ((fl & MIN1) && n == 0) bad(c, path, "is empty; expected a non-empty string");
   if (!pattern_ok(p, s, n)) {
     char shown[96];
-    ds_repr(v, shown, sizeof shown);
+    fdl_ds_repr(v, shown, sizeof shown);
     bad(c, path, "%s is not %s", shown, pattern_text(p));
   }
 }
@@ -218,7 +218,7 @@ static void f_enum(sc *c, const json_t *o, const char *path, const char *key, un
     for (size_t i = 0; vals[i]; i++)
       if (!strcmp(json_string_value(v), vals[i])) return;
   char shown[96], list[512] = "";
-  ds_repr(v, shown, sizeof shown);
+  fdl_ds_repr(v, shown, sizeof shown);
   for (size_t i = 0; vals[i]; i++) {
     size_t l = strlen(list);
     snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", vals[i]);
@@ -724,15 +724,15 @@ static void disclosures_block(sc *c, const json_t *m) {
 /* ---- the conditionals (allOf) ------------------------------------------------------------ */
 
 static bool str_is(const json_t *o, const char *key, const char *want) {
-  const char *s = ds_str(o, key);
+  const char *s = fdl_ds_str(o, key);
   return s && !strcmp(s, want);
 }
 
 static void conditionals(sc *c, const json_t *m) {
-  const json_t *dataset = ds_obj(m, "dataset"), *weights = ds_obj(m, "weights"),
-               *scope = ds_obj(m, "scope"), *head = ds_obj(m, "head"),
-               *capture = ds_obj(m, "capture"), *coverage = ds_obj(m, "coverage"),
-               *panel = ds_obj(m, "panel");
+  const json_t *dataset = fdl_ds_obj(m, "dataset"), *weights = fdl_ds_obj(m, "weights"),
+               *scope = fdl_ds_obj(m, "scope"), *head = fdl_ds_obj(m, "head"),
+               *capture = fdl_ds_obj(m, "capture"), *coverage = fdl_ds_obj(m, "coverage"),
+               *panel = fdl_ds_obj(m, "panel");
   /* ROOT-1 */
   if (str_is(dataset, "role", "root")) {
     if (weights) {
@@ -776,13 +776,13 @@ static void conditionals(sc *c, const json_t *m) {
   }
   /* A sealed panel receipt must ship with a remap key (its value may be null). */
   if (panel) {
-    const char *r = ds_str(panel, "panel_receipt_sha256");
+    const char *r = fdl_ds_str(panel, "panel_receipt_sha256");
     if (r && pattern_ok(P_SHA, r, strlen(r)) && !json_object_get(panel, "remap_file"))
       bad(c, "panel.remap_file", "is required when panel_receipt_sha256 is a digest");
   }
 }
 
-void ds_check_manifest_schema(const json_t *m, fdl_ds_report *rep) {
+void fdl_ds_check_manifest_schema(const json_t *m, fdl_ds_report *rep) {
   sc c = {rep};
   static const char *const top_required[] = {
       "schema", "format_version", "dataset_sha256", "created_utc", "dataset", "weights",

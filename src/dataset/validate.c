@@ -19,7 +19,7 @@
 
 /* ---- loading documents ------------------------------------------------------------------- */
 
-json_t *ds_v_load_sub(ds_vctx *v, const char *rel, const char *label, char *file_sha256,
+json_t *fdl_ds_v_load_sub(ds_vctx *v, const char *rel, const char *label, char *file_sha256,
                       bool missing_ok) {
   if (!rel || !fdl_relpath_ok(rel, strlen(rel), false) || strlen(rel) >= DS_MAX_PATH) {
     fdl_ds_report_error(v->rep, "path_escape", label, rel ? rel : "",
@@ -30,7 +30,7 @@ json_t *ds_v_load_sub(ds_vctx *v, const char *rel, const char *label, char *file
   size_t len;
   bool missing;
   fdl_err e;
-  fdl_status s = ds_read_at(v->rootfd, rel, FDL_JSON_MAX_FILE_BYTES, &text, &len, &missing, &e);
+  fdl_status s = fdl_ds_read_at(v->rootfd, rel, FDL_JSON_MAX_FILE_BYTES, &text, &len, &missing, &e);
   if (s != FDL_OK) {
     if (s == FDL_PATH)
       fdl_ds_report_error(v->rep, "symlink", label, rel, "%s", e.msg);
@@ -64,7 +64,7 @@ json_t *ds_v_load_sub(ds_vctx *v, const char *rel, const char *label, char *file
 static void check_sub_seal(ds_vctx *v, const json_t *doc, const char *rel) {
   bool ok, present;
   fdl_err e;
-  if (ds_seal_ok(doc, "receipt_sha256", &ok, &present, &e) != FDL_OK) {
+  if (fdl_ds_seal_ok(doc, "receipt_sha256", &ok, &present, &e) != FDL_OK) {
     fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(g)", rel, "cannot recompute: %s", e.msg);
     return;
   }
@@ -77,7 +77,7 @@ static void check_sub_seal(ds_vctx *v, const json_t *doc, const char *rel) {
 
 static void check_sub_schema(ds_vctx *v, const json_t *doc, const char *rel, const char *label,
                              const char *want) {
-  const char *got = ds_str(doc, "schema");
+  const char *got = fdl_ds_str(doc, "schema");
   if (!got || strcmp(got, want))
     fdl_ds_report_error(v->rep, "bad_schema", label, rel, "schema is '%s'; expected '%s'",
                         got ? got : "(missing)", want);
@@ -89,7 +89,7 @@ static bool load_manifest(ds_vctx *v, const char *root) {
   size_t len;
   bool missing;
   fdl_err e;
-  fdl_status s = ds_read_at(v->rootfd, FDL_DS_MANIFEST_NAME, FDL_JSON_MAX_FILE_BYTES, &text, &len,
+  fdl_status s = fdl_ds_read_at(v->rootfd, FDL_DS_MANIFEST_NAME, FDL_JSON_MAX_FILE_BYTES, &text, &len,
                             &missing, &e);
   if (s != FDL_OK) {
     fdl_ds_report_error(v->rep, "bad_schema", "SCHEMA", FDL_DS_MANIFEST_NAME,
@@ -110,7 +110,7 @@ static bool load_manifest(ds_vctx *v, const char *root) {
                         FDL_DS_MANIFEST_NAME);
     return false;
   }
-  const char *id = ds_str(ds_obj(v->m, "dataset"), "id");
+  const char *id = fdl_ds_str(fdl_ds_obj(v->m, "dataset"), "id");
   if (id) {
     fdl_buf b;
     fdl_buf_init(&b, 0);
@@ -118,18 +118,18 @@ static bool load_manifest(ds_vctx *v, const char *root) {
     fdl_ds_report_set_subject(v->rep, b.data ? b.data : root);
     fdl_buf_free(&b);
   }
-  const char *schema = ds_str(v->m, "schema");
+  const char *schema = fdl_ds_str(v->m, "schema");
   if (!schema || strcmp(schema, FDL_DS_SCHEMA)) {
     char shown[128];
-    ds_repr(json_object_get(v->m, "schema"), shown, sizeof shown);
+    fdl_ds_repr(json_object_get(v->m, "schema"), shown, sizeof shown);
     fdl_ds_report_error(v->rep, "bad_schema", "SCHEMA", FDL_DS_MANIFEST_NAME,
                         "schema is %s; this tool reads only '%s'", shown, FDL_DS_SCHEMA);
     return false;
   }
   int64_t fv;
-  if (!ds_int(v->m, "format_version", &fv) || fv != 1) {
+  if (!fdl_ds_int(v->m, "format_version", &fv) || fv != 1) {
     char shown[64];
-    ds_repr(json_object_get(v->m, "format_version"), shown, sizeof shown);
+    fdl_ds_repr(json_object_get(v->m, "format_version"), shown, sizeof shown);
     fdl_ds_report_error(v->rep, "bad_schema", "SCHEMA", FDL_DS_MANIFEST_NAME,
                         "format_version is %s, expected 1", shown);
     return false;
@@ -137,27 +137,27 @@ static bool load_manifest(ds_vctx *v, const char *root) {
   return true;
 }
 
-json_t *ds_v_records_of(const ds_vctx *v) {
-  return ds_arr(v->capture.doc, "records");
+json_t *fdl_ds_v_records_of(const ds_vctx *v) {
+  return fdl_ds_arr(v->capture.doc, "records");
 }
 
 /* Steps 7-8: the four sealed sub-documents and the file digests the manifest claims. */
 static void load_subdocs(ds_vctx *v) {
-  const json_t *capture = ds_obj(v->m, "capture"), *panel = ds_obj(v->m, "panel"),
-               *head = ds_obj(v->m, "head"), *runtime = ds_obj(v->m, "runtime");
-  v->capture.rel = ds_str(capture, "manifest_file");
+  const json_t *capture = fdl_ds_obj(v->m, "capture"), *panel = fdl_ds_obj(v->m, "panel"),
+               *head = fdl_ds_obj(v->m, "head"), *runtime = fdl_ds_obj(v->m, "runtime");
+  v->capture.rel = fdl_ds_str(capture, "manifest_file");
   if (!v->capture.rel) v->capture.rel = "capture/manifest.json";
-  v->panel.rel = ds_str(panel, "panel_file");
+  v->panel.rel = fdl_ds_str(panel, "panel_file");
   if (!v->panel.rel) v->panel.rel = "panel/panel.json";
-  v->head.rel = ds_truthy(json_object_get(head, "head_json")) ? ds_str(head, "head_json") : NULL;
-  v->runtime.rel = ds_str(runtime, "file");
+  v->head.rel = fdl_ds_truthy(json_object_get(head, "head_json")) ? fdl_ds_str(head, "head_json") : NULL;
+  v->runtime.rel = fdl_ds_str(runtime, "file");
   if (!v->runtime.rel) v->runtime.rel = "runtime/capture-runtime.json";
 
-  v->capture.doc = ds_v_load_sub(v, v->capture.rel, "CAPTURE", v->capture.file_sha256, false);
-  v->panel.doc = ds_v_load_sub(v, v->panel.rel, "PANEL", v->panel.file_sha256, false);
+  v->capture.doc = fdl_ds_v_load_sub(v, v->capture.rel, "CAPTURE", v->capture.file_sha256, false);
+  v->panel.doc = fdl_ds_v_load_sub(v, v->panel.rel, "PANEL", v->panel.file_sha256, false);
   if (v->head.rel) /* In --manifests-only an absent head.json is a payload gap, not a finding. */
-    v->head.doc = ds_v_load_sub(v, v->head.rel, "HEAD", v->head.file_sha256, !v->payload);
-  v->runtime.doc = ds_v_load_sub(v, v->runtime.rel, "RUNTIME", v->runtime.file_sha256, false);
+    v->head.doc = fdl_ds_v_load_sub(v, v->head.rel, "HEAD", v->head.file_sha256, !v->payload);
+  v->runtime.doc = fdl_ds_v_load_sub(v, v->runtime.rel, "RUNTIME", v->runtime.file_sha256, false);
 
   struct {
     ds_subdoc *d;
@@ -170,7 +170,7 @@ static void load_subdocs(ds_vctx *v) {
     if (!subs[i].d->doc) continue;
     check_sub_schema(v, subs[i].d->doc, subs[i].d->rel, subs[i].label, subs[i].schema);
     check_sub_seal(v, subs[i].d->doc, subs[i].d->rel);
-    ds_walk_paths(subs[i].d->doc, subs[i].d->rel, v->rep);
+    fdl_ds_walk_paths(subs[i].d->doc, subs[i].d->rel, v->rep);
   }
   if (v->head.rel && !v->head.doc && !v->payload) fdl_ds_report_check(v->rep, "head.json(absent)");
   fdl_ds_report_check(v->rep, "seal.submanifests");
@@ -183,7 +183,7 @@ static void load_subdocs(ds_vctx *v) {
                  {"panel.panel_file_sha256", "panel_file_sha256", panel, &v->panel},
                  {"runtime.file_sha256", "file_sha256", runtime, &v->runtime}};
   for (size_t i = 0; i < sizeof digests / sizeof digests[0]; i++) {
-    const char *want = ds_str(digests[i].block, digests[i].key);
+    const char *want = fdl_ds_str(digests[i].block, digests[i].key);
     if (!want || !want[0] || !digests[i].d->doc || !digests[i].d->file_sha256[0]) continue;
     if (strcmp(want, digests[i].d->file_sha256))
       fdl_ds_report_error(v->rep, "digest_mismatch", "SEAL-1", digests[i].d->rel, "%s: %s != %s",
@@ -191,13 +191,13 @@ static void load_subdocs(ds_vctx *v) {
   }
 
   /* The capture manifest names the runtime document by digest too (§5.4). */
-  const char *rm = ds_str(v->capture.doc, "runtime_manifest");
-  const char *rm_sha = ds_str(v->capture.doc, "runtime_manifest_sha256");
+  const char *rm = fdl_ds_str(v->capture.doc, "runtime_manifest");
+  const char *rm_sha = fdl_ds_str(v->capture.doc, "runtime_manifest_sha256");
   if (rm && rm_sha && v->runtime.doc) {
     char resolved[DS_MAX_PATH], want_rel[DS_MAX_PATH];
-    ds_dirname(v->capture.rel, v->capture_dir, sizeof v->capture_dir);
-    if (ds_join_norm(v->capture_dir, rm, resolved, sizeof resolved) &&
-        ds_join_norm("", v->runtime.rel, want_rel, sizeof want_rel)) {
+    fdl_ds_dirname(v->capture.rel, v->capture_dir, sizeof v->capture_dir);
+    if (fdl_ds_join_norm(v->capture_dir, rm, resolved, sizeof resolved) &&
+        fdl_ds_join_norm("", v->runtime.rel, want_rel, sizeof want_rel)) {
       if (strcmp(resolved, want_rel))
         fdl_ds_report_error(v->rep, "digest_mismatch", "SEAL-1", v->capture.rel,
                             "runtime_manifest names %s but the manifest's runtime file is %s",
@@ -211,8 +211,8 @@ static void load_subdocs(ds_vctx *v) {
 }
 
 void fdl_ds_check_manifest(const json_t *manifest, fdl_ds_report *rep) {
-  ds_check_manifest_schema(manifest, rep);
-  ds_walk_paths(manifest, FDL_DS_MANIFEST_NAME, rep);
+  fdl_ds_check_manifest_schema(manifest, rep);
+  fdl_ds_walk_paths(manifest, FDL_DS_MANIFEST_NAME, rep);
 }
 
 /* ---- the run ----------------------------------------------------------------------------- */
@@ -260,12 +260,12 @@ fdl_status fdl_ds_validate(const char *root, const fdl_ds_validate_opts *opts, f
   }
   if (!load_manifest(&v, root)) goto done;
 
-  ds_check_manifest_schema(v.m, rep); /* step 2 */
+  fdl_ds_check_manifest_schema(v.m, rep); /* step 2 */
   fdl_ds_report_check(rep, "schema");
 
   bool ok, present; /* step 3 */
   fdl_err e;
-  if (ds_seal_ok(v.m, "dataset_sha256", &ok, &present, &e) != FDL_OK)
+  if (fdl_ds_seal_ok(v.m, "dataset_sha256", &ok, &present, &e) != FDL_OK)
     fdl_ds_report_error(rep, "seal_failed", "SEAL-1(a)", FDL_DS_MANIFEST_NAME,
                         "cannot recompute dataset_sha256: %s", e.msg);
   else if (!ok)
@@ -273,26 +273,26 @@ fdl_status fdl_ds_validate(const char *root, const fdl_ds_validate_opts *opts, f
                         "dataset_sha256 does not recompute over the self-blanked manifest");
   fdl_ds_report_check(rep, "seal.manifest");
 
-  ds_walk_paths(v.m, FDL_DS_MANIFEST_NAME, rep); /* step 4 */
+  fdl_ds_walk_paths(v.m, FDL_DS_MANIFEST_NAME, rep); /* step 4 */
   if (v.o->manifest_only) goto done;             /* step 5 */
 
-  ds_v_tree(&v); /* PATH-4 and the credential guard, over the whole tree */
+  fdl_ds_v_tree(&v); /* PATH-4 and the credential guard, over the whole tree */
   load_subdocs(&v);
-  ds_dirname(v.capture.rel, v.capture_dir, sizeof v.capture_dir);
+  fdl_ds_dirname(v.capture.rel, v.capture_dir, sizeof v.capture_dir);
   if (v.payload) {
-    s = ds_v_files(&v, err); /* steps 6 and 19: every byte hashed in one parallel pass */
+    s = fdl_ds_v_files(&v, err); /* steps 6 and 19: every byte hashed in one parallel pass */
     if (s != FDL_OK) goto done;
   }
-  ds_v_capture_digest(&v); /* step 9 */
-  ds_v_records(&v);        /* step 10 */
-  ds_v_panel(&v);          /* step 11 */
-  ds_v_coverage(&v);       /* step 12 */
-  ds_v_head(&v);           /* step 13 */
-  ds_v_determinism(&v);    /* step 14 */
-  ds_v_role(&v);           /* step 15 */
-  ds_v_scope(&v);          /* step 16 */
-  ds_v_lane(&v);           /* step 17 */
-  ds_v_remap(&v);          /* step 18 */
+  fdl_ds_v_capture_digest(&v); /* step 9 */
+  fdl_ds_v_records(&v);        /* step 10 */
+  fdl_ds_v_panel(&v);          /* step 11 */
+  fdl_ds_v_coverage(&v);       /* step 12 */
+  fdl_ds_v_head(&v);           /* step 13 */
+  fdl_ds_v_determinism(&v);    /* step 14 */
+  fdl_ds_v_role(&v);           /* step 15 */
+  fdl_ds_v_scope(&v);          /* step 16 */
+  fdl_ds_v_lane(&v);           /* step 17 */
+  fdl_ds_v_remap(&v);          /* step 18 */
 
 done:
   finish(&v);
@@ -301,7 +301,7 @@ done:
   json_decref(v.panel.doc);
   json_decref(v.head.doc);
   json_decref(v.runtime.doc);
-  if (v.have_tree) ds_tree_free(&v.tree);
+  if (v.have_tree) fdl_ds_tree_free(&v.tree);
   close(v.rootfd);
   if (s == FDL_OK && rep->oom != FDL_OK) s = fdl_fail(err, FDL_NOMEM, "validate: out of memory");
   return s;

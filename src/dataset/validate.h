@@ -31,32 +31,32 @@ typedef struct {
 } ds_vctx;
 
 /* validate_files.c */
-void ds_v_tree(ds_vctx *v);
+void fdl_ds_v_tree(ds_vctx *v);
 /* checksums.txt (SEAL-1(b), SEAL-1(c)/SEAL-2) and, with verify_tensors, SEAL-1(d) and the
  * head payload: one parallel hashing pass over every byte that needs it. */
-fdl_status ds_v_files(ds_vctx *v, fdl_err *err);
+fdl_status fdl_ds_v_files(ds_vctx *v, fdl_err *err);
 
 /* validate_records.c */
-void ds_v_capture_digest(ds_vctx *v);
-void ds_v_records(ds_vctx *v);
-void ds_v_coverage(ds_vctx *v);
+void fdl_ds_v_capture_digest(ds_vctx *v);
+void fdl_ds_v_records(ds_vctx *v);
+void fdl_ds_v_coverage(ds_vctx *v);
 
 /* validate_panel.c */
-void ds_v_panel(ds_vctx *v);
+void fdl_ds_v_panel(ds_vctx *v);
 
 /* validate_rules.c */
-void ds_v_head(ds_vctx *v);
-void ds_v_determinism(ds_vctx *v);
-void ds_v_role(ds_vctx *v);
-void ds_v_scope(ds_vctx *v);
-void ds_v_lane(ds_vctx *v);
-void ds_v_remap(ds_vctx *v);
+void fdl_ds_v_head(ds_vctx *v);
+void fdl_ds_v_determinism(ds_vctx *v);
+void fdl_ds_v_role(ds_vctx *v);
+void fdl_ds_v_scope(ds_vctx *v);
+void fdl_ds_v_lane(ds_vctx *v);
+void fdl_ds_v_remap(ds_vctx *v);
 
 /* Shared: the capture manifest's records array (NULL when absent or mistyped). */
-json_t *ds_v_records_of(const ds_vctx *v);
+json_t *fdl_ds_v_records_of(const ds_vctx *v);
 /* Loads rel as a sealed sub-document for rule `label` (CAPTURE, PANEL, ...): missing_file,
  * bad_schema, then the receipt_sha256 self-seal (seal_failed) and the path walk. */
-json_t *ds_v_load_sub(ds_vctx *v, const char *rel, const char *label, char *file_sha256,
+json_t *fdl_ds_v_load_sub(ds_vctx *v, const char *rel, const char *label, char *file_sha256,
                       bool missing_ok);
 
 #endif

@@ -30,9 +30,9 @@ static bool excluded(const char *rel) {
   return !strcmp(rel, FDL_DS_CHECKSUMS_NAME) || !strcmp(rel, FDL_DS_MANIFEST_NAME);
 }
 
-void ds_v_tree(ds_vctx *v) {
+void fdl_ds_v_tree(ds_vctx *v) {
   fdl_err e;
-  if (ds_tree_walk(v->rootfd, &v->tree, &e) != FDL_OK) {
+  if (fdl_ds_tree_walk(v->rootfd, &v->tree, &e) != FDL_OK) {
     fdl_ds_report_error(v->rep, "seal_failed", "PATH-4", "", "cannot list the dataset: %s", e.msg);
     return;
   }
@@ -46,7 +46,7 @@ void ds_v_tree(ds_vctx *v) {
                         "%s is neither a regular file nor a directory (refused like a symlink)",
                         v->tree.others[i]);
   for (size_t i = 0; i < v->tree.n_files; i++)
-    if (!excluded(v->tree.files[i]) && ds_is_credential(v->tree.files[i]))
+    if (!excluded(v->tree.files[i]) && fdl_ds_is_credential(v->tree.files[i]))
       fdl_ds_report_error(v->rep, "credential_in_tree", "CREDENTIAL", v->tree.files[i],
                           "%s looks like a credential; sealing it would publish a secret",
                           v->tree.files[i]);
@@ -147,7 +147,7 @@ static bool is_tensor_name(const char *rel) {
 
 /* The head payload and every capture record's file, as resolved paths. */
 static fdl_status collect_payload(ds_vctx *v, plan *p, fdl_err *err) {
-  json_t *records = ds_v_records_of(v);
+  json_t *records = fdl_ds_v_records_of(v);
   size_t n = json_array_size(records) + 1;
   p->payload = calloc(n, sizeof *p->payload);
   p->tensors = calloc(n, sizeof *p->tensors);
@@ -156,9 +156,9 @@ static fdl_status collect_payload(ds_vctx *v, plan *p, fdl_err *err) {
   size_t i;
   json_t *r;
   json_array_foreach(records, i, r) {
-    const char *file = ds_str(r, "file");
+    const char *file = fdl_ds_str(r, "file");
     if (!file || !fdl_relpath_ok(file, strlen(file), false) ||
-        !ds_join_norm(v->capture_dir, file, rel, sizeof rel))
+        !fdl_ds_join_norm(v->capture_dir, file, rel, sizeof rel))
       continue;
     const char *c = own(p, rel);
     if (!c) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
@@ -168,9 +168,9 @@ static fdl_status collect_payload(ds_vctx *v, plan *p, fdl_err *err) {
     snprintf(t->rel, sizeof t->rel, "%s", rel);
     t->file_job = t->content_job = t->payload_job = SIZE_MAX;
   }
-  const json_t *head = ds_obj(v->m, "head");
-  const char *hf = ds_str(head, "file");
-  if (hf && fdl_relpath_ok(hf, strlen(hf), false) && ds_join_norm("", hf, rel, sizeof rel)) {
+  const json_t *head = fdl_ds_obj(v->m, "head");
+  const char *hf = fdl_ds_str(head, "file");
+  if (hf && fdl_relpath_ok(hf, strlen(hf), false) && fdl_ds_join_norm("", hf, rel, sizeof rel)) {
     const char *c = own(p, rel);
     if (!c) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
     if (is_tensor_name(c)) p->payload[p->n_payload++] = (char *)c;
@@ -185,12 +185,12 @@ static fdl_status collect_payload(ds_vctx *v, plan *p, fdl_err *err) {
 
 /* checksums.txt: SEAL-1(b) digest, then the listing against the tree (SEAL-1(c)/SEAL-2). */
 static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
-  const json_t *seal = ds_obj(v->m, "seal");
+  const json_t *seal = fdl_ds_obj(v->m, "seal");
   char *text;
   size_t len;
   bool missing;
   fdl_err e;
-  if (ds_read_at(v->rootfd, FDL_DS_CHECKSUMS_NAME, (size_t)1 << 30, &text, &len, &missing, &e) !=
+  if (fdl_ds_read_at(v->rootfd, FDL_DS_CHECKSUMS_NAME, (size_t)1 << 30, &text, &len, &missing, &e) !=
       FDL_OK) {
     fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(b)", FDL_DS_CHECKSUMS_NAME,
                         "checksums.txt is missing or unreadable (%s)", e.msg);
@@ -203,7 +203,7 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
     return err ? err->status : FDL_NOMEM;
   }
   fdl_sha256_hex(&d, hex);
-  const char *want = ds_str(seal, "checksums_sha256");
+  const char *want = fdl_ds_str(seal, "checksums_sha256");
   if (!want || strcmp(want, hex))
     fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(b)", FDL_DS_CHECKSUMS_NAME,
                         "sha256(checksums.txt) %s != seal.checksums_sha256 %s", hex,
@@ -233,7 +233,7 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
   for (size_t i = 0; i < p->sums.count; i++) {
     const char *f = p->sums.items[i].path;
     p->sum_job[i] = SIZE_MAX;
-    if (!ds_tree_has(&v->tree, f)) {
+    if (!fdl_ds_tree_has(&v->tree, f)) {
       if (!(v->o->allow_partial && !strncmp(f, "capture/", 8)))
         fdl_ds_report_error(v->rep, "missing_file", "SEAL-1(c)/SEAL-2", f,
                             "%s is listed in checksums.txt but absent%s", f,
@@ -250,13 +250,13 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
 /* Reads a tensor file's header (mapped: only the header pages are touched) and plans its
  * content, payload and file digests. */
 static fdl_status plan_tensor(ds_vctx *v, plan *p, tensor_check *t, fdl_err *err) {
-  const json_t *head = ds_obj(v->m, "head");
-  const char *key = t->record ? ds_str(t->record, "key") : ds_str(head, "tensor_key");
+  const json_t *head = fdl_ds_obj(v->m, "head");
+  const char *key = t->record ? fdl_ds_str(t->record, "key") : fdl_ds_str(head, "tensor_key");
   const char *label = t->record ? "SEAL-1(d)" : "HEAD-IDENT";
   int fd;
   bool missing;
   fdl_err e;
-  if (ds_open_at(v->rootfd, t->rel, &fd, &missing, &e) != FDL_OK) {
+  if (fdl_ds_open_at(v->rootfd, t->rel, &fd, &missing, &e) != FDL_OK) {
     /* Absent files are findings of the listing (or tolerated by --allow-partial). */
     if (t->record && missing && !find_sum(p, t->rel) && !v->o->allow_partial)
       fdl_ds_report_error(v->rep, "missing_file", label, t->rel, "%s is missing", t->rel);
@@ -285,7 +285,7 @@ static fdl_status plan_tensor(ds_vctx *v, plan *p, tensor_check *t, fdl_err *err
     const fdl_tensor *tn = fdl_safetensors_find(sf, key);
     uint64_t start = fdl_safetensors_data_start(sf), fsize = fdl_safetensors_file_size(sf);
     /* The declaration is what a consumer reads instead of the tensor: it must match. */
-    const char *dt = t->record ? ds_str(t->record, "dtype") : ds_str(head, "dtype");
+    const char *dt = t->record ? fdl_ds_str(t->record, "dtype") : fdl_ds_str(head, "dtype");
     const json_t *shape = json_object_get(t->record ? t->record : head, "shape");
     if (dt && strcmp(dt, fdl_dtype_name(tn->dtype)))
       fdl_ds_report_error(v->rep, "tensor_mismatch", label, t->rel,
@@ -369,25 +369,25 @@ static void compare(ds_vctx *v, const char *label, const char *rel, const char *
 
 static void report_tensors(ds_vctx *v, plan *p) {
   size_t checked = 0;
-  const json_t *head = ds_obj(v->m, "head");
+  const json_t *head = fdl_ds_obj(v->m, "head");
   for (size_t i = 0; i < p->n_tensors; i++) {
     tensor_check *t = &p->tensors[i];
     if (!t->header_ok) continue;
     if (!t->record) {
       compare(v, "HEAD-IDENT", t->rel, "head tensor content", &p->jobs[t->content_job], true,
-              ds_str(head, "tensor_content_sha256"));
+              fdl_ds_str(head, "tensor_content_sha256"));
       continue;
     }
     compare(v, "SEAL-1(d)", t->rel, "tensor content", &p->jobs[t->content_job], true,
-            ds_str(t->record, "tensor_content_sha256"));
-    const char *pay = ds_str(t->record, "payload_sha256");
+            fdl_ds_str(t->record, "tensor_content_sha256"));
+    const char *pay = fdl_ds_str(t->record, "payload_sha256");
     if (pay && pay[0]) {
       if (t->payload_job != SIZE_MAX)
         compare(v, "SEAL-1(d)", t->rel, "payload digest", &p->jobs[t->payload_job], false, pay);
       else
         compare(v, "SEAL-1(d)", t->rel, "payload digest", &p->jobs[t->content_job], true, pay);
     }
-    const char *sha = ds_str(t->record, "sha256");
+    const char *sha = fdl_ds_str(t->record, "sha256");
     if (sha && sha[0])
       compare(v, "SEAL-1(d)", t->rel, "file digest", &p->jobs[t->file_job], false, sha);
     checked++;
@@ -395,14 +395,14 @@ static void report_tensors(ds_vctx *v, plan *p) {
   fdl_ds_report_check(v->rep, "tensors(%zu)", checked);
 }
 
-fdl_status ds_v_files(ds_vctx *v, fdl_err *err) {
+fdl_status fdl_ds_v_files(ds_vctx *v, fdl_err *err) {
   plan p;
   memset(&p, 0, sizeof p);
   fdl_status s = collect_payload(v, &p, err);
   if (s == FDL_OK) s = plan_checksums(v, &p, err);
   for (size_t i = 0; s == FDL_OK && v->o->verify_tensors && i < p.n_tensors; i++)
     s = plan_tensor(v, &p, &p.tensors[i], err);
-  if (s == FDL_OK) s = ds_hash_jobs_run(v->rootfd, p.jobs, p.n, v->o->threads, err);
+  if (s == FDL_OK) s = fdl_ds_hash_jobs_run(v->rootfd, p.jobs, p.n, v->o->threads, err);
   if (s == FDL_OK) {
     report_checksums(v, &p);
     if (p.have_sums) fdl_ds_report_check(v->rep, "seal.checksums");

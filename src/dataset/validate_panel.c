@@ -31,7 +31,7 @@ static indexed *sorted_records(const json_t *records, size_t *n) {
   json_t *r;
   json_array_foreach(records, i, r) {
     int64_t x = 0;
-    (void)ds_int(r, "index", &x);
+    (void)fdl_ds_int(r, "index", &x);
     a[i].index = x;
     a[i].rec = r;
   }
@@ -40,7 +40,7 @@ static indexed *sorted_records(const json_t *records, size_t *n) {
 }
 
 static void aggregate(ds_vctx *v, const indexed *recs, size_t n) {
-  const json_t *panel = ds_obj(v->m, "panel");
+  const json_t *panel = fdl_ds_obj(v->m, "panel");
   const char **hexes = calloc(n ? n : 1, sizeof *hexes);
   if (!hexes) {
     v->rep->oom = FDL_NOMEM;
@@ -48,14 +48,14 @@ static void aggregate(ds_vctx *v, const indexed *recs, size_t n) {
   }
   bool all = n > 0;
   for (size_t i = 0; i < n; i++) {
-    hexes[i] = ds_str(recs[i].rec, "token_ids_json_sha256");
+    hexes[i] = fdl_ds_str(recs[i].rec, "token_ids_json_sha256");
     if (!hexes[i] || !hexes[i][0]) all = false;
   }
   char agg[DS_HEX_LEN + 1], legacy[DS_HEX_LEN + 1];
   if (all && fdl_ds_suite_token_hash(hexes, n, false, agg, NULL) == FDL_OK &&
       fdl_ds_suite_token_hash(hexes, n, true, legacy, NULL) == FDL_OK) {
-    const char *doc_agg = ds_str(v->panel.doc, "suite_token_hash_sha256");
-    const char *top_agg = ds_str(panel, "suite_token_hash_sha256");
+    const char *doc_agg = fdl_ds_str(v->panel.doc, "suite_token_hash_sha256");
+    const char *top_agg = fdl_ds_str(panel, "suite_token_hash_sha256");
     if (!doc_agg || strcmp(agg, doc_agg))
       fdl_ds_report_error(v->rep, "panel_digest_mismatch", "BIND-6", v->panel.rel,
                           "suite_token_hash_sha256 does not recompute from the record digests "
@@ -65,8 +65,8 @@ static void aggregate(ds_vctx *v, const indexed *recs, size_t n) {
       fdl_ds_report_error(v->rep, "panel_digest_mismatch", "BIND-6", FDL_DS_MANIFEST_NAME,
                           "manifest panel.suite_token_hash_sha256 disagrees with panel.json");
     const json_t *doc_legacy = json_object_get(v->panel.doc, "panel_token_sha256_legacy");
-    if (ds_truthy(doc_legacy) &&
-        ds_truthy(json_object_get(v->panel.doc, "token_digest_algorithm")) &&
+    if (fdl_ds_truthy(doc_legacy) &&
+        fdl_ds_truthy(json_object_get(v->panel.doc, "token_digest_algorithm")) &&
         !(json_is_string(doc_legacy) && !strcmp(json_string_value(doc_legacy), legacy)))
       fdl_ds_report_warn(v->rep, "panel_digest_mismatch", "5.1", v->panel.rel,
                          "panel_token_sha256_legacy does not recompute under the legacy join; it "
@@ -82,7 +82,7 @@ static int64_t *read_tokens(ds_vctx *v, const char *rel, size_t *n, bool *absent
   bool missing;
   fdl_err e;
   *absent = false;
-  fdl_status s = ds_load_json_at(v->rootfd, rel, &doc, &missing, &e);
+  fdl_status s = fdl_ds_load_json_at(v->rootfd, rel, &doc, &missing, &e);
   if (s != FDL_OK) {
     if (missing) {
       *absent = true;
@@ -127,12 +127,12 @@ static bool ids_equal(const json_t *arr, const int64_t *ids, size_t n) {
 static void token_files(ds_vctx *v, const indexed *recs, size_t n) {
   size_t checked = 0;
   int64_t vocab = -1;
-  (void)ds_int(ds_obj(ds_obj(v->m, "panel"), "tokenizer"), "vocab_size", &vocab);
+  (void)fdl_ds_int(fdl_ds_obj(fdl_ds_obj(v->m, "panel"), "tokenizer"), "vocab_size", &vocab);
   for (size_t k = 0; k < n; k++) {
     const json_t *r = recs[k].rec;
-    const char *tf = ds_str(r, "token_file");
+    const char *tf = fdl_ds_str(r, "token_file");
     char rel[DS_MAX_PATH];
-    if (!tf || !tf[0] || !ds_join_norm("", tf, rel, sizeof rel) ||
+    if (!tf || !tf[0] || !fdl_ds_join_norm("", tf, rel, sizeof rel) ||
         !fdl_relpath_ok(tf, strlen(tf), false))
       continue; /* an unusable path is a PATH-1 finding already */
     size_t len;
@@ -146,20 +146,20 @@ static void token_files(ds_vctx *v, const indexed *recs, size_t n) {
       free(ids);
       return;
     }
-    const char *want = ds_str(r, "token_ids_json_sha256");
+    const char *want = fdl_ds_str(r, "token_ids_json_sha256");
     if (!want || strcmp(got, want))
       fdl_ds_report_error(v->rep, "panel_digest_mismatch", "BIND-6", rel,
                           "%s hashes to %s, record says %s", rel, got, want ? want : "(none)");
     const json_t *lg = json_object_get(r, "token_ids_sha256_legacy");
-    if (ds_truthy(lg) && !(json_is_string(lg) && !strcmp(json_string_value(lg), legacy)))
+    if (fdl_ds_truthy(lg) && !(json_is_string(lg) && !strcmp(json_string_value(lg), legacy)))
       fdl_ds_report_error(v->rep, "panel_digest_mismatch", "5.1/P8", rel,
                           "%s legacy digest does not recompute", rel);
     int64_t nt;
     const json_t *ntv = json_object_get(r, "num_tokens");
-    if (ntv && !json_is_null(ntv) && !(ds_int(r, "num_tokens", &nt) && nt == (int64_t)len))
+    if (ntv && !json_is_null(ntv) && !(fdl_ds_int(r, "num_tokens", &nt) && nt == (int64_t)len))
       fdl_ds_report_error(v->rep, "panel_binding", "BIND-6", rel,
                           "%s has %zu tokens, the record says otherwise", rel, len);
-    const json_t *f16 = ds_arr(r, "token_ids_first16"), *l16 = ds_arr(r, "token_ids_last16");
+    const json_t *f16 = fdl_ds_arr(r, "token_ids_first16"), *l16 = fdl_ds_arr(r, "token_ids_last16");
     size_t head_n = len < 16 ? len : 16;
     if (f16 && !ids_equal(f16, ids, head_n))
       fdl_ds_report_error(v->rep, "panel_binding", "BIND-6", rel,
@@ -183,18 +183,18 @@ static void token_files(ds_vctx *v, const indexed *recs, size_t n) {
 static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
   size_t checked = 0;
   int64_t score_from = 0;
-  (void)ds_int(ds_obj(ds_obj(v->m, "panel"), "scoring_window"), "score_from", &score_from);
+  (void)fdl_ds_int(fdl_ds_obj(fdl_ds_obj(v->m, "panel"), "scoring_window"), "score_from", &score_from);
   for (size_t k = 0; k < n; k++) {
     const json_t *r = recs[k].rec;
-    const char *mf = ds_str(r, "attention_mask_file");
+    const char *mf = fdl_ds_str(r, "attention_mask_file");
     int64_t num_tokens = -1, positions = -1;
-    (void)ds_int(r, "num_tokens", &num_tokens);
-    bool have_pp = ds_int(r, "prediction_positions", &positions);
+    (void)fdl_ds_int(r, "num_tokens", &num_tokens);
+    bool have_pp = fdl_ds_int(r, "prediction_positions", &positions);
     char rel[DS_MAX_PATH];
     if (!mf) {
       /* No mask: every causal position is scored (§7.3 with an all-ones mask). */
       if (score_from == 0 && num_tokens >= 0 && have_pp &&
-          ds_scored_rows(NULL, num_tokens, 0, NULL) != positions)
+          fdl_ds_scored_rows(NULL, num_tokens, 0, NULL) != positions)
         fdl_ds_report_error(v->rep, "panel_binding", "7.3", v->panel.rel,
                             "record %" PRId64 ": %" PRId64 " tokens without a mask score %" PRId64
                             " positions, not %" PRId64,
@@ -202,12 +202,12 @@ static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
                             positions);
       continue;
     }
-    if (!fdl_relpath_ok(mf, strlen(mf), false) || !ds_join_norm("", mf, rel, sizeof rel)) continue;
+    if (!fdl_relpath_ok(mf, strlen(mf), false) || !fdl_ds_join_norm("", mf, rel, sizeof rel)) continue;
     char *bytes;
     size_t len;
     bool missing;
     fdl_err e;
-    if (ds_read_at(v->rootfd, rel, DS_MAX_SMALL_FILE, &bytes, &len, &missing, &e) != FDL_OK) {
+    if (fdl_ds_read_at(v->rootfd, rel, DS_MAX_SMALL_FILE, &bytes, &len, &missing, &e) != FDL_OK) {
       if (!missing)
         fdl_ds_report_error(v->rep, "panel_binding", "BIND-3", rel, "%s", e.msg);
       else if (!v->o->allow_partial)
@@ -218,24 +218,24 @@ static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
     char hex[DS_HEX_LEN + 1];
     (void)fdl_sha256_buf(bytes, len, &d, NULL);
     fdl_sha256_hex(&d, hex);
-    const char *want = ds_str(r, "attention_mask_sha256");
+    const char *want = fdl_ds_str(r, "attention_mask_sha256");
     if (want && strcmp(want, hex))
       fdl_ds_report_error(v->rep, "panel_digest_mismatch", "BIND-3", rel,
                           "%s hashes to %s, record says %s", rel, hex, want);
     uint8_t *mask;
     int64_t mlen;
-    if (ds_mask_from_npy(bytes, len, rel, &mask, &mlen, &e) != FDL_OK) {
+    if (fdl_ds_mask_from_npy(bytes, len, rel, &mask, &mlen, &e) != FDL_OK) {
       fdl_ds_report_error(v->rep, "panel_binding", "BIND-3", rel, "%s", e.msg);
     } else {
       if (num_tokens >= 0 && mlen != num_tokens)
         fdl_ds_report_error(v->rep, "panel_binding", "BIND-3", rel,
                             "mask has %" PRId64 " entries for %" PRId64 " tokens", mlen,
                             num_tokens);
-      else if (score_from == 0 && have_pp && ds_scored_rows(mask, mlen, 0, NULL) != positions)
+      else if (score_from == 0 && have_pp && fdl_ds_scored_rows(mask, mlen, 0, NULL) != positions)
         fdl_ds_report_error(v->rep, "panel_binding", "7.3", rel,
                             "record %" PRId64 ": the mask scores %" PRId64
                             " positions, prediction_positions says %" PRId64,
-                            recs[k].index, ds_scored_rows(mask, mlen, 0, NULL), positions);
+                            recs[k].index, fdl_ds_scored_rows(mask, mlen, 0, NULL), positions);
       free(mask);
     }
     free(bytes);
@@ -246,7 +246,7 @@ static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
 
 /* The panel document mirrors the manifest's panel block (rule "7.2"). */
 static void mirror(ds_vctx *v, const indexed *recs, size_t n) {
-  const json_t *panel = ds_obj(v->m, "panel");
+  const json_t *panel = fdl_ds_obj(v->m, "panel");
   static const char *const KEYS[] = {"contexts",
                                      "context_length",
                                      "scored_positions_total",
@@ -256,39 +256,39 @@ static void mirror(ds_vctx *v, const indexed *recs, size_t n) {
                                      NULL};
   for (size_t i = 0; panel && KEYS[i]; i++) {
     const json_t *a = json_object_get(panel, KEYS[i]), *b = json_object_get(v->panel.doc, KEYS[i]);
-    if (a && b && !ds_py_equal(a, b))
+    if (a && b && !fdl_ds_py_equal(a, b))
       fdl_ds_report_error(v->rep, "panel_binding", "7.2", v->panel.rel,
                           "%s differs between panel.json and the manifest's panel block", KEYS[i]);
   }
   int64_t contexts, total, sum = 0;
-  if (ds_int(v->panel.doc, "contexts", &contexts) && contexts != (int64_t)n)
+  if (fdl_ds_int(v->panel.doc, "contexts", &contexts) && contexts != (int64_t)n)
     fdl_ds_report_error(v->rep, "panel_binding", "7.2", v->panel.rel,
                         "contexts %" PRId64 " != %zu panel records", contexts, n);
   for (size_t k = 0; k < n; k++) {
     int64_t pp;
-    if (ds_int(recs[k].rec, "prediction_positions", &pp)) sum += pp;
+    if (fdl_ds_int(recs[k].rec, "prediction_positions", &pp)) sum += pp;
   }
-  if (ds_int(v->panel.doc, "scored_positions_total", &total) && total != sum)
+  if (fdl_ds_int(v->panel.doc, "scored_positions_total", &total) && total != sum)
     fdl_ds_report_error(v->rep, "panel_binding", "7.2", v->panel.rel,
                         "scored_positions_total %" PRId64 " != sum(prediction_positions) %" PRId64,
                         total, sum);
 }
 
 static void receipt(ds_vctx *v) {
-  const json_t *panel = ds_obj(v->m, "panel");
-  const char *rf = ds_str(panel, "panel_receipt_file"),
-             *want = ds_str(panel, "panel_receipt_sha256");
+  const json_t *panel = fdl_ds_obj(v->m, "panel");
+  const char *rf = fdl_ds_str(panel, "panel_receipt_file"),
+             *want = fdl_ds_str(panel, "panel_receipt_sha256");
   if (!rf || !want || !fdl_relpath_ok(rf, strlen(rf), false)) return;
   json_t *doc = NULL;
   bool missing;
   fdl_err e;
-  if (ds_load_json_at(v->rootfd, rf, &doc, &missing, &e) != FDL_OK) {
+  if (fdl_ds_load_json_at(v->rootfd, rf, &doc, &missing, &e) != FDL_OK) {
     if (!missing) fdl_ds_report_error(v->rep, "bad_schema", "PANEL-RECEIPT", rf, "%s", e.msg);
     return;
   }
   bool ok, present;
-  const char *stored = ds_str(doc, "receipt_sha256");
-  if (ds_seal_ok(doc, "receipt_sha256", &ok, &present, &e) != FDL_OK || !ok)
+  const char *stored = fdl_ds_str(doc, "receipt_sha256");
+  if (fdl_ds_seal_ok(doc, "receipt_sha256", &ok, &present, &e) != FDL_OK || !ok)
     fdl_ds_report_error(v->rep, "panel_digest_mismatch", "PANEL-RECEIPT", rf,
                         "the shipped panel receipt's receipt_sha256 does not recompute");
   else if (strcmp(stored, want))
@@ -298,7 +298,7 @@ static void receipt(ds_vctx *v) {
 }
 
 static void binding(ds_vctx *v, const indexed *recs, size_t n) {
-  json_t *records = ds_v_records_of(v);
+  json_t *records = fdl_ds_v_records_of(v);
   int64_t total = 0;
   size_t i;
   json_t *r;
@@ -306,7 +306,7 @@ static void binding(ds_vctx *v, const indexed *recs, size_t n) {
     int64_t idx;
     char where[DS_MAX_PATH + 32];
     snprintf(where, sizeof where, "%s:records[%zu]", v->capture.rel, i);
-    if (!ds_int(r, "index", &idx)) continue;
+    if (!fdl_ds_int(r, "index", &idx)) continue;
     indexed key = {idx, NULL};
     const indexed *hit = n ? bsearch(&key, recs, n, sizeof key, cmp_indexed) : NULL;
     if (!hit) {
@@ -315,13 +315,13 @@ static void binding(ds_vctx *v, const indexed *recs, size_t n) {
       continue;
     }
     const json_t *p = hit->rec;
-    if (!ds_py_equal(json_object_get(r, "token_ids_json_sha256"),
+    if (!fdl_ds_py_equal(json_object_get(r, "token_ids_json_sha256"),
                      json_object_get(p, "token_ids_json_sha256")))
       fdl_ds_report_error(v->rep, "panel_binding", "BIND-2", where,
                           "record %" PRId64 " token digest differs between capture and panel", idx);
     const json_t *a = json_object_get(r, "attention_mask_sha256"),
                  *b = json_object_get(p, "attention_mask_sha256");
-    if (a && b && !json_is_null(a) && !json_is_null(b) && !ds_py_equal(a, b))
+    if (a && b && !json_is_null(a) && !json_is_null(b) && !fdl_ds_py_equal(a, b))
       fdl_ds_report_error(v->rep, "panel_binding", "BIND-3", where,
                           "record %" PRId64 " attention_mask_sha256 differs", idx);
     if (b && !json_is_null(b) && (!a || json_is_null(a)))
@@ -331,30 +331,30 @@ static void binding(ds_vctx *v, const indexed *recs, size_t n) {
                           idx);
     const json_t *sr = json_object_get(r, "scored_rows"),
                  *pp = json_object_get(p, "prediction_positions");
-    if (!ds_py_equal(sr, pp)) {
+    if (!fdl_ds_py_equal(sr, pp)) {
       char s1[32], s2[32];
-      ds_repr(sr, s1, sizeof s1);
-      ds_repr(pp, s2, sizeof s2);
+      fdl_ds_repr(sr, s1, sizeof s1);
+      fdl_ds_repr(pp, s2, sizeof s2);
       fdl_ds_report_error(v->rep, "panel_binding", "BIND-4", where,
                           "record %" PRId64 " scored_rows %s != panel prediction_positions %s", idx,
                           s1, s2);
     }
     if (json_is_integer(sr)) total += (int64_t)json_integer_value(sr);
   }
-  const json_t *panel = ds_obj(v->m, "panel");
-  if (ds_truthy(json_object_get(ds_obj(v->m, "coverage"), "complete"))) {
+  const json_t *panel = fdl_ds_obj(v->m, "panel");
+  if (fdl_ds_truthy(json_object_get(fdl_ds_obj(v->m, "coverage"), "complete"))) {
     int64_t want;
-    if (!ds_int(panel, "scored_positions_total", &want) || want != total)
+    if (!fdl_ds_int(panel, "scored_positions_total", &want) || want != total)
       fdl_ds_report_error(v->rep, "panel_binding", "BIND-5", FDL_DS_MANIFEST_NAME,
                           "sum(scored_rows) %" PRId64 " != panel.scored_positions_total", total);
   }
   fdl_ds_report_check(v->rep, "panel.binding");
 }
 
-void ds_v_panel(ds_vctx *v) {
+void fdl_ds_v_panel(ds_vctx *v) {
   if (!v->panel.doc) return;
   size_t n;
-  indexed *recs = sorted_records(ds_arr(v->panel.doc, "records"), &n);
+  indexed *recs = sorted_records(fdl_ds_arr(v->panel.doc, "records"), &n);
   if (!recs) {
     v->rep->oom = FDL_NOMEM;
     return;
@@ -366,16 +366,16 @@ void ds_v_panel(ds_vctx *v) {
   }
   mirror(v, recs, n);
   receipt(v);
-  const json_t *panel = ds_obj(v->m, "panel");
-  const char *pr = ds_str(panel, "panel_receipt_sha256");
-  const char *sh = ds_str(panel, "suite_token_hash_sha256");
+  const json_t *panel = fdl_ds_obj(v->m, "panel");
+  const char *pr = fdl_ds_str(panel, "panel_receipt_sha256");
+  const char *sh = fdl_ds_str(panel, "suite_token_hash_sha256");
   if (pr && pr[0] && sh && !strcmp(pr, sh))
     fdl_ds_report_error(v->rep, "schema_invalid", "PANEL-D2", FDL_DS_MANIFEST_NAME,
                         "panel_receipt_sha256 reused as the token identity");
   size_t i;
   json_t *r;
-  json_array_foreach(ds_arr(v->panel.doc, "records"), i, r) {
-    if (!ds_int(r, "index", NULL))
+  json_array_foreach(fdl_ds_arr(v->panel.doc, "records"), i, r) {
+    if (!fdl_ds_int(r, "index", NULL))
       fdl_ds_report_error(v->rep, "schema_invalid", "REC-1", v->panel.rel,
                           "panel record %zu without an integer index", i);
   }

@@ -8,9 +8,9 @@
 
 #include "dataset/validate.h"
 
-void ds_v_capture_digest(ds_vctx *v) {
+void fdl_ds_v_capture_digest(ds_vctx *v) {
   if (!v->capture.doc) return;
-  json_t *records = ds_v_records_of(v);
+  json_t *records = fdl_ds_v_records_of(v);
   size_t n = json_array_size(records);
   fdl_ds_content_item *items = calloc(n ? n : 1, sizeof *items);
   if (!items) {
@@ -22,28 +22,28 @@ void ds_v_capture_digest(ds_vctx *v) {
   json_t *r;
   json_array_foreach(records, i, r) {
     int64_t idx;
-    if (!ds_int(r, "index", &idx)) continue; /* REC-1 reports it */
+    if (!fdl_ds_int(r, "index", &idx)) continue; /* REC-1 reports it */
     items[k].index = idx;
-    items[k].content_sha256 = ds_str(r, "tensor_content_sha256");
+    items[k].content_sha256 = fdl_ds_str(r, "tensor_content_sha256");
     k++;
   }
   char derived[DS_HEX_LEN + 1];
   fdl_err e;
   fdl_status s = fdl_ds_capture_content_digest(items, k, derived, &e);
   free(items);
-  const json_t *capture = ds_obj(v->m, "capture");
+  const json_t *capture = fdl_ds_obj(v->m, "capture");
   if (s == FDL_MISMATCH) {
     fdl_ds_report_error(v->rep, "digest_mismatch", "5.2", v->capture.rel, "%s", e.msg);
   } else if (s != FDL_OK) {
     v->rep->oom = FDL_NOMEM;
   } else {
-    const char *top = ds_str(capture, "capture_content_digest");
+    const char *top = fdl_ds_str(capture, "capture_content_digest");
     if (!top || strcmp(derived, top))
       fdl_ds_report_error(v->rep, "digest_mismatch", "5.2", FDL_DS_MANIFEST_NAME,
                           "capture_content_digest %s != manifest %s", derived,
                           top ? top : "(missing)");
     const json_t *own = json_object_get(v->capture.doc, "capture_content_digest");
-    if (ds_truthy(own) && !(json_is_string(own) && !strcmp(json_string_value(own), derived)))
+    if (fdl_ds_truthy(own) && !(json_is_string(own) && !strcmp(json_string_value(own), derived)))
       fdl_ds_report_error(v->rep, "digest_mismatch", "5.2", v->capture.rel,
                           "capture/manifest.json disagrees with its own records");
   }
@@ -57,57 +57,57 @@ static int cmp_i64(const void *a, const void *b) {
 
 /* Header fields the capture manifest mirrors from the top manifest's capture block. */
 static void check_mirror(ds_vctx *v) {
-  const json_t *top = ds_obj(v->m, "capture");
+  const json_t *top = fdl_ds_obj(v->m, "capture");
   static const char *const MIRRORED[] = {"form",           "semantic_point", "tensor_key", "dtype",
                                          "dtype_lossless", "hidden_width",   "vocab_size", NULL};
   for (size_t i = 0; top && MIRRORED[i]; i++) {
     const json_t *a = json_object_get(top, MIRRORED[i]),
                  *b = json_object_get(v->capture.doc, MIRRORED[i]);
-    if (a && b && !ds_py_equal(a, b)) {
+    if (a && b && !fdl_ds_py_equal(a, b)) {
       char sa[64], sb[64];
-      ds_repr(a, sa, sizeof sa);
-      ds_repr(b, sb, sizeof sb);
+      fdl_ds_repr(a, sa, sizeof sa);
+      fdl_ds_repr(b, sb, sizeof sb);
       fdl_ds_report_error(v->rep, "schema_invalid", "6", v->capture.rel,
                           "%s is %s here but %s in the manifest's capture block", MIRRORED[i], sb,
                           sa);
     }
   }
-  json_t *records = ds_v_records_of(v);
+  json_t *records = fdl_ds_v_records_of(v);
   int64_t total_rows = 0, total_size = 0, want;
   size_t i;
   json_t *r;
   json_array_foreach(records, i, r) {
     int64_t x;
-    if (ds_int(r, "scored_rows", &x)) total_rows += x;
-    if (ds_int(r, "size_bytes", &x)) total_size += x;
+    if (fdl_ds_int(r, "scored_rows", &x)) total_rows += x;
+    if (fdl_ds_int(r, "size_bytes", &x)) total_size += x;
   }
-  if (ds_int(top, "records_count", &want) && want != (int64_t)json_array_size(records))
+  if (fdl_ds_int(top, "records_count", &want) && want != (int64_t)json_array_size(records))
     fdl_ds_report_error(v->rep, "schema_invalid", "6", FDL_DS_MANIFEST_NAME,
                         "capture.records_count %" PRId64 " != %zu records", want,
                         json_array_size(records));
-  if (ds_int(top, "total_size_bytes", &want) && want != total_size)
+  if (fdl_ds_int(top, "total_size_bytes", &want) && want != total_size)
     fdl_ds_report_error(v->rep, "schema_invalid", "6", FDL_DS_MANIFEST_NAME,
                         "capture.total_size_bytes %" PRId64 " != sum(size_bytes) %" PRId64, want,
                         total_size);
-  if (ds_int(top, "scored_rows_total", &want) && want != total_rows)
+  if (fdl_ds_int(top, "scored_rows_total", &want) && want != total_rows)
     fdl_ds_report_error(v->rep, "schema_invalid", "6", FDL_DS_MANIFEST_NAME,
                         "capture.scored_rows_total %" PRId64 " != sum(scored_rows) %" PRId64, want,
                         total_rows);
-  if (ds_int(v->capture.doc, "total_scored_rows", &want) && want != total_rows)
+  if (fdl_ds_int(v->capture.doc, "total_scored_rows", &want) && want != total_rows)
     fdl_ds_report_error(v->rep, "schema_invalid", "6", v->capture.rel,
                         "total_scored_rows %" PRId64 " != sum(scored_rows) %" PRId64, want,
                         total_rows);
-  if (ds_int(v->capture.doc, "total_size_bytes", &want) && want != total_size)
+  if (fdl_ds_int(v->capture.doc, "total_size_bytes", &want) && want != total_size)
     fdl_ds_report_error(v->rep, "schema_invalid", "6", v->capture.rel,
                         "total_size_bytes %" PRId64 " != sum(size_bytes) %" PRId64, want,
                         total_size);
 }
 
-void ds_v_records(ds_vctx *v) {
+void fdl_ds_v_records(ds_vctx *v) {
   if (!v->capture.doc) return;
-  json_t *records = ds_v_records_of(v);
+  json_t *records = fdl_ds_v_records_of(v);
   const json_t *tensor_key = json_object_get(v->capture.doc, "tensor_key");
-  const char *form = ds_str(ds_obj(v->m, "capture"), "form");
+  const char *form = fdl_ds_str(fdl_ds_obj(v->m, "capture"), "form");
   const json_t *want_width = json_object_get(
       v->capture.doc, form && !strcmp(form, "hidden") ? "hidden_width" : "vocab_size");
   size_t n = json_array_size(records);
@@ -124,7 +124,7 @@ void ds_v_records(ds_vctx *v) {
     snprintf(where, sizeof where, "%s:records[%zu]", v->capture.rel, i);
     const json_t *index = json_object_get(r, "index");
     char idx[64];
-    ds_repr(index, idx, sizeof idx);
+    fdl_ds_repr(index, idx, sizeof idx);
     if (!json_is_object(r)) {
       fdl_ds_report_error(v->rep, "schema_invalid", "REC-1", where, "record is not an object");
       continue;
@@ -136,10 +136,10 @@ void ds_v_records(ds_vctx *v) {
       seen[n_seen++] = (int64_t)json_integer_value(index);
     }
     const json_t *key = json_object_get(r, "key");
-    if (!ds_py_equal(key, tensor_key)) {
+    if (!fdl_ds_py_equal(key, tensor_key)) {
       char k1[64], k2[64];
-      ds_repr(key, k1, sizeof k1);
-      ds_repr(tensor_key, k2, sizeof k2);
+      fdl_ds_repr(key, k1, sizeof k1);
+      fdl_ds_repr(tensor_key, k2, sizeof k2);
       fdl_ds_report_error(v->rep, "schema_invalid", "REC-2", where,
                           "record %s key %s != header tensor_key %s", idx, k1, k2);
     }
@@ -147,24 +147,24 @@ void ds_v_records(ds_vctx *v) {
     if (json_is_array(shape) && json_array_size(shape) == 2) {
       const json_t *rows = json_array_get(shape, 0), *width = json_array_get(shape, 1);
       const json_t *scored = json_object_get(r, "scored_rows");
-      if (!ds_py_equal(rows, scored)) {
+      if (!fdl_ds_py_equal(rows, scored)) {
         char a[32], b[32];
-        ds_repr(rows, a, sizeof a);
-        ds_repr(scored, b, sizeof b);
+        fdl_ds_repr(rows, a, sizeof a);
+        fdl_ds_repr(scored, b, sizeof b);
         fdl_ds_report_error(v->rep, "schema_invalid", "REC-3", where,
                             "record %s shape[0] %s != scored_rows %s", idx, a, b);
       }
-      if (want_width && !json_is_null(want_width) && !ds_py_equal(width, want_width)) {
+      if (want_width && !json_is_null(want_width) && !fdl_ds_py_equal(width, want_width)) {
         char a[32], b[32];
-        ds_repr(width, a, sizeof a);
-        ds_repr(want_width, b, sizeof b);
+        fdl_ds_repr(width, a, sizeof a);
+        fdl_ds_repr(want_width, b, sizeof b);
         fdl_ds_report_error(v->rep, "schema_invalid", "REC-3", where, "record %s shape[1] %s != %s",
                             idx, a, b);
       }
     }
     const json_t *pp = json_object_get(r, "prediction_positions"),
                  *sr = json_object_get(r, "scored_rows");
-    if (pp && sr && !ds_py_equal(pp, sr))
+    if (pp && sr && !fdl_ds_py_equal(pp, sr))
       fdl_ds_report_error(v->rep, "schema_invalid", "REC-3", where,
                           "record %s prediction_positions != scored_rows", idx);
     if (json_is_true(json_object_get(r, "raw_chunks_retained")))
@@ -181,12 +181,12 @@ void ds_v_records(ds_vctx *v) {
   fdl_ds_report_check(v->rep, "records");
 }
 
-void ds_v_coverage(ds_vctx *v) {
-  const json_t *coverage = ds_obj(v->m, "coverage");
-  json_t *records = ds_v_records_of(v);
+void fdl_ds_v_coverage(ds_vctx *v) {
+  const json_t *coverage = fdl_ds_obj(v->m, "coverage");
+  json_t *records = fdl_ds_v_records_of(v);
   size_t present = json_array_size(records);
   int64_t declared;
-  if (ds_int(coverage, "declared_records", &declared)) {
+  if (fdl_ds_int(coverage, "declared_records", &declared)) {
     int64_t *idx = malloc((present ? present : 1) * sizeof *idx);
     if (!idx) {
       v->rep->oom = FDL_NOMEM;
@@ -196,7 +196,7 @@ void ds_v_coverage(ds_vctx *v) {
     json_t *r;
     json_array_foreach(records, i, r) {
       int64_t x;
-      if (ds_int(r, "index", &x)) idx[n++] = x;
+      if (fdl_ds_int(r, "index", &x)) idx[n++] = x;
     }
     if (n) qsort(idx, n, sizeof *idx, cmp_i64);
     bool contiguous = declared >= 0 && n == (size_t)declared;
@@ -204,18 +204,18 @@ void ds_v_coverage(ds_vctx *v) {
     free(idx);
     bool complete = (int64_t)present == declared && contiguous;
     const json_t *claimed = json_object_get(coverage, "complete");
-    if (ds_truthy(claimed) != complete)
+    if (fdl_ds_truthy(claimed) != complete)
       fdl_ds_report_error(
           v->rep, "incomplete", "COV-1", FDL_DS_MANIFEST_NAME,
           "coverage.complete is %s but present=%zu declared=%" PRId64 " contiguous=%s",
-          ds_truthy(claimed) ? "true" : "false", present, declared, contiguous ? "true" : "false");
+          fdl_ds_truthy(claimed) ? "true" : "false", present, declared, contiguous ? "true" : "false");
     int64_t pr;
-    if (!ds_int(coverage, "present_records", &pr) || pr != (int64_t)present)
+    if (!fdl_ds_int(coverage, "present_records", &pr) || pr != (int64_t)present)
       fdl_ds_report_error(v->rep, "incomplete", "COV-1", FDL_DS_MANIFEST_NAME,
                           "coverage.present_records != %zu records in the capture manifest",
                           present);
-    if (!complete && !ds_truthy(json_object_get(coverage, "shard_of")) &&
-        !ds_truthy(json_object_get(coverage, "subset_detail")))
+    if (!complete && !fdl_ds_truthy(json_object_get(coverage, "shard_of")) &&
+        !fdl_ds_truthy(json_object_get(coverage, "subset_detail")))
       fdl_ds_report_error(v->rep, "incomplete", "COV-2", FDL_DS_MANIFEST_NAME,
                           "an incomplete capture needs shard_of or subset_detail");
     if (!complete && !v->o->allow_partial)

@@ -36,33 +36,33 @@ static void head_json_mirror(ds_vctx *v, const json_t *head) {
                                      NULL};
   for (size_t i = 0; KEYS[i]; i++) {
     const json_t *a = json_object_get(head, KEYS[i]), *b = json_object_get(v->head.doc, KEYS[i]);
-    if (a && b && !ds_py_equal(a, b))
+    if (a && b && !fdl_ds_py_equal(a, b))
       fdl_ds_report_error(v->rep, "head_mismatch", "HEAD-JSON", v->head.rel,
                           "%s differs between head.json and the manifest's head block", KEYS[i]);
   }
 }
 
-void ds_v_head(ds_vctx *v) {
-  const json_t *head = ds_obj(v->m, "head"), *capture = ds_obj(v->m, "capture"),
-               *dataset = ds_obj(v->m, "dataset");
-  const char *form = ds_str(capture, "form");
+void fdl_ds_v_head(ds_vctx *v) {
+  const json_t *head = fdl_ds_obj(v->m, "head"), *capture = fdl_ds_obj(v->m, "capture"),
+               *dataset = fdl_ds_obj(v->m, "dataset");
+  const char *form = fdl_ds_str(capture, "form");
   const char *W = FDL_DS_MANIFEST_NAME;
   if (is(form, "hidden")) {
-    if (ds_truthy(json_object_get(head, "applied_in_capture")))
+    if (fdl_ds_truthy(json_object_get(head, "applied_in_capture")))
       fdl_ds_report_error(v->rep, "schema_invalid", "HEAD-5", W,
                           "hidden form declares the cut BEFORE the head, but "
                           "head.applied_in_capture is true");
-    if (!ds_truthy(json_object_get(head, "tensor_content_sha256")))
+    if (!fdl_ds_truthy(json_object_get(head, "tensor_content_sha256")))
       fdl_ds_report_error(v->rep, "head_mismatch", "HEAD-4", W,
                           "a hidden-form dataset with a null head content digest cannot be "
                           "scored through anyone's head; there is no override");
   }
-  if (is(form, "logit") && ds_truthy(json_object_get(head, "present")) &&
+  if (is(form, "logit") && fdl_ds_truthy(json_object_get(head, "present")) &&
       json_is_false(json_object_get(head, "applied_in_capture")))
     fdl_ds_report_error(v->rep, "schema_invalid", "4.2", W,
                         "logit form must declare head.applied_in_capture true");
-  const char *raw = ds_str(head, "raw_tensor_sha256"),
-             *content = ds_str(head, "tensor_content_sha256"), *file = ds_str(head, "file_sha256");
+  const char *raw = fdl_ds_str(head, "raw_tensor_sha256"),
+             *content = fdl_ds_str(head, "tensor_content_sha256"), *file = fdl_ds_str(head, "file_sha256");
   if (raw && raw[0] && content && content[0] && strcmp(raw, content))
     fdl_ds_report_error(v->rep, "schema_invalid", "HEAD-IDENT", W,
                         "raw_tensor_sha256 is a REQUIRED byte-equal alias of "
@@ -72,13 +72,13 @@ void ds_v_head(ds_vctx *v) {
                        "head file_sha256 equals tensor_content_sha256; a container digest and a "
                        "content digest coinciding is almost certainly one convention pasted "
                        "twice");
-  const json_t *fn = ds_obj(head, "final_norm");
-  if (is(ds_str(capture, "semantic_point"), "after_final_rmsnorm_before_lm_head") &&
-      ds_truthy(json_object_get(fn, "applied_at_replay")))
+  const json_t *fn = fdl_ds_obj(head, "final_norm");
+  if (is(fdl_ds_str(capture, "semantic_point"), "after_final_rmsnorm_before_lm_head") &&
+      fdl_ds_truthy(json_object_get(fn, "applied_at_replay")))
     fdl_ds_report_error(v->rep, "schema_invalid", "HEAD-7", W,
                         "the capture is already after the final norm; replay applies the head "
                         "only");
-  if (is(ds_str(dataset, "role"), "root") && !ds_truthy(json_object_get(head, "present")))
+  if (is(fdl_ds_str(dataset, "role"), "root") && !fdl_ds_truthy(json_object_get(head, "present")))
     fdl_ds_report_error(v->rep, "schema_invalid", "HEAD-6", W,
                         "a root that ships no head cannot be replayed against");
   head_json_mirror(v, head);
@@ -108,11 +108,11 @@ static void collect_containers(const json_t *node, json_t *set, int depth) {
   }
 }
 
-void ds_v_determinism(ds_vctx *v) {
-  const json_t *det = ds_obj(v->m, "determinism"), *panel = ds_obj(v->m, "panel");
+void fdl_ds_v_determinism(ds_vctx *v) {
+  const json_t *det = fdl_ds_obj(v->m, "determinism"), *panel = fdl_ds_obj(v->m, "panel");
   const char *W = FDL_DS_MANIFEST_NAME;
-  const char *kind = ds_str(det, "evidence_kind");
-  const json_t *hashes = ds_arr(det, "evidence_hashes");
+  const char *kind = fdl_ds_str(det, "evidence_kind");
+  const json_t *hashes = fdl_ds_arr(det, "evidence_hashes");
   json_t *distinct = json_object();
   if (!distinct) {
     v->rep->oom = FDL_NOMEM;
@@ -130,8 +130,8 @@ void ds_v_determinism(ds_vctx *v) {
     fdl_ds_report_error(v->rep, "schema_invalid", "DET-D1", W,
                         "distinct_evidence_hash_count != %zu distinct hashes", nd);
   int64_t runs = 0;
-  (void)ds_int(det, "run_count", &runs);
-  if (ds_truthy(json_object_get(det, "identical_across_runs"))) {
+  (void)fdl_ds_int(det, "run_count", &runs);
+  if (fdl_ds_truthy(json_object_get(det, "identical_across_runs"))) {
     static const char *const CONTENT[] = {"hidden_state_tensor_sha256", "logits_tensor_sha256",
                                           "tokenwise_kld_sha256", "sealed_tokenwise_digest", NULL};
     bool content = false;
@@ -161,7 +161,7 @@ void ds_v_determinism(ds_vctx *v) {
                           json_string_value(h));
   }
   json_decref(containers);
-  const char *pr = ds_str(panel, "panel_receipt_sha256");
+  const char *pr = fdl_ds_str(panel, "panel_receipt_sha256");
   json_array_foreach(hashes, i, h) {
     if (pr && json_is_string(h) && !strcmp(pr, json_string_value(h))) {
       fdl_ds_report_error(v->rep, "schema_invalid", "DET-D3", W,
@@ -171,8 +171,8 @@ void ds_v_determinism(ds_vctx *v) {
   }
   if (runs < 5) {
     bool declared = false;
-    json_array_foreach(ds_arr(v->m, "disclosures"), i, h) declared |=
-        is(ds_str(h, "code"), "reduced_run_count");
+    json_array_foreach(fdl_ds_arr(v->m, "disclosures"), i, h) declared |=
+        is(fdl_ds_str(h, "code"), "reduced_run_count");
     if (!declared)
       fdl_ds_report_warn(v->rep, "reduced_run_count", "DET-D4", W,
                          "run_count %lld < 5 and no reduced_run_count disclosure is present; a "
@@ -185,31 +185,31 @@ void ds_v_determinism(ds_vctx *v) {
 /* ---- role -------------------------------------------------------------------------------- */
 
 static void validation_report(ds_vctx *v) {
-  json_t *doc = ds_v_load_sub(v, FDL_DS_VALIDATION_FILE, "VALIDATION", NULL, true);
+  json_t *doc = fdl_ds_v_load_sub(v, FDL_DS_VALIDATION_FILE, "VALIDATION", NULL, true);
   if (!doc) return;
-  if (!is(ds_str(doc, "schema"), FDL_DS_VALIDATION_SCHEMA))
+  if (!is(fdl_ds_str(doc, "schema"), FDL_DS_VALIDATION_SCHEMA))
     fdl_ds_report_error(v->rep, "bad_schema", "VALIDATION", FDL_DS_VALIDATION_FILE,
                         "schema is not '%s'", FDL_DS_VALIDATION_SCHEMA);
   bool ok, present;
-  if (ds_seal_ok(doc, "receipt_sha256", &ok, &present, NULL) != FDL_OK || !ok)
+  if (fdl_ds_seal_ok(doc, "receipt_sha256", &ok, &present, NULL) != FDL_OK || !ok)
     fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(g)", FDL_DS_VALIDATION_FILE,
                         "receipt_sha256 does not recompute");
   json_decref(doc);
 }
 
-void ds_v_role(ds_vctx *v) {
-  const json_t *dataset = ds_obj(v->m, "dataset"), *scope = ds_obj(v->m, "scope"),
-               *head = ds_obj(v->m, "head"), *capture = ds_obj(v->m, "capture");
-  const char *role = ds_str(dataset, "role");
+void fdl_ds_v_role(ds_vctx *v) {
+  const json_t *dataset = fdl_ds_obj(v->m, "dataset"), *scope = fdl_ds_obj(v->m, "scope"),
+               *head = fdl_ds_obj(v->m, "head"), *capture = fdl_ds_obj(v->m, "capture");
+  const char *role = fdl_ds_str(dataset, "role");
   const char *W = FDL_DS_MANIFEST_NAME;
-  bool sealed = is(ds_str(dataset, "structural_status"), "sealed");
+  bool sealed = is(fdl_ds_str(dataset, "structural_status"), "sealed");
   if (v->payload) {
     static const struct {
       const char *rel, *why;
     } NEEDED[] = {{FDL_DS_VALIDATION_FILE, "the validator's own verdict, sealed with the dataset"},
                   {"README.md", "the dataset card carrying x_fidelity"}};
     for (size_t i = 0; i < 2; i++) {
-      if (ds_kind_at(v->rootfd, NEEDED[i].rel) == DS_REGULAR) continue;
+      if (fdl_ds_kind_at(v->rootfd, NEEDED[i].rel) == DS_REGULAR) continue;
       (sealed ? fdl_ds_report_error : fdl_ds_report_warn)(v->rep, "missing_file", "3",
                                                           NEEDED[i].rel, "%s is missing (%s)",
                                                           NEEDED[i].rel, NEEDED[i].why);
@@ -217,17 +217,17 @@ void ds_v_role(ds_vctx *v) {
     validation_report(v);
   }
   if (is(role, "root")) {
-    bool native = is(ds_str(scope, "policy"), "native");
+    bool native = is(fdl_ds_str(scope, "policy"), "native");
     size_t i;
     json_t *a;
-    json_array_foreach(ds_arr(scope, "assignments"), i, a) native &=
-        is(ds_str(a, "treatment"), "native");
+    json_array_foreach(fdl_ds_arr(scope, "assignments"), i, a) native &=
+        is(fdl_ds_str(a, "treatment"), "native");
     if (!native)
       fdl_ds_report_error(v->rep, "schema_invalid", "ROOT-1", W,
                           "a root declares scope.policy native with every tensor class native; a "
                           "quantized-weight capture is a quant dataset even if its author calls "
                           "it a reference");
-    if (ds_truthy(json_object_get(head, "quantized")))
+    if (fdl_ds_truthy(json_object_get(head, "quantized")))
       fdl_ds_report_error(v->rep, "schema_invalid", "ROOT-1", W, "a root's head is not quantized");
     const json_t *bc = json_object_get(dataset, "base_capture");
     if (bc && !json_is_null(bc))
@@ -235,9 +235,9 @@ void ds_v_role(ds_vctx *v) {
     const json_t *lc = json_object_get(capture, "lossy_codec");
     if (lc && !json_is_null(lc))
       fdl_ds_report_error(v->rep, "schema_invalid", "3", W, "a root's lossy_codec must be null");
-    const char *hf = ds_str(head, "file");
+    const char *hf = fdl_ds_str(head, "file");
     if (v->payload && hf && hf[0] && fdl_relpath_ok(hf, strlen(hf), false) &&
-        ds_kind_at(v->rootfd, hf) != DS_REGULAR)
+        fdl_ds_kind_at(v->rootfd, hf) != DS_REGULAR)
       fdl_ds_report_warn(v->rep, "missing_file", "3", hf,
                          "root declares head.file %s but it is not present", hf);
   }
@@ -252,8 +252,8 @@ void ds_v_role(ds_vctx *v) {
 
 /* ---- scope ------------------------------------------------------------------------------- */
 
-void ds_v_scope(ds_vctx *v) {
-  const json_t *assign = ds_arr(ds_obj(v->m, "scope"), "assignments");
+void fdl_ds_v_scope(ds_vctx *v) {
+  const json_t *assign = fdl_ds_arr(fdl_ds_obj(v->m, "scope"), "assignments");
   static const char *const ALLOWED[] = {"tensor_class", "treatment", "format", "bits_per_weight",
                                         "layer_range",  "note",      NULL};
   const char *W = FDL_DS_MANIFEST_NAME;
@@ -266,16 +266,16 @@ void ds_v_scope(ds_vctx *v) {
     size_t count = 0, first = i;
     for (size_t k = 0; k < n; k++) {
       const json_t *b = json_array_get(assign, k);
-      if (ds_py_equal(cls, json_object_get(b, "tensor_class")) &&
-          ds_py_equal(lr, json_object_get(b, "layer_range"))) {
+      if (fdl_ds_py_equal(cls, json_object_get(b, "tensor_class")) &&
+          fdl_ds_py_equal(lr, json_object_get(b, "layer_range"))) {
         if (!count) first = k;
         count++;
       }
     }
     if (count > 1 && first == i) {
       char c1[96], c2[64];
-      ds_repr(cls, c1, sizeof c1);
-      ds_repr(lr, c2, sizeof c2);
+      fdl_ds_repr(cls, c1, sizeof c1);
+      fdl_ds_repr(lr, c2, sizeof c2);
       fdl_ds_report_error(v->rep, "scope_duplicate_assignment", "SCOPE-004", W,
                           "scope.assignments has %zu rows for (tensor_class=%s, layer_range=%s); "
                           "the registry admits one row per class and layer_range",
@@ -315,11 +315,11 @@ void ds_v_scope(ds_vctx *v) {
 
 /* ---- lane -------------------------------------------------------------------------------- */
 
-void ds_v_lane(ds_vctx *v) {
+void fdl_ds_v_lane(ds_vctx *v) {
   static const char *const LANES[] = {"sealed-ep8",        "streaming", "local-mps",
                                       "local-cuda-budget", "other",     NULL};
-  const json_t *rt = ds_obj(v->m, "runtime");
-  const char *lane = ds_str(rt, "lane");
+  const json_t *rt = fdl_ds_obj(v->m, "runtime");
+  const char *lane = fdl_ds_str(rt, "lane");
   bool ok = false;
   for (size_t i = 0; LANES[i] && !ok; i++) ok = is(lane, LANES[i]);
   if (!ok)
@@ -330,7 +330,7 @@ void ds_v_lane(ds_vctx *v) {
   for (size_t i = 0; v->runtime.doc && COPIED[i]; i++) {
     const json_t *a = json_object_get(rt, COPIED[i]),
                  *b = json_object_get(v->runtime.doc, COPIED[i]);
-    if (a && b && !ds_py_equal(a, b))
+    if (a && b && !fdl_ds_py_equal(a, b))
       fdl_ds_report_error(v->rep, "schema_invalid", "9.1", v->runtime.rel,
                           "runtime.%s differs between the manifest and the runtime document",
                           COPIED[i]);
@@ -339,17 +339,17 @@ void ds_v_lane(ds_vctx *v) {
 
 /* ---- remap ------------------------------------------------------------------------------- */
 
-void ds_v_remap(ds_vctx *v) {
-  const json_t *panel = ds_obj(v->m, "panel");
-  const char *rf = ds_str(panel, "remap_file");
+void fdl_ds_v_remap(ds_vctx *v) {
+  const json_t *panel = fdl_ds_obj(v->m, "panel");
+  const char *rf = fdl_ds_str(panel, "remap_file");
   if (!rf || !rf[0]) return;
-  json_t *remap = ds_v_load_sub(v, rf, "REMAP", NULL, false);
+  json_t *remap = fdl_ds_v_load_sub(v, rf, "REMAP", NULL, false);
   if (!remap) return;
   bool ok, present;
-  if (ds_seal_ok(remap, "receipt_sha256", &ok, &present, NULL) != FDL_OK || !ok)
+  if (fdl_ds_seal_ok(remap, "receipt_sha256", &ok, &present, NULL) != FDL_OK || !ok)
     fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(g)", rf,
                         present ? "receipt_sha256 does not recompute" : "no receipt_sha256");
-  const json_t *entries = ds_obj(remap, "entries");
+  const json_t *entries = fdl_ds_obj(remap, "entries");
   const char *digest;
   json_t *target;
   json_object_foreach((json_t *)entries, digest, target) {
@@ -361,31 +361,31 @@ void ds_v_remap(ds_vctx *v) {
     }
     if (!v->payload) continue;
     char hex[DS_HEX_LEN + 1];
-    if (ds_kind_at(v->rootfd, t) != DS_REGULAR) {
+    if (fdl_ds_kind_at(v->rootfd, t) != DS_REGULAR) {
       fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-2", t, "remap target %s is missing", t);
-    } else if (ds_sha256_at(v->rootfd, t, hex, NULL, NULL) != FDL_OK || strcmp(hex, digest)) {
+    } else if (fdl_ds_sha256_at(v->rootfd, t, hex, NULL, NULL) != FDL_OK || strcmp(hex, digest)) {
       fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-2", t,
                           "remap target %s does not hash to its key %.12s", t, digest);
     }
   }
-  const char *for_file = ds_str(remap, "for_receipt_file");
+  const char *for_file = fdl_ds_str(remap, "for_receipt_file");
   if (for_file) {
     char rel[DS_MAX_PATH], dir[DS_MAX_PATH];
-    ds_dirname(rf, dir, sizeof dir);
-    bool resolved = !strncmp(for_file, "panel/", 6) ? ds_join_norm("", for_file, rel, sizeof rel)
-                                                    : ds_join_norm(dir, for_file, rel, sizeof rel);
-    json_t *sealed = resolved ? ds_v_load_sub(v, rel, "REMAP-3", NULL, false) : NULL;
+    fdl_ds_dirname(rf, dir, sizeof dir);
+    bool resolved = !strncmp(for_file, "panel/", 6) ? fdl_ds_join_norm("", for_file, rel, sizeof rel)
+                                                    : fdl_ds_join_norm(dir, for_file, rel, sizeof rel);
+    json_t *sealed = resolved ? fdl_ds_v_load_sub(v, rel, "REMAP-3", NULL, false) : NULL;
     if (!resolved)
       fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-3", rf,
                           "for_receipt_file resolves outside the dataset root");
     if (sealed) {
-      if (ds_seal_ok(sealed, "receipt_sha256", &ok, &present, NULL) != FDL_OK || !ok)
+      if (fdl_ds_seal_ok(sealed, "receipt_sha256", &ok, &present, NULL) != FDL_OK || !ok)
         fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-3", rel,
                             "the copied sealed receipt no longer verifies; it must be verbatim");
       size_t i, missing = 0;
       json_t *a;
-      json_array_foreach(ds_arr(sealed, "artifacts"), i, a) {
-        const char *d = ds_str(a, "sha256");
+      json_array_foreach(fdl_ds_arr(sealed, "artifacts"), i, a) {
+        const char *d = fdl_ds_str(a, "sha256");
         if (d && d[0] && !json_object_get(entries, d)) missing++;
       }
       if (missing)

@@ -85,7 +85,7 @@ static fdl_status write_checksums(const char *dir, char *hex, fdl_err *err) {
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return fdl_fail(err, FDL_IO, "%s: cannot open: %s", dir, strerror(errno));
   ds_tree t;
-  fdl_status s = ds_tree_walk(fd, &t, err);
+  fdl_status s = fdl_ds_tree_walk(fd, &t, err);
   if (s != FDL_OK) {
     close(fd);
     return s;
@@ -99,7 +99,7 @@ static fdl_status write_checksums(const char *dir, char *hex, fdl_err *err) {
   for (size_t i = 0; s == FDL_OK && i < t.n_files; i++) {
     const char *f = t.files[i];
     if (!strcmp(f, FDL_DS_CHECKSUMS_NAME) || !strcmp(f, FDL_DS_MANIFEST_NAME)) continue;
-    if (ds_is_credential(f))
+    if (fdl_ds_is_credential(f))
       s = fdl_fail(err, FDL_REFUSED,
                    "%s looks like a credential; sealing it would publish a secret "
                    "(credential_in_tree)",
@@ -108,7 +108,7 @@ static fdl_status write_checksums(const char *dir, char *hex, fdl_err *err) {
     jobs[n].length = UINT64_MAX;
     n++;
   }
-  if (s == FDL_OK) s = ds_hash_jobs_run(fd, jobs, n, 0, err);
+  if (s == FDL_OK) s = fdl_ds_hash_jobs_run(fd, jobs, n, 0, err);
   fdl_checksums sums;
   fdl_checksums_init(&sums);
   for (size_t i = 0; s == FDL_OK && i < n; i++) {
@@ -131,7 +131,7 @@ static fdl_status write_checksums(const char *dir, char *hex, fdl_err *err) {
   fdl_buf_free(&b);
   fdl_checksums_free(&sums);
   free(jobs);
-  ds_tree_free(&t);
+  fdl_ds_tree_free(&t);
   close(fd);
   return s;
 }
@@ -139,51 +139,51 @@ static fdl_status write_checksums(const char *dir, char *hex, fdl_err *err) {
 fdl_status fdl_ds_write_sealed(const char *dir, fdl_ds_docs *d, char *dataset_sha256,
                                fdl_err *err) {
   json_t *m = d->manifest;
-  json_t *panel = ds_obj(m, "panel"), *runtime = ds_obj(m, "runtime"), *head = ds_obj(m, "head"),
-         *capture = ds_obj(m, "capture"), *seal = ds_obj(m, "seal");
+  json_t *panel = fdl_ds_obj(m, "panel"), *runtime = fdl_ds_obj(m, "runtime"), *head = fdl_ds_obj(m, "head"),
+         *capture = fdl_ds_obj(m, "capture"), *seal = fdl_ds_obj(m, "seal");
   if (!panel || !runtime || !head || !capture || !seal || !d->panel || !d->runtime || !d->capture)
     return fdl_fail(err, FDL_INVALID,
                     "seal chain: the manifest needs panel, runtime, head, "
                     "capture and seal blocks, and the panel, runtime and capture documents");
   char hex[DS_HEX_LEN + 1];
-  fdl_status s = ds_seal(d->panel, "receipt_sha256", err);
-  if (s == FDL_OK) s = write_doc(dir, ds_str(panel, "panel_file"), d->panel, hex, err);
+  fdl_status s = fdl_ds_seal(d->panel, "receipt_sha256", err);
+  if (s == FDL_OK) s = write_doc(dir, fdl_ds_str(panel, "panel_file"), d->panel, hex, err);
   if (s == FDL_OK) s = set_str(panel, "panel_file_sha256", hex, err);
 
   char runtime_hex[DS_HEX_LEN + 1];
-  if (s == FDL_OK) s = ds_seal(d->runtime, "receipt_sha256", err);
-  if (s == FDL_OK) s = write_doc(dir, ds_str(runtime, "file"), d->runtime, runtime_hex, err);
+  if (s == FDL_OK) s = fdl_ds_seal(d->runtime, "receipt_sha256", err);
+  if (s == FDL_OK) s = write_doc(dir, fdl_ds_str(runtime, "file"), d->runtime, runtime_hex, err);
   if (s == FDL_OK) s = set_str(runtime, "file_sha256", runtime_hex, err);
 
-  const char *head_json = ds_str(head, "head_json");
+  const char *head_json = fdl_ds_str(head, "head_json");
   if (s == FDL_OK && head_json) {
     if (!d->head)
       return fdl_fail(err, FDL_INVALID,
                       "seal chain: head.head_json names %s but "
                       "no head document was given",
                       head_json);
-    s = ds_seal(d->head, "receipt_sha256", err);
+    s = fdl_ds_seal(d->head, "receipt_sha256", err);
     if (s == FDL_OK) s = write_doc(dir, head_json, d->head, NULL, err);
   }
 
   if (s == FDL_OK) s = set_str(d->capture, "runtime_manifest_sha256", runtime_hex, err);
-  if (s == FDL_OK) s = ds_seal(d->capture, "receipt_sha256", err);
-  if (s == FDL_OK) s = write_doc(dir, ds_str(capture, "manifest_file"), d->capture, hex, err);
+  if (s == FDL_OK) s = fdl_ds_seal(d->capture, "receipt_sha256", err);
+  if (s == FDL_OK) s = write_doc(dir, fdl_ds_str(capture, "manifest_file"), d->capture, hex, err);
   if (s == FDL_OK) s = set_str(capture, "manifest_file_sha256", hex, err);
 
   if (s == FDL_OK) {
     json_t *report = d->validation ? json_incref(d->validation) : NULL;
-    if (!report) s = fdl_ds_preseal_report(ds_str(ds_obj(m, "dataset"), "id"), &report, err);
+    if (!report) s = fdl_ds_preseal_report(fdl_ds_str(fdl_ds_obj(m, "dataset"), "id"), &report, err);
     if (s == FDL_OK) s = write_doc(dir, FDL_DS_VALIDATION_FILE, report, NULL, err);
     json_decref(report);
   }
 
   if (s == FDL_OK) s = write_checksums(dir, hex, err);
   if (s == FDL_OK) s = set_str(seal, "checksums_sha256", hex, err);
-  if (s == FDL_OK) s = ds_seal(m, "dataset_sha256", err);
+  if (s == FDL_OK) s = fdl_ds_seal(m, "dataset_sha256", err);
   if (s == FDL_OK) s = write_doc(dir, FDL_DS_MANIFEST_NAME, m, NULL, err);
   if (s == FDL_OK && dataset_sha256) {
-    const char *seal_value = ds_str(m, "dataset_sha256");
+    const char *seal_value = fdl_ds_str(m, "dataset_sha256");
     snprintf(dataset_sha256, DS_HEX_LEN + 1, "%s", seal_value ? seal_value : "");
   }
   return s;

@@ -64,7 +64,7 @@ fdl_status fdl_num_ctx_new(const fdl_num_opts *opts, fdl_num_ctx **out, fdl_err 
   fdl_status s = check_opts(opts, err);
   if (s != FDL_OK) return s;
   const kl_kernels *k;
-  if ((s = kl_kernels_pick(opts->isa, &k, err)) != FDL_OK) return s;
+  if ((s = fdl_kl_kernels_pick(opts->isa, &k, err)) != FDL_OK) return s;
   unsigned threads = opts->threads;
   fdl_num_ctx *c = calloc(1, sizeof *c);
   if (!c) return fdl_fail(err, FDL_NOMEM, "out of memory for the KL context");
@@ -173,7 +173,7 @@ static fdl_status visit(fdl_num_ctx *c, kl_scan *ahead, kl_state *st, const floa
     c->k->js(st, t, s, n);
     return FDL_OK;
   }
-  return kl_chunk(c->k, st, t, s, n, c0, next, ahead, w, err);
+  return fdl_kl_chunk(c->k, st, t, s, n, c0, next, ahead, w, err);
 }
 
 /* Logits on both sides: each row streams through its chunks in order, prefetching the next
@@ -213,10 +213,10 @@ static fdl_status sweep_tiles(fdl_num_ctx *c, const fdl_num_block *blk, scratch 
   kl_scan ahead = {0}; /* the next row's scan, within one tile (the last row scans none) */
   for (size_t c0 = 0; c0 < o->vocab; c0 += o->vocab_chunk) {
     size_t n = chunk_len(o, c0), skip;
-    size_t col0 = replay_window(c0, c->nc, o->vocab, &skip);
+    size_t col0 = fdl_replay_window(c0, c->nc, o->vocab, &skip);
     for (int i = 0; i < 2; i++)
       if (sides[i]->form == FDL_NUM_HIDDEN)
-        replay_tile(ws->pad[i], o->position_block, sides[i]->hidden, sides[i]->head, col0, c->nc,
+        fdl_replay_tile(ws->pad[i], o->position_block, sides[i]->hidden, sides[i]->head, col0, c->nc,
                     ws->tile[i]);
     for (size_t r = 0; r < blk->rows; r++) {
       kl_next nx = {NULL, NULL, 0};
@@ -255,19 +255,19 @@ static fdl_status run_block(void *varg, size_t b, unsigned worker, fdl_err *err)
   fdl_status s;
   for (int i = 0; i < 2; i++) {
     if (sides[i]->form != FDL_NUM_HIDDEN) continue;
-    s = replay_pad(sides[i], blk->rows, c->o.position_block, ws->pad[i], first, who[i], err);
+    s = fdl_replay_pad(sides[i], blk->rows, c->o.position_block, ws->pad[i], first, who[i], err);
     if (s != FDL_OK) return s;
   }
-  for (size_t r = 0; r < blk->rows; r++) kl_state_init(&ws->states[r]);
+  for (size_t r = 0; r < blk->rows; r++) fdl_kl_state_init(&ws->states[r]);
   if ((s = sweep(c, blk, ws, first, 0, err)) != FDL_OK) return s;
   for (size_t r = 0; r < blk->rows; r++) {
     kl_where w = {first + r, 0, 0};
-    if ((s = kl_finish(&ws->states[r], &ws->rows[r], &w, err)) != FDL_OK) return s;
+    if ((s = fdl_kl_finish(&ws->states[r], &ws->rows[r], &w, err)) != FDL_OK) return s;
   }
   if (c->o.js) {
     if ((s = sweep(c, blk, ws, first, 1, err)) != FDL_OK) return s;
     for (size_t r = 0; r < blk->rows; r++) {
-      double js = kl_js_finish(&ws->states[r]);
+      double js = fdl_kl_js_finish(&ws->states[r]);
       if (!isfinite(js))
         return fdl_fail(err, FDL_NONFINITE, "JS divergence of output row %zu is not finite",
                         first + r);
@@ -318,7 +318,7 @@ fdl_status fdl_num_run(fdl_num_ctx *c, const fdl_num_block *blocks, size_t nbloc
   for (int i = 0; i < 2 && s == FDL_OK; i++)
     if (hidden[i]) s = ensure_scratch(c, i, hidden[i], err);
   if (s == FDL_OK) {
-    if (hidden[0] || hidden[1]) replay_single_threaded_blas();
+    if (hidden[0] || hidden[1]) fdl_replay_single_threaded_blas();
     run_args ra = {c, blocks, first, out};
     s = fdl_pool_run(&c->pool, nblocks, run_block, &ra, err);
   }
@@ -333,10 +333,10 @@ fdl_status fdl_num_row_logits(const fdl_num_opts *opts, const float *ref, const 
   if (!ref || !cand || !res)
     return fdl_fail(err, FDL_INVALID, "fdl_num_row_logits: rows and result are required");
   const kl_kernels *k;
-  if ((s = kl_kernels_pick(opts->isa, &k, err)) != FDL_OK) return s;
+  if ((s = fdl_kl_kernels_pick(opts->isa, &k, err)) != FDL_OK) return s;
   kl_state *st = alloc_aligned(sizeof *st);
   if (!st) return fdl_fail(err, FDL_NOMEM, "out of memory for a row state");
-  kl_state_init(st);
+  fdl_kl_state_init(st);
   kl_where w = {0, 0, 0};
   fdl_num_row r = {0};
   kl_scan ahead = {0};
@@ -345,14 +345,14 @@ fdl_status fdl_num_row_logits(const fdl_num_opts *opts, const float *ref, const 
     kl_next nx = {NULL, NULL, 0};
     if (c0 + vc < opts->vocab)
       nx = (kl_next){ref + c0 + vc, cand + c0 + vc, chunk_len(opts, c0 + vc)};
-    s = kl_chunk(k, st, ref + c0, cand + c0, chunk_len(opts, c0), c0, &nx, &ahead, &w, err);
+    s = fdl_kl_chunk(k, st, ref + c0, cand + c0, chunk_len(opts, c0), c0, &nx, &ahead, &w, err);
   }
-  if (s == FDL_OK) s = kl_finish(st, &r, &w, err);
+  if (s == FDL_OK) s = fdl_kl_finish(st, &r, &w, err);
   r.js = NAN;
   if (s == FDL_OK && opts->js) {
     for (size_t c0 = 0; c0 < opts->vocab; c0 += vc)
       k->js(st, ref + c0, cand + c0, chunk_len(opts, c0));
-    r.js = kl_js_finish(st);
+    r.js = fdl_kl_js_finish(st);
     if (!isfinite(r.js)) s = fdl_fail(err, FDL_NONFINITE, "JS divergence is not finite");
   }
   free(st);

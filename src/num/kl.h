@@ -122,7 +122,7 @@ static inline double kl_exp(double d) {
 
 /* When every argument of a chunk is >= KL_FAST_MIN, no clamp is needed and y * 2^k is a normal
  * number (k >= -1021, y >= 0.97), so the SIMD kernels may apply 2^k by adding k to the exponent
- * field: the product is exact either way, so the bits are the same as kl_exp's. kl_chunk sets
+ * field: the product is exact either way, so the bits are the same as kl_exp's. fdl_kl_chunk sets
  * st->fast when m + max|x| <= -KL_FAST_MIN on both sides (then x - m >= -max|x| - m). */
 #define KL_FAST_MIN (-700.0)
 
@@ -159,7 +159,7 @@ static inline int kl_scan_tail(const float *t, const float *s, size_t i, size_t 
 }
 
 /* A chunk's scan, computed ahead while the previous chunk accumulates (valid only for the
- * exact t, s, n it names; kl_chunk consumes or discards it on the next call). */
+ * exact t, s, n it names; fdl_kl_chunk consumes or discards it on the next call). */
 typedef struct {
   const float *t, *s;
   size_t n;
@@ -176,16 +176,16 @@ typedef struct {
    * computes, and a kernel may also scan them into *ahead (valid = 0 on entry). */
   void (*accum)(kl_state *st, const float *t, const float *s, size_t n, const float *pt,
                 const float *ps, size_t pn, kl_scan *ahead);
-  /* The JS sweep over one chunk, after kl_finish (see kl_js.c). */
+  /* The JS sweep over one chunk, after fdl_kl_finish (see kl_js.c). */
   void (*js)(kl_state *st, const float *t, const float *s, size_t n);
   fdl_num_isa isa;
 } kl_kernels;
 
-const kl_kernels *kl_kernels_scalar(void);
-const kl_kernels *kl_kernels_avx2(void);   /* NULL when not compiled in */
-const kl_kernels *kl_kernels_avx512(void); /* NULL when not compiled in */
+const kl_kernels *fdl_kl_kernels_scalar(void);
+const kl_kernels *fdl_kl_kernels_avx2(void);   /* NULL when not compiled in */
+const kl_kernels *fdl_kl_kernels_avx512(void); /* NULL when not compiled in */
 /* Resolves AUTO and checks that a forced choice runs here. */
-fdl_status kl_kernels_pick(fdl_num_isa want, const kl_kernels **out, fdl_err *err);
+fdl_status fdl_kl_kernels_pick(fdl_num_isa want, const kl_kernels **out, fdl_err *err);
 
 /* Where a row lives, for error messages. */
 typedef struct {
@@ -193,7 +193,7 @@ typedef struct {
   int ref_replayed, cand_replayed;
 } kl_where;
 
-void kl_state_init(kl_state *st);
+void fdl_kl_state_init(kl_state *st);
 /* Next chunk to prefetch (pt/ps may be NULL). */
 typedef struct {
   const float *t, *s;
@@ -203,15 +203,15 @@ typedef struct {
 /* One chunk [c0, c0 + n) of both rows. ahead (NULL, or zeroed before the first call and kept
  * by the caller between consecutive calls, with the data unchanged in between) carries the
  * scan of the next chunk from one call to the next. */
-fdl_status kl_chunk(const kl_kernels *k, kl_state *st, const float *t, const float *s, size_t n,
+fdl_status fdl_kl_chunk(const kl_kernels *k, kl_state *st, const float *t, const float *s, size_t n,
                     size_t c0, const kl_next *next, kl_scan *ahead, const kl_where *w,
                     fdl_err *err);
 /* Final combination; fills res (js untouched). */
-fdl_status kl_finish(kl_state *st, fdl_num_row *res, const kl_where *w, fdl_err *err);
+fdl_status fdl_kl_finish(kl_state *st, fdl_num_row *res, const kl_where *w, fdl_err *err);
 /* The JS sweep (kl_js.c): elements [i, n) of a chunk one at a time (the vector kernels'
  * remainder), and a whole chunk. */
-void kl_js_tail(kl_state *st, const float *t, const float *s, size_t i, size_t n);
-void kl_js_scalar(kl_state *st, const float *t, const float *s, size_t n);
-double kl_js_finish(const kl_state *st);
+void fdl_kl_js_tail(kl_state *st, const float *t, const float *s, size_t i, size_t n);
+void fdl_kl_js_scalar(kl_state *st, const float *t, const float *s, size_t n);
+double fdl_kl_js_finish(const kl_state *st);
 
 #endif

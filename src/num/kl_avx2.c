@@ -112,7 +112,7 @@ INL void accum_body(kl_state *st, const float *t, const float *s, size_t n, cons
 
 T256 static void accum_avx2(kl_state *st, const float *t, const float *s, size_t n, const float *pt,
                             const float *ps, size_t pn, kl_scan *ahead) {
-  (void)ahead; /* the next chunk is scanned by kl_chunk */
+  (void)ahead; /* the next chunk is scanned by fdl_kl_chunk */
   if (st->fast)
     accum_body(st, t, s, n, pt, ps, pn, 1);
   else
@@ -207,16 +207,16 @@ T256 static void js_avx2(kl_state *st, const float *t, const float *s, size_t n)
     }
   }
   for (int h = 0; h < 4; h++) _mm256_storeu_pd(st->js + 4 * h, acc[h]);
-  kl_js_tail(st, t, s, i, n);
+  fdl_kl_js_tail(st, t, s, i, n);
 }
 
 static const kl_kernels avx2_kernels = {scan_avx2, accum_avx2, js_avx2, FDL_NUM_ISA_AVX2};
 
-const kl_kernels *kl_kernels_avx2(void) {
+const kl_kernels *fdl_kl_kernels_avx2(void) {
   return &avx2_kernels;
 }
 #else
-const kl_kernels *kl_kernels_avx2(void) {
+const kl_kernels *fdl_kl_kernels_avx2(void) {
   return NULL;
 }
 #endif

@@ -144,7 +144,7 @@ INL void accum_body(kl_state *st, const float *t, const float *s, size_t n, cons
   __m512d mt = _mm512_set1_pd(st->mt), ms = _mm512_set1_pd(st->ms);
   /* The next chunk is prefetched one cache line per side per step and scanned KL_SCAN_LAG
    * floats behind the prefetch; the scan's few operations fill issue slots the latency-bound
-   * exp chains leave free, and the next kl_chunk call skips its own scan. */
+   * exp chains leave free, and the next fdl_kl_chunk call skips its own scan. */
   scan16 nx = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_si512()};
   if (pt && pn) scan_init(&nx, pt, ps);
   size_t i = 0, j = 0;
@@ -269,16 +269,16 @@ T512 static void js_avx512(kl_state *st, const float *t, const float *s, size_t 
   }
   _mm512_storeu_pd(st->js, acc[0]);
   _mm512_storeu_pd(st->js + 8, acc[1]);
-  kl_js_tail(st, t, s, i, n);
+  fdl_kl_js_tail(st, t, s, i, n);
 }
 
 static const kl_kernels avx512_kernels = {scan_avx512, accum_avx512, js_avx512, FDL_NUM_ISA_AVX512};
 
-const kl_kernels *kl_kernels_avx512(void) {
+const kl_kernels *fdl_kl_kernels_avx512(void) {
   return &avx512_kernels;
 }
 #else
-const kl_kernels *kl_kernels_avx512(void) {
+const kl_kernels *fdl_kl_kernels_avx512(void) {
   return NULL;
 }
 #endif

@@ -16,18 +16,18 @@ static int cpu_has(fdl_num_isa isa) {
 static const kl_kernels *compiled(fdl_num_isa isa) {
   switch (isa) {
   case FDL_NUM_ISA_AVX512:
-    return kl_kernels_avx512();
+    return fdl_kl_kernels_avx512();
   case FDL_NUM_ISA_AVX2:
-    return kl_kernels_avx2();
+    return fdl_kl_kernels_avx2();
   case FDL_NUM_ISA_SCALAR:
-    return kl_kernels_scalar();
+    return fdl_kl_kernels_scalar();
   case FDL_NUM_ISA_AUTO:
     break;
   }
   return NULL;
 }
 
-fdl_status kl_kernels_pick(fdl_num_isa want, const kl_kernels **out, fdl_err *err) {
+fdl_status fdl_kl_kernels_pick(fdl_num_isa want, const kl_kernels **out, fdl_err *err) {
   if (want == FDL_NUM_ISA_AUTO) {
     static const fdl_num_isa order[] = {FDL_NUM_ISA_AVX512, FDL_NUM_ISA_AVX2};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
@@ -36,7 +36,7 @@ fdl_status kl_kernels_pick(fdl_num_isa want, const kl_kernels **out, fdl_err *er
         return FDL_OK;
       }
     }
-    *out = kl_kernels_scalar();
+    *out = fdl_kl_kernels_scalar();
     return FDL_OK;
   }
   if (want != FDL_NUM_ISA_SCALAR && want != FDL_NUM_ISA_AVX2 && want != FDL_NUM_ISA_AVX512)

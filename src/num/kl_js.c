@@ -1,5 +1,5 @@
 /* kl_js.c - the Jensen-Shannon sweep in portable C, which runs over a row again after
- * kl_finish has fixed both normalisers; the vector kernels repeat it lane-wise.
+ * fdl_kl_finish has fixed both normalisers; the vector kernels repeat it lane-wise.
  *
  * JS = 1/2 sum [p log(p/M) + q log(q/M)], M = (p+q)/2. With P = max(p,q), delta = |log p -
  * log q| and em = expm1(-delta) in [-1, 0], each term is
@@ -11,7 +11,7 @@
 
 #include "num/kl_js.h"
 
-void kl_js_tail(kl_state *st, const float *t, const float *s, size_t i, size_t n) {
+void fdl_kl_js_tail(kl_state *st, const float *t, const float *s, size_t i, size_t n) {
   for (; i < n; i++) {
     double lp = ((double)t[i] - st->mt) - st->log_st;
     double lq = ((double)s[i] - st->ms) - st->log_ss;
@@ -26,6 +26,6 @@ void kl_js_tail(kl_state *st, const float *t, const float *s, size_t i, size_t n
   }
 }
 
-void kl_js_scalar(kl_state *st, const float *t, const float *s, size_t n) {
-  kl_js_tail(st, t, s, 0, n);
+void fdl_kl_js_scalar(kl_state *st, const float *t, const float *s, size_t n) {
+  fdl_kl_js_tail(st, t, s, 0, n);
 }

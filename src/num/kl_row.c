@@ -13,7 +13,7 @@
 
 #include "num/kl.h"
 
-void kl_state_init(kl_state *st) {
+void fdl_kl_state_init(kl_state *st) {
   memset(st, 0, sizeof *st); /* all-zero bytes are +0.0 */
   st->at = st->as = -1;
 }
@@ -58,7 +58,7 @@ static void rescale(kl_state *st, double mt, double ms) {
   st->ms = ms;
 }
 
-fdl_status kl_chunk(const kl_kernels *k, kl_state *st, const float *t, const float *s, size_t n,
+fdl_status fdl_kl_chunk(const kl_kernels *k, kl_state *st, const float *t, const float *s, size_t n,
                     size_t c0, const kl_next *next, kl_scan *ahead, const kl_where *w,
                     fdl_err *err) {
   float cmt, cms, mag;
@@ -101,7 +101,7 @@ static double lane_sum(const double *l) {
   return ((h[0] + h[1]) + (h[2] + h[3])) + ((h[4] + h[5]) + (h[6] + h[7]));
 }
 
-fdl_status kl_finish(kl_state *st, fdl_num_row *res, const kl_where *w, fdl_err *err) {
+fdl_status fdl_kl_finish(kl_state *st, fdl_num_row *res, const kl_where *w, fdl_err *err) {
   double sum_t = lane_sum(st->st), sum_s = lane_sum(st->ss);
   double a = lane_sum(st->a), d = lane_sum(st->d);
   double x = a / sum_t;
@@ -123,6 +123,6 @@ fdl_status kl_finish(kl_state *st, fdl_num_row *res, const kl_where *w, fdl_err 
   return FDL_OK;
 }
 
-double kl_js_finish(const kl_state *st) {
+double fdl_kl_js_finish(const kl_state *st) {
   return 0.5 * lane_sum(st->js) + 0.0;
 }

@@ -15,9 +15,9 @@ static void accum_scalar(kl_state *st, const float *t, const float *s, size_t n,
   for (size_t i = 0; i < n; i++) kl_elem(st, i % KL_LANES, t[i], s[i]);
 }
 
-static const kl_kernels scalar_kernels = {scan_scalar, accum_scalar, kl_js_scalar,
+static const kl_kernels scalar_kernels = {scan_scalar, accum_scalar, fdl_kl_js_scalar,
                                           FDL_NUM_ISA_SCALAR};
 
-const kl_kernels *kl_kernels_scalar(void) {
+const kl_kernels *fdl_kl_kernels_scalar(void) {
   return &scalar_kernels;
 }

@@ -9,7 +9,7 @@
 
 #include "num/replay.h"
 
-fdl_status replay_pad(const fdl_num_side *side, size_t rows, size_t pb, float *pad,
+fdl_status fdl_replay_pad(const fdl_num_side *side, size_t rows, size_t pb, float *pad,
                       size_t first_slot, const char *who, fdl_err *err) {
   size_t h = side->hidden;
   for (size_t r = 0; r < rows; r++) {
@@ -32,20 +32,20 @@ fdl_status replay_pad(const fdl_num_side *side, size_t rows, size_t pb, float *p
   return FDL_OK;
 }
 
-size_t replay_window(size_t c0, size_t nc, size_t vocab, size_t *skip) {
+size_t fdl_replay_window(size_t c0, size_t nc, size_t vocab, size_t *skip) {
   size_t col0 = c0 + nc <= vocab ? c0 : vocab - nc;
   *skip = c0 - col0;
   return col0;
 }
 
-void replay_tile(const float *pad, size_t pb, size_t hidden, const float *head, size_t col0,
+void fdl_replay_tile(const float *pad, size_t pb, size_t hidden, const float *head, size_t col0,
                  size_t nc, float *tile) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)pb, (blasint)nc, (blasint)hidden,
               1.0f, pad, (blasint)hidden, head + col0 * hidden, (blasint)hidden, 0.0f, tile,
               (blasint)nc);
 }
 
-void replay_single_threaded_blas(void) {
+void fdl_replay_single_threaded_blas(void) {
   /* OpenBLAS threads nested under our workers would oversubscribe the cores, and a threaded
    * GEMM's work split would follow the BLAS thread count. One call = one thread keeps the
    * tile a pure function of its inputs. */
