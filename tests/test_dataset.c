@@ -357,7 +357,8 @@ static void test_fifo_in_dataset(void **state) {
   char *text = NULL;
   size_t len = 0;
   fdl_err err;
-  assert_int_equal(fdl_ds_read_at(rootfd, FDL_DS_MANIFEST_NAME, 1024, &text, &len, NULL, &err), FDL_IO);
+  assert_int_equal(fdl_ds_read_at(rootfd, FDL_DS_MANIFEST_NAME, 1024, &text, &len, NULL, &err),
+                   FDL_IO);
   assert_non_null(strstr(err.msg, "not a regular file"));
   close(rootfd);
   fdl_ds_report r;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fidelis/buf.h"
+#include "base/sys.h"
 
 void fdl_buf_init(fdl_buf *b, size_t limit) {
   memset(b, 0, sizeof *b);
@@ -35,7 +36,7 @@ static int reserve(fdl_buf *b, size_t extra) {
   if (need <= b->cap) return 1;
   size_t cap = b->cap ? b->cap : 256;
   while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-  char *p = realloc(b->data, cap);
+  char *p = fdl_realloc(b->data, cap);
   if (!p) {
     b->err = FDL_NOMEM;
     return 0;

@@ -15,13 +15,14 @@
 #include <unistd.h>
 
 #include "fidelis/file.h"
+#include "base/sys.h"
 
 /* ---- inputs ------------------------------------------------------------------------------ */
 
 static fdl_status open_regular(const char *path, int *fd_out, struct stat *st, fdl_err *err) {
   /* O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears, before
    * the S_ISREG check below could refuse it. It has no effect on reads of regular files. */
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  int fd = fdl_sys_open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ELOOP) return fdl_fail(err, FDL_PATH, "%s: is a symbolic link (refused)", path);
     return fdl_fail(err, FDL_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -57,7 +58,7 @@ fdl_status fdl_map_file(const char *path, fdl_map *m, fdl_err *err) {
     m->priv_ = NULL;
     return FDL_OK;
   }
-  void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  void *p = fdl_sys_mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
   int e = errno;
   close(fd);
   if (p == MAP_FAILED) return fdl_fail(err, FDL_IO, "%s: cannot map: %s", path, strerror(e));
@@ -84,11 +85,11 @@ fdl_status fdl_read_fd(int fd, const char *name, size_t max_bytes, char **out, s
     return fdl_fail(err, FDL_BOUNDS, "%s: %lld bytes exceeds the %zu-byte limit for this file",
                     name, (long long)st.st_size, max_bytes);
   size_t want = (size_t)st.st_size;
-  char *p = malloc(want + 1);
+  char *p = fdl_malloc(want + 1);
   if (!p) return fdl_fail(err, FDL_NOMEM, "%s: out of memory reading %zu bytes", name, want);
   size_t got = 0;
   while (got < want) {
-    ssize_t r = read(fd, p + got, want - got);
+    ssize_t r = fdl_sys_read(fd, p + got, want - got);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
       int e = r < 0 ? errno : 0;
@@ -124,10 +125,10 @@ bool fdl_path_exists(const char *path) {
 
 static char *dir_of(const char *path) {
   const char *slash = strrchr(path, '/');
-  if (!slash) return strdup(".");
-  if (slash == path) return strdup("/");
+  if (!slash) return fdl_strdup(".");
+  if (slash == path) return fdl_strdup("/");
   size_t n = (size_t)(slash - path);
-  char *d = malloc(n + 1);
+  char *d = fdl_malloc(n + 1);
   if (d) {
     memcpy(d, path, n);
     d[n] = '\0';
@@ -138,9 +139,9 @@ static char *dir_of(const char *path) {
 static void fsync_dir_of(const char *path) {
   char *d = dir_of(path);
   if (!d) return;
-  int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = fdl_sys_open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0) {
-    (void)fsync(fd);
+    (void)fdl_sys_fsync(fd);
     close(fd);
   }
   free(d);
@@ -152,9 +153,9 @@ fdl_status fdl_out_open(fdl_out *o, const char *path, fdl_err *err) {
   if (fdl_path_exists(path))
     return fdl_fail(err, FDL_EXISTS, "%s: already exists (fidelis never overwrites an output)",
                     path);
-  o->path = strdup(path);
+  o->path = fdl_strdup(path);
   size_t n = strlen(path) + 64;
-  o->tmp_path = malloc(n);
+  o->tmp_path = fdl_malloc(n);
   if (!o->path || !o->tmp_path) {
     fdl_out_abort(o);
     return fdl_fail(err, FDL_NOMEM, "%s: out of memory", path);
@@ -162,7 +163,7 @@ fdl_status fdl_out_open(fdl_out *o, const char *path, fdl_err *err) {
   /* The pid plus an attempt counter keeps concurrent writers in one directory apart. */
   for (unsigned attempt = 0; attempt < 100; attempt++) {
     snprintf(o->tmp_path, n, "%s.tmp-%ld-%u", path, (long)getpid(), attempt);
-    o->fd = open(o->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    o->fd = fdl_sys_open(o->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (o->fd >= 0) return FDL_OK;
     if (errno != EEXIST) break;
   }
@@ -178,7 +179,7 @@ fdl_status fdl_out_write(fdl_out *o, const void *p, size_t n, fdl_err *err) {
   const char *c = p;
   while (n > 0) {
     size_t chunk = n > (1u << 30) ? (1u << 30) : n;
-    ssize_t w = write(o->fd, c, chunk);
+    ssize_t w = fdl_sys_write(o->fd, c, chunk);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0)
       return fdl_fail(err, FDL_IO, "%s: write failed: %s", o->path,
@@ -208,7 +209,7 @@ static int move_noreplace(const char *from, const char *to) {
   }
   if (errno == EEXIST) return -1;
 #ifdef SYS_renameat2
-  return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 1 /* RENAME_NOREPLACE */);
+  return fdl_sys_rename_noreplace(from, to);
 #else
   return -1;
 #endif
@@ -216,7 +217,7 @@ static int move_noreplace(const char *from, const char *to) {
 
 fdl_status fdl_out_commit(fdl_out *o, fdl_err *err) {
   fdl_status s = FDL_OK;
-  if (fsync(o->fd) != 0) {
+  if (fdl_sys_fsync(o->fd) != 0) {
     s = fdl_fail(err, FDL_IO, "%s: fsync failed: %s", o->path, strerror(errno));
   } else if (close(o->fd) != 0) {
     o->fd = -1;
@@ -249,7 +250,7 @@ fdl_status fdl_write_file(const char *path, const void *p, size_t n, fdl_err *er
 
 fdl_status fdl_rename_noreplace(const char *from, const char *to, fdl_err *err) {
 #ifdef SYS_renameat2
-  if (syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 1 /* RENAME_NOREPLACE */) == 0) {
+  if (fdl_sys_rename_noreplace(from, to) == 0) {
     fsync_dir_of(to);
     return FDL_OK;
   }
@@ -260,7 +261,7 @@ fdl_status fdl_rename_noreplace(const char *from, const char *to, fdl_err *err) 
   /* No atomic no-replace rename here: check, then rename (a narrow race, stated). */
   if (fdl_path_exists(to))
     return fdl_fail(err, FDL_EXISTS, "%s: already exists; left untouched", to);
-  if (rename(from, to) != 0)
+  if (fdl_sys_rename(from, to) != 0)
     return fdl_fail(err, FDL_IO, "cannot move %s to %s: %s", from, to, strerror(errno));
   fsync_dir_of(to);
   return FDL_OK;

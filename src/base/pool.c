@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fidelis/pool.h"
+#include "base/sys.h"
 
 struct fdl_pool_impl {
   pthread_mutex_t mu;
@@ -111,10 +112,10 @@ fdl_status fdl_pool_init(fdl_pool *pool, unsigned threads, fdl_err *err) {
   if (threads > FDL_POOL_MAX_THREADS)
     return fdl_fail(err, FDL_INVALID, "thread pool: %u threads requested, at most %u supported",
                     threads, (unsigned)FDL_POOL_MAX_THREADS);
-  fdl_pool_impl *p = calloc(1, sizeof *p);
+  fdl_pool_impl *p = fdl_calloc(1, sizeof *p);
   if (!p) return fdl_fail(err, FDL_NOMEM, "thread pool: out of memory");
   p->nworkers = threads - 1;
-  if (p->nworkers && !(p->tids = calloc(p->nworkers, sizeof *p->tids))) {
+  if (p->nworkers && !(p->tids = fdl_calloc(p->nworkers, sizeof *p->tids))) {
     free(p);
     return fdl_fail(err, FDL_NOMEM, "thread pool: out of memory");
   }
@@ -124,7 +125,7 @@ fdl_status fdl_pool_init(fdl_pool *pool, unsigned threads, fdl_err *err) {
   atomic_init(&p->next, 0);
   atomic_init(&p->fail_index, SIZE_MAX);
   for (unsigned i = 0; i < p->nworkers; i++) {
-    worker_arg *wa = malloc(sizeof *wa);
+    worker_arg *wa = fdl_malloc(sizeof *wa);
     int rc = wa ? 0 : -1;
     if (wa) {
       wa->impl = p;

@@ -22,7 +22,7 @@ static void weights_identity(const cmp_side *a, const cmp_side *b, bool *equal, 
 }
 
 fdl_status fdl_cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                        cmp_findings *f, cmp_refusal *r, fdl_err *err) {
+                            cmp_findings *f, cmp_refusal *r, fdl_err *err) {
   f->capture_equal =
       !fdl_cmp_empty(a->capture_digest) && fdl_cmp_streq(a->capture_digest, b->capture_digest);
   f->head_digest_equal = fdl_cmp_streq(a->head_digest, b->head_digest);
@@ -30,23 +30,25 @@ fdl_status fdl_cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_comp
   weights_identity(a, b, &f->weights_identity_equal, &any_null);
   if (f->capture_equal && (a->hidden || b->hidden) && !f->head_digest_equal) {
     if (!o->own_heads)
-      return fdl_cmp_refuse(r, err, "head_substitution_vacuous", "head",
-                        "none: with identical hidden states the only difference is the head; "
-                        "use --own-heads to measure exactly that head difference",
-                        "HEAD-1c: the capture content digests are equal (%s) but the heads "
-                        "differ; replaying identical hidden states through one head is a vacuous "
-                        "zero",
-                        a->capture_digest);
+      return fdl_cmp_refuse(
+          r, err, "head_substitution_vacuous", "head",
+          "none: with identical hidden states the only difference is the head; "
+          "use --own-heads to measure exactly that head difference",
+          "HEAD-1c: the capture content digests are equal (%s) but the heads "
+          "differ; replaying identical hidden states through one head is a vacuous "
+          "zero",
+          a->capture_digest);
     f->kind = "measurement";
     char sa[13], sb[13];
     fdl_cmp_short(a->head_digest, sa);
     fdl_cmp_short(b->head_digest, sb);
-    fdl_status s = fdl_cmp_disclose(f, "head_only_difference", "info", 0, err,
-                                "HEAD-1c: both sides carry the same hidden states (capture "
-                                "content digest %s); with --own-heads the measured difference is "
-                                "exactly the difference between the heads (reference %s, "
-                                "candidate %s).",
-                                a->capture_digest, sa, sb);
+    fdl_status s =
+        fdl_cmp_disclose(f, "head_only_difference", "info", 0, err,
+                         "HEAD-1c: both sides carry the same hidden states (capture "
+                         "content digest %s); with --own-heads the measured difference is "
+                         "exactly the difference between the heads (reference %s, "
+                         "candidate %s).",
+                         a->capture_digest, sa, sb);
     if (s != FDL_OK) return s;
   } else if (f->capture_equal) {
     f->kind = "reproduction_confirmation";
@@ -57,9 +59,9 @@ fdl_status fdl_cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_comp
   }
   if (o->self_compare && strcmp(f->kind, "reproduction_confirmation"))
     return fdl_cmp_refuse(r, err, "not_a_self_compare", "self-compare",
-                      "drop --self-compare to measure this pair",
-                      "--self-compare asserts a reproduction, but this pair is a %s (capture "
-                      "content digests %s)",
-                      f->kind, f->capture_equal ? "equal" : "differ");
+                          "drop --self-compare to measure this pair",
+                          "--self-compare asserts a reproduction, but this pair is a %s (capture "
+                          "content digests %s)",
+                          f->kind, f->capture_equal ? "equal" : "differ");
   return FDL_OK;
 }

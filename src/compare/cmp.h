@@ -30,7 +30,7 @@ typedef struct {
 
 /* Fills r and err ("message") and returns FDL_REFUSED. remedy may be NULL (no remedy line). */
 fdl_status fdl_cmp_refuse(cmp_refusal *r, fdl_err *err, const char *code, const char *gate,
-                      const char *remedy, const char *fmt, ...) FDL_PRINTF(6, 7);
+                          const char *remedy, const char *fmt, ...) FDL_PRINTF(6, 7);
 
 /* Remedy text of refusals that have no override by design. */
 #define CMP_NO_OVERRIDE_PANEL                                                                      \
@@ -94,7 +94,7 @@ typedef struct {
 
 /* Validates the dataset (refusal seal_failed with the validator's first error) and loads it. */
 fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, const char *label,
-                         const fdl_compare_opts *o, cmp_refusal *r, fdl_err *err);
+                             const fdl_compare_opts *o, cmp_refusal *r, fdl_err *err);
 void fdl_cmp_side_free(cmp_side *s);
 /* root + "/" + rel (+ "/" + rel2 when non-NULL), malloc'd; NULL on OOM. */
 char *fdl_cmp_path_join(const char *root, const char *rel, const char *rel2);
@@ -130,33 +130,34 @@ void fdl_cmp_findings_init(cmp_findings *f);
 void fdl_cmp_findings_free(cmp_findings *f);
 /* Records a gate result; overridden_by may be NULL. */
 fdl_status fdl_cmp_gate(cmp_findings *f, const char *name, bool passed, const char *overridden_by,
-                    fdl_err *err, const char *fmt, ...) FDL_PRINTF(6, 7);
+                        fdl_err *err, const char *fmt, ...) FDL_PRINTF(6, 7);
 /* Appends a disclosure; affects < 0 writes null. */
 fdl_status fdl_cmp_disclose(cmp_findings *f, const char *code, const char *severity, int affects,
-                        fdl_err *err, const char *fmt, ...) FDL_PRINTF(6, 7);
+                            fdl_err *err, const char *fmt, ...) FDL_PRINTF(6, 7);
 /* Replaces the bias block (kind, direction unknown, no magnitude, no floor ref, detail). */
 fdl_status fdl_cmp_set_bias(cmp_findings *f, const char *kind, const char *detail, fdl_err *err);
 
 /* The gates of section 4 in order: form, provenance, panel, head, lane, stack, geometry,
  * coverage, lossy, decode, then seal. */
-fdl_status fdl_cmp_gate_provenance(const cmp_side *a, const cmp_side *b, cmp_findings *f, fdl_err *err);
+fdl_status fdl_cmp_gate_provenance(const cmp_side *a, const cmp_side *b, cmp_findings *f,
+                                   fdl_err *err);
 fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings *f, cmp_refusal *r,
-                          fdl_err *err);
+                              fdl_err *err);
 fdl_status fdl_cmp_gate_head(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                         cmp_findings *f, cmp_refusal *r, fdl_err *err);
+                             cmp_findings *f, cmp_refusal *r, fdl_err *err);
 fdl_status fdl_cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                               cmp_findings *f, cmp_refusal *r, fdl_err *err);
+                                   cmp_findings *f, cmp_refusal *r, fdl_err *err);
 fdl_status fdl_cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
-                                      const fdl_compare_opts *o, cmp_findings *f, cmp_refusal *r,
-                                      fdl_err *err);
-fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                                 cmp_findings *f, fdl_err *err);
+                                          const fdl_compare_opts *o, cmp_findings *f,
+                                          cmp_refusal *r, fdl_err *err);
+fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b,
+                                     const fdl_compare_opts *o, cmp_findings *f, fdl_err *err);
 /* The whole ladder (section 4 steps 1-11). */
 fdl_status fdl_cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                         cmp_findings *f, cmp_refusal *r, fdl_err *err);
+                             cmp_findings *f, cmp_refusal *r, fdl_err *err);
 /* Classification with HEAD-1c and the --self-compare assertion (steps 12-13). */
 fdl_status fdl_cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                        cmp_findings *f, cmp_refusal *r, fdl_err *err);
+                            cmp_findings *f, cmp_refusal *r, fdl_err *err);
 
 /* PANEL-D6 equality of two panel.tokenizer objects (null or absent means unknown). */
 bool fdl_cmp_tokenizer_identity_equal(const json_t *ta, const json_t *tb);
@@ -178,7 +179,7 @@ typedef struct {
 
 /* Resolves and loads the heads the head gate decided (section 5.4, head resolution). */
 fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                          cmp_findings *f, cmp_heads *h, cmp_refusal *r, fdl_err *err);
+                              cmp_findings *f, cmp_heads *h, cmp_refusal *r, fdl_err *err);
 void fdl_cmp_heads_free(cmp_heads *h);
 
 /* ---- estimate (estimate.c) -------------------------------------------------------------- */
@@ -198,13 +199,13 @@ typedef struct {
 
 /* Sizes the tokenwise layout from the reference's scored_rows over the shared records. */
 fdl_status fdl_cmp_estimate_layout(const cmp_side *a, const cmp_findings *f, cmp_estimate *e,
-                               fdl_err *err);
+                                   fdl_err *err);
 /* The hash proof: every value +0.0, top-1 all agree. */
 fdl_status fdl_cmp_estimate_zero(cmp_estimate *e, fdl_err *err);
 /* The full computation (section 6.2), streaming records through fdl_num_run. */
 fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                            cmp_findings *f, const cmp_heads *h, bool want_js, cmp_estimate *e,
-                            cmp_refusal *r, fdl_err *err);
+                                cmp_findings *f, const cmp_heads *h, bool want_js, cmp_estimate *e,
+                                cmp_refusal *r, fdl_err *err);
 void fdl_cmp_estimate_free(cmp_estimate *e);
 
 /* ---- statistics, receipt, output -------------------------------------------------------- */
@@ -214,8 +215,8 @@ void fdl_cmp_estimate_free(cmp_estimate *e);
  * uncertainty, js, logit_absolute_error_mean/max and metric to the receipt. Appends the
  * uncertainty_not_estimated disclosure when a bootstrap was wanted but cannot run. */
 fdl_status fdl_cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_estimate *e,
-                           const fdl_compare_opts *o, bool reproduction, json_t *receipt,
-                           fdl_err *err);
+                               const fdl_compare_opts *o, bool reproduction, json_t *receipt,
+                               fdl_err *err);
 
 typedef struct {
   uint64_t bytes;
@@ -226,14 +227,14 @@ typedef struct {
  * determinism, measurement_scope, comparability, tokenwise, self_compare, submission,
  * disclosures) and seals it. */
 fdl_status fdl_cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                             cmp_findings *f, const cmp_estimate *e, bool force_agreed,
-                             const cmp_tokenwise_info *tw, json_t *receipt, cmp_refusal *r,
-                             fdl_err *err);
+                                 cmp_findings *f, const cmp_estimate *e, bool force_agreed,
+                                 const cmp_tokenwise_info *tw, json_t *receipt, cmp_refusal *r,
+                                 fdl_err *err);
 
 /* The comparability block (section 11.7): class, floor, lane, bias, and for a measurement the
  * key and its inputs. Refuses receipt_invalid when a key input contains '|'. */
-fdl_status fdl_cmp_comparability(const cmp_side *a, const cmp_findings *f, json_t **out, cmp_refusal *r,
-                             fdl_err *err);
+fdl_status fdl_cmp_comparability(const cmp_side *a, const cmp_findings *f, json_t **out,
+                                 cmp_refusal *r, fdl_err *err);
 
 /* The comparator block's description of fidelis and its environment (env.c). */
 json_t *fdl_cmp_env_replay(void);
@@ -253,12 +254,12 @@ typedef struct {
 fdl_status fdl_cmp_stage_open(const char *out_dir, cmp_stage *st, cmp_refusal *r, fdl_err *err);
 /* Writes the np.save bytes of the token-wise array and digests them. */
 fdl_status fdl_cmp_stage_tokenwise(cmp_stage *st, const cmp_estimate *e, cmp_tokenwise_info *tw,
-                               cmp_refusal *r, fdl_err *err);
+                                   cmp_refusal *r, fdl_err *err);
 /* Writes the receipt (indent-2 file form), creates out_dir and renames the array, then the
  * receipt, into it without replacing anything. */
 fdl_status fdl_cmp_stage_commit(cmp_stage *st, const json_t *receipt, const char *out_dir,
-                            char **receipt_path, char **tokenwise_path, cmp_refusal *r,
-                            fdl_err *err);
+                                char **receipt_path, char **tokenwise_path, cmp_refusal *r,
+                                fdl_err *err);
 /* Removes whatever is left in the staging directory, and the directory. */
 void fdl_cmp_stage_cleanup(cmp_stage *st);
 

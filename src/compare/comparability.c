@@ -49,8 +49,8 @@ fdl_status fdl_compare_key(const json_t *key_inputs, char *out, fdl_err *err) {
 }
 
 /* The comparability block of a receipt; key and key_inputs only for a measurement. */
-fdl_status fdl_cmp_comparability(const cmp_side *a, const cmp_findings *f, json_t **out, cmp_refusal *r,
-                             fdl_err *err) {
+fdl_status fdl_cmp_comparability(const cmp_side *a, const cmp_findings *f, json_t **out,
+                                 cmp_refusal *r, fdl_err *err) {
   json_t *c = json_object();
   if (!c) return fdl_fail(err, FDL_NOMEM, "out of memory");
   bool usable =
@@ -68,7 +68,7 @@ fdl_status fdl_cmp_comparability(const cmp_side *a, const cmp_findings *f, json_
     bad |= !ki;
     bad |= fdl_cmp_set_str(ki, "panel_id", !fdl_cmp_empty(panel_id) ? panel_id : "panel--unknown") |
            fdl_cmp_set_str(ki, "reference_id",
-                       !fdl_cmp_empty(a->dataset_id) ? a->dataset_id : "reference--unknown") |
+                           !fdl_cmp_empty(a->dataset_id) ? a->dataset_id : "reference--unknown") |
            fdl_cmp_set_str(ki, "metric_name", "mean_tokenwise_kld") |
            fdl_cmp_set_str(ki, "direction", "reference_to_candidate") |
            fdl_cmp_set_str(ki, "accumulation_dtype", "float64") |
@@ -83,8 +83,8 @@ fdl_status fdl_cmp_comparability(const cmp_side *a, const cmp_findings *f, json_
     }
     /* The reference's exact text: readers match on it. */
     bad |= fdl_cmp_set_str(ki, "note",
-                       "provisional; the registry recomputes with its reference record id "
-                       "(registry CMP-001)") |
+                           "provisional; the registry recomputes with its reference record id "
+                           "(registry CMP-001)") |
            fdl_cmp_set_str(c, "key", key) | json_object_set_new(c, "key_inputs", ki);
   }
   if (bad) {

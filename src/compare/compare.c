@@ -49,9 +49,10 @@ static fdl_status same_root(const fdl_compare_opts *o, cmp_refusal *r, fdl_err *
   free(ra);
   free(rb);
   if (!same) return FDL_OK;
-  return fdl_cmp_refuse(r, err, "same_root", "cli",
-                    "none: even a self-compare needs two separate captures of the same artifact",
-                    "the reference and the candidate are the same directory (%s)", o->reference);
+  return fdl_cmp_refuse(
+      r, err, "same_root", "cli",
+      "none: even a self-compare needs two separate captures of the same artifact",
+      "the reference and the candidate are the same directory (%s)", o->reference);
 }
 
 /* --force-compute: the computed array must be all +0.0 bit for bit (compared as 64-bit words)
@@ -62,14 +63,14 @@ static fdl_status force_agrees(const cmp_estimate *e, cmp_refusal *r, fdl_err *e
     memcpy(&w, &e->kl[i], sizeof w);
     if (w)
       return fdl_cmp_refuse(r, err, "self_compare_disagreement", "compute", CMP_REMEDY_BUG,
-                        "--force-compute: row %zu of the computed array is %.17g, not +0.0, "
-                        "although the capture content digests are equal",
-                        i, e->kl[i]);
+                            "--force-compute: row %zu of the computed array is %.17g, not +0.0, "
+                            "although the capture content digests are equal",
+                            i, e->kl[i]);
   }
   if (e->top1_matches != e->n_rows)
     return fdl_cmp_refuse(r, err, "self_compare_disagreement", "compute", CMP_REMEDY_BUG,
-                      "--force-compute: top-1 agreement is %llu of %zu rows, not all",
-                      (unsigned long long)e->top1_matches, e->n_rows);
+                          "--force-compute: top-1 agreement is %llu of %zu rows, not all",
+                          (unsigned long long)e->top1_matches, e->n_rows);
   return FDL_OK;
 }
 
@@ -119,8 +120,9 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
   fdl_err ce = {FDL_OK, ""};
   if (fdl_compare_check_receipt(z->rc, code, &ce) != FDL_OK)
     return fdl_cmp_refuse(r, err, "receipt_invalid", "publish", CMP_REMEDY_BUG,
-                      "the built receipt fails its own checks [%s]: %s", code, ce.msg);
-  s = fdl_cmp_stage_commit(&z->st, z->rc, o->out_dir, &res->receipt_path, &res->tokenwise_path, r, err);
+                          "the built receipt fails its own checks [%s]: %s", code, ce.msg);
+  s = fdl_cmp_stage_commit(&z->st, z->rc, o->out_dir, &res->receipt_path, &res->tokenwise_path, r,
+                           err);
   if (s != FDL_OK) return s;
   res->exit_code = fdl_cmp_streq(fdl_cmp_jstr(z->rc, "comparability.class"), "strict") ? 0 : 2;
   res->receipt = json_incref(z->rc);

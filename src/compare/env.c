@@ -37,16 +37,17 @@ json_t *fdl_cmp_env_replay(void) {
     snprintf(version, sizeof version, "%.*s", (int)n, cfg + 9);
   }
   cpu_model(cpu, sizeof cpu);
-  int bad = fdl_cmp_set_str(o, "library", "openblas") | fdl_cmp_set_str(o, "blas_name", "openblas") |
-            fdl_cmp_set_str(o, "blas_version", version) | fdl_cmp_set_str(o, "blas_configuration", cfg) |
-            fdl_cmp_set_str(o, "blas_core", core) | fdl_cmp_set_int(o, "blas_threads", 1) |
-            fdl_cmp_set_str(o, "blas_threads_source",
-                        "openblas_set_num_threads(1): one single-threaded cblas_sgemm per tile") |
-            fdl_cmp_set_str(o, "cpu_model", cpu) | fdl_cmp_set_str(o, "replay_dtype", "float32") |
-            fdl_cmp_set_str(o, "tile",
-                        "position_block x vocab_chunk logits per sgemm; the last block of a "
-                        "record is zero-padded and the last vocabulary tile slides back to keep "
-                        "the shape fixed");
+  int bad =
+      fdl_cmp_set_str(o, "library", "openblas") | fdl_cmp_set_str(o, "blas_name", "openblas") |
+      fdl_cmp_set_str(o, "blas_version", version) | fdl_cmp_set_str(o, "blas_configuration", cfg) |
+      fdl_cmp_set_str(o, "blas_core", core) | fdl_cmp_set_int(o, "blas_threads", 1) |
+      fdl_cmp_set_str(o, "blas_threads_source",
+                      "openblas_set_num_threads(1): one single-threaded cblas_sgemm per tile") |
+      fdl_cmp_set_str(o, "cpu_model", cpu) | fdl_cmp_set_str(o, "replay_dtype", "float32") |
+      fdl_cmp_set_str(o, "tile",
+                      "position_block x vocab_chunk logits per sgemm; the last block of a "
+                      "record is zero-padded and the last vocabulary tile slides back to keep "
+                      "the shape fixed");
   if (bad) {
     json_decref(o);
     return NULL;

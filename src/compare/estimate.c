@@ -15,13 +15,14 @@
 
 #include "fidelis/pool.h"
 #include "compare/cmp.h"
+#include "base/sys.h"
 
 /* ---- layout and the hash proof ---------------------------------------------------------- */
 
 fdl_status fdl_cmp_estimate_layout(const cmp_side *a, const cmp_findings *f, cmp_estimate *e,
-                               fdl_err *err) {
+                                   fdl_err *err) {
   memset(e, 0, sizeof *e);
-  e->ctx_off = malloc((f->n_shared + 1) * sizeof *e->ctx_off);
+  e->ctx_off = fdl_malloc((f->n_shared + 1) * sizeof *e->ctx_off);
   if (!e->ctx_off) return fdl_fail(err, FDL_NOMEM, "out of memory");
   size_t n = 0;
   for (size_t c = 0; c < f->n_shared; c++) {
@@ -39,7 +40,7 @@ fdl_status fdl_cmp_estimate_layout(const cmp_side *a, const cmp_findings *f, cmp
 
 fdl_status fdl_cmp_estimate_zero(cmp_estimate *e, fdl_err *err) {
   /* calloc gives all-zero bytes: +0.0, never -0.0. */
-  e->kl = calloc(e->n_rows ? e->n_rows : 1, sizeof *e->kl);
+  e->kl = fdl_calloc(e->n_rows ? e->n_rows : 1, sizeof *e->kl);
   if (!e->kl) return fdl_fail(err, FDL_NOMEM, "out of memory for %zu KL values", e->n_rows);
   e->top1_matches = e->n_rows;
   e->computed = false;
@@ -81,27 +82,27 @@ static fdl_status open_side(const plan *p, int i, size_t ctx, rec_open *ro, cmp_
   fdl_status st = fdl_safetensors_open(path, &ro->st[i], &e);
   if (st != FDL_OK) {
     fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
-               "%s record %lld (%s): %s", s->who, idx, path, e.msg);
+                   "%s record %lld (%s): %s", s->who, idx, path, e.msg);
     free(path);
     return FDL_REFUSED;
   }
   const fdl_tensor *t = fdl_safetensors_find(ro->st[i], rec->key ? rec->key : "");
   if (!t)
     st = fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
-                    "%s record %lld (%s): tensor key '%s' is absent", s->who, idx, path,
-                    rec->key ? rec->key : "");
+                        "%s record %lld (%s): tensor key '%s' is absent", s->who, idx, path,
+                        rec->key ? rec->key : "");
   else if (!fdl_cmp_dtype_widenable(t->dtype))
     st = fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
-                    "%s record %lld (%s): dtype %s is not read by the float32 estimator "
-                    "(BF16, F16 or F32 expected)",
-                    s->who, idx, path, fdl_dtype_name(t->dtype));
+                        "%s record %lld (%s): dtype %s is not read by the float32 estimator "
+                        "(BF16, F16 or F32 expected)",
+                        s->who, idx, path, fdl_dtype_name(t->dtype));
   else if (t->ndim != 2 || t->shape[0] != rec->scored_rows || (uint64_t)t->shape[1] != p->width[i])
     st = fdl_cmp_refuse(r, err, "geometry_mismatch", "compute", CMP_NO_OVERRIDE_DATA,
-                    "%s record %lld (%s): tensor shape [%lld, %lld], expected [%lld, %zu] "
-                    "(scored_rows, %s)",
-                    s->who, idx, path, t->ndim > 0 ? (long long)t->shape[0] : -1LL,
-                    t->ndim > 1 ? (long long)t->shape[1] : -1LL, (long long)rec->scored_rows,
-                    p->width[i], p->hidden[i] ? "hidden_width" : "vocab_size");
+                        "%s record %lld (%s): tensor shape [%lld, %lld], expected [%lld, %zu] "
+                        "(scored_rows, %s)",
+                        s->who, idx, path, t->ndim > 0 ? (long long)t->shape[0] : -1LL,
+                        t->ndim > 1 ? (long long)t->shape[1] : -1LL, (long long)rec->scored_rows,
+                        p->width[i], p->hidden[i] ? "hidden_width" : "vocab_size");
   free(path);
   ro->t[i] = t;
   return st;
@@ -147,7 +148,7 @@ static fdl_status convert_task(void *arg, size_t i, unsigned worker, fdl_err *er
   const rec_open *ro = &w->opens[b->open];
   for (int s = 0; s < 2; s++)
     fdl_cmp_widen(ro->t[s], b->row0 * w->p.width[s], b->rows * w->p.width[s],
-              w->buf[s] + b->buf_row * w->p.width[s]);
+                  w->buf[s] + b->buf_row * w->p.width[s]);
   return FDL_OK;
 }
 
@@ -158,7 +159,7 @@ static fdl_status convert_task(void *arg, size_t i, unsigned worker, fdl_err *er
 
 static float *window_buffer(size_t bytes) {
   size_t n = (bytes + WINDOW_ALIGN - 1) / WINDOW_ALIGN * WINDOW_ALIGN;
-  void *p = aligned_alloc(WINDOW_ALIGN, n ? n : WINDOW_ALIGN);
+  void *p = fdl_aligned_alloc(WINDOW_ALIGN, n ? n : WINDOW_ALIGN);
 #ifdef MADV_HUGEPAGE
   if (p) (void)madvise(p, n, MADV_HUGEPAGE); /* a hint: refused or unsupported changes nothing */
 #endif
@@ -188,12 +189,12 @@ static fdl_status window_init(window *w, const plan *p, size_t pb, unsigned thre
   w->cap_rows = cap;
   w->cap_blocks = cap; /* every block has at least one row */
   for (int s = 0; s < 2; s++) w->buf[s] = window_buffer(cap * p->width[s] * sizeof(float));
-  w->blocks = malloc(w->cap_blocks * sizeof *w->blocks);
-  w->nblk = malloc(w->cap_blocks * sizeof *w->nblk);
-  w->opens = calloc(w->cap_blocks + 1, sizeof *w->opens);
-  w->top1 = malloc(cap);
-  w->abs_sum = malloc(cap * sizeof *w->abs_sum);
-  w->abs_max = malloc(cap * sizeof *w->abs_max);
+  w->blocks = fdl_malloc(w->cap_blocks * sizeof *w->blocks);
+  w->nblk = fdl_malloc(w->cap_blocks * sizeof *w->nblk);
+  w->opens = fdl_calloc(w->cap_blocks + 1, sizeof *w->opens);
+  w->top1 = fdl_malloc(cap);
+  w->abs_sum = fdl_malloc(cap * sizeof *w->abs_sum);
+  w->abs_max = fdl_malloc(cap * sizeof *w->abs_max);
   if (!w->buf[0] || !w->buf[1] || !w->blocks || !w->nblk || !w->opens || !w->top1 || !w->abs_sum ||
       !w->abs_max) {
     window_free(w);
@@ -246,16 +247,16 @@ static fdl_status locate_nonfinite(runner *rn, window *w, const fdl_err *first, 
       const cmp_side *s = w->p.side[0];
       const fdl_ds_capture_record *rec = &s->ds.records[w->p.f->ref_at[ctx]];
       return fdl_cmp_refuse(r, err, "non_finite", "compute",
-                        "none: a non-finite value is never clamped or skipped; fix the capture",
-                        "record %lld (window_id %s), row %zu of %lld: %s", (long long)rec->index,
-                        rec->window_id ? rec->window_id : "None", b->row0 + row,
-                        (long long)rec->scored_rows, e.msg);
+                            "none: a non-finite value is never clamped or skipped; fix the capture",
+                            "record %lld (window_id %s), row %zu of %lld: %s",
+                            (long long)rec->index, rec->window_id ? rec->window_id : "None",
+                            b->row0 + row, (long long)rec->scored_rows, e.msg);
     }
   }
   return fdl_cmp_refuse(r, err, "non_finite", "compute",
-                    "none: a non-finite value is never clamped or skipped; fix the capture",
-                    "rows %zu..%zu: %s", w->first_slot, w->first_slot + w->rows_used - 1,
-                    first->msg);
+                        "none: a non-finite value is never clamped or skipped; fix the capture",
+                        "rows %zu..%zu: %s", w->first_slot, w->first_slot + w->rows_used - 1,
+                        first->msg);
 }
 
 static fdl_status flush(runner *rn, window *w, cmp_refusal *r, fdl_err *err) {
@@ -279,7 +280,7 @@ static fdl_status flush(runner *rn, window *w, cmp_refusal *r, fdl_err *err) {
   if (s == FDL_NONFINITE) return locate_nonfinite(rn, w, &ne, r, err);
   if (s != FDL_OK)
     return fdl_cmp_refuse(r, err, s == FDL_NOMEM ? "out_of_memory" : "estimator_failed", "compute",
-                      CMP_REMEDY_RESOURCES, "estimator: %s", ne.msg);
+                          CMP_REMEDY_RESOURCES, "estimator: %s", ne.msg);
   /* Reductions in row order, so they are independent of the window size. */
   for (size_t i = 0; i < w->rows_used; i++) {
     e->top1_matches += w->top1[i];
@@ -346,18 +347,19 @@ static fdl_status run_all(runner *rn, window *w, const plan *p, size_t pb, cmp_r
 }
 
 fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                            cmp_findings *f, const cmp_heads *h, bool want_js, cmp_estimate *e,
-                            cmp_refusal *r, fdl_err *err) {
+                                cmp_findings *f, const cmp_heads *h, bool want_js, cmp_estimate *e,
+                                cmp_refusal *r, fdl_err *err) {
   size_t pb = o->position_block ? o->position_block : FDL_COMPARE_POSITION_BLOCK_DEFAULT;
   size_t vc = o->vocab_chunk ? o->vocab_chunk : FDL_NUM_VOCAB_CHUNK_DEFAULT;
   if (pb > FDL_NUM_POSITION_BLOCK_MAX)
-    return fdl_cmp_refuse(r, err, "bad_position_block", "compute", "a --position-block from 1 to 4096",
-                      "--position-block %zu is above %d", pb, FDL_NUM_POSITION_BLOCK_MAX);
+    return fdl_cmp_refuse(r, err, "bad_position_block", "compute",
+                          "a --position-block from 1 to 4096", "--position-block %zu is above %d",
+                          pb, FDL_NUM_POSITION_BLOCK_MAX);
   if (vc > FDL_NUM_VOCAB_CHUNK_MAX)
     return fdl_cmp_refuse(r, err, "bad_vocab_chunk", "compute", "a --vocab-chunk from 1 to 1048576",
-                      "--vocab-chunk %zu is above %u", vc, (unsigned)FDL_NUM_VOCAB_CHUNK_MAX);
-  e->kl = calloc(e->n_rows ? e->n_rows : 1, sizeof *e->kl);
-  if (want_js) e->js = calloc(e->n_rows ? e->n_rows : 1, sizeof *e->js);
+                          "--vocab-chunk %zu is above %u", vc, (unsigned)FDL_NUM_VOCAB_CHUNK_MAX);
+  e->kl = fdl_calloc(e->n_rows ? e->n_rows : 1, sizeof *e->kl);
+  if (want_js) e->js = fdl_calloc(e->n_rows ? e->n_rows : 1, sizeof *e->js);
   if (!e->kl || (want_js && !e->js))
     return fdl_fail(err, FDL_NOMEM, "out of memory for %zu per-row values", e->n_rows);
   e->computed = true;
@@ -379,7 +381,7 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
   fdl_err ne = {FDL_OK, ""};
   if (fdl_num_ctx_new(&no, &rn.ctx, &ne) != FDL_OK)
     return fdl_cmp_refuse(r, err, ne.status == FDL_NOMEM ? "out_of_memory" : "estimator_failed",
-                      "compute", CMP_REMEDY_RESOURCES, "estimator: %s", ne.msg);
+                          "compute", CMP_REMEDY_RESOURCES, "estimator: %s", ne.msg);
   e->isa = fdl_num_isa_name(fdl_num_ctx_opts(rn.ctx)->isa);
   unsigned threads = fdl_num_ctx_opts(rn.ctx)->threads;
   fdl_status s = fdl_pool_init(&rn.pool, threads, err);

@@ -33,14 +33,15 @@ static json_t *vformat(const char *fmt, va_list ap) {
 }
 
 fdl_status fdl_cmp_gate(cmp_findings *f, const char *name, bool passed, const char *overridden_by,
-                    fdl_err *err, const char *fmt, ...) {
+                        fdl_err *err, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   json_t *detail = vformat(fmt, ap);
   va_end(ap);
   json_t *g = json_object();
   if (!f->gates || !g || !detail || json_object_set_new(g, "passed", json_boolean(passed)) ||
-      json_object_set_new(g, "detail", detail) || fdl_cmp_set_str(g, "overridden_by", overridden_by) ||
+      json_object_set_new(g, "detail", detail) ||
+      fdl_cmp_set_str(g, "overridden_by", overridden_by) ||
       json_object_set_new(f->gates, name, g)) {
     return fdl_fail(err, FDL_NOMEM, "out of memory recording gate %s", name);
   }
@@ -48,7 +49,7 @@ fdl_status fdl_cmp_gate(cmp_findings *f, const char *name, bool passed, const ch
 }
 
 fdl_status fdl_cmp_disclose(cmp_findings *f, const char *code, const char *severity, int affects,
-                        fdl_err *err, const char *fmt, ...) {
+                            fdl_err *err, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   json_t *detail = vformat(fmt, ap);

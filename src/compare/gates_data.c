@@ -6,53 +6,55 @@
 #include "compare/cmp.h"
 
 fdl_status fdl_cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
-                                      const fdl_compare_opts *o, cmp_findings *f, cmp_refusal *r,
-                                      fdl_err *err) {
+                                          const fdl_compare_opts *o, cmp_findings *f,
+                                          cmp_refusal *r, fdl_err *err) {
   if (a->vocab != b->vocab)
     return fdl_cmp_refuse(r, err, "geometry_mismatch", "geometry",
-                      "none: the vocabularies must be the same to compare distributions",
-                      "capture.vocab_size differs: reference %lld, candidate %lld",
-                      (long long)a->vocab, (long long)b->vocab);
+                          "none: the vocabularies must be the same to compare distributions",
+                          "capture.vocab_size differs: reference %lld, candidate %lld",
+                          (long long)a->vocab, (long long)b->vocab);
   if (a->hidden && b->hidden && a->hidden_width != b->hidden_width)
     return fdl_cmp_refuse(r, err, "geometry_mismatch", "geometry",
-                      "none: hidden states of different widths do not come from the same model",
-                      "capture.hidden_width differs: reference %lld, candidate %lld",
-                      (long long)a->hidden_width, (long long)b->hidden_width);
+                          "none: hidden states of different widths do not come from the same model",
+                          "capture.hidden_width differs: reference %lld, candidate %lld",
+                          (long long)a->hidden_width, (long long)b->hidden_width);
   char width[48];
   if (a->hidden)
     snprintf(width, sizeof width, "%lld", (long long)a->hidden_width);
   else
     snprintf(width, sizeof width, "None");
-  fdl_status s = fdl_cmp_gate(f, "geometry", true, NULL, err, "vocab_size %lld equal; hidden_width %s",
-                          (long long)a->vocab, width);
+  fdl_status s = fdl_cmp_gate(f, "geometry", true, NULL, err,
+                              "vocab_size %lld equal; hidden_width %s", (long long)a->vocab, width);
   if (s != FDL_OK) return s;
 
   size_t na = a->ds.n_records, nb = b->ds.n_records;
   if (f->sets_differ) {
     if (!o->allow_partial)
       return fdl_cmp_refuse(r, err, "coverage_mismatch", "coverage", "--allow-partial",
-                        "the record index sets differ: %zu shared of %zu (reference) and %zu "
-                        "(candidate)",
-                        f->n_shared, na, nb);
-    s = fdl_cmp_disclose(f, "subset_of_panel", "caveat", 1, err,
-                     "--allow-partial: only the %zu records both sides captured are compared "
-                     "(reference %zu, candidate %zu records); the number describes that subset, "
-                     "not the whole panel.",
-                     f->n_shared, na, nb);
+                            "the record index sets differ: %zu shared of %zu (reference) and %zu "
+                            "(candidate)",
+                            f->n_shared, na, nb);
+    s = fdl_cmp_disclose(
+        f, "subset_of_panel", "caveat", 1, err,
+        "--allow-partial: only the %zu records both sides captured are compared "
+        "(reference %zu, candidate %zu records); the number describes that subset, "
+        "not the whole panel.",
+        f->n_shared, na, nb);
     if (s != FDL_OK) return s;
   }
   f->covers_full_panel = json_is_true(fdl_cmp_jget(a->ds.manifest, "coverage.complete")) &&
                          json_is_true(fdl_cmp_jget(b->ds.manifest, "coverage.complete")) &&
                          !f->sets_differ;
   if (!f->covers_full_panel && !f->sets_differ) {
-    s = fdl_cmp_disclose(f, "subset_of_panel", "caveat", 1, err,
-                     "the compared records (%zu) do not cover the whole declared panel: at least "
-                     "one side's coverage is incomplete.",
-                     f->n_shared);
+    s = fdl_cmp_disclose(
+        f, "subset_of_panel", "caveat", 1, err,
+        "the compared records (%zu) do not cover the whole declared panel: at least "
+        "one side's coverage is incomplete.",
+        f->n_shared);
     if (s != FDL_OK) return s;
   }
   return fdl_cmp_gate(f, "coverage", true, f->sets_differ ? "--allow-partial" : NULL, err,
-                  "%zu of %zu/%zu declared records shared", f->n_shared, na, nb);
+                      "%zu of %zu/%zu declared records shared", f->n_shared, na, nb);
 }
 
 /* Section 5.9: methods that mean the forward ran on weights decoded from a quantized store. */
@@ -86,9 +88,10 @@ static bool activation_quantized(const json_t *wd) {
 static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                               cmp_findings *f, fdl_err *err) {
   if (o->self_compare)
-    return fdl_cmp_gate(f, "decode", true, NULL, err,
-                    "self-compare: both sides are the same artifact; the weights-decode caveats "
-                    "apply to a measurement against a reference, not to SC-1");
+    return fdl_cmp_gate(
+        f, "decode", true, NULL, err,
+        "self-compare: both sides are the same artifact; the weights-decode caveats "
+        "apply to a measurement against a reference, not to SC-1");
   const cmp_side *sides[2] = {a, b};
   const json_t *wd[2];
   const char *method[2];
@@ -100,7 +103,8 @@ static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_co
     if (wd[i] && reconstructed(wd[i]))
       snprintf(recon + strlen(recon), sizeof recon - strlen(recon), "%s%s (%s, output %s)",
                *recon ? "; " : "", sides[i]->who, method[i],
-               fdl_cmp_jstr(wd[i], "output_dtype") ? fdl_cmp_jstr(wd[i], "output_dtype") : "unstated");
+               fdl_cmp_jstr(wd[i], "output_dtype") ? fdl_cmp_jstr(wd[i], "output_dtype")
+                                                   : "unstated");
     if (wd[i] && activation_quantized(wd[i]))
       snprintf(act + strlen(act), sizeof act - strlen(act), "%s%s", *act ? " and " : "",
                sides[i]->who);
@@ -108,28 +112,29 @@ static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_co
   fdl_status s;
   if (*recon) {
     f->advisory = true;
-    s = fdl_cmp_disclose(f, "weights_reconstructed", "caveat", 1, err,
-                     "captured from a WEIGHTS-ONLY RECONSTRUCTION: %s. The stored weights were "
-                     "decoded before the model forward, so native quantized GEMM and serving "
-                     "activation arithmetic are not measured; the decoder's provenance is in the "
-                     "sealed runtime receipt. The comparison is advisory.",
-                     recon);
+    s = fdl_cmp_disclose(
+        f, "weights_reconstructed", "caveat", 1, err,
+        "captured from a WEIGHTS-ONLY RECONSTRUCTION: %s. The stored weights were "
+        "decoded before the model forward, so native quantized GEMM and serving "
+        "activation arithmetic are not measured; the decoder's provenance is in the "
+        "sealed runtime receipt. The comparison is advisory.",
+        recon);
     if (s != FDL_OK) return s;
   }
   if (*act) {
     f->advisory = true;
     s = fdl_cmp_disclose(f, "activation_quantization_not_captured", "caveat", 1, err,
-                     "the %s declares activation quantization, which a weights-decoded capture "
-                     "does not reproduce; the serving activation error is not in this number.",
-                     act);
+                         "the %s declares activation quantization, which a weights-decoded capture "
+                         "does not reproduce; the serving activation error is not in this number.",
+                         act);
     if (s != FDL_OK) return s;
   }
   return fdl_cmp_gate(f, "decode", true, NULL, err, "weights_decode reference %s; candidate %s",
-                  method[0], method[1]);
+                      method[0], method[1]);
 }
 
-fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                                 cmp_findings *f, fdl_err *err) {
+fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b,
+                                     const fdl_compare_opts *o, cmp_findings *f, fdl_err *err) {
   const cmp_side *sides[2] = {a, b};
   char lossy[64] = "";
   for (int i = 0; i < 2; i++) {
@@ -142,19 +147,19 @@ fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b, const
   if (*lossy) {
     f->advisory = true;
     s = fdl_cmp_disclose(f, "lossy_capture_codec", "caveat", 1, err,
-                     "capture.lossy_codec is set on %s: the stored values are not the model's "
-                     "values, and the codec's error is inside this number.",
-                     lossy);
+                         "capture.lossy_codec is set on %s: the stored values are not the model's "
+                         "values, and the codec's error is inside this number.",
+                         lossy);
     if (s != FDL_OK) return s;
   }
   for (int i = 0; i < 2; i++) {
     if (!json_is_false(fdl_cmp_jget(sides[i]->ds.manifest, "capture.dtype_lossless"))) continue;
     f->advisory = true;
     s = fdl_cmp_disclose(f, "quantized_capture_dtype", "caveat", 1, err,
-                     "FORM-1: the %s capture's stored dtype (%s) is narrower than the value's "
-                     "dtype in the forward pass (dtype_lossless false); storage rounding is "
-                     "inside this number.",
-                     sides[i]->who, sides[i]->capture_dtype ? sides[i]->capture_dtype : "?");
+                         "FORM-1: the %s capture's stored dtype (%s) is narrower than the value's "
+                         "dtype in the forward pass (dtype_lossless false); storage rounding is "
+                         "inside this number.",
+                         sides[i]->who, sides[i]->capture_dtype ? sides[i]->capture_dtype : "?");
     if (s != FDL_OK) return s;
   }
   if (*lossy)
@@ -166,9 +171,9 @@ fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b, const
 }
 
 fdl_status fdl_cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                         cmp_findings *f, cmp_refusal *r, fdl_err *err) {
+                             cmp_findings *f, cmp_refusal *r, fdl_err *err) {
   fdl_status s = fdl_cmp_gate(f, "form", true, NULL, err, "%s vs %s", a->form ? a->form : "None",
-                          b->form ? b->form : "None");
+                              b->form ? b->form : "None");
   if (s == FDL_OK) s = fdl_cmp_gate_provenance(a, b, f, err);
   if (s == FDL_OK) s = fdl_cmp_gate_panel(a, b, f, r, err);
   if (s == FDL_OK) s = fdl_cmp_gate_head(a, b, o, f, r, err);
@@ -177,6 +182,6 @@ fdl_status fdl_cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_com
   if (s == FDL_OK) s = fdl_cmp_gate_lossy_decode(a, b, o, f, err);
   if (s != FDL_OK) return s;
   return fdl_cmp_gate(f, "seal", true, NULL, err,
-                  "both manifests self-seal and checksums.txt verified%s",
-                  o->verify_tensors ? "; every tensor_content_sha256 recomputed" : "");
+                      "both manifests self-seal and checksums.txt verified%s",
+                      o->verify_tensors ? "; every tensor_content_sha256 recomputed" : "");
 }

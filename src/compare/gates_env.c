@@ -11,7 +11,7 @@ static const char *eq_word(const char *x, const char *y) {
 }
 
 fdl_status fdl_cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                               cmp_findings *f, cmp_refusal *r, fdl_err *err) {
+                                   cmp_findings *f, cmp_refusal *r, fdl_err *err) {
   fdl_status s;
   const char *la = a->lane ? a->lane : "None", *lb = b->lane ? b->lane : "None";
   f->same_lane = !strcmp(la, lb);
@@ -20,19 +20,20 @@ fdl_status fdl_cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const f
   } else {
     if (!o->allow_cross_lane)
       return fdl_cmp_refuse(r, err, "lane_mismatch", "lane", "--allow-cross-lane",
-                        "the captures ran on different lanes (reference %s, candidate %s); "
-                        "lanes are not interchangeable, so the difference would include the "
-                        "lane's own offset",
-                        la, lb);
+                            "the captures ran on different lanes (reference %s, candidate %s); "
+                            "lanes are not interchangeable, so the difference would include the "
+                            "lane's own offset",
+                            la, lb);
     f->advisory = true;
     f->not_floor = true;
     s = fdl_cmp_gate(f, "lane", true, "--allow-cross-lane", err, "lane=%s vs %s", la, lb);
     if (s == FDL_OK)
-      s = fdl_cmp_disclose(f, "cross_engine_capture", "caveat", 1, err,
-                       "the captures ran on different lanes (reference %s, candidate %s); the "
-                       "number includes the cross-lane offset, whose size is unknown, and it can "
-                       "never serve as a floor (BIAS-006).",
-                       la, lb);
+      s = fdl_cmp_disclose(
+          f, "cross_engine_capture", "caveat", 1, err,
+          "the captures ran on different lanes (reference %s, candidate %s); the "
+          "number includes the cross-lane offset, whose size is unknown, and it can "
+          "never serve as a floor (BIAS-006).",
+          la, lb);
   }
   if (s != FDL_OK) return s;
 
@@ -55,21 +56,23 @@ fdl_status fdl_cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const f
   const char *w_li = eq_word(lia, lib), *w_sf = eq_word(sfpa, sfpb);
   const char *w_src = same_sources ? "equal" : "differ or unrecorded";
   s = fdl_cmp_gate(f, "stack", true, NULL, err,
-               "lane_identity %s / stack_fingerprint %s / source_files %s -> %s%s", w_li, w_sf,
-               w_src, rel, same_dataset ? " (same dataset)" : "");
+                   "lane_identity %s / stack_fingerprint %s / source_files %s -> %s%s", w_li, w_sf,
+                   w_src, rel, same_dataset ? " (same dataset)" : "");
   if (s != FDL_OK || same_stack) return s;
   f->advisory = true;
   f->not_floor = true;
-  s = fdl_cmp_set_bias(f, "cross_stack_capture_replay",
-                   "the capture stacks differ or their code identity is not established, so the "
-                   "number mixes the artifact difference with a stack difference of unknown sign "
-                   "and size; a control measured on another artifact, panel or stack does not "
-                   "transfer as a correction. usable_as_floor is false.",
-                   err);
+  s = fdl_cmp_set_bias(
+      f, "cross_stack_capture_replay",
+      "the capture stacks differ or their code identity is not established, so the "
+      "number mixes the artifact difference with a stack difference of unknown sign "
+      "and size; a control measured on another artifact, panel or stack does not "
+      "transfer as a correction. usable_as_floor is false.",
+      err);
   if (s != FDL_OK) return s;
   return fdl_cmp_disclose(f, "cross_stack_capture", "caveat", 1, err,
-                      "capture stack equality is not established (lane_identity %s, "
-                      "stack_fingerprint %s, source_files %s). The cross-stack effect has "
-                      "unknown sign and magnitude.",
-                      lia && lib ? w_li : "unrecorded", sfpa && sfpb ? w_sf : "unrecorded", w_src);
+                          "capture stack equality is not established (lane_identity %s, "
+                          "stack_fingerprint %s, source_files %s). The cross-stack effect has "
+                          "unknown sign and magnitude.",
+                          lia && lib ? w_li : "unrecorded", sfpa && sfpb ? w_sf : "unrecorded",
+                          w_src);
 }

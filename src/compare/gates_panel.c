@@ -6,9 +6,10 @@
 #include <string.h>
 
 #include "compare/cmp.h"
+#include "base/sys.h"
 
 fdl_status fdl_cmp_gate_provenance(const cmp_side *a, const cmp_side *b, cmp_findings *f,
-                               fdl_err *err) {
+                                   fdl_err *err) {
   const cmp_side *sides[2] = {a, b};
   char names[64] = "";
   for (int i = 0; i < 2; i++) {
@@ -24,11 +25,12 @@ fdl_status fdl_cmp_gate_provenance(const cmp_side *a, const cmp_side *b, cmp_fin
   f->preview = true;
   f->advisory = true;
   f->not_floor = true;
-  return fdl_cmp_disclose(f, "preview_capture", "blocking", 1, err,
-                      "the %s dataset%s marked as a preview (not_submittable or a preview "
-                      "block): a preview capture is superseded by its final dataset and is never "
-                      "a registry measurement or a floor.",
-                      names, strchr(names, ' ') ? "s are" : " is");
+  return fdl_cmp_disclose(
+      f, "preview_capture", "blocking", 1, err,
+      "the %s dataset%s marked as a preview (not_submittable or a preview "
+      "block): a preview capture is superseded by its final dataset and is never "
+      "a registry measurement or a floor.",
+      names, strchr(names, ' ') ? "s are" : " is");
 }
 
 static const char *const TOKENIZER_FIELDS[] = {
@@ -54,9 +56,9 @@ bool fdl_cmp_tokenizer_identity_equal(const json_t *ta, const json_t *tb) {
 /* The shared index set: both record arrays are sorted by index, so a merge. */
 static fdl_status intersect(const cmp_side *a, const cmp_side *b, cmp_findings *f, fdl_err *err) {
   size_t na = a->ds.n_records, nb = b->ds.n_records, cap = na < nb ? na : nb;
-  f->shared = malloc((cap ? cap : 1) * sizeof *f->shared);
-  f->ref_at = malloc((cap ? cap : 1) * sizeof *f->ref_at);
-  f->cand_at = malloc((cap ? cap : 1) * sizeof *f->cand_at);
+  f->shared = fdl_malloc((cap ? cap : 1) * sizeof *f->shared);
+  f->ref_at = fdl_malloc((cap ? cap : 1) * sizeof *f->ref_at);
+  f->cand_at = fdl_malloc((cap ? cap : 1) * sizeof *f->cand_at);
   if (!f->shared || !f->ref_at || !f->cand_at)
     return fdl_fail(err, FDL_NOMEM, "out of memory for %zu shared records", cap);
   size_t i = 0, j = 0, n = 0;
@@ -79,22 +81,22 @@ static fdl_status intersect(const cmp_side *a, const cmp_side *b, cmp_findings *
 }
 
 fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings *f, cmp_refusal *r,
-                          fdl_err *err) {
+                              fdl_err *err) {
   const json_t *ma = a->ds.manifest, *mb = b->ds.manifest;
   const char *ha = fdl_cmp_jstr(ma, "panel.suite_token_hash_sha256");
   const char *hb = fdl_cmp_jstr(mb, "panel.suite_token_hash_sha256");
   if (fdl_cmp_empty(ha) || !fdl_cmp_streq(ha, hb))
     return fdl_cmp_refuse(r, err, "panel_mismatch", "panel", CMP_NO_OVERRIDE_PANEL,
-                      "panel.suite_token_hash_sha256 differs: reference %s, candidate %s; the "
-                      "two captures were not made over the same token panel",
-                      fdl_cmp_empty(ha) ? "(absent)" : ha, fdl_cmp_empty(hb) ? "(absent)" : hb);
+                          "panel.suite_token_hash_sha256 differs: reference %s, candidate %s; the "
+                          "two captures were not made over the same token panel",
+                          fdl_cmp_empty(ha) ? "(absent)" : ha, fdl_cmp_empty(hb) ? "(absent)" : hb);
   const json_t *swa = fdl_cmp_jget(ma, "panel.scoring_window");
   const json_t *swb = fdl_cmp_jget(mb, "panel.scoring_window");
   if (!swa || !swb || !fdl_cmp_py_equal(swa, swb))
     return fdl_cmp_refuse(r, err, "panel_mismatch", "panel", CMP_NO_OVERRIDE_PANEL,
-                      "panel.scoring_window differs between the sides (every key is compared, "
-                      "including the policy text and dropped_positions_total): a different "
-                      "scoring window is a different panel");
+                          "panel.scoring_window differs between the sides (every key is compared, "
+                          "including the policy text and dropped_positions_total): a different "
+                          "scoring window is a different panel");
   const json_t *ta = fdl_cmp_jget(ma, "panel.tokenizer"), *tb = fdl_cmp_jget(mb, "panel.tokenizer");
   unsigned diff = tokenizer_differs(ta, tb);
   if (diff) {
@@ -112,18 +114,18 @@ fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings
     else
       snprintf(remedy, sizeof remedy, "%s", CMP_NO_OVERRIDE_PANEL);
     return fdl_cmp_refuse(r, err, "panel_mismatch", "panel", remedy,
-                      "panel.tokenizer.%s differs: reference '%s', candidate '%s' (PANEL-D6: "
-                      "both sides state it, so the token ids do not mean the same text)",
-                      field, va, vb);
+                          "panel.tokenizer.%s differs: reference '%s', candidate '%s' (PANEL-D6: "
+                          "both sides state it, so the token ids do not mean the same text)",
+                          field, va, vb);
   }
   fdl_status s = intersect(a, b, f, err);
   if (s != FDL_OK) return s;
   if (f->n_shared == 0)
     return fdl_cmp_refuse(r, err, "empty_intersection", "coverage",
-                      "none: not even --allow-partial can compare two captures that share no "
-                      "record; capture overlapping records",
-                      "the sides share no record index (reference %zu records, candidate %zu)",
-                      a->ds.n_records, b->ds.n_records);
+                          "none: not even --allow-partial can compare two captures that share no "
+                          "record; capture overlapping records",
+                          "the sides share no record index (reference %zu records, candidate %zu)",
+                          a->ds.n_records, b->ds.n_records);
   for (size_t k = 0; k < f->n_shared; k++) {
     const fdl_ds_capture_record *ra = &a->ds.records[f->ref_at[k]];
     const fdl_ds_capture_record *rb = &b->ds.records[f->cand_at[k]];
@@ -137,18 +139,19 @@ fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings
           fdl_cmp_empty(rb->token_ids_json_sha256) ? "(absent)" : rb->token_ids_json_sha256);
     if (!fdl_cmp_empty(ra->attention_mask_sha256) && !fdl_cmp_empty(rb->attention_mask_sha256) &&
         strcmp(ra->attention_mask_sha256, rb->attention_mask_sha256))
-      return fdl_cmp_refuse(r, err, "panel_mismatch", "panel", CMP_NO_OVERRIDE_PANEL,
-                        "record %lld: attention_mask_sha256 differs (reference %s, candidate %s)",
-                        (long long)f->shared[k], ra->attention_mask_sha256,
-                        rb->attention_mask_sha256);
+      return fdl_cmp_refuse(
+          r, err, "panel_mismatch", "panel", CMP_NO_OVERRIDE_PANEL,
+          "record %lld: attention_mask_sha256 differs (reference %s, candidate %s)",
+          (long long)f->shared[k], ra->attention_mask_sha256, rb->attention_mask_sha256);
     if (ra->scored_rows != rb->scored_rows || ra->scored_rows < 0)
       return fdl_cmp_refuse(r, err, "panel_mismatch", "panel", CMP_NO_OVERRIDE_PANEL,
-                        "record %lld: scored_rows differs (reference %lld, candidate %lld)",
-                        (long long)f->shared[k], (long long)ra->scored_rows,
-                        (long long)rb->scored_rows);
+                            "record %lld: scored_rows differs (reference %lld, candidate %lld)",
+                            (long long)f->shared[k], (long long)ra->scored_rows,
+                            (long long)rb->scored_rows);
   }
-  return fdl_cmp_gate(f, "panel", true, NULL, err,
-                  "suite_token_hash_sha256 equal; %zu shared records; per-record token and mask "
-                  "digests equal; scoring_window equal",
-                  f->n_shared);
+  return fdl_cmp_gate(
+      f, "panel", true, NULL, err,
+      "suite_token_hash_sha256 equal; %zu shared records; per-record token and mask "
+      "digests equal; scoring_window equal",
+      f->n_shared);
 }

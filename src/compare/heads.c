@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "compare/cmp.h"
+#include "base/sys.h"
 
 /* Keys tried in order: the side's declared tensor_key, then the two conventional names. */
 static const fdl_tensor *find_key(const fdl_safetensors *st, const char *declared) {
@@ -24,13 +25,13 @@ static fdl_status load_one(const char *path, const char *key, const char *want_d
   fdl_err e = {FDL_OK, ""};
   if (fdl_safetensors_open(path, &st, &e) != FDL_OK)
     return fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
-                      "head payload %s: %s", path, e.msg);
+                          "head payload %s: %s", path, e.msg);
   fdl_status s = FDL_OK;
   const fdl_tensor *t = find_key(st, key);
   if (!t) {
     s = fdl_cmp_refuse(r, err, "head_missing", "compute", CMP_NO_OVERRIDE_DATA,
-                   "head payload %s has none of the keys %s%slm_head.weight, weight", path,
-                   fdl_cmp_empty(key) ? "" : key, fdl_cmp_empty(key) ? "" : ", ");
+                       "head payload %s has none of the keys %s%slm_head.weight, weight", path,
+                       fdl_cmp_empty(key) ? "" : key, fdl_cmp_empty(key) ? "" : ", ");
     goto done;
   }
   fdl_sha256 d;
@@ -38,27 +39,28 @@ static fdl_status load_one(const char *path, const char *key, const char *want_d
   if ((s = fdl_sha256_buf(t->data, (size_t)t->nbytes, &d, err)) != FDL_OK) goto done;
   fdl_sha256_hex(&d, hex);
   if (strcmp(hex, want_digest)) {
-    s = fdl_cmp_refuse(r, err, "head_mismatch", "compute", CMP_NO_OVERRIDE_DATA,
-                   "head payload %s tensor '%s' has content digest %s, but the head gate resolved "
-                   "%s",
-                   path, t->name, hex, want_digest);
+    s = fdl_cmp_refuse(
+        r, err, "head_mismatch", "compute", CMP_NO_OVERRIDE_DATA,
+        "head payload %s tensor '%s' has content digest %s, but the head gate resolved "
+        "%s",
+        path, t->name, hex, want_digest);
     goto done;
   }
   if (!fdl_cmp_dtype_widenable(t->dtype)) {
     s = fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
-                   "head payload %s tensor '%s' has dtype %s; BF16, F16 or F32 expected", path,
-                   t->name, fdl_dtype_name(t->dtype));
+                       "head payload %s tensor '%s' has dtype %s; BF16, F16 or F32 expected", path,
+                       t->name, fdl_dtype_name(t->dtype));
     goto done;
   }
   if (t->ndim != 2 || (uint64_t)t->shape[0] != vocab || (uint64_t)t->shape[1] != hidden) {
     s = fdl_cmp_refuse(r, err, "geometry_mismatch", "compute",
-                   "none: the head must be [vocab_size, hidden_width] of the capture",
-                   "head payload %s tensor '%s' has shape [%lld, %lld], expected [%zu, %zu]", path,
-                   t->name, t->ndim > 0 ? (long long)t->shape[0] : -1LL,
-                   t->ndim > 1 ? (long long)t->shape[1] : -1LL, vocab, hidden);
+                       "none: the head must be [vocab_size, hidden_width] of the capture",
+                       "head payload %s tensor '%s' has shape [%lld, %lld], expected [%zu, %zu]",
+                       path, t->name, t->ndim > 0 ? (long long)t->shape[0] : -1LL,
+                       t->ndim > 1 ? (long long)t->shape[1] : -1LL, vocab, hidden);
     goto done;
   }
-  float *w = malloc(vocab * hidden * sizeof *w);
+  float *w = fdl_malloc(vocab * hidden * sizeof *w);
   if (!w) {
     s = fdl_fail(err, FDL_NOMEM, "out of memory for a %zu x %zu head", vocab, hidden);
     goto done;
@@ -81,13 +83,13 @@ static fdl_status own_payload(const cmp_side *s, size_t vocab, float **out, cmp_
 }
 
 fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                          cmp_findings *f, cmp_heads *h, cmp_refusal *r, fdl_err *err) {
+                              cmp_findings *f, cmp_heads *h, cmp_refusal *r, fdl_err *err) {
   memset(h, 0, sizeof *h);
   if (!a->hidden && !b->hidden) return FDL_OK;
   if (o->head_path && o->own_heads)
     return fdl_cmp_refuse(r, err, "head_mismatch", "compute", "use either --head or --own-heads",
-                      "--head replaces the head of both sides, --own-heads keeps each side's "
-                      "own; they cannot be combined");
+                          "--head replaces the head of both sides, --own-heads keeps each side's "
+                          "own; they cannot be combined");
   size_t vocab = (size_t)a->vocab;
   h->vocab = vocab;
   h->hidden_ref = a->hidden ? (size_t)a->hidden_width : 0;
@@ -106,7 +108,7 @@ fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_co
   const char *applied = f->applied_head;
   char *path = NULL;
   if (o->head_path) {
-    path = strdup(o->head_path);
+    path = fdl_strdup(o->head_path);
   } else {
     const cmp_side *sides[2] = {a, b};
     for (int i = 0; i < 2 && !path; i++)
@@ -114,10 +116,10 @@ fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_co
         path = fdl_cmp_path_join(sides[i]->root, sides[i]->head_file, NULL);
     if (!path)
       return fdl_cmp_refuse(r, err, "head_missing", "compute",
-                        "--head PATH naming a payload whose content digest is the applied head",
-                        "no head payload with content digest %s is available: neither dataset "
-                        "ships it",
-                        applied);
+                            "--head PATH naming a payload whose content digest is the applied head",
+                            "no head payload with content digest %s is available: neither dataset "
+                            "ships it",
+                            applied);
   }
   if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
   size_t hidden = a->hidden ? (size_t)a->hidden_width : (size_t)b->hidden_width;

@@ -8,7 +8,7 @@
 #include "compare/cmp.h"
 
 fdl_status fdl_cmp_refuse(cmp_refusal *r, fdl_err *err, const char *code, const char *gate,
-                      const char *remedy, const char *fmt, ...) {
+                          const char *remedy, const char *fmt, ...) {
   snprintf(r->code, sizeof r->code, "%s", code);
   snprintf(r->gate, sizeof r->gate, "%s", gate);
   snprintf(r->remedy, sizeof r->remedy, "%s", remedy ? remedy : "");

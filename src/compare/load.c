@@ -6,10 +6,11 @@
 #include <sys/stat.h>
 
 #include "compare/cmp.h"
+#include "base/sys.h"
 
 char *fdl_cmp_path_join(const char *root, const char *rel, const char *rel2) {
   size_t n = strlen(root) + strlen(rel) + (rel2 ? strlen(rel2) + 1 : 0) + 2;
-  char *p = malloc(n);
+  char *p = fdl_malloc(n);
   if (!p) return NULL;
   if (rel2 && *rel)
     snprintf(p, n, "%s/%s/%s", root, rel, rel2);
@@ -41,24 +42,24 @@ static fdl_status validate(const char *root, const char *who, const fdl_compare_
   if (s != FDL_OK) {
     fdl_ds_report_free(&rep);
     return fdl_cmp_refuse(r, err, s == FDL_NOMEM ? "out_of_memory" : "unreadable", "cli",
-                      CMP_NO_OVERRIDE_DATA, "%s dataset %s: %s", who, root, verr.msg);
+                          CMP_NO_OVERRIDE_DATA, "%s dataset %s: %s", who, root, verr.msg);
   }
   if (rep.oom != FDL_OK) {
     fdl_ds_report_free(&rep);
     return fdl_cmp_refuse(r, err, "out_of_memory", "seal", CMP_REMEDY_RESOURCES,
-                      "%s dataset %s: out of memory "
-                      "while validating",
-                      who, root);
+                          "%s dataset %s: out of memory "
+                          "while validating",
+                          who, root);
   }
   if (rep.errors.count) {
     const fdl_ds_finding *e = &rep.errors.items[0];
     fdl_cmp_refuse(r, err, "seal_failed", "seal",
-               "none: a dataset that does not validate is never compared; run `fidelis "
-               "validate` on it, then fix it or fetch it again",
-               "%s dataset %s does not validate (%zu error%s); first: [%s/%s] %s%s%s%s", who, root,
-               rep.errors.count, rep.errors.count == 1 ? "" : "s", e->code, e->rule, e->message,
-               fdl_cmp_empty(e->where) ? "" : " (", fdl_cmp_empty(e->where) ? "" : e->where,
-               fdl_cmp_empty(e->where) ? "" : ")");
+                   "none: a dataset that does not validate is never compared; run `fidelis "
+                   "validate` on it, then fix it or fetch it again",
+                   "%s dataset %s does not validate (%zu error%s); first: [%s/%s] %s%s%s%s", who,
+                   root, rep.errors.count, rep.errors.count == 1 ? "" : "s", e->code, e->rule,
+                   e->message, fdl_cmp_empty(e->where) ? "" : " (",
+                   fdl_cmp_empty(e->where) ? "" : e->where, fdl_cmp_empty(e->where) ? "" : ")");
     fdl_ds_report_free(&rep);
     return FDL_REFUSED;
   }
@@ -67,7 +68,7 @@ static fdl_status validate(const char *root, const char *who, const fdl_compare_
 }
 
 fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, const char *label,
-                         const fdl_compare_opts *o, cmp_refusal *r, fdl_err *err) {
+                             const fdl_compare_opts *o, cmp_refusal *r, fdl_err *err) {
   memset(s, 0, sizeof *s);
   s->root = root;
   s->who = who;
@@ -76,14 +77,14 @@ fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, con
   if (st != FDL_OK) return st;
   fdl_err lerr = {FDL_OK, ""};
   if ((st = fdl_dataset_load(root, &s->ds, &lerr)) != FDL_OK)
-    return fdl_cmp_refuse(r, err, "unreadable", "cli", CMP_NO_OVERRIDE_DATA, "%s dataset %s: %s", who,
-                      root, lerr.msg);
+    return fdl_cmp_refuse(r, err, "unreadable", "cli", CMP_NO_OVERRIDE_DATA, "%s dataset %s: %s",
+                          who, root, lerr.msg);
   const json_t *m = s->ds.manifest;
   if (!m || !s->ds.capture || !s->ds.panel || !s->ds.runtime)
     return fdl_cmp_refuse(r, err, "unreadable", "cli", CMP_NO_OVERRIDE_DATA,
-                      "%s dataset %s: a sub-document (capture manifest, panel binding or "
-                      "capture runtime) could not be read after validation",
-                      who, root);
+                          "%s dataset %s: a sub-document (capture manifest, panel binding or "
+                          "capture runtime) could not be read after validation",
+                          who, root);
   s->dataset_id = fdl_cmp_jstr(m, "dataset.id");
   s->dataset_sha256 = fdl_cmp_jstr(m, "dataset_sha256");
   s->capture_digest = fdl_cmp_jstr(m, "capture.capture_content_digest");
@@ -101,13 +102,13 @@ fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, con
   s->hidden_width = fdl_cmp_jint(m, "capture.hidden_width");
   if (s->vocab < 1 || (s->hidden && s->hidden_width < 1))
     return fdl_cmp_refuse(r, err, "geometry_mismatch", "geometry", CMP_NO_OVERRIDE_DATA,
-                      "%s dataset %s: capture.vocab_size%s is not a positive integer", who, root,
-                      s->hidden ? " or capture.hidden_width" : "");
+                          "%s dataset %s: capture.vocab_size%s is not a positive integer", who,
+                          root, s->hidden ? " or capture.hidden_width" : "");
   /* Record files are relative to the capture manifest's directory. */
   const char *mf = fdl_cmp_jstr0(m, "capture.manifest_file");
   const char *slash = strrchr(mf, '/');
   size_t dl = slash ? (size_t)(slash - mf) : 0;
-  char *dir = malloc(dl + 1);
+  char *dir = fdl_malloc(dl + 1);
   if (!dir) return fdl_fail(err, FDL_NOMEM, "out of memory");
   memcpy(dir, mf, dl);
   dir[dl] = '\0';

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "compare/cmp.h"
+#include "base/sys.h"
 
 #define NO_REPLACE_REMEDY                                                                          \
   "choose another --out, or move the existing outputs away; fidelis never overwrites a receipt"
@@ -19,8 +20,8 @@ static char *parent_of(const char *path) {
   while (n > 1 && path[n - 1] == '/') n--;
   while (n > 0 && path[n - 1] != '/') n--;
   while (n > 1 && path[n - 1] == '/') n--;
-  if (n == 0) return strdup(".");
-  char *p = malloc(n + 1);
+  if (n == 0) return fdl_strdup(".");
+  char *p = fdl_malloc(n + 1);
   if (!p) return NULL;
   memcpy(p, path, n);
   p[n] = '\0';
@@ -36,21 +37,22 @@ static int make_dirs(const char *path) {
   int rc = strcmp(parent, path) ? make_dirs(parent) : 0;
   free(parent);
   if (rc) return rc;
-  return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
+  return fdl_sys_mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
 }
 
 fdl_status fdl_cmp_output_precheck(const char *out_dir, cmp_refusal *r, fdl_err *err) {
   struct stat st; /* stat, not lstat: a symlink to a directory is a fine --out */
   if (stat(out_dir, &st) == 0 && !S_ISDIR(st.st_mode))
     return fdl_cmp_refuse(r, err, "destination_exists", "cli", NO_REPLACE_REMEDY,
-                      "--out %s exists and is not a directory", out_dir);
+                          "--out %s exists and is not a directory", out_dir);
   const char *names[2] = {FDL_COMPARE_TOKENWISE_NAME, FDL_COMPARE_RECEIPT_NAME};
   for (int i = 0; i < 2; i++) {
     char *p = fdl_cmp_path_join(out_dir, names[i], NULL);
     if (!p) return fdl_fail(err, FDL_NOMEM, "out of memory");
     bool exists = fdl_path_exists(p);
     if (exists)
-      fdl_cmp_refuse(r, err, "destination_exists", "cli", NO_REPLACE_REMEDY, "%s already exists", p);
+      fdl_cmp_refuse(r, err, "destination_exists", "cli", NO_REPLACE_REMEDY, "%s already exists",
+                     p);
     free(p);
     if (exists) return FDL_REFUSED;
   }
@@ -63,8 +65,8 @@ fdl_status fdl_cmp_stage_open(const char *out_dir, cmp_stage *st, cmp_refusal *r
   if (!parent) return fdl_fail(err, FDL_NOMEM, "out of memory");
   if (make_dirs(parent)) {
     int e = errno;
-    fdl_cmp_refuse(r, err, "write_failed", "publish", CMP_REMEDY_WRITE, "cannot create %s: %s", parent,
-               strerror(e));
+    fdl_cmp_refuse(r, err, "write_failed", "publish", CMP_REMEDY_WRITE, "cannot create %s: %s",
+                   parent, strerror(e));
     free(parent);
     return FDL_REFUSED;
   }
@@ -74,7 +76,7 @@ fdl_status fdl_cmp_stage_open(const char *out_dir, cmp_stage *st, cmp_refusal *r
   if (!mkdtemp(st->dir)) {
     int e = errno;
     fdl_cmp_refuse(r, err, "write_failed", "publish", CMP_REMEDY_WRITE,
-               "cannot create staging directory %s: %s", st->dir, strerror(e));
+                   "cannot create staging directory %s: %s", st->dir, strerror(e));
     free(st->dir);
     st->dir = NULL;
     return FDL_REFUSED;
@@ -86,7 +88,7 @@ fdl_status fdl_cmp_stage_open(const char *out_dir, cmp_stage *st, cmp_refusal *r
 }
 
 fdl_status fdl_cmp_stage_tokenwise(cmp_stage *st, const cmp_estimate *e, cmp_tokenwise_info *tw,
-                               cmp_refusal *r, fdl_err *err) {
+                                   cmp_refusal *r, fdl_err *err) {
   int64_t shape[1] = {(int64_t)e->n_rows};
   fdl_err we = {FDL_OK, ""};
   if (fdl_npy_write(st->npy, FDL_DTYPE_F64, 1, shape, e->kl, &we) != FDL_OK)
@@ -99,15 +101,15 @@ fdl_status fdl_cmp_stage_tokenwise(cmp_stage *st, const cmp_estimate *e, cmp_tok
 }
 
 fdl_status fdl_cmp_stage_commit(cmp_stage *st, const json_t *receipt, const char *out_dir,
-                            char **receipt_path, char **tokenwise_path, cmp_refusal *r,
-                            fdl_err *err) {
+                                char **receipt_path, char **tokenwise_path, cmp_refusal *r,
+                                fdl_err *err) {
   fdl_err we = {FDL_OK, ""};
   if (fdl_json_write_file(st->receipt, receipt, FDL_JSON_PRETTY, &we) != FDL_OK)
     return fdl_cmp_refuse(r, err, "write_failed", "publish", CMP_REMEDY_WRITE, "%s", we.msg);
   if (make_dirs(out_dir)) {
     int e = errno;
     return fdl_cmp_refuse(r, err, "write_failed", "publish", CMP_REMEDY_WRITE,
-                      "cannot create --out %s: %s", out_dir, strerror(e));
+                          "cannot create --out %s: %s", out_dir, strerror(e));
   }
   char *tp = fdl_cmp_path_join(out_dir, FDL_COMPARE_TOKENWISE_NAME, NULL);
   char *rp = fdl_cmp_path_join(out_dir, FDL_COMPARE_RECEIPT_NAME, NULL);
@@ -116,12 +118,12 @@ fdl_status fdl_cmp_stage_commit(cmp_stage *st, const json_t *receipt, const char
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
   } else if (fdl_rename_noreplace(st->npy, tp, &we) != FDL_OK) {
     s = fdl_cmp_refuse(r, err, we.status == FDL_EXISTS ? "destination_exists" : "write_failed",
-                   "publish", NO_REPLACE_REMEDY, "%s", we.msg);
+                       "publish", NO_REPLACE_REMEDY, "%s", we.msg);
   } else if (fdl_rename_noreplace(st->receipt, rp, &we) != FDL_OK) {
     /* The array we just placed is ours and has no receipt: take it back. */
-    if (rename(tp, st->npy) != 0) unlink(tp);
+    if (fdl_sys_rename(tp, st->npy) != 0) unlink(tp);
     s = fdl_cmp_refuse(r, err, we.status == FDL_EXISTS ? "destination_exists" : "write_failed",
-                   "publish", NO_REPLACE_REMEDY, "%s", we.msg);
+                       "publish", NO_REPLACE_REMEDY, "%s", we.msg);
   }
   if (s == FDL_OK) {
     *receipt_path = rp;

@@ -29,23 +29,23 @@ static json_t *side_block(const cmp_side *s) {
     snprintf(path, sizeof path, "head.%s", head_keys[i]);
     bad |= json_object_set_new(h, head_keys[i], fdl_cmp_jcopy(m, path));
   }
-  bad |=
-      fdl_cmp_set_str(o, "label", s->label) |
-      json_object_set_new(o, "dataset_id", fdl_cmp_jcopy(m, "dataset.id")) |
-      json_object_set_new(o, "dataset_sha256", fdl_cmp_jcopy(m, "dataset_sha256")) |
-      json_object_set_new(o, "capture_content_digest",
-                          fdl_cmp_jcopy(m, "capture.capture_content_digest")) |
-      json_object_set_new(o, "role", fdl_cmp_jcopy(m, "dataset.role")) |
-      json_object_set_new(o, "form", fdl_cmp_jcopy(m, "capture.form")) |
-      json_object_set_new(o, "lane", fdl_cmp_jcopy(m, "runtime.lane")) |
-      json_object_set_new(o, "repository", fdl_cmp_jcopy(m, "dataset.repository")) |
-      json_object_set_new(o, "revision", fdl_cmp_jcopy(m, "dataset.revision")) |
-      json_object_set_new(o, "head", h) |
-      json_object_set_new(o, "stack_fingerprint_sha256",
-                          fdl_cmp_jcopy(m, "runtime.stack_fingerprint_sha256")) |
-      json_object_set_new(o, "lane_identity_sha256", fdl_cmp_jcopy(m, "runtime.lane_identity_sha256")) |
-      json_object_set_new(o, "weights", fdl_cmp_jcopy(m, "weights")) |
-      json_object_set_new(o, "scope_digest", fdl_cmp_jcopy(m, "scope.scope_digest"));
+  bad |= fdl_cmp_set_str(o, "label", s->label) |
+         json_object_set_new(o, "dataset_id", fdl_cmp_jcopy(m, "dataset.id")) |
+         json_object_set_new(o, "dataset_sha256", fdl_cmp_jcopy(m, "dataset_sha256")) |
+         json_object_set_new(o, "capture_content_digest",
+                             fdl_cmp_jcopy(m, "capture.capture_content_digest")) |
+         json_object_set_new(o, "role", fdl_cmp_jcopy(m, "dataset.role")) |
+         json_object_set_new(o, "form", fdl_cmp_jcopy(m, "capture.form")) |
+         json_object_set_new(o, "lane", fdl_cmp_jcopy(m, "runtime.lane")) |
+         json_object_set_new(o, "repository", fdl_cmp_jcopy(m, "dataset.repository")) |
+         json_object_set_new(o, "revision", fdl_cmp_jcopy(m, "dataset.revision")) |
+         json_object_set_new(o, "head", h) |
+         json_object_set_new(o, "stack_fingerprint_sha256",
+                             fdl_cmp_jcopy(m, "runtime.stack_fingerprint_sha256")) |
+         json_object_set_new(o, "lane_identity_sha256",
+                             fdl_cmp_jcopy(m, "runtime.lane_identity_sha256")) |
+         json_object_set_new(o, "weights", fdl_cmp_jcopy(m, "weights")) |
+         json_object_set_new(o, "scope_digest", fdl_cmp_jcopy(m, "scope.scope_digest"));
   if (bad) {
     json_decref(o);
     return NULL;
@@ -56,12 +56,14 @@ static json_t *side_block(const cmp_side *s) {
 static json_t *panel_block(const cmp_side *a, const cmp_side *b, const cmp_findings *f,
                            const cmp_estimate *e) {
   const json_t *pa = fdl_cmp_jget(a->ds.manifest, "panel");
-  const json_t *ta = fdl_cmp_jget(pa, "tokenizer"), *tb = fdl_cmp_jget(b->ds.manifest, "panel.tokenizer");
+  const json_t *ta = fdl_cmp_jget(pa, "tokenizer"),
+               *tb = fdl_cmp_jget(b->ds.manifest, "panel.tokenizer");
   json_t *o = json_object();
   if (!o) return NULL;
   int bad =
       json_object_set_new(o, "panel_id", fdl_cmp_jcopy(pa, "panel_id")) |
-      json_object_set_new(o, "suite_token_hash_sha256", fdl_cmp_jcopy(pa, "suite_token_hash_sha256")) |
+      json_object_set_new(o, "suite_token_hash_sha256",
+                          fdl_cmp_jcopy(pa, "suite_token_hash_sha256")) |
       json_object_set_new(o, "panel_token_sha256_legacy",
                           fdl_cmp_jcopy(pa, "panel_token_sha256_legacy")) |
       fdl_cmp_set_int(o, "contexts", (int64_t)f->n_shared) |
@@ -70,7 +72,8 @@ static json_t *panel_block(const cmp_side *a, const cmp_side *b, const cmp_findi
       json_object_set_new(o, "scoring_window", fdl_cmp_jcopy(pa, "scoring_window")) |
       json_object_set_new(o, "tokenizer", fdl_cmp_jcopy(pa, "tokenizer")) |
       json_object_set_new(o, "tokenizer_reference", fdl_cmp_jcopy(pa, "tokenizer")) |
-      json_object_set_new(o, "tokenizer_candidate", fdl_cmp_jcopy(b->ds.manifest, "panel.tokenizer")) |
+      json_object_set_new(o, "tokenizer_candidate",
+                          fdl_cmp_jcopy(b->ds.manifest, "panel.tokenizer")) |
       fdl_cmp_set_bool(o, "tokenizer_identity_equal", fdl_cmp_tokenizer_identity_equal(ta, tb));
   if (bad) {
     json_decref(o);
@@ -99,8 +102,8 @@ static json_t *comparator_block(const cmp_side *a, const cmp_side *b, const fdl_
   int bad = !env || !tool;
   bad |=
       fdl_cmp_set_str(c, "device", e->computed ? "cpu" : "none") |
-      fdl_cmp_set_str(c, "accumulation_dtype", "float64") | fdl_cmp_set_str(c, "logprob_dtype", "float64") |
-      fdl_cmp_set_bool(c, "two_pass", true) |
+      fdl_cmp_set_str(c, "accumulation_dtype", "float64") |
+      fdl_cmp_set_str(c, "logprob_dtype", "float64") | fdl_cmp_set_bool(c, "two_pass", true) |
       json_object_set_new(c, "vocab_chunk",
                           e->computed ? json_integer((json_int_t)e->vocab_chunk) : json_null()) |
       json_object_set_new(c, "position_block",
@@ -151,11 +154,12 @@ static json_t *estimator_block(const cmp_side *a, const cmp_side *b, const cmp_f
                           e->computed ? json_integer((json_int_t)e->vocab_chunk) : json_null()) |
       fdl_cmp_set_str(o, "stack_relation", f->cross_stack ? "cross_stack" : "same_stack") |
       fdl_cmp_set_str(o, "head_policy", f->head_policy) |
-      fdl_cmp_set_str(o, "softmax_note",
-                  "full-vocabulary log-sum-exp in float64, fused into one streaming pass per row "
-                  "over vocabulary chunks of vocab_chunk entries (the running max is rescaled "
-                  "once per chunk); no truncation, top-k or clamp. A non-finite input or result "
-                  "is a hard refusal.") |
+      fdl_cmp_set_str(
+          o, "softmax_note",
+          "full-vocabulary log-sum-exp in float64, fused into one streaming pass per row "
+          "over vocabulary chunks of vocab_chunk entries (the running max is rescaled "
+          "once per chunk); no truncation, top-k or clamp. A non-finite input or result "
+          "is a hard refusal.") |
       fdl_cmp_set_str(o, "zero_handling", repro ? "exact zero asserted, not rounded" : NULL);
   if (bad) {
     json_decref(o);
@@ -178,20 +182,21 @@ static json_t *determinism_block(const cmp_side *a, const cmp_side *b, double me
   json_array_append_new(hashes, json_string(c <= 0 ? x : y));
   if (c) json_array_append_new(hashes, json_string(c < 0 ? y : x));
   json_array_append_new(means, json_real(mean));
-  int bad = fdl_cmp_set_int(o, "run_count", 1) |
-            json_object_set_new(o, "cold_start_per_run", json_null()) |
-            json_object_set_new(o, "run_means", means) |
-            fdl_cmp_set_real(o, "population_stddev_of_run_means", 0.0) |
-            fdl_cmp_set_real(o, "min_run_mean", mean) | fdl_cmp_set_real(o, "max_run_mean", mean) |
-            json_object_set_new(o, "identical_across_runs", json_null()) |
-            fdl_cmp_set_str(o, "evidence_kind",
-                        a->hidden ? "hidden_state_tensor_sha256" : "logits_tensor_sha256") |
-            fdl_cmp_set_int(o, "distinct_evidence_hash_count", (int64_t)json_array_size(hashes)) |
-            json_object_set_new(o, "evidence_hashes", hashes) |
-            fdl_cmp_set_str(o, "note",
-                        "one comparison of two sealed captures. identical_across_runs is null, not "
-                        "true: that claim needs two independently produced captures of the SAME "
-                        "weights (SC-2), which is a different receipt.");
+  int bad =
+      fdl_cmp_set_int(o, "run_count", 1) |
+      json_object_set_new(o, "cold_start_per_run", json_null()) |
+      json_object_set_new(o, "run_means", means) |
+      fdl_cmp_set_real(o, "population_stddev_of_run_means", 0.0) |
+      fdl_cmp_set_real(o, "min_run_mean", mean) | fdl_cmp_set_real(o, "max_run_mean", mean) |
+      json_object_set_new(o, "identical_across_runs", json_null()) |
+      fdl_cmp_set_str(o, "evidence_kind",
+                      a->hidden ? "hidden_state_tensor_sha256" : "logits_tensor_sha256") |
+      fdl_cmp_set_int(o, "distinct_evidence_hash_count", (int64_t)json_array_size(hashes)) |
+      json_object_set_new(o, "evidence_hashes", hashes) |
+      fdl_cmp_set_str(o, "note",
+                      "one comparison of two sealed captures. identical_across_runs is null, not "
+                      "true: that claim needs two independently produced captures of the SAME "
+                      "weights (SC-2), which is a different receipt.");
   if (bad) {
     json_decref(o);
     return NULL;
@@ -274,12 +279,12 @@ static void utc_now(const fdl_compare_opts *o, char out[32]) {
 }
 
 fdl_status fdl_cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                             cmp_findings *f, const cmp_estimate *e, bool force_agreed,
-                             const cmp_tokenwise_info *tw, json_t *rc, cmp_refusal *r,
-                             fdl_err *err) {
+                                 cmp_findings *f, const cmp_estimate *e, bool force_agreed,
+                                 const cmp_tokenwise_info *tw, json_t *rc, cmp_refusal *r,
+                                 fdl_err *err) {
   if (!json_array_size(f->disclosures)) {
     fdl_status s = fdl_cmp_disclose(f, "no_known_deviations", "info", 0, err,
-                                "every gate passed with no override");
+                                    "every gate passed with no override");
     if (s != FDL_OK) return s;
   }
   json_t *comparability = NULL;
@@ -317,9 +322,9 @@ fdl_status fdl_cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl
     }
     bad |= json_object_set_new(rc, names[i], blocks[i]);
   }
-  bad |= fdl_cmp_set_str(rc, "schema", FDL_COMPARE_SCHEMA) | fdl_cmp_set_int(rc, "format_version", 1) |
-         fdl_cmp_set_str(rc, "receipt_sha256", "") | fdl_cmp_set_str(rc, "created_utc", when) |
-         fdl_cmp_set_str(rc, "comparison_kind", f->kind);
+  bad |= fdl_cmp_set_str(rc, "schema", FDL_COMPARE_SCHEMA) |
+         fdl_cmp_set_int(rc, "format_version", 1) | fdl_cmp_set_str(rc, "receipt_sha256", "") |
+         fdl_cmp_set_str(rc, "created_utc", when) | fdl_cmp_set_str(rc, "comparison_kind", f->kind);
   if (bad) return fdl_fail(err, FDL_NOMEM, "out of memory building the receipt");
   return fdl_seal_apply(rc, FDL_SEAL_FIDELITY_BLANK, "receipt_sha256", err);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "compare/cmp.h"
+#include "base/sys.h"
 
 static const char *const BUCKET_NAMES[FDL_NUM_DEPTH_BUCKETS] = {
     "0000-0255", "0256-0511", "0512-1023", "1024-1535", "1536-2046"};
@@ -64,8 +65,9 @@ static int by_key_then_ctx(const void *x, const void *y) {
 static json_t *grouped_means(const json_t *per_context, const char *key, const double *means,
                              double *macro, bool *has_macro) {
   size_t n = json_array_size(per_context), m = 0, ng = 0;
-  keyed *items = malloc((n ? n : 1) * sizeof *items);
-  double *vals = malloc((n ? n : 1) * sizeof *vals), *groups = malloc((n ? n : 1) * sizeof *vals);
+  keyed *items = fdl_malloc((n ? n : 1) * sizeof *items);
+  double *vals = fdl_malloc((n ? n : 1) * sizeof *vals),
+         *groups = fdl_malloc((n ? n : 1) * sizeof *vals);
   json_t *out = json_object();
   *has_macro = false;
   if (!items || !vals || !groups || !out) goto oom;
@@ -118,8 +120,8 @@ static fdl_status uncertainty(const cmp_findings *f, const cmp_estimate *e,
   }
   size_t n = f->n_shared;
   size_t B = o->bootstrap_samples ? o->bootstrap_samples : FDL_NUM_BOOTSTRAP_DEFAULT_B;
-  double *sums = malloc(n * sizeof *sums);
-  size_t *rows = malloc(n * sizeof *rows);
+  double *sums = fdl_malloc(n * sizeof *sums);
+  size_t *rows = fdl_malloc(n * sizeof *rows);
   fdl_status s = FDL_OK;
   fdl_num_ci ci;
   if (!sums || !rows) {
@@ -189,13 +191,14 @@ static json_t *buckets(const fdl_num_context *ctxs, size_t nc, fdl_status *s, fd
 }
 
 fdl_status fdl_cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_estimate *e,
-                           const fdl_compare_opts *o, bool reproduction, json_t *rc, fdl_err *err) {
+                               const fdl_compare_opts *o, bool reproduction, json_t *rc,
+                               fdl_err *err) {
   size_t n = e->n_rows, nc = f->n_shared;
   fdl_num_summary kl = {0}; /* a reproduction's statistics are exactly 0.0 */
   fdl_status s = FDL_OK;
   if (!reproduction && (s = fdl_num_summarize(e->kl, n, &kl, err)) != FDL_OK) return s;
-  double *means = malloc((nc ? nc : 1) * sizeof *means);
-  fdl_num_context *ctxs = malloc((nc ? nc : 1) * sizeof *ctxs);
+  double *means = fdl_malloc((nc ? nc : 1) * sizeof *means);
+  fdl_num_context *ctxs = fdl_malloc((nc ? nc : 1) * sizeof *ctxs);
   json_t *per_context = json_array();
   json_t *per_domain = NULL, *per_stratum = NULL, *bk = NULL, *high = NULL, *unc = NULL;
   json_t *js = NULL;
@@ -218,9 +221,9 @@ fdl_status fdl_cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_est
   if (s == FDL_OK) s = uncertainty(f, e, o, &too_few, &unc, err);
   if (s == FDL_OK && too_few)
     s = fdl_cmp_disclose(f, "uncertainty_not_estimated", "info", 0, err,
-                     "no confidence interval: the context-cluster bootstrap resamples whole "
-                     "contexts and needs at least 2, but %zu %s compared.",
-                     nc, nc == 1 ? "context was" : "contexts were");
+                         "no confidence interval: the context-cluster bootstrap resamples whole "
+                         "contexts and needs at least 2, but %zu %s compared.",
+                         nc, nc == 1 ? "context was" : "contexts were");
   if (s == FDL_OK && e->js) {
     fdl_num_summary jss;
     if ((s = fdl_num_summarize(e->js, n, &jss, err)) == FDL_OK && !(js = stats_block(&jss)))

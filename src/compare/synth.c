@@ -26,6 +26,7 @@
 
 #include "base/rng.h"
 #include "compare/cmp.h"
+#include "base/sys.h"
 
 /* ---- random numbers --------------------------------------------------------------------- */
 
@@ -93,12 +94,12 @@ static fdl_status write_panel(synth *z, fdl_err *err) {
 static fdl_status write_hidden(synth *z, fdl_err *err) {
   const fdl_synth_opts *o = z->o;
   size_t rows = o->tokens_per_context - 1, h = o->hidden;
-  float *f = malloc(rows * h * sizeof *f);
-  uint16_t *bf = malloc(rows * h * sizeof *bf);
+  float *f = fdl_malloc(rows * h * sizeof *f);
+  uint16_t *bf = fdl_malloc(rows * h * sizeof *bf);
   char *dir = join(z->inputs, "tensors");
   fdl_status s = FDL_OK;
   if (!f || !bf || !dir) s = fdl_fail(err, FDL_NOMEM, "out of memory for hidden states");
-  if (s == FDL_OK && mkdir(dir, 0755))
+  if (s == FDL_OK && fdl_sys_mkdir(dir, 0755))
     s = fdl_fail(err, FDL_IO, "cannot create %s: %s", dir, strerror(errno));
   for (size_t c = 0; c < o->contexts && s == FDL_OK; c++) {
     rng r;
@@ -126,9 +127,9 @@ static fdl_status write_hidden(synth *z, fdl_err *err) {
 static fdl_status write_heads(synth *z, fdl_err *err) {
   const fdl_synth_opts *o = z->o;
   size_t n = o->vocab * o->hidden;
-  float *f = malloc(n * sizeof *f);
-  z->head_ref = malloc(n * sizeof *z->head_ref);
-  z->head_cand = malloc(n * sizeof *z->head_cand);
+  float *f = fdl_malloc(n * sizeof *f);
+  z->head_ref = fdl_malloc(n * sizeof *z->head_ref);
+  z->head_cand = fdl_malloc(n * sizeof *z->head_cand);
   if (!f || !z->head_ref || !z->head_cand) {
     free(f);
     return fdl_fail(err, FDL_NOMEM, "out of memory for a %zu x %zu head", o->vocab, o->hidden);
@@ -365,7 +366,7 @@ fdl_status fdl_synth(const fdl_synth_opts *in, fdl_synth_result *res, fdl_err *e
   exe_digest(&z);
   /* Stage beside --out, so the final rename stays on one filesystem. */
   size_t n = strlen(o.out_dir);
-  z.stage = malloc(n + 32);
+  z.stage = fdl_malloc(n + 32);
   if (!z.stage) return fdl_fail(err, FDL_NOMEM, "out of memory");
   while (n > 1 && o.out_dir[n - 1] == '/') n--;
   snprintf(z.stage, n + 32, "%.*s.synth-staging-XXXXXX", (int)n, o.out_dir);
@@ -379,7 +380,7 @@ fdl_status fdl_synth(const fdl_synth_opts *in, fdl_synth_result *res, fdl_err *e
   z.inputs = join(z.stage, "inputs");
   z.outs = join(z.stage, "out");
   if (!z.inputs || !z.outs) s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  if (s == FDL_OK && (mkdir(z.inputs, 0755) || mkdir(z.outs, 0755)))
+  if (s == FDL_OK && (fdl_sys_mkdir(z.inputs, 0755) || fdl_sys_mkdir(z.outs, 0755)))
     s = fdl_fail(err, FDL_IO, "synth: cannot create %s: %s", z.stage, strerror(errno));
   if (s == FDL_OK) s = write_panel(&z, err);
   if (s == FDL_OK) s = write_hidden(&z, err);

@@ -81,8 +81,9 @@ fdl_status fdl_pk_write_card(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err) {
                  "| | |\n|---|---|\n| role | %s |\n| capture content digest | `%s` |\n"
                  "| suite token hash | `%s` |\n| head content digest | `%s` |\n\n",
                  c->role, c->content_digest, fdl_ds_str(panel, "suite_token_hash_sha256"),
-                 fdl_ds_str(head, "tensor_content_sha256") ? fdl_ds_str(head, "tensor_content_sha256")
-                                                       : "none");
+                 fdl_ds_str(head, "tensor_content_sha256")
+                     ? fdl_ds_str(head, "tensor_content_sha256")
+                     : "none");
   fdl_buf_puts(&b, "## Verify\n\n```\nsha256sum --check checksums.txt\n"
                    "fidelis validate --verify-tensors .\n```\n\n"
                    "`fidelity-dataset.json` seals everything: its `dataset_sha256` covers "

@@ -12,6 +12,7 @@
 
 #include "dataset/ds_internal.h"
 #include "fidelis/json.h"
+#include "base/sys.h"
 
 static fdl_status hash_buf(const fdl_buf *b, char *hex, fdl_err *err) {
   if (fdl_buf_status(b) != FDL_OK)
@@ -64,7 +65,7 @@ static int cmp_item(const void *a, const void *b) {
 
 fdl_status fdl_ds_capture_content_digest(const fdl_ds_content_item *items, size_t n, char *hex,
                                          fdl_err *err) {
-  fdl_ds_content_item *sorted = malloc((n ? n : 1) * sizeof *sorted);
+  fdl_ds_content_item *sorted = fdl_malloc((n ? n : 1) * sizeof *sorted);
   if (!sorted) return fdl_fail(err, FDL_NOMEM, "capture_content_digest: out of memory");
   if (n) memcpy(sorted, items, n * sizeof *sorted);
   if (n) qsort(sorted, n, sizeof *sorted, cmp_item);
@@ -104,7 +105,7 @@ fdl_status fdl_ds_scope_digest(const json_t *scope, fdl_buf *out, fdl_err *err) 
                     "scope: assignments, head_policy and kv_cache_dtype are "
                     "needed for scope_digest");
   size_t n = json_array_size(assign);
-  char **segs = calloc(n ? n : 1, sizeof *segs);
+  char **segs = fdl_calloc(n ? n : 1, sizeof *segs);
   if (!segs) return fdl_fail(err, FDL_NOMEM, "scope: out of memory");
   fdl_status s = FDL_OK;
   for (size_t i = 0; i < n && s == FDL_OK; i++) {
@@ -199,7 +200,7 @@ fdl_status fdl_ds_tensor_file_digests(const char *path, const char *key, fdl_ds_
     strcpy(dir, ".");
     name = path;
   }
-  dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  dirfd = fdl_sys_open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dirfd < 0) return fdl_fail(err, FDL_IO, "%s: cannot open its directory", path);
   /* One read yields the file and content digests; the payload needs its own only when it is
    * not the content range (never for files the reference writer lays out). */

@@ -39,9 +39,10 @@ fdl_status fdl_ds_open_at(int rootfd, const char *rel, int *fd, bool *missing, f
 ds_kind fdl_ds_kind_at(int rootfd, const char *rel);
 /* Reads a whole regular file (at most max bytes) into a NUL-terminated malloc'd buffer. */
 fdl_status fdl_ds_read_at(int rootfd, const char *rel, size_t max, char **out, size_t *len,
-                      bool *missing, fdl_err *err);
+                          bool *missing, fdl_err *err);
 /* Reads and strictly parses a JSON file below rootfd. */
-fdl_status fdl_ds_load_json_at(int rootfd, const char *rel, json_t **out, bool *missing, fdl_err *err);
+fdl_status fdl_ds_load_json_at(int rootfd, const char *rel, json_t **out, bool *missing,
+                               fdl_err *err);
 /* SHA-256 of a whole file below rootfd (size optional). */
 fdl_status fdl_ds_sha256_at(int rootfd, const char *rel, char *hex, uint64_t *size, fdl_err *err);
 
@@ -117,7 +118,7 @@ typedef struct {
  * job's own failure lands in the job; the return value is an error only for a fault of the
  * run (out of memory, no thread could start). */
 fdl_status fdl_ds_hash_jobs_run(int rootfd, ds_hash_job *jobs, size_t n, unsigned threads,
-                            fdl_err *err);
+                                fdl_err *err);
 
 /* ---- shared checks ----------------------------------------------------------------------- */
 
@@ -132,7 +133,8 @@ void fdl_ds_path_base(const char *where, const char *key, char *out, size_t cap)
 fdl_status fdl_ds_seal(json_t *doc, const char *field, fdl_err *err);
 /* FDL_OK and *ok when the document's field recomputes; *present false when the field is absent
  * or not a string. */
-fdl_status fdl_ds_seal_ok(const json_t *doc, const char *field, bool *ok, bool *present, fdl_err *err);
+fdl_status fdl_ds_seal_ok(const json_t *doc, const char *field, bool *ok, bool *present,
+                          fdl_err *err);
 
 /* Scored-row selection (§7.3): row i predicts token i+1 and is kept when mask[i] and mask[i+1]
  * are nonzero and i >= score_from. mask NULL means all ones. Returns the kept count and, when
@@ -142,6 +144,6 @@ int64_t fdl_ds_scored_rows(const uint8_t *mask, int64_t len, int64_t score_from,
 /* Reads an attention-mask .npy into a 0/1 byte array (dtypes |b1 |u1 |i1 <i4 <i8, 1-D or
  * [1, L]). */
 fdl_status fdl_ds_mask_from_npy(const void *data, size_t size, const char *label, uint8_t **mask,
-                            int64_t *len, fdl_err *err);
+                                int64_t *len, fdl_err *err);
 
 #endif

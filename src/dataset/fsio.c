@@ -18,6 +18,7 @@
 #include "dataset/ds_internal.h"
 #include "fidelis/json.h"
 #include "fidelis/path.h"
+#include "base/sys.h"
 
 /* ---- opening and reading ------------------------------------------------------------------ */
 
@@ -41,7 +42,7 @@ fdl_status fdl_ds_open_at(int rootfd, const char *rel, int *fd, bool *missing, f
     /* The last component gets O_NONBLOCK: a FIFO in an untrusted tree would otherwise block the
      * open until a writer appeared, before fstat below could refuse it. */
     int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | (slash ? O_DIRECTORY : O_NONBLOCK);
-    int next = openat(dir, seg, flags);
+    int next = fdl_sys_openat(dir, seg, flags);
     int e = errno;
     if (dir != rootfd) close(dir);
     if (next < 0) {
@@ -83,7 +84,7 @@ ds_kind fdl_ds_kind_at(int rootfd, const char *rel) {
       char *slash = strchr(seg, '/');
       if (slash) *slash = '\0';
       if (seg[0] && strcmp(seg, ".")) {
-        int next = openat(dir, seg, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
+        int next = fdl_sys_openat(dir, seg, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
         int e = errno;
         if (dir != rootfd) close(dir);
         if (next < 0) return (e == ELOOP || e == ENOTDIR) ? DS_SYMLINK : DS_ABSENT;
@@ -105,7 +106,7 @@ ds_kind fdl_ds_kind_at(int rootfd, const char *rel) {
 }
 
 fdl_status fdl_ds_read_at(int rootfd, const char *rel, size_t max, char **out, size_t *len,
-                      bool *missing, fdl_err *err) {
+                          bool *missing, fdl_err *err) {
   int fd;
   fdl_status s = fdl_ds_open_at(rootfd, rel, &fd, missing, err);
   if (s != FDL_OK) return s;
@@ -114,7 +115,8 @@ fdl_status fdl_ds_read_at(int rootfd, const char *rel, size_t max, char **out, s
   return s;
 }
 
-fdl_status fdl_ds_load_json_at(int rootfd, const char *rel, json_t **out, bool *missing, fdl_err *err) {
+fdl_status fdl_ds_load_json_at(int rootfd, const char *rel, json_t **out, bool *missing,
+                               fdl_err *err) {
   char *text;
   size_t len;
   fdl_status s = fdl_ds_read_at(rootfd, rel, FDL_JSON_MAX_FILE_BYTES, &text, &len, missing, err);
@@ -147,12 +149,12 @@ static fdl_status push(ds_tree *t, int which, const char *path, fdl_err *err) {
     return fdl_fail(err, FDL_TOO_LARGE, "dataset holds more than %zu entries", DS_MAX_FILES);
   if (*n == t->cap_[which]) {
     size_t cap = t->cap_[which] ? t->cap_[which] * 2 : 64;
-    char **p = realloc(*arr, cap * sizeof *p);
+    char **p = fdl_realloc(*arr, cap * sizeof *p);
     if (!p) return fdl_fail(err, FDL_NOMEM, "out of memory listing the dataset");
     *arr = p;
     t->cap_[which] = cap;
   }
-  char *copy = strdup(path);
+  char *copy = fdl_strdup(path);
   if (!copy) return fdl_fail(err, FDL_NOMEM, "out of memory listing the dataset");
   (*arr)[(*n)++] = copy;
   return FDL_OK;
@@ -192,7 +194,7 @@ static fdl_status walk_dir(int dirfd, char *prefix, size_t plen, int depth, ds_t
     } else if (S_ISREG(st.st_mode)) {
       s = push(t, 0, prefix, err);
     } else if (S_ISDIR(st.st_mode)) {
-      int sub = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
+      int sub = fdl_sys_openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
       if (sub < 0) {
         s = fdl_fail(err, FDL_IO, "%s: cannot open directory: %s", prefix, strerror(errno));
       } else {
@@ -288,7 +290,7 @@ static void remove_below(int dirfd, int depth) {
     struct stat st;
     if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (S_ISDIR(st.st_mode)) {
-      int sub = openat(dirfd, e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
+      int sub = fdl_sys_openat(dirfd, e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
       if (sub >= 0) {
         remove_below(sub, depth + 1);
         close(sub);
@@ -302,7 +304,7 @@ static void remove_below(int dirfd, int depth) {
 }
 
 void fdl_ds_remove_tree(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
+  int fd = fdl_sys_open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
   if (fd < 0) return;
   remove_below(fd, 0);
   close(fd);

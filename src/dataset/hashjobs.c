@@ -15,6 +15,7 @@
 
 #include "dataset/ds_internal.h"
 #include "fidelis/pool.h"
+#include "base/sys.h"
 
 /* Big enough that read syscalls vanish next to hashing, small enough to stay cache-resident. */
 #define DS_HASH_CHUNK ((size_t)1 << 20)
@@ -85,7 +86,7 @@ static void run_one(int rootfd, ds_hash_job *j, uint8_t *buf, fdl_sha256_ctx *ct
   fdl_status s = FDL_OK;
   while (pos < hi && s == FDL_OK) {
     size_t want = hi - pos < DS_HASH_CHUNK ? (size_t)(hi - pos) : DS_HASH_CHUNK;
-    ssize_t r = pread(fd, buf, want, (off_t)pos);
+    ssize_t r = fdl_sys_pread(fd, buf, want, (off_t)pos);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
       s = FDL_IO;
@@ -133,7 +134,7 @@ static fdl_status task(void *arg, size_t i, unsigned worker, fdl_err *err) {
 }
 
 fdl_status fdl_ds_hash_jobs_run(int rootfd, ds_hash_job *jobs, size_t n, unsigned threads,
-                            fdl_err *err) {
+                                fdl_err *err) {
   for (size_t i = 0; i < n; i++) {
     jobs[i].status = FDL_IO;
     jobs[i].msg[0] = '\0';
@@ -144,11 +145,11 @@ fdl_status fdl_ds_hash_jobs_run(int rootfd, ds_hash_job *jobs, size_t n, unsigne
   if (threads == 0) threads = fdl_pool_cpu_count();
   if (threads > DS_MAX_THREADS) threads = DS_MAX_THREADS;
   if (threads > n) threads = (unsigned)n;
-  scratch *sc = calloc(threads, sizeof *sc);
+  scratch *sc = fdl_calloc(threads, sizeof *sc);
   if (!sc) return fdl_fail(err, FDL_NOMEM, "hashing: out of memory");
   fdl_status s = FDL_OK;
   for (unsigned t = 0; t < threads && s == FDL_OK; t++) {
-    sc[t].buf = malloc(DS_HASH_CHUNK);
+    sc[t].buf = fdl_malloc(DS_HASH_CHUNK);
     if (!sc[t].buf) s = fdl_fail(err, FDL_NOMEM, "hashing: out of memory for a read buffer");
     if (s == FDL_OK) s = fdl_sha256_new(&sc[t].ctx, err);
     if (s == FDL_OK) s = fdl_sha256_new(&sc[t].ctx2, err);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "dataset/ds_internal.h"
+#include "base/sys.h"
 
 static json_t *str_or_null(const char *s) {
   return s ? json_string(s) : json_null();
@@ -47,7 +48,7 @@ static json_t *seal_status(const char *root, const fdl_dataset *ds) {
   (void)fdl_ds_seal_ok(ds->manifest, "dataset_sha256", &ok, &present, NULL);
   const char *want = fdl_ds_str(fdl_ds_obj(ds->manifest, "seal"), "checksums_sha256");
   const char *checksums = "absent";
-  int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = fdl_sys_open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   char hex[DS_HEX_LEN + 1];
   if (fd >= 0) {
     if (fdl_ds_kind_at(fd, FDL_DS_CHECKSUMS_NAME) == DS_REGULAR &&

@@ -10,6 +10,7 @@
 
 #include "dataset/ds_internal.h"
 #include "fidelis/json.h"
+#include "base/sys.h"
 
 const char *fdl_ds_str(const json_t *o, const char *key) {
   const json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
@@ -149,7 +150,8 @@ fdl_status fdl_ds_seal(json_t *doc, const char *field, fdl_err *err) {
   return fdl_seal_apply(doc, FDL_SEAL_FIDELITY_BLANK, field, err);
 }
 
-fdl_status fdl_ds_seal_ok(const json_t *doc, const char *field, bool *ok, bool *present, fdl_err *err) {
+fdl_status fdl_ds_seal_ok(const json_t *doc, const char *field, bool *ok, bool *present,
+                          fdl_err *err) {
   *ok = false;
   const json_t *v = json_object_get(doc, field);
   *present = json_is_string(v);
@@ -176,7 +178,7 @@ int64_t fdl_ds_scored_rows(const uint8_t *mask, int64_t len, int64_t score_from,
 }
 
 fdl_status fdl_ds_mask_from_npy(const void *data, size_t size, const char *label, uint8_t **mask,
-                            int64_t *len, fdl_err *err) {
+                                int64_t *len, fdl_err *err) {
   fdl_npy *npy;
   fdl_status s = fdl_npy_open_mem(data, size, &npy, err);
   if (s != FDL_OK) return fdl_err_prefix(err, "%s", label);
@@ -196,7 +198,7 @@ fdl_status fdl_ds_mask_from_npy(const void *data, size_t size, const char *label
                     "%s: an attention mask is a 1-D (or [1, L]) array of bool, u1, i1, i4 or i8",
                     label);
   }
-  uint8_t *m = malloc(n ? (size_t)n : 1);
+  uint8_t *m = fdl_malloc(n ? (size_t)n : 1);
   if (!m) {
     fdl_npy_close(npy);
     return fdl_fail(err, FDL_NOMEM, "%s: out of memory", label);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "dataset/ds_internal.h"
+#include "base/sys.h"
 
 static int64_t int_or(const json_t *o, const char *key, int64_t dflt) {
   int64_t v;
@@ -41,7 +42,7 @@ static int cmp_panel(const void *a, const void *b) {
 static fdl_status capture_views(fdl_dataset *ds, fdl_err *err) {
   const json_t *records = fdl_ds_arr(ds->capture, "records");
   size_t n = json_array_size(records);
-  ds->records = calloc(n ? n : 1, sizeof *ds->records);
+  ds->records = fdl_calloc(n ? n : 1, sizeof *ds->records);
   if (!ds->records) return fdl_fail(err, FDL_NOMEM, "dataset: out of memory");
   size_t i;
   json_t *r;
@@ -75,7 +76,7 @@ static fdl_status capture_views(fdl_dataset *ds, fdl_err *err) {
 static fdl_status panel_views(fdl_dataset *ds, fdl_err *err) {
   const json_t *records = fdl_ds_arr(ds->panel, "records");
   size_t n = json_array_size(records);
-  ds->panel_records = calloc(n ? n : 1, sizeof *ds->panel_records);
+  ds->panel_records = fdl_calloc(n ? n : 1, sizeof *ds->panel_records);
   if (!ds->panel_records) return fdl_fail(err, FDL_NOMEM, "dataset: out of memory");
   size_t i;
   json_t *r;
@@ -100,7 +101,7 @@ static fdl_status panel_views(fdl_dataset *ds, fdl_err *err) {
 fdl_status fdl_dataset_load(const char *root, fdl_dataset *ds, fdl_err *err) {
   fdl_dataset tmp;
   memset(&tmp, 0, sizeof tmp);
-  int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = fdl_sys_open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return fdl_fail(err, FDL_IO, "%s: not a readable directory", root);
   fdl_status s = fdl_ds_load_json_at(fd, FDL_DS_MANIFEST_NAME, &tmp.manifest, NULL, err);
   if (s != FDL_OK) {

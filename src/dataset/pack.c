@@ -17,10 +17,12 @@
 #include "dataset/pack.h"
 #include "fidelis/file.h"
 #include "fidelis/json.h"
+#include "base/sys.h"
 
 /* ---- staging helpers --------------------------------------------------------------------- */
 
-fdl_status fdl_pk_stage_path(const pk_ctx *c, const char *rel, char *out, size_t cap, fdl_err *err) {
+fdl_status fdl_pk_stage_path(const pk_ctx *c, const char *rel, char *out, size_t cap,
+                             fdl_err *err) {
   int n = snprintf(out, cap, "%s/%s", c->stage, rel);
   if (n < 0 || (size_t)n >= cap)
     return fdl_fail(err, FDL_BOUNDS, "%s/%s: path too long", c->stage, rel);
@@ -36,7 +38,7 @@ fdl_status fdl_pk_mkdir(const pk_ctx *c, const char *rel, fdl_err *err) {
     if (*p != '/' && *p) continue;
     char saved = *p;
     *p = '\0';
-    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+    if (fdl_sys_mkdir(path, 0755) != 0 && errno != EEXIST)
       return fdl_fail(err, FDL_IO, "%s: cannot create directory: %s", path, strerror(errno));
     *p = saved;
     if (!saved) break;
@@ -117,30 +119,30 @@ static fdl_status reconcile(pk_ctx *c, fdl_err *err) {
   int64_t vocab = hidden ? c->head.shape[0] : c->width;
   if (c->vocab > 0 && c->vocab != vocab)
     return fdl_pk_refuse(c, err, "head_mismatch", FDL_MISMATCH,
-                     "meta vocab_size %" PRId64 " but the %s says %" PRId64, c->vocab,
-                     hidden ? "head's first dimension" : "logit width", vocab);
+                         "meta vocab_size %" PRId64 " but the %s says %" PRId64, c->vocab,
+                         hidden ? "head's first dimension" : "logit width", vocab);
   c->vocab = vocab;
   if (hidden && c->head.shape[1] != c->width)
     return fdl_pk_refuse(c, err, "head_mismatch", FDL_MISMATCH,
-                     "hidden states are %" PRId64 " wide but the head is [%" PRId64 ", %" PRId64
-                     "]; replay multiplies one by the other",
-                     c->width, c->head.shape[0], c->head.shape[1]);
+                         "hidden states are %" PRId64 " wide but the head is [%" PRId64 ", %" PRId64
+                         "]; replay multiplies one by the other",
+                         c->width, c->head.shape[0], c->head.shape[1]);
   if (!hidden && c->head.shape[0] != vocab)
     return fdl_pk_refuse(c, err, "head_mismatch", FDL_MISMATCH,
-                     "logits are %" PRId64 " wide but the head has %" PRId64 " rows", vocab,
-                     c->head.shape[0]);
+                         "logits are %" PRId64 " wide but the head has %" PRId64 " rows", vocab,
+                         c->head.shape[0]);
   for (size_t i = 0; i < c->n; i++)
     for (size_t k = 0; k < c->recs[i].ntok; k++)
       if (c->recs[i].tokens[k] >= vocab)
         return fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
-                         "record %" PRId64 " token %zu is id %" PRId64
-                         ", outside the vocabulary of %" PRId64 " (14.1)",
-                         c->recs[i].index, k, c->recs[i].tokens[k], vocab);
+                             "record %" PRId64 " token %zu is id %" PRId64
+                             ", outside the vocabulary of %" PRId64 " (14.1)",
+                             c->recs[i].index, k, c->recs[i].tokens[k], vocab);
   return FDL_OK;
 }
 
 static fdl_status content_digest(pk_ctx *c, fdl_err *err) {
-  fdl_ds_content_item *items = calloc(c->n, sizeof *items);
+  fdl_ds_content_item *items = fdl_calloc(c->n, sizeof *items);
   if (!items) return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
   size_t k = 0;
   for (size_t i = 0; i < c->n; i++)
@@ -159,9 +161,9 @@ static fdl_status precheck(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err) {
   fdl_status s = FDL_OK;
   if (rep.errors.count)
     s = fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
-                  "the manifest built from the meta is "
-                  "not schema-valid: %s",
-                  rep.errors.items[0].message);
+                      "the manifest built from the meta is "
+                      "not schema-valid: %s",
+                      rep.errors.items[0].message);
   else if (rep.oom != FDL_OK)
     s = fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
   fdl_ds_report_free(&rep);
@@ -179,9 +181,10 @@ static fdl_status validate_stage(pk_ctx *c, fdl_err *err) {
   fdl_status s = fdl_ds_validate(c->stage, &vo, &rep, err);
   if (s == FDL_OK && rep.errors.count) {
     const fdl_ds_finding *f = &rep.errors.items[0];
-    s = fdl_pk_refuse(c, err, "dataset_invalid", FDL_REFUSED,
-                  "the packed dataset fails validation with %zu error(s); first: [%s/%s] %s (%s)",
-                  rep.errors.count, f->code, f->rule, f->message, f->where);
+    s = fdl_pk_refuse(
+        c, err, "dataset_invalid", FDL_REFUSED,
+        "the packed dataset fails validation with %zu error(s); first: [%s/%s] %s (%s)",
+        rep.errors.count, f->code, f->rule, f->message, f->where);
   } else if (s != FDL_OK) {
     snprintf(c->res->code, sizeof c->res->code, "io_error");
   }
@@ -199,8 +202,8 @@ static fdl_status make_stage(pk_ctx *c, fdl_err *err) {
   if (!mkdtemp(c->stage)) {
     int e = errno;
     c->stage[0] = '\0';
-    return fdl_pk_refuse(c, err, "io_error", FDL_IO, "cannot create a staging directory beside %s: %s",
-                     out, strerror(e));
+    return fdl_pk_refuse(c, err, "io_error", FDL_IO,
+                         "cannot create a staging directory beside %s: %s", out, strerror(e));
   }
   return FDL_OK;
 }
@@ -226,7 +229,7 @@ static fdl_status run(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err) {
   if (s != FDL_OK) return s;
   if (!c->present)
     return fdl_pk_refuse(c, err, "missing_file", FDL_REFUSED, "no record tensor found in %s",
-                     c->o->tensor_dir);
+                         c->o->tensor_dir);
   s = reconcile(c, err);
   if (s == FDL_OK) s = content_digest(c, err);
   if (s == FDL_OK) s = fdl_pk_build_docs(c, docs, err);
@@ -260,11 +263,13 @@ fdl_status fdl_ds_pack(const fdl_ds_pack_opts *o, fdl_ds_pack_result *res, fdl_e
   c.res = &r;
   fdl_status s;
   if (!o || !o->panel_path || !o->tensor_dir || !o->meta_path || !o->out_dir) {
-    s = fdl_pk_refuse(&c, err, "bad_usage", FDL_INVALID,
-                  "pack needs a panel, a tensor directory, a meta file and an output directory");
+    s = fdl_pk_refuse(
+        &c, err, "bad_usage", FDL_INVALID,
+        "pack needs a panel, a tensor directory, a meta file and an output directory");
   } else if (fdl_path_exists(o->out_dir)) {
     s = fdl_pk_refuse(&c, err, "destination_exists", FDL_EXISTS,
-                  "%s already exists; pack never overwrites (choose a new directory)", o->out_dir);
+                      "%s already exists; pack never overwrites (choose a new directory)",
+                      o->out_dir);
   } else {
     fdl_ds_docs docs;
     memset(&docs, 0, sizeof docs);

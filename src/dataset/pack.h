@@ -66,8 +66,8 @@ typedef struct {
 } pk_ctx;
 
 /* Records a refusal: res->code and the error message. Returns status. */
-fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, const char *code, fdl_status status, const char *fmt,
-                     ...) FDL_PRINTF(5, 6);
+fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, const char *code, fdl_status status,
+                         const char *fmt, ...) FDL_PRINTF(5, 6);
 
 /* pack_input.c */
 fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err);

@@ -11,6 +11,7 @@
 
 #include "dataset/pack.h"
 #include "fidelis/json.h"
+#include "base/sys.h"
 
 #define ZERO64 "0000000000000000000000000000000000000000000000000000000000000000"
 #define PK_POLICY "every causal prediction position of every window is scored; nothing is dropped"
@@ -152,12 +153,12 @@ static json_t *panel_record(const pk_ctx *c, const pk_record *r) {
       str_or_null(fdl_ds_str(l, "document_id")), "allocation_stratum",
       str_or_null(fdl_ds_str(l, "allocation_stratum")), "semantic_class",
       str_or_null(fdl_ds_str(l, "semantic_class")), "source_cluster_id",
-      str_or_null(fdl_ds_str(l, "source_cluster_id")), "partition", str_or_null(fdl_ds_str(l, "partition")),
-      "sentinel", 0);
+      str_or_null(fdl_ds_str(l, "source_cluster_id")), "partition",
+      str_or_null(fdl_ds_str(l, "partition")), "sentinel", 0);
 }
 
 static fdl_status panel_doc(pk_ctx *c, json_t **out, char *suite, char *legacy, fdl_err *err) {
-  const char **hexes = calloc(c->n, sizeof *hexes);
+  const char **hexes = fdl_calloc(c->n, sizeof *hexes);
   json_t *records = json_array();
   if (!hexes || !records) {
     free(hexes);
@@ -220,15 +221,15 @@ static json_t *capture_record(const pk_ctx *c, const pk_record *r) {
       "{s:I, s:I, s:I, s:o, s:s, s:s, s:s, s:[I,I], s:I, s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:I, "
       "s:o, s:o, s:o, s:o, s:o, s:o, s:n, s:n, s:b}",
       "index", (json_int_t)r->index, "context_index", (json_int_t)r->index, "window_index",
-      (json_int_t)r->index, "window_id", str_or_null(fdl_ds_str(l, "window_id")), "file", file, "key",
-      hidden ? "hidden_states" : "logits", "dtype", fdl_dtype_name(c->stored), "shape",
+      (json_int_t)r->index, "window_id", str_or_null(fdl_ds_str(l, "window_id")), "file", file,
+      "key", hidden ? "hidden_states" : "logits", "dtype", fdl_dtype_name(c->stored), "shape",
       (json_int_t)r->scored, (json_int_t)c->width, "size_bytes", (json_int_t)r->size_bytes,
       "sha256", r->file_hex, "payload_sha256", r->payload_hex, "tensor_content_sha256",
       r->content_hex, "token_ids_json_sha256", r->tok_hex, "token_ids_sha256_legacy", r->tok_legacy,
       "attention_mask_sha256", c->masks ? json_string(r->mask_hex) : json_null(),
       "prediction_positions", (json_int_t)r->scored, "scored_rows", (json_int_t)r->scored, "role",
-      str_or_null(fdl_ds_str(l, "role")), "domain", str_or_null(fdl_ds_str(l, "domain")), "document_id",
-      str_or_null(fdl_ds_str(l, "document_id")), "allocation_stratum",
+      str_or_null(fdl_ds_str(l, "role")), "domain", str_or_null(fdl_ds_str(l, "domain")),
+      "document_id", str_or_null(fdl_ds_str(l, "document_id")), "allocation_stratum",
       str_or_null(fdl_ds_str(l, "allocation_stratum")), "semantic_class",
       str_or_null(fdl_ds_str(l, "semantic_class")), "source_cluster_id",
       str_or_null(fdl_ds_str(l, "source_cluster_id")), "elapsed_seconds", "request_id",
@@ -339,11 +340,12 @@ static fdl_status stack_fingerprint(pk_ctx *c, json_t **fp, char *hex, fdl_err *
   json_t *dtypes =
       fdl_ds_obj(c->meta, "dtypes") ? json_deep_copy(fdl_ds_obj(c->meta, "dtypes")) : json_object();
   json_error_t je;
-  *fp = json_pack_ex(&je, 0, "{s:s, s:s, s:s, s:s, s:o, s:o, s:s}", "schema", FDL_DS_STACK_SCHEMA,
-                     "engine", fdl_pk_meta_str(c, "engine", "name"), "engine_version",
-                     fdl_pk_meta_str(c, "engine", "version"), "device", fdl_ds_str(c->meta, "device"),
-                     "device_name", str_or_null(fdl_ds_str(c->meta, "device_name")), "dtypes", dtypes,
-                     "numeric_policy", np ? np : "not recorded by the producer");
+  *fp =
+      json_pack_ex(&je, 0, "{s:s, s:s, s:s, s:s, s:o, s:o, s:s}", "schema", FDL_DS_STACK_SCHEMA,
+                   "engine", fdl_pk_meta_str(c, "engine", "name"), "engine_version",
+                   fdl_pk_meta_str(c, "engine", "version"), "device", fdl_ds_str(c->meta, "device"),
+                   "device_name", str_or_null(fdl_ds_str(c->meta, "device_name")), "dtypes", dtypes,
+                   "numeric_policy", np ? np : "not recorded by the producer");
   fdl_status s = built(c, *fp, &je, "stack fingerprint", err);
   if (s != FDL_OK) return s;
   /* Compact sorted-key JSON, ASCII: the reference recipe for this digest. */
@@ -437,9 +439,9 @@ static fdl_status scope_block(pk_ctx *c, json_t **out, fdl_err *err) {
   const char *given = fdl_ds_str(scope, "scope_digest");
   if (given && strcmp(given, b.data)) {
     fdl_status s = fdl_pk_refuse(c, err, "schema_invalid", FDL_MISMATCH,
-                             "meta scope.scope_digest '%s' is not the digest of its own "
-                             "assignments ('%s')",
-                             given, b.data);
+                                 "meta scope.scope_digest '%s' is not the digest of its own "
+                                 "assignments ('%s')",
+                                 given, b.data);
     fdl_buf_free(&b);
     json_decref(scope);
     return s;
@@ -510,7 +512,8 @@ static json_t *divergences(void) {
 static json_t *disclosures(const pk_ctx *c) {
   char detail[512];
   snprintf(detail, sizeof detail, "packed by fidelis pack %s from %s %s per-record dumps",
-           fdl_version(), fdl_pk_meta_str(c, "engine", "name"), fdl_pk_meta_str(c, "engine", "version"));
+           fdl_version(), fdl_pk_meta_str(c, "engine", "name"),
+           fdl_pk_meta_str(c, "engine", "version"));
   json_t *a = json_array();
   if (!a) return NULL;
   json_array_append_new(a, json_pack("{s:b, s:s, s:s, s:s}", "affects_comparability", 0, "code",

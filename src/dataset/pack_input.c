@@ -15,13 +15,14 @@
 #include "dataset/pack.h"
 #include "fidelis/file.h"
 #include "fidelis/json.h"
+#include "base/sys.h"
 
 /* Largest panel JSONL read (a 1M-context panel of 4k tokens is about 20 GiB; this is not that). */
 #define PK_MAX_PANEL_BYTES ((size_t)4 << 30)
 #define PK_MAX_META_BYTES ((size_t)16 << 20)
 
-fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, const char *code, fdl_status status, const char *fmt,
-                     ...) {
+fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, const char *code, fdl_status status,
+                         const char *fmt, ...) {
   snprintf(c->res->code, sizeof c->res->code, "%s", code);
   va_list ap;
   va_start(ap, fmt);
@@ -51,7 +52,7 @@ static fdl_status only_keys(pk_ctx *c, const json_t *o, const char *where,
   json_object_foreach((json_t *)o, key, v) {
     if (!in_list(key, allowed))
       return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
-                       "meta %s: unknown key '%s' (see fidelis pack --help)", where, key);
+                           "meta %s: unknown key '%s' (see fidelis pack --help)", where, key);
   }
   return FDL_OK;
 }
@@ -66,8 +67,8 @@ static fdl_status want_str(pk_ctx *c, const json_t *o, const char *where, const 
     return FDL_OK;
   }
   if (!json_is_string(v) || (required && json_string_length(v) == 0))
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s must be a%s string", where, key,
-                     required ? " non-empty" : "");
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s must be a%s string", where,
+                         key, required ? " non-empty" : "");
   return FDL_OK;
 }
 
@@ -82,8 +83,8 @@ static fdl_status want_enum(pk_ctx *c, const json_t *o, const char *where, const
       size_t l = strlen(list);
       snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", vals[i]);
     }
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s '%s' is not one of %s", where,
-                     key, v, list);
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s '%s' is not one of %s",
+                         where, key, v, list);
   }
   return FDL_OK;
 }
@@ -93,7 +94,8 @@ static fdl_status want_obj(pk_ctx *c, const json_t *o, const char *key, bool req
   const json_t *v = json_object_get(o, key);
   *out = NULL;
   if (!v || json_is_null(v)) {
-    if (required) return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta.%s is required", key);
+    if (required)
+      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta.%s is required", key);
     return FDL_OK;
   }
   if (!json_is_object(v))
@@ -182,7 +184,7 @@ static fdl_status check_meta_blocks(pk_ctx *c, fdl_err *err) {
   if (s == FDL_OK) s = want_str(c, b, "weights", "repository", true, err);
   if (s == FDL_OK && !json_object_get(b, "revision"))
     s = fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
-                  "meta weights.revision is required (a commit hash, or null when unknown)");
+                      "meta weights.revision is required (a commit hash, or null when unknown)");
   if (s == FDL_OK) s = want_obj(c, m, "engine", true, &b, err);
   if (s == FDL_OK) s = only_keys(c, b, "engine", ENGINE, err);
   if (s == FDL_OK) s = want_str(c, b, "engine", "name", true, err);
@@ -211,7 +213,8 @@ fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err) {
   if (s != FDL_OK)
     return fdl_pk_refuse(c, err, "bad_input", FDL_PARSE, "meta %s: %s", c->o->meta_path, e.msg);
   if (!json_is_object(c->meta))
-    return fdl_pk_refuse(c, err, "bad_input", FDL_PARSE, "meta %s: not a JSON object", c->o->meta_path);
+    return fdl_pk_refuse(c, err, "bad_input", FDL_PARSE, "meta %s: not a JSON object",
+                         c->o->meta_path);
   s = check_meta_blocks(c, err);
   if (s != FDL_OK) return s;
   c->role = fdl_ds_str(c->meta, "role");
@@ -225,41 +228,46 @@ fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err) {
   const json_t *w = fdl_ds_obj(c->meta, "weights");
   const json_t *q = json_object_get(w, "quantized");
   if (q && !json_is_boolean(q))
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta weights.quantized must be a boolean");
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+                         "meta weights.quantized must be a boolean");
   if (!strcmp(c->role, "root") && json_is_true(q))
     return fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
-                     "role root captures unquantized weights (ROOT-1); use role quant");
+                         "role root captures unquantized weights (ROOT-1); use role quant");
   if (strcmp(c->role, "root") && !fdl_ds_obj(c->meta, "scope"))
-    return fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
-                     "role %s needs an explicit meta.scope (what is quantized, what is native); "
-                     "only a root may default to the native scope",
-                     c->role);
+    return fdl_pk_refuse(
+        c, err, "schema_invalid", FDL_REFUSED,
+        "role %s needs an explicit meta.scope (what is quantized, what is native); "
+        "only a root may default to the native scope",
+        c->role);
   const json_t *bc = json_object_get(fdl_ds_obj(c->meta, "dataset"), "base_capture");
   if (!strcmp(c->role, "derived") && (!bc || json_is_null(bc)))
     return fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
-                     "role derived must name its base_capture (meta dataset.base_capture)");
+                         "role derived must name its base_capture (meta dataset.base_capture)");
   if (!strcmp(c->role, "root") && bc && !json_is_null(bc))
-    return fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED, "a root's base_capture must be null");
+    return fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
+                         "a root's base_capture must be null");
   if (!strcmp(c->role, "root") && json_object_get(c->meta, "lossy_codec") &&
       !json_is_null(json_object_get(c->meta, "lossy_codec")))
-    return fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED, "a root's lossy_codec must be null");
+    return fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
+                         "a root's lossy_codec must be null");
 
   const json_t *sw = fdl_ds_obj(fdl_ds_obj(c->meta, "panel"), "scoring_window");
   c->score_from = 0;
   if (sw && json_object_get(sw, "score_from") &&
       (!fdl_ds_int(sw, "score_from", &c->score_from) || c->score_from < 0))
     return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
-                     "meta panel.scoring_window.score_from must be an integer >= 0");
+                         "meta panel.scoring_window.score_from must be an integer >= 0");
   if (c->score_from > 0 && !fdl_ds_str(sw, "policy"))
     return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
-                     "a scoring window with score_from > 0 needs its own policy string (it is "
-                     "part of the panel's identity)");
+                         "a scoring window with score_from > 0 needs its own policy string (it is "
+                         "part of the panel's identity)");
   int64_t vocab;
   const json_t *vv = json_object_get(c->meta, "vocab_size");
   c->vocab = -1;
   if (vv && !json_is_null(vv)) {
     if (!fdl_ds_int(c->meta, "vocab_size", &vocab) || vocab < 1)
-      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta vocab_size must be an integer >= 1");
+      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+                           "meta vocab_size must be an integer >= 1");
     c->vocab = vocab;
   }
   const char *created = fdl_ds_str(c->meta, "created_utc");
@@ -272,7 +280,7 @@ fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err) {
       ok = SHAPE[i] == 'd' ? created[i] >= '0' && created[i] <= '9' : created[i] == SHAPE[i];
     if (!ok)
       return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
-                       "meta created_utc must read YYYY-MM-DDTHH:MM:SSZ");
+                           "meta created_utc must read YYYY-MM-DDTHH:MM:SSZ");
     snprintf(c->created, sizeof c->created, "%s", created);
   }
   return FDL_OK;
@@ -290,49 +298,54 @@ static const char *const LINE_KEYS[] = {"index",          "tokens",
 static fdl_status parse_line(pk_ctx *c, pk_record *r, size_t lineno, fdl_err *err) {
   const json_t *o = r->line;
   if (!json_is_object(o))
-    return fdl_pk_refuse(c, err, "bad_input", FDL_PARSE, "panel line %zu: not a JSON object", lineno);
+    return fdl_pk_refuse(c, err, "bad_input", FDL_PARSE, "panel line %zu: not a JSON object",
+                         lineno);
   const char *key;
   const json_t *v;
   json_object_foreach((json_t *)o, key, v) {
     if (!in_list(key, LINE_KEYS))
-      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
-                       "panel line %zu: unknown key '%s' (expected index, tokens, mask, domain, "
-                       "window_id, allocation_stratum, document_id, role, semantic_class, "
-                       "source_cluster_id, partition)",
-                       lineno, key);
+      return fdl_pk_refuse(
+          c, err, "bad_input", FDL_INVALID,
+          "panel line %zu: unknown key '%s' (expected index, tokens, mask, domain, "
+          "window_id, allocation_stratum, document_id, role, semantic_class, "
+          "source_cluster_id, partition)",
+          lineno, key);
     if (strcmp(key, "index") && strcmp(key, "tokens") && strcmp(key, "mask") &&
         !json_is_string(v) && !json_is_null(v))
       return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
-                       "panel line %zu: '%s' must be a string or null", lineno, key);
+                           "panel line %zu: '%s' must be a string or null", lineno, key);
   }
   if (!fdl_ds_int(o, "index", &r->index) || r->index < 0 || r->index >= FDL_DS_MAX_INDEX)
     return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
-                     "panel line %zu: 'index' must be an integer >= 0", lineno);
+                         "panel line %zu: 'index' must be an integer >= 0", lineno);
   const json_t *toks = fdl_ds_arr(o, "tokens");
   if (!toks || json_array_size(toks) < 2)
     return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
-                     "panel line %zu (index %" PRId64 "): 'tokens' must be an array of at least "
-                     "2 token ids",
-                     lineno, r->index);
+                         "panel line %zu (index %" PRId64
+                         "): 'tokens' must be an array of at least "
+                         "2 token ids",
+                         lineno, r->index);
   r->ntok = json_array_size(toks);
-  r->tokens = malloc(r->ntok * sizeof *r->tokens);
+  r->tokens = fdl_malloc(r->ntok * sizeof *r->tokens);
   if (!r->tokens) return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "panel: out of memory");
   for (size_t i = 0; i < r->ntok; i++) {
     const json_t *t = json_array_get(toks, i);
     if (!json_is_integer(t) || json_integer_value(t) < 0)
       return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
-                       "panel line %zu (index %" PRId64 "): token %zu is not an integer id >= 0",
-                       lineno, r->index, i);
+                           "panel line %zu (index %" PRId64
+                           "): token %zu is not an integer id >= 0",
+                           lineno, r->index, i);
     r->tokens[i] = (int64_t)json_integer_value(t);
   }
   const json_t *mask = json_object_get(o, "mask");
   if (mask && !json_is_null(mask)) {
     if (!json_is_array(mask) || json_array_size(mask) != r->ntok)
       return fdl_pk_refuse(c, err, "panel_binding", FDL_INVALID,
-                       "panel line %zu (index %" PRId64 "): 'mask' must be an array of %zu "
-                       "entries (one per token), got %zu",
-                       lineno, r->index, r->ntok, json_is_array(mask) ? json_array_size(mask) : 0);
-    r->mask = malloc(r->ntok);
+                           "panel line %zu (index %" PRId64 "): 'mask' must be an array of %zu "
+                           "entries (one per token), got %zu",
+                           lineno, r->index, r->ntok,
+                           json_is_array(mask) ? json_array_size(mask) : 0);
+    r->mask = fdl_malloc(r->ntok);
     if (!r->mask) return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "panel: out of memory");
     for (size_t i = 0; i < r->ntok; i++) {
       const json_t *m = json_array_get(mask, i);
@@ -342,9 +355,9 @@ static fdl_status parse_line(pk_ctx *c, pk_record *r, size_t lineno, fdl_err *er
         r->mask[i] = (uint8_t)json_integer_value(m);
       else
         return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
-                         "panel line %zu (index %" PRId64 "): mask entry %zu is not 0, 1, true "
-                         "or false",
-                         lineno, r->index, i);
+                             "panel line %zu (index %" PRId64 "): mask entry %zu is not 0, 1, true "
+                             "or false",
+                             lineno, r->index, i);
     }
   }
   return FDL_OK;
@@ -371,7 +384,7 @@ fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *
     if (k == n) continue;
     if (c->n == cap) {
       cap = cap ? cap * 2 : 64;
-      pk_record *p = realloc(c->recs, cap * sizeof *p);
+      pk_record *p = fdl_realloc(c->recs, cap * sizeof *p);
       if (!p) {
         s = fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "panel: out of memory");
         break;
@@ -387,24 +400,26 @@ fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *
     s = parse_line(c, r, lineno, err);
   }
   if (s != FDL_OK) return s;
-  if (c->n == 0) return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "the panel holds no context");
+  if (c->n == 0)
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "the panel holds no context");
   qsort(c->recs, c->n, sizeof *c->recs, cmp_rec);
   for (size_t i = 0; i < c->n; i++) {
     if (i && c->recs[i].index == c->recs[i - 1].index)
       return fdl_pk_refuse(c, err, "digest_mismatch", FDL_REFUSED,
-                       "panel: duplicate record index %" PRId64 " (REC-1)", c->recs[i].index);
+                           "panel: duplicate record index %" PRId64 " (REC-1)", c->recs[i].index);
     if (c->recs[i].index != (int64_t)i)
       return fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
-                       "panel: indices must be exactly 0..%zu; index %zu is missing", c->n - 1, i);
+                           "panel: indices must be exactly 0..%zu; index %zu is missing", c->n - 1,
+                           i);
   }
   c->context_length = (int64_t)c->recs[0].ntok;
   for (size_t i = 0; i < c->n; i++) {
     pk_record *r = &c->recs[i];
     if ((int64_t)r->ntok != c->context_length)
       return fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
-                       "panel: record %" PRId64 " has %zu tokens but record 0 has %" PRId64
-                       "; a panel is not ragged (pad it and pass a mask)",
-                       r->index, r->ntok, c->context_length);
+                           "panel: record %" PRId64 " has %zu tokens but record 0 has %" PRId64
+                           "; a panel is not ragged (pad it and pass a mask)",
+                           r->index, r->ntok, c->context_length);
     if (r->mask) c->masks = true;
   }
   for (size_t i = 0; i < c->n; i++) {
@@ -412,9 +427,9 @@ fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *
     r->scored = fdl_ds_scored_rows(r->mask, (int64_t)r->ntok, c->score_from, NULL);
     if (r->scored == 0)
       return fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
-                       "panel: record %" PRId64 " scores no position (its mask leaves no two "
-                       "adjacent attended tokens)",
-                       r->index);
+                           "panel: record %" PRId64 " scores no position (its mask leaves no two "
+                           "adjacent attended tokens)",
+                           r->index);
   }
   return FDL_OK;
 }
@@ -471,7 +486,7 @@ fdl_status fdl_pk_check_tensor_dir(pk_ctx *c, fdl_err *err) {
   DIR *d = opendir(c->o->tensor_dir);
   if (!d)
     return fdl_pk_refuse(c, err, "bad_input", FDL_IO, "tensor directory %s cannot be read",
-                     c->o->tensor_dir);
+                         c->o->tensor_dir);
   fdl_status s = FDL_OK;
   struct dirent *e;
   while (s == FDL_OK && (e = readdir(d)) != NULL) {
@@ -483,8 +498,8 @@ fdl_status fdl_pk_check_tensor_dir(pk_ctx *c, fdl_err *err) {
     int64_t idx = strtoll(name, NULL, 10);
     if (idx >= (int64_t)c->n)
       s = fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
-                    "%s/%s: index %" PRId64 " has no panel record (the panel holds 0..%zu)",
-                    c->o->tensor_dir, name, idx, c->n - 1);
+                        "%s/%s: index %" PRId64 " has no panel record (the panel holds 0..%zu)",
+                        c->o->tensor_dir, name, idx, c->n - 1);
   }
   closedir(d);
   return s;

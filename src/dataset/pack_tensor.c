@@ -17,6 +17,7 @@
 #include "dataset/pack.h"
 #include "fidelis/file.h"
 #include "fidelis/json.h"
+#include "base/sys.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "pack copies little-endian tensor bytes verbatim; a big-endian host needs byte swaps"
@@ -70,7 +71,7 @@ static uint64_t first_nonfinite(const uint8_t *p, fdl_dtype dt, uint64_t n, cons
 
 /* The token position a stored row predicts from (§7.3 keeps rows in ascending position). */
 static int64_t row_position(const pk_ctx *c, const pk_record *r, int64_t row) {
-  int64_t *rows = malloc((r->ntok ? r->ntok : 1) * sizeof *rows);
+  int64_t *rows = fdl_malloc((r->ntok ? r->ntok : 1) * sizeof *rows);
   if (!rows) return -1;
   int64_t kept = fdl_ds_scored_rows(r->mask, (int64_t)r->ntok, c->score_from, rows);
   int64_t pos = row >= 0 && row < kept ? rows[row] : -1;
@@ -87,12 +88,13 @@ static fdl_status check_finite(pk_ctx *c, const pk_record *r, const uint8_t *dat
   int64_t row = (int64_t)(at / (uint64_t)width), col = (int64_t)(at % (uint64_t)width);
   if (!r)
     return fdl_pk_refuse(c, err, "non_finite", FDL_NONFINITE,
-                     "head %s: row %" PRId64 " column %" PRId64 " is %s%s; a head must be finite",
-                     label, row, col, what, when);
+                         "head %s: row %" PRId64 " column %" PRId64
+                         " is %s%s; a head must be finite",
+                         label, row, col, what, when);
   return fdl_pk_refuse(c, err, "non_finite", FDL_NONFINITE,
-                   "record %" PRId64 " row %" PRId64 " (predicting from token position %" PRId64
-                   "), column %" PRId64 ": %s%s in %s; a capture must be finite",
-                   r->index, row, row_position(c, r, row), col, what, when, label);
+                       "record %" PRId64 " row %" PRId64 " (predicting from token position %" PRId64
+                       "), column %" PRId64 ": %s%s in %s; a capture must be finite",
+                       r->index, row, row_position(c, r, row), col, what, when, label);
 }
 
 /* ---- opening inputs ---------------------------------------------------------------------- */
@@ -139,8 +141,8 @@ static fdl_status input_open(pk_ctx *c, const char *path, const char *const *key
     size_t n = fdl_safetensors_count(in->st);
     input_close(in);
     return fdl_pk_refuse(c, err, "bad_tensor_file", FDL_PARSE,
-                     "%s holds %zu tensors and none is named %s%s%s; give one tensor per file",
-                     path, n, keys[0], keys[1] ? " or " : "", keys[1] ? keys[1] : "");
+                         "%s holds %zu tensors and none is named %s%s%s; give one tensor per file",
+                         path, n, keys[0], keys[1] ? " or " : "", keys[1] ? keys[1] : "");
   }
   return FDL_OK;
 }
@@ -157,7 +159,7 @@ static fdl_status find_record_file(pk_ctx *c, const pk_record *r, char *path, si
   bool has_st = fdl_path_exists(st), has_np = fdl_path_exists(np);
   if (has_st && has_np)
     return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
-                     "record %" PRId64 ": both %s and %s exist; keep one", r->index, st, np);
+                         "record %" PRId64 ": both %s and %s exist; keep one", r->index, st, np);
   *found = has_st || has_np;
   snprintf(path, cap, "%s", has_np ? np : st);
   return FDL_OK;
@@ -189,14 +191,14 @@ static fdl_status write_record(pk_ctx *c, pk_record *r, const void *data, int64_
   if (s != FDL_OK) return s;
   const char *wid = fdl_ds_str(r->line, "window_id");
   const char *run = fdl_ds_str(c->meta, "run_name");
-  json_t *meta =
-      json_pack("{s:s, s:s, s:s, s:s, s:s}", "capture_role",
-                hidden ? "hidden_states_pre_lm_head" : "logits", "cut_point",
-                fdl_ds_str(c->meta, "semantic_point") ? fdl_ds_str(c->meta, "semantic_point")
-                                                  : (hidden ? "after_final_rmsnorm_before_lm_head"
-                                                            : "lm_head_output_before_sampling"),
-                "window_id", wid ? wid : "", "cold_run", run ? run : c->dataset_id, "dtype",
-                dtype_word(c->stored));
+  json_t *meta = json_pack(
+      "{s:s, s:s, s:s, s:s, s:s}", "capture_role", hidden ? "hidden_states_pre_lm_head" : "logits",
+      "cut_point",
+      fdl_ds_str(c->meta, "semantic_point")
+          ? fdl_ds_str(c->meta, "semantic_point")
+          : (hidden ? "after_final_rmsnorm_before_lm_head" : "lm_head_output_before_sampling"),
+      "window_id", wid ? wid : "", "cold_run", run ? run : c->dataset_id, "dtype",
+      dtype_word(c->stored));
   if (!meta) return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
   int64_t shape[2] = {rows, c->width};
   fdl_tensor_in tin = {key, c->stored, 2, shape, data};
@@ -224,9 +226,9 @@ fdl_status fdl_pk_pack_record(pk_ctx *c, pk_record *r, fdl_err *err) {
   if (!found) {
     if (c->o->allow_partial) return FDL_OK;
     return fdl_pk_refuse(c, err, "missing_file", FDL_REFUSED,
-                     "record %" PRId64 ": no %04" PRId64 ".safetensors or %04" PRId64
-                     ".npy in %s (pass --allow-partial to pack a subset)",
-                     r->index, r->index, r->index, c->o->tensor_dir);
+                         "record %" PRId64 ": no %04" PRId64 ".safetensors or %04" PRId64
+                         ".npy in %s (pass --allow-partial to pack a subset)",
+                         r->index, r->index, r->index, c->o->tensor_dir);
   }
   bool hidden = !strcmp(c->form, "hidden");
   static const char *const HIDDEN_KEYS[] = {"hidden_states", "hidden", NULL};
@@ -241,45 +243,48 @@ fdl_status fdl_pk_pack_record(pk_ctx *c, pk_record *r, fdl_err *err) {
   const void *data = t->data;
   if (t->ndim != 2) {
     s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_INVALID,
-                  "%s: a record tensor is 2-D [scored_rows, %s], not %d-D", path,
-                  hidden ? "hidden" : "vocab", t->ndim);
+                      "%s: a record tensor is 2-D [scored_rows, %s], not %d-D", path,
+                      hidden ? "hidden" : "vocab", t->ndim);
   } else if (rows != r->scored) {
-    s = fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
-                  "record %" PRId64 ": %s has %" PRId64 " rows but the panel record scores %" PRId64
-                  " positions (positions i < %zu-1 with mask[i] and mask[i+1]%s)",
-                  r->index, path, rows, r->scored, r->ntok,
-                  c->score_from ? " and i >= score_from" : "");
+    s = fdl_pk_refuse(
+        c, err, "panel_binding", FDL_REFUSED,
+        "record %" PRId64 ": %s has %" PRId64 " rows but the panel record scores %" PRId64
+        " positions (positions i < %zu-1 with mask[i] and mask[i+1]%s)",
+        r->index, path, rows, r->scored, r->ntok, c->score_from ? " and i >= score_from" : "");
   } else if (width < 1 || (c->width > 0 && width != c->width)) {
     s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_INVALID,
-                  "record %" PRId64 ": %s is %" PRId64 " wide but earlier records are %" PRId64,
-                  r->index, path, width, c->width);
+                      "record %" PRId64 ": %s is %" PRId64 " wide but earlier records are %" PRId64,
+                      r->index, path, width, c->width);
   } else if (hidden && t->dtype != FDL_DTYPE_BF16 && t->dtype != FDL_DTYPE_F32) {
-    s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_UNSUPPORTED,
-                  "%s: hidden states come as BF16 (stored as is) or F32 (rounded to BF16), not %s",
-                  path, fdl_dtype_name(t->dtype));
+    s = fdl_pk_refuse(
+        c, err, "bad_tensor_file", FDL_UNSUPPORTED,
+        "%s: hidden states come as BF16 (stored as is) or F32 (rounded to BF16), not %s", path,
+        fdl_dtype_name(t->dtype));
   } else if (!hidden && t->dtype != FDL_DTYPE_BF16 && t->dtype != FDL_DTYPE_F16 &&
              t->dtype != FDL_DTYPE_F32 && t->dtype != FDL_DTYPE_F64) {
     s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_UNSUPPORTED,
-                  "%s: logits come as F32, BF16, F16 or F64, not %s", path,
-                  fdl_dtype_name(t->dtype));
+                      "%s: logits come as F32, BF16, F16 or F64, not %s", path,
+                      fdl_dtype_name(t->dtype));
   }
   fdl_dtype stored = hidden ? FDL_DTYPE_BF16 : t->dtype;
   if (s == FDL_OK && c->stored != FDL_DTYPE_COUNT && stored != c->stored)
     s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_INVALID,
-                  "record %" PRId64 ": %s is %s but earlier records were stored as %s; one dtype "
-                  "per capture",
-                  r->index, path, fdl_dtype_name(t->dtype), fdl_dtype_name(c->stored));
+                      "record %" PRId64
+                      ": %s is %s but earlier records were stored as %s; one dtype "
+                      "per capture",
+                      r->index, path, fdl_dtype_name(t->dtype), fdl_dtype_name(c->stored));
   if (s == FDL_OK && c->present && hidden && (t->dtype == FDL_DTYPE_F32) != c->narrowed)
     s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_INVALID,
-                  "record %" PRId64 ": %s mixes F32 and BF16 inputs across records", r->index,
-                  path);
+                      "record %" PRId64 ": %s mixes F32 and BF16 inputs across records", r->index,
+                      path);
   if (s == FDL_OK) s = check_finite(c, r, t->data, t->dtype, rows, width, path, "", err);
   if (s == FDL_OK && hidden && t->dtype == FDL_DTYPE_F32) {
     uint64_t n = (uint64_t)rows * (uint64_t)width;
-    float *f = malloc(n ? n * sizeof *f : 1);
-    converted = malloc(n ? n * sizeof *converted : 1);
+    float *f = fdl_malloc(n ? n * sizeof *f : 1);
+    converted = fdl_malloc(n ? n * sizeof *converted : 1);
     if (!f || !converted) {
-      s = fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "record %" PRId64 ": out of memory", r->index);
+      s = fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "record %" PRId64 ": out of memory",
+                        r->index);
     } else {
       memcpy(f, t->data, n * sizeof *f);
       fdl_f32_to_bf16_n(f, converted, n);
@@ -316,18 +321,19 @@ static fdl_status declared_head(pk_ctx *c, fdl_err *err) {
   bool hidden = !strcmp(c->form, "hidden");
   if (!strcmp(c->role, "root"))
     return fdl_pk_refuse(c, err, "head_mismatch", FDL_REFUSED,
-                     "role root ships its head (HEAD-6): pass --head FILE");
+                         "role root ships its head (HEAD-6): pass --head FILE");
   if (hidden && !(content && fdl_ds_is_hex64(content)))
     return fdl_pk_refuse(c, err, "head_mismatch", FDL_REFUSED,
-                     "a hidden-form dataset needs its head's content digest (HEAD-4): pass "
-                     "--head FILE, or give meta head.tensor_content_sha256 with head.shape and "
-                     "head.dtype");
+                         "a hidden-form dataset needs its head's content digest (HEAD-4): pass "
+                         "--head FILE, or give meta head.tensor_content_sha256 with head.shape and "
+                         "head.dtype");
   if (!shape || json_array_size(shape) != 2 || !json_is_integer(json_array_get(shape, 0)) ||
       !json_is_integer(json_array_get(shape, 1)) || !dtype ||
       (strcmp(dtype, "BF16") && strcmp(dtype, "F16") && strcmp(dtype, "F32")))
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
-                     "without --head, meta head.shape [vocab, hidden] and head.dtype (BF16, F16 "
-                     "or F32) describe the head the capture used");
+    return fdl_pk_refuse(
+        c, err, "bad_input", FDL_INVALID,
+        "without --head, meta head.shape [vocab, hidden] and head.dtype (BF16, F16 "
+        "or F32) describe the head the capture used");
   c->head.present = false;
   c->head.shape[0] = (int64_t)json_integer_value(json_array_get(shape, 0));
   c->head.shape[1] = (int64_t)json_integer_value(json_array_get(shape, 1));
@@ -343,8 +349,9 @@ static fdl_status declared_head(pk_ctx *c, fdl_err *err) {
 fdl_status fdl_pk_pack_head(pk_ctx *c, fdl_err *err) {
   if (!c->o->head_path) return declared_head(c, err);
   if (fdl_ds_str(fdl_ds_obj(c->meta, "head"), "tensor_content_sha256"))
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
-                     "meta head.tensor_content_sha256 is computed from --head; drop one of them");
+    return fdl_pk_refuse(
+        c, err, "bad_input", FDL_INVALID,
+        "meta head.tensor_content_sha256 is computed from --head; drop one of them");
   static const char *const KEYS[] = {"lm_head.weight", "weight", NULL};
   pk_input in;
   fdl_status s = input_open(c, c->o->head_path, KEYS, &in, err);
@@ -352,11 +359,11 @@ fdl_status fdl_pk_pack_head(pk_ctx *c, fdl_err *err) {
   const fdl_tensor *t = in.t;
   if (t->ndim != 2 || t->shape[0] < 1 || t->shape[1] < 1)
     s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_INVALID, "%s: the head is 2-D [vocab, hidden]",
-                  c->o->head_path);
+                      c->o->head_path);
   else if (t->dtype != FDL_DTYPE_BF16 && t->dtype != FDL_DTYPE_F16 && t->dtype != FDL_DTYPE_F32)
     s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_UNSUPPORTED,
-                  "%s: a head is BF16, F16 or F32, not %s", c->o->head_path,
-                  fdl_dtype_name(t->dtype));
+                      "%s: a head is BF16, F16 or F32, not %s", c->o->head_path,
+                      fdl_dtype_name(t->dtype));
   if (s == FDL_OK)
     s = check_finite(c, NULL, t->data, t->dtype, t->shape[0], t->shape[1], c->o->head_path, "",
                      err);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dataset/ds_internal.h"
+#include "base/sys.h"
 
 const char *fdl_ds_level_name(fdl_ds_level l) {
   switch (l) {
@@ -50,7 +51,7 @@ void fdl_ds_report_free(fdl_ds_report *r) {
 }
 
 void fdl_ds_report_set_subject(fdl_ds_report *r, const char *subject) {
-  char *s = strdup(subject ? subject : "");
+  char *s = fdl_strdup(subject ? subject : "");
   if (!s) {
     r->oom = FDL_NOMEM;
     return;
@@ -68,7 +69,7 @@ static void add(fdl_ds_report *r, fdl_ds_findings *f, const char *code, const ch
   vsnprintf(msg, sizeof msg, fmt, ap);
   if (f->count == f->cap_) {
     size_t cap = f->cap_ ? f->cap_ * 2 : 16;
-    fdl_ds_finding *p = realloc(f->items, cap * sizeof *p);
+    fdl_ds_finding *p = fdl_realloc(f->items, cap * sizeof *p);
     if (!p) {
       r->oom = FDL_NOMEM;
       return;
@@ -76,7 +77,8 @@ static void add(fdl_ds_report *r, fdl_ds_findings *f, const char *code, const ch
     f->items = p;
     f->cap_ = cap;
   }
-  fdl_ds_finding x = {strdup(code), strdup(rule), strdup(msg), strdup(where ? where : "")};
+  fdl_ds_finding x = {fdl_strdup(code), fdl_strdup(rule), fdl_strdup(msg),
+                      fdl_strdup(where ? where : "")};
   if (!x.code || !x.rule || !x.message || !x.where) {
     free(x.code);
     free(x.rule);
@@ -112,7 +114,7 @@ void fdl_ds_report_check(fdl_ds_report *r, const char *fmt, ...) {
   va_end(ap);
   if (r->n_checks == r->cap_checks_) {
     size_t cap = r->cap_checks_ ? r->cap_checks_ * 2 : 16;
-    char **p = realloc(r->checks, cap * sizeof *p);
+    char **p = fdl_realloc(r->checks, cap * sizeof *p);
     if (!p) {
       r->oom = FDL_NOMEM;
       return;
@@ -120,7 +122,7 @@ void fdl_ds_report_check(fdl_ds_report *r, const char *fmt, ...) {
     r->checks = p;
     r->cap_checks_ = cap;
   }
-  char *c = strdup(name);
+  char *c = fdl_strdup(name);
   if (!c) {
     r->oom = FDL_NOMEM;
     return;
@@ -163,7 +165,7 @@ static int cmp_cstr(const void *a, const void *b) {
 fdl_status fdl_ds_report_to_json(const fdl_ds_report *r, bool with_level, json_t **out,
                                  fdl_err *err) {
   if (r->oom != FDL_OK) return fdl_fail(err, FDL_NOMEM, "report: findings were lost to OOM");
-  char **sorted = malloc((r->n_checks ? r->n_checks : 1) * sizeof *sorted);
+  char **sorted = fdl_malloc((r->n_checks ? r->n_checks : 1) * sizeof *sorted);
   if (!sorted) return fdl_fail(err, FDL_NOMEM, "report: out of memory");
   if (r->n_checks) memcpy(sorted, r->checks, r->n_checks * sizeof *sorted);
   if (r->n_checks) qsort(sorted, r->n_checks, sizeof *sorted, cmp_cstr);

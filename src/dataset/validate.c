@@ -16,11 +16,12 @@
 #include "dataset/validate.h"
 #include "fidelis/json.h"
 #include "fidelis/path.h"
+#include "base/sys.h"
 
 /* ---- loading documents ------------------------------------------------------------------- */
 
 json_t *fdl_ds_v_load_sub(ds_vctx *v, const char *rel, const char *label, char *file_sha256,
-                      bool missing_ok) {
+                          bool missing_ok) {
   if (!rel || !fdl_relpath_ok(rel, strlen(rel), false) || strlen(rel) >= DS_MAX_PATH) {
     fdl_ds_report_error(v->rep, "path_escape", label, rel ? rel : "",
                         "'%s' is not a relative path inside the dataset root", rel ? rel : "");
@@ -89,8 +90,8 @@ static bool load_manifest(ds_vctx *v, const char *root) {
   size_t len;
   bool missing;
   fdl_err e;
-  fdl_status s = fdl_ds_read_at(v->rootfd, FDL_DS_MANIFEST_NAME, FDL_JSON_MAX_FILE_BYTES, &text, &len,
-                            &missing, &e);
+  fdl_status s = fdl_ds_read_at(v->rootfd, FDL_DS_MANIFEST_NAME, FDL_JSON_MAX_FILE_BYTES, &text,
+                                &len, &missing, &e);
   if (s != FDL_OK) {
     fdl_ds_report_error(v->rep, "bad_schema", "SCHEMA", FDL_DS_MANIFEST_NAME,
                         "%s is missing or unreadable in %s (%s)", FDL_DS_MANIFEST_NAME, root,
@@ -149,7 +150,8 @@ static void load_subdocs(ds_vctx *v) {
   if (!v->capture.rel) v->capture.rel = "capture/manifest.json";
   v->panel.rel = fdl_ds_str(panel, "panel_file");
   if (!v->panel.rel) v->panel.rel = "panel/panel.json";
-  v->head.rel = fdl_ds_truthy(json_object_get(head, "head_json")) ? fdl_ds_str(head, "head_json") : NULL;
+  v->head.rel =
+      fdl_ds_truthy(json_object_get(head, "head_json")) ? fdl_ds_str(head, "head_json") : NULL;
   v->runtime.rel = fdl_ds_str(runtime, "file");
   if (!v->runtime.rel) v->runtime.rel = "runtime/capture-runtime.json";
 
@@ -252,7 +254,7 @@ fdl_status fdl_ds_validate(const char *root, const fdl_ds_validate_opts *opts, f
   v.payload = !v.o->manifests_only;
   fdl_ds_report_set_subject(rep, root);
   fdl_status s = FDL_OK;
-  v.rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  v.rootfd = fdl_sys_open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (v.rootfd < 0) {
     fdl_ds_report_error(rep, "bad_schema", "SCHEMA", "", "%s is not a readable directory", root);
     finish(&v);
@@ -274,7 +276,7 @@ fdl_status fdl_ds_validate(const char *root, const fdl_ds_validate_opts *opts, f
   fdl_ds_report_check(rep, "seal.manifest");
 
   fdl_ds_walk_paths(v.m, FDL_DS_MANIFEST_NAME, rep); /* step 4 */
-  if (v.o->manifest_only) goto done;             /* step 5 */
+  if (v.o->manifest_only) goto done;                 /* step 5 */
 
   fdl_ds_v_tree(&v); /* PATH-4 and the credential guard, over the whole tree */
   load_subdocs(&v);

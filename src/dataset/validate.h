@@ -57,6 +57,6 @@ json_t *fdl_ds_v_records_of(const ds_vctx *v);
 /* Loads rel as a sealed sub-document for rule `label` (CAPTURE, PANEL, ...): missing_file,
  * bad_schema, then the receipt_sha256 self-seal (seal_failed) and the path walk. */
 json_t *fdl_ds_v_load_sub(ds_vctx *v, const char *rel, const char *label, char *file_sha256,
-                      bool missing_ok);
+                          bool missing_ok);
 
 #endif

@@ -23,6 +23,7 @@
 #include "dataset/validate.h"
 #include "fidelis/path.h"
 #include "fidelis/tensor.h"
+#include "base/sys.h"
 
 /* ---- the tree ---------------------------------------------------------------------------- */
 
@@ -81,12 +82,12 @@ typedef struct {
 static const char *own(plan *p, const char *s) {
   if (p->n_owned == p->cap_owned) {
     size_t cap = p->cap_owned ? p->cap_owned * 2 : 64;
-    char **q = realloc(p->owned, cap * sizeof *q);
+    char **q = fdl_realloc(p->owned, cap * sizeof *q);
     if (!q) return NULL;
     p->owned = q;
     p->cap_owned = cap;
   }
-  char *c = strdup(s);
+  char *c = fdl_strdup(s);
   if (c) p->owned[p->n_owned++] = c;
   return c;
 }
@@ -94,7 +95,7 @@ static const char *own(plan *p, const char *s) {
 static size_t add_job(plan *p, const char *rel, uint64_t off, uint64_t len) {
   if (p->n == p->cap) {
     size_t cap = p->cap ? p->cap * 2 : 64;
-    ds_hash_job *q = realloc(p->jobs, cap * sizeof *q);
+    ds_hash_job *q = fdl_realloc(p->jobs, cap * sizeof *q);
     if (!q) return SIZE_MAX;
     p->jobs = q;
     p->cap = cap;
@@ -149,8 +150,8 @@ static bool is_tensor_name(const char *rel) {
 static fdl_status collect_payload(ds_vctx *v, plan *p, fdl_err *err) {
   json_t *records = fdl_ds_v_records_of(v);
   size_t n = json_array_size(records) + 1;
-  p->payload = calloc(n, sizeof *p->payload);
-  p->tensors = calloc(n, sizeof *p->tensors);
+  p->payload = fdl_calloc(n, sizeof *p->payload);
+  p->tensors = fdl_calloc(n, sizeof *p->tensors);
   if (!p->payload || !p->tensors) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
   char rel[DS_MAX_PATH];
   size_t i;
@@ -190,8 +191,8 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
   size_t len;
   bool missing;
   fdl_err e;
-  if (fdl_ds_read_at(v->rootfd, FDL_DS_CHECKSUMS_NAME, (size_t)1 << 30, &text, &len, &missing, &e) !=
-      FDL_OK) {
+  if (fdl_ds_read_at(v->rootfd, FDL_DS_CHECKSUMS_NAME, (size_t)1 << 30, &text, &len, &missing,
+                     &e) != FDL_OK) {
     fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(b)", FDL_DS_CHECKSUMS_NAME,
                         "checksums.txt is missing or unreadable (%s)", e.msg);
     return FDL_OK;
@@ -219,7 +220,7 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
   }
   p->have_sums = true;
   if (p->sums.count) qsort(p->sums.items, p->sums.count, sizeof *p->sums.items, cmp_entry);
-  p->sum_job = malloc((p->sums.count ? p->sums.count : 1) * sizeof *p->sum_job);
+  p->sum_job = fdl_malloc((p->sums.count ? p->sums.count : 1) * sizeof *p->sum_job);
   if (!p->sum_job) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
   if (!v->have_tree) return FDL_OK;
   /* 1. present but unlisted. */
@@ -269,7 +270,7 @@ static fdl_status plan_tensor(ds_vctx *v, plan *p, tensor_check *t, fdl_err *err
   size_t size = 0;
   if (fstat(fd, &st) == 0 && st.st_size > 0) {
     size = (size_t)st.st_size;
-    map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    map = fdl_sys_mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
   }
   close(fd);
   fdl_safetensors *sf = NULL;

@@ -10,6 +10,7 @@
 #include "dataset/validate.h"
 #include "fidelis/json.h"
 #include "fidelis/path.h"
+#include "base/sys.h"
 
 typedef struct {
   int64_t index;
@@ -25,7 +26,7 @@ static int cmp_indexed(const void *a, const void *b) {
  * reference's int(r.get("index", 0)) does). */
 static indexed *sorted_records(const json_t *records, size_t *n) {
   *n = json_array_size(records);
-  indexed *a = calloc(*n ? *n : 1, sizeof *a);
+  indexed *a = fdl_calloc(*n ? *n : 1, sizeof *a);
   if (!a) return NULL;
   size_t i;
   json_t *r;
@@ -41,7 +42,7 @@ static indexed *sorted_records(const json_t *records, size_t *n) {
 
 static void aggregate(ds_vctx *v, const indexed *recs, size_t n) {
   const json_t *panel = fdl_ds_obj(v->m, "panel");
-  const char **hexes = calloc(n ? n : 1, sizeof *hexes);
+  const char **hexes = fdl_calloc(n ? n : 1, sizeof *hexes);
   if (!hexes) {
     v->rep->oom = FDL_NOMEM;
     return;
@@ -97,7 +98,7 @@ static int64_t *read_tokens(ds_vctx *v, const char *rel, size_t *n, bool *absent
     return NULL;
   }
   size_t len = json_is_array(doc) ? json_array_size(doc) : 0;
-  int64_t *ids = malloc((len ? len : 1) * sizeof *ids);
+  int64_t *ids = fdl_malloc((len ? len : 1) * sizeof *ids);
   bool ok = json_is_array(doc) && ids;
   for (size_t i = 0; ok && i < len; i++) {
     const json_t *x = json_array_get(doc, i);
@@ -159,7 +160,8 @@ static void token_files(ds_vctx *v, const indexed *recs, size_t n) {
     if (ntv && !json_is_null(ntv) && !(fdl_ds_int(r, "num_tokens", &nt) && nt == (int64_t)len))
       fdl_ds_report_error(v->rep, "panel_binding", "BIND-6", rel,
                           "%s has %zu tokens, the record says otherwise", rel, len);
-    const json_t *f16 = fdl_ds_arr(r, "token_ids_first16"), *l16 = fdl_ds_arr(r, "token_ids_last16");
+    const json_t *f16 = fdl_ds_arr(r, "token_ids_first16"),
+                 *l16 = fdl_ds_arr(r, "token_ids_last16");
     size_t head_n = len < 16 ? len : 16;
     if (f16 && !ids_equal(f16, ids, head_n))
       fdl_ds_report_error(v->rep, "panel_binding", "BIND-6", rel,
@@ -183,7 +185,8 @@ static void token_files(ds_vctx *v, const indexed *recs, size_t n) {
 static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
   size_t checked = 0;
   int64_t score_from = 0;
-  (void)fdl_ds_int(fdl_ds_obj(fdl_ds_obj(v->m, "panel"), "scoring_window"), "score_from", &score_from);
+  (void)fdl_ds_int(fdl_ds_obj(fdl_ds_obj(v->m, "panel"), "scoring_window"), "score_from",
+                   &score_from);
   for (size_t k = 0; k < n; k++) {
     const json_t *r = recs[k].rec;
     const char *mf = fdl_ds_str(r, "attention_mask_file");
@@ -202,7 +205,8 @@ static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
                             positions);
       continue;
     }
-    if (!fdl_relpath_ok(mf, strlen(mf), false) || !fdl_ds_join_norm("", mf, rel, sizeof rel)) continue;
+    if (!fdl_relpath_ok(mf, strlen(mf), false) || !fdl_ds_join_norm("", mf, rel, sizeof rel))
+      continue;
     char *bytes;
     size_t len;
     bool missing;
@@ -316,7 +320,7 @@ static void binding(ds_vctx *v, const indexed *recs, size_t n) {
     }
     const json_t *p = hit->rec;
     if (!fdl_ds_py_equal(json_object_get(r, "token_ids_json_sha256"),
-                     json_object_get(p, "token_ids_json_sha256")))
+                         json_object_get(p, "token_ids_json_sha256")))
       fdl_ds_report_error(v->rep, "panel_binding", "BIND-2", where,
                           "record %" PRId64 " token digest differs between capture and panel", idx);
     const json_t *a = json_object_get(r, "attention_mask_sha256"),

@@ -7,12 +7,13 @@
 #include <string.h>
 
 #include "dataset/validate.h"
+#include "base/sys.h"
 
 void fdl_ds_v_capture_digest(ds_vctx *v) {
   if (!v->capture.doc) return;
   json_t *records = fdl_ds_v_records_of(v);
   size_t n = json_array_size(records);
-  fdl_ds_content_item *items = calloc(n ? n : 1, sizeof *items);
+  fdl_ds_content_item *items = fdl_calloc(n ? n : 1, sizeof *items);
   if (!items) {
     v->rep->oom = FDL_NOMEM;
     return;
@@ -111,7 +112,7 @@ void fdl_ds_v_records(ds_vctx *v) {
   const json_t *want_width = json_object_get(
       v->capture.doc, form && !strcmp(form, "hidden") ? "hidden_width" : "vocab_size");
   size_t n = json_array_size(records);
-  int64_t *seen = malloc((n ? n : 1) * sizeof *seen);
+  int64_t *seen = fdl_malloc((n ? n : 1) * sizeof *seen);
   if (!seen) {
     v->rep->oom = FDL_NOMEM;
     return;
@@ -187,7 +188,7 @@ void fdl_ds_v_coverage(ds_vctx *v) {
   size_t present = json_array_size(records);
   int64_t declared;
   if (fdl_ds_int(coverage, "declared_records", &declared)) {
-    int64_t *idx = malloc((present ? present : 1) * sizeof *idx);
+    int64_t *idx = fdl_malloc((present ? present : 1) * sizeof *idx);
     if (!idx) {
       v->rep->oom = FDL_NOMEM;
       return;
@@ -205,10 +206,11 @@ void fdl_ds_v_coverage(ds_vctx *v) {
     bool complete = (int64_t)present == declared && contiguous;
     const json_t *claimed = json_object_get(coverage, "complete");
     if (fdl_ds_truthy(claimed) != complete)
-      fdl_ds_report_error(
-          v->rep, "incomplete", "COV-1", FDL_DS_MANIFEST_NAME,
-          "coverage.complete is %s but present=%zu declared=%" PRId64 " contiguous=%s",
-          fdl_ds_truthy(claimed) ? "true" : "false", present, declared, contiguous ? "true" : "false");
+      fdl_ds_report_error(v->rep, "incomplete", "COV-1", FDL_DS_MANIFEST_NAME,
+                          "coverage.complete is %s but present=%zu declared=%" PRId64
+                          " contiguous=%s",
+                          fdl_ds_truthy(claimed) ? "true" : "false", present, declared,
+                          contiguous ? "true" : "false");
     int64_t pr;
     if (!fdl_ds_int(coverage, "present_records", &pr) || pr != (int64_t)present)
       fdl_ds_report_error(v->rep, "incomplete", "COV-1", FDL_DS_MANIFEST_NAME,

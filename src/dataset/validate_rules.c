@@ -62,7 +62,8 @@ void fdl_ds_v_head(ds_vctx *v) {
     fdl_ds_report_error(v->rep, "schema_invalid", "4.2", W,
                         "logit form must declare head.applied_in_capture true");
   const char *raw = fdl_ds_str(head, "raw_tensor_sha256"),
-             *content = fdl_ds_str(head, "tensor_content_sha256"), *file = fdl_ds_str(head, "file_sha256");
+             *content = fdl_ds_str(head, "tensor_content_sha256"),
+             *file = fdl_ds_str(head, "file_sha256");
   if (raw && raw[0] && content && content[0] && strcmp(raw, content))
     fdl_ds_report_error(v->rep, "schema_invalid", "HEAD-IDENT", W,
                         "raw_tensor_sha256 is a REQUIRED byte-equal alias of "
@@ -372,8 +373,9 @@ void fdl_ds_v_remap(ds_vctx *v) {
   if (for_file) {
     char rel[DS_MAX_PATH], dir[DS_MAX_PATH];
     fdl_ds_dirname(rf, dir, sizeof dir);
-    bool resolved = !strncmp(for_file, "panel/", 6) ? fdl_ds_join_norm("", for_file, rel, sizeof rel)
-                                                    : fdl_ds_join_norm(dir, for_file, rel, sizeof rel);
+    bool resolved = !strncmp(for_file, "panel/", 6)
+                        ? fdl_ds_join_norm("", for_file, rel, sizeof rel)
+                        : fdl_ds_join_norm(dir, for_file, rel, sizeof rel);
     json_t *sealed = resolved ? fdl_ds_v_load_sub(v, rel, "REMAP-3", NULL, false) : NULL;
     if (!resolved)
       fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-3", rf,

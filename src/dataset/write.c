@@ -23,6 +23,7 @@
 #include "fidelis/file.h"
 #include "fidelis/json.h"
 #include "fidelis/path.h"
+#include "base/sys.h"
 
 /* dir + "/" + rel into out. */
 static fdl_status path_in(const char *dir, const char *rel, char *out, size_t cap, fdl_err *err) {
@@ -40,7 +41,7 @@ static fdl_status mkdir_parents(const char *dir, const char *rel, fdl_err *err) 
   for (char *p = path + skip; *p; p++) {
     if (*p != '/') continue;
     *p = '\0';
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+    if (fdl_sys_mkdir(path, 0755) != 0 && errno != EEXIST) {
       int e = errno;
       *p = '/';
       return fdl_fail(err, FDL_IO, "%s: cannot create directory: %s", path, strerror(e));
@@ -82,7 +83,7 @@ static fdl_status set_str(json_t *o, const char *key, const char *val, fdl_err *
 
 /* checksums.txt over every file now in dir except the two root exclusions. */
 static fdl_status write_checksums(const char *dir, char *hex, fdl_err *err) {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = fdl_sys_open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return fdl_fail(err, FDL_IO, "%s: cannot open: %s", dir, strerror(errno));
   ds_tree t;
   fdl_status s = fdl_ds_tree_walk(fd, &t, err);
@@ -93,7 +94,7 @@ static fdl_status write_checksums(const char *dir, char *hex, fdl_err *err) {
   if (t.n_symlinks || t.n_others)
     s = fdl_fail(err, FDL_PATH, "%s: %s is not a regular file (PATH-4)", dir,
                  t.n_symlinks ? t.symlinks[0] : t.others[0]);
-  ds_hash_job *jobs = calloc(t.n_files ? t.n_files : 1, sizeof *jobs);
+  ds_hash_job *jobs = fdl_calloc(t.n_files ? t.n_files : 1, sizeof *jobs);
   size_t n = 0;
   if (s == FDL_OK && !jobs) s = fdl_fail(err, FDL_NOMEM, "checksums: out of memory");
   for (size_t i = 0; s == FDL_OK && i < t.n_files; i++) {
@@ -139,8 +140,9 @@ static fdl_status write_checksums(const char *dir, char *hex, fdl_err *err) {
 fdl_status fdl_ds_write_sealed(const char *dir, fdl_ds_docs *d, char *dataset_sha256,
                                fdl_err *err) {
   json_t *m = d->manifest;
-  json_t *panel = fdl_ds_obj(m, "panel"), *runtime = fdl_ds_obj(m, "runtime"), *head = fdl_ds_obj(m, "head"),
-         *capture = fdl_ds_obj(m, "capture"), *seal = fdl_ds_obj(m, "seal");
+  json_t *panel = fdl_ds_obj(m, "panel"), *runtime = fdl_ds_obj(m, "runtime"),
+         *head = fdl_ds_obj(m, "head"), *capture = fdl_ds_obj(m, "capture"),
+         *seal = fdl_ds_obj(m, "seal");
   if (!panel || !runtime || !head || !capture || !seal || !d->panel || !d->runtime || !d->capture)
     return fdl_fail(err, FDL_INVALID,
                     "seal chain: the manifest needs panel, runtime, head, "
@@ -173,7 +175,8 @@ fdl_status fdl_ds_write_sealed(const char *dir, fdl_ds_docs *d, char *dataset_sh
 
   if (s == FDL_OK) {
     json_t *report = d->validation ? json_incref(d->validation) : NULL;
-    if (!report) s = fdl_ds_preseal_report(fdl_ds_str(fdl_ds_obj(m, "dataset"), "id"), &report, err);
+    if (!report)
+      s = fdl_ds_preseal_report(fdl_ds_str(fdl_ds_obj(m, "dataset"), "id"), &report, err);
     if (s == FDL_OK) s = write_doc(dir, FDL_DS_VALIDATION_FILE, report, NULL, err);
     json_decref(report);
   }

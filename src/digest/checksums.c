@@ -8,6 +8,7 @@
 
 #include "fidelis/digest.h"
 #include "fidelis/path.h"
+#include "base/sys.h"
 
 /* Bounds on untrusted input: PATH_MAX-sized paths and far more files than any dataset holds. */
 #define FDL_CHECKSUMS_MAX_PATH 4096u
@@ -46,12 +47,12 @@ static fdl_status push(fdl_checksums *c, const char *hex, const char *path, size
                     FDL_CHECKSUMS_MAX_ENTRIES);
   if (c->count == c->cap_) {
     size_t cap = c->cap_ ? c->cap_ * 2 : 16;
-    fdl_checksum_entry *p = realloc(c->items, cap * sizeof *p);
+    fdl_checksum_entry *p = fdl_realloc(c->items, cap * sizeof *p);
     if (!p) return fdl_fail(err, FDL_NOMEM, "checksums: out of memory for %zu entries", cap);
     c->items = p;
     c->cap_ = cap;
   }
-  char *copy = malloc(plen + 1);
+  char *copy = fdl_malloc(plen + 1);
   if (!copy) return fdl_fail(err, FDL_NOMEM, "checksums: out of memory for a path");
   memcpy(copy, path, plen);
   copy[plen] = '\0';
@@ -130,7 +131,7 @@ static int cmp_path_line(const void *a, const void *b) {
 /* Finds a path listed twice; lines[i] is the line number of c->items[i]. */
 static fdl_status check_duplicates(const fdl_checksums *c, const size_t *lines, fdl_err *err) {
   if (c->count < 2) return FDL_OK;
-  path_line *v = malloc(c->count * sizeof *v);
+  path_line *v = fdl_malloc(c->count * sizeof *v);
   if (!v) return fdl_fail(err, FDL_NOMEM, "checksums: out of memory checking duplicates");
   for (size_t i = 0; i < c->count; i++) v[i] = (path_line){c->items[i].path, lines[i]};
   qsort(v, c->count, sizeof *v, cmp_path_line);
@@ -168,7 +169,7 @@ fdl_status fdl_checksums_parse(const char *text, size_t len, fdl_checksums *c, f
     if (s != FDL_OK) break;
     if (tmp.count > lines_cap) {
       size_t cap = tmp.cap_;
-      size_t *p = realloc(lines, cap * sizeof *p);
+      size_t *p = fdl_realloc(lines, cap * sizeof *p);
       if (!p) {
         s = fdl_fail(err, FDL_NOMEM, "checksums: out of memory for line numbers");
         break;

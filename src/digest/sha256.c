@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 
 #include "fidelis/digest.h"
+#include "base/sys.h"
 
 /* Large enough that syscall overhead vanishes next to hashing, small enough to stay in L2/L3. */
 #define FDL_SHA256_READ_CHUNK ((size_t)2 << 20)
@@ -59,7 +60,7 @@ static fdl_status start(fdl_sha256_ctx *ctx, fdl_err *err) {
 }
 
 fdl_status fdl_sha256_new(fdl_sha256_ctx **out, fdl_err *err) {
-  fdl_sha256_ctx *ctx = calloc(1, sizeof *ctx);
+  fdl_sha256_ctx *ctx = fdl_calloc(1, sizeof *ctx);
   if (!ctx) return fdl_fail(err, FDL_NOMEM, "sha256: out of memory for a digest context");
   ctx->md = EVP_MD_CTX_new();
   ctx->alg = EVP_MD_fetch(NULL, "SHA256", NULL);
@@ -125,7 +126,7 @@ static fdl_status open_regular(const char *path, int *fd_out, uint64_t *size, fd
   if (!path) return fdl_fail(err, FDL_INVALID, "sha256: NULL path");
   /* O_NONBLOCK so that opening a FIFO returns at once and is refused below; it has no effect on
    * reads of regular files. */
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  int fd = fdl_sys_open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return fdl_fail(err, FDL_IO, "%s: cannot open for hashing: %s", path, strerror(errno));
   struct stat st;
@@ -147,7 +148,7 @@ static fdl_status open_regular(const char *path, int *fd_out, uint64_t *size, fd
  * *got receives the bytes hashed. */
 static fdl_status hash_fd(int fd, const char *path, uint64_t offset, uint64_t len,
                           fdl_sha256_ctx *ctx, uint64_t *got, fdl_err *err) {
-  uint8_t *buf = malloc(FDL_SHA256_READ_CHUNK);
+  uint8_t *buf = fdl_malloc(FDL_SHA256_READ_CHUNK);
   if (!buf) return fdl_fail(err, FDL_NOMEM, "%s: out of memory for the read buffer", path);
   fdl_status s = FDL_OK;
   uint64_t done = 0;
@@ -156,7 +157,7 @@ static fdl_status hash_fd(int fd, const char *path, uint64_t offset, uint64_t le
     size_t want = left < FDL_SHA256_READ_CHUNK ? (size_t)left : FDL_SHA256_READ_CHUNK;
     uint64_t pos = offset + done;
     if (pos > (uint64_t)INT64_MAX) break;
-    ssize_t r = pread(fd, buf, want, (off_t)pos);
+    ssize_t r = fdl_sys_pread(fd, buf, want, (off_t)pos);
     if (r < 0) {
       if (errno == EINTR) continue;
       s = fdl_fail(err, FDL_IO, "%s: read failed at byte %llu: %s", path, (unsigned long long)pos,

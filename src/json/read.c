@@ -12,6 +12,7 @@
 #include "fidelis/file.h"
 #include "fidelis/json.h"
 #include "json/number.h"
+#include "base/sys.h"
 
 typedef struct {
   const char *buf;
@@ -54,7 +55,7 @@ static bool is_word_char(char c) {
 /* Kiln's rules for one float literal tok[0..n) (already known to be valid JSON grammar). */
 static fdl_status check_kiln_float(const scan *s, size_t pos, const char *tok, size_t n) {
   char small[64];
-  char *copy = n < sizeof small ? small : malloc(n + 1);
+  char *copy = n < sizeof small ? small : fdl_malloc(n + 1);
   if (!copy) return fdl_fail(s->err, FDL_NOMEM, "out of memory reading a float literal");
   memcpy(copy, tok, n);
   copy[n] = '\0';

@@ -6,6 +6,7 @@
 
 #include "fidelis/file.h"
 #include "fidelis/json.h"
+#include "base/sys.h"
 
 /* The writer recurses once per level. jansson's parser stops at 2048 levels, so every parsed
  * document fits; deeper (or cyclic) trees built in code are refused instead of exhausting the
@@ -145,7 +146,7 @@ static fdl_status put_object(writer *w, const json_t *v, int depth) {
     fdl_buf_puts(w->out, "{}");
     return FDL_OK;
   }
-  member *m = malloc(n * sizeof *m);
+  member *m = fdl_malloc(n * sizeof *m);
   if (!m) return fdl_fail(w->err, FDL_NOMEM, "out of memory sorting %zu object keys", n);
   size_t k = 0;
   for (void *it = json_object_iter(obj); it && k < n; it = json_object_iter_next(obj, it), k++)

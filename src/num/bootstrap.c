@@ -12,6 +12,7 @@
 
 #include "base/rng.h"
 #include "fidelis/num.h"
+#include "base/sys.h"
 
 static int cmp_double(const void *pa, const void *pb) {
   double a = *(const double *)pa, b = *(const double *)pb;
@@ -32,7 +33,7 @@ fdl_status fdl_num_bootstrap_ci95(const double *sums, const size_t *rows, size_t
     n += (double)rows[c];
   }
   if (n == 0.0) return fdl_fail(err, FDL_REFUSED, "bootstrap over contexts with no rows");
-  double *stat = malloc(B * sizeof *stat);
+  double *stat = fdl_malloc(B * sizeof *stat);
   if (!stat) return fdl_fail(err, FDL_NOMEM, "out of memory for %zu bootstrap statistics", B);
   fdl_rng g;
   fdl_rng_seed(&g, seed);

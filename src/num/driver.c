@@ -12,6 +12,7 @@
 #include "fidelis/pool.h"
 #include "num/kl.h"
 #include "num/replay.h"
+#include "base/sys.h"
 
 typedef struct {
   kl_state *states;  /* [position_block] */
@@ -57,7 +58,7 @@ static fdl_status check_opts(const fdl_num_opts *o, fdl_err *err) {
 
 static void *alloc_aligned(size_t n) {
   size_t sz = (n + 63) / 64 * 64;
-  return aligned_alloc(64, sz ? sz : 64);
+  return fdl_aligned_alloc(64, sz ? sz : 64);
 }
 
 fdl_status fdl_num_ctx_new(const fdl_num_opts *opts, fdl_num_ctx **out, fdl_err *err) {
@@ -66,7 +67,7 @@ fdl_status fdl_num_ctx_new(const fdl_num_opts *opts, fdl_num_ctx **out, fdl_err 
   const kl_kernels *k;
   if ((s = fdl_kl_kernels_pick(opts->isa, &k, err)) != FDL_OK) return s;
   unsigned threads = opts->threads;
-  fdl_num_ctx *c = calloc(1, sizeof *c);
+  fdl_num_ctx *c = fdl_calloc(1, sizeof *c);
   if (!c) return fdl_fail(err, FDL_NOMEM, "out of memory for the KL context");
   c->o = *opts;
   c->o.isa = k->isa;
@@ -78,10 +79,10 @@ fdl_status fdl_num_ctx_new(const fdl_num_opts *opts, fdl_num_ctx **out, fdl_err 
   }
   c->o.threads = c->pool.threads;
   size_t pb = c->o.position_block;
-  if (!(c->ws = calloc(c->pool.threads, sizeof *c->ws))) goto nomem;
+  if (!(c->ws = fdl_calloc(c->pool.threads, sizeof *c->ws))) goto nomem;
   for (unsigned w = 0; w < c->pool.threads; w++) {
     c->ws[w].states = alloc_aligned(pb * sizeof(kl_state));
-    c->ws[w].rows = calloc(pb, sizeof(fdl_num_row));
+    c->ws[w].rows = fdl_calloc(pb, sizeof(fdl_num_row));
     if (!c->ws[w].states || !c->ws[w].rows) goto nomem;
   }
   *out = c;
@@ -216,8 +217,8 @@ static fdl_status sweep_tiles(fdl_num_ctx *c, const fdl_num_block *blk, scratch 
     size_t col0 = fdl_replay_window(c0, c->nc, o->vocab, &skip);
     for (int i = 0; i < 2; i++)
       if (sides[i]->form == FDL_NUM_HIDDEN)
-        fdl_replay_tile(ws->pad[i], o->position_block, sides[i]->hidden, sides[i]->head, col0, c->nc,
-                    ws->tile[i]);
+        fdl_replay_tile(ws->pad[i], o->position_block, sides[i]->hidden, sides[i]->head, col0,
+                        c->nc, ws->tile[i]);
     for (size_t r = 0; r < blk->rows; r++) {
       kl_next nx = {NULL, NULL, 0};
       if (r + 1 < blk->rows) {
@@ -296,7 +297,7 @@ fdl_status fdl_num_run(fdl_num_ctx *c, const fdl_num_block *blocks, size_t nbloc
   if (c->o.js && !out->js)
     return fdl_fail(err, FDL_INVALID, "fdl_num_run: JS was requested but out->js is NULL");
   if (nblocks == 0) return FDL_OK;
-  size_t *first = malloc(nblocks * sizeof *first);
+  size_t *first = fdl_malloc(nblocks * sizeof *first);
   if (!first) return fdl_fail(err, FDL_NOMEM, "out of memory for %zu block offsets", nblocks);
   size_t total = 0, hidden[2] = {0, 0};
   fdl_status s = FDL_OK;

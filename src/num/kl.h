@@ -204,8 +204,8 @@ typedef struct {
  * by the caller between consecutive calls, with the data unchanged in between) carries the
  * scan of the next chunk from one call to the next. */
 fdl_status fdl_kl_chunk(const kl_kernels *k, kl_state *st, const float *t, const float *s, size_t n,
-                    size_t c0, const kl_next *next, kl_scan *ahead, const kl_where *w,
-                    fdl_err *err);
+                        size_t c0, const kl_next *next, kl_scan *ahead, const kl_where *w,
+                        fdl_err *err);
 /* Final combination; fills res (js untouched). */
 fdl_status fdl_kl_finish(kl_state *st, fdl_num_row *res, const kl_where *w, fdl_err *err);
 /* The JS sweep (kl_js.c): elements [i, n) of a chunk one at a time (the vector kernels'

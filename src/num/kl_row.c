@@ -59,8 +59,8 @@ static void rescale(kl_state *st, double mt, double ms) {
 }
 
 fdl_status fdl_kl_chunk(const kl_kernels *k, kl_state *st, const float *t, const float *s, size_t n,
-                    size_t c0, const kl_next *next, kl_scan *ahead, const kl_where *w,
-                    fdl_err *err) {
+                        size_t c0, const kl_next *next, kl_scan *ahead, const kl_where *w,
+                        fdl_err *err) {
   float cmt, cms, mag;
   int finite;
   kl_scan local = {0};

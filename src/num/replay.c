@@ -10,7 +10,7 @@
 #include "num/replay.h"
 
 fdl_status fdl_replay_pad(const fdl_num_side *side, size_t rows, size_t pb, float *pad,
-                      size_t first_slot, const char *who, fdl_err *err) {
+                          size_t first_slot, const char *who, fdl_err *err) {
   size_t h = side->hidden;
   for (size_t r = 0; r < rows; r++) {
     const float *src = side->data + r * side->ld;
@@ -39,7 +39,7 @@ size_t fdl_replay_window(size_t c0, size_t nc, size_t vocab, size_t *skip) {
 }
 
 void fdl_replay_tile(const float *pad, size_t pb, size_t hidden, const float *head, size_t col0,
-                 size_t nc, float *tile) {
+                     size_t nc, float *tile) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)pb, (blasint)nc, (blasint)hidden,
               1.0f, pad, (blasint)hidden, head + col0 * hidden, (blasint)hidden, 0.0f, tile,
               (blasint)nc);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fidelis/num.h"
+#include "base/sys.h"
 
 /* numpy's pairwise_sum (umath loops_utils.h): blocks of at most 128 summed with 8 running
  * partial sums, larger ranges split at a multiple of 8 near the middle. */
@@ -85,7 +86,7 @@ fdl_status fdl_num_summarize(const double *a, size_t n, fdl_num_summary *out, fd
   }
   for (size_t i = 0; i < n; i++)
     if (isnan(a[i])) return fdl_fail(err, FDL_NONFINITE, "token-wise KL value %zu is NaN", i);
-  double *x = malloc(n * sizeof *x);
+  double *x = fdl_malloc(n * sizeof *x);
   if (!x) return fdl_fail(err, FDL_NOMEM, "out of memory sorting %zu KL values", n);
   memcpy(x, a, n * sizeof *x);
   qsort(x, n, sizeof *x, cmp_double);
@@ -124,7 +125,7 @@ fdl_status fdl_num_bucket_means(const fdl_num_context *ctxs, size_t nctx, const 
   for (size_t k = 0; k < nbuckets; k++)
     if (edges[k + 1] <= edges[k])
       return fdl_fail(err, FDL_INVALID, "bucket edges must increase (edge %zu)", k + 1);
-  double *means = malloc((nctx ? nctx : 1) * sizeof *means);
+  double *means = fdl_malloc((nctx ? nctx : 1) * sizeof *means);
   if (!means) return fdl_fail(err, FDL_NOMEM, "out of memory for %zu context means", nctx);
   for (size_t k = 0; k < nbuckets; k++) {
     size_t m = 0;
@@ -152,7 +153,7 @@ static int cmp_desc_stable(const void *pa, const void *pb) {
 
 fdl_status fdl_num_top_desc(const double *v, size_t n, size_t k, size_t *idx, size_t *count,
                             fdl_err *err) {
-  ranked *r = malloc((n ? n : 1) * sizeof *r);
+  ranked *r = fdl_malloc((n ? n : 1) * sizeof *r);
   if (!r) return fdl_fail(err, FDL_NOMEM, "out of memory ranking %zu values", n);
   for (size_t i = 0; i < n; i++) {
     if (isnan(v[i])) {

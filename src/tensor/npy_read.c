@@ -13,6 +13,7 @@
 
 #include "fidelis/tensor.h"
 #include "tensor/tensor_internal.h"
+#include "base/sys.h"
 
 /* Longer than any header numpy writes for a supported dtype (its own reader stops at 10000). */
 #define NPY_MAX_HEADER 65536u
@@ -260,7 +261,7 @@ static fdl_status parse_file(const uint8_t *p, size_t size, const char *file, fd
 
 fdl_status fdl_npy_open_mem(const void *data, size_t size, fdl_npy **out, fdl_err *err) {
   static const uint8_t empty[1] = {0};
-  fdl_npy *n = calloc(1, sizeof *n);
+  fdl_npy *n = fdl_calloc(1, sizeof *n);
   if (!n) return fdl_fail(err, FDL_NOMEM, "%s: out of memory", MEM_LABEL);
   fdl_status s = parse_file(data ? data : empty, data ? size : 0, MEM_LABEL, &n->t, err);
   if (s != FDL_OK) {
@@ -272,7 +273,7 @@ fdl_status fdl_npy_open_mem(const void *data, size_t size, fdl_npy **out, fdl_er
 }
 
 fdl_status fdl_npy_open(const char *path, fdl_npy **out, fdl_err *err) {
-  fdl_npy *n = calloc(1, sizeof *n);
+  fdl_npy *n = fdl_calloc(1, sizeof *n);
   if (!n) return fdl_fail(err, FDL_NOMEM, "%s: out of memory", path);
   fdl_status s = fdl_map_file(path, &n->map, err);
   if (s != FDL_OK) {

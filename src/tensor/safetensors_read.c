@@ -13,6 +13,7 @@
 #include "fidelis/json.h"
 #include "fidelis/tensor.h"
 #include "tensor/tensor_internal.h"
+#include "base/sys.h"
 
 /* ---- the handle -------------------------------------------------------------------------- */
 
@@ -196,7 +197,7 @@ static fdl_status parse_header(fdl_safetensors *st, const char *file, fdl_err *e
 static fdl_status build_views(fdl_safetensors *st, const char *file, fdl_err *err) {
   uint64_t data_size = st->size - st->data_start;
   size_t total = json_object_size(st->header);
-  st->tensors = calloc(total ? total : 1, sizeof *st->tensors);
+  st->tensors = fdl_calloc(total ? total : 1, sizeof *st->tensors);
   if (!st->tensors)
     return fdl_fail(err, FDL_NOMEM, "%s: out of memory for %zu tensors", file, total);
   const char *key;
@@ -241,7 +242,7 @@ static fdl_status open_common(fdl_safetensors *st, const char *file, fdl_safeten
 fdl_status fdl_safetensors_open_mem(const void *data, size_t size, fdl_safetensors **out,
                                     fdl_err *err) {
   static const uint8_t empty[1] = {0};
-  fdl_safetensors *st = calloc(1, sizeof *st);
+  fdl_safetensors *st = fdl_calloc(1, sizeof *st);
   if (!st) return fdl_fail(err, FDL_NOMEM, "%s: out of memory", MEM_LABEL);
   st->base = data ? data : empty;
   st->size = data ? size : 0;
@@ -249,7 +250,7 @@ fdl_status fdl_safetensors_open_mem(const void *data, size_t size, fdl_safetenso
 }
 
 fdl_status fdl_safetensors_open(const char *path, fdl_safetensors **out, fdl_err *err) {
-  fdl_safetensors *st = calloc(1, sizeof *st);
+  fdl_safetensors *st = fdl_calloc(1, sizeof *st);
   if (!st) return fdl_fail(err, FDL_NOMEM, "%s: out of memory", path);
   fdl_status s = fdl_map_file(path, &st->map, err);
   if (s != FDL_OK) {

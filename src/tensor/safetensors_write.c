@@ -14,6 +14,7 @@
 #include "fidelis/json.h"
 #include "fidelis/tensor.h"
 #include "tensor/tensor_internal.h"
+#include "base/sys.h"
 
 /* ---- input checks ------------------------------------------------------------------------ */
 
@@ -138,7 +139,7 @@ static fdl_status build_header(const fdl_tensor_in *t, size_t n, const json_t *m
 fdl_status fdl_safetensors_header(const fdl_tensor_in *tensors, size_t n, const json_t *metadata,
                                   fdl_buf *out, fdl_err *err) {
   if (n > 0 && !tensors) return fdl_fail(err, FDL_INVALID, "safetensors: tensors is NULL");
-  uint64_t *nbytes = calloc(n ? n : 1, sizeof *nbytes);
+  uint64_t *nbytes = fdl_calloc(n ? n : 1, sizeof *nbytes);
   if (!nbytes) return fdl_fail(err, FDL_NOMEM, "out of memory");
   fdl_status s = build_header(tensors, n, metadata, nbytes, out, err);
   free(nbytes);
@@ -150,7 +151,7 @@ fdl_status fdl_safetensors_header(const fdl_tensor_in *tensors, size_t n, const 
 fdl_status fdl_safetensors_write(const char *path, const fdl_tensor_in *tensors, size_t n,
                                  const json_t *metadata, fdl_err *err) {
   if (n > 0 && !tensors) return fdl_fail(err, FDL_INVALID, "%s: tensors is NULL", path);
-  uint64_t *nbytes = calloc(n ? n : 1, sizeof *nbytes);
+  uint64_t *nbytes = fdl_calloc(n ? n : 1, sizeof *nbytes);
   if (!nbytes) return fdl_fail(err, FDL_NOMEM, "%s: out of memory", path);
   fdl_buf head;
   fdl_buf_init(&head, 0);

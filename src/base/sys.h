@@ -1,0 +1,33 @@
+/* sys.h - internal to libfidelis: the one door through which the library allocates memory and
+ * makes the file-system calls that can fail on a healthy machine (open, read, write, fsync,
+ * rename, mkdir, mmap). Every call site in src/ outside src/cli/ goes through it, so a test can
+ * make the Nth allocation or the Nth I/O call fail (base/sys.c, as SQLite does with its syscall
+ * table) and check that each failure gives a clean error with nothing left behind.
+ *
+ * Memory from these allocators is released with plain free(). */
+#ifndef FDL_BASE_SYS_H
+#define FDL_BASE_SYS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+void *fdl_malloc(size_t n);
+void *fdl_calloc(size_t n, size_t size);
+void *fdl_realloc(void *p, size_t n);
+char *fdl_strdup(const char *s);
+void *fdl_aligned_alloc(size_t align, size_t n);
+
+int fdl_sys_open(const char *path, int flags, ...);
+int fdl_sys_openat(int dirfd, const char *path, int flags, ...);
+ssize_t fdl_sys_read(int fd, void *buf, size_t n);
+ssize_t fdl_sys_pread(int fd, void *buf, size_t n, off_t off);
+ssize_t fdl_sys_write(int fd, const void *buf, size_t n);
+int fdl_sys_fsync(int fd);
+int fdl_sys_rename(const char *from, const char *to);
+/* renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE); -1 with ENOSYS where the kernel
+ * headers lack it. */
+int fdl_sys_rename_noreplace(const char *from, const char *to);
+int fdl_sys_mkdir(const char *path, mode_t mode);
+void *fdl_sys_mmap(void *addr, size_t n, int prot, int flags, int fd, off_t off);
+
+#endif
