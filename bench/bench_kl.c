@@ -131,8 +131,9 @@ static int bench_logits(int argc, char **argv) {
     return 2;
   }
   size_t nb;
-  fdl_num_block *b = cut(rows, o.position_block, (fdl_num_side){FDL_NUM_LOGITS, t, o.vocab, 0, 0},
-                         (fdl_num_side){FDL_NUM_LOGITS, s, o.vocab, 0, 0}, &nb);
+  fdl_num_block *b =
+      cut(rows, (size_t)FDL_NUM_TILE_ROWS, (fdl_num_side){FDL_NUM_LOGITS, t, o.vocab, 0, 0},
+          (fdl_num_side){FDL_NUM_LOGITS, s, o.vocab, 0, 0}, &nb);
   double *kl = malloc(rows * sizeof *kl), *js = malloc(rows * sizeof *js);
   uint8_t *top1 = malloc(rows);
   fdl_num_ctx *ctx;
@@ -182,11 +183,12 @@ static fdl_status bare_block(void *varg, size_t b, unsigned worker, fdl_err *err
   return FDL_OK;
 }
 
-static fdl_status run_hidden(fdl_num_ctx *ctx, const fdl_num_opts *o, float *hr, float *hc,
-                             float *head, size_t h, size_t n, double *kl, fdl_err *err) {
+static fdl_status run_hidden(fdl_num_ctx *ctx, float *hr, float *hc, float *head, size_t h,
+                             size_t n, double *kl, fdl_err *err) {
   size_t nb;
-  fdl_num_block *b = cut(n, o->position_block, (fdl_num_side){FDL_NUM_HIDDEN, hr, h, head, h},
-                         (fdl_num_side){FDL_NUM_HIDDEN, hc, h, head, h}, &nb);
+  fdl_num_block *b =
+      cut(n, (size_t)FDL_NUM_TILE_ROWS, (fdl_num_side){FDL_NUM_HIDDEN, hr, h, head, h},
+          (fdl_num_side){FDL_NUM_HIDDEN, hc, h, head, h}, &nb);
   if (!b) return fdl_fail(err, FDL_NOMEM, "out of memory for blocks");
   fdl_num_out out = {.kl = kl};
   fdl_status s = fdl_num_run(ctx, b, nb, &out, err);
@@ -206,8 +208,6 @@ static int bench_hidden(int argc, char **argv) {
   fdl_num_opts_default(&o);
   o.vocab = num(argc, argv, "--vocab", 248320);
   o.threads = (unsigned)num(argc, argv, "--threads", 0);
-  o.position_block = num(argc, argv, "--pb", o.position_block);
-  o.vocab_chunk = num(argc, argv, "--chunk", o.vocab_chunk);
   size_t h = num(argc, argv, "--hidden", 2560), rows = num(argc, argv, "--rows", 256);
   int bare_too = !has(argc, argv, "--no-bare");
   fdl_num_ctx *ctx;
@@ -218,7 +218,7 @@ static int bench_hidden(int argc, char **argv) {
    * alternates fidelis and bare GEMM three times (best of each), so that load from other
    * processes hits both sides alike. */
   size_t batch =
-      bare_too ? rows : num(argc, argv, "--batch", (size_t)threads * o.position_block * 2);
+      bare_too ? rows : num(argc, argv, "--batch", (size_t)threads * (size_t)FDL_NUM_TILE_ROWS * 2);
   float *head = alloc_big(o.vocab * h);
   float *hr = malloc(batch * h * sizeof *hr), *hc = malloc(batch * h * sizeof *hc);
   double *kl = malloc(batch * sizeof *kl);
@@ -232,27 +232,27 @@ static int bench_hidden(int argc, char **argv) {
       size_t n = rows - r0 < batch ? rows - r0 : batch;
       gen_rows(&seed, hr, hc, n * h);
       double t0 = now();
-      if (run_hidden(ctx, &o, hr, hc, head, h, n, kl, &err) != FDL_OK) goto fail;
+      if (run_hidden(ctx, hr, hc, head, h, n, kl, &err) != FDL_OK) goto fail;
       fid += now() - t0;
       for (size_t i = 0; i < n; i++) sum_kl += kl[i];
     }
   } else {
     gen_rows(&seed, hr, hc, rows * h);
-    size_t nc = o.vocab_chunk < o.vocab ? o.vocab_chunk : o.vocab;
+    size_t nc = (size_t)FDL_NUM_VOCAB_CHUNK < o.vocab ? (size_t)FDL_NUM_VOCAB_CHUNK : o.vocab;
     bare_args a = {hr,
                    hc,
                    head,
-                   o.position_block,
+                   (size_t)FDL_NUM_TILE_ROWS,
                    h,
                    o.vocab,
-                   o.vocab_chunk,
-                   malloc((size_t)threads * 2 * o.position_block * nc * sizeof(float))};
+                   (size_t)FDL_NUM_VOCAB_CHUNK,
+                   malloc((size_t)threads * 2 * (size_t)FDL_NUM_TILE_ROWS * nc * sizeof(float))};
     fdl_pool pool;
     if (!a.tiles || fdl_pool_init(&pool, threads, &err) != FDL_OK) return 2;
-    size_t nblocks = (rows + o.position_block - 1) / o.position_block;
+    size_t nblocks = (rows + (size_t)FDL_NUM_TILE_ROWS - 1) / (size_t)FDL_NUM_TILE_ROWS;
     for (int rep = 0; rep < 3; rep++) {
       double t0 = now(), c0 = cpu_now();
-      if (run_hidden(ctx, &o, hr, hc, head, h, rows, kl, &err) != FDL_OK) goto fail;
+      if (run_hidden(ctx, hr, hc, head, h, rows, kl, &err) != FDL_OK) goto fail;
       double t1 = now(), c1 = cpu_now();
       fdl_pool_run(&pool, nblocks, bare_block, &a, &err);
       double t2 = now(), c2 = cpu_now();
@@ -268,9 +268,9 @@ static int bench_hidden(int argc, char **argv) {
   printf("mode=hidden threads=%u vocab=%zu hidden=%zu rows=%zu pb=%zu chunk=%zu "
          "fidelis_s=%.3f bare_sgemm_s=%.3f ratio=%.3f cpu_ratio=%.3f kl_mean=%.6g "
          "head_mib=%.1f peak_rss_mib=%.1f\n",
-         threads, o.vocab, h, rows, o.position_block, o.vocab_chunk, fid, bare_too ? bare : 0.0,
-         bare_too ? fid / bare : 0.0, bare_too ? fid_cpu / bare_cpu : 0.0, sum_kl / (double)rows,
-         (double)(o.vocab * h * sizeof(float)) / 1048576.0, peak_rss_mib());
+         threads, o.vocab, h, rows, (size_t)FDL_NUM_TILE_ROWS, (size_t)FDL_NUM_VOCAB_CHUNK, fid,
+         bare_too ? bare : 0.0, bare_too ? fid / bare : 0.0, bare_too ? fid_cpu / bare_cpu : 0.0,
+         sum_kl / (double)rows, (double)(o.vocab * h * sizeof(float)) / 1048576.0, peak_rss_mib());
   fdl_num_ctx_free(ctx);
   free(head), free(hr), free(hc), free(kl);
   return 0;

@@ -267,7 +267,6 @@ def main():
     refused("position block 0", [R, Q, "--position-block", "0"], "bad_position_block", "compute")
     refused("position block too big", [R, Q, "--chunk-positions", "5000"], "bad_position_block",
             "compute")
-    refused("vocab chunk too big", [R, Q, "--vocab-chunk", "2000000"], "bad_vocab_chunk", "compute")
     refused("--head of another digest", [R, Q, "--head", os.path.join(QH, "head", "weight.safetensors")],
             "head_mismatch", "compute")
     r = receipt("--head of the applied digest", [R, Q, "--head", os.path.join(Q, "head", "weight.safetensors")])

@@ -4,6 +4,9 @@
   exactly 1.0, both short-circuited (hash proof) and with --force-compute.
 * Receipts are byte-identical for --threads 1, 2 and 3 (and for the scalar kernel) once
   created_utc (and the seal over it) are blanked, and fully identical with SOURCE_DATE_EPOCH.
+* No tuning flag moves a number: six combinations of --chunk-positions/--position-block,
+  --vocab-chunk, --threads and --isa give byte-identical receipts and tokenwise-kld.npy, on a
+  hidden pair and a logit pair whose records span several replay tiles and vocabulary chunks.
 * tokenwise-kld.npy is byte-identical to np.save of the same array; the receipt validates
   against the schema (with gates.decode) and `fidelis verify` reports OK.
 * The uncertainty block: bootstrap options, and the single-context disclosure.
@@ -93,7 +96,6 @@ def blank(r):
     r = json.loads(json.dumps(r))
     r["created_utc"] = ""
     r["receipt_sha256"] = ""
-    r["comparator"]["isa"] = ""
     return r
 
 
@@ -117,6 +119,58 @@ def thread_identity(tag, ra, rb, extra=()):
         files.append(open(os.path.join(o, "comparison-receipt.json"), "rb").read())
     U.check(files[0] == files[1], f"{tag}: receipts byte-identical with SOURCE_DATE_EPOCH")
     U.check(U.receipt(o)["created_utc"] == "2023-11-14T22:13:20Z", f"{tag}: SOURCE_DATE_EPOCH date")
+
+
+def cpu_has(*names):
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        return False
+    return all(n in flags for n in names)
+
+
+FLAG_SETS = [
+    [],
+    ["--chunk-positions", "7"],
+    ["--position-block", "1", "--threads", "1"],
+    ["--vocab-chunk", "7", "--threads", "3"],
+    ["--isa", "scalar", "--chunk-positions", "200"],
+    ["--isa", "avx2", "--threads", "2", "--vocab-chunk", "100000", "--position-block", "65"],
+]
+
+
+def flag_identity():
+    """Records of 149 rows (tiles of 64, 64 and 21 rows) over a vocabulary of 9000 (chunks of 4096,
+    4096 and a last one sliding back): every flag set gives the same bytes."""
+    big = U.Builder(vocab=9000, hidden=40, contexts=3, tokens=150, seed=21)
+    big.dir = B.dir
+    W = big.random_head()
+    W2 = W + (big.rng.standard_normal(W.shape) * 0.05).astype(np.float32)
+    H0 = big.random_hidden()
+    H1 = [h + (big.rng.standard_normal(h.shape) * 0.2).astype(np.float32) for h in H0]
+    HR = big.pack("FR", tensors=H0, head=W)
+    HQ = big.pack("FQ", tensors=H1, head=W2, role="quant")
+    L0 = [(h.astype(np.float64) @ W.astype(np.float64).T).astype(np.float32) for h in H0]
+    L1 = [(h.astype(np.float64) @ W2.astype(np.float64).T).astype(np.float32) for h in H1]
+    LR = big.pack("FLR", tensors=L0, tensor_dtype="F32", form="logit", head=W)
+    LQ = big.pack("FLQ", tensors=L1, tensor_dtype="F32", form="logit", role="quant", head=W2)
+    env = {"SOURCE_DATE_EPOCH": "1700000000"}
+    for tag, ra, rb, extra in (("hidden", HR, HQ, ["--own-heads", "--js"]), ("logit", LR, LQ, [])):
+        base = None
+        for k, flags in enumerate(FLAG_SETS):
+            if "avx2" in flags and not cpu_has("avx2", "fma"):
+                print("note: no AVX2+FMA here; that flag set runs with the default kernel")
+                flags = [f for f in flags if f not in ("--isa", "avx2")]
+            o = run(f"flags-{tag}-{k}", [ra, rb, *extra, *flags], env=env)
+            cur = (open(os.path.join(o, "comparison-receipt.json"), "rb").read(),
+                   open(os.path.join(o, "tokenwise-kld.npy"), "rb").read())
+            if base is None:
+                base = cur
+                U.check(U.tokenwise(o).max() > 0, f"flags {tag}: a real measurement")
+            else:
+                U.check(cur[1] == base[1], f"flags {tag} {flags}: tokenwise-kld.npy differs")
+                U.check(cur[0] == base[0], f"flags {tag} {flags}: receipt differs")
 
 
 def main():
@@ -144,13 +198,16 @@ def main():
     o = run("flags", ["--reference", R, "--candidate", Q, "--own-heads", "--chunk-positions", "8",
                       "--vocab-chunk", "24", "--js", "--threads", "2"])
     r = U.receipt(o)
-    U.check(r["comparator"]["position_block"] == 8 and r["comparator"]["vocab_chunk"] == 24,
-            "--chunk-positions / --vocab-chunk recorded")
+    U.check(r["comparator"]["position_block"] == 64 and r["comparator"]["vocab_chunk"] == 4096 and
+            r["estimator"]["vocab_chunk"] == 4096 and "isa" not in r["comparator"],
+            "the receipt records the contract's fixed tile, not the flags")
     base = U.receipt(B.path("o-hidden-t1"))
     U.check(U.tokenwise(o).tobytes() == U.tokenwise(B.path("o-hidden-t1")).tobytes(),
             "JS does not change the KL")
     U.check(r["js"] is not None and 0 < r["js"]["mean"] < r["kl"]["mean"] and base["js"] is None,
             f"--js on a hidden pair {r['js']}")
+
+    flag_identity()
 
     # uncertainty options
     o = run("noboot", [R, Q, "--own-heads", "--no-bootstrap"])

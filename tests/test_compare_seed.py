@@ -107,8 +107,12 @@ def main():
             "native_head_replay says the heads are identical")
 
     # estimator, scope, panel, determinism, comparator, sides
+    # vocab_chunk and position_block describe each tool's own arithmetic: fidelis records its
+    # fixed contract (64-row tiles, 4096-entry chunks) whatever flags were passed.
+    U.check(r["estimator"]["vocab_chunk"] == r["comparator"]["vocab_chunk"] == 4096 and
+            r["comparator"]["position_block"] == 64, "the contract's tile is recorded")
     for k in ("accumulation_dtype", "head_policy", "hidden_dtype", "logits_dtype", "stack_relation",
-              "two_pass", "vocab_chunk", "zero_handling"):
+              "two_pass", "zero_handling"):
         U.check(r["estimator"][k] == seed["estimator"][k], f"estimator.{k}: {r['estimator'][k]}")
     U.check(r["measurement_scope"] == seed["measurement_scope"], f"scope {r['measurement_scope']}")
     for k in ("panel_id", "contexts", "scored_positions", "context_length", "scoring_window",
@@ -122,7 +126,7 @@ def main():
                                               r["candidate"]["capture_content_digest"]]), "evidence order")
     U.check(det["run_means"] == [r["kl"]["mean"]] == [det["min_run_mean"]], "run means")
     cm, scm = r["comparator"], seed["comparator"]
-    for k in ("accumulation_dtype", "device", "position_block", "vocab_chunk", "short_circuited",
+    for k in ("accumulation_dtype", "device", "short_circuited",
               "head_applied_tensor_content_sha256", "tensor_content_digests_verified",
               "source_file_hashes_verified", "two_pass", "logprob_dtype", "tf32",
               "deterministic_algorithms", "bf16_reduced_precision_reduction", "replay_peak_device_bytes"):

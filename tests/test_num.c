@@ -40,17 +40,15 @@ static double ulp_error(double got, long double want) {
   return (double)(fabsl((long double)got - want) / spacing);
 }
 
-static fdl_num_opts opts_for(size_t vocab, size_t chunk) {
+static fdl_num_opts opts_for(size_t vocab) {
   fdl_num_opts o;
   fdl_num_opts_default(&o);
   o.vocab = vocab;
-  if (chunk) o.vocab_chunk = chunk;
   return o;
 }
 
-static fdl_num_row row_kl(size_t vocab, size_t chunk, fdl_num_isa isa, const float *t,
-                          const float *s) {
-  fdl_num_opts o = opts_for(vocab, chunk);
+static fdl_num_row row_kl(size_t vocab, fdl_num_isa isa, const float *t, const float *s) {
+  fdl_num_opts o = opts_for(vocab);
   o.isa = isa;
   o.js = 1;
   fdl_num_row r;
@@ -131,7 +129,7 @@ static void test_expm1_log1p_accuracy(void **state) {
 static const fdl_num_isa isas[] = {FDL_NUM_ISA_SCALAR, FDL_NUM_ISA_AVX2, FDL_NUM_ISA_AVX512};
 
 static int isa_runs(fdl_num_isa isa) {
-  fdl_num_opts o = opts_for(1, 0);
+  fdl_num_opts o = opts_for(1);
   o.isa = isa;
   float z = 0;
   fdl_num_row r;
@@ -140,9 +138,9 @@ static int isa_runs(fdl_num_isa isa) {
 
 static void test_isa_bit_identical(void **state) {
   (void)state;
-  size_t sizes[] = {1, 2, 15, 16, 17, 33, 257, 1000, 4099};
-  size_t chunks[] = {3, 16, 17, 4096};
-  float *t = malloc(4099 * sizeof *t), *s = malloc(4099 * sizeof *s);
+  /* Sizes around and across the fixed chunk of FDL_NUM_VOCAB_CHUNK entries. */
+  size_t sizes[] = {1, 2, 15, 16, 17, 33, 257, 1000, 4095, 4096, 4097, 8200, 12301};
+  float *t = malloc(12301 * sizeof *t), *s = malloc(12301 * sizeof *s);
   /* Families: a wide candidate (the clamped exp path), both sides narrow (the fast exp path
    * that skips the clamp), and spreads straddling the fast path's -700 limit. */
   const double spread[3][2] = {{30.0, 2000.0}, {30.0, 0.0}, {1400.0, 1420.0}};
@@ -154,18 +152,16 @@ static void test_isa_bit_identical(void **state) {
         s[i] = i % 5 || spread[f][1] == 0.0 ? t[i] + (float)((urand() - 0.5) * 0.3)
                                             : (float)((urand() - 0.5) * spread[f][1]);
       }
-      for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
-        fdl_num_row ref = row_kl(v, chunks[c], FDL_NUM_ISA_SCALAR, t, s);
-        for (size_t k = 1; k < 3; k++) {
-          if (!isa_runs(isas[k])) continue;
-          fdl_num_row r = row_kl(v, chunks[c], isas[k], t, s);
-          assert_int_equal(bits(r.kl), bits(ref.kl));
-          assert_int_equal(bits(r.js), bits(ref.js));
-          assert_int_equal(bits(r.abs_err_sum), bits(ref.abs_err_sum));
-          assert_int_equal(bits(r.abs_err_max), bits(ref.abs_err_max));
-          assert_int_equal(r.ref_argmax, ref.ref_argmax);
-          assert_int_equal(r.cand_argmax, ref.cand_argmax);
-        }
+      fdl_num_row ref = row_kl(v, FDL_NUM_ISA_SCALAR, t, s);
+      for (size_t k = 1; k < 3; k++) {
+        if (!isa_runs(isas[k])) continue;
+        fdl_num_row r = row_kl(v, isas[k], t, s);
+        assert_int_equal(bits(r.kl), bits(ref.kl));
+        assert_int_equal(bits(r.js), bits(ref.js));
+        assert_int_equal(bits(r.abs_err_sum), bits(ref.abs_err_sum));
+        assert_int_equal(bits(r.abs_err_max), bits(ref.abs_err_max));
+        assert_int_equal(r.ref_argmax, ref.ref_argmax);
+        assert_int_equal(r.cand_argmax, ref.cand_argmax);
       }
     }
   free(t);
@@ -175,7 +171,7 @@ static void test_isa_bit_identical(void **state) {
 static void test_vocab_one(void **state) {
   (void)state;
   float t = 3.5f, s = -1e4f;
-  fdl_num_row r = row_kl(1, 0, FDL_NUM_ISA_AUTO, &t, &s);
+  fdl_num_row r = row_kl(1, FDL_NUM_ISA_AUTO, &t, &s);
   assert_int_equal(bits(r.kl), 0);
   assert_int_equal(r.ref_argmax, 0);
   assert_int_equal(r.cand_argmax, 0);
@@ -187,7 +183,7 @@ static void test_self_compare_positive_zero(void **state) {
   float t[999];
   for (size_t v = 1; v <= 999; v += 97) {
     for (size_t i = 0; i < v; i++) t[i] = (float)((urand() - 0.5) * 1e3);
-    fdl_num_opts o = opts_for(v, 64);
+    fdl_num_opts o = opts_for(v);
     o.js = true;
     fdl_num_row r;
     assert_int_equal(fdl_num_row_logits(&o, t, t, &r, NULL), FDL_OK);
@@ -197,51 +193,53 @@ static void test_self_compare_positive_zero(void **state) {
   }
   /* Rows that differ only where the reference has no mass: every A term is +-0, KL is +0. */
   float a[2] = {0.0f, -1e4f}, b[2] = {0.0f, -2e4f};
-  fdl_num_row r = row_kl(2, 0, FDL_NUM_ISA_AUTO, a, b);
+  fdl_num_row r = row_kl(2, FDL_NUM_ISA_AUTO, a, b);
   assert_int_equal(bits(r.kl), 0);
 }
 
-/* The maximum rises in later chunks (ascending rows), on both sides at different places. */
+/* The maximum rises in every later chunk (ascending rows), on both sides at different places;
+ * V spans four chunks, the last one partial. */
 static void test_rescale_path(void **state) {
   (void)state;
-  enum { V = 1000 };
-  float t[V], s[V];
+  enum { V = 3 * FDL_NUM_VOCAB_CHUNK + 1000 };
+  static float t[V], s[V];
   for (size_t i = 0; i < V; i++) {
-    t[i] = (float)i * 0.05f + (float)(urand() * 0.01);
-    s[i] = (float)((V - i) % 300) * 0.07f + (float)(urand() * 0.01);
+    t[i] = (float)i * 0.004f + (float)(urand() * 0.01);
+    s[i] = (float)((V - i) % 5000) * 0.006f + (float)(urand() * 0.01);
   }
   long double want = kl_ld(t, s, V);
-  size_t chunks[] = {1, 4, 7, 64, V};
-  for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
-    fdl_num_row r = row_kl(V, chunks[c], FDL_NUM_ISA_AUTO, t, s);
+  for (size_t k = 0; k < 3; k++) {
+    if (!isa_runs(isas[k])) continue;
+    fdl_num_row r = row_kl(V, isas[k], t, s);
     assert_true(fabsl((long double)r.kl - want) <= 1e-13L * fabsl(want));
     assert_int_equal(r.ref_argmax, V - 1);
   }
   /* Near-equal rows with rising maxima: the rescale must keep A and D precise. */
   for (size_t i = 0; i < V; i++) s[i] = nextafterf(t[i], i % 3 ? INFINITY : -INFINITY);
   want = kl_ld(t, s, V);
-  for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
-    fdl_num_row r = row_kl(V, chunks[c], FDL_NUM_ISA_AUTO, t, s);
+  for (size_t k = 0; k < 3; k++) {
+    if (!isa_runs(isas[k])) continue;
+    fdl_num_row r = row_kl(V, isas[k], t, s);
     assert_true(fabsl((long double)r.kl - want) <= 1e-15L);
   }
 }
 
 static void test_argmax_ties(void **state) {
   (void)state;
-  enum { V = 1000 };
-  float t[V], s[V];
+  enum { V = 2 * FDL_NUM_VOCAB_CHUNK + 100 };
+  static float t[V], s[V];
   for (size_t i = 0; i < V; i++) t[i] = s[i] = 1.0f;
-  fdl_num_row r = row_kl(V, 256, FDL_NUM_ISA_AUTO, t, s);
+  fdl_num_row r = row_kl(V, FDL_NUM_ISA_AUTO, t, s);
   assert_int_equal(r.ref_argmax, 0);
-  t[5] = t[900] = 7.0f;   /* tie across chunks: the first wins */
-  s[700] = s[701] = 7.0f; /* tie inside a chunk */
+  t[5] = t[FDL_NUM_VOCAB_CHUNK + 900] = 7.0f; /* tie across chunks: the first wins */
+  s[700] = s[701] = 7.0f;                     /* tie inside a chunk */
   s[300] = -0.0f;
-  r = row_kl(V, 256, FDL_NUM_ISA_AUTO, t, s);
+  r = row_kl(V, FDL_NUM_ISA_AUTO, t, s);
   assert_int_equal(r.ref_argmax, 5);
   assert_int_equal(r.cand_argmax, 700);
   for (size_t i = 0; i < V; i++) t[i] = i == 3 ? 0.0f : -1.0f;
   t[2] = -0.0f; /* -0.0 == +0.0: index 2 is the first maximum */
-  r = row_kl(V, 256, FDL_NUM_ISA_AUTO, t, s);
+  r = row_kl(V, FDL_NUM_ISA_AUTO, t, s);
   assert_int_equal(r.ref_argmax, 2);
 }
 
@@ -277,9 +275,8 @@ static void panel_free(panel *p) {
 /* Cuts the panel into blocks of pb rows; hidden selects hidden form on both sides. */
 static fdl_status panel_run(const panel *p, unsigned threads, size_t pb, int hidden, double *kl,
                             uint8_t *top1, fdl_err *err) {
-  fdl_num_opts o = opts_for(p->vocab, 64);
+  fdl_num_opts o = opts_for(p->vocab);
   o.threads = threads;
-  o.position_block = pb;
   fdl_num_ctx *ctx;
   fdl_status s = fdl_num_ctx_new(&o, &ctx, err);
   if (s != FDL_OK) return s;
@@ -348,18 +345,18 @@ static void test_nonfinite_names_row(void **state) {
 
 static void test_run_validation(void **state) {
   (void)state;
-  fdl_num_opts o = opts_for(0, 0);
+  fdl_num_opts o = opts_for(0);
   fdl_num_ctx *ctx = NULL;
   fdl_err err;
   assert_int_equal(fdl_num_ctx_new(&o, &ctx, &err), FDL_INVALID);
-  o = opts_for(10, 0);
-  o.position_block = 2;
+  o = opts_for(10);
   assert_int_equal(fdl_num_ctx_new(&o, &ctx, &err), FDL_OK);
-  float x[30] = {0};
-  double kl[3];
-  fdl_num_block b = {3, {FDL_NUM_LOGITS, x, 10, NULL, 0}, {FDL_NUM_LOGITS, x, 10, NULL, 0}};
+  static float x[(FDL_NUM_TILE_ROWS + 1) * 10];
+  double kl[FDL_NUM_TILE_ROWS + 1];
+  fdl_num_block b = {
+      FDL_NUM_TILE_ROWS + 1, {FDL_NUM_LOGITS, x, 10, NULL, 0}, {FDL_NUM_LOGITS, x, 10, NULL, 0}};
   fdl_num_out out = {.kl = kl};
-  assert_int_equal(fdl_num_run(ctx, &b, 1, &out, &err), FDL_INVALID); /* 3 rows > block of 2 */
+  assert_int_equal(fdl_num_run(ctx, &b, 1, &out, &err), FDL_INVALID); /* more rows than a tile */
   b.rows = 2;
   b.cand.ld = 9;
   assert_int_equal(fdl_num_run(ctx, &b, 1, &out, &err), FDL_INVALID);

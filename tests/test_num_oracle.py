@@ -157,8 +157,8 @@ def families(rng, rows, v):
 
 def test_estimator():
     rng = np.random.default_rng(20260719)
-    for v, rows, extra in [(1, 4, []), (2, 6, []), (7, 6, []), (7, 6, ["--chunk", "3"]),
-                           (4099, 5, []), (4099, 5, ["--chunk", "64"]), (248320, 2, [])]:
+    for v, rows, extra in [(1, 4, []), (2, 6, []), (7, 6, []), (4096, 3, []), (4099, 5, []),
+                           (3 * 4096 + 5, 3, []), (248320, 2, [])]:
         for name, (t, s) in families(rng, rows, v).items():
             out = run_kl(t, s, v, extra)
             for r in range(rows):
@@ -199,23 +199,23 @@ def test_self_and_determinism():
     rng = np.random.default_rng(3)
     for v in (1, 5, 4099):
         t = (rng.standard_normal((9, v)) * 4).astype(np.float32)
-        out = run_kl(t, t.copy(), v, ["--pb", "4"])
+        out = run_kl(t, t.copy(), v, ["--block-rows", "4"])
         check(np.all(out["kl"].view(np.uint64) == 0), f"self-compare V={v}: KL is +0.0 (sign bit)")
         check(np.all(out["top1"] == 1), f"self-compare V={v}: top1 1.0")
-    t = (rng.standard_normal((23, 3001)) * 3).astype(np.float32)
+    t = (rng.standard_normal((23, 9001)) * 3).astype(np.float32)
     s = (t + rng.standard_normal(t.shape) * 0.2).astype(np.float32)
-    base = run_kl(t, s, 3001, ["--threads", "1", "--pb", "8", "--chunk", "512", "--js"])
+    base = run_kl(t, s, 9001, ["--threads", "1", "--block-rows", "8", "--js"])
     for th in ("2", "3"):
-        o = run_kl(t, s, 3001, ["--threads", th, "--pb", "8", "--chunk", "512", "--js"])
+        o = run_kl(t, s, 9001, ["--threads", th, "--block-rows", "8", "--js"])
         check(o.tobytes() == base.tobytes(), f"logits: threads {th} bit-identical to 1")
-    for br in ("1", "3", "8"):
-        o = run_kl(t, s, 3001, ["--threads", "2", "--pb", "8", "--chunk", "512", "--block-rows", br, "--js"])
+    for br in ("1", "3", "64"):
+        o = run_kl(t, s, 9001, ["--threads", "2", "--block-rows", br, "--js"])
         check(o.tobytes() == base.tobytes(), f"logits: block rows {br} bit-identical")
     for isa in ("scalar", "avx2", "avx512"):
         if not isa_available(isa):
             print(f"note: {isa} kernels not available here; skipped")
             continue
-        o = run_kl(t, s, 3001, ["--isa", isa, "--pb", "8", "--chunk", "512", "--js"])
+        o = run_kl(t, s, 9001, ["--isa", isa, "--block-rows", "8", "--js"])
         check(o.tobytes() == base.tobytes(), f"{isa} kernels bit-identical to the default")
 
 
@@ -228,8 +228,8 @@ def loose_logits(hidden, head, got):
 
 def test_replay():
     rng = np.random.default_rng(11)
-    v, h, rows = 1000, 48, 37
-    ext = ["--pb", "16", "--chunk", "256"]
+    v, h, rows = 9000, 48, 37  # three chunks, the last one sliding back over the second
+    ext = ["--block-rows", "16"]
     hr = rng.standard_normal((rows, h)).astype(np.float32)
     hc = (hr + 0.05 * rng.standard_normal((rows, h))).astype(np.float32)
     w1 = (rng.standard_normal((v, h)) * 0.3).astype(np.float32)
@@ -275,8 +275,8 @@ def test_replay():
         out = run_kl(hr, hr.copy(), v, ext, ref_head=w1, cand_head=wb)
         check(np.all(out["kl"].view(np.uint64) == 0), "hidden self-compare is +0.0")
         check(np.all(out["top1"] == 1), "hidden self-compare top1 1.0")
-    # A small vocabulary (one chunk narrower than vocab_chunk) and one just past a chunk.
-    for vv in (3, 257):
+    # A small vocabulary (one chunk narrower than the fixed chunk) and one just past a chunk.
+    for vv in (3, 4097):
         w = rng.standard_normal((vv, h)).astype(np.float32)
         out = run_kl(hr, hc, vv, ext + ["--dump-ref", dr, "--dump-cand", dc],
                      ref_head=w, cand_head=w)

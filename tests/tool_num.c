@@ -1,7 +1,7 @@
 /* tool_num.c - drives the numerical core from raw files for tests/test_num_oracle.py.
  *
  *   tool_num kl --vocab V --rows R --ref F --cand F --out F [--ref-hidden H --ref-head F]
- *               [--cand-hidden H --cand-head F] [--threads T] [--pb N] [--chunk N]
+ *               [--cand-hidden H --cand-head F] [--threads T]
  *               [--isa auto|scalar|avx2|avx512] [--js] [--block-rows N]
  *               [--dump-ref F] [--dump-cand F]
  *   tool_num stats --in F --lengths F --count C --total N --out F [qVALUE ...]
@@ -10,7 +10,7 @@
  * per row: kl f64, top1 i64, ref_argmax i64, cand_argmax i64, abs_sum f64, abs_max f64, js f64.
  * --dump-* writes the replayed float32 logits of a hidden side, produced by the very tile calls
  * the driver makes, so the oracle can check the estimator on exactly those logits. --block-rows
- * cuts the panel into blocks of that many rows (default: position_block).
+ * cuts the panel into blocks of that many rows (default and maximum: FDL_NUM_TILE_ROWS).
  * `stats` takes several float64 arrays back to back (int64 lengths in --lengths) and writes per
  * array: mean, neumaier_mean, max, the linear quantile for each q, then fdl_num_summarize. */
 #include <stdio.h>
@@ -62,21 +62,24 @@ typedef struct {
   double abs_sum, abs_max, js;
 } record;
 
-/* Replays every row of a hidden side exactly as the driver does and writes the logits. */
+/* Replays every row of a hidden side exactly as the driver does (blocks of block_rows rows,
+ * each padded to a whole tile) and writes the logits. */
 static int dump_logits(const fdl_num_opts *o, const fdl_num_side *sd, size_t rows,
-                       const char *path) {
-  size_t pb = o->position_block, nc = o->vocab_chunk < o->vocab ? o->vocab_chunk : o->vocab;
+                       size_t block_rows, const char *path) {
+  const size_t pb = FDL_NUM_TILE_ROWS, vc = FDL_NUM_VOCAB_CHUNK;
+  size_t nc = vc < o->vocab ? vc : o->vocab;
   float *pad = malloc(pb * sd->hidden * sizeof *pad), *tile = malloc(pb * nc * sizeof *tile);
   float *outl = malloc(rows * o->vocab * sizeof *outl);
   if (!pad || !tile || !outl) return -1;
+  fdl_replay_single_threaded_blas(); /* as fdl_num_run does: a threaded sgemm splits differently */
   fdl_err err;
-  for (size_t r0 = 0; r0 < rows; r0 += pb) {
-    size_t nr = rows - r0 < pb ? rows - r0 : pb;
+  for (size_t r0 = 0; r0 < rows; r0 += block_rows) {
+    size_t nr = rows - r0 < block_rows ? rows - r0 : block_rows;
     fdl_num_side s = *sd;
     s.data = sd->data + r0 * sd->ld;
     if (fdl_replay_pad(&s, nr, pb, pad, r0, "dump", &err) != FDL_OK) return -1;
-    for (size_t c0 = 0; c0 < o->vocab; c0 += o->vocab_chunk) {
-      size_t skip, n = o->vocab - c0 < o->vocab_chunk ? o->vocab - c0 : o->vocab_chunk;
+    for (size_t c0 = 0; c0 < o->vocab; c0 += vc) {
+      size_t skip, n = o->vocab - c0 < vc ? o->vocab - c0 : vc;
       size_t col0 = fdl_replay_window(c0, nc, o->vocab, &skip);
       fdl_replay_tile(pad, pb, sd->hidden, sd->head, col0, nc, tile);
       for (size_t r = 0; r < nr; r++)
@@ -115,8 +118,6 @@ static int cmd_kl(int argc, char **argv) {
   fdl_num_opts o;
   fdl_num_opts_default(&o);
   o.vocab = num(argc, argv, "--vocab", 0);
-  o.position_block = num(argc, argv, "--pb", o.position_block);
-  o.vocab_chunk = num(argc, argv, "--chunk", o.vocab_chunk);
   o.threads = (unsigned)num(argc, argv, "--threads", 1);
   o.js = flag(argc, argv, "--js");
   const char *isa = arg(argc, argv, "--isa");
@@ -124,7 +125,7 @@ static int cmd_kl(int argc, char **argv) {
   if (isa && strcmp(isa, "avx2") == 0) o.isa = FDL_NUM_ISA_AVX2;
   if (isa && strcmp(isa, "avx512") == 0) o.isa = FDL_NUM_ISA_AVX512;
   size_t rows = num(argc, argv, "--rows", 0);
-  size_t block_rows = num(argc, argv, "--block-rows", o.position_block);
+  size_t block_rows = num(argc, argv, "--block-rows", FDL_NUM_TILE_ROWS);
   const char *out = arg(argc, argv, "--out");
   if (!rows || !o.vocab || !out || !block_rows) {
     fprintf(stderr, "tool_num kl: --vocab, --rows and --out are required\n");
@@ -138,7 +139,8 @@ static int cmd_kl(int argc, char **argv) {
     return 4;
   }
   const char *dr = arg(argc, argv, "--dump-ref"), *dc = arg(argc, argv, "--dump-cand");
-  if ((dr && dump_logits(&o, &ref, rows, dr)) || (dc && dump_logits(&o, &cand, rows, dc))) {
+  if ((dr && dump_logits(&o, &ref, rows, block_rows, dr)) ||
+      (dc && dump_logits(&o, &cand, rows, block_rows, dc))) {
     fprintf(stderr, "tool_num kl: dump failed\n");
     return 4;
   }

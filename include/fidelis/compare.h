@@ -40,9 +40,13 @@ extern "C" {
 #define FDL_COMPARE_SCHEMA "malaiwah.fidelity-comparison-receipt.v1"
 #define FDL_COMPARE_RECEIPT_NAME "comparison-receipt.json"
 #define FDL_COMPARE_TOKENWISE_NAME "tokenwise-kld.npy"
-/* Rows per estimator block when none is given. The reference's 128; it is recorded in the
- * receipt and (hidden form only) is the M of every replay tile. */
+/* Positions gathered per estimator batch and thread when none is given (the reference's
+ * --chunk-positions default). Memory and parallelism only: rows are always computed in fixed
+ * FDL_NUM_TILE_ROWS blocks anchored at the start of their record, so no batch size changes a
+ * number. */
 #define FDL_COMPARE_POSITION_BLOCK_DEFAULT 128
+/* The largest batch accepted; a larger one is refused (bad_position_block). */
+#define FDL_COMPARE_POSITION_BLOCK_MAX 4096
 /* Bytes of float32 input rows (both sides) one estimator window may hold. A window is at least
  * one block whatever this says. */
 #define FDL_COMPARE_WINDOW_BYTES ((size_t)512 << 20)
@@ -59,8 +63,7 @@ typedef struct {
   const char *reference_label; /* NULL: "reference" */
   const char *candidate_label; /* NULL: "candidate" */
   const char *head_path;       /* --head: the head payload to apply (not with own_heads) */
-  size_t vocab_chunk;          /* 0: FDL_NUM_VOCAB_CHUNK_DEFAULT */
-  size_t position_block;       /* 0: FDL_COMPARE_POSITION_BLOCK_DEFAULT */
+  size_t position_block;       /* batch (see above); 0: FDL_COMPARE_POSITION_BLOCK_DEFAULT */
   unsigned threads;            /* 0: every online CPU; never changes a number */
   bool self_compare;           /* assert a reproduction; skips the decode gate */
   bool force_compute;          /* on a reproduction, compute too and require bitwise agreement */

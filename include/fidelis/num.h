@@ -27,10 +27,12 @@
  *  - inputs are float32, every operation after loading is float64;
  *  - KL(reference || candidate) per row in one streaming pass over vocabulary chunks;
  *    bitwise-equal rows give exactly +0.0, and no row ever yields -0.0;
- *  - a logit row's result depends only on its own floats and vocab_chunk; a hidden row's also on
- *    position_block, the BLAS build and its offset inside its block (cut blocks at fixed
- *    offsets). Never on the thread count, on how many rows follow it in the panel, or on the
- *    instruction set (scalar, AVX2 and AVX-512 kernels are bit-identical by construction);
+ *  - the tile shapes are constants of the arithmetic contract, not options: a logit row's result
+ *    depends only on its own floats; a hidden row's also on the BLAS build and on its offset
+ *    inside its block (compare cuts blocks at multiples of FDL_NUM_TILE_ROWS of each record, so
+ *    that offset is the row's index in its record modulo 64). Never on the thread count, on how
+ *    many rows follow it in the panel, or on the instruction set (scalar, AVX2 and AVX-512
+ *    kernels are bit-identical by construction);
  *  - statistics are bit-identical to numpy 1.24 / CPython 3.12 on the same array. */
 #ifndef FIDELIS_NUM_H
 #define FIDELIS_NUM_H
@@ -47,14 +49,12 @@ extern "C" {
 
 /* ---- options -------------------------------------------------------------------------- */
 
-/* Rows per replay tile (the M of every sgemm call). Fixed per run and recorded in receipts:
- * never derived from the thread count. */
-#define FDL_NUM_POSITION_BLOCK_DEFAULT 64
+/* Rows per block and per replay tile (the M of every sgemm call). A constant, not an option: a
+ * knob here would let a tuning flag move the bits of a hidden row. Recorded in receipts. */
+#define FDL_NUM_TILE_ROWS 64
 /* Vocabulary entries per chunk: the unit of streaming, of max rescaling, and the N of every
- * sgemm call. Part of the numerical identity of a result (record it). */
-#define FDL_NUM_VOCAB_CHUNK_DEFAULT 4096
-#define FDL_NUM_POSITION_BLOCK_MAX 4096
-#define FDL_NUM_VOCAB_CHUNK_MAX (1u << 20)
+ * sgemm call. A constant for the same reason; part of the numerical identity of a result. */
+#define FDL_NUM_VOCAB_CHUNK 4096
 
 typedef enum {
   FDL_NUM_ISA_AUTO = 0, /* best the CPU supports */
@@ -64,12 +64,11 @@ typedef enum {
 } fdl_num_isa;
 
 typedef struct {
-  size_t vocab;          /* V >= 1: entries per logit row and rows of every head */
-  size_t position_block; /* rows per block and per replay tile (default 64) */
-  size_t vocab_chunk;    /* vocabulary chunk (default 4096) */
-  unsigned threads;      /* workers; 0 = every online CPU. Never changes a result. */
-  bool js;               /* also compute Jensen-Shannon divergence (a second sweep per row) */
-  fdl_num_isa isa;       /* kernel choice; forcing one the CPU lacks is FDL_UNSUPPORTED */
+  size_t vocab;     /* V >= 1: entries per logit row and rows of every head */
+  unsigned threads; /* workers; 0 = every online CPU. Never changes a result. */
+  bool js;          /* also compute Jensen-Shannon divergence (a second sweep per row) */
+  fdl_num_isa isa;  /* kernel choice; forcing one the CPU lacks is FDL_UNSUPPORTED. Never
+                       changes a result. */
 } fdl_num_opts;
 
 /* Fills the defaults above (vocab = 0: the caller must set it). */
@@ -91,10 +90,10 @@ typedef struct {
   size_t hidden;     /* hidden form: width of a hidden row and of a head row; else 0 */
 } fdl_num_side;
 
-/* Up to position_block consecutive rows of both sides. The results of block b land in the
+/* Up to FDL_NUM_TILE_ROWS consecutive rows of both sides. The results of block b land in the
  * output slots [first, first + rows) where first = sum of rows of blocks 0..b-1. */
 typedef struct {
-  size_t rows; /* 1 .. position_block */
+  size_t rows; /* 1 .. FDL_NUM_TILE_ROWS */
   fdl_num_side ref;
   fdl_num_side cand;
 } fdl_num_block;
@@ -131,8 +130,9 @@ FDL_API const char *fdl_num_isa_name(fdl_num_isa isa);
  * slot, the side and the vocabulary index (the failure of the lowest-numbered block is the one
  * reported); slots of other rows may have been written.
  *
- * Hidden form: each tile is one single-threaded cblas_sgemm of position_block x chunk; the
- * block's rows are copied into a zero-padded position_block x hidden buffer and the last chunk
+ * Hidden form: each tile is one single-threaded cblas_sgemm of FDL_NUM_TILE_ROWS x
+ * FDL_NUM_VOCAB_CHUNK; the block's rows are copied into a zero-padded FDL_NUM_TILE_ROWS x hidden
+ * buffer and the last chunk
  * is computed over the fixed width ending at the last vocabulary entry, so every row takes the
  * same BLAS path whatever the panel size. The run sets OpenBLAS to one thread process-wide
  * (openblas_set_num_threads(1)) and leaves it so: BLAS threads under our workers would
@@ -149,7 +149,7 @@ typedef struct {
 } fdl_num_row;
 
 /* KL (and JS when opts->js) of one logit row pair, with the same kernel and bits as
- * fdl_num_run. opts->vocab gives the length; threads and position_block are ignored. */
+ * fdl_num_run. opts->vocab gives the length; threads are ignored. */
 FDL_API fdl_status fdl_num_row_logits(const fdl_num_opts *opts, const float *ref, const float *cand,
                                       fdl_num_row *res, fdl_err *err);
 

@@ -35,9 +35,11 @@ static void usage(FILE *f) {
       "  --disclose-head-substitution  HEAD-1b: apply the reference head to both sides\n"
       "  --head PATH               head payload to apply (not with --own-heads)\n"
       "  --reference-label L, --candidate-label L   side labels [reference, candidate]\n"
-      "  --vocab-chunk N           vocabulary entries per chunk and replay tile [%d]\n"
-      "  --position-block N        rows per estimator block and replay tile [%d]\n"
-      "                            (--chunk-positions is the same option)\n"
+      "  --chunk-positions N       positions per estimator batch and thread [%d]; memory and\n"
+      "                            speed only, never a number (--position-block is the same)\n"
+      "  --vocab-chunk N           accepted for compatibility and not used: the vocabulary\n"
+      "                            chunk (%d) and replay tile (%d rows) are fixed by the\n"
+      "                            arithmetic contract, so no flag can move a number\n"
       "  --threads N               worker threads [all cores]; never changes a number\n"
       "  --bootstrap N             context-cluster bootstrap resamples [%d]\n"
       "  --seed S                  bootstrap seed [0]\n"
@@ -52,7 +54,8 @@ static void usage(FILE *f) {
       "SOURCE_DATE_EPOCH, when set, fixes created_utc.\n"
       "exit codes: 0 strict receipt; 2 advisory receipt; 3 refused (nothing written);\n"
       "4 bad usage\n",
-      FDL_NUM_VOCAB_CHUNK_DEFAULT, FDL_COMPARE_POSITION_BLOCK_DEFAULT, FDL_NUM_BOOTSTRAP_DEFAULT_B);
+      FDL_COMPARE_POSITION_BLOCK_DEFAULT, FDL_NUM_VOCAB_CHUNK, FDL_NUM_TILE_ROWS,
+      FDL_NUM_BOOTSTRAP_DEFAULT_B);
 }
 
 typedef struct {
@@ -156,9 +159,10 @@ static int parse(int argc, char **argv, cli_opts *c) {
                  !strcmp(n, "--position-block")) {
         /* Any integer parses; a value out of range is the reference's compute refusal. */
         bool vcb = !strcmp(n, "--vocab-chunk");
-        if ((rc = size_opt(v, n, 0, UINT64_MAX, vcb ? &o->vocab_chunk : &o->position_block)))
+        size_t unused_chunk;
+        if ((rc = size_opt(v, n, 0, UINT64_MAX, vcb ? &unused_chunk : &o->position_block)))
           return rc;
-        if (!(vcb ? o->vocab_chunk : o->position_block)) {
+        if (!(vcb ? unused_chunk : o->position_block)) {
           fprintf(stderr, "REFUSED [%s]: gate compute: %s must be a positive integer\n",
                   vcb ? "bad_vocab_chunk" : "bad_position_block", n);
           fprintf(stderr, "  remedy: %s\n",

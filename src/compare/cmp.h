@@ -193,7 +193,6 @@ typedef struct {
   double abs_err_sum; /* sum over rows, in row order, of sum_v |t - s| (Neumaier) */
   double abs_err_max;
   bool computed; /* false for the hash proof */
-  size_t position_block, vocab_chunk;
   const char *isa; /* kernel that ran */
 } cmp_estimate;
 

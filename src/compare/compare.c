@@ -36,8 +36,8 @@ static fdl_status check_opts(const fdl_compare_opts *o, fdl_err *err) {
                     (long long)INT64_MAX);
   if (o->bootstrap_samples == 1)
     return fdl_fail(err, FDL_INVALID, "--bootstrap needs at least 2 resamples");
-  /* position_block and vocab_chunk out of range are compute refusals (bad_position_block,
-   * bad_vocab_chunk), as in the reference, not usage errors: see fdl_cmp_estimate_run. */
+  /* A batch above the maximum is a compute refusal (bad_position_block), as in the reference,
+   * not a usage error: see fdl_cmp_estimate_run. */
   if (o->threads > FDL_POOL_MAX_THREADS)
     return fdl_fail(err, FDL_INVALID, "--threads must be at most %d", FDL_POOL_MAX_THREADS);
   return FDL_OK;

@@ -1,6 +1,7 @@
 /* estimate.c - the full computation (section 6.2): records in ascending shared index are cut
- * into blocks of position_block rows (a block never spans two records, so a row's numbers do
- * not depend on its neighbours), gathered into a bounded window, widened to float32 and handed
+ * into blocks of FDL_NUM_TILE_ROWS rows anchored at the record's first row (a block never spans
+ * two records and starts at a multiple of the tile, so a row's numbers depend on neither its
+ * neighbours nor the batch size), gathered into a bounded window, widened to float32 and handed
  * to fdl_num_run. Memory is the window (at most FDL_COMPARE_WINDOW_BYTES of input rows), the
  * num core's per-thread tiles and the heads; only the per-row KL (and JS) of the whole panel is
  * kept, because it is the output.
@@ -178,11 +179,14 @@ static void window_free(window *w) {
   free(w->abs_max);
 }
 
-static fdl_status window_init(window *w, const plan *p, size_t pb, unsigned threads, fdl_err *err) {
+/* The window holds two batches per thread, in whole tiles, within FDL_COMPARE_WINDOW_BYTES. */
+static fdl_status window_init(window *w, const plan *p, size_t batch, unsigned threads,
+                              fdl_err *err) {
   memset(w, 0, sizeof *w);
   w->p = *p;
+  const size_t pb = FDL_NUM_TILE_ROWS;
   size_t row_bytes = (p->width[0] + p->width[1]) * sizeof(float);
-  size_t by_threads = (size_t)threads * pb * 2;
+  size_t by_threads = (size_t)threads * ((batch + pb - 1) / pb * pb) * 2;
   size_t by_memory = FDL_COMPARE_WINDOW_BYTES / row_bytes / pb * pb;
   size_t cap = by_threads < by_memory ? by_threads : by_memory;
   if (cap < pb) cap = pb;
@@ -316,8 +320,8 @@ static void recycle_opens(window *w, size_t keep) {
   }
 }
 
-static fdl_status run_all(runner *rn, window *w, const plan *p, size_t pb, cmp_refusal *r,
-                          fdl_err *err) {
+static fdl_status run_all(runner *rn, window *w, const plan *p, cmp_refusal *r, fdl_err *err) {
+  const size_t pb = FDL_NUM_TILE_ROWS;
   fdl_status s;
   for (size_t c = 0; c < p->f->n_shared; c++) {
     size_t rows = rn->e->ctx_off[c + 1] - rn->e->ctx_off[c];
@@ -349,22 +353,17 @@ static fdl_status run_all(runner *rn, window *w, const plan *p, size_t pb, cmp_r
 fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                                 cmp_findings *f, const cmp_heads *h, bool want_js, cmp_estimate *e,
                                 cmp_refusal *r, fdl_err *err) {
-  size_t pb = o->position_block ? o->position_block : FDL_COMPARE_POSITION_BLOCK_DEFAULT;
-  size_t vc = o->vocab_chunk ? o->vocab_chunk : FDL_NUM_VOCAB_CHUNK_DEFAULT;
-  if (pb > FDL_NUM_POSITION_BLOCK_MAX)
+  size_t batch = o->position_block ? o->position_block : FDL_COMPARE_POSITION_BLOCK_DEFAULT;
+  if (batch > FDL_COMPARE_POSITION_BLOCK_MAX)
     return fdl_cmp_refuse(r, err, "bad_position_block", "compute",
-                          "a --position-block from 1 to 4096", "--position-block %zu is above %d",
-                          pb, FDL_NUM_POSITION_BLOCK_MAX);
-  if (vc > FDL_NUM_VOCAB_CHUNK_MAX)
-    return fdl_cmp_refuse(r, err, "bad_vocab_chunk", "compute", "a --vocab-chunk from 1 to 1048576",
-                          "--vocab-chunk %zu is above %u", vc, (unsigned)FDL_NUM_VOCAB_CHUNK_MAX);
+                          "a batch of 1 to 4096 positions (it never changes a number)",
+                          "a batch of %zu positions is above %d", batch,
+                          FDL_COMPARE_POSITION_BLOCK_MAX);
   e->kl = fdl_calloc(e->n_rows ? e->n_rows : 1, sizeof *e->kl);
   if (want_js) e->js = fdl_calloc(e->n_rows ? e->n_rows : 1, sizeof *e->js);
   if (!e->kl || (want_js && !e->js))
     return fdl_fail(err, FDL_NOMEM, "out of memory for %zu per-row values", e->n_rows);
   e->computed = true;
-  e->position_block = pb;
-  e->vocab_chunk = vc;
   e->top1_matches = 0;
   e->abs_err_sum = 0.0;
   e->abs_err_max = 0.0;
@@ -372,8 +371,6 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
   fdl_num_opts no;
   fdl_num_opts_default(&no);
   no.vocab = (size_t)a->vocab;
-  no.position_block = pb;
-  no.vocab_chunk = vc;
   no.threads = o->threads;
   no.js = want_js;
   no.isa = o->isa;
@@ -393,8 +390,8 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
   p.width[0] = a->hidden ? (size_t)a->hidden_width : (size_t)a->vocab;
   p.width[1] = b->hidden ? (size_t)b->hidden_width : (size_t)b->vocab;
   window w;
-  if ((s = window_init(&w, &p, pb, threads, err)) == FDL_OK) {
-    s = run_all(&rn, &w, &p, pb, r, err);
+  if ((s = window_init(&w, &p, batch, threads, err)) == FDL_OK) {
+    s = run_all(&rn, &w, &p, r, err);
     window_free(&w);
   }
   if (s == FDL_OK && rn.abs_c != 0.0 && isfinite(rn.abs_c)) e->abs_err_sum += rn.abs_c;

@@ -15,10 +15,10 @@
 #include "base/sys.h"
 
 typedef struct {
-  kl_state *states;  /* [position_block] */
-  fdl_num_row *rows; /* [position_block] */
-  float *tile[2];    /* [position_block x nc] per side, allocated on first hidden run */
-  float *pad[2];     /* [position_block x hidden] per side */
+  kl_state *states;  /* [FDL_NUM_TILE_ROWS] */
+  fdl_num_row *rows; /* [FDL_NUM_TILE_ROWS] */
+  float *tile[2];    /* [FDL_NUM_TILE_ROWS x nc] per side, allocated on first hidden run */
+  float *pad[2];     /* [FDL_NUM_TILE_ROWS x hidden] per side */
   size_t pad_cap[2]; /* floats */
 } scratch;
 
@@ -27,7 +27,7 @@ struct fdl_num_ctx {
   const kl_kernels *k;
   fdl_pool pool;
   scratch *ws; /* [pool.threads] */
-  size_t nc;   /* tile width: min(vocab_chunk, vocab) */
+  size_t nc;   /* tile width: min(FDL_NUM_VOCAB_CHUNK, vocab) */
 };
 
 typedef struct {
@@ -39,20 +39,12 @@ typedef struct {
 
 void fdl_num_opts_default(fdl_num_opts *o) {
   memset(o, 0, sizeof *o);
-  o->position_block = FDL_NUM_POSITION_BLOCK_DEFAULT;
-  o->vocab_chunk = FDL_NUM_VOCAB_CHUNK_DEFAULT;
 }
 
 static fdl_status check_opts(const fdl_num_opts *o, fdl_err *err) {
   if (o->vocab < 1) return fdl_fail(err, FDL_INVALID, "vocabulary size must be at least 1");
   if (o->vocab > (size_t)INT64_MAX)
     return fdl_fail(err, FDL_INVALID, "vocabulary size %zu is too large", o->vocab);
-  if (o->position_block < 1 || o->position_block > FDL_NUM_POSITION_BLOCK_MAX)
-    return fdl_fail(err, FDL_INVALID, "position_block %zu is outside 1..%u", o->position_block,
-                    (unsigned)FDL_NUM_POSITION_BLOCK_MAX);
-  if (o->vocab_chunk < 1 || o->vocab_chunk > FDL_NUM_VOCAB_CHUNK_MAX)
-    return fdl_fail(err, FDL_INVALID, "vocab_chunk %zu is outside 1..%u", o->vocab_chunk,
-                    (unsigned)FDL_NUM_VOCAB_CHUNK_MAX);
   return FDL_OK;
 }
 
@@ -72,13 +64,13 @@ fdl_status fdl_num_ctx_new(const fdl_num_opts *opts, fdl_num_ctx **out, fdl_err 
   c->o = *opts;
   c->o.isa = k->isa;
   c->k = k;
-  c->nc = opts->vocab_chunk < opts->vocab ? opts->vocab_chunk : opts->vocab;
+  c->nc = FDL_NUM_VOCAB_CHUNK < opts->vocab ? FDL_NUM_VOCAB_CHUNK : opts->vocab;
   if ((s = fdl_pool_init(&c->pool, opts->threads, err)) != FDL_OK) {
     free(c);
     return s;
   }
   c->o.threads = c->pool.threads;
-  size_t pb = c->o.position_block;
+  size_t pb = FDL_NUM_TILE_ROWS;
   if (!(c->ws = fdl_calloc(c->pool.threads, sizeof *c->ws))) goto nomem;
   for (unsigned w = 0; w < c->pool.threads; w++) {
     c->ws[w].states = alloc_aligned(pb * sizeof(kl_state));
@@ -135,10 +127,10 @@ static fdl_status check_side(const fdl_num_opts *o, const fdl_num_side *sd, size
   return FDL_OK;
 }
 
-/* Grows every worker's pad buffer for side i to hold position_block x hidden floats, and
+/* Grows every worker's pad buffer for side i to hold FDL_NUM_TILE_ROWS x hidden floats, and
  * allocates the tile. Runs before the workers start. */
 static fdl_status ensure_scratch(fdl_num_ctx *c, int i, size_t hidden, fdl_err *err) {
-  size_t pb = c->o.position_block;
+  size_t pb = FDL_NUM_TILE_ROWS;
   if (hidden > SIZE_MAX / sizeof(float) / pb)
     return fdl_fail(err, FDL_TOO_LARGE, "hidden width %zu is too large", hidden);
   for (unsigned w = 0; w < c->o.threads; w++) {
@@ -163,7 +155,7 @@ static const float *row_at(const fdl_num_side *sd, const float *tile, size_t nc,
 }
 
 static size_t chunk_len(const fdl_num_opts *o, size_t c0) {
-  return o->vocab - c0 < o->vocab_chunk ? o->vocab - c0 : o->vocab_chunk;
+  return o->vocab - c0 < FDL_NUM_VOCAB_CHUNK ? o->vocab - c0 : FDL_NUM_VOCAB_CHUNK;
 }
 
 /* One row's chunk: the fused KL pass (sweep 0) or the JS pass (sweep 1). */
@@ -185,10 +177,10 @@ static fdl_status sweep_rows(fdl_num_ctx *c, const fdl_num_block *blk, scratch *
   kl_scan ahead = {0}; /* the next chunk's scan, from one chunk to the next */
   for (size_t r = 0; r < blk->rows; r++) {
     kl_where w = {first + r, 0, 0};
-    for (size_t c0 = 0; c0 < o->vocab; c0 += o->vocab_chunk) {
+    for (size_t c0 = 0; c0 < o->vocab; c0 += FDL_NUM_VOCAB_CHUNK) {
       size_t n = chunk_len(o, c0);
       kl_next nx = {NULL, NULL, 0};
-      size_t nr = r, nc0 = c0 + o->vocab_chunk;
+      size_t nr = r, nc0 = c0 + FDL_NUM_VOCAB_CHUNK;
       if (nc0 >= o->vocab) nr++, nc0 = 0;
       if (nr < blk->rows) {
         nx.t = blk->ref.data + nr * blk->ref.ld + nc0;
@@ -212,12 +204,12 @@ static fdl_status sweep_tiles(fdl_num_ctx *c, const fdl_num_block *blk, scratch 
   const fdl_num_side *sides[2] = {&blk->ref, &blk->cand};
   kl_where w = {0, blk->ref.form == FDL_NUM_HIDDEN, blk->cand.form == FDL_NUM_HIDDEN};
   kl_scan ahead = {0}; /* the next row's scan, within one tile (the last row scans none) */
-  for (size_t c0 = 0; c0 < o->vocab; c0 += o->vocab_chunk) {
+  for (size_t c0 = 0; c0 < o->vocab; c0 += FDL_NUM_VOCAB_CHUNK) {
     size_t n = chunk_len(o, c0), skip;
     size_t col0 = fdl_replay_window(c0, c->nc, o->vocab, &skip);
     for (int i = 0; i < 2; i++)
       if (sides[i]->form == FDL_NUM_HIDDEN)
-        fdl_replay_tile(ws->pad[i], o->position_block, sides[i]->hidden, sides[i]->head, col0,
+        fdl_replay_tile(ws->pad[i], FDL_NUM_TILE_ROWS, sides[i]->hidden, sides[i]->head, col0,
                         c->nc, ws->tile[i]);
     for (size_t r = 0; r < blk->rows; r++) {
       kl_next nx = {NULL, NULL, 0};
@@ -256,7 +248,7 @@ static fdl_status run_block(void *varg, size_t b, unsigned worker, fdl_err *err)
   fdl_status s;
   for (int i = 0; i < 2; i++) {
     if (sides[i]->form != FDL_NUM_HIDDEN) continue;
-    s = fdl_replay_pad(sides[i], blk->rows, c->o.position_block, ws->pad[i], first, who[i], err);
+    s = fdl_replay_pad(sides[i], blk->rows, FDL_NUM_TILE_ROWS, ws->pad[i], first, who[i], err);
     if (s != FDL_OK) return s;
   }
   for (size_t r = 0; r < blk->rows; r++) fdl_kl_state_init(&ws->states[r]);
@@ -303,9 +295,9 @@ fdl_status fdl_num_run(fdl_num_ctx *c, const fdl_num_block *blocks, size_t nbloc
   fdl_status s = FDL_OK;
   for (size_t b = 0; b < nblocks && s == FDL_OK; b++) {
     const fdl_num_block *blk = &blocks[b];
-    if (blk->rows < 1 || blk->rows > c->o.position_block) {
-      s = fdl_fail(err, FDL_INVALID, "block %zu has %zu rows; position_block allows 1..%zu", b,
-                   blk->rows, c->o.position_block);
+    if (blk->rows < 1 || blk->rows > FDL_NUM_TILE_ROWS) {
+      s = fdl_fail(err, FDL_INVALID, "block %zu has %zu rows; a block holds 1..%d", b, blk->rows,
+                   FDL_NUM_TILE_ROWS);
       break;
     }
     if ((s = check_side(&c->o, &blk->ref, b, "reference", err)) != FDL_OK) break;
@@ -314,7 +306,7 @@ fdl_status fdl_num_run(fdl_num_ctx *c, const fdl_num_block *blocks, size_t nbloc
     for (int i = 0; i < 2; i++)
       if (sd[i]->form == FDL_NUM_HIDDEN && sd[i]->hidden > hidden[i]) hidden[i] = sd[i]->hidden;
     first[b] = total;
-    total += blk->rows; /* cannot overflow: rows <= 4096 and nblocks < SIZE_MAX / 4096 */
+    total += blk->rows; /* cannot overflow: rows <= 64 and nblocks < SIZE_MAX / 4096 */
   }
   for (int i = 0; i < 2 && s == FDL_OK; i++)
     if (hidden[i]) s = ensure_scratch(c, i, hidden[i], err);
@@ -341,7 +333,7 @@ fdl_status fdl_num_row_logits(const fdl_num_opts *opts, const float *ref, const 
   kl_where w = {0, 0, 0};
   fdl_num_row r = {0};
   kl_scan ahead = {0};
-  size_t vc = opts->vocab_chunk;
+  size_t vc = FDL_NUM_VOCAB_CHUNK;
   for (size_t c0 = 0; c0 < opts->vocab && s == FDL_OK; c0 += vc) {
     kl_next nx = {NULL, NULL, 0};
     if (c0 + vc < opts->vocab)

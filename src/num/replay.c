@@ -1,6 +1,6 @@
-/* replay.c - head replay tiles: logits = hidden(f32) . W^T(f32) for a position_block x
- * vocab_chunk window at a time, consumed by the fused KL while still in cache, so full logit
- * rows never exist in memory. The tile shape is fixed for the whole run (padding rows with
+/* replay.c - head replay tiles: logits = hidden(f32) . W^T(f32) for a FDL_NUM_TILE_ROWS x
+ * FDL_NUM_VOCAB_CHUNK window at a time, consumed by the fused KL while still in cache, so full
+ * logit rows never exist in memory. The tile shape is fixed for the whole run (padding rows with
  * zeros, sliding the last column window back) so that a row's logits do not depend on how many
  * other rows share its block or on where the panel ends. */
 #include <cblas.h>
