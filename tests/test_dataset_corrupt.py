@@ -73,17 +73,59 @@ def main():
         validated("base", base, None, exit_code=0)
         validated("base sealed", base, None, ("--verify-tensors",), exit_code=0)
 
-        # 1. A flipped tensor byte passes structural (tensor bytes are not read) and fails sealed.
+        # 1. A flipped tensor byte is caught by default (every listed file is hashed, as the
+        #    reference validator does) and by the sealed level; --structural hashes nothing and
+        #    says so.
         d = copy_of(base, tmp, "flip")
         path = os.path.join(d, "capture", "hidden_0001.safetensors")
         raw = bytearray(open(path, "rb").read())
         raw[-3] ^= 0x01
         open(path, "wb").write(raw)
-        rep = validated("flip structural", d, None, exit_code=0)
-        check(rep and rep["conformance_level"] == "structural", "flip: structural level")
+        rep = validated("flip default", d, ("tensor_mismatch", "SEAL-1(c)/SEAL-2"))
+        check(rep and rep["conformance_level"] == "invalid", "flip: invalid by default")
+        rep = validated("flip --structural", d, None, ("--structural",), exit_code=0)
+        check(rep and rep["conformance_level"] == "manifests", "flip: --structural claims manifests")
+        check(rep and "seal.checksums(listed, nothing hashed)" in rep["checks_run"],
+              "flip: --structural says nothing was hashed")
         rep = validated("flip sealed", d, ("tensor_mismatch", "SEAL-1(d)"), ("--verify-tensors",))
         check(("tensor_mismatch", "SEAL-1(c)/SEAL-2") in codes(rep), "flip: checksums line also mismatches")
         check(rep and rep["conformance_level"] == "invalid", "flip: invalid level")
+        rep = validated("base default", base, None, exit_code=0)
+        check(rep and rep["conformance_level"] == "structural", "base: structural by default")
+
+        # 1b. Sizes are stat'ed at every level: an emptied capture tensor and a half-truncated
+        #     head are errors even when nothing is hashed.
+        d = copy_of(base, tmp, "sizes")
+        open(os.path.join(d, "capture", "hidden_0002.safetensors"), "wb").close()
+        head = os.path.join(d, "head", "weight.safetensors")
+        hraw = open(head, "rb").read()
+        open(head, "wb").write(hraw[:len(hraw) // 2])
+        rep = validated("sizes --structural", d, ("size_mismatch", "SEAL-1(d)"), ("--structural",))
+        check(("size_mismatch", "HEAD-IDENT") in codes(rep), "sizes: the truncated head is found")
+
+        # 1c. A NaN is an error at the sealed level, named by record, row and column.
+        d = copy_of(base, tmp, "nan")
+        path = os.path.join(d, "capture", "hidden_0003.safetensors")
+        raw = bytearray(open(path, "rb").read())
+        n = struct.unpack("<Q", raw[:8])[0]
+        hdr = json.loads(raw[8:8 + n])
+        key = next(k for k in hdr if k != "__metadata__")
+        width = hdr[key]["shape"][1]
+        esize = {"BF16": 2, "F16": 2, "F32": 4}[hdr[key]["dtype"]]
+        at = 8 + n + hdr[key]["data_offsets"][0] + (2 * width + 5) * esize
+        raw[at:at + esize] = {2: b"\xc0\x7f", 4: b"\x00\x00\xc0\x7f"}[esize]
+        open(path, "wb").write(raw)
+        rep = validated("nan sealed", d, ("non_finite", "SEAL-1(d)"), ("--verify-tensors",))
+        msg = [e["message"] for e in (rep or {}).get("errors", []) if e["code"] == "non_finite"]
+        check(msg and "record 3" in msg[0] and "row 2, column 5" in msg[0], "nan: located %s" % msg)
+
+        # 1d. A tree that cannot be walked (nested past the limit) is a refusal naming where,
+        #     never a crash, in validate and in compare.
+        d = copy_of(base, tmp, "deep")
+        os.makedirs(os.path.join(d, *(["d"] * 70)))
+        rep = validated("deep tree", d, ("tree_unreadable", "PATH-4"))
+        where = [e["where"] for e in (rep or {}).get("errors", []) if e["code"] == "tree_unreadable"]
+        check(where and where[0].startswith("d/d/d/"), "deep: the finding names the directory %s" % where)
 
         # 2. An edited manifest value.
         d = copy_of(base, tmp, "edit")

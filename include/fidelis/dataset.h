@@ -110,8 +110,9 @@ typedef struct {
 /* Conformance level reached by one validate run (§1.2). */
 typedef enum {
   FDL_DS_LEVEL_INVALID = 0,    /* at least one error */
-  FDL_DS_LEVEL_MANIFESTS = 1,  /* --manifest(s)-only: the manifests are consistent */
-  FDL_DS_LEVEL_STRUCTURAL = 2, /* every check except tensor content passed */
+  FDL_DS_LEVEL_MANIFESTS = 1,  /* the manifests are consistent; listed files were not hashed */
+  FDL_DS_LEVEL_STRUCTURAL = 2, /* every check except tensor content passed, every listed file
+                                  hashed */
   FDL_DS_LEVEL_SEALED = 3,     /* structural, and every tensor byte re-hashed and matched */
 } fdl_ds_level;
 
@@ -150,7 +151,10 @@ FDL_API int fdl_ds_report_exit_code(const fdl_ds_report *r);
 /* ---- validate (§12.1) ------------------------------------------------------------------- */
 
 typedef struct {
-  bool verify_tensors; /* recompute every tensor's content, payload and file digest (sealed) */
+  bool verify_tensors; /* also recompute every tensor's content and payload digest and look
+                          for non-finite values (sealed) */
+  bool skip_hashing;   /* check checksums.txt's listing and every file's size, hash no listed
+                          file: the run reaches the manifests level at most */
   bool allow_partial;  /* tolerate absent capture/ files and an incomplete coverage (COV-3) */
   bool manifest_only;  /* the reference --manifest-only: stop after the top manifest's paths */
   bool manifests_only; /* every check that needs only the manifests: no checksums.txt, token,

@@ -8,17 +8,20 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: fidelis validate DIR [--verify-tensors] [--json] [--report FILE]\n"
+          "usage: fidelis validate DIR [--verify-tensors | --structural] [--json] [--report FILE]\n"
           "                            [--allow-partial] [--strict] [--manifests-only]\n"
           "                            [--manifest-only] [--threads N]\n\n"
           "Checks a malaiwah.fidelity-dataset.v1 directory: schema and shapes, the seal chain,\n"
           "path rules PATH-1..4, checksums.txt, digest consistency, panel binding, coverage,\n"
           "head, determinism, role and scope rules. Every finding is reported, not just the "
           "first.\n\n"
-          "  --verify-tensors  also re-hash every capture tensor and the head payload\n"
-          "                    (content, payload and file digests): level 'sealed'. Without it\n"
-          "                    tensor bytes are not read: level 'structural'. (default: off)\n"
+          "By default every file listed in checksums.txt is hashed, as the reference validator\n"
+          "does, so a flipped byte anywhere is an error: level 'structural'.\n"
+          "  --verify-tensors  also recompute every tensor's content and payload digests and\n"
+          "                    look for NaN and infinity, in the same reads: level 'sealed'\n"
           "  --no-verify-tensors  the default, accepted for the reference CLI's spelling\n"
+          "  --structural      hash nothing: check the listing and every file's size only\n"
+          "                    (fast; the report says nothing was hashed: level 'manifests')\n"
           "  --json            print the sealed report (%s) on stdout\n"
           "  --report FILE     also write that report to FILE (never overwrites)\n"
           "  --allow-partial   tolerate absent capture/ files and incomplete coverage\n"
@@ -76,6 +79,8 @@ int fdl_cli_validate(int argc, char **argv) {
       o.verify_tensors = true;
     } else if (!strcmp(a, "--no-verify-tensors")) {
       o.verify_tensors = false;
+    } else if (!strcmp(a, "--structural")) {
+      o.skip_hashing = true;
     } else if (!strcmp(a, "--json")) {
       json = true;
     } else if (!strcmp(a, "--report") && i + 1 < argc) {

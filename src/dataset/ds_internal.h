@@ -16,6 +16,7 @@
 #include "fidelis/dataset.h"
 #include "fidelis/digest.h"
 #include "fidelis/status.h"
+#include "fidelis/tensor.h"
 
 #define DS_HEX_LEN FDL_SHA256_HEX_LEN
 /* Largest relative path a dataset may name (the checksums parser has its own, similar bound). */
@@ -55,10 +56,11 @@ typedef struct {
   char **others; /* fifos, sockets, devices */
   size_t n_others;
   size_t cap_[3];
+  char fail_at[DS_MAX_PATH]; /* after a failed walk: the entry it stopped at ("" = the root) */
 } ds_tree;
 
 /* Walks the tree below rootfd, never following a symlink. FDL_TOO_LARGE past DS_MAX_FILES or
- * DS_MAX_DEPTH. */
+ * DS_MAX_DEPTH. On failure the lists are empty and t->fail_at names the entry. */
 fdl_status fdl_ds_tree_walk(int rootfd, ds_tree *t, fdl_err *err);
 void fdl_ds_tree_free(ds_tree *t);
 /* Binary search in the sorted file list. */
@@ -106,12 +108,21 @@ typedef struct {
    * content range next to its whole-file digest costs no second read. */
   bool has2;
   uint64_t offset2, length2;
+  /* With scan set, the second range (elements of scan_dtype: F16, BF16, F32 or F64) is also
+   * searched for non-finite values in the same read. */
+  bool scan;
+  fdl_dtype scan_dtype;
   /* results */
   char hex[DS_HEX_LEN + 1];
   char hex2[DS_HEX_LEN + 1];
   uint64_t file_size;
   fdl_status status;
-  char msg[256]; /* why status is not FDL_OK */
+  char msg[256];         /* why status is not FDL_OK */
+  bool nonfinite;        /* the scan met a NaN or an infinity */
+  uint64_t nonfinite_at; /* its element index inside the second range */
+  uint8_t carry_[8];     /* scan state: a partial element split across two reads */
+  size_t carry_n_;
+  uint64_t scanned_; /* elements scanned so far */
 } ds_hash_job;
 
 /* Hashes every job, largest first, on up to `threads` threads (0: one per online CPU). Each

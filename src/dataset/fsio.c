@@ -160,17 +160,27 @@ static fdl_status push(ds_tree *t, int which, const char *path, fdl_err *err) {
   return FDL_OK;
 }
 
+/* Remembers where the walk failed (the innermost failure, which is the first one recorded). */
+static fdl_status walk_failed(ds_tree *t, const char *at, fdl_status s) {
+  if (!t->fail_at[0]) snprintf(t->fail_at, sizeof t->fail_at, "%s", at);
+  return s;
+}
+
 static fdl_status walk_dir(int dirfd, char *prefix, size_t plen, int depth, ds_tree *t,
                            fdl_err *err) {
   if (depth > DS_MAX_DEPTH)
-    return fdl_fail(err, FDL_TOO_LARGE, "%s: nested deeper than %d directories", prefix,
-                    DS_MAX_DEPTH);
+    return walk_failed(t, prefix,
+                       fdl_fail(err, FDL_TOO_LARGE, "%s: nested deeper than %d directories", prefix,
+                                DS_MAX_DEPTH));
   int fd = dup(dirfd);
-  if (fd < 0) return fdl_fail(err, FDL_IO, "%s: cannot list: %s", prefix, strerror(errno));
+  if (fd < 0)
+    return walk_failed(t, prefix,
+                       fdl_fail(err, FDL_IO, "%s: cannot list: %s", prefix, strerror(errno)));
   DIR *d = fdopendir(fd);
   if (!d) {
     close(fd);
-    return fdl_fail(err, FDL_IO, "%s: cannot list: %s", prefix, strerror(errno));
+    return walk_failed(t, prefix,
+                       fdl_fail(err, FDL_IO, "%s: cannot list: %s", prefix, strerror(errno)));
   }
   fdl_status s = FDL_OK;
   struct dirent *e;
@@ -179,8 +189,9 @@ static fdl_status walk_dir(int dirfd, char *prefix, size_t plen, int depth, ds_t
     if (!strcmp(name, ".") || !strcmp(name, "..")) continue;
     size_t nlen = strlen(name);
     if (plen + nlen + 2 > DS_MAX_PATH) {
-      s = fdl_fail(err, FDL_TOO_LARGE, "%s/%s: path longer than %d bytes", prefix, name,
-                   DS_MAX_PATH);
+      s = walk_failed(t, prefix,
+                      fdl_fail(err, FDL_TOO_LARGE, "%s/%s: path longer than %d bytes", prefix, name,
+                               DS_MAX_PATH));
       break;
     }
     size_t mark = plen;
@@ -188,7 +199,8 @@ static fdl_status walk_dir(int dirfd, char *prefix, size_t plen, int depth, ds_t
     memcpy(prefix + plen, name, nlen + 1);
     struct stat st;
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      s = fdl_fail(err, FDL_IO, "%s: cannot stat: %s", prefix, strerror(errno));
+      s = walk_failed(t, prefix,
+                      fdl_fail(err, FDL_IO, "%s: cannot stat: %s", prefix, strerror(errno)));
     } else if (S_ISLNK(st.st_mode)) {
       s = push(t, 1, prefix, err);
     } else if (S_ISREG(st.st_mode)) {
@@ -196,7 +208,9 @@ static fdl_status walk_dir(int dirfd, char *prefix, size_t plen, int depth, ds_t
     } else if (S_ISDIR(st.st_mode)) {
       int sub = fdl_sys_openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
       if (sub < 0) {
-        s = fdl_fail(err, FDL_IO, "%s: cannot open directory: %s", prefix, strerror(errno));
+        s = walk_failed(
+            t, prefix,
+            fdl_fail(err, FDL_IO, "%s: cannot open directory: %s", prefix, strerror(errno)));
       } else {
         s = walk_dir(sub, prefix, plen + nlen, depth + 1, t, err);
         close(sub);
@@ -221,7 +235,10 @@ fdl_status fdl_ds_tree_walk(int rootfd, ds_tree *t, fdl_err *err) {
   prefix[0] = '\0';
   fdl_status s = walk_dir(rootfd, prefix, 0, 0, t, err);
   if (s != FDL_OK) {
+    char at[sizeof t->fail_at];
+    memcpy(at, t->fail_at, sizeof at);
     fdl_ds_tree_free(t);
+    memcpy(t->fail_at, at, sizeof at);
     return s;
   }
   if (t->n_files) qsort(t->files, t->n_files, sizeof *t->files, cmp_str);

@@ -37,11 +37,55 @@ static bool resolve(uint64_t size, uint64_t off, uint64_t len, uint64_t *end) {
   return true;
 }
 
-/* Feeds ctx the part of chunk [pos, pos+n) that lies inside [lo, hi). */
-static fdl_status feed(fdl_sha256_ctx *ctx, const uint8_t *buf, uint64_t pos, size_t n, uint64_t lo,
-                       uint64_t hi, fdl_err *err) {
+/* True when the little-endian element at p is a NaN or an infinity (all exponent bits set). */
+static bool elem_nonfinite(fdl_dtype t, const uint8_t *p) {
+  switch (t) {
+  case FDL_DTYPE_F16:
+    return ((p[1] << 8 | p[0]) & 0x7c00) == 0x7c00;
+  case FDL_DTYPE_BF16:
+    return ((p[1] << 8 | p[0]) & 0x7f80) == 0x7f80;
+  case FDL_DTYPE_F32:
+    return (p[3] & 0x7f) == 0x7f && (p[2] & 0x80);
+  case FDL_DTYPE_F64:
+    return (p[7] & 0x7f) == 0x7f && (p[6] & 0xf0) == 0xf0;
+  default:
+    return false;
+  }
+}
+
+/* Scans n bytes of the second range that follow what was scanned before; elements may straddle
+ * two reads. Stops looking after the first hit. */
+static void scan(ds_hash_job *j, const uint8_t *p, size_t n) {
+  size_t es = fdl_dtype_size(j->scan_dtype);
+  if (!j->scan || !es || es > sizeof j->carry_ || j->nonfinite) return;
+  while (n && j->carry_n_) {
+    j->carry_[j->carry_n_++] = *p++, n--;
+    if (j->carry_n_ < es) continue;
+    j->carry_n_ = 0;
+    if (elem_nonfinite(j->scan_dtype, j->carry_)) {
+      j->nonfinite = true, j->nonfinite_at = j->scanned_;
+      return;
+    }
+    j->scanned_++;
+  }
+  size_t whole = n / es;
+  for (size_t i = 0; i < whole; i++)
+    if (elem_nonfinite(j->scan_dtype, p + i * es)) {
+      j->nonfinite = true, j->nonfinite_at = j->scanned_ + i;
+      return;
+    }
+  j->scanned_ += whole;
+  memcpy(j->carry_, p + whole * es, n - whole * es);
+  j->carry_n_ = n - whole * es;
+}
+
+/* Feeds ctx (and the scan of job j, when given) the part of chunk [pos, pos+n) that lies inside
+ * [lo, hi). */
+static fdl_status feed(fdl_sha256_ctx *ctx, ds_hash_job *j, const uint8_t *buf, uint64_t pos,
+                       size_t n, uint64_t lo, uint64_t hi, fdl_err *err) {
   uint64_t a = pos > lo ? pos : lo, b = pos + n < hi ? pos + n : hi;
   if (a >= b) return FDL_OK;
+  if (j) scan(j, buf + (a - pos), (size_t)(b - a));
   return fdl_sha256_update(ctx, buf + (a - pos), (size_t)(b - a), err);
 }
 
@@ -93,8 +137,8 @@ static void run_one(int rootfd, ds_hash_job *j, uint8_t *buf, fdl_sha256_ctx *ct
       job_fail(j, FDL_IO, r < 0 ? strerror(errno) : "file shrank while being hashed");
       break;
     }
-    s = feed(ctx, buf, pos, (size_t)r, j->offset, end1, &err);
-    if (s == FDL_OK && j->has2) s = feed(ctx2, buf, pos, (size_t)r, j->offset2, end2, &err);
+    s = feed(ctx, NULL, buf, pos, (size_t)r, j->offset, end1, &err);
+    if (s == FDL_OK && j->has2) s = feed(ctx2, j, buf, pos, (size_t)r, j->offset2, end2, &err);
     if (s != FDL_OK) job_fail(j, s, err.msg);
     pos += (uint64_t)r;
   }
@@ -140,6 +184,9 @@ fdl_status fdl_ds_hash_jobs_run(int rootfd, ds_hash_job *jobs, size_t n, unsigne
     jobs[i].msg[0] = '\0';
     jobs[i].hex[0] = '\0';
     jobs[i].hex2[0] = '\0';
+    jobs[i].nonfinite = false;
+    jobs[i].carry_n_ = 0;
+    jobs[i].scanned_ = 0;
   }
   if (n == 0) return FDL_OK;
   if (threads == 0) threads = fdl_pool_cpu_count();

@@ -236,7 +236,7 @@ static void finish(ds_vctx *v) {
   }
   if (v->rep->errors.count)
     v->rep->level = FDL_DS_LEVEL_INVALID;
-  else if (v->o->manifest_only || v->o->manifests_only)
+  else if (v->o->manifest_only || v->o->manifests_only || v->o->skip_hashing)
     v->rep->level = FDL_DS_LEVEL_MANIFESTS;
   else if (v->o->verify_tensors)
     v->rep->level = FDL_DS_LEVEL_SEALED;

@@ -1,15 +1,15 @@
 /* validate_files.c - the tree, checksums.txt and tensor bytes (§5.5, §12.1 steps 6 and 19).
  *
- * All hashing of one run happens in one parallel pass: the checksums lines, and with
- * --verify-tensors each capture tensor's content and payload range and the head's content.
- * A tensor file's whole-file digest is computed once and serves both its checksums line and its
- * record's sha256.
+ * All hashing of one run happens in one parallel pass: every checksums line, and with
+ * verify_tensors each capture tensor's content and payload range and the head's content (and a
+ * search for non-finite values). Each file is read once: its whole-file digest, content digest
+ * and scan come from the same reads.
  *
- * Conformance levels (§1.2): without --verify-tensors the run is structural, so the capture
- * tensors and the head payload are checked for presence and listing but their bytes are not
- * read; every other listed file is hashed. With it, every byte is hashed (sealed). The
- * reference always hashes every listed file; fidelis keeps tensor I/O out of the structural
- * level so that level is cheap and "sealed" means what §1.2 says.
+ * Conformance levels (§1.2): by default every listed file is hashed, as the reference does, so a
+ * flipped byte anywhere is an error (structural). verify_tensors adds the content digests
+ * (sealed). skip_hashing checks the listing and every listed file's size but hashes nothing; the
+ * run then claims the manifests level only. Every listed tensor is stat'ed at every level, so
+ * a truncated or emptied file is found without reading it.
  *
  * Divisions: the tree; the plan; running it; findings. */
 #include <fcntl.h>
@@ -34,7 +34,10 @@ static bool excluded(const char *rel) {
 void fdl_ds_v_tree(ds_vctx *v) {
   fdl_err e;
   if (fdl_ds_tree_walk(v->rootfd, &v->tree, &e) != FDL_OK) {
-    fdl_ds_report_error(v->rep, "seal_failed", "PATH-4", "", "cannot list the dataset: %s", e.msg);
+    /* Nothing below is checked against an incomplete listing: the whole tree is refused, and
+     * the finding names the entry the walk could not get past. */
+    fdl_ds_report_error(v->rep, "tree_unreadable", "PATH-4", v->tree.fail_at,
+                        "cannot list the whole dataset: %s", e.msg);
     return;
   }
   v->have_tree = true;
@@ -61,6 +64,7 @@ typedef struct {
   char rel[DS_MAX_PATH];
   size_t file_job, content_job, payload_job; /* indices into the job list; SIZE_MAX = none */
   bool header_ok;
+  uint64_t width; /* elements per row of a 2-D tensor (to name a non-finite value's column) */
 } tensor_check;
 
 typedef struct {
@@ -75,8 +79,6 @@ typedef struct {
   /* tensors */
   tensor_check *tensors;
   size_t n_tensors;
-  char **payload; /* sorted tensor payload paths (skipped at the structural level) */
-  size_t n_payload;
 } plan;
 
 static const char *own(plan *p, const char *s) {
@@ -110,10 +112,6 @@ static size_t add_job(plan *p, const char *rel, uint64_t off, uint64_t len) {
   return p->n++;
 }
 
-static int cmp_cstr(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static int cmp_entry(const void *a, const void *b) {
   return strcmp(((const fdl_checksum_entry *)a)->path, ((const fdl_checksum_entry *)b)->path);
 }
@@ -124,35 +122,21 @@ static const fdl_checksum_entry *find_sum(const plan *p, const char *rel) {
   return bsearch(&key, p->sums.items, p->sums.count, sizeof key, cmp_entry);
 }
 
-static bool is_payload(const plan *p, const char *rel) {
-  return p->n_payload &&
-         bsearch(&rel, p->payload, p->n_payload, sizeof *p->payload, cmp_cstr) != NULL;
-}
-
 static void plan_free(plan *p) {
   for (size_t i = 0; i < p->n_owned; i++) free(p->owned[i]);
   free(p->owned);
   free(p->jobs);
   free(p->sum_job);
   free(p->tensors);
-  free(p->payload);
   if (p->have_sums) fdl_checksums_free(&p->sums);
 }
 
-/* Only .safetensors files may skip hashing at the structural level: a manifest naming README.md
- * as a "tensor" must not take it out of the structural check. */
-static bool is_tensor_name(const char *rel) {
-  size_t n = strlen(rel), k = strlen(".safetensors");
-  return n > k && !strcmp(rel + n - k, ".safetensors");
-}
-
 /* The head payload and every capture record's file, as resolved paths. */
-static fdl_status collect_payload(ds_vctx *v, plan *p, fdl_err *err) {
+static fdl_status collect_tensors(ds_vctx *v, plan *p, fdl_err *err) {
   json_t *records = fdl_ds_v_records_of(v);
   size_t n = json_array_size(records) + 1;
-  p->payload = fdl_calloc(n, sizeof *p->payload);
   p->tensors = fdl_calloc(n, sizeof *p->tensors);
-  if (!p->payload || !p->tensors) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
+  if (!p->tensors) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
   char rel[DS_MAX_PATH];
   size_t i;
   json_t *r;
@@ -161,9 +145,6 @@ static fdl_status collect_payload(ds_vctx *v, plan *p, fdl_err *err) {
     if (!file || !fdl_relpath_ok(file, strlen(file), false) ||
         !fdl_ds_join_norm(v->capture_dir, file, rel, sizeof rel))
       continue;
-    const char *c = own(p, rel);
-    if (!c) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
-    if (is_tensor_name(c)) p->payload[p->n_payload++] = (char *)c;
     tensor_check *t = &p->tensors[p->n_tensors++];
     t->record = r;
     snprintf(t->rel, sizeof t->rel, "%s", rel);
@@ -172,15 +153,11 @@ static fdl_status collect_payload(ds_vctx *v, plan *p, fdl_err *err) {
   const json_t *head = fdl_ds_obj(v->m, "head");
   const char *hf = fdl_ds_str(head, "file");
   if (hf && fdl_relpath_ok(hf, strlen(hf), false) && fdl_ds_join_norm("", hf, rel, sizeof rel)) {
-    const char *c = own(p, rel);
-    if (!c) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
-    if (is_tensor_name(c)) p->payload[p->n_payload++] = (char *)c;
     tensor_check *t = &p->tensors[p->n_tensors++];
     t->record = NULL;
     snprintf(t->rel, sizeof t->rel, "%s", rel);
     t->file_job = t->content_job = t->payload_job = SIZE_MAX;
   }
-  qsort(p->payload, p->n_payload, sizeof *p->payload, cmp_cstr);
   return FDL_OK;
 }
 
@@ -222,6 +199,9 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
   if (p->sums.count) qsort(p->sums.items, p->sums.count, sizeof *p->sums.items, cmp_entry);
   p->sum_job = fdl_malloc((p->sums.count ? p->sums.count : 1) * sizeof *p->sum_job);
   if (!p->sum_job) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
+  /* Nothing is hashed until the listing has been checked against the tree; a tree that could
+   * not be walked leaves every line unhashed (its failure is already a finding). */
+  for (size_t i = 0; i < p->sums.count; i++) p->sum_job[i] = SIZE_MAX;
   if (!v->have_tree) return FDL_OK;
   /* 1. present but unlisted. */
   for (size_t i = 0; i < v->tree.n_files; i++) {
@@ -241,11 +221,19 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
                             v->o->allow_partial ? "" : " (--allow-partial covers capture/ only)");
       continue;
     }
-    if (is_payload(p, f) && !v->o->verify_tensors) continue;
+    if (v->o->skip_hashing) continue;
     p->sum_job[i] = add_job(p, f, 0, UINT64_MAX);
     if (p->sum_job[i] == SIZE_MAX) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
   }
   return FDL_OK;
+}
+
+/* The sealed level reads every tensor byte: it also looks for NaN and infinity, which pack and
+ * compare refuse, so a dataset that validates sealed can always be compared. */
+static void scan_floats(ds_hash_job *j, const fdl_tensor *tn) {
+  j->scan = tn->dtype == FDL_DTYPE_F16 || tn->dtype == FDL_DTYPE_BF16 ||
+            tn->dtype == FDL_DTYPE_F32 || tn->dtype == FDL_DTYPE_F64;
+  j->scan_dtype = tn->dtype;
 }
 
 /* Reads a tensor file's header (mapped: only the header pages are touched) and plans its
@@ -322,13 +310,16 @@ static fdl_status plan_tensor(ds_vctx *v, plan *p, tensor_check *t, fdl_err *err
         p->jobs[c].offset2 = tn->offset;
         p->jobs[c].length2 = tn->nbytes;
         t->content_job = c;
+        scan_floats(&p->jobs[c], tn);
       }
     } else {
       ds_hash_job *j = &p->jobs[t->file_job];
       j->has2 = true;
       j->offset2 = tn->offset;
       j->length2 = tn->nbytes;
+      scan_floats(j, tn);
     }
+    t->width = tn->ndim == 2 ? (uint64_t)tn->shape[1] : 0;
     if (s == FDL_OK && t->record && !(tn->offset == start && tn->offset + tn->nbytes == fsize)) {
       t->payload_job = add_job(p, t->rel, start, UINT64_MAX);
       if (t->payload_job == SIZE_MAX) s = fdl_fail(err, FDL_NOMEM, "validate: out of memory");
@@ -340,6 +331,47 @@ static fdl_status plan_tensor(ds_vctx *v, plan *p, tensor_check *t, fdl_err *err
 }
 
 /* ---- findings ---------------------------------------------------------------------------- */
+
+/* A record declares its file's size; a head declares its shape and dtype, so its file holds at
+ * least those bytes plus the 8-byte length prefix. Checked by stat at every level, so truncation
+ * is found even when no byte is read. */
+static void check_sizes(ds_vctx *v, const plan *p) {
+  const json_t *head = fdl_ds_obj(v->m, "head");
+  for (size_t i = 0; i < p->n_tensors; i++) {
+    const tensor_check *t = &p->tensors[i];
+    struct stat st;
+    if (fstatat(v->rootfd, t->rel, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+      continue; /* absent, or not a file: findings of the listing and the tree */
+    uint64_t size = (uint64_t)st.st_size;
+    int64_t want;
+    if (t->record) {
+      if (fdl_ds_int(t->record, "size_bytes", &want) && want >= 0 && (uint64_t)want != size)
+        fdl_ds_report_error(v->rep, "size_mismatch", "SEAL-1(d)", t->rel,
+                            "%s is %llu bytes, its record declares size_bytes %lld", t->rel,
+                            (unsigned long long)size, (long long)want);
+      continue;
+    }
+    fdl_dtype dt;
+    const char *dts = fdl_ds_str(head, "dtype");
+    const json_t *shape = json_object_get(head, "shape");
+    if (!dts || !fdl_dtype_parse(dts, &dt) || !json_is_array(shape)) continue;
+    uint64_t need = fdl_dtype_size(dt);
+    size_t k;
+    const json_t *d;
+    json_array_foreach(shape, k, d) {
+      int64_t x = json_is_integer(d) ? json_integer_value(d) : -1;
+      if (x < 0 || (x && need > UINT64_MAX / (uint64_t)x)) need = 0;
+      if (!need) break;
+      need *= (uint64_t)x;
+    }
+    if (need && need <= UINT64_MAX - 8 && size < need + 8)
+      fdl_ds_report_error(v->rep, "size_mismatch", "HEAD-IDENT", t->rel,
+                          "%s is %llu bytes, but the head's declared shape and dtype need at "
+                          "least %llu",
+                          t->rel, (unsigned long long)size, (unsigned long long)(need + 8));
+  }
+  fdl_ds_report_check(v->rep, "sizes(%zu)", p->n_tensors);
+}
 
 static void report_checksums(ds_vctx *v, plan *p) {
   for (size_t i = 0; p->have_sums && i < p->sums.count; i++) {
@@ -368,12 +400,31 @@ static void compare(ds_vctx *v, const char *label, const char *rel, const char *
                         got, want ? want : "(none)");
 }
 
+static void report_nonfinite(ds_vctx *v, const tensor_check *t, const ds_hash_job *j) {
+  if (j->status != FDL_OK || !j->nonfinite) return;
+  uint64_t row = t->width ? j->nonfinite_at / t->width : 0;
+  uint64_t col = t->width ? j->nonfinite_at % t->width : j->nonfinite_at;
+  int64_t idx = -1;
+  if (t->record) fdl_ds_int(t->record, "index", &idx);
+  if (t->record)
+    fdl_ds_report_error(v->rep, "non_finite", "SEAL-1(d)", t->rel,
+                        "%s: record %lld holds a NaN or infinity at row %llu, column %llu (the "
+                        "first one); pack and compare refuse it",
+                        t->rel, (long long)idx, (unsigned long long)row, (unsigned long long)col);
+  else
+    fdl_ds_report_error(v->rep, "non_finite", "HEAD-IDENT", t->rel,
+                        "%s: the head holds a NaN or infinity at row %llu, column %llu (the first "
+                        "one); compare refuses it",
+                        t->rel, (unsigned long long)row, (unsigned long long)col);
+}
+
 static void report_tensors(ds_vctx *v, plan *p) {
   size_t checked = 0;
   const json_t *head = fdl_ds_obj(v->m, "head");
   for (size_t i = 0; i < p->n_tensors; i++) {
     tensor_check *t = &p->tensors[i];
     if (!t->header_ok) continue;
+    report_nonfinite(v, t, &p->jobs[t->content_job]);
     if (!t->record) {
       compare(v, "HEAD-IDENT", t->rel, "head tensor content", &p->jobs[t->content_job], true,
               fdl_ds_str(head, "tensor_content_sha256"));
@@ -399,14 +450,17 @@ static void report_tensors(ds_vctx *v, plan *p) {
 fdl_status fdl_ds_v_files(ds_vctx *v, fdl_err *err) {
   plan p;
   memset(&p, 0, sizeof p);
-  fdl_status s = collect_payload(v, &p, err);
+  fdl_status s = collect_tensors(v, &p, err);
   if (s == FDL_OK) s = plan_checksums(v, &p, err);
   for (size_t i = 0; s == FDL_OK && v->o->verify_tensors && i < p.n_tensors; i++)
     s = plan_tensor(v, &p, &p.tensors[i], err);
   if (s == FDL_OK) s = fdl_ds_hash_jobs_run(v->rootfd, p.jobs, p.n, v->o->threads, err);
   if (s == FDL_OK) {
+    check_sizes(v, &p);
     report_checksums(v, &p);
-    if (p.have_sums) fdl_ds_report_check(v->rep, "seal.checksums");
+    if (p.have_sums)
+      fdl_ds_report_check(v->rep, v->o->skip_hashing ? "seal.checksums(listed, nothing hashed)"
+                                                     : "seal.checksums");
     if (v->o->verify_tensors) report_tensors(v, &p);
   }
   plan_free(&p);
