@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 
@@ -59,6 +60,31 @@ def refused_pack(label, inp, out, code, needle=None, extra=()):
     check(not os.path.exists(out), "%s: a refused pack left %s" % (label, out))
     check(not glob.glob(out + ".fidelis-pack-*"), "%s: a refused pack left a staging directory" % label)
     return p
+
+
+def unreadable_as_nobody(base, tmp):
+    """A subdirectory the user cannot list is a refusal naming it (run as nobody; root can read
+    everything). Needs root to drop privileges: otherwise the case is reported as not run."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        print("note: not root or no setpriv: the unreadable-directory case did not run")
+        return
+    d = copy_of(base, tmp, "unreadable")
+    for dirpath, dirs, files in os.walk(d):
+        os.chmod(dirpath, 0o755)
+        for f in files:
+            os.chmod(os.path.join(dirpath, f), 0o644)
+    os.chmod(tmp, 0o755)
+    os.chmod(os.path.join(d, "panel", "tokens"), 0)
+    try:
+        p = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                            L.CLI, "validate", d, "--json"], capture_output=True, text=True)
+        check(p.returncode == 3, "unreadable: exit %d: %s" % (p.returncode, p.stderr))
+        rep = json.loads(p.stdout) if p.stdout.strip() else {}
+        where = [e["where"] for e in rep.get("errors", []) if e["code"] == "tree_unreadable"]
+        check(where == ["panel/tokens"], "unreadable: names panel/tokens, got %s" % where)
+    finally:
+        os.chmod(os.path.join(d, "panel", "tokens"), 0o755)
+        os.chmod(tmp, 0o700)
 
 
 def main():
@@ -126,6 +152,7 @@ def main():
         rep = validated("deep tree", d, ("tree_unreadable", "PATH-4"))
         where = [e["where"] for e in (rep or {}).get("errors", []) if e["code"] == "tree_unreadable"]
         check(where and where[0].startswith("d/d/d/"), "deep: the finding names the directory %s" % where)
+        unreadable_as_nobody(base, tmp)
 
         # 2. An edited manifest value.
         d = copy_of(base, tmp, "edit")
