@@ -184,7 +184,7 @@ static void test_options(void **state) {
   (void)state;
   fdl_compare_opts o;
   fdl_compare_opts_default(&o);
-  assert_true(o.verify_tensors && o.bootstrap && o.js == -1);
+  assert_true(o.bootstrap && o.js == -1);
   fdl_compare_result r;
   fdl_err err;
   assert_int_equal(fdl_compare(&o, &r, &err), FDL_INVALID); /* no inputs: usage */

@@ -69,7 +69,6 @@ typedef struct {
   bool force_compute;          /* on a reproduction, compute too and require bitwise agreement */
   bool allow_cross_lane;
   bool allow_partial;
-  bool verify_tensors; /* recompute every tensor digest while validating (default true) */
   bool disclose_head_substitution;
   bool own_heads;
   int js;                   /* Jensen-Shannon: 1 on, 0 off, -1 default (on for logit-only pairs) */
@@ -80,6 +79,11 @@ typedef struct {
   const char *created_utc;  /* NULL: the wall clock at receipt build (YYYY-MM-DDTHH:MM:SSZ) */
   fdl_compare_progress progress;
   void *progress_arg;
+  /* Called once both sides have validated and before any tensor is read for compute (tests use
+   * it to change a file in between). Every tensor is hashed in the read that computes on it, so
+   * such a change is always refused (seal_failed). */
+  void (*on_validated)(void *arg);
+  void *on_validated_arg;
 } fdl_compare_opts;
 
 /* The defaults: verify_tensors, bootstrap on, js -1, seed 0, everything else zero/NULL. */

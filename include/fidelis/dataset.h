@@ -151,16 +151,19 @@ FDL_API int fdl_ds_report_exit_code(const fdl_ds_report *r);
 /* ---- validate (§12.1) ------------------------------------------------------------------- */
 
 typedef struct {
-  bool verify_tensors; /* also recompute every tensor's content and payload digest and look
-                          for non-finite values (sealed) */
-  bool skip_hashing;   /* check checksums.txt's listing and every file's size, hash no listed
-                          file: the run reaches the manifests level at most */
-  bool allow_partial;  /* tolerate absent capture/ files and an incomplete coverage (COV-3) */
-  bool manifest_only;  /* the reference --manifest-only: stop after the top manifest's paths */
-  bool manifests_only; /* every check that needs only the manifests: no checksums.txt, token,
-                          mask or tensor bytes; absent payload files are not findings */
-  bool strict;         /* warnings become errors */
-  unsigned threads;    /* hashing threads; 0 = one per online CPU */
+  bool verify_tensors;      /* also recompute every tensor's content and payload digest and look
+                               for non-finite values (sealed) */
+  bool skip_hashing;        /* check checksums.txt's listing and every file's size, hash no listed
+                               file: the run reaches the manifests level at most */
+  bool defer_tensor_hashes; /* leave the capture tensors and the head payload unhashed because
+                               the caller hashes them as it reads them (compare); their listed
+                               digests must still agree with the manifest's */
+  bool allow_partial;       /* tolerate absent capture/ files and an incomplete coverage (COV-3) */
+  bool manifest_only;       /* the reference --manifest-only: stop after the top manifest's paths */
+  bool manifests_only;      /* every check that needs only the manifests: no checksums.txt, token,
+                               mask or tensor bytes; absent payload files are not findings */
+  bool strict;              /* warnings become errors */
+  unsigned threads;         /* hashing threads; 0 = one per online CPU */
 } fdl_ds_validate_opts;
 
 /* Runs every check against the dataset directory root and collects every finding in rep (which

@@ -99,6 +99,45 @@ void fdl_cmp_side_free(cmp_side *s);
 /* root + "/" + rel (+ "/" + rel2 when non-NULL), malloc'd; NULL on OOM. */
 char *fdl_cmp_path_join(const char *root, const char *rel, const char *rel2);
 
+/* ---- verified reads (vread.c) --------------------------------------------------------- */
+
+/* One tensor file being read for compute; its digests come from the very bytes widened. */
+typedef struct {
+  const fdl_tensor *t;
+  const uint8_t *base; /* file byte 0 in the mapping */
+  uint64_t size, data_start, pos;
+  bool payload_is_content;
+  fdl_sha256_ctx *file, *payload, *content; /* payload NULL when it is the content */
+} cmp_vread;
+
+typedef struct {
+  char file[FDL_SHA256_HEX_LEN + 1], payload[FDL_SHA256_HEX_LEN + 1],
+      content[FDL_SHA256_HEX_LEN + 1];
+} cmp_vread_digests;
+
+fdl_status fdl_cmp_vread_begin(cmp_vread *v, const fdl_safetensors *st, const fdl_tensor *t,
+                               fdl_err *err);
+/* Widens tensor elements [first, first + n) into out, hashing them in the same read; calls go
+ * forward through the tensor. */
+fdl_status fdl_cmp_vread_rows(cmp_vread *v, size_t first, size_t n, float *out, fdl_err *err);
+/* Hashes the rest of the file and gives the three digests. */
+fdl_status fdl_cmp_vread_end(cmp_vread *v, cmp_vread_digests *d, fdl_err *err);
+void fdl_cmp_vread_free(cmp_vread *v);
+
+/* ---- the digests of what was read (verify.c) -------------------------------------------- */
+
+/* A record's file, payload and content digests against its manifest entry (seal_failed). */
+fdl_status fdl_cmp_check_record(const cmp_side *s, size_t at, const cmp_vread_digests *d,
+                                cmp_refusal *r, fdl_err *err);
+/* A side's head payload: content digest and file digest. */
+fdl_status fdl_cmp_check_head(const cmp_side *s, const cmp_vread_digests *d, cmp_refusal *r,
+                              fdl_err *err);
+/* Hashes and checks every capture file and head payload of both sides that compute did not
+ * read (read[i] NULL: none was). */
+fdl_status fdl_cmp_verify_rest(const cmp_side *sides[2], const bool *const read[2],
+                               const bool head_read[2], unsigned threads, cmp_refusal *r,
+                               fdl_err *err);
+
 /* ---- findings (gates_*.c, classify.c) -------------------------------------------------- */
 
 typedef struct {
@@ -175,6 +214,7 @@ typedef struct {
   float *ref;  /* [vocab x hidden] float32, or NULL when the reference side is logit form */
   float *cand; /* may equal ref (one copy when the digests are identical) */
   size_t vocab, hidden_ref, hidden_cand;
+  bool read[2]; /* the side's own head payload was read for compute and its digests matched */
 } cmp_heads;
 
 /* Resolves and loads the heads the head gate decided (section 5.4, head resolution). */
@@ -192,8 +232,9 @@ typedef struct {
   uint64_t top1_matches;
   double abs_err_sum; /* sum over rows, in row order, of sum_v |t - s| (Neumaier) */
   double abs_err_max;
-  bool computed; /* false for the hash proof */
+  bool computed;   /* false for the hash proof */
   const char *isa; /* kernel that ran */
+  bool *read[2];   /* per record of each side: read for compute and its digests matched */
 } cmp_estimate;
 
 /* Sizes the tokenwise layout from the reference's scored_rows over the shared records. */

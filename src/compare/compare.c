@@ -11,7 +11,6 @@
 
 void fdl_compare_opts_default(fdl_compare_opts *o) {
   memset(o, 0, sizeof *o);
-  o->verify_tensors = true;
   o->bootstrap = true;
   o->js = -1;
 }
@@ -96,6 +95,7 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
   if ((s = fdl_cmp_classify(&z->a, &z->b, o, &z->f, r, err)) != FDL_OK) return s;
   if ((s = fdl_cmp_estimate_layout(&z->a, &z->f, &z->e, err)) != FDL_OK) return s;
   bool repro = !strcmp(z->f.kind, "reproduction_confirmation"), agreed = false;
+  if (o->on_validated) o->on_validated(o->on_validated_arg);
   if (repro && !o->force_compute) {
     s = fdl_cmp_estimate_zero(&z->e, err);
   } else {
@@ -108,6 +108,11 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
       agreed = s == FDL_OK;
     }
   }
+  /* Whatever compute did not read (all of it for a hash proof) is hashed now: no listed tensor
+   * goes unverified, and nothing is written before this passes. */
+  const cmp_side *sides[2] = {&z->a, &z->b};
+  const bool *const read[2] = {z->e.read[0], z->e.read[1]};
+  if (s == FDL_OK) s = fdl_cmp_verify_rest(sides, read, z->h.read, o->threads, r, err);
   if (s != FDL_OK) return s;
   if (!(z->rc = json_object())) return fdl_fail(err, FDL_NOMEM, "out of memory");
   if ((s = fdl_cmp_stats_build(&z->a, &z->f, &z->e, o, repro, z->rc, err)) != FDL_OK) return s;

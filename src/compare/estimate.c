@@ -50,6 +50,8 @@ fdl_status fdl_cmp_estimate_zero(cmp_estimate *e, fdl_err *err) {
 
 void fdl_cmp_estimate_free(cmp_estimate *e) {
   if (!e) return;
+  free(e->read[0]);
+  free(e->read[1]);
   free(e->ctx_off);
   free(e->kl);
   free(e->js);
@@ -62,6 +64,10 @@ typedef struct {
   size_t ctx;
   fdl_safetensors *st[2];
   const fdl_tensor *t[2];
+  cmp_vread vr[2];         /* the one read of each side's file: digests and rows */
+  bool reading[2];         /* vr[i] holds digest state to free */
+  cmp_vread_digests dg[2]; /* set once the side's file has been read to the end */
+  bool ended[2];
 } rec_open;
 
 typedef struct {
@@ -106,12 +112,36 @@ static fdl_status open_side(const plan *p, int i, size_t ctx, rec_open *ro, cmp_
                         p->width[i], p->hidden[i] ? "hidden_width" : "vocab_size");
   free(path);
   ro->t[i] = t;
+  if (st == FDL_OK && (st = fdl_cmp_vread_begin(&ro->vr[i], ro->st[i], t, err)) == FDL_OK)
+    ro->reading[i] = true;
   return st;
 }
 
 static void close_open(rec_open *ro) {
-  for (int i = 0; i < 2; i++) fdl_safetensors_close(ro->st[i]);
+  for (int i = 0; i < 2; i++) {
+    if (ro->reading[i]) fdl_cmp_vread_free(&ro->vr[i]);
+    fdl_safetensors_close(ro->st[i]);
+  }
   memset(ro, 0, sizeof *ro);
+}
+
+/* Position of context c's record in side i's records. */
+static size_t record_at(const plan *p, int i, size_t c) {
+  return i == 0 ? p->f->ref_at[c] : p->f->cand_at[c];
+}
+
+/* Checks the digests of every side whose file has been read to the end (main thread). */
+static fdl_status check_ended(const plan *p, rec_open *ro, bool *const read[2], cmp_refusal *r,
+                              fdl_err *err) {
+  for (int i = 0; i < 2; i++) {
+    if (!ro->ended[i]) continue;
+    size_t at = record_at(p, i, ro->ctx);
+    fdl_status s = fdl_cmp_check_record(p->side[i], at, &ro->dg[i], r, err);
+    if (s != FDL_OK) return s;
+    read[i][at] = true;
+    ro->ended[i] = false;
+  }
+  return FDL_OK;
 }
 
 /* ---- the window ------------------------------------------------------------------------- */
@@ -121,6 +151,7 @@ typedef struct {
   size_t row0; /* first row inside its record */
   size_t rows;
   size_t buf_row; /* first row inside the window buffers */
+  bool last;      /* the record's last block: its files are read to the end after it */
 } blk;
 
 typedef struct {
@@ -139,18 +170,24 @@ typedef struct {
 
 typedef struct {
   window *w;
-} convert_arg;
+} read_arg;
 
-static fdl_status convert_task(void *arg, size_t i, unsigned worker, fdl_err *err) {
+/* Task s reads side s: every block of the window in order, each file's bytes copied once and
+ * fed to its digests and to the widening (vread.c). A side is one task because a file's
+ * digests are sequential; the two sides read in parallel. */
+static fdl_status read_task(void *arg, size_t s, unsigned worker, fdl_err *err) {
   (void)worker;
-  (void)err;
-  window *w = ((convert_arg *)arg)->w;
-  const blk *b = &w->blocks[i];
-  const rec_open *ro = &w->opens[b->open];
-  for (int s = 0; s < 2; s++)
-    fdl_cmp_widen(ro->t[s], b->row0 * w->p.width[s], b->rows * w->p.width[s],
-                  w->buf[s] + b->buf_row * w->p.width[s]);
-  return FDL_OK;
+  window *w = ((read_arg *)arg)->w;
+  fdl_status st = FDL_OK;
+  for (size_t bi = 0; st == FDL_OK && bi < w->nblocks; bi++) {
+    const blk *b = &w->blocks[bi];
+    rec_open *ro = &w->opens[b->open];
+    st = fdl_cmp_vread_rows(&ro->vr[s], b->row0 * w->p.width[s], b->rows * w->p.width[s],
+                            w->buf[s] + b->buf_row * w->p.width[s], err);
+    if (st == FDL_OK && b->last && (st = fdl_cmp_vread_end(&ro->vr[s], &ro->dg[s], err)) == FDL_OK)
+      ro->ended[s] = true;
+  }
+  return st;
 }
 
 /* The window holds up to FDL_COMPARE_WINDOW_BYTES of rows, written once per flush. On 4 KiB
@@ -265,9 +302,12 @@ static fdl_status locate_nonfinite(runner *rn, window *w, const fdl_err *first, 
 
 static fdl_status flush(runner *rn, window *w, cmp_refusal *r, fdl_err *err) {
   if (!w->nblocks) return FDL_OK;
-  convert_arg ca = {w};
-  fdl_status s = fdl_pool_run(&rn->pool, w->nblocks, convert_task, &ca, err);
+  read_arg ra = {w};
+  fdl_status s = fdl_pool_run(&rn->pool, 2, read_task, &ra, err);
   if (s != FDL_OK) return s;
+  /* A file read to the end is checked before any number computed from it is kept. */
+  for (size_t i = 0; i < w->nopens; i++)
+    if ((s = check_ended(&w->p, &w->opens[i], rn->e->read, r, err)) != FDL_OK) return s;
   for (size_t bi = 0; bi < w->nblocks; bi++) {
     describe_block(w, bi, &w->nblk[bi]);
     w->nblk[bi].ref.head = w->p.hidden[0] ? rn->h->ref : NULL;
@@ -325,7 +365,7 @@ static fdl_status run_all(runner *rn, window *w, const plan *p, cmp_refusal *r, 
   fdl_status s;
   for (size_t c = 0; c < p->f->n_shared; c++) {
     size_t rows = rn->e->ctx_off[c + 1] - rn->e->ctx_off[c];
-    if (!rows) continue;
+    if (!rows) continue; /* no row to compute: verified with the unread files */
     rec_open *ro = &w->opens[w->nopens];
     ro->ctx = c;
     w->nopens++;
@@ -342,6 +382,7 @@ static fdl_status run_all(runner *rn, window *w, const plan *p, cmp_refusal *r, 
       b->row0 = row0;
       b->rows = n;
       b->buf_row = w->rows_used;
+      b->last = row0 + n == rows;
       w->rows_used += n;
     }
   }
@@ -361,7 +402,9 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
                           FDL_COMPARE_POSITION_BLOCK_MAX);
   e->kl = fdl_calloc(e->n_rows ? e->n_rows : 1, sizeof *e->kl);
   if (want_js) e->js = fdl_calloc(e->n_rows ? e->n_rows : 1, sizeof *e->js);
-  if (!e->kl || (want_js && !e->js))
+  e->read[0] = fdl_calloc(a->ds.n_records + 1, sizeof *e->read[0]);
+  e->read[1] = fdl_calloc(b->ds.n_records + 1, sizeof *e->read[1]);
+  if (!e->kl || (want_js && !e->js) || !e->read[0] || !e->read[1])
     return fdl_fail(err, FDL_NOMEM, "out of memory for %zu per-row values", e->n_rows);
   e->computed = true;
   e->top1_matches = 0;

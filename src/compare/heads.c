@@ -1,6 +1,8 @@
 /* heads.c - head resolution at compute time (section 5.4, last part): find the payload the
- * head gate chose, prove its content digest is the one the gate resolved, and widen it to the
- * float32 [vocab x hidden] matrix the replay multiplies by. Identical digests share one copy. */
+ * head gate chose, and widen it to the float32 [vocab x hidden] matrix the replay multiplies
+ * by, proving in the same read (vread.c) that its content digest is the one the gate resolved
+ * and, for a dataset's own payload, that its file digest is the manifest's. Identical digests
+ * share one copy. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +21,11 @@ static const fdl_tensor *find_key(const fdl_safetensors *st, const char *declare
   return NULL;
 }
 
-static fdl_status load_one(const char *path, const char *key, const char *want_digest, size_t vocab,
-                           size_t hidden, float **out, cmp_refusal *r, fdl_err *err) {
+/* owner: the side whose dataset ships the payload (its file digest is checked too), or NULL for
+ * a payload named with --head. */
+static fdl_status load_one(const char *path, const cmp_side *owner, const char *key,
+                           const char *want_digest, size_t vocab, size_t hidden, float **out,
+                           cmp_refusal *r, fdl_err *err) {
   fdl_safetensors *st = NULL;
   fdl_err e = {FDL_OK, ""};
   if (fdl_safetensors_open(path, &st, &e) != FDL_OK)
@@ -32,18 +37,6 @@ static fdl_status load_one(const char *path, const char *key, const char *want_d
     s = fdl_cmp_refuse(r, err, "head_missing", "compute", CMP_NO_OVERRIDE_DATA,
                        "head payload %s has none of the keys %s%slm_head.weight, weight", path,
                        fdl_cmp_empty(key) ? "" : key, fdl_cmp_empty(key) ? "" : ", ");
-    goto done;
-  }
-  fdl_sha256 d;
-  char hex[65];
-  if ((s = fdl_sha256_buf(t->data, (size_t)t->nbytes, &d, err)) != FDL_OK) goto done;
-  fdl_sha256_hex(&d, hex);
-  if (strcmp(hex, want_digest)) {
-    s = fdl_cmp_refuse(
-        r, err, "head_mismatch", "compute", CMP_NO_OVERRIDE_DATA,
-        "head payload %s tensor '%s' has content digest %s, but the head gate resolved "
-        "%s",
-        path, t->name, hex, want_digest);
     goto done;
   }
   if (!fdl_cmp_dtype_widenable(t->dtype)) {
@@ -65,7 +58,25 @@ static fdl_status load_one(const char *path, const char *key, const char *want_d
     s = fdl_fail(err, FDL_NOMEM, "out of memory for a %zu x %zu head", vocab, hidden);
     goto done;
   }
-  fdl_cmp_widen(t, 0, vocab * hidden, w);
+  cmp_vread v;
+  cmp_vread_digests d;
+  if ((s = fdl_cmp_vread_begin(&v, st, t, err)) == FDL_OK) {
+    s = fdl_cmp_vread_rows(&v, 0, vocab * hidden, w, err);
+    if (s == FDL_OK) s = fdl_cmp_vread_end(&v, &d, err);
+    fdl_cmp_vread_free(&v);
+  }
+  /* A dataset's own payload that differs from its manifest is damage (seal_failed); a payload
+   * that is intact but not the head the gate chose is a head mismatch. */
+  if (s == FDL_OK && owner) s = fdl_cmp_check_head(owner, &d, r, err);
+  if (s == FDL_OK && strcmp(d.content, want_digest))
+    s = fdl_cmp_refuse(r, err, "head_mismatch", "compute", CMP_NO_OVERRIDE_DATA,
+                       "head payload %s tensor '%s' has content digest %s, but the head gate "
+                       "resolved %s",
+                       path, t->name, d.content, want_digest);
+  if (s != FDL_OK) {
+    free(w);
+    goto done;
+  }
   *out = w;
 done:
   fdl_safetensors_close(st);
@@ -77,7 +88,7 @@ static fdl_status own_payload(const cmp_side *s, size_t vocab, float **out, cmp_
   char *path = fdl_cmp_path_join(s->root, s->head_file ? s->head_file : "", NULL);
   if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
   fdl_status st =
-      load_one(path, s->head_key, s->head_digest, vocab, (size_t)s->hidden_width, out, r, err);
+      load_one(path, s, s->head_key, s->head_digest, vocab, (size_t)s->hidden_width, out, r, err);
   free(path);
   return st;
 }
@@ -97,23 +108,30 @@ fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_co
   fdl_status s;
   if (f->own_heads) {
     if (a->hidden && (s = own_payload(a, vocab, &h->ref, r, err)) != FDL_OK) return s;
+    h->read[0] = a->hidden;
     if (b->hidden) {
       if (a->hidden && !strcmp(a->head_digest, b->head_digest))
-        h->cand = h->ref;
+        h->cand = h->ref; /* the candidate's own file is still verified, with the unread ones */
       else if ((s = own_payload(b, vocab, &h->cand, r, err)) != FDL_OK)
         return s;
+      else
+        h->read[1] = true;
     }
     return FDL_OK;
   }
   const char *applied = f->applied_head;
   char *path = NULL;
+  const cmp_side *owner = NULL;
   if (o->head_path) {
     path = fdl_strdup(o->head_path);
   } else {
     const cmp_side *sides[2] = {a, b};
     for (int i = 0; i < 2 && !path; i++)
-      if (sides[i]->head_payload && !strcmp(sides[i]->head_digest, applied))
+      if (sides[i]->head_payload && !strcmp(sides[i]->head_digest, applied)) {
         path = fdl_cmp_path_join(sides[i]->root, sides[i]->head_file, NULL);
+        owner = sides[i];
+        h->read[i] = true;
+      }
     if (!path)
       return fdl_cmp_refuse(r, err, "head_missing", "compute",
                             "--head PATH naming a payload whose content digest is the applied head",
@@ -124,7 +142,8 @@ fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_co
   if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
   size_t hidden = a->hidden ? (size_t)a->hidden_width : (size_t)b->hidden_width;
   float *w = NULL;
-  s = load_one(path, a->head_key, applied, vocab, hidden, &w, r, err);
+  s = load_one(path, owner, owner ? owner->head_key : a->head_key, applied, vocab, hidden, &w, r,
+               err);
   free(path);
   if (s != FDL_OK) return s;
   if (a->hidden) h->ref = w;
@@ -132,9 +151,10 @@ fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_co
   return FDL_OK;
 }
 
+/* Releases the matrices; the read flags stay for the verification of the unread files. */
 void fdl_cmp_heads_free(cmp_heads *h) {
   if (!h) return;
   if (h->cand != h->ref) free(h->cand);
   free(h->ref);
-  memset(h, 0, sizeof *h);
+  h->ref = h->cand = NULL;
 }

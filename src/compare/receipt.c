@@ -92,8 +92,8 @@ static void lower(const char *in, char *out, size_t cap) {
   out[i] = '\0';
 }
 
-static json_t *comparator_block(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                                const cmp_findings *f, const cmp_estimate *e) {
+static json_t *comparator_block(const cmp_side *a, const cmp_side *b, const cmp_findings *f,
+                                const cmp_estimate *e) {
   bool hidden = a->hidden || b->hidden, replay = e->computed && hidden;
   json_t *c = json_object();
   if (!c) return NULL;
@@ -122,8 +122,8 @@ static json_t *comparator_block(const cmp_side *a, const cmp_side *b, const fdl_
                           str_or_null(f->applied_ref)) |
       json_object_set_new(c, "head_applied_candidate_tensor_content_sha256",
                           str_or_null(f->applied_cand)) |
-      fdl_cmp_set_bool(c, "tensor_content_digests_verified", o->verify_tensors) |
-      fdl_cmp_set_bool(c, "source_file_hashes_verified", o->verify_tensors) |
+      fdl_cmp_set_bool(c, "tensor_content_digests_verified", true) |
+      fdl_cmp_set_bool(c, "source_file_hashes_verified", true) |
       fdl_cmp_set_bool(c, "short_circuited", !e->computed) |
       fdl_cmp_set_str(c, "estimator_backend", e->computed ? ESTIMATOR_BACKEND : "hash_proof") |
       json_object_set_new(c, "tool", tool);
@@ -300,7 +300,7 @@ fdl_status fdl_cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl
                       side_block(b),
                       panel_block(a, b, f, e),
                       json_deep_copy(f->gates),
-                      comparator_block(a, b, o, f, e),
+                      comparator_block(a, b, f, e),
                       estimator_block(a, b, f, e),
                       determinism_block(a, b, mean),
                       scope_block(a, b, f, e, fdl_cmp_jget(rc, "per_context")),

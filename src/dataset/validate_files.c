@@ -79,6 +79,7 @@ typedef struct {
   /* tensors */
   tensor_check *tensors;
   size_t n_tensors;
+  const char **sorted_rels; /* the tensors' paths, sorted (for defer_tensor_hashes) */
 } plan;
 
 static const char *own(plan *p, const char *s) {
@@ -128,6 +129,7 @@ static void plan_free(plan *p) {
   free(p->jobs);
   free(p->sum_job);
   free(p->tensors);
+  free(p->sorted_rels);
   if (p->have_sums) fdl_checksums_free(&p->sums);
 }
 
@@ -159,6 +161,32 @@ static fdl_status collect_tensors(ds_vctx *v, plan *p, fdl_err *err) {
     t->file_job = t->content_job = t->payload_job = SIZE_MAX;
   }
   return FDL_OK;
+}
+
+static int cmp_rel(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static bool is_tensor(const plan *p, const char *rel) {
+  return p->sorted_rels &&
+         bsearch(&rel, p->sorted_rels, p->n_tensors, sizeof *p->sorted_rels, cmp_rel) != NULL;
+}
+
+/* When the caller hashes the tensor files itself (defer_tensor_hashes), what it will check them
+ * against must agree with checksums.txt: the record's sha256 (the head's file_sha256) is the
+ * file's listed digest. */
+static void check_deferred(ds_vctx *v, const plan *p) {
+  const json_t *head = fdl_ds_obj(v->m, "head");
+  for (size_t i = 0; i < p->n_tensors; i++) {
+    const tensor_check *t = &p->tensors[i];
+    const fdl_checksum_entry *ce = find_sum(p, t->rel);
+    const char *want =
+        t->record ? fdl_ds_str(t->record, "sha256") : fdl_ds_str(head, "file_sha256");
+    if (ce && want && *want && strcmp(want, ce->hex))
+      fdl_ds_report_error(v->rep, "digest_mismatch", t->record ? "SEAL-1(d)" : "HEAD-IDENT", t->rel,
+                          "%s: the manifest's file digest %s differs from checksums.txt's %s",
+                          t->rel, want, ce->hex);
+  }
 }
 
 /* checksums.txt: SEAL-1(b) digest, then the listing against the tree (SEAL-1(c)/SEAL-2). */
@@ -221,7 +249,7 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
                             v->o->allow_partial ? "" : " (--allow-partial covers capture/ only)");
       continue;
     }
-    if (v->o->skip_hashing) continue;
+    if (v->o->skip_hashing || (v->o->defer_tensor_hashes && is_tensor(p, f))) continue;
     p->sum_job[i] = add_job(p, f, 0, UINT64_MAX);
     if (p->sum_job[i] == SIZE_MAX) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
   }
@@ -451,12 +479,21 @@ fdl_status fdl_ds_v_files(ds_vctx *v, fdl_err *err) {
   plan p;
   memset(&p, 0, sizeof p);
   fdl_status s = collect_tensors(v, &p, err);
+  if (s == FDL_OK && v->o->defer_tensor_hashes && p.n_tensors) {
+    if (!(p.sorted_rels = fdl_malloc(p.n_tensors * sizeof *p.sorted_rels))) {
+      s = fdl_fail(err, FDL_NOMEM, "validate: out of memory");
+    } else {
+      for (size_t i = 0; i < p.n_tensors; i++) p.sorted_rels[i] = p.tensors[i].rel;
+      qsort(p.sorted_rels, p.n_tensors, sizeof *p.sorted_rels, cmp_rel);
+    }
+  }
   if (s == FDL_OK) s = plan_checksums(v, &p, err);
   for (size_t i = 0; s == FDL_OK && v->o->verify_tensors && i < p.n_tensors; i++)
     s = plan_tensor(v, &p, &p.tensors[i], err);
   if (s == FDL_OK) s = fdl_ds_hash_jobs_run(v->rootfd, p.jobs, p.n, v->o->threads, err);
   if (s == FDL_OK) {
     check_sizes(v, &p);
+    if (v->o->defer_tensor_hashes) check_deferred(v, &p);
     report_checksums(v, &p);
     if (p.have_sums)
       fdl_ds_report_check(v->rep, v->o->skip_hashing ? "seal.checksums(listed, nothing hashed)"
