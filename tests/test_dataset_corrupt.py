@@ -62,6 +62,45 @@ def refused_pack(label, inp, out, code, needle=None, extra=()):
     return p
 
 
+def headerless_masks(tmp):
+    """The reference dataset builder writes masks as raw little-endian int64 with no .npy header:
+    accepted (with a headerless_mask warning) when the size is exactly tokens x 8 (or x 1) and
+    every value is 0 or 1; anything else stays refused."""
+    inp = L.make_inputs(os.path.join(tmp, "in-masks"), n=3, length=16, padded=True, seed=4)
+    base = os.path.join(tmp, "masked")
+    p = L.pack(inp, base)
+    check(p.returncode == 0, "masked pack: %s" % p.stderr)
+
+    def with_mask(label, make):
+        d = copy_of(base, tmp, label)
+        panel = json.load(open(os.path.join(d, "panel", "panel.json")))
+        rec = panel["records"][1]
+        path = os.path.join(d, rec["attention_mask_file"])
+        mask = np.load(path).reshape(-1)
+        raw = make(mask)
+        open(path, "wb").write(raw)
+        digest = L.sha(raw)
+
+        def edit(docs):
+            for key in ("panel", "capture"):
+                for r in docs[key]["records"]:
+                    if r["index"] == rec["index"]:
+                        r["attention_mask_sha256"] = digest
+        L.reseal(d, edit)
+        return d
+
+    for label, dtype in (("int64", "<i8"), ("uint8", "u1")):
+        d = with_mask("mask-" + label, lambda m: m.astype(dtype).tobytes())
+        rep = validated("headerless %s mask" % label, d, None, exit_code=2)
+        warns = {(w["code"], w["rule"]) for w in (rep or {}).get("warnings", [])}
+        check(rep and rep["error_count"] == 0 and warns == {("headerless_mask", "BIND-3")},
+              "headerless %s mask: one warning, no error: %s %s" % (label, codes(rep), warns))
+    d = with_mask("mask-two", lambda m: np.where(m > 0, 2, 0).astype("<i8").tobytes())
+    validated("headerless mask with a 2", d, ("panel_binding", "BIND-3"))
+    d = with_mask("mask-short", lambda m: m.astype("<i8").tobytes()[:-8])
+    validated("headerless mask of the wrong size", d, ("panel_binding", "BIND-3"))
+
+
 def unreadable_as_nobody(base, tmp):
     """A subdirectory the user cannot list is a refusal naming it (run as nobody; root can read
     everything). Needs root to drop privileges: otherwise the case is reported as not run."""
@@ -153,6 +192,7 @@ def main():
         where = [e["where"] for e in (rep or {}).get("errors", []) if e["code"] == "tree_unreadable"]
         check(where and where[0].startswith("d/d/d/"), "deep: the finding names the directory %s" % where)
         unreadable_as_nobody(base, tmp)
+        headerless_masks(tmp)
 
         # 2. An edited manifest value.
         d = copy_of(base, tmp, "edit")

@@ -182,6 +182,44 @@ static void token_files(ds_vctx *v, const indexed *recs, size_t n) {
   fdl_ds_report_check(v->rep, "panel.tokens(%zu)", checked);
 }
 
+/* A mask file: an .npy array, or (the reference dataset builder's layout) the raw little-endian
+ * bytes of num_tokens int64 or uint8 values with no header. The raw form is accepted only when
+ * its size is exactly that and every value is 0 or 1; anything else stays refused. */
+static fdl_status load_mask(const char *bytes, size_t len, int64_t num_tokens, const char *rel,
+                            uint8_t **mask, int64_t *mlen, bool *headerless, fdl_err *err) {
+  static const char magic[] = "\x93NUMPY";
+  if (len >= sizeof magic - 1 && !memcmp(bytes, magic, sizeof magic - 1))
+    return fdl_ds_mask_from_npy(bytes, len, rel, mask, mlen, err);
+  size_t n = num_tokens > 0 ? (size_t)num_tokens : 0, width = 0;
+  if (n && len == n * 8)
+    width = 8;
+  else if (n && len == n)
+    width = 1;
+  if (!width)
+    return fdl_fail(err, FDL_PARSE,
+                    "%s: not an .npy file (no \\x93NUMPY magic), and its %zu bytes are not %" PRId64
+                    " tokens of raw int64 or uint8",
+                    rel, len, num_tokens);
+  uint8_t *m = fdl_malloc(n);
+  if (!m) return fdl_fail(err, FDL_NOMEM, "%s: out of memory", rel);
+  for (size_t i = 0; i < n; i++) {
+    const uint8_t *e = (const uint8_t *)bytes + i * width;
+    uint8_t high = 0;
+    for (size_t k = 1; k < width; k++) high |= e[k];
+    if (high || e[0] > 1) {
+      free(m);
+      return fdl_fail(err, FDL_PARSE,
+                      "%s: headerless mask value %zu is neither 0 nor 1 (raw %s bytes)", rel, i,
+                      width == 8 ? "int64" : "uint8");
+    }
+    m[i] = e[0];
+  }
+  *mask = m;
+  *mlen = (int64_t)n;
+  *headerless = true;
+  return FDL_OK;
+}
+
 static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
   size_t checked = 0;
   int64_t score_from = 0;
@@ -228,9 +266,15 @@ static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
                           "%s hashes to %s, record says %s", rel, hex, want);
     uint8_t *mask;
     int64_t mlen;
-    if (fdl_ds_mask_from_npy(bytes, len, rel, &mask, &mlen, &e) != FDL_OK) {
+    bool headerless = false;
+    if (load_mask(bytes, len, num_tokens, rel, &mask, &mlen, &headerless, &e) != FDL_OK) {
       fdl_ds_report_error(v->rep, "panel_binding", "BIND-3", rel, "%s", e.msg);
     } else {
+      if (headerless)
+        fdl_ds_report_warn(v->rep, "headerless_mask", "BIND-3", rel,
+                           "%s has no .npy header: read as %" PRId64 " raw little-endian %s "
+                           "values, all 0 or 1 (the reference dataset builder writes masks so)",
+                           rel, mlen, len == (size_t)mlen ? "uint8" : "int64");
       if (num_tokens >= 0 && mlen != num_tokens)
         fdl_ds_report_error(v->rep, "panel_binding", "BIND-3", rel,
                             "mask has %" PRId64 " entries for %" PRId64 " tokens", mlen,
