@@ -136,6 +136,9 @@ def main():
         U.check(("subset_of_panel", "caveat", True) in codes(r), f"subset disclosure {codes(r)}")
         U.check(r["measurement_scope"]["covers_full_panel"] is False and
                 r["measurement_scope"]["contexts"] == 2, "partial scope")
+        U.check(r["measurement_scope"]["subset_detail"] ==
+                "compared on the 2-record intersection of the two captures",
+                f"the reference's subset_detail: {r['measurement_scope']['subset_detail']!r}")
         U.check(r["comparability"]["class"] == "strict", "subset alone leaves the class strict")
     E1 = B.pack("E1", tensors=H0, head=W, skip={1, 2}, allow_partial=True)
     E2 = B.pack("E2", tensors=H1, head=W, role="quant", skip={0}, allow_partial=True)
@@ -190,6 +193,16 @@ def main():
     if r:
         U.check(codes(r) == [("estimator_unknown", "caveat", True)], f"HEAD-2 codes {codes(r)}")
         U.check(r["comparator"]["replay_backend"] is None, "logit pair: no replay")
+    # HEAD-2 with both heads recorded: no gate discloses anything, so the list holds the
+    # reference's filler, word for word.
+    LC = B.pack("LC", tensors=[x + 0.1 for x in logits0], tensor_dtype="F32", form="logit",
+                role="quant", head=W)
+    r = receipt("HEAD-2 recorded", [RL, LC])
+    if r:
+        U.check(r["disclosures"] == [{"code": "no_known_deviations", "severity": "info",
+                                      "affects_comparability": False,
+                                      "detail": "every gate passed with no override."}],
+                f"filler disclosure {r['disclosures']}")
 
     # ---- lane, stack --------------------------------------------------------------------
     QL = B.pack("QL", tensors=H1, head=W, role="quant", meta={"lane": "streaming"})

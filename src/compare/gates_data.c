@@ -95,16 +95,21 @@ static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_co
   const cmp_side *sides[2] = {a, b};
   const json_t *wd[2];
   const char *method[2];
-  char recon[160] = "", act[160] = "";
+  char recon[1024] = "", act[160] = "";
   for (int i = 0; i < 2; i++) {
     const json_t *v = fdl_cmp_jget(sides[i]->ds.runtime, "capture_tool.weights_decode");
     wd[i] = json_is_object(v) ? v : NULL;
     method[i] = wd[i] && fdl_cmp_jstr(wd[i], "method") ? fdl_cmp_jstr(wd[i], "method") : "none";
+    /* The reference's wording, one sentence group per reconstructed side, joined by a space. */
     if (wd[i] && reconstructed(wd[i]))
-      snprintf(recon + strlen(recon), sizeof recon - strlen(recon), "%s%s (%s, output %s)",
-               *recon ? "; " : "", sides[i]->who, method[i],
+      snprintf(recon + strlen(recon), sizeof recon - strlen(recon),
+               "%s%s was captured from a WEIGHTS-ONLY RECONSTRUCTION (%s, output %s). The stored "
+               "weights were decoded before the model forward; native quantized GEMM and serving "
+               "activation arithmetic are not measured. Decoder provenance is in the sealed "
+               "runtime receipt. The comparison is advisory.",
+               *recon ? " " : "", sides[i]->who, method[i],
                fdl_cmp_jstr(wd[i], "output_dtype") ? fdl_cmp_jstr(wd[i], "output_dtype")
-                                                   : "unstated");
+                                                   : "unspecified");
     if (wd[i] && activation_quantized(wd[i]))
       snprintf(act + strlen(act), sizeof act - strlen(act), "%s%s", *act ? " and " : "",
                sides[i]->who);
@@ -112,13 +117,7 @@ static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_co
   fdl_status s;
   if (*recon) {
     f->advisory = true;
-    s = fdl_cmp_disclose(
-        f, "weights_reconstructed", "caveat", 1, err,
-        "captured from a WEIGHTS-ONLY RECONSTRUCTION: %s. The stored weights were "
-        "decoded before the model forward, so native quantized GEMM and serving "
-        "activation arithmetic are not measured; the decoder's provenance is in the "
-        "sealed runtime receipt. The comparison is advisory.",
-        recon);
+    s = fdl_cmp_disclose(f, "weights_reconstructed", "caveat", 1, err, "%s", recon);
     if (s != FDL_OK) return s;
   }
   if (*act) {

@@ -63,16 +63,18 @@ fdl_status fdl_cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const f
   f->not_floor = true;
   s = fdl_cmp_set_bias(
       f, "cross_stack_capture_replay",
-      "the capture stacks differ or their code identity is not established, so the "
-      "number mixes the artifact difference with a stack difference of unknown sign "
-      "and size; a control measured on another artifact, panel or stack does not "
-      "transfer as a correction. usable_as_floor is false.",
+      "the capture stacks differ or their code identity is unproven. The sign and magnitude of "
+      "the cross-stack effect are unknown; a control measured on another artifact, panel or "
+      "stack is not a transferable correction. usable_as_floor is false.",
       err);
   if (s != FDL_OK) return s;
+  /* The reference's wording: an identity that is not seen to differ reads "equal on both sides,
+   * or unrecorded" (null == null included). */
+  static const char *const UNPROVEN = "equal on both sides, or unrecorded";
   return fdl_cmp_disclose(f, "cross_stack_capture", "caveat", 1, err,
                           "capture stack equality is not established (lane_identity %s, "
                           "stack_fingerprint %s, source_files %s). The cross-stack effect has "
                           "unknown sign and magnitude.",
-                          lia && lib ? w_li : "unrecorded", sfpa && sfpb ? w_sf : "unrecorded",
-                          w_src);
+                          fdl_cmp_streq(lia, lib) ? UNPROVEN : "differs",
+                          fdl_cmp_streq(sfpa, sfpb) ? UNPROVEN : "differs", w_src);
 }

@@ -91,8 +91,8 @@ static fdl_status both_hidden(const cmp_side *a, const cmp_side *b, const fdl_co
     s = fdl_cmp_disclose(
         f, "native_head_replay", "info", 0, err,
         "HEAD-1d: each side replayed through its own sealed head (reference %s, "
-        "candidate %s); differences between the heads are part of the measurement, "
-        "and replay arithmetic (float32 GEMM) need not equal the live head's. %s",
+        "candidate %s); head-weight differences are included, but replay arithmetic need not "
+        "equal live/native head execution. %s",
         sa, sb, same ? "The heads are content-identical." : "The heads differ in content.");
     if (s != FDL_OK) return s;
     return fdl_cmp_gate(f, "head", true, NULL, err, "HEAD-1d: own heads on both sides (%s vs %s)",

