@@ -192,6 +192,11 @@ def main():
         where = [e["where"] for e in (rep or {}).get("errors", []) if e["code"] == "tree_unreadable"]
         check(where and where[0].startswith("d/d/d/"), "deep: the finding names the directory %s" % where)
         unreadable_as_nobody(base, tmp)
+
+        # 1e. validate checks the calendar of the sealed created_utc too.
+        d = copy_of(base, tmp, "when")
+        L.reseal(d, lambda docs: docs["manifest"].__setitem__("created_utc", "2026-02-30T25:61:61Z"))
+        validated("impossible created_utc", d, ("bad_timestamp", "created_utc"))
         headerless_masks(tmp)
 
         # 2. An edited manifest value.
@@ -430,8 +435,10 @@ def main():
               "unknown meta key: %s" % p.stderr)
 
         # created_utc must be exactly YYYY-MM-DDTHH:MM:SSZ (it is sealed into the dataset verbatim).
+        # It must also be a real time: the calendar is checked, not just the shape.
         for k, stamp in enumerate(("2026-1-02T03:04:05Zx", "+026-01-02T03:04:05Z", " 026-01-02T03:04:05Z",
-                                   "2026-01-02T03:04:05z")):
+                                   "2026-01-02T03:04:05z", "2026-02-30T25:61:61Z",
+                                   "2026-02-29T00:00:00Z")):
             bad = L.make_inputs(os.path.join(tmp, "created%d" % k), n=2, meta_extra={"created_utc": stamp})
             p = L.pack(bad, out)
             check(p.returncode == 4 and "REFUSED [bad_input]" in p.stderr and "created_utc" in p.stderr

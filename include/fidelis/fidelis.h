@@ -37,6 +37,7 @@
 #include "buf.h"
 #include "file.h"
 #include "path.h"
+#include "utc.h"
 #include "json.h"
 #include "digest.h"
 #include "tensor.h"

@@ -8,6 +8,7 @@
 
 #include "fidelis/pool.h"
 #include "compare/cmp.h"
+#include "fidelis/utc.h"
 
 void fdl_compare_opts_default(fdl_compare_opts *o) {
   memset(o, 0, sizeof *o);
@@ -33,6 +34,10 @@ static fdl_status check_opts(const fdl_compare_opts *o, fdl_err *err) {
                     "--seed must be at most %lld (it is recorded as a JSON "
                     "integer)",
                     (long long)INT64_MAX);
+  if (o->created_utc && !fdl_utc_valid(o->created_utc))
+    return fdl_fail(err, FDL_INVALID,
+                    "created_utc '%s' is not a real UTC time written YYYY-MM-DDTHH:MM:SSZ",
+                    o->created_utc);
   if (o->bootstrap_samples == 1)
     return fdl_fail(err, FDL_INVALID, "--bootstrap needs at least 2 resamples");
   /* A batch above the maximum is a compute refusal (bad_position_block), as in the reference,

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "dataset/pack.h"
+#include "fidelis/utc.h"
 #include "fidelis/file.h"
 #include "fidelis/json.h"
 #include "base/sys.h"
@@ -272,15 +273,11 @@ fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err) {
   }
   const char *created = fdl_ds_str(c->meta, "created_utc");
   if (created) {
-    /* Checked character by character: sscanf's %u would also take a sign, leading spaces and
-     * one-digit fields, and %c does not see what follows it, so "2026-1-02T03:04:05Zx" passed. */
-    static const char SHAPE[] = "dddd-dd-ddTdd:dd:ddZ";
-    bool ok = strlen(created) == sizeof SHAPE - 1;
-    for (size_t i = 0; ok && i < sizeof SHAPE - 1; i++)
-      ok = SHAPE[i] == 'd' ? created[i] >= '0' && created[i] <= '9' : created[i] == SHAPE[i];
-    if (!ok)
+    if (!fdl_utc_valid(created))
       return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
-                           "meta created_utc must read YYYY-MM-DDTHH:MM:SSZ");
+                           "meta created_utc '%s' is not a real UTC time written "
+                           "YYYY-MM-DDTHH:MM:SSZ",
+                           created);
     snprintf(c->created, sizeof c->created, "%s", created);
   }
   return FDL_OK;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "dataset/validate.h"
+#include "fidelis/utc.h"
 #include "fidelis/json.h"
 #include "fidelis/path.h"
 #include "base/sys.h"
@@ -212,8 +213,18 @@ static void load_subdocs(ds_vctx *v) {
   }
 }
 
+/* The schema asks only for a string; a time that never happened is still refused. */
+static void check_created(const json_t *manifest, fdl_ds_report *rep) {
+  const char *when = fdl_ds_str(manifest, "created_utc");
+  if (when && !fdl_utc_valid(when))
+    fdl_ds_report_error(rep, "bad_timestamp", "created_utc", FDL_DS_MANIFEST_NAME,
+                        "created_utc '%s' is not a real UTC time written YYYY-MM-DDTHH:MM:SSZ",
+                        when);
+}
+
 void fdl_ds_check_manifest(const json_t *manifest, fdl_ds_report *rep) {
   fdl_ds_check_manifest_schema(manifest, rep);
+  check_created(manifest, rep);
   fdl_ds_walk_paths(manifest, FDL_DS_MANIFEST_NAME, rep);
 }
 
@@ -263,6 +274,7 @@ fdl_status fdl_ds_validate(const char *root, const fdl_ds_validate_opts *opts, f
   if (!load_manifest(&v, root)) goto done;
 
   fdl_ds_check_manifest_schema(v.m, rep); /* step 2 */
+  check_created(v.m, rep);
   fdl_ds_report_check(rep, "schema");
 
   bool ok, present; /* step 3 */
