@@ -355,6 +355,8 @@ int fdl_cli_compare(int argc, char **argv) {
   fdl_cli_progress_init(&prog, "compare", c.progress);
   c.o.progress = fdl_cli_progress_cb;
   c.o.progress_arg = &prog;
+  c.o.notice = fdl_cli_notice;
+  c.o.notice_arg = "compare";
   fdl_compare_result r;
   fdl_err err = {FDL_OK, ""};
   double t0 = fdl_cli_now();
