@@ -204,16 +204,17 @@ static void sweep(int parent_fd, const char *parent, fdl_notice_fn notice, void 
     fdl_err re = {FDL_OK, ""};
     fdl_status s = fdl_remove_tree_at(parent_fd, e->d_name, &re);
     if (!notice) continue;
-    char msg[FDL_ERR_MSG_MAX];
+    /* Through fdl_fail: a long name is cut to the message size, as every message is. */
+    fdl_err note;
     if (s == FDL_OK)
-      snprintf(msg, sizeof msg,
+      fdl_fail(&note, FDL_OK,
                "removed %s/%s, a staging directory left by process %ld, which is gone", parent,
                e->d_name, pid);
     else
-      snprintf(msg, sizeof msg,
+      fdl_fail(&note, s,
                "could not fully remove %s/%s, a staging directory left by process %ld: %s", parent,
                e->d_name, pid, re.msg);
-    notice(arg, msg);
+    notice(arg, note.msg);
   }
   closedir(d);
 }
