@@ -83,7 +83,7 @@ def main():
     U.check(rc == 3 and U.refusal_code(se) == "destination_exists", f"destination_exists: {rc} {se}")
     U.check(U.receipt(o) == before, "an existing receipt is left untouched")
     U.check(sorted(os.listdir(os.path.dirname(o))) == sorted(
-        x for x in os.listdir(os.path.dirname(o)) if not x.startswith(".compare-staging")),
+        x for x in os.listdir(os.path.dirname(o)) if not x.startswith(".fidelis-staging-")),
         "no staging directory is left behind")
 
     # ---- seal ---------------------------------------------------------------------------

@@ -58,7 +58,7 @@ def refused_pack(label, inp, out, code, needle=None, extra=()):
     if needle:
         check(needle in p.stderr, "%s: message lacks %r: %s" % (label, needle, p.stderr))
     check(not os.path.exists(out), "%s: a refused pack left %s" % (label, out))
-    check(not glob.glob(out + ".fidelis-pack-*"), "%s: a refused pack left a staging directory" % label)
+    check(not glob.glob(os.path.join(os.path.dirname(out), ".fidelis-staging-*")), "%s: a refused pack left a staging directory" % label)
     return p
 
 
@@ -455,7 +455,7 @@ def main():
         before = L.tree_snapshot(out)
         p = L.pack(inp, out)
         check(p.returncode == 3 and "REFUSED [destination_exists]" in p.stderr, "existing output: %s" % p.stderr)
-        check(L.tree_snapshot(out) == before and not glob.glob(out + ".fidelis-pack-*"), "existing output untouched")
+        check(L.tree_snapshot(out) == before and not glob.glob(os.path.join(os.path.dirname(out), ".fidelis-staging-*")), "existing output untouched")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if FAILS:

@@ -42,7 +42,7 @@ def roundtrip(tmp, label, **kw):
     check(p.returncode == 0, "%s: pack exit %d: %s" % (label, p.returncode, p.stderr))
     if p.returncode != 0:
         return None
-    check(not glob.glob(out + ".fidelis-pack-*"), "%s: staging directory left behind" % label)
+    check(not glob.glob(os.path.join(os.path.dirname(out), ".fidelis-staging-*")), "%s: staging directory left behind" % label)
     for flags, level in (((), "structural"), (("--verify-tensors",), "sealed")):
         rc, rep, proc = L.validate(out, *flags)
         check(rc == 0 and rep and rep["error_count"] == 0 and rep["warning_count"] == 0,

@@ -30,6 +30,7 @@
 
 #include <jansson.h>
 
+#include "file.h"
 #include "num.h"
 #include "status.h"
 
@@ -59,7 +60,8 @@ typedef void (*fdl_compare_progress)(void *arg, uint64_t done, uint64_t total);
 typedef struct {
   const char *reference;       /* dataset directory (A) */
   const char *candidate;       /* dataset directory (B) */
-  const char *out_dir;         /* receives tokenwise-kld.npy and comparison-receipt.json */
+  const char *out_dir;         /* must not exist: created with tokenwise-kld.npy and
+                                  comparison-receipt.json in it, whole or not at all */
   const char *reference_label; /* NULL: "reference" */
   const char *candidate_label; /* NULL: "candidate" */
   const char *head_path;       /* --head: the head payload to apply (not with own_heads) */
@@ -84,9 +86,11 @@ typedef struct {
    * such a change is always refused (seal_failed). */
   void (*on_validated)(void *arg);
   void *on_validated_arg;
+  fdl_notice_fn notice; /* optional: told about stale staging directories removed */
+  void *notice_arg;
 } fdl_compare_opts;
 
-/* The defaults: verify_tensors, bootstrap on, js -1, seed 0, everything else zero/NULL. */
+/* The defaults: bootstrap on, js -1, seed 0, everything else zero/NULL. */
 FDL_API void fdl_compare_opts_default(fdl_compare_opts *o);
 
 /* ---- result ----------------------------------------------------------------------------- */
@@ -140,7 +144,9 @@ typedef struct {
   const char *out_dir; /* must not exist; receives reference/ and candidate/ */
   uint64_t seed;
   size_t vocab, hidden, contexts, tokens_per_context; /* 0: the defaults above */
-  unsigned threads; /* for pack's validation; 0 = every online CPU */
+  unsigned threads;     /* for pack's validation; 0 = every online CPU */
+  fdl_notice_fn notice; /* optional: told about stale staging directories removed */
+  void *notice_arg;
 } fdl_synth_opts;
 
 typedef struct {

@@ -266,6 +266,8 @@ typedef struct {
   const char *out_dir;    /* must not exist */
   bool allow_partial;     /* records without a tensor file make an incomplete dataset */
   unsigned threads;       /* for the final validation; 0 = one per online CPU */
+  fdl_notice_fn notice;   /* optional: told about stale staging directories removed */
+  void *notice_arg;
 } fdl_ds_pack_opts;
 
 typedef struct {

@@ -39,7 +39,8 @@ FDL_API fdl_status fdl_sha256_final(fdl_sha256_ctx *ctx, fdl_sha256 *out, fdl_er
 FDL_API void fdl_sha256_free(fdl_sha256_ctx *ctx);
 
 FDL_API fdl_status fdl_sha256_buf(const void *p, size_t n, fdl_sha256 *out, fdl_err *err);
-/* Streams a file of any size; *size (optional) receives the byte count. */
+/* Streams a file of any size; *size (optional) receives the byte count. The path is opened with
+ * fdl_open_regular (links followed): anything but a regular file is FDL_IO. */
 FDL_API fdl_status fdl_sha256_file(const char *path, fdl_sha256 *out, uint64_t *size, fdl_err *err);
 /* Hashes bytes [offset, offset+len) of a file, streamed. Short file: FDL_BOUNDS. */
 FDL_API fdl_status fdl_sha256_file_range(const char *path, uint64_t offset, uint64_t len,

@@ -1,8 +1,14 @@
 /* fidelis/file.h - reading untrusted files and writing outputs that appear whole or not at all.
  *
- * Outputs are staged in a temporary file beside the target (same directory, O_EXCL, mode 0644),
- * fsynced, and linked into place only if the target does not exist; an existing output is never
- * overwritten. Inputs are mapped read-only; a zero-length file maps to a non-NULL empty view. */
+ * This header is the one place for the library's file-system rules (docs/DATASET.md, "Files
+ * and directories"): one regular-file open, one way to resolve a file the user named, one
+ * dirname, one mkdir -p, one remove-tree, one staging directory.
+ *
+ * Single files are staged in a temporary file beside the target (same directory, O_EXCL, mode
+ * 0666 less the umask), fsynced, and linked into place only if the target does not exist; an
+ * existing output is never overwritten. Whole outputs (a dataset, a receipt with its array, a
+ * synthetic pair) are built in a staging directory and published by one no-replace rename.
+ * Inputs are mapped read-only; a zero-length file maps to a non-NULL empty view. */
 #ifndef FIDELIS_FILE_H
 #define FIDELIS_FILE_H
 
@@ -15,6 +21,27 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Something the library did that the user should hear about but that is not an error (e.g. it
+ * removed a stale staging directory). The library never prints; a front end that wants these
+ * passes a callback. message is valid only during the call. */
+typedef void (*fdl_notice_fn)(void *arg, const char *message);
+
+/* ---- opening files ------------------------------------------------------------------------ */
+
+/* Opens path read-only, non-blocking (so a FIFO cannot hang the open) and close-on-exec, and
+ * refuses anything but a regular file (FIFO, device, socket, directory: FDL_IO). With follow
+ * false a symbolic link as the last component is refused (FDL_PATH); with follow true it is
+ * followed. *size receives the size at open (may be NULL). The caller closes *fd. */
+FDL_API fdl_status fdl_open_regular(const char *path, bool follow, int *fd, uint64_t *size,
+                                    fdl_err *err);
+
+/* A file the user named on the command line may be a symbolic link (a Hugging Face cache
+ * snapshot links every file into blobs/): resolves every link in path once (realpath) into a
+ * new string *resolved, to be opened with follow false and recorded as the provenance. Files
+ * found inside a dataset are never resolved this way (PATH-4). FDL_IO when path cannot be
+ * resolved (missing, a loop). Release *resolved with free(). */
+FDL_API fdl_status fdl_resolve_named(const char *path, char **resolved, fdl_err *err);
 
 /* A read-only view of a whole file. */
 typedef struct {
@@ -55,6 +82,51 @@ FDL_API void fdl_out_abort(fdl_out *o);
 
 /* Convenience: stage, write and commit one buffer. */
 FDL_API fdl_status fdl_write_file(const char *path, const void *p, size_t n, fdl_err *err);
+
+/* ---- directories -------------------------------------------------------------------------- */
+
+/* The directory part of path into out: "a/b/c" and "a/b/c/" give "a/b", "/c" gives "/", and a
+ * name without a slash gives "" (to open it, use "."). false when it does not fit in cap (out
+ * is then ""). */
+FDL_API bool fdl_dirname(const char *path, char *out, size_t cap);
+
+/* mkdir -p: creates path and any missing parents with mode 0777 less the umask; an existing
+ * directory is fine, anything else in the way is FDL_IO. */
+FDL_API fdl_status fdl_mkdirs(const char *path, fdl_err *err);
+
+/* rm -r of name inside the directory dirfd, never following a symbolic link (a link is removed,
+ * not its target). Missing is fine. Keeps going past failures and reports the first. */
+FDL_API fdl_status fdl_remove_tree_at(int dirfd, const char *name, fdl_err *err);
+
+/* ---- staging directories ------------------------------------------------------------------ */
+
+/* Name prefix of every staging directory: hidden, and never a name a tool takes for an output.
+ * The full name is FDL_STAGE_PREFIX "<pid>-<suffix>", pid being the owning process. */
+#define FDL_STAGE_PREFIX ".fidelis-staging-"
+
+/* fdl_stage_open flags */
+#define FDL_STAGE_MAKE_PARENTS 1u /* create the parent of the target if needed (mkdir -p) */
+
+/* A whole output under construction. */
+typedef struct {
+  char *target;  /* final path (owned) */
+  char *path;    /* the staging directory, beside target (owned); write the output here */
+  int dirfd;     /* open on path; holds the owner's lock while the process lives */
+  int parent_fd; /* the directory holding both */
+} fdl_stage;
+
+/* Refuses an existing target (as anything, including an empty directory or a dangling
+ * symlink: FDL_EXISTS), then creates the staging directory beside it, mode 0777 less the umask.
+ * Creating it is the check that the output can be written at all, so call this before any
+ * heavy work. Before creating it, removes the staging directories in the same parent whose
+ * owning process is gone (killed before it could clean up), telling notice about each. */
+FDL_API fdl_status fdl_stage_open(fdl_stage *st, const char *target, unsigned flags,
+                                  fdl_notice_fn notice, void *notice_arg, fdl_err *err);
+/* Publishes the staging directory as target with one no-replace rename: the output appears
+ * whole or not at all. On failure the staging directory is removed. Always releases st. */
+FDL_API fdl_status fdl_stage_commit(fdl_stage *st, fdl_err *err);
+/* Removes the staging directory and releases st. Safe on a zeroed or committed st. */
+FDL_API void fdl_stage_abort(fdl_stage *st);
 
 /* Moves a staged directory into place, refusing to replace an existing one. */
 FDL_API fdl_status fdl_rename_noreplace(const char *from, const char *to, fdl_err *err);

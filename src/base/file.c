@@ -1,7 +1,8 @@
 /* file.c - mapped inputs and staged outputs.
  *
  * Divisions: mapping and reading untrusted files; staged outputs (temp + fsync + link, never
- * overwrite); directory renames without replacement. */
+ * overwrite); directory renames without replacement. The open, dirname and staging directories
+ * they use are in fs.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -19,38 +20,17 @@
 
 /* ---- inputs ------------------------------------------------------------------------------ */
 
-static fdl_status open_regular(const char *path, int *fd_out, struct stat *st, fdl_err *err) {
-  /* O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears, before
-   * the S_ISREG check below could refuse it. It has no effect on reads of regular files. */
-  int fd = fdl_sys_open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) {
-    if (errno == ELOOP) return fdl_fail(err, FDL_PATH, "%s: is a symbolic link (refused)", path);
-    return fdl_fail(err, FDL_IO, "%s: cannot open: %s", path, strerror(errno));
-  }
-  if (fstat(fd, st) != 0) {
-    int e = errno;
-    close(fd);
-    return fdl_fail(err, FDL_IO, "%s: cannot stat: %s", path, strerror(e));
-  }
-  if (!S_ISREG(st->st_mode)) {
-    close(fd);
-    return fdl_fail(err, FDL_IO, "%s: not a regular file", path);
-  }
-  *fd_out = fd;
-  return FDL_OK;
-}
-
 fdl_status fdl_map_file(const char *path, fdl_map *m, fdl_err *err) {
   static const uint8_t empty[1] = {0};
-  int fd = -1; /* set by open_regular on success; initialised for -O3 flow analysis */
-  struct stat st;
-  fdl_status s = open_regular(path, &fd, &st, err);
+  int fd = -1; /* set by fdl_open_regular on success; initialised for -O3 flow analysis */
+  uint64_t st_size = 0;
+  fdl_status s = fdl_open_regular(path, false, &fd, &st_size, err);
   if (s != FDL_OK) return s;
-  if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
+  if (st_size > (uint64_t)SIZE_MAX) {
     close(fd);
     return fdl_fail(err, FDL_BOUNDS, "%s: file too large to map", path);
   }
-  size_t size = (size_t)st.st_size;
+  size_t size = (size_t)st_size;
   if (size == 0) {
     close(fd);
     m->data = empty;
@@ -108,8 +88,7 @@ fdl_status fdl_read_fd(int fd, const char *name, size_t max_bytes, char **out, s
 fdl_status fdl_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
                          fdl_err *err) {
   int fd = -1;
-  struct stat st;
-  fdl_status s = open_regular(path, &fd, &st, err);
+  fdl_status s = fdl_open_regular(path, false, &fd, NULL, err);
   if (s != FDL_OK) return s;
   s = fdl_read_fd(fd, path, max_bytes, out, len, err);
   close(fd);
@@ -123,28 +102,14 @@ bool fdl_path_exists(const char *path) {
   return lstat(path, &st) == 0;
 }
 
-static char *dir_of(const char *path) {
-  const char *slash = strrchr(path, '/');
-  if (!slash) return fdl_strdup(".");
-  if (slash == path) return fdl_strdup("/");
-  size_t n = (size_t)(slash - path);
-  char *d = fdl_malloc(n + 1);
-  if (d) {
-    memcpy(d, path, n);
-    d[n] = '\0';
-  }
-  return d;
-}
-
 static void fsync_dir_of(const char *path) {
-  char *d = dir_of(path);
-  if (!d) return;
-  int fd = fdl_sys_open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  char d[PATH_MAX];
+  if (!fdl_dirname(path, d, sizeof d)) return;
+  int fd = fdl_sys_open(d[0] ? d : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0) {
     (void)fdl_sys_fsync(fd);
     close(fd);
   }
-  free(d);
 }
 
 fdl_status fdl_out_open(fdl_out *o, const char *path, fdl_err *err) {
@@ -163,7 +128,8 @@ fdl_status fdl_out_open(fdl_out *o, const char *path, fdl_err *err) {
   /* The pid plus an attempt counter keeps concurrent writers in one directory apart. */
   for (unsigned attempt = 0; attempt < 100; attempt++) {
     snprintf(o->tmp_path, n, "%s.tmp-%ld-%u", path, (long)getpid(), attempt);
-    o->fd = fdl_sys_open(o->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    o->fd = fdl_sys_open(o->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                         0666 /* the umask decides who may read it */);
     if (o->fd >= 0) return FDL_OK;
     if (errno != EEXIST) break;
   }

@@ -88,6 +88,14 @@ int fdl_sys_mkdir(const char *path, mode_t mode) {
   return mkdir(path, mode);
 }
 
+int fdl_sys_mkdirat(int dirfd, const char *path, mode_t mode) {
+  return mkdirat(dirfd, path, mode);
+}
+
+int fdl_sys_unlinkat(int dirfd, const char *path, int flags) {
+  return unlinkat(dirfd, path, flags);
+}
+
 void *fdl_sys_mmap(void *addr, size_t n, int prot, int flags, int fd, off_t off) {
   return mmap(addr, n, prot, flags, fd, off);
 }

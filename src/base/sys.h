@@ -28,6 +28,8 @@ int fdl_sys_rename(const char *from, const char *to);
  * headers lack it. */
 int fdl_sys_rename_noreplace(const char *from, const char *to);
 int fdl_sys_mkdir(const char *path, mode_t mode);
+int fdl_sys_mkdirat(int dirfd, const char *path, mode_t mode);
+int fdl_sys_unlinkat(int dirfd, const char *path, int flags);
 void *fdl_sys_mmap(void *addr, size_t n, int prot, int flags, int fd, off_t off);
 
 #endif

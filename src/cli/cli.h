@@ -29,6 +29,9 @@ int fdl_cli_inspect(int argc, char **argv);
 
 /* Prints "fidelis: (NAME) message" for a failed call. */
 void fdl_cli_report(const fdl_err *err);
+/* An fdl_notice_fn: prints "fidelis ARG: note: message" on stderr (arg: the command name),
+ * control bytes shown as '?' (the message can name files). */
+void fdl_cli_notice(void *arg, const char *message);
 /* True when arg is --help or -h. */
 int fdl_cli_is_help(const char *arg);
 

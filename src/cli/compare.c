@@ -24,7 +24,7 @@ static void usage(FILE *f) {
       "Nothing is written on a refusal; an existing output is never overwritten.\n\n"
       "options (default in brackets):\n"
       "  --reference PATH, --candidate PATH   the datasets (or two positional arguments)\n"
-      "  --out DIR                 output directory (created with its parent if needed)\n"
+      "  --out DIR                 must not exist; appears whole or not at all (parent created)\n"
       "  --self-compare            assert a reproduction (equal capture content); skips decode\n"
       "  --force-compute           on a reproduction, also compute and require bitwise zeros\n"
       "  --allow-cross-lane        override the lane gate (advisory, never a floor)\n"
@@ -361,6 +361,8 @@ int fdl_cli_compare(int argc, char **argv) {
   fdl_cli_progress_init(&prog, "compare", c.progress);
   c.o.progress = fdl_cli_progress_cb;
   c.o.progress_arg = &prog;
+  c.o.notice = fdl_cli_notice;
+  c.o.notice_arg = "compare";
   fdl_compare_result r;
   fdl_err err = {FDL_OK, ""};
   double t0 = fdl_cli_now();

@@ -49,8 +49,11 @@ static int canon(const char *path, unsigned flags, const fdl_json_read_opts *opt
   char *data = NULL;
   size_t len = 0;
   bool is_stdin = !strcmp(path, "-");
-  fdl_status st = is_stdin ? read_stdin(&data, &len, &err)
-                           : fdl_read_file(path, FDL_JSON_MAX_FILE_BYTES, &data, &len, &err);
+  char *real = NULL; /* a named file may be a link: resolved once, then opened without following */
+  fdl_status st = is_stdin ? read_stdin(&data, &len, &err) : fdl_resolve_named(path, &real, &err);
+  if (st == FDL_OK && !is_stdin)
+    st = fdl_read_file(real, FDL_JSON_MAX_FILE_BYTES, &data, &len, &err);
+  free(real);
   if (st != FDL_OK) {
     fdl_cli_report(&err);
     return FDL_EXIT_USAGE;

@@ -120,6 +120,8 @@ int fdl_cli_pack(int argc, char **argv) {
   }
   fdl_ds_pack_result res;
   fdl_err err;
+  o.notice = fdl_cli_notice;
+  o.notice_arg = "pack";
   if (fdl_ds_pack(&o, &res, &err) != FDL_OK) {
     fprintf(stderr, "fidelis pack: REFUSED [%s]: %s\n", res.code, err.msg);
     if (!strcmp(res.code, "bad_input") || !strcmp(res.code, "bad_usage")) return FDL_EXIT_USAGE;

@@ -94,6 +94,8 @@ int fdl_cli_synth(int argc, char **argv) {
   if (!o.out_dir) return bad_usage("--out DIR is required", NULL);
   fdl_synth_result r;
   fdl_err err = {FDL_OK, ""};
+  o.notice = fdl_cli_notice;
+  o.notice_arg = "synth";
   fdl_status s = fdl_synth(&o, &r, &err);
   if (s == FDL_INVALID) return bad_usage(err.msg, NULL);
   if (s != FDL_OK) {

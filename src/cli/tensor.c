@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "tensor/tensor_internal.h"
@@ -28,13 +29,15 @@ static int exit_for(fdl_status s) {
   return (s == FDL_IO || s == FDL_PATH || s == FDL_NOMEM) ? FDL_EXIT_USAGE : FDL_EXIT_REFUSED;
 }
 
+/* Sniffs through the one regular-file open (non-blocking: a FIFO is refused, not waited on); a
+ * file it cannot open is left to the safetensors reader to report. */
 static bool is_npy(const char *path) {
   unsigned char head[6] = {0};
-  FILE *f = fopen(path, "rb");
-  if (!f) return false;
-  size_t got = fread(head, 1, sizeof head, f);
-  fclose(f);
-  return got == sizeof head && !memcmp(head, "\x93NUMPY", 6);
+  int fd = -1;
+  if (fdl_open_regular(path, false, &fd, NULL, NULL) != FDL_OK) return false;
+  ssize_t got = read(fd, head, sizeof head);
+  close(fd);
+  return got == (ssize_t)sizeof head && !memcmp(head, "\x93NUMPY", 6);
 }
 
 static fdl_status print_text(const fdl_tensor *const *ts, size_t n, fdl_err *err) {
@@ -97,7 +100,8 @@ static fdl_status print_json(const char *path, const char *format, const json_t 
   return s;
 }
 
-static int list_file(const char *path, bool as_json) {
+/* path: the resolved file, opened without following links; shown: the name the user gave. */
+static int list_resolved(const char *path, const char *shown, bool as_json) {
   fdl_err err = {0};
   fdl_status s;
   if (is_npy(path)) {
@@ -108,7 +112,7 @@ static int list_file(const char *path, bool as_json) {
       return exit_for(s);
     }
     const fdl_tensor *t = fdl_npy_tensor(npy);
-    s = as_json ? print_json(path, "npy", NULL, &t, 1, &err) : print_text(&t, 1, &err);
+    s = as_json ? print_json(shown, "npy", NULL, &t, 1, &err) : print_text(&t, 1, &err);
     fdl_npy_close(npy);
   } else {
     fdl_safetensors *st = NULL;
@@ -123,7 +127,7 @@ static int list_file(const char *path, bool as_json) {
       s = fdl_fail(&err, FDL_NOMEM, "out of memory");
     } else {
       for (size_t i = 0; i < n; i++) ts[i] = fdl_safetensors_at(st, i);
-      s = as_json ? print_json(path, "safetensors", fdl_safetensors_metadata(st), ts, n, &err)
+      s = as_json ? print_json(shown, "safetensors", fdl_safetensors_metadata(st), ts, n, &err)
                   : print_text(ts, n, &err);
     }
     free(ts);
@@ -134,6 +138,21 @@ static int list_file(const char *path, bool as_json) {
     return FDL_EXIT_USAGE;
   }
   return FDL_EXIT_OK;
+}
+
+/* A file named on the command line may be a link (a Hugging Face cache snapshot): resolved once,
+ * the target is opened without following anything further. */
+static int list_file(const char *named, bool as_json) {
+  fdl_err err = {0};
+  char *path = NULL;
+  fdl_status s = fdl_resolve_named(named, &path, &err);
+  if (s != FDL_OK) {
+    fdl_cli_report(&err);
+    return exit_for(s);
+  }
+  int rc = list_resolved(path, named, as_json);
+  free(path);
+  return rc;
 }
 
 int fdl_cli_tensor(int argc, char **argv) {

@@ -135,7 +135,11 @@ static result_kind verify_one(const char *path, bool as_json) {
   fdl_seal_check chk;
   memset(&chk, 0, sizeof chk);
   json_t *doc = NULL;
-  fdl_status s = load_sealed(path, &doc, &chk, &err);
+  /* A named file may be a link: resolved once, the target is opened without following. */
+  char *real = NULL;
+  fdl_status s = fdl_resolve_named(path, &real, &err);
+  if (s == FDL_OK) s = load_sealed(real, &doc, &chk, &err);
+  free(real);
   result_kind k = s != FDL_OK ? RES_ERROR : chk.ok ? RES_OK : RES_MISMATCH;
   const char *stored = NULL;
   if (k != RES_ERROR) {

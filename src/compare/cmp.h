@@ -280,23 +280,22 @@ fdl_status fdl_cmp_comparability(const cmp_side *a, const cmp_findings *f, json_
 json_t *fdl_cmp_env_replay(void);
 json_t *fdl_cmp_env_tool(void);
 
-/* Refuses destination_exists when --out is not a directory or an output file is already there
- * (checked before any work, and again by the no-replace renames). */
-fdl_status fdl_cmp_output_precheck(const char *out_dir, cmp_refusal *r, fdl_err *err);
-
 typedef struct {
-  char *dir;     /* .compare-staging-XXXXXX beside --out */
+  fdl_stage st;  /* becomes --out */
   char *npy;     /* staged tokenwise-kld.npy */
   char *receipt; /* staged comparison-receipt.json */
 } cmp_stage;
 
-/* Creates the parent of out_dir if needed and the staging directory inside it. */
-fdl_status fdl_cmp_stage_open(const char *out_dir, cmp_stage *st, cmp_refusal *r, fdl_err *err);
+/* Before any work: refuses destination_exists when --out exists as anything (an empty
+ * directory, a dangling symlink), creates its parent if needed and the staging directory beside
+ * it (write_failed when it cannot: a read-only parent). */
+fdl_status fdl_cmp_stage_open(const fdl_compare_opts *o, cmp_stage *st, cmp_refusal *r,
+                              fdl_err *err);
 /* Writes the np.save bytes of the token-wise array and digests them. */
 fdl_status fdl_cmp_stage_tokenwise(cmp_stage *st, const cmp_estimate *e, cmp_tokenwise_info *tw,
                                    cmp_refusal *r, fdl_err *err);
-/* Writes the receipt (indent-2 file form), creates out_dir and renames the array, then the
- * receipt, into it without replacing anything. */
+/* Writes the receipt (indent-2 file form) and publishes the staging directory as out_dir with
+ * one no-replace rename. */
 fdl_status fdl_cmp_stage_commit(cmp_stage *st, const json_t *receipt, const char *out_dir,
                                 char **receipt_path, char **tokenwise_path, cmp_refusal *r,
                                 fdl_err *err);

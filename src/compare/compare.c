@@ -91,7 +91,7 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
                       cmp_refusal *r, fdl_err *err) {
   fdl_status s;
   if ((s = same_root(o, r, err)) != FDL_OK) return s;
-  if ((s = fdl_cmp_output_precheck(o->out_dir, r, err)) != FDL_OK) return s;
+  if ((s = fdl_cmp_stage_open(o, &z->st, r, err)) != FDL_OK) return s;
   const char *la = o->reference_label ? o->reference_label : "reference";
   const char *lb = o->candidate_label ? o->candidate_label : "candidate";
   if ((s = fdl_cmp_side_load(&z->a, o->reference, "reference", la, o, r, err)) != FDL_OK) return s;
@@ -122,7 +122,6 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
   if (!(z->rc = json_object())) return fdl_fail(err, FDL_NOMEM, "out of memory");
   if ((s = fdl_cmp_stats_build(&z->a, &z->f, &z->e, o, repro, z->rc, err)) != FDL_OK) return s;
   cmp_tokenwise_info tw;
-  if ((s = fdl_cmp_stage_open(o->out_dir, &z->st, r, err)) != FDL_OK) return s;
   if ((s = fdl_cmp_stage_tokenwise(&z->st, &z->e, &tw, r, err)) != FDL_OK) return s;
   s = fdl_cmp_receipt_build(&z->a, &z->b, o, &z->f, &z->e, agreed, &tw, z->rc, r, err);
   if (s != FDL_OK) return s;

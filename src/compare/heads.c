@@ -123,7 +123,13 @@ fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_co
   char *path = NULL;
   const cmp_side *owner = NULL;
   if (o->head_path) {
-    path = fdl_strdup(o->head_path);
+    /* --head is a file the user named: it may be a link (a Hugging Face cache snapshot),
+     * resolved once; the target is opened without following further. */
+    fdl_err e = {FDL_OK, ""};
+    if (fdl_resolve_named(o->head_path, &path, &e) != FDL_OK)
+      return e.status == FDL_NOMEM ? fdl_fail(err, FDL_NOMEM, "%s", e.msg)
+                                   : fdl_cmp_refuse(r, err, "bad_tensor_file", "compute",
+                                                    CMP_NO_OVERRIDE_DATA, "--head %s", e.msg);
   } else {
     const cmp_side *sides[2] = {a, b};
     for (int i = 0; i < 2 && !path; i++)

@@ -106,12 +106,10 @@ fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, con
                           root, s->hidden ? " or capture.hidden_width" : "");
   /* Record files are relative to the capture manifest's directory. */
   const char *mf = fdl_cmp_jstr0(m, "capture.manifest_file");
-  const char *slash = strrchr(mf, '/');
-  size_t dl = slash ? (size_t)(slash - mf) : 0;
-  char *dir = fdl_malloc(dl + 1);
+  size_t cap = strlen(mf) + 1;
+  char *dir = fdl_malloc(cap);
   if (!dir) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  memcpy(dir, mf, dl);
-  dir[dl] = '\0';
+  fdl_dirname(mf, dir, cap);
   s->capture_dir = dir;
   return FDL_OK;
 }

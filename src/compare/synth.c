@@ -52,9 +52,9 @@ static const float DOMAIN_SCALE[4] = {1.0f, 1.6f, 1.3f, 0.8f};
 
 typedef struct {
   const fdl_synth_opts *o;
-  char *stage;                    /* .synth-staging-XXXXXX beside --out */
-  char *inputs;                   /* stage/inputs */
-  char *outs;                     /* stage/out: becomes --out */
+  fdl_stage st;                   /* becomes --out */
+  char *inputs;                   /* st.path/.inputs: pack's inputs, removed before publishing */
+  const char *outs;               /* st.path */
   uint16_t *head_ref, *head_cand; /* [vocab x hidden] BF16 */
   char exe_sha[65];
 } synth;
@@ -99,8 +99,7 @@ static fdl_status write_hidden(synth *z, fdl_err *err) {
   char *dir = join(z->inputs, "tensors");
   fdl_status s = FDL_OK;
   if (!f || !bf || !dir) s = fdl_fail(err, FDL_NOMEM, "out of memory for hidden states");
-  if (s == FDL_OK && fdl_sys_mkdir(dir, 0755))
-    s = fdl_fail(err, FDL_IO, "cannot create %s: %s", dir, strerror(errno));
+  if (s == FDL_OK) s = fdl_mkdirs(dir, err);
   for (size_t c = 0; c < o->contexts && s == FDL_OK; c++) {
     rng r;
     rng_seed(&r, o->seed, 1000 + c);
@@ -274,7 +273,9 @@ static fdl_status pack_side(synth *z, bool cand, fdl_synth_result *res, fdl_err 
                            .head_path = head,
                            .meta_path = meta_path,
                            .out_dir = out,
-                           .threads = z->o->threads};
+                           .threads = z->o->threads,
+                           .notice = z->o->notice,
+                           .notice_arg = z->o->notice_arg};
     fdl_ds_pack_result pr;
     memset(&pr, 0, sizeof pr);
     s = fdl_ds_pack(&po, &pr, err);
@@ -315,29 +316,6 @@ static fdl_status write_about(synth *z, const fdl_synth_result *res, fdl_err *er
   return s;
 }
 
-/* rm -r of what synth itself created under dir (plain files and directories only). */
-static void remove_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      char *p = join(dir, e->d_name);
-      if (!p) continue;
-      struct stat st;
-      if (lstat(p, &st) == 0) {
-        if (S_ISDIR(st.st_mode))
-          remove_tree(p);
-        else
-          unlink(p);
-      }
-      free(p);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
-}
-
 void fdl_synth_opts_default(fdl_synth_opts *o) {
   memset(o, 0, sizeof *o);
   o->vocab = FDL_SYNTH_VOCAB_DEFAULT;
@@ -360,28 +338,19 @@ fdl_status fdl_synth(const fdl_synth_opts *in, fdl_synth_result *res, fdl_err *e
     return fdl_fail(err, FDL_INVALID,
                     "synth: sizes out of range (vocab 2..2^24, hidden 1..65536 with vocab x "
                     "hidden <= 2^31, contexts 1..100000, tokens per context 2..2^20)");
-  if (fdl_path_exists(o.out_dir))
-    return fdl_fail(err, FDL_EXISTS, "synth: %s already exists; synth never overwrites", o.out_dir);
   synth z = {.o = &o};
-  exe_digest(&z);
-  /* Stage beside --out, so the final rename stays on one filesystem. */
-  size_t n = strlen(o.out_dir);
-  z.stage = fdl_malloc(n + 32);
-  if (!z.stage) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  while (n > 1 && o.out_dir[n - 1] == '/') n--;
-  snprintf(z.stage, n + 32, "%.*s.synth-staging-XXXXXX", (int)n, o.out_dir);
-  fdl_status s = FDL_OK;
-  if (!mkdtemp(z.stage)) {
-    s = fdl_fail(err, FDL_IO, "synth: cannot create a staging directory beside %s: %s", o.out_dir,
-                 strerror(errno));
-    free(z.stage);
+  /* Staged beside --out (one filesystem, one rename), before any work: an existing --out or a
+   * parent that cannot be written is found at once. */
+  fdl_status s = fdl_stage_open(&z.st, o.out_dir, 0, o.notice, o.notice_arg, err);
+  if (s != FDL_OK) {
+    fdl_err_prefix(err, "synth");
     return s;
   }
-  z.inputs = join(z.stage, "inputs");
-  z.outs = join(z.stage, "out");
-  if (!z.inputs || !z.outs) s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  if (s == FDL_OK && (fdl_sys_mkdir(z.inputs, 0755) || fdl_sys_mkdir(z.outs, 0755)))
-    s = fdl_fail(err, FDL_IO, "synth: cannot create %s: %s", z.stage, strerror(errno));
+  exe_digest(&z);
+  z.outs = z.st.path;
+  z.inputs = join(z.st.path, ".inputs");
+  if (!z.inputs) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (s == FDL_OK) s = fdl_mkdirs(z.inputs, err);
   if (s == FDL_OK) s = write_panel(&z, err);
   if (s == FDL_OK) s = write_hidden(&z, err);
   if (s == FDL_OK) s = write_heads(&z, err);
@@ -390,11 +359,10 @@ fdl_status fdl_synth(const fdl_synth_opts *in, fdl_synth_result *res, fdl_err *e
   if (s == FDL_OK) s = pack_side(&z, false, res, err);
   if (s == FDL_OK) s = pack_side(&z, true, res, err);
   if (s == FDL_OK) s = write_about(&z, res, err);
-  if (s == FDL_OK) s = fdl_rename_noreplace(z.outs, o.out_dir, err);
-  remove_tree(z.stage);
-  free(z.stage);
+  if (s == FDL_OK) s = fdl_remove_tree_at(z.st.dirfd, ".inputs", err);
+  if (s == FDL_OK) s = fdl_stage_commit(&z.st, err); /* the pair appears whole or not at all */
+  fdl_stage_abort(&z.st);
   free(z.inputs);
-  free(z.outs);
   free(z.head_ref);
   free(z.head_cand);
   return s;

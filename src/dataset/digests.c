@@ -190,17 +190,10 @@ fdl_status fdl_ds_tensor_file_digests(const char *path, const char *key, fdl_ds_
   /* fdl_ds_open_at wants a relative path below a directory fd: split path into dir + name. */
   char dir[DS_MAX_PATH];
   const char *name = strrchr(path, '/');
-  if (strlen(path) >= sizeof dir) return fdl_fail(err, FDL_BOUNDS, "%s: path too long", path);
-  if (name) {
-    size_t n = (size_t)(name - path);
-    memcpy(dir, path, n ? n : 1);
-    dir[n ? n : 1] = '\0';
-    name++;
-  } else {
-    strcpy(dir, ".");
-    name = path;
-  }
-  dirfd = fdl_sys_open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (!fdl_dirname(path, dir, sizeof dir))
+    return fdl_fail(err, FDL_BOUNDS, "%s: path too long", path);
+  name = name ? name + 1 : path;
+  dirfd = fdl_sys_open(dir[0] ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dirfd < 0) return fdl_fail(err, FDL_IO, "%s: cannot open its directory", path);
   /* One read yields the file and content digests; the payload needs its own only when it is
    * not the content range (never for files the reference writer lays out). */

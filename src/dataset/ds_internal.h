@@ -69,9 +69,6 @@ bool fdl_ds_tree_has(const ds_tree *t, const char *rel);
 /* Credential guard of §2.1: true when publishing rel would disclose a secret. */
 bool fdl_ds_is_credential(const char *rel);
 
-/* Removes a directory tree that this process created (never follows symlinks). */
-void fdl_ds_remove_tree(const char *path);
-
 /* ---- JSON getters ------------------------------------------------------------------------ */
 
 /* The string at o[key], or NULL when absent, null or not a string. */
@@ -95,8 +92,6 @@ bool fdl_ds_is_hex64(const char *s);
 /* Joins rel onto the directory base ("" for the root) and normalises "." and ".." segments.
  * False when the result is empty, the root itself, or outside the root. */
 bool fdl_ds_join_norm(const char *base, const char *rel, char *out, size_t cap);
-/* The directory part of a relative path ("" when it has none). */
-void fdl_ds_dirname(const char *rel, char *out, size_t cap);
 
 /* ---- hashing jobs ------------------------------------------------------------------------ */
 

@@ -5,7 +5,7 @@
  * time with openat(O_NOFOLLOW), so nothing below the root is ever followed, not just the final
  * component.
  *
- * Divisions: opening and reading; the tree walk; the credential guard; removing a staged tree. */
+ * Divisions: opening and reading; the tree walk; the credential guard. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -288,42 +288,4 @@ bool fdl_ds_is_credential(const char *rel) {
     if (n >= k && !strcmp(seg + n - k, SUFFIXES[i])) return true;
   }
   return false;
-}
-
-/* ---- removing a staged tree -------------------------------------------------------------- */
-
-static void remove_below(int dirfd, int depth) {
-  if (depth > DS_MAX_DEPTH) return;
-  int fd = dup(dirfd);
-  if (fd < 0) return;
-  DIR *d = fdopendir(fd);
-  if (!d) {
-    close(fd);
-    return;
-  }
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    struct stat st;
-    if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (S_ISDIR(st.st_mode)) {
-      int sub = fdl_sys_openat(dirfd, e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
-      if (sub >= 0) {
-        remove_below(sub, depth + 1);
-        close(sub);
-      }
-      (void)unlinkat(dirfd, e->d_name, AT_REMOVEDIR);
-    } else {
-      (void)unlinkat(dirfd, e->d_name, 0);
-    }
-  }
-  closedir(d);
-}
-
-void fdl_ds_remove_tree(const char *path) {
-  int fd = fdl_sys_open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECTORY);
-  if (fd < 0) return;
-  remove_below(fd, 0);
-  close(fd);
-  (void)rmdir(path);
 }

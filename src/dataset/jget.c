@@ -134,16 +134,6 @@ bool fdl_ds_join_norm(const char *base, const char *rel, char *out, size_t cap) 
   return depth > 0;
 }
 
-void fdl_ds_dirname(const char *rel, char *out, size_t cap) {
-  const char *slash = strrchr(rel, '/');
-  size_t n = slash ? (size_t)(slash - rel) : 0;
-  if (n >= cap) n = cap ? cap - 1 : 0;
-  if (cap) {
-    memcpy(out, rel, n);
-    out[n] = '\0';
-  }
-}
-
 /* ---- seals ------------------------------------------------------------------------------- */
 
 fdl_status fdl_ds_seal(json_t *doc, const char *field, fdl_err *err) {

@@ -32,18 +32,7 @@ fdl_status fdl_pk_stage_path(const pk_ctx *c, const char *rel, char *out, size_t
 fdl_status fdl_pk_mkdir(const pk_ctx *c, const char *rel, fdl_err *err) {
   char path[PATH_MAX];
   fdl_status s = fdl_pk_stage_path(c, rel, path, sizeof path, err);
-  if (s != FDL_OK) return s;
-  size_t skip = strlen(c->stage) + 1;
-  for (char *p = path + skip;; p++) {
-    if (*p != '/' && *p) continue;
-    char saved = *p;
-    *p = '\0';
-    if (fdl_sys_mkdir(path, 0755) != 0 && errno != EEXIST)
-      return fdl_fail(err, FDL_IO, "%s: cannot create directory: %s", path, strerror(errno));
-    *p = saved;
-    if (!saved) break;
-  }
-  return FDL_OK;
+  return s == FDL_OK ? fdl_mkdirs(path, err) : s;
 }
 
 static void created_now(pk_ctx *c) {
@@ -192,31 +181,28 @@ static fdl_status validate_stage(pk_ctx *c, fdl_err *err) {
   return s;
 }
 
+/* Created before any input is read: it is the check that OUT can be written at all. */
 static fdl_status make_stage(pk_ctx *c, fdl_err *err) {
-  const char *out = c->o->out_dir;
-  size_t n = strlen(out);
-  while (n > 1 && out[n - 1] == '/') n--;
-  int w = snprintf(c->stage, sizeof c->stage, "%.*s.fidelis-pack-XXXXXX", (int)n, out);
+  fdl_err e;
+  fdl_status s = fdl_stage_open(&c->st, c->o->out_dir, 0, c->o->notice, c->o->notice_arg, &e);
+  if (s != FDL_OK)
+    return fdl_pk_refuse(c, err, s == FDL_EXISTS ? "destination_exists" : "io_error", s, "%s",
+                         e.msg);
+  int w = snprintf(c->stage, sizeof c->stage, "%s", c->st.path);
   if (w < 0 || (size_t)w >= sizeof c->stage)
-    return fdl_pk_refuse(c, err, "bad_input", FDL_BOUNDS, "%s: path too long", out);
-  if (!mkdtemp(c->stage)) {
-    int e = errno;
-    c->stage[0] = '\0';
-    return fdl_pk_refuse(c, err, "io_error", FDL_IO,
-                         "cannot create a staging directory beside %s: %s", out, strerror(e));
-  }
+    return fdl_pk_refuse(c, err, "bad_input", FDL_BOUNDS, "%s: path too long", c->st.path);
   return FDL_OK;
 }
 
 static fdl_status run(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err) {
-  fdl_status s = fdl_pk_read_meta(c, err);
+  fdl_status s = make_stage(c, err);
+  if (s == FDL_OK) s = fdl_pk_read_meta(c, err);
   if (s == FDL_OK) s = fdl_pk_read_panel(c, err);
   if (s == FDL_OK) s = fdl_pk_check_tensor_dir(c, err);
   if (s != FDL_OK) return s;
   created_now(c);
   c->stored = FDL_DTYPE_COUNT;
-  s = make_stage(c, err);
-  if (s == FDL_OK) s = fdl_pk_mkdir(c, "panel/tokens", err);
+  s = fdl_pk_mkdir(c, "panel/tokens", err);
   if (s == FDL_OK && c->masks) s = fdl_pk_mkdir(c, "panel/masks", err);
   if (s == FDL_OK) s = fdl_pk_mkdir(c, "capture", err);
   if (s == FDL_OK) s = fdl_pk_pack_head(c, err);
@@ -243,13 +229,11 @@ static fdl_status run(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err) {
   if (s == FDL_OK) s = validate_stage(c, err);
   if (s == FDL_OK) {
     fdl_err e;
-    fdl_status r = fdl_rename_noreplace(c->stage, c->o->out_dir, &e);
+    fdl_status r = fdl_stage_commit(&c->st, &e); /* one rename: whole or not at all */
     if (r == FDL_EXISTS)
       s = fdl_pk_refuse(c, err, "destination_exists", r, "%s", e.msg);
     else if (r != FDL_OK)
       s = fdl_pk_refuse(c, err, "io_error", r, "%s", e.msg);
-    else
-      c->stage[0] = '\0'; /* moved: nothing to clean up */
   }
   return s;
 }
@@ -276,7 +260,7 @@ fdl_status fdl_ds_pack(const fdl_ds_pack_opts *o, fdl_ds_pack_result *res, fdl_e
     s = run(&c, &docs, err);
     fdl_pk_free_docs(&docs);
   }
-  if (c.stage[0]) fdl_ds_remove_tree(c.stage);
+  fdl_stage_abort(&c.st); /* after a commit, only releases */
   if (s == FDL_OK) {
     memcpy(r.capture_content_digest, c.content_digest, sizeof r.capture_content_digest);
     r.records = c.present;

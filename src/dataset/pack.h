@@ -11,6 +11,7 @@
 #include <limits.h>
 
 #include "dataset/ds_internal.h"
+#include "fidelis/file.h"
 #include "fidelis/tensor.h"
 
 /* One panel context, from one JSONL line. */
@@ -62,7 +63,8 @@ typedef struct {
   size_t present;
   int64_t total_rows, total_size;
   char created[32];
-  char stage[PATH_MAX];
+  fdl_stage st;         /* the dataset under construction, beside out_dir */
+  char stage[PATH_MAX]; /* st.path */
 } pk_ctx;
 
 /* Records a refusal: res->code and the error message. Returns status. */

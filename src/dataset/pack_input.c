@@ -203,11 +203,21 @@ static fdl_status check_meta_blocks(pk_ctx *c, fdl_err *err) {
   return s;
 }
 
+/* --panel and --meta are files the user named: they may be links (a Hugging Face cache
+ * snapshot), resolved once; the target is then opened without following anything further. */
+static fdl_status read_named(const char *path, size_t max, char **text, size_t *len, fdl_err *err) {
+  char *real = NULL;
+  fdl_status s = fdl_resolve_named(path, &real, err);
+  if (s == FDL_OK) s = fdl_read_file(real, max, text, len, err);
+  free(real);
+  return s;
+}
+
 fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err) {
   char *text;
   size_t len;
   fdl_err e;
-  if (fdl_read_file(c->o->meta_path, PK_MAX_META_BYTES, &text, &len, &e) != FDL_OK)
+  if (read_named(c->o->meta_path, PK_MAX_META_BYTES, &text, &len, &e) != FDL_OK)
     return fdl_pk_refuse(c, err, "bad_input", FDL_IO, "meta: %s", e.msg);
   fdl_status s = fdl_json_parse(text, len, NULL, &c->meta, &e);
   free(text);
@@ -435,7 +445,7 @@ fdl_status fdl_pk_read_panel(pk_ctx *c, fdl_err *err) {
   char *text;
   size_t len;
   fdl_err e;
-  if (fdl_read_file(c->o->panel_path, PK_MAX_PANEL_BYTES, &text, &len, &e) != FDL_OK)
+  if (read_named(c->o->panel_path, PK_MAX_PANEL_BYTES, &text, &len, &e) != FDL_OK)
     return fdl_pk_refuse(c, err, "bad_input", FDL_IO, "panel: %s", e.msg);
   fdl_status s = fdl_pk_parse_panel(c, text, len, err);
   free(text);

@@ -118,11 +118,13 @@ static bool ends_with(const char *s, const char *suffix) {
 }
 
 /* Opens path and picks the tensor: the first of keys present, else the only tensor. */
-static fdl_status input_open(pk_ctx *c, const char *path, const char *const *keys, pk_input *in,
-                             fdl_err *err) {
+/* named: the path as the user gave it, whose extension picks the format (a resolved Hugging Face
+ * cache link ends in a blob hash, not in ".npy"). */
+static fdl_status input_open(pk_ctx *c, const char *path, const char *named,
+                             const char *const *keys, pk_input *in, fdl_err *err) {
   memset(in, 0, sizeof *in);
   fdl_err e;
-  if (ends_with(path, ".npy")) {
+  if (ends_with(named, ".npy")) {
     if (fdl_npy_open(path, &in->npy, &e) != FDL_OK)
       return fdl_pk_refuse(c, err, "bad_tensor_file", FDL_PARSE, "%s", e.msg);
     in->t = fdl_npy_tensor(in->npy);
@@ -234,7 +236,7 @@ fdl_status fdl_pk_pack_record(pk_ctx *c, pk_record *r, fdl_err *err) {
   static const char *const HIDDEN_KEYS[] = {"hidden_states", "hidden", NULL};
   static const char *const LOGIT_KEYS[] = {"logits", NULL};
   pk_input in;
-  s = input_open(c, path, hidden ? HIDDEN_KEYS : LOGIT_KEYS, &in, err);
+  s = input_open(c, path, path, hidden ? HIDDEN_KEYS : LOGIT_KEYS, &in, err);
   if (s != FDL_OK) return s;
   const fdl_tensor *t = in.t;
   if (!strcmp(in.key, "hidden")) c->legacy_key = true;
@@ -354,7 +356,14 @@ fdl_status fdl_pk_pack_head(pk_ctx *c, fdl_err *err) {
         "meta head.tensor_content_sha256 is computed from --head; drop one of them");
   static const char *const KEYS[] = {"lm_head.weight", "weight", NULL};
   pk_input in;
-  fdl_status s = input_open(c, c->o->head_path, KEYS, &in, err);
+  /* A file the user named may be a link (docs/DATASET.md, "Files and directories"): resolved
+   * once, the target is opened without following anything further. */
+  char *real = NULL;
+  fdl_err e;
+  if (fdl_resolve_named(c->o->head_path, &real, &e) != FDL_OK)
+    return fdl_pk_refuse(c, err, "bad_tensor_file", e.status, "head: %s", e.msg);
+  fdl_status s = input_open(c, real, c->o->head_path, KEYS, &in, err);
+  free(real);
   if (s != FDL_OK) return s;
   const fdl_tensor *t = in.t;
   if (t->ndim != 2 || t->shape[0] < 1 || t->shape[1] < 1)
@@ -370,7 +379,6 @@ fdl_status fdl_pk_pack_head(pk_ctx *c, fdl_err *err) {
   char path[PATH_MAX];
   if (s == FDL_OK) s = fdl_pk_mkdir(c, "head", err);
   if (s == FDL_OK) s = fdl_pk_stage_path(c, "head/weight.safetensors", path, sizeof path, err);
-  fdl_err e;
   if (s == FDL_OK) {
     fdl_tensor_in tin = {"lm_head.weight", t->dtype, 2, t->shape, t->data};
     if (fdl_safetensors_write(path, &tin, 1, NULL, &e) != FDL_OK)

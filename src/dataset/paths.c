@@ -41,7 +41,7 @@ void fdl_ds_path_base(const char *where, const char *key, char *out, size_t cap)
   bool capture_relative = !strcmp(where, "capture/manifest.json") &&
                           (!strcmp(key, "file") || !strcmp(key, "runtime_manifest"));
   if (capture_relative || under_compat(where))
-    fdl_ds_dirname(where, out, cap);
+    fdl_dirname(where, out, cap);
   else if (cap)
     out[0] = '\0';
 }

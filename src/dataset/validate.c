@@ -198,7 +198,7 @@ static void load_subdocs(ds_vctx *v) {
   const char *rm_sha = fdl_ds_str(v->capture.doc, "runtime_manifest_sha256");
   if (rm && rm_sha && v->runtime.doc) {
     char resolved[DS_MAX_PATH], want_rel[DS_MAX_PATH];
-    fdl_ds_dirname(v->capture.rel, v->capture_dir, sizeof v->capture_dir);
+    fdl_dirname(v->capture.rel, v->capture_dir, sizeof v->capture_dir);
     if (fdl_ds_join_norm(v->capture_dir, rm, resolved, sizeof resolved) &&
         fdl_ds_join_norm("", v->runtime.rel, want_rel, sizeof want_rel)) {
       if (strcmp(resolved, want_rel))
@@ -292,7 +292,7 @@ fdl_status fdl_ds_validate(const char *root, const fdl_ds_validate_opts *opts, f
 
   fdl_ds_v_tree(&v); /* PATH-4 and the credential guard, over the whole tree */
   load_subdocs(&v);
-  fdl_ds_dirname(v.capture.rel, v.capture_dir, sizeof v.capture_dir);
+  fdl_dirname(v.capture.rel, v.capture_dir, sizeof v.capture_dir);
   if (v.payload) {
     s = fdl_ds_v_files(&v, err); /* steps 6 and 19: every byte hashed in one parallel pass */
     if (s != FDL_OK) goto done;

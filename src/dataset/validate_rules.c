@@ -372,7 +372,7 @@ void fdl_ds_v_remap(ds_vctx *v) {
   const char *for_file = fdl_ds_str(remap, "for_receipt_file");
   if (for_file) {
     char rel[DS_MAX_PATH], dir[DS_MAX_PATH];
-    fdl_ds_dirname(rf, dir, sizeof dir);
+    fdl_dirname(rf, dir, sizeof dir);
     bool resolved = !strncmp(for_file, "panel/", 6)
                         ? fdl_ds_join_norm("", for_file, rel, sizeof rel)
                         : fdl_ds_join_norm(dir, for_file, rel, sizeof rel);

@@ -32,23 +32,13 @@ static fdl_status path_in(const char *dir, const char *rel, char *out, size_t ca
   return FDL_OK;
 }
 
-/* Creates the directories above rel inside dir. */
+/* Creates the directories above rel inside dir (mkdir -p, mode 0777 less the umask). */
 static fdl_status mkdir_parents(const char *dir, const char *rel, fdl_err *err) {
-  char path[DS_MAX_PATH * 2];
+  char path[DS_MAX_PATH * 2], parent[DS_MAX_PATH * 2];
   fdl_status s = path_in(dir, rel, path, sizeof path, err);
   if (s != FDL_OK) return s;
-  size_t skip = strlen(dir) + 1;
-  for (char *p = path + skip; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (fdl_sys_mkdir(path, 0755) != 0 && errno != EEXIST) {
-      int e = errno;
-      *p = '/';
-      return fdl_fail(err, FDL_IO, "%s: cannot create directory: %s", path, strerror(e));
-    }
-    *p = '/';
-  }
-  return FDL_OK;
+  fdl_dirname(path, parent, sizeof parent);
+  return fdl_mkdirs(parent[0] ? parent : ".", err);
 }
 
 /* Writes doc (indent=2, sorted keys, raw UTF-8, LF) at dir/rel; hex gets its file digest. */

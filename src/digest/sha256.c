@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 
 #include "fidelis/digest.h"
+#include "fidelis/file.h"
 #include "base/sys.h"
 
 /* Large enough that syscall overhead vanishes next to hashing, small enough to stay in L2/L3. */
@@ -120,30 +121,6 @@ fdl_status fdl_sha256_buf(const void *p, size_t n, fdl_sha256 *out, fdl_err *err
   return FDL_OK;
 }
 
-/* Opens path for reading and checks it is a regular file (hashing a FIFO or device could block
- * forever or never end). */
-static fdl_status open_regular(const char *path, int *fd_out, uint64_t *size, fdl_err *err) {
-  if (!path) return fdl_fail(err, FDL_INVALID, "sha256: NULL path");
-  /* O_NONBLOCK so that opening a FIFO returns at once and is refused below; it has no effect on
-   * reads of regular files. */
-  int fd = fdl_sys_open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    return fdl_fail(err, FDL_IO, "%s: cannot open for hashing: %s", path, strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int e = errno;
-    close(fd);
-    return fdl_fail(err, FDL_IO, "%s: cannot stat: %s", path, strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    return fdl_fail(err, FDL_INVALID, "%s: not a regular file, expected a file to hash", path);
-  }
-  *fd_out = fd;
-  *size = (uint64_t)st.st_size;
-  return FDL_OK;
-}
-
 /* Streams [offset, offset+len) of fd into ctx with pread; len == UINT64_MAX means "to EOF".
  * *got receives the bytes hashed. */
 static fdl_status hash_fd(int fd, const char *path, uint64_t offset, uint64_t len,
@@ -176,9 +153,11 @@ static fdl_status hash_fd(int fd, const char *path, uint64_t offset, uint64_t le
 
 fdl_status fdl_sha256_file(const char *path, fdl_sha256 *out, uint64_t *size, fdl_err *err) {
   if (!out) return fdl_fail(err, FDL_INVALID, "sha256: NULL output");
-  int fd = -1; /* set by open_regular on success; initialised for -O3 flow analysis */
+  int fd = -1; /* set by fdl_open_regular on success; initialised for -O3 flow analysis */
   uint64_t st_size = 0;
-  fdl_status s = open_regular(path, &fd, &st_size, err);
+  /* follow: hashing takes whatever path the caller built (e.g. /proc/self/exe, a link); the
+   * regular-file check still keeps FIFOs and devices, which could block or never end, out. */
+  fdl_status s = fdl_open_regular(path, true, &fd, &st_size, err);
   if (s != FDL_OK) return s;
   (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   fdl_sha256_ctx *ctx = NULL;
@@ -205,7 +184,7 @@ fdl_status fdl_sha256_file_range(const char *path, uint64_t offset, uint64_t len
                     path ? path : "(null)", (unsigned long long)offset, (unsigned long long)len);
   int fd = -1;
   uint64_t st_size = 0;
-  fdl_status s = open_regular(path, &fd, &st_size, err);
+  fdl_status s = fdl_open_regular(path, true, &fd, &st_size, err);
   if (s != FDL_OK) return s;
   if (offset + len > st_size) {
     close(fd);
