@@ -20,12 +20,14 @@ extern "C" {
 #endif
 
 #define FDL_SHA256_HEX_LEN 64
+/* A hex digest and its NUL: the size of every buffer that holds one. */
+#define FDL_SHA256_HEX_BUF (FDL_SHA256_HEX_LEN + 1)
 
 typedef struct {
   uint8_t bytes[32];
 } fdl_sha256;
 
-/* Writes 64 lowercase hex digits and a NUL into hex[65]. */
+/* Writes 64 lowercase hex digits and a NUL into hex[FDL_SHA256_HEX_BUF]. */
 FDL_API void fdl_sha256_hex(const fdl_sha256 *d, char *hex);
 /* Parses exactly 64 lowercase hex digits. */
 FDL_API bool fdl_sha256_from_hex(const char *hex, size_t len, fdl_sha256 *d);
@@ -60,8 +62,16 @@ FDL_API const char *fdl_seal_recipe_name(fdl_seal_recipe r);
 FDL_API fdl_status fdl_seal_kind(const json_t *doc, fdl_seal_recipe *recipe, const char **field,
                                  fdl_err *err);
 
-/* Computes the seal value of doc under recipe into out (at least 72 bytes): 64 hex for
- * fidelity, "sha256:" + 64 hex for kiln. doc is not modified. */
+/* Kiln's spelling of a seal is this prefix and the hex digest. */
+#define FDL_SEAL_KILN_PREFIX "sha256:"
+/* The longer of the two spellings, "sha256:" + 64 hex, and its NUL: every seal fits. */
+#define FDL_SEAL_BUF (sizeof FDL_SEAL_KILN_PREFIX - 1 + FDL_SHA256_HEX_BUF)
+/* Room kept for a stored value in fdl_seal_check: any seal and a few bytes more, so a stored
+ * value that is too long still shows as longer than a seal when displayed. */
+#define FDL_SEAL_STORED_SHOWN 80
+
+/* Computes the seal value of doc under recipe into out (at least FDL_SEAL_BUF bytes): 64 hex
+ * for fidelity, "sha256:" + 64 hex for kiln. doc is not modified. */
 FDL_API fdl_status fdl_seal_compute(const json_t *doc, fdl_seal_recipe recipe, const char *field,
                                     char *out, fdl_err *err);
 /* Computes the seal and stores it in doc[field]. */
@@ -70,14 +80,27 @@ FDL_API fdl_status fdl_seal_apply(json_t *doc, fdl_seal_recipe recipe, const cha
 
 typedef struct {
   fdl_seal_recipe recipe;
-  const char *field; /* static string */
-  char stored[80];   /* what the document holds ("" if absent or not a string) */
-  char computed[80];
+  const char *field;                  /* static string */
+  char stored[FDL_SEAL_STORED_SHOWN]; /* what the document holds ("" if absent or not a string;
+                                         cut when longer) */
+  char computed[FDL_SEAL_BUF];
   bool ok;
+  bool stored_present; /* the document has the seal field at all */
+  bool stored_string;  /* ... and it is a string */
 } fdl_seal_check;
 
-/* Recomputes a document's seal (kind from its schema) and compares with the stored value. */
+/* Recomputes a document's seal (kind from its schema) and compares with the stored value.
+ * The document must already be read the way its dialect hashes values: for a kiln.* document
+ * that is fdl_json_read_opts.kiln_strict (-0.0 read as 0.0). Prefer fdl_seal_verify_file,
+ * which does that itself. */
 FDL_API fdl_status fdl_seal_verify(const json_t *doc, fdl_seal_check *res, fdl_err *err);
+
+/* Reads the file at path and verifies its seal whichever dialect it is: the schema names the
+ * recipe, and a kiln.* document is re-read in Kiln-strict mode before hashing, as Kiln's own
+ * loader reads it. FDL_OK means the file was read and res says whether the seal recomputes
+ * (res->ok); any other status means it could not be checked (unreadable, not JSON, unknown
+ * kind) and res is unchanged. */
+FDL_API fdl_status fdl_seal_verify_file(const char *path, fdl_seal_check *res, fdl_err *err);
 
 /* ---- checksums.txt ---------------------------------------------------------------------- */
 

@@ -18,15 +18,15 @@
  * A first program:
  *
  *   fdl_err err;
- *   json_t *doc;
- *   if (fdl_json_load_file("receipt.json", NULL, &doc, &err) != FDL_OK) {
+ *   fdl_seal_check chk;
+ *   if (fdl_seal_verify_file("receipt.json", &chk, &err) != FDL_OK) {
  *     fprintf(stderr, "%s\n", err.msg);
  *     return 1;
  *   }
- *   fdl_seal_check chk;
- *   if (fdl_seal_verify(doc, &chk, &err) == FDL_OK)
- *     printf("%s\n", chk.ok ? "OK" : "MISMATCH");
- *   json_decref(doc);
+ *   printf("%s\n", chk.ok ? "OK" : "MISMATCH");
+ *
+ * fdl_seal_verify_file reads the file the way its dialect hashes it (a kiln.* record in
+ * Kiln-strict mode, where -0.0 is 0.0), which a caller's own load and fdl_seal_verify would not.
  *
  * Conventions: every public symbol starts with fdl_ / FDL_; callers own the structs they pass;
  * *_free and *_close accept NULL; on error, outputs are left unchanged. */
