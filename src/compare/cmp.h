@@ -19,6 +19,7 @@
 #include "fidelis/dataset.h"
 #include "fidelis/json.h"
 #include "fidelis/file.h"
+#include "json/py.h"
 
 /* ---- refusals --------------------------------------------------------------------------- */
 
@@ -44,8 +45,8 @@ fdl_status fdl_cmp_refuse(cmp_refusal *r, fdl_err *err, const char *code, const 
 
 /* ---- small JSON helpers (json_util.c) --------------------------------------------------- */
 
-/* The value at a dotted path ("capture.vocab_size") or NULL. */
-const json_t *fdl_cmp_jget(const json_t *o, const char *path);
+/* The dotted get, Python ==, str() and truthiness are in json/py.h (fdl_json_get_path,
+ * fdl_py_equal, fdl_py_str, fdl_py_truthy); these are typed conveniences on top. */
 /* The string at path, or NULL when absent / not a string. */
 const char *fdl_cmp_jstr(const json_t *o, const char *path);
 /* The string at path, or "" when absent / null / not a string. */
@@ -56,10 +57,6 @@ bool fdl_cmp_jtruthy(const json_t *o, const char *path);
 int64_t fdl_cmp_jint(const json_t *o, const char *path);
 /* A deep copy of the value at path, or a new null when absent. Never NULL except on OOM. */
 json_t *fdl_cmp_jcopy(const json_t *o, const char *path);
-/* Python == on parsed JSON: numbers compare by value across int/float, containers deeply. */
-bool fdl_cmp_py_equal(const json_t *a, const json_t *b);
-/* Python str() of a scalar for messages: strings as is, null as "None", numbers as written. */
-void fdl_cmp_py_str(const json_t *v, char *out, size_t cap);
 /* Sets key to a new real / integer / string / bool (string NULL gives null). */
 int fdl_cmp_set_real(json_t *o, const char *k, double v);
 int fdl_cmp_set_int(json_t *o, const char *k, int64_t v);

@@ -16,6 +16,7 @@
 #include "fidelis/dataset.h"
 #include "fidelis/digest.h"
 #include "fidelis/status.h"
+#include "json/py.h"
 
 #define DS_HEX_LEN FDL_SHA256_HEX_LEN
 /* Largest relative path a dataset may name (the checksums parser has its own, similar bound). */
@@ -76,15 +77,11 @@ void fdl_ds_remove_tree(const char *path);
 const char *fdl_ds_str(const json_t *o, const char *key);
 /* True (and *v set) when o[key] is a JSON integer. */
 bool fdl_ds_int(const json_t *o, const char *key, int64_t *v);
-/* Python truthiness of a value (NULL, null, false, 0, 0.0, "", [], {} are false). */
-bool fdl_ds_truthy(const json_t *v);
 /* o[key] when it is an object / array, else NULL. */
 json_t *fdl_ds_obj(const json_t *o, const char *key);
 json_t *fdl_ds_arr(const json_t *o, const char *key);
-/* Python ==: numbers compare by value across int/float; other values structurally. */
-bool fdl_ds_py_equal(const json_t *a, const json_t *b);
-/* A short printable rendering of a value for messages ("'abc'", "12", "null", "None"). */
-void fdl_ds_repr(const json_t *v, char *out, size_t cap);
+/* Python's truthiness, == and repr() are fdl_py_truthy, fdl_py_equal and fdl_py_repr
+ * (json/py.h, included above), the same rules compare uses. */
 /* True for exactly 64 lowercase hex digits. */
 bool fdl_ds_is_hex64(const char *s);
 

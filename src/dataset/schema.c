@@ -123,7 +123,7 @@ static void v_str(sc *c, const json_t *v, const char *path, unsigned fl, pat p) 
   if ((fl & MIN1) && n == 0) bad(c, path, "is empty; expected a non-empty string");
   if (!pattern_ok(p, s, n)) {
     char shown[96];
-    fdl_ds_repr(v, shown, sizeof shown);
+    fdl_py_repr(v, shown, sizeof shown);
     bad(c, path, "%s is not %s", shown, pattern_text(p));
   }
 }
@@ -218,7 +218,7 @@ static void f_enum(sc *c, const json_t *o, const char *path, const char *key, un
     for (size_t i = 0; vals[i]; i++)
       if (!strcmp(json_string_value(v), vals[i])) return;
   char shown[96], list[512] = "";
-  fdl_ds_repr(v, shown, sizeof shown);
+  fdl_py_repr(v, shown, sizeof shown);
   for (size_t i = 0; vals[i]; i++) {
     size_t l = strlen(list);
     snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", vals[i]);
