@@ -1,6 +1,6 @@
 /* fidelis/compare.h - `compare`: two sealed fidelity datasets in, one sealed
  * malaiwah.fidelity-comparison-receipt.v1 and its tokenwise-kld.npy out
- * (shared/spec/COMPARISON-RECEIPT.md), plus `synth`, a synthetic dataset pair to compare.
+ * (shared/spec/COMPARISON-RECEIPT.md). A synthetic pair to compare comes from synth.h.
  *
  * fdl_compare runs the reference gate ladder in its exact order. A gate either passes (maybe
  * with a recorded override), downgrades the result (advisory class, disclosures, bias), or
@@ -20,7 +20,7 @@
  *   if (s == FDL_REFUSED) printf("REFUSED [%s]: gate %s: %s\n", r.code, r.gate, err.msg);
  *   fdl_compare_result_free(&r);
  *
- * Divisions: options; result; compare; receipt helpers; synth. */
+ * Divisions: options; result; compare; receipt helpers. */
 #ifndef FIDELIS_COMPARE_H
 #define FIDELIS_COMPARE_H
 
@@ -120,42 +120,6 @@ FDL_API fdl_status fdl_compare_key(const json_t *key_inputs, char *out /* [22] *
  * FDL_MISMATCH with code (>= 32 bytes) set to the reference code (bad_schema, schema_invalid,
  * seal_failed, self_compare_invalid, not_submittable, bias_invalid) and err naming the field. */
 FDL_API fdl_status fdl_compare_check_receipt(const json_t *receipt, char *code, fdl_err *err);
-
-/* ---- synth ------------------------------------------------------------------------------ */
-
-#define FDL_SYNTH_VOCAB_DEFAULT 32000
-#define FDL_SYNTH_HIDDEN_DEFAULT 512
-#define FDL_SYNTH_CONTEXTS_DEFAULT 8
-#define FDL_SYNTH_TOKENS_DEFAULT 128
-#define FDL_SYNTH_GROUP 32 /* int4 quantization group along the hidden axis */
-
-typedef struct {
-  const char *out_dir; /* must not exist; receives reference/ and candidate/ */
-  uint64_t seed;
-  size_t vocab, hidden, contexts, tokens_per_context; /* 0: the defaults above */
-  unsigned threads; /* for pack's validation; 0 = every online CPU */
-} fdl_synth_opts;
-
-typedef struct {
-  char reference_sha256[65]; /* dataset_sha256 of each side */
-  char candidate_sha256[65];
-  size_t rows; /* scored rows per side */
-} fdl_synth_result;
-
-FDL_API void fdl_synth_opts_default(fdl_synth_opts *o);
-
-/* Writes a synthetic, honest dataset pair: a random BF16 head and random BF16 hidden states
- * over a built-in panel with domains (reference, role root), and a candidate whose head is the
- * reference head quantized to int4 (round to nearest, symmetric, groups of 32 along the hidden
- * axis) and decoded back to BF16, with the same hidden states: a head-only quantization, to be
- * compared with --own-heads. Both go through fdl_ds_pack. Deterministic in (seed, sizes). */
-FDL_API fdl_status fdl_synth(const fdl_synth_opts *o, fdl_synth_result *r, fdl_err *err);
-
-/* Symmetric int4 round-to-nearest (ties to even) of a [rows x cols] row-major matrix in groups
- * of `group` consecutive columns: scale = max|w| / 7 in float32, q = clamp(rint(w / scale), -7,
- * 7), out = q * scale (exact in float32). A zero group stays zero. in and out may alias. */
-FDL_API void fdl_quant_int4_rtn(const float *in, size_t rows, size_t cols, size_t group,
-                                float *out);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,8 @@
  *   num.h     fused float64 KL, head replay, deterministic driver, receipt statistics
  *   dataset.h malaiwah.fidelity-dataset.v1: load, validate, pack, inspect
  *   compare.h gates, classification and sealed comparison receipts
+ *   engine.h  the inference engine's building blocks (the int4 quantizer)
+ *   synth.h   a synthetic, honest dataset pair to compare
  *
  * A first program:
  *
@@ -44,5 +46,7 @@
 #include "num.h"
 #include "dataset.h"
 #include "compare.h"
+#include "engine.h"
+#include "synth.h"
 
 #endif

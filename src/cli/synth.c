@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/compare.h"
+#include "fidelis/synth.h"
 
 static void usage(FILE *f) {
   fprintf(f,
