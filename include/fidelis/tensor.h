@@ -132,6 +132,13 @@ FDL_API void fdl_bf16_to_f32_n(const uint16_t *in, float *out, size_t n);
 FDL_API void fdl_f16_to_f32_n(const uint16_t *in, float *out, size_t n);
 FDL_API void fdl_f32_to_bf16_n(const float *in, uint16_t *out, size_t n);
 
+/* True for the dtypes fdl_tensor_widen_f32 reads: BF16, F16 and F32. */
+FDL_API bool fdl_tensor_widenable(fdl_dtype t);
+/* Elements [first, first + n) of a view as float32, exactly. Reads little-endian bytes, so the
+ * view needs no alignment (safetensors data often starts at an odd offset). The caller checks
+ * the range and fdl_tensor_widenable; another dtype gives zeros. */
+FDL_API void fdl_tensor_widen_f32(const fdl_tensor *t, size_t first, size_t n, float *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -159,12 +159,8 @@ fdl_status fdl_cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_comp
 /* PANEL-D6 equality of two panel.tokenizer objects (null or absent means unknown). */
 bool fdl_cmp_tokenizer_identity_equal(const json_t *ta, const json_t *tb);
 
-/* ---- widening (widen.c) ---------------------------------------------------------------- */
-
-/* BF16, F16 and F32 are read; anything else is bad_tensor_file for the estimator. */
-bool fdl_cmp_dtype_widenable(fdl_dtype t);
-/* Elements [first, first + n) of t as float32 (exact widening). */
-void fdl_cmp_widen(const fdl_tensor *t, size_t first, size_t n, float *out);
+/* Widening tensor bytes to float32 rows is the tensor layer's (fdl_tensor_widen_f32); a dtype
+ * it cannot read is bad_tensor_file for the estimator. */
 
 /* ---- heads (heads.c) --------------------------------------------------------------------- */
 

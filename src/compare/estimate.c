@@ -91,7 +91,7 @@ static fdl_status open_side(const plan *p, int i, size_t ctx, rec_open *ro, cmp_
     st = fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
                         "%s record %lld (%s): tensor key '%s' is absent", s->who, idx, path,
                         rec->key ? rec->key : "");
-  else if (!fdl_cmp_dtype_widenable(t->dtype))
+  else if (!fdl_tensor_widenable(t->dtype))
     st = fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
                         "%s record %lld (%s): dtype %s is not read by the float32 estimator "
                         "(BF16, F16 or F32 expected)",
@@ -147,7 +147,7 @@ static fdl_status convert_task(void *arg, size_t i, unsigned worker, fdl_err *er
   const blk *b = &w->blocks[i];
   const rec_open *ro = &w->opens[b->open];
   for (int s = 0; s < 2; s++)
-    fdl_cmp_widen(ro->t[s], b->row0 * w->p.width[s], b->rows * w->p.width[s],
+    fdl_tensor_widen_f32(ro->t[s], b->row0 * w->p.width[s], b->rows * w->p.width[s],
                   w->buf[s] + b->buf_row * w->p.width[s]);
   return FDL_OK;
 }

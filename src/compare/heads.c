@@ -46,7 +46,7 @@ static fdl_status load_one(const char *path, const char *key, const char *want_d
         path, t->name, hex, want_digest);
     goto done;
   }
-  if (!fdl_cmp_dtype_widenable(t->dtype)) {
+  if (!fdl_tensor_widenable(t->dtype)) {
     s = fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
                        "head payload %s tensor '%s' has dtype %s; BF16, F16 or F32 expected", path,
                        t->name, fdl_dtype_name(t->dtype));
@@ -65,7 +65,7 @@ static fdl_status load_one(const char *path, const char *key, const char *want_d
     s = fdl_fail(err, FDL_NOMEM, "out of memory for a %zu x %zu head", vocab, hidden);
     goto done;
   }
-  fdl_cmp_widen(t, 0, vocab * hidden, w);
+  fdl_tensor_widen_f32(t, 0, vocab * hidden, w);
   *out = w;
 done:
   fdl_safetensors_close(st);
