@@ -221,6 +221,21 @@ FDL_API fdl_status fdl_num_bootstrap_ci95(const double *ctx_sums, const size_t *
                                           size_t nctx, size_t B, uint64_t seed, fdl_num_ci *out,
                                           fdl_err *err);
 
+/* ---- BLAS identity -------------------------------------------------------------------- */
+
+/* What a receipt records about the BLAS that replays hidden states, and the CPU it ran on:
+ * both can change a replayed logit's bits. The strings point at the BLAS's own static text. */
+typedef struct {
+  const char *library;       /* "openblas" */
+  const char *configuration; /* openblas_get_config(), e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ..." */
+  const char *core;          /* openblas_get_corename(): the kernel set chosen for this CPU */
+  char version[64];          /* from the configuration ("unknown" when it does not say) */
+  char cpu_model[256];       /* /proc/cpuinfo "model name" ("unknown" when unreadable) */
+} fdl_num_blas_identity;
+
+/* Fills id; never fails (what cannot be found reads "unknown"). */
+FDL_API void fdl_num_blas_identity_get(fdl_num_blas_identity *id);
+
 #ifdef __cplusplus
 }
 #endif
