@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "tensor/tensor_internal.h"
+#include "fidelis/tensor.h"
 
 static void usage(FILE *f) {
   fprintf(
