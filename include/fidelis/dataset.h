@@ -259,6 +259,9 @@ typedef struct {
   const char *out_dir;    /* must not exist */
   bool allow_partial;     /* records without a tensor file make an incomplete dataset */
   unsigned threads;       /* for the final validation; 0 = one per online CPU */
+  /* created_utc to record ("YYYY-MM-DDTHH:MM:SSZ") when meta gives none; NULL: the wall clock.
+   * The library reads no environment: the CLI passes SOURCE_DATE_EPOCH's time here. */
+  const char *created_utc;
 } fdl_ds_pack_opts;
 
 typedef struct {

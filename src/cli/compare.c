@@ -198,15 +198,7 @@ static int parse(int argc, char **argv, cli_opts *c) {
   if (!o->reference || !o->candidate)
     return bad_usage("%s", "a REFERENCE and a CANDIDATE are required");
   if (!o->out_dir) return bad_usage("%s", "--out DIR is required");
-  const char *sde = getenv("SOURCE_DATE_EPOCH");
-  uint64_t epoch;
-  if (sde && *sde && !fdl_cli_parse_u64(sde, (uint64_t)INT32_MAX * 64, &epoch)) {
-    time_t t = (time_t)epoch;
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(c->created, sizeof c->created, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    o->created_utc = c->created;
-  }
+  o->created_utc = fdl_cli_source_date(c->created, sizeof c->created);
   return -1;
 }
 

@@ -284,7 +284,8 @@ static fdl_status pack_side(synth *z, bool cand, fdl_synth_result *res, fdl_err 
                            .head_path = head,
                            .meta_path = meta_path,
                            .out_dir = out,
-                           .threads = z->o->threads};
+                           .threads = z->o->threads,
+                           .created_utc = z->o->created_utc};
     fdl_ds_pack_result pr;
     memset(&pr, 0, sizeof pr);
     s = fdl_ds_pack(&po, &pr, err);
