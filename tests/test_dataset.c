@@ -199,11 +199,11 @@ static void test_report(void **state) {
   fdl_ds_report_set_subject(&r, "dataset:x");
   fdl_ds_report_check(&r, "seal.manifest");
   fdl_ds_report_check(&r, "coverage");
-  assert_int_equal(fdl_ds_report_exit_code(&r), 0);
+  assert_int_equal(fdl_ds_report_verdict(&r), FDL_DS_VERDICT_OK);
   fdl_ds_report_warn(&r, "reduced_run_count", "DET-D4", "", "run_count %d < 5", 1);
-  assert_int_equal(fdl_ds_report_exit_code(&r), 2);
+  assert_int_equal(fdl_ds_report_verdict(&r), FDL_DS_VERDICT_WARNINGS);
   fdl_ds_report_error(&r, "seal_failed", "SEAL-1(a)", "fidelity-dataset.json", "bad %s", "seal");
-  assert_int_equal(fdl_ds_report_exit_code(&r), 3);
+  assert_int_equal(fdl_ds_report_verdict(&r), FDL_DS_VERDICT_ERRORS);
   assert_true(fdl_ds_report_has(&r, "reduced_run_count"));
   assert_false(fdl_ds_report_has(&r, "symlink"));
   json_t *doc;

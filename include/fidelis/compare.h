@@ -84,24 +84,40 @@ FDL_API void fdl_compare_opts_default(fdl_compare_opts *o);
 
 /* ---- result ----------------------------------------------------------------------------- */
 
+/* Buffer sizes of a refusal, NUL included. Codes and gate names are short spec identifiers
+ * (the longest code, "head_substitution_vacuous", is 25 bytes); a remedy is a sentence or two
+ * and may quote a tokenizer id. */
+#define FDL_COMPARE_CODE_LEN 48
+#define FDL_COMPARE_GATE_LEN 24
+#define FDL_COMPARE_REMEDY_LEN 640
+
+/* How a compare ended. The CLI maps it to its exit codes (0, 2, 3, 4); the library has none of
+ * its own. */
+typedef enum {
+  FDL_COMPARE_STRICT = 0,   /* a receipt of class strict was written */
+  FDL_COMPARE_ADVISORY = 1, /* a receipt of class advisory was written */
+  FDL_COMPARE_REFUSED = 2,  /* refused: nothing was written */
+  FDL_COMPARE_BAD_OPTS = 3, /* the options were unusable (FDL_INVALID) */
+} fdl_compare_outcome;
+
 typedef struct {
-  int exit_code;        /* 0 strict receipt, 2 advisory receipt, 3 refused */
-  char code[48];        /* refusal code ("panel_mismatch", ...); "" when a receipt was written */
-  char gate[24];        /* the gate that refused ("panel", "head", "compute", "cli", ...) */
-  char remedy[640];     /* the override flag(s) that would allow it, or why there is none */
-  json_t *receipt;      /* owned: the sealed receipt as written; NULL when refused */
-  char *receipt_path;   /* owned */
-  char *tokenwise_path; /* owned */
+  fdl_compare_outcome outcome;
+  char code[FDL_COMPARE_CODE_LEN];     /* refusal code ("panel_mismatch", ...); "" with a receipt */
+  char gate[FDL_COMPARE_GATE_LEN];     /* the gate that refused ("panel", "head", "compute", ...) */
+  char remedy[FDL_COMPARE_REMEDY_LEN]; /* the override(s) that would allow it, or why none */
+  json_t *receipt;                     /* owned: the sealed receipt as written; NULL when refused */
+  char *receipt_path;                  /* owned */
+  char *tokenwise_path;                /* owned */
 } fdl_compare_result;
 
 FDL_API void fdl_compare_result_free(fdl_compare_result *r);
 
 /* ---- compare ---------------------------------------------------------------------------- */
 
-/* Runs the whole comparison. FDL_OK: a receipt was written (r->exit_code 0 or 2). FDL_REFUSED:
- * nothing was written; r->code/gate/remedy and err->msg say why (every failure, including an
- * unreadable input or an output that cannot be written, is reported this way with a code).
- * FDL_INVALID: bad options (usage). r is always initialised; free it with
+/* Runs the whole comparison. FDL_OK: a receipt was written (r->outcome strict or advisory).
+ * FDL_REFUSED: nothing was written; r->code/gate/remedy and err->msg say why (every failure,
+ * including an unreadable input or an output that cannot be written, is reported this way with a
+ * code). FDL_INVALID: bad options (usage). r is always initialised; free it with
  * fdl_compare_result_free. */
 FDL_API fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *r, fdl_err *err);
 

@@ -24,9 +24,9 @@
 /* ---- refusals --------------------------------------------------------------------------- */
 
 typedef struct {
-  char code[48];
-  char gate[24];
-  char remedy[640];
+  char code[FDL_COMPARE_CODE_LEN];
+  char gate[FDL_COMPARE_GATE_LEN];
+  char remedy[FDL_COMPARE_REMEDY_LEN];
 } cmp_refusal;
 
 /* Fills r and err ("message") and returns FDL_REFUSED. remedy may be NULL (no remedy line). */
@@ -40,8 +40,11 @@ fdl_status fdl_cmp_refuse(cmp_refusal *r, fdl_err *err, const char *code, const 
 #define CMP_NO_OVERRIDE_DATA "none: fix or re-fetch the dataset; there is no override"
 #define CMP_REMEDY_BUG                                                                             \
   "none: this is a fidelis bug; please report it with the command line and both datasets"
-#define CMP_REMEDY_RESOURCES "free memory, or lower --threads or --position-block, then retry"
-#define CMP_REMEDY_WRITE "make the parent of --out writable, with free space, then retry"
+/* Remedies name options by what they are, not by a CLI flag: the library has no command line. */
+#define CMP_REMEDY_RESOURCES                                                                       \
+  "free memory, or lower the thread count or the position block, then retry"
+#define CMP_REMEDY_WRITE                                                                           \
+  "make the parent of the output directory writable, with free space, then retry"
 
 /* ---- small JSON helpers (json_util.c) --------------------------------------------------- */
 
@@ -108,10 +111,11 @@ typedef struct {
   bool cross_stack;
   bool preview;
   bool head_substituted;
-  const char *head_policy;                /* "native_head" / "shared_reference_head" */
-  bool own_heads;                         /* HEAD-1d: each hidden side through its own head */
-  char applied_head[65];                  /* single applied head ("" under HEAD-1d and HEAD-2) */
-  char applied_ref[65], applied_cand[65]; /* per-side applied heads ("" under HEAD-2) */
+  const char *head_policy;               /* "native_head" / "shared_reference_head" */
+  bool own_heads;                        /* HEAD-1d: each hidden side through its own head */
+  char applied_head[FDL_SHA256_HEX_BUF]; /* single applied head ("" under HEAD-1d and HEAD-2) */
+  char applied_ref[FDL_SHA256_HEX_BUF],
+      applied_cand[FDL_SHA256_HEX_BUF]; /* per-side applied heads ("" under HEAD-2) */
   /* shared records, ascending index; positions into each side's ds.records */
   int64_t *shared;
   size_t *ref_at, *cand_at;
@@ -213,7 +217,7 @@ fdl_status fdl_cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_est
 
 typedef struct {
   uint64_t bytes;
-  char sha256[65];
+  char sha256[FDL_SHA256_HEX_BUF];
 } cmp_tokenwise_info;
 
 /* Builds every other block of the receipt (sides, panel, gates, comparator, estimator,

@@ -148,7 +148,7 @@ static fdl_status convert_task(void *arg, size_t i, unsigned worker, fdl_err *er
   const rec_open *ro = &w->opens[b->open];
   for (int s = 0; s < 2; s++)
     fdl_tensor_widen_f32(ro->t[s], b->row0 * w->p.width[s], b->rows * w->p.width[s],
-                  w->buf[s] + b->buf_row * w->p.width[s]);
+                         w->buf[s] + b->buf_row * w->p.width[s]);
   return FDL_OK;
 }
 
@@ -351,13 +351,20 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
                                 cmp_refusal *r, fdl_err *err) {
   size_t pb = o->position_block ? o->position_block : FDL_COMPARE_POSITION_BLOCK_DEFAULT;
   size_t vc = o->vocab_chunk ? o->vocab_chunk : FDL_NUM_VOCAB_CHUNK_DEFAULT;
-  if (pb > FDL_NUM_POSITION_BLOCK_MAX)
-    return fdl_cmp_refuse(r, err, "bad_position_block", "compute",
-                          "a --position-block from 1 to 4096", "--position-block %zu is above %d",
-                          pb, FDL_NUM_POSITION_BLOCK_MAX);
-  if (vc > FDL_NUM_VOCAB_CHUNK_MAX)
-    return fdl_cmp_refuse(r, err, "bad_vocab_chunk", "compute", "a --vocab-chunk from 1 to 1048576",
-                          "--vocab-chunk %zu is above %u", vc, (unsigned)FDL_NUM_VOCAB_CHUNK_MAX);
+  /* The remedy states the limit from its constant, so text and check cannot drift apart. */
+  char remedy[FDL_COMPARE_REMEDY_LEN];
+  if (pb > FDL_NUM_POSITION_BLOCK_MAX) {
+    snprintf(remedy, sizeof remedy, "a position block from 1 to %d", FDL_NUM_POSITION_BLOCK_MAX);
+    return fdl_cmp_refuse(r, err, "bad_position_block", "compute", remedy,
+                          "position block %zu is above %d", pb, FDL_NUM_POSITION_BLOCK_MAX);
+  }
+  if (vc > FDL_NUM_VOCAB_CHUNK_MAX) {
+    snprintf(remedy, sizeof remedy, "a vocabulary chunk from 1 to %u",
+             (unsigned)FDL_NUM_VOCAB_CHUNK_MAX);
+    return fdl_cmp_refuse(r, err, "bad_vocab_chunk", "compute", remedy,
+                          "vocabulary chunk %zu is above %u", vc,
+                          (unsigned)FDL_NUM_VOCAB_CHUNK_MAX);
+  }
   e->kl = fdl_calloc(e->n_rows ? e->n_rows : 1, sizeof *e->kl);
   if (want_js) e->js = fdl_calloc(e->n_rows ? e->n_rows : 1, sizeof *e->js);
   if (!e->kl || (want_js && !e->js))

@@ -104,7 +104,7 @@ fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings
     size_t first = 0;
     while (!(diff & (1u << first))) first++;
     const char *field = TOKENIZER_FIELDS[first];
-    char va[256], vb[256], remedy[640];
+    char va[256], vb[256], remedy[FDL_COMPARE_REMEDY_LEN];
     fdl_py_str(json_object_get(ta, field), va, sizeof va);
     fdl_py_str(json_object_get(tb, field), vb, sizeof vb);
     if ((diff & ~3u) == 0) /* only id and/or repository */

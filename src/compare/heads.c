@@ -35,7 +35,7 @@ static fdl_status load_one(const char *path, const char *key, const char *want_d
     goto done;
   }
   fdl_sha256 d;
-  char hex[65];
+  char hex[FDL_SHA256_HEX_BUF];
   if ((s = fdl_sha256_buf(t->data, (size_t)t->nbytes, &d, err)) != FDL_OK) goto done;
   fdl_sha256_hex(&d, hex);
   if (strcmp(hex, want_digest)) {

@@ -27,6 +27,9 @@
 #define DS_MAX_FILES ((size_t)1 << 24)
 /* Largest small file (token list, mask, README) read whole. */
 #define DS_MAX_SMALL_FILE ((size_t)64 << 20)
+/* Largest checksums.txt read: some ten million lines of about 100 bytes, far above any real
+ * dataset, while a runaway file is refused before it exhausts memory. */
+#define DS_MAX_CHECKSUMS_BYTES ((size_t)1 << 30)
 
 /* ---- rooted file access ------------------------------------------------------------------ */
 

@@ -138,10 +138,10 @@ bool fdl_ds_report_has(const fdl_ds_report *r, const char *code) {
   return false;
 }
 
-int fdl_ds_report_exit_code(const fdl_ds_report *r) {
-  if (r->errors.count) return 3;
-  if (r->warnings.count) return 2;
-  return 0;
+fdl_ds_verdict fdl_ds_report_verdict(const fdl_ds_report *r) {
+  if (r->errors.count) return FDL_DS_VERDICT_ERRORS;
+  if (r->warnings.count) return FDL_DS_VERDICT_WARNINGS;
+  return FDL_DS_VERDICT_OK;
 }
 
 static json_t *findings_json(const fdl_ds_findings *f) {

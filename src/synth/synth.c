@@ -62,7 +62,7 @@ typedef struct {
   char *inputs;                   /* stage/inputs */
   char *outs;                     /* stage/out: becomes --out */
   uint16_t *head_ref, *head_cand; /* [vocab x hidden] BF16 */
-  char exe_sha[65];
+  char exe_sha[FDL_SHA256_HEX_BUF];
 } synth;
 
 /* a + "/" + b, allocated; NULL when out of memory. */
@@ -247,7 +247,7 @@ static json_t *meta(const synth *z, bool cand, const char *ckpt) {
 
 static fdl_status write_meta(synth *z, bool cand, fdl_err *err) {
   const fdl_synth_opts *o = z->o;
-  char ckpt[65];
+  char ckpt[FDL_SHA256_HEX_BUF];
   uint16_t *h = cand ? z->head_cand : z->head_ref;
   /* The synthetic checkpoint is its head: identify it by the head's bytes. */
   fdl_status s = digest_hex(h, o->vocab * o->hidden * sizeof *h, ckpt, err);
@@ -292,7 +292,8 @@ static fdl_status pack_side(synth *z, bool cand, fdl_synth_result *res, fdl_err 
     if (s != FDL_OK)
       fdl_err_prefix(err, "synth: packing the %s [%s]", cand ? "candidate" : "reference", pr.code);
     else {
-      memcpy(cand ? res->candidate_sha256 : res->reference_sha256, pr.dataset_sha256, 65);
+      memcpy(cand ? res->candidate_sha256 : res->reference_sha256, pr.dataset_sha256,
+             FDL_SHA256_HEX_BUF);
       res->rows = (size_t)pr.scored_rows;
     }
   }
