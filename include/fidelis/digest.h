@@ -31,6 +31,11 @@ typedef struct {
 FDL_API void fdl_sha256_hex(const fdl_sha256 *d, char *hex);
 /* Parses exactly 64 lowercase hex digits. */
 FDL_API bool fdl_sha256_from_hex(const char *hex, size_t len, fdl_sha256 *d);
+/* The one hex check: true when s[0..n) is all lowercase hex digits ("0-9a-f"), the only
+ * spelling of a digest the formats accept. n == 0 is true. */
+FDL_API bool fdl_hex_lower(const char *s, size_t n);
+/* True when s[0..n) is a SHA-256 digest as the formats write it: exactly 64 lowercase hex. */
+FDL_API bool fdl_sha256_hex_ok(const char *s, size_t n);
 
 typedef struct fdl_sha256_ctx fdl_sha256_ctx; /* opaque streaming state */
 

@@ -25,10 +25,7 @@ static const char *const GATES[] = {"seal",  "form",     "panel",    "head", "la
                                     "stack", "geometry", "coverage", "lossy"};
 
 static bool is_hex64(const json_t *v) {
-  if (!json_is_string(v) || json_string_length(v) != 64) return false;
-  for (const char *p = json_string_value(v); *p; p++)
-    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return false;
-  return true;
+  return json_is_string(v) && fdl_sha256_hex_ok(json_string_value(v), json_string_length(v));
 }
 
 /* A float +0.0 exactly (not an int 0, not -0.0). */

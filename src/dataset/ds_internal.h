@@ -85,8 +85,6 @@ json_t *fdl_ds_obj(const json_t *o, const char *key);
 json_t *fdl_ds_arr(const json_t *o, const char *key);
 /* Python's truthiness, == and repr() are fdl_py_truthy, fdl_py_equal and fdl_py_repr
  * (json/py.h, included above), the same rules compare uses. */
-/* True for exactly 64 lowercase hex digits. */
-bool fdl_ds_is_hex64(const char *s);
 
 /* ---- paths ------------------------------------------------------------------------------- */
 

@@ -33,15 +33,6 @@ json_t *fdl_ds_arr(const json_t *o, const char *key) {
   return json_is_array(v) ? v : NULL;
 }
 
-bool fdl_ds_is_hex64(const char *s) {
-  if (!s) return false;
-  size_t i = 0;
-  for (; s[i]; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')) || i >= DS_HEX_LEN)
-      return false;
-  return i == DS_HEX_LEN;
-}
-
 /* ---- paths ------------------------------------------------------------------------------- */
 
 bool fdl_ds_join_norm(const char *base, const char *rel, char *out, size_t cap) {

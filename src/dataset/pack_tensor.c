@@ -322,7 +322,7 @@ static fdl_status declared_head(pk_ctx *c, fdl_err *err) {
   if (!strcmp(c->role, "root"))
     return fdl_pk_refuse(c, err, "head_mismatch", FDL_REFUSED,
                          "role root ships its head (HEAD-6): pass --head FILE");
-  if (hidden && !(content && fdl_ds_is_hex64(content)))
+  if (hidden && !(content && fdl_sha256_hex_ok(content, strlen(content))))
     return fdl_pk_refuse(c, err, "head_mismatch", FDL_REFUSED,
                          "a hidden-form dataset needs its head's content digest (HEAD-4): pass "
                          "--head FILE, or give meta head.tensor_content_sha256 with head.shape and "

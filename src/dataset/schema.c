@@ -58,20 +58,14 @@ static const char *type_name(const json_t *v) {
 
 /* ---- value checks ------------------------------------------------------------------------ */
 
-static bool all_hex(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
-  return true;
-}
-
 static bool pattern_ok(pat p, const char *s, size_t n) {
   switch (p) {
   case P_NONE:
     return true;
   case P_SHA:
-    return n == 64 && all_hex(s, n);
+    return n == 64 && fdl_hex_lower(s, n);
   case P_REV:
-    return n >= 7 && n <= 64 && all_hex(s, n);
+    return n >= 7 && n <= 64 && fdl_hex_lower(s, n);
   case P_REL:
     return n >= 1 && s[0] != '/' && strlen(s) == n && !strstr(s, "://");
   case P_ARTIFACT:

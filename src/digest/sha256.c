@@ -38,6 +38,16 @@ static int hex_nibble(char c) {
   return -1;
 }
 
+bool fdl_hex_lower(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (hex_nibble(s[i]) < 0) return false;
+  return true;
+}
+
+bool fdl_sha256_hex_ok(const char *s, size_t n) {
+  return s && n == FDL_SHA256_HEX_LEN && fdl_hex_lower(s, n);
+}
+
 bool fdl_sha256_from_hex(const char *hex, size_t len, fdl_sha256 *d) {
   if (!hex || len != FDL_SHA256_HEX_LEN) return false;
   fdl_sha256 tmp;
