@@ -159,6 +159,13 @@ FDL_API fdl_status fdl_num_row_logits(const fdl_num_opts *opts, const float *ref
 FDL_API double fdl_num_pairwise_sum(const double *a, size_t n);
 /* np.mean(a) for n >= 1 (NaN for n == 0, as numpy would warn and return). */
 FDL_API double fdl_num_mean(const double *a, size_t n);
+/* The one Neumaier (compensated) running sum: Python's sum() of floats since 3.12, added in
+ * the order given. Start from {0}; fdl_num_neumaier_value applies the compensation. */
+typedef struct {
+  double sum, c;
+} fdl_num_neumaier;
+FDL_API void fdl_num_neumaier_add(fdl_num_neumaier *acc, double x);
+FDL_API double fdl_num_neumaier_value(const fdl_num_neumaier *acc);
 /* CPython 3.12 sum(list) (Neumaier compensated) divided by n; NaN for n == 0. */
 FDL_API double fdl_num_neumaier_mean(const double *a, size_t n);
 /* np.quantile(a, q) with method="linear", given a sorted ascending (n >= 1, 0 <= q <= 1). */

@@ -211,7 +211,7 @@ typedef struct {
   fdl_num_ctx *ctx;
   fdl_pool pool;
   cmp_estimate *e;
-  double abs_c; /* Neumaier compensation of e->abs_err_sum */
+  fdl_num_neumaier abs_err; /* e->abs_err_sum, compensated; the value is taken at the end */
   uint64_t done;
 } runner;
 
@@ -284,12 +284,7 @@ static fdl_status flush(runner *rn, window *w, cmp_refusal *r, fdl_err *err) {
   /* Reductions in row order, so they are independent of the window size. */
   for (size_t i = 0; i < w->rows_used; i++) {
     e->top1_matches += w->top1[i];
-    double x = w->abs_sum[i], t = e->abs_err_sum + x;
-    if (fabs(e->abs_err_sum) >= fabs(x))
-      rn->abs_c += (e->abs_err_sum - t) + x;
-    else
-      rn->abs_c += (x - t) + e->abs_err_sum;
-    e->abs_err_sum = t;
+    fdl_num_neumaier_add(&rn->abs_err, w->abs_sum[i]);
     if (w->abs_max[i] > e->abs_err_max) e->abs_err_max = w->abs_max[i];
   }
   rn->done += w->rows_used;
@@ -404,7 +399,7 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
     s = run_all(&rn, &w, &p, pb, r, err);
     window_free(&w);
   }
-  if (s == FDL_OK && rn.abs_c != 0.0 && isfinite(rn.abs_c)) e->abs_err_sum += rn.abs_c;
+  if (s == FDL_OK) e->abs_err_sum = fdl_num_neumaier_value(&rn.abs_err);
   fdl_pool_free(&rn.pool);
   fdl_num_ctx_free(rn.ctx);
   return s;

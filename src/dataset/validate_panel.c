@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/order.h"
 #include "dataset/validate.h"
 #include "fidelis/json.h"
 #include "fidelis/path.h"
@@ -18,8 +19,7 @@ typedef struct {
 } indexed;
 
 static int cmp_indexed(const void *a, const void *b) {
-  int64_t x = ((const indexed *)a)->index, y = ((const indexed *)b)->index;
-  return (x > y) - (x < y);
+  return fdl_order_cmp_i64(((const indexed *)a)->index, ((const indexed *)b)->index);
 }
 
 /* Panel records sorted by index (records without an integer index sort as 0, as the

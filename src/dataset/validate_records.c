@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/order.h"
 #include "dataset/validate.h"
 #include "base/sys.h"
 
@@ -49,11 +50,6 @@ void fdl_ds_v_capture_digest(ds_vctx *v) {
                           "capture/manifest.json disagrees with its own records");
   }
   fdl_ds_report_check(v->rep, "digest.capture_content");
-}
-
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
 }
 
 /* Header fields the capture manifest mirrors from the top manifest's capture block. */
@@ -172,7 +168,7 @@ void fdl_ds_v_records(ds_vctx *v) {
       fdl_ds_report_error(v->rep, "path_escape", "REC-4", where,
                           "record %s retains host-local chunk keys (PATH-2)", idx);
   }
-  if (n_seen) qsort(seen, n_seen, sizeof *seen, cmp_i64);
+  if (n_seen) qsort(seen, n_seen, sizeof *seen, fdl_order_i64);
   for (size_t k = 1; k < n_seen; k++)
     if (seen[k] == seen[k - 1] && (k < 2 || seen[k - 2] != seen[k]))
       fdl_ds_report_error(v->rep, "digest_mismatch", "REC-1", v->capture.rel,
@@ -199,7 +195,7 @@ void fdl_ds_v_coverage(ds_vctx *v) {
       int64_t x;
       if (fdl_ds_int(r, "index", &x)) idx[n++] = x;
     }
-    if (n) qsort(idx, n, sizeof *idx, cmp_i64);
+    if (n) qsort(idx, n, sizeof *idx, fdl_order_i64);
     bool contiguous = declared >= 0 && n == (size_t)declared;
     for (size_t k = 0; contiguous && k < n; k++) contiguous = idx[k] == (int64_t)k;
     free(idx);
