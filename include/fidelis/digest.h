@@ -52,6 +52,21 @@ FDL_API fdl_status fdl_sha256_file(const char *path, fdl_sha256 *out, uint64_t *
 FDL_API fdl_status fdl_sha256_file_range(const char *path, uint64_t offset, uint64_t len,
                                          fdl_sha256 *out, fdl_err *err);
 
+/* One byte range of a file, [offset, offset + length), and the context that digests it. */
+typedef struct {
+  uint64_t offset, length;
+  fdl_sha256_ctx *ctx;
+} fdl_sha256_span;
+
+/* The one read-and-hash loop: reads [lo, hi) of fd once, with pread in chunks of buf_len bytes
+ * through buf, and feeds every span the bytes of each chunk that fall inside it, so one read
+ * serves several digests. hi may be UINT64_MAX (to the end of the file). Stops early at the
+ * end of the file: *got (optional) receives the bytes read, which the caller compares with what
+ * it expected. name labels error messages. The contexts are not finished. */
+FDL_API fdl_status fdl_sha256_fd_spans(int fd, const char *name, uint64_t lo, uint64_t hi,
+                                       const fdl_sha256_span *spans, size_t nspans, void *buf,
+                                       size_t buf_len, uint64_t *got, fdl_err *err);
+
 /* ---- seals ------------------------------------------------------------------------------ */
 
 typedef enum {
