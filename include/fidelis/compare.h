@@ -90,6 +90,9 @@ FDL_API void fdl_compare_opts_default(fdl_compare_opts *o);
 #define FDL_COMPARE_CODE_LEN 48
 #define FDL_COMPARE_GATE_LEN 24
 #define FDL_COMPARE_REMEDY_LEN 640
+/* The code buffer of fdl_compare_check_receipt: its codes are at most 20 bytes
+ * ("self_compare_invalid"); kept at the size callers have always passed. */
+#define FDL_COMPARE_CHECK_CODE_LEN 32
 
 /* How a compare ended. The CLI maps it to its exit codes (0, 2, 3, 4); the library has none of
  * its own. */
@@ -133,8 +136,9 @@ FDL_API fdl_status fdl_compare_key(const json_t *key_inputs, char *out /* [22] *
 
 /* The checks of section 10 on a receipt (schema string, required keys and the schema's
  * conditionals, seal, SC-1, SC-2, SC-3, BIAS-006, BIAS-001). FDL_OK when it passes; otherwise
- * FDL_MISMATCH with code (>= 32 bytes) set to the reference code (bad_schema, schema_invalid,
- * seal_failed, self_compare_invalid, not_submittable, bias_invalid) and err naming the field. */
+ * FDL_MISMATCH with code (FDL_COMPARE_CHECK_CODE_LEN bytes) set to the reference code (bad_schema,
+ * schema_invalid, seal_failed, self_compare_invalid, not_submittable, bias_invalid) and err naming
+ * the field. */
 FDL_API fdl_status fdl_compare_check_receipt(const json_t *receipt, char *code, fdl_err *err);
 
 #ifdef __cplusplus

@@ -118,7 +118,7 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
   if ((s = fdl_cmp_stage_tokenwise(&z->st, &z->e, &tw, r, err)) != FDL_OK) return s;
   s = fdl_cmp_receipt_build(&z->a, &z->b, o, &z->f, &z->e, agreed, &tw, z->rc, r, err);
   if (s != FDL_OK) return s;
-  char code[32];
+  char code[FDL_COMPARE_CHECK_CODE_LEN];
   fdl_err ce = {FDL_OK, ""};
   if (fdl_compare_check_receipt(z->rc, code, &ce) != FDL_OK)
     return fdl_cmp_refuse(r, err, "receipt_invalid", "publish", CMP_REMEDY_BUG,

@@ -10,7 +10,7 @@
 #include "compare/cmp.h"
 
 static fdl_status bad(char *code, const char *c, fdl_err *err, const char *msg, const char *what) {
-  snprintf(code, 32, "%s", c);
+  snprintf(code, FDL_COMPARE_CHECK_CODE_LEN, "%s", c);
   return fdl_fail(err, FDL_MISMATCH, "%s%s", msg, what ? what : "");
 }
 

@@ -93,7 +93,7 @@ fdl_status fdl_ds_seal_ok(const json_t *doc, const char *field, bool *ok, bool *
   const json_t *v = json_object_get(doc, field);
   *present = json_is_string(v);
   if (!*present) return FDL_OK;
-  char computed[80];
+  char computed[FDL_SEAL_BUF];
   fdl_status s = fdl_seal_compute(doc, FDL_SEAL_FIDELITY_BLANK, field, computed, err);
   if (s != FDL_OK) return s;
   *ok = !strcmp(computed, json_string_value(v)) &&
