@@ -53,7 +53,8 @@ static fdl_status only_keys(pk_ctx *c, const json_t *o, const char *where,
   json_object_foreach((json_t *)o, key, v) {
     if (!in_list(key, allowed))
       return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
-                           "meta %s: unknown key '%s' (see fidelis pack --help)", where, key);
+                           "meta %s: unknown key '%s' (docs/PACK.md lists the meta keys)", where,
+                           key);
   }
   return FDL_OK;
 }
