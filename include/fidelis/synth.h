@@ -26,7 +26,7 @@ typedef struct {
   const char *out_dir; /* must not exist; receives reference/ and candidate/ */
   uint64_t seed;
   size_t vocab, hidden, contexts, tokens_per_context; /* 0: the defaults above */
-  unsigned threads; /* for pack's validation; 0 = every online CPU */
+  unsigned threads;        /* for pack's validation; 0 = every online CPU */
   const char *created_utc; /* passed to pack (fdl_ds_pack_opts.created_utc); NULL: now */
 } fdl_synth_opts;
 
