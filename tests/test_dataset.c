@@ -199,11 +199,11 @@ static void test_report(void **state) {
   fdl_ds_report_set_subject(&r, "dataset:x");
   fdl_ds_report_check(&r, "seal.manifest");
   fdl_ds_report_check(&r, "coverage");
-  assert_int_equal(fdl_ds_report_exit_code(&r), 0);
+  assert_int_equal(fdl_ds_report_verdict(&r), FDL_DS_VERDICT_OK);
   fdl_ds_report_warn(&r, "reduced_run_count", "DET-D4", "", "run_count %d < 5", 1);
-  assert_int_equal(fdl_ds_report_exit_code(&r), 2);
+  assert_int_equal(fdl_ds_report_verdict(&r), FDL_DS_VERDICT_WARNINGS);
   fdl_ds_report_error(&r, "seal_failed", "SEAL-1(a)", "fidelity-dataset.json", "bad %s", "seal");
-  assert_int_equal(fdl_ds_report_exit_code(&r), 3);
+  assert_int_equal(fdl_ds_report_verdict(&r), FDL_DS_VERDICT_ERRORS);
   assert_true(fdl_ds_report_has(&r, "reduced_run_count"));
   assert_false(fdl_ds_report_has(&r, "symlink"));
   json_t *doc;
@@ -266,20 +266,6 @@ static void test_masks(void **state) {
   fdl_err err;
   assert_int_not_equal(fdl_ds_mask_from_npy(b.data, b.len, "f.npy", &m, &n, &err), FDL_OK);
   fdl_buf_free(&b);
-}
-
-static void test_truthy(void **state) {
-  (void)state;
-  json_t *d = parse("{\"a\":0,\"b\":\"\",\"c\":[],\"d\":1,\"e\":63,\"f\":63.0,\"g\":null}");
-  assert_false(fdl_ds_truthy(json_object_get(d, "a")));
-  assert_false(fdl_ds_truthy(json_object_get(d, "b")));
-  assert_false(fdl_ds_truthy(json_object_get(d, "c")));
-  assert_false(fdl_ds_truthy(json_object_get(d, "g")));
-  assert_false(fdl_ds_truthy(json_object_get(d, "missing")));
-  assert_true(fdl_ds_truthy(json_object_get(d, "d")));
-  assert_true(fdl_ds_py_equal(json_object_get(d, "e"), json_object_get(d, "f")));
-  assert_false(fdl_ds_py_equal(json_object_get(d, "e"), json_object_get(d, "d")));
-  json_decref(d);
 }
 
 static char *slurp(const char *path, size_t *len) {
@@ -373,13 +359,19 @@ static void test_fifo_in_dataset(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_token_digests),   cmocka_unit_test(test_content_digest),
-      cmocka_unit_test(test_scope_digest),    cmocka_unit_test(test_preseal_report),
-      cmocka_unit_test(test_join_norm),       cmocka_unit_test(test_path_walk),
-      cmocka_unit_test(test_scored_rows),     cmocka_unit_test(test_reference_tensor_layout),
-      cmocka_unit_test(test_report),          cmocka_unit_test(test_validate_not_a_dataset),
-      cmocka_unit_test(test_credentials),     cmocka_unit_test(test_masks),
-      cmocka_unit_test(test_truthy),          cmocka_unit_test(test_model_keeps_unknown_keys),
+      cmocka_unit_test(test_token_digests),
+      cmocka_unit_test(test_content_digest),
+      cmocka_unit_test(test_scope_digest),
+      cmocka_unit_test(test_preseal_report),
+      cmocka_unit_test(test_join_norm),
+      cmocka_unit_test(test_path_walk),
+      cmocka_unit_test(test_scored_rows),
+      cmocka_unit_test(test_reference_tensor_layout),
+      cmocka_unit_test(test_report),
+      cmocka_unit_test(test_validate_not_a_dataset),
+      cmocka_unit_test(test_credentials),
+      cmocka_unit_test(test_masks),
+      cmocka_unit_test(test_model_keeps_unknown_keys),
       cmocka_unit_test(test_fifo_in_dataset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

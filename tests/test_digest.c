@@ -76,6 +76,22 @@ static void test_hex_round_trip(void **state) {
 }
 
 /* Examples from FIDELITY-DATASET.md §5.1 and §5.2. */
+/* The one hex check every layer uses: lowercase only, exact length for a digest. */
+static void test_hex_checks(void **state) {
+  (void)state;
+  const char *h = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+  assert_true(fdl_sha256_hex_ok(h, 64));
+  assert_false(fdl_sha256_hex_ok(h, 63));
+  assert_false(fdl_sha256_hex_ok(NULL, 64));
+  assert_false(
+      fdl_sha256_hex_ok("BA7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", 64));
+  assert_true(fdl_hex_lower("0123456789abcdef", 16));
+  assert_true(fdl_hex_lower("", 0));
+  assert_false(fdl_hex_lower("0123456789abcdeg", 16));
+  assert_false(fdl_hex_lower("A", 1));
+  assert_false(fdl_hex_lower("ab\0d", 4));
+}
+
 static void test_spec_examples(void **state) {
   (void)state;
   expect_buf("[1,2,3]", "a615eeaee21de5179de080de8c3052c8da901138406ba71c38c032845f7d54f4");
@@ -460,19 +476,13 @@ static void test_seal_spec_example(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_known_answers),
-      cmocka_unit_test(test_streaming_million_a),
-      cmocka_unit_test(test_hex_round_trip),
-      cmocka_unit_test(test_spec_examples),
-      cmocka_unit_test(test_file_and_range),
-      cmocka_unit_test(test_checksums_round_trip),
-      cmocka_unit_test(test_checksums_malformed),
-      cmocka_unit_test(test_checksums_empty_path),
-      cmocka_unit_test(test_checksums_quote_bounded),
-      cmocka_unit_test(test_seal_fidelity),
-      cmocka_unit_test(test_seal_kiln),
-      cmocka_unit_test(test_seal_kinds),
-      cmocka_unit_test(test_seal_spec_example),
+      cmocka_unit_test(test_known_answers),        cmocka_unit_test(test_streaming_million_a),
+      cmocka_unit_test(test_hex_round_trip),       cmocka_unit_test(test_hex_checks),
+      cmocka_unit_test(test_spec_examples),        cmocka_unit_test(test_file_and_range),
+      cmocka_unit_test(test_checksums_round_trip), cmocka_unit_test(test_checksums_malformed),
+      cmocka_unit_test(test_checksums_empty_path), cmocka_unit_test(test_checksums_quote_bounded),
+      cmocka_unit_test(test_seal_fidelity),        cmocka_unit_test(test_seal_kiln),
+      cmocka_unit_test(test_seal_kinds),           cmocka_unit_test(test_seal_spec_example),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

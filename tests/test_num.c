@@ -418,6 +418,16 @@ static void test_neumaier_seed_receipt(void **state) {
   double naive = 0.0;
   for (int i = 0; i < 4; i++) naive += m[i];
   assert_true(naive / 4 != 2.396677663466941e-05);
+  /* The streaming accumulator the estimator uses gives the same bits. sum([1e16, 1.0, -1e16])
+   * is 1.0 in Python 3.12, where a plain sum gives 0.0. */
+  fdl_num_neumaier acc = {0.0, 0.0};
+  for (int i = 0; i < 4; i++) fdl_num_neumaier_add(&acc, m[i]);
+  assert_true(fdl_num_neumaier_value(&acc) / 4 == 2.396677663466941e-05);
+  fdl_num_neumaier big = {0.0, 0.0};
+  fdl_num_neumaier_add(&big, 1e16);
+  fdl_num_neumaier_add(&big, 1.0);
+  fdl_num_neumaier_add(&big, -1e16);
+  assert_true(fdl_num_neumaier_value(&big) == 1.0);
   fdl_num_context ctx[4];
   double rows[4][1];
   for (int i = 0; i < 4; i++) rows[i][0] = m[i], ctx[i] = (fdl_num_context){rows[i], 1};

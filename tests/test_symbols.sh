@@ -4,8 +4,7 @@
 set -euo pipefail
 lib="$FDL_BUILD/libfidelis.a"
 [ -f "$lib" ] || { echo "skipped: $lib not built"; exit 77; }
-# The sanitizer build adds its own globals (__odr_asan.NAME, __asan_*): those are the
-# compiler's, not ours.
+# AddressSanitizer adds its own globals (__odr_asan.NAME, __asan_*) beside each of ours.
 bad=$(nm -g --defined-only "$lib" | awk 'NF == 3 && $3 !~ /^(fdl_|FDL_|__odr_asan|__asan)/ {print $3}' | sort -u)
 if [ -n "$bad" ]; then
   echo "unprefixed global symbols in libfidelis.a:"

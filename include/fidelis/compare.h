@@ -1,6 +1,6 @@
 /* fidelis/compare.h - `compare`: two sealed fidelity datasets in, one sealed
  * malaiwah.fidelity-comparison-receipt.v1 and its tokenwise-kld.npy out
- * (shared/spec/COMPARISON-RECEIPT.md), plus `synth`, a synthetic dataset pair to compare.
+ * (shared/spec/COMPARISON-RECEIPT.md). A synthetic pair to compare comes from synth.h.
  *
  * fdl_compare runs the reference gate ladder in its exact order. A gate either passes (maybe
  * with a recorded override), downgrades the result (advisory class, disclosures, bias), or
@@ -20,7 +20,7 @@
  *   if (s == FDL_REFUSED) printf("REFUSED [%s]: gate %s: %s\n", r.code, r.gate, err.msg);
  *   fdl_compare_result_free(&r);
  *
- * Divisions: options; result; compare; receipt helpers; synth. */
+ * Divisions: options; result; compare; receipt helpers. */
 #ifndef FIDELIS_COMPARE_H
 #define FIDELIS_COMPARE_H
 
@@ -95,24 +95,43 @@ FDL_API void fdl_compare_opts_default(fdl_compare_opts *o);
 
 /* ---- result ----------------------------------------------------------------------------- */
 
+/* Buffer sizes of a refusal, NUL included. Codes and gate names are short spec identifiers
+ * (the longest code, "head_substitution_vacuous", is 25 bytes); a remedy is a sentence or two
+ * and may quote a tokenizer id. */
+#define FDL_COMPARE_CODE_LEN 48
+#define FDL_COMPARE_GATE_LEN 24
+#define FDL_COMPARE_REMEDY_LEN 640
+/* The code buffer of fdl_compare_check_receipt: its codes are at most 20 bytes
+ * ("self_compare_invalid"); kept at the size callers have always passed. */
+#define FDL_COMPARE_CHECK_CODE_LEN 32
+
+/* How a compare ended. The CLI maps it to its exit codes (0, 2, 3, 4); the library has none of
+ * its own. */
+typedef enum {
+  FDL_COMPARE_STRICT = 0,   /* a receipt of class strict was written */
+  FDL_COMPARE_ADVISORY = 1, /* a receipt of class advisory was written */
+  FDL_COMPARE_REFUSED = 2,  /* refused: nothing was written */
+  FDL_COMPARE_BAD_OPTS = 3, /* the options were unusable (FDL_INVALID) */
+} fdl_compare_outcome;
+
 typedef struct {
-  int exit_code;        /* 0 strict receipt, 2 advisory receipt, 3 refused */
-  char code[48];        /* refusal code ("panel_mismatch", ...); "" when a receipt was written */
-  char gate[24];        /* the gate that refused ("panel", "head", "compute", "cli", ...) */
-  char remedy[640];     /* the override flag(s) that would allow it, or why there is none */
-  json_t *receipt;      /* owned: the sealed receipt as written; NULL when refused */
-  char *receipt_path;   /* owned */
-  char *tokenwise_path; /* owned */
+  fdl_compare_outcome outcome;
+  char code[FDL_COMPARE_CODE_LEN];     /* refusal code ("panel_mismatch", ...); "" with a receipt */
+  char gate[FDL_COMPARE_GATE_LEN];     /* the gate that refused ("panel", "head", "compute", ...) */
+  char remedy[FDL_COMPARE_REMEDY_LEN]; /* the override(s) that would allow it, or why none */
+  json_t *receipt;                     /* owned: the sealed receipt as written; NULL when refused */
+  char *receipt_path;                  /* owned */
+  char *tokenwise_path;                /* owned */
 } fdl_compare_result;
 
 FDL_API void fdl_compare_result_free(fdl_compare_result *r);
 
 /* ---- compare ---------------------------------------------------------------------------- */
 
-/* Runs the whole comparison. FDL_OK: a receipt was written (r->exit_code 0 or 2). FDL_REFUSED:
- * nothing was written; r->code/gate/remedy and err->msg say why (every failure, including an
- * unreadable input or an output that cannot be written, is reported this way with a code).
- * FDL_INVALID: bad options (usage). r is always initialised; free it with
+/* Runs the whole comparison. FDL_OK: a receipt was written (r->outcome strict or advisory).
+ * FDL_REFUSED: nothing was written; r->code/gate/remedy and err->msg say why (every failure,
+ * including an unreadable input or an output that cannot be written, is reported this way with a
+ * code). FDL_INVALID: bad options (usage). r is always initialised; free it with
  * fdl_compare_result_free. */
 FDL_API fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *r, fdl_err *err);
 
@@ -128,47 +147,10 @@ FDL_API fdl_status fdl_compare_key(const json_t *key_inputs, char *out /* [22] *
 
 /* The checks of section 10 on a receipt (schema string, required keys and the schema's
  * conditionals, seal, SC-1, SC-2, SC-3, BIAS-006, BIAS-001). FDL_OK when it passes; otherwise
- * FDL_MISMATCH with code (>= 32 bytes) set to the reference code (bad_schema, schema_invalid,
- * seal_failed, self_compare_invalid, not_submittable, bias_invalid) and err naming the field. */
+ * FDL_MISMATCH with code (FDL_COMPARE_CHECK_CODE_LEN bytes) set to the reference code (bad_schema,
+ * schema_invalid, seal_failed, self_compare_invalid, not_submittable, bias_invalid) and err naming
+ * the field. */
 FDL_API fdl_status fdl_compare_check_receipt(const json_t *receipt, char *code, fdl_err *err);
-
-/* ---- synth ------------------------------------------------------------------------------ */
-
-#define FDL_SYNTH_VOCAB_DEFAULT 32000
-#define FDL_SYNTH_HIDDEN_DEFAULT 512
-#define FDL_SYNTH_CONTEXTS_DEFAULT 8
-#define FDL_SYNTH_TOKENS_DEFAULT 128
-#define FDL_SYNTH_GROUP 32 /* int4 quantization group along the hidden axis */
-
-typedef struct {
-  const char *out_dir; /* must not exist; receives reference/ and candidate/ */
-  uint64_t seed;
-  size_t vocab, hidden, contexts, tokens_per_context; /* 0: the defaults above */
-  unsigned threads;     /* for pack's validation; 0 = every online CPU */
-  fdl_notice_fn notice; /* optional: told about stale staging directories removed */
-  void *notice_arg;
-} fdl_synth_opts;
-
-typedef struct {
-  char reference_sha256[65]; /* dataset_sha256 of each side */
-  char candidate_sha256[65];
-  size_t rows; /* scored rows per side */
-} fdl_synth_result;
-
-FDL_API void fdl_synth_opts_default(fdl_synth_opts *o);
-
-/* Writes a synthetic, honest dataset pair: a random BF16 head and random BF16 hidden states
- * over a built-in panel with domains (reference, role root), and a candidate whose head is the
- * reference head quantized to int4 (round to nearest, symmetric, groups of 32 along the hidden
- * axis) and decoded back to BF16, with the same hidden states: a head-only quantization, to be
- * compared with --own-heads. Both go through fdl_ds_pack. Deterministic in (seed, sizes). */
-FDL_API fdl_status fdl_synth(const fdl_synth_opts *o, fdl_synth_result *r, fdl_err *err);
-
-/* Symmetric int4 round-to-nearest (ties to even) of a [rows x cols] row-major matrix in groups
- * of `group` consecutive columns: scale = max|w| / 7 in float32, q = clamp(rint(w / scale), -7,
- * 7), out = q * scale (exact in float32). A zero group stays zero. in and out may alias. */
-FDL_API void fdl_quant_int4_rtn(const float *in, size_t rows, size_t cols, size_t group,
-                                float *out);
 
 #ifdef __cplusplus
 }

@@ -45,6 +45,9 @@ extern "C" {
 #define FDL_DS_CHECKSUMS_NAME "checksums.txt"
 #define FDL_DS_VALIDATION_FILE "validation/structural-validation.json"
 
+/* A pack refusal code and its NUL; codes are short spec identifiers ("destination_exists"). */
+#define FDL_DS_CODE_LEN 40
+
 /* Index files are named with %04d (more digits past 9999); this bounds the index itself. */
 #define FDL_DS_MAX_INDEX ((int64_t)1 << 40)
 
@@ -54,7 +57,8 @@ extern "C" {
  * ", " separators "[1, 2, 3]" (legacy=true). */
 FDL_API fdl_status fdl_ds_token_ids_json(const int64_t *ids, size_t n, bool legacy, fdl_buf *out,
                                          fdl_err *err);
-/* token_ids_json_sha256 (legacy=false) or token_ids_sha256_legacy (legacy=true) into hex[65]. */
+/* token_ids_json_sha256 (legacy=false) or token_ids_sha256_legacy (legacy=true) into
+ * hex[FDL_SHA256_HEX_BUF]. */
 FDL_API fdl_status fdl_ds_token_digest(const int64_t *ids, size_t n, bool legacy, char *hex,
                                        fdl_err *err);
 /* suite_token_hash_sha256 over per-record hex digests already in ascending index order,
@@ -145,8 +149,14 @@ FDL_API bool fdl_ds_report_has(const fdl_ds_report *r, const char *code);
  * "conformance_level" when with_level is true. */
 FDL_API fdl_status fdl_ds_report_to_json(const fdl_ds_report *r, bool with_level, json_t **out,
                                          fdl_err *err);
-/* 0 ok, 2 warnings only, 3 errors (§12.2). */
-FDL_API int fdl_ds_report_exit_code(const fdl_ds_report *r);
+/* The report's verdict (§12.2). The CLI maps it to its exit codes (0, 2, 3); the library has
+ * none of its own. */
+typedef enum {
+  FDL_DS_VERDICT_OK = 0,       /* no finding */
+  FDL_DS_VERDICT_WARNINGS = 1, /* warnings only */
+  FDL_DS_VERDICT_ERRORS = 2,   /* at least one error */
+} fdl_ds_verdict;
+FDL_API fdl_ds_verdict fdl_ds_report_verdict(const fdl_ds_report *r);
 
 /* ---- validate (§12.1) ------------------------------------------------------------------- */
 
@@ -249,7 +259,7 @@ typedef struct {
 /* Writes the documents into dir, where every payload file (tokens, masks, tensors, head payload,
  * README.md) already lies, in the required order: panel, runtime, head, capture manifest,
  * validation report, checksums.txt, fidelity-dataset.json. Each file is staged and never
- * overwrites. dataset_sha256 (optional, hex[65]) receives the final seal. */
+ * overwrites. dataset_sha256 (optional, hex[FDL_SHA256_HEX_BUF]) receives the final seal. */
 FDL_API fdl_status fdl_ds_write_sealed(const char *dir, fdl_ds_docs *docs, char *dataset_sha256,
                                        fdl_err *err);
 
@@ -268,6 +278,9 @@ typedef struct {
   unsigned threads;       /* for the final validation; 0 = one per online CPU */
   fdl_notice_fn notice;   /* optional: told about stale staging directories removed */
   void *notice_arg;
+  /* created_utc to record ("YYYY-MM-DDTHH:MM:SSZ") when meta gives none; NULL: the wall clock.
+   * The library reads no environment: the CLI passes SOURCE_DATE_EPOCH's time here. */
+  const char *created_utc;
 } fdl_ds_pack_opts;
 
 typedef struct {
@@ -275,7 +288,7 @@ typedef struct {
   char capture_content_digest[FDL_SHA256_HEX_LEN + 1];
   size_t records;
   uint64_t scored_rows;
-  char code[40]; /* on failure: the refusal code (e.g. "panel_binding", "non_finite") */
+  char code[FDL_DS_CODE_LEN]; /* on failure: the refusal code ("panel_binding", "non_finite") */
 } fdl_ds_pack_result;
 
 /* Builds a sealed dataset at out_dir from the inputs, validates it, and moves it into place

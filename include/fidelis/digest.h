@@ -20,15 +20,22 @@ extern "C" {
 #endif
 
 #define FDL_SHA256_HEX_LEN 64
+/* A hex digest and its NUL: the size of every buffer that holds one. */
+#define FDL_SHA256_HEX_BUF (FDL_SHA256_HEX_LEN + 1)
 
 typedef struct {
   uint8_t bytes[32];
 } fdl_sha256;
 
-/* Writes 64 lowercase hex digits and a NUL into hex[65]. */
+/* Writes 64 lowercase hex digits and a NUL into hex[FDL_SHA256_HEX_BUF]. */
 FDL_API void fdl_sha256_hex(const fdl_sha256 *d, char *hex);
 /* Parses exactly 64 lowercase hex digits. */
 FDL_API bool fdl_sha256_from_hex(const char *hex, size_t len, fdl_sha256 *d);
+/* The one hex check: true when s[0..n) is all lowercase hex digits ("0-9a-f"), the only
+ * spelling of a digest the formats accept. n == 0 is true. */
+FDL_API bool fdl_hex_lower(const char *s, size_t n);
+/* True when s[0..n) is a SHA-256 digest as the formats write it: exactly 64 lowercase hex. */
+FDL_API bool fdl_sha256_hex_ok(const char *s, size_t n);
 
 typedef struct fdl_sha256_ctx fdl_sha256_ctx; /* opaque streaming state */
 
@@ -46,6 +53,25 @@ FDL_API fdl_status fdl_sha256_file(const char *path, fdl_sha256 *out, uint64_t *
 FDL_API fdl_status fdl_sha256_file_range(const char *path, uint64_t offset, uint64_t len,
                                          fdl_sha256 *out, fdl_err *err);
 
+/* One byte range of a file, [offset, offset + length), and the context that digests it. */
+typedef struct {
+  uint64_t offset, length;
+  fdl_sha256_ctx *ctx;
+  /* Optional: shown the very bytes fed to ctx, in order, so a check (a scan for non-finite
+   * values, say) runs on the read that is hashed. */
+  void (*see)(void *arg, const uint8_t *p, size_t n);
+  void *see_arg;
+} fdl_sha256_span;
+
+/* The one read-and-hash loop: reads [lo, hi) of fd once, with pread in chunks of buf_len bytes
+ * through buf, and feeds every span the bytes of each chunk that fall inside it, so one read
+ * serves several digests. hi may be UINT64_MAX (to the end of the file). Stops early at the
+ * end of the file: *got (optional) receives the bytes read, which the caller compares with what
+ * it expected. name labels error messages. The contexts are not finished. */
+FDL_API fdl_status fdl_sha256_fd_spans(int fd, const char *name, uint64_t lo, uint64_t hi,
+                                       const fdl_sha256_span *spans, size_t nspans, void *buf,
+                                       size_t buf_len, uint64_t *got, fdl_err *err);
+
 /* ---- seals ------------------------------------------------------------------------------ */
 
 typedef enum {
@@ -61,8 +87,16 @@ FDL_API const char *fdl_seal_recipe_name(fdl_seal_recipe r);
 FDL_API fdl_status fdl_seal_kind(const json_t *doc, fdl_seal_recipe *recipe, const char **field,
                                  fdl_err *err);
 
-/* Computes the seal value of doc under recipe into out (at least 72 bytes): 64 hex for
- * fidelity, "sha256:" + 64 hex for kiln. doc is not modified. */
+/* Kiln's spelling of a seal is this prefix and the hex digest. */
+#define FDL_SEAL_KILN_PREFIX "sha256:"
+/* The longer of the two spellings, "sha256:" + 64 hex, and its NUL: every seal fits. */
+#define FDL_SEAL_BUF (sizeof FDL_SEAL_KILN_PREFIX - 1 + FDL_SHA256_HEX_BUF)
+/* Room kept for a stored value in fdl_seal_check: any seal and a few bytes more, so a stored
+ * value that is too long still shows as longer than a seal when displayed. */
+#define FDL_SEAL_STORED_SHOWN 80
+
+/* Computes the seal value of doc under recipe into out (at least FDL_SEAL_BUF bytes): 64 hex
+ * for fidelity, "sha256:" + 64 hex for kiln. doc is not modified. */
 FDL_API fdl_status fdl_seal_compute(const json_t *doc, fdl_seal_recipe recipe, const char *field,
                                     char *out, fdl_err *err);
 /* Computes the seal and stores it in doc[field]. */
@@ -71,14 +105,27 @@ FDL_API fdl_status fdl_seal_apply(json_t *doc, fdl_seal_recipe recipe, const cha
 
 typedef struct {
   fdl_seal_recipe recipe;
-  const char *field; /* static string */
-  char stored[80];   /* what the document holds ("" if absent or not a string) */
-  char computed[80];
+  const char *field;                  /* static string */
+  char stored[FDL_SEAL_STORED_SHOWN]; /* what the document holds ("" if absent or not a string;
+                                         cut when longer) */
+  char computed[FDL_SEAL_BUF];
   bool ok;
+  bool stored_present; /* the document has the seal field at all */
+  bool stored_string;  /* ... and it is a string */
 } fdl_seal_check;
 
-/* Recomputes a document's seal (kind from its schema) and compares with the stored value. */
+/* Recomputes a document's seal (kind from its schema) and compares with the stored value.
+ * The document must already be read the way its dialect hashes values: for a kiln.* document
+ * that is fdl_json_read_opts.kiln_strict (-0.0 read as 0.0). Prefer fdl_seal_verify_file,
+ * which does that itself. */
 FDL_API fdl_status fdl_seal_verify(const json_t *doc, fdl_seal_check *res, fdl_err *err);
+
+/* Reads the file at path and verifies its seal whichever dialect it is: the schema names the
+ * recipe, and a kiln.* document is re-read in Kiln-strict mode before hashing, as Kiln's own
+ * loader reads it. FDL_OK means the file was read and res says whether the seal recomputes
+ * (res->ok); any other status means it could not be checked (unreadable, not JSON, unknown
+ * kind) and res is unchanged. */
+FDL_API fdl_status fdl_seal_verify_file(const char *path, fdl_seal_check *res, fdl_err *err);
 
 /* ---- checksums.txt ---------------------------------------------------------------------- */
 

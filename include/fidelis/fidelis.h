@@ -14,19 +14,21 @@
  *   num.h     fused float64 KL, head replay, deterministic driver, receipt statistics
  *   dataset.h malaiwah.fidelity-dataset.v1: load, validate, pack, inspect
  *   compare.h gates, classification and sealed comparison receipts
+ *   engine.h  the inference engine's building blocks (the int4 quantizer)
+ *   synth.h   a synthetic, honest dataset pair to compare
  *
  * A first program:
  *
  *   fdl_err err;
- *   json_t *doc;
- *   if (fdl_json_load_file("receipt.json", NULL, &doc, &err) != FDL_OK) {
+ *   fdl_seal_check chk;
+ *   if (fdl_seal_verify_file("receipt.json", &chk, &err) != FDL_OK) {
  *     fprintf(stderr, "%s\n", err.msg);
  *     return 1;
  *   }
- *   fdl_seal_check chk;
- *   if (fdl_seal_verify(doc, &chk, &err) == FDL_OK)
- *     printf("%s\n", chk.ok ? "OK" : "MISMATCH");
- *   json_decref(doc);
+ *   printf("%s\n", chk.ok ? "OK" : "MISMATCH");
+ *
+ * fdl_seal_verify_file reads the file the way its dialect hashes it (a kiln.* record in
+ * Kiln-strict mode, where -0.0 is 0.0), which a caller's own load and fdl_seal_verify would not.
  *
  * Conventions: every public symbol starts with fdl_ / FDL_; callers own the structs they pass;
  * *_free and *_close accept NULL; on error, outputs are left unchanged. */
@@ -45,5 +47,7 @@
 #include "num.h"
 #include "dataset.h"
 #include "compare.h"
+#include "engine.h"
+#include "synth.h"
 
 #endif

@@ -159,6 +159,13 @@ FDL_API fdl_status fdl_num_row_logits(const fdl_num_opts *opts, const float *ref
 FDL_API double fdl_num_pairwise_sum(const double *a, size_t n);
 /* np.mean(a) for n >= 1 (NaN for n == 0, as numpy would warn and return). */
 FDL_API double fdl_num_mean(const double *a, size_t n);
+/* The one Neumaier (compensated) running sum: Python's sum() of floats since 3.12, added in
+ * the order given. Start from {0}; fdl_num_neumaier_value applies the compensation. */
+typedef struct {
+  double sum, c;
+} fdl_num_neumaier;
+FDL_API void fdl_num_neumaier_add(fdl_num_neumaier *acc, double x);
+FDL_API double fdl_num_neumaier_value(const fdl_num_neumaier *acc);
 /* CPython 3.12 sum(list) (Neumaier compensated) divided by n; NaN for n == 0. */
 FDL_API double fdl_num_neumaier_mean(const double *a, size_t n);
 /* np.quantile(a, q) with method="linear", given a sorted ascending (n >= 1, 0 <= q <= 1). */
@@ -220,6 +227,21 @@ typedef struct {
 FDL_API fdl_status fdl_num_bootstrap_ci95(const double *ctx_sums, const size_t *ctx_rows,
                                           size_t nctx, size_t B, uint64_t seed, fdl_num_ci *out,
                                           fdl_err *err);
+
+/* ---- BLAS identity -------------------------------------------------------------------- */
+
+/* What a receipt records about the BLAS that replays hidden states, and the CPU it ran on:
+ * both can change a replayed logit's bits. The strings point at the BLAS's own static text. */
+typedef struct {
+  const char *library;       /* "openblas" */
+  const char *configuration; /* openblas_get_config(), e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ..." */
+  const char *core;          /* openblas_get_corename(): the kernel set chosen for this CPU */
+  char version[64];          /* from the configuration ("unknown" when it does not say) */
+  char cpu_model[256];       /* /proc/cpuinfo "model name" ("unknown" when unreadable) */
+} fdl_num_blas_identity;
+
+/* Fills id; never fails (what cannot be found reads "unknown"). */
+FDL_API void fdl_num_blas_identity_get(fdl_num_blas_identity *id);
 
 #ifdef __cplusplus
 }

@@ -120,6 +120,11 @@ FDL_API fdl_status fdl_npy_header(fdl_dtype dtype, int ndim, const int64_t *shap
 FDL_API fdl_status fdl_npy_write(const char *path, fdl_dtype dtype, int ndim, const int64_t *shape,
                                  const void *data, fdl_err *err);
 
+/* Writes a printable form of s[0..n) into out (cap bytes, NUL-terminated): at most about
+ * cap/4 input bytes, control bytes as \xNN, an ellipsis when cut. Names in error messages come
+ * from untrusted files, so they are bounded and defanged before they reach a terminal. */
+FDL_API void fdl_quote_name(const char *s, size_t n, char *out, size_t cap);
+
 /* ---- dtype conversion ------------------------------------------------------------------- */
 
 /* Exact widening (every BF16/F16 value is representable in F32; NaN payloads kept). */
@@ -131,6 +136,13 @@ FDL_API uint16_t fdl_f32_to_bf16(float f);
 FDL_API void fdl_bf16_to_f32_n(const uint16_t *in, float *out, size_t n);
 FDL_API void fdl_f16_to_f32_n(const uint16_t *in, float *out, size_t n);
 FDL_API void fdl_f32_to_bf16_n(const float *in, uint16_t *out, size_t n);
+
+/* True for the dtypes fdl_tensor_widen_f32 reads: BF16, F16 and F32. */
+FDL_API bool fdl_tensor_widenable(fdl_dtype t);
+/* Elements [first, first + n) of a view as float32, exactly. Reads little-endian bytes, so the
+ * view needs no alignment (safetensors data often starts at an odd offset). The caller checks
+ * the range and fdl_tensor_widenable; another dtype gives zeros. */
+FDL_API void fdl_tensor_widen_f32(const fdl_tensor *t, size_t first, size_t n, float *out);
 
 #ifdef __cplusplus
 }

@@ -144,7 +144,7 @@ fdl_status fdl_out_open(fdl_out *o, const char *path, fdl_err *err) {
 fdl_status fdl_out_write(fdl_out *o, const void *p, size_t n, fdl_err *err) {
   const char *c = p;
   while (n > 0) {
-    size_t chunk = n > (1u << 30) ? (1u << 30) : n;
+    size_t chunk = n > FDL_SYS_WRITE_MAX ? FDL_SYS_WRITE_MAX : n;
     ssize_t w = fdl_sys_write(o->fd, c, chunk);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0)

@@ -11,6 +11,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* The most one write() call is asked to move. Linux moves at most 0x7ffff000 bytes per call and
+ * other systems cap near INT_MAX; 1 GiB stays under every such limit, so a large buffer is
+ * written as a loop of whole calls instead of relying on short writes. */
+#define FDL_SYS_WRITE_MAX ((size_t)1 << 30)
+
 void *fdl_malloc(size_t n);
 void *fdl_calloc(size_t n, size_t size);
 void *fdl_realloc(void *p, size_t n);

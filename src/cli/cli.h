@@ -59,5 +59,8 @@ void fdl_cli_progress_end(fdl_cli_progress *p);
 int fdl_cli_value(int argc, char **argv, int *i, const char *name, const char **value);
 /* A decimal integer in [0, max]; 0 ok, -1 otherwise. */
 int fdl_cli_parse_u64(const char *s, uint64_t max, uint64_t *out);
+/* SOURCE_DATE_EPOCH as "YYYY-MM-DDTHH:MM:SSZ" in buf (cap >= 21), for the created_utc options
+ * of pack, synth and compare; NULL when unset or not a plain number (then: the wall clock). */
+const char *fdl_cli_source_date(char *buf, size_t cap);
 
 #endif

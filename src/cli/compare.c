@@ -204,15 +204,7 @@ static int parse(int argc, char **argv, cli_opts *c) {
   if (!o->reference || !o->candidate)
     return bad_usage("%s", "a REFERENCE and a CANDIDATE are required");
   if (!o->out_dir) return bad_usage("%s", "--out DIR is required");
-  const char *sde = getenv("SOURCE_DATE_EPOCH");
-  uint64_t epoch;
-  if (sde && *sde && !fdl_cli_parse_u64(sde, (uint64_t)INT32_MAX * 64, &epoch)) {
-    time_t t = (time_t)epoch;
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(c->created, sizeof c->created, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    o->created_utc = c->created;
-  }
+  o->created_utc = fdl_cli_source_date(c->created, sizeof c->created);
   return -1;
 }
 
@@ -238,6 +230,21 @@ static void wrapped(const char *s, int indent, int width) {
   putchar('\n');
 }
 
+/* The exit code of an outcome (README: 0 strict, 2 advisory, 3 refused, 4 usage). */
+static int exit_code(const fdl_compare_result *r) {
+  switch (r->outcome) {
+  case FDL_COMPARE_STRICT:
+    return FDL_EXIT_OK;
+  case FDL_COMPARE_ADVISORY:
+    return FDL_EXIT_WARN;
+  case FDL_COMPARE_BAD_OPTS:
+    return FDL_EXIT_USAGE;
+  case FDL_COMPARE_REFUSED:
+    break;
+  }
+  return FDL_EXIT_REFUSED;
+}
+
 static double num(const json_t *rc, const char *path) {
   const json_t *v = json_object_get(rc, path);
   return json_number_value(v);
@@ -251,7 +258,7 @@ static void summary(const fdl_compare_result *r, double secs) {
   const json_t *rc = r->receipt;
   const char *kind = json_string_value(json_object_get(rc, "comparison_kind"));
   const char *cls = json_string_value(at(rc, "comparability", "class"));
-  printf("fidelis compare: %s, %s (exit %d)\n", kind, cls, r->exit_code);
+  printf("fidelis compare: %s, %s (exit %d)\n", kind, cls, exit_code(r));
   const char *sides[2] = {"reference", "candidate"};
   for (int i = 0; i < 2; i++) {
     const json_t *s = json_object_get(rc, sides[i]);
@@ -319,7 +326,7 @@ static void print_json(json_t *o) {
 
 static void headline_json(const fdl_compare_result *r, const fdl_err *err, double secs) {
   json_t *o = json_object();
-  json_object_set_new(o, "exit_code", json_integer(r->exit_code));
+  json_object_set_new(o, "exit_code", json_integer(exit_code(r)));
   if (!r->receipt) {
     json_t *f = json_object();
     json_object_set_new(f, "code", json_string(r->code));
@@ -381,7 +388,7 @@ int fdl_cli_compare(int argc, char **argv) {
     headline_json(&r, &err, secs);
   else if (s == FDL_OK)
     summary(&r, secs);
-  rc = r.exit_code;
+  rc = exit_code(&r);
   fdl_compare_result_free(&r);
   return rc;
 }

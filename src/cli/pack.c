@@ -118,6 +118,8 @@ int fdl_cli_pack(int argc, char **argv) {
     usage(stderr);
     return FDL_EXIT_USAGE;
   }
+  char created[32];
+  o.created_utc = fdl_cli_source_date(created, sizeof created);
   fdl_ds_pack_result res;
   fdl_err err;
   o.notice = fdl_cli_notice;

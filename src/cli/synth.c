@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/compare.h"
+#include "fidelis/synth.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -92,6 +92,8 @@ int fdl_cli_synth(int argc, char **argv) {
     }
   }
   if (!o.out_dir) return bad_usage("--out DIR is required", NULL);
+  char created[32];
+  o.created_utc = fdl_cli_source_date(created, sizeof created);
   fdl_synth_result r;
   fdl_err err = {FDL_OK, ""};
   o.notice = fdl_cli_notice;

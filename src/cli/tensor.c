@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "tensor/tensor_internal.h"
+#include "fidelis/tensor.h"
 
 static void usage(FILE *f) {
   fprintf(

@@ -124,7 +124,10 @@ int fdl_cli_validate(int argc, char **argv) {
     fdl_ds_report_free(&rep);
     return FDL_EXIT_REFUSED;
   }
-  int rc = fdl_ds_report_exit_code(&rep);
+  fdl_ds_verdict verdict = fdl_ds_report_verdict(&rep);
+  int rc = verdict == FDL_DS_VERDICT_ERRORS     ? FDL_EXIT_REFUSED
+           : verdict == FDL_DS_VERDICT_WARNINGS ? FDL_EXIT_WARN
+                                                : FDL_EXIT_OK;
   json_t *doc = NULL;
   if (json || report) {
     if (fdl_ds_report_to_json(&rep, true, &doc, &err) != FDL_OK) {

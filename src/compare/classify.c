@@ -13,11 +13,11 @@ static void weights_identity(const cmp_side *a, const cmp_side *b, bool *equal, 
   *equal = true;
   *any_null = false;
   for (int i = 0; i < 3; i++) {
-    const json_t *va = fdl_cmp_jget(a->ds.manifest, TRIPLE[i]);
-    const json_t *vb = fdl_cmp_jget(b->ds.manifest, TRIPLE[i]);
+    const json_t *va = fdl_json_get_path(a->ds.manifest, TRIPLE[i]);
+    const json_t *vb = fdl_json_get_path(b->ds.manifest, TRIPLE[i]);
     if (!va || json_is_null(va) || !vb || json_is_null(vb)) *any_null = true;
     bool na = !va || json_is_null(va), nb = !vb || json_is_null(vb);
-    if (na != nb || (!na && !fdl_cmp_py_equal(va, vb))) *equal = false;
+    if (na != nb || (!na && !fdl_py_equal(va, vb))) *equal = false;
   }
 }
 

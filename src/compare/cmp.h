@@ -19,13 +19,14 @@
 #include "fidelis/dataset.h"
 #include "fidelis/json.h"
 #include "fidelis/file.h"
+#include "json/py.h"
 
 /* ---- refusals --------------------------------------------------------------------------- */
 
 typedef struct {
-  char code[48];
-  char gate[24];
-  char remedy[640];
+  char code[FDL_COMPARE_CODE_LEN];
+  char gate[FDL_COMPARE_GATE_LEN];
+  char remedy[FDL_COMPARE_REMEDY_LEN];
 } cmp_refusal;
 
 /* Fills r and err ("message") and returns FDL_REFUSED. remedy may be NULL (no remedy line). */
@@ -39,13 +40,16 @@ fdl_status fdl_cmp_refuse(cmp_refusal *r, fdl_err *err, const char *code, const 
 #define CMP_NO_OVERRIDE_DATA "none: fix or re-fetch the dataset; there is no override"
 #define CMP_REMEDY_BUG                                                                             \
   "none: this is a fidelis bug; please report it with the command line and both datasets"
-#define CMP_REMEDY_RESOURCES "free memory, or lower --threads or --position-block, then retry"
-#define CMP_REMEDY_WRITE "make the parent of --out writable, with free space, then retry"
+/* Remedies name options by what they are, not by a CLI flag: the library has no command line. */
+#define CMP_REMEDY_RESOURCES                                                                       \
+  "free memory, or lower the thread count or the position block, then retry"
+#define CMP_REMEDY_WRITE                                                                           \
+  "make the parent of the output directory writable, with free space, then retry"
 
 /* ---- small JSON helpers (json_util.c) --------------------------------------------------- */
 
-/* The value at a dotted path ("capture.vocab_size") or NULL. */
-const json_t *fdl_cmp_jget(const json_t *o, const char *path);
+/* The dotted get, Python ==, str() and truthiness are in json/py.h (fdl_json_get_path,
+ * fdl_py_equal, fdl_py_str, fdl_py_truthy); these are typed conveniences on top. */
 /* The string at path, or NULL when absent / not a string. */
 const char *fdl_cmp_jstr(const json_t *o, const char *path);
 /* The string at path, or "" when absent / null / not a string. */
@@ -56,10 +60,6 @@ bool fdl_cmp_jtruthy(const json_t *o, const char *path);
 int64_t fdl_cmp_jint(const json_t *o, const char *path);
 /* A deep copy of the value at path, or a new null when absent. Never NULL except on OOM. */
 json_t *fdl_cmp_jcopy(const json_t *o, const char *path);
-/* Python == on parsed JSON: numbers compare by value across int/float, containers deeply. */
-bool fdl_cmp_py_equal(const json_t *a, const json_t *b);
-/* Python str() of a scalar for messages: strings as is, null as "None", numbers as written. */
-void fdl_cmp_py_str(const json_t *v, char *out, size_t cap);
 /* Sets key to a new real / integer / string / bool (string NULL gives null). */
 int fdl_cmp_set_real(json_t *o, const char *k, double v);
 int fdl_cmp_set_int(json_t *o, const char *k, int64_t v);
@@ -150,10 +150,11 @@ typedef struct {
   bool cross_stack;
   bool preview;
   bool head_substituted;
-  const char *head_policy;                /* "native_head" / "shared_reference_head" */
-  bool own_heads;                         /* HEAD-1d: each hidden side through its own head */
-  char applied_head[65];                  /* single applied head ("" under HEAD-1d and HEAD-2) */
-  char applied_ref[65], applied_cand[65]; /* per-side applied heads ("" under HEAD-2) */
+  const char *head_policy;               /* "native_head" / "shared_reference_head" */
+  bool own_heads;                        /* HEAD-1d: each hidden side through its own head */
+  char applied_head[FDL_SHA256_HEX_BUF]; /* single applied head ("" under HEAD-1d and HEAD-2) */
+  char applied_ref[FDL_SHA256_HEX_BUF],
+      applied_cand[FDL_SHA256_HEX_BUF]; /* per-side applied heads ("" under HEAD-2) */
   /* shared records, ascending index; positions into each side's ds.records */
   int64_t *shared;
   size_t *ref_at, *cand_at;
@@ -201,12 +202,8 @@ fdl_status fdl_cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_comp
 /* PANEL-D6 equality of two panel.tokenizer objects (null or absent means unknown). */
 bool fdl_cmp_tokenizer_identity_equal(const json_t *ta, const json_t *tb);
 
-/* ---- widening (widen.c) ---------------------------------------------------------------- */
-
-/* BF16, F16 and F32 are read; anything else is bad_tensor_file for the estimator. */
-bool fdl_cmp_dtype_widenable(fdl_dtype t);
-/* Elements [first, first + n) of t as float32 (exact widening). */
-void fdl_cmp_widen(const fdl_tensor *t, size_t first, size_t n, float *out);
+/* Widening tensor bytes to float32 rows is the tensor layer's (fdl_tensor_widen_f32); a dtype
+ * it cannot read is bad_tensor_file for the estimator. */
 
 /* ---- heads (heads.c) --------------------------------------------------------------------- */
 
@@ -260,7 +257,7 @@ fdl_status fdl_cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_est
 
 typedef struct {
   uint64_t bytes;
-  char sha256[65];
+  char sha256[FDL_SHA256_HEX_BUF];
 } cmp_tokenwise_info;
 
 /* Builds every other block of the receipt (sides, panel, gates, comparator, estimator,

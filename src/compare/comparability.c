@@ -42,7 +42,7 @@ fdl_status fdl_compare_key(const json_t *key_inputs, char *out, fdl_err *err) {
   st = fdl_sha256_buf(pre.data, pre.len, &d, err);
   fdl_buf_free(&pre);
   if (st != FDL_OK) return st;
-  char hex[65];
+  char hex[FDL_SHA256_HEX_BUF];
   fdl_sha256_hex(&d, hex);
   snprintf(out, FDL_COMPARE_KEY_LEN + 1, "cmp--%.16s", hex);
   return FDL_OK;

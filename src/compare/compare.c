@@ -26,12 +26,14 @@ void fdl_compare_result_free(fdl_compare_result *r) {
 
 static fdl_status check_opts(const fdl_compare_opts *o, fdl_err *err) {
   if (!o->reference || !o->candidate || !o->out_dir)
-    return fdl_fail(err, FDL_INVALID, "a reference, a candidate and --out are required");
+    return fdl_fail(err, FDL_INVALID,
+                    "a reference, a candidate and an output directory are required");
   if (!*o->reference || !*o->candidate || !*o->out_dir)
-    return fdl_fail(err, FDL_INVALID, "empty path for the reference, the candidate or --out");
+    return fdl_fail(err, FDL_INVALID,
+                    "empty path for the reference, the candidate or the output directory");
   if (o->seed > (uint64_t)INT64_MAX)
     return fdl_fail(err, FDL_INVALID,
-                    "--seed must be at most %lld (it is recorded as a JSON "
+                    "the seed must be at most %lld (it is recorded as a JSON "
                     "integer)",
                     (long long)INT64_MAX);
   if (o->created_utc && !fdl_utc_valid(o->created_utc))
@@ -39,11 +41,11 @@ static fdl_status check_opts(const fdl_compare_opts *o, fdl_err *err) {
                     "created_utc '%s' is not a real UTC time written YYYY-MM-DDTHH:MM:SSZ",
                     o->created_utc);
   if (o->bootstrap_samples == 1)
-    return fdl_fail(err, FDL_INVALID, "--bootstrap needs at least 2 resamples");
+    return fdl_fail(err, FDL_INVALID, "the bootstrap needs at least 2 resamples");
   /* A batch above the maximum is a compute refusal (bad_position_block), as in the reference,
    * not a usage error: see fdl_cmp_estimate_run. */
   if (o->threads > FDL_POOL_MAX_THREADS)
-    return fdl_fail(err, FDL_INVALID, "--threads must be at most %d", FDL_POOL_MAX_THREADS);
+    return fdl_fail(err, FDL_INVALID, "the thread count must be at most %d", FDL_POOL_MAX_THREADS);
   return FDL_OK;
 }
 
@@ -125,7 +127,7 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
   if ((s = fdl_cmp_stage_tokenwise(&z->st, &z->e, &tw, r, err)) != FDL_OK) return s;
   s = fdl_cmp_receipt_build(&z->a, &z->b, o, &z->f, &z->e, agreed, &tw, z->rc, r, err);
   if (s != FDL_OK) return s;
-  char code[32];
+  char code[FDL_COMPARE_CHECK_CODE_LEN];
   fdl_err ce = {FDL_OK, ""};
   if (fdl_compare_check_receipt(z->rc, code, &ce) != FDL_OK)
     return fdl_cmp_refuse(r, err, "receipt_invalid", "publish", CMP_REMEDY_BUG,
@@ -133,17 +135,19 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
   s = fdl_cmp_stage_commit(&z->st, z->rc, o->out_dir, &res->receipt_path, &res->tokenwise_path, r,
                            err);
   if (s != FDL_OK) return s;
-  res->exit_code = fdl_cmp_streq(fdl_cmp_jstr(z->rc, "comparability.class"), "strict") ? 0 : 2;
+  res->outcome = fdl_cmp_streq(fdl_cmp_jstr(z->rc, "comparability.class"), "strict")
+                     ? FDL_COMPARE_STRICT
+                     : FDL_COMPARE_ADVISORY;
   res->receipt = json_incref(z->rc);
   return FDL_OK;
 }
 
 fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *res, fdl_err *err) {
   memset(res, 0, sizeof *res);
-  res->exit_code = 3;
+  res->outcome = FDL_COMPARE_REFUSED;
   fdl_status s = check_opts(o, err);
   if (s != FDL_OK) {
-    res->exit_code = 4;
+    res->outcome = FDL_COMPARE_BAD_OPTS;
     snprintf(res->code, sizeof res->code, "usage");
     snprintf(res->gate, sizeof res->gate, "cli");
     return s;
@@ -162,13 +166,13 @@ fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *res, fdl_e
     snprintf(r.gate, sizeof r.gate, "cli");
     snprintf(r.remedy, sizeof r.remedy, "%s",
              s == FDL_NOMEM ? CMP_REMEDY_RESOURCES
-             : s == FDL_IO
-                 ? "check that both datasets are readable and the parent of --out is writable"
-                 : CMP_REMEDY_BUG);
+             : s == FDL_IO  ? "check that both datasets are readable and the parent of the output "
+                              "directory is writable"
+                            : CMP_REMEDY_BUG);
     s = FDL_REFUSED;
   }
   if (s == FDL_REFUSED) {
-    res->exit_code = 3;
+    res->outcome = FDL_COMPARE_REFUSED;
     memcpy(res->code, r.code, sizeof res->code);
     memcpy(res->gate, r.gate, sizeof res->gate);
     memcpy(res->remedy, r.remedy, sizeof res->remedy);

@@ -2,48 +2,24 @@
  * change a number (BLAS build and kernel, replay tile, CPU) or identify the tool are recorded;
  * the worker thread count is deliberately absent, because it never changes a number and a
  * receipt must be byte-identical whatever it was. */
-#include <cblas.h>
-#include <stdio.h>
-#include <string.h>
-
 #include "compare/cmp.h"
 
-static void cpu_model(char *out, size_t cap) {
-  snprintf(out, cap, "unknown");
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (!f) return;
-  char line[512];
-  while (fgets(line, sizeof line, f)) {
-    if (strncmp(line, "model name", 10)) continue;
-    const char *p = strchr(line, ':');
-    if (!p) break;
-    p++;
-    while (*p == ' ' || *p == '\t') p++;
-    size_t n = strcspn(p, "\r\n");
-    snprintf(out, cap, "%.*s", (int)n, p);
-    break;
-  }
-  fclose(f);
-}
-
+/* The BLAS and CPU facts come from num (fdl_num_blas_identity_get), which runs the sgemm; the
+ * replay tile text is compare's, as compare chooses the tiles. */
 json_t *fdl_cmp_env_replay(void) {
   json_t *o = json_object();
   if (!o) return NULL;
-  const char *cfg = openblas_get_config();
-  const char *core = openblas_get_corename();
-  char version[64] = "unknown", cpu[256];
-  if (cfg && !strncmp(cfg, "OpenBLAS ", 9)) {
-    size_t n = strcspn(cfg + 9, " ");
-    snprintf(version, sizeof version, "%.*s", (int)n, cfg + 9);
-  }
-  cpu_model(cpu, sizeof cpu);
+  fdl_num_blas_identity id;
+  fdl_num_blas_identity_get(&id);
   int bad =
-      fdl_cmp_set_str(o, "library", "openblas") | fdl_cmp_set_str(o, "blas_name", "openblas") |
-      fdl_cmp_set_str(o, "blas_version", version) | fdl_cmp_set_str(o, "blas_configuration", cfg) |
-      fdl_cmp_set_str(o, "blas_core", core) | fdl_cmp_set_int(o, "blas_threads", 1) |
+      fdl_cmp_set_str(o, "library", id.library) | fdl_cmp_set_str(o, "blas_name", id.library) |
+      fdl_cmp_set_str(o, "blas_version", id.version) |
+      fdl_cmp_set_str(o, "blas_configuration", id.configuration) |
+      fdl_cmp_set_str(o, "blas_core", id.core) | fdl_cmp_set_int(o, "blas_threads", 1) |
       fdl_cmp_set_str(o, "blas_threads_source",
                       "openblas_set_num_threads(1): one single-threaded cblas_sgemm per tile") |
-      fdl_cmp_set_str(o, "cpu_model", cpu) | fdl_cmp_set_str(o, "replay_dtype", "float32") |
+      fdl_cmp_set_str(o, "cpu_model", id.cpu_model) |
+      fdl_cmp_set_str(o, "replay_dtype", "float32") |
       fdl_cmp_set_str(o, "tile",
                       "position_block x vocab_chunk logits per sgemm, both fixed by the arithmetic "
                       "contract; blocks start at multiples of position_block rows of each "

@@ -98,7 +98,7 @@ static fdl_status open_side(const plan *p, int i, size_t ctx, rec_open *ro, cmp_
     st = fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
                         "%s record %lld (%s): tensor key '%s' is absent", s->who, idx, path,
                         rec->key ? rec->key : "");
-  else if (!fdl_cmp_dtype_widenable(t->dtype))
+  else if (!fdl_tensor_widenable(t->dtype))
     st = fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
                         "%s record %lld (%s): dtype %s is not read by the float32 estimator "
                         "(BF16, F16 or F32 expected)",
@@ -252,7 +252,7 @@ typedef struct {
   fdl_num_ctx *ctx;
   fdl_pool pool;
   cmp_estimate *e;
-  double abs_c; /* Neumaier compensation of e->abs_err_sum */
+  fdl_num_neumaier abs_err; /* e->abs_err_sum, compensated; the value is taken at the end */
   uint64_t done;
 } runner;
 
@@ -328,12 +328,7 @@ static fdl_status flush(runner *rn, window *w, cmp_refusal *r, fdl_err *err) {
   /* Reductions in row order, so they are independent of the window size. */
   for (size_t i = 0; i < w->rows_used; i++) {
     e->top1_matches += w->top1[i];
-    double x = w->abs_sum[i], t = e->abs_err_sum + x;
-    if (fabs(e->abs_err_sum) >= fabs(x))
-      rn->abs_c += (e->abs_err_sum - t) + x;
-    else
-      rn->abs_c += (x - t) + e->abs_err_sum;
-    e->abs_err_sum = t;
+    fdl_num_neumaier_add(&rn->abs_err, w->abs_sum[i]);
     if (w->abs_max[i] > e->abs_err_max) e->abs_err_max = w->abs_max[i];
   }
   rn->done += w->rows_used;
@@ -395,11 +390,15 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
                                 cmp_findings *f, const cmp_heads *h, bool want_js, cmp_estimate *e,
                                 cmp_refusal *r, fdl_err *err) {
   size_t batch = o->position_block ? o->position_block : FDL_COMPARE_POSITION_BLOCK_DEFAULT;
-  if (batch > FDL_COMPARE_POSITION_BLOCK_MAX)
-    return fdl_cmp_refuse(r, err, "bad_position_block", "compute",
-                          "a batch of 1 to 4096 positions (it never changes a number)",
+  /* The remedy states the limit from its constant, so text and check cannot drift apart. */
+  char remedy[FDL_COMPARE_REMEDY_LEN];
+  if (batch > FDL_COMPARE_POSITION_BLOCK_MAX) {
+    snprintf(remedy, sizeof remedy, "a batch of 1 to %d positions (it never changes a number)",
+             FDL_COMPARE_POSITION_BLOCK_MAX);
+    return fdl_cmp_refuse(r, err, "bad_position_block", "compute", remedy,
                           "a batch of %zu positions is above %d", batch,
                           FDL_COMPARE_POSITION_BLOCK_MAX);
+  }
   e->kl = fdl_calloc(e->n_rows ? e->n_rows : 1, sizeof *e->kl);
   if (want_js) e->js = fdl_calloc(e->n_rows ? e->n_rows : 1, sizeof *e->js);
   e->read[0] = fdl_calloc(a->ds.n_records + 1, sizeof *e->read[0]);
@@ -437,7 +436,7 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
     s = run_all(&rn, &w, &p, r, err);
     window_free(&w);
   }
-  if (s == FDL_OK && rn.abs_c != 0.0 && isfinite(rn.abs_c)) e->abs_err_sum += rn.abs_c;
+  if (s == FDL_OK) e->abs_err_sum = fdl_num_neumaier_value(&rn.abs_err);
   fdl_pool_free(&rn.pool);
   fdl_num_ctx_free(rn.ctx);
   return s;

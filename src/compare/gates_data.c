@@ -42,8 +42,8 @@ fdl_status fdl_cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
         f->n_shared, na, nb);
     if (s != FDL_OK) return s;
   }
-  f->covers_full_panel = json_is_true(fdl_cmp_jget(a->ds.manifest, "coverage.complete")) &&
-                         json_is_true(fdl_cmp_jget(b->ds.manifest, "coverage.complete")) &&
+  f->covers_full_panel = json_is_true(fdl_json_get_path(a->ds.manifest, "coverage.complete")) &&
+                         json_is_true(fdl_json_get_path(b->ds.manifest, "coverage.complete")) &&
                          !f->sets_differ;
   if (!f->covers_full_panel && !f->sets_differ) {
     s = fdl_cmp_disclose(
@@ -80,8 +80,8 @@ static bool scheme_declared(const json_t *qc) {
 }
 
 static bool activation_quantized(const json_t *wd) {
-  return scheme_declared(fdl_cmp_jget(wd, "quantization_config")) ||
-         scheme_declared(fdl_cmp_jget(wd, "mixed_fp8.quantization_config")) ||
+  return scheme_declared(fdl_json_get_path(wd, "quantization_config")) ||
+         scheme_declared(fdl_json_get_path(wd, "mixed_fp8.quantization_config")) ||
          fdl_cmp_jtruthy(wd, "activation_quantization");
 }
 
@@ -97,7 +97,7 @@ static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_co
   const char *method[2];
   char recon[1024] = "", act[160] = "";
   for (int i = 0; i < 2; i++) {
-    const json_t *v = fdl_cmp_jget(sides[i]->ds.runtime, "capture_tool.weights_decode");
+    const json_t *v = fdl_json_get_path(sides[i]->ds.runtime, "capture_tool.weights_decode");
     wd[i] = json_is_object(v) ? v : NULL;
     method[i] = wd[i] && fdl_cmp_jstr(wd[i], "method") ? fdl_cmp_jstr(wd[i], "method") : "none";
     /* The reference's wording, one sentence group per reconstructed side, joined by a space. */
@@ -137,7 +137,7 @@ fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b,
   const cmp_side *sides[2] = {a, b};
   char lossy[64] = "";
   for (int i = 0; i < 2; i++) {
-    const json_t *lc = fdl_cmp_jget(sides[i]->ds.manifest, "capture.lossy_codec");
+    const json_t *lc = fdl_json_get_path(sides[i]->ds.manifest, "capture.lossy_codec");
     if (lc && !json_is_null(lc))
       snprintf(lossy + strlen(lossy), sizeof lossy - strlen(lossy), "%s%s", *lossy ? ", " : "",
                sides[i]->who);
@@ -152,7 +152,8 @@ fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b,
     if (s != FDL_OK) return s;
   }
   for (int i = 0; i < 2; i++) {
-    if (!json_is_false(fdl_cmp_jget(sides[i]->ds.manifest, "capture.dtype_lossless"))) continue;
+    if (!json_is_false(fdl_json_get_path(sides[i]->ds.manifest, "capture.dtype_lossless")))
+      continue;
     f->advisory = true;
     s = fdl_cmp_disclose(f, "quantized_capture_dtype", "caveat", 1, err,
                          "FORM-1: the %s capture's stored dtype (%s) is narrower than the value's "

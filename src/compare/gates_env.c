@@ -43,7 +43,7 @@ fdl_status fdl_cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const f
   const json_t *sfa = json_object_get(a->ds.runtime, "source_files");
   const json_t *sfb = json_object_get(b->ds.runtime, "source_files");
   bool same_sources = json_is_object(sfa) && json_is_object(sfb) && json_object_size(sfa) &&
-                      json_object_size(sfb) && fdl_cmp_py_equal(sfa, sfb);
+                      json_object_size(sfb) && fdl_py_equal(sfa, sfb);
   const char *lia = fdl_cmp_jstr(ma, "runtime.lane_identity_sha256");
   const char *lib = fdl_cmp_jstr(mb, "runtime.lane_identity_sha256");
   const char *sfpa = fdl_cmp_jstr(ma, "runtime.stack_fingerprint_sha256");

@@ -14,8 +14,8 @@ fdl_status fdl_cmp_gate_provenance(const cmp_side *a, const cmp_side *b, cmp_fin
   char names[64] = "";
   for (int i = 0; i < 2; i++) {
     const json_t *m = sides[i]->ds.manifest;
-    const json_t *pv = fdl_cmp_jget(m, "preview");
-    bool preview = json_is_true(fdl_cmp_jget(m, "not_submittable")) ||
+    const json_t *pv = fdl_json_get_path(m, "preview");
+    bool preview = json_is_true(fdl_json_get_path(m, "not_submittable")) ||
                    (json_is_object(pv) && json_object_size(pv) > 0);
     if (!preview) continue;
     snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", *names ? " and " : "",
@@ -44,7 +44,7 @@ static unsigned tokenizer_differs(const json_t *ta, const json_t *tb) {
     const json_t *va = json_object_get(ta, TOKENIZER_FIELDS[i]);
     const json_t *vb = json_object_get(tb, TOKENIZER_FIELDS[i]);
     if (!va || !vb || json_is_null(va) || json_is_null(vb)) continue;
-    if (!fdl_cmp_py_equal(va, vb)) bits |= 1u << i;
+    if (!fdl_py_equal(va, vb)) bits |= 1u << i;
   }
   return bits;
 }
@@ -90,22 +90,23 @@ fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings
                           "panel.suite_token_hash_sha256 differs: reference %s, candidate %s; the "
                           "two captures were not made over the same token panel",
                           fdl_cmp_empty(ha) ? "(absent)" : ha, fdl_cmp_empty(hb) ? "(absent)" : hb);
-  const json_t *swa = fdl_cmp_jget(ma, "panel.scoring_window");
-  const json_t *swb = fdl_cmp_jget(mb, "panel.scoring_window");
-  if (!swa || !swb || !fdl_cmp_py_equal(swa, swb))
+  const json_t *swa = fdl_json_get_path(ma, "panel.scoring_window");
+  const json_t *swb = fdl_json_get_path(mb, "panel.scoring_window");
+  if (!swa || !swb || !fdl_py_equal(swa, swb))
     return fdl_cmp_refuse(r, err, "panel_mismatch", "panel", CMP_NO_OVERRIDE_PANEL,
                           "panel.scoring_window differs between the sides (every key is compared, "
                           "including the policy text and dropped_positions_total): a different "
                           "scoring window is a different panel");
-  const json_t *ta = fdl_cmp_jget(ma, "panel.tokenizer"), *tb = fdl_cmp_jget(mb, "panel.tokenizer");
+  const json_t *ta = fdl_json_get_path(ma, "panel.tokenizer"),
+               *tb = fdl_json_get_path(mb, "panel.tokenizer");
   unsigned diff = tokenizer_differs(ta, tb);
   if (diff) {
     size_t first = 0;
     while (!(diff & (1u << first))) first++;
     const char *field = TOKENIZER_FIELDS[first];
-    char va[256], vb[256], remedy[640];
-    fdl_cmp_py_str(json_object_get(ta, field), va, sizeof va);
-    fdl_cmp_py_str(json_object_get(tb, field), vb, sizeof vb);
+    char va[256], vb[256], remedy[FDL_COMPARE_REMEDY_LEN];
+    fdl_py_str(json_object_get(ta, field), va, sizeof va);
+    fdl_py_str(json_object_get(tb, field), vb, sizeof vb);
     if ((diff & ~3u) == 0) /* only id and/or repository */
       snprintf(remedy, sizeof remedy,
                "none (no override); if both sides really used the same tokenizer, recapture the "

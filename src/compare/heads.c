@@ -39,7 +39,7 @@ static fdl_status load_one(const char *path, const cmp_side *owner, const char *
                        fdl_cmp_empty(key) ? "" : key, fdl_cmp_empty(key) ? "" : ", ");
     goto done;
   }
-  if (!fdl_cmp_dtype_widenable(t->dtype)) {
+  if (!fdl_tensor_widenable(t->dtype)) {
     s = fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
                        "head payload %s tensor '%s' has dtype %s; BF16, F16 or F32 expected", path,
                        t->name, fdl_dtype_name(t->dtype));

@@ -55,9 +55,9 @@ static json_t *side_block(const cmp_side *s) {
 
 static json_t *panel_block(const cmp_side *a, const cmp_side *b, const cmp_findings *f,
                            const cmp_estimate *e) {
-  const json_t *pa = fdl_cmp_jget(a->ds.manifest, "panel");
-  const json_t *ta = fdl_cmp_jget(pa, "tokenizer"),
-               *tb = fdl_cmp_jget(b->ds.manifest, "panel.tokenizer");
+  const json_t *pa = fdl_json_get_path(a->ds.manifest, "panel");
+  const json_t *ta = fdl_json_get_path(pa, "tokenizer"),
+               *tb = fdl_json_get_path(b->ds.manifest, "panel.tokenizer");
   json_t *o = json_object();
   if (!o) return NULL;
   int bad =
@@ -289,7 +289,7 @@ fdl_status fdl_cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl
   if (s != FDL_OK) return s;
   char when[32];
   utc_now(o, when);
-  double mean = json_real_value(fdl_cmp_jget(rc, "kl.mean"));
+  double mean = json_real_value(fdl_json_get_path(rc, "kl.mean"));
   json_t *tok = json_object();
   int bad = !tok || fdl_cmp_set_str(tok, "path", FDL_COMPARE_TOKENWISE_NAME) |
                         fdl_cmp_set_int(tok, "bytes", (int64_t)tw->bytes) |
@@ -301,7 +301,7 @@ fdl_status fdl_cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl
                       comparator_block(a, b, f, e),
                       estimator_block(a, b, f, e),
                       determinism_block(a, b, mean),
-                      scope_block(f, e, fdl_cmp_jget(rc, "per_context")),
+                      scope_block(f, e, fdl_json_get_path(rc, "per_context")),
                       comparability,
                       tok,
                       self_compare_block(f, force_agreed, tw),

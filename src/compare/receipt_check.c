@@ -10,7 +10,7 @@
 #include "compare/cmp.h"
 
 static fdl_status bad(char *code, const char *c, fdl_err *err, const char *msg, const char *what) {
-  snprintf(code, 32, "%s", c);
+  snprintf(code, FDL_COMPARE_CHECK_CODE_LEN, "%s", c);
   return fdl_fail(err, FDL_MISMATCH, "%s%s", msg, what ? what : "");
 }
 
@@ -25,10 +25,7 @@ static const char *const GATES[] = {"seal",  "form",     "panel",    "head", "la
                                     "stack", "geometry", "coverage", "lossy"};
 
 static bool is_hex64(const json_t *v) {
-  if (!json_is_string(v) || json_string_length(v) != 64) return false;
-  for (const char *p = json_string_value(v); *p; p++)
-    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return false;
-  return true;
+  return json_is_string(v) && fdl_sha256_hex_ok(json_string_value(v), json_string_length(v));
 }
 
 /* A float +0.0 exactly (not an int 0, not -0.0). */
@@ -49,7 +46,7 @@ static fdl_status structure(const json_t *rc, char *code, fdl_err *err) {
     return bad(code, "schema_invalid", err, "comparison_kind is not one of the three kinds", NULL);
   const json_t *gates = json_object_get(rc, "gates");
   for (size_t i = 0; i < sizeof GATES / sizeof *GATES; i++)
-    if (!json_is_boolean(fdl_cmp_jget(json_object_get(gates, GATES[i]), "passed")))
+    if (!json_is_boolean(fdl_json_get_path(json_object_get(gates, GATES[i]), "passed")))
       return bad(code, "schema_invalid", err,
                  "gate missing or without a boolean passed: ", GATES[i]);
   const char *k;
@@ -61,9 +58,9 @@ static fdl_status structure(const json_t *rc, char *code, fdl_err *err) {
   }
   static const char *const stats[] = {"mean", "median", "p95", "p99", "p99_9", "max"};
   for (size_t i = 0; i < 6; i++)
-    if (!json_is_number(fdl_cmp_jget(json_object_get(rc, "kl"), stats[i])))
+    if (!json_is_number(fdl_json_get_path(json_object_get(rc, "kl"), stats[i])))
       return bad(code, "schema_invalid", err, "kl statistic missing or not a number: ", stats[i]);
-  const json_t *value = fdl_cmp_jget(rc, "metric.value");
+  const json_t *value = fdl_json_get_path(rc, "metric.value");
   if (!json_is_number(value) || json_number_value(value) < -1e-9)
     return bad(code, "schema_invalid", err, "metric.value must be a number >= -1e-9", NULL);
   const json_t *disc = json_object_get(rc, "disclosures");
@@ -77,7 +74,7 @@ static fdl_status structure(const json_t *rc, char *code, fdl_err *err) {
       return bad(code, "schema_invalid", err,
                  "side block lacks a 64-hex dataset_sha256 or capture_content_digest: ", sides[i]);
   }
-  const json_t *sp = fdl_cmp_jget(rc, "measurement_scope.scored_positions");
+  const json_t *sp = fdl_json_get_path(rc, "measurement_scope.scored_positions");
   if (!json_is_integer(sp) || json_integer_value(sp) < 1)
     return bad(code, "schema_invalid", err, "measurement_scope.scored_positions must be >= 1",
                NULL);
@@ -88,7 +85,7 @@ static fdl_status conditionals(const json_t *rc, char *code, fdl_err *err) {
   const char *kind = fdl_cmp_jstr(rc, "comparison_kind");
   const json_t *sc = json_object_get(rc, "self_compare");
   if (!strcmp(kind, "reproduction_confirmation")) {
-    if (!exact_zero(fdl_cmp_jget(rc, "metric.value")))
+    if (!exact_zero(fdl_json_get_path(rc, "metric.value")))
       return bad(code, "self_compare_invalid", err, "SC-1: metric.value must be exactly 0.0", NULL);
     const json_t *t1 = json_object_get(rc, "top1_agreement");
     if (!json_is_real(t1) || json_real_value(t1) != 1.0)
@@ -100,20 +97,21 @@ static fdl_status conditionals(const json_t *rc, char *code, fdl_err *err) {
       if (!exact_zero(v))
         return bad(code, "self_compare_invalid", err, "SC-1: every kl value must be +0.0: ", k);
     }
-    if (!json_is_true(fdl_cmp_jget(sc, "capture_content_digest_equal")) ||
-        !json_is_true(fdl_cmp_jget(sc, "asserted_exact_zero")))
+    if (!json_is_true(fdl_json_get_path(sc, "capture_content_digest_equal")) ||
+        !json_is_true(fdl_json_get_path(sc, "asserted_exact_zero")))
       return bad(code, "self_compare_invalid", err,
                  "SC-1: self_compare must assert equal capture digests and an exact zero", NULL);
   }
   if (!strcmp(kind, "run_to_run_floor")) {
-    if (!json_is_object(sc) || !json_is_false(fdl_cmp_jget(sc, "capture_content_digest_equal")) ||
-        !json_is_true(fdl_cmp_jget(sc, "weights_identity_equal")))
+    if (!json_is_object(sc) ||
+        !json_is_false(fdl_json_get_path(sc, "capture_content_digest_equal")) ||
+        !json_is_true(fdl_json_get_path(sc, "weights_identity_equal")))
       return bad(code, "self_compare_invalid", err,
                  "SC-2: a run-to-run floor needs different capture digests and equal weights "
                  "identity",
                  NULL);
   }
-  if (strcmp(kind, "measurement") && json_is_true(fdl_cmp_jget(rc, "submission.emitted")))
+  if (strcmp(kind, "measurement") && json_is_true(fdl_json_get_path(rc, "submission.emitted")))
     return bad(code, "not_submittable", err, "SC-3: only a measurement may be submitted", NULL);
   const json_t *cmpb = json_object_get(rc, "comparability");
   const char *cls = fdl_cmp_jstr(cmpb, "class");
@@ -130,7 +128,7 @@ static fdl_status conditionals(const json_t *rc, char *code, fdl_err *err) {
     return bad(code, "bias_invalid", err,
                "BIAS-001: a cross_stack receipt needs a bias block and the advisory class", NULL);
   if (fdl_cmp_streq(fdl_cmp_jstr(rc, "estimator.head_policy"), "shared_reference_head") &&
-      !is_hex64(fdl_cmp_jget(rc, "comparator.head_applied_tensor_content_sha256")))
+      !is_hex64(fdl_json_get_path(rc, "comparator.head_applied_tensor_content_sha256")))
     return bad(code, "schema_invalid", err,
                "shared_reference_head needs a 64-hex comparator.head_applied_tensor_content_sha256",
                NULL);

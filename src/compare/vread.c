@@ -92,7 +92,7 @@ fdl_status fdl_cmp_vread_rows(cmp_vread *v, size_t first, size_t n, float *out, 
     s = feed(v, copy, m * es, err);
     if (s == FDL_OK && copy == buf) {
       view.data = buf;
-      fdl_cmp_widen(&view, 0, m, out + k);
+      fdl_tensor_widen_f32(&view, 0, m, out + k);
     }
   }
   return s;

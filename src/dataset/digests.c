@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/order.h"
 #include "dataset/ds_internal.h"
 #include "fidelis/json.h"
 #include "base/sys.h"
@@ -60,7 +61,7 @@ fdl_status fdl_ds_suite_token_hash(const char *const *hexes, size_t n, bool lega
 
 static int cmp_item(const void *a, const void *b) {
   const fdl_ds_content_item *x = a, *y = b;
-  return (x->index > y->index) - (x->index < y->index);
+  return fdl_order_cmp_i64(x->index, y->index);
 }
 
 fdl_status fdl_ds_capture_content_digest(const fdl_ds_content_item *items, size_t n, char *hex,
@@ -92,10 +93,6 @@ fdl_status fdl_ds_capture_content_digest(const fdl_ds_content_item *items, size_
 }
 
 /* ---- scope digest ------------------------------------------------------------------------ */
-
-static int cmp_cstr(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 fdl_status fdl_ds_scope_digest(const json_t *scope, fdl_buf *out, fdl_err *err) {
   const json_t *assign = fdl_ds_arr(scope, "assignments");
@@ -148,7 +145,7 @@ fdl_status fdl_ds_scope_digest(const json_t *scope, fdl_buf *out, fdl_err *err) 
     segs[i] = fdl_buf_take(&seg, NULL);
   }
   if (s == FDL_OK) {
-    qsort(segs, n, sizeof *segs, cmp_cstr);
+    qsort(segs, n, sizeof *segs, fdl_order_cstr);
     for (size_t i = 0; i < n; i++) {
       if (i) fdl_buf_putc(out, '|');
       fdl_buf_puts(out, segs[i]);

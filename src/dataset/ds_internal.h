@@ -17,6 +17,7 @@
 #include "fidelis/digest.h"
 #include "fidelis/status.h"
 #include "fidelis/tensor.h"
+#include "json/py.h"
 
 #define DS_HEX_LEN FDL_SHA256_HEX_LEN
 /* Largest relative path a dataset may name (the checksums parser has its own, similar bound). */
@@ -27,6 +28,9 @@
 #define DS_MAX_FILES ((size_t)1 << 24)
 /* Largest small file (token list, mask, README) read whole. */
 #define DS_MAX_SMALL_FILE ((size_t)64 << 20)
+/* Largest checksums.txt read: some ten million lines of about 100 bytes, far above any real
+ * dataset, while a runaway file is refused before it exhausts memory. */
+#define DS_MAX_CHECKSUMS_BYTES ((size_t)1 << 30)
 
 /* ---- rooted file access ------------------------------------------------------------------ */
 
@@ -75,17 +79,11 @@ bool fdl_ds_is_credential(const char *rel);
 const char *fdl_ds_str(const json_t *o, const char *key);
 /* True (and *v set) when o[key] is a JSON integer. */
 bool fdl_ds_int(const json_t *o, const char *key, int64_t *v);
-/* Python truthiness of a value (NULL, null, false, 0, 0.0, "", [], {} are false). */
-bool fdl_ds_truthy(const json_t *v);
 /* o[key] when it is an object / array, else NULL. */
 json_t *fdl_ds_obj(const json_t *o, const char *key);
 json_t *fdl_ds_arr(const json_t *o, const char *key);
-/* Python ==: numbers compare by value across int/float; other values structurally. */
-bool fdl_ds_py_equal(const json_t *a, const json_t *b);
-/* A short printable rendering of a value for messages ("'abc'", "12", "null", "None"). */
-void fdl_ds_repr(const json_t *v, char *out, size_t cap);
-/* True for exactly 64 lowercase hex digits. */
-bool fdl_ds_is_hex64(const char *s);
+/* Python's truthiness, == and repr() are fdl_py_truthy, fdl_py_equal and fdl_py_repr
+ * (json/py.h, included above), the same rules compare uses. */
 
 /* ---- paths ------------------------------------------------------------------------------- */
 

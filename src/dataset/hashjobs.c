@@ -79,14 +79,8 @@ static void scan(ds_hash_job *j, const uint8_t *p, size_t n) {
   j->carry_n_ = n - whole * es;
 }
 
-/* Feeds ctx (and the scan of job j, when given) the part of chunk [pos, pos+n) that lies inside
- * [lo, hi). */
-static fdl_status feed(fdl_sha256_ctx *ctx, ds_hash_job *j, const uint8_t *buf, uint64_t pos,
-                       size_t n, uint64_t lo, uint64_t hi, fdl_err *err) {
-  uint64_t a = pos > lo ? pos : lo, b = pos + n < hi ? pos + n : hi;
-  if (a >= b) return FDL_OK;
-  if (j) scan(j, buf + (a - pos), (size_t)(b - a));
-  return fdl_sha256_update(ctx, buf + (a - pos), (size_t)(b - a), err);
+static void see_scan(void *arg, const uint8_t *p, size_t n) {
+  scan(arg, p, n);
 }
 
 static void run_one(int rootfd, ds_hash_job *j, uint8_t *buf, fdl_sha256_ctx *ctx,
@@ -126,21 +120,16 @@ static void run_one(int rootfd, ds_hash_job *j, uint8_t *buf, fdl_sha256_ctx *ct
     if (end2 > hi) hi = end2;
   }
   (void)posix_fadvise(fd, (off_t)lo, (off_t)(hi - lo), POSIX_FADV_SEQUENTIAL);
-  uint64_t pos = lo;
-  fdl_status s = FDL_OK;
-  while (pos < hi && s == FDL_OK) {
-    size_t want = hi - pos < DS_HASH_CHUNK ? (size_t)(hi - pos) : DS_HASH_CHUNK;
-    ssize_t r = fdl_sys_pread(fd, buf, want, (off_t)pos);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      s = FDL_IO;
-      job_fail(j, FDL_IO, r < 0 ? strerror(errno) : "file shrank while being hashed");
-      break;
-    }
-    s = feed(ctx, NULL, buf, pos, (size_t)r, j->offset, end1, &err);
-    if (s == FDL_OK && j->has2) s = feed(ctx2, j, buf, pos, (size_t)r, j->offset2, end2, &err);
-    if (s != FDL_OK) job_fail(j, s, err.msg);
-    pos += (uint64_t)r;
+  const fdl_sha256_span spans[2] = {{j->offset, end1 - j->offset, ctx, NULL, NULL},
+                                    {j->offset2, end2 - j->offset2, ctx2, see_scan, j}};
+  uint64_t got = 0;
+  fdl_status s = fdl_sha256_fd_spans(fd, j->rel, lo, hi, spans, j->has2 ? 2 : 1, buf, DS_HASH_CHUNK,
+                                     &got, &err);
+  if (s != FDL_OK) {
+    job_fail(j, s, err.msg);
+  } else if (got != hi - lo) {
+    s = FDL_IO;
+    job_fail(j, FDL_IO, "file shrank while being hashed");
   }
   close(fd);
   fdl_sha256 d, d2;

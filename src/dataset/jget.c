@@ -1,9 +1,8 @@
 /* jget.c - reading manifest values the way the reference validator reads them.
  *
- * The reference is Python: a missing key reads as None, `if x:` is truthiness, and `==` compares
- * 63 and 63.0 as equal. The validator's verdicts depend on those semantics, so they live here
- * once. Also: the fidelity seal recipe over jansson documents, path joins, and the scored-row
- * rule shared by pack and validate. */
+ * Typed getters for one key; Python's truthiness, == and repr() are the JSON layer's
+ * (json/py.h), shared with compare. Also: the fidelity seal recipe over jansson documents, path
+ * joins, and the scored-row rule shared by pack and validate. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,68 +31,6 @@ json_t *fdl_ds_obj(const json_t *o, const char *key) {
 json_t *fdl_ds_arr(const json_t *o, const char *key) {
   json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
   return json_is_array(v) ? v : NULL;
-}
-
-bool fdl_ds_truthy(const json_t *v) {
-  if (!v) return false;
-  switch (json_typeof(v)) {
-  case JSON_NULL:
-  case JSON_FALSE:
-    return false;
-  case JSON_TRUE:
-    return true;
-  case JSON_INTEGER:
-    return json_integer_value(v) != 0;
-  case JSON_REAL:
-    return json_real_value(v) != 0.0;
-  case JSON_STRING:
-    return json_string_length(v) != 0;
-  case JSON_ARRAY:
-    return json_array_size(v) != 0;
-  case JSON_OBJECT:
-    return json_object_size(v) != 0;
-  }
-  return false;
-}
-
-bool fdl_ds_py_equal(const json_t *a, const json_t *b) {
-  if (!a || !b) return !a && !b;
-  if (json_is_number(a) && json_is_number(b)) {
-    if (json_is_integer(a) && json_is_integer(b))
-      return json_integer_value(a) == json_integer_value(b);
-    return json_number_value(a) == json_number_value(b);
-  }
-  return json_equal((json_t *)a, (json_t *)b) != 0;
-}
-
-void fdl_ds_repr(const json_t *v, char *out, size_t cap) {
-  if (!cap) return;
-  if (!v) {
-    snprintf(out, cap, "None");
-    return;
-  }
-  if (json_is_string(v)) {
-    snprintf(out, cap, "'%.*s'", (int)(cap > 8 ? cap - 8 : 0), json_string_value(v));
-    return;
-  }
-  fdl_buf b;
-  fdl_buf_init(&b, 4096);
-  if (fdl_json_dump(v, 0, &b, NULL) != FDL_OK || !b.data) {
-    snprintf(out, cap, "<value>");
-  } else {
-    snprintf(out, cap, "%.*s%s", (int)(cap > 8 ? cap - 8 : 0), b.data,
-             b.len + 8 > cap ? "..." : "");
-  }
-  fdl_buf_free(&b);
-}
-
-bool fdl_ds_is_hex64(const char *s) {
-  if (!s) return false;
-  size_t i = 0;
-  for (; s[i]; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')) || i >= DS_HEX_LEN)
-      return false;
-  return i == DS_HEX_LEN;
 }
 
 /* ---- paths ------------------------------------------------------------------------------- */
@@ -146,7 +83,7 @@ fdl_status fdl_ds_seal_ok(const json_t *doc, const char *field, bool *ok, bool *
   const json_t *v = json_object_get(doc, field);
   *present = json_is_string(v);
   if (!*present) return FDL_OK;
-  char computed[80];
+  char computed[FDL_SEAL_BUF];
   fdl_status s = fdl_seal_compute(doc, FDL_SEAL_FIDELITY_BLANK, field, computed, err);
   if (s != FDL_OK) return s;
   *ok = !strcmp(computed, json_string_value(v)) &&

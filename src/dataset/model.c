@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/order.h"
 #include "dataset/ds_internal.h"
 #include "base/sys.h"
 
@@ -29,14 +30,13 @@ static json_t *load_opt(int rootfd, const char *rel) {
 }
 
 static int cmp_capture(const void *a, const void *b) {
-  int64_t x = ((const fdl_ds_capture_record *)a)->index,
-          y = ((const fdl_ds_capture_record *)b)->index;
-  return (x > y) - (x < y);
+  return fdl_order_cmp_i64(((const fdl_ds_capture_record *)a)->index,
+                           ((const fdl_ds_capture_record *)b)->index);
 }
 
 static int cmp_panel(const void *a, const void *b) {
-  int64_t x = ((const fdl_ds_panel_record *)a)->index, y = ((const fdl_ds_panel_record *)b)->index;
-  return (x > y) - (x < y);
+  return fdl_order_cmp_i64(((const fdl_ds_panel_record *)a)->index,
+                           ((const fdl_ds_panel_record *)b)->index);
 }
 
 static fdl_status capture_views(fdl_dataset *ds, fdl_err *err) {

@@ -37,14 +37,12 @@ fdl_status fdl_pk_mkdir(const pk_ctx *c, const char *rel, fdl_err *err) {
 
 static void created_now(pk_ctx *c) {
   if (c->created[0]) return;
-  /* SOURCE_DATE_EPOCH makes a re-pack of the same inputs byte-identical. */
-  const char *sde = getenv("SOURCE_DATE_EPOCH");
-  time_t t = time(NULL);
-  if (sde && *sde) {
-    char *end;
-    long long v = strtoll(sde, &end, 10);
-    if (!*end && v >= 0) t = (time_t)v;
+  /* A fixed time from the caller makes a re-pack of the same inputs byte-identical. */
+  if (c->o->created_utc && *c->o->created_utc) {
+    snprintf(c->created, sizeof c->created, "%s", c->o->created_utc);
+    return;
   }
+  time_t t = time(NULL);
   struct tm tm;
   gmtime_r(&t, &tm);
   strftime(c->created, sizeof c->created, "%Y-%m-%dT%H:%M:%SZ", &tm);

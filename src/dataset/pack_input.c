@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/order.h"
 #include "dataset/pack.h"
 #include "fidelis/utc.h"
 #include "fidelis/file.h"
@@ -53,7 +54,8 @@ static fdl_status only_keys(pk_ctx *c, const json_t *o, const char *where,
   json_object_foreach((json_t *)o, key, v) {
     if (!in_list(key, allowed))
       return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
-                           "meta %s: unknown key '%s' (see fidelis pack --help)", where, key);
+                           "meta %s: unknown key '%s' (docs/PACK.md lists the meta keys)", where,
+                           key);
   }
   return FDL_OK;
 }
@@ -371,8 +373,7 @@ static fdl_status parse_line(pk_ctx *c, pk_record *r, size_t lineno, fdl_err *er
 }
 
 static int cmp_rec(const void *a, const void *b) {
-  int64_t x = ((const pk_record *)a)->index, y = ((const pk_record *)b)->index;
-  return (x > y) - (x < y);
+  return fdl_order_cmp_i64(((const pk_record *)a)->index, ((const pk_record *)b)->index);
 }
 
 fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *err) {

@@ -229,7 +229,7 @@ fdl_status fdl_pk_pack_record(pk_ctx *c, pk_record *r, fdl_err *err) {
     if (c->o->allow_partial) return FDL_OK;
     return fdl_pk_refuse(c, err, "missing_file", FDL_REFUSED,
                          "record %" PRId64 ": no %04" PRId64 ".safetensors or %04" PRId64
-                         ".npy in %s (pass --allow-partial to pack a subset)",
+                         ".npy in %s (a partial pack may leave records out)",
                          r->index, r->index, r->index, c->o->tensor_dir);
   }
   bool hidden = !strcmp(c->form, "hidden");
@@ -323,18 +323,18 @@ static fdl_status declared_head(pk_ctx *c, fdl_err *err) {
   bool hidden = !strcmp(c->form, "hidden");
   if (!strcmp(c->role, "root"))
     return fdl_pk_refuse(c, err, "head_mismatch", FDL_REFUSED,
-                         "role root ships its head (HEAD-6): pass --head FILE");
-  if (hidden && !(content && fdl_ds_is_hex64(content)))
+                         "role root ships its head (HEAD-6): give its head file");
+  if (hidden && !(content && fdl_sha256_hex_ok(content, strlen(content))))
     return fdl_pk_refuse(c, err, "head_mismatch", FDL_REFUSED,
-                         "a hidden-form dataset needs its head's content digest (HEAD-4): pass "
-                         "--head FILE, or give meta head.tensor_content_sha256 with head.shape and "
+                         "a hidden-form dataset needs its head's content digest (HEAD-4): give "
+                         "the head file, or meta head.tensor_content_sha256 with head.shape and "
                          "head.dtype");
   if (!shape || json_array_size(shape) != 2 || !json_is_integer(json_array_get(shape, 0)) ||
       !json_is_integer(json_array_get(shape, 1)) || !dtype ||
       (strcmp(dtype, "BF16") && strcmp(dtype, "F16") && strcmp(dtype, "F32")))
     return fdl_pk_refuse(
         c, err, "bad_input", FDL_INVALID,
-        "without --head, meta head.shape [vocab, hidden] and head.dtype (BF16, F16 "
+        "without a head file, meta head.shape [vocab, hidden] and head.dtype (BF16, F16 "
         "or F32) describe the head the capture used");
   c->head.present = false;
   c->head.shape[0] = (int64_t)json_integer_value(json_array_get(shape, 0));
@@ -353,7 +353,7 @@ fdl_status fdl_pk_pack_head(pk_ctx *c, fdl_err *err) {
   if (fdl_ds_str(fdl_ds_obj(c->meta, "head"), "tensor_content_sha256"))
     return fdl_pk_refuse(
         c, err, "bad_input", FDL_INVALID,
-        "meta head.tensor_content_sha256 is computed from --head; drop one of them");
+        "meta head.tensor_content_sha256 is computed from the head file; drop one of them");
   static const char *const KEYS[] = {"lm_head.weight", "weight", NULL};
   pk_input in;
   /* A file the user named may be a link (docs/DATASET.md, "Files and directories"): resolved

@@ -63,7 +63,7 @@ static void check_one(const char *key, const json_t *v, const char *where, fdl_d
   char at[DS_MAX_PATH + 64];
   snprintf(at, sizeof at, "%s:%s", where, key);
   char shown[160];
-  fdl_ds_repr(v, shown, sizeof shown);
+  fdl_py_repr(v, shown, sizeof shown);
   bool ok = n < DS_MAX_PATH && (allow_parent ? string_rules_ok(s, n) : fdl_relpath_ok(s, n, false));
   if (!ok) {
     fdl_ds_report_error(rep, "path_escape", "PATH-1/PATH-3", at,

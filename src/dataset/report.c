@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/order.h"
 #include "dataset/ds_internal.h"
 #include "base/sys.h"
 
@@ -138,10 +139,10 @@ bool fdl_ds_report_has(const fdl_ds_report *r, const char *code) {
   return false;
 }
 
-int fdl_ds_report_exit_code(const fdl_ds_report *r) {
-  if (r->errors.count) return 3;
-  if (r->warnings.count) return 2;
-  return 0;
+fdl_ds_verdict fdl_ds_report_verdict(const fdl_ds_report *r) {
+  if (r->errors.count) return FDL_DS_VERDICT_ERRORS;
+  if (r->warnings.count) return FDL_DS_VERDICT_WARNINGS;
+  return FDL_DS_VERDICT_OK;
 }
 
 static json_t *findings_json(const fdl_ds_findings *f) {
@@ -158,17 +159,13 @@ static json_t *findings_json(const fdl_ds_findings *f) {
   return a;
 }
 
-static int cmp_cstr(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 fdl_status fdl_ds_report_to_json(const fdl_ds_report *r, bool with_level, json_t **out,
                                  fdl_err *err) {
   if (r->oom != FDL_OK) return fdl_fail(err, FDL_NOMEM, "report: findings were lost to OOM");
   char **sorted = fdl_malloc((r->n_checks ? r->n_checks : 1) * sizeof *sorted);
   if (!sorted) return fdl_fail(err, FDL_NOMEM, "report: out of memory");
   if (r->n_checks) memcpy(sorted, r->checks, r->n_checks * sizeof *sorted);
-  if (r->n_checks) qsort(sorted, r->n_checks, sizeof *sorted, cmp_cstr);
+  if (r->n_checks) qsort(sorted, r->n_checks, sizeof *sorted, fdl_order_cstr);
   json_t *checks = json_array();
   for (size_t i = 0; checks && i < r->n_checks; i++)
     if (json_array_append_new(checks, json_string(sorted[i])) != 0) {

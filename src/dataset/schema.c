@@ -58,20 +58,14 @@ static const char *type_name(const json_t *v) {
 
 /* ---- value checks ------------------------------------------------------------------------ */
 
-static bool all_hex(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
-  return true;
-}
-
 static bool pattern_ok(pat p, const char *s, size_t n) {
   switch (p) {
   case P_NONE:
     return true;
   case P_SHA:
-    return n == 64 && all_hex(s, n);
+    return n == 64 && fdl_hex_lower(s, n);
   case P_REV:
-    return n >= 7 && n <= 64 && all_hex(s, n);
+    return n >= 7 && n <= 64 && fdl_hex_lower(s, n);
   case P_REL:
     return n >= 1 && s[0] != '/' && strlen(s) == n && !strstr(s, "://");
   case P_ARTIFACT:
@@ -123,7 +117,7 @@ static void v_str(sc *c, const json_t *v, const char *path, unsigned fl, pat p) 
   if ((fl & MIN1) && n == 0) bad(c, path, "is empty; expected a non-empty string");
   if (!pattern_ok(p, s, n)) {
     char shown[96];
-    fdl_ds_repr(v, shown, sizeof shown);
+    fdl_py_repr(v, shown, sizeof shown);
     bad(c, path, "%s is not %s", shown, pattern_text(p));
   }
 }
@@ -218,7 +212,7 @@ static void f_enum(sc *c, const json_t *o, const char *path, const char *key, un
     for (size_t i = 0; vals[i]; i++)
       if (!strcmp(json_string_value(v), vals[i])) return;
   char shown[96], list[512] = "";
-  fdl_ds_repr(v, shown, sizeof shown);
+  fdl_py_repr(v, shown, sizeof shown);
   for (size_t i = 0; vals[i]; i++) {
     size_t l = strlen(list);
     snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", vals[i]);

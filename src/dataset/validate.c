@@ -123,7 +123,7 @@ static bool load_manifest(ds_vctx *v, const char *root) {
   const char *schema = fdl_ds_str(v->m, "schema");
   if (!schema || strcmp(schema, FDL_DS_SCHEMA)) {
     char shown[128];
-    fdl_ds_repr(json_object_get(v->m, "schema"), shown, sizeof shown);
+    fdl_py_repr(json_object_get(v->m, "schema"), shown, sizeof shown);
     fdl_ds_report_error(v->rep, "bad_schema", "SCHEMA", FDL_DS_MANIFEST_NAME,
                         "schema is %s; this tool reads only '%s'", shown, FDL_DS_SCHEMA);
     return false;
@@ -131,7 +131,7 @@ static bool load_manifest(ds_vctx *v, const char *root) {
   int64_t fv;
   if (!fdl_ds_int(v->m, "format_version", &fv) || fv != 1) {
     char shown[64];
-    fdl_ds_repr(json_object_get(v->m, "format_version"), shown, sizeof shown);
+    fdl_py_repr(json_object_get(v->m, "format_version"), shown, sizeof shown);
     fdl_ds_report_error(v->rep, "bad_schema", "SCHEMA", FDL_DS_MANIFEST_NAME,
                         "format_version is %s, expected 1", shown);
     return false;
@@ -152,7 +152,7 @@ static void load_subdocs(ds_vctx *v) {
   v->panel.rel = fdl_ds_str(panel, "panel_file");
   if (!v->panel.rel) v->panel.rel = "panel/panel.json";
   v->head.rel =
-      fdl_ds_truthy(json_object_get(head, "head_json")) ? fdl_ds_str(head, "head_json") : NULL;
+      fdl_py_truthy(json_object_get(head, "head_json")) ? fdl_ds_str(head, "head_json") : NULL;
   v->runtime.rel = fdl_ds_str(runtime, "file");
   if (!v->runtime.rel) v->runtime.rel = "runtime/capture-runtime.json";
 

@@ -196,8 +196,8 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
   size_t len;
   bool missing;
   fdl_err e;
-  if (fdl_ds_read_at(v->rootfd, FDL_DS_CHECKSUMS_NAME, (size_t)1 << 30, &text, &len, &missing,
-                     &e) != FDL_OK) {
+  if (fdl_ds_read_at(v->rootfd, FDL_DS_CHECKSUMS_NAME, DS_MAX_CHECKSUMS_BYTES, &text, &len,
+                     &missing, &e) != FDL_OK) {
     fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(b)", FDL_DS_CHECKSUMS_NAME,
                         "checksums.txt is missing or unreadable (%s)", e.msg);
     return FDL_OK;

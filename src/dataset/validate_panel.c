@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/order.h"
 #include "dataset/validate.h"
 #include "fidelis/json.h"
 #include "fidelis/path.h"
@@ -18,8 +19,7 @@ typedef struct {
 } indexed;
 
 static int cmp_indexed(const void *a, const void *b) {
-  int64_t x = ((const indexed *)a)->index, y = ((const indexed *)b)->index;
-  return (x > y) - (x < y);
+  return fdl_order_cmp_i64(((const indexed *)a)->index, ((const indexed *)b)->index);
 }
 
 /* Panel records sorted by index (records without an integer index sort as 0, as the
@@ -66,8 +66,8 @@ static void aggregate(ds_vctx *v, const indexed *recs, size_t n) {
       fdl_ds_report_error(v->rep, "panel_digest_mismatch", "BIND-6", FDL_DS_MANIFEST_NAME,
                           "manifest panel.suite_token_hash_sha256 disagrees with panel.json");
     const json_t *doc_legacy = json_object_get(v->panel.doc, "panel_token_sha256_legacy");
-    if (fdl_ds_truthy(doc_legacy) &&
-        fdl_ds_truthy(json_object_get(v->panel.doc, "token_digest_algorithm")) &&
+    if (fdl_py_truthy(doc_legacy) &&
+        fdl_py_truthy(json_object_get(v->panel.doc, "token_digest_algorithm")) &&
         !(json_is_string(doc_legacy) && !strcmp(json_string_value(doc_legacy), legacy)))
       fdl_ds_report_warn(v->rep, "panel_digest_mismatch", "5.1", v->panel.rel,
                          "panel_token_sha256_legacy does not recompute under the legacy join; it "
@@ -152,7 +152,7 @@ static void token_files(ds_vctx *v, const indexed *recs, size_t n) {
       fdl_ds_report_error(v->rep, "panel_digest_mismatch", "BIND-6", rel,
                           "%s hashes to %s, record says %s", rel, got, want ? want : "(none)");
     const json_t *lg = json_object_get(r, "token_ids_sha256_legacy");
-    if (fdl_ds_truthy(lg) && !(json_is_string(lg) && !strcmp(json_string_value(lg), legacy)))
+    if (fdl_py_truthy(lg) && !(json_is_string(lg) && !strcmp(json_string_value(lg), legacy)))
       fdl_ds_report_error(v->rep, "panel_digest_mismatch", "5.1/P8", rel,
                           "%s legacy digest does not recompute", rel);
     int64_t nt;
@@ -304,7 +304,7 @@ static void mirror(ds_vctx *v, const indexed *recs, size_t n) {
                                      NULL};
   for (size_t i = 0; panel && KEYS[i]; i++) {
     const json_t *a = json_object_get(panel, KEYS[i]), *b = json_object_get(v->panel.doc, KEYS[i]);
-    if (a && b && !fdl_ds_py_equal(a, b))
+    if (a && b && !fdl_py_equal(a, b))
       fdl_ds_report_error(v->rep, "panel_binding", "7.2", v->panel.rel,
                           "%s differs between panel.json and the manifest's panel block", KEYS[i]);
   }
@@ -363,13 +363,13 @@ static void binding(ds_vctx *v, const indexed *recs, size_t n) {
       continue;
     }
     const json_t *p = hit->rec;
-    if (!fdl_ds_py_equal(json_object_get(r, "token_ids_json_sha256"),
-                         json_object_get(p, "token_ids_json_sha256")))
+    if (!fdl_py_equal(json_object_get(r, "token_ids_json_sha256"),
+                      json_object_get(p, "token_ids_json_sha256")))
       fdl_ds_report_error(v->rep, "panel_binding", "BIND-2", where,
                           "record %" PRId64 " token digest differs between capture and panel", idx);
     const json_t *a = json_object_get(r, "attention_mask_sha256"),
                  *b = json_object_get(p, "attention_mask_sha256");
-    if (a && b && !json_is_null(a) && !json_is_null(b) && !fdl_ds_py_equal(a, b))
+    if (a && b && !json_is_null(a) && !json_is_null(b) && !fdl_py_equal(a, b))
       fdl_ds_report_error(v->rep, "panel_binding", "BIND-3", where,
                           "record %" PRId64 " attention_mask_sha256 differs", idx);
     if (b && !json_is_null(b) && (!a || json_is_null(a)))
@@ -379,10 +379,10 @@ static void binding(ds_vctx *v, const indexed *recs, size_t n) {
                           idx);
     const json_t *sr = json_object_get(r, "scored_rows"),
                  *pp = json_object_get(p, "prediction_positions");
-    if (!fdl_ds_py_equal(sr, pp)) {
+    if (!fdl_py_equal(sr, pp)) {
       char s1[32], s2[32];
-      fdl_ds_repr(sr, s1, sizeof s1);
-      fdl_ds_repr(pp, s2, sizeof s2);
+      fdl_py_repr(sr, s1, sizeof s1);
+      fdl_py_repr(pp, s2, sizeof s2);
       fdl_ds_report_error(v->rep, "panel_binding", "BIND-4", where,
                           "record %" PRId64 " scored_rows %s != panel prediction_positions %s", idx,
                           s1, s2);
@@ -390,7 +390,7 @@ static void binding(ds_vctx *v, const indexed *recs, size_t n) {
     if (json_is_integer(sr)) total += (int64_t)json_integer_value(sr);
   }
   const json_t *panel = fdl_ds_obj(v->m, "panel");
-  if (fdl_ds_truthy(json_object_get(fdl_ds_obj(v->m, "coverage"), "complete"))) {
+  if (fdl_py_truthy(json_object_get(fdl_ds_obj(v->m, "coverage"), "complete"))) {
     int64_t want;
     if (!fdl_ds_int(panel, "scored_positions_total", &want) || want != total)
       fdl_ds_report_error(v->rep, "panel_binding", "BIND-5", FDL_DS_MANIFEST_NAME,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/order.h"
 #include "dataset/validate.h"
 #include "base/sys.h"
 
@@ -44,16 +45,11 @@ void fdl_ds_v_capture_digest(ds_vctx *v) {
                           "capture_content_digest %s != manifest %s", derived,
                           top ? top : "(missing)");
     const json_t *own = json_object_get(v->capture.doc, "capture_content_digest");
-    if (fdl_ds_truthy(own) && !(json_is_string(own) && !strcmp(json_string_value(own), derived)))
+    if (fdl_py_truthy(own) && !(json_is_string(own) && !strcmp(json_string_value(own), derived)))
       fdl_ds_report_error(v->rep, "digest_mismatch", "5.2", v->capture.rel,
                           "capture/manifest.json disagrees with its own records");
   }
   fdl_ds_report_check(v->rep, "digest.capture_content");
-}
-
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
 }
 
 /* Header fields the capture manifest mirrors from the top manifest's capture block. */
@@ -64,10 +60,10 @@ static void check_mirror(ds_vctx *v) {
   for (size_t i = 0; top && MIRRORED[i]; i++) {
     const json_t *a = json_object_get(top, MIRRORED[i]),
                  *b = json_object_get(v->capture.doc, MIRRORED[i]);
-    if (a && b && !fdl_ds_py_equal(a, b)) {
+    if (a && b && !fdl_py_equal(a, b)) {
       char sa[64], sb[64];
-      fdl_ds_repr(a, sa, sizeof sa);
-      fdl_ds_repr(b, sb, sizeof sb);
+      fdl_py_repr(a, sa, sizeof sa);
+      fdl_py_repr(b, sb, sizeof sb);
       fdl_ds_report_error(v->rep, "schema_invalid", "6", v->capture.rel,
                           "%s is %s here but %s in the manifest's capture block", MIRRORED[i], sb,
                           sa);
@@ -125,7 +121,7 @@ void fdl_ds_v_records(ds_vctx *v) {
     snprintf(where, sizeof where, "%s:records[%zu]", v->capture.rel, i);
     const json_t *index = json_object_get(r, "index");
     char idx[64];
-    fdl_ds_repr(index, idx, sizeof idx);
+    fdl_py_repr(index, idx, sizeof idx);
     if (!json_is_object(r)) {
       fdl_ds_report_error(v->rep, "schema_invalid", "REC-1", where, "record is not an object");
       continue;
@@ -137,10 +133,10 @@ void fdl_ds_v_records(ds_vctx *v) {
       seen[n_seen++] = (int64_t)json_integer_value(index);
     }
     const json_t *key = json_object_get(r, "key");
-    if (!fdl_ds_py_equal(key, tensor_key)) {
+    if (!fdl_py_equal(key, tensor_key)) {
       char k1[64], k2[64];
-      fdl_ds_repr(key, k1, sizeof k1);
-      fdl_ds_repr(tensor_key, k2, sizeof k2);
+      fdl_py_repr(key, k1, sizeof k1);
+      fdl_py_repr(tensor_key, k2, sizeof k2);
       fdl_ds_report_error(v->rep, "schema_invalid", "REC-2", where,
                           "record %s key %s != header tensor_key %s", idx, k1, k2);
     }
@@ -148,31 +144,31 @@ void fdl_ds_v_records(ds_vctx *v) {
     if (json_is_array(shape) && json_array_size(shape) == 2) {
       const json_t *rows = json_array_get(shape, 0), *width = json_array_get(shape, 1);
       const json_t *scored = json_object_get(r, "scored_rows");
-      if (!fdl_ds_py_equal(rows, scored)) {
+      if (!fdl_py_equal(rows, scored)) {
         char a[32], b[32];
-        fdl_ds_repr(rows, a, sizeof a);
-        fdl_ds_repr(scored, b, sizeof b);
+        fdl_py_repr(rows, a, sizeof a);
+        fdl_py_repr(scored, b, sizeof b);
         fdl_ds_report_error(v->rep, "schema_invalid", "REC-3", where,
                             "record %s shape[0] %s != scored_rows %s", idx, a, b);
       }
-      if (want_width && !json_is_null(want_width) && !fdl_ds_py_equal(width, want_width)) {
+      if (want_width && !json_is_null(want_width) && !fdl_py_equal(width, want_width)) {
         char a[32], b[32];
-        fdl_ds_repr(width, a, sizeof a);
-        fdl_ds_repr(want_width, b, sizeof b);
+        fdl_py_repr(width, a, sizeof a);
+        fdl_py_repr(want_width, b, sizeof b);
         fdl_ds_report_error(v->rep, "schema_invalid", "REC-3", where, "record %s shape[1] %s != %s",
                             idx, a, b);
       }
     }
     const json_t *pp = json_object_get(r, "prediction_positions"),
                  *sr = json_object_get(r, "scored_rows");
-    if (pp && sr && !fdl_ds_py_equal(pp, sr))
+    if (pp && sr && !fdl_py_equal(pp, sr))
       fdl_ds_report_error(v->rep, "schema_invalid", "REC-3", where,
                           "record %s prediction_positions != scored_rows", idx);
     if (json_is_true(json_object_get(r, "raw_chunks_retained")))
       fdl_ds_report_error(v->rep, "path_escape", "REC-4", where,
                           "record %s retains host-local chunk keys (PATH-2)", idx);
   }
-  if (n_seen) qsort(seen, n_seen, sizeof *seen, cmp_i64);
+  if (n_seen) qsort(seen, n_seen, sizeof *seen, fdl_order_i64);
   for (size_t k = 1; k < n_seen; k++)
     if (seen[k] == seen[k - 1] && (k < 2 || seen[k - 2] != seen[k]))
       fdl_ds_report_error(v->rep, "digest_mismatch", "REC-1", v->capture.rel,
@@ -199,25 +195,25 @@ void fdl_ds_v_coverage(ds_vctx *v) {
       int64_t x;
       if (fdl_ds_int(r, "index", &x)) idx[n++] = x;
     }
-    if (n) qsort(idx, n, sizeof *idx, cmp_i64);
+    if (n) qsort(idx, n, sizeof *idx, fdl_order_i64);
     bool contiguous = declared >= 0 && n == (size_t)declared;
     for (size_t k = 0; contiguous && k < n; k++) contiguous = idx[k] == (int64_t)k;
     free(idx);
     bool complete = (int64_t)present == declared && contiguous;
     const json_t *claimed = json_object_get(coverage, "complete");
-    if (fdl_ds_truthy(claimed) != complete)
+    if (fdl_py_truthy(claimed) != complete)
       fdl_ds_report_error(v->rep, "incomplete", "COV-1", FDL_DS_MANIFEST_NAME,
                           "coverage.complete is %s but present=%zu declared=%" PRId64
                           " contiguous=%s",
-                          fdl_ds_truthy(claimed) ? "true" : "false", present, declared,
+                          fdl_py_truthy(claimed) ? "true" : "false", present, declared,
                           contiguous ? "true" : "false");
     int64_t pr;
     if (!fdl_ds_int(coverage, "present_records", &pr) || pr != (int64_t)present)
       fdl_ds_report_error(v->rep, "incomplete", "COV-1", FDL_DS_MANIFEST_NAME,
                           "coverage.present_records != %zu records in the capture manifest",
                           present);
-    if (!complete && !fdl_ds_truthy(json_object_get(coverage, "shard_of")) &&
-        !fdl_ds_truthy(json_object_get(coverage, "subset_detail")))
+    if (!complete && !fdl_py_truthy(json_object_get(coverage, "shard_of")) &&
+        !fdl_py_truthy(json_object_get(coverage, "subset_detail")))
       fdl_ds_report_error(v->rep, "incomplete", "COV-2", FDL_DS_MANIFEST_NAME,
                           "an incomplete capture needs shard_of or subset_detail");
     if (!complete && !v->o->allow_partial)

@@ -36,7 +36,7 @@ static void head_json_mirror(ds_vctx *v, const json_t *head) {
                                      NULL};
   for (size_t i = 0; KEYS[i]; i++) {
     const json_t *a = json_object_get(head, KEYS[i]), *b = json_object_get(v->head.doc, KEYS[i]);
-    if (a && b && !fdl_ds_py_equal(a, b))
+    if (a && b && !fdl_py_equal(a, b))
       fdl_ds_report_error(v->rep, "head_mismatch", "HEAD-JSON", v->head.rel,
                           "%s differs between head.json and the manifest's head block", KEYS[i]);
   }
@@ -48,16 +48,16 @@ void fdl_ds_v_head(ds_vctx *v) {
   const char *form = fdl_ds_str(capture, "form");
   const char *W = FDL_DS_MANIFEST_NAME;
   if (is(form, "hidden")) {
-    if (fdl_ds_truthy(json_object_get(head, "applied_in_capture")))
+    if (fdl_py_truthy(json_object_get(head, "applied_in_capture")))
       fdl_ds_report_error(v->rep, "schema_invalid", "HEAD-5", W,
                           "hidden form declares the cut BEFORE the head, but "
                           "head.applied_in_capture is true");
-    if (!fdl_ds_truthy(json_object_get(head, "tensor_content_sha256")))
+    if (!fdl_py_truthy(json_object_get(head, "tensor_content_sha256")))
       fdl_ds_report_error(v->rep, "head_mismatch", "HEAD-4", W,
                           "a hidden-form dataset with a null head content digest cannot be "
                           "scored through anyone's head; there is no override");
   }
-  if (is(form, "logit") && fdl_ds_truthy(json_object_get(head, "present")) &&
+  if (is(form, "logit") && fdl_py_truthy(json_object_get(head, "present")) &&
       json_is_false(json_object_get(head, "applied_in_capture")))
     fdl_ds_report_error(v->rep, "schema_invalid", "4.2", W,
                         "logit form must declare head.applied_in_capture true");
@@ -75,11 +75,11 @@ void fdl_ds_v_head(ds_vctx *v) {
                        "twice");
   const json_t *fn = fdl_ds_obj(head, "final_norm");
   if (is(fdl_ds_str(capture, "semantic_point"), "after_final_rmsnorm_before_lm_head") &&
-      fdl_ds_truthy(json_object_get(fn, "applied_at_replay")))
+      fdl_py_truthy(json_object_get(fn, "applied_at_replay")))
     fdl_ds_report_error(v->rep, "schema_invalid", "HEAD-7", W,
                         "the capture is already after the final norm; replay applies the head "
                         "only");
-  if (is(fdl_ds_str(dataset, "role"), "root") && !fdl_ds_truthy(json_object_get(head, "present")))
+  if (is(fdl_ds_str(dataset, "role"), "root") && !fdl_py_truthy(json_object_get(head, "present")))
     fdl_ds_report_error(v->rep, "schema_invalid", "HEAD-6", W,
                         "a root that ships no head cannot be replayed against");
   head_json_mirror(v, head);
@@ -132,7 +132,7 @@ void fdl_ds_v_determinism(ds_vctx *v) {
                         "distinct_evidence_hash_count != %zu distinct hashes", nd);
   int64_t runs = 0;
   (void)fdl_ds_int(det, "run_count", &runs);
-  if (fdl_ds_truthy(json_object_get(det, "identical_across_runs"))) {
+  if (fdl_py_truthy(json_object_get(det, "identical_across_runs"))) {
     static const char *const CONTENT[] = {"hidden_state_tensor_sha256", "logits_tensor_sha256",
                                           "tokenwise_kld_sha256", "sealed_tokenwise_digest", NULL};
     bool content = false;
@@ -228,7 +228,7 @@ void fdl_ds_v_role(ds_vctx *v) {
                           "a root declares scope.policy native with every tensor class native; a "
                           "quantized-weight capture is a quant dataset even if its author calls "
                           "it a reference");
-    if (fdl_ds_truthy(json_object_get(head, "quantized")))
+    if (fdl_py_truthy(json_object_get(head, "quantized")))
       fdl_ds_report_error(v->rep, "schema_invalid", "ROOT-1", W, "a root's head is not quantized");
     const json_t *bc = json_object_get(dataset, "base_capture");
     if (bc && !json_is_null(bc))
@@ -267,16 +267,16 @@ void fdl_ds_v_scope(ds_vctx *v) {
     size_t count = 0, first = i;
     for (size_t k = 0; k < n; k++) {
       const json_t *b = json_array_get(assign, k);
-      if (fdl_ds_py_equal(cls, json_object_get(b, "tensor_class")) &&
-          fdl_ds_py_equal(lr, json_object_get(b, "layer_range"))) {
+      if (fdl_py_equal(cls, json_object_get(b, "tensor_class")) &&
+          fdl_py_equal(lr, json_object_get(b, "layer_range"))) {
         if (!count) first = k;
         count++;
       }
     }
     if (count > 1 && first == i) {
       char c1[96], c2[64];
-      fdl_ds_repr(cls, c1, sizeof c1);
-      fdl_ds_repr(lr, c2, sizeof c2);
+      fdl_py_repr(cls, c1, sizeof c1);
+      fdl_py_repr(lr, c2, sizeof c2);
       fdl_ds_report_error(v->rep, "scope_duplicate_assignment", "SCOPE-004", W,
                           "scope.assignments has %zu rows for (tensor_class=%s, layer_range=%s); "
                           "the registry admits one row per class and layer_range",
@@ -331,7 +331,7 @@ void fdl_ds_v_lane(ds_vctx *v) {
   for (size_t i = 0; v->runtime.doc && COPIED[i]; i++) {
     const json_t *a = json_object_get(rt, COPIED[i]),
                  *b = json_object_get(v->runtime.doc, COPIED[i]);
-    if (a && b && !fdl_ds_py_equal(a, b))
+    if (a && b && !fdl_py_equal(a, b))
       fdl_ds_report_error(v->rep, "schema_invalid", "9.1", v->runtime.rel,
                           "runtime.%s differs between the manifest and the runtime document",
                           COPIED[i]);

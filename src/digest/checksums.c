@@ -27,13 +27,6 @@ void fdl_checksums_free(fdl_checksums *c) {
   memset(c, 0, sizeof *c);
 }
 
-static bool hex_ok(const char *hex, size_t len) {
-  if (len != FDL_SHA256_HEX_LEN) return false;
-  for (size_t i = 0; i < len; i++)
-    if (!((hex[i] >= '0' && hex[i] <= '9') || (hex[i] >= 'a' && hex[i] <= 'f'))) return false;
-  return true;
-}
-
 /* PATH-1, plus line breaks: a path holding one could not be written back as one line. */
 static bool path_ok(const char *path, size_t len) {
   return len <= FDL_CHECKSUMS_MAX_PATH && !memchr(path, '\n', len) && !memchr(path, '\r', len) &&
@@ -65,7 +58,7 @@ static fdl_status push(fdl_checksums *c, const char *hex, const char *path, size
 
 fdl_status fdl_checksums_add(fdl_checksums *c, const char *hex, const char *path, fdl_err *err) {
   if (!c || !hex || !path) return fdl_fail(err, FDL_INVALID, "checksums: NULL argument to add");
-  if (!hex_ok(hex, strlen(hex)))
+  if (!fdl_sha256_hex_ok(hex, strlen(hex)))
     return fdl_fail(err, FDL_INVALID,
                     "checksums: digest for \"%.*s\" is not 64 lowercase hex digits",
                     FDL_CHECKSUMS_QUOTE, path);
@@ -97,7 +90,7 @@ static fdl_status parse_line(const char *s, size_t n, size_t lineno, fdl_checksu
                     "checksums line %zu: characters 65-66 must be two spaces between digest "
                     "and path",
                     lineno);
-  if (!hex_ok(s, FDL_SHA256_HEX_LEN))
+  if (!fdl_sha256_hex_ok(s, FDL_SHA256_HEX_LEN))
     return fdl_fail(err, FDL_PARSE, "checksums line %zu: digest is not 64 lowercase hex digits",
                     lineno);
   /* The path is a slice of the caller's text, not NUL-terminated: quote at most plen bytes. */
@@ -201,7 +194,8 @@ fdl_status fdl_checksums_format(fdl_checksums *c, fdl_buf *out, fdl_err *err) {
   if (!c || !out) return fdl_fail(err, FDL_INVALID, "checksums: NULL argument to format");
   for (size_t i = 0; i < c->count; i++) {
     const fdl_checksum_entry *e = &c->items[i];
-    if (!e->path || !hex_ok(e->hex, strlen(e->hex)) || !path_ok(e->path, strlen(e->path)))
+    if (!e->path || !fdl_sha256_hex_ok(e->hex, strlen(e->hex)) ||
+        !path_ok(e->path, strlen(e->path)))
       return fdl_fail(err, FDL_INVALID, "checksums: entry %zu (\"%.*s\") is malformed", i,
                       FDL_CHECKSUMS_QUOTE, e->path ? e->path : "(null)");
   }

@@ -10,8 +10,6 @@
 #include "fidelis/digest.h"
 #include "fidelis/json.h"
 
-#define FDL_KILN_PREFIX "sha256:"
-
 const char *fdl_seal_recipe_name(fdl_seal_recipe r) {
   switch (r) {
   case FDL_SEAL_FIDELITY_BLANK:
@@ -158,17 +156,17 @@ fdl_status fdl_seal_compute(const json_t *doc, fdl_seal_recipe recipe, const cha
   if (s == FDL_OK) s = fdl_sha256_buf(text.data, text.len, &d, err);
   fdl_buf_free(&text);
   if (s != FDL_OK) return s;
-  char hex[FDL_SHA256_HEX_LEN + 1];
+  char hex[FDL_SHA256_HEX_BUF];
   fdl_sha256_hex(&d, hex);
   if (recipe == FDL_SEAL_KILN_REMOVE)
-    snprintf(out, 72, FDL_KILN_PREFIX "%s", hex);
+    snprintf(out, FDL_SEAL_BUF, FDL_SEAL_KILN_PREFIX "%s", hex);
   else
     memcpy(out, hex, sizeof hex);
   return FDL_OK;
 }
 
 fdl_status fdl_seal_apply(json_t *doc, fdl_seal_recipe recipe, const char *field, fdl_err *err) {
-  char value[72];
+  char value[FDL_SEAL_BUF];
   fdl_status s = fdl_seal_compute(doc, recipe, field, value, err);
   if (s != FDL_OK) return s;
   if (json_object_set_new(doc, field, json_string(value)) != 0)
@@ -185,6 +183,8 @@ fdl_status fdl_seal_verify(const json_t *doc, fdl_seal_check *res, fdl_err *err)
   s = fdl_seal_compute(doc, c.recipe, c.field, c.computed, err);
   if (s != FDL_OK) return s;
   const json_t *v = json_object_get(doc, c.field);
+  c.stored_present = v != NULL;
+  c.stored_string = json_is_string(v);
   /* A stored value too long for the record can never equal a 64/71-char seal; keep a
    * truncated copy for display and compare the full string. */
   if (json_is_string(v)) {
@@ -195,4 +195,25 @@ fdl_status fdl_seal_verify(const json_t *doc, fdl_seal_check *res, fdl_err *err)
   }
   *res = c;
   return FDL_OK;
+}
+
+/* Kiln hashes values as Kiln's strict loader reads them (-0.0 becomes 0.0, inexact float
+ * literals are refused). The first, plain read only finds the schema; a kiln.* document is then
+ * read again that way, so the library's answer never depends on how the caller loaded it. */
+fdl_status fdl_seal_verify_file(const char *path, fdl_seal_check *res, fdl_err *err) {
+  if (!path || !res) return fdl_fail(err, FDL_INVALID, "seal: NULL path or result");
+  json_t *doc = NULL;
+  fdl_status s = fdl_json_load_file(path, NULL, &doc, err);
+  if (s != FDL_OK) return s;
+  fdl_seal_recipe recipe;
+  s = fdl_seal_kind(doc, &recipe, NULL, err);
+  if (s == FDL_OK && recipe == FDL_SEAL_KILN_REMOVE) {
+    json_decref(doc);
+    doc = NULL;
+    const fdl_json_read_opts kiln = {.max_depth = 0, .kiln_strict = true};
+    s = fdl_json_load_file(path, &kiln, &doc, err);
+  }
+  if (s == FDL_OK) s = fdl_seal_verify(doc, res, err);
+  json_decref(doc);
+  return s;
 }

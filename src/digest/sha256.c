@@ -39,6 +39,16 @@ static int hex_nibble(char c) {
   return -1;
 }
 
+bool fdl_hex_lower(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (hex_nibble(s[i]) < 0) return false;
+  return true;
+}
+
+bool fdl_sha256_hex_ok(const char *s, size_t n) {
+  return s && n == FDL_SHA256_HEX_LEN && fdl_hex_lower(s, n);
+}
+
 bool fdl_sha256_from_hex(const char *hex, size_t len, fdl_sha256 *d) {
   if (!hex || len != FDL_SHA256_HEX_LEN) return false;
   fdl_sha256 tmp;
@@ -121,33 +131,52 @@ fdl_status fdl_sha256_buf(const void *p, size_t n, fdl_sha256 *out, fdl_err *err
   return FDL_OK;
 }
 
-/* Streams [offset, offset+len) of fd into ctx with pread; len == UINT64_MAX means "to EOF".
- * *got receives the bytes hashed. */
+fdl_status fdl_sha256_fd_spans(int fd, const char *name, uint64_t lo, uint64_t hi,
+                               const fdl_sha256_span *spans, size_t nspans, void *buf,
+                               size_t buf_len, uint64_t *got, fdl_err *err) {
+  if (!buf || !buf_len) return fdl_fail(err, FDL_INVALID, "sha256: no read buffer");
+  uint8_t *b = buf;
+  fdl_status s = FDL_OK;
+  uint64_t pos = lo;
+  while (pos < hi && pos <= (uint64_t)INT64_MAX) {
+    size_t want = hi - pos < buf_len ? (size_t)(hi - pos) : buf_len;
+    ssize_t r = fdl_sys_pread(fd, b, want, (off_t)pos);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      s = fdl_fail(err, FDL_IO, "%s: read failed at byte %llu: %s", name, (unsigned long long)pos,
+                   strerror(errno));
+      break;
+    }
+    if (r == 0) break; /* end of file: the caller judges a short read */
+    uint64_t end = pos + (uint64_t)r;
+    for (size_t i = 0; i < nspans && s == FDL_OK; i++) {
+      /* The part of [pos, end) inside the span; spans may overlap or leave gaps. */
+      uint64_t a = spans[i].offset,
+               z = spans[i].length > UINT64_MAX - a ? UINT64_MAX : a + spans[i].length;
+      if (a < pos) a = pos;
+      if (z > end) z = end;
+      if (a >= z) continue;
+      if (spans[i].see) spans[i].see(spans[i].see_arg, b + (a - pos), (size_t)(z - a));
+      s = fdl_sha256_update(spans[i].ctx, b + (a - pos), (size_t)(z - a), err);
+    }
+    if (s != FDL_OK) break;
+    pos = end;
+  }
+  if (got) *got = pos - lo;
+  return s;
+}
+
+/* Streams [offset, offset+len) of fd into ctx; len == UINT64_MAX means "to EOF". *got
+ * receives the bytes hashed. */
 static fdl_status hash_fd(int fd, const char *path, uint64_t offset, uint64_t len,
                           fdl_sha256_ctx *ctx, uint64_t *got, fdl_err *err) {
   uint8_t *buf = fdl_malloc(FDL_SHA256_READ_CHUNK);
   if (!buf) return fdl_fail(err, FDL_NOMEM, "%s: out of memory for the read buffer", path);
-  fdl_status s = FDL_OK;
-  uint64_t done = 0;
-  while (done < len) {
-    uint64_t left = len - done;
-    size_t want = left < FDL_SHA256_READ_CHUNK ? (size_t)left : FDL_SHA256_READ_CHUNK;
-    uint64_t pos = offset + done;
-    if (pos > (uint64_t)INT64_MAX) break;
-    ssize_t r = fdl_sys_pread(fd, buf, want, (off_t)pos);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      s = fdl_fail(err, FDL_IO, "%s: read failed at byte %llu: %s", path, (unsigned long long)pos,
-                   strerror(errno));
-      break;
-    }
-    if (r == 0) break;
-    s = fdl_sha256_update(ctx, buf, (size_t)r, err);
-    if (s != FDL_OK) break;
-    done += (uint64_t)r;
-  }
+  fdl_sha256_span span = {.offset = offset, .length = len, .ctx = ctx};
+  uint64_t hi = len > UINT64_MAX - offset ? UINT64_MAX : offset + len;
+  fdl_status s =
+      fdl_sha256_fd_spans(fd, path, offset, hi, &span, 1, buf, FDL_SHA256_READ_CHUNK, got, err);
   free(buf);
-  *got = done;
   return s;
 }
 

@@ -10,14 +10,10 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "base/order.h"
 #include "base/rng.h"
 #include "fidelis/num.h"
 #include "base/sys.h"
-
-static int cmp_double(const void *pa, const void *pb) {
-  double a = *(const double *)pa, b = *(const double *)pb;
-  return (a > b) - (a < b);
-}
 
 fdl_status fdl_num_bootstrap_ci95(const double *sums, const size_t *rows, size_t nctx, size_t B,
                                   uint64_t seed, fdl_num_ci *out, fdl_err *err) {
@@ -47,7 +43,7 @@ fdl_status fdl_num_bootstrap_ci95(const double *sums, const size_t *rows, size_t
     /* A resample made only of empty contexts has no tokens; its mean is taken as 0. */
     stat[b] = r > 0.0 ? s / r : 0.0;
   }
-  qsort(stat, B, sizeof *stat, cmp_double);
+  qsort(stat, B, sizeof *stat, fdl_order_double);
   out->low = fdl_num_quantile_sorted(stat, B, 0.025);
   out->high = fdl_num_quantile_sorted(stat, B, 0.975);
   out->point = total / n;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/order.h"
 #include "fidelis/num.h"
 #include "base/sys.h"
 
@@ -48,20 +49,26 @@ double fdl_num_mean(const double *a, size_t n) {
   return fdl_num_pairwise_sum(a, n) / (double)n;
 }
 
+/* Starting from +0.0 matches sum() starting from the int 0: 0 + x[0] is x[0] with -0.0 turned
+ * into +0.0, and that first step adds nothing to the compensation. */
+void fdl_num_neumaier_add(fdl_num_neumaier *acc, double x) {
+  double t = acc->sum + x;
+  if (fabs(acc->sum) >= fabs(x))
+    acc->c += (acc->sum - t) + x;
+  else
+    acc->c += (x - t) + acc->sum;
+  acc->sum = t;
+}
+
+double fdl_num_neumaier_value(const fdl_num_neumaier *acc) {
+  return acc->c != 0.0 && isfinite(acc->c) ? acc->sum + acc->c : acc->sum;
+}
+
 double fdl_num_neumaier_mean(const double *a, size_t n) {
   if (n == 0) return NAN;
-  /* sum() starts from the int 0; 0 + x[0] is x[0] with -0.0 turned into +0.0. */
-  double f = 0.0 + a[0], c = 0.0;
-  for (size_t i = 1; i < n; i++) {
-    double x = a[i], t = f + x;
-    if (fabs(f) >= fabs(x))
-      c += (f - t) + x;
-    else
-      c += (x - t) + f;
-    f = t;
-  }
-  if (c != 0.0 && isfinite(c)) f += c;
-  return f / (double)n;
+  fdl_num_neumaier acc = {0.0, 0.0};
+  for (size_t i = 0; i < n; i++) fdl_num_neumaier_add(&acc, a[i]);
+  return fdl_num_neumaier_value(&acc) / (double)n;
 }
 
 double fdl_num_quantile_sorted(const double *x, size_t n, double q) {
@@ -74,11 +81,6 @@ double fdl_num_quantile_sorted(const double *x, size_t n, double q) {
   return t >= 0.5 ? x[ihi] - d * (1.0 - t) : x[ilo] + d * t;
 }
 
-static int cmp_double(const void *pa, const void *pb) {
-  double a = *(const double *)pa, b = *(const double *)pb;
-  return (a > b) - (a < b);
-}
-
 fdl_status fdl_num_summarize(const double *a, size_t n, fdl_num_summary *out, fdl_err *err) {
   if (n == 0) {
     memset(out, 0, sizeof *out); /* the spec's empty-array rule: all 0.0 */
@@ -89,7 +91,7 @@ fdl_status fdl_num_summarize(const double *a, size_t n, fdl_num_summary *out, fd
   double *x = fdl_malloc(n * sizeof *x);
   if (!x) return fdl_fail(err, FDL_NOMEM, "out of memory sorting %zu KL values", n);
   memcpy(x, a, n * sizeof *x);
-  qsort(x, n, sizeof *x, cmp_double);
+  qsort(x, n, sizeof *x, fdl_order_double);
   fdl_num_summary r;
   r.mean = fdl_num_mean(a, n);
   r.median = fdl_num_quantile_sorted(x, n, 0.5);

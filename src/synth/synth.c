@@ -25,8 +25,14 @@
 #include <unistd.h>
 
 #include "base/rng.h"
-#include "compare/cmp.h"
 #include "base/sys.h"
+#include "fidelis/dataset.h"
+#include "fidelis/digest.h"
+#include "fidelis/engine.h"
+#include "fidelis/file.h"
+#include "fidelis/json.h"
+#include "fidelis/synth.h"
+#include "fidelis/tensor.h"
 
 /* ---- random numbers --------------------------------------------------------------------- */
 
@@ -56,11 +62,15 @@ typedef struct {
   char *inputs;                   /* st.path/.inputs: pack's inputs, removed before publishing */
   const char *outs;               /* st.path */
   uint16_t *head_ref, *head_cand; /* [vocab x hidden] BF16 */
-  char exe_sha[65];
+  char exe_sha[FDL_SHA256_HEX_BUF];
 } synth;
 
+/* a + "/" + b, allocated; NULL when out of memory. */
 static char *join(const char *a, const char *b) {
-  return fdl_cmp_path_join(a, b, NULL);
+  size_t n = strlen(a) + strlen(b) + 2;
+  char *p = fdl_malloc(n);
+  if (p) snprintf(p, n, "%s/%s", a, b);
+  return p;
 }
 
 static fdl_status write_panel(synth *z, fdl_err *err) {
@@ -236,7 +246,7 @@ static json_t *meta(const synth *z, bool cand, const char *ckpt) {
 
 static fdl_status write_meta(synth *z, bool cand, fdl_err *err) {
   const fdl_synth_opts *o = z->o;
-  char ckpt[65];
+  char ckpt[FDL_SHA256_HEX_BUF];
   uint16_t *h = cand ? z->head_cand : z->head_ref;
   /* The synthetic checkpoint is its head: identify it by the head's bytes. */
   fdl_status s = digest_hex(h, o->vocab * o->hidden * sizeof *h, ckpt, err);
@@ -274,6 +284,7 @@ static fdl_status pack_side(synth *z, bool cand, fdl_synth_result *res, fdl_err 
                            .meta_path = meta_path,
                            .out_dir = out,
                            .threads = z->o->threads,
+                           .created_utc = z->o->created_utc,
                            .notice = z->o->notice,
                            .notice_arg = z->o->notice_arg};
     fdl_ds_pack_result pr;
@@ -282,7 +293,8 @@ static fdl_status pack_side(synth *z, bool cand, fdl_synth_result *res, fdl_err 
     if (s != FDL_OK)
       fdl_err_prefix(err, "synth: packing the %s [%s]", cand ? "candidate" : "reference", pr.code);
     else {
-      memcpy(cand ? res->candidate_sha256 : res->reference_sha256, pr.dataset_sha256, 65);
+      memcpy(cand ? res->candidate_sha256 : res->reference_sha256, pr.dataset_sha256,
+             FDL_SHA256_HEX_BUF);
       res->rows = (size_t)pr.scored_rows;
     }
   }

@@ -4,13 +4,13 @@
  * which the reference writer's unpadded headers make the usual case for logit rows. */
 #include <string.h>
 
-#include "compare/cmp.h"
+#include "fidelis/tensor.h"
 
-bool fdl_cmp_dtype_widenable(fdl_dtype t) {
+bool fdl_tensor_widenable(fdl_dtype t) {
   return t == FDL_DTYPE_BF16 || t == FDL_DTYPE_F16 || t == FDL_DTYPE_F32;
 }
 
-void fdl_cmp_widen(const fdl_tensor *t, size_t first, size_t n, float *out) {
+void fdl_tensor_widen_f32(const fdl_tensor *t, size_t first, size_t n, float *out) {
   const uint8_t *p = t->data + first * fdl_dtype_size(t->dtype);
   switch (t->dtype) {
   case FDL_DTYPE_BF16:

@@ -4,7 +4,7 @@
  * KL is the quantization error and nothing else. */
 #include <math.h>
 
-#include "fidelis/compare.h"
+#include "fidelis/engine.h"
 
 void fdl_quant_int4_rtn(const float *in, size_t rows, size_t cols, size_t group, float *out) {
   if (!group) group = cols;

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# End to end: the whole `fidelis compare` a user runs, at realistic sizes, with its peak RSS.
+#   logit pair   128 positions x V 248320, F32 logits (254 MB per side)
+#   hidden pair  256 positions, H 2560, V 248320, BF16 hidden states and heads (--own-heads)
+# Each compare runs three times; the best wall time and its peak RSS are printed. Hashing,
+# loading, widening, replay, KL, statistics and the sealed receipt are all inside the number.
+# Usage: bench/run-compare.sh BUILD_DIR
+set -euo pipefail
+build=${1:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+cli="$build/fidelis"
+py=/usr/bin/python3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# The logit pair, packed from numpy-written inputs (the test library's writer).
+"$py" - "$work" "$cli" <<'PY'
+import os, subprocess, sys
+import numpy as np
+sys.path.insert(0, os.path.join(os.environ.get("FDL_TESTS", "tests")))
+import test_dataset_lib as L
+work, cli = sys.argv[1], sys.argv[2]
+L.CLI = cli
+for role, seed in (("root", 1), ("quant", 2)):
+    inp = L.make_inputs(os.path.join(work, "in-" + role), n=2, length=65, form="logit",
+                        vocab=248320, hidden=2560, in_dtype="F32", seed=seed, role=role)
+    p = L.pack(inp, os.path.join(work, "logit-" + role))
+    if p.returncode not in (0, 2):
+        sys.exit("pack failed: " + p.stderr)
+PY
+"$cli" synth --out "$work/hidden" --vocab 248320 --hidden 2560 --contexts 2 \
+  --tokens-per-context 129 >/dev/null
+
+best() { # label, then the compare arguments
+  local label=$1 t best_t="" best_rss="" i
+  shift
+  for i in 1 2 3; do
+    rm -rf "$work/out"
+    /usr/bin/time -f "%e %M" -o "$work/time" "$cli" compare "$@" --out "$work/out" --quiet \
+      >/dev/null 2>&1 || [ $? -eq 2 ]
+    read -r t rss <"$work/time"
+    if [ -z "$best_t" ] || awk "BEGIN{exit !($t < $best_t)}"; then best_t=$t best_rss=$rss; fi
+  done
+  printf '%-40s %6.2f s   peak RSS %6.0f MiB\n' "$label" "$best_t" "$(awk "BEGIN{print $best_rss/1024}")"
+}
+echo "fidelis compare, end to end, best of 3 ($(nproc) cores):"
+best "logit, 128 x 248320 F32" "$work/logit-root" "$work/logit-quant"
+best "hidden, 256 x 2560 -> 248320 BF16" "$work/hidden/reference" "$work/hidden/candidate" --own-heads
