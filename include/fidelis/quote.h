@@ -25,7 +25,8 @@ extern "C" {
 /* A buffer of this size shows about 190 bytes of plain input: enough to recognise a value
  * without letting one finding fill a screen. */
 #define FDL_QUOTE_CAP 256
-/* The smallest buffer that always holds the ellipsis and the length; a smaller one gets "". */
+/* A buffer this size always holds the ellipsis and the length of any input; a smaller one
+ * holds what fits, down to "". */
 #define FDL_QUOTE_MIN 40
 
 /* Writes the quote of the n bytes at s (NUL bytes included) into out, at most cap bytes with
@@ -42,6 +43,10 @@ FDL_API const char *fdl_quote_text(const char *s, size_t n, char *out, size_t ca
 /* True when the n bytes at s hold a C0 control (NUL included), DEL, a C1 control or an invalid
  * UTF-8 sequence: what an identifier may never contain. */
 FDL_API bool fdl_quote_has_control(const char *s, size_t n);
+
+/* True when the n bytes at s are valid UTF-8 (no overlongs, surrogates or code points past
+ * U+10FFFF): exactly what a JSON string accepts. */
+FDL_API bool fdl_utf8_valid(const char *s, size_t n);
 
 #ifdef __cplusplus
 }

@@ -147,3 +147,14 @@ bool fdl_quote_has_control(const char *s, size_t n) {
   }
   return false;
 }
+
+bool fdl_utf8_valid(const char *s, size_t n) {
+  const unsigned char *p = (const unsigned char *)s;
+  for (size_t i = 0; i < n;) {
+    uint32_t cp = 0;
+    size_t k = utf8_len(p + i, n - i, &cp);
+    if (k == 0) return false;
+    i += k;
+  }
+  return true;
+}

@@ -10,6 +10,7 @@
 
 #include "dataset/ds_internal.h"
 #include "fidelis/json.h"
+#include "fidelis/quote.h"
 #include "base/sys.h"
 
 const char *fdl_ds_str(const json_t *o, const char *key) {
@@ -73,17 +74,15 @@ void fdl_ds_repr(const json_t *v, char *out, size_t cap) {
     return;
   }
   if (json_is_string(v)) {
-    snprintf(out, cap, "'%.*s'", (int)(cap > 8 ? cap - 8 : 0), json_string_value(v));
+    fdl_quote(json_string_value(v), json_string_length(v), out, cap);
     return;
   }
   fdl_buf b;
   fdl_buf_init(&b, 4096);
-  if (fdl_json_dump(v, 0, &b, NULL) != FDL_OK || !b.data) {
+  if (fdl_json_dump(v, 0, &b, NULL) != FDL_OK || !b.data)
     snprintf(out, cap, "<value>");
-  } else {
-    snprintf(out, cap, "%.*s%s", (int)(cap > 8 ? cap - 8 : 0), b.data,
-             b.len + 8 > cap ? "..." : "");
-  }
+  else
+    fdl_quote_text(b.data, b.len, out, cap);
   fdl_buf_free(&b);
 }
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fidelis/quote.h"
 #include "dataset/ds_internal.h"
 
 enum { REQ = 1u, NUL = 2u, MIN1 = 4u };
@@ -273,7 +274,8 @@ static void closed(sc *c, const json_t *o, const char *path, const char *const *
   json_object_foreach((json_t *)o, key, v) {
     bool ok = false;
     for (size_t i = 0; allowed[i] && !ok; i++) ok = !strcmp(key, allowed[i]);
-    if (!ok) bad(c, path, "additional property '%s' is not allowed", key);
+    char q[FDL_QUOTE_CAP];
+    if (!ok) bad(c, path, "additional property %s is not allowed", fdl_quote_str(key, q, sizeof q));
   }
 }
 

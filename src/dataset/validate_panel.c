@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fidelis/quote.h"
 #include "dataset/validate.h"
 #include "fidelis/json.h"
 #include "fidelis/path.h"
@@ -87,9 +88,10 @@ static int64_t *read_tokens(ds_vctx *v, const char *rel, size_t *n, bool *absent
   if (s != FDL_OK) {
     if (missing) {
       *absent = true;
+      char q[FDL_QUOTE_CAP];
       if (!v->o->allow_partial)
         fdl_ds_report_error(v->rep, "missing_file", "3", rel, "panel token file %s is missing",
-                            rel);
+                            fdl_quote_str(rel, q, sizeof q));
     } else if (s == FDL_PATH) {
       fdl_ds_report_error(v->rep, "symlink", "PATH-4", rel, "%s", e.msg);
     } else {
@@ -214,8 +216,11 @@ static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
     if (fdl_ds_read_at(v->rootfd, rel, DS_MAX_SMALL_FILE, &bytes, &len, &missing, &e) != FDL_OK) {
       if (!missing)
         fdl_ds_report_error(v->rep, "panel_binding", "BIND-3", rel, "%s", e.msg);
-      else if (!v->o->allow_partial)
-        fdl_ds_report_error(v->rep, "missing_file", "3", rel, "mask file %s is missing", rel);
+      else if (!v->o->allow_partial) {
+        char q[FDL_QUOTE_CAP];
+        fdl_ds_report_error(v->rep, "missing_file", "3", rel, "mask file %s is missing",
+                            fdl_quote_str(rel, q, sizeof q));
+      }
       continue;
     }
     fdl_sha256 d;

@@ -7,16 +7,12 @@
 #include <stdint.h>
 
 #include "fidelis/tensor.h"
+#include "fidelis/quote.h"
 
 /* Element count and byte size of a shape, overflow-checked. False (outputs untouched) when a
  * dimension is negative, ndim is outside [0, FDL_MAX_DIMS], the dtype is invalid, or a product
  * overflows 64 bits. */
 bool fdl_shape_nbytes(fdl_dtype dtype, int ndim, const int64_t *shape, uint64_t *numel,
                       uint64_t *nbytes);
-
-/* Writes a printable form of s[0..n) into out (cap bytes, NUL-terminated): at most about
- * cap/4 input bytes, control bytes as \xNN, an ellipsis when cut. Names in error messages come
- * from untrusted files, so they are bounded and defanged before they reach a terminal. */
-void fdl_quote_name(const char *s, size_t n, char *out, size_t cap);
 
 #endif
