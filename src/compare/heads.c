@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fidelis/quote.h"
 #include "compare/cmp.h"
 #include "base/sys.h"
 
@@ -35,28 +36,29 @@ static fdl_status load_one(const char *path, const char *key, const char *want_d
     goto done;
   }
   fdl_sha256 d;
-  char hex[65];
+  char hex[65], q[FDL_QUOTE_CAP];
   if ((s = fdl_sha256_buf(t->data, (size_t)t->nbytes, &d, err)) != FDL_OK) goto done;
   fdl_sha256_hex(&d, hex);
   if (strcmp(hex, want_digest)) {
     s = fdl_cmp_refuse(
         r, err, "head_mismatch", "compute", CMP_NO_OVERRIDE_DATA,
-        "head payload %s tensor '%s' has content digest %s, but the head gate resolved "
+        "head payload %s tensor %s has content digest %s, but the head gate resolved "
         "%s",
-        path, t->name, hex, want_digest);
+        path, fdl_quote_str(t->name, q, sizeof q), hex, want_digest);
     goto done;
   }
   if (!fdl_cmp_dtype_widenable(t->dtype)) {
     s = fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
-                       "head payload %s tensor '%s' has dtype %s; BF16, F16 or F32 expected", path,
-                       t->name, fdl_dtype_name(t->dtype));
+                       "head payload %s tensor %s has dtype %s; BF16, F16 or F32 expected", path,
+                       fdl_quote_str(t->name, q, sizeof q), fdl_dtype_name(t->dtype));
     goto done;
   }
   if (t->ndim != 2 || (uint64_t)t->shape[0] != vocab || (uint64_t)t->shape[1] != hidden) {
     s = fdl_cmp_refuse(r, err, "geometry_mismatch", "compute",
                        "none: the head must be [vocab_size, hidden_width] of the capture",
-                       "head payload %s tensor '%s' has shape [%lld, %lld], expected [%zu, %zu]",
-                       path, t->name, t->ndim > 0 ? (long long)t->shape[0] : -1LL,
+                       "head payload %s tensor %s has shape [%lld, %lld], expected [%zu, %zu]",
+                       path, fdl_quote_str(t->name, q, sizeof q),
+                       t->ndim > 0 ? (long long)t->shape[0] : -1LL,
                        t->ndim > 1 ? (long long)t->shape[1] : -1LL, vocab, hidden);
     goto done;
   }
