@@ -42,7 +42,12 @@ static json_t *ids_json(const int64_t *ids, size_t n) {
 static fdl_status built(pk_ctx *c, json_t *doc, const json_error_t *je, const char *what,
                         fdl_err *err) {
   if (doc) return FDL_OK;
-  return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "building %s: %s", what, je ? je->text : "");
+  /* jansson also fails on a NULL member or a string that is not UTF-8; only its own out-of-memory
+   * code is a memory fault. */
+  if (je && json_error_code(je) != json_error_out_of_memory)
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "building %s: %s", what, je->text);
+  return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "building %s: %s", what,
+                       je ? je->text : "out of memory");
 }
 
 static bool hidden_form(const pk_ctx *c) {
