@@ -121,12 +121,17 @@ static int copy_tree(const char *from, const char *to) {
   return rc;
 }
 
+static void remove_base(void) {
+  remove_tree(g_base);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
   const char *tmp = getenv("TMPDIR");
   snprintf(g_base, sizeof g_base, "%s/fdl-fuzz-tree-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(g_base)) abort();
+  atexit(remove_base);
   char pair[MAX_PATH];
   snprintf(pair, sizeof pair, "%s/synth", g_base);
   fdl_synth_opts o;

@@ -20,7 +20,7 @@ const char *fdl_cli_shown(const char *s, size_t n, char *buf, size_t cap) {
 }
 
 void fdl_cli_put_text(FILE *f, const char *s) {
-  char shown[2 * FDL_ERR_MSG_MAX];
+  char shown[8 * FDL_ERR_MSG_MAX];
   s = s ? s : "";
   fputs(fdl_quote_text(s, strlen(s), shown, sizeof shown), f);
 }
