@@ -168,6 +168,35 @@ static void test_text_mode(void **state) {
   assert_safe(out);
 }
 
+/* A finding made from hostile bytes still serialises (issue 14: a message cut inside a UTF-8
+ * sequence lost the whole report, blamed on memory). */
+static void test_report_serialises(void **state) {
+  (void)state;
+  fdl_ds_report rep;
+  fdl_ds_report_init(&rep);
+  fdl_ds_report_set_subject(&rep, "dataset:\xff\x1b[2J");
+  char long_path[3000];
+  for (size_t i = 0; i + 3 < sizeof long_path; i += 3) memcpy(long_path + i, "\xef\xbb\xbf", 3);
+  long_path[sizeof long_path - 3] = '\xe2'; /* ends inside a sequence */
+  long_path[sizeof long_path - 2] = '\x82';
+  long_path[sizeof long_path - 1] = '\0';
+  fdl_ds_report_error(&rep, "path_escape", "PATH-1", long_path, "raw %.601s and \x07", long_path);
+  fdl_ds_report_warn(&rep, "w", "R", "a\xc3", "%s", "\xc3");
+  json_t *doc = NULL;
+  fdl_err err;
+  assert_int_equal(fdl_ds_report_to_json(&rep, true, &doc, &err), FDL_OK);
+  const json_t *e = json_array_get(json_object_get(doc, "errors"), 0);
+  const char *msg = json_string_value(json_object_get(e, "message"));
+  assert_non_null(msg);
+  assert_non_null(strstr(msg, "\\x07"));
+  assert_non_null(strstr(msg, "\\ufeff\\xef and"));
+  assert_safe(msg);
+  assert_safe(json_string_value(json_object_get(e, "where")));
+  assert_safe(json_string_value(json_object_get(doc, "subject")));
+  json_decref(doc);
+  fdl_ds_report_free(&rep);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_plain),
@@ -178,6 +207,7 @@ int main(void) {
       cmocka_unit_test(test_truncation_multibyte),
       cmocka_unit_test(test_small_buffers),
       cmocka_unit_test(test_text_mode),
+      cmocka_unit_test(test_report_serialises),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fidelis/quote.h"
 #include "dataset/pack.h"
 #include "fidelis/json.h"
 #include "base/sys.h"
@@ -443,10 +444,11 @@ static fdl_status scope_block(pk_ctx *c, json_t **out, fdl_err *err) {
   }
   const char *given = fdl_ds_str(scope, "scope_digest");
   if (given && strcmp(given, b.data)) {
+    char q[FDL_QUOTE_CAP];
     fdl_status s = fdl_pk_refuse(c, err, "schema_invalid", FDL_MISMATCH,
-                                 "meta scope.scope_digest '%s' is not the digest of its own "
+                                 "meta scope.scope_digest %s is not the digest of its own "
                                  "assignments ('%s')",
-                                 given, b.data);
+                                 fdl_quote_str(given, q, sizeof q), b.data);
     fdl_buf_free(&b);
     json_decref(scope);
     return s;
