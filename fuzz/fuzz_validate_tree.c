@@ -163,7 +163,7 @@ static void pick_path(input *in, char *out, size_t cap) {
     return;
   }
   size_t o = 0;
-  unsigned parts = 1 + sel % 3;
+  unsigned parts = 1 + (sel - 160) % 3;
   for (unsigned k = 0; k < parts && o + 2 < cap; k++) {
     if (k) out[o++] = '/';
     unsigned len = 1 + take(in) % 32;
