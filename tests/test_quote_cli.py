@@ -105,6 +105,24 @@ def main():
             set_head_file(ds, path)
             validate_complete(ds, path, name)
 
+        # 1b. a file on disk whose name is hostile bytes: a finding names it, escaped, and the
+        # report still serialises.
+        ds = os.path.join(tmp, "badname")
+        shutil.copytree(ref, ds)
+        with open(os.path.join(ds.encode(), b"capture", b"x\x1b[2J\xff\xfe.bin"), "wb") as f:
+            f.write(b"x")
+        r = run("validate", ds)
+        text = terminal_safe(r.stdout, "unlisted hostile name plain")
+        check(r.returncode == 3 and "'capture/x\\x1b[2J\\xff\\xfe.bin'" in text,
+              "unlisted hostile name: rc %d, not quoted:\n%s" % (r.returncode, text))
+        r = run("validate", ds, "--json")
+        try:
+            rep = json.loads(r.stdout.decode("utf-8"))
+            check(r.returncode == 3 and "unlisted_file" in {e["code"] for e in rep["errors"]},
+                  "unlisted hostile name --json: %s" % rep["errors"])
+        except (UnicodeDecodeError, ValueError) as e:
+            check(False, "unlisted hostile name --json: no report (%s) %r" % (e, r.stderr))
+
         # 2. escapes in manifest strings: validate, inspect and compare print them escaped.
         pair = os.path.join(tmp, "esc")
         shutil.copytree(synth, pair)

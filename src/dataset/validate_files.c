@@ -227,9 +227,11 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
   /* 1. present but unlisted. */
   for (size_t i = 0; i < v->tree.n_files; i++) {
     const char *f = v->tree.files[i];
+    char q[FDL_QUOTE_CAP];
     if (!excluded(f) && !find_sum(p, f))
       fdl_ds_report_error(v->rep, "unlisted_file", "SEAL-1(c)/SEAL-2", f,
-                          "%s is present but not listed in checksums.txt", f);
+                          "%s is present but not listed in checksums.txt",
+                          fdl_quote_str(f, q, sizeof q));
   }
   /* 2. listed but absent; 3. hash what is present. */
   for (size_t i = 0; i < p->sums.count; i++) {
