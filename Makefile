@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test check-asan install fuzz fuzz-run bench demo format clean
+.PHONY: all deps build test check-asan install fuzz fuzz-run fuzz-long bench demo format clean
 
 all: build
 
@@ -37,6 +37,14 @@ fuzz: deps
 FUZZ_SECONDS ?= 30
 fuzz-run: fuzz
 	fuzz/run build-fuzz $(FUZZ_SECONDS)
+
+# Grows the committed corpora: FUZZ_LONG_SECONDS per target (FUZZ_TARGETS to pick some), then
+# merges old and new inputs into a minimised fuzz/corpus/<target>/ (see fuzz/run-long). Run it
+# before a stop that touches a parser; commit the corpus and the figures in docs/FUZZING.md.
+FUZZ_LONG_SECONDS ?= 300
+FUZZ_TARGETS ?=
+fuzz-long: fuzz
+	fuzz/run-long build-fuzz $(FUZZ_LONG_SECONDS) $(FUZZ_TARGETS)
 
 # torch is the second baseline of the KL benchmark; only the benchmark installs it.
 bench: build

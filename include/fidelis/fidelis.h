@@ -7,6 +7,7 @@
  *   buf.h     bounded growable byte buffers
  *   file.h    mapped inputs, staged outputs that never overwrite
  *   path.h    the relative-path rules manifests obey
+ *   quote.h   bounded, escaped quotes of untrusted bytes in messages
  *   json.h    strict reader, Python-compatible canonical writer
  *   digest.h  SHA-256, seal recipes, checksums.txt
  *   tensor.h  safetensors, .npy, BF16/F16 widening
@@ -40,6 +41,7 @@
 #include "file.h"
 #include "path.h"
 #include "utc.h"
+#include "quote.h"
 #include "json.h"
 #include "digest.h"
 #include "tensor.h"

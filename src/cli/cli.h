@@ -2,6 +2,8 @@
 #ifndef FIDELIS_CLI_H
 #define FIDELIS_CLI_H
 
+#include <stdio.h>
+
 #include "fidelis/fidelis.h"
 
 /* Exit codes shared with the reference tools. */
@@ -32,6 +34,15 @@ void fdl_cli_report(const fdl_err *err);
 /* An fdl_notice_fn: prints "fidelis ARG: note: message" on stderr (arg: the command name),
  * control bytes shown as '?' (the message can name files). */
 void fdl_cli_notice(void *arg, const char *message);
+/* Writes text from a file or a user (a message, a manifest string) for a human to read: escaped
+ * by fdl_quote_text, so it is one line with nothing a terminal acts on. */
+void fdl_cli_put_text(FILE *f, const char *s);
+/* s (n bytes) as a human listing shows a name or value: bare when that is unambiguous, else
+ * its fdl_quote in buf (cap bytes). NULL shows as "-"; "" and "-" themselves come out quoted. */
+const char *fdl_cli_shown(const char *s, size_t n, char *buf, size_t cap);
+/* A JSON string for s; s that is not UTF-8 (a path can be anything) becomes its escaped text,
+ * so a listing or report never fails on it. NULL only when out of memory. */
+json_t *fdl_cli_json_text(const char *s);
 /* True when arg is --help or -h. */
 int fdl_cli_is_help(const char *arg);
 

@@ -262,21 +262,29 @@ static void summary(const fdl_compare_result *r, double secs) {
   const char *sides[2] = {"reference", "candidate"};
   for (int i = 0; i < 2; i++) {
     const json_t *s = json_object_get(rc, sides[i]);
+    const json_t *label = json_object_get(s, "label"), *id = json_object_get(s, "dataset_id"),
+                 *form = json_object_get(s, "form"), *lane = json_object_get(s, "lane");
+    char b1[FDL_QUOTE_CAP], b2[FDL_QUOTE_CAP], b3[FDL_QUOTE_CAP], b4[FDL_QUOTE_CAP];
     printf("  %-9s  %s  %s  (%s form, lane %s)\n", sides[i],
-           json_string_value(json_object_get(s, "label")),
-           json_is_string(json_object_get(s, "dataset_id"))
-               ? json_string_value(json_object_get(s, "dataset_id"))
+           fdl_cli_shown(json_string_value(label), json_string_length(label), b1, sizeof b1),
+           json_is_string(id)
+               ? fdl_cli_shown(json_string_value(id), json_string_length(id), b2, sizeof b2)
                : "(no id)",
-           json_string_value(json_object_get(s, "form")),
-           json_string_value(json_object_get(s, "lane")));
+           fdl_cli_shown(json_string_value(form), json_string_length(form), b3, sizeof b3),
+           fdl_cli_shown(json_string_value(lane), json_string_length(lane), b4, sizeof b4));
   }
   const json_t *disc = json_object_get(rc, "disclosures");
   printf("\ndisclosures (%zu):\n", json_array_size(disc));
   for (size_t i = 0; i < json_array_size(disc); i++) {
     const json_t *d = json_array_get(disc, i);
-    printf("  [%s] %s\n", json_string_value(json_object_get(d, "severity")),
-           json_string_value(json_object_get(d, "code")));
-    wrapped(json_string_value(json_object_get(d, "detail")), 6, 94);
+    const json_t *sev = json_object_get(d, "severity"), *code = json_object_get(d, "code"),
+                 *detail = json_object_get(d, "detail");
+    char b1[FDL_QUOTE_CAP], b2[FDL_QUOTE_CAP], b3[4096];
+    printf("  [%s] %s\n",
+           fdl_cli_shown(json_string_value(sev), json_string_length(sev), b1, sizeof b1),
+           fdl_cli_shown(json_string_value(code), json_string_length(code), b2, sizeof b2));
+    wrapped(fdl_quote_text(json_string_value(detail), json_string_length(detail), b3, sizeof b3), 6,
+            94);
   }
   const json_t *kl = json_object_get(rc, "kl"), *u = json_object_get(rc, "uncertainty");
   long long n = (long long)json_integer_value(at(rc, "measurement_scope", "scored_positions"));
@@ -302,14 +310,19 @@ static void summary(const fdl_compare_result *r, double secs) {
   for (size_t i = 0; i < json_array_size(high); i++) {
     const json_t *c = json_array_get(high, i);
     const json_t *dom = json_object_get(c, "domain"), *wid = json_object_get(c, "window_id");
+    char b1[FDL_QUOTE_CAP], b2[FDL_QUOTE_CAP];
     printf("  #%-5lld %-14s %-14s mean %.6e  max %.6e  (%lld rows)\n",
            (long long)json_integer_value(json_object_get(c, "index")),
-           json_is_string(wid) ? json_string_value(wid) : "-",
-           json_is_string(dom) ? json_string_value(dom) : "-", num(c, "mean"), num(c, "max"),
+           fdl_cli_shown(json_string_value(wid), json_string_length(wid), b1, sizeof b1),
+           fdl_cli_shown(json_string_value(dom), json_string_length(dom), b2, sizeof b2),
+           num(c, "mean"), num(c, "max"),
            (long long)json_integer_value(json_object_get(c, "scored_rows")));
   }
-  printf("\nwritten (%.1f s):\n  receipt    %s\n  tokenwise  %s\n", secs, r->receipt_path,
-         r->tokenwise_path);
+  printf("\nwritten (%.1f s):\n  receipt    ", secs);
+  fdl_cli_put_text(stdout, r->receipt_path);
+  fputs("\n  tokenwise  ", stdout);
+  fdl_cli_put_text(stdout, r->tokenwise_path);
+  fputc('\n', stdout);
   printf("  receipt_sha256 %s\n", json_string_value(json_object_get(rc, "receipt_sha256")));
 }
 
@@ -331,14 +344,14 @@ static void headline_json(const fdl_compare_result *r, const fdl_err *err, doubl
     json_t *f = json_object();
     json_object_set_new(f, "code", json_string(r->code));
     json_object_set_new(f, "gate", json_string(r->gate));
-    json_object_set_new(f, "message", json_string(err->msg));
+    json_object_set_new(f, "message", fdl_cli_json_text(err->msg));
     json_object_set_new(f, "remedy", *r->remedy ? json_string(r->remedy) : json_null());
     json_object_set_new(o, "refused", f);
   } else {
     const json_t *rc = r->receipt;
     json_object_set_new(o, "refused", json_null());
-    json_object_set_new(o, "receipt", json_string(r->receipt_path));
-    json_object_set_new(o, "tokenwise", json_string(r->tokenwise_path));
+    json_object_set_new(o, "receipt", fdl_cli_json_text(r->receipt_path));
+    json_object_set_new(o, "tokenwise", fdl_cli_json_text(r->tokenwise_path));
     static const char *const copy[] = {"comparison_kind",  "receipt_sha256", "kl",
                                        "top1_agreement",   "uncertainty",    "js",
                                        "high_kld_contexts"};

@@ -14,16 +14,19 @@ static void usage(FILE *f) {
              "  --json   print the summary as JSON\n");
 }
 
-/* A value as text: strings bare, others as compact JSON, absent as "-". */
+/* A value as text: strings as fdl_cli_shown, others as compact JSON, absent as "-". Manifest
+ * strings are untrusted, so nothing reaches the terminal unescaped. */
 static void put(const json_t *v) {
+  char buf[FDL_QUOTE_CAP];
   if (!v || json_is_null(v)) {
     fputs("-", stdout);
   } else if (json_is_string(v)) {
-    fputs(json_string_value(v), stdout);
+    fputs(fdl_cli_shown(json_string_value(v), json_string_length(v), buf, sizeof buf), stdout);
   } else {
     fdl_buf b;
     fdl_buf_init(&b, 4096);
-    if (fdl_json_dump(v, 0, &b, NULL) == FDL_OK) fwrite(b.data, 1, b.len, stdout);
+    if (fdl_json_dump(v, 0, &b, NULL) == FDL_OK)
+      fputs(fdl_quote_text(b.data, b.len, buf, sizeof buf), stdout);
     fdl_buf_free(&b);
   }
 }
@@ -76,7 +79,9 @@ static void print_human(const json_t *s) {
   const char *key;
   json_t *v;
   json_object_foreach(json_object_get(s, "domains"), key, v) {
-    printf("  %-24s %lld positions in %lld record(s)\n", key,
+    char buf[FDL_QUOTE_CAP];
+    printf("  %-24s %lld positions in %lld record(s)\n",
+           fdl_cli_shown(key, strlen(key), buf, sizeof buf),
            (long long)json_integer_value(json_object_get(v, "positions")),
            (long long)json_integer_value(json_object_get(v, "records")));
   }

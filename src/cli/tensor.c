@@ -48,9 +48,9 @@ static fdl_status print_text(const fdl_tensor *const *ts, size_t n, fdl_err *err
     fdl_status s = fdl_sha256_buf(t->data, (size_t)t->nbytes, &d, err);
     if (s != FDL_OK) return s;
     fdl_sha256_hex(&d, hex);
-    char name[512];
-    fdl_quote_name(t->name, strlen(t->name), name, sizeof name);
-    printf("%s\t%s\t[", name[0] ? name : "-", fdl_dtype_name(t->dtype));
+    char name[FDL_QUOTE_CAP];
+    printf("%s\t%s\t[", fdl_cli_shown(t->name, strlen(t->name), name, sizeof name),
+           fdl_dtype_name(t->dtype));
     for (int k = 0; k < t->ndim; k++) printf("%s%lld", k ? ", " : "", (long long)t->shape[k]);
     printf("]\t[%llu,%llu)\t%s\n", (unsigned long long)t->offset,
            (unsigned long long)(t->offset + t->nbytes), hex);
@@ -86,9 +86,9 @@ static fdl_status print_json(const char *path, const char *format, const json_t 
   }
   json_t *doc = NULL;
   if (s == FDL_OK) {
-    doc = json_pack("{s:s, s:s, s:O, s:O}", "file", path, "format", format, "metadata",
-                    meta ? (json_t *)meta : json_null(), "tensors", list);
-    if (!doc) s = fdl_fail(err, FDL_INVALID, "%s: cannot list (is the path valid UTF-8?)", path);
+    doc = json_pack("{s:o, s:s, s:O, s:O}", "file", fdl_cli_json_text(path), "format", format,
+                    "metadata", meta ? (json_t *)meta : json_null(), "tensors", list);
+    if (!doc) s = fdl_fail(err, FDL_NOMEM, "out of memory building the listing");
   }
   fdl_buf out;
   fdl_buf_init(&out, 0);

@@ -37,10 +37,14 @@ static void usage(FILE *f) {
 static void print_findings(const fdl_ds_findings *f, const char *label) {
   for (size_t i = 0; i < f->count; i++) {
     const fdl_ds_finding *x = &f->items[i];
-    if (x->where[0])
-      printf("%s [%s/%s] %s  (%s)\n", label, x->code, x->rule, x->message, x->where);
-    else
-      printf("%s [%s/%s] %s\n", label, x->code, x->rule, x->message);
+    printf("%s [%s/%s] ", label, x->code, x->rule);
+    fdl_cli_put_text(stdout, x->message);
+    if (x->where[0]) {
+      fputs("  (", stdout);
+      fdl_cli_put_text(stdout, x->where);
+      fputc(')', stdout);
+    }
+    fputc('\n', stdout);
   }
 }
 
@@ -49,8 +53,8 @@ static int cmp_cstr(const void *a, const void *b) {
 }
 
 static void print_human(const fdl_ds_report *r) {
-  printf("%s: %zu error(s), %zu warning(s)\n", r->subject ? r->subject : "", r->errors.count,
-         r->warnings.count);
+  fdl_cli_put_text(stdout, r->subject);
+  printf(": %zu error(s), %zu warning(s)\n", r->errors.count, r->warnings.count);
   print_findings(&r->errors, "ERROR  ");
   print_findings(&r->warnings, "warning");
   char **names = malloc((r->n_checks ? r->n_checks : 1) * sizeof *names);

@@ -29,50 +29,21 @@ static void usage(FILE *f) {
           "4 a file is unreadable, not JSON, of an unknown kind, or bad usage (4 wins over 3)\n");
 }
 
-/* Writes s with control bytes, DEL and backslash escaped, so it stays on one line. */
-static void put_escaped(FILE *f, const char *s) {
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '\\')
-      fputs("\\\\", f);
-    else if (*p < 0x20 || *p == 0x7f)
-      fprintf(f, "\\x%02x", *p);
-    else
-      fputc(*p, f);
-  }
-}
-
-/* A JSON string for s; bytes that are not UTF-8 (possible in a path) fall back to the
- * escaped ASCII spelling. */
-static json_t *json_text(const char *s) {
-  json_t *v = json_string(s);
-  if (v) return v;
-  char tmp[4 * 1024];
-  size_t n = 0;
-  for (const unsigned char *p = (const unsigned char *)s; *p && n + 5 < sizeof tmp; p++) {
-    if (*p >= 0x20 && *p < 0x7f && *p != '\\')
-      tmp[n++] = (char)*p;
-    else
-      n += (size_t)snprintf(tmp + n, sizeof tmp - n, "\\x%02x", *p);
-  }
-  tmp[n] = '\0';
-  return json_string(tmp);
-}
-
 static void print_json(const char *path, result_kind k, const fdl_seal_check *c, const char *stored,
                        const fdl_err *err) {
   static const char *const names[] = {"ok", "mismatch", "error"};
   json_t *o = json_object();
   if (!o) return;
-  json_object_set_new(o, "path", json_text(path));
+  json_object_set_new(o, "path", fdl_cli_json_text(path));
   json_object_set_new(o, "status", json_string(names[k]));
   if (k == RES_ERROR) {
     json_object_set_new(o, "error", json_string(fdl_status_name(err->status)));
-    json_object_set_new(o, "message", json_text(err->msg));
+    json_object_set_new(o, "message", fdl_cli_json_text(err->msg));
   } else {
     json_object_set_new(o, "recipe", json_string(fdl_seal_recipe_name(c->recipe)));
     json_object_set_new(o, "field", json_string(c->field));
     json_object_set_new(o, "computed", json_string(c->computed));
-    json_object_set_new(o, "stored", stored ? json_text(stored) : json_null());
+    json_object_set_new(o, "stored", stored ? fdl_cli_json_text(stored) : json_null());
   }
   fdl_buf b;
   fdl_buf_init(&b, 0);
@@ -90,10 +61,10 @@ static void print_text(const char *path, result_kind k, const fdl_seal_check *c,
   static const char *const names[] = {"OK", "MISMATCH", "ERROR"};
   fputs(names[k], stdout);
   fputs("  ", stdout);
-  put_escaped(stdout, path);
+  fdl_cli_put_text(stdout, path);
   if (k == RES_ERROR) {
     printf("  (%s) ", fdl_status_name(err->status));
-    put_escaped(stdout, err->msg);
+    fdl_cli_put_text(stdout, err->msg);
   } else {
     printf("  %s  %s  ", fdl_seal_recipe_name(c->recipe), c->field);
     if (k == RES_OK) {
@@ -105,7 +76,7 @@ static void print_text(const char *path, result_kind k, const fdl_seal_check *c,
       else if (!*stored)
         fputs("\"\"", stdout);
       else
-        put_escaped(stdout, stored);
+        fdl_cli_put_text(stdout, stored);
       printf("  computed=%s", c->computed);
     }
   }

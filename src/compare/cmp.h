@@ -64,6 +64,9 @@ json_t *fdl_cmp_jcopy(const json_t *o, const char *path);
 int fdl_cmp_set_real(json_t *o, const char *k, double v);
 int fdl_cmp_set_int(json_t *o, const char *k, int64_t v);
 int fdl_cmp_set_str(json_t *o, const char *k, const char *v);
+/* A JSON string for s; s that is not UTF-8 becomes its fdl_quote_text spelling. NULL only when
+ * out of memory. */
+json_t *fdl_cmp_json_text(const char *s);
 int fdl_cmp_set_bool(json_t *o, const char *k, bool v);
 /* True when s is NULL or "". */
 bool fdl_cmp_empty(const char *s);

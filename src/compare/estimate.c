@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "fidelis/quote.h"
 #include "fidelis/pool.h"
 #include "compare/cmp.h"
 #include "base/sys.h"
@@ -94,10 +95,11 @@ static fdl_status open_side(const plan *p, int i, size_t ctx, rec_open *ro, cmp_
     return FDL_REFUSED;
   }
   const fdl_tensor *t = fdl_safetensors_find(ro->st[i], rec->key ? rec->key : "");
+  char q[FDL_QUOTE_CAP];
   if (!t)
     st = fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
-                        "%s record %lld (%s): tensor key '%s' is absent", s->who, idx, path,
-                        rec->key ? rec->key : "");
+                        "%s record %lld (%s): tensor key %s is absent", s->who, idx, path,
+                        fdl_quote_str(rec->key ? rec->key : "", q, sizeof q));
   else if (!fdl_tensor_widenable(t->dtype))
     st = fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
                         "%s record %lld (%s): dtype %s is not read by the float32 estimator "

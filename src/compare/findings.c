@@ -29,7 +29,7 @@ void fdl_cmp_findings_free(cmp_findings *f) {
 static json_t *vformat(const char *fmt, va_list ap) {
   char buf[2048];
   vsnprintf(buf, sizeof buf, fmt, ap);
-  return json_string(buf);
+  return fdl_cmp_json_text(buf);
 }
 
 fdl_status fdl_cmp_gate(cmp_findings *f, const char *name, bool passed, const char *overridden_by,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fidelis/quote.h"
 #include "compare/cmp.h"
 #include "base/sys.h"
 
@@ -104,18 +105,25 @@ fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings
     size_t first = 0;
     while (!(diff & (1u << first))) first++;
     const char *field = TOKENIZER_FIELDS[first];
-    char va[256], vb[256], remedy[FDL_COMPARE_REMEDY_LEN];
-    fdl_py_str(json_object_get(ta, field), va, sizeof va);
-    fdl_py_str(json_object_get(tb, field), vb, sizeof vb);
+    char va[FDL_QUOTE_CAP], vb[FDL_QUOTE_CAP], id[FDL_QUOTE_CAP], remedy[FDL_COMPARE_REMEDY_LEN];
+    const json_t *ja = json_object_get(ta, field), *jb = json_object_get(tb, field);
+    if (json_is_string(ja))
+      fdl_quote(json_string_value(ja), json_string_length(ja), va, sizeof va);
+    else
+      fdl_py_str(ja, va, sizeof va);
+    if (json_is_string(jb))
+      fdl_quote(json_string_value(jb), json_string_length(jb), vb, sizeof vb);
+    else
+      fdl_py_str(jb, vb, sizeof vb);
     if ((diff & ~3u) == 0) /* only id and/or repository */
       snprintf(remedy, sizeof remedy,
                "none (no override); if both sides really used the same tokenizer, recapture the "
-               "candidate declaring the reference's tokenizer id '%s'",
-               fdl_cmp_jstr0(ta, "id"));
+               "candidate declaring the reference's tokenizer id %s",
+               fdl_quote_str(fdl_cmp_jstr0(ta, "id"), id, sizeof id));
     else
       snprintf(remedy, sizeof remedy, "%s", CMP_NO_OVERRIDE_PANEL);
     return fdl_cmp_refuse(r, err, "panel_mismatch", "panel", remedy,
-                          "panel.tokenizer.%s differs: reference '%s', candidate '%s' (PANEL-D6: "
+                          "panel.tokenizer.%s differs: reference %s, candidate %s (PANEL-D6: "
                           "both sides state it, so the token ids do not mean the same text)",
                           field, va, vb);
   }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fidelis/quote.h"
 #include "compare/cmp.h"
 #include "base/sys.h"
 
@@ -32,6 +33,7 @@ static fdl_status load_one(const char *path, const cmp_side *owner, const char *
     return fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
                           "head payload %s: %s", path, e.msg);
   fdl_status s = FDL_OK;
+  char q[FDL_QUOTE_CAP];
   const fdl_tensor *t = find_key(st, key);
   if (!t) {
     s = fdl_cmp_refuse(r, err, "head_missing", "compute", CMP_NO_OVERRIDE_DATA,
@@ -41,15 +43,16 @@ static fdl_status load_one(const char *path, const cmp_side *owner, const char *
   }
   if (!fdl_tensor_widenable(t->dtype)) {
     s = fdl_cmp_refuse(r, err, "bad_tensor_file", "compute", CMP_NO_OVERRIDE_DATA,
-                       "head payload %s tensor '%s' has dtype %s; BF16, F16 or F32 expected", path,
-                       t->name, fdl_dtype_name(t->dtype));
+                       "head payload %s tensor %s has dtype %s; BF16, F16 or F32 expected", path,
+                       fdl_quote_str(t->name, q, sizeof q), fdl_dtype_name(t->dtype));
     goto done;
   }
   if (t->ndim != 2 || (uint64_t)t->shape[0] != vocab || (uint64_t)t->shape[1] != hidden) {
     s = fdl_cmp_refuse(r, err, "geometry_mismatch", "compute",
                        "none: the head must be [vocab_size, hidden_width] of the capture",
-                       "head payload %s tensor '%s' has shape [%lld, %lld], expected [%zu, %zu]",
-                       path, t->name, t->ndim > 0 ? (long long)t->shape[0] : -1LL,
+                       "head payload %s tensor %s has shape [%lld, %lld], expected [%zu, %zu]",
+                       path, fdl_quote_str(t->name, q, sizeof q),
+                       t->ndim > 0 ? (long long)t->shape[0] : -1LL,
                        t->ndim > 1 ? (long long)t->shape[1] : -1LL, vocab, hidden);
     goto done;
   }
@@ -70,9 +73,9 @@ static fdl_status load_one(const char *path, const cmp_side *owner, const char *
   if (s == FDL_OK && owner) s = fdl_cmp_check_head(owner, &d, r, err);
   if (s == FDL_OK && strcmp(d.content, want_digest))
     s = fdl_cmp_refuse(r, err, "head_mismatch", "compute", CMP_NO_OVERRIDE_DATA,
-                       "head payload %s tensor '%s' has content digest %s, but the head gate "
+                       "head payload %s tensor %s has content digest %s, but the head gate "
                        "resolved %s",
-                       path, t->name, d.content, want_digest);
+                       path, fdl_quote_str(t->name, q, sizeof q), d.content, want_digest);
   if (s != FDL_OK) {
     free(w);
     goto done;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fidelis/quote.h"
 #include "compare/cmp.h"
 
 fdl_status fdl_cmp_refuse(cmp_refusal *r, fdl_err *err, const char *code, const char *gate,
@@ -50,7 +51,16 @@ int fdl_cmp_set_int(json_t *o, const char *k, int64_t v) {
 }
 
 int fdl_cmp_set_str(json_t *o, const char *k, const char *v) {
-  return json_object_set_new(o, k, v ? json_string(v) : json_null());
+  return json_object_set_new(o, k, v ? fdl_cmp_json_text(v) : json_null());
+}
+
+json_t *fdl_cmp_json_text(const char *s) {
+  size_t n = strlen(s);
+  if (fdl_utf8_valid(s, n)) return json_string(s);
+  /* JSON holds only UTF-8, and a path from the command line can be any bytes: its escaped
+   * spelling is recorded, so the only way left for building a receipt to fail is memory. */
+  char shown[4 * 4096 + 64];
+  return json_string(fdl_quote_text(s, n, shown, sizeof shown));
 }
 
 int fdl_cmp_set_bool(json_t *o, const char *k, bool v) {

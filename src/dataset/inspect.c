@@ -114,7 +114,9 @@ fdl_status fdl_ds_inspect(const char *root, json_t **out, fdl_err *err) {
       copy_or_null(json_object_get(weights, "repository")), "seal", seal_status(root, &ds),
       "domains", domains(&ds));
   fdl_dataset_free(&ds);
-  if (!doc) return fdl_fail(err, FDL_NOMEM, "inspect: %s", je.text);
+  if (!doc)
+    return fdl_fail(err, json_error_code(&je) == json_error_out_of_memory ? FDL_NOMEM : FDL_INVALID,
+                    "inspect: cannot build the summary: %s", je.text);
   *out = doc;
   return FDL_OK;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fidelis/quote.h"
 #include "dataset/pack.h"
 #include "fidelis/json.h"
 #include "base/sys.h"
@@ -42,7 +43,12 @@ static json_t *ids_json(const int64_t *ids, size_t n) {
 static fdl_status built(pk_ctx *c, json_t *doc, const json_error_t *je, const char *what,
                         fdl_err *err) {
   if (doc) return FDL_OK;
-  return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "building %s: %s", what, je ? je->text : "");
+  /* jansson also fails on a NULL member or a string that is not UTF-8; only its own out-of-memory
+   * code is a memory fault. */
+  if (je && json_error_code(je) != json_error_out_of_memory)
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "building %s: %s", what, je->text);
+  return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "building %s: %s", what,
+                       je ? je->text : "out of memory");
 }
 
 static bool hidden_form(const pk_ctx *c) {
@@ -438,10 +444,11 @@ static fdl_status scope_block(pk_ctx *c, json_t **out, fdl_err *err) {
   }
   const char *given = fdl_ds_str(scope, "scope_digest");
   if (given && strcmp(given, b.data)) {
+    char q[FDL_QUOTE_CAP];
     fdl_status s = fdl_pk_refuse(c, err, "schema_invalid", FDL_MISMATCH,
-                                 "meta scope.scope_digest '%s' is not the digest of its own "
+                                 "meta scope.scope_digest %s is not the digest of its own "
                                  "assignments ('%s')",
-                                 given, b.data);
+                                 fdl_quote_str(given, q, sizeof q), b.data);
     fdl_buf_free(&b);
     json_decref(scope);
     return s;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/order.h"
+#include "fidelis/quote.h"
 #include "dataset/pack.h"
 #include "fidelis/utc.h"
 #include "fidelis/file.h"
@@ -52,10 +53,11 @@ static fdl_status only_keys(pk_ctx *c, const json_t *o, const char *where,
   const char *key;
   const json_t *v;
   json_object_foreach((json_t *)o, key, v) {
+    char q[FDL_QUOTE_CAP];
     if (!in_list(key, allowed))
       return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
-                           "meta %s: unknown key '%s' (docs/PACK.md lists the meta keys)", where,
-                           key);
+                           "meta %s: unknown key %s (see fidelis pack --help)", where,
+                           fdl_quote_str(key, q, sizeof q));
   }
   return FDL_OK;
 }
@@ -72,6 +74,17 @@ static fdl_status want_str(pk_ctx *c, const json_t *o, const char *where, const 
   if (!json_is_string(v) || (required && json_string_length(v) == 0))
     return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s must be a%s string", where,
                          key, required ? " non-empty" : "");
+  /* Identifiers and labels are printed by validate, inspect and compare; a control byte sealed
+   * into one would reach every terminal that shows the dataset. Free text is escaped instead. */
+  bool free_text = !strcmp(key, "subset_detail") || !strcmp(key, "numeric_policy");
+  if (!free_text && fdl_quote_has_control(json_string_value(v), json_string_length(v))) {
+    char q[FDL_QUOTE_CAP];
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+                         "meta %s.%s %s contains a control character (identifiers and labels "
+                         "must be printable text)",
+                         where, key,
+                         fdl_quote(json_string_value(v), json_string_length(v), q, sizeof q));
+  }
   return FDL_OK;
 }
 
@@ -86,8 +99,9 @@ static fdl_status want_enum(pk_ctx *c, const json_t *o, const char *where, const
       size_t l = strlen(list);
       snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", vals[i]);
     }
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s '%s' is not one of %s",
-                         where, key, v, list);
+    char q[FDL_QUOTE_CAP];
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s %s is not one of %s", where,
+                         key, fdl_quote_str(v, q, sizeof q), list);
   }
   return FDL_OK;
 }
@@ -312,17 +326,23 @@ static fdl_status parse_line(pk_ctx *c, pk_record *r, size_t lineno, fdl_err *er
   const char *key;
   const json_t *v;
   json_object_foreach((json_t *)o, key, v) {
+    char q[FDL_QUOTE_CAP];
     if (!in_list(key, LINE_KEYS))
-      return fdl_pk_refuse(
-          c, err, "bad_input", FDL_INVALID,
-          "panel line %zu: unknown key '%s' (expected index, tokens, mask, domain, "
-          "window_id, allocation_stratum, document_id, role, semantic_class, "
-          "source_cluster_id, partition)",
-          lineno, key);
+      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+                           "panel line %zu: unknown key %s (expected index, tokens, mask, domain, "
+                           "window_id, allocation_stratum, document_id, role, semantic_class, "
+                           "source_cluster_id, partition)",
+                           lineno, fdl_quote_str(key, q, sizeof q));
     if (strcmp(key, "index") && strcmp(key, "tokens") && strcmp(key, "mask") &&
         !json_is_string(v) && !json_is_null(v))
       return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
                            "panel line %zu: '%s' must be a string or null", lineno, key);
+    if (json_is_string(v) && fdl_quote_has_control(json_string_value(v), json_string_length(v)))
+      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+                           "panel line %zu: '%s' %s contains a control character (domains, "
+                           "window ids and labels must be printable text)",
+                           lineno, key,
+                           fdl_quote(json_string_value(v), json_string_length(v), q, sizeof q));
   }
   if (!fdl_ds_int(o, "index", &r->index) || r->index < 0 || r->index >= FDL_DS_MAX_INDEX)
     return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fidelis/quote.h"
 #include "dataset/ds_internal.h"
 #include "fidelis/json.h"
 #include "fidelis/path.h"
@@ -62,8 +63,8 @@ static void check_one(const char *key, const json_t *v, const char *where, fdl_d
   bool allow_parent = under_compat(where) || !strcmp(key, "runtime_manifest");
   char at[DS_MAX_PATH + 64];
   snprintf(at, sizeof at, "%s:%s", where, key);
-  char shown[160];
-  fdl_py_repr(v, shown, sizeof shown);
+  char shown[FDL_QUOTE_CAP], q[FDL_QUOTE_CAP];
+  fdl_py_shown(v, shown, sizeof shown);
   bool ok = n < DS_MAX_PATH && (allow_parent ? string_rules_ok(s, n) : fdl_relpath_ok(s, n, false));
   if (!ok) {
     fdl_ds_report_error(rep, "path_escape", "PATH-1/PATH-3", at,
@@ -77,8 +78,8 @@ static void check_one(const char *key, const json_t *v, const char *where, fdl_d
   fdl_ds_path_base(where, key, base, sizeof base);
   if (!fdl_ds_join_norm(base, s, joined, sizeof joined))
     fdl_ds_report_error(rep, "path_escape", "PATH-1/PATH-3", at,
-                        "%s resolves outside the dataset root (from '%s/')", shown,
-                        base[0] ? base : ".");
+                        "%s resolves outside the dataset root (from %s)", shown,
+                        fdl_quote_str(base[0] ? base : ".", q, sizeof q));
 }
 
 static void walk(const json_t *node, const char *where, fdl_ds_report *rep, int depth) {

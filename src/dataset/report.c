@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/order.h"
+#include "fidelis/quote.h"
 #include "dataset/ds_internal.h"
 #include "base/sys.h"
 
@@ -52,7 +53,9 @@ void fdl_ds_report_free(fdl_ds_report *r) {
 }
 
 void fdl_ds_report_set_subject(fdl_ds_report *r, const char *subject) {
-  char *s = fdl_strdup(subject ? subject : "");
+  char shown[DS_MAX_PATH + 64];
+  subject = subject ? subject : "";
+  char *s = fdl_strdup(fdl_quote_text(subject, strlen(subject), shown, sizeof shown));
   if (!s) {
     r->oom = FDL_NOMEM;
     return;
@@ -66,8 +69,15 @@ void fdl_ds_report_set_subject(fdl_ds_report *r, const char *subject) {
 
 static void add(fdl_ds_report *r, fdl_ds_findings *f, const char *code, const char *rule,
                 const char *where, const char *fmt, va_list ap) {
-  char msg[DS_MSG_MAX];
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  /* Call sites quote what they insert (fdl_quote); passing the whole line and its location
+   * through the same escaping as well means no finding can ever stop the report from becoming
+   * JSON or from printing safely, whatever a caller forgot. */
+  char raw[2 * DS_MSG_MAX], msg[DS_MSG_MAX], at[DS_MAX_PATH + 64];
+  int len = vsnprintf(raw, sizeof raw, fmt, ap);
+  size_t n = len < 0 ? 0 : (size_t)len < sizeof raw ? (size_t)len : sizeof raw - 1;
+  fdl_quote_text(raw, n, msg, sizeof msg);
+  where = where ? where : "";
+  fdl_quote_text(where, strlen(where), at, sizeof at);
   if (f->count == f->cap_) {
     size_t cap = f->cap_ ? f->cap_ * 2 : 16;
     fdl_ds_finding *p = fdl_realloc(f->items, cap * sizeof *p);
@@ -78,8 +88,7 @@ static void add(fdl_ds_report *r, fdl_ds_findings *f, const char *code, const ch
     f->items = p;
     f->cap_ = cap;
   }
-  fdl_ds_finding x = {fdl_strdup(code), fdl_strdup(rule), fdl_strdup(msg),
-                      fdl_strdup(where ? where : "")};
+  fdl_ds_finding x = {fdl_strdup(code), fdl_strdup(rule), fdl_strdup(msg), fdl_strdup(at)};
   if (!x.code || !x.rule || !x.message || !x.where) {
     free(x.code);
     free(x.rule);
@@ -145,62 +154,130 @@ fdl_ds_verdict fdl_ds_report_verdict(const fdl_ds_report *r) {
   return FDL_DS_VERDICT_OK;
 }
 
-static json_t *findings_json(const fdl_ds_findings *f) {
+/* jansson refuses a string that is not UTF-8 as well as one it cannot allocate; the two are
+ * told apart so a hostile value is never reported as a memory fault. */
+static fdl_status str_value(const char *s, const char *field, json_t **out, fdl_err *err) {
+  *out = s ? json_string(s) : NULL;
+  if (*out) return FDL_OK;
+  if (!s) return fdl_fail(err, FDL_INVALID, "report: %s is missing", field);
+  if (!fdl_utf8_valid(s, strlen(s)))
+    return fdl_fail(err, FDL_INVALID,
+                    "report: %s is not valid UTF-8, so it cannot be a JSON string", field);
+  return fdl_fail(err, FDL_NOMEM, "report: out of memory storing %s", field);
+}
+
+static fdl_status set_str(json_t *o, const char *key, const char *s, const char *field,
+                          fdl_err *err) {
+  json_t *v;
+  fdl_status st = str_value(s, field, &v, err);
+  if (st != FDL_OK) return st;
+  if (json_object_set_new(o, key, v))
+    return fdl_fail(err, FDL_NOMEM, "report: out of memory storing %s", field);
+  return FDL_OK;
+}
+
+static fdl_status set_new(json_t *o, const char *key, json_t *v, fdl_err *err) {
+  if (!v || json_object_set_new(o, key, v))
+    return fdl_fail(err, FDL_NOMEM, "report: out of memory storing %s", key);
+  return FDL_OK;
+}
+
+static fdl_status findings_json(const fdl_ds_findings *f, const char *list, json_t **out,
+                                fdl_err *err) {
   json_t *a = json_array();
-  for (size_t i = 0; a && i < f->count; i++) {
-    json_t *o =
-        json_pack("{s:s, s:s, s:s, s:s}", "code", f->items[i].code, "rule", f->items[i].rule,
-                  "message", f->items[i].message, "where", f->items[i].where);
-    if (!o || json_array_append_new(a, o) != 0) {
-      json_decref(a);
-      return NULL;
+  if (!a) return fdl_fail(err, FDL_NOMEM, "report: out of memory for %s", list);
+  fdl_status s = FDL_OK;
+  for (size_t i = 0; s == FDL_OK && i < f->count; i++) {
+    const fdl_ds_finding *x = &f->items[i];
+    static const char *const keys[] = {"code", "rule", "message", "where"};
+    const char *vals[] = {x->code, x->rule, x->message, x->where};
+    json_t *o = json_object();
+    if (!o) s = fdl_fail(err, FDL_NOMEM, "report: out of memory for %s[%zu]", list, i);
+    for (size_t k = 0; s == FDL_OK && k < 4; k++) {
+      char field[64];
+      snprintf(field, sizeof field, "%s[%zu].%s", list, i, keys[k]);
+      s = set_str(o, keys[k], vals[k], field, err);
     }
+    if (s == FDL_OK && json_array_append_new(a, o) != 0)
+      s = fdl_fail(err, FDL_NOMEM, "report: out of memory for %s[%zu]", list, i);
+    else if (s != FDL_OK)
+      json_decref(o);
   }
-  return a;
+  if (s != FDL_OK) {
+    json_decref(a);
+    return s;
+  }
+  *out = a;
+  return FDL_OK;
+}
+
+static fdl_status checks_json(const fdl_ds_report *r, json_t **out, fdl_err *err) {
+  char **sorted = fdl_malloc((r->n_checks ? r->n_checks : 1) * sizeof *sorted);
+  json_t *checks = json_array();
+  fdl_status s = FDL_OK;
+  if (!sorted || !checks) s = fdl_fail(err, FDL_NOMEM, "report: out of memory for checks_run");
+  if (s == FDL_OK && r->n_checks) {
+    memcpy(sorted, r->checks, r->n_checks * sizeof *sorted);
+    qsort(sorted, r->n_checks, sizeof *sorted, fdl_order_cstr);
+  }
+  for (size_t i = 0; s == FDL_OK && i < r->n_checks; i++) {
+    json_t *v;
+    char field[48];
+    snprintf(field, sizeof field, "checks_run[%zu]", i);
+    s = str_value(sorted[i], field, &v, err);
+    if (s == FDL_OK && json_array_append_new(checks, v) != 0)
+      s = fdl_fail(err, FDL_NOMEM, "report: out of memory for %s", field);
+  }
+  free(sorted);
+  if (s != FDL_OK) {
+    json_decref(checks);
+    return s;
+  }
+  *out = checks;
+  return FDL_OK;
 }
 
 fdl_status fdl_ds_report_to_json(const fdl_ds_report *r, bool with_level, json_t **out,
                                  fdl_err *err) {
   if (r->oom != FDL_OK) return fdl_fail(err, FDL_NOMEM, "report: findings were lost to OOM");
-  char **sorted = fdl_malloc((r->n_checks ? r->n_checks : 1) * sizeof *sorted);
-  if (!sorted) return fdl_fail(err, FDL_NOMEM, "report: out of memory");
-  if (r->n_checks) memcpy(sorted, r->checks, r->n_checks * sizeof *sorted);
-  if (r->n_checks) qsort(sorted, r->n_checks, sizeof *sorted, fdl_order_cstr);
-  json_t *checks = json_array();
-  for (size_t i = 0; checks && i < r->n_checks; i++)
-    if (json_array_append_new(checks, json_string(sorted[i])) != 0) {
-      json_decref(checks);
-      checks = NULL;
-    }
-  free(sorted);
-  json_t *errors = findings_json(&r->errors), *warnings = findings_json(&r->warnings);
+  json_t *checks = NULL, *errors = NULL, *warnings = NULL;
   json_t *doc = json_object();
-  if (!checks || !errors || !warnings || !doc) {
+  fdl_status s = doc ? FDL_OK : fdl_fail(err, FDL_NOMEM, "report: out of memory");
+  if (s == FDL_OK) s = checks_json(r, &checks, err);
+  if (s == FDL_OK) s = findings_json(&r->errors, "errors", &errors, err);
+  if (s == FDL_OK) s = findings_json(&r->warnings, "warnings", &warnings, err);
+  if (s != FDL_OK) {
     json_decref(checks);
     json_decref(errors);
     json_decref(warnings);
     json_decref(doc);
-    return fdl_fail(err, FDL_NOMEM, "report: out of memory");
+    return s;
   }
-  int bad = 0;
-  bad |= json_object_set_new(doc, "schema", json_string(FDL_DS_VALIDATION_SCHEMA));
-  bad |= json_object_set_new(doc, "format_version", json_integer(1));
-  bad |= json_object_set_new(doc, "receipt_sha256", json_string(""));
-  bad |= json_object_set_new(doc, "subject", json_string(r->subject ? r->subject : ""));
-  bad |= json_object_set_new(doc, "structural_status",
-                             json_string(r->errors.count ? "invalid" : "sealed"));
-  bad |= json_object_set_new(doc, "checks_run", checks);
-  bad |= json_object_set_new(doc, "errors", errors);
-  bad |= json_object_set_new(doc, "warnings", warnings);
-  bad |= json_object_set_new(doc, "error_count", json_integer((json_int_t)r->errors.count));
-  bad |= json_object_set_new(doc, "warning_count", json_integer((json_int_t)r->warnings.count));
-  if (with_level)
-    bad |= json_object_set_new(doc, "conformance_level", json_string(fdl_ds_level_name(r->level)));
-  if (bad) {
-    json_decref(doc);
-    return fdl_fail(err, FDL_NOMEM, "report: out of memory");
-  }
-  fdl_status s = fdl_ds_seal(doc, "receipt_sha256", err);
+  s = set_str(doc, "schema", FDL_DS_VALIDATION_SCHEMA, "schema", err);
+  if (s == FDL_OK) s = set_new(doc, "format_version", json_integer(1), err);
+  if (s == FDL_OK) s = set_str(doc, "receipt_sha256", "", "receipt_sha256", err);
+  if (s == FDL_OK) s = set_str(doc, "subject", r->subject ? r->subject : "", "subject", err);
+  if (s == FDL_OK)
+    s = set_str(doc, "structural_status", r->errors.count ? "invalid" : "sealed",
+                "structural_status", err);
+  if (s == FDL_OK)
+    s = set_new(doc, "checks_run", checks, err);
+  else
+    json_decref(checks);
+  if (s == FDL_OK)
+    s = set_new(doc, "errors", errors, err);
+  else
+    json_decref(errors);
+  if (s == FDL_OK)
+    s = set_new(doc, "warnings", warnings, err);
+  else
+    json_decref(warnings);
+  if (s == FDL_OK) s = set_new(doc, "error_count", json_integer((json_int_t)r->errors.count), err);
+  if (s == FDL_OK)
+    s = set_new(doc, "warning_count", json_integer((json_int_t)r->warnings.count), err);
+  if (s == FDL_OK && with_level)
+    s = set_str(doc, "conformance_level", fdl_ds_level_name(r->level), "conformance_level", err);
+  if (s == FDL_OK) s = fdl_ds_seal(doc, "receipt_sha256", err);
   if (s != FDL_OK) {
     json_decref(doc);
     return s;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fidelis/quote.h"
 #include "dataset/ds_internal.h"
 
 enum { REQ = 1u, NUL = 2u, MIN1 = 4u };
@@ -117,7 +118,7 @@ static void v_str(sc *c, const json_t *v, const char *path, unsigned fl, pat p) 
   if ((fl & MIN1) && n == 0) bad(c, path, "is empty; expected a non-empty string");
   if (!pattern_ok(p, s, n)) {
     char shown[96];
-    fdl_py_repr(v, shown, sizeof shown);
+    fdl_py_shown(v, shown, sizeof shown);
     bad(c, path, "%s is not %s", shown, pattern_text(p));
   }
 }
@@ -212,7 +213,7 @@ static void f_enum(sc *c, const json_t *o, const char *path, const char *key, un
     for (size_t i = 0; vals[i]; i++)
       if (!strcmp(json_string_value(v), vals[i])) return;
   char shown[96], list[512] = "";
-  fdl_py_repr(v, shown, sizeof shown);
+  fdl_py_shown(v, shown, sizeof shown);
   for (size_t i = 0; vals[i]; i++) {
     size_t l = strlen(list);
     snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", vals[i]);
@@ -267,7 +268,8 @@ static void closed(sc *c, const json_t *o, const char *path, const char *const *
   json_object_foreach((json_t *)o, key, v) {
     bool ok = false;
     for (size_t i = 0; allowed[i] && !ok; i++) ok = !strcmp(key, allowed[i]);
-    if (!ok) bad(c, path, "additional property '%s' is not allowed", key);
+    char q[FDL_QUOTE_CAP];
+    if (!ok) bad(c, path, "additional property %s is not allowed", fdl_quote_str(key, q, sizeof q));
   }
 }
 

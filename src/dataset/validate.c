@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fidelis/quote.h"
 #include "dataset/validate.h"
 #include "fidelis/utc.h"
 #include "fidelis/json.h"
@@ -24,8 +25,10 @@
 json_t *fdl_ds_v_load_sub(ds_vctx *v, const char *rel, const char *label, char *file_sha256,
                           bool missing_ok) {
   if (!rel || !fdl_relpath_ok(rel, strlen(rel), false) || strlen(rel) >= DS_MAX_PATH) {
+    char q[FDL_QUOTE_CAP];
     fdl_ds_report_error(v->rep, "path_escape", label, rel ? rel : "",
-                        "'%s' is not a relative path inside the dataset root", rel ? rel : "");
+                        "%s is not a relative path inside the dataset root",
+                        fdl_quote_str(rel, q, sizeof q));
     return NULL;
   }
   char *text;
@@ -34,10 +37,12 @@ json_t *fdl_ds_v_load_sub(ds_vctx *v, const char *rel, const char *label, char *
   fdl_err e;
   fdl_status s = fdl_ds_read_at(v->rootfd, rel, FDL_JSON_MAX_FILE_BYTES, &text, &len, &missing, &e);
   if (s != FDL_OK) {
+    char q[FDL_QUOTE_CAP];
     if (s == FDL_PATH)
       fdl_ds_report_error(v->rep, "symlink", label, rel, "%s", e.msg);
     else if (!(missing && missing_ok))
-      fdl_ds_report_error(v->rep, "missing_file", label, rel, "%s is missing (%s)", rel, e.msg);
+      fdl_ds_report_error(v->rep, "missing_file", label, rel, "%s is missing (%s)",
+                          fdl_quote_str(rel, q, sizeof q), e.msg);
     return NULL;
   }
   if (file_sha256) {
@@ -80,9 +85,10 @@ static void check_sub_seal(ds_vctx *v, const json_t *doc, const char *rel) {
 static void check_sub_schema(ds_vctx *v, const json_t *doc, const char *rel, const char *label,
                              const char *want) {
   const char *got = fdl_ds_str(doc, "schema");
+  char q[FDL_QUOTE_CAP];
   if (!got || strcmp(got, want))
-    fdl_ds_report_error(v->rep, "bad_schema", label, rel, "schema is '%s'; expected '%s'",
-                        got ? got : "(missing)", want);
+    fdl_ds_report_error(v->rep, "bad_schema", label, rel, "schema is %s; expected '%s'",
+                        got ? fdl_quote_str(got, q, sizeof q) : "(missing)", want);
 }
 
 /* Step 1: the manifest must load, be an object, and carry the exact v1 schema. */
@@ -123,7 +129,7 @@ static bool load_manifest(ds_vctx *v, const char *root) {
   const char *schema = fdl_ds_str(v->m, "schema");
   if (!schema || strcmp(schema, FDL_DS_SCHEMA)) {
     char shown[128];
-    fdl_py_repr(json_object_get(v->m, "schema"), shown, sizeof shown);
+    fdl_py_shown(json_object_get(v->m, "schema"), shown, sizeof shown);
     fdl_ds_report_error(v->rep, "bad_schema", "SCHEMA", FDL_DS_MANIFEST_NAME,
                         "schema is %s; this tool reads only '%s'", shown, FDL_DS_SCHEMA);
     return false;
@@ -131,7 +137,7 @@ static bool load_manifest(ds_vctx *v, const char *root) {
   int64_t fv;
   if (!fdl_ds_int(v->m, "format_version", &fv) || fv != 1) {
     char shown[64];
-    fdl_py_repr(json_object_get(v->m, "format_version"), shown, sizeof shown);
+    fdl_py_shown(json_object_get(v->m, "format_version"), shown, sizeof shown);
     fdl_ds_report_error(v->rep, "bad_schema", "SCHEMA", FDL_DS_MANIFEST_NAME,
                         "format_version is %s, expected 1", shown);
     return false;

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fidelis/quote.h"
 #include "dataset/validate.h"
 #include "fidelis/path.h"
 #include "fidelis/tensor.h"
@@ -234,18 +235,22 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
   /* 1. present but unlisted. */
   for (size_t i = 0; i < v->tree.n_files; i++) {
     const char *f = v->tree.files[i];
+    char q[FDL_QUOTE_CAP];
     if (!excluded(f) && !find_sum(p, f))
       fdl_ds_report_error(v->rep, "unlisted_file", "SEAL-1(c)/SEAL-2", f,
-                          "%s is present but not listed in checksums.txt", f);
+                          "%s is present but not listed in checksums.txt",
+                          fdl_quote_str(f, q, sizeof q));
   }
   /* 2. listed but absent; 3. hash what is present. */
   for (size_t i = 0; i < p->sums.count; i++) {
     const char *f = p->sums.items[i].path;
     p->sum_job[i] = SIZE_MAX;
     if (!fdl_ds_tree_has(&v->tree, f)) {
+      char q[FDL_QUOTE_CAP];
       if (!(v->o->allow_partial && !strncmp(f, "capture/", 8)))
         fdl_ds_report_error(v->rep, "missing_file", "SEAL-1(c)/SEAL-2", f,
-                            "%s is listed in checksums.txt but absent%s", f,
+                            "%s is listed in checksums.txt but absent%s",
+                            fdl_quote_str(f, q, sizeof q),
                             v->o->allow_partial ? "" : " (--allow-partial covers capture/ only)");
       continue;
     }
@@ -275,8 +280,10 @@ static fdl_status plan_tensor(ds_vctx *v, plan *p, tensor_check *t, fdl_err *err
   fdl_err e;
   if (fdl_ds_open_at(v->rootfd, t->rel, &fd, &missing, &e) != FDL_OK) {
     /* Absent files are findings of the listing (or tolerated by --allow-partial). */
+    char q[FDL_QUOTE_CAP];
     if (t->record && missing && !find_sum(p, t->rel) && !v->o->allow_partial)
-      fdl_ds_report_error(v->rep, "missing_file", label, t->rel, "%s is missing", t->rel);
+      fdl_ds_report_error(v->rep, "missing_file", label, t->rel, "%s is missing",
+                          fdl_quote_str(t->rel, q, sizeof q));
     else if (!missing)
       fdl_ds_report_error(v->rep, "bad_tensor_file", label, t->rel, "%s", e.msg);
     return FDL_OK;
@@ -296,18 +303,20 @@ static fdl_status plan_tensor(ds_vctx *v, plan *p, tensor_check *t, fdl_err *err
   if (ps != FDL_OK) {
     fdl_ds_report_error(v->rep, "bad_tensor_file", label, t->rel, "%s: %s", t->rel, e.msg);
   } else if (!key || !fdl_safetensors_find(sf, key)) {
-    fdl_ds_report_error(v->rep, "bad_tensor_file", label, t->rel, "%s: tensor key '%s' absent",
-                        t->rel, key ? key : "(none)");
+    char q[FDL_QUOTE_CAP];
+    fdl_ds_report_error(v->rep, "bad_tensor_file", label, t->rel, "%s: tensor key %s absent",
+                        t->rel, fdl_quote_str(key, q, sizeof q));
   } else {
     const fdl_tensor *tn = fdl_safetensors_find(sf, key);
     uint64_t start = fdl_safetensors_data_start(sf), fsize = fdl_safetensors_file_size(sf);
     /* The declaration is what a consumer reads instead of the tensor: it must match. */
     const char *dt = t->record ? fdl_ds_str(t->record, "dtype") : fdl_ds_str(head, "dtype");
     const json_t *shape = json_object_get(t->record ? t->record : head, "shape");
+    char q[FDL_QUOTE_CAP];
     if (dt && strcmp(dt, fdl_dtype_name(tn->dtype)))
       fdl_ds_report_error(v->rep, "tensor_mismatch", label, t->rel,
-                          "%s declares dtype '%s' but the safetensors header says '%s'", t->rel, dt,
-                          fdl_dtype_name(tn->dtype));
+                          "%s declares dtype %s but the safetensors header says '%s'", t->rel,
+                          fdl_quote_str(dt, q, sizeof q), fdl_dtype_name(tn->dtype));
     if (json_is_array(shape)) {
       bool same = json_array_size(shape) == (size_t)tn->ndim;
       for (int k = 0; same && k < tn->ndim; k++) {

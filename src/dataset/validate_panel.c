@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/order.h"
+#include "fidelis/quote.h"
 #include "dataset/validate.h"
 #include "fidelis/json.h"
 #include "fidelis/path.h"
@@ -87,9 +88,10 @@ static int64_t *read_tokens(ds_vctx *v, const char *rel, size_t *n, bool *absent
   if (s != FDL_OK) {
     if (missing) {
       *absent = true;
+      char q[FDL_QUOTE_CAP];
       if (!v->o->allow_partial)
         fdl_ds_report_error(v->rep, "missing_file", "3", rel, "panel token file %s is missing",
-                            rel);
+                            fdl_quote_str(rel, q, sizeof q));
     } else if (s == FDL_PATH) {
       fdl_ds_report_error(v->rep, "symlink", "PATH-4", rel, "%s", e.msg);
     } else {
@@ -252,8 +254,11 @@ static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
     if (fdl_ds_read_at(v->rootfd, rel, DS_MAX_SMALL_FILE, &bytes, &len, &missing, &e) != FDL_OK) {
       if (!missing)
         fdl_ds_report_error(v->rep, "panel_binding", "BIND-3", rel, "%s", e.msg);
-      else if (!v->o->allow_partial)
-        fdl_ds_report_error(v->rep, "missing_file", "3", rel, "mask file %s is missing", rel);
+      else if (!v->o->allow_partial) {
+        char q[FDL_QUOTE_CAP];
+        fdl_ds_report_error(v->rep, "missing_file", "3", rel, "mask file %s is missing",
+                            fdl_quote_str(rel, q, sizeof q));
+      }
       continue;
     }
     fdl_sha256 d;
@@ -381,8 +386,8 @@ static void binding(ds_vctx *v, const indexed *recs, size_t n) {
                  *pp = json_object_get(p, "prediction_positions");
     if (!fdl_py_equal(sr, pp)) {
       char s1[32], s2[32];
-      fdl_py_repr(sr, s1, sizeof s1);
-      fdl_py_repr(pp, s2, sizeof s2);
+      fdl_py_shown(sr, s1, sizeof s1);
+      fdl_py_shown(pp, s2, sizeof s2);
       fdl_ds_report_error(v->rep, "panel_binding", "BIND-4", where,
                           "record %" PRId64 " scored_rows %s != panel prediction_positions %s", idx,
                           s1, s2);

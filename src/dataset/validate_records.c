@@ -62,8 +62,8 @@ static void check_mirror(ds_vctx *v) {
                  *b = json_object_get(v->capture.doc, MIRRORED[i]);
     if (a && b && !fdl_py_equal(a, b)) {
       char sa[64], sb[64];
-      fdl_py_repr(a, sa, sizeof sa);
-      fdl_py_repr(b, sb, sizeof sb);
+      fdl_py_shown(a, sa, sizeof sa);
+      fdl_py_shown(b, sb, sizeof sb);
       fdl_ds_report_error(v->rep, "schema_invalid", "6", v->capture.rel,
                           "%s is %s here but %s in the manifest's capture block", MIRRORED[i], sb,
                           sa);
@@ -121,7 +121,7 @@ void fdl_ds_v_records(ds_vctx *v) {
     snprintf(where, sizeof where, "%s:records[%zu]", v->capture.rel, i);
     const json_t *index = json_object_get(r, "index");
     char idx[64];
-    fdl_py_repr(index, idx, sizeof idx);
+    fdl_py_shown(index, idx, sizeof idx);
     if (!json_is_object(r)) {
       fdl_ds_report_error(v->rep, "schema_invalid", "REC-1", where, "record is not an object");
       continue;
@@ -135,8 +135,8 @@ void fdl_ds_v_records(ds_vctx *v) {
     const json_t *key = json_object_get(r, "key");
     if (!fdl_py_equal(key, tensor_key)) {
       char k1[64], k2[64];
-      fdl_py_repr(key, k1, sizeof k1);
-      fdl_py_repr(tensor_key, k2, sizeof k2);
+      fdl_py_shown(key, k1, sizeof k1);
+      fdl_py_shown(tensor_key, k2, sizeof k2);
       fdl_ds_report_error(v->rep, "schema_invalid", "REC-2", where,
                           "record %s key %s != header tensor_key %s", idx, k1, k2);
     }
@@ -146,15 +146,15 @@ void fdl_ds_v_records(ds_vctx *v) {
       const json_t *scored = json_object_get(r, "scored_rows");
       if (!fdl_py_equal(rows, scored)) {
         char a[32], b[32];
-        fdl_py_repr(rows, a, sizeof a);
-        fdl_py_repr(scored, b, sizeof b);
+        fdl_py_shown(rows, a, sizeof a);
+        fdl_py_shown(scored, b, sizeof b);
         fdl_ds_report_error(v->rep, "schema_invalid", "REC-3", where,
                             "record %s shape[0] %s != scored_rows %s", idx, a, b);
       }
       if (want_width && !json_is_null(want_width) && !fdl_py_equal(width, want_width)) {
         char a[32], b[32];
-        fdl_py_repr(width, a, sizeof a);
-        fdl_py_repr(want_width, b, sizeof b);
+        fdl_py_shown(width, a, sizeof a);
+        fdl_py_shown(want_width, b, sizeof b);
         fdl_ds_report_error(v->rep, "schema_invalid", "REC-3", where, "record %s shape[1] %s != %s",
                             idx, a, b);
       }

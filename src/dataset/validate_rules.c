@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fidelis/quote.h"
 #include "dataset/validate.h"
 #include "fidelis/path.h"
 
@@ -137,10 +138,11 @@ void fdl_ds_v_determinism(ds_vctx *v) {
                                           "tokenwise_kld_sha256", "sealed_tokenwise_digest", NULL};
     bool content = false;
     for (size_t k = 0; CONTENT[k]; k++) content |= is(kind, CONTENT[k]);
+    char q[FDL_QUOTE_CAP];
     if (!content)
       fdl_ds_report_error(v->rep, "schema_invalid", "DET-D1", W,
-                          "identical_across_runs requires content-level evidence, not '%s'",
-                          kind ? kind : "None");
+                          "identical_across_runs requires content-level evidence, not %s",
+                          kind ? fdl_quote_str(kind, q, sizeof q) : "None");
     if (runs < 2)
       fdl_ds_report_error(v->rep, "schema_invalid", "DET-D1", W,
                           "identical_across_runs requires run_count >= 2");
@@ -237,10 +239,12 @@ void fdl_ds_v_role(ds_vctx *v) {
     if (lc && !json_is_null(lc))
       fdl_ds_report_error(v->rep, "schema_invalid", "3", W, "a root's lossy_codec must be null");
     const char *hf = fdl_ds_str(head, "file");
+    char q[FDL_QUOTE_CAP];
     if (v->payload && hf && hf[0] && fdl_relpath_ok(hf, strlen(hf), false) &&
         fdl_ds_kind_at(v->rootfd, hf) != DS_REGULAR)
       fdl_ds_report_warn(v->rep, "missing_file", "3", hf,
-                         "root declares head.file %s but it is not present", hf);
+                         "root declares head.file %s but it is not present",
+                         fdl_quote_str(hf, q, sizeof q));
   }
   if (is(role, "derived")) {
     const json_t *bc = json_object_get(dataset, "base_capture");
@@ -275,8 +279,8 @@ void fdl_ds_v_scope(ds_vctx *v) {
     }
     if (count > 1 && first == i) {
       char c1[96], c2[64];
-      fdl_py_repr(cls, c1, sizeof c1);
-      fdl_py_repr(lr, c2, sizeof c2);
+      fdl_py_shown(cls, c1, sizeof c1);
+      fdl_py_shown(lr, c2, sizeof c2);
       fdl_ds_report_error(v->rep, "scope_duplicate_assignment", "SCOPE-004", W,
                           "scope.assignments has %zu rows for (tensor_class=%s, layer_range=%s); "
                           "the registry admits one row per class and layer_range",
@@ -287,11 +291,12 @@ void fdl_ds_v_scope(ds_vctx *v) {
     json_object_foreach((json_t *)a, key, val) {
       bool ok = false;
       for (size_t k = 0; ALLOWED[k] && !ok; k++) ok = !strcmp(key, ALLOWED[k]);
+      char q[FDL_QUOTE_CAP];
       if (!ok)
         fdl_ds_report_error(v->rep, "scope_assignment_keys", "SCOPE-004", W,
-                            "scope assignment %zu carries key '%s', which the registry schema "
+                            "scope assignment %zu carries key %s, which the registry schema "
                             "does not admit",
-                            i, key);
+                            i, fdl_quote_str(key, q, sizeof q));
     }
     if (!json_is_string(cls)) continue;
     const char *c = json_string_value(cls);
@@ -323,9 +328,11 @@ void fdl_ds_v_lane(ds_vctx *v) {
   const char *lane = fdl_ds_str(rt, "lane");
   bool ok = false;
   for (size_t i = 0; LANES[i] && !ok; i++) ok = is(lane, LANES[i]);
+  char q[FDL_QUOTE_CAP];
   if (!ok)
     fdl_ds_report_error(v->rep, "schema_invalid", "9.3", FDL_DS_MANIFEST_NAME,
-                        "lane '%s' is not a registry lane", lane ? lane : "None");
+                        "lane %s is not a registry lane",
+                        lane ? fdl_quote_str(lane, q, sizeof q) : "None");
   static const char *const COPIED[] = {"lane", "lane_identity_sha256", "stack_fingerprint_sha256",
                                        NULL};
   for (size_t i = 0; v->runtime.doc && COPIED[i]; i++) {

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fidelis/quote.h"
 #include "dataset/ds_internal.h"
 #include "fidelis/file.h"
 #include "fidelis/json.h"
@@ -44,9 +45,10 @@ static fdl_status mkdir_parents(const char *dir, const char *rel, fdl_err *err) 
 /* Writes doc (indent=2, sorted keys, raw UTF-8, LF) at dir/rel; hex gets its file digest. */
 static fdl_status write_doc(const char *dir, const char *rel, const json_t *doc, char *hex,
                             fdl_err *err) {
+  char q[FDL_QUOTE_CAP];
   if (!rel || !fdl_relpath_ok(rel, strlen(rel), false))
-    return fdl_fail(err, FDL_PATH, "seal chain: '%s' is not a relative path inside the dataset",
-                    rel ? rel : "(null)");
+    return fdl_fail(err, FDL_PATH, "seal chain: %s is not a relative path inside the dataset",
+                    fdl_quote_str(rel, q, sizeof q));
   char path[DS_MAX_PATH * 2];
   fdl_status s = path_in(dir, rel, path, sizeof path, err);
   if (s == FDL_OK) s = mkdir_parents(dir, rel, err);

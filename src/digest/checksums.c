@@ -8,13 +8,12 @@
 
 #include "fidelis/digest.h"
 #include "fidelis/path.h"
+#include "fidelis/quote.h"
 #include "base/sys.h"
 
 /* Bounds on untrusted input: PATH_MAX-sized paths and far more files than any dataset holds. */
 #define FDL_CHECKSUMS_MAX_PATH 4096u
 #define FDL_CHECKSUMS_MAX_ENTRIES ((size_t)1 << 24)
-/* Characters of a path quoted back in an error message. */
-#define FDL_CHECKSUMS_QUOTE 120
 
 void fdl_checksums_init(fdl_checksums *c) {
   memset(c, 0, sizeof *c);
@@ -58,16 +57,16 @@ static fdl_status push(fdl_checksums *c, const char *hex, const char *path, size
 
 fdl_status fdl_checksums_add(fdl_checksums *c, const char *hex, const char *path, fdl_err *err) {
   if (!c || !hex || !path) return fdl_fail(err, FDL_INVALID, "checksums: NULL argument to add");
+  char q[FDL_QUOTE_CAP];
   if (!fdl_sha256_hex_ok(hex, strlen(hex)))
-    return fdl_fail(err, FDL_INVALID,
-                    "checksums: digest for \"%.*s\" is not 64 lowercase hex digits",
-                    FDL_CHECKSUMS_QUOTE, path);
+    return fdl_fail(err, FDL_INVALID, "checksums: digest for %s is not 64 lowercase hex digits",
+                    fdl_quote_str(path, q, sizeof q));
   size_t plen = strlen(path);
   if (!path_ok(path, plen))
     return fdl_fail(err, FDL_PATH,
-                    "checksums: \"%.*s\" is not a relative path inside the dataset (empty, "
+                    "checksums: %s is not a relative path inside the dataset (empty, "
                     "absolute, '..', a scheme, a line break, or over %u bytes)",
-                    FDL_CHECKSUMS_QUOTE, path, FDL_CHECKSUMS_MAX_PATH);
+                    fdl_quote(path, plen, q, sizeof q), FDL_CHECKSUMS_MAX_PATH);
   return push(c, hex, path, plen, err);
 }
 
@@ -93,19 +92,20 @@ static fdl_status parse_line(const char *s, size_t n, size_t lineno, fdl_checksu
   if (!fdl_sha256_hex_ok(s, FDL_SHA256_HEX_LEN))
     return fdl_fail(err, FDL_PARSE, "checksums line %zu: digest is not 64 lowercase hex digits",
                     lineno);
-  /* The path is a slice of the caller's text, not NUL-terminated: quote at most plen bytes. */
+  /* The path is a slice of the caller's text, not NUL-terminated, and may hold a NUL: it is
+   * quoted by length, whole, so what follows a NUL is shown rather than silently cut. */
   const char *path = s + 66;
   size_t plen = n - 66;
   if (path[plen - 1] == '\r')
     return fdl_fail(err, FDL_PARSE,
                     "checksums line %zu: ends with a carriage return, expected LF line endings",
                     lineno);
+  char q[FDL_QUOTE_CAP];
   if (!path_ok(path, plen))
     return fdl_fail(err, FDL_PATH,
-                    "checksums line %zu: \"%.*s\" is not a relative path inside the dataset "
+                    "checksums line %zu: %s is not a relative path inside the dataset "
                     "(empty, absolute, '..', a scheme, a NUL, or over %u bytes)",
-                    lineno, (int)(plen < FDL_CHECKSUMS_QUOTE ? plen : FDL_CHECKSUMS_QUOTE), path,
-                    FDL_CHECKSUMS_MAX_PATH);
+                    lineno, fdl_quote(path, plen, q, sizeof q), FDL_CHECKSUMS_MAX_PATH);
   return push(c, s, path, plen, err);
 }
 
@@ -130,9 +130,11 @@ static fdl_status check_duplicates(const fdl_checksums *c, const size_t *lines, 
   qsort(v, c->count, sizeof *v, cmp_path_line);
   fdl_status s = FDL_OK;
   for (size_t i = 1; i < c->count && s == FDL_OK; i++)
-    if (!strcmp(v[i - 1].path, v[i].path))
-      s = fdl_fail(err, FDL_PARSE, "checksums line %zu: \"%.*s\" is already listed on line %zu",
-                   v[i].line, FDL_CHECKSUMS_QUOTE, v[i].path, v[i - 1].line);
+    if (!strcmp(v[i - 1].path, v[i].path)) {
+      char q[FDL_QUOTE_CAP];
+      s = fdl_fail(err, FDL_PARSE, "checksums line %zu: %s is already listed on line %zu",
+                   v[i].line, fdl_quote_str(v[i].path, q, sizeof q), v[i - 1].line);
+    }
   free(v);
   return s;
 }
@@ -192,18 +194,19 @@ static int cmp_entry(const void *a, const void *b) {
 
 fdl_status fdl_checksums_format(fdl_checksums *c, fdl_buf *out, fdl_err *err) {
   if (!c || !out) return fdl_fail(err, FDL_INVALID, "checksums: NULL argument to format");
+  char q[FDL_QUOTE_CAP];
   for (size_t i = 0; i < c->count; i++) {
     const fdl_checksum_entry *e = &c->items[i];
     if (!e->path || !fdl_sha256_hex_ok(e->hex, strlen(e->hex)) ||
         !path_ok(e->path, strlen(e->path)))
-      return fdl_fail(err, FDL_INVALID, "checksums: entry %zu (\"%.*s\") is malformed", i,
-                      FDL_CHECKSUMS_QUOTE, e->path ? e->path : "(null)");
+      return fdl_fail(err, FDL_INVALID, "checksums: entry %zu (%s) is malformed", i,
+                      fdl_quote_str(e->path, q, sizeof q));
   }
   if (c->count) qsort(c->items, c->count, sizeof *c->items, cmp_entry);
   for (size_t i = 1; i < c->count; i++)
     if (!strcmp(c->items[i - 1].path, c->items[i].path))
-      return fdl_fail(err, FDL_INVALID, "checksums: \"%.*s\" is listed twice", FDL_CHECKSUMS_QUOTE,
-                      c->items[i].path);
+      return fdl_fail(err, FDL_INVALID, "checksums: %s is listed twice",
+                      fdl_quote_str(c->items[i].path, q, sizeof q));
   for (size_t i = 0; i < c->count; i++) {
     fdl_buf_append(out, c->items[i].hex, FDL_SHA256_HEX_LEN);
     fdl_buf_append(out, "  ", 2);

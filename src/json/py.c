@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fidelis/json.h"
+#include "fidelis/quote.h"
 #include "json/py.h"
 
 bool fdl_py_truthy(const json_t *v) {
@@ -223,6 +224,14 @@ void fdl_py_repr(const json_t *v, char *out, size_t cap) {
   sink k = {out, cap, 0, false};
   repr_value(&k, v);
   finish(&k);
+}
+
+void fdl_py_shown(const json_t *v, char *out, size_t cap) {
+  if (!out || !cap) return;
+  if (json_is_string(v))
+    fdl_quote(json_string_value(v), json_string_length(v), out, cap);
+  else
+    fdl_py_repr(v, out, cap);
 }
 
 void fdl_py_str(const json_t *v, char *out, size_t cap) {

@@ -76,30 +76,6 @@ uint64_t fdl_tensor_numel(const fdl_tensor *t) {
   return n;
 }
 
-void fdl_quote_name(const char *s, size_t n, char *out, size_t cap) {
-  static const char HEX[] = "0123456789abcdef";
-  size_t o = 0;
-  if (cap == 0) return;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    /* Room for the widest escape, an ellipsis and the NUL. */
-    if (o + 4 + 3 + 1 > cap) {
-      memcpy(out + o, "...", 3);
-      o += 3;
-      break;
-    }
-    if (c < 0x20 || c == 0x7f || c == '\\') {
-      out[o++] = '\\';
-      out[o++] = 'x';
-      out[o++] = HEX[c >> 4];
-      out[o++] = HEX[c & 15];
-    } else {
-      out[o++] = (char)c;
-    }
-  }
-  out[o] = '\0';
-}
-
 /* ---- conversions ------------------------------------------------------------------------- */
 
 static inline float bits_to_f32(uint32_t u) {

@@ -41,12 +41,11 @@ static const struct {
 
 static fdl_status parse_descr(const char *s, size_t n, const char *file, fdl_dtype *out,
                               fdl_err *err) {
-  char shown[48];
-  fdl_quote_name(s, n, shown, sizeof shown);
+  char shown[FDL_QUOTE_CAP];
+  fdl_quote(s, n, shown, sizeof shown);
   if (n == 3 && s[0] == '>' && s[2] != '1')
     return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: descr '%s' is big-endian (only little-endian arrays are read)", file,
-                    shown);
+                    "%s: descr %s is big-endian (only little-endian arrays are read)", file, shown);
   if (n == 3 && (s[0] == '<' || s[0] == '|' || s[0] == '>') && s[2] >= '1' && s[2] <= '8') {
     int size = s[2] - '0';
     bool order_ok = size == 1 || s[0] == '<';
@@ -58,7 +57,7 @@ static fdl_status parse_descr(const char *s, size_t n, const char *file, fdl_dty
     }
   }
   return fdl_fail(err, FDL_UNSUPPORTED,
-                  "%s: unsupported descr '%s' (expected a little-endian bool, integer or float "
+                  "%s: unsupported descr %s (expected a little-endian bool, integer or float "
                   "such as '<f8', '<f4', '<f2', '<i8', '|u1', '|b1')",
                   file, shown);
 }
@@ -183,10 +182,10 @@ static fdl_status parse_dict(cursor *c, fdl_tensor *t, fdl_err *err) {
     for (int i = 0; i < 3; i++)
       if (kn == strlen(KEYS[i]) && !memcmp(k, KEYS[i], kn)) key = i;
     if (key < 0) {
-      char shown[48];
-      fdl_quote_name(k, kn, shown, sizeof shown);
+      char shown[FDL_QUOTE_CAP];
+      fdl_quote(k, kn, shown, sizeof shown);
       return fdl_fail(err, FDL_PARSE,
-                      "%s: header dict: unknown key '%s' (expected descr, fortran_order, shape)",
+                      "%s: header dict: unknown key %s (expected descr, fortran_order, shape)",
                       c->file, shown);
     }
     if (seen[key])

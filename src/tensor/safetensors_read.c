@@ -31,7 +31,7 @@ struct fdl_safetensors {
 
 /* Name shown in messages: the path, or a marker for caller-owned buffers. */
 #define MEM_LABEL "<memory>"
-#define NAME_SHOWN 160
+#define NAME_SHOWN FDL_QUOTE_CAP
 
 /* ---- entry checks ------------------------------------------------------------------------ */
 
@@ -44,9 +44,9 @@ static fdl_status check_metadata(const json_t *meta, const char *file, fdl_err *
   json_object_foreach((json_t *)meta, key, value) {
     if (!json_is_string(value)) {
       char shown[NAME_SHOWN];
-      fdl_quote_name(key, strlen(key), shown, sizeof shown);
+      fdl_quote(key, strlen(key), shown, sizeof shown);
       return fdl_fail(err, FDL_PARSE,
-                      "%s: __metadata__ value for '%s' is not a string (safetensors metadata "
+                      "%s: __metadata__ value for %s is not a string (safetensors metadata "
                       "maps strings to strings)",
                       file, shown);
     }
@@ -68,7 +68,7 @@ static fdl_status check_entry(const json_t *entry, const char *name, const char 
                               fdl_err *err) {
   if (!json_is_object(entry))
     return fdl_fail(err, FDL_PARSE,
-                    "%s: tensor '%s': entry is not an object (expected dtype, shape, "
+                    "%s: tensor %s: entry is not an object (expected dtype, shape, "
                     "data_offsets)",
                     file, name);
   const json_t *jd = json_object_get(entry, "dtype");
@@ -76,56 +76,58 @@ static fdl_status check_entry(const json_t *entry, const char *name, const char 
   const json_t *jo = json_object_get(entry, "data_offsets");
   if (!jd || !js || !jo || json_object_size(entry) != 3)
     return fdl_fail(err, FDL_PARSE,
-                    "%s: tensor '%s': entry must have exactly the keys dtype, shape and "
+                    "%s: tensor %s: entry must have exactly the keys dtype, shape and "
                     "data_offsets (has %zu key(s)%s)",
                     file, name, json_object_size(entry),
                     (!jd || !js || !jo) ? ", one of them missing" : ", an unknown one among them");
   if (!json_is_string(jd) || !fdl_dtype_parse(json_string_value(jd), &t->dtype)) {
-    char shown[48];
-    const char *s = json_is_string(jd) ? json_string_value(jd) : "(not a string)";
-    fdl_quote_name(s, strlen(s), shown, sizeof shown);
+    char shown[FDL_QUOTE_CAP];
+    if (json_is_string(jd))
+      fdl_quote(json_string_value(jd), json_string_length(jd), shown, sizeof shown);
+    else
+      snprintf(shown, sizeof shown, "(not a string)");
     return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: tensor '%s': unknown dtype '%s' (expected one of BOOL U8 I8 I16 U16 "
+                    "%s: tensor %s: unknown dtype %s (expected one of BOOL U8 I8 I16 U16 "
                     "I32 U32 I64 U64 F16 BF16 F32 F64 F8_E4M3 F8_E5M2)",
                     file, name, shown);
   }
   if (!json_is_array(js) || json_array_size(js) > FDL_MAX_DIMS)
     return fdl_fail(err, FDL_PARSE,
-                    "%s: tensor '%s': shape must be an array of at most %d non-negative "
+                    "%s: tensor %s: shape must be an array of at most %d non-negative "
                     "integers",
                     file, name, FDL_MAX_DIMS);
   t->ndim = (int)json_array_size(js);
   for (int i = 0; i < t->ndim; i++) {
     uint64_t d;
     if (!get_index(json_array_get(js, (size_t)i), (uint64_t)INT64_MAX, &d))
-      return fdl_fail(err, FDL_PARSE, "%s: tensor '%s': shape[%d] is not a non-negative integer",
+      return fdl_fail(err, FDL_PARSE, "%s: tensor %s: shape[%d] is not a non-negative integer",
                       file, name, i);
     t->shape[i] = (int64_t)d;
   }
   uint64_t numel, nbytes;
   if (!fdl_shape_nbytes(t->dtype, t->ndim, t->shape, &numel, &nbytes))
     return fdl_fail(err, FDL_BOUNDS,
-                    "%s: tensor '%s': shape product times the %zu-byte element size overflows "
+                    "%s: tensor %s: shape product times the %zu-byte element size overflows "
                     "64 bits",
                     file, name, fdl_dtype_size(t->dtype));
   if (!json_is_array(jo) || json_array_size(jo) != 2)
     return fdl_fail(err, FDL_PARSE,
-                    "%s: tensor '%s': data_offsets must be an array [begin, end] of two "
+                    "%s: tensor %s: data_offsets must be an array [begin, end] of two "
                     "integers",
                     file, name);
   uint64_t begin, end;
   if (!get_index(json_array_get(jo, 0), data_size, &begin) ||
       !get_index(json_array_get(jo, 1), data_size, &end))
     return fdl_fail(err, FDL_BOUNDS,
-                    "%s: tensor '%s': data_offsets must be integers in [0, %llu] (the data "
+                    "%s: tensor %s: data_offsets must be integers in [0, %llu] (the data "
                     "section size)",
                     file, name, (unsigned long long)data_size);
   if (begin > end)
-    return fdl_fail(err, FDL_BOUNDS, "%s: tensor '%s': data_offsets begin %llu > end %llu", file,
+    return fdl_fail(err, FDL_BOUNDS, "%s: tensor %s: data_offsets begin %llu > end %llu", file,
                     name, (unsigned long long)begin, (unsigned long long)end);
   if (end - begin != nbytes)
     return fdl_fail(err, FDL_BOUNDS,
-                    "%s: tensor '%s': data_offsets span %llu bytes but %s shape holds %llu "
+                    "%s: tensor %s: data_offsets span %llu bytes but %s shape holds %llu "
                     "elements = %llu bytes",
                     file, name, (unsigned long long)(end - begin), fdl_dtype_name(t->dtype),
                     (unsigned long long)numel, (unsigned long long)nbytes);
@@ -150,11 +152,10 @@ static fdl_status check_overlap(const fdl_tensor *t, size_t n, const char *file,
     if (t[i].nbytes == 0) continue;
     if (reach && t[i].offset < reach->offset + reach->nbytes) {
       char a[NAME_SHOWN], b[NAME_SHOWN];
-      fdl_quote_name(reach->name, strlen(reach->name), a, sizeof a);
-      fdl_quote_name(t[i].name, strlen(t[i].name), b, sizeof b);
+      fdl_quote(reach->name, strlen(reach->name), a, sizeof a);
+      fdl_quote(t[i].name, strlen(t[i].name), b, sizeof b);
       return fdl_fail(err, FDL_BOUNDS,
-                      "%s: tensors '%s' and '%s' overlap (data ranges must be disjoint)", file, a,
-                      b);
+                      "%s: tensors %s and %s overlap (data ranges must be disjoint)", file, a, b);
     }
     if (!reach || t[i].offset + t[i].nbytes > reach->offset + reach->nbytes) reach = &t[i];
   }
@@ -205,9 +206,9 @@ static fdl_status build_views(fdl_safetensors *st, const char *file, fdl_err *er
   json_t *value;
   json_object_keylen_foreach(st->header, key, key_len, value) {
     char shown[NAME_SHOWN];
-    fdl_quote_name(key, key_len, shown, sizeof shown);
+    fdl_quote(key, key_len, shown, sizeof shown);
     if (strlen(key) != key_len)
-      return fdl_fail(err, FDL_PARSE, "%s: tensor name '%s' contains a NUL character", file, shown);
+      return fdl_fail(err, FDL_PARSE, "%s: tensor name %s contains a NUL character", file, shown);
     if (!strcmp(key, "__metadata__")) {
       fdl_status s = check_metadata(value, file, err);
       if (s != FDL_OK) return s;

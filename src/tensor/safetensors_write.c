@@ -26,9 +26,9 @@ static fdl_status check_metadata(const json_t *metadata, fdl_err *err) {
   const json_t *value;
   json_object_foreach((json_t *)metadata, key, value) {
     if (!json_is_string(value)) {
-      char shown[160];
-      fdl_quote_name(key, strlen(key), shown, sizeof shown);
-      return fdl_fail(err, FDL_INVALID, "safetensors metadata '%s' is not a string", shown);
+      char shown[FDL_QUOTE_CAP];
+      fdl_quote(key, strlen(key), shown, sizeof shown);
+      return fdl_fail(err, FDL_INVALID, "safetensors metadata %s is not a string", shown);
     }
   }
   return FDL_OK;
@@ -40,26 +40,26 @@ static fdl_status check_tensors(const fdl_tensor_in *t, size_t n, uint64_t *nbyt
   uint64_t sum = 0;
   for (size_t i = 0; i < n; i++) {
     if (!t[i].name) return fdl_fail(err, FDL_INVALID, "safetensors tensor #%zu has no name", i);
-    char shown[160];
-    fdl_quote_name(t[i].name, strlen(t[i].name), shown, sizeof shown);
+    char shown[FDL_QUOTE_CAP];
+    fdl_quote(t[i].name, strlen(t[i].name), shown, sizeof shown);
     if (!strcmp(t[i].name, "__metadata__"))
       return fdl_fail(err, FDL_INVALID,
                       "safetensors tensor #%zu: the name __metadata__ is reserved", i);
     if (t[i].ndim < 0 || t[i].ndim > FDL_MAX_DIMS || (t[i].ndim > 0 && !t[i].shape))
-      return fdl_fail(err, FDL_INVALID, "tensor '%s': ndim %d outside [0, %d]", shown, t[i].ndim,
+      return fdl_fail(err, FDL_INVALID, "tensor %s: ndim %d outside [0, %d]", shown, t[i].ndim,
                       FDL_MAX_DIMS);
     if (fdl_dtype_size(t[i].dtype) == 0)
-      return fdl_fail(err, FDL_INVALID, "tensor '%s': invalid dtype %d", shown, (int)t[i].dtype);
+      return fdl_fail(err, FDL_INVALID, "tensor %s: invalid dtype %d", shown, (int)t[i].dtype);
     if (!fdl_shape_nbytes(t[i].dtype, t[i].ndim, t[i].shape, NULL, &nbytes[i]) ||
         nbytes[i] > (uint64_t)INT64_MAX)
       return fdl_fail(err, FDL_INVALID,
-                      "tensor '%s': shape has a negative dimension or its byte size overflows",
+                      "tensor %s: shape has a negative dimension or its byte size overflows",
                       shown);
     if (nbytes[i] > 0 && !t[i].data)
-      return fdl_fail(err, FDL_INVALID, "tensor '%s': %llu bytes declared but data is NULL", shown,
+      return fdl_fail(err, FDL_INVALID, "tensor %s: %llu bytes declared but data is NULL", shown,
                       (unsigned long long)nbytes[i]);
     if (__builtin_add_overflow(sum, nbytes[i], &sum) || sum > (uint64_t)INT64_MAX)
-      return fdl_fail(err, FDL_TOO_LARGE, "tensor '%s': total data size overflows", shown);
+      return fdl_fail(err, FDL_TOO_LARGE, "tensor %s: total data size overflows", shown);
   }
   *total = sum;
   return FDL_OK;
@@ -100,9 +100,9 @@ static fdl_status build_header(const fdl_tensor_in *t, size_t n, const json_t *m
   uint64_t offset = 0;
   for (size_t i = 0; i < n && s == FDL_OK; i++) {
     if (json_object_get(header, t[i].name)) {
-      char shown[160];
-      fdl_quote_name(t[i].name, strlen(t[i].name), shown, sizeof shown);
-      s = fdl_fail(err, FDL_INVALID, "tensor name '%s' appears twice", shown);
+      char shown[FDL_QUOTE_CAP];
+      fdl_quote(t[i].name, strlen(t[i].name), shown, sizeof shown);
+      s = fdl_fail(err, FDL_INVALID, "tensor name %s appears twice", shown);
       break;
     }
     json_t *e = entry_json(&t[i], offset, offset + nbytes[i]);

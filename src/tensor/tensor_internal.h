@@ -7,14 +7,12 @@
 #include <stdint.h>
 
 #include "fidelis/tensor.h"
+#include "fidelis/quote.h"
 
 /* Element count and byte size of a shape, overflow-checked. False (outputs untouched) when a
  * dimension is negative, ndim is outside [0, FDL_MAX_DIMS], the dtype is invalid, or a product
  * overflows 64 bits. */
 bool fdl_shape_nbytes(fdl_dtype dtype, int ndim, const int64_t *shape, uint64_t *numel,
                       uint64_t *nbytes);
-
-/* fdl_quote_name, which bounds and defangs names for messages, is public (fidelis/tensor.h):
- * the CLI prints tensor names with it. */
 
 #endif
