@@ -31,6 +31,7 @@
 #include <jansson.h>
 
 #include "num.h"
+#include "refusal.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -86,9 +87,10 @@ FDL_API void fdl_compare_opts_default(fdl_compare_opts *o);
 
 typedef struct {
   int exit_code;        /* 0 strict receipt, 2 advisory receipt, 3 refused */
-  char code[48];        /* refusal code ("panel_mismatch", ...); "" when a receipt was written */
-  char gate[24];        /* the gate that refused ("panel", "head", "compute", "cli", ...) */
-  char remedy[640];     /* the override flag(s) that would allow it, or why there is none */
+  fdl_refusal refusal;  /* why nothing was written: code ("panel_mismatch", ...), gate ("panel",
+                         * "head", "compute", "cli", ...), remedy (the override flag(s) that
+                         * would allow it, or why there is none) and the cause; code "" when a
+                         * receipt was written */
   json_t *receipt;      /* owned: the sealed receipt as written; NULL when refused */
   char *receipt_path;   /* owned */
   char *tokenwise_path; /* owned */
@@ -133,7 +135,9 @@ typedef struct {
   const char *out_dir; /* must not exist; receives reference/ and candidate/ */
   uint64_t seed;
   size_t vocab, hidden, contexts, tokens_per_context; /* 0: the defaults above */
-  unsigned threads; /* for pack's validation; 0 = every online CPU */
+  unsigned threads;        /* for pack's validation; 0 = every online CPU */
+  const char *created_utc; /* both datasets' created_utc (YYYY-MM-DDTHH:MM:SSZ); NULL: pack's
+                            * default, the wall clock */
 } fdl_synth_opts;
 
 typedef struct {

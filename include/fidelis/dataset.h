@@ -23,6 +23,7 @@
 
 #include "buf.h"
 #include "digest.h"
+#include "refusal.h"
 #include "status.h"
 #include "tensor.h"
 
@@ -266,7 +267,8 @@ typedef struct {
   char capture_content_digest[FDL_SHA256_HEX_LEN + 1];
   size_t records;
   uint64_t scored_rows;
-  char code[40]; /* on failure: the refusal code (e.g. "panel_binding", "non_finite") */
+  fdl_refusal refusal; /* on failure: code (e.g. "panel_binding", "non_finite"), gate "pack" and
+                        * the cause; the message is in err */
 } fdl_ds_pack_result;
 
 /* Builds a sealed dataset at out_dir from the inputs, validates it, and moves it into place

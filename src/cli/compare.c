@@ -35,10 +35,10 @@ static void usage(FILE *f) {
       "  --disclose-head-substitution  HEAD-1b: apply the reference head to both sides\n"
       "  --head PATH               head payload to apply (not with --own-heads)\n"
       "  --reference-label L, --candidate-label L   side labels [reference, candidate]\n"
-      "  --vocab-chunk N           vocabulary entries per chunk and replay tile [%d]\n"
-      "  --position-block N        rows per estimator block and replay tile [%d]\n"
+      "  --vocab-chunk N           vocabulary entries per chunk and replay tile, 1 to %u [%d]\n"
+      "  --position-block N        rows per estimator block and replay tile, 1 to %d [%d]\n"
       "                            (--chunk-positions is the same option)\n"
-      "  --threads N               worker threads [all cores]; never changes a number\n"
+      "  --threads N               worker threads, 1 to %d [all cores]; never changes a number\n"
       "  --bootstrap N             context-cluster bootstrap resamples [%d]\n"
       "  --seed S                  bootstrap seed [0]\n"
       "  --no-bootstrap            no confidence interval (uncertainty.method none)\n"
@@ -47,157 +47,119 @@ static void usage(FILE *f) {
       "  --isa NAME                KL kernel: auto, scalar, avx2, avx512 [auto]; same numbers\n"
       "  --device cpu              accepted for compatibility (the only device)\n"
       "  --json                    print the receipt path and headline numbers as JSON\n"
-      "  --progress / --quiet      force / silence the progress bar [when stderr is a tty]\n"
+      "  --progress                force the progress bar [shown when stderr is a tty]\n"
+      "  --quiet                   print nothing but errors: no progress bar, no summary\n"
       "  -h, --help                show this help\n\n"
       "SOURCE_DATE_EPOCH, when set, fixes created_utc.\n"
-      "exit codes: 0 strict receipt; 2 advisory receipt; 3 refused (nothing written);\n"
-      "4 bad usage\n",
-      FDL_NUM_VOCAB_CHUNK_DEFAULT, FDL_COMPARE_POSITION_BLOCK_DEFAULT, FDL_NUM_BOOTSTRAP_DEFAULT_B);
+      "exit codes: 0 strict receipt; 2 advisory receipt; 3 refused by a gate, a seal or the\n"
+      "data (nothing written; also when DIR exists); 4 bad usage, a REFERENCE or CANDIDATE\n"
+      "that cannot be opened as a directory, an unreadable --head, a read or\n"
+      "write that failed, out of memory, or output that cannot be written\n",
+      FDL_NUM_VOCAB_CHUNK_MAX, FDL_NUM_VOCAB_CHUNK_DEFAULT, FDL_NUM_POSITION_BLOCK_MAX,
+      FDL_COMPARE_POSITION_BLOCK_DEFAULT, FDL_POOL_MAX_THREADS, FDL_NUM_BOOTSTRAP_DEFAULT_B);
 }
 
 typedef struct {
   fdl_compare_opts o;
   bool json;
   int progress; /* 1 --progress, -1 --quiet, 0 auto */
-  char created[32];
+  bool quiet;   /* --quiet: nothing on stdout, only errors on stderr */
+  char created[FDL_CLI_UTC_LEN + 1];
 } cli_opts;
 
-static int bad_usage(const char *fmt, const char *arg) {
-  fprintf(stderr, "fidelis compare: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n\n");
-  usage(stderr);
-  return FDL_EXIT_USAGE;
-}
+static const char *const ISAS[] = {"auto", "scalar", "avx2", "avx512", NULL};
+static const fdl_num_isa ISA_OF[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_NUM_ISA_AVX2,
+                                     FDL_NUM_ISA_AVX512};
+static const char *const DEVICES[] = {"cpu", NULL};
 
-static int size_opt(const char *v, const char *name, uint64_t min, uint64_t max, size_t *out) {
-  uint64_t x;
-  if (fdl_cli_parse_u64(v, max, &x) || x < min) return bad_usage("bad value for %s", name);
-  *out = (size_t)x;
-  return 0;
-}
-
-static const struct {
-  const char *name;
-  size_t off;
-  bool value;
-} FLAGS[] = {
-    {"--self-compare", offsetof(fdl_compare_opts, self_compare), true},
-    {"--force-compute", offsetof(fdl_compare_opts, force_compute), true},
-    {"--allow-cross-lane", offsetof(fdl_compare_opts, allow_cross_lane), true},
-    {"--allow-partial", offsetof(fdl_compare_opts, allow_partial), true},
-    {"--verify-tensors", offsetof(fdl_compare_opts, verify_tensors), true},
-    {"--no-verify-tensors", offsetof(fdl_compare_opts, verify_tensors), false},
-    {"--disclose-head-substitution", offsetof(fdl_compare_opts, disclose_head_substitution), true},
-    {"--own-heads", offsetof(fdl_compare_opts, own_heads), true},
-    {"--no-bootstrap", offsetof(fdl_compare_opts, bootstrap), false},
-};
-
-/* Returns -1 to go on, or an exit code. */
-static int parse(int argc, char **argv, cli_opts *c) {
+/* Returns FDL_CLI_GO to go on, or an exit code. */
+static int parse(int argc, char **argv, cli_opts *c, FILE *out, FILE *diag) {
+  memset(c, 0, sizeof *c);
   fdl_compare_opts *o = &c->o;
+  fdl_compare_opts_default(o);
+  bool self = false, force = false, cross = false, partial = false, verify = false,
+       no_verify = false, disclose = false, own = false, no_boot = false, js = false, no_js = false,
+       progress = false;
+  uint64_t vocab_chunk = 0, block = 0, threads = 0, boot = 0, seed = 0;
+  int isa = 0, device = 0;
+  const fdl_cli_opt opts[] = {
+      {"--reference", NULL, FDL_CLI_PATH, &o->reference, 0, 0, NULL},
+      {"--candidate", NULL, FDL_CLI_PATH, &o->candidate, 0, 0, NULL},
+      {"--out", NULL, FDL_CLI_PATH, &o->out_dir, 0, 0, NULL},
+      {"--head", NULL, FDL_CLI_PATH, &o->head_path, 0, 0, NULL},
+      {"--reference-label", NULL, FDL_CLI_TEXT, &o->reference_label, 0, 0, NULL},
+      {"--candidate-label", NULL, FDL_CLI_TEXT, &o->candidate_label, 0, 0, NULL},
+      {"--self-compare", NULL, FDL_CLI_FLAG, &self, 0, 0, NULL},
+      {"--force-compute", NULL, FDL_CLI_FLAG, &force, 0, 0, NULL},
+      {"--allow-cross-lane", NULL, FDL_CLI_FLAG, &cross, 0, 0, NULL},
+      {"--allow-partial", NULL, FDL_CLI_FLAG, &partial, 0, 0, NULL},
+      {"--verify-tensors", NULL, FDL_CLI_FLAG, &verify, 0, 0, NULL},
+      {"--no-verify-tensors", NULL, FDL_CLI_FLAG, &no_verify, 0, 0, NULL},
+      {"--disclose-head-substitution", NULL, FDL_CLI_FLAG, &disclose, 0, 0, NULL},
+      {"--own-heads", NULL, FDL_CLI_FLAG, &own, 0, 0, NULL},
+      {"--vocab-chunk", NULL, FDL_CLI_NUMBER, &vocab_chunk, 1, FDL_NUM_VOCAB_CHUNK_MAX, NULL},
+      {"--position-block", "--chunk-positions", FDL_CLI_NUMBER, &block, 1,
+       FDL_NUM_POSITION_BLOCK_MAX, NULL},
+      FDL_CLI_THREADS(&threads),
+      {"--bootstrap", NULL, FDL_CLI_NUMBER, &boot, 2, (uint64_t)1 << 32, NULL},
+      {"--seed", NULL, FDL_CLI_NUMBER, &seed, 0, (uint64_t)INT64_MAX, NULL},
+      {"--no-bootstrap", NULL, FDL_CLI_FLAG, &no_boot, 0, 0, NULL},
+      {"--js", NULL, FDL_CLI_FLAG, &js, 0, 0, NULL},
+      {"--no-js", NULL, FDL_CLI_FLAG, &no_js, 0, 0, NULL},
+      {"--isa", NULL, FDL_CLI_CHOICE, &isa, 0, 0, ISAS},
+      {"--device", NULL, FDL_CLI_CHOICE, &device, 0, 0, DEVICES},
+      {"--json", NULL, FDL_CLI_FLAG, &c->json, 0, 0, NULL},
+      {"--progress", NULL, FDL_CLI_FLAG, &progress, 0, 0, NULL},
+      {"--quiet", NULL, FDL_CLI_FLAG, &c->quiet, 0, 0, NULL},
+  };
+  static const char *const conflicts[] = {
+      "--own-heads",
+      "--disclose-head-substitution",
+      "--own-heads",
+      "--head",
+      "--verify-tensors",
+      "--no-verify-tensors",
+      "--js",
+      "--no-js",
+      "--bootstrap",
+      "--no-bootstrap",
+      "--progress",
+      "--quiet",
+      "--json",
+      "--quiet",
+  };
   const char *pos[2] = {NULL, NULL};
-  int npos = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = NULL;
-    if (fdl_cli_is_help(a)) {
-      usage(stdout);
-      return FDL_EXIT_OK;
-    }
-    bool flag = false;
-    for (size_t k = 0; k < sizeof FLAGS / sizeof *FLAGS; k++)
-      if (!strcmp(a, FLAGS[k].name)) {
-        *(bool *)((char *)o + FLAGS[k].off) = FLAGS[k].value;
-        flag = true;
-      }
-    if (flag) continue;
-    if (!strcmp(a, "--json")) {
-      c->json = true;
-    } else if (!strcmp(a, "--progress")) {
-      c->progress = 1;
-    } else if (!strcmp(a, "--quiet")) {
-      c->progress = -1;
-    } else if (!strcmp(a, "--js")) {
-      o->js = 1;
-    } else if (!strcmp(a, "--no-js")) {
-      o->js = 0;
-    } else if (a[0] != '-' || !strcmp(a, "-")) {
-      if (npos == 2) return bad_usage("unexpected argument '%s'", a);
-      pos[npos++] = a;
-    } else {
-      static const char *const valued[] = {
-          "--reference",   "--candidate",       "--out",
-          "--head",        "--reference-label", "--candidate-label",
-          "--vocab-chunk", "--chunk-positions", "--position-block",
-          "--threads",     "--bootstrap",       "--seed",
-          "--isa",         "--device"};
-      size_t k = 0;
-      int m = 0;
-      for (; k < sizeof valued / sizeof *valued; k++)
-        if ((m = fdl_cli_value(argc, argv, &i, valued[k], &v)) != 0) break;
-      if (m < 0) return bad_usage("%s needs a value", valued[k]);
-      if (m == 0) return bad_usage("unknown option '%s'", a);
-      const char *n = valued[k];
-      uint64_t x;
-      int rc = 0;
-      if (!strcmp(n, "--reference")) {
-        o->reference = v;
-      } else if (!strcmp(n, "--candidate")) {
-        o->candidate = v;
-      } else if (!strcmp(n, "--out")) {
-        o->out_dir = v;
-      } else if (!strcmp(n, "--head")) {
-        o->head_path = v;
-      } else if (!strcmp(n, "--reference-label")) {
-        o->reference_label = v;
-      } else if (!strcmp(n, "--candidate-label")) {
-        o->candidate_label = v;
-      } else if (!strcmp(n, "--vocab-chunk") || !strcmp(n, "--chunk-positions") ||
-                 !strcmp(n, "--position-block")) {
-        /* Any integer parses; a value out of range is the reference's compute refusal. */
-        bool vcb = !strcmp(n, "--vocab-chunk");
-        if ((rc = size_opt(v, n, 0, UINT64_MAX, vcb ? &o->vocab_chunk : &o->position_block)))
-          return rc;
-        if (!(vcb ? o->vocab_chunk : o->position_block)) {
-          fprintf(stderr, "REFUSED [%s]: gate compute: %s must be a positive integer\n",
-                  vcb ? "bad_vocab_chunk" : "bad_position_block", n);
-          fprintf(stderr, "  remedy: %s\n",
-                  vcb ? "a --vocab-chunk from 1 to 1048576" : "a --position-block from 1 to 4096");
-          return FDL_EXIT_REFUSED;
-        }
-      } else if (!strcmp(n, "--threads")) {
-        size_t t;
-        rc = size_opt(v, n, 1, FDL_POOL_MAX_THREADS, &t);
-        o->threads = (unsigned)t;
-      } else if (!strcmp(n, "--bootstrap")) {
-        rc = size_opt(v, n, 2, (uint64_t)1 << 32, &o->bootstrap_samples);
-        o->bootstrap = true;
-      } else if (!strcmp(n, "--seed")) {
-        if (fdl_cli_parse_u64(v, (uint64_t)INT64_MAX, &x)) return bad_usage("bad --seed '%s'", v);
-        o->seed = x;
-      } else if (!strcmp(n, "--isa")) {
-        if (!strcmp(v, "auto"))
-          o->isa = FDL_NUM_ISA_AUTO;
-        else if (!strcmp(v, "scalar"))
-          o->isa = FDL_NUM_ISA_SCALAR;
-        else if (!strcmp(v, "avx2"))
-          o->isa = FDL_NUM_ISA_AVX2;
-        else if (!strcmp(v, "avx512"))
-          o->isa = FDL_NUM_ISA_AVX512;
-        else
-          return bad_usage("unknown --isa '%s' (auto, scalar, avx2, avx512)", v);
-      } else if (!strcmp(n, "--device")) {
-        if (strcmp(v, "cpu")) return bad_usage("--device %s: fidelis computes on the cpu", v);
-      }
-      if (rc) return rc;
-    }
-  }
-  if (npos >= 1 && !o->reference) o->reference = pos[0], pos[0] = NULL;
-  if (npos >= 2 && !o->candidate) o->candidate = pos[1], pos[1] = NULL;
-  if (pos[0] || pos[1]) return bad_usage("%s", "give the datasets either by position or by flag");
+  fdl_cli_spec s = {"compare", usage,
+                    opts,      sizeof opts / sizeof *opts,
+                    conflicts, sizeof conflicts / sizeof *conflicts / 2,
+                    pos,       2,
+                    0,         out,
+                    diag};
+  int rc = fdl_cli_parse(&s, 1, argc, argv);
+  if (rc != FDL_CLI_GO) return rc;
+  if (s.npos && (o->reference || o->candidate))
+    return fdl_cli_usage_error(&s, "give the datasets either by position or by flag");
+  if (s.npos == 1) return fdl_cli_usage_error(&s, "a REFERENCE and a CANDIDATE are required");
+  if (s.npos == 2) o->reference = pos[0], o->candidate = pos[1];
   if (!o->reference || !o->candidate)
-    return bad_usage("%s", "a REFERENCE and a CANDIDATE are required");
-  if (!o->out_dir) return bad_usage("%s", "--out DIR is required");
+    return fdl_cli_usage_error(&s, "a REFERENCE and a CANDIDATE are required");
+  if (!o->out_dir) return fdl_cli_usage_error(&s, "--out DIR is required");
+  o->self_compare = self;
+  o->force_compute = force;
+  o->allow_cross_lane = cross;
+  o->allow_partial = partial;
+  if (verify || no_verify) o->verify_tensors = verify;
+  o->disclose_head_substitution = disclose;
+  o->own_heads = own;
+  if (vocab_chunk) o->vocab_chunk = (size_t)vocab_chunk;
+  if (block) o->position_block = (size_t)block;
+  o->threads = (unsigned)threads;
+  if (boot) o->bootstrap = true, o->bootstrap_samples = (size_t)boot;
+  if (no_boot) o->bootstrap = false;
+  o->seed = seed;
+  if (js || no_js) o->js = js ? 1 : 0;
+  o->isa = ISA_OF[isa];
+  c->progress = progress ? 1 : c->quiet ? -1 : 0;
   const char *sde = getenv("SOURCE_DATE_EPOCH");
   uint64_t epoch;
   if (sde && *sde && !fdl_cli_parse_u64(sde, (uint64_t)INT32_MAX * 64, &epoch)) {
@@ -207,7 +169,12 @@ static int parse(int argc, char **argv, cli_opts *c) {
     strftime(c->created, sizeof c->created, "%Y-%m-%dT%H:%M:%SZ", &tm);
     o->created_utc = c->created;
   }
-  return -1;
+  return FDL_CLI_GO;
+}
+
+int fdl_cli_compare_check(int argc, char **argv, FILE *out, FILE *diag) {
+  cli_opts c;
+  return parse(argc, argv, &c, out, diag);
 }
 
 /* Prints s wrapped at `width` columns, every line indented by `indent` spaces. */
@@ -316,10 +283,11 @@ static void headline_json(const fdl_compare_result *r, const fdl_err *err, doubl
   json_object_set_new(o, "exit_code", json_integer(r->exit_code));
   if (!r->receipt) {
     json_t *f = json_object();
-    json_object_set_new(f, "code", json_string(r->code));
-    json_object_set_new(f, "gate", json_string(r->gate));
+    json_object_set_new(f, "code", json_string(r->refusal.code));
+    json_object_set_new(f, "gate", json_string(r->refusal.gate));
     json_object_set_new(f, "message", json_string(err->msg));
-    json_object_set_new(f, "remedy", *r->remedy ? json_string(r->remedy) : json_null());
+    json_object_set_new(f, "remedy",
+                        *r->refusal.remedy ? json_string(r->refusal.remedy) : json_null());
     json_object_set_new(o, "refused", f);
   } else {
     const json_t *rc = r->receipt;
@@ -347,10 +315,11 @@ static void headline_json(const fdl_compare_result *r, const fdl_err *err, doubl
 
 int fdl_cli_compare(int argc, char **argv) {
   cli_opts c;
-  memset(&c, 0, sizeof c);
-  fdl_compare_opts_default(&c.o);
-  int rc = parse(argc, argv, &c);
-  if (rc >= 0) return rc;
+  int rc = parse(argc, argv, &c, NULL, NULL);
+  if (rc != FDL_CLI_GO) return rc;
+  if ((rc = fdl_cli_input_dataset("compare", c.o.reference, false)) != 0) return rc;
+  if ((rc = fdl_cli_input_dataset("compare", c.o.candidate, false)) != 0) return rc;
+  if (c.o.head_path && (rc = fdl_cli_input_file("compare", c.o.head_path)) != 0) return rc;
   fdl_cli_progress prog;
   fdl_cli_progress_init(&prog, "compare", c.progress);
   c.o.progress = fdl_cli_progress_cb;
@@ -363,17 +332,17 @@ int fdl_cli_compare(int argc, char **argv) {
   double secs = fdl_cli_now() - t0;
   if (s == FDL_INVALID) {
     fdl_compare_result_free(&r);
-    return bad_usage("%s", err.msg);
+    fprintf(stderr, "fidelis compare: %s\n(see 'fidelis compare --help')\n", err.msg);
+    return FDL_EXIT_USAGE;
   }
-  if (s != FDL_OK) {
-    fprintf(stderr, "REFUSED [%s]: gate %s: %s\n", r.code, r.gate, err.msg);
-    if (*r.remedy) fprintf(stderr, "  remedy: %s\n", r.remedy);
-  }
+  if (s != FDL_OK) fdl_cli_print_refusal(NULL, &r.refusal, &err);
   if (c.json)
     headline_json(&r, &err, secs);
-  else if (s == FDL_OK)
+  else if (s == FDL_OK && !c.quiet)
     summary(&r, secs);
-  rc = r.exit_code;
+  /* A receipt: 0 strict or 2 advisory, as the library classed it. A refusal: by its cause, so an
+   * I/O failure or exhausted memory is 4 like in every other command, a refusal 3. */
+  rc = s == FDL_OK ? r.exit_code : fdl_cli_exit_for(r.refusal.status ? r.refusal.status : s);
   fdl_compare_result_free(&r);
   return rc;
 }

@@ -7,6 +7,7 @@
  * Fields are separated by two spaces; control characters in paths and messages are escaped so a
  * file can never take more than one line. Errors are also reported on stderr. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -14,19 +15,19 @@
 typedef enum { RES_OK, RES_MISMATCH, RES_ERROR } result_kind;
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: fidelis verify [--json] FILE...\n\n"
-          "Recomputes the self-seal of each sealed JSON document (the recipe and seal field\n"
-          "follow from its \"schema\") and compares it with the stored value.\n\n"
-          "options:\n"
-          "  --json     one JSON object per file (JSON Lines) instead of text\n"
-          "  -h, --help show this help\n\n"
-          "output (text), one line per file, fields separated by two spaces:\n"
-          "  OK  PATH  RECIPE  FIELD  DIGEST\n"
-          "  MISMATCH  PATH  RECIPE  FIELD  stored=VALUE  computed=DIGEST\n"
-          "  ERROR  PATH  (STATUS) message\n\n"
-          "exit codes: 0 every seal recomputes; 3 a seal mismatches and every file was read;\n"
-          "4 a file is unreadable, not JSON, of an unknown kind, or bad usage (4 wins over 3)\n");
+  fprintf(f, "usage: fidelis verify [--json] FILE...\n\n"
+             "Recomputes the self-seal of each sealed JSON document (the recipe and seal field\n"
+             "follow from its \"schema\") and compares it with the stored value.\n\n"
+             "options:\n"
+             "  --json     one JSON object per file (JSON Lines) instead of text\n"
+             "  -h, --help show this help\n\n"
+             "output (text), one line per file, fields separated by two spaces:\n"
+             "  OK  PATH  RECIPE  FIELD  DIGEST\n"
+             "  MISMATCH  PATH  RECIPE  FIELD  stored=VALUE  computed=DIGEST\n"
+             "  ERROR  PATH  (STATUS) message\n\n"
+             "exit codes: 0 every seal recomputes; 3 a seal mismatches, or a file is not JSON or\n"
+             "of an unknown kind; 4 bad usage or a FILE that cannot be opened or read (missing,\n"
+             "not a regular file, a symlink), or output that cannot be written (4 wins over 3)\n");
 }
 
 /* Writes s with control bytes, DEL and backslash escaped, so it stays on one line. */
@@ -113,29 +114,38 @@ static void print_text(const char *path, result_kind k, const fdl_seal_check *c,
 }
 
 /* Kiln hashes values as Kiln's strict loader reads them (-0.0 becomes 0.0, inexact float
- * literals are refused), so a kiln.* document is re-read that way before hashing. */
-static fdl_status load_sealed(const char *path, json_t **doc, fdl_seal_check *chk, fdl_err *err) {
-  fdl_status s = fdl_json_load_file(path, NULL, doc, err);
-  if (s != FDL_OK) return s;
+ * literals are refused), so a kiln.* document is re-read that way before hashing. *read_failed
+ * tells an input that could not be read (exit 4) from one that was read and refused (exit 3). */
+static fdl_status load_sealed(const char *path, json_t **doc, fdl_seal_check *chk,
+                              bool *read_failed, fdl_err *err) {
+  char *text = NULL;
+  size_t len = 0;
+  fdl_status s = fdl_read_file(path, FDL_JSON_MAX_FILE_BYTES, &text, &len, err);
+  *read_failed = s != FDL_OK;
+  if (s == FDL_OK) s = fdl_json_parse(text, len, NULL, doc, err);
   fdl_seal_recipe recipe;
   const char *field;
-  s = fdl_seal_kind(*doc, &recipe, &field, err);
+  if (s == FDL_OK) s = fdl_seal_kind(*doc, &recipe, &field, err);
   if (s == FDL_OK && recipe == FDL_SEAL_KILN_REMOVE) {
     json_decref(*doc);
     *doc = NULL;
     fdl_json_read_opts kiln = {.max_depth = 0, .kiln_strict = true};
-    s = fdl_json_load_file(path, &kiln, doc, err);
+    s = fdl_json_parse(text, len, &kiln, doc, err);
   }
+  free(text);
+  if (s != FDL_OK && !*read_failed) fdl_err_prefix(err, "%s", path);
   if (s == FDL_OK) s = fdl_seal_verify(*doc, chk, err);
   return s;
 }
 
-static result_kind verify_one(const char *path, bool as_json) {
+/* The exit code this file contributes: 0, 3 (mismatch, or read and refused) or 4. */
+static int verify_one(const char *path, bool as_json) {
   fdl_err err = {FDL_OK, ""};
   fdl_seal_check chk;
   memset(&chk, 0, sizeof chk);
   json_t *doc = NULL;
-  fdl_status s = load_sealed(path, &doc, &chk, &err);
+  bool read_failed = false;
+  fdl_status s = load_sealed(path, &doc, &chk, &read_failed, &err);
   result_kind k = s != FDL_OK ? RES_ERROR : chk.ok ? RES_OK : RES_MISMATCH;
   const char *stored = NULL;
   if (k != RES_ERROR) {
@@ -148,43 +158,52 @@ static result_kind verify_one(const char *path, bool as_json) {
     print_text(path, k, &chk, stored, &err);
   if (k == RES_ERROR) fdl_cli_report(&err);
   json_decref(doc);
-  return k;
+  if (k == RES_OK) return FDL_EXIT_OK;
+  if (k == RES_MISMATCH) return FDL_EXIT_REFUSED;
+  return read_failed ? FDL_EXIT_USAGE : fdl_cli_exit_for(s);
+}
+
+static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **files, size_t *n,
+                 bool *as_json) {
+  *as_json = false;
+  const fdl_cli_opt opts[] = {{"--json", NULL, FDL_CLI_FLAG, as_json, 0, 0, NULL}};
+  fdl_cli_spec s = {"verify", usage, opts, 1, NULL, 0, files, (size_t)argc, 0, out, diag};
+  int rc = fdl_cli_parse(&s, 1, argc, argv);
+  if (rc != FDL_CLI_GO) return rc;
+  if (!s.npos) return fdl_cli_usage_error(&s, "no FILE given");
+  *n = s.npos;
+  return FDL_CLI_GO;
+}
+
+int fdl_cli_verify_check(int argc, char **argv, FILE *out, FILE *diag) {
+  const char **files = calloc((size_t)argc + 1, sizeof *files);
+  if (!files) return FDL_EXIT_USAGE;
+  size_t n;
+  bool as_json;
+  int rc = parse(argc, argv, out, diag, files, &n, &as_json);
+  free(files);
+  return rc;
 }
 
 int fdl_cli_verify(int argc, char **argv) {
-  bool as_json = false;
-  int first = 1;
-  for (; first < argc; first++) {
-    const char *a = argv[first];
-    if (!strcmp(a, "--")) {
-      first++;
-      break;
-    }
-    if (a[0] != '-' || !a[1]) break;
-    if (fdl_cli_is_help(a)) {
-      usage(stdout);
-      return FDL_EXIT_OK;
-    }
-    if (!strcmp(a, "--json")) {
-      as_json = true;
-      continue;
-    }
-    fprintf(stderr, "fidelis verify: unknown option '%s'\n\n", a);
-    usage(stderr);
+  const char **files = calloc((size_t)argc + 1, sizeof *files);
+  if (!files) {
+    fprintf(stderr, "fidelis verify: out of memory\n");
     return FDL_EXIT_USAGE;
   }
-  if (first >= argc) {
-    fprintf(stderr, "fidelis verify: no FILE given\n\n");
-    usage(stderr);
-    return FDL_EXIT_USAGE;
+  size_t n = 0;
+  bool as_json;
+  int rc = parse(argc, argv, NULL, NULL, files, &n, &as_json);
+  if (rc != FDL_CLI_GO) {
+    free(files);
+    return rc;
   }
-  bool any_mismatch = false, any_error = false;
-  for (int i = first; i < argc; i++) {
-    result_kind k = verify_one(argv[i], as_json);
-    any_mismatch |= k == RES_MISMATCH;
-    any_error |= k == RES_ERROR;
+  rc = FDL_EXIT_OK;
+  for (size_t i = 0; i < n; i++) {
+    int r = verify_one(files[i], as_json);
+    if (r > rc) rc = r; /* 4 wins over 3 */
     fflush(stdout);
   }
-  if (any_error) return FDL_EXIT_USAGE;
-  return any_mismatch ? FDL_EXIT_REFUSED : FDL_EXIT_OK;
+  free(files);
+  return rc;
 }

@@ -70,7 +70,7 @@ typedef struct {
   bool hidden[2];
 } plan;
 
-static fdl_status open_side(const plan *p, int i, size_t ctx, rec_open *ro, cmp_refusal *r,
+static fdl_status open_side(const plan *p, int i, size_t ctx, rec_open *ro, fdl_refusal *r,
                             fdl_err *err) {
   const cmp_side *s = p->side[i];
   size_t at = i == 0 ? p->f->ref_at[ctx] : p->f->cand_at[ctx];
@@ -230,7 +230,7 @@ static void describe_block(const window *w, size_t bi, fdl_num_block *nb) {
 
 /* Re-runs the failing window one block, then one row, at a time to name the exact record and
  * row (only on the failure path). */
-static fdl_status locate_nonfinite(runner *rn, window *w, const fdl_err *first, cmp_refusal *r,
+static fdl_status locate_nonfinite(runner *rn, window *w, const fdl_err *first, fdl_refusal *r,
                                    fdl_err *err) {
   double kl, js;
   fdl_num_out out = {.kl = &kl, .js = fdl_num_ctx_opts(rn->ctx)->js ? &js : NULL};
@@ -259,7 +259,7 @@ static fdl_status locate_nonfinite(runner *rn, window *w, const fdl_err *first, 
                         first->msg);
 }
 
-static fdl_status flush(runner *rn, window *w, cmp_refusal *r, fdl_err *err) {
+static fdl_status flush(runner *rn, window *w, fdl_refusal *r, fdl_err *err) {
   if (!w->nblocks) return FDL_OK;
   convert_arg ca = {w};
   fdl_status s = fdl_pool_run(&rn->pool, w->nblocks, convert_task, &ca, err);
@@ -316,7 +316,7 @@ static void recycle_opens(window *w, size_t keep) {
   }
 }
 
-static fdl_status run_all(runner *rn, window *w, const plan *p, size_t pb, cmp_refusal *r,
+static fdl_status run_all(runner *rn, window *w, const plan *p, size_t pb, fdl_refusal *r,
                           fdl_err *err) {
   fdl_status s;
   for (size_t c = 0; c < p->f->n_shared; c++) {
@@ -348,7 +348,7 @@ static fdl_status run_all(runner *rn, window *w, const plan *p, size_t pb, cmp_r
 
 fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                                 cmp_findings *f, const cmp_heads *h, bool want_js, cmp_estimate *e,
-                                cmp_refusal *r, fdl_err *err) {
+                                fdl_refusal *r, fdl_err *err) {
   size_t pb = o->position_block ? o->position_block : FDL_COMPARE_POSITION_BLOCK_DEFAULT;
   size_t vc = o->vocab_chunk ? o->vocab_chunk : FDL_NUM_VOCAB_CHUNK_DEFAULT;
   if (pb > FDL_NUM_POSITION_BLOCK_MAX)

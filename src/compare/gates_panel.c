@@ -80,7 +80,7 @@ static fdl_status intersect(const cmp_side *a, const cmp_side *b, cmp_findings *
   return FDL_OK;
 }
 
-fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings *f, cmp_refusal *r,
+fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings *f, fdl_refusal *r,
                               fdl_err *err) {
   const json_t *ma = a->ds.manifest, *mb = b->ds.manifest;
   const char *ha = fdl_cmp_jstr(ma, "panel.suite_token_hash_sha256");

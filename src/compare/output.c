@@ -40,7 +40,7 @@ static int make_dirs(const char *path) {
   return fdl_sys_mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
 }
 
-fdl_status fdl_cmp_output_precheck(const char *out_dir, cmp_refusal *r, fdl_err *err) {
+fdl_status fdl_cmp_output_precheck(const char *out_dir, fdl_refusal *r, fdl_err *err) {
   struct stat st; /* stat, not lstat: a symlink to a directory is a fine --out */
   if (stat(out_dir, &st) == 0 && !S_ISDIR(st.st_mode))
     return fdl_cmp_refuse(r, err, "destination_exists", "cli", NO_REPLACE_REMEDY,
@@ -59,7 +59,7 @@ fdl_status fdl_cmp_output_precheck(const char *out_dir, cmp_refusal *r, fdl_err 
   return FDL_OK;
 }
 
-fdl_status fdl_cmp_stage_open(const char *out_dir, cmp_stage *st, cmp_refusal *r, fdl_err *err) {
+fdl_status fdl_cmp_stage_open(const char *out_dir, cmp_stage *st, fdl_refusal *r, fdl_err *err) {
   memset(st, 0, sizeof *st);
   char *parent = parent_of(out_dir);
   if (!parent) return fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -88,7 +88,7 @@ fdl_status fdl_cmp_stage_open(const char *out_dir, cmp_stage *st, cmp_refusal *r
 }
 
 fdl_status fdl_cmp_stage_tokenwise(cmp_stage *st, const cmp_estimate *e, cmp_tokenwise_info *tw,
-                                   cmp_refusal *r, fdl_err *err) {
+                                   fdl_refusal *r, fdl_err *err) {
   int64_t shape[1] = {(int64_t)e->n_rows};
   fdl_err we = {FDL_OK, ""};
   if (fdl_npy_write(st->npy, FDL_DTYPE_F64, 1, shape, e->kl, &we) != FDL_OK)
@@ -101,7 +101,7 @@ fdl_status fdl_cmp_stage_tokenwise(cmp_stage *st, const cmp_estimate *e, cmp_tok
 }
 
 fdl_status fdl_cmp_stage_commit(cmp_stage *st, const json_t *receipt, const char *out_dir,
-                                char **receipt_path, char **tokenwise_path, cmp_refusal *r,
+                                char **receipt_path, char **tokenwise_path, fdl_refusal *r,
                                 fdl_err *err) {
   fdl_err we = {FDL_OK, ""};
   if (fdl_json_write_file(st->receipt, receipt, FDL_JSON_PRETTY, &we) != FDL_OK)
