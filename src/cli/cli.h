@@ -74,6 +74,16 @@ typedef struct {
   const char *const *choices; /* FDL_CLI_CHOICE */
 } fdl_cli_opt;
 
+/* Table rows, one per kind, so a table reads as a list of names. */
+#define FDL_CLI_OPT_FLAG(name, dest)                                                               \
+  { (name), NULL, FDL_CLI_FLAG, (dest), 0, 0, NULL }
+#define FDL_CLI_OPT_PATH(name, dest)                                                               \
+  { (name), NULL, FDL_CLI_PATH, (dest), 0, 0, NULL }
+#define FDL_CLI_OPT_TEXT(name, dest)                                                               \
+  { (name), NULL, FDL_CLI_TEXT, (dest), 0, 0, NULL }
+#define FDL_CLI_OPT_NUMBER(name, dest, lo, hi)                                                     \
+  { (name), NULL, FDL_CLI_NUMBER, (dest), (lo), (hi), NULL }
+
 /* The most options one command has; a table above it is refused as a bug. */
 #define FDL_CLI_MAX_OPTS 48
 /* --threads is the same option everywhere: 1 to the pool's limit; absent means every core. */

@@ -100,9 +100,9 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **path
                  fdl_json_read_opts *opts) {
   bool ascii = false, pretty = false, kiln = false;
   const fdl_cli_opt table[] = {
-      {"--ascii", NULL, FDL_CLI_FLAG, &ascii, 0, 0, NULL},
-      {"--pretty", NULL, FDL_CLI_FLAG, &pretty, 0, 0, NULL},
-      {"--kiln-strict", NULL, FDL_CLI_FLAG, &kiln, 0, 0, NULL},
+      FDL_CLI_OPT_FLAG("--ascii", &ascii),
+      FDL_CLI_OPT_FLAG("--pretty", &pretty),
+      FDL_CLI_OPT_FLAG("--kiln-strict", &kiln),
   };
   fdl_cli_spec s = {"json canon", usage, table, 3, NULL, 0, path, 1, 0, out, diag};
   if (argc < 2) {

@@ -92,12 +92,12 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, fdl_ds_pack_opts 
   uint64_t threads = 0;
   bool partial = false;
   const fdl_cli_opt opts[] = {
-      {"--panel", NULL, FDL_CLI_PATH, &o->panel_path, 0, 0, NULL},
-      {"--tensors", NULL, FDL_CLI_PATH, &o->tensor_dir, 0, 0, NULL},
-      {"--head", NULL, FDL_CLI_PATH, &o->head_path, 0, 0, NULL},
-      {"--meta", NULL, FDL_CLI_PATH, &o->meta_path, 0, 0, NULL},
-      {"--out", NULL, FDL_CLI_PATH, &o->out_dir, 0, 0, NULL},
-      {"--allow-partial", NULL, FDL_CLI_FLAG, &partial, 0, 0, NULL},
+      FDL_CLI_OPT_PATH("--panel", &o->panel_path),
+      FDL_CLI_OPT_PATH("--tensors", &o->tensor_dir),
+      FDL_CLI_OPT_PATH("--head", &o->head_path),
+      FDL_CLI_OPT_PATH("--meta", &o->meta_path),
+      FDL_CLI_OPT_PATH("--out", &o->out_dir),
+      FDL_CLI_OPT_FLAG("--allow-partial", &partial),
       FDL_CLI_THREADS(&threads),
   };
   fdl_cli_spec s = {"pack", usage, opts, sizeof opts / sizeof *opts, NULL, 0, NULL, 0,

@@ -68,15 +68,15 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   const char *created = NULL;
   const uint64_t size_max = (uint64_t)1 << 40; /* far above memory; the library checks more */
   const fdl_cli_opt opts[] = {
-      {"--out", NULL, FDL_CLI_PATH, &a->o.out_dir, 0, 0, NULL},
-      {"--seed", NULL, FDL_CLI_NUMBER, &seed, 0, UINT64_MAX, NULL},
-      {"--vocab", NULL, FDL_CLI_NUMBER, &vocab, 1, size_max, NULL},
-      {"--hidden", NULL, FDL_CLI_NUMBER, &hidden, 1, size_max, NULL},
-      {"--contexts", NULL, FDL_CLI_NUMBER, &contexts, 1, size_max, NULL},
-      {"--tokens-per-context", NULL, FDL_CLI_NUMBER, &tokens, 1, size_max, NULL},
-      {"--created-utc", NULL, FDL_CLI_TEXT, &created, 0, 0, NULL},
+      FDL_CLI_OPT_PATH("--out", &a->o.out_dir),
+      FDL_CLI_OPT_NUMBER("--seed", &seed, 0, UINT64_MAX),
+      FDL_CLI_OPT_NUMBER("--vocab", &vocab, 1, size_max),
+      FDL_CLI_OPT_NUMBER("--hidden", &hidden, 1, size_max),
+      FDL_CLI_OPT_NUMBER("--contexts", &contexts, 1, size_max),
+      FDL_CLI_OPT_NUMBER("--tokens-per-context", &tokens, 1, size_max),
+      FDL_CLI_OPT_TEXT("--created-utc", &created),
       FDL_CLI_THREADS(&threads),
-      {"--json", NULL, FDL_CLI_FLAG, &a->json, 0, 0, NULL},
+      FDL_CLI_OPT_FLAG("--json", &a->json),
   };
   fdl_cli_spec s = {"synth", usage, opts, sizeof opts / sizeof *opts, NULL, 0, NULL, 0,
                     0,       out,   diag};
@@ -108,6 +108,7 @@ int fdl_cli_synth(int argc, char **argv) {
   args a;
   int rc = parse(&a, argc, argv, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
+  rc = FDL_EXIT_OK;
   const fdl_synth_opts o = a.o;
   fdl_synth_result r;
   fdl_err err = {FDL_OK, ""};
@@ -127,7 +128,11 @@ int fdl_cli_synth(int argc, char **argv) {
                           "scored_rows", (json_int_t)r.rows);
     fdl_buf b;
     fdl_buf_init(&b, 0);
-    if (j && fdl_json_dump(j, 0, &b, &err) == FDL_OK) printf("%s\n", b.data);
+    fdl_status st = j ? fdl_json_dump(j, 0, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
+    if (st == FDL_OK)
+      printf("%s\n", b.data);
+    else
+      fdl_cli_report(&err), rc = fdl_cli_exit_for(st);
     fdl_buf_free(&b);
     json_decref(j);
   } else {
@@ -140,5 +145,5 @@ int fdl_cli_synth(int argc, char **argv) {
     printf("next: fidelis compare %s/reference %s/candidate --own-heads --out OUT\n", o.out_dir,
            o.out_dir);
   }
-  return FDL_EXIT_OK;
+  return rc;
 }

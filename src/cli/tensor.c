@@ -157,7 +157,7 @@ static int list_file(const char *path, bool as_json) {
 
 static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **file, bool *as_json) {
   *as_json = false;
-  const fdl_cli_opt opts[] = {{"--json", NULL, FDL_CLI_FLAG, as_json, 0, 0, NULL}};
+  const fdl_cli_opt opts[] = {FDL_CLI_OPT_FLAG("--json", as_json)};
   fdl_cli_spec s = {"tensor ls", usage, opts, 1, NULL, 0, file, 1, 0, out, diag};
   if (argc < 2) {
     usage(diag ? diag : stderr);

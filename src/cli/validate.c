@@ -78,14 +78,14 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
        manifest = false;
   uint64_t threads = 0;
   const fdl_cli_opt opts[] = {
-      {"--verify-tensors", NULL, FDL_CLI_FLAG, &verify, 0, 0, NULL},
-      {"--no-verify-tensors", NULL, FDL_CLI_FLAG, &no_verify, 0, 0, NULL},
-      {"--json", NULL, FDL_CLI_FLAG, &a->json, 0, 0, NULL},
-      {"--report", NULL, FDL_CLI_PATH, &a->report, 0, 0, NULL},
-      {"--allow-partial", NULL, FDL_CLI_FLAG, &partial, 0, 0, NULL},
-      {"--strict", NULL, FDL_CLI_FLAG, &strict, 0, 0, NULL},
-      {"--manifests-only", NULL, FDL_CLI_FLAG, &manifests, 0, 0, NULL},
-      {"--manifest-only", NULL, FDL_CLI_FLAG, &manifest, 0, 0, NULL},
+      FDL_CLI_OPT_FLAG("--verify-tensors", &verify),
+      FDL_CLI_OPT_FLAG("--no-verify-tensors", &no_verify),
+      FDL_CLI_OPT_FLAG("--json", &a->json),
+      FDL_CLI_OPT_PATH("--report", &a->report),
+      FDL_CLI_OPT_FLAG("--allow-partial", &partial),
+      FDL_CLI_OPT_FLAG("--strict", &strict),
+      FDL_CLI_OPT_FLAG("--manifests-only", &manifests),
+      FDL_CLI_OPT_FLAG("--manifest-only", &manifest),
       FDL_CLI_THREADS(&threads),
   };
   static const char *const conflicts[] = {

@@ -166,7 +166,7 @@ static int verify_one(const char *path, bool as_json) {
 static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **files, size_t *n,
                  bool *as_json) {
   *as_json = false;
-  const fdl_cli_opt opts[] = {{"--json", NULL, FDL_CLI_FLAG, as_json, 0, 0, NULL}};
+  const fdl_cli_opt opts[] = {FDL_CLI_OPT_FLAG("--json", as_json)};
   fdl_cli_spec s = {"verify", usage, opts, 1, NULL, 0, files, (size_t)argc, 0, out, diag};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
