@@ -278,9 +278,10 @@ static void print_json(json_t *o) {
   fdl_buf_free(&b);
 }
 
-static void headline_json(const fdl_compare_result *r, const fdl_err *err, double secs) {
+static void headline_json(const fdl_compare_result *r, int exit_code, const fdl_err *err,
+                          double secs) {
   json_t *o = json_object();
-  json_object_set_new(o, "exit_code", json_integer(r->exit_code));
+  json_object_set_new(o, "exit_code", json_integer(exit_code));
   if (!r->receipt) {
     json_t *f = json_object();
     json_object_set_new(f, "code", json_string(r->refusal.code));
@@ -335,14 +336,14 @@ int fdl_cli_compare(int argc, char **argv) {
     fprintf(stderr, "fidelis compare: %s\n(see 'fidelis compare --help')\n", err.msg);
     return FDL_EXIT_USAGE;
   }
-  if (s != FDL_OK) fdl_cli_print_refusal(NULL, &r.refusal, &err);
-  if (c.json)
-    headline_json(&r, &err, secs);
-  else if (s == FDL_OK && !c.quiet)
-    summary(&r, secs);
   /* A receipt: 0 strict or 2 advisory, as the library classed it. A refusal: by its cause, so an
    * I/O failure or exhausted memory is 4 like in every other command, a refusal 3. */
   rc = s == FDL_OK ? r.exit_code : fdl_cli_exit_for(r.refusal.status ? r.refusal.status : s);
+  if (s != FDL_OK) fdl_cli_print_refusal(NULL, &r.refusal, &err);
+  if (c.json)
+    headline_json(&r, rc, &err, secs);
+  else if (s == FDL_OK && !c.quiet)
+    summary(&r, secs);
   fdl_compare_result_free(&r);
   return rc;
 }
