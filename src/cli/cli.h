@@ -144,7 +144,8 @@ void fdl_cli_report(const fdl_err *err);
 /* Prints a refusal: "REFUSED [code]: gate G: message" and "  remedy: ..." (gate and remedy
  * lines only when set), prefixed by "fidelis CMD: " when cmd is not NULL. */
 void fdl_cli_print_refusal(const char *cmd, const fdl_refusal *r, const fdl_err *err);
-/* Writes a NUL-terminated buffer to stdout; false when the write failed. */
+/* Writes n bytes to stdout; false when the write failed (the error indicator stays set, so
+ * fdl_cli_close_stdout turns it into exit 4 even where the caller does not look). */
 bool fdl_cli_put(const char *s, size_t n);
 
 /* ---- compare / synth helpers (progress.c) ---------------------------------------------- */

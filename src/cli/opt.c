@@ -172,7 +172,14 @@ int fdl_cli_parse(fdl_cli_spec *s, int first, int argc, char **argv) {
   }
   for (size_t p = 0; p < s->n_conflicts; p++) {
     long x = index_of(s, s->conflicts[2 * p]), y = index_of(s, s->conflicts[2 * p + 1]);
-    if (x >= 0 && y >= 0 && seen[x] && seen[y])
+    /* A misspelt pair would silently allow what it should forbid: fail every run instead, so
+     * the first test of the command shows it. */
+    if (x < 0 || y < 0)
+      return fdl_cli_usage_error(s,
+                                 "conflict %s/%s names an option not in the table (a fidelis "
+                                 "bug)",
+                                 s->conflicts[2 * p], s->conflicts[2 * p + 1]);
+    if (seen[x] && seen[y])
       return fdl_cli_usage_error(s, "%s and %s cannot be used together", s->opts[x].name,
                                  s->opts[y].name);
   }
