@@ -240,7 +240,9 @@ def head_of(ds):
 def compare(*args, env=None):
     e = dict(os.environ)
     e.update(env or {})
-    p = subprocess.run([CLI, "compare", "--quiet", *args], capture_output=True, text=True, env=e)
+    # No --quiet: it silences the summary too, and the progress bar is off anyway when stderr is
+    # captured (not a terminal).
+    p = subprocess.run([CLI, "compare", *args], capture_output=True, text=True, env=e)
     return p.returncode, p.stdout, p.stderr
 
 

@@ -159,9 +159,12 @@ def main():
     if r:
         U.check(codes(r) == [("native_head_replay", "info", False)], f"1d codes {codes(r)}")
         U.check(r["comparator"]["head_applied_tensor_content_sha256"] is None, "1d single head null")
-    refused("--head with --own-heads", [R, QH, "--own-heads", "--head",
-                                        os.path.join(R, "head", "weight.safetensors")],
-            "head_mismatch", "compute")
+    # Contradicting options are usage errors (exit 4), refused by the CLI before any work.
+    o = out()
+    rc, so, se = U.compare(R, QH, "--own-heads", "--head", os.path.join(R, "head", "weight.safetensors"),
+                           "--out", o)
+    U.check(rc == 4 and "--own-heads" in se and "--head" in se and not os.path.exists(o),
+            f"--head with --own-heads: exit {rc} ({se.strip()[:200]})")
     QS = B.pack("QS", tensors=H0, head=W2, role="quant")
     r = receipt("HEAD-1c", [R, QS, "--own-heads"])
     if r:
@@ -277,9 +280,14 @@ def main():
         U.check(r["comparison_kind"] == "reproduction_confirmation", "reproduction kind")
 
     # ---- compute ------------------------------------------------------------------------
-    refused("position block 0", [R, Q, "--position-block", "0"], "bad_position_block", "compute")
-    refused("position block too big", [R, Q, "--chunk-positions", "5000"], "bad_position_block",
-            "compute")
+    # Batch sizes out of range are usage errors (exit 4), judged by the CLI's one number parser;
+    # --vocab-chunk is accepted and unused, but a value that is not a positive number is still
+    # a usage error.
+    for flag, v in (("--position-block", "0"), ("--chunk-positions", "5000"), ("--vocab-chunk", "0"),
+                    ("--vocab-chunk", "-1")):
+        o = out()
+        rc, so, se = U.compare(R, Q, flag, v, "--out", o)
+        U.check(rc == 4 and flag in se and not os.path.exists(o), f"{flag} {v}: exit {rc} ({se.strip()[:200]})")
     refused("--head of another digest", [R, Q, "--head", os.path.join(QH, "head", "weight.safetensors")],
             "head_mismatch", "compute")
     r = receipt("--head of the applied digest", [R, Q, "--head", os.path.join(Q, "head", "weight.safetensors")])

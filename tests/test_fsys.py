@@ -151,9 +151,11 @@ def test_out_refused():
     os.symlink("empty", os.path.join(parent, "link"))
     os.symlink("nowhere", os.path.join(parent, "dangling"))
     open(os.path.join(parent, "file"), "w").close()
-    # A candidate that does not exist: were --out checked after loading, this would refuse
-    # `unreadable`; the --out refusal proves the check comes before any work.
-    missing = os.path.join(parent, "no-such-dataset")
+    # A candidate directory that holds no dataset: were --out checked after loading, this would
+    # refuse seal_failed; the --out refusal proves the check comes before any work. (A path that
+    # cannot be opened at all is a usage error of the CLI, before the library runs.)
+    missing = os.path.join(parent, "not-a-dataset")
+    os.makedirs(missing)
     ref = B.path("R")
     cases = [("empty directory", "empty", "destination_exists"),
              ("symlink to a directory", "link", "destination_exists"),

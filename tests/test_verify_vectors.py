@@ -183,12 +183,13 @@ def run_all(rows, tmp):
         stored = 'stored=""' if name == "blank.json" else "stored=(absent)"
         check(len(out) == 1 and f"  {stored}  " in out[0], f"{name}: shows {stored}")
 
-    # Unknown schema, unreadable file, and not-JSON are errors (exit 4).
+    # An unknown schema or not-JSON was read and is refused (exit 3); an unreadable file could not
+    # be read (exit 4). README.md, "Exit codes".
     unknown = os.path.join(tmp, "unknown.json")
     with open(unknown, "w") as f:
         json.dump({"schema": "acme.unknown-thing.v1", "receipt_sha256": ""}, f)
     rc, out, err = run(unknown)
-    check(rc == 4 and len(out) == 1 and out[0].startswith(f"ERROR  {unknown}  (UNSUPPORTED)")
+    check(rc == 3 and len(out) == 1 and out[0].startswith(f"ERROR  {unknown}  (UNSUPPORTED)")
           and "acme.unknown-thing.v1" in out[0], f"unknown schema: rc={rc} {out!r}")
     check("acme.unknown-thing.v1" in err, "unknown schema reported on stderr")
     missing = os.path.join(tmp, "does-not-exist.json")
@@ -199,7 +200,7 @@ def run_all(rows, tmp):
     with open(bad, "w") as f:
         f.write('{"schema": "malaiwah.fidelity-dataset.v1", "a": 1, "a": 2}')
     rc, out, _ = run(bad)
-    check(rc == 4 and len(out) == 1 and out[0].startswith("ERROR  "), f"duplicate key: {out!r}")
+    check(rc == 3 and len(out) == 1 and out[0].startswith("ERROR  "), f"duplicate key: {out!r}")
 
     # Exit code precedence: OK+MISMATCH -> 3, MISMATCH+ERROR -> 4; every file gets its line.
     mut = os.path.join(tmp, "blank.json")

@@ -32,6 +32,7 @@
 
 #include "file.h"
 #include "num.h"
+#include "refusal.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -95,12 +96,6 @@ FDL_API void fdl_compare_opts_default(fdl_compare_opts *o);
 
 /* ---- result ----------------------------------------------------------------------------- */
 
-/* Buffer sizes of a refusal, NUL included. Codes and gate names are short spec identifiers
- * (the longest code, "head_substitution_vacuous", is 25 bytes); a remedy is a sentence or two
- * and may quote a tokenizer id. */
-#define FDL_COMPARE_CODE_LEN 48
-#define FDL_COMPARE_GATE_LEN 24
-#define FDL_COMPARE_REMEDY_LEN 640
 /* The code buffer of fdl_compare_check_receipt: its codes are at most 20 bytes
  * ("self_compare_invalid"); kept at the size callers have always passed. */
 #define FDL_COMPARE_CHECK_CODE_LEN 32
@@ -116,12 +111,13 @@ typedef enum {
 
 typedef struct {
   fdl_compare_outcome outcome;
-  char code[FDL_COMPARE_CODE_LEN];     /* refusal code ("panel_mismatch", ...); "" with a receipt */
-  char gate[FDL_COMPARE_GATE_LEN];     /* the gate that refused ("panel", "head", "compute", ...) */
-  char remedy[FDL_COMPARE_REMEDY_LEN]; /* the override(s) that would allow it, or why none */
-  json_t *receipt;                     /* owned: the sealed receipt as written; NULL when refused */
-  char *receipt_path;                  /* owned */
-  char *tokenwise_path;                /* owned */
+  fdl_refusal refusal;  /* why nothing was written: code ("panel_mismatch", ...), gate ("panel",
+                         * "head", "compute", "cli", ...), remedy (the override flag(s) that
+                         * would allow it, or why there is none) and the cause; code "" when a
+                         * receipt was written */
+  json_t *receipt;      /* owned: the sealed receipt as written; NULL when refused */
+  char *receipt_path;   /* owned */
+  char *tokenwise_path; /* owned */
 } fdl_compare_result;
 
 FDL_API void fdl_compare_result_free(fdl_compare_result *r);

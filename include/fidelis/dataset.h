@@ -23,6 +23,7 @@
 
 #include "buf.h"
 #include "digest.h"
+#include "refusal.h"
 #include "status.h"
 #include "tensor.h"
 
@@ -44,9 +45,6 @@ extern "C" {
 #define FDL_DS_MANIFEST_NAME "fidelity-dataset.json"
 #define FDL_DS_CHECKSUMS_NAME "checksums.txt"
 #define FDL_DS_VALIDATION_FILE "validation/structural-validation.json"
-
-/* A pack refusal code and its NUL; codes are short spec identifiers ("destination_exists"). */
-#define FDL_DS_CODE_LEN 40
 
 /* Index files are named with %04d (more digits past 9999); this bounds the index itself. */
 #define FDL_DS_MAX_INDEX ((int64_t)1 << 40)
@@ -288,7 +286,8 @@ typedef struct {
   char capture_content_digest[FDL_SHA256_HEX_LEN + 1];
   size_t records;
   uint64_t scored_rows;
-  char code[FDL_DS_CODE_LEN]; /* on failure: the refusal code ("panel_binding", "non_finite") */
+  fdl_refusal refusal; /* on failure: code (e.g. "panel_binding", "non_finite"), gate "pack" and
+                        * the cause; the message is in err */
 } fdl_ds_pack_result;
 
 /* Builds a sealed dataset at out_dir from the inputs, validates it, and moves it into place

@@ -4,6 +4,7 @@
  * reproduces a reference. This header pulls in every module:
  *
  *   status.h  one status enum (fdl_status) and the error record (fdl_err)
+ *   refusal.h the refusal record (code, gate, remedy, cause) of pack and compare
  *   buf.h     bounded growable byte buffers
  *   file.h    mapped inputs, staged outputs that never overwrite
  *   path.h    the relative-path rules manifests obey
@@ -37,6 +38,7 @@
 #define FIDELIS_H
 
 #include "status.h"
+#include "refusal.h"
 #include "buf.h"
 #include "file.h"
 #include "path.h"

@@ -1,24 +1,42 @@
-/* cli.h - shared declarations of the fidelis command-line layer. */
+/* cli.h - shared declarations of the fidelis command-line layer.
+ *
+ * Every command follows one shape: an option table (fdl_cli_opt) read by one parser
+ * (fdl_cli_parse: numbers, paths, repeats, conflicts, --help), then its named inputs opened
+ * (fdl_cli_input_*), then the library call, whose status becomes an exit code through one
+ * mapping (fdl_cli_exit_for). main closes stdout and turns a lost write into exit 4. The rule
+ * itself is written once, in README.md ("Exit codes"). */
 #ifndef FIDELIS_CLI_H
 #define FIDELIS_CLI_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "fidelis/fidelis.h"
+#include "fidelis/refusal.h"
 
-/* Exit codes shared with the reference tools. */
+/* Exit codes shared with the reference tools (README.md, "Exit codes"). */
 enum {
   FDL_EXIT_OK = 0,
-  FDL_EXIT_WARN = 2,
-  FDL_EXIT_REFUSED = 3,
-  FDL_EXIT_USAGE = 4,
+  FDL_EXIT_WARN = 2,    /* finished, with warnings or an advisory result */
+  FDL_EXIT_REFUSED = 3, /* the inputs were read and what they hold is refused */
+  FDL_EXIT_USAGE = 4,   /* could not run: usage, an unopenable input, lost output, memory */
 };
+
+/* fdl_cli_parse's "no exit yet: go on with the work". */
+#define FDL_CLI_GO (-1)
 
 typedef struct {
   const char *name;
   const char *summary;
   int (*run)(int argc, char **argv);
+  /* Parses argv as run would and stops before any work: FDL_CLI_GO or an exit code. */
+  int (*check)(int argc, char **argv, FILE *out, FILE *diag);
 } fdl_cli_command;
+
+/* The command table (commands.c). */
+const fdl_cli_command *fdl_cli_commands(size_t *n);
 
 int fdl_cli_verify(int argc, char **argv);
 int fdl_cli_json(int argc, char **argv);
@@ -28,7 +46,100 @@ int fdl_cli_synth(int argc, char **argv);
 int fdl_cli_pack(int argc, char **argv);
 int fdl_cli_validate(int argc, char **argv);
 int fdl_cli_inspect(int argc, char **argv);
+int fdl_cli_verify_check(int argc, char **argv, FILE *out, FILE *diag);
+int fdl_cli_json_check(int argc, char **argv, FILE *out, FILE *diag);
+int fdl_cli_tensor_check(int argc, char **argv, FILE *out, FILE *diag);
+int fdl_cli_compare_check(int argc, char **argv, FILE *out, FILE *diag);
+int fdl_cli_synth_check(int argc, char **argv, FILE *out, FILE *diag);
+int fdl_cli_pack_check(int argc, char **argv, FILE *out, FILE *diag);
+int fdl_cli_validate_check(int argc, char **argv, FILE *out, FILE *diag);
+int fdl_cli_inspect_check(int argc, char **argv, FILE *out, FILE *diag);
 
+/* ---- option tables and the one parser (opt.c) ------------------------------------------- */
+
+typedef enum {
+  FDL_CLI_FLAG,   /* no value: *(bool *)dest = true */
+  FDL_CLI_NUMBER, /* a decimal integer in [min, max]: *(uint64_t *)dest */
+  FDL_CLI_TEXT,   /* a non-empty string: *(const char **)dest */
+  FDL_CLI_PATH,   /* a non-empty path: *(const char **)dest */
+  FDL_CLI_CHOICE, /* one of choices (NULL-terminated): *(int *)dest = its index */
+} fdl_cli_kind;
+
+typedef struct {
+  const char *name;  /* "--threads" */
+  const char *alias; /* another spelling of the same option, or NULL */
+  fdl_cli_kind kind;
+  void *dest;
+  uint64_t min, max;          /* FDL_CLI_NUMBER */
+  const char *const *choices; /* FDL_CLI_CHOICE */
+} fdl_cli_opt;
+
+/* Table rows, one per kind, so a table reads as a list of names. */
+#define FDL_CLI_OPT_FLAG(name, dest)                                                               \
+  { (name), NULL, FDL_CLI_FLAG, (dest), 0, 0, NULL }
+#define FDL_CLI_OPT_PATH(name, dest)                                                               \
+  { (name), NULL, FDL_CLI_PATH, (dest), 0, 0, NULL }
+#define FDL_CLI_OPT_TEXT(name, dest)                                                               \
+  { (name), NULL, FDL_CLI_TEXT, (dest), 0, 0, NULL }
+#define FDL_CLI_OPT_NUMBER(name, dest, lo, hi)                                                     \
+  { (name), NULL, FDL_CLI_NUMBER, (dest), (lo), (hi), NULL }
+
+/* The most options one command has; a table above it is refused as a bug. */
+#define FDL_CLI_MAX_OPTS 48
+/* --threads is the same option everywhere: 1 to the pool's limit; absent means every core. */
+#define FDL_CLI_THREADS(dest)                                                                      \
+  { "--threads", NULL, FDL_CLI_NUMBER, (dest), 1, FDL_POOL_MAX_THREADS, NULL }
+
+typedef struct {
+  const char *cmd;         /* "compare", "tensor ls": names the command in messages */
+  void (*usage)(FILE *);   /* the --help text */
+  const fdl_cli_opt *opts; /* the table */
+  size_t n_opts;
+  const char *const *conflicts; /* pairs of option names that cannot go together */
+  size_t n_conflicts;           /* number of pairs */
+  const char **pos;             /* receives the positional arguments */
+  size_t max_pos;               /* capacity of pos */
+  size_t npos;                  /* out: how many were given */
+  FILE *out, *diag; /* --help goes to out, usage errors to diag (NULL: stdout, stderr) */
+} fdl_cli_spec;
+
+/* Reads argv[first..argc) against the table. Refuses, as usage errors (exit 4, with a message
+ * naming the word): unknown options, a missing or empty value, a number out of range or not in
+ * plain decimal, an option given twice (by either spelling), a conflicting pair, an empty
+ * positional, more positionals than max_pos. "--" ends the options; "-" is a positional.
+ * --help or -h anywhere before "--" prints usage to out and returns 0. Otherwise FDL_CLI_GO. */
+int fdl_cli_parse(fdl_cli_spec *s, int first, int argc, char **argv);
+/* Prints "fidelis CMD: message" and a pointer to --help on diag; returns FDL_EXIT_USAGE. */
+int fdl_cli_usage_error(const fdl_cli_spec *s, const char *fmt, ...) FDL_PRINTF(2, 3);
+/* A decimal integer in [0, max], digits only; 0 ok, -1 otherwise. */
+int fdl_cli_parse_u64(const char *s, uint64_t max, uint64_t *out);
+
+/* "YYYY-MM-DDTHH:MM:SSZ" without its NUL. */
+#define FDL_CLI_UTC_LEN FDL_UTC_LEN
+/* Checks that s is a real UTC time (fdl_utc_valid: the calendar included, no February 30, no
+ * hour 25) and copies it to out; 0 ok, -1 otherwise. */
+int fdl_cli_parse_utc(const char *s, char out[FDL_CLI_UTC_LEN + 1]);
+
+/* ---- exit codes, inputs and stdout (common.c) -------------------------------------------- */
+
+/* The exit code for a library status once the named inputs are open: 0 for FDL_OK; 4 when the
+ * command could not do its work (FDL_IO, FDL_NOMEM); 3 for every refusal of what was read. */
+int fdl_cli_exit_for(fdl_status s);
+/* A named dataset: 0 when path opens as a directory (and, with need_manifest, holds
+ * fidelity-dataset.json). Otherwise reports what the path is instead and returns
+ * FDL_EXIT_USAGE (cannot be opened as a directory) or FDL_EXIT_REFUSED (no manifest in it).
+ * Never blocks on a FIFO. Commands whose library call reports a missing manifest with its own
+ * finding (validate, compare) pass need_manifest false. */
+int fdl_cli_input_dataset(const char *cmd, const char *path, bool need_manifest);
+/* A named input directory (openable, a directory): 0, or reports and returns FDL_EXIT_USAGE. */
+int fdl_cli_input_dir(const char *cmd, const char *path);
+/* A named input file: resolved once (it may be a symlink: fdl_resolve_named), then opened as
+ * the library does (fdl_open_regular: regular files only, never blocking), then let go. 0, or
+ * reports and returns FDL_EXIT_USAGE. */
+int fdl_cli_input_file(const char *cmd, const char *path);
+/* Flushes and closes stdout (like gnulib's close_stdout); a lost write is reported on stderr and
+ * turns rc into FDL_EXIT_USAGE. Returns the final exit code. */
+int fdl_cli_close_stdout(int rc);
 /* Prints "fidelis: (NAME) message" for a failed call. */
 void fdl_cli_report(const fdl_err *err);
 /* An fdl_notice_fn: prints "fidelis ARG: note: message" on stderr (arg: the command name),
@@ -43,13 +154,17 @@ const char *fdl_cli_shown(const char *s, size_t n, char *buf, size_t cap);
 /* A JSON string for s; s that is not UTF-8 (a path can be anything) becomes its escaped text,
  * so a listing or report never fails on it. NULL only when out of memory. */
 json_t *fdl_cli_json_text(const char *s);
-/* True when arg is --help or -h. */
-int fdl_cli_is_help(const char *arg);
+/* SOURCE_DATE_EPOCH as "YYYY-MM-DDTHH:MM:SSZ" in buf (cap >= 21), for the created_utc options
+ * of pack, synth and compare; NULL when unset or not a plain number (then: the wall clock). */
+const char *fdl_cli_source_date(char *buf, size_t cap);
+/* Prints a refusal: "REFUSED [code]: gate G: message" and "  remedy: ..." (gate and remedy
+ * lines only when set), prefixed by "fidelis CMD: " when cmd is not NULL. */
+void fdl_cli_print_refusal(const char *cmd, const fdl_refusal *r, const fdl_err *err);
+/* Writes n bytes to stdout; false when the write failed (the error indicator stays set, so
+ * fdl_cli_close_stdout turns it into exit 4 even where the caller does not look). */
+bool fdl_cli_put(const char *s, size_t n);
 
 /* ---- compare / synth helpers (progress.c) ---------------------------------------------- */
-
-#include <stdbool.h>
-#include <stdint.h>
 
 /* A progress line on stderr: shown when mode > 0 (--progress), or mode == 0 and stderr is a
  * terminal; never when mode < 0 (--quiet). */
@@ -65,13 +180,5 @@ void fdl_cli_progress_init(fdl_cli_progress *p, const char *label, int mode);
 void fdl_cli_progress_cb(void *arg, uint64_t done, uint64_t total);
 /* Ends the line if one was drawn. */
 void fdl_cli_progress_end(fdl_cli_progress *p);
-/* "--name VALUE" or "--name=VALUE" at argv[*i]: 1 matched (value set, *i advanced past a
- * separate value), 0 not this option, -1 the value is missing. */
-int fdl_cli_value(int argc, char **argv, int *i, const char *name, const char **value);
-/* A decimal integer in [0, max]; 0 ok, -1 otherwise. */
-int fdl_cli_parse_u64(const char *s, uint64_t max, uint64_t *out);
-/* SOURCE_DATE_EPOCH as "YYYY-MM-DDTHH:MM:SSZ" in buf (cap >= 21), for the created_utc options
- * of pack, synth and compare; NULL when unset or not a plain number (then: the wall clock). */
-const char *fdl_cli_source_date(char *buf, size_t cap);
 
 #endif

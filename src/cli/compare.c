@@ -36,12 +36,13 @@ static void usage(FILE *f) {
       "  --disclose-head-substitution  HEAD-1b: apply the reference head to both sides\n"
       "  --head PATH               head payload to apply (not with --own-heads)\n"
       "  --reference-label L, --candidate-label L   side labels [reference, candidate]\n"
-      "  --chunk-positions N       positions per estimator batch and thread [%d]; memory and\n"
-      "                            speed only, never a number (--position-block is the same)\n"
+      "  --chunk-positions N       positions per estimator batch and thread, 1 to %d [%d];\n"
+      "                            memory and speed only, never a number (--position-block is\n"
+      "                            the same option)\n"
       "  --vocab-chunk N           accepted for compatibility and not used: the vocabulary\n"
       "                            chunk (%d) and replay tile (%d rows) are fixed by the\n"
       "                            arithmetic contract, so no flag can move a number\n"
-      "  --threads N               worker threads [all cores]; never changes a number\n"
+      "  --threads N               worker threads, 1 to %d [all cores]; never changes a number\n"
       "  --bootstrap N             context-cluster bootstrap resamples [%d]\n"
       "  --seed S                  bootstrap seed [0]\n"
       "  --no-bootstrap            no confidence interval (uncertainty.method none)\n"
@@ -50,162 +51,127 @@ static void usage(FILE *f) {
       "  --isa NAME                KL kernel: auto, scalar, avx2, avx512 [auto]; same numbers\n"
       "  --device cpu              accepted for compatibility (the only device)\n"
       "  --json                    print the receipt path and headline numbers as JSON\n"
-      "  --progress / --quiet      force / silence the progress bar [when stderr is a tty]\n"
+      "  --progress                force the progress bar [shown when stderr is a tty]\n"
+      "  --quiet                   print nothing but errors: no progress bar, no summary\n"
       "  -h, --help                show this help\n\n"
       "SOURCE_DATE_EPOCH, when set, fixes created_utc.\n"
-      "exit codes: 0 strict receipt; 2 advisory receipt; 3 refused (nothing written);\n"
-      "4 bad usage\n",
-      FDL_COMPARE_POSITION_BLOCK_DEFAULT, FDL_NUM_VOCAB_CHUNK, FDL_NUM_TILE_ROWS,
-      FDL_NUM_BOOTSTRAP_DEFAULT_B);
+      "exit codes: 0 strict receipt; 2 advisory receipt; 3 refused by a gate, a seal or the\n"
+      "data (nothing written; also when DIR exists); 4 bad usage, a REFERENCE or CANDIDATE\n"
+      "that cannot be opened as a directory, an unreadable --head, a read or\n"
+      "write that failed, out of memory, or output that cannot be written\n",
+      FDL_COMPARE_POSITION_BLOCK_MAX, FDL_COMPARE_POSITION_BLOCK_DEFAULT, FDL_NUM_VOCAB_CHUNK,
+      FDL_NUM_TILE_ROWS, FDL_POOL_MAX_THREADS, FDL_NUM_BOOTSTRAP_DEFAULT_B);
 }
 
 typedef struct {
   fdl_compare_opts o;
   bool json;
   int progress; /* 1 --progress, -1 --quiet, 0 auto */
-  char created[32];
+  bool quiet;   /* --quiet: nothing on stdout, only errors on stderr */
+  char created[FDL_CLI_UTC_LEN + 1];
 } cli_opts;
 
-static int bad_usage(const char *fmt, const char *arg) {
-  fprintf(stderr, "fidelis compare: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n\n");
-  usage(stderr);
-  return FDL_EXIT_USAGE;
-}
+static const char *const ISAS[] = {"auto", "scalar", "avx2", "avx512", NULL};
+static const fdl_num_isa ISA_OF[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_NUM_ISA_AVX2,
+                                     FDL_NUM_ISA_AVX512};
+static const char *const DEVICES[] = {"cpu", NULL};
 
-static int size_opt(const char *v, const char *name, uint64_t min, uint64_t max, size_t *out) {
-  uint64_t x;
-  if (fdl_cli_parse_u64(v, max, &x) || x < min) return bad_usage("bad value for %s", name);
-  *out = (size_t)x;
-  return 0;
-}
-
-static const struct {
-  const char *name;
-  size_t off;
-  bool value;
-} FLAGS[] = {
-    {"--self-compare", offsetof(fdl_compare_opts, self_compare), true},
-    {"--force-compute", offsetof(fdl_compare_opts, force_compute), true},
-    {"--allow-cross-lane", offsetof(fdl_compare_opts, allow_cross_lane), true},
-    {"--allow-partial", offsetof(fdl_compare_opts, allow_partial), true},
-    {"--disclose-head-substitution", offsetof(fdl_compare_opts, disclose_head_substitution), true},
-    {"--own-heads", offsetof(fdl_compare_opts, own_heads), true},
-    {"--no-bootstrap", offsetof(fdl_compare_opts, bootstrap), false},
-};
-
-/* Returns -1 to go on, or an exit code. */
-static int parse(int argc, char **argv, cli_opts *c) {
+/* Returns FDL_CLI_GO to go on, or an exit code. */
+static int parse(int argc, char **argv, cli_opts *c, FILE *out, FILE *diag) {
+  memset(c, 0, sizeof *c);
   fdl_compare_opts *o = &c->o;
+  fdl_compare_opts_default(o);
+  bool self = false, force = false, cross = false, partial = false, verify = false,
+       no_verify = false, disclose = false, own = false, no_boot = false, js = false, no_js = false,
+       progress = false;
+  uint64_t vocab_chunk = 0, block = 0, threads = 0, boot = 0, seed = 0;
+  int isa = 0, device = 0;
+  const fdl_cli_opt opts[] = {
+      FDL_CLI_OPT_PATH("--reference", &o->reference),
+      FDL_CLI_OPT_PATH("--candidate", &o->candidate),
+      FDL_CLI_OPT_PATH("--out", &o->out_dir),
+      FDL_CLI_OPT_PATH("--head", &o->head_path),
+      FDL_CLI_OPT_TEXT("--reference-label", &o->reference_label),
+      FDL_CLI_OPT_TEXT("--candidate-label", &o->candidate_label),
+      FDL_CLI_OPT_FLAG("--self-compare", &self),
+      FDL_CLI_OPT_FLAG("--force-compute", &force),
+      FDL_CLI_OPT_FLAG("--allow-cross-lane", &cross),
+      FDL_CLI_OPT_FLAG("--allow-partial", &partial),
+      FDL_CLI_OPT_FLAG("--verify-tensors", &verify),
+      FDL_CLI_OPT_FLAG("--no-verify-tensors", &no_verify),
+      FDL_CLI_OPT_FLAG("--disclose-head-substitution", &disclose),
+      FDL_CLI_OPT_FLAG("--own-heads", &own),
+      FDL_CLI_OPT_NUMBER("--vocab-chunk", &vocab_chunk, 1, UINT32_MAX),
+      {"--position-block", "--chunk-positions", FDL_CLI_NUMBER, &block, 1,
+       FDL_COMPARE_POSITION_BLOCK_MAX, NULL},
+      FDL_CLI_THREADS(&threads),
+      FDL_CLI_OPT_NUMBER("--bootstrap", &boot, 2, (uint64_t)1 << 32),
+      FDL_CLI_OPT_NUMBER("--seed", &seed, 0, (uint64_t)INT64_MAX),
+      FDL_CLI_OPT_FLAG("--no-bootstrap", &no_boot),
+      FDL_CLI_OPT_FLAG("--js", &js),
+      FDL_CLI_OPT_FLAG("--no-js", &no_js),
+      {"--isa", NULL, FDL_CLI_CHOICE, &isa, 0, 0, ISAS},
+      {"--device", NULL, FDL_CLI_CHOICE, &device, 0, 0, DEVICES},
+      FDL_CLI_OPT_FLAG("--json", &c->json),
+      FDL_CLI_OPT_FLAG("--progress", &progress),
+      FDL_CLI_OPT_FLAG("--quiet", &c->quiet),
+  };
+  static const char *const conflicts[] = {
+      "--own-heads",
+      "--disclose-head-substitution",
+      "--own-heads",
+      "--head",
+      "--verify-tensors",
+      "--no-verify-tensors",
+      "--js",
+      "--no-js",
+      "--bootstrap",
+      "--no-bootstrap",
+      "--progress",
+      "--quiet",
+      "--json",
+      "--quiet",
+  };
   const char *pos[2] = {NULL, NULL};
-  int npos = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = NULL;
-    if (fdl_cli_is_help(a)) {
-      usage(stdout);
-      return FDL_EXIT_OK;
-    }
-    /* Accepted for the reference CLI's spelling; every tensor is always hashed in the read that
-     * computes on it, so neither can change anything. */
-    if (!strcmp(a, "--verify-tensors") || !strcmp(a, "--no-verify-tensors")) continue;
-    bool flag = false;
-    for (size_t k = 0; k < sizeof FLAGS / sizeof *FLAGS; k++)
-      if (!strcmp(a, FLAGS[k].name)) {
-        *(bool *)((char *)o + FLAGS[k].off) = FLAGS[k].value;
-        flag = true;
-      }
-    if (flag) continue;
-    if (!strcmp(a, "--json")) {
-      c->json = true;
-    } else if (!strcmp(a, "--progress")) {
-      c->progress = 1;
-    } else if (!strcmp(a, "--quiet")) {
-      c->progress = -1;
-    } else if (!strcmp(a, "--js")) {
-      o->js = 1;
-    } else if (!strcmp(a, "--no-js")) {
-      o->js = 0;
-    } else if (a[0] != '-' || !strcmp(a, "-")) {
-      if (npos == 2) return bad_usage("unexpected argument '%s'", a);
-      pos[npos++] = a;
-    } else {
-      static const char *const valued[] = {
-          "--reference",   "--candidate",       "--out",
-          "--head",        "--reference-label", "--candidate-label",
-          "--vocab-chunk", "--chunk-positions", "--position-block",
-          "--threads",     "--bootstrap",       "--seed",
-          "--isa",         "--device"};
-      size_t k = 0;
-      int m = 0;
-      for (; k < sizeof valued / sizeof *valued; k++)
-        if ((m = fdl_cli_value(argc, argv, &i, valued[k], &v)) != 0) break;
-      if (m < 0) return bad_usage("%s needs a value", valued[k]);
-      if (m == 0) return bad_usage("unknown option '%s'", a);
-      const char *n = valued[k];
-      uint64_t x;
-      int rc = 0;
-      if (!strcmp(n, "--reference")) {
-        o->reference = v;
-      } else if (!strcmp(n, "--candidate")) {
-        o->candidate = v;
-      } else if (!strcmp(n, "--out")) {
-        o->out_dir = v;
-      } else if (!strcmp(n, "--head")) {
-        o->head_path = v;
-      } else if (!strcmp(n, "--reference-label")) {
-        o->reference_label = v;
-      } else if (!strcmp(n, "--candidate-label")) {
-        o->candidate_label = v;
-      } else if (!strcmp(n, "--vocab-chunk") || !strcmp(n, "--chunk-positions") ||
-                 !strcmp(n, "--position-block")) {
-        /* Any integer parses; a value out of range is the reference's compute refusal. */
-        bool vcb = !strcmp(n, "--vocab-chunk");
-        size_t unused_chunk;
-        if ((rc = size_opt(v, n, 0, UINT64_MAX, vcb ? &unused_chunk : &o->position_block)))
-          return rc;
-        if (!(vcb ? unused_chunk : o->position_block)) {
-          fprintf(stderr, "REFUSED [%s]: gate compute: %s must be a positive integer\n",
-                  vcb ? "bad_vocab_chunk" : "bad_position_block", n);
-          fprintf(stderr, "  remedy: %s\n",
-                  vcb ? "a --vocab-chunk from 1 to 1048576" : "a --position-block from 1 to 4096");
-          return FDL_EXIT_REFUSED;
-        }
-      } else if (!strcmp(n, "--threads")) {
-        size_t t;
-        rc = size_opt(v, n, 1, FDL_POOL_MAX_THREADS, &t);
-        o->threads = (unsigned)t;
-      } else if (!strcmp(n, "--bootstrap")) {
-        rc = size_opt(v, n, 2, (uint64_t)1 << 32, &o->bootstrap_samples);
-        o->bootstrap = true;
-      } else if (!strcmp(n, "--seed")) {
-        if (fdl_cli_parse_u64(v, (uint64_t)INT64_MAX, &x)) return bad_usage("bad --seed '%s'", v);
-        o->seed = x;
-      } else if (!strcmp(n, "--isa")) {
-        if (!strcmp(v, "auto"))
-          o->isa = FDL_NUM_ISA_AUTO;
-        else if (!strcmp(v, "scalar"))
-          o->isa = FDL_NUM_ISA_SCALAR;
-        else if (!strcmp(v, "avx2"))
-          o->isa = FDL_NUM_ISA_AVX2;
-        else if (!strcmp(v, "avx512"))
-          o->isa = FDL_NUM_ISA_AVX512;
-        else
-          return bad_usage("unknown --isa '%s' (auto, scalar, avx2, avx512)", v);
-      } else if (!strcmp(n, "--device")) {
-        if (strcmp(v, "cpu")) return bad_usage("--device %s: fidelis computes on the cpu", v);
-      }
-      if (rc) return rc;
-    }
-  }
-  if (npos >= 1 && !o->reference) o->reference = pos[0], pos[0] = NULL;
-  if (npos >= 2 && !o->candidate) o->candidate = pos[1], pos[1] = NULL;
-  if (pos[0] || pos[1]) return bad_usage("%s", "give the datasets either by position or by flag");
+  fdl_cli_spec s = {"compare", usage,
+                    opts,      sizeof opts / sizeof *opts,
+                    conflicts, sizeof conflicts / sizeof *conflicts / 2,
+                    pos,       2,
+                    0,         out,
+                    diag};
+  int rc = fdl_cli_parse(&s, 1, argc, argv);
+  if (rc != FDL_CLI_GO) return rc;
+  if (s.npos && (o->reference || o->candidate))
+    return fdl_cli_usage_error(&s, "give the datasets either by position or by flag");
+  if (s.npos == 1) return fdl_cli_usage_error(&s, "a REFERENCE and a CANDIDATE are required");
+  if (s.npos == 2) o->reference = pos[0], o->candidate = pos[1];
   if (!o->reference || !o->candidate)
-    return bad_usage("%s", "a REFERENCE and a CANDIDATE are required");
-  if (!o->out_dir) return bad_usage("%s", "--out DIR is required");
+    return fdl_cli_usage_error(&s, "a REFERENCE and a CANDIDATE are required");
+  if (!o->out_dir) return fdl_cli_usage_error(&s, "--out DIR is required");
+  o->self_compare = self;
+  o->force_compute = force;
+  o->allow_cross_lane = cross;
+  o->allow_partial = partial;
+  /* --verify-tensors / --no-verify-tensors and --vocab-chunk are parsed (a bad value is still a
+   * usage error) but change nothing: see --help. */
+  (void)verify, (void)no_verify, (void)vocab_chunk;
+  o->disclose_head_substitution = disclose;
+  o->own_heads = own;
+  if (block) o->position_block = (size_t)block;
+  o->threads = (unsigned)threads;
+  if (boot) o->bootstrap = true, o->bootstrap_samples = (size_t)boot;
+  if (no_boot) o->bootstrap = false;
+  o->seed = seed;
+  if (js || no_js) o->js = js ? 1 : 0;
+  o->isa = ISA_OF[isa];
+  c->progress = progress ? 1 : c->quiet ? -1 : 0;
   o->created_utc = fdl_cli_source_date(c->created, sizeof c->created);
-  return -1;
+  return FDL_CLI_GO;
+}
+
+int fdl_cli_compare_check(int argc, char **argv, FILE *out, FILE *diag) {
+  cli_opts c;
+  return parse(argc, argv, &c, out, diag);
 }
 
 /* Prints s wrapped at `width` columns, every line indented by `indent` spaces. */
@@ -230,6 +196,15 @@ static void wrapped(const char *s, int indent, int width) {
   putchar('\n');
 }
 
+static double num(const json_t *rc, const char *path) {
+  const json_t *v = json_object_get(rc, path);
+  return json_number_value(v);
+}
+
+static json_t *at(const json_t *o, const char *a, const char *b) {
+  return json_object_get(json_object_get(o, a), b);
+}
+
 /* The exit code of an outcome (README: 0 strict, 2 advisory, 3 refused, 4 usage). */
 static int exit_code(const fdl_compare_result *r) {
   switch (r->outcome) {
@@ -243,15 +218,6 @@ static int exit_code(const fdl_compare_result *r) {
     break;
   }
   return FDL_EXIT_REFUSED;
-}
-
-static double num(const json_t *rc, const char *path) {
-  const json_t *v = json_object_get(rc, path);
-  return json_number_value(v);
-}
-
-static json_t *at(const json_t *o, const char *a, const char *b) {
-  return json_object_get(json_object_get(o, a), b);
 }
 
 static void summary(const fdl_compare_result *r, double secs) {
@@ -337,15 +303,17 @@ static void print_json(json_t *o) {
   fdl_buf_free(&b);
 }
 
-static void headline_json(const fdl_compare_result *r, const fdl_err *err, double secs) {
+static void headline_json(const fdl_compare_result *r, int exit_code, const fdl_err *err,
+                          double secs) {
   json_t *o = json_object();
-  json_object_set_new(o, "exit_code", json_integer(exit_code(r)));
+  json_object_set_new(o, "exit_code", json_integer(exit_code));
   if (!r->receipt) {
     json_t *f = json_object();
-    json_object_set_new(f, "code", json_string(r->code));
-    json_object_set_new(f, "gate", json_string(r->gate));
+    json_object_set_new(f, "code", json_string(r->refusal.code));
+    json_object_set_new(f, "gate", json_string(r->refusal.gate));
     json_object_set_new(f, "message", fdl_cli_json_text(err->msg));
-    json_object_set_new(f, "remedy", *r->remedy ? json_string(r->remedy) : json_null());
+    json_object_set_new(f, "remedy",
+                        *r->refusal.remedy ? json_string(r->refusal.remedy) : json_null());
     json_object_set_new(o, "refused", f);
   } else {
     const json_t *rc = r->receipt;
@@ -373,10 +341,11 @@ static void headline_json(const fdl_compare_result *r, const fdl_err *err, doubl
 
 int fdl_cli_compare(int argc, char **argv) {
   cli_opts c;
-  memset(&c, 0, sizeof c);
-  fdl_compare_opts_default(&c.o);
-  int rc = parse(argc, argv, &c);
-  if (rc >= 0) return rc;
+  int rc = parse(argc, argv, &c, NULL, NULL);
+  if (rc != FDL_CLI_GO) return rc;
+  if ((rc = fdl_cli_input_dataset("compare", c.o.reference, false)) != 0) return rc;
+  if ((rc = fdl_cli_input_dataset("compare", c.o.candidate, false)) != 0) return rc;
+  if (c.o.head_path && (rc = fdl_cli_input_file("compare", c.o.head_path)) != 0) return rc;
   fdl_cli_progress prog;
   fdl_cli_progress_init(&prog, "compare", c.progress);
   c.o.progress = fdl_cli_progress_cb;
@@ -391,17 +360,17 @@ int fdl_cli_compare(int argc, char **argv) {
   double secs = fdl_cli_now() - t0;
   if (s == FDL_INVALID) {
     fdl_compare_result_free(&r);
-    return bad_usage("%s", err.msg);
+    fprintf(stderr, "fidelis compare: %s\n(see 'fidelis compare --help')\n", err.msg);
+    return FDL_EXIT_USAGE;
   }
-  if (s != FDL_OK) {
-    fprintf(stderr, "REFUSED [%s]: gate %s: %s\n", r.code, r.gate, err.msg);
-    if (*r.remedy) fprintf(stderr, "  remedy: %s\n", r.remedy);
-  }
+  /* A receipt: 0 strict or 2 advisory, as the library classed it. A refusal: by its cause, so an
+   * I/O failure or exhausted memory is 4 like in every other command, a refusal 3. */
+  rc = s == FDL_OK ? exit_code(&r) : fdl_cli_exit_for(r.refusal.status ? r.refusal.status : s);
+  if (s != FDL_OK) fdl_cli_print_refusal(NULL, &r.refusal, &err);
   if (c.json)
-    headline_json(&r, &err, secs);
-  else if (s == FDL_OK)
+    headline_json(&r, rc, &err, secs);
+  else if (s == FDL_OK && !c.quiet)
     summary(&r, secs);
-  rc = exit_code(&r);
   fdl_compare_result_free(&r);
   return rc;
 }

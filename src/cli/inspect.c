@@ -11,7 +11,12 @@ static void usage(FILE *f) {
              "positions, vocab and hidden sizes, dtype, head digest, lane and stack, seal status\n"
              "(the manifest seal and checksums.txt digest, recomputed), and the domains with\n"
              "their position counts. Use `fidelis validate` for the full check.\n\n"
-             "  --json   print the summary as JSON\n");
+             "  --json      print the summary as JSON\n"
+             "  -h, --help  show this help\n\n"
+             "exit codes: 0 ok; 3 the dataset is refused (no fidelity-dataset.json, or a\n"
+             "manifest in it is malformed); 4 bad usage, DIR that cannot be opened as a\n"
+             "directory (missing, a file, FIFO or device, a symlink loop, no permission), a\n"
+             "manifest that cannot be read, or output that cannot be written\n");
 }
 
 /* A value as text: strings as fdl_cli_shown, others as compact JSON, absent as "-". Manifest
@@ -87,41 +92,47 @@ static void print_human(const json_t *s) {
   }
 }
 
+static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **dir, bool *json) {
+  *json = false;
+  const fdl_cli_opt opts[] = {FDL_CLI_OPT_FLAG("--json", json)};
+  fdl_cli_spec s = {"inspect", usage, opts, 1, NULL, 0, dir, 1, 0, out, diag};
+  int rc = fdl_cli_parse(&s, 1, argc, argv);
+  if (rc != FDL_CLI_GO) return rc;
+  if (s.npos != 1) return fdl_cli_usage_error(&s, "a dataset directory DIR is required");
+  return FDL_CLI_GO;
+}
+
+int fdl_cli_inspect_check(int argc, char **argv, FILE *out, FILE *diag) {
+  const char *dir;
+  bool json;
+  return parse(argc, argv, out, diag, &dir, &json);
+}
+
 int fdl_cli_inspect(int argc, char **argv) {
   const char *dir = NULL;
-  bool json = false;
-  for (int i = 1; i < argc; i++) {
-    if (fdl_cli_is_help(argv[i])) {
-      usage(stdout);
-      return FDL_EXIT_OK;
-    } else if (!strcmp(argv[i], "--json")) {
-      json = true;
-    } else if (argv[i][0] == '-' || dir) {
-      fprintf(stderr, "fidelis inspect: unexpected argument '%s'\n\n", argv[i]);
-      usage(stderr);
-      return FDL_EXIT_USAGE;
-    } else {
-      dir = argv[i];
-    }
-  }
-  if (!dir) {
-    usage(stderr);
-    return FDL_EXIT_USAGE;
-  }
+  bool json;
+  int rc = parse(argc, argv, NULL, NULL, &dir, &json);
+  if (rc != FDL_CLI_GO) return rc;
+  if ((rc = fdl_cli_input_dataset("inspect", dir, true)) != 0) return rc;
   json_t *s;
   fdl_err err;
-  if (fdl_ds_inspect(dir, &s, &err) != FDL_OK) {
+  fdl_status st = fdl_ds_inspect(dir, &s, &err);
+  if (st != FDL_OK) {
     fdl_cli_report(&err);
-    return err.status == FDL_UNSUPPORTED ? FDL_EXIT_REFUSED : FDL_EXIT_USAGE;
+    return fdl_cli_exit_for(st);
   }
+  rc = FDL_EXIT_OK;
   if (json) {
     fdl_buf b;
     fdl_buf_init(&b, 0);
-    if (fdl_json_dump(s, FDL_JSON_PRETTY, &b, &err) == FDL_OK) fwrite(b.data, 1, b.len, stdout);
+    if ((st = fdl_json_dump(s, FDL_JSON_PRETTY, &b, &err)) == FDL_OK)
+      fdl_cli_put(b.data, b.len);
+    else
+      fdl_cli_report(&err), rc = fdl_cli_exit_for(st);
     fdl_buf_free(&b);
   } else {
     print_human(s);
   }
   json_decref(s);
-  return FDL_EXIT_OK;
+  return rc;
 }

@@ -19,17 +19,28 @@ static void usage(FILE *f) {
           "  -h, --help     show this help\n\n"
           "The reader refuses duplicate keys, NaN/Infinity, invalid UTF-8, a leading BOM,\n"
           "trailing data, nesting deeper than %d and integers outside int64.\n"
-          "exit codes: 0 ok, 3 input refused by the reader, 4 bad usage, unreadable input or\n"
-          "failed output\n",
-          FDL_JSON_DEFAULT_MAX_DEPTH);
+          "exit codes: 0 ok; 3 input refused by the reader; 4 bad usage, an input that cannot\n"
+          "be read whole (missing, not a regular file, over %u bytes, also on standard\n"
+          "input), or output that cannot be written\n",
+          FDL_JSON_DEFAULT_MAX_DEPTH, FDL_JSON_MAX_FILE_BYTES);
 }
 
+/* Reads standard input up to the cap and stops there: an endless stream (</dev/zero) must end
+ * in an error, not in reading forever into a buffer that has already given up. */
 static fdl_status read_stdin(char **out, size_t *len, fdl_err *err) {
   fdl_buf b;
   fdl_buf_init(&b, FDL_JSON_MAX_FILE_BYTES);
   char chunk[65536];
   size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0) fdl_buf_append(&b, chunk, n);
+  while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0) {
+    if (n > FDL_JSON_MAX_FILE_BYTES - b.len) {
+      fdl_buf_free(&b);
+      return fdl_fail(err, FDL_TOO_LARGE, "<stdin>: more than %u bytes (the JSON input limit)",
+                      FDL_JSON_MAX_FILE_BYTES);
+    }
+    fdl_buf_append(&b, chunk, n);
+    if (fdl_buf_status(&b) != FDL_OK) break;
+  }
   if (ferror(stdin)) {
     fdl_buf_free(&b);
     return fdl_fail(err, FDL_IO, "<stdin>: read failed");
@@ -55,6 +66,7 @@ static int canon(const char *path, unsigned flags, const fdl_json_read_opts *opt
     st = fdl_read_file(real, FDL_JSON_MAX_FILE_BYTES, &data, &len, &err);
   free(real);
   if (st != FDL_OK) {
+    /* The input could not be read whole: missing, not a regular file, over the cap. */
     fdl_cli_report(&err);
     return FDL_EXIT_USAGE;
   }
@@ -64,7 +76,7 @@ static int canon(const char *path, unsigned flags, const fdl_json_read_opts *opt
   if (st != FDL_OK) {
     fdl_err_prefix(&err, "%s", is_stdin ? "<stdin>" : path);
     fdl_cli_report(&err);
-    return st == FDL_NOMEM ? FDL_EXIT_USAGE : FDL_EXIT_REFUSED;
+    return fdl_cli_exit_for(st);
   }
   fdl_buf out;
   fdl_buf_init(&out, 0);
@@ -73,60 +85,63 @@ static int canon(const char *path, unsigned flags, const fdl_json_read_opts *opt
   if (st != FDL_OK) {
     fdl_buf_free(&out);
     fdl_cli_report(&err);
-    return FDL_EXIT_REFUSED;
+    return fdl_cli_exit_for(st);
   }
   if (!(flags & FDL_JSON_PRETTY)) fdl_buf_putc(&out, '\n');
-  bool ok = fdl_buf_status(&out) == FDL_OK && fwrite(out.data, 1, out.len, stdout) == out.len &&
-            fflush(stdout) == 0;
+  st = fdl_buf_status(&out);
+  if (st == FDL_OK) fdl_cli_put(out.data, out.len);
   fdl_buf_free(&out);
-  if (!ok) {
-    fdl_fail(&err, FDL_IO, "<stdout>: cannot write the canonical JSON");
+  if (st != FDL_OK) {
+    fdl_fail(&err, st, "<stdout>: cannot hold the canonical JSON");
     fdl_cli_report(&err);
     return FDL_EXIT_USAGE;
   }
-  return FDL_EXIT_OK;
+  return FDL_EXIT_OK; /* a failed write to stdout is caught when main closes it */
+}
+
+static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **path, unsigned *flags,
+                 fdl_json_read_opts *opts) {
+  bool ascii = false, pretty = false, kiln = false;
+  const fdl_cli_opt table[] = {
+      FDL_CLI_OPT_FLAG("--ascii", &ascii),
+      FDL_CLI_OPT_FLAG("--pretty", &pretty),
+      FDL_CLI_OPT_FLAG("--kiln-strict", &kiln),
+  };
+  fdl_cli_spec s = {"json canon", usage, table, 3, NULL, 0, path, 1, 0, out, diag};
+  if (argc < 2) {
+    usage(diag ? diag : stderr);
+    return FDL_EXIT_USAGE;
+  }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    usage(out ? out : stdout);
+    return FDL_EXIT_OK;
+  }
+  if (strcmp(argv[1], "canon")) {
+    s.cmd = "json";
+    return fdl_cli_usage_error(&s, "unknown subcommand '%s' (the one subcommand is canon)",
+                               argv[1]);
+  }
+  int rc = fdl_cli_parse(&s, 2, argc, argv);
+  if (rc != FDL_CLI_GO) return rc;
+  if (s.npos != 1) return fdl_cli_usage_error(&s, "missing FILE (or '-' for standard input)");
+  *flags = (ascii ? FDL_JSON_ASCII : 0u) | (pretty ? FDL_JSON_PRETTY : 0u);
+  memset(opts, 0, sizeof *opts);
+  opts->kiln_strict = kiln;
+  return FDL_CLI_GO;
+}
+
+int fdl_cli_json_check(int argc, char **argv, FILE *out, FILE *diag) {
+  const char *path;
+  unsigned flags;
+  fdl_json_read_opts opts;
+  return parse(argc, argv, out, diag, &path, &flags, &opts);
 }
 
 int fdl_cli_json(int argc, char **argv) {
-  if (argc < 2 || fdl_cli_is_help(argv[1])) {
-    usage(argc < 2 ? stderr : stdout);
-    return argc < 2 ? FDL_EXIT_USAGE : FDL_EXIT_OK;
-  }
-  if (strcmp(argv[1], "canon")) {
-    fprintf(stderr, "fidelis json: unknown subcommand '%s'\n\n", argv[1]);
-    usage(stderr);
-    return FDL_EXIT_USAGE;
-  }
-  unsigned flags = 0;
-  fdl_json_read_opts opts = {0};
   const char *path = NULL;
-  for (int i = 2; i < argc; i++) {
-    const char *a = argv[i];
-    if (fdl_cli_is_help(a)) {
-      usage(stdout);
-      return FDL_EXIT_OK;
-    } else if (!strcmp(a, "--ascii")) {
-      flags |= FDL_JSON_ASCII;
-    } else if (!strcmp(a, "--pretty")) {
-      flags |= FDL_JSON_PRETTY;
-    } else if (!strcmp(a, "--kiln-strict")) {
-      opts.kiln_strict = true;
-    } else if (a[0] == '-' && a[1] != '\0') {
-      fprintf(stderr, "fidelis json canon: unknown option '%s'\n\n", a);
-      usage(stderr);
-      return FDL_EXIT_USAGE;
-    } else if (path) {
-      fprintf(stderr, "fidelis json canon: one input expected, got '%s' and '%s'\n\n", path, a);
-      usage(stderr);
-      return FDL_EXIT_USAGE;
-    } else {
-      path = a;
-    }
-  }
-  if (!path) {
-    fprintf(stderr, "fidelis json canon: missing FILE (or '-' for standard input)\n\n");
-    usage(stderr);
-    return FDL_EXIT_USAGE;
-  }
+  unsigned flags = 0;
+  fdl_json_read_opts opts;
+  int rc = parse(argc, argv, NULL, NULL, &path, &flags, &opts);
+  if (rc != FDL_CLI_GO) return rc;
   return canon(path, flags, &opts);
 }

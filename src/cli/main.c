@@ -1,32 +1,25 @@
-/* main.c - the fidelis command: dispatch to one file per subcommand. */
+/* main.c - the fidelis command: dispatch to one file per subcommand, then make sure stdout got
+ * everything that was printed. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 
-static const fdl_cli_command COMMANDS[] = {
-    {"verify", "recompute the seal of sealed JSON documents", fdl_cli_verify},
-    {"json", "canonical JSON (json canon)", fdl_cli_json},
-    {"tensor", "list tensors of safetensors and .npy files (tensor ls)", fdl_cli_tensor},
-    {"compare", "compare two fidelity datasets into a sealed receipt", fdl_cli_compare},
-    {"synth", "write a synthetic reference/candidate dataset pair", fdl_cli_synth},
-    {"pack", "turn per-record dumps into a sealed fidelity dataset", fdl_cli_pack},
-    {"validate", "check a fidelity dataset (structural, or sealed with tensors)", fdl_cli_validate},
-    {"inspect", "summarise a fidelity dataset", fdl_cli_inspect},
-};
-
 static void usage(FILE *f) {
+  size_t n;
+  const fdl_cli_command *cmds = fdl_cli_commands(&n);
   fprintf(f, "usage: fidelis COMMAND [options] ARGS\n\n"
              "fidelis proves how faithfully an LLM inference stack reproduces a reference.\n\n"
              "commands:\n");
-  for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
-    fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
-  fprintf(f,
-          "\n'fidelis COMMAND --help' shows each command's options.\n"
-          "exit codes: 0 ok, 2 warnings, 3 refused or mismatch, 4 bad usage or unreadable input\n");
+  for (size_t i = 0; i < n; i++) fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
+  fprintf(f, "\n'fidelis COMMAND --help' shows each command's options.\n"
+             "exit codes: 0 ok; 2 warnings or an advisory result; 3 refused (the input was read\n"
+             "and is malformed, fails a gate, seal or validation rule, or the output exists);\n"
+             "4 could not run (bad usage, a named input that cannot be opened, output that\n"
+             "cannot be written, out of memory)\n");
 }
 
-int main(int argc, char **argv) {
+static int dispatch(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
     return FDL_EXIT_USAGE;
@@ -39,9 +32,15 @@ int main(int argc, char **argv) {
     printf("fidelis %s\n", fdl_version());
     return FDL_EXIT_OK;
   }
-  for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
-    if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].run(argc - 1, argv + 1);
+  size_t n;
+  const fdl_cli_command *cmds = fdl_cli_commands(&n);
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(argv[1], cmds[i].name)) return cmds[i].run(argc - 1, argv + 1);
   fprintf(stderr, "fidelis: unknown command '%s'\n\n", argv[1]);
   usage(stderr);
   return FDL_EXIT_USAGE;
+}
+
+int main(int argc, char **argv) {
+  return fdl_cli_close_stdout(dispatch(argc, argv));
 }

@@ -1,4 +1,5 @@
 /* pack.c - `fidelis pack`: per-record dumps into a sealed fidelity dataset. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,71 +67,77 @@ static void usage(FILE *f) {
         "                    source_files, subset_detail, weights_decode, numeric_policy\n"
         "                  Unknown keys are refused. docs/PACK.md describes every field.\n",
         f);
-  fputs("  --out DIR       the dataset directory to create\n"
-        "  --allow-partial records without a tensor file make an incomplete dataset\n"
-        "  --threads N     hashing threads for the final validation (default: one per CPU)\n"
-        "\n"
-        "Refusals (exit 3) name a code: panel_binding (row count vs scored rows, ragged panel,\n"
-        "mask length, token id outside the vocabulary), non_finite (naming record, row, column),\n"
-        "head_mismatch (hidden form without a head digest, head/width disagreement),\n"
-        "digest_mismatch (duplicate index), bad_tensor_file, missing_file, schema_invalid,\n"
-        "destination_exists, dataset_invalid. Bad usage or unreadable inputs exit 4.\n",
-        f);
+  fprintf(f,
+          "  --out DIR       the dataset directory to create\n"
+          "  --allow-partial records without a tensor file make an incomplete dataset\n"
+          "  --threads N     hashing threads for the final validation, 1 to %d (default: one\n"
+          "                  per CPU)\n"
+          "  -h, --help      show this help\n"
+          "\n"
+          "Refusals (exit 3) name a code: bad_input (a meta or panel file that breaks its\n"
+          "rules), panel_binding (row count vs scored rows, ragged panel, mask length, token id\n"
+          "outside the vocabulary), non_finite (naming record, row, column),\n"
+          "head_mismatch (hidden form without a head digest, head/width disagreement),\n"
+          "digest_mismatch (duplicate index), bad_tensor_file, missing_file, schema_invalid,\n"
+          "destination_exists, dataset_invalid.\n"
+          "exit codes: 0 packed; 3 refused (nothing written); 4 bad usage, a named input that\n"
+          "cannot be opened (missing, wrong kind, unreadable), a read or write that failed\n"
+          "(io_error), out of memory, or output that cannot be written\n",
+          FDL_POOL_MAX_THREADS);
+}
+
+static int parse(int argc, char **argv, FILE *out, FILE *diag, fdl_ds_pack_opts *o) {
+  memset(o, 0, sizeof *o);
+  uint64_t threads = 0;
+  bool partial = false;
+  const fdl_cli_opt opts[] = {
+      FDL_CLI_OPT_PATH("--panel", &o->panel_path),
+      FDL_CLI_OPT_PATH("--tensors", &o->tensor_dir),
+      FDL_CLI_OPT_PATH("--head", &o->head_path),
+      FDL_CLI_OPT_PATH("--meta", &o->meta_path),
+      FDL_CLI_OPT_PATH("--out", &o->out_dir),
+      FDL_CLI_OPT_FLAG("--allow-partial", &partial),
+      FDL_CLI_THREADS(&threads),
+  };
+  fdl_cli_spec s = {"pack", usage, opts, sizeof opts / sizeof *opts, NULL, 0, NULL, 0,
+                    0,      out,   diag};
+  int rc = fdl_cli_parse(&s, 1, argc, argv);
+  if (rc != FDL_CLI_GO) return rc;
+  if (!o->panel_path || !o->tensor_dir || !o->meta_path || !o->out_dir)
+    return fdl_cli_usage_error(&s, "--panel, --tensors, --meta and --out are required");
+  o->allow_partial = partial;
+  o->threads = (unsigned)threads;
+  return FDL_CLI_GO;
+}
+
+int fdl_cli_pack_check(int argc, char **argv, FILE *out, FILE *diag) {
+  fdl_ds_pack_opts o;
+  return parse(argc, argv, out, diag, &o);
 }
 
 int fdl_cli_pack(int argc, char **argv) {
   fdl_ds_pack_opts o;
-  memset(&o, 0, sizeof o);
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-    if (fdl_cli_is_help(a)) {
-      usage(stdout);
-      return FDL_EXIT_OK;
-    } else if (!strcmp(a, "--allow-partial")) {
-      o.allow_partial = true;
-    } else if (next && !strcmp(a, "--panel")) {
-      o.panel_path = argv[++i];
-    } else if (next && !strcmp(a, "--tensors")) {
-      o.tensor_dir = argv[++i];
-    } else if (next && !strcmp(a, "--head")) {
-      o.head_path = argv[++i];
-    } else if (next && !strcmp(a, "--meta")) {
-      o.meta_path = argv[++i];
-    } else if (next && !strcmp(a, "--out")) {
-      o.out_dir = argv[++i];
-    } else if (next && !strcmp(a, "--threads")) {
-      char *end;
-      unsigned long n = strtoul(argv[++i], &end, 10);
-      if (*end || n > 1024) {
-        fprintf(stderr, "fidelis pack: --threads wants a number from 0 to 1024\n");
-        return FDL_EXIT_USAGE;
-      }
-      o.threads = (unsigned)n;
-    } else {
-      fprintf(stderr, "fidelis pack: unexpected argument '%s'\n\n", a);
-      usage(stderr);
-      return FDL_EXIT_USAGE;
-    }
-  }
-  if (!o.panel_path || !o.tensor_dir || !o.meta_path || !o.out_dir) {
-    fprintf(stderr, "fidelis pack: --panel, --tensors, --meta and --out are required\n\n");
-    usage(stderr);
-    return FDL_EXIT_USAGE;
-  }
-  char created[32];
+  int rc = parse(argc, argv, NULL, NULL, &o);
+  if (rc != FDL_CLI_GO) return rc;
+  /* Every named input is opened before any work, so a typo costs nothing. */
+  if ((rc = fdl_cli_input_file("pack", o.panel_path)) != 0) return rc;
+  if ((rc = fdl_cli_input_file("pack", o.meta_path)) != 0) return rc;
+  if (o.head_path && (rc = fdl_cli_input_file("pack", o.head_path)) != 0) return rc;
+  if ((rc = fdl_cli_input_dir("pack", o.tensor_dir)) != 0) return rc;
+  char created[FDL_CLI_UTC_LEN + 1];
   o.created_utc = fdl_cli_source_date(created, sizeof created);
-  fdl_ds_pack_result res;
-  fdl_err err;
   o.notice = fdl_cli_notice;
   o.notice_arg = "pack";
-  if (fdl_ds_pack(&o, &res, &err) != FDL_OK) {
-    fprintf(stderr, "fidelis pack: REFUSED [%s]: %s\n", res.code, err.msg);
-    if (!strcmp(res.code, "bad_input") || !strcmp(res.code, "bad_usage")) return FDL_EXIT_USAGE;
-    return FDL_EXIT_REFUSED;
+  fdl_ds_pack_result res;
+  fdl_err err;
+  fdl_status st = fdl_ds_pack(&o, &res, &err);
+  if (st != FDL_OK) {
+    fdl_cli_print_refusal("pack", &res.refusal, &err);
+    return fdl_cli_exit_for(res.refusal.status ? res.refusal.status : st);
   }
-  printf("packed %s: %zu record(s), %llu scored row(s)\n", o.out_dir, res.records,
-         (unsigned long long)res.scored_rows);
+  fputs("packed ", stdout);
+  fdl_cli_put_text(stdout, o.out_dir);
+  printf(": %zu record(s), %llu scored row(s)\n", res.records, (unsigned long long)res.scored_rows);
   printf("dataset_sha256          %s\n", res.dataset_sha256);
   printf("capture_content_digest  %s\n", res.capture_content_digest);
   return FDL_EXIT_OK;

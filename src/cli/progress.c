@@ -1,8 +1,5 @@
-/* progress.c - a one-line progress bar on stderr, redrawn at most ten times a second, and the
- * small option-parsing helpers shared by compare and synth. */
-#include <errno.h>
+/* progress.c - a one-line progress bar on stderr, redrawn at most ten times a second. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,28 +41,4 @@ void fdl_cli_progress_cb(void *arg, uint64_t done, uint64_t total) {
 void fdl_cli_progress_end(fdl_cli_progress *p) {
   if (p->drawn) fputc('\n', stderr);
   p->drawn = false;
-}
-
-int fdl_cli_value(int argc, char **argv, int *i, const char *name, const char **value) {
-  const char *a = argv[*i];
-  size_t n = strlen(name);
-  if (strncmp(a, name, n)) return 0;
-  if (a[n] == '=') {
-    *value = a + n + 1;
-    return 1;
-  }
-  if (a[n] != '\0') return 0;
-  if (*i + 1 >= argc) return -1;
-  *value = argv[++*i];
-  return 1;
-}
-
-int fdl_cli_parse_u64(const char *s, uint64_t max, uint64_t *out) {
-  if (!s || !*s || *s == '-' || *s == '+') return -1;
-  errno = 0;
-  char *end;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || *end || v > max) return -1;
-  *out = v;
-  return 0;
 }

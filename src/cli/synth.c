@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "fidelis/synth.h"
@@ -17,7 +18,10 @@ static void usage(FILE *f) {
           "  candidate  the same model with only its head quantized to int4 (symmetric round to\n"
           "             nearest, groups of 32 along the hidden axis) and decoded back to BF16;\n"
           "             its hidden states are the reference's, bit for bit\n"
-          "Everything is deterministic in the seed and the sizes. Compare them with\n"
+          "Everything is deterministic in the seed and the sizes: two runs with the same\n"
+          "options write byte-identical trees. created_utc is not the wall clock but\n"
+          "2026-01-01T00:00:00Z plus (seed mod 31536000) seconds, unless --created-utc gives\n"
+          "one. Compare them with\n"
           "  fidelis compare DIR/reference DIR/candidate --own-heads --out OUT\n\n"
           "options (default in brackets):\n"
           "  --out DIR                 where the pair goes (must not exist)\n"
@@ -26,92 +30,111 @@ static void usage(FILE *f) {
           "  --hidden N                hidden width [%d]\n"
           "  --contexts N              panel contexts [%d]\n"
           "  --tokens-per-context N    tokens per context; N-1 positions are scored [%d]\n"
-          "  --threads N               threads for pack's validation [all cores]\n"
+          "  --created-utc T           created_utc of both datasets, YYYY-MM-DDTHH:MM:SSZ\n"
+          "                            [derived from the seed, see above]\n"
+          "  --threads N               threads for pack's validation, 1 to %d [all cores]\n"
           "  --json                    print the result as JSON\n"
           "  -h, --help                show this help\n\n"
-          "exit codes: 0 written; 3 refused (nothing written); 4 bad usage\n",
+          "exit codes: 0 written; 3 refused (nothing written: DIR exists, or the pair was\n"
+          "refused); 4 bad usage, a write that failed, out of memory, or output that cannot be\n"
+          "written\n",
           FDL_SYNTH_VOCAB_DEFAULT, FDL_SYNTH_HIDDEN_DEFAULT, FDL_SYNTH_CONTEXTS_DEFAULT,
-          FDL_SYNTH_TOKENS_DEFAULT);
+          FDL_SYNTH_TOKENS_DEFAULT, FDL_POOL_MAX_THREADS);
 }
 
-static int bad_usage(const char *what, const char *arg) {
-  fprintf(stderr, "fidelis synth: %s%s\n\n", what, arg ? arg : "");
-  usage(stderr);
-  return FDL_EXIT_USAGE;
+/* created_utc when --created-utc is absent: a fixed start plus the seed, so that the same seed
+ * gives the same bytes on every run and different seeds are told apart. */
+#define SYNTH_EPOCH_2026 1767225600LL /* 2026-01-01T00:00:00Z */
+#define SYNTH_YEAR_SECONDS 31536000ULL
+
+static void seed_time(uint64_t seed, char out[FDL_CLI_UTC_LEN + 1]) {
+  time_t t = (time_t)(SYNTH_EPOCH_2026 + (long long)(seed % SYNTH_YEAR_SECONDS));
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(out, FDL_CLI_UTC_LEN + 1, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+typedef struct {
+  fdl_synth_opts o;
+  bool json;
+  char created[FDL_CLI_UTC_LEN + 1];
+} args;
+
+static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
+  memset(a, 0, sizeof *a);
+  fdl_synth_opts_default(&a->o);
+  uint64_t seed = 0, vocab = a->o.vocab, hidden = a->o.hidden, contexts = a->o.contexts,
+           tokens = a->o.tokens_per_context, threads = 0;
+  const char *created = NULL;
+  const uint64_t size_max = (uint64_t)1 << 40; /* far above memory; the library checks more */
+  const fdl_cli_opt opts[] = {
+      FDL_CLI_OPT_PATH("--out", &a->o.out_dir),
+      FDL_CLI_OPT_NUMBER("--seed", &seed, 0, UINT64_MAX),
+      FDL_CLI_OPT_NUMBER("--vocab", &vocab, 1, size_max),
+      FDL_CLI_OPT_NUMBER("--hidden", &hidden, 1, size_max),
+      FDL_CLI_OPT_NUMBER("--contexts", &contexts, 1, size_max),
+      FDL_CLI_OPT_NUMBER("--tokens-per-context", &tokens, 1, size_max),
+      FDL_CLI_OPT_TEXT("--created-utc", &created),
+      FDL_CLI_THREADS(&threads),
+      FDL_CLI_OPT_FLAG("--json", &a->json),
+  };
+  fdl_cli_spec s = {"synth", usage, opts, sizeof opts / sizeof *opts, NULL, 0, NULL, 0,
+                    0,       out,   diag};
+  int rc = fdl_cli_parse(&s, 1, argc, argv);
+  if (rc != FDL_CLI_GO) return rc;
+  if (!a->o.out_dir) return fdl_cli_usage_error(&s, "--out DIR is required");
+  if (created && fdl_cli_parse_utc(created, a->created))
+    return fdl_cli_usage_error(&s,
+                               "--created-utc '%s': expected a real UTC time written "
+                               "YYYY-MM-DDTHH:MM:SSZ",
+                               created);
+  if (!created) seed_time(seed, a->created);
+  a->o.seed = seed;
+  a->o.vocab = (size_t)vocab;
+  a->o.hidden = (size_t)hidden;
+  a->o.contexts = (size_t)contexts;
+  a->o.tokens_per_context = (size_t)tokens;
+  a->o.threads = (unsigned)threads;
+  a->o.created_utc = a->created;
+  return FDL_CLI_GO;
+}
+
+int fdl_cli_synth_check(int argc, char **argv, FILE *out, FILE *diag) {
+  args a;
+  return parse(&a, argc, argv, out, diag);
 }
 
 int fdl_cli_synth(int argc, char **argv) {
-  fdl_synth_opts o;
-  fdl_synth_opts_default(&o);
-  bool json = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = NULL;
-    if (fdl_cli_is_help(a)) {
-      usage(stdout);
-      return FDL_EXIT_OK;
-    }
-    if (!strcmp(a, "--json")) {
-      json = true;
-      continue;
-    }
-    static const char *const valued[] = {"--out",    "--seed",     "--vocab",
-                                         "--hidden", "--contexts", "--tokens-per-context",
-                                         "--threads"};
-    size_t k = 0;
-    int m = 0;
-    for (; k < sizeof valued / sizeof *valued; k++)
-      if ((m = fdl_cli_value(argc, argv, &i, valued[k], &v)) != 0) break;
-    if (m < 0) return bad_usage("missing value for ", valued[k]);
-    if (m == 0) return bad_usage("unknown argument ", a);
-    if (k == 0) {
-      o.out_dir = v;
-      continue;
-    }
-    uint64_t x;
-    if (fdl_cli_parse_u64(v, k == 1 ? UINT64_MAX : (uint64_t)1 << 40, &x) || (k > 1 && !x))
-      return bad_usage("bad value for ", valued[k]);
-    switch (k) {
-    case 1:
-      o.seed = x;
-      break;
-    case 2:
-      o.vocab = (size_t)x;
-      break;
-    case 3:
-      o.hidden = (size_t)x;
-      break;
-    case 4:
-      o.contexts = (size_t)x;
-      break;
-    case 5:
-      o.tokens_per_context = (size_t)x;
-      break;
-    default:
-      o.threads = x > 1024 ? 1024 : (unsigned)x;
-      break;
-    }
-  }
-  if (!o.out_dir) return bad_usage("--out DIR is required", NULL);
-  char created[32];
-  o.created_utc = fdl_cli_source_date(created, sizeof created);
-  fdl_synth_result r;
-  fdl_err err = {FDL_OK, ""};
+  args a;
+  int rc = parse(&a, argc, argv, NULL, NULL);
+  if (rc != FDL_CLI_GO) return rc;
+  rc = FDL_EXIT_OK;
+  fdl_synth_opts o = a.o;
   o.notice = fdl_cli_notice;
   o.notice_arg = "synth";
+  fdl_synth_result r;
+  fdl_err err = {FDL_OK, ""};
   fdl_status s = fdl_synth(&o, &r, &err);
-  if (s == FDL_INVALID) return bad_usage(err.msg, NULL);
   if (s != FDL_OK) {
-    fprintf(stderr, "REFUSED [%s]: %s\n", s == FDL_EXISTS ? "destination_exists" : "synth_failed",
-            err.msg);
-    return FDL_EXIT_REFUSED;
+    fdl_refusal ref = {s, "", "", ""};
+    snprintf(ref.code, sizeof ref.code, "%s",
+             s == FDL_EXISTS    ? "destination_exists"
+             : s == FDL_INVALID ? "bad_usage"
+                                : "synth_failed");
+    fdl_cli_print_refusal("synth", &ref, &err);
+    return s == FDL_INVALID ? FDL_EXIT_USAGE : fdl_cli_exit_for(s);
   }
-  if (json) {
+  if (a.json) {
     json_t *j = json_pack("{s:s, s:s, s:s, s:I}", "out", o.out_dir, "reference_dataset_sha256",
                           r.reference_sha256, "candidate_dataset_sha256", r.candidate_sha256,
                           "scored_rows", (json_int_t)r.rows);
     fdl_buf b;
     fdl_buf_init(&b, 0);
-    if (j && fdl_json_dump(j, 0, &b, &err) == FDL_OK) printf("%s\n", b.data);
+    fdl_status st = j ? fdl_json_dump(j, 0, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
+    if (st == FDL_OK)
+      printf("%s\n", b.data);
+    else
+      fdl_cli_report(&err), rc = fdl_cli_exit_for(st);
     fdl_buf_free(&b);
     json_decref(j);
   } else {
@@ -124,5 +147,5 @@ int fdl_cli_synth(int argc, char **argv) {
     printf("next: fidelis compare %s/reference %s/candidate --own-heads --out OUT\n", o.out_dir,
            o.out_dir);
   }
-  return FDL_EXIT_OK;
+  return rc;
 }

@@ -1,12 +1,12 @@
 /* tensor.c - `fidelis tensor ls FILE [--json]`: list the tensors of a safetensors or .npy file.
  *
- * The format is chosen by content, not by name: "\x93NUMPY" is .npy, anything else is read as
- * safetensors. Each tensor's SHA-256 covers exactly its raw bytes, so it can be compared with
- * hashlib over numpy's arr.tobytes() or a safetensors byte range. */
+ * The format is chosen by content, not by name (sniff): "\x93NUMPY" is .npy, anything else is
+ * read as safetensors. Each tensor's SHA-256 covers exactly its raw bytes, so it can be compared
+ * with hashlib over numpy's arr.tobytes() or a safetensors byte range. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "fidelis/tensor.h"
@@ -20,24 +20,23 @@ static void usage(FILE *f) {
       "Every header bound is checked before any tensor byte is read.\n\n"
       "  --json   print {\"file\", \"format\", \"metadata\", \"tensors\": [{\"name\",\n"
       "           \"dtype\", \"shape\", \"offset\", \"nbytes\", \"sha256\"}]} as canonical JSON\n\n"
-      "exit codes: 0 ok, 3 file refused (malformed), 4 bad usage or unreadable file\n");
+      "  -h, --help  show this help\n\n"
+      "exit codes: 0 ok; 3 file refused (malformed, named in the terms of the format its\n"
+      "first bytes announce); 4 bad usage, a FILE that cannot be opened (missing, not a\n"
+      "regular file: a directory, FIFO, device or symlink), or output that cannot be written\n");
 }
 
-/* Unreadable (missing, a directory, a symlink) is a usage-level failure; anything the readers
- * refuse after reading is a refusal. */
-static int exit_for(fdl_status s) {
-  return (s == FDL_IO || s == FDL_PATH || s == FDL_NOMEM) ? FDL_EXIT_USAGE : FDL_EXIT_REFUSED;
-}
+/* What the first bytes say the file is. .npy starts with "\x93NUMPY"; safetensors with an 8-byte
+ * little-endian header length and then the JSON header's '{'. A file that starts like one but
+ * breaks its rules is named in that format's terms instead of being read as the other. */
+typedef enum { SNIFF_NPY, SNIFF_NPY_BAD_MAGIC, SNIFF_SAFETENSORS } sniffed;
 
-/* Sniffs through the one regular-file open (non-blocking: a FIFO is refused, not waited on); a
- * file it cannot open is left to the safetensors reader to report. */
-static bool is_npy(const char *path) {
-  unsigned char head[6] = {0};
-  int fd = -1;
-  if (fdl_open_regular(path, false, &fd, NULL, NULL) != FDL_OK) return false;
-  ssize_t got = read(fd, head, sizeof head);
-  close(fd);
-  return got == (ssize_t)sizeof head && !memcmp(head, "\x93NUMPY", 6);
+static sniffed sniff(const uint8_t *p, size_t n) {
+  if (n >= 6 && !memcmp(p, "\x93NUMPY", 6)) return SNIFF_NPY;
+  /* One byte off in the 6-byte magic: the first byte, or "NUMPY" after it. */
+  if ((n >= 1 && p[0] == 0x93) || (n >= 6 && !memcmp(p + 1, "NUMPY", 5)))
+    return SNIFF_NPY_BAD_MAGIC;
+  return SNIFF_SAFETENSORS;
 }
 
 static fdl_status print_text(const fdl_tensor *const *ts, size_t n, fdl_err *err) {
@@ -66,9 +65,9 @@ static json_t *tensor_json(const fdl_tensor *t, fdl_err *err) {
   json_t *shape = json_array();
   for (int k = 0; shape && k < t->ndim; k++)
     json_array_append_new(shape, json_integer((json_int_t)t->shape[k]));
-  json_t *o = json_pack("{s:s, s:s, s:o, s:I, s:I, s:s}", "name", t->name, "dtype",
-                        fdl_dtype_name(t->dtype), "shape", shape, "offset", (json_int_t)t->offset,
-                        "nbytes", (json_int_t)t->nbytes, "sha256", hex);
+  json_t *o = json_pack("{s:o, s:s, s:o, s:I, s:I, s:s}", "name", fdl_cli_json_text(t->name),
+                        "dtype", fdl_dtype_name(t->dtype), "shape", shape, "offset",
+                        (json_int_t)t->offset, "nbytes", (json_int_t)t->nbytes, "sha256", hex);
   if (!o) fdl_fail(err, FDL_NOMEM, "out of memory building the listing");
   return o;
 }
@@ -100,97 +99,101 @@ static fdl_status print_json(const char *path, const char *format, const json_t 
   return s;
 }
 
-/* path: the resolved file, opened without following links; shown: the name the user gave. */
-static int list_resolved(const char *path, const char *shown, bool as_json) {
+/* path is shown as the user named it. A named file may be a link (a Hugging Face cache
+ * snapshot): resolved once, the target is mapped without following anything further, through
+ * the library's one open for untrusted inputs (regular files only, O_NONBLOCK so that a FIFO, or
+ * a link to one, is refused instead of waiting for a writer). */
+static int list_file(const char *path, bool as_json) {
   fdl_err err = {0};
-  fdl_status s;
-  if (is_npy(path)) {
-    fdl_npy *npy = NULL;
-    s = fdl_npy_open(path, &npy, &err);
-    if (s != FDL_OK) {
-      fdl_cli_report(&err);
-      return exit_for(s);
-    }
-    const fdl_tensor *t = fdl_npy_tensor(npy);
-    s = as_json ? print_json(shown, "npy", NULL, &t, 1, &err) : print_text(&t, 1, &err);
-    fdl_npy_close(npy);
-  } else {
-    fdl_safetensors *st = NULL;
-    s = fdl_safetensors_open(path, &st, &err);
-    if (s != FDL_OK) {
-      fdl_cli_report(&err);
-      return exit_for(s);
-    }
-    size_t n = fdl_safetensors_count(st);
-    const fdl_tensor **ts = calloc(n ? n : 1, sizeof *ts);
-    if (!ts) {
-      s = fdl_fail(&err, FDL_NOMEM, "out of memory");
-    } else {
-      for (size_t i = 0; i < n; i++) ts[i] = fdl_safetensors_at(st, i);
-      s = as_json ? print_json(shown, "safetensors", fdl_safetensors_metadata(st), ts, n, &err)
-                  : print_text(ts, n, &err);
-    }
-    free(ts);
-    fdl_safetensors_close(st);
-  }
+  fdl_map m;
+  char *real = NULL;
+  fdl_status s = fdl_resolve_named(path, &real, &err);
+  if (s == FDL_OK && (s = fdl_map_file(real, &m, &err)) != FDL_OK && strcmp(real, path))
+    fdl_err_prefix(&err, "%s", path); /* name the link the user gave, then its target */
+  free(real);
   if (s != FDL_OK) {
     fdl_cli_report(&err);
     return FDL_EXIT_USAGE;
+  }
+  sniffed kind = sniff(m.data, m.size);
+  if (kind == SNIFF_NPY_BAD_MAGIC) {
+    char got[6 * 4 + 1] = "";
+    for (size_t i = 0; i < 6 && i < m.size; i++)
+      snprintf(got + 4 * i, sizeof got - 4 * i, "\\x%02x", m.data[i]);
+    fdl_unmap(&m);
+    char q[FDL_QUOTE_CAP];
+    fprintf(stderr,
+            "fidelis: (PARSE) %s: looks like .npy but its magic is %s, expected "
+            "\\x93NUMPY\n",
+            fdl_quote_str(path, q, sizeof q), got);
+    return FDL_EXIT_REFUSED;
+  }
+  if (kind == SNIFF_NPY) {
+    fdl_npy *npy = NULL;
+    s = fdl_npy_open_mem(m.data, m.size, &npy, &err);
+    if (s == FDL_OK) {
+      const fdl_tensor *t = fdl_npy_tensor(npy);
+      s = as_json ? print_json(path, "npy", NULL, &t, 1, &err) : print_text(&t, 1, &err);
+      fdl_npy_close(npy);
+    }
+  } else {
+    fdl_safetensors *st = NULL;
+    s = fdl_safetensors_open_mem(m.data, m.size, &st, &err);
+    if (s == FDL_OK) {
+      size_t n = fdl_safetensors_count(st);
+      const fdl_tensor **ts = calloc(n ? n : 1, sizeof *ts);
+      if (!ts) {
+        s = fdl_fail(&err, FDL_NOMEM, "out of memory");
+      } else {
+        for (size_t i = 0; i < n; i++) ts[i] = fdl_safetensors_at(st, i);
+        s = as_json ? print_json(path, "safetensors", fdl_safetensors_metadata(st), ts, n, &err)
+                    : print_text(ts, n, &err);
+      }
+      free(ts);
+      fdl_safetensors_close(st);
+    }
+  }
+  fdl_unmap(&m);
+  if (s != FDL_OK) {
+    fdl_err_prefix(&err, "%s (%s)", path, kind == SNIFF_NPY ? ".npy" : "safetensors");
+    fdl_cli_report(&err);
+    return fdl_cli_exit_for(s);
   }
   return FDL_EXIT_OK;
 }
 
-/* A file named on the command line may be a link (a Hugging Face cache snapshot): resolved once,
- * the target is opened without following anything further. */
-static int list_file(const char *named, bool as_json) {
-  fdl_err err = {0};
-  char *path = NULL;
-  fdl_status s = fdl_resolve_named(named, &path, &err);
-  if (s != FDL_OK) {
-    fdl_cli_report(&err);
-    return exit_for(s);
+static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **file, bool *as_json) {
+  *as_json = false;
+  const fdl_cli_opt opts[] = {FDL_CLI_OPT_FLAG("--json", as_json)};
+  fdl_cli_spec s = {"tensor ls", usage, opts, 1, NULL, 0, file, 1, 0, out, diag};
+  if (argc < 2) {
+    usage(diag ? diag : stderr);
+    return FDL_EXIT_USAGE;
   }
-  int rc = list_resolved(path, named, as_json);
-  free(path);
-  return rc;
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    usage(out ? out : stdout);
+    return FDL_EXIT_OK;
+  }
+  if (strcmp(argv[1], "ls")) {
+    s.cmd = "tensor";
+    return fdl_cli_usage_error(&s, "unknown subcommand '%s' (the one subcommand is ls)", argv[1]);
+  }
+  int rc = fdl_cli_parse(&s, 2, argc, argv);
+  if (rc != FDL_CLI_GO) return rc;
+  if (s.npos != 1) return fdl_cli_usage_error(&s, "one FILE expected");
+  return FDL_CLI_GO;
+}
+
+int fdl_cli_tensor_check(int argc, char **argv, FILE *out, FILE *diag) {
+  const char *file;
+  bool as_json;
+  return parse(argc, argv, out, diag, &file, &as_json);
 }
 
 int fdl_cli_tensor(int argc, char **argv) {
-  if (argc >= 2 && fdl_cli_is_help(argv[1])) {
-    usage(stdout);
-    return FDL_EXIT_OK;
-  }
-  if (argc < 2 || strcmp(argv[1], "ls") != 0) {
-    usage(stderr);
-    return FDL_EXIT_USAGE;
-  }
   const char *file = NULL;
-  bool as_json = false;
-  for (int i = 2; i < argc; i++) {
-    if (fdl_cli_is_help(argv[i])) {
-      usage(stdout);
-      return FDL_EXIT_OK;
-    } else if (!strcmp(argv[i], "--json")) {
-      as_json = true;
-    } else if (!strcmp(argv[i], "--")) {
-      if (i + 2 != argc || file) {
-        usage(stderr);
-        return FDL_EXIT_USAGE;
-      }
-      file = argv[++i];
-    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-      fprintf(stderr, "fidelis tensor ls: unknown option '%s'\n", argv[i]);
-      return FDL_EXIT_USAGE;
-    } else if (file) {
-      fprintf(stderr, "fidelis tensor ls: one FILE expected\n");
-      return FDL_EXIT_USAGE;
-    } else {
-      file = argv[i];
-    }
-  }
-  if (!file) {
-    usage(stderr);
-    return FDL_EXIT_USAGE;
-  }
+  bool as_json;
+  int rc = parse(argc, argv, NULL, NULL, &file, &as_json);
+  if (rc != FDL_CLI_GO) return rc;
   return list_file(file, as_json);
 }

@@ -29,9 +29,13 @@ static void usage(FILE *f) {
           "  --manifests-only  check the manifests alone (seals, digests, bindings); token,\n"
           "                    mask, tensor files and checksums.txt are not read\n"
           "  --manifest-only   check fidelity-dataset.json alone (reference semantics)\n"
-          "  --threads N       hashing threads (default: one per CPU)\n\n"
-          "exit: 0 ok, 2 warnings only, 3 errors, 4 bad usage\n",
-          FDL_DS_VALIDATION_SCHEMA);
+          "  --threads N       hashing threads, 1 to %d (default: one per CPU)\n"
+          "  -h, --help        show this help\n\n"
+          "exit codes: 0 ok; 2 warnings only; 3 errors found (the dataset is refused) or --report\n"
+          "FILE exists; 4 bad usage, DIR that cannot be opened as a directory (missing, a\n"
+          "file, FIFO or device, a symlink loop, no permission), or output that cannot be\n"
+          "written\n",
+          FDL_DS_VALIDATION_SCHEMA, FDL_POOL_MAX_THREADS);
 }
 
 static void print_findings(const fdl_ds_findings *f, const char *label) {
@@ -69,91 +73,98 @@ static void print_human(const fdl_ds_report *r) {
   printf("conformance: %s\n", fdl_ds_level_name(r->level));
 }
 
-int fdl_cli_validate(int argc, char **argv) {
+typedef struct {
   fdl_ds_validate_opts o;
-  memset(&o, 0, sizeof o);
-  const char *dir = NULL, *report = NULL;
-  bool json = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (fdl_cli_is_help(a)) {
-      usage(stdout);
-      return FDL_EXIT_OK;
-    } else if (!strcmp(a, "--verify-tensors")) {
-      o.verify_tensors = true;
-    } else if (!strcmp(a, "--no-verify-tensors")) {
-      o.verify_tensors = false;
-    } else if (!strcmp(a, "--structural")) {
-      o.skip_hashing = true;
-    } else if (!strcmp(a, "--json")) {
-      json = true;
-    } else if (!strcmp(a, "--report") && i + 1 < argc) {
-      report = argv[++i];
-    } else if (!strcmp(a, "--allow-partial")) {
-      o.allow_partial = true;
-    } else if (!strcmp(a, "--strict")) {
-      o.strict = true;
-    } else if (!strcmp(a, "--manifests-only")) {
-      o.manifests_only = true;
-    } else if (!strcmp(a, "--manifest-only")) {
-      o.manifest_only = true;
-    } else if (!strcmp(a, "--threads") && i + 1 < argc) {
-      char *end;
-      unsigned long n = strtoul(argv[++i], &end, 10);
-      if (*end || n > 1024) {
-        fprintf(stderr, "fidelis validate: --threads wants a number from 0 to 1024\n");
-        return FDL_EXIT_USAGE;
-      }
-      o.threads = (unsigned)n;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "fidelis validate: unknown option '%s'\n\n", a);
-      usage(stderr);
-      return FDL_EXIT_USAGE;
-    } else if (dir) {
-      fprintf(stderr, "fidelis validate: one dataset directory at a time\n");
-      return FDL_EXIT_USAGE;
-    } else {
-      dir = a;
-    }
-  }
-  if (!dir) {
-    usage(stderr);
-    return FDL_EXIT_USAGE;
-  }
+  const char *dir, *report;
+  bool json;
+} args;
+
+static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
+  memset(a, 0, sizeof *a);
+  bool verify = false, no_verify = false, partial = false, strict = false, manifests = false,
+       manifest = false, structural = false;
+  uint64_t threads = 0;
+  const fdl_cli_opt opts[] = {
+      FDL_CLI_OPT_FLAG("--verify-tensors", &verify),
+      FDL_CLI_OPT_FLAG("--no-verify-tensors", &no_verify),
+      FDL_CLI_OPT_FLAG("--structural", &structural),
+      FDL_CLI_OPT_FLAG("--json", &a->json),
+      FDL_CLI_OPT_PATH("--report", &a->report),
+      FDL_CLI_OPT_FLAG("--allow-partial", &partial),
+      FDL_CLI_OPT_FLAG("--strict", &strict),
+      FDL_CLI_OPT_FLAG("--manifests-only", &manifests),
+      FDL_CLI_OPT_FLAG("--manifest-only", &manifest),
+      FDL_CLI_THREADS(&threads),
+  };
+  static const char *const conflicts[] = {
+      "--verify-tensors", "--no-verify-tensors", "--manifests-only", "--manifest-only",
+      "--verify-tensors", "--manifests-only",    "--verify-tensors", "--manifest-only",
+      "--verify-tensors", "--structural",
+  };
+  const char *pos[1];
+  fdl_cli_spec s = {"validate", usage, opts, sizeof opts / sizeof *opts, conflicts, 5, pos, 1,
+                    0,          out,   diag};
+  int rc = fdl_cli_parse(&s, 1, argc, argv);
+  if (rc != FDL_CLI_GO) return rc;
+  if (s.npos != 1) return fdl_cli_usage_error(&s, "a dataset directory DIR is required");
+  a->dir = pos[0];
+  a->o.verify_tensors = verify;
+  a->o.skip_hashing = structural;
+  a->o.allow_partial = partial;
+  a->o.strict = strict;
+  a->o.manifests_only = manifests;
+  a->o.manifest_only = manifest;
+  a->o.threads = (unsigned)threads;
+  return FDL_CLI_GO;
+}
+
+int fdl_cli_validate_check(int argc, char **argv, FILE *out, FILE *diag) {
+  args a;
+  return parse(&a, argc, argv, out, diag);
+}
+
+int fdl_cli_validate(int argc, char **argv) {
+  args a;
+  int rc = parse(&a, argc, argv, NULL, NULL);
+  if (rc != FDL_CLI_GO) return rc;
+  if ((rc = fdl_cli_input_dataset("validate", a.dir, false)) != 0) return rc;
   fdl_ds_report rep;
   fdl_ds_report_init(&rep);
   fdl_err err;
-  if (fdl_ds_validate(dir, &o, &rep, &err) != FDL_OK) {
+  fdl_status st = fdl_ds_validate(a.dir, &a.o, &rep, &err);
+  if (st != FDL_OK) {
     fdl_cli_report(&err);
     fdl_ds_report_free(&rep);
-    return FDL_EXIT_REFUSED;
+    return fdl_cli_exit_for(st);
   }
   fdl_ds_verdict verdict = fdl_ds_report_verdict(&rep);
-  int rc = verdict == FDL_DS_VERDICT_ERRORS     ? FDL_EXIT_REFUSED
-           : verdict == FDL_DS_VERDICT_WARNINGS ? FDL_EXIT_WARN
-                                                : FDL_EXIT_OK;
+  rc = verdict == FDL_DS_VERDICT_ERRORS     ? FDL_EXIT_REFUSED
+       : verdict == FDL_DS_VERDICT_WARNINGS ? FDL_EXIT_WARN
+                                            : FDL_EXIT_OK;
   json_t *doc = NULL;
-  if (json || report) {
-    if (fdl_ds_report_to_json(&rep, true, &doc, &err) != FDL_OK) {
+  if (a.json || a.report) {
+    if ((st = fdl_ds_report_to_json(&rep, true, &doc, &err)) != FDL_OK) {
       fdl_cli_report(&err);
       fdl_ds_report_free(&rep);
-      return FDL_EXIT_REFUSED;
+      return fdl_cli_exit_for(st);
     }
   }
-  if (json) {
+  if (a.json) {
     fdl_buf b;
     fdl_buf_init(&b, 0);
-    if (fdl_json_dump(doc, FDL_JSON_PRETTY, &b, &err) == FDL_OK)
-      fwrite(b.data, 1, b.len, stdout);
+    if ((st = fdl_json_dump(doc, FDL_JSON_PRETTY, &b, &err)) == FDL_OK)
+      fdl_cli_put(b.data, b.len);
     else
-      fdl_cli_report(&err);
+      fdl_cli_report(&err), rc = fdl_cli_exit_for(st);
     fdl_buf_free(&b);
   } else {
     print_human(&rep);
   }
-  if (report && fdl_json_write_file(report, doc, FDL_JSON_PRETTY, &err) != FDL_OK) {
+  if (a.report && (st = fdl_json_write_file(a.report, doc, FDL_JSON_PRETTY, &err)) != FDL_OK) {
     fdl_cli_report(&err);
-    if (rc == FDL_EXIT_OK || rc == FDL_EXIT_WARN) rc = FDL_EXIT_REFUSED;
+    /* The report was asked for and not written: an existing FILE is a refusal (never
+     * overwritten), anything else output that could not be written. */
+    rc = st == FDL_EXISTS ? FDL_EXIT_REFUSED : FDL_EXIT_USAGE;
   }
   json_decref(doc);
   fdl_ds_report_free(&rep);

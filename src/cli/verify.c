@@ -7,26 +7,28 @@
  * Fields are separated by two spaces; control characters in paths and messages are escaped so a
  * file can never take more than one line. Errors are also reported on stderr. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
 typedef enum { RES_OK, RES_MISMATCH, RES_ERROR } result_kind;
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: fidelis verify [--json] FILE...\n\n"
-          "Recomputes the self-seal of each sealed JSON document (the recipe and seal field\n"
-          "follow from its \"schema\") and compares it with the stored value.\n\n"
-          "options:\n"
-          "  --json     one JSON object per file (JSON Lines) instead of text\n"
-          "  -h, --help show this help\n\n"
-          "output (text), one line per file, fields separated by two spaces:\n"
-          "  OK  PATH  RECIPE  FIELD  DIGEST\n"
-          "  MISMATCH  PATH  RECIPE  FIELD  stored=VALUE  computed=DIGEST\n"
-          "  ERROR  PATH  (STATUS) message\n\n"
-          "exit codes: 0 every seal recomputes; 3 a seal mismatches and every file was read;\n"
-          "4 a file is unreadable, not JSON, of an unknown kind, or bad usage (4 wins over 3)\n");
+  fprintf(f, "usage: fidelis verify [--json] FILE...\n\n"
+             "Recomputes the self-seal of each sealed JSON document (the recipe and seal field\n"
+             "follow from its \"schema\") and compares it with the stored value.\n\n"
+             "options:\n"
+             "  --json     one JSON object per file (JSON Lines) instead of text\n"
+             "  -h, --help show this help\n\n"
+             "output (text), one line per file, fields separated by two spaces:\n"
+             "  OK  PATH  RECIPE  FIELD  DIGEST\n"
+             "  MISMATCH  PATH  RECIPE  FIELD  stored=VALUE  computed=DIGEST\n"
+             "  ERROR  PATH  (STATUS) message\n\n"
+             "exit codes: 0 every seal recomputes; 3 a seal mismatches, or a file is not JSON or\n"
+             "of an unknown kind; 4 bad usage or a FILE that cannot be opened or read (missing,\n"
+             "not a regular file, a symlink), or output that cannot be written (4 wins over 3)\n");
 }
 
 static void print_json(const char *path, result_kind k, const fdl_seal_check *c, const char *stored,
@@ -83,15 +85,20 @@ static void print_text(const char *path, result_kind k, const fdl_seal_check *c,
   fputc('\n', stdout);
 }
 
-/* The library reads and checks the file (a kiln.* document in Kiln-strict mode); this only
- * prints the answer. */
-static result_kind verify_one(const char *path, bool as_json) {
+/* The exit code this file contributes: 0, 3 (mismatch, or read and refused) or 4 (could not be
+ * read). The library reads and checks the file (a kiln.* document in Kiln-strict mode); this only
+ * prints the answer. A named file may be a link: resolved once, the target is opened without
+ * following. */
+static int verify_one(const char *path, bool as_json) {
   fdl_err err = {FDL_OK, ""};
   fdl_seal_check chk;
   memset(&chk, 0, sizeof chk);
-  /* A named file may be a link: resolved once, the target is opened without following. */
   char *real = NULL;
+  int fd = -1;
+  uint64_t size;
   fdl_status s = fdl_resolve_named(path, &real, &err);
+  if (s == FDL_OK && (s = fdl_open_regular(real, false, &fd, &size, &err)) == FDL_OK) close(fd);
+  bool read_failed = s != FDL_OK;
   if (s == FDL_OK) s = fdl_seal_verify_file(real, &chk, &err);
   free(real);
   result_kind k = s != FDL_OK ? RES_ERROR : chk.ok ? RES_OK : RES_MISMATCH;
@@ -103,43 +110,52 @@ static result_kind verify_one(const char *path, bool as_json) {
   else
     print_text(path, k, &chk, stored, &err);
   if (k == RES_ERROR) fdl_cli_report(&err);
-  return k;
+  if (k == RES_OK) return FDL_EXIT_OK;
+  if (k == RES_MISMATCH) return FDL_EXIT_REFUSED;
+  return read_failed ? FDL_EXIT_USAGE : fdl_cli_exit_for(s);
+}
+
+static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **files, size_t *n,
+                 bool *as_json) {
+  *as_json = false;
+  const fdl_cli_opt opts[] = {FDL_CLI_OPT_FLAG("--json", as_json)};
+  fdl_cli_spec s = {"verify", usage, opts, 1, NULL, 0, files, (size_t)argc, 0, out, diag};
+  int rc = fdl_cli_parse(&s, 1, argc, argv);
+  if (rc != FDL_CLI_GO) return rc;
+  if (!s.npos) return fdl_cli_usage_error(&s, "no FILE given");
+  *n = s.npos;
+  return FDL_CLI_GO;
+}
+
+int fdl_cli_verify_check(int argc, char **argv, FILE *out, FILE *diag) {
+  const char **files = calloc((size_t)argc + 1, sizeof *files);
+  if (!files) return FDL_EXIT_USAGE;
+  size_t n;
+  bool as_json;
+  int rc = parse(argc, argv, out, diag, files, &n, &as_json);
+  free(files);
+  return rc;
 }
 
 int fdl_cli_verify(int argc, char **argv) {
-  bool as_json = false;
-  int first = 1;
-  for (; first < argc; first++) {
-    const char *a = argv[first];
-    if (!strcmp(a, "--")) {
-      first++;
-      break;
-    }
-    if (a[0] != '-' || !a[1]) break;
-    if (fdl_cli_is_help(a)) {
-      usage(stdout);
-      return FDL_EXIT_OK;
-    }
-    if (!strcmp(a, "--json")) {
-      as_json = true;
-      continue;
-    }
-    fprintf(stderr, "fidelis verify: unknown option '%s'\n\n", a);
-    usage(stderr);
+  const char **files = calloc((size_t)argc + 1, sizeof *files);
+  if (!files) {
+    fprintf(stderr, "fidelis verify: out of memory\n");
     return FDL_EXIT_USAGE;
   }
-  if (first >= argc) {
-    fprintf(stderr, "fidelis verify: no FILE given\n\n");
-    usage(stderr);
-    return FDL_EXIT_USAGE;
+  size_t n = 0;
+  bool as_json;
+  int rc = parse(argc, argv, NULL, NULL, files, &n, &as_json);
+  if (rc != FDL_CLI_GO) {
+    free(files);
+    return rc;
   }
-  bool any_mismatch = false, any_error = false;
-  for (int i = first; i < argc; i++) {
-    result_kind k = verify_one(argv[i], as_json);
-    any_mismatch |= k == RES_MISMATCH;
-    any_error |= k == RES_ERROR;
+  rc = FDL_EXIT_OK;
+  for (size_t i = 0; i < n; i++) {
+    int r = verify_one(files[i], as_json);
+    if (r > rc) rc = r; /* 4 wins over 3 */
     fflush(stdout);
   }
-  if (any_error) return FDL_EXIT_USAGE;
-  return any_mismatch ? FDL_EXIT_REFUSED : FDL_EXIT_OK;
+  free(files);
+  return rc;
 }

@@ -22,7 +22,7 @@ static void weights_identity(const cmp_side *a, const cmp_side *b, bool *equal, 
 }
 
 fdl_status fdl_cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                            cmp_findings *f, cmp_refusal *r, fdl_err *err) {
+                            cmp_findings *f, fdl_refusal *r, fdl_err *err) {
   f->capture_equal =
       !fdl_cmp_empty(a->capture_digest) && fdl_cmp_streq(a->capture_digest, b->capture_digest);
   f->head_digest_equal = fdl_cmp_streq(a->head_digest, b->head_digest);

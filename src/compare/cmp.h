@@ -4,7 +4,7 @@
  * Lifecycle of one fdl_compare: load both sides (fdl_cmp_side_load) -> run the ladder
  * (fdl_cmp_gates_run, then fdl_cmp_classify) -> estimate (fdl_cmp_estimate_run) or hash proof ->
  * statistics (fdl_cmp_stats_build) -> receipt (fdl_cmp_receipt_build) -> check and write
- * (cmp_output_write). Every stage that can refuse takes a cmp_refusal and returns FDL_REFUSED
+ * (cmp_output_write). Every stage that can refuse takes an fdl_refusal and returns FDL_REFUSED
  * with it filled. */
 #ifndef FDL_COMPARE_CMP_H
 #define FDL_COMPARE_CMP_H
@@ -20,17 +20,13 @@
 #include "fidelis/json.h"
 #include "fidelis/file.h"
 #include "json/py.h"
+#include "fidelis/refusal.h"
 
 /* ---- refusals --------------------------------------------------------------------------- */
 
-typedef struct {
-  char code[FDL_COMPARE_CODE_LEN];
-  char gate[FDL_COMPARE_GATE_LEN];
-  char remedy[FDL_COMPARE_REMEDY_LEN];
-} cmp_refusal;
-
-/* Fills r and err ("message") and returns FDL_REFUSED. remedy may be NULL (no remedy line). */
-fdl_status fdl_cmp_refuse(cmp_refusal *r, fdl_err *err, const char *code, const char *gate,
+/* Fills r and err ("message") and returns FDL_REFUSED (fdl_refuse with the status every gate
+ * refusal has). remedy may be NULL (no remedy line). */
+fdl_status fdl_cmp_refuse(fdl_refusal *r, fdl_err *err, const char *code, const char *gate,
                           const char *remedy, const char *fmt, ...) FDL_PRINTF(6, 7);
 
 /* Remedy text of refusals that have no override by design. */
@@ -97,7 +93,7 @@ typedef struct {
 
 /* Validates the dataset (refusal seal_failed with the validator's first error) and loads it. */
 fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, const char *label,
-                             const fdl_compare_opts *o, cmp_refusal *r, fdl_err *err);
+                             const fdl_compare_opts *o, fdl_refusal *r, fdl_err *err);
 void fdl_cmp_side_free(cmp_side *s);
 /* root + "/" + rel (+ "/" + rel2 when non-NULL), malloc'd; NULL on OOM. */
 char *fdl_cmp_path_join(const char *root, const char *rel, const char *rel2);
@@ -131,14 +127,14 @@ void fdl_cmp_vread_free(cmp_vread *v);
 
 /* A record's file, payload and content digests against its manifest entry (seal_failed). */
 fdl_status fdl_cmp_check_record(const cmp_side *s, size_t at, const cmp_vread_digests *d,
-                                cmp_refusal *r, fdl_err *err);
+                                fdl_refusal *r, fdl_err *err);
 /* A side's head payload: content digest and file digest. */
-fdl_status fdl_cmp_check_head(const cmp_side *s, const cmp_vread_digests *d, cmp_refusal *r,
+fdl_status fdl_cmp_check_head(const cmp_side *s, const cmp_vread_digests *d, fdl_refusal *r,
                               fdl_err *err);
 /* Hashes and checks every capture file and head payload of both sides that compute did not
  * read (read[i] NULL: none was). */
 fdl_status fdl_cmp_verify_rest(const cmp_side *sides[2], const bool *const read[2],
-                               const bool head_read[2], unsigned threads, cmp_refusal *r,
+                               const bool head_read[2], unsigned threads, fdl_refusal *r,
                                fdl_err *err);
 
 /* ---- findings (gates_*.c, classify.c) -------------------------------------------------- */
@@ -184,23 +180,23 @@ fdl_status fdl_cmp_set_bias(cmp_findings *f, const char *kind, const char *detai
  * coverage, lossy, decode, then seal. */
 fdl_status fdl_cmp_gate_provenance(const cmp_side *a, const cmp_side *b, cmp_findings *f,
                                    fdl_err *err);
-fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings *f, cmp_refusal *r,
+fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings *f, fdl_refusal *r,
                               fdl_err *err);
 fdl_status fdl_cmp_gate_head(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                             cmp_findings *f, cmp_refusal *r, fdl_err *err);
+                             cmp_findings *f, fdl_refusal *r, fdl_err *err);
 fdl_status fdl_cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                                   cmp_findings *f, cmp_refusal *r, fdl_err *err);
+                                   cmp_findings *f, fdl_refusal *r, fdl_err *err);
 fdl_status fdl_cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
                                           const fdl_compare_opts *o, cmp_findings *f,
-                                          cmp_refusal *r, fdl_err *err);
+                                          fdl_refusal *r, fdl_err *err);
 fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b,
                                      const fdl_compare_opts *o, cmp_findings *f, fdl_err *err);
 /* The whole ladder (section 4 steps 1-11). */
 fdl_status fdl_cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                             cmp_findings *f, cmp_refusal *r, fdl_err *err);
+                             cmp_findings *f, fdl_refusal *r, fdl_err *err);
 /* Classification with HEAD-1c and the --self-compare assertion (steps 12-13). */
 fdl_status fdl_cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                            cmp_findings *f, cmp_refusal *r, fdl_err *err);
+                            cmp_findings *f, fdl_refusal *r, fdl_err *err);
 
 /* PANEL-D6 equality of two panel.tokenizer objects (null or absent means unknown). */
 bool fdl_cmp_tokenizer_identity_equal(const json_t *ta, const json_t *tb);
@@ -219,7 +215,7 @@ typedef struct {
 
 /* Resolves and loads the heads the head gate decided (section 5.4, head resolution). */
 fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                              cmp_findings *f, cmp_heads *h, cmp_refusal *r, fdl_err *err);
+                              cmp_findings *f, cmp_heads *h, fdl_refusal *r, fdl_err *err);
 void fdl_cmp_heads_free(cmp_heads *h);
 
 /* ---- estimate (estimate.c) -------------------------------------------------------------- */
@@ -245,7 +241,7 @@ fdl_status fdl_cmp_estimate_zero(cmp_estimate *e, fdl_err *err);
 /* The full computation (section 6.2), streaming records through fdl_num_run. */
 fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                                 cmp_findings *f, const cmp_heads *h, bool want_js, cmp_estimate *e,
-                                cmp_refusal *r, fdl_err *err);
+                                fdl_refusal *r, fdl_err *err);
 void fdl_cmp_estimate_free(cmp_estimate *e);
 
 /* ---- statistics, receipt, output -------------------------------------------------------- */
@@ -268,13 +264,13 @@ typedef struct {
  * disclosures) and seals it. */
 fdl_status fdl_cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                                  cmp_findings *f, const cmp_estimate *e, bool force_agreed,
-                                 const cmp_tokenwise_info *tw, json_t *receipt, cmp_refusal *r,
+                                 const cmp_tokenwise_info *tw, json_t *receipt, fdl_refusal *r,
                                  fdl_err *err);
 
 /* The comparability block (section 11.7): class, floor, lane, bias, and for a measurement the
  * key and its inputs. Refuses receipt_invalid when a key input contains '|'. */
 fdl_status fdl_cmp_comparability(const cmp_side *a, const cmp_findings *f, json_t **out,
-                                 cmp_refusal *r, fdl_err *err);
+                                 fdl_refusal *r, fdl_err *err);
 
 /* The comparator block's description of fidelis and its environment (env.c). */
 json_t *fdl_cmp_env_replay(void);
@@ -289,15 +285,15 @@ typedef struct {
 /* Before any work: refuses destination_exists when --out exists as anything (an empty
  * directory, a dangling symlink), creates its parent if needed and the staging directory beside
  * it (write_failed when it cannot: a read-only parent). */
-fdl_status fdl_cmp_stage_open(const fdl_compare_opts *o, cmp_stage *st, cmp_refusal *r,
+fdl_status fdl_cmp_stage_open(const fdl_compare_opts *o, cmp_stage *st, fdl_refusal *r,
                               fdl_err *err);
 /* Writes the np.save bytes of the token-wise array and digests them. */
 fdl_status fdl_cmp_stage_tokenwise(cmp_stage *st, const cmp_estimate *e, cmp_tokenwise_info *tw,
-                                   cmp_refusal *r, fdl_err *err);
+                                   fdl_refusal *r, fdl_err *err);
 /* Writes the receipt (indent-2 file form) and publishes the staging directory as out_dir with
  * one no-replace rename. */
 fdl_status fdl_cmp_stage_commit(cmp_stage *st, const json_t *receipt, const char *out_dir,
-                                char **receipt_path, char **tokenwise_path, cmp_refusal *r,
+                                char **receipt_path, char **tokenwise_path, fdl_refusal *r,
                                 fdl_err *err);
 /* Removes whatever is left in the staging directory, and the directory. */
 void fdl_cmp_stage_cleanup(cmp_stage *st);

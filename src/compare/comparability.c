@@ -50,7 +50,7 @@ fdl_status fdl_compare_key(const json_t *key_inputs, char *out, fdl_err *err) {
 
 /* The comparability block of a receipt; key and key_inputs only for a measurement. */
 fdl_status fdl_cmp_comparability(const cmp_side *a, const cmp_findings *f, json_t **out,
-                                 cmp_refusal *r, fdl_err *err) {
+                                 fdl_refusal *r, fdl_err *err) {
   json_t *c = json_object();
   if (!c) return fdl_fail(err, FDL_NOMEM, "out of memory");
   bool usable =

@@ -49,7 +49,7 @@ static fdl_status check_opts(const fdl_compare_opts *o, fdl_err *err) {
   return FDL_OK;
 }
 
-static fdl_status same_root(const fdl_compare_opts *o, cmp_refusal *r, fdl_err *err) {
+static fdl_status same_root(const fdl_compare_opts *o, fdl_refusal *r, fdl_err *err) {
   char *ra = realpath(o->reference, NULL), *rb = realpath(o->candidate, NULL);
   bool same = ra && rb && !strcmp(ra, rb);
   free(ra);
@@ -63,7 +63,7 @@ static fdl_status same_root(const fdl_compare_opts *o, cmp_refusal *r, fdl_err *
 
 /* --force-compute: the computed array must be all +0.0 bit for bit (compared as 64-bit words)
  * and every top-1 must agree, or the hash proof and the arithmetic disagree. */
-static fdl_status force_agrees(const cmp_estimate *e, cmp_refusal *r, fdl_err *err) {
+static fdl_status force_agrees(const cmp_estimate *e, fdl_refusal *r, fdl_err *err) {
   for (size_t i = 0; i < e->n_rows; i++) {
     uint64_t w;
     memcpy(&w, &e->kl[i], sizeof w);
@@ -90,7 +90,7 @@ typedef struct {
 } run_state;
 
 static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_result *res,
-                      cmp_refusal *r, fdl_err *err) {
+                      fdl_refusal *r, fdl_err *err) {
   fdl_status s;
   if ((s = same_root(o, r, err)) != FDL_OK) return s;
   if ((s = fdl_cmp_stage_open(o, &z->st, r, err)) != FDL_OK) return s;
@@ -148,14 +148,15 @@ fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *res, fdl_e
   fdl_status s = check_opts(o, err);
   if (s != FDL_OK) {
     res->outcome = FDL_COMPARE_BAD_OPTS;
-    snprintf(res->code, sizeof res->code, "usage");
-    snprintf(res->gate, sizeof res->gate, "cli");
+    snprintf(res->refusal.code, sizeof res->refusal.code, "usage");
+    snprintf(res->refusal.gate, sizeof res->refusal.gate, "cli");
+    res->refusal.status = s;
     return s;
   }
   run_state z;
   memset(&z, 0, sizeof z);
   fdl_cmp_findings_init(&z.f);
-  cmp_refusal r = {"", "", ""};
+  fdl_refusal r = {FDL_OK, "", "", ""};
   s = run(o, &z, res, &r, err);
   if (s != FDL_OK && s != FDL_REFUSED) {
     /* Every failure is reported with a code, as a refusal: nothing was written. */
@@ -164,6 +165,7 @@ fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *res, fdl_e
              : s == FDL_IO  ? "unreadable"
                             : "internal_error");
     snprintf(r.gate, sizeof r.gate, "cli");
+    r.status = s;
     snprintf(r.remedy, sizeof r.remedy, "%s",
              s == FDL_NOMEM ? CMP_REMEDY_RESOURCES
              : s == FDL_IO  ? "check that both datasets are readable and the parent of the output "
@@ -173,9 +175,7 @@ fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *res, fdl_e
   }
   if (s == FDL_REFUSED) {
     res->outcome = FDL_COMPARE_REFUSED;
-    memcpy(res->code, r.code, sizeof res->code);
-    memcpy(res->gate, r.gate, sizeof res->gate);
-    memcpy(res->remedy, r.remedy, sizeof res->remedy);
+    res->refusal = r;
   }
   fdl_cmp_stage_cleanup(&z.st);
   json_decref(z.rc);

@@ -78,7 +78,7 @@ typedef struct {
   bool hidden[2];
 } plan;
 
-static fdl_status open_side(const plan *p, int i, size_t ctx, rec_open *ro, cmp_refusal *r,
+static fdl_status open_side(const plan *p, int i, size_t ctx, rec_open *ro, fdl_refusal *r,
                             fdl_err *err) {
   const cmp_side *s = p->side[i];
   size_t at = i == 0 ? p->f->ref_at[ctx] : p->f->cand_at[ctx];
@@ -133,7 +133,7 @@ static size_t record_at(const plan *p, int i, size_t c) {
 }
 
 /* Checks the digests of every side whose file has been read to the end (main thread). */
-static fdl_status check_ended(const plan *p, rec_open *ro, bool *const read[2], cmp_refusal *r,
+static fdl_status check_ended(const plan *p, rec_open *ro, bool *const read[2], fdl_refusal *r,
                               fdl_err *err) {
   for (int i = 0; i < 2; i++) {
     if (!ro->ended[i]) continue;
@@ -273,7 +273,7 @@ static void describe_block(const window *w, size_t bi, fdl_num_block *nb) {
 
 /* Re-runs the failing window one block, then one row, at a time to name the exact record and
  * row (only on the failure path). */
-static fdl_status locate_nonfinite(runner *rn, window *w, const fdl_err *first, cmp_refusal *r,
+static fdl_status locate_nonfinite(runner *rn, window *w, const fdl_err *first, fdl_refusal *r,
                                    fdl_err *err) {
   double kl, js;
   fdl_num_out out = {.kl = &kl, .js = fdl_num_ctx_opts(rn->ctx)->js ? &js : NULL};
@@ -302,7 +302,7 @@ static fdl_status locate_nonfinite(runner *rn, window *w, const fdl_err *first, 
                         first->msg);
 }
 
-static fdl_status flush(runner *rn, window *w, cmp_refusal *r, fdl_err *err) {
+static fdl_status flush(runner *rn, window *w, fdl_refusal *r, fdl_err *err) {
   if (!w->nblocks) return FDL_OK;
   read_arg ra = {w};
   fdl_status s = fdl_pool_run(&rn->pool, 2, read_task, &ra, err);
@@ -357,7 +357,7 @@ static void recycle_opens(window *w, size_t keep) {
   }
 }
 
-static fdl_status run_all(runner *rn, window *w, const plan *p, cmp_refusal *r, fdl_err *err) {
+static fdl_status run_all(runner *rn, window *w, const plan *p, fdl_refusal *r, fdl_err *err) {
   const size_t pb = FDL_NUM_TILE_ROWS;
   fdl_status s;
   for (size_t c = 0; c < p->f->n_shared; c++) {
@@ -390,10 +390,10 @@ static fdl_status run_all(runner *rn, window *w, const plan *p, cmp_refusal *r, 
 
 fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                                 cmp_findings *f, const cmp_heads *h, bool want_js, cmp_estimate *e,
-                                cmp_refusal *r, fdl_err *err) {
+                                fdl_refusal *r, fdl_err *err) {
   size_t batch = o->position_block ? o->position_block : FDL_COMPARE_POSITION_BLOCK_DEFAULT;
   /* The remedy states the limit from its constant, so text and check cannot drift apart. */
-  char remedy[FDL_COMPARE_REMEDY_LEN];
+  char remedy[FDL_REFUSAL_REMEDY_MAX];
   if (batch > FDL_COMPARE_POSITION_BLOCK_MAX) {
     snprintf(remedy, sizeof remedy, "a batch of 1 to %d positions (it never changes a number)",
              FDL_COMPARE_POSITION_BLOCK_MAX);

@@ -7,7 +7,7 @@
 
 fdl_status fdl_cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
                                           const fdl_compare_opts *o, cmp_findings *f,
-                                          cmp_refusal *r, fdl_err *err) {
+                                          fdl_refusal *r, fdl_err *err) {
   if (a->vocab != b->vocab)
     return fdl_cmp_refuse(r, err, "geometry_mismatch", "geometry",
                           "none: the vocabularies must be the same to compare distributions",
@@ -171,7 +171,7 @@ fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b,
 }
 
 fdl_status fdl_cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                             cmp_findings *f, cmp_refusal *r, fdl_err *err) {
+                             cmp_findings *f, fdl_refusal *r, fdl_err *err) {
   fdl_status s = fdl_cmp_gate(f, "form", true, NULL, err, "%s vs %s", a->form ? a->form : "None",
                               b->form ? b->form : "None");
   if (s == FDL_OK) s = fdl_cmp_gate_provenance(a, b, f, err);

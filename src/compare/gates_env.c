@@ -11,7 +11,7 @@ static const char *eq_word(const char *x, const char *y) {
 }
 
 fdl_status fdl_cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                                   cmp_findings *f, cmp_refusal *r, fdl_err *err) {
+                                   cmp_findings *f, fdl_refusal *r, fdl_err *err) {
   fdl_status s;
   const char *la = a->lane ? a->lane : "None", *lb = b->lane ? b->lane : "None";
   f->same_lane = !strcmp(la, lb);

@@ -39,7 +39,7 @@ static fdl_status both_logit(const cmp_side *a, const cmp_side *b, cmp_findings 
 
 /* HEAD-3: one side is hidden; it is replayed through a head that must be the one behind the
  * other side's logits. */
-static fdl_status mixed(const cmp_side *a, const cmp_side *b, cmp_findings *f, cmp_refusal *r,
+static fdl_status mixed(const cmp_side *a, const cmp_side *b, cmp_findings *f, fdl_refusal *r,
                         fdl_err *err) {
   const char *da = a->head_digest, *db = b->head_digest;
   if (fdl_cmp_empty(da) || fdl_cmp_empty(db) || strcmp(da, db))
@@ -67,7 +67,7 @@ static fdl_status mixed(const cmp_side *a, const cmp_side *b, cmp_findings *f, c
 }
 
 static fdl_status both_hidden(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                              cmp_findings *f, cmp_refusal *r, fdl_err *err) {
+                              cmp_findings *f, fdl_refusal *r, fdl_err *err) {
   const char *da = a->head_digest, *db = b->head_digest;
   char sa[13], sb[13];
   fdl_cmp_short(da, sa);
@@ -142,7 +142,7 @@ static fdl_status both_hidden(const cmp_side *a, const cmp_side *b, const fdl_co
 }
 
 fdl_status fdl_cmp_gate_head(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                             cmp_findings *f, cmp_refusal *r, fdl_err *err) {
+                             cmp_findings *f, fdl_refusal *r, fdl_err *err) {
   const char *da = a->head_digest, *db = b->head_digest;
   if (a->hidden || b->hidden) {
     const cmp_side *sides[2] = {a, b};

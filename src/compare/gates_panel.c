@@ -81,7 +81,7 @@ static fdl_status intersect(const cmp_side *a, const cmp_side *b, cmp_findings *
   return FDL_OK;
 }
 
-fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings *f, cmp_refusal *r,
+fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings *f, fdl_refusal *r,
                               fdl_err *err) {
   const json_t *ma = a->ds.manifest, *mb = b->ds.manifest;
   const char *ha = fdl_cmp_jstr(ma, "panel.suite_token_hash_sha256");
@@ -105,7 +105,7 @@ fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings
     size_t first = 0;
     while (!(diff & (1u << first))) first++;
     const char *field = TOKENIZER_FIELDS[first];
-    char va[FDL_QUOTE_CAP], vb[FDL_QUOTE_CAP], id[FDL_QUOTE_CAP], remedy[FDL_COMPARE_REMEDY_LEN];
+    char va[FDL_QUOTE_CAP], vb[FDL_QUOTE_CAP], id[FDL_QUOTE_CAP], remedy[FDL_REFUSAL_REMEDY_MAX];
     const json_t *ja = json_object_get(ta, field), *jb = json_object_get(tb, field);
     if (json_is_string(ja))
       fdl_quote(json_string_value(ja), json_string_length(ja), va, sizeof va);

@@ -26,7 +26,7 @@ static const fdl_tensor *find_key(const fdl_safetensors *st, const char *declare
  * a payload named with --head. */
 static fdl_status load_one(const char *path, const cmp_side *owner, const char *key,
                            const char *want_digest, size_t vocab, size_t hidden, float **out,
-                           cmp_refusal *r, fdl_err *err) {
+                           fdl_refusal *r, fdl_err *err) {
   fdl_safetensors *st = NULL;
   fdl_err e = {FDL_OK, ""};
   if (fdl_safetensors_open(path, &st, &e) != FDL_OK)
@@ -86,7 +86,7 @@ done:
   return s;
 }
 
-static fdl_status own_payload(const cmp_side *s, size_t vocab, float **out, cmp_refusal *r,
+static fdl_status own_payload(const cmp_side *s, size_t vocab, float **out, fdl_refusal *r,
                               fdl_err *err) {
   char *path = fdl_cmp_path_join(s->root, s->head_file ? s->head_file : "", NULL);
   if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -97,7 +97,7 @@ static fdl_status own_payload(const cmp_side *s, size_t vocab, float **out, cmp_
 }
 
 fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                              cmp_findings *f, cmp_heads *h, cmp_refusal *r, fdl_err *err) {
+                              cmp_findings *f, cmp_heads *h, fdl_refusal *r, fdl_err *err) {
   memset(h, 0, sizeof *h);
   if (!a->hidden && !b->hidden) return FDL_OK;
   if (o->head_path && o->own_heads)

@@ -7,16 +7,13 @@
 #include "fidelis/quote.h"
 #include "compare/cmp.h"
 
-fdl_status fdl_cmp_refuse(cmp_refusal *r, fdl_err *err, const char *code, const char *gate,
+fdl_status fdl_cmp_refuse(fdl_refusal *r, fdl_err *err, const char *code, const char *gate,
                           const char *remedy, const char *fmt, ...) {
-  snprintf(r->code, sizeof r->code, "%s", code);
-  snprintf(r->gate, sizeof r->gate, "%s", gate);
-  snprintf(r->remedy, sizeof r->remedy, "%s", remedy ? remedy : "");
   va_list ap;
   va_start(ap, fmt);
-  fdl_failv(err, FDL_REFUSED, fmt, ap);
+  fdl_status s = fdl_refusev(r, err, FDL_REFUSED, code, gate, remedy, fmt, ap);
   va_end(ap);
-  return FDL_REFUSED;
+  return s;
 }
 
 const char *fdl_cmp_jstr(const json_t *o, const char *path) {

@@ -31,7 +31,7 @@ static bool regular_file(const char *root, const char *rel) {
 }
 
 static fdl_status validate(const char *root, const char *who, const fdl_compare_opts *o,
-                           cmp_refusal *r, fdl_err *err) {
+                           fdl_refusal *r, fdl_err *err) {
   /* The tensors are hashed in the read that computes on them (vread.c, verify.c), not here. */
   fdl_ds_validate_opts vo = {
       .defer_tensor_hashes = true, .allow_partial = o->allow_partial, .threads = o->threads};
@@ -68,7 +68,7 @@ static fdl_status validate(const char *root, const char *who, const fdl_compare_
 }
 
 fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, const char *label,
-                             const fdl_compare_opts *o, cmp_refusal *r, fdl_err *err) {
+                             const fdl_compare_opts *o, fdl_refusal *r, fdl_err *err) {
   memset(s, 0, sizeof *s);
   s->root = root;
   s->who = who;

@@ -15,7 +15,7 @@
   "choose another --out, or move the existing one away; fidelis never writes into or over an "     \
   "existing output"
 
-fdl_status fdl_cmp_stage_open(const fdl_compare_opts *o, cmp_stage *st, cmp_refusal *r,
+fdl_status fdl_cmp_stage_open(const fdl_compare_opts *o, cmp_stage *st, fdl_refusal *r,
                               fdl_err *err) {
   memset(st, 0, sizeof *st);
   fdl_err we = {FDL_OK, ""};
@@ -36,7 +36,7 @@ fdl_status fdl_cmp_stage_open(const fdl_compare_opts *o, cmp_stage *st, cmp_refu
 }
 
 fdl_status fdl_cmp_stage_tokenwise(cmp_stage *st, const cmp_estimate *e, cmp_tokenwise_info *tw,
-                                   cmp_refusal *r, fdl_err *err) {
+                                   fdl_refusal *r, fdl_err *err) {
   int64_t shape[1] = {(int64_t)e->n_rows};
   fdl_err we = {FDL_OK, ""};
   if (fdl_npy_write(st->npy, FDL_DTYPE_F64, 1, shape, e->kl, &we) != FDL_OK)
@@ -49,7 +49,7 @@ fdl_status fdl_cmp_stage_tokenwise(cmp_stage *st, const cmp_estimate *e, cmp_tok
 }
 
 fdl_status fdl_cmp_stage_commit(cmp_stage *st, const json_t *receipt, const char *out_dir,
-                                char **receipt_path, char **tokenwise_path, cmp_refusal *r,
+                                char **receipt_path, char **tokenwise_path, fdl_refusal *r,
                                 fdl_err *err) {
   fdl_err we = {FDL_OK, ""};
   if (fdl_json_write_file(st->receipt, receipt, FDL_JSON_PRETTY, &we) != FDL_OK)

@@ -277,7 +277,7 @@ static void utc_now(const fdl_compare_opts *o, char out[32]) {
 
 fdl_status fdl_cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                                  cmp_findings *f, const cmp_estimate *e, bool force_agreed,
-                                 const cmp_tokenwise_info *tw, json_t *rc, cmp_refusal *r,
+                                 const cmp_tokenwise_info *tw, json_t *rc, fdl_refusal *r,
                                  fdl_err *err) {
   if (!json_array_size(f->disclosures)) {
     fdl_status s = fdl_cmp_disclose(f, "no_known_deviations", "info", 0, err,

@@ -15,7 +15,7 @@
   "none: the bytes differ from what the dataset was sealed with (changed after validation, or "    \
   "corrupt); validate the dataset again, then fetch or repair it"
 
-static fdl_status mismatch(cmp_refusal *r, fdl_err *err, const char *who, const char *what,
+static fdl_status mismatch(fdl_refusal *r, fdl_err *err, const char *who, const char *what,
                            const char *rel, const char *got, const char *want) {
   return fdl_cmp_refuse(r, err, "seal_failed", "seal", REMEDY_CHANGED,
                         "%s %s (%s): the bytes read for compute hash to %s, the manifest says %s",
@@ -23,7 +23,7 @@ static fdl_status mismatch(cmp_refusal *r, fdl_err *err, const char *who, const 
 }
 
 fdl_status fdl_cmp_check_record(const cmp_side *s, size_t at, const cmp_vread_digests *d,
-                                cmp_refusal *r, fdl_err *err) {
+                                fdl_refusal *r, fdl_err *err) {
   const fdl_ds_capture_record *rec = &s->ds.records[at];
   const char *rel = rec->file ? rec->file : "";
   char what[64];
@@ -37,7 +37,7 @@ fdl_status fdl_cmp_check_record(const cmp_side *s, size_t at, const cmp_vread_di
   return FDL_OK;
 }
 
-fdl_status fdl_cmp_check_head(const cmp_side *s, const cmp_vread_digests *d, cmp_refusal *r,
+fdl_status fdl_cmp_check_head(const cmp_side *s, const cmp_vread_digests *d, fdl_refusal *r,
                               fdl_err *err) {
   const char *rel = s->head_file ? s->head_file : "";
   if (!fdl_cmp_streq(d->content, s->head_digest))
@@ -101,7 +101,7 @@ static fdl_status rest_task(void *arg, size_t i, unsigned worker, fdl_err *err) 
 }
 
 fdl_status fdl_cmp_verify_rest(const cmp_side *sides[2], const bool *const read[2],
-                               const bool head_read[2], unsigned threads, cmp_refusal *r,
+                               const bool head_read[2], unsigned threads, fdl_refusal *r,
                                fdl_err *err) {
   size_t n = 0;
   for (int i = 0; i < 2; i++) n += sides[i]->ds.n_records + 1;

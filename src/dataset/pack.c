@@ -173,7 +173,7 @@ static fdl_status validate_stage(pk_ctx *c, fdl_err *err) {
         "the packed dataset fails validation with %zu error(s); first: [%s/%s] %s (%s)",
         rep.errors.count, f->code, f->rule, f->message, f->where);
   } else if (s != FDL_OK) {
-    snprintf(c->res->code, sizeof c->res->code, "io_error");
+    snprintf(c->res->refusal.code, sizeof c->res->refusal.code, "io_error");
   }
   fdl_ds_report_free(&rep);
   return s;
@@ -263,9 +263,10 @@ fdl_status fdl_ds_pack(const fdl_ds_pack_opts *o, fdl_ds_pack_result *res, fdl_e
     memcpy(r.capture_content_digest, c.content_digest, sizeof r.capture_content_digest);
     r.records = c.present;
     r.scored_rows = (uint64_t)c.total_rows;
-    r.code[0] = '\0';
-  } else if (!r.code[0]) {
-    snprintf(r.code, sizeof r.code, "io_error");
+    r.refusal.code[0] = '\0';
+  } else {
+    if (!r.refusal.code[0]) snprintf(r.refusal.code, sizeof r.refusal.code, "io_error");
+    r.refusal.status = s;
   }
   if (res) *res = r;
   fdl_pk_free_panel(&c);

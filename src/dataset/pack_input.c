@@ -26,10 +26,9 @@
 
 fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, const char *code, fdl_status status,
                          const char *fmt, ...) {
-  snprintf(c->res->code, sizeof c->res->code, "%s", code);
   va_list ap;
   va_start(ap, fmt);
-  fdl_failv(err, status, fmt, ap);
+  fdl_refusev(&c->res->refusal, err, status, code, "pack", NULL, fmt, ap);
   va_end(ap);
   return status;
 }
@@ -501,8 +500,8 @@ fdl_status fdl_ds_panel_check(const char *text, size_t len, size_t *records,
     for (size_t i = 0; i < c.n; i++) total += c.recs[i].scored;
     if (records) *records = c.n;
     if (scored_positions) *scored_positions = total;
-  } else if (r.code[0]) {
-    fdl_err_prefix(err, "%s", r.code);
+  } else if (r.refusal.code[0]) {
+    fdl_err_prefix(err, "%s", r.refusal.code);
   }
   fdl_pk_free_panel(&c);
   return s;

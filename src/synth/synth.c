@@ -232,6 +232,7 @@ static json_t *meta(const synth *z, bool cand, const char *ckpt) {
                   "the hidden axis",
                   "activation_scheme"));
   }
+  if (o->created_utc) json_object_set_new(m, "created_utc", json_string(o->created_utc));
   if (*z->exe_sha)
     json_object_set_new(m, "source_files", json_pack("{s:s}", "bin/fidelis", z->exe_sha));
   json_object_set_new(
@@ -291,7 +292,8 @@ static fdl_status pack_side(synth *z, bool cand, fdl_synth_result *res, fdl_err 
     memset(&pr, 0, sizeof pr);
     s = fdl_ds_pack(&po, &pr, err);
     if (s != FDL_OK)
-      fdl_err_prefix(err, "synth: packing the %s [%s]", cand ? "candidate" : "reference", pr.code);
+      fdl_err_prefix(err, "synth: packing the %s [%s]", cand ? "candidate" : "reference",
+                     pr.refusal.code);
     else {
       memcpy(cand ? res->candidate_sha256 : res->reference_sha256, pr.dataset_sha256,
              FDL_SHA256_HEX_BUF);

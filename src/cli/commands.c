@@ -1,0 +1,24 @@
+/* commands.c - the table of subcommands, apart from main() so that the fuzz target can link
+ * every command's parser without a second main. */
+#include "cli/cli.h"
+
+static const fdl_cli_command COMMANDS[] = {
+    {"verify", "recompute the seal of sealed JSON documents", fdl_cli_verify, fdl_cli_verify_check},
+    {"json", "canonical JSON (json canon)", fdl_cli_json, fdl_cli_json_check},
+    {"tensor", "list tensors of safetensors and .npy files (tensor ls)", fdl_cli_tensor,
+     fdl_cli_tensor_check},
+    {"compare", "compare two fidelity datasets into a sealed receipt", fdl_cli_compare,
+     fdl_cli_compare_check},
+    {"synth", "write a synthetic reference/candidate dataset pair", fdl_cli_synth,
+     fdl_cli_synth_check},
+    {"pack", "turn per-record dumps into a sealed fidelity dataset", fdl_cli_pack,
+     fdl_cli_pack_check},
+    {"validate", "check a fidelity dataset (structural, or sealed with tensors)", fdl_cli_validate,
+     fdl_cli_validate_check},
+    {"inspect", "summarise a fidelity dataset", fdl_cli_inspect, fdl_cli_inspect_check},
+};
+
+const fdl_cli_command *fdl_cli_commands(size_t *n) {
+  *n = sizeof COMMANDS / sizeof COMMANDS[0];
+  return COMMANDS;
+}
