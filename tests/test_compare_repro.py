@@ -120,6 +120,7 @@ def thread_identity(tag, ra, rb, extra=()):
 
 
 def main():
+    U.require_shared()
     H0 = B.random_hidden()
     H1 = [h + (B.rng.standard_normal(h.shape) * 0.2).astype(np.float32) for h in H0]
     W = B.random_head()
