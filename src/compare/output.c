@@ -106,6 +106,9 @@ fdl_status fdl_cmp_stage_commit(cmp_stage *st, const json_t *receipt, const char
   fdl_err we = {FDL_OK, ""};
   if (fdl_json_write_file(st->receipt, receipt, FDL_JSON_PRETTY, &we) != FDL_OK)
     return fdl_cmp_refuse(r, err, "write_failed", "publish", CMP_REMEDY_WRITE, "%s", we.msg);
+  /* --out made here is removed again if publishing fails: a refusal leaves nothing behind. */
+  struct stat ost;
+  bool made_out = stat(out_dir, &ost) != 0;
   if (make_dirs(out_dir)) {
     int e = errno;
     return fdl_cmp_refuse(r, err, "write_failed", "publish", CMP_REMEDY_WRITE,
@@ -131,6 +134,7 @@ fdl_status fdl_cmp_stage_commit(cmp_stage *st, const json_t *receipt, const char
   } else {
     free(rp);
     free(tp);
+    if (made_out) rmdir(out_dir);
   }
   return s;
 }

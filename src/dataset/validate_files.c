@@ -222,6 +222,9 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
   if (p->sums.count) qsort(p->sums.items, p->sums.count, sizeof *p->sums.items, cmp_entry);
   p->sum_job = fdl_malloc((p->sums.count ? p->sums.count : 1) * sizeof *p->sum_job);
   if (!p->sum_job) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
+  /* No job yet for any entry: report_checksums reads every one, even when the tree walk failed
+   * and nothing below is planned. */
+  for (size_t i = 0; i < p->sums.count; i++) p->sum_job[i] = SIZE_MAX;
   if (!v->have_tree) return FDL_OK;
   /* 1. present but unlisted. */
   for (size_t i = 0; i < v->tree.n_files; i++) {
@@ -233,7 +236,6 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
   /* 2. listed but absent; 3. hash what is present. */
   for (size_t i = 0; i < p->sums.count; i++) {
     const char *f = p->sums.items[i].path;
-    p->sum_job[i] = SIZE_MAX;
     if (!fdl_ds_tree_has(&v->tree, f)) {
       if (!(v->o->allow_partial && !strncmp(f, "capture/", 8)))
         fdl_ds_report_error(v->rep, "missing_file", "SEAL-1(c)/SEAL-2", f,
