@@ -15,7 +15,8 @@
  * The pack packs inputs the test writes (panel, hidden states, head, meta); validate and compare
  * read a pair made once by fdl_synth. Everything lives under /dev/shm where it exists: the
  * library fsyncs every file it writes, and thousands of runs on a disk would take minutes.
- * FDL_FAULT_STRIDE=K (default 1) tries every Kth N only, for a quick local run.
+ * FDL_FAULT_STRIDE=K (default 1) tries every Kth N only, for a quick local run;
+ * FDL_FAULT_OPS=compare (or pack, validate, a list) sweeps those operations only.
  * FDL_FAULT_ONLY=OP:KIND:N (e.g. compare:alloc:4201) runs that one case, to debug it (a
  * breakpoint on the fault_fired store in base/sys.c shows the failing call). */
 #include <dirent.h>
@@ -396,6 +397,7 @@ int main(void) {
   snprintf(cand_dir, sizeof cand_dir, "%s/pair/candidate", work);
 
   const char *only = getenv("FDL_FAULT_ONLY");
+  const char *ops = getenv("FDL_FAULT_OPS"); /* e.g. "compare": sweep only those */
   leak_each = only || getenv("FDL_FAULT_LEAK_EACH");
   for (size_t i = 0; i < sizeof OPS / sizeof *OPS; i++) {
     if (only) {
@@ -409,6 +411,7 @@ int main(void) {
       one_run(&OPS[i], strcmp(kind, "io") ? FDL_FAULT_ALLOC : FDL_FAULT_IO, n, NULL);
       continue;
     }
+    if (ops && !strstr(ops, OPS[i].name)) continue;
     sweep(&OPS[i], FDL_FAULT_ALLOC, stride);
     sweep(&OPS[i], FDL_FAULT_IO, stride);
   }

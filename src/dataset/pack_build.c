@@ -375,10 +375,13 @@ static fdl_status lane_identity(pk_ctx *c, char *hex, fdl_err *err) {
 
 static fdl_status runtime_doc(pk_ctx *c, json_t **out, char *lane_hex, char *stack_hex,
                               fdl_err *err) {
-  json_t *fp;
+  json_t *fp = NULL;
   fdl_status s = stack_fingerprint(c, &fp, stack_hex, err);
   if (s == FDL_OK) s = lane_identity(c, lane_hex, err);
-  if (s != FDL_OK) return s;
+  if (s != FDL_OK) {
+    json_decref(fp); /* built, then its digest failed (out of memory) */
+    return s;
+  }
   const json_t *w = fdl_ds_obj(c->meta, "weights");
   const json_t *mrev = json_object_get(w, "model_revision");
   json_t *sources = fdl_ds_obj(c->meta, "source_files")
