@@ -53,8 +53,11 @@ static void aggregate(ds_vctx *v, const indexed *recs, size_t n) {
     if (!hexes[i] || !hexes[i][0]) all = false;
   }
   char agg[DS_HEX_LEN + 1], legacy[DS_HEX_LEN + 1];
-  if (all && fdl_ds_suite_token_hash(hexes, n, false, agg, NULL) == FDL_OK &&
-      fdl_ds_suite_token_hash(hexes, n, true, legacy, NULL) == FDL_OK) {
+  fdl_status s = all ? fdl_ds_suite_token_hash(hexes, n, false, agg, NULL) : FDL_OK;
+  if (all && s == FDL_OK) s = fdl_ds_suite_token_hash(hexes, n, true, legacy, NULL);
+  /* The hash can only fail for memory: never let that skip the BIND-6 check silently. */
+  if (s != FDL_OK) v->rep->oom = FDL_NOMEM;
+  if (all && s == FDL_OK) {
     const char *doc_agg = fdl_ds_str(v->panel.doc, "suite_token_hash_sha256");
     const char *top_agg = fdl_ds_str(panel, "suite_token_hash_sha256");
     if (!doc_agg || strcmp(agg, doc_agg))

@@ -88,25 +88,30 @@ void fdl_ds_v_head(ds_vctx *v) {
 
 /* ---- determinism ------------------------------------------------------------------------- */
 
-static void collect_containers(const json_t *node, json_t *set, int depth) {
+/* Returns nonzero when an entry could not be recorded (out of memory): the DET-D2 check would
+ * then miss a container digest, so the caller fails the run rather than pass it silently. */
+static int collect_containers(const json_t *node, json_t *set, int depth) {
   static const char *const KEYS[] = {
       "file_sha256",    "sha256", "manifest_file_sha256", "panel_file_sha256", "checksums_sha256",
       "receipt_sha256", NULL};
-  if (depth > 2 * 64) return;
+  int lost = 0;
+  if (depth > 2 * 64) return 0;
   if (json_is_object(node)) {
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)node, key, val) {
       if (json_is_string(val))
         for (size_t i = 0; KEYS[i]; i++)
-          if (!strcmp(key, KEYS[i])) json_object_set(set, json_string_value(val), json_true());
-      collect_containers(val, set, depth + 1);
+          if (!strcmp(key, KEYS[i]))
+            lost |= json_object_set(set, json_string_value(val), json_true());
+      lost |= collect_containers(val, set, depth + 1);
     }
   } else if (json_is_array(node)) {
     size_t i;
     json_t *val;
-    json_array_foreach(node, i, val) collect_containers(val, set, depth + 1);
+    json_array_foreach(node, i, val) lost |= collect_containers(val, set, depth + 1);
   }
+  return lost;
 }
 
 void fdl_ds_v_determinism(ds_vctx *v) {
@@ -121,8 +126,14 @@ void fdl_ds_v_determinism(ds_vctx *v) {
   }
   size_t i;
   json_t *h;
+  int lost = 0; /* out of memory: the distinct count would be short */
   json_array_foreach(hashes, i, h) {
-    if (json_is_string(h)) json_object_set(distinct, json_string_value(h), json_true());
+    if (json_is_string(h)) lost |= json_object_set(distinct, json_string_value(h), json_true());
+  }
+  if (lost) {
+    json_decref(distinct);
+    v->rep->oom = FDL_NOMEM;
+    return;
   }
   size_t nd = json_object_size(distinct);
   json_decref(distinct);
@@ -153,7 +164,11 @@ void fdl_ds_v_determinism(ds_vctx *v) {
     v->rep->oom = FDL_NOMEM;
     return;
   }
-  collect_containers(v->m, containers, 0);
+  if (collect_containers(v->m, containers, 0)) {
+    json_decref(containers);
+    v->rep->oom = FDL_NOMEM;
+    return;
+  }
   json_array_foreach(hashes, i, h) {
     if (json_is_string(h) && json_object_get(containers, json_string_value(h)))
       fdl_ds_report_error(v->rep, "schema_invalid", "DET-D2", W,
