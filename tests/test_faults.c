@@ -49,6 +49,26 @@
 static int failures;
 static int absorbed;
 
+/* The distinct error codes (refusal codes, else status names) one sweep produced, with counts:
+ * printed after the sweep, so a change in how failures are reported shows in the log. */
+#define MAX_CODES 32
+static struct {
+  char code[64];
+  int count;
+} codes[MAX_CODES];
+static size_t n_codes;
+
+static void count_code(const char *code) {
+  size_t i = 0;
+  while (i < n_codes && strcmp(codes[i].code, code)) i++;
+  if (i == n_codes) {
+    if (n_codes == MAX_CODES) return;
+    snprintf(codes[n_codes].code, sizeof codes[0].code, "%s", code);
+    codes[n_codes++].count = 0;
+  }
+  codes[i].count++;
+}
+
 #define FAIL(...)                                                                                  \
   do {                                                                                             \
     failures++;                                                                                    \
@@ -318,6 +338,7 @@ static void one_run(const operation *op, fdl_fault_kind kind, uint64_t n, uint64
       FAIL("%s: %s %" PRIu64 ": OK with a result that differs from the clean run's", op->name,
            kind_name(kind), n);
   } else {
+    count_code(oc.code[0] ? oc.code : fdl_status_name(oc.status));
     if (getenv("FDL_FAULT_ONLY"))
       printf("%s: %s [%s]\n", fdl_status_name(oc.status), oc.err.msg, oc.code);
     if (!oc.err.msg[0])
@@ -349,6 +370,7 @@ static void sweep(const operation *op, fdl_fault_kind kind, uint64_t stride) {
     return;
   }
   int before = failures, abs_before = absorbed;
+  n_codes = 0;
   for (uint64_t n = 1; n <= total; n += stride) one_run(op, kind, n, NULL);
   if (!leak_each && leaked())
     FAIL("%s: failing %ss leaks (report above; FDL_FAULT_LEAK_EACH=1 names the N)", op->name,
@@ -356,6 +378,9 @@ static void sweep(const operation *op, fdl_fault_kind kind, uint64_t stride) {
   printf("%s: %" PRIu64 " %ss, each failed in turn (stride %" PRIu64 "): %d failure(s), %d "
          "absorbed\n",
          op->name, total, kind_name(kind), stride, failures - before, absorbed - abs_before);
+  printf("  errors:");
+  for (size_t i = 0; i < n_codes; i++) printf(" %s x%d", codes[i].code, codes[i].count);
+  printf("\n");
   fflush(stdout);
   if (total == 0) FAIL("%s made no %s: the hook is not wired", op->name, kind_name(kind));
 }

@@ -295,7 +295,10 @@ static void receipt(ds_vctx *v) {
   }
   bool ok, present;
   const char *stored = fdl_ds_str(doc, "receipt_sha256");
-  if (fdl_ds_seal_ok(doc, "receipt_sha256", &ok, &present, &e) != FDL_OK || !ok)
+  fdl_status s = fdl_ds_seal_ok(doc, "receipt_sha256", &ok, &present, &e);
+  if (s == FDL_NOMEM)
+    v->rep->oom = FDL_NOMEM; /* cannot compute is not a mismatch (no false tamper report) */
+  else if (s != FDL_OK || !ok)
     fdl_ds_report_error(v->rep, "panel_digest_mismatch", "PANEL-RECEIPT", rf,
                         "the shipped panel receipt's receipt_sha256 does not recompute");
   else if (strcmp(stored, want))

@@ -207,7 +207,12 @@ static void validation_report(ds_vctx *v) {
     fdl_ds_report_error(v->rep, "bad_schema", "VALIDATION", FDL_DS_VALIDATION_FILE,
                         "schema is not '%s'", FDL_DS_VALIDATION_SCHEMA);
   bool ok, present;
-  if (fdl_ds_seal_ok(doc, "receipt_sha256", &ok, &present, NULL) != FDL_OK || !ok)
+  /* A seal that cannot be computed (out of memory) fails the run; it is not a seal that
+   * mismatches, which would report tampering that did not happen. */
+  fdl_status s = fdl_ds_seal_ok(doc, "receipt_sha256", &ok, &present, NULL);
+  if (s == FDL_NOMEM)
+    v->rep->oom = FDL_NOMEM;
+  else if (s != FDL_OK || !ok)
     fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(g)", FDL_DS_VALIDATION_FILE,
                         "receipt_sha256 does not recompute");
   json_decref(doc);
@@ -362,7 +367,10 @@ void fdl_ds_v_remap(ds_vctx *v) {
   json_t *remap = fdl_ds_v_load_sub(v, rf, "REMAP", NULL, false);
   if (!remap) return;
   bool ok, present;
-  if (fdl_ds_seal_ok(remap, "receipt_sha256", &ok, &present, NULL) != FDL_OK || !ok)
+  fdl_status s = fdl_ds_seal_ok(remap, "receipt_sha256", &ok, &present, NULL);
+  if (s == FDL_NOMEM)
+    v->rep->oom = FDL_NOMEM; /* as in validation_report: not a mismatch */
+  else if (s != FDL_OK || !ok)
     fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(g)", rf,
                         present ? "receipt_sha256 does not recompute" : "no receipt_sha256");
   const json_t *entries = fdl_ds_obj(remap, "entries");
@@ -396,7 +404,10 @@ void fdl_ds_v_remap(ds_vctx *v) {
       fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-3", rf,
                           "for_receipt_file resolves outside the dataset root");
     if (sealed) {
-      if (fdl_ds_seal_ok(sealed, "receipt_sha256", &ok, &present, NULL) != FDL_OK || !ok)
+      s = fdl_ds_seal_ok(sealed, "receipt_sha256", &ok, &present, NULL);
+      if (s == FDL_NOMEM)
+        v->rep->oom = FDL_NOMEM; /* as in validation_report: not a mismatch */
+      else if (s != FDL_OK || !ok)
         fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-3", rel,
                             "the copied sealed receipt no longer verifies; it must be verbatim");
       size_t i, missing = 0;
