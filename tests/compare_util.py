@@ -31,6 +31,13 @@ def check(cond, what):
     return cond
 
 
+def require_shared():
+    """Exits 77 when ../shared's receipt schema is absent: CTest records a skip, never a pass."""
+    if not os.path.isfile(SCHEMA):
+        print(f"skipped: {SCHEMA} not present (../shared)")
+        sys.exit(77)
+
+
 def finish(name):
     if FAILS:
         print(f"{name}: {len(FAILS)} failure(s)", file=sys.stderr)

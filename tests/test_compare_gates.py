@@ -55,6 +55,7 @@ def codes(r):
 
 
 def main():
+    U.require_shared()
     R = B.pack("R", tensors=H0, head=W)
     R2 = B.pack("R2", tensors=H0, head=W)
     Q = B.pack("Q", tensors=H1, head=W, role="quant")

@@ -170,6 +170,7 @@ def hidden_case(own_heads):
 
 
 def main():
+    U.require_shared()
     logit_case()
     hidden_case(own_heads=False)
     hidden_case(own_heads=True)

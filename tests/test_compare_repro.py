@@ -174,6 +174,7 @@ def flag_identity():
 
 
 def main():
+    U.require_shared()
     H0 = B.random_hidden()
     H1 = [h + (B.rng.standard_normal(h.shape) * 0.2).astype(np.float32) for h in H0]
     W = B.random_head()

@@ -77,7 +77,7 @@ def c_rejects(tmp, doc, i):
 def main():
     if not os.path.isfile(SCHEMA):
         print("skipped: ../shared/vectors not present")
-        return 0
+        return 77  # a recorded skip (CTest SKIP_RETURN_CODE), never a pass
     schema = json.load(open(SCHEMA))
     validator = jsonschema.Draft202012Validator(schema)
     tmp = tempfile.mkdtemp(prefix="fdl-ds-schema-")

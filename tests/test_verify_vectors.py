@@ -101,7 +101,7 @@ def mutations(doc, field):
 def main():
     if not os.path.isdir(VECTORS):
         print("skipped: ../shared/vectors not present")
-        return 0
+        return 77  # a recorded skip (CTest SKIP_RETURN_CODE), never a pass
     with open(os.path.join(VECTORS, "SEALS.tsv"), encoding="utf-8") as f:
         rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
     header, rows = rows[0], rows[1:]

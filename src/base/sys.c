@@ -1,9 +1,13 @@
-/* sys.c - the library's allocation and I/O door (see sys.h). */
+/* sys.c - the library's allocation and I/O door (see sys.h), and its fault injection for tests
+ * (see fault.h). */
 #include "base/sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,15 +16,103 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/fault.h"
+
+/* ---- fault injection (test-only) ---------------------------------------------------------
+ * The documented exception to "no global mutable state": off by default, atomic, and changed
+ * only through fault.h, which no public header exposes. */
+
+static atomic_bool fault_on;
+static atomic_bool fault_fired;
+static _Atomic uint64_t fault_calls[FDL_FAULT_KINDS];
+static _Atomic uint64_t fault_target[FDL_FAULT_KINDS];
+static pthread_once_t fault_json_once = PTHREAD_ONCE_INIT;
+/* Inside a jansson parse on this thread (see fdl_sys_json_parsing): jansson's allocations are
+ * left alone. Thread-local, so a parse on one thread never hides another thread's calls. */
+static _Thread_local bool fault_json_parsing;
+
+void fdl_sys_json_parsing(bool on) {
+  fault_json_parsing = on;
+}
+
+/* Counts one call of kind; true when it is the one to fail. */
+static bool fault_hit(fdl_fault_kind kind) {
+  if (!atomic_load_explicit(&fault_on, memory_order_relaxed)) return false;
+  uint64_t n = atomic_fetch_add(&fault_calls[kind], 1) + 1;
+  if (n != atomic_load(&fault_target[kind])) return false;
+  atomic_store(&fault_fired, true);
+  return true;
+}
+
+/* jansson's allocator is process-wide and belongs to the program that links us, so a normal
+ * run leaves it alone; only a fault-injection test routes it through fdl_malloc, so that the
+ * JSON documents the library builds see the Nth-allocation failures too. Memory from fdl_malloc
+ * is plain malloc memory: documents allocated before the switch are still freed correctly. */
+static void *fault_json_malloc(size_t n) {
+  return fault_json_parsing ? malloc(n) : fdl_malloc(n);
+}
+
+static void fault_route_json(void) {
+  json_set_alloc_funcs(fault_json_malloc, free);
+}
+
+void fdl_fault_arm(fdl_fault_kind kind, uint64_t n) {
+  pthread_once(&fault_json_once, fault_route_json);
+  atomic_store(&fault_on, false);
+  for (int k = 0; k < FDL_FAULT_KINDS; k++) {
+    atomic_store(&fault_calls[k], 0);
+    atomic_store(&fault_target[k], 0);
+  }
+  atomic_store(&fault_target[kind], n);
+  atomic_store(&fault_fired, false);
+  atomic_store(&fault_on, true);
+}
+
+void fdl_fault_disarm(void) {
+  atomic_store(&fault_on, false);
+  for (int k = 0; k < FDL_FAULT_KINDS; k++) {
+    atomic_store(&fault_calls[k], 0);
+    atomic_store(&fault_target[k], 0);
+  }
+}
+
+uint64_t fdl_fault_count(fdl_fault_kind kind) {
+  return atomic_load(&fault_calls[kind]);
+}
+
+bool fdl_fault_fired(void) {
+  return atomic_load(&fault_fired);
+}
+
+/* An injected I/O failure: errno as the call would really set it on a sick disk or a full one. */
+static int io_fail(int e) {
+  errno = e;
+  return -1;
+}
+
+/* ---- allocation ------------------------------------------------------------------------- */
+
 void *fdl_malloc(size_t n) {
+  if (fault_hit(FDL_FAULT_ALLOC)) {
+    errno = ENOMEM;
+    return NULL;
+  }
   return malloc(n);
 }
 
 void *fdl_calloc(size_t n, size_t size) {
+  if (fault_hit(FDL_FAULT_ALLOC)) {
+    errno = ENOMEM;
+    return NULL;
+  }
   return calloc(n, size);
 }
 
 void *fdl_realloc(void *p, size_t n) {
+  if (fault_hit(FDL_FAULT_ALLOC)) {
+    errno = ENOMEM;
+    return NULL;
+  }
   return realloc(p, n);
 }
 
@@ -32,8 +124,14 @@ char *fdl_strdup(const char *s) {
 }
 
 void *fdl_aligned_alloc(size_t align, size_t n) {
+  if (fault_hit(FDL_FAULT_ALLOC)) {
+    errno = ENOMEM;
+    return NULL;
+  }
   return aligned_alloc(align, n);
 }
+
+/* ---- I/O -------------------------------------------------------------------------------- */
 
 static mode_t mode_arg(int flags, va_list ap) {
   return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int) : 0;
@@ -44,6 +142,7 @@ int fdl_sys_open(const char *path, int flags, ...) {
   va_start(ap, flags);
   mode_t mode = mode_arg(flags, ap);
   va_end(ap);
+  if (fault_hit(FDL_FAULT_IO)) return io_fail(flags & O_CREAT ? ENOSPC : EIO);
   return open(path, flags, mode);
 }
 
@@ -52,30 +151,37 @@ int fdl_sys_openat(int dirfd, const char *path, int flags, ...) {
   va_start(ap, flags);
   mode_t mode = mode_arg(flags, ap);
   va_end(ap);
+  if (fault_hit(FDL_FAULT_IO)) return io_fail(flags & O_CREAT ? ENOSPC : EIO);
   return openat(dirfd, path, flags, mode);
 }
 
 ssize_t fdl_sys_read(int fd, void *buf, size_t n) {
+  if (fault_hit(FDL_FAULT_IO)) return io_fail(EIO);
   return read(fd, buf, n);
 }
 
 ssize_t fdl_sys_pread(int fd, void *buf, size_t n, off_t off) {
+  if (fault_hit(FDL_FAULT_IO)) return io_fail(EIO);
   return pread(fd, buf, n, off);
 }
 
 ssize_t fdl_sys_write(int fd, const void *buf, size_t n) {
+  if (fault_hit(FDL_FAULT_IO)) return io_fail(ENOSPC);
   return write(fd, buf, n);
 }
 
 int fdl_sys_fsync(int fd) {
+  if (fault_hit(FDL_FAULT_IO)) return io_fail(EIO);
   return fsync(fd);
 }
 
 int fdl_sys_rename(const char *from, const char *to) {
+  if (fault_hit(FDL_FAULT_IO)) return io_fail(ENOSPC);
   return rename(from, to);
 }
 
 int fdl_sys_rename_noreplace(const char *from, const char *to) {
+  if (fault_hit(FDL_FAULT_IO)) return io_fail(ENOSPC);
 #ifdef SYS_renameat2
   return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 1 /* RENAME_NOREPLACE */);
 #else
@@ -85,6 +191,7 @@ int fdl_sys_rename_noreplace(const char *from, const char *to) {
 }
 
 int fdl_sys_mkdir(const char *path, mode_t mode) {
+  if (fault_hit(FDL_FAULT_IO)) return io_fail(ENOSPC);
   return mkdir(path, mode);
 }
 
@@ -97,5 +204,9 @@ int fdl_sys_unlinkat(int dirfd, const char *path, int flags) {
 }
 
 void *fdl_sys_mmap(void *addr, size_t n, int prot, int flags, int fd, off_t off) {
+  if (fault_hit(FDL_FAULT_IO)) {
+    errno = ENOMEM;
+    return MAP_FAILED;
+  }
   return mmap(addr, n, prot, flags, fd, off);
 }

@@ -8,6 +8,7 @@
 #ifndef FDL_BASE_SYS_H
 #define FDL_BASE_SYS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -21,6 +22,11 @@ void *fdl_calloc(size_t n, size_t size);
 void *fdl_realloc(void *p, size_t n);
 char *fdl_strdup(const char *s);
 void *fdl_aligned_alloc(size_t align, size_t n);
+/* Brackets a jansson parse (json/read.c): fault injection neither counts nor fails jansson's
+ * allocations inside it, because jansson 2.14's lexer does not survive a failed allocation (it
+ * drops the failure and then reads out of bounds or asserts; akheron/jansson issue 362). Costs
+ * one thread-local store. */
+void fdl_sys_json_parsing(bool on);
 
 int fdl_sys_open(const char *path, int flags, ...);
 int fdl_sys_openat(int dirfd, const char *path, int flags, ...);

@@ -39,10 +39,21 @@ fdl_status fdl_cmp_gate(cmp_findings *f, const char *name, bool passed, const ch
   json_t *detail = vformat(fmt, ap);
   va_end(ap);
   json_t *g = json_object();
-  if (!f->gates || !g || !detail || json_object_set_new(g, "passed", json_boolean(passed)) ||
-      json_object_set_new(g, "detail", detail) ||
-      fdl_cmp_set_str(g, "overridden_by", overridden_by) ||
-      json_object_set_new(f->gates, name, g)) {
+  /* A *_set_new takes its value even when it fails: what it was given is no longer ours to
+   * free, whatever it returns. */
+  bool ok = f->gates && g && detail && !json_object_set_new(g, "passed", json_boolean(passed));
+  if (ok) {
+    ok = !json_object_set_new(g, "detail", detail);
+    detail = NULL;
+  }
+  ok = ok && !fdl_cmp_set_str(g, "overridden_by", overridden_by);
+  if (ok) {
+    ok = !json_object_set_new(f->gates, name, g);
+    g = NULL;
+  }
+  if (!ok) {
+    json_decref(detail);
+    json_decref(g);
     return fdl_fail(err, FDL_NOMEM, "out of memory recording gate %s", name);
   }
   return FDL_OK;
@@ -55,12 +66,24 @@ fdl_status fdl_cmp_disclose(cmp_findings *f, const char *code, const char *sever
   json_t *detail = vformat(fmt, ap);
   va_end(ap);
   json_t *d = json_object();
-  if (!f->disclosures || !d || !detail || fdl_cmp_set_str(d, "code", code) ||
-      fdl_cmp_set_str(d, "severity", severity) ||
-      json_object_set_new(d, "affects_comparability",
-                          affects < 0 ? json_null() : json_boolean(affects)) ||
-      json_object_set_new(d, "detail", detail) || json_array_append_new(f->disclosures, d))
+  /* As in fdl_cmp_gate: a *_set_new / *_append_new takes its value even when it fails. */
+  bool ok = f->disclosures && d && detail && !fdl_cmp_set_str(d, "code", code) &&
+            !fdl_cmp_set_str(d, "severity", severity) &&
+            !json_object_set_new(d, "affects_comparability",
+                                 affects < 0 ? json_null() : json_boolean(affects));
+  if (ok) {
+    ok = !json_object_set_new(d, "detail", detail);
+    detail = NULL;
+  }
+  if (ok) {
+    ok = !json_array_append_new(f->disclosures, d);
+    d = NULL;
+  }
+  if (!ok) {
+    json_decref(detail);
+    json_decref(d);
     return fdl_fail(err, FDL_NOMEM, "out of memory recording disclosure %s", code);
+  }
   return FDL_OK;
 }
 

@@ -178,10 +178,11 @@ static json_t *determinism_block(const cmp_side *a, const cmp_side *b, double me
   const char *x = a->capture_digest ? a->capture_digest : "";
   const char *y = b->capture_digest ? b->capture_digest : "";
   int c = strcmp(x, y);
-  json_array_append_new(hashes, json_string(c <= 0 ? x : y));
-  if (c) json_array_append_new(hashes, json_string(c < 0 ? y : x));
-  json_array_append_new(means, json_real(mean));
-  int bad =
+  /* A failed append (out of memory) must fail the block, not shorten its arrays. */
+  int bad = json_array_append_new(hashes, json_string(c <= 0 ? x : y)) |
+            (c ? json_array_append_new(hashes, json_string(c < 0 ? y : x)) : 0) |
+            json_array_append_new(means, json_real(mean));
+  bad |=
       fdl_cmp_set_int(o, "run_count", 1) |
       json_object_set_new(o, "cold_start_per_run", json_null()) |
       json_object_set_new(o, "run_means", means) |

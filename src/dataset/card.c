@@ -20,7 +20,9 @@ static void scalar(fdl_buf *b, const char *s) {
     return;
   }
   json_t *v = json_string(s);
-  if (!v || fdl_json_dump(v, FDL_JSON_ASCII, b, NULL) != FDL_OK) fdl_buf_puts(b, "null");
+  /* Out of memory is the buffer's sticky error (the card is refused), never a "null" that
+   * would publish a wrong value. */
+  if (!v || fdl_json_dump(v, FDL_JSON_ASCII, b, NULL) != FDL_OK) b->err = FDL_NOMEM;
   json_decref(v);
 }
 

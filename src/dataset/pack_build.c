@@ -381,10 +381,13 @@ static fdl_status lane_identity(pk_ctx *c, char *hex, fdl_err *err) {
 
 static fdl_status runtime_doc(pk_ctx *c, json_t **out, char *lane_hex, char *stack_hex,
                               fdl_err *err) {
-  json_t *fp;
+  json_t *fp = NULL;
   fdl_status s = stack_fingerprint(c, &fp, stack_hex, err);
   if (s == FDL_OK) s = lane_identity(c, lane_hex, err);
-  if (s != FDL_OK) return s;
+  if (s != FDL_OK) {
+    json_decref(fp); /* built, then its digest failed (out of memory) */
+    return s;
+  }
   const json_t *w = fdl_ds_obj(c->meta, "weights");
   const json_t *mrev = json_object_get(w, "model_revision");
   json_t *sources = fdl_ds_obj(c->meta, "source_files")
@@ -423,9 +426,12 @@ static json_t *native_scope(void) {
                                         "lm_head",      NULL};
   json_t *a = json_array();
   for (size_t i = 0; a && CLASSES[i]; i++)
-    json_array_append_new(a, json_pack("{s:i, s:s, s:n, s:s, s:s}", "bits_per_weight", 16, "format",
-                                       "bf16", "layer_range", "tensor_class", CLASSES[i],
-                                       "treatment", "native"));
+    if (json_array_append_new(a, json_pack("{s:i, s:s, s:n, s:s, s:s}", "bits_per_weight", 16,
+                                           "format", "bf16", "layer_range", "tensor_class",
+                                           CLASSES[i], "treatment", "native"))) {
+      json_decref(a); /* out of memory: no scope rather than one missing a class */
+      return NULL;
+    }
   return json_pack("{s:o, s:s, s:s, s:s}", "assignments", a, "head_policy", "native",
                    "kv_cache_dtype", "bf16", "policy", "native");
 }
@@ -453,8 +459,12 @@ static fdl_status scope_block(pk_ctx *c, json_t **out, fdl_err *err) {
     json_decref(scope);
     return s;
   }
-  json_object_set_new(scope, "scope_digest", json_string(b.data));
+  int lost = json_object_set_new(scope, "scope_digest", json_string(b.data));
   fdl_buf_free(&b);
+  if (lost) {
+    json_decref(scope);
+    return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
+  }
   *out = scope;
   return FDL_OK;
 }
@@ -462,15 +472,20 @@ static fdl_status scope_block(pk_ctx *c, json_t **out, fdl_err *err) {
 static json_t *weights_block(const pk_ctx *c) {
   json_t *w = json_deep_copy(fdl_ds_obj(c->meta, "weights"));
   if (!w) return NULL;
+  int lost = 0; /* a failed set (out of memory) must not publish a block missing a key */
   if (!json_object_get(w, "model_revision"))
-    json_object_set(w, "model_revision", json_object_get(w, "revision"));
-  if (!json_object_get(w, "quantized")) json_object_set_new(w, "quantized", json_false());
+    lost |= json_object_set(w, "model_revision", json_object_get(w, "revision"));
+  if (!json_object_get(w, "quantized")) lost |= json_object_set_new(w, "quantized", json_false());
   static const char *const NULLABLE[] = {
       "config_sha256", "index_sha256",       "checkpoint_identity_sha256",
       "artifact_ref",  "model_ref",          "codec",
       "declared_bits", "declared_head_bits", NULL};
   for (size_t i = 0; NULLABLE[i]; i++)
-    if (!json_object_get(w, NULLABLE[i])) json_object_set_new(w, NULLABLE[i], json_null());
+    if (!json_object_get(w, NULLABLE[i])) lost |= json_object_set_new(w, NULLABLE[i], json_null());
+  if (lost) {
+    json_decref(w);
+    return NULL;
+  }
   return w;
 }
 
@@ -483,8 +498,11 @@ static json_t *dataset_block(const pk_ctx *c) {
                         "repository", meta_val(c, "dataset", "repository"), "revision",
                         meta_val(c, "dataset", "revision"), "base_capture",
                         meta_val(c, "dataset", "base_capture"));
-  if (b && json_object_get(d, "author"))
-    json_object_set_new(b, "author", json_deep_copy(json_object_get(d, "author")));
+  if (b && json_object_get(d, "author") &&
+      json_object_set_new(b, "author", json_deep_copy(json_object_get(d, "author")))) {
+    json_decref(b); /* out of memory */
+    return NULL;
+  }
   return b;
 }
 
@@ -510,8 +528,11 @@ static json_t *divergences(void) {
   for (size_t i = 0; a && i < sizeof D / sizeof D[0]; i++) {
     char id[16];
     snprintf(id, sizeof id, "D-%zu", i + 1);
-    json_array_append_new(
-        a, json_pack("{s:s, s:s, s:s}", "id", id, "field", D[i][0], "reason", D[i][1]));
+    if (json_array_append_new(
+            a, json_pack("{s:s, s:s, s:s}", "id", id, "field", D[i][0], "reason", D[i][1]))) {
+      json_decref(a); /* out of memory: none rather than nine of ten */
+      return NULL;
+    }
   }
   return a;
 }
@@ -523,9 +544,11 @@ static json_t *disclosures(const pk_ctx *c) {
            fdl_pk_meta_str(c, "engine", "version"));
   json_t *a = json_array();
   if (!a) return NULL;
-  json_array_append_new(a, json_pack("{s:b, s:s, s:s, s:s}", "affects_comparability", 0, "code",
-                                     "no_known_deviations", "detail", detail, "severity", "info"));
-  json_array_append_new(
+  int lost = 0; /* out of memory: no list rather than one missing a disclosure */
+  lost |= json_array_append_new(a, json_pack("{s:b, s:s, s:s, s:s}", "affects_comparability", 0,
+                                             "code", "no_known_deviations", "detail", detail,
+                                             "severity", "info"));
+  lost |= json_array_append_new(
       a, json_pack("{s:b, s:s, s:s, s:s}", "affects_comparability", 0, "code", "reduced_run_count",
                    "detail",
                    "this dataset is ONE capture (run_count 1, below the DET-D4 floor of 5); "
@@ -533,28 +556,32 @@ static json_t *disclosures(const pk_ctx *c) {
                    "capture and an exact-zero self-compare",
                    "severity", "caveat"));
   if (c->narrowed)
-    json_array_append_new(
+    lost |= json_array_append_new(
         a, json_pack("{s:b, s:s, s:s, s:s}", "affects_comparability", 1, "code",
                      "stored_dtype_narrowed", "detail",
                      "hidden states were handed over as F32 and rounded to BF16 (round to "
                      "nearest, ties to even) for storage; dtype_lossless is false",
                      "severity", "caveat"));
   if (c->legacy_key)
-    json_array_append_new(
+    lost |= json_array_append_new(
         a, json_pack("{s:b, s:s, s:s, s:s}", "affects_comparability", 0, "code",
                      "legacy_tensor_key_rewritten", "detail",
                      "input tensors used the pre-v1 key 'hidden'; stored as 'hidden_states' "
                      "(REC-2)",
                      "severity", "info"));
   if (c->present < c->n)
-    json_array_append_new(a, json_pack("{s:b, s:s, s:s, s:s}", "affects_comparability", 1, "code",
-                                       "partial_capture", "detail",
-                                       "not every panel record was captured; see coverage",
-                                       "severity", "caveat"));
+    lost |= json_array_append_new(a, json_pack("{s:b, s:s, s:s, s:s}", "affects_comparability", 1,
+                                               "code", "partial_capture", "detail",
+                                               "not every panel record was captured; see coverage",
+                                               "severity", "caveat"));
   size_t i;
   json_t *d;
-  json_array_foreach(fdl_ds_arr(c->meta, "disclosures"), i, d)
+  json_array_foreach(fdl_ds_arr(c->meta, "disclosures"), i, d) lost |=
       json_array_append_new(a, json_deep_copy(d));
+  if (lost) {
+    json_decref(a);
+    return NULL;
+  }
   return a;
 }
 

@@ -244,7 +244,6 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
   /* 2. listed but absent; 3. hash what is present. */
   for (size_t i = 0; i < p->sums.count; i++) {
     const char *f = p->sums.items[i].path;
-    p->sum_job[i] = SIZE_MAX;
     if (!fdl_ds_tree_has(&v->tree, f)) {
       char q[FDL_QUOTE_CAP];
       if (!(v->o->allow_partial && !strncmp(f, "capture/", 8)))

@@ -54,8 +54,11 @@ static void aggregate(ds_vctx *v, const indexed *recs, size_t n) {
     if (!hexes[i] || !hexes[i][0]) all = false;
   }
   char agg[DS_HEX_LEN + 1], legacy[DS_HEX_LEN + 1];
-  if (all && fdl_ds_suite_token_hash(hexes, n, false, agg, NULL) == FDL_OK &&
-      fdl_ds_suite_token_hash(hexes, n, true, legacy, NULL) == FDL_OK) {
+  fdl_status s = all ? fdl_ds_suite_token_hash(hexes, n, false, agg, NULL) : FDL_OK;
+  if (all && s == FDL_OK) s = fdl_ds_suite_token_hash(hexes, n, true, legacy, NULL);
+  /* The hash can only fail for memory: never let that skip the BIND-6 check silently. */
+  if (s != FDL_OK) v->rep->oom = FDL_NOMEM;
+  if (all && s == FDL_OK) {
     const char *doc_agg = fdl_ds_str(v->panel.doc, "suite_token_hash_sha256");
     const char *top_agg = fdl_ds_str(panel, "suite_token_hash_sha256");
     if (!doc_agg || strcmp(agg, doc_agg))
@@ -341,7 +344,10 @@ static void receipt(ds_vctx *v) {
   }
   bool ok, present;
   const char *stored = fdl_ds_str(doc, "receipt_sha256");
-  if (fdl_ds_seal_ok(doc, "receipt_sha256", &ok, &present, &e) != FDL_OK || !ok)
+  fdl_status s = fdl_ds_seal_ok(doc, "receipt_sha256", &ok, &present, &e);
+  if (s == FDL_NOMEM)
+    v->rep->oom = FDL_NOMEM; /* cannot compute is not a mismatch (no false tamper report) */
+  else if (s != FDL_OK || !ok)
     fdl_ds_report_error(v->rep, "panel_digest_mismatch", "PANEL-RECEIPT", rf,
                         "the shipped panel receipt's receipt_sha256 does not recompute");
   else if (strcmp(stored, want))

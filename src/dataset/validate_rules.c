@@ -89,25 +89,30 @@ void fdl_ds_v_head(ds_vctx *v) {
 
 /* ---- determinism ------------------------------------------------------------------------- */
 
-static void collect_containers(const json_t *node, json_t *set, int depth) {
+/* Returns nonzero when an entry could not be recorded (out of memory): the DET-D2 check would
+ * then miss a container digest, so the caller fails the run rather than pass it silently. */
+static int collect_containers(const json_t *node, json_t *set, int depth) {
   static const char *const KEYS[] = {
       "file_sha256",    "sha256", "manifest_file_sha256", "panel_file_sha256", "checksums_sha256",
       "receipt_sha256", NULL};
-  if (depth > 2 * 64) return;
+  int lost = 0;
+  if (depth > 2 * 64) return 0;
   if (json_is_object(node)) {
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)node, key, val) {
       if (json_is_string(val))
         for (size_t i = 0; KEYS[i]; i++)
-          if (!strcmp(key, KEYS[i])) json_object_set(set, json_string_value(val), json_true());
-      collect_containers(val, set, depth + 1);
+          if (!strcmp(key, KEYS[i]))
+            lost |= json_object_set(set, json_string_value(val), json_true());
+      lost |= collect_containers(val, set, depth + 1);
     }
   } else if (json_is_array(node)) {
     size_t i;
     json_t *val;
-    json_array_foreach(node, i, val) collect_containers(val, set, depth + 1);
+    json_array_foreach(node, i, val) lost |= collect_containers(val, set, depth + 1);
   }
+  return lost;
 }
 
 void fdl_ds_v_determinism(ds_vctx *v) {
@@ -122,8 +127,14 @@ void fdl_ds_v_determinism(ds_vctx *v) {
   }
   size_t i;
   json_t *h;
+  int lost = 0; /* out of memory: the distinct count would be short */
   json_array_foreach(hashes, i, h) {
-    if (json_is_string(h)) json_object_set(distinct, json_string_value(h), json_true());
+    if (json_is_string(h)) lost |= json_object_set(distinct, json_string_value(h), json_true());
+  }
+  if (lost) {
+    json_decref(distinct);
+    v->rep->oom = FDL_NOMEM;
+    return;
   }
   size_t nd = json_object_size(distinct);
   json_decref(distinct);
@@ -155,7 +166,11 @@ void fdl_ds_v_determinism(ds_vctx *v) {
     v->rep->oom = FDL_NOMEM;
     return;
   }
-  collect_containers(v->m, containers, 0);
+  if (collect_containers(v->m, containers, 0)) {
+    json_decref(containers);
+    v->rep->oom = FDL_NOMEM;
+    return;
+  }
   json_array_foreach(hashes, i, h) {
     if (json_is_string(h) && json_object_get(containers, json_string_value(h)))
       fdl_ds_report_error(v->rep, "schema_invalid", "DET-D2", W,
@@ -194,7 +209,12 @@ static void validation_report(ds_vctx *v) {
     fdl_ds_report_error(v->rep, "bad_schema", "VALIDATION", FDL_DS_VALIDATION_FILE,
                         "schema is not '%s'", FDL_DS_VALIDATION_SCHEMA);
   bool ok, present;
-  if (fdl_ds_seal_ok(doc, "receipt_sha256", &ok, &present, NULL) != FDL_OK || !ok)
+  /* A seal that cannot be computed (out of memory) fails the run; it is not a seal that
+   * mismatches, which would report tampering that did not happen. */
+  fdl_status s = fdl_ds_seal_ok(doc, "receipt_sha256", &ok, &present, NULL);
+  if (s == FDL_NOMEM)
+    v->rep->oom = FDL_NOMEM;
+  else if (s != FDL_OK || !ok)
     fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(g)", FDL_DS_VALIDATION_FILE,
                         "receipt_sha256 does not recompute");
   json_decref(doc);
@@ -354,7 +374,10 @@ void fdl_ds_v_remap(ds_vctx *v) {
   json_t *remap = fdl_ds_v_load_sub(v, rf, "REMAP", NULL, false);
   if (!remap) return;
   bool ok, present;
-  if (fdl_ds_seal_ok(remap, "receipt_sha256", &ok, &present, NULL) != FDL_OK || !ok)
+  fdl_status s = fdl_ds_seal_ok(remap, "receipt_sha256", &ok, &present, NULL);
+  if (s == FDL_NOMEM)
+    v->rep->oom = FDL_NOMEM; /* as in validation_report: not a mismatch */
+  else if (s != FDL_OK || !ok)
     fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(g)", rf,
                         present ? "receipt_sha256 does not recompute" : "no receipt_sha256");
   const json_t *entries = fdl_ds_obj(remap, "entries");
@@ -388,7 +411,10 @@ void fdl_ds_v_remap(ds_vctx *v) {
       fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-3", rf,
                           "for_receipt_file resolves outside the dataset root");
     if (sealed) {
-      if (fdl_ds_seal_ok(sealed, "receipt_sha256", &ok, &present, NULL) != FDL_OK || !ok)
+      s = fdl_ds_seal_ok(sealed, "receipt_sha256", &ok, &present, NULL);
+      if (s == FDL_NOMEM)
+        v->rep->oom = FDL_NOMEM; /* as in validation_report: not a mismatch */
+      else if (s != FDL_OK || !ok)
         fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-3", rel,
                             "the copied sealed receipt no longer verifies; it must be verbatim");
       size_t i, missing = 0;

@@ -132,6 +132,12 @@ static fdl_status seal_preimage(const json_t *doc, fdl_seal_recipe recipe, const
   /* A shallow copy: children are shared, only the top-level key set differs. jansson's copy
    * takes a non-const pointer but only adds references to the children. */
   json_t *body = json_copy((json_t *)doc);
+  /* jansson's copy drops a key it cannot insert (out of memory) and still succeeds: a short
+   * copy would hash to a wrong seal and read as tampering, so it is an error here. */
+  if (body && json_object_size(body) != json_object_size(doc)) {
+    json_decref(body);
+    body = NULL;
+  }
   if (!body) return fdl_fail(err, FDL_NOMEM, "seal: out of memory copying the document");
   if (recipe == FDL_SEAL_KILN_REMOVE)
     (void)json_object_del(body, field); /* absent is fine: nothing to remove */

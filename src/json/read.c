@@ -206,8 +206,10 @@ fdl_status fdl_json_parse(const char *buf, size_t len, const fdl_json_read_opts 
   if (st != FDL_OK) return st;
 
   json_error_t je;
+  fdl_sys_json_parsing(true);
   json_t *v =
       json_loadb(s.buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+  fdl_sys_json_parsing(false);
   if (!v) {
     enum json_error_code code = json_error_code(&je);
     return fdl_fail(err, code == json_error_out_of_memory ? FDL_NOMEM : FDL_PARSE,

@@ -7,21 +7,23 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/sys.h"
 #include "fidelis/num.h"
 
 /* /proc/cpuinfo's first processor block is well under this; "model name" is in it. */
 #define CPUINFO_HEAD_BYTES 8192
 #define OPENBLAS_PREFIX "OpenBLAS "
 
+/* Best effort, and deliberately not through base/sys: the CPU's name only describes the machine,
+ * so a failed read says "unknown" rather than failing the receipt, and the fault-injection
+ * test (which requires an absorbed fault to leave the result unchanged) must not reach it. */
 static void cpu_model(char *out, size_t cap) {
   snprintf(out, cap, "unknown");
-  int fd = fdl_sys_open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
+  int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
   char buf[CPUINFO_HEAD_BYTES + 1];
   size_t n = 0;
   for (;;) {
-    ssize_t r = fdl_sys_read(fd, buf + n, CPUINFO_HEAD_BYTES - n);
+    ssize_t r = read(fd, buf + n, CPUINFO_HEAD_BYTES - n);
     if (r <= 0) break;
     n += (size_t)r;
     if (n == CPUINFO_HEAD_BYTES) break;

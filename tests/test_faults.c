@@ -1,0 +1,447 @@
+/* test_faults.c - every allocation and every I/O call of a pack, a validate and a compare can
+ * fail, and each failure gives a clean error with nothing left behind.
+ *
+ * For each operation the test first counts the calls a clean run makes through base/sys.c (with
+ * the fault hook of base/fault.h armed to count only), then re-runs it once per N failing the
+ * Nth allocation, then once per N failing the Nth I/O call. Every such run must return an error
+ * status with a message (compare: FDL_REFUSED with a refusal code), or, where the library may
+ * legitimately absorb the fault, succeed with its whole output. After every run the working
+ * directory that holds the output must be as before: no partial output, no staging directory.
+ * A run that absorbed its fault must give exactly the clean run's result (same dataset seal,
+ * same receipt), never a silently different one. Under ASan a leak check follows each sweep
+ * (and LeakSanitizer checks again at exit); FDL_FAULT_LEAK_EACH=1 checks after every run
+ * instead, so that a leak names the N that caused it (slower).
+ *
+ * The pack packs inputs the test writes (panel, hidden states, head, meta); validate and compare
+ * read a pair made once by fdl_synth. Everything lives under /dev/shm where it exists: the
+ * library fsyncs every file it writes, and thousands of runs on a disk would take minutes.
+ * FDL_FAULT_STRIDE=K (default 1) tries every Kth N only, for a quick local run;
+ * FDL_FAULT_OPS=compare (or pack, validate, a list) sweeps those operations only.
+ * FDL_FAULT_ONLY=OP:KIND:N (e.g. compare:alloc:4201) runs that one case, to debug it (a
+ * breakpoint on the fault_fired store in base/sys.c shows the failing call). */
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/fault.h"
+#include "fidelis/compare.h"
+#include "fidelis/dataset.h"
+#include "fidelis/fidelis.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define FDL_TEST_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FDL_TEST_LSAN 1
+#endif
+#endif
+#ifdef FDL_TEST_LSAN
+#include <sanitizer/lsan_interface.h>
+#endif
+
+static int failures;
+static int absorbed;
+
+/* The distinct error codes (refusal codes, else status names) one sweep produced, with counts:
+ * printed after the sweep, so a change in how failures are reported shows in the log. */
+#define MAX_CODES 32
+static struct {
+  char code[64];
+  int count;
+} codes[MAX_CODES];
+static size_t n_codes;
+
+static void count_code(const char *code) {
+  size_t i = 0;
+  while (i < n_codes && strcmp(codes[i].code, code)) i++;
+  if (i == n_codes) {
+    if (n_codes == MAX_CODES) return;
+    snprintf(codes[n_codes].code, sizeof codes[0].code, "%s", code);
+    codes[n_codes++].count = 0;
+  }
+  codes[i].count++;
+}
+
+#define FAIL(...)                                                                                  \
+  do {                                                                                             \
+    failures++;                                                                                    \
+    printf("FAIL: " __VA_ARGS__);                                                                  \
+    printf("\n");                                                                                  \
+    fflush(stdout);                                                                                \
+  } while (0)
+
+static const char *kind_name(fdl_fault_kind k) {
+  return k == FDL_FAULT_ALLOC ? "allocation" : "I/O call";
+}
+
+/* ---- the work directory ----------------------------------------------------------------- */
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  return remove(path);
+}
+
+static void rm_tree(const char *path) {
+  nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* How many entries dir holds, and their names in readdir order into out. */
+static size_t list_dir(const char *dir, char *out, size_t cap) {
+  DIR *d = opendir(dir);
+  size_t n = 0;
+  out[0] = '\0';
+  if (!d) return 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    n++;
+    size_t len = strlen(out);
+    snprintf(out + len, cap - len, "%s%s", len ? " " : "", e->d_name);
+  }
+  closedir(d);
+  return n;
+}
+
+/* Removes every entry of dir whose name is not in the space-separated list keep. */
+static void remove_new(const char *dir, const char *keep) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    size_t n = strlen(e->d_name);
+    const char *k = keep;
+    bool kept = false;
+    while (!kept && (k = strstr(k, e->d_name)) != NULL) {
+      kept = (k == keep || k[-1] == ' ') && (k[n] == ' ' || k[n] == '\0');
+      k += n;
+    }
+    if (kept) continue;
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    rm_tree(p);
+  }
+  closedir(d);
+}
+
+/* ---- the three operations --------------------------------------------------------------- */
+
+static char work[64];
+static char ref_dir[128], cand_dir[128];
+static char pack_seal[FDL_SHA256_HEX_LEN + 1]; /* the clean pack's dataset_sha256 */
+static char *clean_receipt;                    /* the clean compare's receipt, compact */
+
+typedef struct {
+  fdl_status status;
+  fdl_err err;
+  char code[64];                     /* the refusal code where the operation has one */
+  bool complete;                     /* on FDL_OK: the whole output is there */
+  char seal[FDL_SHA256_HEX_LEN + 1]; /* pack: the dataset seal */
+  json_t *receipt;                   /* compare: the receipt (owned) */
+  char where[128];                   /* the directory that must hold nothing new after a failure */
+  char out[160];                     /* the output to remove after a success */
+} outcome;
+
+#define V 48  /* vocabulary */
+#define H 32  /* hidden width */
+#define CTX 3 /* panel records */
+#define TOK 9 /* tokens per record */
+
+static const char META[] =
+    "{\"role\":\"root\",\"form\":\"hidden\",\"lane\":\"other\",\"device\":\"cpu\","
+    "\"vocab_size\":48,\"engine\":{\"name\":\"fault-test\",\"version\":\"1\"},"
+    "\"dtypes\":{\"forward\":\"BF16\"},\"tokenizer\":{\"id\":\"fault-test\"},"
+    "\"dataset\":{\"id\":\"fidelity--fidelis.fault-test\"},"
+    "\"weights\":{\"repository\":\"fidelis/fault-test\",\"revision\":null},"
+    "\"created_utc\":\"2026-01-01T00:00:00Z\"}";
+
+/* The pack inputs under work/inputs, written once with faults off. */
+static int write_pack_inputs(void) {
+  char p[256];
+  snprintf(p, sizeof p, "%s/inputs", work);
+  if (mkdir(p, 0755)) return -1;
+  snprintf(p, sizeof p, "%s/inputs/tensors", work);
+  if (mkdir(p, 0755)) return -1;
+  char panel[CTX * (TOK * 4 + 32)], *w = panel;
+  uint16_t hidden[(TOK - 1) * H], head[V * H];
+  for (size_t i = 0; i < sizeof head / sizeof *head; i++)
+    head[i] = (uint16_t)(0x3c00 + (i * 37) % 256); /* BF16 values in [2^-7, 2^-6) */
+  for (int c = 0; c < CTX; c++) {
+    w += sprintf(w, "{\"index\":%d,\"tokens\":[", c);
+    for (int t = 0; t < TOK; t++) w += sprintf(w, "%s%d", t ? "," : "", (c * 7 + t * 5) % V);
+    w += sprintf(w, "]}\n");
+    for (size_t i = 0; i < sizeof hidden / sizeof *hidden; i++)
+      hidden[i] = (uint16_t)(0x3f00 + (i * 13 + (size_t)c * 101) % 512); /* about 0.5 .. 2 */
+    int64_t shape[2] = {TOK - 1, H};
+    fdl_tensor_in t = {"hidden_states", FDL_DTYPE_BF16, 2, shape, hidden};
+    snprintf(p, sizeof p, "%s/inputs/tensors/%04d.safetensors", work, c);
+    if (fdl_safetensors_write(p, &t, 1, NULL, NULL) != FDL_OK) return -1;
+  }
+  int64_t hshape[2] = {V, H};
+  fdl_tensor_in t = {"lm_head.weight", FDL_DTYPE_BF16, 2, hshape, head};
+  snprintf(p, sizeof p, "%s/inputs/head.safetensors", work);
+  if (fdl_safetensors_write(p, &t, 1, NULL, NULL) != FDL_OK) return -1;
+  snprintf(p, sizeof p, "%s/inputs/panel.jsonl", work);
+  if (fdl_write_file(p, panel, (size_t)(w - panel), NULL) != FDL_OK) return -1;
+  snprintf(p, sizeof p, "%s/inputs/meta.json", work);
+  return fdl_write_file(p, META, sizeof META - 1, NULL) == FDL_OK ? 0 : -1;
+}
+
+static void pack(outcome *oc) {
+  snprintf(oc->where, sizeof oc->where, "%s/pack", work);
+  snprintf(oc->out, sizeof oc->out, "%s/ds", oc->where);
+  char panel[256], tensors[256], head[256], meta[256];
+  snprintf(panel, sizeof panel, "%s/inputs/panel.jsonl", work);
+  snprintf(tensors, sizeof tensors, "%s/inputs/tensors", work);
+  snprintf(head, sizeof head, "%s/inputs/head.safetensors", work);
+  snprintf(meta, sizeof meta, "%s/inputs/meta.json", work);
+  fdl_ds_pack_opts o = {.panel_path = panel,
+                        .tensor_dir = tensors,
+                        .head_path = head,
+                        .meta_path = meta,
+                        .out_dir = oc->out,
+                        .threads = 1}; /* one thread: the Nth call is the same in every run */
+  fdl_ds_pack_result r;
+  memset(&r, 0, sizeof r);
+  oc->status = fdl_ds_pack(&o, &r, &oc->err);
+  snprintf(oc->code, sizeof oc->code, "%s", r.refusal.code);
+  if (oc->status == FDL_OK) {
+    char p[256];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", oc->out, FDL_DS_MANIFEST_NAME);
+    oc->complete = stat(p, &st) == 0 && r.records == CTX;
+    memcpy(oc->seal, r.dataset_sha256, sizeof oc->seal);
+  }
+}
+
+static void validate_side(outcome *oc, const char *dir) {
+  snprintf(oc->where, sizeof oc->where, "%s", dir);
+  oc->out[0] = '\0';
+  fdl_ds_validate_opts o = {.verify_tensors = true, .threads = 1};
+  fdl_ds_report rep;
+  fdl_ds_report_init(&rep);
+  oc->status = fdl_ds_validate(dir, &o, &rep, &oc->err);
+  if (oc->status == FDL_OK && rep.errors.count) {
+    /* The fault surfaced as a finding: the run is invalid and says why. */
+    const fdl_ds_finding *f = &rep.errors.items[0];
+    oc->status = FDL_REFUSED;
+    snprintf(oc->code, sizeof oc->code, "%s", f->code);
+    snprintf(oc->err.msg, sizeof oc->err.msg, "%s", f->message ? f->message : "");
+  } else if (oc->status == FDL_OK) {
+    oc->complete = rep.level == FDL_DS_LEVEL_SEALED;
+  }
+  fdl_ds_report_free(&rep);
+}
+
+static void validate(outcome *oc) {
+  validate_side(oc, cand_dir);
+}
+
+static void compare(outcome *oc) {
+  snprintf(oc->where, sizeof oc->where, "%s/cmp", work);
+  snprintf(oc->out, sizeof oc->out, "%s/out", oc->where);
+  fdl_compare_opts o;
+  fdl_compare_opts_default(&o);
+  o.reference = ref_dir;
+  o.candidate = cand_dir;
+  o.out_dir = oc->out;
+  o.own_heads = true;
+  o.threads = 1;
+  o.bootstrap_samples = 50;
+  o.created_utc = "2026-01-01T00:00:00Z";
+  fdl_compare_result r;
+  oc->status = fdl_compare(&o, &r, &oc->err);
+  snprintf(oc->code, sizeof oc->code, "%s", r.refusal.code);
+  if (oc->status == FDL_OK) {
+    struct stat st;
+    oc->complete = r.receipt && stat(r.receipt_path, &st) == 0 && stat(r.tokenwise_path, &st) == 0;
+    oc->receipt = json_incref(r.receipt);
+  }
+  fdl_compare_result_free(&r);
+}
+
+typedef struct {
+  const char *name;
+  void (*run)(outcome *);
+  bool refusal_code; /* its failures must carry a refusal code */
+  bool refused;      /* ... and be FDL_REFUSED, whatever the cause (fdl_compare's contract) */
+} operation;
+
+static const operation OPS[] = {
+    {"pack", pack, true, false},
+    {"validate", validate, false, false},
+    {"compare", compare, true, true},
+};
+
+/* ---- the loop --------------------------------------------------------------------------- */
+
+static bool leak_each; /* FDL_FAULT_LEAK_EACH or FDL_FAULT_ONLY: a leak check after every run */
+
+static bool leaked(void) {
+#ifdef FDL_TEST_LSAN
+  return __lsan_do_recoverable_leak_check() != 0;
+#else
+  return false;
+#endif
+}
+
+/* One run of op with the Nth call of kind failing (n == 0: none). */
+static void one_run(const operation *op, fdl_fault_kind kind, uint64_t n, uint64_t *count) {
+  outcome oc;
+  memset(&oc, 0, sizeof oc);
+  char before[4096], after[4096];
+  char where[128];
+  if (op->run == validate)
+    snprintf(where, sizeof where, "%s", cand_dir);
+  else
+    snprintf(where, sizeof where, "%s/%s", work, op->run == pack ? "pack" : "cmp");
+  size_t nb = list_dir(where, before, sizeof before);
+  fdl_fault_arm(kind, n);
+  op->run(&oc);
+  bool fired = fdl_fault_fired();
+  if (count) *count = fdl_fault_count(kind);
+  fdl_fault_disarm();
+  /* The result as a comparable string: the seal of a pack, the receipt of a compare. */
+  char *result = oc.receipt ? json_dumps(oc.receipt, JSON_COMPACT | JSON_SORT_KEYS)
+                            : strdup(oc.seal[0] ? oc.seal : "");
+  json_decref(oc.receipt);
+  const char *clean = op->run == pack ? pack_seal : op->run == compare ? clean_receipt : "";
+  if (n == 0) {
+    if (oc.status != FDL_OK || !oc.complete)
+      FAIL("%s without a fault: %s %s", op->name, fdl_status_name(oc.status), oc.err.msg);
+    else if (op->run == pack && !pack_seal[0])
+      snprintf(pack_seal, sizeof pack_seal, "%s", result);
+    else if (op->run == compare && !clean_receipt)
+      clean_receipt = strdup(result);
+    else if (strcmp(result, clean))
+      FAIL("%s: two clean runs differ", op->name);
+  } else if (!fired) {
+    FAIL("%s: %s %" PRIu64 " was never reached (the call count changed between runs)", op->name,
+         kind_name(kind), n);
+  } else if (oc.status == FDL_OK) {
+    /* The library absorbed the fault (an optional read, a fallback): then the output must be
+     * whole, as if nothing happened. */
+    absorbed++;
+    printf("note: %s: failing %s %" PRIu64 " was absorbed\n", op->name, kind_name(kind), n);
+    fflush(stdout);
+    if (!oc.complete) FAIL("%s: %s %" PRIu64 ": OK but incomplete", op->name, kind_name(kind), n);
+    if (strcmp(result, clean))
+      FAIL("%s: %s %" PRIu64 ": OK with a result that differs from the clean run's", op->name,
+           kind_name(kind), n);
+  } else {
+    count_code(oc.code[0] ? oc.code : fdl_status_name(oc.status));
+    if (getenv("FDL_FAULT_ONLY"))
+      printf("%s: %s [%s]\n", fdl_status_name(oc.status), oc.err.msg, oc.code);
+    if (!oc.err.msg[0])
+      FAIL("%s: %s %" PRIu64 ": %s with an empty message", op->name, kind_name(kind), n,
+           fdl_status_name(oc.status));
+    if ((op->refusal_code && !oc.code[0]) || (op->refused && oc.status != FDL_REFUSED))
+      FAIL("%s: %s %" PRIu64 ": %s without a refusal code (%s)", op->name, kind_name(kind), n,
+           fdl_status_name(oc.status), oc.err.msg);
+    size_t na = list_dir(where, after, sizeof after);
+    if (na != nb || strcmp(before, after))
+      FAIL("%s: %s %" PRIu64 " (%s): left behind in %s: [%s] (before: [%s])", op->name,
+           kind_name(kind), n, oc.err.msg, where, after, before);
+  }
+  free(result);
+  if (leak_each && leaked())
+    FAIL("%s: %s %" PRIu64 ": leak (see the report above)", op->name, kind_name(kind), n);
+  if (oc.status == FDL_OK && oc.out[0]) rm_tree(oc.out);
+  /* Whatever a faulty run left, the next run starts from the same state. */
+  remove_new(where, before);
+}
+
+static void sweep(const operation *op, fdl_fault_kind kind, uint64_t stride) {
+  uint64_t total = 0, again = 0;
+  one_run(op, kind, 0, &total);
+  one_run(op, kind, 0, &again);
+  if (total != again) {
+    FAIL("%s: %" PRIu64 " then %" PRIu64 " %ss: the count is not reproducible", op->name, total,
+         again, kind_name(kind));
+    return;
+  }
+  int before = failures, abs_before = absorbed;
+  n_codes = 0;
+  for (uint64_t n = 1; n <= total; n += stride) one_run(op, kind, n, NULL);
+  if (!leak_each && leaked())
+    FAIL("%s: failing %ss leaks (report above; FDL_FAULT_LEAK_EACH=1 names the N)", op->name,
+         kind_name(kind));
+  printf("%s: %" PRIu64 " %ss, each failed in turn (stride %" PRIu64 "): %d failure(s), %d "
+         "absorbed\n",
+         op->name, total, kind_name(kind), stride, failures - before, absorbed - abs_before);
+  printf("  errors:");
+  for (size_t i = 0; i < n_codes; i++) printf(" %s x%d", codes[i].code, codes[i].count);
+  printf("\n");
+  fflush(stdout);
+  if (total == 0) FAIL("%s made no %s: the hook is not wired", op->name, kind_name(kind));
+}
+
+int main(void) {
+  const char *sv = getenv("FDL_FAULT_STRIDE");
+  uint64_t stride = sv && atoi(sv) > 0 ? (uint64_t)atoi(sv) : 1;
+  struct stat st;
+  snprintf(work, sizeof work, "%s/fdl-faults-XXXXXX",
+           stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : ".");
+  if (!mkdtemp(work)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  char p[256];
+  snprintf(p, sizeof p, "%s/pack", work);
+  mkdir(p, 0755);
+  snprintf(p, sizeof p, "%s/cmp", work);
+  mkdir(p, 0755);
+  /* The pair that validate and compare read, made once with faults off. */
+  fdl_synth_opts so;
+  fdl_synth_opts_default(&so);
+  snprintf(p, sizeof p, "%s/pair", work);
+  so.out_dir = p;
+  so.seed = 7;
+  so.vocab = V;
+  so.hidden = H;
+  so.contexts = CTX;
+  so.tokens_per_context = TOK;
+  so.threads = 1;
+  fdl_synth_result sr;
+  fdl_err err = {FDL_OK, ""};
+  if (fdl_synth(&so, &sr, &err) != FDL_OK || write_pack_inputs() != 0) {
+    printf("FAIL: cannot make the inputs: %s\n", err.msg);
+    rm_tree(work);
+    return 1;
+  }
+  snprintf(ref_dir, sizeof ref_dir, "%s/pair/reference", work);
+  snprintf(cand_dir, sizeof cand_dir, "%s/pair/candidate", work);
+
+  const char *only = getenv("FDL_FAULT_ONLY");
+  const char *ops = getenv("FDL_FAULT_OPS"); /* e.g. "compare": sweep only those */
+  leak_each = only || getenv("FDL_FAULT_LEAK_EACH");
+  for (size_t i = 0; i < sizeof OPS / sizeof *OPS; i++) {
+    if (only) {
+      char kind[16];
+      unsigned long long n;
+      size_t len = strlen(OPS[i].name);
+      if (strncmp(only, OPS[i].name, len) || only[len] != ':' ||
+          sscanf(only + len + 1, "%15[a-z]:%llu", kind, &n) != 2)
+        continue;
+      printf("%s: failing %s %llu only\n", OPS[i].name, kind, n);
+      one_run(&OPS[i], strcmp(kind, "io") ? FDL_FAULT_ALLOC : FDL_FAULT_IO, n, NULL);
+      continue;
+    }
+    if (ops && !strstr(ops, OPS[i].name)) continue;
+    sweep(&OPS[i], FDL_FAULT_ALLOC, stride);
+    sweep(&OPS[i], FDL_FAULT_IO, stride);
+  }
+  rm_tree(work);
+  free(clean_receipt);
+  printf("%d failure(s), %d absorbed fault(s)\n", failures, absorbed);
+  return failures ? 1 : 0;
+}
