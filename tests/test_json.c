@@ -71,8 +71,8 @@ static void test_refusals(void **state) {
   refuse("[1, 2", NULL, "truncated");
   refuse("{\"a\":", NULL, "truncated");
   refuse("\"abc", NULL, "truncated");
-  refuse("", NULL, "truncated");
-  refuse("  ", NULL, "truncated");
+  refuse("", NULL, "empty document (0 bytes)");
+  refuse("  ", NULL, "all whitespace");
   refuse("9223372036854775808", NULL, "integer outside int64");
   refuse("[-9223372036854775809]", NULL, "integer outside int64 at line 1 col");
   refuse("[\n1,\n123456789012345678901234567890]", NULL, "integer outside int64 at line 3");

@@ -58,7 +58,8 @@ FDL_API void fdl_unmap(fdl_map *m);
 FDL_API fdl_status fdl_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
                                  fdl_err *err);
 
-/* Reads an open regular file, freshly opened (its fstat size is what is read), into a
+/* Reads an open regular file, freshly opened (its fstat size is what is read; a size of 0, as
+ * /proc files report, is read to the end instead), into a
  * malloc'd NUL-terminated buffer; name is used in messages. The caller keeps and closes fd. */
 FDL_API fdl_status fdl_read_fd(int fd, const char *name, size_t max_bytes, char **out, size_t *len,
                                fdl_err *err);

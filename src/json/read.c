@@ -201,6 +201,17 @@ fdl_status fdl_json_parse(const char *buf, size_t len, const fdl_json_read_opts 
     return fdl_fail(err, FDL_INVALID, "JSON max_depth is %d; expected 0 (default) or more",
                     max_depth);
   if (!buf && len) return fdl_fail(err, FDL_INVALID, "JSON input is NULL with length %zu", len);
+  /* Named before jansson sees them, which would call both "unexpected end of input". */
+  const char *nul = len ? memchr(buf, '\0', len) : NULL;
+  if (nul)
+    return fdl_fail(err, FDL_PARSE,
+                    "a NUL byte at offset %zu: JSON text never holds one (a binary file?)",
+                    (size_t)(nul - buf));
+  size_t lead = 0;
+  while (lead < len && strchr(" \t\r\n", buf[lead])) lead++;
+  if (lead == len)
+    return fdl_fail(err, FDL_PARSE, "empty document (%zu bytes%s): expected a JSON value", len,
+                    len ? ", all whitespace" : "");
   scan s = {buf ? buf : "", len, max_depth, opts && opts->kiln_strict, err};
   fdl_status st = prescan(&s);
   if (st != FDL_OK) return st;
