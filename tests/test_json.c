@@ -88,7 +88,7 @@ static void test_refusals(void **state) {
   refuse_n("[\"\xF4\x90\x80\x80\"]", 8, NULL, "invalid UTF-8", NULL); /* above U+10FFFF */
   refuse_n("{\"\xFF\":1}", 7, NULL, "invalid UTF-8", NULL);           /* in a key */
   refuse_n("\xEF\xBB\xBF{}", 5, NULL, "BOM", "line 1 col 1");
-  refuse_n("[1,\0]", 5, NULL, "line 1", NULL);
+  refuse_n("[1,\0]", 5, NULL, "NUL byte at offset 3", NULL);
 
   fdl_err err;
   json_t *v = NULL;
