@@ -15,15 +15,25 @@ trap 'rm -rf "$work"' EXIT
 
 # The logit pair, packed from numpy-written inputs (the test library's writer).
 "$py" - "$work" "$cli" <<'PY'
-import os, subprocess, sys
+import glob, os, sys
 import numpy as np
-sys.path.insert(0, os.path.join(os.environ.get("FDL_TESTS", "tests")))
+sys.path.insert(0, os.environ.get("FDL_TESTS", "tests"))
 import test_dataset_lib as L
 work, cli = sys.argv[1], sys.argv[2]
 L.CLI = cli
-for role, seed in (("root", 1), ("quant", 2)):
+rng = np.random.default_rng(7)
+for role in ("root", "quant"):
+    # The same panel on both sides (same seed); the candidate's logits are the reference's plus
+    # noise, rewritten in place before packing.
     inp = L.make_inputs(os.path.join(work, "in-" + role), n=2, length=65, form="logit",
-                        vocab=248320, hidden=2560, in_dtype="F32", seed=seed, role=role)
+                        vocab=248320, hidden=2560, in_dtype="F32", seed=1, role=role)
+    if role == "quant":
+        for path in sorted(glob.glob(os.path.join(inp["tensors"], "*.safetensors"))):
+            n, hdr = L.read_safetensors_header(path)
+            key = next(k for k in hdr if k != "__metadata__")
+            raw = open(path, "rb").read()[8 + n:]
+            x = np.frombuffer(raw, "<f4") + rng.standard_normal(len(raw) // 4).astype("<f4") * 0.05
+            L.write_safetensors(path, [(key, "F32", hdr[key]["shape"], x.astype("<f4").tobytes())])
     p = L.pack(inp, os.path.join(work, "logit-" + role))
     if p.returncode not in (0, 2):
         sys.exit("pack failed: " + p.stderr)
@@ -36,9 +46,15 @@ best() { # label, then the compare arguments
   shift
   for i in 1 2 3; do
     rm -rf "$work/out"
+    local rc=0
     /usr/bin/time -f "%e %M" -o "$work/time" "$cli" compare "$@" --out "$work/out" --quiet \
-      >/dev/null 2>&1 || [ $? -eq 2 ]
-    read -r t rss <"$work/time"
+      >/dev/null 2>"$work/err" || rc=$?
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 2 ]; then
+      echo "$label: fidelis compare exited $rc:" >&2
+      cat "$work/err" >&2
+      return 1
+    fi
+    read -r t rss < <(tail -n 1 "$work/time") # GNU time says "Command exited..." first on 2
     if [ -z "$best_t" ] || awk "BEGIN{exit !($t < $best_t)}"; then best_t=$t best_rss=$rss; fi
   done
   printf '%-40s %6.2f s   peak RSS %6.0f MiB\n' "$label" "$best_t" "$(awk "BEGIN{print $best_rss/1024}")"

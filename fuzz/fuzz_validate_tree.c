@@ -21,9 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fidelis/compare.h"
 #include "fidelis/dataset.h"
 #include "fidelis/quote.h"
+#include "fidelis/synth.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -327,8 +327,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (fdl_ds_validate(root, &o, &rep, &err) == FDL_OK) {
     for (size_t i = 0; i < rep.errors.count; i++)
       if (!rep.errors.items[i].code || !rep.errors.items[i].message) abort();
-    int rc = fdl_ds_report_exit_code(&rep);
-    if (rc != 0 && rc != 2 && rc != 3) abort();
+    fdl_ds_verdict v = fdl_ds_report_verdict(&rep);
+    if (v != FDL_DS_VERDICT_OK && v != FDL_DS_VERDICT_WARNINGS && v != FDL_DS_VERDICT_ERRORS)
+      abort();
     /* A report is always serialisable, and everything in it is valid UTF-8. */
     json_t *doc = NULL;
     fdl_err e2;
