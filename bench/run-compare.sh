@@ -4,6 +4,8 @@
 #   hidden pair  256 positions, H 2560, V 248320, BF16 hidden states and heads (--own-heads)
 # Each compare runs three times; the best wall time and its peak RSS are printed. Hashing,
 # loading, widening, replay, KL, statistics and the sealed receipt are all inside the number.
+# With FDL_BASELINE_CLI set to another fidelis binary (an earlier build), both run on the same
+# datasets, one after the other, and the ratio is printed.
 # Usage: bench/run-compare.sh BUILD_DIR
 set -euo pipefail
 build=${1:-build}
@@ -41,24 +43,39 @@ PY
 "$cli" synth --out "$work/hidden" --vocab 248320 --hidden 2560 --contexts 2 \
   --tokens-per-context 129 >/dev/null
 
-best() { # label, then the compare arguments
-  local label=$1 t best_t="" best_rss="" i
+# Prints "SECONDS RSS_KIB" of the best of three runs of BIN compare ARGS.
+best() {
+  local bin=$1 t rss best_t="" best_rss="" i rc
   shift
   for i in 1 2 3; do
     rm -rf "$work/out"
-    local rc=0
-    /usr/bin/time -f "%e %M" -o "$work/time" "$cli" compare "$@" --out "$work/out" --quiet \
+    rc=0
+    /usr/bin/time -f "%e %M" -o "$work/time" "$bin" compare "$@" --out "$work/out" --quiet \
       >/dev/null 2>"$work/err" || rc=$?
     if [ "$rc" -ne 0 ] && [ "$rc" -ne 2 ]; then
-      echo "$label: fidelis compare exited $rc:" >&2
+      echo "$bin compare exited $rc:" >&2
       cat "$work/err" >&2
       return 1
     fi
     read -r t rss < <(tail -n 1 "$work/time") # GNU time says "Command exited..." first on 2
     if [ -z "$best_t" ] || awk "BEGIN{exit !($t < $best_t)}"; then best_t=$t best_rss=$rss; fi
   done
-  printf '%-40s %6.2f s   peak RSS %6.0f MiB\n' "$label" "$best_t" "$(awk "BEGIN{print $best_rss/1024}")"
+  echo "$best_t $best_rss"
 }
-echo "fidelis compare, end to end, best of 3 ($(nproc) cores):"
-best "logit, 128 x 248320 F32" "$work/logit-root" "$work/logit-quant"
-best "hidden, 256 x 2560 -> 248320 BF16" "$work/hidden/reference" "$work/hidden/candidate" --own-heads
+
+row() { # label, then the compare arguments
+  local label=$1 t rss bt brss
+  shift
+  read -r t rss < <(best "$cli" "$@")
+  printf '%-36s fidelis %6.2f s  %6.0f MiB' "$label" "$t" "$(awk "BEGIN{print $rss/1024}")"
+  if [ -n "${FDL_BASELINE_CLI:-}" ]; then
+    read -r bt brss < <(best "$FDL_BASELINE_CLI" "$@")
+    printf '   baseline %6.2f s  %6.0f MiB   speed %.2fx' "$bt" "$(awk "BEGIN{print $brss/1024}")" \
+      "$(awk "BEGIN{print $bt/$t}")"
+  fi
+  printf '\n'
+}
+
+echo "fidelis compare, end to end, best of 3 ($(nproc) cores), wall time and peak RSS:"
+row "logit, 128 x 248320 F32" "$work/logit-root" "$work/logit-quant"
+row "hidden, 256 x 2560 -> 248320 BF16" "$work/hidden/reference" "$work/hidden/candidate" --own-heads

@@ -120,11 +120,6 @@ FDL_API fdl_status fdl_npy_header(fdl_dtype dtype, int ndim, const int64_t *shap
 FDL_API fdl_status fdl_npy_write(const char *path, fdl_dtype dtype, int ndim, const int64_t *shape,
                                  const void *data, fdl_err *err);
 
-/* Writes a printable form of s[0..n) into out (cap bytes, NUL-terminated): at most about
- * cap/4 input bytes, control bytes as \xNN, an ellipsis when cut. Names in error messages come
- * from untrusted files, so they are bounded and defanged before they reach a terminal. */
-FDL_API void fdl_quote_name(const char *s, size_t n, char *out, size_t cap);
-
 /* ---- dtype conversion ------------------------------------------------------------------- */
 
 /* Exact widening (every BF16/F16 value is representable in F32; NaN payloads kept). */

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -121,6 +122,19 @@ char *fdl_strdup(const char *s) {
   char *d = fdl_malloc(n);
   if (d) memcpy(d, s, n);
   return d;
+}
+
+/* The huge page size transparent huge pages use on x86-64. */
+#define FDL_HUGE_PAGE ((size_t)2 << 20)
+
+void *fdl_huge_alloc(size_t n) {
+  if (n > SIZE_MAX - FDL_HUGE_PAGE) return NULL;
+  size_t r = (n + FDL_HUGE_PAGE - 1) / FDL_HUGE_PAGE * FDL_HUGE_PAGE;
+  void *p = fdl_aligned_alloc(FDL_HUGE_PAGE, r ? r : FDL_HUGE_PAGE);
+#ifdef MADV_HUGEPAGE
+  if (p) (void)madvise(p, r, MADV_HUGEPAGE); /* a hint: refused or unsupported changes nothing */
+#endif
+  return p;
 }
 
 void *fdl_aligned_alloc(size_t align, size_t n) {

@@ -192,20 +192,6 @@ static fdl_status read_task(void *arg, size_t s, unsigned worker, fdl_err *err) 
   return st;
 }
 
-/* The window holds up to FDL_COMPARE_WINDOW_BYTES of rows, written once per flush. On 4 KiB
- * pages its first fill costs a page fault per page (a quarter of a logit-form compare's time on
- * a virtual machine); asking for transparent huge pages makes that 512 times fewer faults. */
-#define WINDOW_ALIGN ((size_t)2 << 20)
-
-static float *window_buffer(size_t bytes) {
-  size_t n = (bytes + WINDOW_ALIGN - 1) / WINDOW_ALIGN * WINDOW_ALIGN;
-  void *p = fdl_aligned_alloc(WINDOW_ALIGN, n ? n : WINDOW_ALIGN);
-#ifdef MADV_HUGEPAGE
-  if (p) (void)madvise(p, n, MADV_HUGEPAGE); /* a hint: refused or unsupported changes nothing */
-#endif
-  return p;
-}
-
 static void window_free(window *w) {
   for (size_t i = 0; i < w->nopens; i++) close_open(&w->opens[i]);
   free(w->buf[0]);
@@ -231,7 +217,7 @@ static fdl_status window_init(window *w, const plan *p, size_t batch, unsigned t
   if (cap < pb) cap = pb;
   w->cap_rows = cap;
   w->cap_blocks = cap; /* every block has at least one row */
-  for (int s = 0; s < 2; s++) w->buf[s] = window_buffer(cap * p->width[s] * sizeof(float));
+  for (int s = 0; s < 2; s++) w->buf[s] = fdl_huge_alloc(cap * p->width[s] * sizeof(float));
   w->blocks = fdl_malloc(w->cap_blocks * sizeof *w->blocks);
   w->nblk = fdl_malloc(w->cap_blocks * sizeof *w->nblk);
   w->opens = fdl_calloc(w->cap_blocks + 1, sizeof *w->opens);

@@ -56,7 +56,7 @@ static fdl_status load_one(const char *path, const cmp_side *owner, const char *
                        t->ndim > 1 ? (long long)t->shape[1] : -1LL, vocab, hidden);
     goto done;
   }
-  float *w = fdl_malloc(vocab * hidden * sizeof *w);
+  float *w = fdl_huge_alloc(vocab * hidden * sizeof *w);
   if (!w) {
     s = fdl_fail(err, FDL_NOMEM, "out of memory for a %zu x %zu head", vocab, hidden);
     goto done;
