@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "compare/cmp.h"
+#include "fidelis/quote.h"
 #include "fidelis/pool.h"
 #include "base/sys.h"
 
@@ -21,9 +22,10 @@
 
 static fdl_status mismatch(fdl_refusal *r, fdl_err *err, const char *who, const char *what,
                            const char *rel, const char *got, const char *want) {
+  char q[FDL_QUOTE_CAP];
   return fdl_cmp_refuse(r, err, "seal_failed", "seal", REMEDY_CHANGED,
-                        "%s %s (%s): the bytes read for compute hash to %s, the manifest says %s",
-                        who, what, rel, got, want && *want ? want : "(none)");
+                        "%s %s (%s): the bytes as read hash to %s, the manifest says %s", who, what,
+                        fdl_quote_str(rel, q, sizeof q), got, want && *want ? want : "(none)");
 }
 
 fdl_status fdl_cmp_check_record(const cmp_side *s, size_t at, const cmp_vread_digests *d,
