@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "status.h"
 
@@ -47,6 +48,11 @@ FDL_API bool fdl_quote_has_control(const char *s, size_t n);
 /* True when the n bytes at s are valid UTF-8 (no overlongs, surrogates or code points past
  * U+10FFFF): exactly what a JSON string accepts. */
 FDL_API bool fdl_utf8_valid(const char *s, size_t n);
+
+/* Length (1 to 4) of the UTF-8 sequence at p[0..left) and its code point in *cp, or 0 when it
+ * is not valid UTF-8 (overlong forms, surrogates, code points past U+10FFFF, a cut sequence).
+ * The one decoder: quoting, the JSON writer and the validity check all read text through it. */
+FDL_API size_t fdl_utf8_decode(const unsigned char *p, size_t left, uint32_t *cp);
 
 #ifdef __cplusplus
 }

@@ -11,8 +11,7 @@
 
 #define ELLIPSIS "\xe2\x80\xa6"
 
-/* Length of the valid UTF-8 sequence at p (RFC 3629, no overlongs or surrogates), or 0. */
-static size_t utf8_len(const unsigned char *p, size_t left, uint32_t *cp) {
+size_t fdl_utf8_decode(const unsigned char *p, size_t left, uint32_t *cp) {
   unsigned char c = p[0];
   if (c < 0x80) {
     *cp = c;
@@ -58,7 +57,7 @@ static bool shown_as_escape(uint32_t cp) {
 static size_t unit(const unsigned char *p, size_t left, bool quoted, char *u, size_t *ulen) {
   static const char HEX[] = "0123456789abcdef";
   uint32_t cp = 0;
-  size_t n = utf8_len(p, left, &cp);
+  size_t n = fdl_utf8_decode(p, left, &cp);
   if (n == 0 || cp < 0x20 || cp == 0x7f) {
     unsigned char c = p[0];
     const char *named = c == '\t' ? "\\t" : c == '\n' ? "\\n" : c == '\r' ? "\\r" : NULL;
@@ -141,7 +140,7 @@ bool fdl_quote_has_control(const char *s, size_t n) {
   const unsigned char *p = (const unsigned char *)s;
   for (size_t i = 0; i < n;) {
     uint32_t cp = 0;
-    size_t k = utf8_len(p + i, n - i, &cp);
+    size_t k = fdl_utf8_decode(p + i, n - i, &cp);
     if (k == 0 || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f)) return true;
     i += k;
   }
@@ -152,7 +151,7 @@ bool fdl_utf8_valid(const char *s, size_t n) {
   const unsigned char *p = (const unsigned char *)s;
   for (size_t i = 0; i < n;) {
     uint32_t cp = 0;
-    size_t k = utf8_len(p + i, n - i, &cp);
+    size_t k = fdl_utf8_decode(p + i, n - i, &cp);
     if (k == 0) return false;
     i += k;
   }

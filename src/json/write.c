@@ -6,6 +6,7 @@
 
 #include "fidelis/file.h"
 #include "fidelis/json.h"
+#include "fidelis/quote.h"
 #include "base/sys.h"
 
 /* The writer recurses once per level. jansson's parser stops at 2048 levels, so every parsed
@@ -33,47 +34,13 @@ static void put_u16(fdl_buf *out, unsigned u) {
   fdl_buf_append(out, e, sizeof e);
 }
 
-/* Length of the UTF-8 sequence at s[0..n) and its code point, or 0 if it is not valid UTF-8
- * (overlong forms, surrogates and code points above U+10FFFF included). */
-static size_t utf8_decode(const unsigned char *s, size_t n, unsigned *cp) {
-  unsigned b = s[0];
-  if (b < 0x80) {
-    *cp = b;
-    return 1;
-  }
-  size_t len;
-  unsigned lo = 0x80, hi = 0xBF;
-  if (b >= 0xC2 && b <= 0xDF) {
-    len = 2;
-    *cp = b & 0x1F;
-  } else if (b >= 0xE0 && b <= 0xEF) {
-    len = 3;
-    *cp = b & 0x0F;
-    if (b == 0xE0) lo = 0xA0;
-    if (b == 0xED) hi = 0x9F;
-  } else if (b >= 0xF0 && b <= 0xF4) {
-    len = 4;
-    *cp = b & 0x07;
-    if (b == 0xF0) lo = 0x90;
-    if (b == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (n < len || s[1] < lo || s[1] > hi) return 0;
-  for (size_t i = 1; i < len; i++) {
-    if ((s[i] & 0xC0) != 0x80) return 0;
-    *cp = (*cp << 6) | (s[i] & 0x3F);
-  }
-  return len;
-}
-
 static fdl_status put_string(writer *w, const char *str, size_t n, const char *what) {
   const unsigned char *s = (const unsigned char *)str;
   fdl_buf_putc(w->out, '"');
   size_t run = 0; /* bytes copied verbatim, flushed before each escape */
   for (size_t i = 0; i < n;) {
-    unsigned cp;
-    size_t len = utf8_decode(s + i, n - i, &cp);
+    uint32_t cp;
+    size_t len = fdl_utf8_decode(s + i, n - i, &cp);
     if (!len)
       return fdl_fail(w->err, FDL_INVALID,
                       "%s is not valid UTF-8 (byte 0x%02x at offset %zu); JSON text must be "
