@@ -56,44 +56,6 @@ void fdl_unmap(fdl_map *m) {
   m->priv_ = NULL;
 }
 
-/* A regular file whose size reads 0 may still hold bytes (Linux's /proc and /sys report 0 and
- * make their text on read): read to the end, up to max_bytes. */
-static fdl_status read_unsized(int fd, const char *name, size_t max_bytes, char **out, size_t *len,
-                               fdl_err *err) {
-  size_t cap = 4096, got = 0;
-  char *p = fdl_malloc(cap + 1);
-  if (!p) return fdl_fail(err, FDL_NOMEM, "%s: out of memory", name);
-  for (;;) {
-    if (got == cap) {
-      if (cap >= max_bytes) {
-        free(p);
-        return fdl_fail(err, FDL_BOUNDS, "%s: more than the %zu-byte limit for this file", name,
-                        max_bytes);
-      }
-      size_t ncap = cap > max_bytes / 2 ? max_bytes : cap * 2;
-      char *q = fdl_realloc(p, ncap + 1);
-      if (!q) {
-        free(p);
-        return fdl_fail(err, FDL_NOMEM, "%s: out of memory", name);
-      }
-      p = q, cap = ncap;
-    }
-    ssize_t r = fdl_sys_read(fd, p + got, cap - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      int e = errno;
-      free(p);
-      return fdl_fail(err, FDL_IO, "%s: read failed at byte %zu: %s", name, got, strerror(e));
-    }
-    if (r == 0) break;
-    got += (size_t)r;
-  }
-  p[got] = '\0';
-  *out = p;
-  if (len) *len = got;
-  return FDL_OK;
-}
-
 fdl_status fdl_read_fd(int fd, const char *name, size_t max_bytes, char **out, size_t *len,
                        fdl_err *err) {
   struct stat st;
@@ -102,25 +64,44 @@ fdl_status fdl_read_fd(int fd, const char *name, size_t max_bytes, char **out, s
   if ((uint64_t)st.st_size > (uint64_t)max_bytes)
     return fdl_fail(err, FDL_BOUNDS, "%s: %lld bytes exceeds the %zu-byte limit for this file",
                     name, (long long)st.st_size, max_bytes);
-  size_t want = (size_t)st.st_size;
-  if (want == 0) return read_unsized(fd, name, max_bytes, out, len, err);
-  char *p = fdl_malloc(want + 1);
-  if (!p) return fdl_fail(err, FDL_NOMEM, "%s: out of memory reading %zu bytes", name, want);
-  size_t got = 0;
-  while (got < want) {
-    ssize_t r = fdl_sys_read(fd, p + got, want - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      int e = r < 0 ? errno : 0;
-      free(p);
-      return fdl_fail(err, FDL_IO, "%s: short read at byte %zu of %zu%s%s", name, got, want,
-                      e ? ": " : "", e ? strerror(e) : "");
+  /* The fstat size is what is read. A size of 0 may still hold bytes (Linux's /proc and /sys
+   * report 0 and make their text on read): then read to the end, growing up to max_bytes. */
+  bool sized = st.st_size > 0;
+  size_t cap = sized ? (size_t)st.st_size : 4096, got = 0;
+  char *p = fdl_malloc(cap + 1);
+  if (!p) return fdl_fail(err, FDL_NOMEM, "%s: out of memory reading %zu bytes", name, cap);
+  fdl_status s = FDL_OK;
+  while (!(sized && got == cap)) {
+    if (got == cap) {
+      size_t ncap = cap > max_bytes / 2 ? max_bytes : cap * 2;
+      char *q = ncap > cap ? fdl_realloc(p, ncap + 1) : NULL;
+      if (!q) {
+        s = ncap > cap ? fdl_fail(err, FDL_NOMEM, "%s: out of memory", name)
+                       : fdl_fail(err, FDL_BOUNDS, "%s: more than the %zu-byte limit for this file",
+                                  name, max_bytes);
+        break;
+      }
+      p = q, cap = ncap;
     }
+    ssize_t r = fdl_sys_read(fd, p + got, cap - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 || (r == 0 && sized)) {
+      int e = r < 0 ? errno : 0;
+      s = sized ? fdl_fail(err, FDL_IO, "%s: short read at byte %zu of %zu%s%s", name, got, cap,
+                           e ? ": " : "", e ? strerror(e) : "")
+                : fdl_fail(err, FDL_IO, "%s: read failed at byte %zu: %s", name, got, strerror(e));
+      break;
+    }
+    if (r == 0) break;
     got += (size_t)r;
   }
-  p[want] = '\0';
+  if (s != FDL_OK) {
+    free(p);
+    return s;
+  }
+  p[got] = '\0';
   *out = p;
-  if (len) *len = want;
+  if (len) *len = got;
   return FDL_OK;
 }
 
