@@ -134,6 +134,10 @@ FDL_API void fdl_f32_to_bf16_n(const float *in, uint16_t *out, size_t n);
 
 /* True for the dtypes fdl_tensor_widen_f32 reads: BF16, F16 and F32. */
 FDL_API bool fdl_tensor_widenable(fdl_dtype t);
+/* Index of the first NaN or infinity among the n little-endian elements at p (F16, BF16, F32,
+ * F64: all exponent bits set; unaligned bytes are fine), or UINT64_MAX; *nan (optional) says
+ * which it was. Other dtypes hold no non-finite value. */
+FDL_API uint64_t fdl_tensor_first_nonfinite(const uint8_t *p, fdl_dtype t, uint64_t n, bool *nan);
 /* Elements [first, first + n) of a view as float32, exactly. Reads little-endian bytes, so the
  * view needs no alignment (safetensors data often starts at an odd offset). The caller checks
  * the range and fdl_tensor_widenable; another dtype gives zeros. */

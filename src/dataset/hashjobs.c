@@ -37,22 +37,6 @@ static bool resolve(uint64_t size, uint64_t off, uint64_t len, uint64_t *end) {
   return true;
 }
 
-/* True when the little-endian element at p is a NaN or an infinity (all exponent bits set). */
-static bool elem_nonfinite(fdl_dtype t, const uint8_t *p) {
-  switch (t) {
-  case FDL_DTYPE_F16:
-    return ((p[1] << 8 | p[0]) & 0x7c00) == 0x7c00;
-  case FDL_DTYPE_BF16:
-    return ((p[1] << 8 | p[0]) & 0x7f80) == 0x7f80;
-  case FDL_DTYPE_F32:
-    return (p[3] & 0x7f) == 0x7f && (p[2] & 0x80);
-  case FDL_DTYPE_F64:
-    return (p[7] & 0x7f) == 0x7f && (p[6] & 0xf0) == 0xf0;
-  default:
-    return false;
-  }
-}
-
 /* Scans n bytes of the second range that follow what was scanned before; elements may straddle
  * two reads. Stops looking after the first hit. */
 static void scan(ds_hash_job *j, const uint8_t *p, size_t n) {
@@ -62,18 +46,18 @@ static void scan(ds_hash_job *j, const uint8_t *p, size_t n) {
     j->carry_[j->carry_n_++] = *p++, n--;
     if (j->carry_n_ < es) continue;
     j->carry_n_ = 0;
-    if (elem_nonfinite(j->scan_dtype, j->carry_)) {
+    if (fdl_tensor_first_nonfinite(j->carry_, j->scan_dtype, 1, NULL) == 0) {
       j->nonfinite = true, j->nonfinite_at = j->scanned_;
       return;
     }
     j->scanned_++;
   }
   size_t whole = n / es;
-  for (size_t i = 0; i < whole; i++)
-    if (elem_nonfinite(j->scan_dtype, p + i * es)) {
-      j->nonfinite = true, j->nonfinite_at = j->scanned_ + i;
-      return;
-    }
+  uint64_t at = fdl_tensor_first_nonfinite(p, j->scan_dtype, whole, NULL);
+  if (at != UINT64_MAX) {
+    j->nonfinite = true, j->nonfinite_at = j->scanned_ + at;
+    return;
+  }
   j->scanned_ += whole;
   memcpy(j->carry_, p + whole * es, n - whole * es);
   j->carry_n_ = n - whole * es;

@@ -25,50 +25,6 @@
 
 /* ---- finiteness -------------------------------------------------------------------------- */
 
-/* Index of the first non-finite element, or UINT64_MAX. Bytes may be unaligned (mapped). */
-static uint64_t first_nonfinite(const uint8_t *p, fdl_dtype dt, uint64_t n, const char **what) {
-  for (uint64_t i = 0; i < n; i++) {
-    bool bad = false, nan = false;
-    switch (dt) {
-    case FDL_DTYPE_BF16: {
-      uint16_t h;
-      memcpy(&h, p + 2 * i, 2);
-      bad = (h & 0x7f80u) == 0x7f80u;
-      nan = bad && (h & 0x007fu);
-      break;
-    }
-    case FDL_DTYPE_F16: {
-      uint16_t h;
-      memcpy(&h, p + 2 * i, 2);
-      bad = (h & 0x7c00u) == 0x7c00u;
-      nan = bad && (h & 0x03ffu);
-      break;
-    }
-    case FDL_DTYPE_F32: {
-      uint32_t w;
-      memcpy(&w, p + 4 * i, 4);
-      bad = (w & 0x7f800000u) == 0x7f800000u;
-      nan = bad && (w & 0x007fffffu);
-      break;
-    }
-    case FDL_DTYPE_F64: {
-      uint64_t w;
-      memcpy(&w, p + 8 * i, 8);
-      bad = (w & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
-      nan = bad && (w & 0x000fffffffffffffull);
-      break;
-    }
-    default:
-      break;
-    }
-    if (bad) {
-      *what = nan ? "NaN" : "an infinity";
-      return i;
-    }
-  }
-  return UINT64_MAX;
-}
-
 /* The token position a stored row predicts from (§7.3 keeps rows in ascending position). */
 static int64_t row_position(const pk_ctx *c, const pk_record *r, int64_t row) {
   int64_t *rows = fdl_malloc((r->ntok ? r->ntok : 1) * sizeof *rows);
@@ -82,9 +38,10 @@ static int64_t row_position(const pk_ctx *c, const pk_record *r, int64_t row) {
 static fdl_status check_finite(pk_ctx *c, const pk_record *r, const uint8_t *data, fdl_dtype dt,
                                int64_t rows, int64_t width, const char *label, const char *when,
                                fdl_err *err) {
-  const char *what = "";
-  uint64_t at = first_nonfinite(data, dt, (uint64_t)rows * (uint64_t)width, &what);
+  bool nan = false;
+  uint64_t at = fdl_tensor_first_nonfinite(data, dt, (uint64_t)rows * (uint64_t)width, &nan);
   if (at == UINT64_MAX) return FDL_OK;
+  const char *what = nan ? "NaN" : "an infinity";
   int64_t row = (int64_t)(at / (uint64_t)width), col = (int64_t)(at % (uint64_t)width);
   if (!r)
     return fdl_pk_refuse(c, err, "non_finite", FDL_NONFINITE,

@@ -1,6 +1,7 @@
-/* widen.c - tensor bytes to float32 rows. Reads little-endian bytes one element at a time, so
- * neither the mapping's alignment (safetensors data often starts at an odd offset) nor the host
- * byte order matters; BF16 and F16 widen exactly. F32 on a little-endian host is a plain copy,
+/* widen.c - tensor bytes to float32 rows, and the one bit-level test for a stored NaN or
+ * infinity (pack refuses them, validate reports them). Reads little-endian bytes one element at a
+ * time, so neither the mapping's alignment (safetensors data often starts at an odd offset) nor the
+ * host byte order matters; BF16 and F16 widen exactly. F32 on a little-endian host is a plain copy,
  * which the reference writer's unpadded headers make the usual case for logit rows. */
 #include <string.h>
 
@@ -40,4 +41,39 @@ void fdl_tensor_widen_f32(const fdl_tensor *t, size_t first, size_t n, float *ou
     memset(out, 0, n * sizeof *out);
     break;
   }
+}
+
+/* The element at p as a little-endian integer of its width (2, 4 or 8 bytes). */
+static uint64_t le_bits(const uint8_t *p, size_t width) {
+  uint64_t v = 0;
+  for (size_t k = width; k-- > 0;) v = v << 8 | p[k];
+  return v;
+}
+
+uint64_t fdl_tensor_first_nonfinite(const uint8_t *p, fdl_dtype t, uint64_t n, bool *nan) {
+  uint64_t exp, man;
+  switch (t) {
+  case FDL_DTYPE_BF16:
+    exp = 0x7f80u, man = 0x007fu;
+    break;
+  case FDL_DTYPE_F16:
+    exp = 0x7c00u, man = 0x03ffu;
+    break;
+  case FDL_DTYPE_F32:
+    exp = 0x7f800000u, man = 0x007fffffu;
+    break;
+  case FDL_DTYPE_F64:
+    exp = 0x7ff0000000000000ull, man = 0x000fffffffffffffull;
+    break;
+  default:
+    return UINT64_MAX;
+  }
+  size_t w = fdl_dtype_size(t);
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t v = le_bits(p + i * w, w);
+    if ((v & exp) != exp) continue;
+    if (nan) *nan = (v & man) != 0;
+    return i;
+  }
+  return UINT64_MAX;
 }
