@@ -45,10 +45,13 @@ def read_table():
     return head[1:], table
 
 
+NOBODY_CLI = []  # the copy of the CLI an unprivileged user can run (set in main)
+
+
 def run(argv, stdout=subprocess.DEVNULL, as_nobody=None):
     """(exit code or 'hang' or 'signal N', stderr text)."""
     try:
-        p = subprocess.run([CLI] + argv, stdin=subprocess.DEVNULL, stdout=stdout,
+        p = subprocess.run([NOBODY_CLI[0] if as_nobody else CLI] + argv, stdin=subprocess.DEVNULL, stdout=stdout,
                            stderr=subprocess.PIPE, timeout=TIMEOUT, preexec_fn=as_nobody)
     except subprocess.TimeoutExpired:
         return "hang", ""
@@ -105,6 +108,7 @@ def main():
         shutil.copyfile(os.path.join(cap, first), tensor)
         sys.path.insert(0, TESTS)
         import test_dataset_lib as L  # the pack-input builder the dataset tests use
+        NOBODY_CLI.append(L.cli_for_nobody(w))
         pin = L.make_inputs(P("pin"), n=2)
 
         os.mkdir(P("empty"))

@@ -116,7 +116,8 @@ def unreadable_as_nobody(base, tmp):
     os.chmod(os.path.join(d, "panel", "tokens"), 0)
     try:
         p = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-                            L.CLI, "validate", d, "--json"], capture_output=True, text=True)
+                            L.cli_for_nobody(tmp), "validate", d, "--json"], capture_output=True,
+                           text=True)
         check(p.returncode == 3, "unreadable: exit %d: %s" % (p.returncode, p.stderr))
         rep = json.loads(p.stdout) if p.stdout.strip() else {}
         where = [e["where"] for e in rep.get("errors", []) if e["code"] == "tree_unreadable"]

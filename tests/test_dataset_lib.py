@@ -13,6 +13,7 @@ fixture manifests, so a bug in the oracle cannot hide a bug in fidelis.
 
 import hashlib
 import json
+import shutil
 import os
 import struct
 import subprocess
@@ -228,6 +229,17 @@ def pack(inputs, out, extra=(), head=True):
         cmd += ["--head", inputs["head"]]
     cmd += list(extra)
     return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def cli_for_nobody(where):
+    """A copy of the CLI that an unprivileged user can run. The build tree may sit in a directory
+    only root can enter (a CI clone under `mktemp -d` is 0700), so tests that drop privileges run
+    this copy, made in `where` (a directory they have opened to everyone)."""
+    dst = os.path.join(where, "fidelis-for-nobody")
+    if not os.path.exists(dst):
+        shutil.copyfile(CLI, dst)
+        os.chmod(dst, 0o755)
+    return dst
 
 
 def validate(root, *flags):
