@@ -1,0 +1,74 @@
+/* fidelis/gemm.h - fidelis' own matrix product, with bits fixed by a written contract.
+ *
+ *   C[i][j] = sum over k of A[i][k] * B[j][k]        (C = A . B^T)
+ *
+ * A is float32 (activations, hidden states); B is read as stored, BF16, F16 or float32
+ * (weights, an lm_head), and widened exactly in registers, so a BF16 matrix is never copied to
+ * float32. Both operands keep k contiguous, which is how an lm_head [vocab x hidden] and a
+ * batch of hidden rows [positions x hidden] are stored.
+ *
+ * The arithmetic contract ("fdl-gemm-1", docs/NUMERICS.md section 5): every C[i][j] is the
+ * float32 chain
+ *
+ *   c = +0.0f;  for k = 0, 1, ..., K-1:  c = fmaf(A[i][k], widen(B[j][k]), c);
+ *
+ * in IEEE round-to-nearest-even with subnormals kept (the kernels set MXCSR to its default for
+ * the duration of a call and restore it). The scalar kernel is that loop; the AVX2+FMA and
+ * AVX-512F kernels reproduce it bit for bit. Blocking over M, N and K, the thread count and
+ * where an element falls in a tile change the speed only: no element depends on another row
+ * or column, and the chain over k is never split. */
+#ifndef FIDELIS_GEMM_H
+#define FIDELIS_GEMM_H
+
+#include <stddef.h>
+
+#include "num.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Name and version of the arithmetic contract; recorded wherever a result depends on it. */
+#define FDL_GEMM_CONTRACT "fdl-gemm-1"
+
+typedef enum {
+  FDL_GEMM_F32 = 0, /* IEEE binary32, little-endian */
+  FDL_GEMM_BF16,    /* bfloat16: the high half of a binary32 */
+  FDL_GEMM_F16      /* IEEE binary16 (subnormals widened exactly) */
+} fdl_gemm_type;
+
+/* One product. Pointers are borrowed for the call; C must not overlap A or B. Leading
+ * dimensions are in elements: lda >= k, ldb >= k, ldc >= n. m, n or k may be 0 (k = 0 writes
+ * +0.0 everywhere). */
+typedef struct {
+  size_t m, n, k;
+  const float *a; /* [m x lda] */
+  size_t lda;
+  const void *b; /* [n x ldb] elements of b_type */
+  size_t ldb;
+  fdl_gemm_type b_type;
+  float *c; /* [m x ldc] */
+  size_t ldc;
+} fdl_gemm_args;
+
+/* A kernel choice, a thread pool and per-thread workspace. One run at a time per context. */
+typedef struct fdl_gemm fdl_gemm;
+
+/* isa: FDL_NUM_ISA_AUTO for the best the CPU runs; forcing one it lacks is FDL_UNSUPPORTED.
+ * threads: 0 = every online CPU. Neither changes a bit. */
+FDL_API fdl_status fdl_gemm_new(fdl_num_isa isa, unsigned threads, fdl_gemm **out, fdl_err *err);
+FDL_API void fdl_gemm_free(fdl_gemm *g);
+/* The kernel in use: "scalar", "avx2" or "avx512". */
+FDL_API const char *fdl_gemm_isa_name(const fdl_gemm *g);
+
+/* Computes C, splitting the work over tiles of M and N across the pool (never over k). */
+FDL_API fdl_status fdl_gemm_run(fdl_gemm *g, const fdl_gemm_args *x, fdl_err *err);
+
+/* The contract itself, one element: the reference every kernel is tested against. */
+FDL_API float fdl_gemm_dot_ref(const float *a, const void *b, fdl_gemm_type b_type, size_t k);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,266 @@
+/* gemm.c - the GEMM driver: packing, blocking, the floating-point environment, the pool.
+ *
+ * A tile is cut into panels of mr rows of A (packed transposed once per tile, zero-padded),
+ * blocks of nb rows of B whose accumulators live in the workspace, and blocks of kc along k.
+ * For each B block the k-blocks run in ascending order and each micro-kernel call continues
+ * the chains it left in the workspace, so every element is still the one chain of the
+ * contract; only when the last k-block is done is the block copied into C. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "fidelis/pool.h"
+#include "fidelis/tensor.h"
+#include "num/gemm.h"
+#include "num/isa.h"
+#include "base/sys.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* MXCSR with every exception masked, round to nearest even, no flush-to-zero, no
+ * denormals-are-zero: the IEEE environment the contract is written in. A caller (or a library
+ * it loaded) may have set FTZ/DAZ or another rounding mode; threads inherit it. */
+#define GEMM_MXCSR 0x1F80u
+static unsigned fpenv_enter(void) {
+  unsigned old = _mm_getcsr();
+  if (old != GEMM_MXCSR) _mm_setcsr(GEMM_MXCSR);
+  return old;
+}
+static void fpenv_leave(unsigned old) {
+  if (old != GEMM_MXCSR) _mm_setcsr(old);
+}
+#else
+#include <fenv.h>
+static unsigned fpenv_enter(void) {
+  int old = fegetround();
+  if (old != FE_TONEAREST) fesetround(FE_TONEAREST);
+  return (unsigned)old;
+}
+static void fpenv_leave(unsigned old) {
+  if ((int)old != FE_TONEAREST) fesetround((int)old);
+}
+#endif
+
+/* Depth of a k-block: the packed A slice of one panel (kc x mr floats) should sit in L2 next
+ * to the B rows streaming past it. */
+#define GEMM_KC_MAX 1024
+/* B rows per block: their accumulators (nb x mr floats) stay in L1/L2. */
+#define GEMM_NB 96
+/* Pool task shape: rows x columns of C per task. */
+#define GEMM_TASK_ROWS 256
+#define GEMM_TASK_COLS 1536
+
+fdl_status fdl_gemm_kernel_pick(fdl_num_isa want, const gemm_kernel **out, fdl_err *err) {
+  const void *const by_isa[4] = {
+      [FDL_NUM_ISA_SCALAR] = fdl_gemm_kernel_scalar(),
+      [FDL_NUM_ISA_AVX2] = fdl_gemm_kernel_avx2(),
+      [FDL_NUM_ISA_AVX512] = fdl_gemm_kernel_avx512(),
+  };
+  const void *k;
+  fdl_status s = fdl_num_isa_pick(want, by_isa, "GEMM", &k, err);
+  if (s == FDL_OK) *out = k;
+  return s;
+}
+
+void fdl_gemm_blocking_default(const gemm_kernel *kern, size_t k, fdl_gemm_blocking *b) {
+  size_t blocks = k <= GEMM_KC_MAX ? 1 : (k + GEMM_KC_MAX - 1) / GEMM_KC_MAX;
+  b->kc = k ? (k + blocks - 1) / blocks : 1;
+  b->nb = GEMM_NB / kern->nr * kern->nr;
+}
+
+static size_t round_up(size_t x, size_t to) {
+  return (x + to - 1) / to * to;
+}
+
+size_t fdl_gemm_work_floats(const gemm_kernel *kern, size_t m, size_t k,
+                            const fdl_gemm_blocking *b) {
+  size_t rows = round_up(m ? m : 1, kern->mr);
+  /* packed A for every panel of the tile, then the accumulators of one B block per panel */
+  return round_up(rows * (k ? k : 1), 16) + rows * round_up(b->nb, kern->nr);
+}
+
+static void pack_a(const fdl_gemm_args *x, size_t i0, size_t rows, size_t mr, float *ap) {
+  for (size_t k = 0; k < x->k; k++) {
+    float *dst = ap + k * mr;
+    for (size_t i = 0; i < rows; i++) dst[i] = x->a[(i0 + i) * x->lda + k];
+    for (size_t i = rows; i < mr; i++) dst[i] = 0.0f;
+  }
+}
+
+static const void *b_row(const fdl_gemm_args *x, size_t j) {
+  size_t es = x->b_type == FDL_GEMM_F32 ? 4 : 2;
+  return (const uint8_t *)x->b + j * x->ldb * es;
+}
+
+void fdl_gemm_tile(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1,
+                   size_t n0, size_t n1, const fdl_gemm_blocking *b, float *work) {
+  if (m1 <= m0 || n1 <= n0) return;
+  size_t mr = kern->mr, nr = kern->nr, k = x->k;
+  if (k == 0) {
+    for (size_t i = m0; i < m1; i++)
+      for (size_t j = n0; j < n1; j++) x->c[i * x->ldc + j] = 0.0f;
+    return;
+  }
+  unsigned env = fpenv_enter();
+  size_t panels = (m1 - m0 + mr - 1) / mr;
+  size_t nb = round_up(b->nb, nr);
+  float *acc = work + round_up(panels * mr * k, 16);
+  for (size_t p = 0; p < panels; p++) {
+    size_t i0 = m0 + p * mr;
+    pack_a(x, i0, i0 + mr <= m1 ? mr : m1 - i0, mr, work + p * mr * k);
+  }
+  gemm_micro micro = kern->micro[x->b_type];
+  for (size_t j0 = n0; j0 < n1; j0 += nb) {
+    size_t j1 = j0 + nb < n1 ? j0 + nb : n1;
+    for (size_t p = 0; p < panels; p++) {
+      const float *ap = work + p * mr * k;
+      float *pacc = acc + p * mr * nb;
+      for (size_t k0 = 0; k0 < k; k0 += b->kc) {
+        size_t kc = k - k0 < b->kc ? k - k0 : b->kc;
+        for (size_t j = j0; j < j1; j += nr)
+          micro(j1 - j < nr ? j1 - j : nr, k0, kc, ap + k0 * mr, b_row(x, j), x->ldb,
+                pacc + (j - j0) * mr, k0 == 0);
+      }
+    }
+    for (size_t p = 0; p < panels; p++) {
+      size_t i0 = m0 + p * mr, rows = i0 + mr <= m1 ? mr : m1 - i0;
+      const float *pacc = acc + p * mr * nb;
+      for (size_t i = 0; i < rows; i++) {
+        float *crow = x->c + (i0 + i) * x->ldc;
+        for (size_t j = j0; j < j1; j++) crow[j] = pacc[(j - j0) * mr + i];
+      }
+    }
+  }
+  fpenv_leave(env);
+}
+
+float fdl_gemm_dot_ref(const float *a, const void *b, fdl_gemm_type t, size_t k) {
+  unsigned env = fpenv_enter();
+  float c = 0.0f;
+  for (size_t i = 0; i < k; i++) {
+    float w = t == FDL_GEMM_F32    ? ((const float *)b)[i]
+              : t == FDL_GEMM_BF16 ? fdl_bf16_to_f32(((const uint16_t *)b)[i])
+                                   : fdl_f16_to_f32(((const uint16_t *)b)[i]);
+    c = fmaf(a[i], w, c);
+  }
+  fpenv_leave(env);
+  return c;
+}
+
+/* ---- the pooled product -------------------------------------------------------------- */
+
+struct fdl_gemm {
+  const gemm_kernel *kern;
+  fdl_pool pool;
+  fdl_gemm_tuning tune;
+  int tuned;       /* tune was set by fdl_gemm_tuning_set */
+  float **work;    /* [threads] */
+  size_t work_cap; /* floats per worker */
+};
+
+typedef struct {
+  fdl_gemm *g;
+  const fdl_gemm_args *x;
+  fdl_gemm_tuning t;
+  size_t row_tasks;
+} run_args;
+
+fdl_status fdl_gemm_new(fdl_num_isa isa, unsigned threads, fdl_gemm **out, fdl_err *err) {
+  const gemm_kernel *kern;
+  fdl_status s = fdl_gemm_kernel_pick(isa, &kern, err);
+  if (s != FDL_OK) return s;
+  fdl_gemm *g = fdl_calloc(1, sizeof *g);
+  if (!g) return fdl_fail(err, FDL_NOMEM, "out of memory for a GEMM context");
+  g->kern = kern;
+  if ((s = fdl_pool_init(&g->pool, threads, err)) != FDL_OK) {
+    free(g);
+    return s;
+  }
+  if (!(g->work = fdl_calloc(g->pool.threads, sizeof *g->work))) {
+    fdl_gemm_free(g);
+    return fdl_fail(err, FDL_NOMEM, "out of memory for a GEMM context");
+  }
+  *out = g;
+  return FDL_OK;
+}
+
+void fdl_gemm_free(fdl_gemm *g) {
+  if (!g) return;
+  fdl_pool_free(&g->pool);
+  if (g->work)
+    for (unsigned w = 0; w < g->pool.threads; w++) free(g->work[w]);
+  free(g->work);
+  free(g);
+}
+
+const char *fdl_gemm_isa_name(const fdl_gemm *g) {
+  return fdl_num_isa_name(g->kern->isa);
+}
+
+void fdl_gemm_tuning_get(const fdl_gemm *g, size_t k, fdl_gemm_tuning *t) {
+  if (g->tuned) {
+    *t = g->tune;
+    return;
+  }
+  fdl_gemm_blocking_default(g->kern, k, &t->blk);
+  t->task_rows = GEMM_TASK_ROWS;
+  t->task_cols = GEMM_TASK_COLS;
+}
+
+void fdl_gemm_tuning_set(fdl_gemm *g, const fdl_gemm_tuning *t) {
+  g->tune = *t;
+  if (!g->tune.blk.kc) g->tune.blk.kc = 1;
+  if (!g->tune.blk.nb) g->tune.blk.nb = 1;
+  if (!g->tune.task_cols) g->tune.task_cols = 1;
+  g->tune.task_rows = round_up(g->tune.task_rows ? g->tune.task_rows : 1, g->kern->mr);
+  g->tuned = 1;
+}
+
+static fdl_status run_task(void *varg, size_t task, unsigned worker, fdl_err *err) {
+  (void)err;
+  run_args *ra = varg;
+  const fdl_gemm_args *x = ra->x;
+  size_t ti = task % ra->row_tasks, tj = task / ra->row_tasks;
+  size_t m0 = ti * ra->t.task_rows, n0 = tj * ra->t.task_cols;
+  size_t m1 = m0 + ra->t.task_rows < x->m ? m0 + ra->t.task_rows : x->m;
+  size_t n1 = n0 + ra->t.task_cols < x->n ? n0 + ra->t.task_cols : x->n;
+  fdl_gemm_tile(ra->g->kern, x, m0, m1, n0, n1, &ra->t.blk, ra->g->work[worker]);
+  return FDL_OK;
+}
+
+static fdl_status check_args(const fdl_gemm_args *x, fdl_err *err) {
+  if ((unsigned)x->b_type > FDL_GEMM_F16)
+    return fdl_fail(err, FDL_INVALID, "GEMM: unknown B element type %d", (int)x->b_type);
+  if (x->lda < x->k || x->ldb < x->k || x->ldc < x->n)
+    return fdl_fail(err, FDL_INVALID,
+                    "GEMM: leading dimensions lda %zu, ldb %zu, ldc %zu are below k %zu, k, n %zu",
+                    x->lda, x->ldb, x->ldc, x->k, x->n);
+  if (x->m && x->n && (!x->c || (x->k && (!x->a || !x->b))))
+    return fdl_fail(err, FDL_INVALID, "GEMM: A, B and C are required");
+  if (x->k > SIZE_MAX / 64 / sizeof(float) || x->m > SIZE_MAX / (x->ldc ? x->ldc : 1))
+    return fdl_fail(err, FDL_TOO_LARGE, "GEMM: %zu x %zu x %zu is too large", x->m, x->n, x->k);
+  return FDL_OK;
+}
+
+fdl_status fdl_gemm_run(fdl_gemm *g, const fdl_gemm_args *x, fdl_err *err) {
+  fdl_status s = check_args(x, err);
+  if (s != FDL_OK || !x->m || !x->n) return s;
+  run_args ra = {g, x, {{0, 0}, 0, 0}, 0};
+  fdl_gemm_tuning_get(g, x->k, &ra.t);
+  size_t rows = x->m < ra.t.task_rows ? x->m : ra.t.task_rows;
+  size_t need = fdl_gemm_work_floats(g->kern, rows, x->k, &ra.t.blk);
+  if (need > g->work_cap) {
+    for (unsigned w = 0; w < g->pool.threads; w++) {
+      free(g->work[w]);
+      g->work[w] = NULL;
+    }
+    g->work_cap = 0;
+    for (unsigned w = 0; w < g->pool.threads; w++)
+      if (!(g->work[w] = fdl_aligned_alloc(64, need * sizeof(float))))
+        return fdl_fail(err, FDL_NOMEM, "out of memory for %u GEMM workspaces of %zu bytes",
+                        g->pool.threads, need * sizeof(float));
+    g->work_cap = need;
+  }
+  ra.row_tasks = (x->m + ra.t.task_rows - 1) / ra.t.task_rows;
+  size_t col_tasks = (x->n + ra.t.task_cols - 1) / ra.t.task_cols;
+  return fdl_pool_run(&g->pool, ra.row_tasks * col_tasks, run_task, &ra, err);
+}

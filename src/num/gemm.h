@@ -1,0 +1,67 @@
+/* gemm.h - internal to src/num: the GEMM kernel table and the single-threaded tile driver that
+ * the pooled fdl_gemm_run and the head replay share.
+ *
+ * Layout of a micro-kernel call: A rows [i0, i0 + mr) are packed transposed, ap[k][mr] (rows
+ * past M are zeros and their results are dropped); the kernel walks nr rows of B (nr <= NR of
+ * the kernel) from k0 to k0 + kc and accumulates into acc[j][mr], i.e. acc[j * mr + i] is
+ * C[i0 + i][j0 + j]. first = 1 starts every chain at +0.0; otherwise the chain continues from
+ * acc, which is how k-blocking keeps the contract's single chain per element. */
+#ifndef FDL_NUM_GEMM_H
+#define FDL_NUM_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "fidelis/gemm.h"
+
+typedef void (*gemm_micro)(size_t nr, size_t k0, size_t kc, const float *ap, const void *b,
+                           size_t ldb, float *acc, int first);
+
+typedef struct {
+  fdl_num_isa isa;
+  size_t mr;           /* rows per packed panel (a multiple of the vector width) */
+  size_t nr;           /* most B rows one call walks */
+  gemm_micro micro[3]; /* by fdl_gemm_type */
+} gemm_kernel;
+
+const gemm_kernel *fdl_gemm_kernel_scalar(void);
+const gemm_kernel *fdl_gemm_kernel_avx2(void);   /* NULL when not compiled in */
+const gemm_kernel *fdl_gemm_kernel_avx512(void); /* NULL when not compiled in */
+fdl_status fdl_gemm_kernel_pick(fdl_num_isa want, const gemm_kernel **out, fdl_err *err);
+
+/* How a tile is cut. None of it changes a bit; tests sweep all of it. */
+typedef struct {
+  size_t kc; /* k per block, >= 1 */
+  size_t nb; /* B rows per block whose accumulators stay in the workspace, >= 1 */
+} fdl_gemm_blocking;
+
+/* The default cut for a kernel and depth k. */
+void fdl_gemm_blocking_default(const gemm_kernel *kern, size_t k, fdl_gemm_blocking *b);
+
+/* Floats of 64-byte aligned workspace fdl_gemm_tile needs for up to m rows. */
+size_t fdl_gemm_work_floats(const gemm_kernel *kern, size_t m, size_t k,
+                            const fdl_gemm_blocking *b);
+
+/* C rows [m0, m1) x columns [n0, n1) on the calling thread, under the contract's floating-
+ * point environment. */
+void fdl_gemm_tile(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1,
+                   size_t n0, size_t n1, const fdl_gemm_blocking *b, float *work);
+
+/* Tests and benchmarks: override the cut and the task shape of a context. */
+typedef struct {
+  fdl_gemm_blocking blk;
+  size_t task_rows; /* rows per pool task (rounded up to the kernel's mr) */
+  size_t task_cols; /* columns per pool task */
+} fdl_gemm_tuning;
+void fdl_gemm_tuning_get(const fdl_gemm *g, size_t k, fdl_gemm_tuning *t);
+void fdl_gemm_tuning_set(fdl_gemm *g, const fdl_gemm_tuning *t);
+
+/* Widening, as every kernel must do it (exact). */
+static inline float fdl_gemm_bits_f32(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+#endif
