@@ -4,15 +4,14 @@
  *       Raw float32 logit files, read into memory first (the read is not timed); times the
  *       fused KL over all rows, best of 5.
  *   bench_kl hidden --vocab V --hidden H --rows R [--threads T] [--batch N]
- *       Generated float32 head and BF16 hidden rows widened to float32, hidden <-> hidden with a
- *       shared head. Times fidelis, then the bare cblas_sgemm calls of the same tiles on the same
- *       threads, in the same process, alternating the two three times (best of each).
+ *       Generated BF16 head (read as stored) and BF16 hidden rows widened to float32, hidden <->
+ *       hidden with a shared head. Times fidelis, then the bare GEMM tiles of the same blocks on
+ *       the same threads, in the same process, alternating the two three times (best of each).
  *   bench_kl hidden ... --no-bare   skips the bare GEMM and streams rows, generated and compared
  *       `batch` at a time, so the memory held is the head plus one batch whatever the panel size
  *       (the RSS runs).
  *
- * Every run ends with peak_rss_mib (getrusage) and head_mib (the float32 head copy). */
-#include <cblas.h>
+ * Every run ends with peak_rss_mib (getrusage) and head_mib (the BF16 head). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +21,8 @@
 
 #include "fidelis/num.h"
 #include "fidelis/pool.h"
+#include "fidelis/tensor.h"
+#include "num/gemm.h"
 
 static double now(void) {
   struct timespec t;
@@ -93,9 +94,9 @@ static float bf16(float x) {
 
 /* Large generated arrays: huge pages where the kernel allows them, because page faults are
  * expensive on virtual machines and the head is the benchmark's setup, not its subject. */
-static float *alloc_big(size_t n) {
-  size_t bytes = (n * sizeof(float) + (2u << 20) - 1) / (2u << 20) * (2u << 20);
-  float *p = aligned_alloc(2u << 20, bytes);
+static uint16_t *alloc_big(size_t n) {
+  size_t bytes = (n * sizeof(uint16_t) + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+  uint16_t *p = aligned_alloc(2u << 20, bytes);
   if (p) madvise(p, bytes, MADV_HUGEPAGE);
   return p;
 }
@@ -131,9 +132,9 @@ static int bench_logits(int argc, char **argv) {
     return 2;
   }
   size_t nb;
-  fdl_num_block *b =
-      cut(rows, (size_t)FDL_NUM_TILE_ROWS, (fdl_num_side){FDL_NUM_LOGITS, t, o.vocab, 0, 0},
-          (fdl_num_side){FDL_NUM_LOGITS, s, o.vocab, 0, 0}, &nb);
+  fdl_num_block *b = cut(rows, (size_t)FDL_NUM_TILE_ROWS,
+                         (fdl_num_side){FDL_NUM_LOGITS, t, o.vocab, 0, 0, FDL_GEMM_F32},
+                         (fdl_num_side){FDL_NUM_LOGITS, s, o.vocab, 0, 0, FDL_GEMM_F32}, &nb);
   double *kl = malloc(rows * sizeof *kl), *js = malloc(rows * sizeof *js);
   uint8_t *top1 = malloc(rows);
   fdl_num_ctx *ctx;
@@ -161,34 +162,48 @@ static int bench_logits(int argc, char **argv) {
 }
 
 typedef struct {
-  const float *pad_ref, *pad_cand, *head;
-  size_t pb, hidden, vocab, chunk;
-  float *tiles; /* [threads][2][pb x nc] */
+  const float *rows_ref, *rows_cand;
+  const uint16_t *head;
+  size_t rows, hidden, vocab, chunk;
+  const gemm_kernel *kern;
+  float *tiles; /* [threads][2][pb x chunk] */
+  float **work; /* [threads] */
 } bare_args;
 
-/* The same sgemm calls fidelis makes for one block, and nothing else. */
+/* The same GEMM tiles fidelis makes for one block, and nothing else. */
 static fdl_status bare_block(void *varg, size_t b, unsigned worker, fdl_err *err) {
-  (void)b, (void)err;
+  (void)err;
   bare_args *a = varg;
-  size_t nc = a->chunk < a->vocab ? a->chunk : a->vocab;
-  float *tile = a->tiles + (size_t)worker * 2 * a->pb * nc;
+  size_t pb = FDL_NUM_TILE_ROWS, r0 = b * pb, nr = a->rows - r0 < pb ? a->rows - r0 : pb;
+  float *tile = a->tiles + (size_t)worker * 2 * pb * a->chunk;
+  fdl_gemm_blocking blk;
+  fdl_gemm_blocking_default(a->kern, a->hidden, &blk);
   for (size_t c0 = 0; c0 < a->vocab; c0 += a->chunk) {
-    size_t col0 = c0 + nc <= a->vocab ? c0 : a->vocab - nc;
-    const float *pads[2] = {a->pad_ref, a->pad_cand};
-    for (int i = 0; i < 2; i++)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)a->pb, (blasint)nc,
-                  (blasint)a->hidden, 1.0f, pads[i], (blasint)a->hidden, a->head + col0 * a->hidden,
-                  (blasint)a->hidden, 0.0f, tile + i * a->pb * nc, (blasint)nc);
+    size_t n = a->vocab - c0 < a->chunk ? a->vocab - c0 : a->chunk;
+    const float *rows[2] = {a->rows_ref, a->rows_cand};
+    for (int i = 0; i < 2; i++) {
+      fdl_gemm_args x = {nr,
+                         n,
+                         a->hidden,
+                         rows[i] + r0 * a->hidden,
+                         a->hidden,
+                         a->head + c0 * a->hidden,
+                         a->hidden,
+                         FDL_GEMM_BF16,
+                         tile + i * pb * a->chunk,
+                         a->chunk};
+      fdl_gemm_tile(a->kern, &x, 0, nr, 0, n, &blk, a->work[worker]);
+    }
   }
   return FDL_OK;
 }
 
-static fdl_status run_hidden(fdl_num_ctx *ctx, float *hr, float *hc, float *head, size_t h,
+static fdl_status run_hidden(fdl_num_ctx *ctx, float *hr, float *hc, uint16_t *head, size_t h,
                              size_t n, double *kl, fdl_err *err) {
   size_t nb;
-  fdl_num_block *b =
-      cut(n, (size_t)FDL_NUM_TILE_ROWS, (fdl_num_side){FDL_NUM_HIDDEN, hr, h, head, h},
-          (fdl_num_side){FDL_NUM_HIDDEN, hc, h, head, h}, &nb);
+  fdl_num_block *b = cut(n, (size_t)FDL_NUM_TILE_ROWS,
+                         (fdl_num_side){FDL_NUM_HIDDEN, hr, h, head, h, FDL_GEMM_BF16},
+                         (fdl_num_side){FDL_NUM_HIDDEN, hc, h, head, h, FDL_GEMM_BF16}, &nb);
   if (!b) return fdl_fail(err, FDL_NOMEM, "out of memory for blocks");
   fdl_num_out out = {.kl = kl};
   fdl_status s = fdl_num_run(ctx, b, nb, &out, err);
@@ -219,12 +234,12 @@ static int bench_hidden(int argc, char **argv) {
    * processes hits both sides alike. */
   size_t batch =
       bare_too ? rows : num(argc, argv, "--batch", (size_t)threads * (size_t)FDL_NUM_TILE_ROWS * 2);
-  float *head = alloc_big(o.vocab * h);
+  uint16_t *head = alloc_big(o.vocab * h);
   float *hr = malloc(batch * h * sizeof *hr), *hc = malloc(batch * h * sizeof *hc);
   double *kl = malloc(batch * sizeof *kl);
   if (!head || !hr || !hc || !kl) return 2;
   uint64_t seed = 1;
-  for (size_t i = 0; i < o.vocab * h; i++) head[i] = uniform(&seed) * 0.2f;
+  for (size_t i = 0; i < o.vocab * h; i++) head[i] = fdl_f32_to_bf16(uniform(&seed) * 0.2f);
   double fid = 1e300, bare = 1e300, fid_cpu = 1e300, bare_cpu = 1e300, sum_kl = 0;
   if (!bare_too) {
     fid = 0;
@@ -242,11 +257,19 @@ static int bench_hidden(int argc, char **argv) {
     bare_args a = {hr,
                    hc,
                    head,
-                   (size_t)FDL_NUM_TILE_ROWS,
+                   rows,
                    h,
                    o.vocab,
-                   (size_t)FDL_NUM_VOCAB_CHUNK,
-                   malloc((size_t)threads * 2 * (size_t)FDL_NUM_TILE_ROWS * nc * sizeof(float))};
+                   nc,
+                   NULL,
+                   malloc((size_t)threads * 2 * (size_t)FDL_NUM_TILE_ROWS * nc * sizeof(float)),
+                   calloc(threads, sizeof(float *))};
+    if (fdl_gemm_kernel_pick(FDL_NUM_ISA_AUTO, &a.kern, &err) != FDL_OK || !a.work) return 2;
+    fdl_gemm_blocking blk;
+    fdl_gemm_blocking_default(a.kern, h, &blk);
+    size_t wf = fdl_gemm_work_floats(a.kern, FDL_NUM_TILE_ROWS, h, &blk);
+    for (unsigned w = 0; w < threads; w++)
+      if (!(a.work[w] = aligned_alloc(64, (wf * sizeof(float) + 63) / 64 * 64))) return 2;
     fdl_pool pool;
     if (!a.tiles || fdl_pool_init(&pool, threads, &err) != FDL_OK) return 2;
     size_t nblocks = (rows + (size_t)FDL_NUM_TILE_ROWS - 1) / (size_t)FDL_NUM_TILE_ROWS;
@@ -263,14 +286,17 @@ static int bench_hidden(int argc, char **argv) {
     }
     for (size_t i = 0; i < rows; i++) sum_kl += kl[i];
     fdl_pool_free(&pool);
+    for (unsigned w = 0; w < threads; w++) free(a.work[w]);
+    free(a.work);
     free(a.tiles);
   }
   printf("mode=hidden threads=%u vocab=%zu hidden=%zu rows=%zu pb=%zu chunk=%zu "
-         "fidelis_s=%.3f bare_sgemm_s=%.3f ratio=%.3f cpu_ratio=%.3f kl_mean=%.6g "
+         "fidelis_s=%.3f bare_gemm_s=%.3f ratio=%.3f cpu_ratio=%.3f kl_mean=%.6g "
          "head_mib=%.1f peak_rss_mib=%.1f\n",
          threads, o.vocab, h, rows, (size_t)FDL_NUM_TILE_ROWS, (size_t)FDL_NUM_VOCAB_CHUNK, fid,
          bare_too ? bare : 0.0, bare_too ? fid / bare : 0.0, bare_too ? fid_cpu / bare_cpu : 0.0,
-         sum_kl / (double)rows, (double)(o.vocab * h * sizeof(float)) / 1048576.0, peak_rss_mib());
+         sum_kl / (double)rows, (double)(o.vocab * h * sizeof(uint16_t)) / 1048576.0,
+         peak_rss_mib());
   fdl_num_ctx_free(ctx);
   free(head), free(hr), free(hc), free(kl);
   return 0;

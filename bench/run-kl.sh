@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # KL benchmarks, measured side by side in one run: fidelis against the reference estimators
 # (numpy float64 and torch float64 log_softmax) on the same files, head replay against the
-# bare sgemm work of the same tiles, and peak RSS at two panel sizes.
+# bare GEMM work of the same tiles, and peak RSS at two panel sizes.
 # Usage: bench/run-kl.sh BUILD_DIR   (env: FDL_BENCH_ROWS, FDL_BENCH_SUB, FDL_PYTHON)
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
@@ -52,7 +52,7 @@ rm -f "$work/ref.f32" "$work/cand.f32"
 echo "-- hidden form: vocab $V, hidden 2560, BF16 hidden widened, shared head"
 hid=$("$bin" hidden --vocab "$V" --hidden 2560 --rows 256)
 echo "$hid"
-echo "ratio fidelis / bare sgemm: $(get ratio "$hid")x wall, $(get cpu_ratio "$hid")x CPU time (target <= 1.15)"
+echo "ratio fidelis / bare GEMM: $(get ratio "$hid")x wall, $(get cpu_ratio "$hid")x CPU time (target <= 1.15)"
 
 echo "-- peak RSS, hidden form (vocab $V, hidden 256, generated head), rows streamed in batches"
 for n in 1024 16384; do

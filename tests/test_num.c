@@ -290,13 +290,15 @@ static fdl_status panel_run(const panel *p, unsigned threads, size_t pb, int hid
     size_t r0 = i * pb;
     b[i].rows = p->rows - r0 < pb ? p->rows - r0 : pb;
     if (hidden) {
-      b[i].ref =
-          (fdl_num_side){FDL_NUM_HIDDEN, p->href + r0 * p->hidden, p->hidden, p->head, p->hidden};
-      b[i].cand =
-          (fdl_num_side){FDL_NUM_HIDDEN, p->hcand + r0 * p->hidden, p->hidden, p->head, p->hidden};
+      b[i].ref = (fdl_num_side){
+          FDL_NUM_HIDDEN, p->href + r0 * p->hidden, p->hidden, p->head, p->hidden, FDL_GEMM_F32};
+      b[i].cand = (fdl_num_side){
+          FDL_NUM_HIDDEN, p->hcand + r0 * p->hidden, p->hidden, p->head, p->hidden, FDL_GEMM_F32};
     } else {
-      b[i].ref = (fdl_num_side){FDL_NUM_LOGITS, p->ref + r0 * p->vocab, p->vocab, NULL, 0};
-      b[i].cand = (fdl_num_side){FDL_NUM_LOGITS, p->cand + r0 * p->vocab, p->vocab, NULL, 0};
+      b[i].ref =
+          (fdl_num_side){FDL_NUM_LOGITS, p->ref + r0 * p->vocab, p->vocab, NULL, 0, FDL_GEMM_F32};
+      b[i].cand =
+          (fdl_num_side){FDL_NUM_LOGITS, p->cand + r0 * p->vocab, p->vocab, NULL, 0, FDL_GEMM_F32};
     }
   }
   fdl_num_out out = {.kl = kl, .top1 = top1};
@@ -357,14 +359,15 @@ static void test_run_validation(void **state) {
   assert_int_equal(fdl_num_ctx_new(&o, &ctx, &err), FDL_OK);
   static float x[(FDL_NUM_TILE_ROWS + 1) * 10];
   double kl[FDL_NUM_TILE_ROWS + 1];
-  fdl_num_block b = {
-      FDL_NUM_TILE_ROWS + 1, {FDL_NUM_LOGITS, x, 10, NULL, 0}, {FDL_NUM_LOGITS, x, 10, NULL, 0}};
+  fdl_num_block b = {FDL_NUM_TILE_ROWS + 1,
+                     {FDL_NUM_LOGITS, x, 10, NULL, 0, FDL_GEMM_F32},
+                     {FDL_NUM_LOGITS, x, 10, NULL, 0, FDL_GEMM_F32}};
   fdl_num_out out = {.kl = kl};
   assert_int_equal(fdl_num_run(ctx, &b, 1, &out, &err), FDL_INVALID); /* more rows than a tile */
   b.rows = 2;
   b.cand.ld = 9;
   assert_int_equal(fdl_num_run(ctx, &b, 1, &out, &err), FDL_INVALID);
-  b.cand = (fdl_num_side){FDL_NUM_HIDDEN, x, 3, NULL, 3};
+  b.cand = (fdl_num_side){FDL_NUM_HIDDEN, x, 3, NULL, 3, FDL_GEMM_F32};
   assert_int_equal(fdl_num_run(ctx, &b, 1, &out, &err), FDL_INVALID); /* no head */
   fdl_num_ctx_free(ctx);
   fdl_num_ctx_free(NULL);

@@ -8,8 +8,8 @@
  *
  * Inputs are raw little-endian float32 (rows x width) or float64 arrays. `kl` writes one record
  * per row: kl f64, top1 i64, ref_argmax i64, cand_argmax i64, abs_sum f64, abs_max f64, js f64.
- * --dump-* writes the replayed float32 logits of a hidden side, produced by the very tile calls
- * the driver makes, so the oracle can check the estimator on exactly those logits. --block-rows
+ * --dump-* writes the replayed float32 logits of a hidden side, produced by the GEMM the
+ * driver uses, so the oracle can check the estimator on exactly those logits. --block-rows
  * cuts the panel into blocks of that many rows (default and maximum: FDL_NUM_TILE_ROWS).
  * `stats` takes several float64 arrays back to back (int64 lengths in --lengths) and writes per
  * array: mean, neumaier_mean, max, the linear quantile for each q, then fdl_num_summarize. */
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "fidelis/num.h"
-#include "num/replay.h"
+#include "fidelis/gemm.h"
 
 static void *slurp(const char *path, size_t want) {
   FILE *f = fopen(path, "rb");
@@ -62,33 +62,22 @@ typedef struct {
   double abs_sum, abs_max, js;
 } record;
 
-/* Replays every row of a hidden side exactly as the driver does (blocks of block_rows rows,
- * each padded to a whole tile) and writes the logits. */
+/* Replays every row of a hidden side through the GEMM the driver uses (its contract makes a
+ * logit independent of blocks, tiles and threads) and writes the logits. */
 static int dump_logits(const fdl_num_opts *o, const fdl_num_side *sd, size_t rows,
-                       size_t block_rows, const char *path) {
-  const size_t pb = FDL_NUM_TILE_ROWS, vc = FDL_NUM_VOCAB_CHUNK;
-  size_t nc = vc < o->vocab ? vc : o->vocab;
-  float *pad = malloc(pb * sd->hidden * sizeof *pad), *tile = malloc(pb * nc * sizeof *tile);
+                       const char *path) {
   float *outl = malloc(rows * o->vocab * sizeof *outl);
-  if (!pad || !tile || !outl) return -1;
-  fdl_replay_single_threaded_blas(); /* as fdl_num_run does: a threaded sgemm splits differently */
+  fdl_gemm *g = NULL;
   fdl_err err;
-  for (size_t r0 = 0; r0 < rows; r0 += block_rows) {
-    size_t nr = rows - r0 < block_rows ? rows - r0 : block_rows;
-    fdl_num_side s = *sd;
-    s.data = sd->data + r0 * sd->ld;
-    if (fdl_replay_pad(&s, nr, pb, pad, r0, "dump", &err) != FDL_OK) return -1;
-    for (size_t c0 = 0; c0 < o->vocab; c0 += vc) {
-      size_t skip, n = o->vocab - c0 < vc ? o->vocab - c0 : vc;
-      size_t col0 = fdl_replay_window(c0, nc, o->vocab, &skip);
-      fdl_replay_tile(pad, pb, sd->hidden, sd->head, col0, nc, tile);
-      for (size_t r = 0; r < nr; r++)
-        memcpy(outl + (r0 + r) * o->vocab + c0, tile + r * nc + skip, n * sizeof *outl);
-    }
+  if (!outl || fdl_gemm_new(o->isa, o->threads, &g, &err) != FDL_OK) {
+    free(outl);
+    return -1;
   }
-  int rc = spit(path, outl, rows * o->vocab * sizeof *outl);
-  free(pad);
-  free(tile);
+  fdl_gemm_args x = {rows,     o->vocab,   sd->hidden,    sd->data, sd->ld,
+                     sd->head, sd->hidden, sd->head_type, outl,     o->vocab};
+  int rc =
+      fdl_gemm_run(g, &x, &err) == FDL_OK ? spit(path, outl, rows * o->vocab * sizeof *outl) : -1;
+  fdl_gemm_free(g);
   free(outl);
   return rc;
 }
@@ -139,8 +128,7 @@ static int cmd_kl(int argc, char **argv) {
     return 4;
   }
   const char *dr = arg(argc, argv, "--dump-ref"), *dc = arg(argc, argv, "--dump-cand");
-  if ((dr && dump_logits(&o, &ref, rows, block_rows, dr)) ||
-      (dc && dump_logits(&o, &cand, rows, block_rows, dc))) {
+  if ((dr && dump_logits(&o, &ref, rows, dr)) || (dc && dump_logits(&o, &cand, rows, dc))) {
     fprintf(stderr, "tool_num kl: dump failed\n");
     return 4;
   }

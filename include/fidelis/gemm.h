@@ -32,11 +32,7 @@ extern "C" {
 /* Name and version of the arithmetic contract; recorded wherever a result depends on it. */
 #define FDL_GEMM_CONTRACT "fdl-gemm-1"
 
-typedef enum {
-  FDL_GEMM_F32 = 0, /* IEEE binary32, little-endian */
-  FDL_GEMM_BF16,    /* bfloat16: the high half of a binary32 */
-  FDL_GEMM_F16      /* IEEE binary16 (subnormals widened exactly) */
-} fdl_gemm_type;
+/* The element types of B: fdl_gemm_type, in num.h (a replayed head is one). */
 
 /* One product. Pointers are borrowed for the call; C must not overlap A or B. Leading
  * dimensions are in elements: lda >= k, ldb >= k, ldc >= n. m, n or k may be 0 (k = 0 writes

@@ -27,12 +27,11 @@
  *  - inputs are float32, every operation after loading is float64;
  *  - KL(reference || candidate) per row in one streaming pass over vocabulary chunks;
  *    bitwise-equal rows give exactly +0.0, and no row ever yields -0.0;
- *  - the tile shapes are constants of the arithmetic contract, not options: a logit row's result
- *    depends only on its own floats; a hidden row's also on the BLAS build and on its offset
- *    inside its block (compare cuts blocks at multiples of FDL_NUM_TILE_ROWS of each record, so
- *    that offset is the row's index in its record modulo 64). Never on the thread count, on how
- *    many rows follow it in the panel, or on the instruction set (scalar, AVX2 and AVX-512
- *    kernels are bit-identical by construction);
+ *  - a hidden row is replayed through fidelis' own GEMM (fidelis/gemm.h): every logit is one
+ *    float32 fma chain over the hidden index, whatever the block, the tile, the thread or the
+ *    CPU. A row's result depends only on its own floats (and its head), never on the thread
+ *    count, on how many rows share its block, or on the instruction set (scalar, AVX2 and
+ *    AVX-512 kernels of both the GEMM and the KL are bit-identical by construction);
  *  - statistics are bit-identical to numpy 1.24 / CPython 3.12 on the same array. */
 #ifndef FIDELIS_NUM_H
 #define FIDELIS_NUM_H
@@ -49,11 +48,11 @@ extern "C" {
 
 /* ---- options -------------------------------------------------------------------------- */
 
-/* Rows per block and per replay tile (the M of every sgemm call). A constant, not an option: a
- * knob here would let a tuning flag move the bits of a hidden row. Recorded in receipts. */
+/* Rows per block: the unit of work of one task and the M of every replay tile. No bit depends
+ * on it; it is a constant so that the receipt's position_block is a fact, not a setting. */
 #define FDL_NUM_TILE_ROWS 64
-/* Vocabulary entries per chunk: the unit of streaming, of max rescaling, and the N of every
- * sgemm call. A constant for the same reason; part of the numerical identity of a result. */
+/* Vocabulary entries per chunk: the unit of streaming and of max rescaling (and the N of every
+ * replay tile). Part of the numerical identity of a KL, hence a constant. */
 #define FDL_NUM_VOCAB_CHUNK 4096
 
 typedef enum {
@@ -78,16 +77,24 @@ FDL_API void fdl_num_opts_default(fdl_num_opts *o);
 
 typedef enum {
   FDL_NUM_LOGITS = 0, /* data rows are vocab floats of logits */
-  FDL_NUM_HIDDEN = 1  /* data rows are `hidden` floats; logits = row . head^T (float32 sgemm) */
+  FDL_NUM_HIDDEN = 1  /* data rows are `hidden` floats; logits = row . head^T (fidelis/gemm.h) */
 } fdl_num_form;
+
+/* How a matrix the GEMM reads (include/fidelis/gemm.h) is stored, e.g. a head. */
+typedef enum {
+  FDL_GEMM_F32 = 0, /* IEEE binary32, little-endian */
+  FDL_GEMM_BF16,    /* bfloat16: the high half of a binary32 */
+  FDL_GEMM_F16      /* IEEE binary16 (subnormals widened exactly) */
+} fdl_gemm_type;
 
 /* Where one side of a block lives. Pointers are borrowed for the duration of fdl_num_run. */
 typedef struct {
   fdl_num_form form;
-  const float *data; /* first row of the block */
-  size_t ld;         /* floats from one row to the next (>= vocab or >= hidden) */
-  const float *head; /* hidden form: W, [vocab x hidden] row-major float32; else NULL */
-  size_t hidden;     /* hidden form: width of a hidden row and of a head row; else 0 */
+  const float *data;       /* first row of the block */
+  size_t ld;               /* floats from one row to the next (>= vocab or >= hidden) */
+  const void *head;        /* hidden form: W, [vocab x hidden] row-major as stored; else NULL */
+  size_t hidden;           /* hidden form: width of a hidden row and of a head row; else 0 */
+  fdl_gemm_type head_type; /* how W is stored (read as is, widened exactly in registers) */
 } fdl_num_side;
 
 /* Up to FDL_NUM_TILE_ROWS consecutive rows of both sides. The results of block b land in the
@@ -130,13 +137,8 @@ FDL_API const char *fdl_num_isa_name(fdl_num_isa isa);
  * slot, the side and the vocabulary index (the failure of the lowest-numbered block is the one
  * reported); slots of other rows may have been written.
  *
- * Hidden form: each tile is one single-threaded cblas_sgemm of FDL_NUM_TILE_ROWS x
- * FDL_NUM_VOCAB_CHUNK; the block's rows are copied into a zero-padded FDL_NUM_TILE_ROWS x hidden
- * buffer and the last chunk
- * is computed over the fixed width ending at the last vocabulary entry, so every row takes the
- * same BLAS path whatever the panel size. The run sets OpenBLAS to one thread process-wide
- * (openblas_set_num_threads(1)) and leaves it so: BLAS threads under our workers would
- * oversubscribe the cores, and restoring a global setting would race with concurrent runs. */
+ * Hidden form: for each vocabulary chunk, each hidden side's logits for the block's rows are one
+ * single-threaded GEMM tile, read by the KL while in cache; the head is read as stored. */
 FDL_API fdl_status fdl_num_run(fdl_num_ctx *ctx, const fdl_num_block *blocks, size_t nblocks,
                                const fdl_num_out *out, fdl_err *err);
 
@@ -228,20 +230,20 @@ FDL_API fdl_status fdl_num_bootstrap_ci95(const double *ctx_sums, const size_t *
                                           size_t nctx, size_t B, uint64_t seed, fdl_num_ci *out,
                                           fdl_err *err);
 
-/* ---- BLAS identity -------------------------------------------------------------------- */
+/* ---- replay identity ------------------------------------------------------------------ */
 
-/* What a receipt records about the BLAS that replays hidden states, and the CPU it ran on:
- * both can change a replayed logit's bits. The strings point at the BLAS's own static text. */
+/* What a receipt records about the replay of hidden states: the GEMM's contract decides every
+ * bit, so it is named; which of its kernels ran is not, since none can change a bit. */
 typedef struct {
-  const char *library;       /* "openblas" */
-  const char *configuration; /* openblas_get_config(), e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ..." */
-  const char *core;          /* openblas_get_corename(): the kernel set chosen for this CPU */
-  char version[64];          /* from the configuration ("unknown" when it does not say) */
-  char cpu_model[256];       /* /proc/cpuinfo "model name" ("unknown" when unreadable) */
-} fdl_num_blas_identity;
+  const char *library;  /* "fidelis_gemm" */
+  const char *contract; /* FDL_GEMM_CONTRACT */
+  const char *chain;    /* the contract in one sentence */
+  const char *kernels;  /* the kernels that realise it, all bit-identical */
+  char cpu_model[256];  /* /proc/cpuinfo "model name" ("unknown" when unreadable) */
+} fdl_num_replay_identity;
 
 /* Fills id; never fails (what cannot be found reads "unknown"). */
-FDL_API void fdl_num_blas_identity_get(fdl_num_blas_identity *id);
+FDL_API void fdl_num_replay_identity_get(fdl_num_replay_identity *id);
 
 #ifdef __cplusplus
 }

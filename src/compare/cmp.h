@@ -18,6 +18,7 @@
 #include "fidelis/compare.h"
 #include "fidelis/dataset.h"
 #include "fidelis/json.h"
+#include "fidelis/num.h"
 #include "fidelis/file.h"
 #include "json/py.h"
 #include "fidelis/refusal.h"
@@ -119,6 +120,8 @@ fdl_status fdl_cmp_vread_begin(cmp_vread *v, const fdl_safetensors *st, const fd
 /* Widens tensor elements [first, first + n) into out, hashing them in the same read; calls go
  * forward through the tensor. */
 fdl_status fdl_cmp_vread_rows(cmp_vread *v, size_t first, size_t n, float *out, fdl_err *err);
+/* The same, keeping the elements as stored (in host byte order) instead of widening them. */
+fdl_status fdl_cmp_vread_raw(cmp_vread *v, size_t first, size_t n, void *out, fdl_err *err);
 /* Hashes the rest of the file and gives the three digests. */
 fdl_status fdl_cmp_vread_end(cmp_vread *v, cmp_vread_digests *d, fdl_err *err);
 void fdl_cmp_vread_free(cmp_vread *v);
@@ -207,8 +210,9 @@ bool fdl_cmp_tokenizer_identity_equal(const json_t *ta, const json_t *tb);
 /* ---- heads (heads.c) --------------------------------------------------------------------- */
 
 typedef struct {
-  float *ref;  /* [vocab x hidden] float32, or NULL when the reference side is logit form */
-  float *cand; /* may equal ref (one copy when the digests are identical) */
+  void *ref;  /* [vocab x hidden] as stored, or NULL when the reference side is logit form */
+  void *cand; /* may equal ref (one copy when the digests are identical) */
+  fdl_gemm_type ref_type, cand_type;
   size_t vocab, hidden_ref, hidden_cand;
   bool read[2]; /* the side's own head payload was read for compute and its digests matched */
 } cmp_heads;

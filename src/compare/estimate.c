@@ -300,6 +300,8 @@ static fdl_status flush(runner *rn, window *w, fdl_refusal *r, fdl_err *err) {
     describe_block(w, bi, &w->nblk[bi]);
     w->nblk[bi].ref.head = w->p.hidden[0] ? rn->h->ref : NULL;
     w->nblk[bi].cand.head = w->p.hidden[1] ? rn->h->cand : NULL;
+    w->nblk[bi].ref.head_type = rn->h->ref_type;
+    w->nblk[bi].cand.head_type = rn->h->cand_type;
   }
   cmp_estimate *e = rn->e;
   fdl_num_out out = {.kl = e->kl + w->first_slot,

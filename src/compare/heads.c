@@ -1,8 +1,8 @@
 /* heads.c - head resolution at compute time (section 5.4, last part): find the payload the
- * head gate chose, and widen it to the float32 [vocab x hidden] matrix the replay multiplies
- * by, proving in the same read (vread.c) that its content digest is the one the gate resolved
- * and, for a dataset's own payload, that its file digest is the manifest's. Identical digests
- * share one copy. */
+ * head gate chose and copy it, as stored (BF16, F16 or F32), into the [vocab x hidden] matrix
+ * the replay's GEMM reads, proving in the same read (vread.c) that its content digest is the
+ * one the gate resolved and, for a dataset's own payload, that its file digest is the
+ * manifest's. Identical digests share one copy. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +25,8 @@ static const fdl_tensor *find_key(const fdl_safetensors *st, const char *declare
 /* owner: the side whose dataset ships the payload (its file digest is checked too), or NULL for
  * a payload named with --head. */
 static fdl_status load_one(const char *path, const cmp_side *owner, const char *key,
-                           const char *want_digest, size_t vocab, size_t hidden, float **out,
-                           fdl_refusal *r, fdl_err *err) {
+                           const char *want_digest, size_t vocab, size_t hidden, void **out,
+                           fdl_gemm_type *type, fdl_refusal *r, fdl_err *err) {
   fdl_safetensors *st = NULL;
   fdl_err e = {FDL_OK, ""};
   if (fdl_safetensors_open(path, &st, &e) != FDL_OK)
@@ -56,7 +56,8 @@ static fdl_status load_one(const char *path, const cmp_side *owner, const char *
                        t->ndim > 1 ? (long long)t->shape[1] : -1LL, vocab, hidden);
     goto done;
   }
-  float *w = fdl_huge_alloc(vocab * hidden * sizeof *w);
+  size_t es = fdl_dtype_size(t->dtype);
+  void *w = fdl_huge_alloc(vocab * hidden * es);
   if (!w) {
     s = fdl_fail(err, FDL_NOMEM, "out of memory for a %zu x %zu head", vocab, hidden);
     goto done;
@@ -64,7 +65,7 @@ static fdl_status load_one(const char *path, const cmp_side *owner, const char *
   cmp_vread v;
   cmp_vread_digests d;
   if ((s = fdl_cmp_vread_begin(&v, st, t, err)) == FDL_OK) {
-    s = fdl_cmp_vread_rows(&v, 0, vocab * hidden, w, err);
+    s = fdl_cmp_vread_raw(&v, 0, vocab * hidden, w, err);
     if (s == FDL_OK) s = fdl_cmp_vread_end(&v, &d, err);
     fdl_cmp_vread_free(&v);
   }
@@ -81,17 +82,20 @@ static fdl_status load_one(const char *path, const cmp_side *owner, const char *
     goto done;
   }
   *out = w;
+  *type = t->dtype == FDL_DTYPE_BF16  ? FDL_GEMM_BF16
+          : t->dtype == FDL_DTYPE_F16 ? FDL_GEMM_F16
+                                      : FDL_GEMM_F32;
 done:
   fdl_safetensors_close(st);
   return s;
 }
 
-static fdl_status own_payload(const cmp_side *s, size_t vocab, float **out, fdl_refusal *r,
-                              fdl_err *err) {
+static fdl_status own_payload(const cmp_side *s, size_t vocab, void **out, fdl_gemm_type *type,
+                              fdl_refusal *r, fdl_err *err) {
   char *path = fdl_cmp_path_join(s->root, s->head_file ? s->head_file : "", NULL);
   if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  fdl_status st =
-      load_one(path, s, s->head_key, s->head_digest, vocab, (size_t)s->hidden_width, out, r, err);
+  fdl_status st = load_one(path, s, s->head_key, s->head_digest, vocab, (size_t)s->hidden_width,
+                           out, type, r, err);
   free(path);
   return st;
 }
@@ -110,12 +114,13 @@ fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_co
   h->hidden_cand = b->hidden ? (size_t)b->hidden_width : 0;
   fdl_status s;
   if (f->own_heads) {
-    if (a->hidden && (s = own_payload(a, vocab, &h->ref, r, err)) != FDL_OK) return s;
+    if (a->hidden && (s = own_payload(a, vocab, &h->ref, &h->ref_type, r, err)) != FDL_OK) return s;
     h->read[0] = a->hidden;
     if (b->hidden) {
-      if (a->hidden && !strcmp(a->head_digest, b->head_digest))
+      if (a->hidden && !strcmp(a->head_digest, b->head_digest)) {
         h->cand = h->ref; /* the candidate's own file is still verified, with the unread ones */
-      else if ((s = own_payload(b, vocab, &h->cand, r, err)) != FDL_OK)
+        h->cand_type = h->ref_type;
+      } else if ((s = own_payload(b, vocab, &h->cand, &h->cand_type, r, err)) != FDL_OK)
         return s;
       else
         h->read[1] = true;
@@ -150,11 +155,13 @@ fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_co
   }
   if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
   size_t hidden = a->hidden ? (size_t)a->hidden_width : (size_t)b->hidden_width;
-  float *w = NULL;
-  s = load_one(path, owner, owner ? owner->head_key : a->head_key, applied, vocab, hidden, &w, r,
-               err);
+  void *w = NULL;
+  fdl_gemm_type type = FDL_GEMM_F32;
+  s = load_one(path, owner, owner ? owner->head_key : a->head_key, applied, vocab, hidden, &w,
+               &type, r, err);
   free(path);
   if (s != FDL_OK) return s;
+  h->ref_type = h->cand_type = type;
   if (a->hidden) h->ref = w;
   if (b->hidden) h->cand = w;
   return FDL_OK;

@@ -8,9 +8,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "fidelis/gemm.h"
 #include "compare/cmp.h"
 
-#define REPLAY_BACKEND "openblas_sgemm:cpu:float32"
+#define REPLAY_BACKEND FDL_GEMM_CONTRACT ":cpu:float32"
 #define ESTIMATOR_BACKEND "c:fp64-fused"
 
 static json_t *side_block(const cmp_side *s) {

@@ -2,10 +2,11 @@
  *
  * Every byte of the file is copied once out of the mapping into memory this process owns, and
  * that copy alone feeds the digests (whole file, payload, tensor content) and the widening to
- * float32. A file rewritten in place while it is mapped can therefore change only both the
- * digest and the numbers, never one without the other; a digest that differs from the manifest
- * at the end refuses the whole compare. The tensor must be read in order (rows may come in any
- * number of calls); the bytes around it are hashed when first reached and at the end. */
+ * float32, or is itself what is computed on (a head kept as stored). A file rewritten in place
+ * while it is mapped can therefore change only both the digest and the numbers, never one without
+ * the other; a digest that differs from the manifest at the end refuses the whole compare. The
+ * tensor must be read in order (rows may come in any number of calls); the bytes around it are
+ * hashed when first reached and at the end. */
 #include <string.h>
 
 #include "compare/cmp.h"
@@ -73,7 +74,21 @@ static fdl_status hash_to(cmp_vread *v, uint64_t end, fdl_err *err) {
   return s;
 }
 
-fdl_status fdl_cmp_vread_rows(cmp_vread *v, size_t first, size_t n, float *out, fdl_err *err) {
+/* Swaps a little-endian element of es bytes into host order (a no-op on x86). */
+static void to_host(uint8_t *p, size_t n, size_t es) {
+  if (VREAD_LITTLE_ENDIAN || es == 1) return;
+  for (size_t i = 0; i < n; i++, p += es)
+    for (size_t a = 0, z = es - 1; a < z; a++, z--) {
+      uint8_t t = p[a];
+      p[a] = p[z];
+      p[z] = t;
+    }
+}
+
+/* Copies n elements starting at element first into copy (the hashed bytes), a step at a time;
+ * with widen, each step is then widened into out. */
+static fdl_status read_elems(cmp_vread *v, size_t first, size_t n, uint8_t *raw, float *out,
+                             fdl_err *err) {
   size_t es = fdl_dtype_size(v->t->dtype);
   uint64_t at = v->t->offset + (uint64_t)first * es;
   if (at < v->pos)
@@ -84,18 +99,28 @@ fdl_status fdl_cmp_vread_rows(cmp_vread *v, size_t first, size_t n, float *out, 
   size_t per = VREAD_STEP / es;
   for (size_t k = 0; s == FDL_OK && k < n; k += per) {
     size_t m = n - k < per ? n - k : per;
-    /* F32 on a little-endian host is copied straight into the rows it becomes; everything
-     * else widens from buf. */
-    uint8_t *copy =
-        v->t->dtype == FDL_DTYPE_F32 && VREAD_LITTLE_ENDIAN ? (uint8_t *)(out + k) : buf;
+    /* Bytes kept as stored (raw, or F32 on a little-endian host) are copied straight into the
+     * memory that is computed on; everything else widens from buf. */
+    uint8_t *copy = raw                                                   ? raw + k * es
+                    : v->t->dtype == FDL_DTYPE_F32 && VREAD_LITTLE_ENDIAN ? (uint8_t *)(out + k)
+                                                                          : buf;
     memcpy(copy, v->base + v->pos, m * es);
     s = feed(v, copy, m * es, err);
+    if (s == FDL_OK && raw) to_host(copy, m, es);
     if (s == FDL_OK && copy == buf) {
       view.data = buf;
       fdl_tensor_widen_f32(&view, 0, m, out + k);
     }
   }
   return s;
+}
+
+fdl_status fdl_cmp_vread_rows(cmp_vread *v, size_t first, size_t n, float *out, fdl_err *err) {
+  return read_elems(v, first, n, NULL, out, err);
+}
+
+fdl_status fdl_cmp_vread_raw(cmp_vread *v, size_t first, size_t n, void *out, fdl_err *err) {
+  return read_elems(v, first, n, out, NULL, err);
 }
 
 fdl_status fdl_cmp_vread_end(cmp_vread *v, cmp_vread_digests *d, fdl_err *err) {

@@ -2,8 +2,8 @@
  * slots fixed before the run starts, per-worker scratch bounded by the tile size.
  *
  * A task streams its block chunk by chunk: for each vocabulary chunk it produces the logit
- * tile of every hidden side (one sgemm each), then feeds each row's chunk to the fused KL state
- * while the tile is hot. Logit sides are read in place. */
+ * tile of every hidden side (one GEMM tile each), then feeds each row's chunk to the fused KL
+ * state while the tile is hot. Logit sides are read in place. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -18,13 +18,14 @@ typedef struct {
   kl_state *states;  /* [FDL_NUM_TILE_ROWS] */
   fdl_num_row *rows; /* [FDL_NUM_TILE_ROWS] */
   float *tile[2];    /* [FDL_NUM_TILE_ROWS x nc] per side, allocated on first hidden run */
-  float *pad[2];     /* [FDL_NUM_TILE_ROWS x hidden] per side */
-  size_t pad_cap[2]; /* floats */
+  float *work;       /* GEMM workspace, shared by the sides (their tiles are made in turn) */
+  size_t work_cap;   /* floats */
 } scratch;
 
 struct fdl_num_ctx {
   fdl_num_opts o;
   const kl_kernels *k;
+  const gemm_kernel *gk;
   fdl_pool pool;
   scratch *ws; /* [pool.threads] */
   size_t nc;   /* tile width: min(FDL_NUM_VOCAB_CHUNK, vocab) */
@@ -58,12 +59,15 @@ fdl_status fdl_num_ctx_new(const fdl_num_opts *opts, fdl_num_ctx **out, fdl_err 
   if (s != FDL_OK) return s;
   const kl_kernels *k;
   if ((s = fdl_kl_kernels_pick(opts->isa, &k, err)) != FDL_OK) return s;
+  const gemm_kernel *gk;
+  if ((s = fdl_gemm_kernel_pick(opts->isa, &gk, err)) != FDL_OK) return s;
   unsigned threads = opts->threads;
   fdl_num_ctx *c = fdl_calloc(1, sizeof *c);
   if (!c) return fdl_fail(err, FDL_NOMEM, "out of memory for the KL context");
   c->o = *opts;
   c->o.isa = k->isa;
   c->k = k;
+  c->gk = gk;
   c->nc = FDL_NUM_VOCAB_CHUNK < opts->vocab ? FDL_NUM_VOCAB_CHUNK : opts->vocab;
   if ((s = fdl_pool_init(&c->pool, opts->threads, err)) != FDL_OK) {
     free(c);
@@ -92,10 +96,8 @@ void fdl_num_ctx_free(fdl_num_ctx *c) {
     for (size_t w = 0; w < c->o.threads; w++) {
       free(c->ws[w].states);
       free(c->ws[w].rows);
-      for (int i = 0; i < 2; i++) {
-        free(c->ws[w].tile[i]);
-        free(c->ws[w].pad[i]);
-      }
+      for (int i = 0; i < 2; i++) free(c->ws[w].tile[i]);
+      free(c->ws[w].work);
     }
     free(c->ws);
   }
@@ -118,6 +120,9 @@ static fdl_status check_side(const fdl_num_opts *o, const fdl_num_side *sd, size
   if (sd->form != FDL_NUM_HIDDEN)
     return fdl_fail(err, FDL_INVALID, "block %zu: %s form %d is unknown", b, who, (int)sd->form);
   if (!sd->head) return fdl_fail(err, FDL_INVALID, "block %zu: %s hidden rows need a head", b, who);
+  if ((unsigned)sd->head_type > FDL_GEMM_F16)
+    return fdl_fail(err, FDL_INVALID, "block %zu: %s head element type %d is unknown", b, who,
+                    (int)sd->head_type);
   if (sd->hidden < 1 || sd->hidden > (size_t)INT_MAX)
     return fdl_fail(err, FDL_INVALID, "block %zu: %s hidden width %zu is outside 1..%d", b, who,
                     sd->hidden, INT_MAX);
@@ -127,30 +132,32 @@ static fdl_status check_side(const fdl_num_opts *o, const fdl_num_side *sd, size
   return FDL_OK;
 }
 
-/* Grows every worker's pad buffer for side i to hold FDL_NUM_TILE_ROWS x hidden floats, and
- * allocates the tile. Runs before the workers start. */
+/* Allocates every worker's tile for side i and grows its GEMM workspace for rows of width
+ * hidden. Runs before the workers start. */
 static fdl_status ensure_scratch(fdl_num_ctx *c, int i, size_t hidden, fdl_err *err) {
   size_t pb = FDL_NUM_TILE_ROWS;
-  if (hidden > SIZE_MAX / sizeof(float) / pb)
+  if (hidden > SIZE_MAX / sizeof(float) / pb / 2)
     return fdl_fail(err, FDL_TOO_LARGE, "hidden width %zu is too large", hidden);
+  size_t need = fdl_replay_work_floats(c->gk, hidden);
   for (unsigned w = 0; w < c->o.threads; w++) {
     scratch *ws = &c->ws[w];
     if (!ws->tile[i] && !(ws->tile[i] = alloc_aligned(pb * c->nc * sizeof(float))))
       return fdl_fail(err, FDL_NOMEM, "out of memory for a %zu x %zu logit tile", pb, c->nc);
-    if (ws->pad_cap[i] >= pb * hidden) continue;
-    free(ws->pad[i]);
-    ws->pad_cap[i] = 0;
-    if (!(ws->pad[i] = alloc_aligned(pb * hidden * sizeof(float))))
-      return fdl_fail(err, FDL_NOMEM, "out of memory for a %zu x %zu hidden tile", pb, hidden);
-    ws->pad_cap[i] = pb * hidden;
+    if (ws->work_cap >= need) continue;
+    free(ws->work);
+    ws->work_cap = 0;
+    if (!(ws->work = alloc_aligned(need * sizeof(float))))
+      return fdl_fail(err, FDL_NOMEM, "out of memory for the replay of %zu-wide hidden rows",
+                      hidden);
+    ws->work_cap = need;
   }
   return FDL_OK;
 }
 
 /* Row r's floats for the chunk starting at c0 (a hidden side reads the current tile). */
-static const float *row_at(const fdl_num_side *sd, const float *tile, size_t nc, size_t skip,
-                           size_t r, size_t c0) {
-  if (sd->form == FDL_NUM_HIDDEN) return tile + r * nc + skip;
+static const float *row_at(const fdl_num_side *sd, const float *tile, size_t nc, size_t r,
+                           size_t c0) {
+  if (sd->form == FDL_NUM_HIDDEN) return tile + r * nc;
   return sd->data + r * sd->ld + c0;
 }
 
@@ -196,7 +203,7 @@ static fdl_status sweep_rows(fdl_num_ctx *c, const fdl_num_block *blk, scratch *
   return FDL_OK;
 }
 
-/* A hidden side: chunk by chunk, one sgemm tile per hidden side, then every row's slice of it
+/* A hidden side: chunk by chunk, one GEMM tile per hidden side, then every row's slice of it
  * while the tile is in cache. */
 static fdl_status sweep_tiles(fdl_num_ctx *c, const fdl_num_block *blk, scratch *ws, size_t first,
                               int js, fdl_err *err) {
@@ -205,21 +212,19 @@ static fdl_status sweep_tiles(fdl_num_ctx *c, const fdl_num_block *blk, scratch 
   kl_where w = {0, blk->ref.form == FDL_NUM_HIDDEN, blk->cand.form == FDL_NUM_HIDDEN};
   kl_scan ahead = {0}; /* the next row's scan, within one tile (the last row scans none) */
   for (size_t c0 = 0; c0 < o->vocab; c0 += FDL_NUM_VOCAB_CHUNK) {
-    size_t n = chunk_len(o, c0), skip;
-    size_t col0 = fdl_replay_window(c0, c->nc, o->vocab, &skip);
+    size_t n = chunk_len(o, c0);
     for (int i = 0; i < 2; i++)
       if (sides[i]->form == FDL_NUM_HIDDEN)
-        fdl_replay_tile(ws->pad[i], FDL_NUM_TILE_ROWS, sides[i]->hidden, sides[i]->head, col0,
-                        c->nc, ws->tile[i]);
+        fdl_replay_tile(c->gk, sides[i], blk->rows, c0, n, ws->tile[i], c->nc, ws->work);
     for (size_t r = 0; r < blk->rows; r++) {
       kl_next nx = {NULL, NULL, 0};
       if (r + 1 < blk->rows) {
-        nx.t = row_at(sides[0], ws->tile[0], c->nc, skip, r + 1, c0);
-        nx.s = row_at(sides[1], ws->tile[1], c->nc, skip, r + 1, c0);
+        nx.t = row_at(sides[0], ws->tile[0], c->nc, r + 1, c0);
+        nx.s = row_at(sides[1], ws->tile[1], c->nc, r + 1, c0);
         nx.n = n;
       }
-      const float *t = row_at(sides[0], ws->tile[0], c->nc, skip, r, c0);
-      const float *s = row_at(sides[1], ws->tile[1], c->nc, skip, r, c0);
+      const float *t = row_at(sides[0], ws->tile[0], c->nc, r, c0);
+      const float *s = row_at(sides[1], ws->tile[1], c->nc, r, c0);
       w.slot = first + r;
       fdl_status st = visit(c, &ahead, &ws->states[r], t, s, n, c0, &nx, &w, js, err);
       if (st != FDL_OK) return st;
@@ -248,7 +253,7 @@ static fdl_status run_block(void *varg, size_t b, unsigned worker, fdl_err *err)
   fdl_status s;
   for (int i = 0; i < 2; i++) {
     if (sides[i]->form != FDL_NUM_HIDDEN) continue;
-    s = fdl_replay_pad(sides[i], blk->rows, FDL_NUM_TILE_ROWS, ws->pad[i], first, who[i], err);
+    s = fdl_replay_check(sides[i], blk->rows, first, who[i], err);
     if (s != FDL_OK) return s;
   }
   for (size_t r = 0; r < blk->rows; r++) fdl_kl_state_init(&ws->states[r]);
@@ -311,7 +316,6 @@ fdl_status fdl_num_run(fdl_num_ctx *c, const fdl_num_block *blocks, size_t nbloc
   for (int i = 0; i < 2 && s == FDL_OK; i++)
     if (hidden[i]) s = ensure_scratch(c, i, hidden[i], err);
   if (s == FDL_OK) {
-    if (hidden[0] || hidden[1]) fdl_replay_single_threaded_blas();
     run_args ra = {c, blocks, first, out};
     s = fdl_pool_run(&c->pool, nblocks, run_block, &ra, err);
   }

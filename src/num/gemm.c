@@ -91,8 +91,8 @@ static const void *b_row(const fdl_gemm_args *x, size_t j) {
   return (const uint8_t *)x->b + j * x->ldb * es;
 }
 
-void fdl_gemm_tile(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1,
-                   size_t n0, size_t n1, const fdl_gemm_blocking *b, float *work) {
+void fdl_gemm_tile(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1, size_t n0,
+                   size_t n1, const fdl_gemm_blocking *b, float *work) {
   if (m1 <= m0 || n1 <= n0) return;
   size_t mr = kern->mr, nr = kern->nr, k = x->k;
   if (k == 0) {

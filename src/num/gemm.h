@@ -45,8 +45,8 @@ size_t fdl_gemm_work_floats(const gemm_kernel *kern, size_t m, size_t k,
 
 /* C rows [m0, m1) x columns [n0, n1) on the calling thread, under the contract's floating-
  * point environment. */
-void fdl_gemm_tile(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1,
-                   size_t n0, size_t n1, const fdl_gemm_blocking *b, float *work);
+void fdl_gemm_tile(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1, size_t n0,
+                   size_t n1, const fdl_gemm_blocking *b, float *work);
 
 /* Tests and benchmarks: override the cut and the task shape of a context. */
 typedef struct {

@@ -70,15 +70,27 @@ INL void body(const fdl_gemm_type t, const size_t nr, size_t k0, size_t kc, cons
 }
 
 #define MICRO(name, type)                                                                          \
-  static T256 void name(size_t nr, size_t k0, size_t kc, const float *ap, const void *b,         \
-                        size_t ldb, float *acc, int first) {                                      \
+  static T256 void name(size_t nr, size_t k0, size_t kc, const float *ap, const void *b,           \
+                        size_t ldb, float *acc, int first) {                                       \
     switch (nr) {                                                                                  \
-    case 6: body(type, 6, k0, kc, ap, b, ldb, acc, first); break;                                 \
-    case 5: body(type, 5, k0, kc, ap, b, ldb, acc, first); break;                                 \
-    case 4: body(type, 4, k0, kc, ap, b, ldb, acc, first); break;                                 \
-    case 3: body(type, 3, k0, kc, ap, b, ldb, acc, first); break;                                 \
-    case 2: body(type, 2, k0, kc, ap, b, ldb, acc, first); break;                                 \
-    default: body(type, 1, k0, kc, ap, b, ldb, acc, first); break;                                \
+    case 6:                                                                                        \
+      body(type, 6, k0, kc, ap, b, ldb, acc, first);                                               \
+      break;                                                                                       \
+    case 5:                                                                                        \
+      body(type, 5, k0, kc, ap, b, ldb, acc, first);                                               \
+      break;                                                                                       \
+    case 4:                                                                                        \
+      body(type, 4, k0, kc, ap, b, ldb, acc, first);                                               \
+      break;                                                                                       \
+    case 3:                                                                                        \
+      body(type, 3, k0, kc, ap, b, ldb, acc, first);                                               \
+      break;                                                                                       \
+    case 2:                                                                                        \
+      body(type, 2, k0, kc, ap, b, ldb, acc, first);                                               \
+      break;                                                                                       \
+    default:                                                                                       \
+      body(type, 1, k0, kc, ap, b, ldb, acc, first);                                               \
+      break;                                                                                       \
     }                                                                                              \
   }
 MICRO(micro_f32, FDL_GEMM_F32)

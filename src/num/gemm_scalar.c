@@ -15,8 +15,8 @@ static float widen(fdl_gemm_type t, const void *row, size_t k) {
   return t == FDL_GEMM_BF16 ? fdl_bf16_to_f32(h) : fdl_f16_to_f32(h);
 }
 
-static void micro(fdl_gemm_type t, size_t nr, size_t k0, size_t kc, const float *ap,
-                  const void *b, size_t ldb, float *acc, int first) {
+static void micro(fdl_gemm_type t, size_t nr, size_t k0, size_t kc, const float *ap, const void *b,
+                  size_t ldb, float *acc, int first) {
   size_t es = t == FDL_GEMM_F32 ? 4 : 2;
   for (size_t j = 0; j < nr; j++) {
     const void *row = (const uint8_t *)b + j * ldb * es;
@@ -32,8 +32,8 @@ static void micro_f32(size_t nr, size_t k0, size_t kc, const float *ap, const vo
                       float *acc, int first) {
   micro(FDL_GEMM_F32, nr, k0, kc, ap, b, ldb, acc, first);
 }
-static void micro_bf16(size_t nr, size_t k0, size_t kc, const float *ap, const void *b,
-                       size_t ldb, float *acc, int first) {
+static void micro_bf16(size_t nr, size_t k0, size_t kc, const float *ap, const void *b, size_t ldb,
+                       float *acc, int first) {
   micro(FDL_GEMM_BF16, nr, k0, kc, ap, b, ldb, acc, first);
 }
 static void micro_f16(size_t nr, size_t k0, size_t kc, const float *ap, const void *b, size_t ldb,

@@ -1,28 +1,25 @@
-/* replay.h - internal to src/num: head replay of hidden rows into fixed-shape logit tiles. */
+/* replay.h - internal to src/num: head replay of hidden rows into logit tiles, through
+ * fidelis' own GEMM (gemm.h), so a replayed logit is the contract's chain over the hidden
+ * index and nothing else: not the tile, the row's neighbours, the thread or the CPU. */
 #ifndef FDL_NUM_REPLAY_H
 #define FDL_NUM_REPLAY_H
 
 #include <stddef.h>
 
 #include "fidelis/num.h"
+#include "num/gemm.h"
 
-/* Copies `rows` hidden rows (stride ld) into pad [pb x hidden] and zero-fills rows..pb-1, so
- * the GEMM always sees M = pb. Fails with FDL_NONFINITE naming the first bad value (output
- * slot first_slot + row, hidden index). */
-fdl_status fdl_replay_pad(const fdl_num_side *side, size_t rows, size_t pb, float *pad,
-                          size_t first_slot, const char *who, fdl_err *err);
+/* Fails with FDL_NONFINITE naming the first non-finite value of `rows` hidden rows (output slot
+ * first_slot + row, hidden index); who is "reference" or "candidate". */
+fdl_status fdl_replay_check(const fdl_num_side *side, size_t rows, size_t first_slot,
+                            const char *who, fdl_err *err);
 
-/* Column window of the tile that covers chunk [c0, c0 + n): the tile always spans nc = min(chunk,
- * vocab) columns; the last chunk's tile ends at vocab and starts earlier when the chunk is short,
- * so its shape never changes. Returns the first column; *skip is c0 - that column. */
-size_t fdl_replay_window(size_t c0, size_t nc, size_t vocab, size_t *skip);
+/* Floats of workspace fdl_replay_tile needs for FDL_NUM_TILE_ROWS rows of width hidden. */
+size_t fdl_replay_work_floats(const gemm_kernel *kern, size_t hidden);
 
-/* tile[pb x nc] = pad[pb x hidden] . head[col0 .. col0+nc, :]^T with one single-threaded
- * cblas_sgemm call. */
-void fdl_replay_tile(const float *pad, size_t pb, size_t hidden, const float *head, size_t col0,
-                     size_t nc, float *tile);
-
-/* Makes OpenBLAS run each call on the calling thread (see fdl_num_run). */
-void fdl_replay_single_threaded_blas(void);
+/* tile[r][j] = logit c0 + j of hidden row r, for r < rows and j < n; ldt floats per tile row.
+ * The head is read as stored (side->head_type). */
+void fdl_replay_tile(const gemm_kernel *kern, const fdl_num_side *side, size_t rows, size_t c0,
+                     size_t n, float *tile, size_t ldt, float *work);
 
 #endif

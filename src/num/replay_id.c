@@ -1,17 +1,15 @@
-/* blas_id.c - which BLAS and which CPU replay the hidden states. The replay's sgemm is the one
- * computation whose bits depend on the BLAS build and the kernel it picks for the CPU, so the
- * num layer, which calls it, is the one that says what it is. */
-#include <cblas.h>
+/* replay_id.c - what replays the hidden states: the GEMM contract, and the CPU it ran on (an
+ * observed fact the receipt format asks for, although it cannot change a bit). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "fidelis/gemm.h"
 #include "fidelis/num.h"
 
 /* /proc/cpuinfo's first processor block is well under this; "model name" is in it. */
 #define CPUINFO_HEAD_BYTES 8192
-#define OPENBLAS_PREFIX "OpenBLAS "
 
 /* Best effort, and deliberately not through base/sys: the CPU's name only describes the machine,
  * so a failed read says "unknown" rather than failing the receipt, and the fault-injection
@@ -43,16 +41,13 @@ static void cpu_model(char *out, size_t cap) {
   }
 }
 
-void fdl_num_blas_identity_get(fdl_num_blas_identity *id) {
+void fdl_num_replay_identity_get(fdl_num_replay_identity *id) {
   memset(id, 0, sizeof *id);
-  id->library = "openblas";
-  id->configuration = openblas_get_config();
-  id->core = openblas_get_corename();
-  snprintf(id->version, sizeof id->version, "unknown");
-  const char *cfg = id->configuration;
-  if (cfg && !strncmp(cfg, OPENBLAS_PREFIX, sizeof OPENBLAS_PREFIX - 1)) {
-    const char *v = cfg + sizeof OPENBLAS_PREFIX - 1;
-    snprintf(id->version, sizeof id->version, "%.*s", (int)strcspn(v, " "), v);
-  }
+  id->library = "fidelis_gemm";
+  id->contract = FDL_GEMM_CONTRACT;
+  id->chain = "each logit is c = fmaf(hidden[k], widen(head[v][k]), c) for k ascending from +0.0 "
+              "in float32, round to nearest even, subnormals kept; BF16 and F16 heads are "
+              "widened exactly";
+  id->kernels = "scalar fmaf, AVX2+FMA, AVX-512F (bit-identical)";
   cpu_model(id->cpu_model, sizeof id->cpu_model);
 }
