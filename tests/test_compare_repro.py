@@ -137,12 +137,16 @@ FLAG_SETS = [
     ["--vocab-chunk", "7", "--threads", "3"],
     ["--isa", "scalar", "--chunk-positions", "200"],
     ["--isa", "avx2", "--threads", "2", "--vocab-chunk", "100000", "--position-block", "65"],
+    ["--isa", "avx512", "--threads", "3"],
 ]
+# The replay no longer goes through OpenBLAS, whose kernel choice used to move the bits.
+CORETYPES = [None, "Haswell", "SkylakeX", "Zen", "Sandybridge"]
 
 
 def flag_identity():
     """Records of 149 rows (tiles of 64, 64 and 21 rows) over a vocabulary of 9000 (chunks of 4096,
-    4096 and a last one sliding back): every flag set gives the same bytes."""
+    4096 and 808): every flag set, and every OPENBLAS_CORETYPE, gives the same bytes; BF16, F16
+    and F32 heads alike."""
     big = U.Builder(vocab=9000, hidden=40, contexts=3, tokens=150, seed=21)
     big.dir = B.dir
     W = big.random_head()
@@ -151,17 +155,24 @@ def flag_identity():
     H1 = [h + (big.rng.standard_normal(h.shape) * 0.2).astype(np.float32) for h in H0]
     HR = big.pack("FR", tensors=H0, head=W)
     HQ = big.pack("FQ", tensors=H1, head=W2, role="quant")
+    HR16 = big.pack("FR16", tensors=H0, head=W, head_dtype="F16")
+    HQ32 = big.pack("FQ32", tensors=H1, head=W2, head_dtype="F32", role="quant")
     L0 = [(h.astype(np.float64) @ W.astype(np.float64).T).astype(np.float32) for h in H0]
     L1 = [(h.astype(np.float64) @ W2.astype(np.float64).T).astype(np.float32) for h in H1]
     LR = big.pack("FLR", tensors=L0, tensor_dtype="F32", form="logit", head=W)
     LQ = big.pack("FLQ", tensors=L1, tensor_dtype="F32", form="logit", role="quant", head=W2)
-    env = {"SOURCE_DATE_EPOCH": "1700000000"}
-    for tag, ra, rb, extra in (("hidden", HR, HQ, ["--own-heads", "--js"]), ("logit", LR, LQ, [])):
+    for tag, ra, rb, extra in (("hidden", HR, HQ, ["--own-heads", "--js"]), ("logit", LR, LQ, []),
+                               ("hidden-f16-f32", HR16, HQ32, ["--own-heads"])):
         base = None
-        for k, flags in enumerate(FLAG_SETS):
-            if "avx2" in flags and not cpu_has("avx2", "fma"):
-                print("note: no AVX2+FMA here; that flag set runs with the default kernel")
-                flags = [f for f in flags if f not in ("--isa", "avx2")]
+        runs = [(flags, None) for flags in FLAG_SETS] + [([], ct) for ct in CORETYPES[1:]]
+        for k, (flags, coretype) in enumerate(runs):
+            for isa, need in (("avx2", ("avx2", "fma", "f16c")), ("avx512", ("avx512f",))):
+                if isa in flags and not cpu_has(*need):
+                    print(f"note: no {isa} here; that flag set runs with the default kernel")
+                    flags = [f for f in flags if f not in ("--isa", isa)]
+            env = {"SOURCE_DATE_EPOCH": "1700000000"}
+            if coretype:
+                env["OPENBLAS_CORETYPE"] = coretype
             o = run(f"flags-{tag}-{k}", [ra, rb, *extra, *flags], env=env)
             cur = (open(os.path.join(o, "comparison-receipt.json"), "rb").read(),
                    open(os.path.join(o, "tokenwise-kld.npy"), "rb").read())
@@ -169,8 +180,9 @@ def flag_identity():
                 base = cur
                 U.check(U.tokenwise(o).max() > 0, f"flags {tag}: a real measurement")
             else:
-                U.check(cur[1] == base[1], f"flags {tag} {flags}: tokenwise-kld.npy differs")
-                U.check(cur[0] == base[0], f"flags {tag} {flags}: receipt differs")
+                what = f"flags {tag} {flags} OPENBLAS_CORETYPE={coretype}"
+                U.check(cur[1] == base[1], f"{what}: tokenwise-kld.npy differs")
+                U.check(cur[0] == base[0], f"{what}: receipt differs")
 
 
 def main():
