@@ -185,9 +185,10 @@ fdl_status fdl_gemm_new(fdl_num_isa isa, unsigned threads, fdl_gemm **out, fdl_e
 
 void fdl_gemm_free(fdl_gemm *g) {
   if (!g) return;
-  fdl_pool_free(&g->pool);
+  /* The workspaces before the pool: fdl_pool_free sets pool.threads to 0. */
   if (g->work)
     for (unsigned w = 0; w < g->pool.threads; w++) free(g->work[w]);
+  fdl_pool_free(&g->pool);
   free(g->work);
   free(g);
 }
