@@ -13,7 +13,8 @@
  *   c = +0.0f;  for k = 0, 1, ..., K-1:  c = fmaf(A[i][k], widen(B[j][k]), c);
  *
  * in IEEE round-to-nearest-even with subnormals kept (the kernels set MXCSR to its default for
- * the duration of a call and restore it). The scalar kernel is that loop; the AVX2+FMA and
+ * the duration of a call and restore it); a result that is NaN is stored as the quiet NaN
+ * 0x7FC00000, whatever payloads met on the way. The scalar kernel is that loop; the AVX2+FMA and
  * AVX-512F kernels reproduce it bit for bit. Blocking over M, N and K, the thread count and
  * where an element falls in a tile change the speed only: no element depends on another row
  * or column, and the chain over k is never split. */

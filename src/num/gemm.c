@@ -86,6 +86,10 @@ static void pack_a(const fdl_gemm_args *x, size_t i0, size_t rows, size_t mr, fl
   }
 }
 
+static float canonical(float v) {
+  return v != v ? fdl_gemm_bits_f32(FDL_GEMM_NAN_BITS) : v;
+}
+
 static const void *b_row(const fdl_gemm_args *x, size_t j) {
   size_t es = x->b_type == FDL_GEMM_F32 ? 4 : 2;
   return (const uint8_t *)x->b + j * x->ldb * es;
@@ -126,7 +130,7 @@ void fdl_gemm_tile(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, s
       const float *pacc = acc + p * mr * nb;
       for (size_t i = 0; i < rows; i++) {
         float *crow = x->c + (i0 + i) * x->ldc;
-        for (size_t j = j0; j < j1; j++) crow[j] = pacc[(j - j0) * mr + i];
+        for (size_t j = j0; j < j1; j++) crow[j] = canonical(pacc[(j - j0) * mr + i]);
       }
     }
   }
@@ -143,7 +147,7 @@ float fdl_gemm_dot_ref(const float *a, const void *b, fdl_gemm_type t, size_t k)
     c = fmaf(a[i], w, c);
   }
   fpenv_leave(env);
-  return c;
+  return canonical(c);
 }
 
 /* ---- the pooled product -------------------------------------------------------------- */

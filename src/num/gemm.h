@@ -57,6 +57,11 @@ typedef struct {
 void fdl_gemm_tuning_get(const fdl_gemm *g, size_t k, fdl_gemm_tuning *t);
 void fdl_gemm_tuning_set(fdl_gemm *g, const fdl_gemm_tuning *t);
 
+/* The contract's one NaN: a chain that ends in NaN is stored as this quiet NaN, because which
+ * operand's payload an fma propagates is left open by C and differs between fmaf and
+ * vfmadd231ps (and with the register the compiler picked). */
+#define FDL_GEMM_NAN_BITS 0x7FC00000u
+
 /* Widening, as every kernel must do it (exact). */
 static inline float fdl_gemm_bits_f32(uint32_t u) {
   float f;
