@@ -18,8 +18,10 @@ typedef struct {
   kl_state *states;  /* [FDL_NUM_TILE_ROWS] */
   fdl_num_row *rows; /* [FDL_NUM_TILE_ROWS] */
   float *tile[2];    /* [FDL_NUM_TILE_ROWS x nc] per side, allocated on first hidden run */
-  float *work;       /* GEMM workspace, shared by the sides (their tiles are made in turn) */
-  size_t work_cap;   /* floats */
+  float *packed[2];  /* the block's hidden rows, packed for the GEMM once per block */
+  size_t packed_cap[2];
+  float *acc;     /* GEMM accumulators, shared by the sides (their tiles are made in turn) */
+  size_t acc_cap; /* floats */
 } scratch;
 
 struct fdl_num_ctx {
@@ -96,8 +98,8 @@ void fdl_num_ctx_free(fdl_num_ctx *c) {
     for (size_t w = 0; w < c->o.threads; w++) {
       free(c->ws[w].states);
       free(c->ws[w].rows);
-      for (int i = 0; i < 2; i++) free(c->ws[w].tile[i]);
-      free(c->ws[w].work);
+      for (int i = 0; i < 2; i++) free(c->ws[w].tile[i]), free(c->ws[w].packed[i]);
+      free(c->ws[w].acc);
     }
     free(c->ws);
   }
@@ -138,18 +140,16 @@ static fdl_status ensure_scratch(fdl_num_ctx *c, int i, size_t hidden, fdl_err *
   size_t pb = FDL_NUM_TILE_ROWS;
   if (hidden > SIZE_MAX / sizeof(float) / pb / 2)
     return fdl_fail(err, FDL_TOO_LARGE, "hidden width %zu is too large", hidden);
-  size_t need = fdl_replay_work_floats(c->gk, hidden);
+  size_t packed = fdl_replay_packed_floats(c->gk, hidden);
+  size_t acc = fdl_replay_acc_floats(c->gk, hidden);
   for (unsigned w = 0; w < c->o.threads; w++) {
     scratch *ws = &c->ws[w];
     if (!ws->tile[i] && !(ws->tile[i] = alloc_aligned(pb * c->nc * sizeof(float))))
       return fdl_fail(err, FDL_NOMEM, "out of memory for a %zu x %zu logit tile", pb, c->nc);
-    if (ws->work_cap >= need) continue;
-    free(ws->work);
-    ws->work_cap = 0;
-    if (!(ws->work = alloc_aligned(need * sizeof(float))))
+    if (!fdl_num_grow_floats(&ws->packed[i], &ws->packed_cap[i], packed) ||
+        !fdl_num_grow_floats(&ws->acc, &ws->acc_cap, acc))
       return fdl_fail(err, FDL_NOMEM, "out of memory for the replay of %zu-wide hidden rows",
                       hidden);
-    ws->work_cap = need;
   }
   return FDL_OK;
 }
@@ -215,7 +215,8 @@ static fdl_status sweep_tiles(fdl_num_ctx *c, const fdl_num_block *blk, scratch 
     size_t n = chunk_len(o, c0);
     for (int i = 0; i < 2; i++)
       if (sides[i]->form == FDL_NUM_HIDDEN)
-        fdl_replay_tile(c->gk, sides[i], blk->rows, c0, n, ws->tile[i], c->nc, ws->work);
+        fdl_replay_tile(c->gk, sides[i], blk->rows, c0, n, ws->packed[i], ws->acc, ws->tile[i],
+                        c->nc);
     for (size_t r = 0; r < blk->rows; r++) {
       kl_next nx = {NULL, NULL, 0};
       if (r + 1 < blk->rows) {
@@ -255,6 +256,7 @@ static fdl_status run_block(void *varg, size_t b, unsigned worker, fdl_err *err)
     if (sides[i]->form != FDL_NUM_HIDDEN) continue;
     s = fdl_replay_check(sides[i], blk->rows, first, who[i], err);
     if (s != FDL_OK) return s;
+    fdl_replay_pack(c->gk, sides[i], blk->rows, ws->packed[i]);
   }
   for (size_t r = 0; r < blk->rows; r++) fdl_kl_state_init(&ws->states[r]);
   if ((s = sweep(c, blk, ws, first, 0, err)) != FDL_OK) return s;

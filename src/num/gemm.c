@@ -47,7 +47,7 @@ static void fpenv_leave(unsigned old) {
 #define GEMM_NB 96
 /* Pool task shape: rows x columns of C per task. */
 #define GEMM_TASK_ROWS 256
-#define GEMM_TASK_COLS 1536
+#define GEMM_TASK_COLS 4096
 
 fdl_status fdl_gemm_kernel_pick(fdl_num_isa want, const gemm_kernel **out, fdl_err *err) {
   const void *const by_isa[4] = {
@@ -71,18 +71,30 @@ static size_t round_up(size_t x, size_t to) {
   return (x + to - 1) / to * to;
 }
 
-size_t fdl_gemm_work_floats(const gemm_kernel *kern, size_t m, size_t k,
-                            const fdl_gemm_blocking *b) {
-  size_t rows = round_up(m ? m : 1, kern->mr);
-  /* packed A for every panel of the tile, then the accumulators of one B block per panel */
-  return round_up(rows * (k ? k : 1), 16) + rows * round_up(b->nb, kern->nr);
+size_t fdl_gemm_packed_floats(const gemm_kernel *kern, size_t m, size_t k) {
+  return round_up(round_up(m ? m : 1, kern->mr) * (k ? k : 1), 16);
 }
 
-static void pack_a(const fdl_gemm_args *x, size_t i0, size_t rows, size_t mr, float *ap) {
-  for (size_t k = 0; k < x->k; k++) {
-    float *dst = ap + k * mr;
-    for (size_t i = 0; i < rows; i++) dst[i] = x->a[(i0 + i) * x->lda + k];
-    for (size_t i = rows; i < mr; i++) dst[i] = 0.0f;
+size_t fdl_gemm_acc_floats(const gemm_kernel *kern, size_t m, const fdl_gemm_blocking *b) {
+  return round_up(m ? m : 1, kern->mr) * round_up(b->nb, kern->nr);
+}
+
+size_t fdl_gemm_work_floats(const gemm_kernel *kern, size_t m, size_t k,
+                            const fdl_gemm_blocking *b) {
+  return fdl_gemm_packed_floats(kern, m, k) + fdl_gemm_acc_floats(kern, m, b);
+}
+
+void fdl_gemm_pack(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1,
+                   float *packed) {
+  size_t mr = kern->mr, k = x->k;
+  for (size_t i0 = m0; i0 < m1; i0 += mr, packed += mr * k) {
+    size_t rows = i0 + mr <= m1 ? mr : m1 - i0;
+    for (size_t i = 0; i < rows; i++) {
+      const float *src = x->a + (i0 + i) * x->lda;
+      for (size_t kk = 0; kk < k; kk++) packed[kk * mr + i] = src[kk];
+    }
+    for (size_t kk = 0; kk < k; kk++)
+      for (size_t i = rows; i < mr; i++) packed[kk * mr + i] = 0.0f;
   }
 }
 
@@ -95,8 +107,9 @@ static const void *b_row(const fdl_gemm_args *x, size_t j) {
   return (const uint8_t *)x->b + j * x->ldb * es;
 }
 
-void fdl_gemm_tile(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1, size_t n0,
-                   size_t n1, const fdl_gemm_blocking *b, float *work) {
+void fdl_gemm_tile_packed(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1,
+                          size_t n0, size_t n1, const fdl_gemm_blocking *b, const float *packed,
+                          float *acc) {
   if (m1 <= m0 || n1 <= n0) return;
   size_t mr = kern->mr, nr = kern->nr, k = x->k;
   if (k == 0) {
@@ -107,22 +120,19 @@ void fdl_gemm_tile(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, s
   unsigned env = fpenv_enter();
   size_t panels = (m1 - m0 + mr - 1) / mr;
   size_t nb = round_up(b->nb, nr);
-  float *acc = work + round_up(panels * mr * k, 16);
-  for (size_t p = 0; p < panels; p++) {
-    size_t i0 = m0 + p * mr;
-    pack_a(x, i0, i0 + mr <= m1 ? mr : m1 - i0, mr, work + p * mr * k);
-  }
   gemm_micro micro = kern->micro[x->b_type];
   for (size_t j0 = n0; j0 < n1; j0 += nb) {
     size_t j1 = j0 + nb < n1 ? j0 + nb : n1;
-    for (size_t p = 0; p < panels; p++) {
-      const float *ap = work + p * mr * k;
-      float *pacc = acc + p * mr * nb;
-      for (size_t k0 = 0; k0 < k; k0 += b->kc) {
-        size_t kc = k - k0 < b->kc ? k - k0 : b->kc;
+    /* k-blocks outside the panels: a block of B rows and depths is read by every panel while
+     * it is in cache */
+    for (size_t k0 = 0; k0 < k; k0 += b->kc) {
+      size_t kc = k - k0 < b->kc ? k - k0 : b->kc;
+      for (size_t p = 0; p < panels; p++) {
+        const float *ap = packed + p * mr * k + k0 * mr;
+        float *pacc = acc + p * mr * nb;
         for (size_t j = j0; j < j1; j += nr)
-          micro(j1 - j < nr ? j1 - j : nr, k0, kc, ap + k0 * mr, b_row(x, j), x->ldb,
-                pacc + (j - j0) * mr, k0 == 0);
+          micro(j1 - j < nr ? j1 - j : nr, k0, kc, ap, b_row(x, j), x->ldb, pacc + (j - j0) * mr,
+                k0 == 0);
       }
     }
     for (size_t p = 0; p < panels; p++) {
@@ -135,6 +145,14 @@ void fdl_gemm_tile(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, s
     }
   }
   fpenv_leave(env);
+}
+
+void fdl_gemm_tile(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1, size_t n0,
+                   size_t n1, const fdl_gemm_blocking *b, float *work) {
+  if (m1 <= m0 || n1 <= n0) return;
+  fdl_gemm_pack(kern, x, m0, m1, work);
+  fdl_gemm_tile_packed(kern, x, m0, m1, n0, n1, b, work,
+                       work + fdl_gemm_packed_floats(kern, m1 - m0, x->k));
 }
 
 float fdl_gemm_dot_ref(const float *a, const void *b, fdl_gemm_type t, size_t k) {
@@ -156,16 +174,18 @@ struct fdl_gemm {
   const gemm_kernel *kern;
   fdl_pool pool;
   fdl_gemm_tuning tune;
-  int tuned;       /* tune was set by fdl_gemm_tuning_set */
-  float **work;    /* [threads] */
-  size_t work_cap; /* floats per worker */
+  int tuned;         /* tune was set by fdl_gemm_tuning_set */
+  float **acc;       /* [threads] accumulator blocks */
+  size_t acc_cap;    /* floats per worker */
+  float *packed;     /* A packed once per run, shared by the tasks */
+  size_t packed_cap; /* floats */
 };
 
 typedef struct {
   fdl_gemm *g;
   const fdl_gemm_args *x;
   fdl_gemm_tuning t;
-  size_t row_tasks;
+  size_t row_tasks, per_rows; /* packed floats per row task */
 } run_args;
 
 fdl_status fdl_gemm_new(fdl_num_isa isa, unsigned threads, fdl_gemm **out, fdl_err *err) {
@@ -179,7 +199,7 @@ fdl_status fdl_gemm_new(fdl_num_isa isa, unsigned threads, fdl_gemm **out, fdl_e
     free(g);
     return s;
   }
-  if (!(g->work = fdl_calloc(g->pool.threads, sizeof *g->work))) {
+  if (!(g->acc = fdl_calloc(g->pool.threads, sizeof *g->acc))) {
     fdl_gemm_free(g);
     return fdl_fail(err, FDL_NOMEM, "out of memory for a GEMM context");
   }
@@ -190,10 +210,11 @@ fdl_status fdl_gemm_new(fdl_num_isa isa, unsigned threads, fdl_gemm **out, fdl_e
 void fdl_gemm_free(fdl_gemm *g) {
   if (!g) return;
   /* The workspaces before the pool: fdl_pool_free sets pool.threads to 0. */
-  if (g->work)
-    for (unsigned w = 0; w < g->pool.threads; w++) free(g->work[w]);
+  if (g->acc)
+    for (unsigned w = 0; w < g->pool.threads; w++) free(g->acc[w]);
   fdl_pool_free(&g->pool);
-  free(g->work);
+  free(g->acc);
+  free(g->packed);
   free(g);
 }
 
@@ -220,15 +241,30 @@ void fdl_gemm_tuning_set(fdl_gemm *g, const fdl_gemm_tuning *t) {
   g->tuned = 1;
 }
 
-static fdl_status run_task(void *varg, size_t task, unsigned worker, fdl_err *err) {
+static void task_rows(const run_args *ra, size_t ti, size_t *m0, size_t *m1) {
+  *m0 = ti * ra->t.task_rows;
+  *m1 = *m0 + ra->t.task_rows < ra->x->m ? *m0 + ra->t.task_rows : ra->x->m;
+}
+
+static fdl_status pack_task(void *varg, size_t ti, unsigned worker, fdl_err *err) {
+  (void)worker, (void)err;
+  run_args *ra = varg;
+  size_t m0, m1;
+  task_rows(ra, ti, &m0, &m1);
+  fdl_gemm_pack(ra->g->kern, ra->x, m0, m1, ra->g->packed + ti * ra->per_rows);
+  return FDL_OK;
+}
+
+static fdl_status tile_task(void *varg, size_t task, unsigned worker, fdl_err *err) {
   (void)err;
   run_args *ra = varg;
   const fdl_gemm_args *x = ra->x;
-  size_t ti = task % ra->row_tasks, tj = task / ra->row_tasks;
-  size_t m0 = ti * ra->t.task_rows, n0 = tj * ra->t.task_cols;
-  size_t m1 = m0 + ra->t.task_rows < x->m ? m0 + ra->t.task_rows : x->m;
+  size_t ti = task % ra->row_tasks, tj = task / ra->row_tasks, m0, m1;
+  task_rows(ra, ti, &m0, &m1);
+  size_t n0 = tj * ra->t.task_cols;
   size_t n1 = n0 + ra->t.task_cols < x->n ? n0 + ra->t.task_cols : x->n;
-  fdl_gemm_tile(ra->g->kern, x, m0, m1, n0, n1, &ra->t.blk, ra->g->work[worker]);
+  fdl_gemm_tile_packed(ra->g->kern, x, m0, m1, n0, n1, &ra->t.blk,
+                       ra->g->packed + ti * ra->per_rows, ra->g->acc[worker]);
   return FDL_OK;
 }
 
@@ -246,26 +282,44 @@ static fdl_status check_args(const fdl_gemm_args *x, fdl_err *err) {
   return FDL_OK;
 }
 
+int fdl_num_grow_floats(float **buf, size_t *cap, size_t need) {
+  if (need <= *cap) return 1;
+  free(*buf);
+  *cap = 0;
+  /* aligned_alloc wants a size that is a multiple of the alignment */
+  if (!(*buf = fdl_aligned_alloc(64, round_up(need * sizeof(float), 64)))) return 0;
+  *cap = need;
+  return 1;
+}
+
 fdl_status fdl_gemm_run(fdl_gemm *g, const fdl_gemm_args *x, fdl_err *err) {
   fdl_status s = check_args(x, err);
   if (s != FDL_OK || !x->m || !x->n) return s;
-  run_args ra = {g, x, {{0, 0}, 0, 0}, 0};
+  run_args ra = {g, x, {{0, 0}, 0, 0}, 0, 0};
   fdl_gemm_tuning_get(g, x->k, &ra.t);
-  size_t rows = x->m < ra.t.task_rows ? x->m : ra.t.task_rows;
-  size_t need = fdl_gemm_work_floats(g->kern, rows, x->k, &ra.t.blk);
-  if (need > g->work_cap) {
+  ra.row_tasks = (x->m + ra.t.task_rows - 1) / ra.t.task_rows;
+  ra.per_rows =
+      fdl_gemm_packed_floats(g->kern, x->m < ra.t.task_rows ? x->m : ra.t.task_rows, x->k);
+  if (ra.per_rows > SIZE_MAX / sizeof(float) / ra.row_tasks)
+    return fdl_fail(err, FDL_TOO_LARGE, "GEMM: %zu x %zu is too large to pack", x->m, x->k);
+  if (!fdl_num_grow_floats(&g->packed, &g->packed_cap, ra.per_rows * ra.row_tasks))
+    return fdl_fail(err, FDL_NOMEM, "out of memory for the packed %zu x %zu A", x->m, x->k);
+  size_t need = fdl_gemm_acc_floats(g->kern, ra.t.task_rows, &ra.t.blk);
+  if (need > g->acc_cap) {
     for (unsigned w = 0; w < g->pool.threads; w++) {
-      free(g->work[w]);
-      g->work[w] = NULL;
+      free(g->acc[w]);
+      g->acc[w] = NULL;
     }
-    g->work_cap = 0;
-    for (unsigned w = 0; w < g->pool.threads; w++)
-      if (!(g->work[w] = fdl_aligned_alloc(64, need * sizeof(float))))
+    g->acc_cap = 0;
+    for (unsigned w = 0; w < g->pool.threads; w++) {
+      size_t cap = 0;
+      if (!fdl_num_grow_floats(&g->acc[w], &cap, need))
         return fdl_fail(err, FDL_NOMEM, "out of memory for %u GEMM workspaces of %zu bytes",
                         g->pool.threads, need * sizeof(float));
-    g->work_cap = need;
+    }
+    g->acc_cap = need;
   }
-  ra.row_tasks = (x->m + ra.t.task_rows - 1) / ra.t.task_rows;
+  if ((s = fdl_pool_run(&g->pool, ra.row_tasks, pack_task, &ra, err)) != FDL_OK) return s;
   size_t col_tasks = (x->n + ra.t.task_cols - 1) / ra.t.task_cols;
-  return fdl_pool_run(&g->pool, ra.row_tasks * col_tasks, run_task, &ra, err);
+  return fdl_pool_run(&g->pool, ra.row_tasks * col_tasks, tile_task, &ra, err);
 }

@@ -39,14 +39,31 @@ typedef struct {
 /* The default cut for a kernel and depth k. */
 void fdl_gemm_blocking_default(const gemm_kernel *kern, size_t k, fdl_gemm_blocking *b);
 
-/* Floats of 64-byte aligned workspace fdl_gemm_tile needs for up to m rows. */
+/* Floats of 64-byte aligned workspace for up to m rows: A packed (fdl_gemm_pack), the
+ * accumulators of one B block (fdl_gemm_tile_packed), or both (fdl_gemm_tile). */
+size_t fdl_gemm_packed_floats(const gemm_kernel *kern, size_t m, size_t k);
+size_t fdl_gemm_acc_floats(const gemm_kernel *kern, size_t m, const fdl_gemm_blocking *b);
 size_t fdl_gemm_work_floats(const gemm_kernel *kern, size_t m, size_t k,
                             const fdl_gemm_blocking *b);
 
+/* Packs A rows [m0, m1) into panels of mr rows, transposed and zero-padded. */
+void fdl_gemm_pack(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1,
+                   float *packed);
+
 /* C rows [m0, m1) x columns [n0, n1) on the calling thread, under the contract's floating-
- * point environment. */
+ * point environment, from those rows packed by fdl_gemm_pack (one packing serves every column
+ * range). */
+void fdl_gemm_tile_packed(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1,
+                          size_t n0, size_t n1, const fdl_gemm_blocking *b, const float *packed,
+                          float *acc);
+
+/* Packs and computes in one call; work holds fdl_gemm_work_floats. */
 void fdl_gemm_tile(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1, size_t n0,
                    size_t n1, const fdl_gemm_blocking *b, float *work);
+
+/* Grows *buf (64-byte aligned, freed with free) to hold need floats; the old contents are not
+ * kept. Returns 0 when out of memory (*buf is then NULL and *cap 0). */
+int fdl_num_grow_floats(float **buf, size_t *cap, size_t need);
 
 /* Tests and benchmarks: override the cut and the task shape of a context. */
 typedef struct {

@@ -14,12 +14,17 @@
 fdl_status fdl_replay_check(const fdl_num_side *side, size_t rows, size_t first_slot,
                             const char *who, fdl_err *err);
 
-/* Floats of workspace fdl_replay_tile needs for FDL_NUM_TILE_ROWS rows of width hidden. */
-size_t fdl_replay_work_floats(const gemm_kernel *kern, size_t hidden);
+/* Floats of a block's packed hidden rows (FDL_NUM_TILE_ROWS of width hidden), and of the
+ * accumulators one tile needs. */
+size_t fdl_replay_packed_floats(const gemm_kernel *kern, size_t hidden);
+size_t fdl_replay_acc_floats(const gemm_kernel *kern, size_t hidden);
+
+/* Packs a block's hidden rows once for all of its tiles. */
+void fdl_replay_pack(const gemm_kernel *kern, const fdl_num_side *side, size_t rows, float *packed);
 
 /* tile[r][j] = logit c0 + j of hidden row r, for r < rows and j < n; ldt floats per tile row.
  * The head is read as stored (side->head_type). */
 void fdl_replay_tile(const gemm_kernel *kern, const fdl_num_side *side, size_t rows, size_t c0,
-                     size_t n, float *tile, size_t ldt, float *work);
+                     size_t n, const float *packed, float *acc, float *tile, size_t ldt);
 
 #endif
