@@ -1,15 +1,26 @@
 /* isa.c - run-time instruction-set choice shared by every kernel family. The choice is made
  * per context and stored there; there is no global state. Kernels of one family give the same
  * bits, so the choice only changes speed. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
 #include "num/isa.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* clang 14's __builtin_cpu_supports does not know "f16c"; CPUID leaf 1 says it (ECX bit 29). */
+static int has_f16c(void) {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
 
 int fdl_num_cpu_has(fdl_num_isa isa) {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
   if (isa == FDL_NUM_ISA_AVX512) return __builtin_cpu_supports("avx512f");
   if (isa == FDL_NUM_ISA_AVX2)
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
 #endif
   return isa == FDL_NUM_ISA_SCALAR;
 }
