@@ -88,6 +88,10 @@ fdl_status fdl_attr_compare_logits(const float *actual, const float *reference, 
     if (ta.used < k || ka > ta.key[k - 1]) topk_push(&ta, ka, i);
     if (tr.used < k || kr > tr.key[k - 1]) topk_push(&tr, kr, i);
   }
+  if (!(an > 0.0) || !(rn > 0.0))
+    return fdl_fail(err, FDL_REFUSED,
+                    "%s logits are all zero, expected a nonzero vector (the cosine is undefined)",
+                    an > 0.0 ? "reference" : "actual");
   memset(out, 0, sizeof *out);
   out->n = n;
   out->cosine_similarity = dot / (sqrt(an) * sqrt(rn));
