@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fidelis/attr.h"
+#include "base/sys.h"
 #include "fidelis/file.h"
 
 /* The safetensors __metadata__ key that names the rows of a boundary matrix. */
@@ -39,7 +40,7 @@ static fdl_status take(const fdl_tensor *t, const char *what, fdl_attr_matrix *m
   if (n > SIZE_MAX / sizeof(float))
     return fdl_fail(err, FDL_TOO_LARGE, "%s: %llu elements do not fit in memory", what,
                     (unsigned long long)n);
-  m->data = malloc((size_t)n * sizeof(float));
+  m->data = fdl_malloc((size_t)n * sizeof(float));
   if (!m->data)
     return fdl_fail(err, FDL_NOMEM, "%s: out of memory for %llu floats", what,
                     (unsigned long long)n);
@@ -80,7 +81,7 @@ static fdl_status from_safetensors(const fdl_map *map, const char *tensor, fdl_a
   }
   const json_t *meta = fdl_safetensors_metadata(st);
   const char *names = meta ? json_string_value(json_object_get(meta, BOUNDARY_NAMES_KEY)) : NULL;
-  if (s == FDL_OK && names && !(m->boundary_names = strdup(names)))
+  if (s == FDL_OK && names && !(m->boundary_names = fdl_strdup(names)))
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
   fdl_safetensors_close(st);
   return s;
