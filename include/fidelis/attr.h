@@ -50,7 +50,8 @@ typedef struct {
 /* Compares actual A (the candidate) with reference R, both n floats (n >= 1), and fills *out;
  * cand[i] (i < ncand, each < n) fills cand_out[i]. Refuses n == 0 (FDL_BOUNDS), a candidate id
  * >= n (FDL_BOUNDS), a non-finite value (FDL_NONFINITE, naming "actual"/"reference" and the
- * index) and an all-zero vector (FDL_REFUSED: the cosine would be 0/0). On error *out and cand_out are unspecified. Does not allocate. */
+ * index) and an all-zero vector (FDL_REFUSED: the cosine would be 0/0). On error *out and cand_out
+ * are unspecified. */
 FDL_API fdl_status fdl_attr_compare_logits(const float *actual, const float *reference, size_t n,
                                            const uint64_t *cand, size_t ncand, fdl_attr_logits *out,
                                            fdl_attr_candidate *cand_out, fdl_err *err);
