@@ -144,12 +144,15 @@ def main():
 
         kinds = {"validate": "dataset", "inspect": "dataset", "compare": "dataset",
                  "verify": "json", "json canon": "json", "tensor ls": "tensor", "pack": "panel",
-                 "synth": "out"}
-        good = {"dataset": ref, "json": receipt, "tensor": tensor, "panel": pin["panel"]}
+                 "synth": "out", "logits diff": "vector", "layers diff": "vector"}
+        with open(P("good.f32"), "wb") as f:  # a raw float32 vector [1, 2, 3, 4]
+            f.write(bytes.fromhex("0000803f000000400000404000008040"))
+        good = {"dataset": ref, "json": receipt, "tensor": tensor, "panel": pin["panel"],
+                "vector": P("good.f32")}
         malformed = {"dataset": P("badds"), "json": P("bad.json"), "tensor": P("bad.bin"),
-                     "panel": P("bad.jsonl")}
+                     "panel": P("bad.jsonl"), "vector": P("bad.bin")}
         unreadable = {"dataset": P("unrds"), "json": P("unr.json"), "tensor": P("unr.bin"),
-                      "panel": P("unr.jsonl")}
+                      "panel": P("unr.jsonl"), "vector": P("unr.bin")}
 
         def argv(cmd, path, extra=()):
             if cmd == "compare":
@@ -158,14 +161,18 @@ def main():
                 return pack_args(path, extra)
             if cmd == "synth":
                 return ["synth", "--out", path, *SMALL, *extra]
+            if cmd in ("logits diff", "layers diff"):  # REF is the input under test
+                return cmd.split() + [path, P("good.f32"), *extra]
             return cmd.split() + list(extra) + [path]
 
         bad_flag = {"validate": ["--threads", "0"], "inspect": ["--no-such-flag"],
                     "compare": ["--vocab-chunk", "0"], "verify": ["--no-such-flag"],
                     "json canon": ["--no-such-flag"], "tensor ls": ["--no-such-flag"],
-                    "pack": ["--threads", "4294967296"], "synth": ["--threads", ""]}
+                    "pack": ["--threads", "4294967296"], "synth": ["--threads", ""],
+                    "logits diff": ["--candidates", "x"], "layers diff": ["--hidden", "0"]}
         json_flag = {"validate": ["--json"], "compare": ["--json"], "inspect": ["--json"],
-                     "verify": ["--json"], "tensor ls": ["--json"], "synth": ["--json"]}
+                     "verify": ["--json"], "tensor ls": ["--json"], "synth": ["--json"],
+                     "logits diff": ["--json"], "layers diff": ["--json"]}
         nobody = drop_privileges()
 
         for cmd, row in table.items():

@@ -53,5 +53,6 @@
 #include "compare.h"
 #include "engine.h"
 #include "synth.h"
+#include "attr.h"
 
 #endif

@@ -16,6 +16,10 @@ static const fdl_cli_command COMMANDS[] = {
     {"validate", "check a fidelity dataset (structural, or sealed with tensors)", fdl_cli_validate,
      fdl_cli_validate_check},
     {"inspect", "summarise a fidelity dataset", fdl_cli_inspect, fdl_cli_inspect_check},
+    {"logits", "Kiln compare_logits between two logit vectors (logits diff)", fdl_cli_logits,
+     fdl_cli_logits_check},
+    {"layers", "Kiln compare_boundary over per-boundary hidden rows (layers diff)", fdl_cli_layers,
+     fdl_cli_layers_check},
 };
 
 const fdl_cli_command *fdl_cli_commands(size_t *n) {

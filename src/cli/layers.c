@@ -1,0 +1,267 @@
+/* layers.c - `fidelis layers diff REF CAND`: Kiln's compare_boundary for every row of two
+ * [boundaries, hidden] matrices (CAND the actual side, REF the reference) and the
+ * largest_relative_error_growth over them (spec §11).
+ *
+ * The work is fdl_attr_compare_boundary / fdl_attr_largest_growth; this file parses, reads,
+ * names the rows and prints. docs/ATTRIBUTION.md describes inputs and output. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "fidelis/attr.h"
+
+static void usage(FILE *f) {
+  fprintf(
+      f, "usage: fidelis layers diff REF CAND [--names A,B,...] [--hidden N] [--ref-tensor NAME]\n"
+         "                           [--cand-tensor NAME] [--json]\n\n"
+         "Compares per-boundary hidden rows: for each row i of CAND (the actual side) against\n"
+         "row i of REF, Kiln's compare_boundary (root mean square error, reference root mean\n"
+         "square, relative RMSE, cosine, max and mean absolute error, sha256 of each row), then\n"
+         "the boundary where the relative RMSE grows most (first maximum wins).\n\n"
+         "inputs: [boundaries, hidden] as safetensors (its one tensor or the one named by\n"
+         "--ref-tensor/--cand-tensor), .npy, or raw float32 little-endian (a name ending in\n"
+         ".f32, cut into rows by --hidden); F32, or BF16/F16 widened exactly. Boundary names:\n"
+         "--names, else REF's safetensors __metadata__ \"boundary_names\" (a JSON list of\n"
+         "strings), else boundary_<i>.\n\n"
+         "options:\n"
+         "  --names A,B,...     one name per boundary\n"
+         "  --hidden N          cut a 1-D input (a raw .f32 file) into rows of N\n"
+         "  --ref-tensor NAME   the tensor of a safetensors REF\n"
+         "  --cand-tensor NAME  the tensor of a safetensors CAND\n"
+         "  --json              {\"boundaries\": [...], \"largest_relative_error_growth\": {...}}\n"
+         "  -h, --help          show this help\n\n"
+         "exit codes: 0 ok; 3 inputs refused (malformed, shapes that differ, a NaN or infinity,\n"
+         "a reference row whose RMS is 0 or an actual row of zeros, names that do not match the\n"
+         "rows); 4 bad usage, a file that cannot be opened, or output that cannot be written\n");
+}
+
+typedef struct {
+  const char *pos[2];
+  const char *names, *ref_tensor, *cand_tensor;
+  uint64_t hidden;
+  bool as_json;
+} args;
+
+static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
+  memset(a, 0, sizeof *a);
+  const fdl_cli_opt opts[] = {
+      FDL_CLI_OPT_TEXT("--cand-tensor", &a->cand_tensor),
+      FDL_CLI_OPT_NUMBER("--hidden", &a->hidden, 1, UINT32_MAX),
+      FDL_CLI_OPT_FLAG("--json", &a->as_json),
+      FDL_CLI_OPT_TEXT("--names", &a->names),
+      FDL_CLI_OPT_TEXT("--ref-tensor", &a->ref_tensor),
+  };
+  fdl_cli_spec s = {"layers diff", usage, opts, sizeof opts / sizeof opts[0], NULL, 0, a->pos, 2, 0,
+                    out,           diag};
+  if (argc < 2) {
+    usage(diag ? diag : stderr);
+    return FDL_EXIT_USAGE;
+  }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    usage(out ? out : stdout);
+    return FDL_EXIT_OK;
+  }
+  if (strcmp(argv[1], "diff")) {
+    s.cmd = "layers";
+    return fdl_cli_usage_error(&s, "unknown subcommand '%s' (the one subcommand is diff)", argv[1]);
+  }
+  int rc = fdl_cli_parse(&s, 2, argc, argv);
+  if (rc != FDL_CLI_GO) return rc;
+  if (s.npos != 2) return fdl_cli_usage_error(&s, "two files expected: REF CAND");
+  return FDL_CLI_GO;
+}
+
+int fdl_cli_layers_check(int argc, char **argv, FILE *out, FILE *diag) {
+  args a;
+  return parse(argc, argv, out, diag, &a);
+}
+
+static int refuse(fdl_err *err, fdl_status s) {
+  fdl_cli_report(err);
+  return fdl_cli_exit_for(s);
+}
+
+static int read_rows(const char *path, const char *tensor, uint64_t hidden, fdl_attr_matrix *m) {
+  int rc = fdl_cli_input_file("layers diff", path);
+  if (rc) return rc;
+  fdl_err err = {0};
+  fdl_status s = fdl_attr_matrix_read(path, tensor, m, &err);
+  if (s == FDL_OK && m->ndim == 1 && hidden)
+    s = fdl_attr_matrix_reshape(m, hidden, path, &err);
+  else if (s == FDL_OK && hidden && m->cols != hidden)
+    s = fdl_fail(&err, FDL_MISMATCH, "%s: rows of %llu, but --hidden %llu", path,
+                 (unsigned long long)m->cols, (unsigned long long)hidden);
+  if (s != FDL_OK) {
+    fdl_attr_matrix_free(m);
+    return refuse(&err, s);
+  }
+  return FDL_EXIT_OK;
+}
+
+/* names[i] for each of n rows: from the comma list, the metadata JSON list, or boundary_<i>.
+ * Returns a JSON array of strings, or NULL after reporting why. */
+static json_t *row_names(const char *list, const char *meta, uint64_t n, int *rc) {
+  fdl_err err = {0};
+  json_t *a = NULL;
+  *rc = FDL_EXIT_REFUSED;
+  if (list) {
+    a = json_array();
+    for (const char *p = list; a;) {
+      const char *end = strchr(p, ',');
+      json_t *s = json_stringn(p, end ? (size_t)(end - p) : strlen(p));
+      if (!s || json_array_append_new(a, s)) {
+        json_decref(a);
+        a = NULL;
+        *rc = FDL_EXIT_USAGE;
+        fdl_fail(&err, FDL_NOMEM, "out of memory");
+        fdl_cli_report(&err);
+        return NULL;
+      }
+      if (!end) break;
+      p = end + 1;
+    }
+  } else if (meta) {
+    a = json_loads(meta, JSON_REJECT_DUPLICATES, NULL);
+    bool ok = json_is_array(a);
+    for (size_t i = 0; ok && i < json_array_size(a); i++) ok = json_is_string(json_array_get(a, i));
+    if (!ok) {
+      json_decref(a);
+      fdl_fail(&err, FDL_PARSE,
+               "REF __metadata__ \"boundary_names\": expected a JSON list of strings");
+      fdl_cli_report(&err);
+      return NULL;
+    }
+  } else {
+    a = json_array();
+    for (uint64_t i = 0; a && i < n; i++) {
+      char name[40];
+      snprintf(name, sizeof name, "boundary_%llu", (unsigned long long)i);
+      json_array_append_new(a, json_string(name));
+    }
+  }
+  if (!a || json_array_size(a) != n) {
+    fdl_fail(&err, a ? FDL_MISMATCH : FDL_NOMEM, "%zu boundary names (%s) for %llu rows",
+             a ? json_array_size(a) : 0, list ? "--names" : "__metadata__ boundary_names",
+             (unsigned long long)n);
+    json_decref(a);
+    *rc = fdl_cli_exit_for(err.status);
+    fdl_cli_report(&err);
+    return NULL;
+  }
+  *rc = FDL_EXIT_OK;
+  return a;
+}
+
+static json_t *boundary_json(uint64_t i, json_t *name, const fdl_attr_boundary *b) {
+  char h1[FDL_SHA256_HEX_BUF], h2[FDL_SHA256_HEX_BUF], d1[8 + FDL_SHA256_HEX_BUF],
+      d2[8 + FDL_SHA256_HEX_BUF];
+  fdl_sha256_hex(&b->hf_sha256, h1);
+  fdl_sha256_hex(&b->kiln_sha256, h2);
+  snprintf(d1, sizeof d1, "sha256:%s", h1);
+  snprintf(d2, sizeof d2, "sha256:%s", h2);
+  return json_pack("{s:I, s:O, s:f, s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "index", (json_int_t)i,
+                   "name", name, "cosine_similarity", b->cosine_similarity, "hf_sha256", d1,
+                   "kiln_sha256", d2, "max_abs_error", b->max_abs_error, "mean_abs_error",
+                   b->mean_abs_error, "reference_root_mean_square", b->reference_root_mean_square,
+                   "relative_root_mean_square_error", b->relative_root_mean_square_error,
+                   "root_mean_square_error", b->root_mean_square_error);
+}
+
+static int emit(const args *a, json_t *names, const fdl_attr_boundary *bs, uint64_t n) {
+  double *rel = malloc((size_t)n * sizeof *rel);
+  json_t *list = json_array();
+  for (uint64_t i = 0; rel && list && i < n; i++) {
+    rel[i] = bs[i].relative_root_mean_square_error;
+    json_t *o = boundary_json(i, json_array_get(names, (size_t)i), &bs[i]);
+    if (!o || json_array_append_new(list, o)) {
+      json_decref(list);
+      list = NULL;
+    }
+  }
+  size_t gi = 0;
+  double delta = 0.0;
+  if (rel) fdl_attr_largest_growth(rel, (size_t)n, &gi, &delta);
+  free(rel);
+  json_t *growth =
+      json_pack("{s:I, s:O, s:f}", "index", (json_int_t)gi, "name", json_array_get(names, gi),
+                "relative_root_mean_square_error_delta", delta);
+  json_t *doc = list && growth ? json_pack("{s:o, s:O}", "boundaries", list,
+                                           "largest_relative_error_growth", growth)
+                               : NULL;
+  if (!doc) json_decref(list);
+  fdl_err err = {0};
+  fdl_buf b;
+  fdl_buf_init(&b, 0);
+  fdl_status s = doc ? fdl_json_dump(doc, 0, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
+  int rc = FDL_EXIT_OK;
+  if (s != FDL_OK) {
+    rc = refuse(&err, s);
+  } else if (a->as_json) {
+    if (!fdl_cli_put(b.data, b.len) || !fdl_cli_put("\n", 1)) rc = FDL_EXIT_USAGE;
+  } else {
+    bool ok = printf("%-5s %-32s %-24s %-24s %s\n", "index", "name", "relative_rmse", "cosine",
+                     "max_abs_error") >= 0;
+    for (uint64_t i = 0; ok && i < n; i++) {
+      char r[FDL_FLOAT_REPR_MAX], c[FDL_FLOAT_REPR_MAX], m[FDL_FLOAT_REPR_MAX], q[FDL_QUOTE_CAP];
+      const char *nm = json_string_value(json_array_get(names, (size_t)i));
+      fdl_float_repr(bs[i].relative_root_mean_square_error, r);
+      fdl_float_repr(bs[i].cosine_similarity, c);
+      fdl_float_repr(bs[i].max_abs_error, m);
+      ok = printf("%-5llu %-32s %-24s %-24s %s\n", (unsigned long long)i,
+                  fdl_cli_shown(nm, strlen(nm), q, sizeof q), r, c, m) >= 0;
+    }
+    char d[FDL_FLOAT_REPR_MAX], q[FDL_QUOTE_CAP];
+    const char *gn = json_string_value(json_array_get(names, gi));
+    fdl_float_repr(delta, d);
+    if (ok)
+      ok = printf("largest relative error growth: boundary %zu (%s), delta %s\n", gi,
+                  fdl_cli_shown(gn, strlen(gn), q, sizeof q), d) >= 0;
+    if (!ok) rc = FDL_EXIT_USAGE;
+  }
+  fdl_buf_free(&b);
+  json_decref(growth);
+  json_decref(doc);
+  return rc;
+}
+
+int fdl_cli_layers(int argc, char **argv) {
+  args a;
+  int rc = parse(argc, argv, NULL, NULL, &a);
+  if (rc != FDL_CLI_GO) return rc;
+  fdl_attr_matrix ref = {0}, cand = {0};
+  fdl_attr_boundary *bs = NULL;
+  json_t *names = NULL;
+  fdl_err err = {0};
+  rc = read_rows(a.pos[0], a.ref_tensor, a.hidden, &ref);
+  if (rc == FDL_EXIT_OK) rc = read_rows(a.pos[1], a.cand_tensor, a.hidden, &cand);
+  if (rc == FDL_EXIT_OK && (ref.rows != cand.rows || ref.cols != cand.cols)) {
+    fdl_fail(&err, FDL_MISMATCH,
+             "layers diff: %s is [%llu, %llu], %s is [%llu, %llu]; expected "
+             "the same shape",
+             a.pos[0], (unsigned long long)ref.rows, (unsigned long long)ref.cols, a.pos[1],
+             (unsigned long long)cand.rows, (unsigned long long)cand.cols);
+    rc = refuse(&err, FDL_MISMATCH);
+  }
+  if (rc == FDL_EXIT_OK) names = row_names(a.names, ref.boundary_names, ref.rows, &rc);
+  if (rc == FDL_EXIT_OK && !(bs = calloc((size_t)ref.rows, sizeof *bs))) {
+    fdl_fail(&err, FDL_NOMEM, "out of memory");
+    rc = refuse(&err, FDL_NOMEM);
+  }
+  for (uint64_t i = 0; rc == FDL_EXIT_OK && i < ref.rows; i++) {
+    size_t w = (size_t)ref.cols;
+    fdl_status s = fdl_attr_compare_boundary(cand.data + i * w, ref.data + i * w, w, &bs[i], &err);
+    if (s != FDL_OK) {
+      const char *nm = json_string_value(json_array_get(names, (size_t)i));
+      fdl_err_prefix(&err, "layers diff %s %s: row %llu (%s)", a.pos[0], a.pos[1],
+                     (unsigned long long)i, nm);
+      rc = refuse(&err, s);
+    }
+  }
+  if (rc == FDL_EXIT_OK) rc = emit(&a, names, bs, ref.rows);
+  free(bs);
+  json_decref(names);
+  fdl_attr_matrix_free(&ref);
+  fdl_attr_matrix_free(&cand);
+  return rc;
+}
