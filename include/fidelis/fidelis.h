@@ -54,5 +54,6 @@
 #include "engine.h"
 #include "synth.h"
 #include "attr.h"
+#include "kiln.h"
 
 #endif

@@ -48,6 +48,8 @@ int fdl_cli_validate(int argc, char **argv);
 int fdl_cli_inspect(int argc, char **argv);
 int fdl_cli_logits(int argc, char **argv);
 int fdl_cli_layers(int argc, char **argv);
+int fdl_cli_check(int argc, char **argv);
+int fdl_cli_divergence(int argc, char **argv);
 int fdl_cli_verify_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_json_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_tensor_check(int argc, char **argv, FILE *out, FILE *diag);
@@ -58,6 +60,8 @@ int fdl_cli_validate_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_inspect_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_logits_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_layers_check(int argc, char **argv, FILE *out, FILE *diag);
+int fdl_cli_check_check(int argc, char **argv, FILE *out, FILE *diag);
+int fdl_cli_divergence_check(int argc, char **argv, FILE *out, FILE *diag);
 
 /* ---- option tables and the one parser (opt.c) ------------------------------------------- */
 

@@ -1,0 +1,1043 @@
+/* kiln.c - Kiln canonical identities, the request / v1 result checker, the model fingerprint and
+ * the first-divergence request (KILN-ATTRIBUTION.md §2, §5, §6, §11, §14.4). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fidelis/attr.h"
+#include "fidelis/file.h"
+#include "fidelis/json.h"
+#include "fidelis/kiln.h"
+
+fdl_status fdl_kiln_canonical_sha256(const json_t *v, char *out, fdl_err *err) {
+  fdl_buf b;
+  fdl_buf_init(&b, 0);
+  fdl_status s = fdl_json_dump(v, FDL_JSON_ASCII, &b, err);
+  fdl_sha256 d;
+  if (s == FDL_OK) s = fdl_sha256_buf(b.data ? b.data : "", b.len, &d, err);
+  fdl_buf_free(&b);
+  if (s != FDL_OK) return s;
+  char hex[FDL_SHA256_HEX_BUF];
+  fdl_sha256_hex(&d, hex);
+  snprintf(out, FDL_SEAL_BUF, FDL_SEAL_KILN_PREFIX "%s", hex);
+  return FDL_OK;
+}
+
+/* ---- a walker that names where it is ------------------------------------------------------ */
+
+typedef struct {
+  const char *name; /* the file */
+  fdl_err *err;
+} ctx;
+
+static fdl_status bad(const ctx *c, const char *path, const char *fmt, ...) FDL_PRINTF(3, 4);
+static fdl_status bad(const ctx *c, const char *path, const char *fmt, ...) {
+  char msg[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return fdl_fail(c->err, FDL_INVALID, "%s: %s: %s", c->name, path, msg);
+}
+
+static bool is_int(const json_t *v) {
+  return json_is_integer(v);
+} /* never a bool in jansson */
+
+static bool is_sha(const json_t *v) {
+  if (!json_is_string(v)) return false;
+  const char *s = json_string_value(v);
+  size_t n = json_string_length(v), p = sizeof FDL_SEAL_KILN_PREFIX - 1;
+  return n == p + 64 && memcmp(s, FDL_SEAL_KILN_PREFIX, p) == 0 && fdl_hex_lower(s + p, 64);
+}
+
+static bool nonempty_str(const json_t *v) {
+  return json_is_string(v) && json_string_length(v) > 0;
+}
+
+static bool str_eq(const json_t *v, const char *want) {
+  return json_is_string(v) && json_string_length(v) == strlen(want) &&
+         strcmp(json_string_value(v), want) == 0;
+}
+
+/* The key set of obj is exactly keys[0..n). */
+static fdl_status closed(const ctx *c, const char *path, const json_t *obj, const char *const *keys,
+                         size_t n) {
+  if (!json_is_object(obj)) return bad(c, path, "expected an object");
+  for (size_t i = 0; i < n; i++)
+    if (!json_object_get(obj, keys[i])) return bad(c, path, "missing key \"%s\"", keys[i]);
+  if (json_object_size(obj) != n) {
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)obj, k, v) {
+      bool known = false;
+      for (size_t i = 0; i < n && !known; i++) known = strcmp(k, keys[i]) == 0;
+      if (!known) return bad(c, path, "unexpected key \"%s\" (the object is closed)", k);
+    }
+  }
+  return FDL_OK;
+}
+#define CLOSED(c, path, obj, ...)                                                                  \
+  closed((c), (path), (obj), (const char *const[]){__VA_ARGS__},                                   \
+         sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
+
+static fdl_status want_sha(const ctx *c, const char *path, const json_t *v) {
+  return is_sha(v) ? FDL_OK : bad(c, path, "expected \"sha256:\" and 64 lowercase hex digits");
+}
+
+static bool token_ok(const json_t *v) {
+  return is_int(v) && json_integer_value(v) >= 0 &&
+         json_integer_value(v) < (json_int_t)FDL_KILN_VOCAB_SIZE;
+}
+
+static fdl_status want_token(const ctx *c, const char *path, const json_t *v) {
+  return token_ok(v) ? FDL_OK : bad(c, path, "expected a token id, an integer in 0..248319");
+}
+
+static fdl_status want_tokens(const ctx *c, const char *path, const json_t *v, size_t lo,
+                              size_t hi) {
+  if (!json_is_array(v)) return bad(c, path, "expected an array of token ids");
+  size_t n = json_array_size(v);
+  if (n < lo || n > hi) return bad(c, path, "expected %zu..%zu token ids, found %zu", lo, hi, n);
+  for (size_t i = 0; i < n; i++)
+    if (!token_ok(json_array_get(v, i))) {
+      char p[96];
+      snprintf(p, sizeof p, "%s[%zu]", path, i);
+      return want_token(c, p, json_array_get(v, i));
+    }
+  return FDL_OK;
+}
+
+/* A POSIX path that is relative, has no ".." and is already normalised (no "./", "//",
+ * trailing "/"). */
+static bool rel_path_ok(const char *s, size_t n) {
+  if (!n || s[0] == '/' || s[n - 1] == '/' || strlen(s) != n) return false;
+  if (n == 1 && s[0] == '.') return false;
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (j < n && s[j] != '/') j++;
+    size_t len = j - i;
+    if (len == 0) return false;
+    if (len == 1 && s[i] == '.') return false;
+    if (len == 2 && s[i] == '.' && s[i + 1] == '.') return false;
+    i = j + 1;
+  }
+  return true;
+}
+
+static fdl_status check_receipt_ref(const ctx *c, const char *path, const json_t *r) {
+  fdl_status s = CLOSED(c, path, r, "path", "file_sha256", "content_sha256");
+  if (s != FDL_OK) return s;
+  char p[96];
+  const json_t *pv = json_object_get(r, "path");
+  snprintf(p, sizeof p, "%s.path", path);
+  if (!json_is_string(pv) || !rel_path_ok(json_string_value(pv), json_string_length(pv)))
+    return bad(c, p, "expected a nonempty normalised relative POSIX path without \"..\"");
+  snprintf(p, sizeof p, "%s.file_sha256", path);
+  if ((s = want_sha(c, p, json_object_get(r, "file_sha256"))) != FDL_OK) return s;
+  snprintf(p, sizeof p, "%s.content_sha256", path);
+  return want_sha(c, p, json_object_get(r, "content_sha256"));
+}
+
+static fdl_status check_model_identity(const ctx *c, const char *path, const json_t *m) {
+  fdl_status s = CLOSED(c, path, m, "id", "content_sha256", "config_hash", "tokenizer_hash",
+                        "chat_template_hash", "weight_files");
+  if (s != FDL_OK) return s;
+  char p[128];
+  snprintf(p, sizeof p, "%s.id", path);
+  if (!nonempty_str(json_object_get(m, "id"))) return bad(c, p, "expected a nonempty string");
+  static const char *const shas[] = {"content_sha256", "config_hash", "tokenizer_hash",
+                                     "chat_template_hash"};
+  for (size_t i = 0; i < 4; i++) {
+    snprintf(p, sizeof p, "%s.%s", path, shas[i]);
+    if ((s = want_sha(c, p, json_object_get(m, shas[i]))) != FDL_OK) return s;
+  }
+  const json_t *w = json_object_get(m, "weight_files");
+  snprintf(p, sizeof p, "%s.weight_files", path);
+  if (!json_is_array(w) || !json_array_size(w)) return bad(c, p, "expected a nonempty array");
+  const char *prev = NULL;
+  size_t prev_n = 0;
+  for (size_t i = 0; i < json_array_size(w); i++) {
+    const json_t *f = json_array_get(w, i);
+    snprintf(p, sizeof p, "%s.weight_files[%zu]", path, i);
+    if ((s = CLOSED(c, p, f, "path", "bytes", "sha256")) != FDL_OK) return s;
+    const json_t *fp = json_object_get(f, "path");
+    if (!json_is_string(fp) || !json_string_length(fp) || json_string_value(fp)[0] == '/' ||
+        strstr(json_string_value(fp), ".."))
+      return bad(c, p, "path: expected a nonempty relative path without \"..\"");
+    const json_t *b = json_object_get(f, "bytes");
+    if (!is_int(b) || json_integer_value(b) <= 0)
+      return bad(c, p, "bytes: expected an integer greater than 0");
+    char q[160];
+    snprintf(q, sizeof q, "%s.sha256", p);
+    if ((s = want_sha(c, q, json_object_get(f, "sha256"))) != FDL_OK) return s;
+    const char *cur = json_string_value(fp);
+    size_t cur_n = json_string_length(fp);
+    if (prev) {
+      int cmp = memcmp(prev, cur, prev_n < cur_n ? prev_n : cur_n);
+      if (cmp > 0 || (cmp == 0 && prev_n >= cur_n))
+        return bad(c, p, "path: weight files must be sorted by code point, without duplicates");
+    }
+    prev = cur;
+    prev_n = cur_n;
+  }
+  /* content_sha256 = canonical hash of the identity without content_sha256 (§6). */
+  json_t *body = json_copy((json_t *)m);
+  if (!body) return fdl_fail(c->err, FDL_NOMEM, "%s: out of memory", c->name);
+  json_object_del(body, "content_sha256");
+  char want[FDL_SEAL_BUF];
+  s = fdl_kiln_canonical_sha256(body, want, c->err);
+  json_decref(body);
+  if (s != FDL_OK) return s;
+  if (strcmp(want, json_string_value(json_object_get(m, "content_sha256"))) != 0) {
+    snprintf(p, sizeof p, "%s.content_sha256", path);
+    return fdl_fail(c->err, FDL_MISMATCH, "%s: %s: stored %s, recomputed %s", c->name, p,
+                    json_string_value(json_object_get(m, "content_sha256")), want);
+  }
+  return FDL_OK;
+}
+
+static fdl_status check_prompt(const ctx *c, const json_t *p) {
+  fdl_status s = CLOSED(c, "$.prompt", p, "generator", "messages", "add_generation_prompt",
+                        "template_kwargs", "utf8_sha256", "token_count", "token_ids");
+  if (s != FDL_OK) return s;
+  const json_t *g = json_object_get(p, "generator");
+  s = CLOSED(c, "$.prompt.generator", g, "run_id", "phase", "request_index", "profile",
+             "template_version");
+  if (s != FDL_OK) return s;
+  if (!nonempty_str(json_object_get(g, "run_id")))
+    return bad(c, "$.prompt.generator.run_id", "expected a nonempty string");
+  if (!nonempty_str(json_object_get(g, "phase")))
+    return bad(c, "$.prompt.generator.phase", "expected a nonempty string");
+  const json_t *ri = json_object_get(g, "request_index");
+  if (!(is_int(ri) && json_integer_value(ri) == 0) &&
+      !(json_is_real(ri) && json_real_value(ri) == 0))
+    return bad(c, "$.prompt.generator.request_index", "expected 0");
+  if (!str_eq(json_object_get(g, "profile"), "short"))
+    return bad(c, "$.prompt.generator.profile", "expected \"short\"");
+  if (!str_eq(json_object_get(g, "template_version"), "fixed-serving-profiles-v1"))
+    return bad(c, "$.prompt.generator.template_version", "expected \"fixed-serving-profiles-v1\"");
+  if (!json_is_true(json_object_get(p, "add_generation_prompt")))
+    return bad(c, "$.prompt.add_generation_prompt", "expected true");
+  const json_t *tk = json_object_get(p, "template_kwargs");
+  if ((s = CLOSED(c, "$.prompt.template_kwargs", tk, "enable_thinking")) != FDL_OK) return s;
+  if (!json_is_false(json_object_get(tk, "enable_thinking")))
+    return bad(c, "$.prompt.template_kwargs.enable_thinking", "expected false");
+  const json_t *ms = json_object_get(p, "messages");
+  if (!json_is_array(ms) || json_array_size(ms) != 1)
+    return bad(c, "$.prompt.messages", "expected exactly one message");
+  const json_t *m = json_array_get(ms, 0);
+  if ((s = CLOSED(c, "$.prompt.messages[0]", m, "role", "content")) != FDL_OK) return s;
+  if (!str_eq(json_object_get(m, "role"), "user"))
+    return bad(c, "$.prompt.messages[0].role", "expected \"user\"");
+  const json_t *content = json_object_get(m, "content");
+  if (!nonempty_str(content))
+    return bad(c, "$.prompt.messages[0].content", "expected a nonempty string");
+  if ((s = want_sha(c, "$.prompt.utf8_sha256", json_object_get(p, "utf8_sha256"))) != FDL_OK)
+    return s;
+  fdl_sha256 d;
+  if ((s = fdl_sha256_buf(json_string_value(content), json_string_length(content), &d, c->err)) !=
+      FDL_OK)
+    return s;
+  char hex[FDL_SHA256_HEX_BUF];
+  fdl_sha256_hex(&d, hex);
+  if (strcmp(json_string_value(json_object_get(p, "utf8_sha256")) + 7, hex) != 0)
+    return fdl_fail(c->err, FDL_MISMATCH,
+                    "%s: $.prompt.utf8_sha256: stored %s, but the UTF-8 bytes of "
+                    "messages[0].content hash to sha256:%s",
+                    c->name, json_string_value(json_object_get(p, "utf8_sha256")), hex);
+  const json_t *ids = json_object_get(p, "token_ids");
+  if ((s = want_tokens(c, "$.prompt.token_ids", ids, 1, FDL_KILN_MAX_INPUT)) != FDL_OK) return s;
+  const json_t *tc = json_object_get(p, "token_count");
+  if (!is_int(tc) || (size_t)json_integer_value(tc) != json_array_size(ids))
+    return bad(c, "$.prompt.token_count", "expected an integer equal to len(token_ids) = %zu",
+               json_array_size(ids));
+  return FDL_OK;
+}
+
+static fdl_status check_request(const ctx *c, const json_t *r) {
+  fdl_status s =
+      CLOSED(c, "$", r, "schema", "id", "source", "model_identity", "prompt", "continuation_prefix",
+             "input_token_ids", "input_token_ids_sha256", "candidates");
+  if (s != FDL_OK) return s;
+  const json_t *id = json_object_get(r, "id");
+  bool id_ok = json_is_string(id);
+  if (id_ok) {
+    const char *v = json_string_value(id);
+    size_t n = json_string_length(id);
+    id_ok = n >= 3 && n <= 128 && strlen(v) == n;
+    for (size_t i = 0; id_ok && i < n; i++) {
+      char ch = v[i];
+      bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+      id_ok = alnum || (i > 0 && (ch == '.' || ch == '_' || ch == '-'));
+    }
+  }
+  if (!id_ok) return bad(c, "$.id", "expected a string matching [a-z0-9][a-z0-9._-]{2,127}");
+  const json_t *src = json_object_get(r, "source");
+  if ((s = CLOSED(c, "$.source", src, "source_commit", "kiln_receipt", "vllm_receipt")) != FDL_OK)
+    return s;
+  const json_t *sc = json_object_get(src, "source_commit");
+  if (!json_is_string(sc) || json_string_length(sc) != 40 ||
+      !fdl_hex_lower(json_string_value(sc), 40))
+    return bad(c, "$.source.source_commit", "expected 40 lowercase hex digits");
+  if ((s = check_receipt_ref(c, "$.source.kiln_receipt", json_object_get(src, "kiln_receipt"))) !=
+      FDL_OK)
+    return s;
+  if ((s = check_receipt_ref(c, "$.source.vllm_receipt", json_object_get(src, "vllm_receipt"))) !=
+      FDL_OK)
+    return s;
+  if ((s = check_model_identity(c, "$.model_identity", json_object_get(r, "model_identity"))) !=
+      FDL_OK)
+    return s;
+  const json_t *prompt = json_object_get(r, "prompt");
+  if ((s = check_prompt(c, prompt)) != FDL_OK) return s;
+  const json_t *cp = json_object_get(r, "continuation_prefix");
+  if (!json_is_array(cp) || json_array_size(cp) < 1 || json_array_size(cp) > FDL_KILN_MAX_PREFIX)
+    return bad(c, "$.continuation_prefix", "expected 1..64 tokens");
+  char p[96];
+  for (size_t i = 0; i < json_array_size(cp); i++) {
+    const json_t *t = json_array_get(cp, i);
+    snprintf(p, sizeof p, "$.continuation_prefix[%zu]", i);
+    if ((s = CLOSED(c, p, t, "token_id", "text")) != FDL_OK) return s;
+    snprintf(p, sizeof p, "$.continuation_prefix[%zu].token_id", i);
+    if ((s = want_token(c, p, json_object_get(t, "token_id"))) != FDL_OK) return s;
+    if (!json_is_string(json_object_get(t, "text"))) return bad(c, p, "text: expected a string");
+  }
+  const json_t *in = json_object_get(r, "input_token_ids");
+  if ((s = want_tokens(c, "$.input_token_ids", in, 1, FDL_KILN_MAX_INPUT)) != FDL_OK) return s;
+  const json_t *pids = json_object_get(prompt, "token_ids");
+  size_t np = json_array_size(pids), nc = json_array_size(cp);
+  bool eq = json_array_size(in) == np + nc;
+  for (size_t i = 0; eq && i < np + nc; i++) {
+    const json_t *want =
+        i < np ? json_array_get(pids, i) : json_object_get(json_array_get(cp, i - np), "token_id");
+    eq = json_integer_value(json_array_get(in, i)) == json_integer_value(want);
+  }
+  if (!eq)
+    return bad(c, "$.input_token_ids",
+               "expected prompt.token_ids followed by the continuation_prefix token ids (%zu ids)",
+               np + nc);
+  const json_t *ish = json_object_get(r, "input_token_ids_sha256");
+  if ((s = want_sha(c, "$.input_token_ids_sha256", ish)) != FDL_OK) return s;
+  char h[FDL_SEAL_BUF];
+  if ((s = fdl_kiln_canonical_sha256(in, h, c->err)) != FDL_OK) return s;
+  if (strcmp(h, json_string_value(ish)) != 0)
+    return fdl_fail(c->err, FDL_MISMATCH, "%s: $.input_token_ids_sha256: stored %s, recomputed %s",
+                    c->name, json_string_value(ish), h);
+  const json_t *cands = json_object_get(r, "candidates");
+  if (!json_is_array(cands) || json_array_size(cands) != 2)
+    return bad(c, "$.candidates", "expected exactly 2 candidates");
+  static const char *const engines[] = {"kiln", "vllm"};
+  for (size_t i = 0; i < 2; i++) {
+    const json_t *t = json_array_get(cands, i);
+    snprintf(p, sizeof p, "$.candidates[%zu]", i);
+    if ((s = CLOSED(c, p, t, "engine", "token_id", "text")) != FDL_OK) return s;
+    if (!str_eq(json_object_get(t, "engine"), engines[i]))
+      return bad(c, p, "engine: expected \"%s\" (the engines are [\"kiln\",\"vllm\"] in order)",
+                 engines[i]);
+    snprintf(p, sizeof p, "$.candidates[%zu].token_id", i);
+    if ((s = want_token(c, p, json_object_get(t, "token_id"))) != FDL_OK) return s;
+    if (!json_is_string(json_object_get(t, "text"))) return bad(c, p, "text: expected a string");
+  }
+  if (json_integer_value(json_object_get(json_array_get(cands, 0), "token_id")) ==
+      json_integer_value(json_object_get(json_array_get(cands, 1), "token_id")))
+    return bad(c, "$.candidates[1].token_id",
+               "expected a token id different from the kiln candidate's");
+  return FDL_OK;
+}
+
+/* ---- v1 results (§14.4) ---------------------------------------------------------------------- */
+
+static bool finite_num(const json_t *v) {
+  if (is_int(v)) return true;
+  return json_is_real(v) && isfinite(json_real_value(v));
+}
+static double num(const json_t *v) {
+  return is_int(v) ? (double)json_integer_value(v) : json_real_value(v);
+}
+
+static fdl_status self_hash(const ctx *c, const json_t *doc, fdl_kiln_checked *res) {
+  const json_t *stored = json_object_get(doc, "result_sha256");
+  fdl_status s = want_sha(c, "$.result_sha256", stored);
+  if (s != FDL_OK) return s;
+  s = fdl_seal_compute(doc, FDL_SEAL_KILN_REMOVE, "result_sha256", res->identity, c->err);
+  if (s != FDL_OK) return s;
+  if (strcmp(res->identity, json_string_value(stored)) != 0)
+    return fdl_fail(c->err, FDL_MISMATCH,
+                    "%s: $.result_sha256: stored %s, but the record without it hashes to %s "
+                    "(a value was changed)",
+                    c->name, json_string_value(stored), res->identity);
+  return FDL_OK;
+}
+
+static fdl_status check_request_ref(const ctx *c, const json_t *doc) {
+  const json_t *rq = json_object_get(doc, "request");
+  if (!json_is_object(rq)) return bad(c, "$.request", "expected an object");
+  const json_t *sha = json_object_get(rq, "sha256");
+  if (sha) return want_sha(c, "$.request.sha256", sha);
+  return FDL_OK;
+}
+
+static fdl_status check_observed(const ctx *c, const char *path, const json_t *obs) {
+  fdl_status s = want_tokens(c, path, obs, 4, 4);
+  if (s != FDL_OK) return s;
+  static const json_int_t prefix[3] = {1206, 5517, 264};
+  for (size_t i = 0; i < 3; i++)
+    if (json_integer_value(json_array_get(obs, i)) != prefix[i])
+      return bad(c, path, "expected to start with the continuation [1206,5517,264]");
+  return FDL_OK;
+}
+
+static fdl_status check_comparison(const ctx *c, const char *path, const json_t *cmp,
+                                   json_int_t hf_argmax) {
+  fdl_status s =
+      CLOSED(c, path, cmp, "argmax", "argmax_equal", "candidate_tokens", "cosine_similarity",
+             "logits_sha256", "max_abs_error", "mean_abs_error", "top10_overlap");
+  if (s != FDL_OK) return s;
+  char p[128];
+  snprintf(p, sizeof p, "%s.argmax", path);
+  const json_t *am = json_object_get(cmp, "argmax");
+  if ((s = want_token(c, p, am)) != FDL_OK) return s;
+  snprintf(p, sizeof p, "%s.argmax_equal", path);
+  const json_t *ae = json_object_get(cmp, "argmax_equal");
+  if (!json_is_boolean(ae)) return bad(c, p, "expected a bool");
+  if (json_is_true(ae) != (json_integer_value(am) == hf_argmax))
+    return bad(c, p, "is %s, but argmax %lld %s hf_argmax %lld",
+               json_is_true(ae) ? "true" : "false", (long long)json_integer_value(am),
+               json_integer_value(am) == hf_argmax ? "==" : "!=", (long long)hf_argmax);
+  snprintf(p, sizeof p, "%s.top10_overlap", path);
+  const json_t *t = json_object_get(cmp, "top10_overlap");
+  if (!is_int(t) || json_integer_value(t) < 0 || json_integer_value(t) > 10)
+    return bad(c, p, "expected an integer in 0..10");
+  snprintf(p, sizeof p, "%s.logits_sha256", path);
+  if ((s = want_sha(c, p, json_object_get(cmp, "logits_sha256"))) != FDL_OK) return s;
+  const json_t *cs = json_object_get(cmp, "cosine_similarity");
+  snprintf(p, sizeof p, "%s.cosine_similarity", path);
+  if (!finite_num(cs) || num(cs) < -1 || num(cs) > 1)
+    return bad(c, p, "expected a finite number in [-1, 1]");
+  const json_t *mx = json_object_get(cmp, "max_abs_error"),
+               *mn = json_object_get(cmp, "mean_abs_error");
+  snprintf(p, sizeof p, "%s.mean_abs_error", path);
+  if (!finite_num(mx) || !finite_num(mn) || num(mn) < 0 || num(mn) > num(mx))
+    return bad(c, p, "expected finite numbers with 0 <= mean_abs_error <= max_abs_error");
+  const json_t *ct = json_object_get(cmp, "candidate_tokens");
+  snprintf(p, sizeof p, "%s.candidate_tokens", path);
+  if (!json_is_array(ct) || json_array_size(ct) != 2)
+    return bad(c, p, "expected exactly 2 candidates");
+  for (size_t i = 0; i < 2; i++) {
+    const json_t *e = json_array_get(ct, i);
+    snprintf(p, sizeof p, "%s.candidate_tokens[%zu]", path, i);
+    if ((s = CLOSED(c, p, e, "logit", "rank", "token_id")) != FDL_OK) return s;
+    const json_t *rk = json_object_get(e, "rank");
+    if (!finite_num(json_object_get(e, "logit")))
+      return bad(c, p, "logit: expected a finite number");
+    if (!is_int(rk) || json_integer_value(rk) < 1 ||
+        json_integer_value(rk) > (json_int_t)FDL_KILN_VOCAB_SIZE)
+      return bad(c, p, "rank: expected an integer in 1..248320");
+    if (!token_ok(json_object_get(e, "token_id")))
+      return bad(c, p, "token_id: expected a token id");
+  }
+  return FDL_OK;
+}
+
+static fdl_status check_path_v1(const ctx *c, const json_t *doc) {
+  const json_t *w = json_object_get(doc, "worker");
+  if (!json_is_object(w)) return bad(c, "$.worker", "expected an object");
+  if (!str_eq(json_object_get(w, "schema"), "kiln.rocm-hf-path-attribution.v1"))
+    return bad(c, "$.worker.schema", "expected \"kiln.rocm-hf-path-attribution.v1\"");
+  const json_t *hf = json_object_get(w, "hf_argmax");
+  fdl_status s = want_token(c, "$.worker.hf_argmax", hf);
+  if (s != FDL_OK) return s;
+  static const char *const full[] = {"eager_full", "graph_full"};
+  static const char *const greedy[] = {"eager_greedy", "graph_greedy"};
+  char p[96];
+  for (size_t i = 0; i < 2; i++) {
+    const json_t *f = json_object_get(w, full[i]);
+    snprintf(p, sizeof p, "$.worker.%s", full[i]);
+    if ((s = CLOSED(c, p, f, "comparison", "observed_next_tokens")) != FDL_OK) return s;
+    snprintf(p, sizeof p, "$.worker.%s.observed_next_tokens", full[i]);
+    if ((s = check_observed(c, p, json_object_get(f, "observed_next_tokens"))) != FDL_OK) return s;
+    snprintf(p, sizeof p, "$.worker.%s.comparison", full[i]);
+    if ((s = check_comparison(c, p, json_object_get(f, "comparison"), json_integer_value(hf))) !=
+        FDL_OK)
+      return s;
+    const json_t *g = json_object_get(w, greedy[i]);
+    snprintf(p, sizeof p, "$.worker.%s", greedy[i]);
+    if ((s = CLOSED(c, p, g, "final_token_matches_reference", "observed_next_tokens")) != FDL_OK)
+      return s;
+    snprintf(p, sizeof p, "$.worker.%s.observed_next_tokens", greedy[i]);
+    const json_t *obs = json_object_get(g, "observed_next_tokens");
+    if ((s = check_observed(c, p, obs)) != FDL_OK) return s;
+    const json_t *m = json_object_get(g, "final_token_matches_reference");
+    snprintf(p, sizeof p, "$.worker.%s.final_token_matches_reference", greedy[i]);
+    if (!json_is_boolean(m)) return bad(c, p, "expected a bool");
+    bool want = json_integer_value(json_array_get(obs, 3)) == json_integer_value(hf);
+    if (json_is_true(m) != want)
+      return bad(c, p, "is %s, but observed_next_tokens[3] %s hf_argmax",
+                 json_is_true(m) ? "true" : "false", want ? "==" : "!=");
+  }
+  if ((s = want_sha(c, "$.worker.input_token_ids_sha256",
+                    json_object_get(w, "input_token_ids_sha256"))) != FDL_OK)
+    return s;
+  if (!nonempty_str(json_object_get(w, "request_id")))
+    return bad(c, "$.worker.request_id", "expected a nonempty string");
+  return FDL_OK;
+}
+
+static fdl_status check_layer_v1(const ctx *c, const json_t *doc) {
+  const json_t *w = json_object_get(doc, "worker");
+  if (!json_is_object(w)) return bad(c, "$.worker", "expected an object");
+  if (!str_eq(json_object_get(w, "schema"), "kiln.rocm-hf-layer-attribution.v1"))
+    return bad(c, "$.worker.schema", "expected \"kiln.rocm-hf-layer-attribution.v1\"");
+  const json_t *bs = json_object_get(w, "boundaries");
+  if (!json_is_array(bs) || json_array_size(bs) == 0)
+    return bad(c, "$.worker.boundaries", "expected a nonempty array");
+  size_t n = json_array_size(bs);
+  double *rel = malloc(n * sizeof *rel);
+  if (!rel) return fdl_fail(c->err, FDL_NOMEM, "%s: out of memory", c->name);
+  fdl_status s = FDL_OK;
+  char p[128];
+  for (size_t i = 0; i < n && s == FDL_OK; i++) {
+    const json_t *b = json_array_get(bs, i);
+    snprintf(p, sizeof p, "$.worker.boundaries[%zu]", i);
+    s = CLOSED(c, p, b, "cosine_similarity", "hf_sha256", "index", "kiln_sha256", "max_abs_error",
+               "mean_abs_error", "name", "reference_root_mean_square",
+               "relative_root_mean_square_error", "root_mean_square_error");
+    if (s != FDL_OK) break;
+    const json_t *ix = json_object_get(b, "index");
+    if (!is_int(ix) || json_integer_value(ix) != (json_int_t)i) {
+      s = bad(c, p, "index: expected %zu (its position)", i);
+      break;
+    }
+    if (!nonempty_str(json_object_get(b, "name"))) {
+      s = bad(c, p, "name: expected a nonempty string");
+      break;
+    }
+    static const char *const shas[] = {"hf_sha256", "kiln_sha256"};
+    for (size_t k = 0; k < 2 && s == FDL_OK; k++) {
+      char q[160];
+      snprintf(q, sizeof q, "%s.%s", p, shas[k]);
+      s = want_sha(c, q, json_object_get(b, shas[k]));
+    }
+    if (s != FDL_OK) break;
+    const json_t *cs = json_object_get(b, "cosine_similarity"),
+                 *mx = json_object_get(b, "max_abs_error"),
+                 *mn = json_object_get(b, "mean_abs_error"),
+                 *rr = json_object_get(b, "reference_root_mean_square"),
+                 *re = json_object_get(b, "relative_root_mean_square_error"),
+                 *rm = json_object_get(b, "root_mean_square_error");
+    if (!finite_num(cs) || !finite_num(mx) || !finite_num(mn) || !finite_num(rr) ||
+        !finite_num(re) || !finite_num(rm)) {
+      s = bad(c, p, "expected finite numbers");
+      break;
+    }
+    if (num(cs) < -1 || num(cs) > 1)
+      s = bad(c, p, "cosine_similarity: expected a value in [-1, 1]");
+    else if (num(mn) < 0 || num(mn) > num(mx))
+      s = bad(c, p, "mean_abs_error: expected 0 <= mean <= max_abs_error");
+    else if (!(num(rr) > 0))
+      s = bad(c, p, "reference_root_mean_square: expected > 0");
+    else if (num(re) < 0 || num(rm) < 0)
+      s = bad(c, p, "expected errors >= 0");
+    else {
+      double want = num(rm) / num(rr), got = num(re);
+      double tol = fmax(1e-12 * fmax(fabs(want), fabs(got)), 1e-12);
+      if (!(fabs(got - want) <= tol))
+        s = bad(c, p,
+                "relative_root_mean_square_error %.17g is not root_mean_square_error / "
+                "reference_root_mean_square = %.17g",
+                got, want);
+    }
+    rel[i] = num(re);
+  }
+  if (s == FDL_OK) {
+    size_t idx;
+    double delta;
+    fdl_attr_largest_growth(rel, n, &idx, &delta);
+    const json_t *g = json_object_get(w, "largest_relative_error_growth");
+    s = CLOSED(c, "$.worker.largest_relative_error_growth", g, "index", "name",
+               "relative_root_mean_square_error_delta");
+    if (s == FDL_OK) {
+      const json_t *gi = json_object_get(g, "index"),
+                   *gd = json_object_get(g, "relative_root_mean_square_error_delta");
+      const json_t *want_name = json_object_get(json_array_get(bs, idx), "name");
+      if (!is_int(gi) || json_integer_value(gi) != (json_int_t)idx)
+        s = bad(c, "$.worker.largest_relative_error_growth.index",
+                "expected %zu, recomputed from the boundaries", idx);
+      else if (!json_equal(json_object_get(g, "name"), want_name))
+        s = bad(c, "$.worker.largest_relative_error_growth.name", "expected \"%s\" (boundary %zu)",
+                json_string_value(want_name), idx);
+      else if (!finite_num(gd) ||
+               !(fabs(num(gd) - delta) <= fmax(1e-12 * fmax(fabs(num(gd)), fabs(delta)), 1e-12)))
+        s = bad(c, "$.worker.largest_relative_error_growth.relative_root_mean_square_error_delta",
+                "expected %.17g, recomputed from the boundaries", delta);
+    }
+  }
+  free(rel);
+  if (s != FDL_OK) return s;
+  if ((s = check_observed(c, "$.worker.observed_next_tokens",
+                          json_object_get(w, "observed_next_tokens"))) != FDL_OK)
+    return s;
+  static const char *const shas[] = {"final_logits_sha256", "hf_layer_last_rows_sha256",
+                                     "input_token_ids_sha256"};
+  for (size_t k = 0; k < 3; k++) {
+    snprintf(p, sizeof p, "$.worker.%s", shas[k]);
+    if ((s = want_sha(c, p, json_object_get(w, shas[k]))) != FDL_OK) return s;
+  }
+  if (!nonempty_str(json_object_get(w, "request_id")))
+    return bad(c, "$.worker.request_id", "expected a nonempty string");
+  return FDL_OK;
+}
+
+static fdl_status check_oracle_v1(const ctx *c, const json_t *doc) {
+  const json_t *o = json_object_get(doc, "oracle"), *v = json_object_get(doc, "verdict");
+  if (!json_is_object(o)) return bad(c, "$.oracle", "expected an object");
+  fdl_status s = CLOSED(c, "$.verdict", v, "argmax_candidate", "argmax_token_id",
+                        "candidate_attribution_complete");
+  if (s != FDL_OK) return s;
+  const json_t *am = json_object_get(o, "argmax");
+  if ((s = want_token(c, "$.oracle.argmax", am)) != FDL_OK) return s;
+  if (!json_equal(json_object_get(v, "argmax_token_id"), am))
+    return bad(c, "$.verdict.argmax_token_id", "expected oracle.argmax %lld",
+               (long long)json_integer_value(am));
+  const json_t *ct = json_object_get(o, "candidate_tokens");
+  if (!json_is_array(ct) || json_array_size(ct) != 2)
+    return bad(c, "$.oracle.candidate_tokens", "expected 2 candidates");
+  const char *winner = NULL;
+  for (size_t i = 0; i < 2; i++) {
+    const json_t *e = json_array_get(ct, i);
+    if (json_integer_value(json_object_get(e, "token_id")) == json_integer_value(am))
+      winner = json_string_value(json_object_get(e, "engine"));
+  }
+  const json_t *ac = json_object_get(v, "argmax_candidate");
+  if (winner ? !str_eq(ac, winner) : !json_is_null(ac))
+    return bad(c, "$.verdict.argmax_candidate",
+               "expected %s%s%s (the candidate whose token is the oracle argmax)",
+               winner ? "\"" : "", winner ? winner : "null", winner ? "\"" : "");
+  if (!json_is_boolean(json_object_get(v, "candidate_attribution_complete")))
+    return bad(c, "$.verdict.candidate_attribution_complete", "expected a bool");
+  if ((s = want_sha(c, "$.oracle.logits_sha256", json_object_get(o, "logits_sha256"))) != FDL_OK)
+    return s;
+  if ((s = want_sha(c, "$.oracle.request_sha256", json_object_get(o, "request_sha256"))) != FDL_OK)
+    return s;
+  const json_t *rs = json_object_get(json_object_get(doc, "request"), "sha256");
+  if (!json_equal(rs, json_object_get(o, "request_sha256")))
+    return bad(c, "$.oracle.request_sha256", "expected request.sha256");
+  return FDL_OK;
+}
+
+typedef struct {
+  const char *schema;
+  fdl_status (*check)(const ctx *, const json_t *);
+} kind;
+
+static const kind KINDS[] = {
+    {"kiln.rocm-hf-next-token-oracle.v1", check_oracle_v1},
+    {"kiln.rocm-hf-path-attribution-result.v1", check_path_v1},
+    {"kiln.rocm-hf-layer-attribution-result.v1", check_layer_v1},
+};
+
+fdl_status fdl_kiln_check_doc(const json_t *doc, const char *name, fdl_kiln_checked *res,
+                              fdl_err *err) {
+  ctx c = {name ? name : "(document)", err};
+  memset(res, 0, sizeof *res);
+  if (!json_is_object(doc)) return bad(&c, "$", "expected an object");
+  const json_t *sv = json_object_get(doc, "schema");
+  if (!json_is_string(sv)) return bad(&c, "$.schema", "expected a string naming the kind");
+  const char *schema = json_string_value(sv);
+  if (strcmp(schema, FDL_KILN_REQUEST_SCHEMA) == 0) {
+    res->schema = FDL_KILN_REQUEST_SCHEMA;
+    fdl_status s = check_request(&c, doc);
+    if (s == FDL_OK) s = fdl_kiln_canonical_sha256(doc, res->identity, err);
+    return s;
+  }
+  for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++) {
+    if (strcmp(schema, KINDS[i].schema) != 0) continue;
+    res->schema = KINDS[i].schema;
+    fdl_status s = self_hash(&c, doc, res);
+    if (s == FDL_OK) s = check_request_ref(&c, doc);
+    if (s == FDL_OK)
+      s = check_model_identity(&c, "$.model_identity", json_object_get(doc, "model_identity"));
+    if (s == FDL_OK) s = KINDS[i].check(&c, doc);
+    return s;
+  }
+  char shown[80];
+  snprintf(shown, sizeof shown, "%s", schema);
+  return fdl_fail(err, FDL_UNSUPPORTED, "%s: unsupported schema %s", c.name, shown);
+}
+
+fdl_status fdl_kiln_check_file(const char *path, fdl_kiln_checked *res, fdl_err *err) {
+  const fdl_json_read_opts kiln = {.max_depth = 0, .kiln_strict = true};
+  json_t *doc = NULL;
+  fdl_status s = fdl_json_load_file(path, &kiln, &doc, err);
+  if (s != FDL_OK) return s;
+  s = fdl_kiln_check_doc(doc, path, res, err);
+  if (s == FDL_OK && res->schema && strcmp(res->schema, FDL_KILN_REQUEST_SCHEMA) == 0) {
+    struct stat st;
+    if (stat(path, &st) == 0 && (uint64_t)st.st_size > FDL_KILN_REQUEST_MAX_BYTES)
+      s = fdl_fail(err, FDL_TOO_LARGE,
+                   "%s: a request file is at most 262144 bytes, this one is %llu", path,
+                   (unsigned long long)st.st_size);
+  }
+  json_decref(doc);
+  return s;
+}
+
+/* ---- model fingerprint (§6) ------------------------------------------------------------------ */
+
+/* dir/rel must be a regular file with no symlink on the way; its digest and size. */
+static fdl_status model_file(const char *dir, const char *rel, bool *present, char *sha,
+                             uint64_t *size, dev_t *dev, ino_t *ino, fdl_err *err) {
+  if (!rel_path_ok(rel, strlen(rel)) || strchr(rel, '\\'))
+    return fdl_fail(err, FDL_PATH, "%s: \"%s\" is not a normalised relative path", dir, rel);
+  size_t n = strlen(dir) + strlen(rel) + 2;
+  char *full = malloc(n);
+  if (!full) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  snprintf(full, n, "%s/%s", dir, rel);
+  struct stat st;
+  fdl_status s = FDL_OK;
+  /* every component below dir, the file itself included, is checked with lstat */
+  for (char *q = full + strlen(dir) + 1;; q++) {
+    if (*q != '/' && *q != '\0') continue;
+    char keep = *q;
+    *q = '\0';
+    int r = lstat(full, &st);
+    int e = errno;
+    *q = keep;
+    if (r != 0) {
+      if (e == ENOENT && present) {
+        *present = false;
+        free(full);
+        return FDL_OK;
+      }
+      s = fdl_fail(err, e == ENOENT ? FDL_INVALID : FDL_IO, "%s: %s", full, strerror(e));
+      break;
+    }
+    if (S_ISLNK(st.st_mode)) {
+      s = fdl_fail(err, FDL_PATH, "%s: a symbolic link in a model path is refused", full);
+      break;
+    }
+    if (keep == '\0') break;
+  }
+  if (s == FDL_OK && !S_ISREG(st.st_mode))
+    s = fdl_fail(err, FDL_INVALID, "%s: expected a regular file", full);
+  fdl_sha256 d;
+  uint64_t sz = 0;
+  if (s == FDL_OK) s = fdl_sha256_file(full, &d, &sz, err);
+  free(full);
+  if (s != FDL_OK) return s;
+  if (present) *present = true;
+  char hex[FDL_SHA256_HEX_BUF];
+  fdl_sha256_hex(&d, hex);
+  snprintf(sha, FDL_SEAL_BUF, FDL_SEAL_KILN_PREFIX "%s", hex);
+  if (size) *size = sz;
+  if (dev) *dev = st.st_dev;
+  if (ino) *ino = st.st_ino;
+  return FDL_OK;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Shard names, in discovery order (§6): index weight_map values, model.safetensors, or every
+ * *.safetensors in the directory. A new array of strings. */
+static fdl_status shard_names(const char *dir, json_t **names, fdl_err *err) {
+  json_t *out = json_array();
+  if (!out) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  size_t n = strlen(dir) + 64;
+  char *p = malloc(n);
+  if (!p) {
+    json_decref(out);
+    return fdl_fail(err, FDL_NOMEM, "out of memory");
+  }
+  struct stat st;
+  fdl_status s = FDL_OK;
+  snprintf(p, n, "%s/model.safetensors.index.json", dir);
+  if (lstat(p, &st) == 0) {
+    const fdl_json_read_opts o = {.max_depth = 0, .kiln_strict = false};
+    json_t *idx = NULL;
+    s = fdl_json_load_file(p, &o, &idx, err);
+    const json_t *wm = s == FDL_OK ? json_object_get(idx, "weight_map") : NULL;
+    if (s == FDL_OK && (!json_is_object(wm) || !json_object_size(wm)))
+      s = fdl_fail(err, FDL_INVALID, "%s: $.weight_map: expected a nonempty object", p);
+    const char *k;
+    json_t *v;
+    if (s == FDL_OK) json_object_foreach((json_t *)wm, k, v) {
+        if (s != FDL_OK) break;
+        if (!json_is_string(v)) {
+          s = fdl_fail(err, FDL_INVALID, "%s: $.weight_map.%s: expected a string", p, k);
+          break;
+        }
+        bool seen = false;
+        for (size_t i = 0; i < json_array_size(out) && !seen; i++)
+          seen = json_equal(json_array_get(out, i), v);
+        if (!seen && json_array_append(out, v) != 0) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+      }
+    json_decref(idx);
+  } else {
+    snprintf(p, n, "%s/model.safetensors", dir);
+    if (lstat(p, &st) == 0) {
+      if (json_array_append_new(out, json_string("model.safetensors")) != 0)
+        s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    } else {
+      DIR *d = opendir(dir);
+      if (!d) s = fdl_fail(err, FDL_IO, "%s: %s", dir, strerror(errno));
+      size_t cnt = 0, cap = 0;
+      char **list = NULL;
+      for (struct dirent *e; s == FDL_OK && d && (e = readdir(d));) {
+        size_t l = strlen(e->d_name);
+        if (l <= 12 || strcmp(e->d_name + l - 12, ".safetensors") != 0) continue;
+        if (cnt == cap) {
+          cap = cap ? cap * 2 : 8;
+          char **nl = realloc(list, cap * sizeof *nl);
+          if (!nl) {
+            s = fdl_fail(err, FDL_NOMEM, "out of memory");
+            break;
+          }
+          list = nl;
+        }
+        list[cnt] = strdup(e->d_name);
+        if (!list[cnt])
+          s = fdl_fail(err, FDL_NOMEM, "out of memory");
+        else
+          cnt++;
+      }
+      if (d) closedir(d);
+      if (s == FDL_OK) qsort(list, cnt, sizeof *list, cmp_str);
+      for (size_t i = 0; i < cnt; i++) {
+        if (s == FDL_OK && json_array_append_new(out, json_string(list[i])) != 0)
+          s = fdl_fail(err, FDL_NOMEM, "out of memory");
+        free(list[i]);
+      }
+      free(list);
+    }
+  }
+  free(p);
+  if (s == FDL_OK && !json_array_size(out))
+    s = fdl_fail(err, FDL_INVALID,
+                 "%s: no weight shards (no index, model.safetensors or *.safetensors)", dir);
+  if (s != FDL_OK) {
+    json_decref(out);
+    return s;
+  }
+  *names = out;
+  return FDL_OK;
+}
+
+static int cmp_weight(const void *a, const void *b) {
+  const json_t *x = json_object_get(*(json_t *const *)a, "path");
+  const json_t *y = json_object_get(*(json_t *const *)b, "path");
+  return strcmp(json_string_value(x), json_string_value(y));
+}
+
+fdl_status fdl_kiln_model_identity(const char *dir, const char *id, json_t **out, fdl_err *err) {
+  *out = NULL;
+  if (!id || !*id) return fdl_fail(err, FDL_INVALID, "model identity: empty model id");
+  struct stat st;
+  if (lstat(dir, &st) != 0) return fdl_fail(err, FDL_IO, "%s: %s", dir, strerror(errno));
+  if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode))
+    return fdl_fail(err, FDL_PATH, "%s: the model root must be a real directory, not a link", dir);
+  char config[FDL_SEAL_BUF], tok[FDL_SEAL_BUF], tmpl[FDL_SEAL_BUF];
+  fdl_status s = model_file(dir, "config.json", NULL, config, NULL, NULL, NULL, err);
+  if (s == FDL_OK) s = model_file(dir, "tokenizer.json", NULL, tok, NULL, NULL, NULL, err);
+  bool have = false;
+  if (s == FDL_OK) s = model_file(dir, "chat_template.jinja", &have, tmpl, NULL, NULL, NULL, err);
+  if (s == FDL_OK && !have) {
+    size_t n = strlen(dir) + 32;
+    char *p = malloc(n);
+    if (!p) return fdl_fail(err, FDL_NOMEM, "out of memory");
+    snprintf(p, n, "%s/tokenizer_config.json", dir);
+    json_t *tc = NULL;
+    const fdl_json_read_opts o = {.max_depth = 0, .kiln_strict = false};
+    s = lstat(p, &st) == 0 && S_ISREG(st.st_mode)
+            ? fdl_json_load_file(p, &o, &tc, err)
+            : fdl_fail(
+                  err, FDL_INVALID,
+                  "%s: no chat template (no chat_template.jinja, no regular tokenizer_config.json)",
+                  dir);
+    const json_t *ct = s == FDL_OK ? json_object_get(tc, "chat_template") : NULL;
+    if (s == FDL_OK && !json_is_string(ct))
+      s = fdl_fail(
+          err, FDL_INVALID,
+          "%s: $.chat_template: expected a string (a null template hash fails the request)", p);
+    fdl_sha256 d;
+    if (s == FDL_OK) s = fdl_sha256_buf(json_string_value(ct), json_string_length(ct), &d, err);
+    if (s == FDL_OK) {
+      char hex[FDL_SHA256_HEX_BUF];
+      fdl_sha256_hex(&d, hex);
+      snprintf(tmpl, sizeof tmpl, FDL_SEAL_KILN_PREFIX "%s", hex);
+    }
+    json_decref(tc);
+    free(p);
+  }
+  json_t *names = NULL;
+  if (s == FDL_OK) s = shard_names(dir, &names, err);
+  if (s != FDL_OK) return s;
+  size_t n = json_array_size(names);
+  json_t **files = calloc(n, sizeof *files);
+  dev_t *devs = calloc(n, sizeof *devs);
+  ino_t *inos = calloc(n, sizeof *inos);
+  if (!files || !devs || !inos) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  for (size_t i = 0; s == FDL_OK && i < n; i++) {
+    const char *rel = json_string_value(json_array_get(names, i));
+    char sha[FDL_SEAL_BUF];
+    uint64_t size = 0;
+    s = model_file(dir, rel, NULL, sha, &size, &devs[i], &inos[i], err);
+    if (s == FDL_OK && size == 0)
+      s = fdl_fail(err, FDL_INVALID, "%s/%s: an empty weight shard", dir, rel);
+    for (size_t j = 0; s == FDL_OK && j < i; j++)
+      if (devs[j] == devs[i] && inos[j] == inos[i])
+        s = fdl_fail(err, FDL_INVALID, "%s/%s: the same file as another shard", dir, rel);
+    if (s == FDL_OK) {
+      files[i] =
+          json_pack("{s:s, s:I, s:s}", "path", rel, "bytes", (json_int_t)size, "sha256", sha);
+      if (!files[i]) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    }
+  }
+  json_t *m = NULL, *wf = NULL;
+  if (s == FDL_OK) {
+    qsort(files, n, sizeof *files, cmp_weight);
+    wf = json_array();
+    for (size_t i = 0; wf && i < n; i++)
+      if (json_array_append(wf, files[i]) != 0) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    m = wf ? json_pack("{s:s, s:s, s:s, s:s, s:O}", "id", id, "config_hash", config,
+                       "tokenizer_hash", tok, "chat_template_hash", tmpl, "weight_files", wf)
+           : NULL;
+    if (!m && s == FDL_OK) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  }
+  char content[FDL_SEAL_BUF];
+  if (s == FDL_OK) s = fdl_kiln_canonical_sha256(m, content, err);
+  if (s == FDL_OK && json_object_set_new(m, "content_sha256", json_string(content)) != 0)
+    s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  for (size_t i = 0; files && i < n; i++) json_decref(files[i]);
+  free(files);
+  free(devs);
+  free(inos);
+  json_decref(wf);
+  json_decref(names);
+  if (s != FDL_OK) {
+    json_decref(m);
+    return s;
+  }
+  *out = m;
+  return FDL_OK;
+}
+
+/* ---- first divergence (§5) ------------------------------------------------------------------- */
+
+static fdl_status ids_ok(const json_t *v, const char *what, fdl_err *err) {
+  if (!json_is_array(v))
+    return fdl_fail(err, FDL_INVALID, "%s: expected a JSON array of token ids", what);
+  for (size_t i = 0; i < json_array_size(v); i++)
+    if (!token_ok(json_array_get(v, i)))
+      return fdl_fail(err, FDL_INVALID, "%s[%zu]: expected a token id, an integer in 0..248319",
+                      what, i);
+  return FDL_OK;
+}
+
+static fdl_status texts_ok(const json_t *t, const json_t *ids, const char *what, fdl_err *err) {
+  if (!t) return FDL_OK;
+  if (!json_is_array(t) || json_array_size(t) != json_array_size(ids))
+    return fdl_fail(err, FDL_INVALID, "%s: expected an array of %zu strings, one per token", what,
+                    json_array_size(ids));
+  for (size_t i = 0; i < json_array_size(t); i++)
+    if (!json_is_string(json_array_get(t, i)))
+      return fdl_fail(err, FDL_INVALID, "%s[%zu]: expected a string", what, i);
+  return FDL_OK;
+}
+
+static const char *text_at(const json_t *t, size_t i) {
+  return t ? json_string_value(json_array_get(t, i)) : "";
+}
+
+fdl_status fdl_kiln_divergence(const fdl_kiln_divergence_in *in, json_t **out, size_t *step,
+                               fdl_err *err) {
+  *out = NULL;
+  fdl_status s = ids_ok(in->prompt_ids, "prompt ids", err);
+  if (s == FDL_OK) s = ids_ok(in->reference_ids, "reference ids", err);
+  if (s == FDL_OK) s = ids_ok(in->candidate_ids, "candidate ids", err);
+  if (s == FDL_OK) s = texts_ok(in->reference_texts, in->reference_ids, "reference texts", err);
+  if (s == FDL_OK) s = texts_ok(in->candidate_texts, in->candidate_ids, "candidate texts", err);
+  if (s != FDL_OK) return s;
+  size_t nr = json_array_size(in->reference_ids), nc = json_array_size(in->candidate_ids);
+  size_t np = json_array_size(in->prompt_ids), k = 0;
+  while (k < nr && k < nc &&
+         json_integer_value(json_array_get(in->reference_ids, k)) ==
+             json_integer_value(json_array_get(in->candidate_ids, k)))
+    k++;
+  if (k == nr || k == nc)
+    return fdl_fail(err, FDL_REFUSED,
+                    "nothing diverges: the streams agree on all %zu common steps (%s)", k,
+                    nr == nc ? "identical" : "one is a prefix of the other");
+  *step = k;
+  if (k == 0)
+    return fdl_fail(err, FDL_REFUSED,
+                    "the streams diverge at step 0; a request needs a common "
+                    "continuation prefix of 1..%u tokens",
+                    FDL_KILN_MAX_PREFIX);
+  if (k > FDL_KILN_MAX_PREFIX)
+    return fdl_fail(err, FDL_REFUSED,
+                    "the streams diverge at step %zu; a request holds a common "
+                    "continuation prefix of at most %u tokens",
+                    k, FDL_KILN_MAX_PREFIX);
+  if (np == 0 || np + k > FDL_KILN_MAX_INPUT)
+    return fdl_fail(err, FDL_REFUSED,
+                    "prompt of %zu ids plus %zu prefix ids: a request holds 1..%u input ids", np, k,
+                    FDL_KILN_MAX_INPUT);
+  json_t *prefix = json_array(), *input = json_deep_copy(in->prompt_ids);
+  json_t *req = NULL;
+  for (size_t i = 0; prefix && input && i < k; i++) {
+    json_t *id = json_array_get(in->candidate_ids, i);
+    const char *t =
+        in->candidate_texts ? text_at(in->candidate_texts, i) : text_at(in->reference_texts, i);
+    if (json_array_append_new(prefix, json_pack("{s:O, s:s}", "token_id", id, "text", t)) != 0 ||
+        json_array_append(input, id) != 0)
+      s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  }
+  if (!prefix || !input) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  char ish[FDL_SEAL_BUF], utf8[FDL_SEAL_BUF];
+  if (s == FDL_OK) s = fdl_kiln_canonical_sha256(input, ish, err);
+  fdl_sha256 d;
+  if (s == FDL_OK) s = fdl_sha256_buf(in->prompt_text, strlen(in->prompt_text), &d, err);
+  if (s == FDL_OK) {
+    char hex[FDL_SHA256_HEX_BUF];
+    fdl_sha256_hex(&d, hex);
+    snprintf(utf8, sizeof utf8, FDL_SEAL_KILN_PREFIX "%s", hex);
+    req = json_pack("{s:s, s:s, s:{s:s, s:O, s:O}, s:O, "
+                    "s:{s:{s:s, s:s, s:i, s:s, s:s}, s:[{s:s, s:s}], s:b, s:{s:b}, s:s, s:I, s:O}, "
+                    "s:O, s:O, s:s, s:[{s:s, s:O, s:s}, {s:s, s:O, s:s}]}",
+                    "schema", FDL_KILN_REQUEST_SCHEMA, "id", in->id, "source", "source_commit",
+                    in->source_commit, "kiln_receipt", in->kiln_receipt, "vllm_receipt",
+                    in->vllm_receipt, "model_identity", in->model_identity, "prompt", "generator",
+                    "run_id", in->run_id, "phase", in->phase, "request_index", 0, "profile",
+                    "short", "template_version", "fixed-serving-profiles-v1", "messages", "role",
+                    "user", "content", in->prompt_text, "add_generation_prompt", 1,
+                    "template_kwargs", "enable_thinking", 0, "utf8_sha256", utf8, "token_count",
+                    (json_int_t)np, "token_ids", in->prompt_ids, "continuation_prefix", prefix,
+                    "input_token_ids", input, "input_token_ids_sha256", ish, "candidates", "engine",
+                    "kiln", "token_id", json_array_get(in->candidate_ids, k), "text",
+                    text_at(in->candidate_texts, k), "engine", "vllm", "token_id",
+                    json_array_get(in->reference_ids, k), "text", text_at(in->reference_texts, k));
+    if (!req) s = fdl_fail(err, FDL_INVALID, "request: a field is missing or not valid UTF-8");
+  }
+  json_decref(prefix);
+  json_decref(input);
+  if (s == FDL_OK) {
+    fdl_kiln_checked chk;
+    s = fdl_kiln_check_doc(req, "divergence request", &chk, err);
+  }
+  if (s != FDL_OK) {
+    json_decref(req);
+    return s;
+  }
+  *out = req;
+  return FDL_OK;
+}

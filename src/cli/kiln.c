@@ -1,0 +1,252 @@
+/* kiln.c - `fidelis check FILE...` (Kiln requests and v1 results) and `fidelis divergence`
+ * (a first-divergence kiln.hf-next-token-request.v1). docs/ATTRIBUTION.md describes both. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "fidelis/kiln.h"
+
+static void check_usage(FILE *f) {
+  fprintf(f, "usage: fidelis check FILE...\n\n"
+             "Re-checks Kiln records: kiln.hf-next-token-request.v1 (every rule of the request\n"
+             "contract but the receipt files; prints its identity), and the v1 oracle, path- and\n"
+             "layer-attribution results (closed keys, result_sha256, invariants, the largest\n"
+             "relative-error growth recomputed from the boundaries).\n\n"
+             "output: OK  PATH  SCHEMA  IDENTITY per file; failures on stderr.\n\n"
+             "exit codes: 0 every file passes; 3 a file is malformed, fails a hash or a rule, or\n"
+             "has an unsupported schema; 4 bad usage or a FILE that cannot be opened (4 wins)\n");
+}
+
+static int check_one(const char *path) {
+  fdl_err err = {FDL_OK, ""};
+  char *real = NULL;
+  int fd = -1;
+  uint64_t size;
+  fdl_status s = fdl_resolve_named(path, &real, &err);
+  if (s == FDL_OK && (s = fdl_open_regular(real, false, &fd, &size, &err)) == FDL_OK) close(fd);
+  if (s != FDL_OK) {
+    free(real);
+    fdl_cli_report(&err);
+    return FDL_EXIT_USAGE;
+  }
+  fdl_kiln_checked res;
+  s = fdl_kiln_check_file(real, &res, &err);
+  free(real);
+  if (s != FDL_OK) {
+    fdl_cli_report(&err);
+    return fdl_cli_exit_for(s);
+  }
+  fputs("OK  ", stdout);
+  fdl_cli_put_text(stdout, path);
+  printf("  %s  %s\n", res.schema, res.identity);
+  return FDL_EXIT_OK;
+}
+
+static int check_parse(int argc, char **argv, FILE *out, FILE *diag, const char **files,
+                       size_t *n) {
+  fdl_cli_spec s = {"check", check_usage, NULL, 0, NULL, 0, files, (size_t)argc, 0, out, diag};
+  int rc = fdl_cli_parse(&s, 1, argc, argv);
+  if (rc != FDL_CLI_GO) return rc;
+  if (!s.npos) return fdl_cli_usage_error(&s, "no FILE given");
+  *n = s.npos;
+  return FDL_CLI_GO;
+}
+
+int fdl_cli_check_check(int argc, char **argv, FILE *out, FILE *diag) {
+  const char **files = calloc((size_t)argc + 1, sizeof *files);
+  if (!files) return FDL_EXIT_USAGE;
+  size_t n;
+  int rc = check_parse(argc, argv, out, diag, files, &n);
+  free(files);
+  return rc;
+}
+
+int fdl_cli_check(int argc, char **argv) {
+  const char **files = calloc((size_t)argc + 1, sizeof *files);
+  if (!files) return FDL_EXIT_USAGE;
+  size_t n = 0;
+  int rc = check_parse(argc, argv, NULL, NULL, files, &n);
+  if (rc == FDL_CLI_GO) {
+    rc = FDL_EXIT_OK;
+    for (size_t i = 0; i < n; i++) {
+      int r = check_one(files[i]);
+      if (r > rc) rc = r;
+      fflush(stdout);
+    }
+  }
+  free(files);
+  return rc;
+}
+
+/* ---- divergence ---------------------------------------------------------------------------- */
+
+static void div_usage(FILE *f) {
+  fprintf(f, "usage: fidelis divergence --prompt-ids JSON|@FILE --reference-ids JSON|@FILE\n"
+             "         --candidate-ids JSON|@FILE --prompt-text TEXT|@FILE --id ID\n"
+             "         --source-commit HEX40 --run-id ID --phase PHASE\n"
+             "         --kiln-receipt JSON|@FILE --vllm-receipt JSON|@FILE\n"
+             "         (--model-dir DIR --model-id ID | --model-identity JSON|@FILE)\n"
+             "         [--reference-texts JSON|@FILE] [--candidate-texts JSON|@FILE] --out FILE\n\n"
+             "Finds the first step where the reference (vllm) and candidate (kiln) generated\n"
+             "token streams differ and writes a kiln.hf-next-token-request.v1: the prompt, the\n"
+             "common continuation prefix (1..64 tokens), both candidate tokens, the input ids and\n"
+             "their canonical hash, and the model identity (Kiln's fingerprint of --model-dir).\n"
+             "Receipt references are {path, file_sha256, content_sha256} objects. Texts default\n"
+             "to \"\". Prints the step and the request identity.\n\n"
+             "exit codes: 0 written; 3 nothing diverges, the request would break a rule, a value\n"
+             "is malformed, or --out exists; 4 bad usage, an unopenable input or a failed write\n");
+}
+
+typedef struct {
+  const char *prompt_ids, *reference_ids, *candidate_ids, *prompt_text, *id, *source_commit,
+      *run_id, *phase, *kiln_receipt, *vllm_receipt, *model_dir, *model_id, *model_identity,
+      *reference_texts, *candidate_texts, *out;
+} div_args;
+
+static int div_parse(int argc, char **argv, FILE *out, FILE *diag, div_args *a) {
+  memset(a, 0, sizeof *a);
+  const fdl_cli_opt opts[] = {
+      FDL_CLI_OPT_TEXT("--prompt-ids", &a->prompt_ids),
+      FDL_CLI_OPT_TEXT("--reference-ids", &a->reference_ids),
+      FDL_CLI_OPT_TEXT("--candidate-ids", &a->candidate_ids),
+      FDL_CLI_OPT_TEXT("--prompt-text", &a->prompt_text),
+      FDL_CLI_OPT_TEXT("--id", &a->id),
+      FDL_CLI_OPT_TEXT("--source-commit", &a->source_commit),
+      FDL_CLI_OPT_TEXT("--run-id", &a->run_id),
+      FDL_CLI_OPT_TEXT("--phase", &a->phase),
+      FDL_CLI_OPT_TEXT("--kiln-receipt", &a->kiln_receipt),
+      FDL_CLI_OPT_TEXT("--vllm-receipt", &a->vllm_receipt),
+      FDL_CLI_OPT_PATH("--model-dir", &a->model_dir),
+      FDL_CLI_OPT_TEXT("--model-id", &a->model_id),
+      FDL_CLI_OPT_TEXT("--model-identity", &a->model_identity),
+      FDL_CLI_OPT_TEXT("--reference-texts", &a->reference_texts),
+      FDL_CLI_OPT_TEXT("--candidate-texts", &a->candidate_texts),
+      FDL_CLI_OPT_PATH("--out", &a->out),
+  };
+  static const char *const conflicts[] = {"--model-dir", "--model-identity"};
+  fdl_cli_spec s = {
+      "divergence", div_usage, opts, sizeof opts / sizeof opts[0], conflicts, 1, NULL, 0, 0,
+      out,          diag};
+  int rc = fdl_cli_parse(&s, 1, argc, argv);
+  if (rc != FDL_CLI_GO) return rc;
+  const char *need[][2] = {{"--prompt-ids", a->prompt_ids},
+                           {"--reference-ids", a->reference_ids},
+                           {"--candidate-ids", a->candidate_ids},
+                           {"--prompt-text", a->prompt_text},
+                           {"--id", a->id},
+                           {"--source-commit", a->source_commit},
+                           {"--run-id", a->run_id},
+                           {"--phase", a->phase},
+                           {"--kiln-receipt", a->kiln_receipt},
+                           {"--vllm-receipt", a->vllm_receipt},
+                           {"--out", a->out}};
+  for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+    if (!need[i][1]) return fdl_cli_usage_error(&s, "%s is required", need[i][0]);
+  if (!a->model_dir && !a->model_identity)
+    return fdl_cli_usage_error(&s, "--model-dir (with --model-id) or --model-identity is required");
+  if (a->model_dir && !a->model_id) return fdl_cli_usage_error(&s, "--model-dir needs --model-id");
+  return FDL_CLI_GO;
+}
+
+int fdl_cli_divergence_check(int argc, char **argv, FILE *out, FILE *diag) {
+  div_args a;
+  return div_parse(argc, argv, out, diag, &a);
+}
+
+/* TEXT or @FILE: the text itself, or the file's bytes (opening failures are exit 4). */
+static int read_arg(const char *opt, const char *v, char **text, size_t *len) {
+  fdl_err err = {FDL_OK, ""};
+  if (v[0] == '@') {
+    if (fdl_cli_input_file("divergence", v + 1) != 0) return FDL_EXIT_USAGE;
+    if (fdl_read_file(v + 1, FDL_JSON_MAX_FILE_BYTES, text, len, &err) != FDL_OK) {
+      fdl_err_prefix(&err, "%s", opt);
+      fdl_cli_report(&err);
+      return FDL_EXIT_USAGE;
+    }
+    return 0;
+  }
+  *len = strlen(v);
+  *text = malloc(*len + 1);
+  if (!*text) return FDL_EXIT_USAGE;
+  memcpy(*text, v, *len + 1);
+  return 0;
+}
+
+static int read_json(const char *opt, const char *v, json_t **out) {
+  char *text = NULL;
+  size_t len = 0;
+  int rc = read_arg(opt, v, &text, &len);
+  if (rc) return rc;
+  fdl_err err = {FDL_OK, ""};
+  const fdl_json_read_opts o = {.max_depth = 0, .kiln_strict = true};
+  fdl_status s = fdl_json_parse(text, len, &o, out, &err);
+  free(text);
+  if (s != FDL_OK) {
+    fdl_err_prefix(&err, "%s", opt);
+    fdl_cli_report(&err);
+    return fdl_cli_exit_for(s);
+  }
+  return 0;
+}
+
+int fdl_cli_divergence(int argc, char **argv) {
+  div_args a;
+  int rc = div_parse(argc, argv, NULL, NULL, &a);
+  if (rc != FDL_CLI_GO) return rc;
+  json_t *pj = NULL, *rj = NULL, *cj = NULL, *rt = NULL, *ct = NULL, *kr = NULL, *vr = NULL,
+         *mi = NULL, *req = NULL;
+  char *prompt = NULL;
+  size_t plen = 0;
+  rc = read_json("--prompt-ids", a.prompt_ids, &pj);
+  if (!rc) rc = read_json("--reference-ids", a.reference_ids, &rj);
+  if (!rc) rc = read_json("--candidate-ids", a.candidate_ids, &cj);
+  if (!rc && a.reference_texts) rc = read_json("--reference-texts", a.reference_texts, &rt);
+  if (!rc && a.candidate_texts) rc = read_json("--candidate-texts", a.candidate_texts, &ct);
+  if (!rc) rc = read_json("--kiln-receipt", a.kiln_receipt, &kr);
+  if (!rc) rc = read_json("--vllm-receipt", a.vllm_receipt, &vr);
+  if (!rc && a.model_identity) rc = read_json("--model-identity", a.model_identity, &mi);
+  if (!rc) rc = read_arg("--prompt-text", a.prompt_text, &prompt, &plen);
+  fdl_err err = {FDL_OK, ""};
+  if (!rc && strlen(prompt) != plen) {
+    fprintf(stderr, "fidelis divergence: --prompt-text holds a NUL byte\n");
+    rc = FDL_EXIT_REFUSED;
+  }
+  if (!rc && a.model_dir) {
+    if (fdl_cli_input_dir("divergence", a.model_dir) != 0) rc = FDL_EXIT_USAGE;
+    fdl_status s = rc ? FDL_OK : fdl_kiln_model_identity(a.model_dir, a.model_id, &mi, &err);
+    if (s != FDL_OK) {
+      fdl_cli_report(&err);
+      rc = fdl_cli_exit_for(s);
+    }
+  }
+  size_t step = 0;
+  if (!rc) {
+    fdl_kiln_divergence_in in = {pj,       rj,      cj, rt, ct, prompt, a.id, a.source_commit,
+                                 a.run_id, a.phase, kr, vr, mi};
+    fdl_status s = fdl_kiln_divergence(&in, &req, &step, &err);
+    if (s == FDL_OK) s = fdl_json_write_file(a.out, req, FDL_JSON_ASCII | FDL_JSON_PRETTY, &err);
+    char ident[FDL_SEAL_BUF];
+    if (s == FDL_OK) s = fdl_kiln_canonical_sha256(req, ident, &err);
+    if (s != FDL_OK) {
+      fdl_cli_report(&err);
+      rc = fdl_cli_exit_for(s);
+    } else {
+      printf("diverges at step %zu: kiln %lld, vllm %lld\nrequest %s\n", step,
+             (long long)json_integer_value(json_array_get(cj, step)),
+             (long long)json_integer_value(json_array_get(rj, step)), ident);
+    }
+  }
+  free(prompt);
+  json_decref(pj);
+  json_decref(rj);
+  json_decref(cj);
+  json_decref(rt);
+  json_decref(ct);
+  json_decref(kr);
+  json_decref(vr);
+  json_decref(mi);
+  json_decref(req);
+  return rc;
+}
