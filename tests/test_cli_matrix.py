@@ -6,6 +6,7 @@ documented rule and the tested one cannot drift apart.
 
 Cells marked with a dagger in the README wait for a library fix on another branch: a mismatch
 there is printed as PENDING and does not fail the test; every other mismatch does."""
+import json
 import os
 import pwd
 import grp
@@ -144,15 +145,29 @@ def main():
 
         kinds = {"validate": "dataset", "inspect": "dataset", "compare": "dataset",
                  "verify": "json", "json canon": "json", "tensor ls": "tensor", "pack": "panel",
-                 "synth": "out", "logits diff": "vector", "layers diff": "vector"}
+                 "synth": "out", "logits diff": "vector", "layers diff": "vector",
+                 "check": "kiln", "divergence": "ids"}
         with open(P("good.f32"), "wb") as f:  # a raw float32 vector [1, 2, 3, 4]
             f.write(bytes.fromhex("0000803f000000400000404000008040"))
+        kiln_req = os.path.join(os.environ.get("FDL_SHARED", ""), "vectors", "kiln",
+                                "rocm-strix-halo-greedy-c1-first-divergence-v1.json")
+        if not os.path.exists(kiln_req):
+            skip("the Kiln request vector is missing: " + kiln_req)
+        with open(kiln_req, encoding="utf-8") as f:
+            kreq = json.load(f)
+        with open(P("ids.json"), "w") as f:
+            f.write("[1, 2]\n")
+        for name, src in (("unr-kiln.json", kiln_req), ("unr-ids.json", P("ids.json"))):
+            shutil.copyfile(src, P(name))
+            os.chmod(P(name), 0)
         good = {"dataset": ref, "json": receipt, "tensor": tensor, "panel": pin["panel"],
-                "vector": P("good.f32")}
+                "vector": P("good.f32"), "kiln": kiln_req, "ids": P("ids.json")}
         malformed = {"dataset": P("badds"), "json": P("bad.json"), "tensor": P("bad.bin"),
-                     "panel": P("bad.jsonl"), "vector": P("bad.bin")}
+                     "panel": P("bad.jsonl"), "vector": P("bad.bin"), "kiln": P("bad.json"),
+                     "ids": P("bad.json")}
         unreadable = {"dataset": P("unrds"), "json": P("unr.json"), "tensor": P("unr.bin"),
-                      "panel": P("unr.jsonl"), "vector": P("unr.bin")}
+                      "panel": P("unr.jsonl"), "vector": P("unr.bin"), "kiln": P("unr-kiln.json"),
+                      "ids": P("unr-ids.json")}
 
         def argv(cmd, path, extra=()):
             if cmd == "compare":
@@ -161,6 +176,15 @@ def main():
                 return pack_args(path, extra)
             if cmd == "synth":
                 return ["synth", "--out", path, *SMALL, *extra]
+            if cmd == "divergence":  # --prompt-ids @FILE is the input under test
+                g = kreq["prompt"]["generator"]
+                return ["divergence", "--prompt-ids", "@" + path, "--reference-ids", "[5,6]",
+                        "--candidate-ids", "[5,7]", "--prompt-text", "p", "--id", "abc",
+                        "--source-commit", kreq["source"]["source_commit"], "--run-id",
+                        g["run_id"], "--phase", g["phase"], "--kiln-receipt",
+                        json.dumps(kreq["source"]["kiln_receipt"]), "--vllm-receipt",
+                        json.dumps(kreq["source"]["vllm_receipt"]), "--model-identity",
+                        json.dumps(kreq["model_identity"]), "--out", fresh(), *extra]
             if cmd in ("logits diff", "layers diff"):  # REF is the input under test
                 return cmd.split() + [path, P("good.f32"), *extra]
             return cmd.split() + list(extra) + [path]
@@ -169,7 +193,8 @@ def main():
                     "compare": ["--vocab-chunk", "0"], "verify": ["--no-such-flag"],
                     "json canon": ["--no-such-flag"], "tensor ls": ["--no-such-flag"],
                     "pack": ["--threads", "4294967296"], "synth": ["--threads", ""],
-                    "logits diff": ["--candidates", "x"], "layers diff": ["--hidden", "0"]}
+                    "logits diff": ["--candidates", "x"], "layers diff": ["--hidden", "0"],
+                    "check": ["--no-such-flag"], "divergence": ["--no-such-flag"]}
         json_flag = {"validate": ["--json"], "compare": ["--json"], "inspect": ["--json"],
                      "verify": ["--json"], "tensor ls": ["--json"], "synth": ["--json"],
                      "logits diff": ["--json"], "layers diff": ["--json"]}
