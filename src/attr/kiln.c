@@ -15,6 +15,8 @@
 #include "fidelis/file.h"
 #include "fidelis/json.h"
 #include "fidelis/kiln.h"
+#include "base/order.h"
+#include "base/sys.h"
 
 fdl_status fdl_kiln_canonical_sha256(const json_t *v, char *out, fdl_err *err) {
   fdl_buf b;
@@ -132,6 +134,13 @@ static bool rel_path_ok(const char *s, size_t n) {
   return true;
 }
 
+/* A ".." component anywhere ("..", "../a", "a/..", "a/../b"); "a..b" is a plain name. */
+static bool has_dotdot(const char *s) {
+  for (const char *p = s; (p = strstr(p, "..")) != NULL; p += 2)
+    if ((p == s || p[-1] == '/') && (p[2] == '\0' || p[2] == '/')) return true;
+  return false;
+}
+
 static fdl_status check_receipt_ref(const ctx *c, const char *path, const json_t *r) {
   fdl_status s = CLOSED(c, path, r, "path", "file_sha256", "content_sha256");
   if (s != FDL_OK) return s;
@@ -170,7 +179,7 @@ static fdl_status check_model_identity(const ctx *c, const char *path, const jso
     if ((s = CLOSED(c, p, f, "path", "bytes", "sha256")) != FDL_OK) return s;
     const json_t *fp = json_object_get(f, "path");
     if (!json_is_string(fp) || !json_string_length(fp) || json_string_value(fp)[0] == '/' ||
-        strstr(json_string_value(fp), ".."))
+        has_dotdot(json_string_value(fp)))
       return bad(c, p, "path: expected a nonempty relative path without \"..\"");
     const json_t *b = json_object_get(f, "bytes");
     if (!is_int(b) || json_integer_value(b) <= 0)
@@ -500,7 +509,7 @@ static fdl_status check_layer_v1(const ctx *c, const json_t *doc) {
   if (!json_is_array(bs) || json_array_size(bs) == 0)
     return bad(c, "$.worker.boundaries", "expected a nonempty array");
   size_t n = json_array_size(bs);
-  double *rel = malloc(n * sizeof *rel);
+  double *rel = fdl_malloc(n * sizeof *rel);
   if (!rel) return fdl_fail(c->err, FDL_NOMEM, "%s: out of memory", c->name);
   fdl_status s = FDL_OK;
   char p[128];
@@ -698,7 +707,7 @@ static fdl_status model_file(const char *dir, const char *rel, bool *present, ch
   if (!rel_path_ok(rel, strlen(rel)) || strchr(rel, '\\'))
     return fdl_fail(err, FDL_PATH, "%s: \"%s\" is not a normalised relative path", dir, rel);
   size_t n = strlen(dir) + strlen(rel) + 2;
-  char *full = malloc(n);
+  char *full = fdl_malloc(n);
   if (!full) return fdl_fail(err, FDL_NOMEM, "out of memory");
   snprintf(full, n, "%s/%s", dir, rel);
   struct stat st;
@@ -743,17 +752,13 @@ static fdl_status model_file(const char *dir, const char *rel, bool *present, ch
   return FDL_OK;
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* Shard names, in discovery order (§6): index weight_map values, model.safetensors, or every
  * *.safetensors in the directory. A new array of strings. */
 static fdl_status shard_names(const char *dir, json_t **names, fdl_err *err) {
   json_t *out = json_array();
   if (!out) return fdl_fail(err, FDL_NOMEM, "out of memory");
   size_t n = strlen(dir) + 64;
-  char *p = malloc(n);
+  char *p = fdl_malloc(n);
   if (!p) {
     json_decref(out);
     return fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -797,21 +802,21 @@ static fdl_status shard_names(const char *dir, json_t **names, fdl_err *err) {
         if (l <= 12 || strcmp(e->d_name + l - 12, ".safetensors") != 0) continue;
         if (cnt == cap) {
           cap = cap ? cap * 2 : 8;
-          char **nl = realloc(list, cap * sizeof *nl);
+          char **nl = fdl_realloc(list, cap * sizeof *nl);
           if (!nl) {
             s = fdl_fail(err, FDL_NOMEM, "out of memory");
             break;
           }
           list = nl;
         }
-        list[cnt] = strdup(e->d_name);
+        list[cnt] = fdl_strdup(e->d_name);
         if (!list[cnt])
           s = fdl_fail(err, FDL_NOMEM, "out of memory");
         else
           cnt++;
       }
       if (d) closedir(d);
-      if (s == FDL_OK) qsort(list, cnt, sizeof *list, cmp_str);
+      if (s == FDL_OK) qsort(list, cnt, sizeof *list, fdl_order_cstr);
       for (size_t i = 0; i < cnt; i++) {
         if (s == FDL_OK && json_array_append_new(out, json_string(list[i])) != 0)
           s = fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -852,7 +857,7 @@ fdl_status fdl_kiln_model_identity(const char *dir, const char *id, json_t **out
   if (s == FDL_OK) s = model_file(dir, "chat_template.jinja", &have, tmpl, NULL, NULL, NULL, err);
   if (s == FDL_OK && !have) {
     size_t n = strlen(dir) + 32;
-    char *p = malloc(n);
+    char *p = fdl_malloc(n);
     if (!p) return fdl_fail(err, FDL_NOMEM, "out of memory");
     snprintf(p, n, "%s/tokenizer_config.json", dir);
     json_t *tc = NULL;
@@ -882,9 +887,9 @@ fdl_status fdl_kiln_model_identity(const char *dir, const char *id, json_t **out
   if (s == FDL_OK) s = shard_names(dir, &names, err);
   if (s != FDL_OK) return s;
   size_t n = json_array_size(names);
-  json_t **files = calloc(n, sizeof *files);
-  dev_t *devs = calloc(n, sizeof *devs);
-  ino_t *inos = calloc(n, sizeof *inos);
+  json_t **files = fdl_calloc(n, sizeof *files);
+  dev_t *devs = fdl_calloc(n, sizeof *devs);
+  ino_t *inos = fdl_calloc(n, sizeof *inos);
   if (!files || !devs || !inos) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   for (size_t i = 0; s == FDL_OK && i < n; i++) {
     const char *rel = json_string_value(json_array_get(names, i));
