@@ -317,7 +317,10 @@ static fdl_status check_request(const ctx *c, const json_t *r) {
     if ((s = CLOSED(c, p, t, "token_id", "text")) != FDL_OK) return s;
     snprintf(p, sizeof p, "$.continuation_prefix[%zu].token_id", i);
     if ((s = want_token(c, p, json_object_get(t, "token_id"))) != FDL_OK) return s;
-    if (!json_is_string(json_object_get(t, "text"))) return bad(c, p, "text: expected a string");
+    if (!json_is_string(json_object_get(t, "text"))) {
+      snprintf(p, sizeof p, "$.continuation_prefix[%zu].text", i);
+      return bad(c, p, "expected a string");
+    }
   }
   const json_t *in = json_object_get(r, "input_token_ids");
   if ((s = want_tokens(c, "$.input_token_ids", in, 1, FDL_KILN_MAX_INPUT)) != FDL_OK) return s;
@@ -348,12 +351,16 @@ static fdl_status check_request(const ctx *c, const json_t *r) {
     const json_t *t = json_array_get(cands, i);
     snprintf(p, sizeof p, "$.candidates[%zu]", i);
     if ((s = CLOSED(c, p, t, "engine", "token_id", "text")) != FDL_OK) return s;
+    snprintf(p, sizeof p, "$.candidates[%zu].engine", i);
     if (!str_eq(json_object_get(t, "engine"), engines[i]))
-      return bad(c, p, "engine: expected \"%s\" (the engines are [\"kiln\",\"vllm\"] in order)",
+      return bad(c, p, "expected \"%s\" (the engines are [\"kiln\",\"vllm\"] in order)",
                  engines[i]);
     snprintf(p, sizeof p, "$.candidates[%zu].token_id", i);
     if ((s = want_token(c, p, json_object_get(t, "token_id"))) != FDL_OK) return s;
-    if (!json_is_string(json_object_get(t, "text"))) return bad(c, p, "text: expected a string");
+    if (!json_is_string(json_object_get(t, "text"))) {
+      snprintf(p, sizeof p, "$.candidates[%zu].text", i);
+      return bad(c, p, "expected a string");
+    }
   }
   if (json_integer_value(json_object_get(json_array_get(cands, 0), "token_id")) ==
       json_integer_value(json_object_get(json_array_get(cands, 1), "token_id")))
