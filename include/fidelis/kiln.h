@@ -69,6 +69,33 @@ typedef struct {
 FDL_API fdl_status fdl_kiln_divergence(const fdl_kiln_divergence_in *in, json_t **out, size_t *step,
                                        fdl_err *err);
 
+/* ---- fidelis' own path attribution (docs/ATTRIBUTION.md) ---------------------------------- */
+
+#define FDL_KILN_PATH_ATTR_SCHEMA "fidelis.path-attribution.v1"
+#define FDL_KILN_LABEL_PATH "first_divergent_path"
+#define FDL_KILN_LABEL_NONE "serving_only_or_not_reproduced"
+#define FDL_KILN_MAX_PATHS 64u
+
+/* One path, in evaluation order; every pointer is borrowed. */
+typedef struct {
+  const char *name;  /* nonempty, unique */
+  bool full;         /* full logits (true) or greedy token ids (false) */
+  const float *rows; /* full: nrows x n floats, one row per forced step, row-major */
+  size_t nrows;      /* full: at least 1; the last row is compared with the reference */
+  const json_t *ids; /* greedy: array of 1..FDL_KILN_MAX_INPUT token ids */
+} fdl_kiln_path_in;
+
+/* Builds the sealed fidelis.path-attribution.v1 record: request identity (the request must pass
+ * fdl_kiln_check_doc), the reference block (argmax, candidate logits and ranks, verdict), each
+ * path's observed tokens and comparison, the optional graph counters (Kiln's rules, §12) and
+ * the attribution: the first path that diverges (full: its last row's argmax differs from the
+ * reference argmax; greedy: its final token differs from it), else
+ * serving_only_or_not_reproduced. reference holds n floats; candidate ids must be < n. A broken
+ * rule is FDL_REFUSED or FDL_INVALID naming the input; the record passes fdl_kiln_check_doc. */
+FDL_API fdl_status fdl_kiln_attribute(const json_t *request, const float *reference, size_t n,
+                                      const fdl_kiln_path_in *paths, size_t npaths,
+                                      const json_t *counters, json_t **out, fdl_err *err);
+
 #ifdef __cplusplus
 }
 #endif

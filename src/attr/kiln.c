@@ -379,17 +379,21 @@ static double num(const json_t *v) {
   return is_int(v) ? (double)json_integer_value(v) : json_real_value(v);
 }
 
-static fdl_status self_hash(const ctx *c, const json_t *doc, fdl_kiln_checked *res) {
-  const json_t *stored = json_object_get(doc, "result_sha256");
-  fdl_status s = want_sha(c, "$.result_sha256", stored);
+/* The self-hash rule (§2) under key `key` ("result_sha256", or fidelis' "record_sha256"). */
+static fdl_status self_hash(const ctx *c, const json_t *doc, const char *key,
+                            fdl_kiln_checked *res) {
+  const json_t *stored = json_object_get(doc, key);
+  char p[40];
+  snprintf(p, sizeof p, "$.%s", key);
+  fdl_status s = want_sha(c, p, stored);
   if (s != FDL_OK) return s;
-  s = fdl_seal_compute(doc, FDL_SEAL_KILN_REMOVE, "result_sha256", res->identity, c->err);
+  s = fdl_seal_compute(doc, FDL_SEAL_KILN_REMOVE, key, res->identity, c->err);
   if (s != FDL_OK) return s;
   if (strcmp(res->identity, json_string_value(stored)) != 0)
     return fdl_fail(c->err, FDL_MISMATCH,
-                    "%s: $.result_sha256: stored %s, but the record without it hashes to %s "
+                    "%s: %s: stored %s, but the record without it hashes to %s "
                     "(a value was changed)",
-                    c->name, json_string_value(stored), res->identity);
+                    c->name, p, json_string_value(stored), res->identity);
   return FDL_OK;
 }
 
@@ -649,6 +653,225 @@ static fdl_status check_oracle_v1(const ctx *c, const json_t *doc) {
   return FDL_OK;
 }
 
+/* ---- fidelis.path-attribution.v1 (docs/ATTRIBUTION.md) --------------------------------------- */
+
+/* Kiln's graph-replay counters (§12): ints (not bools) but `enabled`, which is true. */
+static fdl_status check_graph(const ctx *c, const char *path, const json_t *g) {
+  static const char *const keys[] = {
+      "cache_admission_successes", "capture_attempts", "capture_failures",
+      "capture_successes",         "fallbacks",        "replay_attempts",
+      "replay_failures",           "replay_successes"};
+  fdl_status s = CLOSED(c, path, g, "enabled", "cache_admission_successes", "capture_attempts",
+                        "capture_failures", "capture_successes", "fallbacks", "replay_attempts",
+                        "replay_failures", "replay_successes");
+  if (s != FDL_OK) return s;
+  char p[128];
+  json_int_t v[8];
+  for (size_t i = 0; i < 8; i++) {
+    const json_t *x = json_object_get(g, keys[i]);
+    snprintf(p, sizeof p, "%s.%s", path, keys[i]);
+    if (!is_int(x) || json_integer_value(x) < 0) return bad(c, p, "expected an integer >= 0");
+    v[i] = json_integer_value(x);
+  }
+  snprintf(p, sizeof p, "%s.enabled", path);
+  if (!json_is_true(json_object_get(g, "enabled"))) return bad(c, p, "expected true");
+  if (v[3] < 1) return bad(c, path, "capture_successes is %lld, expected >= 1", (long long)v[3]);
+  if (v[0] < 1)
+    return bad(c, path, "cache_admission_successes is %lld, expected >= 1", (long long)v[0]);
+  if (v[7] < 7 || v[5] < 7)
+    return bad(c, path,
+               "replay_successes %lld / replay_attempts %lld, expected >= 7 each (1 priming "
+               "replay and 3 + 3 exact replays)",
+               (long long)v[7], (long long)v[5]);
+  if (v[1] < v[3] + v[2])
+    return bad(c, path,
+               "capture_attempts %lld, expected >= capture_successes + capture_failures (%lld)",
+               (long long)v[1], (long long)(v[3] + v[2]));
+  if (v[5] != v[7] + v[6])
+    return bad(c, path,
+               "replay_attempts %lld, expected == replay_successes + replay_failures (%lld)",
+               (long long)v[5], (long long)(v[7] + v[6]));
+  if (v[2] || v[6] || v[4])
+    return bad(c, path,
+               "capture_failures %lld, replay_failures %lld, fallbacks %lld: expected 0 each",
+               (long long)v[2], (long long)v[6], (long long)v[4]);
+  return FDL_OK;
+}
+
+static fdl_status check_fa_reference(const ctx *c, const json_t *ref, const json_t *cids,
+                                     json_int_t *argmax, json_int_t *vocab) {
+  fdl_status s = CLOSED(c, "$.reference", ref, "argmax", "candidate_tokens", "logits_sha256",
+                        "verdict", "vocab_size");
+  if (s != FDL_OK) return s;
+  const json_t *vs = json_object_get(ref, "vocab_size"), *am = json_object_get(ref, "argmax");
+  if (!is_int(vs) || json_integer_value(vs) < 2 ||
+      json_integer_value(vs) > (json_int_t)FDL_KILN_VOCAB_SIZE)
+    return bad(c, "$.reference.vocab_size", "expected an integer in 2..248320");
+  *vocab = json_integer_value(vs);
+  if (!is_int(am) || json_integer_value(am) < 0 || json_integer_value(am) >= *vocab)
+    return bad(c, "$.reference.argmax", "expected a token id below vocab_size %lld",
+               (long long)*vocab);
+  *argmax = json_integer_value(am);
+  if ((s = want_sha(c, "$.reference.logits_sha256", json_object_get(ref, "logits_sha256"))))
+    return s;
+  const json_t *ct = json_object_get(ref, "candidate_tokens");
+  if (!json_is_array(ct) || json_array_size(ct) != 2)
+    return bad(c, "$.reference.candidate_tokens", "expected exactly 2 candidates");
+  static const char *const engines[2] = {"kiln", "vllm"};
+  double lg[2];
+  char p[96];
+  for (size_t i = 0; i < 2; i++) {
+    const json_t *e = json_array_get(ct, i);
+    snprintf(p, sizeof p, "$.reference.candidate_tokens[%zu]", i);
+    if ((s = CLOSED(c, p, e, "engine", "logit", "rank", "token_id")) != FDL_OK) return s;
+    if (!str_eq(json_object_get(e, "engine"), engines[i]))
+      return bad(c, p, "engine: expected \"%s\" (request order kiln, vllm)", engines[i]);
+    if (!finite_num(json_object_get(e, "logit")))
+      return bad(c, p, "logit: expected a finite number");
+    lg[i] = num(json_object_get(e, "logit"));
+    const json_t *rk = json_object_get(e, "rank");
+    if (!is_int(rk) || json_integer_value(rk) < 1 || json_integer_value(rk) > *vocab)
+      return bad(c, p, "rank: expected an integer in 1..vocab_size");
+    if (!json_equal(json_object_get(e, "token_id"), json_array_get(cids, i)))
+      return bad(c, p, "token_id: expected $.request.candidate_token_ids[%zu]", i);
+  }
+  const json_t *v = json_object_get(ref, "verdict");
+  if ((s = CLOSED(c, "$.reference.verdict", v, "argmax_candidate", "margin",
+                  "preferred_candidate")) != FDL_OK)
+    return s;
+  json_int_t k0 = json_integer_value(json_array_get(cids, 0)),
+             k1 = json_integer_value(json_array_get(cids, 1));
+  const char *arg = k0 == *argmax ? "kiln" : k1 == *argmax ? "vllm" : "neither";
+  const char *pref = lg[0] > lg[1] ? "kiln" : lg[1] > lg[0] ? "vllm" : "tie";
+  double margin = lg[0] > lg[1] ? lg[0] - lg[1] : lg[1] - lg[0];
+  if (!str_eq(json_object_get(v, "argmax_candidate"), arg))
+    return bad(c, "$.reference.verdict.argmax_candidate",
+               "expected \"%s\" (the candidate whose id is the reference argmax %lld)", arg,
+               (long long)*argmax);
+  if (!str_eq(json_object_get(v, "preferred_candidate"), pref))
+    return bad(c, "$.reference.verdict.preferred_candidate",
+               "expected \"%s\" (the candidate with the larger reference logit)", pref);
+  const json_t *m = json_object_get(v, "margin");
+  if (!json_is_real(m) || json_real_value(m) != margin)
+    return bad(c, "$.reference.verdict.margin",
+               "expected %.17g, the difference of the two candidate logits", margin);
+  return FDL_OK;
+}
+
+/* One path; *diverges: full, its comparison argmax differs from the reference argmax; greedy,
+ * its final observed token does. */
+static fdl_status check_fa_path(const ctx *c, size_t i, const json_t *e, const json_t *cids,
+                                json_int_t argmax, bool *diverges) {
+  char p[64], q[160];
+  snprintf(p, sizeof p, "$.paths[%zu]", i);
+  if (!json_is_object(e)) return bad(c, p, "expected an object");
+  const json_t *kind = json_object_get(e, "kind");
+  bool full = str_eq(kind, "full");
+  if (!full && !str_eq(kind, "greedy")) {
+    snprintf(q, sizeof q, "%s.kind", p);
+    return bad(c, q, "expected \"full\" or \"greedy\"");
+  }
+  fdl_status s =
+      full ? CLOSED(c, p, e, "argmax_equal", "comparison", "kind", "name", "observed_tokens")
+           : CLOSED(c, p, e, "final_token_matches_reference", "kind", "name", "observed_tokens");
+  if (s != FDL_OK) return s;
+  snprintf(q, sizeof q, "%s.name", p);
+  if (!nonempty_str(json_object_get(e, "name"))) return bad(c, q, "expected a nonempty string");
+  const json_t *obs = json_object_get(e, "observed_tokens");
+  snprintf(q, sizeof q, "%s.observed_tokens", p);
+  if ((s = want_tokens(c, q, obs, 1, FDL_KILN_MAX_INPUT)) != FDL_OK) return s;
+  json_int_t last = json_integer_value(json_array_get(obs, json_array_size(obs) - 1));
+  if (full) {
+    const json_t *cmp = json_object_get(e, "comparison");
+    snprintf(q, sizeof q, "%s.comparison", p);
+    if ((s = check_comparison(c, q, cmp, argmax)) != FDL_OK) return s;
+    const json_t *ct = json_object_get(cmp, "candidate_tokens");
+    for (size_t j = 0; j < 2; j++)
+      if (!json_equal(json_object_get(json_array_get(ct, j), "token_id"),
+                      json_array_get(cids, j))) {
+        snprintf(q, sizeof q, "%s.comparison.candidate_tokens[%zu].token_id", p, j);
+        return bad(c, q, "expected $.request.candidate_token_ids[%zu]", j);
+      }
+    json_int_t am = json_integer_value(json_object_get(cmp, "argmax"));
+    if (am != last) {
+      snprintf(q, sizeof q, "%s.observed_tokens", p);
+      return bad(c, q, "last token %lld, expected the comparison argmax %lld", (long long)last,
+                 (long long)am);
+    }
+    const json_t *ae = json_object_get(e, "argmax_equal");
+    snprintf(q, sizeof q, "%s.argmax_equal", p);
+    if (!json_equal(ae, json_object_get(cmp, "argmax_equal")))
+      return bad(c, q, "expected a bool equal to comparison.argmax_equal");
+    *diverges = !json_is_true(ae);
+  } else {
+    const json_t *fm = json_object_get(e, "final_token_matches_reference");
+    snprintf(q, sizeof q, "%s.final_token_matches_reference", p);
+    if (!json_is_boolean(fm)) return bad(c, q, "expected a bool");
+    if (json_is_true(fm) != (last == argmax))
+      return bad(c, q, "is %s, but the final token %lld %s the reference argmax %lld",
+                 json_is_true(fm) ? "true" : "false", (long long)last,
+                 last == argmax ? "==" : "!=", (long long)argmax);
+    *diverges = !json_is_true(fm);
+  }
+  return FDL_OK;
+}
+
+static fdl_status check_fidelis_attr(const ctx *c, const json_t *doc) {
+  bool has_counters = json_object_get(doc, "counters") != NULL;
+  fdl_status s = has_counters ? CLOSED(c, "$", doc, "attribution", "counters", "paths",
+                                       "record_sha256", "reference", "request", "schema")
+                              : CLOSED(c, "$", doc, "attribution", "paths", "record_sha256",
+                                       "reference", "request", "schema");
+  if (s != FDL_OK) return s;
+  const json_t *rq = json_object_get(doc, "request");
+  if ((s = CLOSED(c, "$.request", rq, "candidate_token_ids", "id", "input_token_ids_sha256",
+                  "sha256")) != FDL_OK)
+    return s;
+  if (!nonempty_str(json_object_get(rq, "id")))
+    return bad(c, "$.request.id", "expected a nonempty string");
+  if ((s = want_sha(c, "$.request.sha256", json_object_get(rq, "sha256"))) ||
+      (s = want_sha(c, "$.request.input_token_ids_sha256",
+                    json_object_get(rq, "input_token_ids_sha256"))))
+    return s;
+  const json_t *cids = json_object_get(rq, "candidate_token_ids");
+  if ((s = want_tokens(c, "$.request.candidate_token_ids", cids, 2, 2)) != FDL_OK) return s;
+  if (json_equal(json_array_get(cids, 0), json_array_get(cids, 1)))
+    return bad(c, "$.request.candidate_token_ids", "expected two distinct tokens");
+  json_int_t argmax = 0, vocab = 0;
+  if ((s = check_fa_reference(c, json_object_get(doc, "reference"), cids, &argmax, &vocab)))
+    return s;
+  const json_t *paths = json_object_get(doc, "paths");
+  size_t n = json_array_size(paths);
+  if (!json_is_array(paths) || n == 0 || n > FDL_KILN_MAX_PATHS)
+    return bad(c, "$.paths", "expected an array of 1..%u paths", FDL_KILN_MAX_PATHS);
+  const char *first = NULL;
+  for (size_t i = 0; i < n; i++) {
+    const json_t *e = json_array_get(paths, i);
+    bool div = false;
+    if ((s = check_fa_path(c, i, e, cids, argmax, &div)) != FDL_OK) return s;
+    const char *name = json_string_value(json_object_get(e, "name"));
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(name, json_string_value(json_object_get(json_array_get(paths, j), "name"))) == 0) {
+        char p[96];
+        snprintf(p, sizeof p, "$.paths[%zu].name", i);
+        return bad(c, p, "\"%s\" repeats $.paths[%zu].name, expected unique names", name, j);
+      }
+    if (div && !first) first = name;
+  }
+  if (has_counters && (s = check_graph(c, "$.counters", json_object_get(doc, "counters"))))
+    return s;
+  const json_t *at = json_object_get(doc, "attribution");
+  if ((s = CLOSED(c, "$.attribution", at, "label", "path")) != FDL_OK) return s;
+  const char *label = first ? FDL_KILN_LABEL_PATH : FDL_KILN_LABEL_NONE;
+  if (!str_eq(json_object_get(at, "label"), label))
+    return bad(c, "$.attribution.label", "expected \"%s\" (recomputed from the paths)", label);
+  const json_t *ap = json_object_get(at, "path");
+  if (first ? !str_eq(ap, first) : !json_is_null(ap))
+    return bad(c, "$.attribution.path", "expected %s%s%s (the first path that diverges)",
+               first ? "\"" : "", first ? first : "null", first ? "\"" : "");
+  return FDL_OK;
+}
+
 typedef struct {
   const char *schema;
   fdl_status (*check)(const ctx *, const json_t *);
@@ -674,10 +897,16 @@ fdl_status fdl_kiln_check_doc(const json_t *doc, const char *name, fdl_kiln_chec
     if (s == FDL_OK) s = fdl_kiln_canonical_sha256(doc, res->identity, err);
     return s;
   }
+  if (strcmp(schema, FDL_KILN_PATH_ATTR_SCHEMA) == 0) {
+    res->schema = FDL_KILN_PATH_ATTR_SCHEMA;
+    fdl_status s = self_hash(&c, doc, "record_sha256", res);
+    if (s == FDL_OK) s = check_fidelis_attr(&c, doc);
+    return s;
+  }
   for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++) {
     if (strcmp(schema, KINDS[i].schema) != 0) continue;
     res->schema = KINDS[i].schema;
-    fdl_status s = self_hash(&c, doc, res);
+    fdl_status s = self_hash(&c, doc, "result_sha256", res);
     if (s == FDL_OK) s = check_request_ref(&c, doc);
     if (s == FDL_OK)
       s = check_model_identity(&c, "$.model_identity", json_object_get(doc, "model_identity"));

@@ -50,6 +50,7 @@ int fdl_cli_logits(int argc, char **argv);
 int fdl_cli_layers(int argc, char **argv);
 int fdl_cli_check(int argc, char **argv);
 int fdl_cli_divergence(int argc, char **argv);
+int fdl_cli_attribute(int argc, char **argv);
 int fdl_cli_verify_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_json_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_tensor_check(int argc, char **argv, FILE *out, FILE *diag);
@@ -62,6 +63,7 @@ int fdl_cli_logits_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_layers_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_check_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_divergence_check(int argc, char **argv, FILE *out, FILE *diag);
+int fdl_cli_attribute_check(int argc, char **argv, FILE *out, FILE *diag);
 
 /* ---- option tables and the one parser (opt.c) ------------------------------------------- */
 

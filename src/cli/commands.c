@@ -20,10 +20,12 @@ static const fdl_cli_command COMMANDS[] = {
      fdl_cli_logits_check},
     {"layers", "Kiln compare_boundary over per-boundary hidden rows (layers diff)", fdl_cli_layers,
      fdl_cli_layers_check},
-    {"check", "re-check Kiln requests and v1 oracle/path/layer results", fdl_cli_check,
+    {"check", "re-check Kiln requests, v1 results and fidelis attribution records", fdl_cli_check,
      fdl_cli_check_check},
     {"divergence", "write a Kiln first-divergence request from two token streams",
      fdl_cli_divergence, fdl_cli_divergence_check},
+    {"attribute", "attribute a first divergence to the first path that leaves the reference",
+     fdl_cli_attribute, fdl_cli_attribute_check},
 };
 
 const fdl_cli_command *fdl_cli_commands(size_t *n) {

@@ -1,0 +1,205 @@
+/* attribute.c - fidelis' own path attribution (fidelis.path-attribution.v1, docs/ATTRIBUTION.md):
+ * the reference block and its verdict, each path's observed tokens and Kiln comparison block,
+ * the first divergent path, sealed with record_sha256 by Kiln's self-hash rule (§2). The record
+ * is re-checked by fdl_kiln_check_doc before it is handed back, so the writer and `fidelis check`
+ * share one set of rules (the graph counters among them). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fidelis/attr.h"
+#include "fidelis/json.h"
+#include "fidelis/kiln.h"
+
+static void sha_text(const fdl_sha256 *d, char out[FDL_SEAL_BUF]) {
+  char hex[FDL_SHA256_HEX_BUF];
+  fdl_sha256_hex(d, hex);
+  snprintf(out, FDL_SEAL_BUF, FDL_SEAL_KILN_PREFIX "%s", hex);
+}
+
+/* [{logit, rank, token_id}] (engine too when engines is not NULL), or NULL when out of memory. */
+static json_t *candidates(const fdl_attr_candidate *c, const char *const *engines) {
+  json_t *list = json_array();
+  for (size_t i = 0; list && i < 2; i++) {
+    json_t *o = json_pack("{s:I, s:f, s:I}", "token_id", (json_int_t)c[i].token_id, "logit",
+                          fdl_attr_f32_json_value(c[i].logit), "rank", (json_int_t)c[i].rank);
+    if (o && engines && json_object_set_new(o, "engine", json_string(engines[i])) != 0) {
+      json_decref(o);
+      o = NULL;
+    }
+    if (!o || json_array_append_new(list, o) != 0) {
+      json_decref(list);
+      list = NULL;
+    }
+  }
+  return list;
+}
+
+static json_t *comparison(const fdl_attr_logits *r, const fdl_attr_candidate *c) {
+  char digest[FDL_SEAL_BUF];
+  sha_text(&r->logits_sha256, digest);
+  json_t *list = candidates(c, NULL);
+  return list ? json_pack("{s:I, s:b, s:f, s:f, s:f, s:I, s:s, s:o}", "argmax",
+                          (json_int_t)r->argmax, "argmax_equal", r->argmax_equal,
+                          "cosine_similarity", r->cosine_similarity, "max_abs_error",
+                          r->max_abs_error, "mean_abs_error", r->mean_abs_error, "top10_overlap",
+                          (json_int_t)r->top10_overlap, "logits_sha256", digest, "candidate_tokens",
+                          list)
+              : NULL;
+}
+
+/* The reference block: argmax, digest, both candidates and the verdict. */
+static json_t *reference_block(const fdl_attr_logits *r, const fdl_attr_candidate *c, size_t n) {
+  static const char *const engines[2] = {"kiln", "vllm"};
+  double lk = fdl_attr_f32_json_value(c[0].logit), lv = fdl_attr_f32_json_value(c[1].logit);
+  const char *arg = c[0].token_id == r->argmax   ? "kiln"
+                    : c[1].token_id == r->argmax ? "vllm"
+                                                 : "neither";
+  const char *pref = lk > lv ? "kiln" : lv > lk ? "vllm" : "tie";
+  double margin = lk > lv ? lk - lv : lv - lk;
+  char digest[FDL_SEAL_BUF];
+  sha_text(&r->logits_sha256, digest);
+  json_t *list = candidates(c, engines);
+  return list ? json_pack("{s:I, s:I, s:s, s:o, s:{s:s, s:s, s:f}}", "vocab_size", (json_int_t)n,
+                          "argmax", (json_int_t)r->argmax, "logits_sha256", digest,
+                          "candidate_tokens", list, "verdict", "argmax_candidate", arg,
+                          "preferred_candidate", pref, "margin", margin)
+              : NULL;
+}
+
+/* One path's entry; *diverges says whether it leaves the reference argmax. */
+static fdl_status path_entry(const fdl_kiln_path_in *p, const float *reference, size_t n,
+                             const uint64_t cand[2], uint64_t ref_argmax, json_t **out,
+                             bool *diverges, fdl_err *err) {
+  *out = NULL;
+  json_t *obs = json_array();
+  if (!obs) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  fdl_status s = FDL_OK;
+  if (p->full) {
+    if (p->nrows == 0 || p->nrows > FDL_KILN_MAX_INPUT)
+      s = fdl_fail(err, FDL_REFUSED, "path %s: %zu rows of logits, expected 1..%u", p->name,
+                   p->nrows, FDL_KILN_MAX_INPUT);
+    for (size_t i = 0; s == FDL_OK && i < p->nrows; i++) {
+      uint64_t am = 0;
+      fdl_attr_topk(p->rows + i * n, n, 1, &am);
+      if (json_array_append_new(obs, json_integer((json_int_t)am)) != 0)
+        s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    }
+    fdl_attr_logits r;
+    fdl_attr_candidate c[2];
+    if (s == FDL_OK)
+      s = fdl_attr_compare_logits(p->rows + (p->nrows - 1) * n, reference, n, cand, 2, &r, c, err);
+    if (s != FDL_OK) {
+      fdl_err_prefix(err, "path %s", p->name);
+    } else {
+      json_t *cmp = comparison(&r, c);
+      *out =
+          cmp ? json_pack("{s:s, s:s, s:o, s:o, s:b}", "name", p->name, "kind", "full",
+                          "observed_tokens", obs, "comparison", cmp, "argmax_equal", r.argmax_equal)
+              : NULL;
+      obs = NULL;
+      if (!*out) s = fdl_fail(err, FDL_NOMEM, "path %s: out of memory", p->name);
+      *diverges = !r.argmax_equal;
+    }
+  } else {
+    size_t k = json_array_size(p->ids);
+    if (!json_is_array(p->ids) || k == 0 || k > FDL_KILN_MAX_INPUT)
+      s = fdl_fail(err, FDL_REFUSED, "path %s: expected an array of 1..%u token ids", p->name,
+                   FDL_KILN_MAX_INPUT);
+    for (size_t i = 0; s == FDL_OK && i < k; i++) {
+      const json_t *v = json_array_get(p->ids, i);
+      if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+          json_integer_value(v) >= (json_int_t)FDL_KILN_VOCAB_SIZE)
+        s = fdl_fail(err, FDL_REFUSED, "path %s: [%zu]: expected a token id, an integer in 0..%u",
+                     p->name, i, FDL_KILN_VOCAB_SIZE - 1);
+      else if (json_array_append(obs, (json_t *)v) != 0)
+        s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    }
+    if (s == FDL_OK) {
+      bool match = json_integer_value(json_array_get(p->ids, k - 1)) == (json_int_t)ref_argmax;
+      *out = json_pack("{s:s, s:s, s:o, s:b}", "name", p->name, "kind", "greedy", "observed_tokens",
+                       obs, "final_token_matches_reference", match);
+      obs = NULL;
+      if (!*out) s = fdl_fail(err, FDL_NOMEM, "path %s: out of memory", p->name);
+      *diverges = !match;
+    }
+  }
+  json_decref(obs);
+  return s;
+}
+
+fdl_status fdl_kiln_attribute(const json_t *request, const float *reference, size_t n,
+                              const fdl_kiln_path_in *paths, size_t npaths, const json_t *counters,
+                              json_t **out, fdl_err *err) {
+  *out = NULL;
+  fdl_kiln_checked rq;
+  fdl_status s = fdl_kiln_check_doc(request, "request", &rq, err);
+  if (s != FDL_OK) return s;
+  if (strcmp(rq.schema, FDL_KILN_REQUEST_SCHEMA) != 0)
+    return fdl_fail(err, FDL_REFUSED, "request: schema %s, expected %s", rq.schema,
+                    FDL_KILN_REQUEST_SCHEMA);
+  if (npaths == 0 || npaths > FDL_KILN_MAX_PATHS)
+    return fdl_fail(err, FDL_REFUSED, "%zu paths, expected 1..%u", npaths, FDL_KILN_MAX_PATHS);
+  for (size_t i = 0; i < npaths; i++) {
+    if (!paths[i].name || !paths[i].name[0])
+      return fdl_fail(err, FDL_REFUSED, "path %zu: empty name", i + 1);
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(paths[i].name, paths[j].name) == 0)
+        return fdl_fail(err, FDL_REFUSED, "path name %s given twice, expected unique names",
+                        paths[i].name);
+  }
+  const json_t *cj = json_object_get(request, "candidates");
+  uint64_t cand[2];
+  for (size_t i = 0; i < 2; i++) {
+    cand[i] = (uint64_t)json_integer_value(json_object_get(json_array_get(cj, i), "token_id"));
+    if (cand[i] >= n)
+      return fdl_fail(err, FDL_REFUSED,
+                      "request: $.candidates[%zu].token_id %llu is outside the %zu reference "
+                      "logits",
+                      i, (unsigned long long)cand[i], n);
+  }
+  fdl_attr_logits ref;
+  fdl_attr_candidate rc[2];
+  s = fdl_attr_compare_logits(reference, reference, n, cand, 2, &ref, rc, err);
+  if (s != FDL_OK) {
+    fdl_err_prefix(err, "reference");
+    return s;
+  }
+  json_t *list = json_array(), *rec = NULL;
+  const char *first = NULL;
+  if (!list) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  for (size_t i = 0; s == FDL_OK && i < npaths; i++) {
+    json_t *e = NULL;
+    bool div = false;
+    s = path_entry(&paths[i], reference, n, cand, ref.argmax, &e, &div, err);
+    if (s == FDL_OK && json_array_append_new(list, e) != 0)
+      s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    if (s == FDL_OK && div && !first) first = paths[i].name;
+  }
+  json_t *rb = s == FDL_OK ? reference_block(&ref, rc, n) : NULL;
+  if (s == FDL_OK && !rb) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (s == FDL_OK) {
+    rec = json_pack("{s:s, s:{s:O, s:s, s:O, s:[I, I]}, s:o, s:O, s:{s:s, s:o}}", "schema",
+                    FDL_KILN_PATH_ATTR_SCHEMA, "request", "id", json_object_get(request, "id"),
+                    "sha256", rq.identity, "input_token_ids_sha256",
+                    json_object_get(request, "input_token_ids_sha256"), "candidate_token_ids",
+                    (json_int_t)cand[0], (json_int_t)cand[1], "reference", rb, "paths", list,
+                    "attribution", "label", first ? FDL_KILN_LABEL_PATH : FDL_KILN_LABEL_NONE,
+                    "path", first ? json_string(first) : json_null());
+    rb = NULL;
+    if (!rec) s = fdl_fail(err, FDL_NOMEM, "out of memory (or a path name is not UTF-8)");
+  }
+  json_decref(rb);
+  json_decref(list);
+  if (s == FDL_OK && counters && json_object_set(rec, "counters", (json_t *)counters) != 0)
+    s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (s == FDL_OK) s = fdl_seal_apply(rec, FDL_SEAL_KILN_REMOVE, "record_sha256", err);
+  fdl_kiln_checked chk;
+  if (s == FDL_OK) s = fdl_kiln_check_doc(rec, "attribution record", &chk, err);
+  if (s != FDL_OK) {
+    json_decref(rec);
+    return s;
+  }
+  *out = rec;
+  return FDL_OK;
+}

@@ -1,0 +1,218 @@
+/* attribute.c - `fidelis attribute`: which path of an inference stack first leaves the
+ * reference at a first-divergence state, written as a sealed fidelis.path-attribution.v1 record.
+ * docs/ATTRIBUTION.md describes the record and the rule. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "fidelis/attr.h"
+#include "fidelis/json.h"
+#include "fidelis/kiln.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: fidelis attribute --request FILE --reference LOGITS\n"
+          "         --path NAME=full:LOGITS|NAME=greedy:IDS.json [--path ...]\n"
+          "         [--counters JSON] --out FILE\n\n"
+          "Attributes a first divergence to the first path, in the order given, that leaves the\n"
+          "reference. --request is a kiln.hf-next-token-request.v1 (as `fidelis divergence`\n"
+          "writes it); --reference holds the reference's full logits at that state (.npy,\n"
+          "safetensors or raw .f32). A full path holds its full logits at each forced step\n"
+          "(one row per step; the last row is compared with the reference by Kiln's\n"
+          "compare_logits); a greedy path is a JSON array of the token ids it chose. A full\n"
+          "path diverges when its last argmax differs from the reference argmax, a greedy path\n"
+          "when its final token does. --counters is Kiln's graph-replay counter object, held\n"
+          "to its rules. Writes a sealed fidelis.path-attribution.v1 (record_sha256) and\n"
+          "prints the label, the path and the record identity.\n\n"
+          "labels: first_divergent_path (with the path's name), or\n"
+          "        serving_only_or_not_reproduced (no path diverges)\n\n"
+          "exit codes: 0 written; 3 an input is malformed or breaks a rule (a candidate outside\n"
+          "the vocabulary, a path of another width, counters off the rules), or --out exists;\n"
+          "4 bad usage, an unopenable input or a failed write\n");
+}
+
+typedef struct {
+  const char *request, *reference, *counters, *out;
+  const char **paths; /* the --path values, in order */
+  size_t npaths;
+} args;
+
+/* Takes every "--path VALUE" out of argv (the one option that repeats) into a->paths and leaves
+ * the rest, in order, in rest (argc entries). Options after "--" are left alone. */
+static int split_paths(int argc, char **argv, char **rest, int *nrest, args *a, FILE *diag) {
+  int k = 0;
+  bool ended = false;
+  for (int i = 0; i < argc; i++) {
+    if (!ended && strcmp(argv[i], "--") == 0) ended = true;
+    if (!ended && i > 0 && strcmp(argv[i], "--path") == 0) {
+      if (i + 1 >= argc || !argv[i + 1][0]) {
+        fprintf(diag ? diag : stderr,
+                "fidelis attribute: --path needs a value NAME=full:FILE or NAME=greedy:FILE\n\n"
+                "(see 'fidelis attribute --help')\n");
+        return FDL_EXIT_USAGE;
+      }
+      a->paths[a->npaths++] = argv[++i];
+      continue;
+    }
+    rest[k++] = argv[i];
+  }
+  *nrest = k;
+  return FDL_CLI_GO;
+}
+
+static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
+  const fdl_cli_opt opts[] = {
+      FDL_CLI_OPT_PATH("--request", &a->request),
+      FDL_CLI_OPT_PATH("--reference", &a->reference),
+      FDL_CLI_OPT_PATH("--counters", &a->counters),
+      FDL_CLI_OPT_PATH("--out", &a->out),
+  };
+  char **rest = calloc((size_t)argc + 1, sizeof *rest);
+  if (!rest) return FDL_EXIT_USAGE;
+  int nrest = 0;
+  int rc = split_paths(argc, argv, rest, &nrest, a, diag);
+  fdl_cli_spec s = {"attribute", usage, opts, sizeof opts / sizeof opts[0], NULL, 0, NULL, 0,
+                    0,           out,   diag};
+  if (rc == FDL_CLI_GO) rc = fdl_cli_parse(&s, 1, nrest, rest);
+  free(rest);
+  if (rc != FDL_CLI_GO) return rc;
+  if (!a->request) return fdl_cli_usage_error(&s, "--request is required");
+  if (!a->reference) return fdl_cli_usage_error(&s, "--reference is required");
+  if (!a->out) return fdl_cli_usage_error(&s, "--out is required");
+  if (!a->npaths) return fdl_cli_usage_error(&s, "at least one --path is required");
+  if (a->npaths > FDL_KILN_MAX_PATHS)
+    return fdl_cli_usage_error(&s, "%zu paths, at most %u", a->npaths, FDL_KILN_MAX_PATHS);
+  for (size_t i = 0; i < a->npaths; i++) {
+    const char *v = a->paths[i], *eq = strchr(v, '=');
+    if (!eq || eq == v || (strncmp(eq + 1, "full:", 5) != 0 && strncmp(eq + 1, "greedy:", 7) != 0))
+      return fdl_cli_usage_error(&s, "--path '%s': expected NAME=full:FILE or NAME=greedy:FILE", v);
+    const char *file = strchr(eq + 1, ':') + 1;
+    if (!*file) return fdl_cli_usage_error(&s, "--path '%s': empty FILE", v);
+  }
+  return FDL_CLI_GO;
+}
+
+static int with_args(int argc, char **argv, FILE *out, FILE *diag, args *a) {
+  memset(a, 0, sizeof *a);
+  a->paths = calloc((size_t)argc + 1, sizeof *a->paths);
+  if (!a->paths) return FDL_EXIT_USAGE;
+  return parse(argc, argv, out, diag, a);
+}
+
+int fdl_cli_attribute_check(int argc, char **argv, FILE *out, FILE *diag) {
+  args a;
+  int rc = with_args(argc, argv, out, diag, &a);
+  free(a.paths);
+  return rc;
+}
+
+static int report(const fdl_err *err, fdl_status s) {
+  fdl_cli_report(err);
+  return fdl_cli_exit_for(s);
+}
+
+static int load_json(const char *path, json_t **doc) {
+  if (fdl_cli_input_file("attribute", path) != 0) return FDL_EXIT_USAGE;
+  fdl_err err = {FDL_OK, ""};
+  const fdl_json_read_opts o = {.max_depth = 0, .kiln_strict = true};
+  fdl_status s = fdl_json_load_file(path, &o, doc, &err);
+  return s == FDL_OK ? 0 : report(&err, s);
+}
+
+static int load_logits(const char *path, fdl_attr_matrix *m) {
+  if (fdl_cli_input_file("attribute", path) != 0) return FDL_EXIT_USAGE;
+  fdl_err err = {FDL_OK, ""};
+  fdl_status s = fdl_attr_matrix_read(path, NULL, m, &err);
+  return s == FDL_OK ? 0 : report(&err, s);
+}
+
+int fdl_cli_attribute(int argc, char **argv) {
+  args a;
+  int rc = with_args(argc, argv, NULL, NULL, &a);
+  if (rc != FDL_CLI_GO) {
+    free(a.paths);
+    return rc;
+  }
+  rc = FDL_EXIT_OK;
+  json_t *req = NULL, *counters = NULL, *rec = NULL;
+  fdl_attr_matrix ref = {0};
+  fdl_attr_matrix *full = calloc(a.npaths, sizeof *full);
+  json_t **ids = calloc(a.npaths, sizeof *ids);
+  fdl_kiln_path_in *in = calloc(a.npaths, sizeof *in);
+  char **names = calloc(a.npaths, sizeof *names);
+  fdl_err err = {FDL_OK, ""};
+  if (!full || !ids || !in || !names) {
+    fprintf(stderr, "fidelis attribute: out of memory\n");
+    rc = FDL_EXIT_USAGE;
+  }
+  if (!rc) rc = load_json(a.request, &req);
+  if (!rc) rc = load_logits(a.reference, &ref);
+  if (!rc && ref.rows != 1) {
+    fprintf(stderr, "fidelis attribute: %s: %llu rows, expected one vector ([V] or [1, V])\n",
+            a.reference, (unsigned long long)ref.rows);
+    rc = FDL_EXIT_REFUSED;
+  }
+  if (!rc && a.counters) rc = load_json(a.counters, &counters);
+  for (size_t i = 0; !rc && i < a.npaths; i++) {
+    const char *v = a.paths[i], *eq = strchr(v, '='), *colon = strchr(eq + 1, ':');
+    bool is_full = strncmp(eq + 1, "full:", 5) == 0;
+    names[i] = malloc((size_t)(eq - v) + 1);
+    if (!names[i]) {
+      rc = FDL_EXIT_USAGE;
+      break;
+    }
+    memcpy(names[i], v, (size_t)(eq - v));
+    names[i][eq - v] = '\0';
+    in[i].name = names[i];
+    in[i].full = is_full;
+    if (is_full) {
+      rc = load_logits(colon + 1, &full[i]);
+      if (!rc && full[i].cols != ref.cols) {
+        fprintf(stderr,
+                "fidelis attribute: path %s: %s: rows of %llu logits, expected %llu (the "
+                "reference's width)\n",
+                names[i], colon + 1, (unsigned long long)full[i].cols,
+                (unsigned long long)ref.cols);
+        rc = FDL_EXIT_REFUSED;
+      }
+      in[i].rows = full[i].data;
+      in[i].nrows = (size_t)full[i].rows;
+    } else {
+      rc = load_json(colon + 1, &ids[i]);
+      in[i].ids = ids[i];
+    }
+  }
+  if (!rc) {
+    fdl_status s =
+        fdl_kiln_attribute(req, ref.data, (size_t)ref.cols, in, a.npaths, counters, &rec, &err);
+    if (s == FDL_OK) s = fdl_json_write_file(a.out, rec, FDL_JSON_ASCII | FDL_JSON_PRETTY, &err);
+    if (s != FDL_OK) {
+      rc = report(&err, s);
+    } else {
+      const json_t *at = json_object_get(rec, "attribution");
+      const char *p = json_string_value(json_object_get(at, "path"));
+      printf("attribution %s", json_string_value(json_object_get(at, "label")));
+      if (p) {
+        fputs("  ", stdout);
+        fdl_cli_put_text(stdout, p);
+      }
+      printf("\nrecord %s\n", json_string_value(json_object_get(rec, "record_sha256")));
+    }
+  }
+  for (size_t i = 0; i < a.npaths; i++) {
+    if (full) fdl_attr_matrix_free(&full[i]);
+    if (ids) json_decref(ids[i]);
+    if (names) free(names[i]);
+  }
+  free(full);
+  free(ids);
+  free(in);
+  free(names);
+  free(a.paths);
+  fdl_attr_matrix_free(&ref);
+  json_decref(req);
+  json_decref(counters);
+  json_decref(rec);
+  return rc;
+}

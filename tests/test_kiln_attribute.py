@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+"""`fidelis attribute` (docs/ATTRIBUTION.md; KILN-ATTRIBUTION.md §2, §11, §12): the chain
+divergence -> attribute -> check on synthetic logits, small vocabularies and one of 248320,
+with 3 and 5 paths. Every comparison block, the reference block and verdict, and the label
+(first_divergent_path with its path, by first-match precedence, or
+serving_only_or_not_reproduced) equal values computed here independently (numpy float64,
+sequential sums by np.cumsum). Records validate against schemas/fidelis.path-attribution.v1;
+`fidelis check` refuses (exit 3) a changed value (hash), a re-sealed record whose label,
+argmax_equal or final_token_matches_reference contradicts its paths, and counters that break the
+graph-replay rules; `attribute` refuses such counters, an existing --out and a candidate outside
+the vocabulary (exit 3); usage errors and unopenable inputs are exit 4."""
+import copy
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.environ.get("FDL_TESTS", os.path.dirname(os.path.abspath(__file__))))
+import kiln_util as K  # noqa: E402
+
+FAILS = []
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCHEMA = os.path.join(ROOT, "schemas", "fidelis.path-attribution.v1.schema.json")
+GOOD_COUNTERS = {"enabled": True, "cache_admission_successes": 1, "capture_attempts": 1,
+                 "capture_failures": 0, "capture_successes": 1, "fallbacks": 0,
+                 "replay_attempts": 7, "replay_failures": 0, "replay_successes": 7}
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        FAILS.append(what)
+
+
+def f32_json(np, x):
+    """The double Kiln's JSON holds for an f32: shortest f32 digits read as a double (§11)."""
+    return float(np.format_float_scientific(np.float32(x), unique=True))
+
+
+def argmax(np, v):
+    return int(np.argmax(v))  # first maximum; the tests hold no -0.0 and no NaN
+
+
+def compare(np, A, R, cands):
+    a = A.astype(np.float64)
+    r = R.astype(np.float64)
+    e = np.abs(a - r)
+    n = a.size
+    abs_sum = float(np.cumsum(e)[-1])
+    dot = float(np.cumsum(a * r)[-1])
+    an = float(np.cumsum(a * a)[-1])
+    rn = float(np.cumsum(r * r)[-1])
+    top = lambda v: set(np.lexsort((np.arange(v.size), -v.astype(np.float64)))[:10].tolist())  # noqa: E731
+    ranks = []
+    for c in cands:
+        x = A[c]
+        rank = 1 + int(np.count_nonzero(A > x)) + int(np.count_nonzero(A[:c] == x))
+        ranks.append({"logit": f32_json(np, x), "rank": rank, "token_id": c})
+    return {"argmax": argmax(np, A), "argmax_equal": argmax(np, A) == argmax(np, R),
+            "cosine_similarity": dot / (float(np.sqrt(an)) * float(np.sqrt(rn))),
+            "max_abs_error": max(0.0, float(e.max())), "mean_abs_error": abs_sum / float(n),
+            "top10_overlap": len(top(A) & top(R)),
+            "logits_sha256": "sha256:" + hashlib.sha256(A.astype("<f4").tobytes()).hexdigest(),
+            "candidate_tokens": ranks}
+
+
+def expected(np, req, R, paths):
+    """The whole record but record_sha256, computed here."""
+    cands = [c["token_id"] for c in req["candidates"]]
+    ram = argmax(np, R)
+    rc = compare(np, R, R, cands)["candidate_tokens"]
+    lk, lv = rc[0]["logit"], rc[1]["logit"]
+    ref = {"vocab_size": int(R.size), "argmax": ram,
+           "logits_sha256": "sha256:" + hashlib.sha256(R.astype("<f4").tobytes()).hexdigest(),
+           "candidate_tokens": [dict(rc[0], engine="kiln"), dict(rc[1], engine="vllm")],
+           "verdict": {"argmax_candidate": "kiln" if cands[0] == ram else
+                       "vllm" if cands[1] == ram else "neither",
+                       "preferred_candidate": "kiln" if lk > lv else "vllm" if lv > lk else "tie",
+                       "margin": abs(lk - lv)}}
+    out, first = [], None
+    for name, kind, data in paths:
+        if kind == "full":
+            cmp = compare(np, data[-1], R, cands)
+            out.append({"name": name, "kind": "full",
+                        "observed_tokens": [argmax(np, row) for row in data],
+                        "comparison": cmp, "argmax_equal": cmp["argmax_equal"]})
+            div = not cmp["argmax_equal"]
+        else:
+            m = data[-1] == ram
+            out.append({"name": name, "kind": "greedy", "observed_tokens": list(data),
+                        "final_token_matches_reference": m})
+            div = not m
+        if div and first is None:
+            first = name
+    return {"schema": "fidelis.path-attribution.v1",
+            "request": {"id": req["id"], "sha256": K.canonical_sha256(req),
+                        "input_token_ids_sha256": req["input_token_ids_sha256"],
+                        "candidate_token_ids": cands},
+            "reference": ref, "paths": out,
+            "attribution": {"label": "first_divergent_path" if first else
+                            "serving_only_or_not_reproduced", "path": first}}
+
+
+def main():
+    if not K.CLI or not os.access(K.CLI, os.X_OK):
+        print("skip: FDL_CLI is not an executable")
+        return 77
+    try:
+        import jsonschema
+        import numpy as np
+    except ImportError:
+        print("skip: numpy or python3-jsonschema is not installed")
+        return 77
+    with open(SCHEMA, encoding="utf-8") as f:
+        schema = json.load(f)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    with open(K.REQUEST, encoding="utf-8") as f:
+        fixture = json.load(f)
+    rng = np.random.default_rng(20261201)
+    w = tempfile.mkdtemp(prefix="fdl-kiln-attr-")
+    try:
+        P = lambda n: os.path.join(w, n)  # noqa: E731
+        K.write_json(P("kr.json"), fixture["source"]["kiln_receipt"])
+        K.write_json(P("vr.json"), fixture["source"]["vllm_receipt"])
+        K.write_json(P("mi.json"), fixture["model_identity"])
+        g = fixture["prompt"]["generator"]
+        seq = [0]
+
+        def fresh(stem):
+            seq[0] += 1
+            return P("%s-%d" % (stem, seq[0]))
+
+        def divergence(common, ref_next, cand_next):
+            out = fresh("req") + ".json"
+            rc, _, err = K.run(["divergence", "--prompt-text", "synthetic", "--id", "synthetic-%d" % seq[0],
+                                "--source-commit", fixture["source"]["source_commit"], "--run-id",
+                                g["run_id"], "--phase", g["phase"], "--kiln-receipt", "@" + P("kr.json"),
+                                "--vllm-receipt", "@" + P("vr.json"), "--model-identity",
+                                "@" + P("mi.json"), "--prompt-ids", "[1, 2, 3]",
+                                "--reference-ids", json.dumps(common + [ref_next]),
+                                "--candidate-ids", json.dumps(common + [cand_next]), "--out", out])
+            check(rc == 0, "divergence writes the request (exit %d): %s" % (rc, err.strip()))
+            with open(out, encoding="ascii") as f:
+                return out, json.load(f)
+
+        def save_logits(arr):
+            p = fresh("logits") + ".npy"
+            np.save(p, arr.astype(np.float32))
+            return p
+
+        def attribute(req_path, R, paths, counters=None, extra=()):
+            argv = ["attribute", "--request", req_path, "--reference", save_logits(R)]
+            for name, kind, data in paths:
+                if kind == "full":
+                    argv += ["--path", "%s=full:%s" % (name, save_logits(np.stack(data)))]
+                else:
+                    p = fresh("ids") + ".json"
+                    K.write_json(p, list(data))
+                    argv += ["--path", "%s=greedy:%s" % (name, p)]
+            if counters is not None:
+                p = fresh("counters") + ".json"
+                K.write_json(p, counters)
+                argv += ["--counters", p]
+            out = fresh("rec") + ".json"
+            rc, so, err = K.run(argv + ["--out", out, *extra])
+            return rc, so, err, out
+
+        def run_case(what, V, paths_spec, counters=None):
+            """paths_spec: [(name, kind, diverges)]; builds logits that do or do not diverge."""
+            common = [int(x) for x in rng.integers(0, V, 3)]
+            cand, refnext = [int(x) for x in rng.choice(V, 2, replace=False)]
+            req_path, req = divergence(common, refnext, cand)
+            R = rng.normal(0.0, 2.0, V).astype(np.float32)
+            ram = int(rng.integers(0, V))
+            R[ram] = np.float32(30.0)
+            ram = argmax(np, R)
+            paths = []
+            for name, kind, div in paths_spec:
+                other = (ram + 1 + int(rng.integers(0, V - 1))) % V
+                if kind == "full":
+                    rows = []
+                    for _ in range(int(rng.integers(1, 4))):
+                        row = (R + rng.normal(0.0, 0.05, V)).astype(np.float32)
+                        rows.append(row)
+                    if div:
+                        rows[-1][other] = np.float32(40.0)
+                    paths.append((name, "full", rows))
+                else:
+                    ids = [int(x) for x in rng.integers(0, V, int(rng.integers(0, 4)))]
+                    paths.append((name, "greedy", ids + [other if div else ram]))
+            rc, so, err, out = attribute(req_path, R, paths, counters)
+            check(rc == 0, "%s: attribute exit %d: %s" % (what, rc, err.strip()))
+            if rc != 0:
+                return None, None
+            with open(out, encoding="ascii") as f:
+                text = f.read()
+            got = json.loads(text)
+            want = expected(np, req, R, paths)
+            if counters is not None:
+                want["counters"] = counters
+            body = {k: v for k, v in got.items() if k != "record_sha256"}
+            if body != want:
+                for k in want:
+                    if body.get(k) != want[k]:
+                        print("  %s: got %s\n  want %s" % (k, json.dumps(body.get(k))[:600],
+                                                         json.dumps(want[k])[:600]))
+            check(body == want, "%s: record equals the python oracle (%s %s)" %
+                  (what, want["attribution"]["label"], want["attribution"]["path"]))
+            check(got.get("record_sha256") == K.canonical_sha256(want),
+                  "%s: record_sha256 is the canonical self-hash" % what)
+            check(text == json.dumps(got, indent=2, sort_keys=True, ensure_ascii=True) + "\n",
+                  "%s: written in the result layout" % what)
+            try:
+                jsonschema.validate(got, schema)
+                ok = True
+            except jsonschema.ValidationError as e:
+                ok = False
+                print(e)
+            check(ok, "%s: validates against the fidelis.path-attribution.v1 schema" % what)
+            lbl = want["attribution"]["label"] + (("  " + want["attribution"]["path"])
+                                                  if want["attribution"]["path"] else "")
+            check(("attribution %s\n" % lbl) in so and got["record_sha256"] in so,
+                  "%s: prints the label, path and identity" % what)
+            rc, so, err = K.run(["check", out])
+            check(rc == 0 and "fidelis.path-attribution.v1" in so and got["record_sha256"] in so,
+                  "%s: passes check (exit %d): %s" % (what, rc, err.strip()))
+            return out, got
+
+        # 3 paths, small vocabulary: every label and first-match precedence.
+        three = ("full_a", "full"), ("greedy_b", "greedy"), ("full_c", "full")
+        for divs in ((0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1), (0, 1, 1), (1, 1, 1), (1, 0, 1)):
+            run_case("3 paths V=64 diverging %s" % (divs,), 64,
+                     [(n, k, d) for (n, k), d in zip(three, divs)])
+        # 5 paths in Kiln's evaluation order and one more, with graph counters.
+        five = (("eager_full", "full"), ("graph_full", "full"), ("eager_greedy", "greedy"),
+                ("graph_greedy", "greedy"), ("server", "greedy"))
+        keep = None
+        for i in range(6):
+            divs = [0] * 5
+            if i < 5:
+                divs[i] = 1
+                for j in range(i + 1, 5):
+                    divs[j] = int(rng.integers(0, 2))  # later divergences never win
+            out, got = run_case("5 paths V=1000 first divergence at %s" % (i if i < 5 else "none"),
+                                1000, [(n, k, d) for (n, k), d in zip(five, divs)], GOOD_COUNTERS)
+            if i == 2:
+                keep = (out, got)
+        # The full Kiln vocabulary.
+        run_case("3 paths V=248320", 248320, [(n, k, d) for (n, k), d in zip(three, (0, 0, 1))])
+        run_case("5 paths V=248320", 248320, [(n, k, d) for (n, k), d in zip(five, (0, 0, 0, 0, 0))])
+
+        # Tampering, on a record whose label is first_divergent_path eager_greedy.
+        if keep and keep[0]:
+            base_path, base = keep
+
+            def refused(doc, what, needle, reseal=True):
+                doc = copy.deepcopy(doc)
+                if reseal:
+                    doc["record_sha256"] = K.canonical_sha256(
+                        {k: v for k, v in doc.items() if k != "record_sha256"})
+                p = fresh("tamper") + ".json"
+                K.write_json(p, doc)
+                rc, _, err = K.run(["check", p])
+                check(rc == 3 and needle in err, "check refuses %s (exit %d): %s" %
+                      (what, rc, err.strip()))
+
+            d = copy.deepcopy(base)
+            d["reference"]["verdict"]["margin"] += 1.0
+            refused(d, "a changed value (hash)", "record_sha256", reseal=False)
+            d = copy.deepcopy(base)
+            d["paths"][0]["comparison"]["cosine_similarity"] = 0.5
+            refused(d, "a changed comparison value (hash)", "a value was changed", reseal=False)
+            d = copy.deepcopy(base)
+            d["attribution"] = {"label": "serving_only_or_not_reproduced", "path": None}
+            refused(d, "a re-sealed label that contradicts the paths", "$.attribution.label")
+            d = copy.deepcopy(base)
+            d["attribution"]["path"] = "graph_greedy"
+            refused(d, "a re-sealed later path (first match wins)", "$.attribution.path")
+            d = copy.deepcopy(base)
+            d["paths"][2]["final_token_matches_reference"] = True
+            refused(d, "a re-sealed final_token_matches_reference that contradicts its tokens",
+                    "$.paths[2].final_token_matches_reference")
+            d = copy.deepcopy(base)
+            d["paths"][0]["argmax_equal"] = False
+            d["paths"][0]["comparison"]["argmax_equal"] = False
+            refused(d, "a re-sealed argmax_equal that contradicts its argmax",
+                    "$.paths[0].comparison.argmax_equal")
+            d = copy.deepcopy(base)
+            d["paths"][1]["argmax_equal"] = not d["paths"][1]["argmax_equal"]
+            refused(d, "a re-sealed path argmax_equal unlike its comparison", "$.paths[1].argmax_equal")
+            d = copy.deepcopy(base)
+            d["reference"]["verdict"]["preferred_candidate"] = (
+                "vllm" if d["reference"]["verdict"]["preferred_candidate"] == "kiln" else "kiln")
+            refused(d, "a re-sealed verdict that contradicts the logits", "$.reference.verdict")
+            d = copy.deepcopy(base)
+            d["paths"][3]["name"] = "eager_full"
+            refused(d, "re-sealed repeated path names", "unique")
+            for key, val, needle in (("replay_failures", 1, "replay_attempts"),
+                                     ("fallbacks", 1, "fallbacks"),
+                                     ("replay_successes", 6, "replay_successes"),
+                                     ("capture_successes", 0, "capture_successes"),
+                                     ("enabled", False, "$.counters.enabled"),
+                                     ("capture_attempts", True, "$.counters.capture_attempts")):
+                d = copy.deepcopy(base)
+                d["counters"][key] = val
+                refused(d, "re-sealed counters with %s = %s" % (key, json.dumps(val)), needle)
+            d = copy.deepcopy(base)
+            d["extra"] = 1
+            refused(d, "a re-sealed unknown key", "unexpected key")
+
+            # attribute itself refuses counters off the rules, an existing --out, a bad --path.
+            req_path = P("req-chain.json")
+            common = [5, 6, 7]
+            divergence_path, req = divergence(common, 8, 9)
+            shutil.copyfile(divergence_path, req_path)
+            R = rng.normal(0.0, 1.0, 16).astype(np.float32)
+            bad = dict(GOOD_COUNTERS, replay_attempts=8)
+            rc, _, err, _ = attribute(req_path, R, [("g", "greedy", [1])], bad)
+            check(rc == 3 and "replay_attempts" in err,
+                  "attribute refuses counters off the rules (exit %d): %s" % (rc, err.strip()))
+            rc, _, err, _ = attribute(req_path, R, [("g", "greedy", [1])], extra=("--out", base_path))
+            check(rc == 4, "a second --out is a usage error (exit %d)" % rc)
+            rp = save_logits(R)
+            g1 = fresh("ids") + ".json"
+            K.write_json(g1, [1])
+            rc, _, err = K.run(["attribute", "--request", req_path, "--reference", rp, "--path",
+                                "g=greedy:" + g1, "--out", base_path])
+            check(rc == 3 and "exists" in err, "an existing --out is refused (exit %d)" % rc)
+            with open(base_path, encoding="ascii") as f:
+                check(json.load(f) == base, "the existing --out is untouched")
+            rc, _, err = K.run(["attribute", "--request", req_path, "--reference",
+                                save_logits(R[:8]), "--path", "g=greedy:" + g1, "--out",
+                                fresh("o")])
+            check(rc == 3 and "candidates[" in err,
+                  "a candidate outside the reference vocabulary is refused (exit %d): %s" %
+                  (rc, err.strip()))
+            rc, _, err = K.run(["attribute", "--request", req_path, "--reference", rp, "--path",
+                                "g=full:" + save_logits(R[:12]), "--out", fresh("o")])
+            check(rc == 3 and "width" in err, "a full path of another width is refused (exit %d)" % rc)
+            rc, _, err = K.run(["attribute", "--request", req_path, "--reference", rp, "--path",
+                                "g=greedy:" + g1, "--path", "g=greedy:" + g1, "--out", fresh("o")])
+            check(rc == 3 and "twice" in err, "a repeated path name is refused (exit %d)" % rc)
+            for argv, what in (([], "no --path"), (["--path"], "--path without a value"),
+                               (["--path", "g=sampled:" + g1], "an unknown path kind"),
+                               (["--path", "=greedy:" + g1], "an empty path name"),
+                               (["--path", "g=greedy:"], "an empty path file"),
+                               (["--path", "g=greedy:" + P("missing.json")], "a missing path file")):
+                rc, _, err = K.run(["attribute", "--request", req_path, "--reference", rp,
+                                    "--out", fresh("o"), *argv])
+                check(rc == 4, "%s is exit 4 (%d): %s" % (what, rc, err.strip()))
+            rc, _, err = K.run(["attribute", "--request", P("bad-req.json"), "--reference", rp,
+                                "--path", "g=greedy:" + g1, "--out", fresh("o")])
+            check(rc == 4, "a missing --request is exit 4 (%d)" % rc)
+            with open(P("notreq.json"), "w") as f:
+                f.write('{"schema": "kiln.hf-next-token-request.v1"}\n')
+            rc, _, err = K.run(["attribute", "--request", P("notreq.json"), "--reference", rp,
+                                "--path", "g=greedy:" + g1, "--out", fresh("o")])
+            check(rc == 3, "a malformed request is refused (exit %d): %s" % (rc, err.strip()))
+    finally:
+        shutil.rmtree(w, ignore_errors=True)
+    print("%d failed" % len(FAILS))
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
