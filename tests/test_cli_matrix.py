@@ -12,6 +12,7 @@ import pwd
 import grp
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -146,7 +147,7 @@ def main():
         kinds = {"validate": "dataset", "inspect": "dataset", "compare": "dataset",
                  "verify": "json", "json canon": "json", "tensor ls": "tensor", "pack": "panel",
                  "synth": "out", "logits diff": "vector", "layers diff": "vector",
-                 "check": "kiln", "divergence": "ids"}
+                 "check": "kiln", "divergence": "ids", "attribute": "kiln"}
         with open(P("good.f32"), "wb") as f:  # a raw float32 vector [1, 2, 3, 4]
             f.write(bytes.fromhex("0000803f000000400000404000008040"))
         kiln_req = os.path.join(os.environ.get("FDL_SHARED", ""), "vectors", "kiln",
@@ -157,6 +158,8 @@ def main():
             kreq = json.load(f)
         with open(P("ids.json"), "w") as f:
             f.write("[1, 2]\n")
+        with open(P("ref-big.f32"), "wb") as f:  # 25046 floats: the vector request's candidates fit
+            f.write(b"".join(struct.pack("<f", (i % 97) / 7.0) for i in range(25046)))
         for name, src in (("unr-kiln.json", kiln_req), ("unr-ids.json", P("ids.json"))):
             shutil.copyfile(src, P(name))
             os.chmod(P(name), 0)
@@ -185,6 +188,9 @@ def main():
                         json.dumps(kreq["source"]["kiln_receipt"]), "--vllm-receipt",
                         json.dumps(kreq["source"]["vllm_receipt"]), "--model-identity",
                         json.dumps(kreq["model_identity"]), "--out", fresh(), *extra]
+            if cmd == "attribute":  # --request is the input under test
+                return ["attribute", "--request", path, "--reference", P("ref-big.f32"),
+                        "--path", "g=greedy:" + P("ids.json"), "--out", fresh(), *extra]
             if cmd in ("logits diff", "layers diff"):  # REF is the input under test
                 return cmd.split() + [path, P("good.f32"), *extra]
             return cmd.split() + list(extra) + [path]
@@ -194,7 +200,8 @@ def main():
                     "json canon": ["--no-such-flag"], "tensor ls": ["--no-such-flag"],
                     "pack": ["--threads", "4294967296"], "synth": ["--threads", ""],
                     "logits diff": ["--candidates", "x"], "layers diff": ["--hidden", "0"],
-                    "check": ["--no-such-flag"], "divergence": ["--no-such-flag"]}
+                    "check": ["--no-such-flag"], "divergence": ["--no-such-flag"],
+                    "attribute": ["--no-such-flag"]}
         json_flag = {"validate": ["--json"], "compare": ["--json"], "inspect": ["--json"],
                      "verify": ["--json"], "tensor ls": ["--json"], "synth": ["--json"],
                      "logits diff": ["--json"], "layers diff": ["--json"]}

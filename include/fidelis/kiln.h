@@ -36,9 +36,11 @@ typedef struct {
 } fdl_kiln_checked;
 
 /* Checks one parsed Kiln document (read Kiln-strict) by its schema: a request (§5, without the
- * receipt files) or a v1 oracle/path/layer result (§14.4: closed top-level keys, self-hash,
- * invariants, the largest growth recomputed). Unknown schema: FDL_UNSUPPORTED. A broken rule:
- * FDL_MISMATCH (hash) or FDL_INVALID, the message naming `name` and the JSON path. */
+ * receipt files), a v1 oracle/path/layer result (§14.4: closed top-level keys, self-hash,
+ * invariants, the largest growth recomputed) or fidelis' own fidelis.path-attribution.v1
+ * (record_sha256; the verdict, the attribution and the graph counters recomputed). Unknown schema:
+ * FDL_UNSUPPORTED. A broken rule: FDL_MISMATCH (hash) or FDL_INVALID, the message naming `name` and
+ * the JSON path. */
 FDL_API fdl_status fdl_kiln_check_doc(const json_t *doc, const char *name, fdl_kiln_checked *res,
                                       fdl_err *err);
 /* Reads path Kiln-strict (a request at most 256 KiB) and checks it. */

@@ -13,7 +13,9 @@ static void check_usage(FILE *f) {
              "Re-checks Kiln records: kiln.hf-next-token-request.v1 (every rule of the request\n"
              "contract but the receipt files; prints its identity), and the v1 oracle, path- and\n"
              "layer-attribution results (closed keys, result_sha256, invariants, the largest\n"
-             "relative-error growth recomputed from the boundaries).\n\n"
+             "relative-error growth recomputed from the boundaries), and fidelis'\n"
+             "fidelis.path-attribution.v1 records (record_sha256; the verdict, the attribution\n"
+             "and the graph counters recomputed from the record's own values).\n\n"
              "output: OK  PATH  SCHEMA  IDENTITY per file; failures on stderr.\n\n"
              "exit codes: 0 every file passes; 3 a file is malformed, fails a hash or a rule, or\n"
              "has an unsupported schema; 4 bad usage or a FILE that cannot be opened (4 wins)\n");
