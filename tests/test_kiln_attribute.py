@@ -103,6 +103,210 @@ def expected(np, req, R, paths):
                             "serving_only_or_not_reproduced", "path": first}}
 
 
+KILN_PATHS = (("eager_full", "full", "eager_full_logits"),
+              ("graph_full", "full", "hip_graph_full_logits"),
+              ("eager_greedy", "greedy", "eager_greedy_selection"),
+              ("graph_greedy", "greedy", "hip_graph_greedy_selection"))
+CONT = [1206, 5517, 264]
+
+
+def provenance():
+    h = lambda c: "sha256:" + c * 64  # noqa: E731
+    proc = {"elapsed_seconds": 1.25, "schema": "kiln.hf-process-containment.v1",
+            "timeout_seconds": 900, "worker_exit_code": 0}
+    return {"created_at_utc": "2026-12-01T16:00:00Z", "duration_seconds": 12.5,
+            "source": {"commit": "a" * 40, "origin_main": "a" * 40, "tree": "b" * 40},
+            "binary": {"build_duration_seconds": 3.5,
+                       "build_environment_policy": "closed-source-build-v1",
+                       "path": "target/release/examples/rocm_hf_path_attribution",
+                       "sha256": h("c")},
+            "implementation": {"guarded_exec_sha256": h("d"), "process_runner_sha256": h("e"),
+                               "runner_sha256": h("f")},
+            "request_path": "qualification/requests/synthetic-first-divergence-v1.json",
+            "model_fingerprint": {"implementation_sha256": h("1"), "python_sha256": h("2"),
+                                  "process": proc},
+            "oracle_reference": {"bytes": 993280, "oracle_result_path": "qualification/results/oracle.json",
+                                 "oracle_result_sha256": h("3"), "raw_location": "local_ignored",
+                                 "raw_sha256": h("4")},
+            "containment": {"host_available_before_gib": 24, "network": "forbidden", "process": proc}}
+
+
+def expected_v2(np, req, R, paths, counters, prov):
+    """§12 from first principles: the worker, the attribution by its fixed precedence."""
+    fid = expected(np, req, R, paths)
+    byname = {p["name"]: p for p in fid["paths"]}
+    worker = {"schema": "kiln.rocm-hf-path-attribution.v2", "graph": counters,
+              "hf_argmax": fid["reference"]["argmax"],
+              "input_token_count": len(req["input_token_ids"]),
+              "input_token_ids_sha256": req["input_token_ids_sha256"],
+              "kernel_policy": "qualified", "request_id": req["id"]}
+    label = "serving_only_or_not_reproduced"
+    for name, kind, lbl in KILN_PATHS:
+        p = byname[name]
+        if kind == "full":
+            worker[name] = {"comparison": p["comparison"], "observed_next_tokens": p["observed_tokens"]}
+            div = not p["comparison"]["argmax_equal"]
+        else:
+            worker[name] = {"final_token_matches_reference": p["observed_tokens"][3] == worker["hf_argmax"],
+                            "observed_next_tokens": p["observed_tokens"]}
+            div = not worker[name]["final_token_matches_reference"]
+        if div and label == "serving_only_or_not_reproduced":
+            label = lbl
+    worker["attribution"] = label
+    rec = {"schema": "kiln.rocm-hf-path-attribution-result.v2",
+           "created_at_utc": prov["created_at_utc"], "duration_seconds": prov["duration_seconds"],
+           "source": prov["source"], "binary": prov["binary"],
+           "implementation": prov["implementation"],
+           "request": {"path": prov["request_path"], "sha256": K.canonical_sha256(req)},
+           "model_identity": req["model_identity"], "model_fingerprint": prov["model_fingerprint"],
+           "oracle_reference": prov["oracle_reference"], "containment": prov["containment"],
+           "worker": worker}
+    rec["result_sha256"] = K.canonical_sha256(rec)
+    return rec
+
+
+def v2_rules(doc):
+    """The §12 / §14.2 worker rules a checker applies, restated here."""
+    w = doc["worker"]
+    ok = len(doc) == 13 and len(w) == 12 and doc["result_sha256"] == K.self_hash(doc)
+    for name, kind, _ in KILN_PATHS:
+        p = w[name]
+        ok = ok and p["observed_next_tokens"][:3] == CONT and len(p["observed_next_tokens"]) == 4
+        if kind == "full":
+            c = p["comparison"]
+            ok = ok and len(c) == 8 and c["argmax_equal"] == (c["argmax"] == w["hf_argmax"])
+        else:
+            ok = ok and p["final_token_matches_reference"] == (p["observed_next_tokens"][3] == w["hf_argmax"])
+    gr = w["graph"]
+    ok = ok and gr["enabled"] is True and gr["capture_successes"] >= 1 and \
+        gr["cache_admission_successes"] >= 1 and gr["replay_successes"] >= 7 and \
+        gr["capture_attempts"] >= gr["capture_successes"] + gr["capture_failures"] and \
+        gr["replay_attempts"] == gr["replay_successes"] + gr["replay_failures"] and \
+        gr["capture_failures"] == gr["replay_failures"] == gr["fallbacks"] == 0
+    lbl = "serving_only_or_not_reproduced"
+    for name, kind, l in KILN_PATHS:
+        p = w[name]
+        if (kind == "full" and not p["comparison"]["argmax_equal"]) or \
+           (kind == "greedy" and not p["final_token_matches_reference"]):
+            lbl = l
+            break
+    return ok and w["attribution"] == lbl and w["input_token_count"] == 166
+
+
+def kiln_v2(np, jsonschema, rng, P, fresh, fixture, g, save_logits):
+    with open(os.path.join(K.SCHEMAS, "rocm-hf-path-attribution-v2.schema.json"), encoding="utf-8") as f:
+        pschema = json.load(f)
+    with open(os.path.join(K.SCHEMAS, "rocm-hf-next-token-oracle-v2.schema.json"), encoding="utf-8") as f:
+        oschema = json.load(f)
+    resolver = jsonschema.RefResolver.from_schema(pschema, store={oschema["$id"]: oschema,
+                                                                   pschema["$id"]: pschema})
+    validator = jsonschema.Draft202012Validator(pschema, resolver=resolver)
+    prov = provenance()
+    K.write_json(P("prov.json"), prov)
+    K.write_json(P("counters-v2.json"), GOOD_COUNTERS)
+    V = 8192
+    prompt = [int(x) for x in rng.integers(0, V, 163)]  # 163 + 3 = Kiln's 166 input ids
+    req_path = P("req-v2.json")
+    rc, _, err = K.run(["divergence", "--prompt-text", "synthetic", "--id", "synthetic-v2",
+                        "--source-commit", fixture["source"]["source_commit"], "--run-id",
+                        g["run_id"], "--phase", g["phase"], "--kiln-receipt", "@" + P("kr.json"),
+                        "--vllm-receipt", "@" + P("vr.json"), "--model-identity", "@" + P("mi.json"),
+                        "--prompt-ids", json.dumps(prompt), "--reference-ids", json.dumps(CONT + [777]),
+                        "--candidate-ids", json.dumps(CONT + [4242]), "--out", req_path])
+    check(rc == 0, "v2: divergence writes the 166-id request (exit %d): %s" % (rc, err.strip()))
+    with open(req_path, encoding="ascii") as f:
+        req = json.load(f)
+
+    def make(divs, order=(0, 1, 2, 3)):
+        R = rng.normal(0.0, 2.0, V).astype(np.float32)
+        R[777] = np.float32(25.0)
+        ram = argmax(np, R)
+        paths = []
+        for i in order:
+            name, kind, _ = KILN_PATHS[i]
+            if kind == "full":
+                rows = []
+                for step in range(4):
+                    row = (R + rng.normal(0.0, 0.05, V)).astype(np.float32)
+                    if step < 3:
+                        row[CONT[step]] = np.float32(50.0)
+                    elif divs[i]:
+                        row[4242] = np.float32(60.0)
+                    rows.append(row)
+                paths.append((name, "full", rows))
+            else:
+                paths.append((name, "greedy", CONT + [4242 if divs[i] else ram]))
+        return R, paths
+
+    def run_v2(R, paths, extra=(), counters=P("counters-v2.json"), prov_path=P("prov.json")):
+        argv = ["attribute", "--format", "kiln-v2", "--provenance", prov_path, "--request", req_path,
+                "--reference", save_logits(R)]
+        for name, kind, data in paths:
+            if kind == "full":
+                argv += ["--path", "%s=full:%s" % (name, save_logits(np.stack(data)))]
+            else:
+                p = fresh("ids") + ".json"
+                K.write_json(p, list(data))
+                argv += ["--path", "%s=greedy:%s" % (name, p)]
+        if counters:
+            argv += ["--counters", counters]
+        out = fresh("v2") + ".json"
+        rc, so, err = K.run(argv + ["--out", out, *extra])
+        return rc, so, err, out
+
+    cases = [((0, 0, 0, 0), (0, 1, 2, 3)), ((1, 0, 0, 0), (0, 1, 2, 3)), ((0, 1, 0, 0), (0, 1, 2, 3)),
+             ((0, 0, 1, 0), (0, 1, 2, 3)), ((0, 0, 0, 1), (0, 1, 2, 3)), ((0, 1, 1, 1), (0, 1, 2, 3)),
+             ((1, 1, 1, 1), (0, 1, 2, 3)), ((0, 0, 1, 1), (3, 2, 1, 0)), ((0, 1, 1, 0), (2, 3, 0, 1))]
+    for divs, order in cases:
+        R, paths = make(divs, order)
+        rc, so, err, out = run_v2(R, paths)
+        what = "v2 diverging %s, given in order %s" % (divs, order)
+        check(rc == 0, "%s: exit %d: %s" % (what, rc, err.strip()))
+        if rc:
+            continue
+        with open(out, encoding="ascii") as f:
+            got = json.load(f)
+        want = expected_v2(np, req, R, paths, GOOD_COUNTERS, prov)
+        check(got == want, "%s: equals the python oracle (%s)" % (what, want["worker"]["attribution"]))
+        errs = sorted(validator.iter_errors(got), key=lambda e: list(e.path))
+        for e in errs[:3]:
+            print("  schema: %s at %s" % (e.message, list(e.path)))
+        check(not errs, "%s: validates against Kiln's path-attribution v2 schema" % what)
+        neg = copy.deepcopy(got)
+        neg["model_fingerprint"]["process"]["worker_exit_code"] = 1
+        neg["worker"]["input_token_count"] = 165
+        check(len(list(validator.iter_errors(neg))) == 2,
+              "%s: the schema (with its oracle-v2 references) does reject a broken copy" % what)
+        check(v2_rules(got), "%s: satisfies the §12/§14.2 worker rules restated in python" % what)
+        check(("attribution %s\nresult %s\n" % (want["worker"]["attribution"], want["result_sha256"])) == so,
+              "%s: prints the label and result_sha256" % what)
+    R, paths = make((0, 0, 0, 0))
+    rc, _, err, _ = run_v2(R, paths, counters=None)
+    check(rc == 3 and "--counters" in err, "v2 without counters is refused (exit %d)" % rc)
+    rc, _, err, _ = run_v2(R, paths[:3])
+    check(rc == 3 and "4 paths" not in err and "paths" in err, "v2 with 3 paths is refused (exit %d): %s" % (rc, err.strip()))
+    short = [(n, k, d[1:]) for n, k, d in paths]
+    rc, _, err, _ = run_v2(R, short)
+    check(rc == 3 and "observed tokens" in err, "v2 with 3 observed tokens is refused (exit %d): %s" % (rc, err.strip()))
+    swapped = [("graph_full" if n == "eager_greedy" else "eager_greedy" if n == "graph_full" else n, k, d)
+               for n, k, d in paths]
+    rc, _, err, _ = run_v2(R, swapped)
+    check(rc == 3 and "no full path named graph_full" in err, "v2 with a path of the wrong kind is refused (exit %d): %s" % (rc, err.strip()))
+    bad = dict(prov, extra=1)
+    K.write_json(P("prov-bad.json"), bad)
+    rc, _, err, _ = run_v2(R, paths, prov_path=P("prov-bad.json"))
+    check(rc == 3 and "extra" in err, "v2 provenance with an unknown key is refused (exit %d): %s" % (rc, err.strip()))
+    bad = dict(prov, duration_seconds=0)
+    K.write_json(P("prov-bad2.json"), bad)
+    rc, _, err, _ = run_v2(R, paths, prov_path=P("prov-bad2.json"))
+    check(rc == 3 and "duration_seconds" in err, "v2 provenance with duration 0 is refused (exit %d)" % rc)
+    rc, _, err, _ = run_v2(R, paths, prov_path=P("no-such-prov.json"))
+    check(rc == 4, "a missing --provenance file is exit 4 (%d)" % rc)
+    rc, _, err = K.run(["attribute", "--provenance", P("prov.json"), "--request", req_path,
+                        "--reference", P("x.npy"), "--path", "a=greedy:x", "--out", fresh("o")])
+    check(rc == 4, "--provenance without --format kiln-v2 is a usage error (%d)" % rc)
+
+
 def main():
     if not K.CLI or not os.access(K.CLI, os.X_OK):
         print("skip: FDL_CLI is not an executable")
@@ -358,6 +562,8 @@ def main():
             rc, _, err = K.run(["attribute", "--request", P("notreq.json"), "--reference", rp,
                                 "--path", "g=greedy:" + g1, "--out", fresh("o")])
             check(rc == 3, "a malformed request is refused (exit %d): %s" % (rc, err.strip()))
+
+        kiln_v2(np, jsonschema, rng, P, fresh, fixture, g, save_logits)
     finally:
         shutil.rmtree(w, ignore_errors=True)
     print("%d failed" % len(FAILS))

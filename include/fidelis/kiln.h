@@ -98,6 +98,19 @@ FDL_API fdl_status fdl_kiln_attribute(const json_t *request, const float *refere
                                       const fdl_kiln_path_in *paths, size_t npaths,
                                       const json_t *counters, json_t **out, fdl_err *err);
 
+#define FDL_KILN_PATH_V2_SCHEMA "kiln.rocm-hf-path-attribution-result.v2"
+
+/* Kiln's kiln.rocm-hf-path-attribution-result.v2 (§12) from a fidelis.path-attribution.v1
+ * record built by fdl_kiln_attribute over exactly the four Kiln paths (eager_full and
+ * graph_full full, eager_greedy and graph_greedy greedy, any order; 4 observed tokens each, the
+ * first 3 the request's continuation ids) with counters, and the provenance fidelis cannot know:
+ * an object of exactly {created_at_utc, duration_seconds (> 0), source, binary, implementation,
+ * request_path, model_fingerprint, oracle_reference, containment}, copied. fidelis computes the
+ * worker block (attribution by §12's precedence), request {path, sha256}, model_identity (the
+ * request's) and result_sha256. Refusals: FDL_REFUSED / FDL_INVALID naming the field. */
+FDL_API fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
+                                           const json_t *provenance, json_t **out, fdl_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,6 +11,10 @@
 #include "fidelis/json.h"
 #include "fidelis/kiln.h"
 
+static bool str_is(const json_t *v, const char *want) {
+  return json_is_string(v) && strcmp(json_string_value(v), want) == 0;
+}
+
 static void sha_text(const fdl_sha256 *d, char out[FDL_SEAL_BUF]) {
   char hex[FDL_SHA256_HEX_BUF];
   fdl_sha256_hex(d, hex);
@@ -196,6 +200,165 @@ fdl_status fdl_kiln_attribute(const json_t *request, const float *reference, siz
   if (s == FDL_OK) s = fdl_seal_apply(rec, FDL_SEAL_KILN_REMOVE, "record_sha256", err);
   fdl_kiln_checked chk;
   if (s == FDL_OK) s = fdl_kiln_check_doc(rec, "attribution record", &chk, err);
+  if (s != FDL_OK) {
+    json_decref(rec);
+    return s;
+  }
+  *out = rec;
+  return FDL_OK;
+}
+
+/* ---- Kiln v2 (§12) ------------------------------------------------------------------------- */
+
+/* The four Kiln paths in §12's evaluation order, their kind and their label. */
+static const struct {
+  const char *name, *label;
+  bool full;
+} KILN_PATHS[4] = {
+    {"eager_full", "eager_full_logits", true},
+    {"graph_full", "hip_graph_full_logits", true},
+    {"eager_greedy", "eager_greedy_selection", false},
+    {"graph_greedy", "hip_graph_greedy_selection", false},
+};
+
+static const json_t *find_path(const json_t *paths, const char *name) {
+  for (size_t i = 0; i < json_array_size(paths); i++) {
+    const json_t *e = json_array_get(paths, i);
+    if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0) return e;
+  }
+  return NULL;
+}
+
+/* provenance has exactly the nine keys; duration > 0; the blocks objects. */
+static fdl_status check_provenance(const json_t *pv, fdl_err *err) {
+  static const char *const keys[] = {"binary",           "containment",    "created_at_utc",
+                                     "duration_seconds", "implementation", "model_fingerprint",
+                                     "oracle_reference", "request_path",   "source"};
+  if (!json_is_object(pv)) return fdl_fail(err, FDL_INVALID, "provenance: $: expected an object");
+  for (size_t i = 0; i < 9; i++)
+    if (!json_object_get(pv, keys[i]))
+      return fdl_fail(err, FDL_INVALID, "provenance: $: missing key \"%s\"", keys[i]);
+  if (json_object_size(pv) != 9) {
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)pv, k, v) {
+      bool known = false;
+      for (size_t i = 0; i < 9 && !known; i++) known = strcmp(k, keys[i]) == 0;
+      if (!known)
+        return fdl_fail(err, FDL_INVALID, "provenance: $: unexpected key \"%s\" (expected %s)", k,
+                        "binary, containment, created_at_utc, duration_seconds, implementation, "
+                        "model_fingerprint, oracle_reference, request_path, source");
+    }
+  }
+  static const char *const blocks[] = {
+      "binary", "containment", "implementation", "model_fingerprint", "oracle_reference", "source"};
+  for (size_t i = 0; i < 6; i++)
+    if (!json_is_object(json_object_get(pv, blocks[i])))
+      return fdl_fail(err, FDL_INVALID, "provenance: $.%s: expected an object", blocks[i]);
+  const json_t *d = json_object_get(pv, "duration_seconds");
+  double dv = json_is_integer(d) ? (double)json_integer_value(d) : json_real_value(d);
+  if (!json_is_number(d) || !(dv > 0))
+    return fdl_fail(err, FDL_INVALID, "provenance: $.duration_seconds: expected a number > 0");
+  if (!json_is_string(json_object_get(pv, "created_at_utc")))
+    return fdl_fail(err, FDL_INVALID,
+                    "provenance: $.created_at_utc: expected a UTC time string (Kiln §3)");
+  const json_t *rp = json_object_get(pv, "request_path");
+  if (!json_is_string(rp) || json_string_length(rp) == 0)
+    return fdl_fail(err, FDL_INVALID,
+                    "provenance: $.request_path: expected the request's repo-relative path");
+  return FDL_OK;
+}
+
+fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
+                                   const json_t *provenance, json_t **out, fdl_err *err) {
+  *out = NULL;
+  fdl_status s = check_provenance(provenance, err);
+  if (s != FDL_OK) return s;
+  const json_t *paths = json_object_get(record, "paths"),
+               *counters = json_object_get(record, "counters");
+  if (json_array_size(paths) != 4)
+    return fdl_fail(err, FDL_REFUSED,
+                    "kiln-v2: %zu paths, expected exactly eager_full, graph_full, eager_greedy "
+                    "and graph_greedy",
+                    json_array_size(paths));
+  if (!counters)
+    return fdl_fail(err, FDL_REFUSED, "kiln-v2: --counters is required (the worker's graph)");
+  const json_t *prefix = json_object_get(request, "continuation_prefix");
+  json_t *worker =
+      json_pack("{s:s, s:O, s:I, s:O, s:s, s:O}", "schema", "kiln.rocm-hf-path-attribution.v2",
+                "graph", counters, "hf_argmax",
+                json_integer_value(json_object_get(json_object_get(record, "reference"), "argmax")),
+                "input_token_ids_sha256", json_object_get(request, "input_token_ids_sha256"),
+                "kernel_policy", "qualified", "request_id", json_object_get(request, "id"));
+  if (!worker) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (json_object_set_new(worker, "input_token_count",
+                          json_integer((json_int_t)json_array_size(
+                              json_object_get(request, "input_token_ids")))) != 0)
+    s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  const char *label = NULL;
+  for (size_t i = 0; s == FDL_OK && i < 4; i++) {
+    const json_t *e = find_path(paths, KILN_PATHS[i].name);
+    if (!e || str_is(json_object_get(e, "kind"), "full") != KILN_PATHS[i].full) {
+      s = fdl_fail(err, FDL_REFUSED, "kiln-v2: no %s path named %s (the four Kiln paths)",
+                   KILN_PATHS[i].full ? "full" : "greedy", KILN_PATHS[i].name);
+      break;
+    }
+    const json_t *obs = json_object_get(e, "observed_tokens");
+    if (json_array_size(obs) != json_array_size(prefix) + 1 || json_array_size(obs) != 4) {
+      s = fdl_fail(err, FDL_REFUSED,
+                   "kiln-v2: path %s: %zu observed tokens, expected 4 (after the prompt and "
+                   "after each of the 3 forced continuation tokens; the request has %zu)",
+                   KILN_PATHS[i].name, json_array_size(obs), json_array_size(prefix));
+      break;
+    }
+    for (size_t j = 0; s == FDL_OK && j + 1 < 4; j++)
+      if (!json_equal(json_array_get(obs, j),
+                      json_object_get(json_array_get(prefix, j), "token_id")))
+        s = fdl_fail(
+            err, FDL_REFUSED,
+            "kiln-v2: path %s: observed token %zu is %lld, expected the continuation "
+            "token %lld (Kiln §14.2: observed[:-1] equals the continuation ids)",
+            KILN_PATHS[i].name, j, (long long)json_integer_value(json_array_get(obs, j)),
+            (long long)json_integer_value(json_object_get(json_array_get(prefix, j), "token_id")));
+    if (s != FDL_OK) break;
+    bool div;
+    json_t *blk;
+    if (KILN_PATHS[i].full) {
+      div = !json_is_true(json_object_get(e, "argmax_equal"));
+      blk = json_pack("{s:O, s:O}", "comparison", json_object_get(e, "comparison"),
+                      "observed_next_tokens", obs);
+    } else {
+      const json_t *fm = json_object_get(e, "final_token_matches_reference");
+      div = !json_is_true(fm);
+      blk =
+          json_pack("{s:O, s:O}", "final_token_matches_reference", fm, "observed_next_tokens", obs);
+    }
+    if (!blk || json_object_set_new(worker, KILN_PATHS[i].name, blk) != 0)
+      s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    if (div && !label) label = KILN_PATHS[i].label;
+  }
+  if (s == FDL_OK && json_object_set_new(worker, "attribution",
+                                         json_string(label ? label : FDL_KILN_LABEL_NONE)) != 0)
+    s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  json_t *rec = NULL;
+  if (s == FDL_OK) {
+    rec = json_pack(
+        "{s:s, s:O, s:O, s:O, s:O, s:O, s:{s:O, s:O}, s:O, s:O, s:O, s:O, s:o}", "schema",
+        FDL_KILN_PATH_V2_SCHEMA, "created_at_utc", json_object_get(provenance, "created_at_utc"),
+        "duration_seconds", json_object_get(provenance, "duration_seconds"), "source",
+        json_object_get(provenance, "source"), "binary", json_object_get(provenance, "binary"),
+        "implementation", json_object_get(provenance, "implementation"), "request", "path",
+        json_object_get(provenance, "request_path"), "sha256",
+        json_object_get(json_object_get(record, "request"), "sha256"), "model_identity",
+        json_object_get(request, "model_identity"), "model_fingerprint",
+        json_object_get(provenance, "model_fingerprint"), "oracle_reference",
+        json_object_get(provenance, "oracle_reference"), "containment",
+        json_object_get(provenance, "containment"), "worker", worker);
+    worker = NULL;
+    if (!rec) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  }
+  json_decref(worker);
+  if (s == FDL_OK) s = fdl_seal_apply(rec, FDL_SEAL_KILN_REMOVE, "result_sha256", err);
   if (s != FDL_OK) {
     json_decref(rec);
     return s;

@@ -14,7 +14,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: fidelis attribute --request FILE --reference LOGITS\n"
           "         --path NAME=full:LOGITS|NAME=greedy:IDS.json [--path ...]\n"
-          "         [--counters JSON] --out FILE\n\n"
+          "         [--counters JSON] [--format fidelis|kiln-v2 --provenance JSON] --out FILE\n\n"
           "Attributes a first divergence to the first path, in the order given, that leaves the\n"
           "reference. --request is a kiln.hf-next-token-request.v1 (as `fidelis divergence`\n"
           "writes it); --reference holds the reference's full logits at that state (.npy,\n"
@@ -25,6 +25,12 @@ static void usage(FILE *f) {
           "when its final token does. --counters is Kiln's graph-replay counter object, held\n"
           "to its rules. Writes a sealed fidelis.path-attribution.v1 (record_sha256) and\n"
           "prints the label, the path and the record identity.\n\n"
+          "--format kiln-v2 writes Kiln's kiln.rocm-hf-path-attribution-result.v2 instead:\n"
+          "the four paths eager_full, graph_full (full), eager_greedy, graph_greedy (greedy),\n"
+          "4 observed tokens each, --counters, and --provenance: {created_at_utc,\n"
+          "duration_seconds, source, binary, implementation, request_path,\n"
+          "model_fingerprint, oracle_reference, containment}, copied; fidelis computes the\n"
+          "worker block, the attribution (Kiln's labels and precedence) and result_sha256.\n\n"
           "labels: first_divergent_path (with the path's name), or\n"
           "        serving_only_or_not_reproduced (no path diverges)\n\n"
           "exit codes: 0 written; 3 an input is malformed or breaks a rule (a candidate outside\n"
@@ -33,7 +39,8 @@ static void usage(FILE *f) {
 }
 
 typedef struct {
-  const char *request, *reference, *counters, *out;
+  const char *request, *reference, *counters, *out, *provenance;
+  int format;         /* 0 fidelis, 1 kiln-v2 */
   const char **paths; /* the --path values, in order */
   size_t npaths;
 } args;
@@ -61,12 +68,16 @@ static int split_paths(int argc, char **argv, char **rest, int *nrest, args *a, 
   return FDL_CLI_GO;
 }
 
+static const char *const FORMATS[] = {"fidelis", "kiln-v2", NULL};
+
 static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--request", &a->request),
       FDL_CLI_OPT_PATH("--reference", &a->reference),
       FDL_CLI_OPT_PATH("--counters", &a->counters),
       FDL_CLI_OPT_PATH("--out", &a->out),
+      FDL_CLI_OPT_PATH("--provenance", &a->provenance),
+      {"--format", NULL, FDL_CLI_CHOICE, &a->format, 0, 0, FORMATS},
   };
   char **rest = calloc((size_t)argc + 1, sizeof *rest);
   if (!rest) return FDL_EXIT_USAGE;
@@ -81,6 +92,10 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
   if (!a->reference) return fdl_cli_usage_error(&s, "--reference is required");
   if (!a->out) return fdl_cli_usage_error(&s, "--out is required");
   if (!a->npaths) return fdl_cli_usage_error(&s, "at least one --path is required");
+  if (a->format == 1 && !a->provenance)
+    return fdl_cli_usage_error(&s, "--format kiln-v2 needs --provenance");
+  if (a->format != 1 && a->provenance)
+    return fdl_cli_usage_error(&s, "--provenance goes with --format kiln-v2");
   if (a->npaths > FDL_KILN_MAX_PATHS)
     return fdl_cli_usage_error(&s, "%zu paths, at most %u", a->npaths, FDL_KILN_MAX_PATHS);
   for (size_t i = 0; i < a->npaths; i++) {
@@ -135,7 +150,7 @@ int fdl_cli_attribute(int argc, char **argv) {
     return rc;
   }
   rc = FDL_EXIT_OK;
-  json_t *req = NULL, *counters = NULL, *rec = NULL;
+  json_t *req = NULL, *counters = NULL, *rec = NULL, *prov = NULL, *v2 = NULL;
   fdl_attr_matrix ref = {0};
   fdl_attr_matrix *full = calloc(a.npaths, sizeof *full);
   json_t **ids = calloc(a.npaths, sizeof *ids);
@@ -154,6 +169,7 @@ int fdl_cli_attribute(int argc, char **argv) {
     rc = FDL_EXIT_REFUSED;
   }
   if (!rc && a.counters) rc = load_json(a.counters, &counters);
+  if (!rc && a.provenance) rc = load_json(a.provenance, &prov);
   for (size_t i = 0; !rc && i < a.npaths; i++) {
     const char *v = a.paths[i], *eq = strchr(v, '='), *colon = strchr(eq + 1, ':');
     bool is_full = strncmp(eq + 1, "full:", 5) == 0;
@@ -186,18 +202,26 @@ int fdl_cli_attribute(int argc, char **argv) {
   if (!rc) {
     fdl_status s =
         fdl_kiln_attribute(req, ref.data, (size_t)ref.cols, in, a.npaths, counters, &rec, &err);
-    if (s == FDL_OK) s = fdl_json_write_file(a.out, rec, FDL_JSON_ASCII | FDL_JSON_PRETTY, &err);
+    if (s == FDL_OK && a.format == 1) s = fdl_kiln_attribution_v2(rec, req, prov, &v2, &err);
+    if (s == FDL_OK)
+      s = fdl_json_write_file(a.out, v2 ? v2 : rec, FDL_JSON_ASCII | FDL_JSON_PRETTY, &err);
     if (s != FDL_OK) {
       rc = report(&err, s);
     } else {
       const json_t *at = json_object_get(rec, "attribution");
       const char *p = json_string_value(json_object_get(at, "path"));
-      printf("attribution %s", json_string_value(json_object_get(at, "label")));
-      if (p) {
-        fputs("  ", stdout);
-        fdl_cli_put_text(stdout, p);
+      if (v2) {
+        printf("attribution %s\nresult %s\n",
+               json_string_value(json_object_get(json_object_get(v2, "worker"), "attribution")),
+               json_string_value(json_object_get(v2, "result_sha256")));
+      } else {
+        printf("attribution %s", json_string_value(json_object_get(at, "label")));
+        if (p) {
+          fputs("  ", stdout);
+          fdl_cli_put_text(stdout, p);
+        }
+        printf("\nrecord %s\n", json_string_value(json_object_get(rec, "record_sha256")));
       }
-      printf("\nrecord %s\n", json_string_value(json_object_get(rec, "record_sha256")));
     }
   }
   for (size_t i = 0; i < a.npaths; i++) {
@@ -214,5 +238,7 @@ int fdl_cli_attribute(int argc, char **argv) {
   json_decref(req);
   json_decref(counters);
   json_decref(rec);
+  json_decref(prov);
+  json_decref(v2);
   return rc;
 }
