@@ -101,7 +101,7 @@ static fdl_status path_entry(const fdl_kiln_path_in *p, const float *reference, 
           cmp ? json_pack("{s:s, s:s, s:o, s:o, s:b}", "name", p->name, "kind", "full",
                           "observed_tokens", obs, "comparison", cmp, "argmax_equal", r.argmax_equal)
               : NULL;
-      obs = NULL;
+      if (cmp) obs = NULL; /* the pack took it, even on failure */
       if (!*out) s = fdl_fail(err, FDL_NOMEM, "path %s: out of memory", p->name);
       *diverges = !r.argmax_equal;
     }
