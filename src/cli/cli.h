@@ -119,6 +119,10 @@ typedef struct {
  * positional, more positionals than max_pos. "--" ends the options; "-" is a positional.
  * --help or -h anywhere before "--" prints usage to out and returns 0. Otherwise FDL_CLI_GO. */
 int fdl_cli_parse(fdl_cli_spec *s, int first, int argc, char **argv);
+/* A command of one subcommand, s->cmd = "GROUP SUB": no word prints usage to diag (exit 4),
+ * --help or -h usage to out (0), another word than SUB is a usage error; otherwise
+ * fdl_cli_parse from argv[2]. */
+int fdl_cli_parse_sub(fdl_cli_spec *s, int argc, char **argv);
 /* Prints "fidelis CMD: message" and a pointer to --help on diag; returns FDL_EXIT_USAGE. */
 int fdl_cli_usage_error(const fdl_cli_spec *s, const char *fmt, ...) FDL_PRINTF(2, 3);
 /* A decimal integer in [0, max], digits only; 0 ok, -1 otherwise. */

@@ -108,20 +108,7 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **path
       FDL_CLI_OPT_FLAG("--kiln-strict", &kiln),
   };
   fdl_cli_spec s = {"json canon", usage, table, 3, NULL, 0, path, 1, 0, out, diag};
-  if (argc < 2) {
-    usage(diag ? diag : stderr);
-    return FDL_EXIT_USAGE;
-  }
-  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-    usage(out ? out : stdout);
-    return FDL_EXIT_OK;
-  }
-  if (strcmp(argv[1], "canon")) {
-    s.cmd = "json";
-    return fdl_cli_usage_error(&s, "unknown subcommand '%s' (the one subcommand is canon)",
-                               argv[1]);
-  }
-  int rc = fdl_cli_parse(&s, 2, argc, argv);
+  int rc = fdl_cli_parse_sub(&s, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 1) return fdl_cli_usage_error(&s, "missing FILE (or '-' for standard input)");
   *flags = (ascii ? FDL_JSON_ASCII : 0u) | (pretty ? FDL_JSON_PRETTY : 0u);

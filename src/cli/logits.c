@@ -55,19 +55,7 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
   };
   fdl_cli_spec s = {"logits diff", usage, opts, sizeof opts / sizeof opts[0], NULL, 0, a->pos, 2, 0,
                     out,           diag};
-  if (argc < 2) {
-    usage(diag ? diag : stderr);
-    return FDL_EXIT_USAGE;
-  }
-  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-    usage(out ? out : stdout);
-    return FDL_EXIT_OK;
-  }
-  if (strcmp(argv[1], "diff")) {
-    s.cmd = "logits";
-    return fdl_cli_usage_error(&s, "unknown subcommand '%s' (the one subcommand is diff)", argv[1]);
-  }
-  int rc = fdl_cli_parse(&s, 2, argc, argv);
+  int rc = fdl_cli_parse_sub(&s, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 2) return fdl_cli_usage_error(&s, "two files expected: REF CAND");
   for (const char *p = a->candidates; p && *p;) {

@@ -4,6 +4,7 @@
  * fuzz/fuzz_cli.c drives it through each command's check function). */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -104,6 +105,27 @@ static int store(const fdl_cli_spec *s, const fdl_cli_opt *o, const char *name, 
     return FDL_EXIT_USAGE;
   }
   return fdl_cli_usage_error(s, "%s: unknown option kind (a fidelis bug)", name);
+}
+
+int fdl_cli_parse_sub(fdl_cli_spec *s, int argc, char **argv) {
+  const char *sub = strchr(s->cmd, ' ');
+  if (argc < 2 || !sub) {
+    s->usage(s->diag ? s->diag : stderr);
+    return FDL_EXIT_USAGE;
+  }
+  if (is_help(argv[1])) {
+    s->usage(s->out ? s->out : stdout);
+    return FDL_EXIT_OK;
+  }
+  if (strcmp(argv[1], sub + 1)) {
+    char group[64];
+    snprintf(group, sizeof group, "%.*s", (int)(sub - s->cmd), s->cmd);
+    fdl_cli_spec g = *s;
+    g.cmd = group;
+    return fdl_cli_usage_error(&g, "unknown subcommand '%s' (the one subcommand is %s)", argv[1],
+                               sub + 1);
+  }
+  return fdl_cli_parse(s, 2, argc, argv);
 }
 
 int fdl_cli_parse(fdl_cli_spec *s, int first, int argc, char **argv) {

@@ -166,19 +166,7 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **file
   *as_json = false;
   const fdl_cli_opt opts[] = {FDL_CLI_OPT_FLAG("--json", as_json)};
   fdl_cli_spec s = {"tensor ls", usage, opts, 1, NULL, 0, file, 1, 0, out, diag};
-  if (argc < 2) {
-    usage(diag ? diag : stderr);
-    return FDL_EXIT_USAGE;
-  }
-  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-    usage(out ? out : stdout);
-    return FDL_EXIT_OK;
-  }
-  if (strcmp(argv[1], "ls")) {
-    s.cmd = "tensor";
-    return fdl_cli_usage_error(&s, "unknown subcommand '%s' (the one subcommand is ls)", argv[1]);
-  }
-  int rc = fdl_cli_parse(&s, 2, argc, argv);
+  int rc = fdl_cli_parse_sub(&s, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 1) return fdl_cli_usage_error(&s, "one FILE expected");
   return FDL_CLI_GO;
