@@ -193,6 +193,65 @@ def v2_rules(doc):
     return ok and w["attribution"] == lbl and w["input_token_count"] == 166
 
 
+def check_v2_tampered(good, fresh):
+    """fidelis check on broken copies of a good v2 record: exit 3 naming the field."""
+    def refused(mut, needle, what, reseal=True):
+        doc = copy.deepcopy(good)
+        mut(doc)
+        if reseal:
+            doc = K.reseal(doc)
+        path = fresh("v2bad") + ".json"
+        K.write_json(path, doc)
+        rc, so, err = K.run(["check", path])
+        check(rc == 3 and needle in err and not so,
+              "check v2: %s is refused naming %s (exit %d): %s" % (what, needle, rc, err.strip()))
+
+    def setp(*args):
+        keys, value = args[:-1], args[-1]
+
+        def f(doc):
+            d = doc
+            for k in keys[:-1]:
+                d = d[k]
+            d[keys[-1]] = value
+        return f
+    w = good["worker"]
+    refused(setp("worker", "hf_argmax", w["hf_argmax"] + 1), "$.result_sha256",
+            "one value changed without resealing", reseal=False)
+    refused(setp("duration_seconds", 13.5), "$.result_sha256", "the duration changed", reseal=False)
+    other = "eager_full_logits" if w["attribution"] != "eager_full_logits" else "serving_only_or_not_reproduced"
+    refused(setp("worker", "attribution", other), "$.worker.attribution", "a resealed wrong label")
+    cmp = w["eager_full"]["comparison"]
+    refused(setp("worker", "eager_full", "comparison", "argmax_equal", not cmp["argmax_equal"]),
+            "$.worker.eager_full.comparison.argmax_equal", "a flipped argmax_equal")
+    fm = w["graph_greedy"]["final_token_matches_reference"]
+    refused(setp("worker", "graph_greedy", "final_token_matches_reference", not fm),
+            "$.worker.graph_greedy.final_token_matches_reference", "a flipped greedy match")
+    refused(setp("worker", "graph", "fallbacks", 1), "$.worker.graph", "a graph fallback")
+    refused(setp("worker", "graph", "replay_attempts", w["graph"]["replay_attempts"] + 1),
+            "$.worker.graph", "replay attempts off the sum")
+    refused(setp("worker", "graph", "enabled", 1), "$.worker.graph.enabled", "enabled as an int")
+    refused(setp("worker", "input_token_count", 165), "$.worker.input_token_count", "165 inputs")
+    refused(setp("worker", "kernel_policy", "portable_fallback"), "$.worker.kernel_policy",
+            "another kernel policy")
+    refused(setp("worker", "eager_greedy", "observed_next_tokens", [1, 5517, 264, 9]),
+            "$.worker.eager_greedy.observed_next_tokens", "a path off the continuation")
+    refused(setp("worker", "extra", 1), "$.worker", "an extra worker key")
+    refused(setp("extra", 1), "unexpected key \"extra\"", "an extra top-level key")
+    refused(setp("source", "origin_main", "c" * 40), "$.source.origin_main", "commit != origin_main")
+    refused(setp("binary", "path", "target/release/x"), "$.binary.path", "another binary path")
+    refused(setp("containment", "network", "allowed"), "$.containment.network", "network allowed")
+    refused(setp("containment", "host_available_before_gib", 0),
+            "$.containment.host_available_before_gib", "0 GiB")
+    refused(setp("model_fingerprint", "process", "worker_exit_code", 1),
+            "$.model_fingerprint.process.worker_exit_code", "a failed fingerprint worker")
+    refused(setp("oracle_reference", "raw_location", "remote"), "$.oracle_reference.raw_location",
+            "a remote raw reference")
+    refused(setp("request", "path", "../r.json"), "$.request.path", "a request path with ..")
+    refused(setp("implementation", "runner_sha256", "sha256:XYZ"), "$.implementation.runner_sha256",
+            "a malformed digest")
+
+
 def kiln_v2(np, jsonschema, rng, P, fresh, fixture, g, save_logits):
     with open(os.path.join(K.SCHEMAS, "rocm-hf-path-attribution-v2.schema.json"), encoding="utf-8") as f:
         pschema = json.load(f)
@@ -257,6 +316,7 @@ def kiln_v2(np, jsonschema, rng, P, fresh, fixture, g, save_logits):
     cases = [((0, 0, 0, 0), (0, 1, 2, 3)), ((1, 0, 0, 0), (0, 1, 2, 3)), ((0, 1, 0, 0), (0, 1, 2, 3)),
              ((0, 0, 1, 0), (0, 1, 2, 3)), ((0, 0, 0, 1), (0, 1, 2, 3)), ((0, 1, 1, 1), (0, 1, 2, 3)),
              ((1, 1, 1, 1), (0, 1, 2, 3)), ((0, 0, 1, 1), (3, 2, 1, 0)), ((0, 1, 1, 0), (2, 3, 0, 1))]
+    checked_v2 = []
     for divs, order in cases:
         R, paths = make(divs, order)
         rc, so, err, out = run_v2(R, paths)
@@ -280,6 +340,11 @@ def kiln_v2(np, jsonschema, rng, P, fresh, fixture, g, save_logits):
         check(v2_rules(got), "%s: satisfies the §12/§14.2 worker rules restated in python" % what)
         check(("attribution %s\nresult %s\n" % (want["worker"]["attribution"], want["result_sha256"])) == so,
               "%s: prints the label and result_sha256" % what)
+        rc, so, err = K.run(["check", out])
+        check(rc == 0 and so == "OK  %s  kiln.rocm-hf-path-attribution-result.v2  %s\n" % (out, want["result_sha256"]),
+              "%s: fidelis check passes it (exit %d): %s" % (what, rc, (so + err).strip()))
+        checked_v2.append(got)
+    check_v2_tampered(checked_v2[0], fresh)
     R, paths = make((0, 0, 0, 0))
     rc, _, err, _ = run_v2(R, paths, counters=None)
     check(rc == 3 and "--counters" in err, "v2 without counters is refused (exit %d)" % rc)

@@ -37,7 +37,9 @@ typedef struct {
 
 /* Checks one parsed Kiln document (read Kiln-strict) by its schema: a request (§5, without the
  * receipt files), a v1 oracle/path/layer result (§14.4: closed top-level keys, self-hash,
- * invariants, the largest growth recomputed) or fidelis' own fidelis.path-attribution.v1
+ * invariants, the largest growth recomputed), a v2 path result (§14.2 within the record: closed
+ * keys, self-hash, worker and graph rules, the attribution recomputed) or fidelis' own
+ * fidelis.path-attribution.v1
  * (record_sha256; the verdict, the attribution and the graph counters recomputed). Unknown schema:
  * FDL_UNSUPPORTED. A broken rule: FDL_MISMATCH (hash) or FDL_INVALID, the message naming `name` and
  * the JSON path. */

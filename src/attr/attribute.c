@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr/internal.h"
 #include "fidelis/attr.h"
 #include "fidelis/json.h"
 #include "fidelis/kiln.h"
@@ -210,17 +211,6 @@ fdl_status fdl_kiln_attribute(const json_t *request, const float *reference, siz
 
 /* ---- Kiln v2 (§12) ------------------------------------------------------------------------- */
 
-/* The four Kiln paths in §12's evaluation order, their kind and their label. */
-static const struct {
-  const char *name, *label;
-  bool full;
-} KILN_PATHS[4] = {
-    {"eager_full", "eager_full_logits", true},
-    {"graph_full", "hip_graph_full_logits", true},
-    {"eager_greedy", "eager_greedy_selection", false},
-    {"graph_greedy", "hip_graph_greedy_selection", false},
-};
-
 static const json_t *find_path(const json_t *paths, const char *name) {
   for (size_t i = 0; i < json_array_size(paths); i++) {
     const json_t *e = json_array_get(paths, i);
@@ -297,10 +287,10 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
   const char *label = NULL;
   for (size_t i = 0; s == FDL_OK && i < 4; i++) {
-    const json_t *e = find_path(paths, KILN_PATHS[i].name);
-    if (!e || str_is(json_object_get(e, "kind"), "full") != KILN_PATHS[i].full) {
+    const json_t *e = find_path(paths, fdl_kiln_v2_paths[i].name);
+    if (!e || str_is(json_object_get(e, "kind"), "full") != fdl_kiln_v2_paths[i].full) {
       s = fdl_fail(err, FDL_REFUSED, "kiln-v2: no %s path named %s (the four Kiln paths)",
-                   KILN_PATHS[i].full ? "full" : "greedy", KILN_PATHS[i].name);
+                   fdl_kiln_v2_paths[i].full ? "full" : "greedy", fdl_kiln_v2_paths[i].name);
       break;
     }
     const json_t *obs = json_object_get(e, "observed_tokens");
@@ -308,7 +298,7 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
       s = fdl_fail(err, FDL_REFUSED,
                    "kiln-v2: path %s: %zu observed tokens, expected 4 (after the prompt and "
                    "after each of the 3 forced continuation tokens; the request has %zu)",
-                   KILN_PATHS[i].name, json_array_size(obs), json_array_size(prefix));
+                   fdl_kiln_v2_paths[i].name, json_array_size(obs), json_array_size(prefix));
       break;
     }
     for (size_t j = 0; s == FDL_OK && j + 1 < 4; j++)
@@ -318,12 +308,12 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
             err, FDL_REFUSED,
             "kiln-v2: path %s: observed token %zu is %lld, expected the continuation "
             "token %lld (Kiln §14.2: observed[:-1] equals the continuation ids)",
-            KILN_PATHS[i].name, j, (long long)json_integer_value(json_array_get(obs, j)),
+            fdl_kiln_v2_paths[i].name, j, (long long)json_integer_value(json_array_get(obs, j)),
             (long long)json_integer_value(json_object_get(json_array_get(prefix, j), "token_id")));
     if (s != FDL_OK) break;
     bool div;
     json_t *blk;
-    if (KILN_PATHS[i].full) {
+    if (fdl_kiln_v2_paths[i].full) {
       div = !json_is_true(json_object_get(e, "argmax_equal"));
       blk = json_pack("{s:O, s:O}", "comparison", json_object_get(e, "comparison"),
                       "observed_next_tokens", obs);
@@ -333,9 +323,9 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
       blk =
           json_pack("{s:O, s:O}", "final_token_matches_reference", fm, "observed_next_tokens", obs);
     }
-    if (!blk || json_object_set_new(worker, KILN_PATHS[i].name, blk) != 0)
+    if (!blk || json_object_set_new(worker, fdl_kiln_v2_paths[i].name, blk) != 0)
       s = fdl_fail(err, FDL_NOMEM, "out of memory");
-    if (div && !label) label = KILN_PATHS[i].label;
+    if (div && !label) label = fdl_kiln_v2_paths[i].label;
   }
   if (s == FDL_OK && json_object_set_new(worker, "attribution",
                                          json_string(label ? label : FDL_KILN_LABEL_NONE)) != 0)

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attr/internal.h"
 #include "fidelis/attr.h"
 #include "fidelis/file.h"
 #include "fidelis/json.h"
@@ -467,17 +468,12 @@ static fdl_status check_comparison(const ctx *c, const char *path, const json_t 
   return FDL_OK;
 }
 
-static fdl_status check_path_v1(const ctx *c, const json_t *doc) {
-  const json_t *w = json_object_get(doc, "worker");
-  if (!json_is_object(w)) return bad(c, "$.worker", "expected an object");
-  if (!str_eq(json_object_get(w, "schema"), "kiln.rocm-hf-path-attribution.v1"))
-    return bad(c, "$.worker.schema", "expected \"kiln.rocm-hf-path-attribution.v1\"");
-  const json_t *hf = json_object_get(w, "hf_argmax");
-  fdl_status s = want_token(c, "$.worker.hf_argmax", hf);
-  if (s != FDL_OK) return s;
+/* The two full and two greedy worker paths of a v1 or v2 path worker (§14.2). */
+static fdl_status check_worker_paths(const ctx *c, const json_t *w, json_int_t hf) {
   static const char *const full[] = {"eager_full", "graph_full"};
   static const char *const greedy[] = {"eager_greedy", "graph_greedy"};
   char p[96];
+  fdl_status s;
   for (size_t i = 0; i < 2; i++) {
     const json_t *f = json_object_get(w, full[i]);
     snprintf(p, sizeof p, "$.worker.%s", full[i]);
@@ -485,9 +481,7 @@ static fdl_status check_path_v1(const ctx *c, const json_t *doc) {
     snprintf(p, sizeof p, "$.worker.%s.observed_next_tokens", full[i]);
     if ((s = check_observed(c, p, json_object_get(f, "observed_next_tokens"))) != FDL_OK) return s;
     snprintf(p, sizeof p, "$.worker.%s.comparison", full[i]);
-    if ((s = check_comparison(c, p, json_object_get(f, "comparison"), json_integer_value(hf))) !=
-        FDL_OK)
-      return s;
+    if ((s = check_comparison(c, p, json_object_get(f, "comparison"), hf)) != FDL_OK) return s;
     const json_t *g = json_object_get(w, greedy[i]);
     snprintf(p, sizeof p, "$.worker.%s", greedy[i]);
     if ((s = CLOSED(c, p, g, "final_token_matches_reference", "observed_next_tokens")) != FDL_OK)
@@ -498,11 +492,23 @@ static fdl_status check_path_v1(const ctx *c, const json_t *doc) {
     const json_t *m = json_object_get(g, "final_token_matches_reference");
     snprintf(p, sizeof p, "$.worker.%s.final_token_matches_reference", greedy[i]);
     if (!json_is_boolean(m)) return bad(c, p, "expected a bool");
-    bool want = json_integer_value(json_array_get(obs, 3)) == json_integer_value(hf);
+    bool want = json_integer_value(json_array_get(obs, 3)) == hf;
     if (json_is_true(m) != want)
       return bad(c, p, "is %s, but observed_next_tokens[3] %s hf_argmax",
                  json_is_true(m) ? "true" : "false", want ? "==" : "!=");
   }
+  return FDL_OK;
+}
+
+static fdl_status check_path_v1(const ctx *c, const json_t *doc) {
+  const json_t *w = json_object_get(doc, "worker");
+  if (!json_is_object(w)) return bad(c, "$.worker", "expected an object");
+  if (!str_eq(json_object_get(w, "schema"), "kiln.rocm-hf-path-attribution.v1"))
+    return bad(c, "$.worker.schema", "expected \"kiln.rocm-hf-path-attribution.v1\"");
+  const json_t *hf = json_object_get(w, "hf_argmax");
+  fdl_status s = want_token(c, "$.worker.hf_argmax", hf);
+  if (s != FDL_OK) return s;
+  if ((s = check_worker_paths(c, w, json_integer_value(hf))) != FDL_OK) return s;
   if ((s = want_sha(c, "$.worker.input_token_ids_sha256",
                     json_object_get(w, "input_token_ids_sha256"))) != FDL_OK)
     return s;
@@ -872,6 +878,192 @@ static fdl_status check_fidelis_attr(const ctx *c, const json_t *doc) {
   return FDL_OK;
 }
 
+/* ---- v2 results (§12, §13, §14) -------------------------------------------------------------- */
+
+const fdl_kiln_v2_path fdl_kiln_v2_paths[4] = {
+    {"eager_full", "eager_full_logits", true},
+    {"graph_full", "hip_graph_full_logits", true},
+    {"eager_greedy", "eager_greedy_selection", false},
+    {"graph_greedy", "hip_graph_greedy_selection", false},
+};
+
+static fdl_status want_positive(const ctx *c, const char *path, const json_t *v) {
+  return finite_num(v) && num(v) > 0 ? FDL_OK : bad(c, path, "expected a finite number > 0");
+}
+
+static fdl_status want_rel_path(const ctx *c, const char *path, const json_t *v) {
+  /* §14: Kiln's _path_from_repository: nonempty, no NUL, not absolute, no ".." component. */
+  const char *t = json_string_value(v);
+  if (t && json_string_length(v) && strlen(t) == json_string_length(v) && t[0] != '/' &&
+      !has_dotdot(t))
+    return FDL_OK;
+  return bad(c, path, "expected a nonempty repo-relative path, not absolute, without \"..\"");
+}
+
+/* An object of exactly the given keys, each a canonical digest. */
+static fdl_status digests(const ctx *c, const char *path, const json_t *o, const char *const *keys,
+                          size_t n) {
+  fdl_status s = closed(c, path, o, keys, n);
+  char p[128];
+  for (size_t i = 0; i < n && s == FDL_OK; i++) {
+    snprintf(p, sizeof p, "%s.%s", path, keys[i]);
+    s = want_sha(c, p, json_object_get(o, keys[i]));
+  }
+  return s;
+}
+#define DIGESTS(c, path, obj, ...)                                                                 \
+  digests((c), (path), (obj), (const char *const[]){__VA_ARGS__},                                  \
+          sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
+
+/* processEvidence (§10): {elapsed_seconds >= 0, schema, timeout_seconds > 0, worker_exit_code 0}.
+ */
+static fdl_status check_process(const ctx *c, const char *path, const json_t *pr) {
+  fdl_status s =
+      CLOSED(c, path, pr, "elapsed_seconds", "schema", "timeout_seconds", "worker_exit_code");
+  if (s != FDL_OK) return s;
+  char p[128];
+  const json_t *el = json_object_get(pr, "elapsed_seconds");
+  snprintf(p, sizeof p, "%s.elapsed_seconds", path);
+  if (!finite_num(el) || num(el) < 0) return bad(c, p, "expected a finite number >= 0");
+  snprintf(p, sizeof p, "%s.schema", path);
+  if (!str_eq(json_object_get(pr, "schema"), "kiln.hf-process-containment.v1"))
+    return bad(c, p, "expected \"kiln.hf-process-containment.v1\"");
+  snprintf(p, sizeof p, "%s.timeout_seconds", path);
+  if ((s = want_positive(c, p, json_object_get(pr, "timeout_seconds"))) != FDL_OK) return s;
+  const json_t *x = json_object_get(pr, "worker_exit_code");
+  snprintf(p, sizeof p, "%s.worker_exit_code", path);
+  if (!is_int(x) || json_integer_value(x) != 0) return bad(c, p, "expected 0");
+  return FDL_OK;
+}
+
+/* A contained arm: {host_available_before_gib >= 1, network "forbidden", process}. */
+static fdl_status check_arm(const ctx *c, const char *path, const json_t *a) {
+  fdl_status s = CLOSED(c, path, a, "host_available_before_gib", "network", "process");
+  if (s != FDL_OK) return s;
+  char p[128];
+  const json_t *g = json_object_get(a, "host_available_before_gib");
+  snprintf(p, sizeof p, "%s.host_available_before_gib", path);
+  if (!is_int(g) || json_integer_value(g) < 1) return bad(c, p, "expected an integer >= 1");
+  snprintf(p, sizeof p, "%s.network", path);
+  if (!str_eq(json_object_get(a, "network"), "forbidden"))
+    return bad(c, p, "expected \"forbidden\"");
+  snprintf(p, sizeof p, "%s.process", path);
+  return check_process(c, p, json_object_get(a, "process"));
+}
+
+/* What the v2 results share: duration, source, binary, request, model_fingerprint. */
+static fdl_status check_v2_common(const ctx *c, const json_t *doc, const char *binary_path) {
+  fdl_status s = want_positive(c, "$.duration_seconds", json_object_get(doc, "duration_seconds"));
+  if (s != FDL_OK) return s;
+  if (!json_is_string(json_object_get(doc, "created_at_utc")))
+    return bad(c, "$.created_at_utc", "expected a UTC time string");
+  const json_t *src = json_object_get(doc, "source");
+  if ((s = CLOSED(c, "$.source", src, "commit", "origin_main", "tree")) != FDL_OK) return s;
+  static const char *const git[] = {"commit", "origin_main", "tree"};
+  for (size_t i = 0; i < 3; i++) {
+    const json_t *v = json_object_get(src, git[i]);
+    if (!json_is_string(v) || json_string_length(v) != 40 ||
+        !fdl_hex_lower(json_string_value(v), 40)) {
+      char p[64];
+      snprintf(p, sizeof p, "$.source.%s", git[i]);
+      return bad(c, p, "expected 40 lowercase hex digits");
+    }
+  }
+  if (!json_equal(json_object_get(src, "commit"), json_object_get(src, "origin_main")))
+    return bad(c, "$.source.origin_main", "expected equal to $.source.commit");
+  const json_t *bin = json_object_get(doc, "binary");
+  if ((s = CLOSED(c, "$.binary", bin, "build_duration_seconds", "build_environment_policy", "path",
+                  "sha256")) != FDL_OK ||
+      (s = want_positive(c, "$.binary.build_duration_seconds",
+                         json_object_get(bin, "build_duration_seconds"))) != FDL_OK ||
+      (s = want_sha(c, "$.binary.sha256", json_object_get(bin, "sha256"))) != FDL_OK)
+    return s;
+  if (!str_eq(json_object_get(bin, "build_environment_policy"), "closed-source-build-v1"))
+    return bad(c, "$.binary.build_environment_policy", "expected \"closed-source-build-v1\"");
+  if (!str_eq(json_object_get(bin, "path"), binary_path))
+    return bad(c, "$.binary.path", "expected \"%s\"", binary_path);
+  const json_t *rq = json_object_get(doc, "request");
+  if ((s = CLOSED(c, "$.request", rq, "path", "sha256")) != FDL_OK ||
+      (s = want_rel_path(c, "$.request.path", json_object_get(rq, "path"))) != FDL_OK ||
+      (s = want_sha(c, "$.request.sha256", json_object_get(rq, "sha256"))) != FDL_OK)
+    return s;
+  const json_t *fp = json_object_get(doc, "model_fingerprint");
+  if ((s = CLOSED(c, "$.model_fingerprint", fp, "implementation_sha256", "process",
+                  "python_sha256")) != FDL_OK ||
+      (s = want_sha(c, "$.model_fingerprint.implementation_sha256",
+                    json_object_get(fp, "implementation_sha256"))) != FDL_OK ||
+      (s = want_sha(c, "$.model_fingerprint.python_sha256",
+                    json_object_get(fp, "python_sha256"))) != FDL_OK)
+    return s;
+  return check_process(c, "$.model_fingerprint.process", json_object_get(fp, "process"));
+}
+
+static fdl_status check_path_v2(const ctx *c, const json_t *doc) {
+  fdl_status s =
+      CLOSED(c, "$", doc, "schema", "result_sha256", "created_at_utc", "duration_seconds", "source",
+             "binary", "implementation", "request", "model_identity", "model_fingerprint",
+             "oracle_reference", "containment", "worker");
+  if (s != FDL_OK) return s;
+  if ((s = check_v2_common(c, doc, "target/release/examples/rocm_hf_path_attribution")) != FDL_OK)
+    return s;
+  if ((s = DIGESTS(c, "$.implementation", json_object_get(doc, "implementation"),
+                   "guarded_exec_sha256", "process_runner_sha256", "runner_sha256")) != FDL_OK)
+    return s;
+  const json_t *orf = json_object_get(doc, "oracle_reference");
+  if ((s = CLOSED(c, "$.oracle_reference", orf, "bytes", "oracle_result_path",
+                  "oracle_result_sha256", "raw_location", "raw_sha256")) != FDL_OK)
+    return s;
+  const json_t *by = json_object_get(orf, "bytes");
+  if (!is_int(by) || json_integer_value(by) < 1)
+    return bad(c, "$.oracle_reference.bytes", "expected an integer > 0");
+  if ((s = want_rel_path(c, "$.oracle_reference.oracle_result_path",
+                         json_object_get(orf, "oracle_result_path"))) != FDL_OK ||
+      (s = want_sha(c, "$.oracle_reference.oracle_result_sha256",
+                    json_object_get(orf, "oracle_result_sha256"))) != FDL_OK ||
+      (s = want_sha(c, "$.oracle_reference.raw_sha256", json_object_get(orf, "raw_sha256"))) !=
+          FDL_OK)
+    return s;
+  if (!str_eq(json_object_get(orf, "raw_location"), "local_ignored"))
+    return bad(c, "$.oracle_reference.raw_location", "expected \"local_ignored\"");
+  if ((s = check_arm(c, "$.containment", json_object_get(doc, "containment"))) != FDL_OK) return s;
+  const json_t *w = json_object_get(doc, "worker");
+  if ((s = CLOSED(c, "$.worker", w, "schema", "attribution", "eager_full", "eager_greedy", "graph",
+                  "graph_full", "graph_greedy", "hf_argmax", "input_token_count",
+                  "input_token_ids_sha256", "kernel_policy", "request_id")) != FDL_OK)
+    return s;
+  if (!str_eq(json_object_get(w, "schema"), "kiln.rocm-hf-path-attribution.v2"))
+    return bad(c, "$.worker.schema", "expected \"kiln.rocm-hf-path-attribution.v2\"");
+  const json_t *hf = json_object_get(w, "hf_argmax");
+  if ((s = want_token(c, "$.worker.hf_argmax", hf)) != FDL_OK) return s;
+  if ((s = check_worker_paths(c, w, json_integer_value(hf))) != FDL_OK) return s;
+  if ((s = check_graph(c, "$.worker.graph", json_object_get(w, "graph"))) != FDL_OK) return s;
+  const char *label = FDL_KILN_LABEL_NONE;
+  for (size_t i = 0; i < 4; i++) {
+    const json_t *e = json_object_get(w, fdl_kiln_v2_paths[i].name);
+    bool ok = fdl_kiln_v2_paths[i].full
+                  ? json_is_true(json_object_get(json_object_get(e, "comparison"), "argmax_equal"))
+                  : json_is_true(json_object_get(e, "final_token_matches_reference"));
+    if (!ok) {
+      label = fdl_kiln_v2_paths[i].label;
+      break;
+    }
+  }
+  if (!str_eq(json_object_get(w, "attribution"), label))
+    return bad(c, "$.worker.attribution",
+               "expected \"%s\" (recomputed from the paths by the precedence of §12)", label);
+  if (!str_eq(json_object_get(w, "kernel_policy"), "qualified"))
+    return bad(c, "$.worker.kernel_policy", "expected \"qualified\"");
+  const json_t *cnt = json_object_get(w, "input_token_count");
+  if (!is_int(cnt) || json_integer_value(cnt) != 166)
+    return bad(c, "$.worker.input_token_count", "expected 166 (prompt + continuation)");
+  if ((s = want_sha(c, "$.worker.input_token_ids_sha256",
+                    json_object_get(w, "input_token_ids_sha256"))) != FDL_OK)
+    return s;
+  if (!nonempty_str(json_object_get(w, "request_id")))
+    return bad(c, "$.worker.request_id", "expected a nonempty string");
+  return FDL_OK;
+}
+
 typedef struct {
   const char *schema;
   fdl_status (*check)(const ctx *, const json_t *);
@@ -881,6 +1073,7 @@ static const kind KINDS[] = {
     {"kiln.rocm-hf-next-token-oracle.v1", check_oracle_v1},
     {"kiln.rocm-hf-path-attribution-result.v1", check_path_v1},
     {"kiln.rocm-hf-layer-attribution-result.v1", check_layer_v1},
+    {FDL_KILN_PATH_V2_SCHEMA, check_path_v2},
 };
 
 fdl_status fdl_kiln_check_doc(const json_t *doc, const char *name, fdl_kiln_checked *res,

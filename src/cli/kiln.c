@@ -1,4 +1,4 @@
-/* kiln.c - `fidelis check FILE...` (Kiln requests and v1 results) and `fidelis divergence`
+/* kiln.c - `fidelis check FILE...` (Kiln requests, v1 and v2 results) and `fidelis divergence`
  * (a first-divergence kiln.hf-next-token-request.v1). docs/ATTRIBUTION.md describes both. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +13,9 @@ static void check_usage(FILE *f) {
              "Re-checks Kiln records: kiln.hf-next-token-request.v1 (every rule of the request\n"
              "contract but the receipt files; prints its identity), and the v1 oracle, path- and\n"
              "layer-attribution results (closed keys, result_sha256, invariants, the largest\n"
-             "relative-error growth recomputed from the boundaries), and fidelis'\n"
+             "relative-error growth recomputed from the boundaries), the v2 path-attribution\n"
+             "result (closed keys, result_sha256, the invariants, the graph counters, the\n"
+             "attribution recomputed by Kiln's precedence), and fidelis'\n"
              "fidelis.path-attribution.v1 records (record_sha256; the verdict, the attribution\n"
              "and the graph counters recomputed from the record's own values).\n\n"
              "output: OK  PATH  SCHEMA  IDENTITY per file; failures on stderr.\n\n"
