@@ -37,8 +37,10 @@ typedef struct {
 
 /* Checks one parsed Kiln document (read Kiln-strict) by its schema: a request (§5, without the
  * receipt files), a v1 oracle/path/layer result (§14.4: closed top-level keys, self-hash,
- * invariants, the largest growth recomputed), a v2 path result (§14.2 within the record: closed
- * keys, self-hash, worker and graph rules, the attribution recomputed) or fidelis' own
+ * invariants, the largest growth recomputed), a v2 oracle, path or layer result (§14.1-§14.3 as
+ * far as the record alone allows: closed keys, self-hash, provenance blocks, HF evidence, the
+ * verdict, worker and graph rules, the attribution and the largest growth recomputed) or
+ * fidelis' own
  * fidelis.path-attribution.v1
  * (record_sha256; the verdict, the attribution and the graph counters recomputed). Unknown schema:
  * FDL_UNSUPPORTED. A broken rule: FDL_MISMATCH (hash) or FDL_INVALID, the message naming `name` and

@@ -156,6 +156,22 @@ static fdl_status check_receipt_ref(const ctx *c, const char *path, const json_t
   return want_sha(c, p, json_object_get(r, "content_sha256"));
 }
 
+/* A request's source (§5): {source_commit (40 hex), kiln_receipt, vllm_receipt}. */
+static fdl_status check_source_pair(const ctx *c, const char *path, const json_t *src) {
+  fdl_status s = CLOSED(c, path, src, "source_commit", "kiln_receipt", "vllm_receipt");
+  if (s != FDL_OK) return s;
+  char p[96];
+  const json_t *sc = json_object_get(src, "source_commit");
+  snprintf(p, sizeof p, "%s.source_commit", path);
+  if (!json_is_string(sc) || json_string_length(sc) != 40 ||
+      !fdl_hex_lower(json_string_value(sc), 40))
+    return bad(c, p, "expected 40 lowercase hex digits");
+  snprintf(p, sizeof p, "%s.kiln_receipt", path);
+  if ((s = check_receipt_ref(c, p, json_object_get(src, "kiln_receipt"))) != FDL_OK) return s;
+  snprintf(p, sizeof p, "%s.vllm_receipt", path);
+  return check_receipt_ref(c, p, json_object_get(src, "vllm_receipt"));
+}
+
 static fdl_status check_model_identity(const ctx *c, const char *path, const json_t *m) {
   fdl_status s = CLOSED(c, path, m, "id", "content_sha256", "config_hash", "tokenizer_hash",
                         "chat_template_hash", "weight_files");
@@ -290,19 +306,7 @@ static fdl_status check_request(const ctx *c, const json_t *r) {
     }
   }
   if (!id_ok) return bad(c, "$.id", "expected a string matching [a-z0-9][a-z0-9._-]{2,127}");
-  const json_t *src = json_object_get(r, "source");
-  if ((s = CLOSED(c, "$.source", src, "source_commit", "kiln_receipt", "vllm_receipt")) != FDL_OK)
-    return s;
-  const json_t *sc = json_object_get(src, "source_commit");
-  if (!json_is_string(sc) || json_string_length(sc) != 40 ||
-      !fdl_hex_lower(json_string_value(sc), 40))
-    return bad(c, "$.source.source_commit", "expected 40 lowercase hex digits");
-  if ((s = check_receipt_ref(c, "$.source.kiln_receipt", json_object_get(src, "kiln_receipt"))) !=
-      FDL_OK)
-    return s;
-  if ((s = check_receipt_ref(c, "$.source.vllm_receipt", json_object_get(src, "vllm_receipt"))) !=
-      FDL_OK)
-    return s;
+  if ((s = check_source_pair(c, "$.source", json_object_get(r, "source"))) != FDL_OK) return s;
   if ((s = check_model_identity(c, "$.model_identity", json_object_get(r, "model_identity"))) !=
       FDL_OK)
     return s;
@@ -517,15 +521,24 @@ static fdl_status check_path_v1(const ctx *c, const json_t *doc) {
   return FDL_OK;
 }
 
-static fdl_status check_layer_v1(const ctx *c, const json_t *doc) {
-  const json_t *w = json_object_get(doc, "worker");
-  if (!json_is_object(w)) return bad(c, "$.worker", "expected an object");
-  if (!str_eq(json_object_get(w, "schema"), "kiln.rocm-hf-layer-attribution.v1"))
-    return bad(c, "$.worker.schema", "expected \"kiln.rocm-hf-layer-attribution.v1\"");
+/* §13's boundary name at index i of 34: embedding, layer_NN_{full,linear}_attention, final_norm. */
+static void boundary_name(size_t i, char *out, size_t cap) {
+  if (i == 0)
+    snprintf(out, cap, "embedding");
+  else if (i == 33)
+    snprintf(out, cap, "final_norm");
+  else
+    snprintf(out, cap, "layer_%02zu_%s", i - 1, i % 4 == 0 ? "full_attention" : "linear_attention");
+}
+
+/* A layer worker's boundaries, growth, observed ids, shas and request id; v2 also wants the 34
+ * boundaries by §13's names. */
+static fdl_status check_layer_worker(const ctx *c, const json_t *w, bool v2) {
   const json_t *bs = json_object_get(w, "boundaries");
   if (!json_is_array(bs) || json_array_size(bs) == 0)
     return bad(c, "$.worker.boundaries", "expected a nonempty array");
   size_t n = json_array_size(bs);
+  if (v2 && n != 34) return bad(c, "$.worker.boundaries", "expected 34 boundaries, found %zu", n);
   double *rel = fdl_malloc(n * sizeof *rel);
   if (!rel) return fdl_fail(c->err, FDL_NOMEM, "%s: out of memory", c->name);
   fdl_status s = FDL_OK;
@@ -544,6 +557,12 @@ static fdl_status check_layer_v1(const ctx *c, const json_t *doc) {
     }
     if (!nonempty_str(json_object_get(b, "name"))) {
       s = bad(c, p, "name: expected a nonempty string");
+      break;
+    }
+    char bname[64];
+    boundary_name(i, bname, sizeof bname);
+    if (v2 && !str_eq(json_object_get(b, "name"), bname)) {
+      s = bad(c, p, "name: expected \"%s\" (§13's boundary %zu)", bname, i);
       break;
     }
     static const char *const shas[] = {"hf_sha256", "kiln_sha256"};
@@ -620,6 +639,14 @@ static fdl_status check_layer_v1(const ctx *c, const json_t *doc) {
   if (!nonempty_str(json_object_get(w, "request_id")))
     return bad(c, "$.worker.request_id", "expected a nonempty string");
   return FDL_OK;
+}
+
+static fdl_status check_layer_v1(const ctx *c, const json_t *doc) {
+  const json_t *w = json_object_get(doc, "worker");
+  if (!json_is_object(w)) return bad(c, "$.worker", "expected an object");
+  if (!str_eq(json_object_get(w, "schema"), "kiln.rocm-hf-layer-attribution.v1"))
+    return bad(c, "$.worker.schema", "expected \"kiln.rocm-hf-layer-attribution.v1\"");
+  return check_layer_worker(c, w, false);
 }
 
 static fdl_status check_oracle_v1(const ctx *c, const json_t *doc) {
@@ -936,9 +963,11 @@ static fdl_status check_process(const ctx *c, const char *path, const json_t *pr
   return FDL_OK;
 }
 
-/* A contained arm: {host_available_before_gib >= 1, network "forbidden", process}. */
-static fdl_status check_arm(const ctx *c, const char *path, const json_t *a) {
-  fdl_status s = CLOSED(c, path, a, "host_available_before_gib", "network", "process");
+/* A contained arm: {host_available_before_gib >= 1, network "forbidden", `proc` (the process
+ * evidence: "process", or the oracle's "service")}. */
+static fdl_status check_arm(const ctx *c, const char *path, const json_t *a, const char *proc) {
+  fdl_status s =
+      closed(c, path, a, (const char *const[]){"host_available_before_gib", "network", proc}, 3);
   if (s != FDL_OK) return s;
   char p[128];
   const json_t *g = json_object_get(a, "host_available_before_gib");
@@ -947,12 +976,12 @@ static fdl_status check_arm(const ctx *c, const char *path, const json_t *a) {
   snprintf(p, sizeof p, "%s.network", path);
   if (!str_eq(json_object_get(a, "network"), "forbidden"))
     return bad(c, p, "expected \"forbidden\"");
-  snprintf(p, sizeof p, "%s.process", path);
-  return check_process(c, p, json_object_get(a, "process"));
+  snprintf(p, sizeof p, "%s.%s", path, proc);
+  return check_process(c, p, json_object_get(a, proc));
 }
 
-/* What the v2 results share: duration, source, binary, request, model_fingerprint. */
-static fdl_status check_v2_common(const ctx *c, const json_t *doc, const char *binary_path) {
+/* What every v2 result has: duration, created_at_utc, source, model_fingerprint. */
+static fdl_status check_v2_common(const ctx *c, const json_t *doc) {
   fdl_status s = want_positive(c, "$.duration_seconds", json_object_get(doc, "duration_seconds"));
   if (s != FDL_OK) return s;
   if (!json_is_string(json_object_get(doc, "created_at_utc")))
@@ -971,6 +1000,21 @@ static fdl_status check_v2_common(const ctx *c, const json_t *doc, const char *b
   }
   if (!json_equal(json_object_get(src, "commit"), json_object_get(src, "origin_main")))
     return bad(c, "$.source.origin_main", "expected equal to $.source.commit");
+  const json_t *fp = json_object_get(doc, "model_fingerprint");
+  if ((s = CLOSED(c, "$.model_fingerprint", fp, "implementation_sha256", "process",
+                  "python_sha256")) != FDL_OK ||
+      (s = want_sha(c, "$.model_fingerprint.implementation_sha256",
+                    json_object_get(fp, "implementation_sha256"))) != FDL_OK ||
+      (s = want_sha(c, "$.model_fingerprint.python_sha256",
+                    json_object_get(fp, "python_sha256"))) != FDL_OK)
+    return s;
+  return check_process(c, "$.model_fingerprint.process", json_object_get(fp, "process"));
+}
+
+/* The path and layer results' binary (both name the same example binary) and request. */
+static fdl_status check_binary_request(const ctx *c, const json_t *doc) {
+  static const char binary_path[] = "target/release/examples/rocm_hf_path_attribution";
+  fdl_status s;
   const json_t *bin = json_object_get(doc, "binary");
   if ((s = CLOSED(c, "$.binary", bin, "build_duration_seconds", "build_environment_policy", "path",
                   "sha256")) != FDL_OK ||
@@ -987,15 +1031,7 @@ static fdl_status check_v2_common(const ctx *c, const json_t *doc, const char *b
       (s = want_rel_path(c, "$.request.path", json_object_get(rq, "path"))) != FDL_OK ||
       (s = want_sha(c, "$.request.sha256", json_object_get(rq, "sha256"))) != FDL_OK)
     return s;
-  const json_t *fp = json_object_get(doc, "model_fingerprint");
-  if ((s = CLOSED(c, "$.model_fingerprint", fp, "implementation_sha256", "process",
-                  "python_sha256")) != FDL_OK ||
-      (s = want_sha(c, "$.model_fingerprint.implementation_sha256",
-                    json_object_get(fp, "implementation_sha256"))) != FDL_OK ||
-      (s = want_sha(c, "$.model_fingerprint.python_sha256",
-                    json_object_get(fp, "python_sha256"))) != FDL_OK)
-    return s;
-  return check_process(c, "$.model_fingerprint.process", json_object_get(fp, "process"));
+  return FDL_OK;
 }
 
 static fdl_status check_path_v2(const ctx *c, const json_t *doc) {
@@ -1004,7 +1040,7 @@ static fdl_status check_path_v2(const ctx *c, const json_t *doc) {
              "binary", "implementation", "request", "model_identity", "model_fingerprint",
              "oracle_reference", "containment", "worker");
   if (s != FDL_OK) return s;
-  if ((s = check_v2_common(c, doc, "target/release/examples/rocm_hf_path_attribution")) != FDL_OK)
+  if ((s = check_v2_common(c, doc)) != FDL_OK || (s = check_binary_request(c, doc)) != FDL_OK)
     return s;
   if ((s = DIGESTS(c, "$.implementation", json_object_get(doc, "implementation"),
                    "guarded_exec_sha256", "process_runner_sha256", "runner_sha256")) != FDL_OK)
@@ -1025,7 +1061,8 @@ static fdl_status check_path_v2(const ctx *c, const json_t *doc) {
     return s;
   if (!str_eq(json_object_get(orf, "raw_location"), "local_ignored"))
     return bad(c, "$.oracle_reference.raw_location", "expected \"local_ignored\"");
-  if ((s = check_arm(c, "$.containment", json_object_get(doc, "containment"))) != FDL_OK) return s;
+  if ((s = check_arm(c, "$.containment", json_object_get(doc, "containment"), "process")) != FDL_OK)
+    return s;
   const json_t *w = json_object_get(doc, "worker");
   if ((s = CLOSED(c, "$.worker", w, "schema", "attribution", "eager_full", "eager_greedy", "graph",
                   "graph_full", "graph_greedy", "hf_argmax", "input_token_count",
@@ -1064,6 +1101,303 @@ static fdl_status check_path_v2(const ctx *c, const json_t *doc) {
   return FDL_OK;
 }
 
+/* A string member equal to want; names path.key. */
+static fdl_status want_const_str(const ctx *c, const char *path, const json_t *o, const char *key,
+                                 const char *want) {
+  if (str_eq(json_object_get(o, key), want)) return FDL_OK;
+  char p[128];
+  snprintf(p, sizeof p, "%s.%s", path, key);
+  return bad(c, p, "expected \"%s\"", want);
+}
+
+/* An integer member in lo..hi. */
+static fdl_status want_int_in(const ctx *c, const char *path, const json_t *o, const char *key,
+                              json_int_t lo, json_int_t hi) {
+  const json_t *v = json_object_get(o, key);
+  if (is_int(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi) return FDL_OK;
+  char p[128];
+  snprintf(p, sizeof p, "%s.%s", path, key);
+  if (lo == hi) return bad(c, p, "expected %lld", (long long)lo);
+  if (hi == INT64_MAX) return bad(c, p, "expected an integer >= %lld", (long long)lo);
+  return bad(c, p, "expected an integer in %lld..%lld", (long long)lo, (long long)hi);
+}
+
+/* HF evidence (§8; layer mode adds the four boundary keys, §14.3): closed keys, the pinned
+ * constants, the top-10 and candidate invariants, the margin recomputed. */
+static fdl_status check_hf_evidence(const ctx *c, const char *path, const json_t *ev, bool layer) {
+  static const char *const keys[] = {
+      "argmax", "argmax_text", "attention_implementation", "candidate_tokens",
+      "configuration_sha256", "deterministic_algorithms", "device", "dtype", "duration_seconds",
+      "input_token_count", "input_token_ids_sha256", "linear_attention_implementation",
+      "logits_sha256", "memory_high_events", "memory_max_events", "memory_oom_events",
+      "memory_oom_kill_events", "memory_peak_bytes", "memory_swap_bytes", "modeling_sha256",
+      "output_bytes", "request_id", "request_sha256", "tf32_allowed", "top_logit_margin",
+      "top_tokens", "torch_commit", "torch_hip_version", "torch_version", "transformers_version",
+      "vocab",
+      /* layer mode */
+      "boundary_count", "boundary_names", "hidden_size", "layer_last_rows_sha256"};
+  fdl_status s = closed(c, path, ev, keys, layer ? 35 : 31);
+  if (s != FDL_OK) return s;
+  char p[160];
+  static const char *const consts[][2] = {
+      {"attention_implementation", "eager"},
+      {"dtype", "bfloat16"},
+      {"linear_attention_implementation", "transformers_torch_fallback"},
+      {"torch_version", "2.13.0+rocm7.2"},
+      {"transformers_version", "5.13.1"},
+      {"configuration_sha256",
+       "sha256:3c01b3cdcff8d77cbafac9841bc48c41e5a5b38637231f1bde3d843cd198dbaf"},
+      {"modeling_sha256",
+       "sha256:cf085792cb59e5bdf9b88a3d20bd353892289d054662a9c2b662221b97caefba"},
+      {"torch_commit", "cf30153c4c131c8164ee7798e5022d810682e2cb"}};
+  for (size_t i = 0; i < sizeof consts / sizeof consts[0]; i++)
+    if ((s = want_const_str(c, path, ev, consts[i][0], consts[i][1])) != FDL_OK) return s;
+  snprintf(p, sizeof p, "%s.deterministic_algorithms", path);
+  if (!json_is_true(json_object_get(ev, "deterministic_algorithms")))
+    return bad(c, p, "expected true");
+  snprintf(p, sizeof p, "%s.tf32_allowed", path);
+  if (!json_is_false(json_object_get(ev, "tf32_allowed"))) return bad(c, p, "expected false");
+  if ((s = want_int_in(c, path, ev, "vocab", FDL_KILN_VOCAB_SIZE, FDL_KILN_VOCAB_SIZE)) ||
+      (s = want_int_in(c, path, ev, "output_bytes", 1, INT64_MAX)) ||
+      (s = want_int_in(c, path, ev, "memory_peak_bytes", 1, INT64_MAX)) ||
+      (s = want_int_in(c, path, ev, "input_token_count", layer ? 166 : 1,
+                       layer ? 166 : FDL_KILN_MAX_INPUT)))
+    return s;
+  /* §14.3 wants the memory counters 0 in a layer result; §9 leaves them to the oracle's runner. */
+  static const char *const mem[] = {"memory_high_events", "memory_max_events", "memory_oom_events",
+                                    "memory_oom_kill_events", "memory_swap_bytes"};
+  for (size_t i = 0; i < 5; i++)
+    if ((s = want_int_in(c, path, ev, mem[i], 0, layer ? 0 : INT64_MAX)) != FDL_OK) return s;
+  static const char *const shas[] = {"input_token_ids_sha256", "logits_sha256", "request_sha256",
+                                     "layer_last_rows_sha256"};
+  for (size_t i = 0; i < (layer ? 4u : 3u); i++) {
+    snprintf(p, sizeof p, "%s.%s", path, shas[i]);
+    if ((s = want_sha(c, p, json_object_get(ev, shas[i]))) != FDL_OK) return s;
+  }
+  static const char *const strs[] = {"device", "request_id", "torch_hip_version", "argmax_text"};
+  for (size_t i = 0; i < 4; i++)
+    if (!nonempty_str(json_object_get(ev, strs[i]))) {
+      snprintf(p, sizeof p, "%s.%s", path, strs[i]);
+      return bad(c, p, "expected a nonempty string");
+    }
+  snprintf(p, sizeof p, "%s.duration_seconds", path);
+  if ((s = want_positive(c, p, json_object_get(ev, "duration_seconds"))) != FDL_OK) return s;
+  const json_t *am = json_object_get(ev, "argmax");
+  snprintf(p, sizeof p, "%s.argmax", path);
+  if ((s = want_token(c, p, am)) != FDL_OK) return s;
+  const json_t *top = json_object_get(ev, "top_tokens");
+  snprintf(p, sizeof p, "%s.top_tokens", path);
+  if (!json_is_array(top) || json_array_size(top) != 10)
+    return bad(c, p, "expected exactly 10 entries");
+  for (size_t i = 0; i < 10; i++) {
+    const json_t *e = json_array_get(top, i);
+    snprintf(p, sizeof p, "%s.top_tokens[%zu]", path, i);
+    if ((s = CLOSED(c, p, e, "logit", "text", "token_id")) != FDL_OK) return s;
+    if (!finite_num(json_object_get(e, "logit")))
+      return bad(c, p, "logit: expected a finite number");
+    if (!json_is_string(json_object_get(e, "text"))) return bad(c, p, "text: expected a string");
+    if (!token_ok(json_object_get(e, "token_id")))
+      return bad(c, p, "token_id: expected a token id");
+    if (i && num(json_object_get(e, "logit")) >
+                 num(json_object_get(json_array_get(top, i - 1), "logit")))
+      return bad(c, p, "logit: expected no larger than top_tokens[%zu]'s (sorted)", i - 1);
+    for (size_t j = 0; j < i; j++)
+      if (json_equal(json_object_get(e, "token_id"),
+                     json_object_get(json_array_get(top, j), "token_id")))
+        return bad(c, p, "token_id: repeats top_tokens[%zu], expected 10 distinct ids", j);
+  }
+  const json_t *t0 = json_array_get(top, 0);
+  snprintf(p, sizeof p, "%s.top_tokens[0].token_id", path);
+  if (!json_equal(json_object_get(t0, "token_id"), am)) return bad(c, p, "expected the argmax");
+  snprintf(p, sizeof p, "%s.argmax_text", path);
+  if (!json_equal(json_object_get(t0, "text"), json_object_get(ev, "argmax_text")))
+    return bad(c, p, "expected top_tokens[0].text");
+  double margin =
+      num(json_object_get(t0, "logit")) - num(json_object_get(json_array_get(top, 1), "logit"));
+  const json_t *mg = json_object_get(ev, "top_logit_margin");
+  snprintf(p, sizeof p, "%s.top_logit_margin", path);
+  if (!(margin > 0)) return bad(c, p, "the top two logits tie; expected a margin > 0");
+  if (!finite_num(mg) || num(mg) != margin)
+    return bad(c, p, "expected %.17g (top_tokens[0].logit - top_tokens[1].logit)", margin);
+  const json_t *ct = json_object_get(ev, "candidate_tokens");
+  snprintf(p, sizeof p, "%s.candidate_tokens", path);
+  if (!json_is_array(ct) || json_array_size(ct) != 2)
+    return bad(c, p, "expected exactly 2 candidates");
+  static const char *const engines[2] = {"kiln", "vllm"};
+  for (size_t i = 0; i < 2; i++) {
+    const json_t *e = json_array_get(ct, i);
+    snprintf(p, sizeof p, "%s.candidate_tokens[%zu]", path, i);
+    if ((s = CLOSED(c, p, e, "engine", "logit", "rank", "text", "token_id")) != FDL_OK) return s;
+    if (!str_eq(json_object_get(e, "engine"), engines[i]))
+      return bad(c, p, "engine: expected \"%s\" (request order kiln, vllm)", engines[i]);
+    if (!finite_num(json_object_get(e, "logit")))
+      return bad(c, p, "logit: expected a finite number");
+    if (!json_is_string(json_object_get(e, "text"))) return bad(c, p, "text: expected a string");
+    if (!token_ok(json_object_get(e, "token_id")))
+      return bad(c, p, "token_id: expected a token id");
+    const json_t *rk = json_object_get(e, "rank");
+    if (!is_int(rk) || json_integer_value(rk) < 1 ||
+        json_integer_value(rk) > (json_int_t)FDL_KILN_VOCAB_SIZE)
+      return bad(c, p, "rank: expected an integer in 1..248320");
+  }
+  if (json_equal(json_object_get(json_array_get(ct, 0), "token_id"),
+                 json_object_get(json_array_get(ct, 1), "token_id")))
+    return bad(c, p, "expected two distinct token ids");
+  if (!layer) return FDL_OK;
+  if ((s = want_int_in(c, path, ev, "boundary_count", 34, 34)) ||
+      (s = want_int_in(c, path, ev, "hidden_size", 2560, 2560)))
+    return s;
+  const json_t *names = json_object_get(ev, "boundary_names");
+  snprintf(p, sizeof p, "%s.boundary_names", path);
+  if (!json_is_array(names) || json_array_size(names) != 34)
+    return bad(c, p, "expected the 34 boundary names");
+  for (size_t i = 0; i < 34; i++) {
+    char want[64];
+    boundary_name(i, want, sizeof want);
+    if (!str_eq(json_array_get(names, i), want)) {
+      snprintf(p, sizeof p, "%s.boundary_names[%zu]", path, i);
+      return bad(c, p, "expected \"%s\"", want);
+    }
+  }
+  return FDL_OK;
+}
+
+static const char *const KERNEL_POLICIES[] = {"qualified",
+                                              "portable_fallback",
+                                              "model_fallback",
+                                              "tensor_fallback",
+                                              "fused_norm_mlp_fallback",
+                                              "fused_norm_mlp_only",
+                                              "fused_rmsnorm_fallback",
+                                              "fused_mlp_silu_mul_fallback",
+                                              "fused_mlp_gate_up_prefill_fallback",
+                                              "gdn_fallback",
+                                              "non_gdn_fallback",
+                                              "split_q_gate_fallback",
+                                              "split_q_gate_only"};
+
+static fdl_status check_layer_v2(const ctx *c, const json_t *doc) {
+  fdl_status s =
+      CLOSED(c, "$", doc, "schema", "result_sha256", "created_at_utc", "duration_seconds", "source",
+             "binary", "implementation", "request", "model_identity", "model_fingerprint",
+             "reference", "containment", "worker");
+  if (s != FDL_OK) return s;
+  if ((s = check_v2_common(c, doc)) != FDL_OK || (s = check_binary_request(c, doc)) != FDL_OK)
+    return s;
+  const json_t *im = json_object_get(doc, "implementation");
+  if ((s = DIGESTS(c, "$.implementation", im, "guarded_exec_sha256", "hf_worker_sha256",
+                   "process_runner_sha256", "python_sha256", "runner_sha256")) != FDL_OK)
+    return s;
+  if (!json_equal(json_object_get(json_object_get(doc, "model_fingerprint"), "python_sha256"),
+                  json_object_get(im, "python_sha256")))
+    return bad(c, "$.model_fingerprint.python_sha256", "expected $.implementation.python_sha256");
+  const json_t *ct = json_object_get(doc, "containment");
+  if ((s = CLOSED(c, "$.containment", ct, "hf", "kiln")) != FDL_OK ||
+      (s = check_arm(c, "$.containment.hf", json_object_get(ct, "hf"), "process")) != FDL_OK ||
+      (s = check_arm(c, "$.containment.kiln", json_object_get(ct, "kiln"), "process")) != FDL_OK)
+    return s;
+  const json_t *w = json_object_get(doc, "worker");
+  if ((s = CLOSED(c, "$.worker", w, "boundaries", "final_logits_sha256",
+                  "hf_layer_last_rows_sha256", "input_token_count", "input_token_ids_sha256",
+                  "kernel_policy", "largest_relative_error_growth", "observed_next_tokens",
+                  "request_id", "schema")) != FDL_OK)
+    return s;
+  if ((s = want_const_str(c, "$.worker", w, "schema", "kiln.rocm-hf-layer-attribution.v2")) ||
+      (s = check_layer_worker(c, w, true)) ||
+      (s = want_int_in(c, "$.worker", w, "input_token_count", 166, 166)))
+    return s;
+  bool known = false;
+  for (size_t i = 0; i < sizeof KERNEL_POLICIES / sizeof KERNEL_POLICIES[0] && !known; i++)
+    known = str_eq(json_object_get(w, "kernel_policy"), KERNEL_POLICIES[i]);
+  if (!known) return bad(c, "$.worker.kernel_policy", "expected one of §13's kernel profiles");
+  const json_t *ref = json_object_get(doc, "reference"), *ev = json_object_get(ref, "evidence");
+  if ((s = CLOSED(c, "$.reference", ref, "bytes", "evidence", "location", "sha256")) ||
+      (s = want_const_str(c, "$.reference", ref, "location", "local_ignored")) ||
+      (s = want_sha(c, "$.reference.sha256", json_object_get(ref, "sha256"))) ||
+      (s = check_hf_evidence(c, "$.reference.evidence", ev, true)))
+    return s;
+  if (!json_equal(json_object_get(ref, "bytes"), json_object_get(ev, "output_bytes")))
+    return bad(c, "$.reference.bytes", "expected $.reference.evidence.output_bytes");
+  const json_t *rq = json_object_get(doc, "request");
+  if (!json_equal(json_object_get(ev, "request_sha256"), json_object_get(rq, "sha256")))
+    return bad(c, "$.reference.evidence.request_sha256", "expected $.request.sha256");
+  if (!json_equal(json_object_get(ev, "request_id"), json_object_get(w, "request_id")))
+    return bad(c, "$.reference.evidence.request_id", "expected $.worker.request_id");
+  if (!json_equal(json_object_get(ev, "input_token_ids_sha256"),
+                  json_object_get(w, "input_token_ids_sha256")))
+    return bad(c, "$.reference.evidence.input_token_ids_sha256",
+               "expected $.worker.input_token_ids_sha256");
+  if (!json_equal(json_object_get(w, "hf_layer_last_rows_sha256"),
+                  json_object_get(ev, "layer_last_rows_sha256")))
+    return bad(c, "$.worker.hf_layer_last_rows_sha256",
+               "expected $.reference.evidence.layer_last_rows_sha256");
+  return FDL_OK;
+}
+
+static fdl_status check_oracle_v2(const ctx *c, const json_t *doc) {
+  fdl_status s =
+      CLOSED(c, "$", doc, "schema", "result_sha256", "created_at_utc", "duration_seconds", "source",
+             "implementation", "request", "model_identity", "model_fingerprint", "containment",
+             "oracle", "reference_artifact", "verdict");
+  if (s != FDL_OK) return s;
+  if ((s = check_v2_common(c, doc)) != FDL_OK) return s;
+  const json_t *im = json_object_get(doc, "implementation");
+  if ((s = DIGESTS(c, "$.implementation", im, "hf_worker_sha256", "process_runner_sha256",
+                   "python_sha256")) != FDL_OK)
+    return s;
+  if (!json_equal(json_object_get(json_object_get(doc, "model_fingerprint"), "python_sha256"),
+                  json_object_get(im, "python_sha256")))
+    return bad(c, "$.model_fingerprint.python_sha256", "expected $.implementation.python_sha256");
+  const json_t *rq = json_object_get(doc, "request");
+  if ((s = CLOSED(c, "$.request", rq, "contract_path", "id", "sha256", "source")) ||
+      (s = want_rel_path(c, "$.request.contract_path", json_object_get(rq, "contract_path"))) ||
+      (s = want_sha(c, "$.request.sha256", json_object_get(rq, "sha256"))) ||
+      (s = check_source_pair(c, "$.request.source", json_object_get(rq, "source"))))
+    return s;
+  if (!nonempty_str(json_object_get(rq, "id")))
+    return bad(c, "$.request.id", "expected a nonempty string");
+  if ((s = check_arm(c, "$.containment", json_object_get(doc, "containment"), "service"))) return s;
+  const json_t *o = json_object_get(doc, "oracle");
+  if ((s = check_hf_evidence(c, "$.oracle", o, false)) != FDL_OK) return s;
+  if (!json_equal(json_object_get(o, "request_id"), json_object_get(rq, "id")))
+    return bad(c, "$.oracle.request_id", "expected $.request.id");
+  if (!json_equal(json_object_get(o, "request_sha256"), json_object_get(rq, "sha256")))
+    return bad(c, "$.oracle.request_sha256", "expected $.request.sha256");
+  const json_t *ra = json_object_get(doc, "reference_artifact");
+  if ((s = CLOSED(c, "$.reference_artifact", ra, "bytes", "location", "sha256")) ||
+      (s = want_const_str(c, "$.reference_artifact", ra, "location", "local_ignored")) ||
+      (s = want_sha(c, "$.reference_artifact.sha256", json_object_get(ra, "sha256"))))
+    return s;
+  if (!json_equal(json_object_get(ra, "bytes"), json_object_get(o, "output_bytes")))
+    return bad(c, "$.reference_artifact.bytes", "expected $.oracle.output_bytes");
+  /* §9's verdict, rebuilt and compared exactly. */
+  const json_t *v = json_object_get(doc, "verdict"), *am = json_object_get(o, "argmax"),
+               *cands = json_object_get(o, "candidate_tokens");
+  if ((s = CLOSED(c, "$.verdict", v, "argmax_candidate", "argmax_token_id",
+                  "candidate_attribution_complete")) != FDL_OK)
+    return s;
+  const char *match = "neither";
+  size_t nmatch = 0;
+  for (size_t i = 0; i < 2; i++)
+    if (json_equal(json_object_get(json_array_get(cands, i), "token_id"), am)) {
+      nmatch++;
+      match = json_string_value(json_object_get(json_array_get(cands, i), "engine"));
+    }
+  if (nmatch != 1) match = "neither";
+  if (!str_eq(json_object_get(v, "argmax_candidate"), match))
+    return bad(c, "$.verdict.argmax_candidate",
+               "expected \"%s\" (the candidate whose token is the oracle argmax)", match);
+  if (!json_equal(json_object_get(v, "argmax_token_id"), am))
+    return bad(c, "$.verdict.argmax_token_id", "expected $.oracle.argmax %lld",
+               (long long)json_integer_value(am));
+  bool complete = strcmp(match, "neither") != 0;
+  const json_t *cc = json_object_get(v, "candidate_attribution_complete");
+  if (!json_is_boolean(cc) || json_is_true(cc) != complete)
+    return bad(c, "$.verdict.candidate_attribution_complete", "expected %s",
+               complete ? "true" : "false");
+  return FDL_OK;
+}
+
 typedef struct {
   const char *schema;
   fdl_status (*check)(const ctx *, const json_t *);
@@ -1074,6 +1408,8 @@ static const kind KINDS[] = {
     {"kiln.rocm-hf-path-attribution-result.v1", check_path_v1},
     {"kiln.rocm-hf-layer-attribution-result.v1", check_layer_v1},
     {FDL_KILN_PATH_V2_SCHEMA, check_path_v2},
+    {"kiln.rocm-hf-layer-attribution-result.v2", check_layer_v2},
+    {"kiln.rocm-hf-next-token-oracle.v2", check_oracle_v2},
 };
 
 fdl_status fdl_kiln_check_doc(const json_t *doc, const char *name, fdl_kiln_checked *res,

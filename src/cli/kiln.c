@@ -9,18 +9,21 @@
 #include "fidelis/kiln.h"
 
 static void check_usage(FILE *f) {
-  fprintf(f, "usage: fidelis check FILE...\n\n"
-             "Re-checks Kiln records: kiln.hf-next-token-request.v1 (every rule of the request\n"
-             "contract but the receipt files; prints its identity), and the v1 oracle, path- and\n"
-             "layer-attribution results (closed keys, result_sha256, invariants, the largest\n"
-             "relative-error growth recomputed from the boundaries), the v2 path-attribution\n"
-             "result (closed keys, result_sha256, the invariants, the graph counters, the\n"
-             "attribution recomputed by Kiln's precedence), and fidelis'\n"
-             "fidelis.path-attribution.v1 records (record_sha256; the verdict, the attribution\n"
-             "and the graph counters recomputed from the record's own values).\n\n"
-             "output: OK  PATH  SCHEMA  IDENTITY per file; failures on stderr.\n\n"
-             "exit codes: 0 every file passes; 3 a file is malformed, fails a hash or a rule, or\n"
-             "has an unsupported schema; 4 bad usage or a FILE that cannot be opened (4 wins)\n");
+  fprintf(
+      f,
+      "usage: fidelis check FILE...\n\n"
+      "Re-checks Kiln records: kiln.hf-next-token-request.v1 (every rule of the request\n"
+      "contract but the receipt files; prints its identity), and the v1 oracle, path- and\n"
+      "layer-attribution results (closed keys, result_sha256, invariants, the largest\n"
+      "relative-error growth recomputed from the boundaries), the v2 oracle, path- and\n"
+      "layer-attribution results (every rule the record alone allows: closed keys,\n"
+      "result_sha256, the provenance blocks, the HF evidence, the oracle verdict, the\n"
+      "graph counters, the path attribution and the largest growth recomputed), and\n"
+      "fidelis' fidelis.path-attribution.v1 records (record_sha256; the verdict, the attribution\n"
+      "and the graph counters recomputed from the record's own values).\n\n"
+      "output: OK  PATH  SCHEMA  IDENTITY per file; failures on stderr.\n\n"
+      "exit codes: 0 every file passes; 3 a file is malformed, fails a hash or a rule, or\n"
+      "has an unsupported schema; 4 bad usage or a FILE that cannot be opened (4 wins)\n");
 }
 
 static int check_one(const char *path) {
