@@ -193,6 +193,40 @@ def v2_rules(doc):
     return ok and w["attribution"] == lbl and w["input_token_count"] == 166
 
 
+def recompute_refused(np, out, R, paths, save_logits):
+    """check --reference/--path with logits that do not match the record: exit 3 naming it."""
+    rows = {name: np.stack(data) for name, kind, data in paths if kind == "full"}
+    ref_file = save_logits(R)
+    bumped = rows["graph_full"].copy()
+    bumped[3, 11] = np.nextafter(bumped[3, 11], np.float32(np.inf))
+    rc, so, err = K.run(["check", out, "--reference", ref_file, "--path",
+                         "graph_full=" + save_logits(bumped)])
+    check(rc == 3 and "$.worker.graph_full.comparison." in err and not so,
+          "check: one logit one ulp off is refused naming the comparison field (exit %d): %s"
+          % (rc, err.strip()))
+    R2 = R.copy()
+    R2[5] = np.float32(R2[5] + 1.0)
+    rc, so, err = K.run(["check", out, "--reference", save_logits(R2), "--path",
+                         "eager_full=" + save_logits(rows["eager_full"])])
+    check(rc == 3 and "$.worker.eager_full.comparison." in err,
+          "check: another reference is refused (exit %d): %s" % (rc, err.strip()))
+    rc, so, err = K.run(["check", out, "--reference", ref_file, "--path",
+                         "eager_greedy=" + save_logits(rows["eager_full"])])
+    check(rc == 3 and "no full path" in err, "check: --path of a greedy path is refused (exit %d): %s"
+          % (rc, err.strip()))
+    rc, so, err = K.run(["check", out, "--path", "eager_full=" + save_logits(rows["eager_full"])])
+    check(rc == 4, "check: --path without --reference is a usage error (exit %d)" % rc)
+    rc, so, err = K.run(["check", out, "--reference", ref_file, "--path",
+                         "eager_full=" + save_logits(R[:100])])
+    check(rc == 3 and "width" in err, "check: a path of another width is refused (exit %d): %s"
+          % (rc, err.strip()))
+    rc, so, err = K.run(["check", K.REQUEST, "--reference", ref_file])
+    check(rc == 3 and "no path comparisons" in err,
+          "check: --reference with a request is refused (exit %d): %s" % (rc, err.strip()))
+    rc, so, err = K.run(["check", out, "--reference", ref_file + ".missing"])
+    check(rc == 4, "check: a missing --reference is exit 4 (%d)" % rc)
+
+
 def check_v2_tampered(good, fresh):
     """fidelis check on broken copies of a good v2 record: exit 3 naming the field."""
     def refused(mut, needle, what, reseal=True):
@@ -344,6 +378,15 @@ def kiln_v2(np, jsonschema, rng, P, fresh, fixture, g, save_logits):
         check(rc == 0 and so == "OK  %s  kiln.rocm-hf-path-attribution-result.v2  %s\n" % (out, want["result_sha256"]),
               "%s: fidelis check passes it (exit %d): %s" % (what, rc, (so + err).strip()))
         checked_v2.append(got)
+        ref_file = save_logits(R)
+        full = {name: save_logits(np.stack(data)) for name, kind, data in paths if kind == "full"}
+        rc, so, err = K.run(["check", out, "--reference", ref_file] +
+                            sum((["--path", "%s=%s" % kv] for kv in sorted(full.items())), []))
+        check(rc == 0 and so.startswith("OK  "),
+              "%s: check --reference --path recomputes both comparisons bit for bit (exit %d): %s"
+              % (what, rc, err.strip()))
+        if len(checked_v2) == 1:
+            recompute_refused(np, out, R, paths, save_logits)
     check_v2_tampered(checked_v2[0], fresh)
     R, paths = make((0, 0, 0, 0))
     rc, _, err, _ = run_v2(R, paths, counters=None)
@@ -479,6 +522,18 @@ def main():
                   (what, want["attribution"]["label"], want["attribution"]["path"]))
             check(got.get("record_sha256") == K.canonical_sha256(want),
                   "%s: record_sha256 is the canonical self-hash" % what)
+            full = [(n, save_logits(np.stack(d))) for n, k, d in paths if k == "full"]
+            rc2, _, err2 = K.run(["check", out, "--reference", save_logits(R)] +
+                                sum((["--path", "%s=%s" % nf] for nf in full), []))
+            check(rc2 == 0, "%s: check --reference --path recomputes the reference block and %d "
+                  "comparisons bit for bit (exit %d): %s" % (what, len(full), rc2, err2.strip()))
+            if full:
+                R2 = R.copy()
+                R2[cand] = np.float32(R2[cand] + 0.5)
+                rc2, _, err2 = K.run(["check", out, "--reference", save_logits(R2)])
+                check(rc2 == 3 and "$.reference." in err2,
+                      "%s: check with a changed candidate logit is refused naming $.reference "
+                      "(exit %d): %s" % (what, rc2, err2.strip()[:200]))
             check(text == json.dumps(got, indent=2, sort_keys=True, ensure_ascii=True) + "\n",
                   "%s: written in the result layout" % what)
             try:

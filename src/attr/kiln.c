@@ -1448,6 +1448,12 @@ fdl_status fdl_kiln_check_doc(const json_t *doc, const char *name, fdl_kiln_chec
 }
 
 fdl_status fdl_kiln_check_file(const char *path, fdl_kiln_checked *res, fdl_err *err) {
+  return fdl_kiln_check_file_doc(path, res, NULL, err);
+}
+
+fdl_status fdl_kiln_check_file_doc(const char *path, fdl_kiln_checked *res, json_t **out,
+                                   fdl_err *err) {
+  if (out) *out = NULL;
   const fdl_json_read_opts kiln = {.max_depth = 0, .kiln_strict = true};
   json_t *doc = NULL;
   fdl_status s = fdl_json_load_file(path, &kiln, &doc, err);
@@ -1460,7 +1466,10 @@ fdl_status fdl_kiln_check_file(const char *path, fdl_kiln_checked *res, fdl_err 
                    "%s: a request file is at most 262144 bytes, this one is %llu", path,
                    (unsigned long long)st.st_size);
   }
-  json_decref(doc);
+  if (s == FDL_OK && out)
+    *out = doc;
+  else
+    json_decref(doc);
   return s;
 }
 
