@@ -1,5 +1,5 @@
-/* fidelis/kiln.h - Kiln request and record identities (KILN-ATTRIBUTION.md §2, §5, §6, §14.4):
- * canonical hashing over parsed values, the `check` walker for requests and v1 results, the
+/* fidelis/kiln.h - Kiln request and record identities (KILN-ATTRIBUTION.md §2, §5, §6, §14):
+ * canonical hashing over parsed values, the `check` walker for requests and v1/v2 results, the
  * model fingerprint of a directory and the first-divergence request builder. docs/ATTRIBUTION.md
  * describes the commands built on it. */
 #ifndef FIDELIS_KILN_H

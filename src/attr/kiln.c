@@ -1,5 +1,5 @@
-/* kiln.c - Kiln canonical identities, the request / v1 result checker, the model fingerprint and
- * the first-divergence request (KILN-ATTRIBUTION.md §2, §5, §6, §11, §14.4). */
+/* kiln.c - Kiln canonical identities, the request / v1 / v2 result checker, the model fingerprint
+ * and the first-divergence request (KILN-ATTRIBUTION.md §2, §5, §6, §8, §9, §11-§14). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
