@@ -1,6 +1,6 @@
-/* fuzz_kiln_check.c - the Kiln request / v1 result checker must never crash on any document the
- * strict reader accepts, and a document it accepts must keep its identity when written in
- * Kiln's file layout and read back. */
+/* fuzz_kiln_check.c - the Kiln request / v1 and v2 result checker must never crash on any
+ * document the strict reader accepts, and a document it accepts must keep its identity when
+ * written in Kiln's file layout and read back. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include "fidelis/fidelis.h"
@@ -107,10 +108,22 @@ static void test_dispatch(void **state) {
   (void)state;
   fdl_err err;
   fdl_kiln_checked res;
-  json_t *v = parse("{\"schema\":\"kiln.rocm-hf-next-token-oracle.v2\"}", true);
+  json_t *v = parse("{\"schema\":\"kiln.rocm-hf-next-token-oracle.v3\"}", true);
   assert_int_equal(fdl_kiln_check_doc(v, "f.json", &res, &err), FDL_UNSUPPORTED);
-  assert_non_null(strstr(err.msg, "unsupported schema kiln.rocm-hf-next-token-oracle.v2"));
+  assert_non_null(strstr(err.msg, "unsupported schema kiln.rocm-hf-next-token-oracle.v3"));
   json_decref(v);
+  /* The v2 results are checked: a bare one fails its missing self-hash. */
+  static const char *const v2[] = {"kiln.rocm-hf-next-token-oracle.v2",
+                                   "kiln.rocm-hf-path-attribution-result.v2",
+                                   "kiln.rocm-hf-layer-attribution-result.v2"};
+  for (size_t i = 0; i < 3; i++) {
+    char text[96];
+    snprintf(text, sizeof text, "{\"schema\":\"%s\"}", v2[i]);
+    v = parse(text, true);
+    assert_int_equal(fdl_kiln_check_doc(v, "f.json", &res, &err), FDL_INVALID);
+    assert_non_null(strstr(err.msg, "f.json: $.result_sha256"));
+    json_decref(v);
+  }
   v = parse("[1]", true);
   assert_int_equal(fdl_kiln_check_doc(v, "f.json", &res, &err), FDL_INVALID);
   json_decref(v);

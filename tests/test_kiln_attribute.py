@@ -193,6 +193,99 @@ def v2_rules(doc):
     return ok and w["attribution"] == lbl and w["input_token_count"] == 166
 
 
+def recompute_refused(np, out, R, paths, save_logits):
+    """check --reference/--path with logits that do not match the record: exit 3 naming it."""
+    rows = {name: np.stack(data) for name, kind, data in paths if kind == "full"}
+    ref_file = save_logits(R)
+    bumped = rows["graph_full"].copy()
+    bumped[3, 11] = np.nextafter(bumped[3, 11], np.float32(np.inf))
+    rc, so, err = K.run(["check", out, "--reference", ref_file, "--path",
+                         "graph_full=" + save_logits(bumped)])
+    check(rc == 3 and "$.worker.graph_full.comparison." in err and not so,
+          "check: one logit one ulp off is refused naming the comparison field (exit %d): %s"
+          % (rc, err.strip()))
+    R2 = R.copy()
+    R2[5] = np.float32(R2[5] + 1.0)
+    rc, so, err = K.run(["check", out, "--reference", save_logits(R2), "--path",
+                         "eager_full=" + save_logits(rows["eager_full"])])
+    check(rc == 3 and "$.worker.eager_full.comparison." in err,
+          "check: another reference is refused (exit %d): %s" % (rc, err.strip()))
+    rc, so, err = K.run(["check", out, "--reference", ref_file, "--path",
+                         "eager_greedy=" + save_logits(rows["eager_full"])])
+    check(rc == 3 and "no full path" in err, "check: --path of a greedy path is refused (exit %d): %s"
+          % (rc, err.strip()))
+    rc, so, err = K.run(["check", out, "--path", "eager_full=" + save_logits(rows["eager_full"])])
+    check(rc == 4, "check: --path without --reference is a usage error (exit %d)" % rc)
+    rc, so, err = K.run(["check", out, "--reference", ref_file, "--path",
+                         "eager_full=" + save_logits(R[:100])])
+    check(rc == 3 and "width" in err, "check: a path of another width is refused (exit %d): %s"
+          % (rc, err.strip()))
+    rc, so, err = K.run(["check", K.REQUEST, "--reference", ref_file])
+    check(rc == 3 and "no path comparisons" in err,
+          "check: --reference with a request is refused (exit %d): %s" % (rc, err.strip()))
+    rc, so, err = K.run(["check", out, "--reference", ref_file + ".missing"])
+    check(rc == 4, "check: a missing --reference is exit 4 (%d)" % rc)
+
+
+def check_v2_tampered(good, fresh):
+    """fidelis check on broken copies of a good v2 record: exit 3 naming the field."""
+    def refused(mut, needle, what, reseal=True):
+        doc = copy.deepcopy(good)
+        mut(doc)
+        if reseal:
+            doc = K.reseal(doc)
+        path = fresh("v2bad") + ".json"
+        K.write_json(path, doc)
+        rc, so, err = K.run(["check", path])
+        check(rc == 3 and needle in err and not so,
+              "check v2: %s is refused naming %s (exit %d): %s" % (what, needle, rc, err.strip()))
+
+    def setp(*args):
+        keys, value = args[:-1], args[-1]
+
+        def f(doc):
+            d = doc
+            for k in keys[:-1]:
+                d = d[k]
+            d[keys[-1]] = value
+        return f
+    w = good["worker"]
+    refused(setp("worker", "hf_argmax", w["hf_argmax"] + 1), "$.result_sha256",
+            "one value changed without resealing", reseal=False)
+    refused(setp("duration_seconds", 13.5), "$.result_sha256", "the duration changed", reseal=False)
+    other = "eager_full_logits" if w["attribution"] != "eager_full_logits" else "serving_only_or_not_reproduced"
+    refused(setp("worker", "attribution", other), "$.worker.attribution", "a resealed wrong label")
+    cmp = w["eager_full"]["comparison"]
+    refused(setp("worker", "eager_full", "comparison", "argmax_equal", not cmp["argmax_equal"]),
+            "$.worker.eager_full.comparison.argmax_equal", "a flipped argmax_equal")
+    fm = w["graph_greedy"]["final_token_matches_reference"]
+    refused(setp("worker", "graph_greedy", "final_token_matches_reference", not fm),
+            "$.worker.graph_greedy.final_token_matches_reference", "a flipped greedy match")
+    refused(setp("worker", "graph", "fallbacks", 1), "$.worker.graph", "a graph fallback")
+    refused(setp("worker", "graph", "replay_attempts", w["graph"]["replay_attempts"] + 1),
+            "$.worker.graph", "replay attempts off the sum")
+    refused(setp("worker", "graph", "enabled", 1), "$.worker.graph.enabled", "enabled as an int")
+    refused(setp("worker", "input_token_count", 165), "$.worker.input_token_count", "165 inputs")
+    refused(setp("worker", "kernel_policy", "portable_fallback"), "$.worker.kernel_policy",
+            "another kernel policy")
+    refused(setp("worker", "eager_greedy", "observed_next_tokens", [1, 5517, 264, 9]),
+            "$.worker.eager_greedy.observed_next_tokens", "a path off the continuation")
+    refused(setp("worker", "extra", 1), "$.worker", "an extra worker key")
+    refused(setp("extra", 1), "unexpected key \"extra\"", "an extra top-level key")
+    refused(setp("source", "origin_main", "c" * 40), "$.source.origin_main", "commit != origin_main")
+    refused(setp("binary", "path", "target/release/x"), "$.binary.path", "another binary path")
+    refused(setp("containment", "network", "allowed"), "$.containment.network", "network allowed")
+    refused(setp("containment", "host_available_before_gib", 0),
+            "$.containment.host_available_before_gib", "0 GiB")
+    refused(setp("model_fingerprint", "process", "worker_exit_code", 1),
+            "$.model_fingerprint.process.worker_exit_code", "a failed fingerprint worker")
+    refused(setp("oracle_reference", "raw_location", "remote"), "$.oracle_reference.raw_location",
+            "a remote raw reference")
+    refused(setp("request", "path", "../r.json"), "$.request.path", "a request path with ..")
+    refused(setp("implementation", "runner_sha256", "sha256:XYZ"), "$.implementation.runner_sha256",
+            "a malformed digest")
+
+
 def kiln_v2(np, jsonschema, rng, P, fresh, fixture, g, save_logits):
     with open(os.path.join(K.SCHEMAS, "rocm-hf-path-attribution-v2.schema.json"), encoding="utf-8") as f:
         pschema = json.load(f)
@@ -257,6 +350,7 @@ def kiln_v2(np, jsonschema, rng, P, fresh, fixture, g, save_logits):
     cases = [((0, 0, 0, 0), (0, 1, 2, 3)), ((1, 0, 0, 0), (0, 1, 2, 3)), ((0, 1, 0, 0), (0, 1, 2, 3)),
              ((0, 0, 1, 0), (0, 1, 2, 3)), ((0, 0, 0, 1), (0, 1, 2, 3)), ((0, 1, 1, 1), (0, 1, 2, 3)),
              ((1, 1, 1, 1), (0, 1, 2, 3)), ((0, 0, 1, 1), (3, 2, 1, 0)), ((0, 1, 1, 0), (2, 3, 0, 1))]
+    checked_v2 = []
     for divs, order in cases:
         R, paths = make(divs, order)
         rc, so, err, out = run_v2(R, paths)
@@ -280,6 +374,20 @@ def kiln_v2(np, jsonschema, rng, P, fresh, fixture, g, save_logits):
         check(v2_rules(got), "%s: satisfies the §12/§14.2 worker rules restated in python" % what)
         check(("attribution %s\nresult %s\n" % (want["worker"]["attribution"], want["result_sha256"])) == so,
               "%s: prints the label and result_sha256" % what)
+        rc, so, err = K.run(["check", out])
+        check(rc == 0 and so == "OK  %s  kiln.rocm-hf-path-attribution-result.v2  %s\n" % (out, want["result_sha256"]),
+              "%s: fidelis check passes it (exit %d): %s" % (what, rc, (so + err).strip()))
+        checked_v2.append(got)
+        ref_file = save_logits(R)
+        full = {name: save_logits(np.stack(data)) for name, kind, data in paths if kind == "full"}
+        rc, so, err = K.run(["check", out, "--reference", ref_file] +
+                            sum((["--path", "%s=%s" % kv] for kv in sorted(full.items())), []))
+        check(rc == 0 and so.startswith("OK  "),
+              "%s: check --reference --path recomputes both comparisons bit for bit (exit %d): %s"
+              % (what, rc, err.strip()))
+        if len(checked_v2) == 1:
+            recompute_refused(np, out, R, paths, save_logits)
+    check_v2_tampered(checked_v2[0], fresh)
     R, paths = make((0, 0, 0, 0))
     rc, _, err, _ = run_v2(R, paths, counters=None)
     check(rc == 3 and "--counters" in err, "v2 without counters is refused (exit %d)" % rc)
@@ -414,6 +522,18 @@ def main():
                   (what, want["attribution"]["label"], want["attribution"]["path"]))
             check(got.get("record_sha256") == K.canonical_sha256(want),
                   "%s: record_sha256 is the canonical self-hash" % what)
+            full = [(n, save_logits(np.stack(d))) for n, k, d in paths if k == "full"]
+            rc2, _, err2 = K.run(["check", out, "--reference", save_logits(R)] +
+                                sum((["--path", "%s=%s" % nf] for nf in full), []))
+            check(rc2 == 0, "%s: check --reference --path recomputes the reference block and %d "
+                  "comparisons bit for bit (exit %d): %s" % (what, len(full), rc2, err2.strip()))
+            if full:
+                R2 = R.copy()
+                R2[cand] = np.float32(R2[cand] + 0.5)
+                rc2, _, err2 = K.run(["check", out, "--reference", save_logits(R2)])
+                check(rc2 == 3 and "$.reference." in err2,
+                      "%s: check with a changed candidate logit is refused naming $.reference "
+                      "(exit %d): %s" % (what, rc2, err2.strip()[:200]))
             check(text == json.dumps(got, indent=2, sort_keys=True, ensure_ascii=True) + "\n",
                   "%s: written in the result layout" % what)
             try:

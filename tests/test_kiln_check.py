@@ -163,8 +163,11 @@ def main():
         expect(P("oracle-tamper.json"), 3, "$.result_sha256", "oracle with a changed value")
 
         # Unsupported schemas are refused, not crashed on.
-        K.write_json(P("unsup.json"), {"schema": "kiln.rocm-hf-path-attribution-result.v2"})
-        expect(P("unsup.json"), 3, "unsupported schema kiln.rocm-hf-path-attribution-result.v2", "v2")
+        K.write_json(P("unsup.json"), {"schema": "kiln.rocm-hf-path-attribution-result.v3"})
+        expect(P("unsup.json"), 3, "unsupported schema kiln.rocm-hf-path-attribution-result.v3", "v3")
+        # A v2 path result is checked (test_kiln_attribute.py makes good ones): a bare one fails.
+        K.write_json(P("bare-v2.json"), {"schema": "kiln.rocm-hf-path-attribution-result.v2"})
+        expect(P("bare-v2.json"), 3, "$.result_sha256", "bare path v2")
         shutil.copyfile(os.path.join(K.VECTORS, "receipts",
                         "20260718t232632-rocm-strix-halo-greedy-c1-divergence-v1.kiln.json"), P("rcpt.json"))
         expect(P("rcpt.json"), 3, "unsupported schema kiln.serving-benchmark.v1", "receipt")

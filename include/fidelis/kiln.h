@@ -1,5 +1,5 @@
-/* fidelis/kiln.h - Kiln request and record identities (KILN-ATTRIBUTION.md §2, §5, §6, §14.4):
- * canonical hashing over parsed values, the `check` walker for requests and v1 results, the
+/* fidelis/kiln.h - Kiln request and record identities (KILN-ATTRIBUTION.md §2, §5, §6, §14):
+ * canonical hashing over parsed values, the `check` walker for requests and v1/v2 results, the
  * model fingerprint of a directory and the first-divergence request builder. docs/ATTRIBUTION.md
  * describes the commands built on it. */
 #ifndef FIDELIS_KILN_H
@@ -37,7 +37,11 @@ typedef struct {
 
 /* Checks one parsed Kiln document (read Kiln-strict) by its schema: a request (§5, without the
  * receipt files), a v1 oracle/path/layer result (§14.4: closed top-level keys, self-hash,
- * invariants, the largest growth recomputed) or fidelis' own fidelis.path-attribution.v1
+ * invariants, the largest growth recomputed), a v2 oracle, path or layer result (§14.1-§14.3 as
+ * far as the record alone allows: closed keys, self-hash, provenance blocks, HF evidence, the
+ * verdict, worker and graph rules, the attribution and the largest growth recomputed) or
+ * fidelis' own
+ * fidelis.path-attribution.v1
  * (record_sha256; the verdict, the attribution and the graph counters recomputed). Unknown schema:
  * FDL_UNSUPPORTED. A broken rule: FDL_MISMATCH (hash) or FDL_INVALID, the message naming `name` and
  * the JSON path. */
@@ -45,6 +49,10 @@ FDL_API fdl_status fdl_kiln_check_doc(const json_t *doc, const char *name, fdl_k
                                       fdl_err *err);
 /* Reads path Kiln-strict (a request at most 256 KiB) and checks it. */
 FDL_API fdl_status fdl_kiln_check_file(const char *path, fdl_kiln_checked *res, fdl_err *err);
+/* The same, handing back the parsed document in *doc (when doc is not NULL and it passes; the
+ * caller decrefs it). */
+FDL_API fdl_status fdl_kiln_check_file_doc(const char *path, fdl_kiln_checked *res, json_t **doc,
+                                           fdl_err *err);
 
 /* Kiln's model_fingerprint recipe (§6) over directory dir: {id, content_sha256, config_hash,
  * tokenizer_hash, chat_template_hash, weight_files}. Symlinks anywhere are refused. */
@@ -110,6 +118,25 @@ FDL_API fdl_status fdl_kiln_attribute(const json_t *request, const float *refere
  * request's) and result_sha256. Refusals: FDL_REFUSED / FDL_INVALID naming the field. */
 FDL_API fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
                                            const json_t *provenance, json_t **out, fdl_err *err);
+
+/* One full path's logits for fdl_kiln_recompute_paths: the row its comparison was made from
+ * (the last forced step), n floats; borrowed. */
+typedef struct {
+  const char *name;
+  const float *row;
+} fdl_kiln_logits_row;
+
+/* Recomputes, from the logits, the comparison blocks of a path record that passed
+ * fdl_kiln_check_doc: fidelis.path-attribution.v1 (the reference block and each named full
+ * path's comparison) or Kiln's path result v1/v2 (hf_argmax and worker.<name>.comparison, name
+ * eager_full or graph_full), with fdl_attr_compare_logits over reference (n floats) and the
+ * record's own candidate ids. Every value must equal the record's bit for bit: a difference is
+ * FDL_MISMATCH naming the JSON path, the stored and the recomputed value. Another kind of record,
+ * a name that is no full path of the record, or a candidate id >= n: FDL_REFUSED. */
+FDL_API fdl_status fdl_kiln_recompute_paths(const json_t *doc, const char *name,
+                                            const float *reference, size_t n,
+                                            const fdl_kiln_logits_row *paths, size_t npaths,
+                                            fdl_err *err);
 
 #ifdef __cplusplus
 }

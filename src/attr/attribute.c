@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr/internal.h"
 #include "fidelis/attr.h"
 #include "fidelis/json.h"
 #include "fidelis/kiln.h"
@@ -210,17 +211,6 @@ fdl_status fdl_kiln_attribute(const json_t *request, const float *reference, siz
 
 /* ---- Kiln v2 (§12) ------------------------------------------------------------------------- */
 
-/* The four Kiln paths in §12's evaluation order, their kind and their label. */
-static const struct {
-  const char *name, *label;
-  bool full;
-} KILN_PATHS[4] = {
-    {"eager_full", "eager_full_logits", true},
-    {"graph_full", "hip_graph_full_logits", true},
-    {"eager_greedy", "eager_greedy_selection", false},
-    {"graph_greedy", "hip_graph_greedy_selection", false},
-};
-
 static const json_t *find_path(const json_t *paths, const char *name) {
   for (size_t i = 0; i < json_array_size(paths); i++) {
     const json_t *e = json_array_get(paths, i);
@@ -297,10 +287,10 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
   const char *label = NULL;
   for (size_t i = 0; s == FDL_OK && i < 4; i++) {
-    const json_t *e = find_path(paths, KILN_PATHS[i].name);
-    if (!e || str_is(json_object_get(e, "kind"), "full") != KILN_PATHS[i].full) {
+    const json_t *e = find_path(paths, fdl_kiln_v2_paths[i].name);
+    if (!e || str_is(json_object_get(e, "kind"), "full") != fdl_kiln_v2_paths[i].full) {
       s = fdl_fail(err, FDL_REFUSED, "kiln-v2: no %s path named %s (the four Kiln paths)",
-                   KILN_PATHS[i].full ? "full" : "greedy", KILN_PATHS[i].name);
+                   fdl_kiln_v2_paths[i].full ? "full" : "greedy", fdl_kiln_v2_paths[i].name);
       break;
     }
     const json_t *obs = json_object_get(e, "observed_tokens");
@@ -308,7 +298,7 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
       s = fdl_fail(err, FDL_REFUSED,
                    "kiln-v2: path %s: %zu observed tokens, expected 4 (after the prompt and "
                    "after each of the 3 forced continuation tokens; the request has %zu)",
-                   KILN_PATHS[i].name, json_array_size(obs), json_array_size(prefix));
+                   fdl_kiln_v2_paths[i].name, json_array_size(obs), json_array_size(prefix));
       break;
     }
     for (size_t j = 0; s == FDL_OK && j + 1 < 4; j++)
@@ -318,12 +308,12 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
             err, FDL_REFUSED,
             "kiln-v2: path %s: observed token %zu is %lld, expected the continuation "
             "token %lld (Kiln §14.2: observed[:-1] equals the continuation ids)",
-            KILN_PATHS[i].name, j, (long long)json_integer_value(json_array_get(obs, j)),
+            fdl_kiln_v2_paths[i].name, j, (long long)json_integer_value(json_array_get(obs, j)),
             (long long)json_integer_value(json_object_get(json_array_get(prefix, j), "token_id")));
     if (s != FDL_OK) break;
     bool div;
     json_t *blk;
-    if (KILN_PATHS[i].full) {
+    if (fdl_kiln_v2_paths[i].full) {
       div = !json_is_true(json_object_get(e, "argmax_equal"));
       blk = json_pack("{s:O, s:O}", "comparison", json_object_get(e, "comparison"),
                       "observed_next_tokens", obs);
@@ -333,9 +323,9 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
       blk =
           json_pack("{s:O, s:O}", "final_token_matches_reference", fm, "observed_next_tokens", obs);
     }
-    if (!blk || json_object_set_new(worker, KILN_PATHS[i].name, blk) != 0)
+    if (!blk || json_object_set_new(worker, fdl_kiln_v2_paths[i].name, blk) != 0)
       s = fdl_fail(err, FDL_NOMEM, "out of memory");
-    if (div && !label) label = KILN_PATHS[i].label;
+    if (div && !label) label = fdl_kiln_v2_paths[i].label;
   }
   if (s == FDL_OK && json_object_set_new(worker, "attribution",
                                          json_string(label ? label : FDL_KILN_LABEL_NONE)) != 0)
@@ -364,5 +354,107 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
     return s;
   }
   *out = rec;
+  return FDL_OK;
+}
+
+/* ---- recomputation from the logits (fidelis check --reference) ----------------------------- */
+
+/* stored must equal want (an object); else the first key that differs, both values shown. */
+static fdl_status same_block(const char *name, const char *path, const json_t *stored,
+                             const json_t *want, fdl_err *err) {
+  if (json_equal(stored, want)) return FDL_OK;
+  const char *k;
+  json_t *v;
+  json_object_foreach((json_t *)want, k, v) {
+    const json_t *got = json_object_get(stored, k);
+    if (json_equal(got, v)) continue;
+    size_t fl = JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17);
+    char *a = got ? json_dumps(got, fl) : NULL, *b = json_dumps(v, fl);
+    fdl_fail(err, FDL_MISMATCH, "%s: %s.%s: stored %.300s, recomputed from the logits %.300s", name,
+             path, k, a ? a : "(none)", b ? b : "?");
+    free(a);
+    free(b);
+    return FDL_MISMATCH;
+  }
+  return fdl_fail(err, FDL_MISMATCH, "%s: %s: differs from the block recomputed from the logits",
+                  name, path);
+}
+
+fdl_status fdl_kiln_recompute_paths(const json_t *doc, const char *name, const float *reference,
+                                    size_t n, const fdl_kiln_logits_row *paths, size_t npaths,
+                                    fdl_err *err) {
+  const json_t *sv = json_object_get(doc, "schema");
+  bool fid = str_is(sv, FDL_KILN_PATH_ATTR_SCHEMA);
+  bool kiln =
+      str_is(sv, "kiln.rocm-hf-path-attribution-result.v1") || str_is(sv, FDL_KILN_PATH_V2_SCHEMA);
+  if (!fid && !kiln)
+    return fdl_fail(err, FDL_REFUSED,
+                    "%s: a %s has no path comparisons to recompute (--reference and --path go "
+                    "with path-attribution records)",
+                    name, json_is_string(sv) ? json_string_value(sv) : "record");
+  const json_t *w = json_object_get(doc, "worker");
+  const json_t *ct =
+      fid ? json_object_get(json_object_get(doc, "request"), "candidate_token_ids") : NULL;
+  uint64_t cand[2];
+  for (size_t i = 0; i < 2; i++) {
+    const json_t *id =
+        fid ? json_array_get(ct, i)
+            : json_object_get(
+                  json_array_get(json_object_get(json_object_get(json_object_get(w, "eager_full"),
+                                                                 "comparison"),
+                                                 "candidate_tokens"),
+                                 i),
+                  "token_id");
+    if (!json_is_integer(id) || json_integer_value(id) < 0 || (uint64_t)json_integer_value(id) >= n)
+      return fdl_fail(err, FDL_REFUSED,
+                      "%s: candidate %zu is no token id below the reference's width %zu", name, i,
+                      n);
+    cand[i] = (uint64_t)json_integer_value(id);
+  }
+  fdl_attr_logits r;
+  fdl_attr_candidate c[2];
+  fdl_status s = fdl_attr_compare_logits(reference, reference, n, cand, 2, &r, c, err);
+  if (s != FDL_OK) return s;
+  if (fid) {
+    json_t *rb = reference_block(&r, c, n);
+    if (!rb) return fdl_fail(err, FDL_NOMEM, "out of memory");
+    s = same_block(name, "$.reference", json_object_get(doc, "reference"), rb, err);
+    json_decref(rb);
+    if (s != FDL_OK) return s;
+  } else if (json_integer_value(json_object_get(w, "hf_argmax")) != (json_int_t)r.argmax) {
+    return fdl_fail(err, FDL_MISMATCH,
+                    "%s: $.worker.hf_argmax: stored %lld, the reference's argmax %llu", name,
+                    (long long)json_integer_value(json_object_get(w, "hf_argmax")),
+                    (unsigned long long)r.argmax);
+  }
+  for (size_t i = 0; i < npaths; i++) {
+    const json_t *blk = NULL;
+    char jp[128];
+    if (fid) {
+      const json_t *all = json_object_get(doc, "paths");
+      for (size_t j = 0; j < json_array_size(all) && !blk; j++) {
+        const json_t *e = json_array_get(all, j);
+        if (str_is(json_object_get(e, "name"), paths[i].name) &&
+            str_is(json_object_get(e, "kind"), "full")) {
+          blk = json_object_get(e, "comparison");
+          snprintf(jp, sizeof jp, "$.paths[%zu].comparison", j);
+        }
+      }
+    } else if (strcmp(paths[i].name, "eager_full") == 0 ||
+               strcmp(paths[i].name, "graph_full") == 0) {
+      blk = json_object_get(json_object_get(w, paths[i].name), "comparison");
+      snprintf(jp, sizeof jp, "$.worker.%s.comparison", paths[i].name);
+    }
+    if (!blk)
+      return fdl_fail(err, FDL_REFUSED, "%s: --path %s: the record has no full path of that name",
+                      name, paths[i].name);
+    s = fdl_attr_compare_logits(paths[i].row, reference, n, cand, 2, &r, c, err);
+    if (s != FDL_OK) return s;
+    json_t *cmp = comparison(&r, c);
+    if (!cmp) return fdl_fail(err, FDL_NOMEM, "out of memory");
+    s = same_block(name, jp, blk, cmp, err);
+    json_decref(cmp);
+    if (s != FDL_OK) return s;
+  }
   return FDL_OK;
 }

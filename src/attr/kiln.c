@@ -1,5 +1,5 @@
-/* kiln.c - Kiln canonical identities, the request / v1 result checker, the model fingerprint and
- * the first-divergence request (KILN-ATTRIBUTION.md §2, §5, §6, §11, §14.4). */
+/* kiln.c - Kiln canonical identities, the request / v1 / v2 result checker, the model fingerprint
+ * and the first-divergence request (KILN-ATTRIBUTION.md §2, §5, §6, §8, §9, §11-§14). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attr/internal.h"
 #include "fidelis/attr.h"
 #include "fidelis/file.h"
 #include "fidelis/json.h"
@@ -155,6 +156,22 @@ static fdl_status check_receipt_ref(const ctx *c, const char *path, const json_t
   return want_sha(c, p, json_object_get(r, "content_sha256"));
 }
 
+/* A request's source (§5): {source_commit (40 hex), kiln_receipt, vllm_receipt}. */
+static fdl_status check_source_pair(const ctx *c, const char *path, const json_t *src) {
+  fdl_status s = CLOSED(c, path, src, "source_commit", "kiln_receipt", "vllm_receipt");
+  if (s != FDL_OK) return s;
+  char p[96];
+  const json_t *sc = json_object_get(src, "source_commit");
+  snprintf(p, sizeof p, "%s.source_commit", path);
+  if (!json_is_string(sc) || json_string_length(sc) != 40 ||
+      !fdl_hex_lower(json_string_value(sc), 40))
+    return bad(c, p, "expected 40 lowercase hex digits");
+  snprintf(p, sizeof p, "%s.kiln_receipt", path);
+  if ((s = check_receipt_ref(c, p, json_object_get(src, "kiln_receipt"))) != FDL_OK) return s;
+  snprintf(p, sizeof p, "%s.vllm_receipt", path);
+  return check_receipt_ref(c, p, json_object_get(src, "vllm_receipt"));
+}
+
 static fdl_status check_model_identity(const ctx *c, const char *path, const json_t *m) {
   fdl_status s = CLOSED(c, path, m, "id", "content_sha256", "config_hash", "tokenizer_hash",
                         "chat_template_hash", "weight_files");
@@ -289,19 +306,7 @@ static fdl_status check_request(const ctx *c, const json_t *r) {
     }
   }
   if (!id_ok) return bad(c, "$.id", "expected a string matching [a-z0-9][a-z0-9._-]{2,127}");
-  const json_t *src = json_object_get(r, "source");
-  if ((s = CLOSED(c, "$.source", src, "source_commit", "kiln_receipt", "vllm_receipt")) != FDL_OK)
-    return s;
-  const json_t *sc = json_object_get(src, "source_commit");
-  if (!json_is_string(sc) || json_string_length(sc) != 40 ||
-      !fdl_hex_lower(json_string_value(sc), 40))
-    return bad(c, "$.source.source_commit", "expected 40 lowercase hex digits");
-  if ((s = check_receipt_ref(c, "$.source.kiln_receipt", json_object_get(src, "kiln_receipt"))) !=
-      FDL_OK)
-    return s;
-  if ((s = check_receipt_ref(c, "$.source.vllm_receipt", json_object_get(src, "vllm_receipt"))) !=
-      FDL_OK)
-    return s;
+  if ((s = check_source_pair(c, "$.source", json_object_get(r, "source"))) != FDL_OK) return s;
   if ((s = check_model_identity(c, "$.model_identity", json_object_get(r, "model_identity"))) !=
       FDL_OK)
     return s;
@@ -467,17 +472,12 @@ static fdl_status check_comparison(const ctx *c, const char *path, const json_t 
   return FDL_OK;
 }
 
-static fdl_status check_path_v1(const ctx *c, const json_t *doc) {
-  const json_t *w = json_object_get(doc, "worker");
-  if (!json_is_object(w)) return bad(c, "$.worker", "expected an object");
-  if (!str_eq(json_object_get(w, "schema"), "kiln.rocm-hf-path-attribution.v1"))
-    return bad(c, "$.worker.schema", "expected \"kiln.rocm-hf-path-attribution.v1\"");
-  const json_t *hf = json_object_get(w, "hf_argmax");
-  fdl_status s = want_token(c, "$.worker.hf_argmax", hf);
-  if (s != FDL_OK) return s;
+/* The two full and two greedy worker paths of a v1 or v2 path worker (§14.2). */
+static fdl_status check_worker_paths(const ctx *c, const json_t *w, json_int_t hf) {
   static const char *const full[] = {"eager_full", "graph_full"};
   static const char *const greedy[] = {"eager_greedy", "graph_greedy"};
   char p[96];
+  fdl_status s;
   for (size_t i = 0; i < 2; i++) {
     const json_t *f = json_object_get(w, full[i]);
     snprintf(p, sizeof p, "$.worker.%s", full[i]);
@@ -485,9 +485,7 @@ static fdl_status check_path_v1(const ctx *c, const json_t *doc) {
     snprintf(p, sizeof p, "$.worker.%s.observed_next_tokens", full[i]);
     if ((s = check_observed(c, p, json_object_get(f, "observed_next_tokens"))) != FDL_OK) return s;
     snprintf(p, sizeof p, "$.worker.%s.comparison", full[i]);
-    if ((s = check_comparison(c, p, json_object_get(f, "comparison"), json_integer_value(hf))) !=
-        FDL_OK)
-      return s;
+    if ((s = check_comparison(c, p, json_object_get(f, "comparison"), hf)) != FDL_OK) return s;
     const json_t *g = json_object_get(w, greedy[i]);
     snprintf(p, sizeof p, "$.worker.%s", greedy[i]);
     if ((s = CLOSED(c, p, g, "final_token_matches_reference", "observed_next_tokens")) != FDL_OK)
@@ -498,11 +496,23 @@ static fdl_status check_path_v1(const ctx *c, const json_t *doc) {
     const json_t *m = json_object_get(g, "final_token_matches_reference");
     snprintf(p, sizeof p, "$.worker.%s.final_token_matches_reference", greedy[i]);
     if (!json_is_boolean(m)) return bad(c, p, "expected a bool");
-    bool want = json_integer_value(json_array_get(obs, 3)) == json_integer_value(hf);
+    bool want = json_integer_value(json_array_get(obs, 3)) == hf;
     if (json_is_true(m) != want)
       return bad(c, p, "is %s, but observed_next_tokens[3] %s hf_argmax",
                  json_is_true(m) ? "true" : "false", want ? "==" : "!=");
   }
+  return FDL_OK;
+}
+
+static fdl_status check_path_v1(const ctx *c, const json_t *doc) {
+  const json_t *w = json_object_get(doc, "worker");
+  if (!json_is_object(w)) return bad(c, "$.worker", "expected an object");
+  if (!str_eq(json_object_get(w, "schema"), "kiln.rocm-hf-path-attribution.v1"))
+    return bad(c, "$.worker.schema", "expected \"kiln.rocm-hf-path-attribution.v1\"");
+  const json_t *hf = json_object_get(w, "hf_argmax");
+  fdl_status s = want_token(c, "$.worker.hf_argmax", hf);
+  if (s != FDL_OK) return s;
+  if ((s = check_worker_paths(c, w, json_integer_value(hf))) != FDL_OK) return s;
   if ((s = want_sha(c, "$.worker.input_token_ids_sha256",
                     json_object_get(w, "input_token_ids_sha256"))) != FDL_OK)
     return s;
@@ -511,15 +521,24 @@ static fdl_status check_path_v1(const ctx *c, const json_t *doc) {
   return FDL_OK;
 }
 
-static fdl_status check_layer_v1(const ctx *c, const json_t *doc) {
-  const json_t *w = json_object_get(doc, "worker");
-  if (!json_is_object(w)) return bad(c, "$.worker", "expected an object");
-  if (!str_eq(json_object_get(w, "schema"), "kiln.rocm-hf-layer-attribution.v1"))
-    return bad(c, "$.worker.schema", "expected \"kiln.rocm-hf-layer-attribution.v1\"");
+/* §13's boundary name at index i of 34: embedding, layer_NN_{full,linear}_attention, final_norm. */
+static void boundary_name(size_t i, char *out, size_t cap) {
+  if (i == 0)
+    snprintf(out, cap, "embedding");
+  else if (i == 33)
+    snprintf(out, cap, "final_norm");
+  else
+    snprintf(out, cap, "layer_%02zu_%s", i - 1, i % 4 == 0 ? "full_attention" : "linear_attention");
+}
+
+/* A layer worker's boundaries, growth, observed ids, shas and request id; v2 also wants the 34
+ * boundaries by §13's names. */
+static fdl_status check_layer_worker(const ctx *c, const json_t *w, bool v2) {
   const json_t *bs = json_object_get(w, "boundaries");
   if (!json_is_array(bs) || json_array_size(bs) == 0)
     return bad(c, "$.worker.boundaries", "expected a nonempty array");
   size_t n = json_array_size(bs);
+  if (v2 && n != 34) return bad(c, "$.worker.boundaries", "expected 34 boundaries, found %zu", n);
   double *rel = fdl_malloc(n * sizeof *rel);
   if (!rel) return fdl_fail(c->err, FDL_NOMEM, "%s: out of memory", c->name);
   fdl_status s = FDL_OK;
@@ -538,6 +557,12 @@ static fdl_status check_layer_v1(const ctx *c, const json_t *doc) {
     }
     if (!nonempty_str(json_object_get(b, "name"))) {
       s = bad(c, p, "name: expected a nonempty string");
+      break;
+    }
+    char bname[64];
+    boundary_name(i, bname, sizeof bname);
+    if (v2 && !str_eq(json_object_get(b, "name"), bname)) {
+      s = bad(c, p, "name: expected \"%s\" (§13's boundary %zu)", bname, i);
       break;
     }
     static const char *const shas[] = {"hf_sha256", "kiln_sha256"};
@@ -614,6 +639,14 @@ static fdl_status check_layer_v1(const ctx *c, const json_t *doc) {
   if (!nonempty_str(json_object_get(w, "request_id")))
     return bad(c, "$.worker.request_id", "expected a nonempty string");
   return FDL_OK;
+}
+
+static fdl_status check_layer_v1(const ctx *c, const json_t *doc) {
+  const json_t *w = json_object_get(doc, "worker");
+  if (!json_is_object(w)) return bad(c, "$.worker", "expected an object");
+  if (!str_eq(json_object_get(w, "schema"), "kiln.rocm-hf-layer-attribution.v1"))
+    return bad(c, "$.worker.schema", "expected \"kiln.rocm-hf-layer-attribution.v1\"");
+  return check_layer_worker(c, w, false);
 }
 
 static fdl_status check_oracle_v1(const ctx *c, const json_t *doc) {
@@ -872,6 +905,499 @@ static fdl_status check_fidelis_attr(const ctx *c, const json_t *doc) {
   return FDL_OK;
 }
 
+/* ---- v2 results (§12, §13, §14) -------------------------------------------------------------- */
+
+const fdl_kiln_v2_path fdl_kiln_v2_paths[4] = {
+    {"eager_full", "eager_full_logits", true},
+    {"graph_full", "hip_graph_full_logits", true},
+    {"eager_greedy", "eager_greedy_selection", false},
+    {"graph_greedy", "hip_graph_greedy_selection", false},
+};
+
+static fdl_status want_positive(const ctx *c, const char *path, const json_t *v) {
+  return finite_num(v) && num(v) > 0 ? FDL_OK : bad(c, path, "expected a finite number > 0");
+}
+
+static fdl_status want_rel_path(const ctx *c, const char *path, const json_t *v) {
+  /* §14: Kiln's _path_from_repository: nonempty, no NUL, not absolute, no ".." component. */
+  const char *t = json_string_value(v);
+  if (t && json_string_length(v) && strlen(t) == json_string_length(v) && t[0] != '/' &&
+      !has_dotdot(t))
+    return FDL_OK;
+  return bad(c, path, "expected a nonempty repo-relative path, not absolute, without \"..\"");
+}
+
+/* An object of exactly the given keys, each a canonical digest. */
+static fdl_status digests(const ctx *c, const char *path, const json_t *o, const char *const *keys,
+                          size_t n) {
+  fdl_status s = closed(c, path, o, keys, n);
+  char p[128];
+  for (size_t i = 0; i < n && s == FDL_OK; i++) {
+    snprintf(p, sizeof p, "%s.%s", path, keys[i]);
+    s = want_sha(c, p, json_object_get(o, keys[i]));
+  }
+  return s;
+}
+#define DIGESTS(c, path, obj, ...)                                                                 \
+  digests((c), (path), (obj), (const char *const[]){__VA_ARGS__},                                  \
+          sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
+
+/* processEvidence (§10): {elapsed_seconds >= 0, schema, timeout_seconds > 0, worker_exit_code 0}.
+ */
+static fdl_status check_process(const ctx *c, const char *path, const json_t *pr) {
+  fdl_status s =
+      CLOSED(c, path, pr, "elapsed_seconds", "schema", "timeout_seconds", "worker_exit_code");
+  if (s != FDL_OK) return s;
+  char p[128];
+  const json_t *el = json_object_get(pr, "elapsed_seconds");
+  snprintf(p, sizeof p, "%s.elapsed_seconds", path);
+  if (!finite_num(el) || num(el) < 0) return bad(c, p, "expected a finite number >= 0");
+  snprintf(p, sizeof p, "%s.schema", path);
+  if (!str_eq(json_object_get(pr, "schema"), "kiln.hf-process-containment.v1"))
+    return bad(c, p, "expected \"kiln.hf-process-containment.v1\"");
+  snprintf(p, sizeof p, "%s.timeout_seconds", path);
+  if ((s = want_positive(c, p, json_object_get(pr, "timeout_seconds"))) != FDL_OK) return s;
+  const json_t *x = json_object_get(pr, "worker_exit_code");
+  snprintf(p, sizeof p, "%s.worker_exit_code", path);
+  if (!is_int(x) || json_integer_value(x) != 0) return bad(c, p, "expected 0");
+  return FDL_OK;
+}
+
+/* A contained arm: {host_available_before_gib >= 1, network "forbidden", `proc` (the process
+ * evidence: "process", or the oracle's "service")}. */
+static fdl_status check_arm(const ctx *c, const char *path, const json_t *a, const char *proc) {
+  fdl_status s =
+      closed(c, path, a, (const char *const[]){"host_available_before_gib", "network", proc}, 3);
+  if (s != FDL_OK) return s;
+  char p[128];
+  const json_t *g = json_object_get(a, "host_available_before_gib");
+  snprintf(p, sizeof p, "%s.host_available_before_gib", path);
+  if (!is_int(g) || json_integer_value(g) < 1) return bad(c, p, "expected an integer >= 1");
+  snprintf(p, sizeof p, "%s.network", path);
+  if (!str_eq(json_object_get(a, "network"), "forbidden"))
+    return bad(c, p, "expected \"forbidden\"");
+  snprintf(p, sizeof p, "%s.%s", path, proc);
+  return check_process(c, p, json_object_get(a, proc));
+}
+
+/* What every v2 result has: duration, created_at_utc, source, model_fingerprint. */
+static fdl_status check_v2_common(const ctx *c, const json_t *doc) {
+  fdl_status s = want_positive(c, "$.duration_seconds", json_object_get(doc, "duration_seconds"));
+  if (s != FDL_OK) return s;
+  if (!json_is_string(json_object_get(doc, "created_at_utc")))
+    return bad(c, "$.created_at_utc", "expected a UTC time string");
+  const json_t *src = json_object_get(doc, "source");
+  if ((s = CLOSED(c, "$.source", src, "commit", "origin_main", "tree")) != FDL_OK) return s;
+  static const char *const git[] = {"commit", "origin_main", "tree"};
+  for (size_t i = 0; i < 3; i++) {
+    const json_t *v = json_object_get(src, git[i]);
+    if (!json_is_string(v) || json_string_length(v) != 40 ||
+        !fdl_hex_lower(json_string_value(v), 40)) {
+      char p[64];
+      snprintf(p, sizeof p, "$.source.%s", git[i]);
+      return bad(c, p, "expected 40 lowercase hex digits");
+    }
+  }
+  if (!json_equal(json_object_get(src, "commit"), json_object_get(src, "origin_main")))
+    return bad(c, "$.source.origin_main", "expected equal to $.source.commit");
+  const json_t *fp = json_object_get(doc, "model_fingerprint");
+  if ((s = CLOSED(c, "$.model_fingerprint", fp, "implementation_sha256", "process",
+                  "python_sha256")) != FDL_OK ||
+      (s = want_sha(c, "$.model_fingerprint.implementation_sha256",
+                    json_object_get(fp, "implementation_sha256"))) != FDL_OK ||
+      (s = want_sha(c, "$.model_fingerprint.python_sha256",
+                    json_object_get(fp, "python_sha256"))) != FDL_OK)
+    return s;
+  return check_process(c, "$.model_fingerprint.process", json_object_get(fp, "process"));
+}
+
+/* The path and layer results' binary (both name the same example binary) and request. */
+static fdl_status check_binary_request(const ctx *c, const json_t *doc) {
+  static const char binary_path[] = "target/release/examples/rocm_hf_path_attribution";
+  fdl_status s;
+  const json_t *bin = json_object_get(doc, "binary");
+  if ((s = CLOSED(c, "$.binary", bin, "build_duration_seconds", "build_environment_policy", "path",
+                  "sha256")) != FDL_OK ||
+      (s = want_positive(c, "$.binary.build_duration_seconds",
+                         json_object_get(bin, "build_duration_seconds"))) != FDL_OK ||
+      (s = want_sha(c, "$.binary.sha256", json_object_get(bin, "sha256"))) != FDL_OK)
+    return s;
+  if (!str_eq(json_object_get(bin, "build_environment_policy"), "closed-source-build-v1"))
+    return bad(c, "$.binary.build_environment_policy", "expected \"closed-source-build-v1\"");
+  if (!str_eq(json_object_get(bin, "path"), binary_path))
+    return bad(c, "$.binary.path", "expected \"%s\"", binary_path);
+  const json_t *rq = json_object_get(doc, "request");
+  if ((s = CLOSED(c, "$.request", rq, "path", "sha256")) != FDL_OK ||
+      (s = want_rel_path(c, "$.request.path", json_object_get(rq, "path"))) != FDL_OK ||
+      (s = want_sha(c, "$.request.sha256", json_object_get(rq, "sha256"))) != FDL_OK)
+    return s;
+  return FDL_OK;
+}
+
+static fdl_status check_path_v2(const ctx *c, const json_t *doc) {
+  fdl_status s =
+      CLOSED(c, "$", doc, "schema", "result_sha256", "created_at_utc", "duration_seconds", "source",
+             "binary", "implementation", "request", "model_identity", "model_fingerprint",
+             "oracle_reference", "containment", "worker");
+  if (s != FDL_OK) return s;
+  if ((s = check_v2_common(c, doc)) != FDL_OK || (s = check_binary_request(c, doc)) != FDL_OK)
+    return s;
+  if ((s = DIGESTS(c, "$.implementation", json_object_get(doc, "implementation"),
+                   "guarded_exec_sha256", "process_runner_sha256", "runner_sha256")) != FDL_OK)
+    return s;
+  const json_t *orf = json_object_get(doc, "oracle_reference");
+  if ((s = CLOSED(c, "$.oracle_reference", orf, "bytes", "oracle_result_path",
+                  "oracle_result_sha256", "raw_location", "raw_sha256")) != FDL_OK)
+    return s;
+  const json_t *by = json_object_get(orf, "bytes");
+  if (!is_int(by) || json_integer_value(by) < 1)
+    return bad(c, "$.oracle_reference.bytes", "expected an integer > 0");
+  if ((s = want_rel_path(c, "$.oracle_reference.oracle_result_path",
+                         json_object_get(orf, "oracle_result_path"))) != FDL_OK ||
+      (s = want_sha(c, "$.oracle_reference.oracle_result_sha256",
+                    json_object_get(orf, "oracle_result_sha256"))) != FDL_OK ||
+      (s = want_sha(c, "$.oracle_reference.raw_sha256", json_object_get(orf, "raw_sha256"))) !=
+          FDL_OK)
+    return s;
+  if (!str_eq(json_object_get(orf, "raw_location"), "local_ignored"))
+    return bad(c, "$.oracle_reference.raw_location", "expected \"local_ignored\"");
+  if ((s = check_arm(c, "$.containment", json_object_get(doc, "containment"), "process")) != FDL_OK)
+    return s;
+  const json_t *w = json_object_get(doc, "worker");
+  if ((s = CLOSED(c, "$.worker", w, "schema", "attribution", "eager_full", "eager_greedy", "graph",
+                  "graph_full", "graph_greedy", "hf_argmax", "input_token_count",
+                  "input_token_ids_sha256", "kernel_policy", "request_id")) != FDL_OK)
+    return s;
+  if (!str_eq(json_object_get(w, "schema"), "kiln.rocm-hf-path-attribution.v2"))
+    return bad(c, "$.worker.schema", "expected \"kiln.rocm-hf-path-attribution.v2\"");
+  const json_t *hf = json_object_get(w, "hf_argmax");
+  if ((s = want_token(c, "$.worker.hf_argmax", hf)) != FDL_OK) return s;
+  if ((s = check_worker_paths(c, w, json_integer_value(hf))) != FDL_OK) return s;
+  if ((s = check_graph(c, "$.worker.graph", json_object_get(w, "graph"))) != FDL_OK) return s;
+  const char *label = FDL_KILN_LABEL_NONE;
+  for (size_t i = 0; i < 4; i++) {
+    const json_t *e = json_object_get(w, fdl_kiln_v2_paths[i].name);
+    bool ok = fdl_kiln_v2_paths[i].full
+                  ? json_is_true(json_object_get(json_object_get(e, "comparison"), "argmax_equal"))
+                  : json_is_true(json_object_get(e, "final_token_matches_reference"));
+    if (!ok) {
+      label = fdl_kiln_v2_paths[i].label;
+      break;
+    }
+  }
+  if (!str_eq(json_object_get(w, "attribution"), label))
+    return bad(c, "$.worker.attribution",
+               "expected \"%s\" (recomputed from the paths by the precedence of §12)", label);
+  if (!str_eq(json_object_get(w, "kernel_policy"), "qualified"))
+    return bad(c, "$.worker.kernel_policy", "expected \"qualified\"");
+  const json_t *cnt = json_object_get(w, "input_token_count");
+  if (!is_int(cnt) || json_integer_value(cnt) != 166)
+    return bad(c, "$.worker.input_token_count", "expected 166 (prompt + continuation)");
+  if ((s = want_sha(c, "$.worker.input_token_ids_sha256",
+                    json_object_get(w, "input_token_ids_sha256"))) != FDL_OK)
+    return s;
+  if (!nonempty_str(json_object_get(w, "request_id")))
+    return bad(c, "$.worker.request_id", "expected a nonempty string");
+  return FDL_OK;
+}
+
+/* A string member equal to want; names path.key. */
+static fdl_status want_const_str(const ctx *c, const char *path, const json_t *o, const char *key,
+                                 const char *want) {
+  if (str_eq(json_object_get(o, key), want)) return FDL_OK;
+  char p[128];
+  snprintf(p, sizeof p, "%s.%s", path, key);
+  return bad(c, p, "expected \"%s\"", want);
+}
+
+/* An integer member in lo..hi. */
+static fdl_status want_int_in(const ctx *c, const char *path, const json_t *o, const char *key,
+                              json_int_t lo, json_int_t hi) {
+  const json_t *v = json_object_get(o, key);
+  if (is_int(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi) return FDL_OK;
+  char p[128];
+  snprintf(p, sizeof p, "%s.%s", path, key);
+  if (lo == hi) return bad(c, p, "expected %lld", (long long)lo);
+  if (hi == INT64_MAX) return bad(c, p, "expected an integer >= %lld", (long long)lo);
+  return bad(c, p, "expected an integer in %lld..%lld", (long long)lo, (long long)hi);
+}
+
+/* HF evidence (§8; layer mode adds the four boundary keys, §14.3): closed keys, the pinned
+ * constants, the top-10 and candidate invariants, the margin recomputed. */
+static fdl_status check_hf_evidence(const ctx *c, const char *path, const json_t *ev, bool layer) {
+  static const char *const keys[] = {
+      "argmax", "argmax_text", "attention_implementation", "candidate_tokens",
+      "configuration_sha256", "deterministic_algorithms", "device", "dtype", "duration_seconds",
+      "input_token_count", "input_token_ids_sha256", "linear_attention_implementation",
+      "logits_sha256", "memory_high_events", "memory_max_events", "memory_oom_events",
+      "memory_oom_kill_events", "memory_peak_bytes", "memory_swap_bytes", "modeling_sha256",
+      "output_bytes", "request_id", "request_sha256", "tf32_allowed", "top_logit_margin",
+      "top_tokens", "torch_commit", "torch_hip_version", "torch_version", "transformers_version",
+      "vocab",
+      /* layer mode */
+      "boundary_count", "boundary_names", "hidden_size", "layer_last_rows_sha256"};
+  fdl_status s = closed(c, path, ev, keys, layer ? 35 : 31);
+  if (s != FDL_OK) return s;
+  char p[160];
+  static const char *const consts[][2] = {
+      {"attention_implementation", "eager"},
+      {"dtype", "bfloat16"},
+      {"linear_attention_implementation", "transformers_torch_fallback"},
+      {"torch_version", "2.13.0+rocm7.2"},
+      {"transformers_version", "5.13.1"},
+      {"configuration_sha256",
+       "sha256:3c01b3cdcff8d77cbafac9841bc48c41e5a5b38637231f1bde3d843cd198dbaf"},
+      {"modeling_sha256",
+       "sha256:cf085792cb59e5bdf9b88a3d20bd353892289d054662a9c2b662221b97caefba"},
+      {"torch_commit", "cf30153c4c131c8164ee7798e5022d810682e2cb"}};
+  for (size_t i = 0; i < sizeof consts / sizeof consts[0]; i++)
+    if ((s = want_const_str(c, path, ev, consts[i][0], consts[i][1])) != FDL_OK) return s;
+  snprintf(p, sizeof p, "%s.deterministic_algorithms", path);
+  if (!json_is_true(json_object_get(ev, "deterministic_algorithms")))
+    return bad(c, p, "expected true");
+  snprintf(p, sizeof p, "%s.tf32_allowed", path);
+  if (!json_is_false(json_object_get(ev, "tf32_allowed"))) return bad(c, p, "expected false");
+  if ((s = want_int_in(c, path, ev, "vocab", FDL_KILN_VOCAB_SIZE, FDL_KILN_VOCAB_SIZE)) ||
+      (s = want_int_in(c, path, ev, "output_bytes", 1, INT64_MAX)) ||
+      (s = want_int_in(c, path, ev, "memory_peak_bytes", 1, INT64_MAX)) ||
+      (s = want_int_in(c, path, ev, "input_token_count", layer ? 166 : 1,
+                       layer ? 166 : FDL_KILN_MAX_INPUT)))
+    return s;
+  /* §14.3 wants the memory counters 0 in a layer result; §9 leaves them to the oracle's runner. */
+  static const char *const mem[] = {"memory_high_events", "memory_max_events", "memory_oom_events",
+                                    "memory_oom_kill_events", "memory_swap_bytes"};
+  for (size_t i = 0; i < 5; i++)
+    if ((s = want_int_in(c, path, ev, mem[i], 0, layer ? 0 : INT64_MAX)) != FDL_OK) return s;
+  static const char *const shas[] = {"input_token_ids_sha256", "logits_sha256", "request_sha256",
+                                     "layer_last_rows_sha256"};
+  for (size_t i = 0; i < (layer ? 4u : 3u); i++) {
+    snprintf(p, sizeof p, "%s.%s", path, shas[i]);
+    if ((s = want_sha(c, p, json_object_get(ev, shas[i]))) != FDL_OK) return s;
+  }
+  static const char *const strs[] = {"device", "request_id", "torch_hip_version", "argmax_text"};
+  for (size_t i = 0; i < 4; i++)
+    if (!nonempty_str(json_object_get(ev, strs[i]))) {
+      snprintf(p, sizeof p, "%s.%s", path, strs[i]);
+      return bad(c, p, "expected a nonempty string");
+    }
+  snprintf(p, sizeof p, "%s.duration_seconds", path);
+  if ((s = want_positive(c, p, json_object_get(ev, "duration_seconds"))) != FDL_OK) return s;
+  const json_t *am = json_object_get(ev, "argmax");
+  snprintf(p, sizeof p, "%s.argmax", path);
+  if ((s = want_token(c, p, am)) != FDL_OK) return s;
+  const json_t *top = json_object_get(ev, "top_tokens");
+  snprintf(p, sizeof p, "%s.top_tokens", path);
+  if (!json_is_array(top) || json_array_size(top) != 10)
+    return bad(c, p, "expected exactly 10 entries");
+  for (size_t i = 0; i < 10; i++) {
+    const json_t *e = json_array_get(top, i);
+    snprintf(p, sizeof p, "%s.top_tokens[%zu]", path, i);
+    if ((s = CLOSED(c, p, e, "logit", "text", "token_id")) != FDL_OK) return s;
+    if (!finite_num(json_object_get(e, "logit")))
+      return bad(c, p, "logit: expected a finite number");
+    if (!json_is_string(json_object_get(e, "text"))) return bad(c, p, "text: expected a string");
+    if (!token_ok(json_object_get(e, "token_id")))
+      return bad(c, p, "token_id: expected a token id");
+    if (i && num(json_object_get(e, "logit")) >
+                 num(json_object_get(json_array_get(top, i - 1), "logit")))
+      return bad(c, p, "logit: expected no larger than top_tokens[%zu]'s (sorted)", i - 1);
+    for (size_t j = 0; j < i; j++)
+      if (json_equal(json_object_get(e, "token_id"),
+                     json_object_get(json_array_get(top, j), "token_id")))
+        return bad(c, p, "token_id: repeats top_tokens[%zu], expected 10 distinct ids", j);
+  }
+  const json_t *t0 = json_array_get(top, 0);
+  snprintf(p, sizeof p, "%s.top_tokens[0].token_id", path);
+  if (!json_equal(json_object_get(t0, "token_id"), am)) return bad(c, p, "expected the argmax");
+  snprintf(p, sizeof p, "%s.argmax_text", path);
+  if (!json_equal(json_object_get(t0, "text"), json_object_get(ev, "argmax_text")))
+    return bad(c, p, "expected top_tokens[0].text");
+  double margin =
+      num(json_object_get(t0, "logit")) - num(json_object_get(json_array_get(top, 1), "logit"));
+  const json_t *mg = json_object_get(ev, "top_logit_margin");
+  snprintf(p, sizeof p, "%s.top_logit_margin", path);
+  if (!(margin > 0)) return bad(c, p, "the top two logits tie; expected a margin > 0");
+  if (!finite_num(mg) || num(mg) != margin)
+    return bad(c, p, "expected %.17g (top_tokens[0].logit - top_tokens[1].logit)", margin);
+  const json_t *ct = json_object_get(ev, "candidate_tokens");
+  snprintf(p, sizeof p, "%s.candidate_tokens", path);
+  if (!json_is_array(ct) || json_array_size(ct) != 2)
+    return bad(c, p, "expected exactly 2 candidates");
+  static const char *const engines[2] = {"kiln", "vllm"};
+  for (size_t i = 0; i < 2; i++) {
+    const json_t *e = json_array_get(ct, i);
+    snprintf(p, sizeof p, "%s.candidate_tokens[%zu]", path, i);
+    if ((s = CLOSED(c, p, e, "engine", "logit", "rank", "text", "token_id")) != FDL_OK) return s;
+    if (!str_eq(json_object_get(e, "engine"), engines[i]))
+      return bad(c, p, "engine: expected \"%s\" (request order kiln, vllm)", engines[i]);
+    if (!finite_num(json_object_get(e, "logit")))
+      return bad(c, p, "logit: expected a finite number");
+    if (!json_is_string(json_object_get(e, "text"))) return bad(c, p, "text: expected a string");
+    if (!token_ok(json_object_get(e, "token_id")))
+      return bad(c, p, "token_id: expected a token id");
+    const json_t *rk = json_object_get(e, "rank");
+    if (!is_int(rk) || json_integer_value(rk) < 1 ||
+        json_integer_value(rk) > (json_int_t)FDL_KILN_VOCAB_SIZE)
+      return bad(c, p, "rank: expected an integer in 1..248320");
+  }
+  if (json_equal(json_object_get(json_array_get(ct, 0), "token_id"),
+                 json_object_get(json_array_get(ct, 1), "token_id")))
+    return bad(c, p, "expected two distinct token ids");
+  if (!layer) return FDL_OK;
+  if ((s = want_int_in(c, path, ev, "boundary_count", 34, 34)) ||
+      (s = want_int_in(c, path, ev, "hidden_size", 2560, 2560)))
+    return s;
+  const json_t *names = json_object_get(ev, "boundary_names");
+  snprintf(p, sizeof p, "%s.boundary_names", path);
+  if (!json_is_array(names) || json_array_size(names) != 34)
+    return bad(c, p, "expected the 34 boundary names");
+  for (size_t i = 0; i < 34; i++) {
+    char want[64];
+    boundary_name(i, want, sizeof want);
+    if (!str_eq(json_array_get(names, i), want)) {
+      snprintf(p, sizeof p, "%s.boundary_names[%zu]", path, i);
+      return bad(c, p, "expected \"%s\"", want);
+    }
+  }
+  return FDL_OK;
+}
+
+static const char *const KERNEL_POLICIES[] = {"qualified",
+                                              "portable_fallback",
+                                              "model_fallback",
+                                              "tensor_fallback",
+                                              "fused_norm_mlp_fallback",
+                                              "fused_norm_mlp_only",
+                                              "fused_rmsnorm_fallback",
+                                              "fused_mlp_silu_mul_fallback",
+                                              "fused_mlp_gate_up_prefill_fallback",
+                                              "gdn_fallback",
+                                              "non_gdn_fallback",
+                                              "split_q_gate_fallback",
+                                              "split_q_gate_only"};
+
+static fdl_status check_layer_v2(const ctx *c, const json_t *doc) {
+  fdl_status s =
+      CLOSED(c, "$", doc, "schema", "result_sha256", "created_at_utc", "duration_seconds", "source",
+             "binary", "implementation", "request", "model_identity", "model_fingerprint",
+             "reference", "containment", "worker");
+  if (s != FDL_OK) return s;
+  if ((s = check_v2_common(c, doc)) != FDL_OK || (s = check_binary_request(c, doc)) != FDL_OK)
+    return s;
+  const json_t *im = json_object_get(doc, "implementation");
+  if ((s = DIGESTS(c, "$.implementation", im, "guarded_exec_sha256", "hf_worker_sha256",
+                   "process_runner_sha256", "python_sha256", "runner_sha256")) != FDL_OK)
+    return s;
+  if (!json_equal(json_object_get(json_object_get(doc, "model_fingerprint"), "python_sha256"),
+                  json_object_get(im, "python_sha256")))
+    return bad(c, "$.model_fingerprint.python_sha256", "expected $.implementation.python_sha256");
+  const json_t *ct = json_object_get(doc, "containment");
+  if ((s = CLOSED(c, "$.containment", ct, "hf", "kiln")) != FDL_OK ||
+      (s = check_arm(c, "$.containment.hf", json_object_get(ct, "hf"), "process")) != FDL_OK ||
+      (s = check_arm(c, "$.containment.kiln", json_object_get(ct, "kiln"), "process")) != FDL_OK)
+    return s;
+  const json_t *w = json_object_get(doc, "worker");
+  if ((s = CLOSED(c, "$.worker", w, "boundaries", "final_logits_sha256",
+                  "hf_layer_last_rows_sha256", "input_token_count", "input_token_ids_sha256",
+                  "kernel_policy", "largest_relative_error_growth", "observed_next_tokens",
+                  "request_id", "schema")) != FDL_OK)
+    return s;
+  if ((s = want_const_str(c, "$.worker", w, "schema", "kiln.rocm-hf-layer-attribution.v2")) ||
+      (s = check_layer_worker(c, w, true)) ||
+      (s = want_int_in(c, "$.worker", w, "input_token_count", 166, 166)))
+    return s;
+  bool known = false;
+  for (size_t i = 0; i < sizeof KERNEL_POLICIES / sizeof KERNEL_POLICIES[0] && !known; i++)
+    known = str_eq(json_object_get(w, "kernel_policy"), KERNEL_POLICIES[i]);
+  if (!known) return bad(c, "$.worker.kernel_policy", "expected one of §13's kernel profiles");
+  const json_t *ref = json_object_get(doc, "reference"), *ev = json_object_get(ref, "evidence");
+  if ((s = CLOSED(c, "$.reference", ref, "bytes", "evidence", "location", "sha256")) ||
+      (s = want_const_str(c, "$.reference", ref, "location", "local_ignored")) ||
+      (s = want_sha(c, "$.reference.sha256", json_object_get(ref, "sha256"))) ||
+      (s = check_hf_evidence(c, "$.reference.evidence", ev, true)))
+    return s;
+  if (!json_equal(json_object_get(ref, "bytes"), json_object_get(ev, "output_bytes")))
+    return bad(c, "$.reference.bytes", "expected $.reference.evidence.output_bytes");
+  const json_t *rq = json_object_get(doc, "request");
+  if (!json_equal(json_object_get(ev, "request_sha256"), json_object_get(rq, "sha256")))
+    return bad(c, "$.reference.evidence.request_sha256", "expected $.request.sha256");
+  if (!json_equal(json_object_get(ev, "request_id"), json_object_get(w, "request_id")))
+    return bad(c, "$.reference.evidence.request_id", "expected $.worker.request_id");
+  if (!json_equal(json_object_get(ev, "input_token_ids_sha256"),
+                  json_object_get(w, "input_token_ids_sha256")))
+    return bad(c, "$.reference.evidence.input_token_ids_sha256",
+               "expected $.worker.input_token_ids_sha256");
+  if (!json_equal(json_object_get(w, "hf_layer_last_rows_sha256"),
+                  json_object_get(ev, "layer_last_rows_sha256")))
+    return bad(c, "$.worker.hf_layer_last_rows_sha256",
+               "expected $.reference.evidence.layer_last_rows_sha256");
+  return FDL_OK;
+}
+
+static fdl_status check_oracle_v2(const ctx *c, const json_t *doc) {
+  fdl_status s =
+      CLOSED(c, "$", doc, "schema", "result_sha256", "created_at_utc", "duration_seconds", "source",
+             "implementation", "request", "model_identity", "model_fingerprint", "containment",
+             "oracle", "reference_artifact", "verdict");
+  if (s != FDL_OK) return s;
+  if ((s = check_v2_common(c, doc)) != FDL_OK) return s;
+  const json_t *im = json_object_get(doc, "implementation");
+  if ((s = DIGESTS(c, "$.implementation", im, "hf_worker_sha256", "process_runner_sha256",
+                   "python_sha256")) != FDL_OK)
+    return s;
+  if (!json_equal(json_object_get(json_object_get(doc, "model_fingerprint"), "python_sha256"),
+                  json_object_get(im, "python_sha256")))
+    return bad(c, "$.model_fingerprint.python_sha256", "expected $.implementation.python_sha256");
+  const json_t *rq = json_object_get(doc, "request");
+  if ((s = CLOSED(c, "$.request", rq, "contract_path", "id", "sha256", "source")) ||
+      (s = want_rel_path(c, "$.request.contract_path", json_object_get(rq, "contract_path"))) ||
+      (s = want_sha(c, "$.request.sha256", json_object_get(rq, "sha256"))) ||
+      (s = check_source_pair(c, "$.request.source", json_object_get(rq, "source"))))
+    return s;
+  if (!nonempty_str(json_object_get(rq, "id")))
+    return bad(c, "$.request.id", "expected a nonempty string");
+  if ((s = check_arm(c, "$.containment", json_object_get(doc, "containment"), "service"))) return s;
+  const json_t *o = json_object_get(doc, "oracle");
+  if ((s = check_hf_evidence(c, "$.oracle", o, false)) != FDL_OK) return s;
+  if (!json_equal(json_object_get(o, "request_id"), json_object_get(rq, "id")))
+    return bad(c, "$.oracle.request_id", "expected $.request.id");
+  if (!json_equal(json_object_get(o, "request_sha256"), json_object_get(rq, "sha256")))
+    return bad(c, "$.oracle.request_sha256", "expected $.request.sha256");
+  const json_t *ra = json_object_get(doc, "reference_artifact");
+  if ((s = CLOSED(c, "$.reference_artifact", ra, "bytes", "location", "sha256")) ||
+      (s = want_const_str(c, "$.reference_artifact", ra, "location", "local_ignored")) ||
+      (s = want_sha(c, "$.reference_artifact.sha256", json_object_get(ra, "sha256"))))
+    return s;
+  if (!json_equal(json_object_get(ra, "bytes"), json_object_get(o, "output_bytes")))
+    return bad(c, "$.reference_artifact.bytes", "expected $.oracle.output_bytes");
+  /* §9's verdict, rebuilt and compared exactly. */
+  const json_t *v = json_object_get(doc, "verdict"), *am = json_object_get(o, "argmax"),
+               *cands = json_object_get(o, "candidate_tokens");
+  if ((s = CLOSED(c, "$.verdict", v, "argmax_candidate", "argmax_token_id",
+                  "candidate_attribution_complete")) != FDL_OK)
+    return s;
+  const char *match = "neither";
+  size_t nmatch = 0;
+  for (size_t i = 0; i < 2; i++)
+    if (json_equal(json_object_get(json_array_get(cands, i), "token_id"), am)) {
+      nmatch++;
+      match = json_string_value(json_object_get(json_array_get(cands, i), "engine"));
+    }
+  if (nmatch != 1) match = "neither";
+  if (!str_eq(json_object_get(v, "argmax_candidate"), match))
+    return bad(c, "$.verdict.argmax_candidate",
+               "expected \"%s\" (the candidate whose token is the oracle argmax)", match);
+  if (!json_equal(json_object_get(v, "argmax_token_id"), am))
+    return bad(c, "$.verdict.argmax_token_id", "expected $.oracle.argmax %lld",
+               (long long)json_integer_value(am));
+  bool complete = strcmp(match, "neither") != 0;
+  const json_t *cc = json_object_get(v, "candidate_attribution_complete");
+  if (!json_is_boolean(cc) || json_is_true(cc) != complete)
+    return bad(c, "$.verdict.candidate_attribution_complete", "expected %s",
+               complete ? "true" : "false");
+  return FDL_OK;
+}
+
 typedef struct {
   const char *schema;
   fdl_status (*check)(const ctx *, const json_t *);
@@ -881,6 +1407,9 @@ static const kind KINDS[] = {
     {"kiln.rocm-hf-next-token-oracle.v1", check_oracle_v1},
     {"kiln.rocm-hf-path-attribution-result.v1", check_path_v1},
     {"kiln.rocm-hf-layer-attribution-result.v1", check_layer_v1},
+    {FDL_KILN_PATH_V2_SCHEMA, check_path_v2},
+    {"kiln.rocm-hf-layer-attribution-result.v2", check_layer_v2},
+    {"kiln.rocm-hf-next-token-oracle.v2", check_oracle_v2},
 };
 
 fdl_status fdl_kiln_check_doc(const json_t *doc, const char *name, fdl_kiln_checked *res,
@@ -919,6 +1448,12 @@ fdl_status fdl_kiln_check_doc(const json_t *doc, const char *name, fdl_kiln_chec
 }
 
 fdl_status fdl_kiln_check_file(const char *path, fdl_kiln_checked *res, fdl_err *err) {
+  return fdl_kiln_check_file_doc(path, res, NULL, err);
+}
+
+fdl_status fdl_kiln_check_file_doc(const char *path, fdl_kiln_checked *res, json_t **out,
+                                   fdl_err *err) {
+  if (out) *out = NULL;
   const fdl_json_read_opts kiln = {.max_depth = 0, .kiln_strict = true};
   json_t *doc = NULL;
   fdl_status s = fdl_json_load_file(path, &kiln, &doc, err);
@@ -931,7 +1466,10 @@ fdl_status fdl_kiln_check_file(const char *path, fdl_kiln_checked *res, fdl_err 
                    "%s: a request file is at most 262144 bytes, this one is %llu", path,
                    (unsigned long long)st.st_size);
   }
-  json_decref(doc);
+  if (s == FDL_OK && out)
+    *out = doc;
+  else
+    json_decref(doc);
   return s;
 }
 

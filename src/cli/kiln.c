@@ -1,27 +1,54 @@
-/* kiln.c - `fidelis check FILE...` (Kiln requests and v1 results) and `fidelis divergence`
+/* kiln.c - `fidelis check FILE...` (Kiln requests, v1 and v2 results) and `fidelis divergence`
  * (a first-divergence kiln.hf-next-token-request.v1). docs/ATTRIBUTION.md describes both. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "fidelis/attr.h"
 #include "fidelis/kiln.h"
 
 static void check_usage(FILE *f) {
-  fprintf(f, "usage: fidelis check FILE...\n\n"
+  fprintf(f, "usage: fidelis check FILE... [--reference FILE [--path NAME=FILE]...]\n\n"
              "Re-checks Kiln records: kiln.hf-next-token-request.v1 (every rule of the request\n"
              "contract but the receipt files; prints its identity), and the v1 oracle, path- and\n"
              "layer-attribution results (closed keys, result_sha256, invariants, the largest\n"
-             "relative-error growth recomputed from the boundaries), and fidelis'\n"
-             "fidelis.path-attribution.v1 records (record_sha256; the verdict, the attribution\n"
-             "and the graph counters recomputed from the record's own values).\n\n"
+             "relative-error growth recomputed from the boundaries), the v2 oracle, path- and\n"
+             "layer-attribution results (every rule the record alone allows: closed keys,\n"
+             "result_sha256, the provenance blocks, the HF evidence, the oracle verdict, the\n"
+             "graph counters, the path attribution and the largest growth recomputed), and\n"
+             "fidelis' fidelis.path-attribution.v1 records (record_sha256; the verdict, the\n"
+             "attribution and the graph counters recomputed from the record's own values).\n\n"
+             "--reference FILE (one row of logits: .npy, .f32 or safetensors) recomputes a path\n"
+             "record's numbers: the reference argmax (and fidelis' reference block), and with\n"
+             "--path NAME=FILE (the path's logits; its last row) that full path's comparison,\n"
+             "every value bit for bit. Every FILE must then be a path-attribution record.\n\n"
              "output: OK  PATH  SCHEMA  IDENTITY per file; failures on stderr.\n\n"
-             "exit codes: 0 every file passes; 3 a file is malformed, fails a hash or a rule, or\n"
-             "has an unsupported schema; 4 bad usage or a FILE that cannot be opened (4 wins)\n");
+             "exit codes: 0 every file passes; 3 a file is malformed, fails a hash, a rule or a\n"
+             "recomputation, or has an unsupported schema; 4 bad usage or a FILE that cannot be\n"
+             "opened or read (4 wins)\n");
 }
 
-static int check_one(const char *path) {
+typedef struct {
+  const char **files;
+  size_t nfiles;
+  const char *reference;
+  const char **paths; /* the --path values, in order */
+  size_t npaths;
+} check_args;
+
+/* The loaded --reference and --path logits. */
+typedef struct {
+  fdl_attr_matrix ref;
+  fdl_attr_matrix *mats;
+  fdl_kiln_logits_row *rows;
+  char **names;
+  size_t n;
+} check_logits;
+
+static int check_one(const char *path, const check_logits *lg) {
   fdl_err err = {FDL_OK, ""};
   char *real = NULL;
   int fd = -1;
@@ -34,8 +61,13 @@ static int check_one(const char *path) {
     return FDL_EXIT_USAGE;
   }
   fdl_kiln_checked res;
-  s = fdl_kiln_check_file(real, &res, &err);
+  json_t *doc = NULL;
+  s = fdl_kiln_check_file_doc(real, &res, lg ? &doc : NULL, &err);
   free(real);
+  if (s == FDL_OK && lg)
+    s = fdl_kiln_recompute_paths(doc, path, lg->ref.data, (size_t)lg->ref.cols, lg->rows, lg->n,
+                                 &err);
+  json_decref(doc);
   if (s != FDL_OK) {
     fdl_cli_report(&err);
     return fdl_cli_exit_for(s);
@@ -46,39 +78,133 @@ static int check_one(const char *path) {
   return FDL_EXIT_OK;
 }
 
-static int check_parse(int argc, char **argv, FILE *out, FILE *diag, const char **files,
-                       size_t *n) {
-  fdl_cli_spec s = {"check", check_usage, NULL, 0, NULL, 0, files, (size_t)argc, 0, out, diag};
-  int rc = fdl_cli_parse(&s, 1, argc, argv);
+static int check_parse(int argc, char **argv, FILE *out, FILE *diag, check_args *a) {
+  char **rest = calloc((size_t)argc + 1, sizeof *rest);
+  if (!rest) return FDL_EXIT_USAGE;
+  int k = 0;
+  bool ended = false;
+  for (int i = 0; i < argc; i++) {
+    if (!ended && strcmp(argv[i], "--") == 0) ended = true;
+    if (!ended && i > 0 && strcmp(argv[i], "--path") == 0) {
+      if (i + 1 >= argc || !argv[i + 1][0]) {
+        free(rest);
+        fprintf(diag ? diag : stderr, "fidelis check: --path needs a value NAME=FILE\n\n"
+                                      "(see 'fidelis check --help')\n");
+        return FDL_EXIT_USAGE;
+      }
+      a->paths[a->npaths++] = argv[++i];
+      continue;
+    }
+    rest[k++] = argv[i];
+  }
+  const fdl_cli_opt opts[] = {FDL_CLI_OPT_PATH("--reference", &a->reference)};
+  fdl_cli_spec s = {"check", check_usage, opts, 1, NULL, 0, a->files, (size_t)argc, 0, out, diag};
+  int rc = fdl_cli_parse(&s, 1, k, rest);
+  free(rest);
   if (rc != FDL_CLI_GO) return rc;
   if (!s.npos) return fdl_cli_usage_error(&s, "no FILE given");
-  *n = s.npos;
+  if (a->npaths && !a->reference) return fdl_cli_usage_error(&s, "--path needs --reference");
+  for (size_t i = 0; i < a->npaths; i++) {
+    const char *eq = strchr(a->paths[i], '=');
+    if (!eq || eq == a->paths[i] || !eq[1])
+      return fdl_cli_usage_error(&s, "--path '%s': expected NAME=FILE", a->paths[i]);
+  }
+  a->nfiles = s.npos;
   return FDL_CLI_GO;
 }
 
+static int with_check_args(int argc, char **argv, FILE *out, FILE *diag, check_args *a) {
+  memset(a, 0, sizeof *a);
+  a->files = calloc((size_t)argc + 1, sizeof *a->files);
+  a->paths = calloc((size_t)argc + 1, sizeof *a->paths);
+  if (!a->files || !a->paths) return FDL_EXIT_USAGE;
+  return check_parse(argc, argv, out, diag, a);
+}
+
 int fdl_cli_check_check(int argc, char **argv, FILE *out, FILE *diag) {
-  const char **files = calloc((size_t)argc + 1, sizeof *files);
-  if (!files) return FDL_EXIT_USAGE;
-  size_t n;
-  int rc = check_parse(argc, argv, out, diag, files, &n);
-  free(files);
+  check_args a;
+  int rc = with_check_args(argc, argv, out, diag, &a);
+  free(a.files);
+  free(a.paths);
   return rc;
 }
 
+static int load_matrix(const char *what, const char *path, fdl_attr_matrix *m) {
+  if (fdl_cli_input_file("check", path) != 0) return FDL_EXIT_USAGE;
+  fdl_err err = {FDL_OK, ""};
+  fdl_status s = fdl_attr_matrix_read(path, NULL, m, &err);
+  if (s != FDL_OK) {
+    fdl_err_prefix(&err, "%s", what);
+    fdl_cli_report(&err);
+    return fdl_cli_exit_for(s);
+  }
+  return 0;
+}
+
+static int load_check_logits(const check_args *a, check_logits *lg) {
+  int rc = load_matrix("--reference", a->reference, &lg->ref);
+  if (!rc && lg->ref.rows != 1) {
+    fprintf(stderr, "fidelis check: --reference %s: %llu rows, expected one row of logits\n",
+            a->reference, (unsigned long long)lg->ref.rows);
+    rc = FDL_EXIT_REFUSED;
+  }
+  lg->mats = calloc(a->npaths + 1, sizeof *lg->mats);
+  lg->rows = calloc(a->npaths + 1, sizeof *lg->rows);
+  lg->names = calloc(a->npaths + 1, sizeof *lg->names);
+  if (!lg->mats || !lg->rows || !lg->names) rc = FDL_EXIT_USAGE;
+  for (size_t i = 0; !rc && i < a->npaths; i++) {
+    const char *v = a->paths[i], *eq = strchr(v, '=');
+    lg->names[i] = malloc((size_t)(eq - v) + 1);
+    if (!lg->names[i]) return FDL_EXIT_USAGE;
+    memcpy(lg->names[i], v, (size_t)(eq - v));
+    lg->names[i][eq - v] = '\0';
+    lg->n = i + 1;
+    rc = load_matrix("--path", eq + 1, &lg->mats[i]);
+    if (!rc && (lg->mats[i].cols != lg->ref.cols || lg->mats[i].rows == 0)) {
+      fprintf(stderr,
+              "fidelis check: --path %s: %s: rows of %llu logits, expected %llu (the "
+              "reference's width)\n",
+              lg->names[i], eq + 1, (unsigned long long)lg->mats[i].cols,
+              (unsigned long long)lg->ref.cols);
+      rc = FDL_EXIT_REFUSED;
+    }
+    if (!rc) {
+      lg->rows[i].name = lg->names[i];
+      lg->rows[i].row = lg->mats[i].data + (lg->mats[i].rows - 1) * lg->mats[i].cols;
+    }
+  }
+  return rc;
+}
+
+static void free_check_logits(check_logits *lg) {
+  fdl_attr_matrix_free(&lg->ref);
+  for (size_t i = 0; lg->mats && i < lg->n; i++) fdl_attr_matrix_free(&lg->mats[i]);
+  for (size_t i = 0; lg->names && i < lg->n; i++) free(lg->names[i]);
+  free(lg->mats);
+  free(lg->rows);
+  free(lg->names);
+}
+
 int fdl_cli_check(int argc, char **argv) {
-  const char **files = calloc((size_t)argc + 1, sizeof *files);
-  if (!files) return FDL_EXIT_USAGE;
-  size_t n = 0;
-  int rc = check_parse(argc, argv, NULL, NULL, files, &n);
+  check_args a;
+  int rc = with_check_args(argc, argv, NULL, NULL, &a);
+  check_logits lg;
+  memset(&lg, 0, sizeof lg);
+  if (rc == FDL_CLI_GO && a.reference) {
+    int r = load_check_logits(&a, &lg);
+    if (r) rc = r;
+  }
   if (rc == FDL_CLI_GO) {
     rc = FDL_EXIT_OK;
-    for (size_t i = 0; i < n; i++) {
-      int r = check_one(files[i]);
+    for (size_t i = 0; i < a.nfiles; i++) {
+      int r = check_one(a.files[i], a.reference ? &lg : NULL);
       if (r > rc) rc = r;
       fflush(stdout);
     }
   }
-  free(files);
+  free_check_logits(&lg);
+  free(a.files);
+  free(a.paths);
   return rc;
 }
 
