@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "fidelis/digest.h"
 #include "fidelis/status.h"
 
@@ -18,5 +20,11 @@ typedef struct {
   bool full;
 } fdl_kiln_v2_path;
 extern const fdl_kiln_v2_path fdl_kiln_v2_paths[4];
+
+/* A token id (§1): a JSON integer, not a bool, in 0..248319. */
+bool fdl_kiln_token_ok(const json_t *v);
+/* A POSIX path of n bytes that is relative, has no ".." and is already normalised (no "./",
+ * "//", trailing "/"). */
+bool fdl_kiln_rel_path_ok(const char *s, size_t n);
 
 #endif

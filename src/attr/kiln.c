@@ -1,5 +1,6 @@
-/* kiln.c - Kiln canonical identities, the request / v1 / v2 result checker, the model fingerprint
- * and the first-divergence request (KILN-ATTRIBUTION.md §2, §5, §6, §8, §9, §11-§14). */
+/* kiln.c - Kiln canonical identities and the checker of requests, v1 and v2 results and
+ * fidelis' path-attribution records (KILN-ATTRIBUTION.md §2, §5, §8, §9, §11-§14). The model
+ * fingerprint is kiln_model.c, the first-divergence request kiln_divergence.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -95,13 +96,14 @@ static fdl_status want_sha(const ctx *c, const char *path, const json_t *v) {
   return is_sha(v) ? FDL_OK : bad(c, path, "expected \"sha256:\" and 64 lowercase hex digits");
 }
 
-static bool token_ok(const json_t *v) {
+bool fdl_kiln_token_ok(const json_t *v) {
   return is_int(v) && json_integer_value(v) >= 0 &&
          json_integer_value(v) < (json_int_t)FDL_KILN_VOCAB_SIZE;
 }
 
 static fdl_status want_token(const ctx *c, const char *path, const json_t *v) {
-  return token_ok(v) ? FDL_OK : bad(c, path, "expected a token id, an integer in 0..248319");
+  return fdl_kiln_token_ok(v) ? FDL_OK
+                              : bad(c, path, "expected a token id, an integer in 0..248319");
 }
 
 static fdl_status want_tokens(const ctx *c, const char *path, const json_t *v, size_t lo,
@@ -110,7 +112,7 @@ static fdl_status want_tokens(const ctx *c, const char *path, const json_t *v, s
   size_t n = json_array_size(v);
   if (n < lo || n > hi) return bad(c, path, "expected %zu..%zu token ids, found %zu", lo, hi, n);
   for (size_t i = 0; i < n; i++)
-    if (!token_ok(json_array_get(v, i))) {
+    if (!fdl_kiln_token_ok(json_array_get(v, i))) {
       char p[96];
       snprintf(p, sizeof p, "%s[%zu]", path, i);
       return want_token(c, p, json_array_get(v, i));
@@ -118,9 +120,7 @@ static fdl_status want_tokens(const ctx *c, const char *path, const json_t *v, s
   return FDL_OK;
 }
 
-/* A POSIX path that is relative, has no ".." and is already normalised (no "./", "//",
- * trailing "/"). */
-static bool rel_path_ok(const char *s, size_t n) {
+bool fdl_kiln_rel_path_ok(const char *s, size_t n) {
   if (!n || s[0] == '/' || s[n - 1] == '/' || strlen(s) != n) return false;
   if (n == 1 && s[0] == '.') return false;
   for (size_t i = 0; i < n;) {
@@ -148,7 +148,7 @@ static fdl_status check_receipt_ref(const ctx *c, const char *path, const json_t
   char p[96];
   const json_t *pv = json_object_get(r, "path");
   snprintf(p, sizeof p, "%s.path", path);
-  if (!json_is_string(pv) || !rel_path_ok(json_string_value(pv), json_string_length(pv)))
+  if (!json_is_string(pv) || !fdl_kiln_rel_path_ok(json_string_value(pv), json_string_length(pv)))
     return bad(c, p, "expected a nonempty normalised relative POSIX path without \"..\"");
   snprintf(p, sizeof p, "%s.file_sha256", path);
   if ((s = want_sha(c, p, json_object_get(r, "file_sha256"))) != FDL_OK) return s;
@@ -466,7 +466,7 @@ static fdl_status check_comparison(const ctx *c, const char *path, const json_t 
     if (!is_int(rk) || json_integer_value(rk) < 1 ||
         json_integer_value(rk) > (json_int_t)FDL_KILN_VOCAB_SIZE)
       return bad(c, p, "rank: expected an integer in 1..248320");
-    if (!token_ok(json_object_get(e, "token_id")))
+    if (!fdl_kiln_token_ok(json_object_get(e, "token_id")))
       return bad(c, p, "token_id: expected a token id");
   }
   return FDL_OK;
@@ -1196,7 +1196,7 @@ static fdl_status check_hf_evidence(const ctx *c, const char *path, const json_t
     if (!finite_num(json_object_get(e, "logit")))
       return bad(c, p, "logit: expected a finite number");
     if (!json_is_string(json_object_get(e, "text"))) return bad(c, p, "text: expected a string");
-    if (!token_ok(json_object_get(e, "token_id")))
+    if (!fdl_kiln_token_ok(json_object_get(e, "token_id")))
       return bad(c, p, "token_id: expected a token id");
     if (i && num(json_object_get(e, "logit")) >
                  num(json_object_get(json_array_get(top, i - 1), "logit")))
@@ -1233,7 +1233,7 @@ static fdl_status check_hf_evidence(const ctx *c, const char *path, const json_t
     if (!finite_num(json_object_get(e, "logit")))
       return bad(c, p, "logit: expected a finite number");
     if (!json_is_string(json_object_get(e, "text"))) return bad(c, p, "text: expected a string");
-    if (!token_ok(json_object_get(e, "token_id")))
+    if (!fdl_kiln_token_ok(json_object_get(e, "token_id")))
       return bad(c, p, "token_id: expected a token id");
     const json_t *rk = json_object_get(e, "rank");
     if (!is_int(rk) || json_integer_value(rk) < 1 ||
@@ -1471,352 +1471,4 @@ fdl_status fdl_kiln_check_file_doc(const char *path, fdl_kiln_checked *res, json
   else
     json_decref(doc);
   return s;
-}
-
-/* ---- model fingerprint (§6) ------------------------------------------------------------------ */
-
-/* dir/rel must be a regular file with no symlink on the way; its digest and size. */
-static fdl_status model_file(const char *dir, const char *rel, bool *present, char *sha,
-                             uint64_t *size, dev_t *dev, ino_t *ino, fdl_err *err) {
-  if (!rel_path_ok(rel, strlen(rel)) || strchr(rel, '\\'))
-    return fdl_fail(err, FDL_PATH, "%s: \"%s\" is not a normalised relative path", dir, rel);
-  size_t n = strlen(dir) + strlen(rel) + 2;
-  char *full = fdl_malloc(n);
-  if (!full) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  snprintf(full, n, "%s/%s", dir, rel);
-  struct stat st;
-  fdl_status s = FDL_OK;
-  /* every component below dir, the file itself included, is checked with lstat */
-  for (char *q = full + strlen(dir) + 1;; q++) {
-    if (*q != '/' && *q != '\0') continue;
-    char keep = *q;
-    *q = '\0';
-    int r = lstat(full, &st);
-    int e = errno;
-    *q = keep;
-    if (r != 0) {
-      if (e == ENOENT && present) {
-        *present = false;
-        free(full);
-        return FDL_OK;
-      }
-      s = fdl_fail(err, e == ENOENT ? FDL_INVALID : FDL_IO, "%s: %s", full, strerror(e));
-      break;
-    }
-    if (S_ISLNK(st.st_mode)) {
-      s = fdl_fail(err, FDL_PATH, "%s: a symbolic link in a model path is refused", full);
-      break;
-    }
-    if (keep == '\0') break;
-  }
-  if (s == FDL_OK && !S_ISREG(st.st_mode))
-    s = fdl_fail(err, FDL_INVALID, "%s: expected a regular file", full);
-  fdl_sha256 d;
-  uint64_t sz = 0;
-  if (s == FDL_OK) s = fdl_sha256_file(full, &d, &sz, err);
-  free(full);
-  if (s != FDL_OK) return s;
-  if (present) *present = true;
-  char hex[FDL_SHA256_HEX_BUF];
-  fdl_sha256_hex(&d, hex);
-  snprintf(sha, FDL_SEAL_BUF, FDL_SEAL_KILN_PREFIX "%s", hex);
-  if (size) *size = sz;
-  if (dev) *dev = st.st_dev;
-  if (ino) *ino = st.st_ino;
-  return FDL_OK;
-}
-
-/* Shard names, in discovery order (§6): index weight_map values, model.safetensors, or every
- * *.safetensors in the directory. A new array of strings. */
-static fdl_status shard_names(const char *dir, json_t **names, fdl_err *err) {
-  json_t *out = json_array();
-  if (!out) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  size_t n = strlen(dir) + 64;
-  char *p = fdl_malloc(n);
-  if (!p) {
-    json_decref(out);
-    return fdl_fail(err, FDL_NOMEM, "out of memory");
-  }
-  struct stat st;
-  fdl_status s = FDL_OK;
-  snprintf(p, n, "%s/model.safetensors.index.json", dir);
-  if (lstat(p, &st) == 0) {
-    const fdl_json_read_opts o = {.max_depth = 0, .kiln_strict = false};
-    json_t *idx = NULL;
-    s = fdl_json_load_file(p, &o, &idx, err);
-    const json_t *wm = s == FDL_OK ? json_object_get(idx, "weight_map") : NULL;
-    if (s == FDL_OK && (!json_is_object(wm) || !json_object_size(wm)))
-      s = fdl_fail(err, FDL_INVALID, "%s: $.weight_map: expected a nonempty object", p);
-    const char *k;
-    json_t *v;
-    if (s == FDL_OK) json_object_foreach((json_t *)wm, k, v) {
-        if (s != FDL_OK) break;
-        if (!json_is_string(v)) {
-          s = fdl_fail(err, FDL_INVALID, "%s: $.weight_map.%s: expected a string", p, k);
-          break;
-        }
-        bool seen = false;
-        for (size_t i = 0; i < json_array_size(out) && !seen; i++)
-          seen = json_equal(json_array_get(out, i), v);
-        if (!seen && json_array_append(out, v) != 0) s = fdl_fail(err, FDL_NOMEM, "out of memory");
-      }
-    json_decref(idx);
-  } else {
-    snprintf(p, n, "%s/model.safetensors", dir);
-    if (lstat(p, &st) == 0) {
-      if (json_array_append_new(out, json_string("model.safetensors")) != 0)
-        s = fdl_fail(err, FDL_NOMEM, "out of memory");
-    } else {
-      DIR *d = opendir(dir);
-      if (!d) s = fdl_fail(err, FDL_IO, "%s: %s", dir, strerror(errno));
-      size_t cnt = 0, cap = 0;
-      char **list = NULL;
-      for (struct dirent *e; s == FDL_OK && d && (e = readdir(d));) {
-        size_t l = strlen(e->d_name);
-        if (l <= 12 || strcmp(e->d_name + l - 12, ".safetensors") != 0) continue;
-        if (cnt == cap) {
-          cap = cap ? cap * 2 : 8;
-          char **nl = fdl_realloc(list, cap * sizeof *nl);
-          if (!nl) {
-            s = fdl_fail(err, FDL_NOMEM, "out of memory");
-            break;
-          }
-          list = nl;
-        }
-        list[cnt] = fdl_strdup(e->d_name);
-        if (!list[cnt])
-          s = fdl_fail(err, FDL_NOMEM, "out of memory");
-        else
-          cnt++;
-      }
-      if (d) closedir(d);
-      if (s == FDL_OK) qsort(list, cnt, sizeof *list, fdl_order_cstr);
-      for (size_t i = 0; i < cnt; i++) {
-        if (s == FDL_OK && json_array_append_new(out, json_string(list[i])) != 0)
-          s = fdl_fail(err, FDL_NOMEM, "out of memory");
-        free(list[i]);
-      }
-      free(list);
-    }
-  }
-  free(p);
-  if (s == FDL_OK && !json_array_size(out))
-    s = fdl_fail(err, FDL_INVALID,
-                 "%s: no weight shards (no index, model.safetensors or *.safetensors)", dir);
-  if (s != FDL_OK) {
-    json_decref(out);
-    return s;
-  }
-  *names = out;
-  return FDL_OK;
-}
-
-static int cmp_weight(const void *a, const void *b) {
-  const json_t *x = json_object_get(*(json_t *const *)a, "path");
-  const json_t *y = json_object_get(*(json_t *const *)b, "path");
-  return strcmp(json_string_value(x), json_string_value(y));
-}
-
-fdl_status fdl_kiln_model_identity(const char *dir, const char *id, json_t **out, fdl_err *err) {
-  *out = NULL;
-  if (!id || !*id) return fdl_fail(err, FDL_INVALID, "model identity: empty model id");
-  struct stat st;
-  if (lstat(dir, &st) != 0) return fdl_fail(err, FDL_IO, "%s: %s", dir, strerror(errno));
-  if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode))
-    return fdl_fail(err, FDL_PATH, "%s: the model root must be a real directory, not a link", dir);
-  char config[FDL_SEAL_BUF], tok[FDL_SEAL_BUF], tmpl[FDL_SEAL_BUF];
-  fdl_status s = model_file(dir, "config.json", NULL, config, NULL, NULL, NULL, err);
-  if (s == FDL_OK) s = model_file(dir, "tokenizer.json", NULL, tok, NULL, NULL, NULL, err);
-  bool have = false;
-  if (s == FDL_OK) s = model_file(dir, "chat_template.jinja", &have, tmpl, NULL, NULL, NULL, err);
-  if (s == FDL_OK && !have) {
-    size_t n = strlen(dir) + 32;
-    char *p = fdl_malloc(n);
-    if (!p) return fdl_fail(err, FDL_NOMEM, "out of memory");
-    snprintf(p, n, "%s/tokenizer_config.json", dir);
-    json_t *tc = NULL;
-    const fdl_json_read_opts o = {.max_depth = 0, .kiln_strict = false};
-    s = lstat(p, &st) == 0 && S_ISREG(st.st_mode)
-            ? fdl_json_load_file(p, &o, &tc, err)
-            : fdl_fail(
-                  err, FDL_INVALID,
-                  "%s: no chat template (no chat_template.jinja, no regular tokenizer_config.json)",
-                  dir);
-    const json_t *ct = s == FDL_OK ? json_object_get(tc, "chat_template") : NULL;
-    if (s == FDL_OK && !json_is_string(ct))
-      s = fdl_fail(
-          err, FDL_INVALID,
-          "%s: $.chat_template: expected a string (a null template hash fails the request)", p);
-    fdl_sha256 d;
-    if (s == FDL_OK) s = fdl_sha256_buf(json_string_value(ct), json_string_length(ct), &d, err);
-    if (s == FDL_OK) {
-      char hex[FDL_SHA256_HEX_BUF];
-      fdl_sha256_hex(&d, hex);
-      snprintf(tmpl, sizeof tmpl, FDL_SEAL_KILN_PREFIX "%s", hex);
-    }
-    json_decref(tc);
-    free(p);
-  }
-  json_t *names = NULL;
-  if (s == FDL_OK) s = shard_names(dir, &names, err);
-  if (s != FDL_OK) return s;
-  size_t n = json_array_size(names);
-  json_t **files = fdl_calloc(n, sizeof *files);
-  dev_t *devs = fdl_calloc(n, sizeof *devs);
-  ino_t *inos = fdl_calloc(n, sizeof *inos);
-  if (!files || !devs || !inos) s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  for (size_t i = 0; s == FDL_OK && i < n; i++) {
-    const char *rel = json_string_value(json_array_get(names, i));
-    char sha[FDL_SEAL_BUF];
-    uint64_t size = 0;
-    s = model_file(dir, rel, NULL, sha, &size, &devs[i], &inos[i], err);
-    if (s == FDL_OK && size == 0)
-      s = fdl_fail(err, FDL_INVALID, "%s/%s: an empty weight shard", dir, rel);
-    for (size_t j = 0; s == FDL_OK && j < i; j++)
-      if (devs[j] == devs[i] && inos[j] == inos[i])
-        s = fdl_fail(err, FDL_INVALID, "%s/%s: the same file as another shard", dir, rel);
-    if (s == FDL_OK) {
-      files[i] =
-          json_pack("{s:s, s:I, s:s}", "path", rel, "bytes", (json_int_t)size, "sha256", sha);
-      if (!files[i]) s = fdl_fail(err, FDL_NOMEM, "out of memory");
-    }
-  }
-  json_t *m = NULL, *wf = NULL;
-  if (s == FDL_OK) {
-    qsort(files, n, sizeof *files, cmp_weight);
-    wf = json_array();
-    for (size_t i = 0; wf && i < n; i++)
-      if (json_array_append(wf, files[i]) != 0) s = fdl_fail(err, FDL_NOMEM, "out of memory");
-    m = wf ? json_pack("{s:s, s:s, s:s, s:s, s:O}", "id", id, "config_hash", config,
-                       "tokenizer_hash", tok, "chat_template_hash", tmpl, "weight_files", wf)
-           : NULL;
-    if (!m && s == FDL_OK) s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  }
-  char content[FDL_SEAL_BUF];
-  if (s == FDL_OK) s = fdl_kiln_canonical_sha256(m, content, err);
-  if (s == FDL_OK && json_object_set_new(m, "content_sha256", json_string(content)) != 0)
-    s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  for (size_t i = 0; files && i < n; i++) json_decref(files[i]);
-  free(files);
-  free(devs);
-  free(inos);
-  json_decref(wf);
-  json_decref(names);
-  if (s != FDL_OK) {
-    json_decref(m);
-    return s;
-  }
-  *out = m;
-  return FDL_OK;
-}
-
-/* ---- first divergence (§5) ------------------------------------------------------------------- */
-
-static fdl_status ids_ok(const json_t *v, const char *what, fdl_err *err) {
-  if (!json_is_array(v))
-    return fdl_fail(err, FDL_INVALID, "%s: expected a JSON array of token ids", what);
-  for (size_t i = 0; i < json_array_size(v); i++)
-    if (!token_ok(json_array_get(v, i)))
-      return fdl_fail(err, FDL_INVALID, "%s[%zu]: expected a token id, an integer in 0..248319",
-                      what, i);
-  return FDL_OK;
-}
-
-static fdl_status texts_ok(const json_t *t, const json_t *ids, const char *what, fdl_err *err) {
-  if (!t) return FDL_OK;
-  if (!json_is_array(t) || json_array_size(t) != json_array_size(ids))
-    return fdl_fail(err, FDL_INVALID, "%s: expected an array of %zu strings, one per token", what,
-                    json_array_size(ids));
-  for (size_t i = 0; i < json_array_size(t); i++)
-    if (!json_is_string(json_array_get(t, i)))
-      return fdl_fail(err, FDL_INVALID, "%s[%zu]: expected a string", what, i);
-  return FDL_OK;
-}
-
-static const char *text_at(const json_t *t, size_t i) {
-  return t ? json_string_value(json_array_get(t, i)) : "";
-}
-
-fdl_status fdl_kiln_divergence(const fdl_kiln_divergence_in *in, json_t **out, size_t *step,
-                               fdl_err *err) {
-  *out = NULL;
-  fdl_status s = ids_ok(in->prompt_ids, "prompt ids", err);
-  if (s == FDL_OK) s = ids_ok(in->reference_ids, "reference ids", err);
-  if (s == FDL_OK) s = ids_ok(in->candidate_ids, "candidate ids", err);
-  if (s == FDL_OK) s = texts_ok(in->reference_texts, in->reference_ids, "reference texts", err);
-  if (s == FDL_OK) s = texts_ok(in->candidate_texts, in->candidate_ids, "candidate texts", err);
-  if (s != FDL_OK) return s;
-  size_t nr = json_array_size(in->reference_ids), nc = json_array_size(in->candidate_ids);
-  size_t np = json_array_size(in->prompt_ids), k = 0;
-  while (k < nr && k < nc &&
-         json_integer_value(json_array_get(in->reference_ids, k)) ==
-             json_integer_value(json_array_get(in->candidate_ids, k)))
-    k++;
-  if (k == nr || k == nc)
-    return fdl_fail(err, FDL_REFUSED,
-                    "nothing diverges: the streams agree on all %zu common steps (%s)", k,
-                    nr == nc ? "identical" : "one is a prefix of the other");
-  *step = k;
-  if (k == 0)
-    return fdl_fail(err, FDL_REFUSED,
-                    "the streams diverge at step 0; a request needs a common "
-                    "continuation prefix of 1..%u tokens",
-                    FDL_KILN_MAX_PREFIX);
-  if (k > FDL_KILN_MAX_PREFIX)
-    return fdl_fail(err, FDL_REFUSED,
-                    "the streams diverge at step %zu; a request holds a common "
-                    "continuation prefix of at most %u tokens",
-                    k, FDL_KILN_MAX_PREFIX);
-  if (np == 0 || np + k > FDL_KILN_MAX_INPUT)
-    return fdl_fail(err, FDL_REFUSED,
-                    "prompt of %zu ids plus %zu prefix ids: a request holds 1..%u input ids", np, k,
-                    FDL_KILN_MAX_INPUT);
-  json_t *prefix = json_array(), *input = json_deep_copy(in->prompt_ids);
-  json_t *req = NULL;
-  for (size_t i = 0; prefix && input && i < k; i++) {
-    json_t *id = json_array_get(in->candidate_ids, i);
-    const char *t =
-        in->candidate_texts ? text_at(in->candidate_texts, i) : text_at(in->reference_texts, i);
-    if (json_array_append_new(prefix, json_pack("{s:O, s:s}", "token_id", id, "text", t)) != 0 ||
-        json_array_append(input, id) != 0)
-      s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  }
-  if (!prefix || !input) s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  char ish[FDL_SEAL_BUF], utf8[FDL_SEAL_BUF];
-  if (s == FDL_OK) s = fdl_kiln_canonical_sha256(input, ish, err);
-  fdl_sha256 d;
-  if (s == FDL_OK) s = fdl_sha256_buf(in->prompt_text, strlen(in->prompt_text), &d, err);
-  if (s == FDL_OK) {
-    char hex[FDL_SHA256_HEX_BUF];
-    fdl_sha256_hex(&d, hex);
-    snprintf(utf8, sizeof utf8, FDL_SEAL_KILN_PREFIX "%s", hex);
-    req = json_pack("{s:s, s:s, s:{s:s, s:O, s:O}, s:O, "
-                    "s:{s:{s:s, s:s, s:i, s:s, s:s}, s:[{s:s, s:s}], s:b, s:{s:b}, s:s, s:I, s:O}, "
-                    "s:O, s:O, s:s, s:[{s:s, s:O, s:s}, {s:s, s:O, s:s}]}",
-                    "schema", FDL_KILN_REQUEST_SCHEMA, "id", in->id, "source", "source_commit",
-                    in->source_commit, "kiln_receipt", in->kiln_receipt, "vllm_receipt",
-                    in->vllm_receipt, "model_identity", in->model_identity, "prompt", "generator",
-                    "run_id", in->run_id, "phase", in->phase, "request_index", 0, "profile",
-                    "short", "template_version", "fixed-serving-profiles-v1", "messages", "role",
-                    "user", "content", in->prompt_text, "add_generation_prompt", 1,
-                    "template_kwargs", "enable_thinking", 0, "utf8_sha256", utf8, "token_count",
-                    (json_int_t)np, "token_ids", in->prompt_ids, "continuation_prefix", prefix,
-                    "input_token_ids", input, "input_token_ids_sha256", ish, "candidates", "engine",
-                    "kiln", "token_id", json_array_get(in->candidate_ids, k), "text",
-                    text_at(in->candidate_texts, k), "engine", "vllm", "token_id",
-                    json_array_get(in->reference_ids, k), "text", text_at(in->reference_texts, k));
-    if (!req) s = fdl_fail(err, FDL_INVALID, "request: a field is missing or not valid UTF-8");
-  }
-  json_decref(prefix);
-  json_decref(input);
-  if (s == FDL_OK) {
-    fdl_kiln_checked chk;
-    s = fdl_kiln_check_doc(req, "divergence request", &chk, err);
-  }
-  if (s != FDL_OK) {
-    json_decref(req);
-    return s;
-  }
-  *out = req;
-  return FDL_OK;
 }
