@@ -39,6 +39,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "fidelis/gemm.h"
 #include "fidelis/pool.h"
 #include "fidelis/tensor.h"
@@ -74,24 +75,6 @@ typedef struct {
    * context's default); every combination is one line of output. */
   size_t tune[4][MAX_LIST], ntune[4];
 } opts;
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static double cpu_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static double peak_rss_mib(void) {
-  struct rusage ru;
-  if (getrusage(RUSAGE_SELF, &ru) != 0) return -1.0;
-  return (double)ru.ru_maxrss / 1024.0;
-}
 
 /* ---- arguments ------------------------------------------------------------------------ */
 
@@ -328,14 +311,14 @@ static int make_operands(const opts *o, fdl_pool *pool, int wide, operands *op) 
     free(op->a), free(op->b), free(op->c);
     return 2;
   }
-  double t0 = now();
+  double t0 = bench_now();
   if (generate(pool, o->m, o->k, 1, 1.0f, STORE_F32, op->a, &err) != FDL_OK ||
       generate(pool, o->n, o->k, 2, 0.0625f, sb, op->b, &err) != FDL_OK) {
     fprintf(stderr, "bench_gemm: generating the operands: %s\n", err.msg);
     free(op->a), free(op->b), free(op->c);
     return 3;
   }
-  op->gen_s = now() - t0;
+  op->gen_s = bench_now() - t0;
   return 0;
 }
 
@@ -364,10 +347,10 @@ static int time_reps(run_fn fn, void *arg, size_t reps, unsigned threads, timing
   double sum = 0.0, cpu = 0.0;
   t->best = 1e300;
   for (size_t r = 0; r < reps; r++) {
-    double t0 = now(), c0 = cpu_now();
+    double t0 = bench_now(), c0 = bench_cpu_now();
     if ((rc = fn(arg)) != 0) return rc;
-    double dt = now() - t0;
-    cpu += cpu_now() - c0;
+    double dt = bench_now() - t0;
+    cpu += bench_cpu_now() - c0;
     sum += dt;
     t->best = dt < t->best ? dt : t->best;
   }
@@ -462,7 +445,7 @@ static int bench_fidelis(const opts *o, fdl_pool *pool) {
         printf(" kc=%zu nb=%zu task_rows=%zu task_cols=%zu", t.blk.kc, t.blk.nb, t.task_rows,
                t.task_cols) < 0 ||
         (o->check && printf(" check=%s checked=%zu", mismatch ? "FAILED" : "ok", checked) < 0) ||
-        printf(" peak_rss_mib=%.1f\n", peak_rss_mib()) < 0 || fflush(stdout) != 0)
+        printf(" peak_rss_mib=%.1f\n", bench_peak_rss_mib()) < 0 || fflush(stdout) != 0)
       rc = 2;
     if (mismatch && !rc) rc = 1;
   }
@@ -506,7 +489,7 @@ static int bench_openblas(const opts *o, fdl_pool *pool) {
   if (printf("mode=openblas core=%s config=", openblas_get_corename()) < 0) rc = 2;
   print_token(openblas_get_config());
   if (rc || print_common(o, threads, &tm, &op) != 0 ||
-      printf(" peak_rss_mib=%.1f\n", peak_rss_mib()) < 0)
+      printf(" peak_rss_mib=%.1f\n", bench_peak_rss_mib()) < 0)
     rc = 2;
   free(a), free(b), free(c);
   return rc;

@@ -19,24 +19,11 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "fidelis/num.h"
 #include "fidelis/pool.h"
 #include "fidelis/tensor.h"
 #include "num/gemm.h"
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* CPU seconds of the whole process: on a shared machine this counts the work done, not the
- * time other processes held the cores. */
-static double cpu_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static const char *arg(int argc, char **argv, const char *name) {
   for (int i = 1; i + 1 < argc; i++)
@@ -53,12 +40,6 @@ static int has(int argc, char **argv, const char *name) {
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], name) == 0) return 1;
   return 0;
-}
-
-static double peak_rss_mib(void) {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return (double)ru.ru_maxrss / 1024.0;
 }
 
 static float *read_floats(const char *path, size_t n) {
@@ -143,19 +124,19 @@ static int bench_logits(int argc, char **argv) {
   fdl_num_out out = {.kl = kl, .top1 = top1, .js = o.js ? js : NULL};
   double best = 1e300;
   for (int rep = 0; rep < 5; rep++) {
-    double t0 = now();
+    double t0 = bench_now();
     if (fdl_num_run(ctx, b, nb, &out, &err) != FDL_OK) {
       fprintf(stderr, "bench_kl: %s\n", err.msg);
       return 3;
     }
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     best = dt < best ? dt : best;
   }
   double mean = fdl_num_mean(kl, rows);
   printf("mode=logits isa=%s threads=%u js=%d vocab=%zu rows=%zu seconds=%.4f ms_per_row=%.4f "
          "kl_mean=%.17g peak_rss_mib=%.1f\n",
          fdl_num_isa_name(fdl_num_ctx_opts(ctx)->isa), fdl_num_ctx_opts(ctx)->threads, o.js,
-         o.vocab, rows, best, best / (double)rows * 1e3, mean, peak_rss_mib());
+         o.vocab, rows, best, best / (double)rows * 1e3, mean, bench_peak_rss_mib());
   fdl_num_ctx_free(ctx);
   free(b), free(kl), free(js), free(top1), free(t), free(s);
   return 0;
@@ -246,9 +227,9 @@ static int bench_hidden(int argc, char **argv) {
     for (size_t r0 = 0; r0 < rows; r0 += batch) {
       size_t n = rows - r0 < batch ? rows - r0 : batch;
       gen_rows(&seed, hr, hc, n * h);
-      double t0 = now();
+      double t0 = bench_now();
       if (run_hidden(ctx, hr, hc, head, h, n, kl, &err) != FDL_OK) goto fail;
-      fid += now() - t0;
+      fid += bench_now() - t0;
       for (size_t i = 0; i < n; i++) sum_kl += kl[i];
     }
   } else {
@@ -274,11 +255,11 @@ static int bench_hidden(int argc, char **argv) {
     if (!a.tiles || fdl_pool_init(&pool, threads, &err) != FDL_OK) return 2;
     size_t nblocks = (rows + (size_t)FDL_NUM_TILE_ROWS - 1) / (size_t)FDL_NUM_TILE_ROWS;
     for (int rep = 0; rep < 3; rep++) {
-      double t0 = now(), c0 = cpu_now();
+      double t0 = bench_now(), c0 = bench_cpu_now();
       if (run_hidden(ctx, hr, hc, head, h, rows, kl, &err) != FDL_OK) goto fail;
-      double t1 = now(), c1 = cpu_now();
+      double t1 = bench_now(), c1 = bench_cpu_now();
       fdl_pool_run(&pool, nblocks, bare_block, &a, &err);
-      double t2 = now(), c2 = cpu_now();
+      double t2 = bench_now(), c2 = bench_cpu_now();
       fid = t1 - t0 < fid ? t1 - t0 : fid;
       bare = t2 - t1 < bare ? t2 - t1 : bare;
       fid_cpu = c1 - c0 < fid_cpu ? c1 - c0 : fid_cpu;
@@ -296,7 +277,7 @@ static int bench_hidden(int argc, char **argv) {
          threads, o.vocab, h, rows, (size_t)FDL_NUM_TILE_ROWS, (size_t)FDL_NUM_VOCAB_CHUNK, fid,
          bare_too ? bare : 0.0, bare_too ? fid / bare : 0.0, bare_too ? fid_cpu / bare_cpu : 0.0,
          sum_kl / (double)rows, (double)(o.vocab * h * sizeof(uint16_t)) / 1048576.0,
-         peak_rss_mib());
+         bench_peak_rss_mib());
   fdl_num_ctx_free(ctx);
   free(head), free(hr), free(hc), free(kl);
   return 0;

@@ -5,13 +5,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "fidelis/fidelis.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv) {
   if (argc < 3) {
@@ -31,12 +26,12 @@ int main(int argc, char **argv) {
   fdl_attr_candidate c[2];
   double best = 1e30;
   for (int i = 0; i < reps; i++) {
-    double t0 = now();
+    double t0 = bench_now();
     if (fdl_attr_compare_logits(a.data, r.data, (size_t)a.cols, cand, 2, &o, c, &err) != FDL_OK) {
       fprintf(stderr, "bench_logits: %s\n", err.msg);
       return 3;
     }
-    double t = now() - t0;
+    double t = bench_now() - t0;
     if (t < best) best = t;
   }
   printf("library_ms=%.3f vocab=%llu reps=%d argmax=%llu\n", best * 1e3, (unsigned long long)a.cols,

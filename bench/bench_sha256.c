@@ -3,13 +3,8 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "fidelis/fidelis.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv) {
   if (argc < 2) {
@@ -21,13 +16,13 @@ int main(int argc, char **argv) {
     fdl_sha256 d;
     uint64_t size = 0;
     fdl_err err;
-    double t0 = now();
+    double t0 = bench_now();
     if (fdl_sha256_file(argv[i], &d, &size, &err) != FDL_OK) {
       fprintf(stderr, "bench_sha256: (%s) %s\n", fdl_status_name(err.status), err.msg);
       rc = 4;
       continue;
     }
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     char hex[FDL_SHA256_HEX_LEN + 1];
     fdl_sha256_hex(&d, hex);
     printf("%s  %s  %llu  %.6f\n", hex, argv[i], (unsigned long long)size, dt);

@@ -9,11 +9,9 @@
 fdl_status fdl_attr_compare_boundary(const float *actual, const float *reference, size_t n,
                                      fdl_attr_boundary *out, fdl_err *err) {
   if (n == 0) return fdl_fail(err, FDL_BOUNDS, "boundary: width 0, expected at least 1 element");
-  for (size_t j = 0; j < n; j++)
-    if (!isfinite(actual[j]) || !isfinite(reference[j]))
-      return fdl_fail(err, FDL_NONFINITE, "boundary: %s element %zu is %s, expected a finite value",
-                      isfinite(actual[j]) ? "reference" : "actual", j,
-                      isnan(isfinite(actual[j]) ? reference[j] : actual[j]) ? "NaN" : "infinite");
+  fdl_status s = fdl_attr_finite(actual, n, "boundary: actual", err);
+  if (s == FDL_OK) s = fdl_attr_finite(reference, n, "boundary: reference", err);
+  if (s != FDL_OK) return s;
   double max_abs = 0.0, abs_sum = 0.0, sq = 0.0, dot = 0.0, kk = 0.0, hh = 0.0;
   for (size_t j = 0; j < n; j++) {
     double k = (double)actual[j], h = (double)reference[j], d = k - h;
@@ -41,7 +39,7 @@ fdl_status fdl_attr_compare_boundary(const float *actual, const float *reference
   out->root_mean_square_error = rmse;
   out->reference_root_mean_square = ref_rms;
   out->relative_root_mean_square_error = rmse / ref_rms;
-  fdl_status s = fdl_attr_sha256_f32(reference, n, &out->hf_sha256, err);
+  s = fdl_attr_sha256_f32(reference, n, &out->hf_sha256, err);
   if (s == FDL_OK) s = fdl_attr_sha256_f32(actual, n, &out->kiln_sha256, err);
   return s;
 }

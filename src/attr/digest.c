@@ -1,9 +1,19 @@
-/* digest.c - the one vector digest of the Kiln records (spec §1): SHA-256 over the float32
- * little-endian bytes of each element in index order. */
+/* digest.c - what every Kiln vector must pass before it is used: the finiteness rule, and the
+ * one vector digest of the records (spec §1), SHA-256 over the float32 little-endian bytes of
+ * each element in index order. */
 #include <stdint.h>
 #include <string.h>
 
 #include "attr/internal.h"
+#include "fidelis/tensor.h"
+
+fdl_status fdl_attr_finite(const float *v, size_t n, const char *what, fdl_err *err) {
+  bool nan = false;
+  uint64_t i = fdl_tensor_first_nonfinite((const uint8_t *)v, FDL_DTYPE_F32, n, &nan);
+  if (i == UINT64_MAX) return FDL_OK;
+  return fdl_fail(err, FDL_NONFINITE, "%s element %llu is %s, expected a finite value", what,
+                  (unsigned long long)i, nan ? "NaN" : "infinite");
+}
 
 fdl_status fdl_attr_sha256_f32(const float *v, size_t n, fdl_sha256 *out, fdl_err *err) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__

@@ -10,6 +10,10 @@
 #include "fidelis/digest.h"
 #include "fidelis/status.h"
 
+/* FDL_NONFINITE naming the first NaN or infinity of v[0..n) ("WHAT element I is NaN, expected
+ * a finite value"), by the tensor layer's bit test (fdl_tensor_first_nonfinite). */
+fdl_status fdl_attr_finite(const float *v, size_t n, const char *what, fdl_err *err);
+
 /* The spec's vector digest (§1): SHA-256 over the little-endian binary32 bytes of v[0..n). */
 fdl_status fdl_attr_sha256_f32(const float *v, size_t n, fdl_sha256 *out, fdl_err *err);
 

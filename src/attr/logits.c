@@ -53,14 +53,6 @@ unsigned fdl_attr_topk(const float *v, size_t n, unsigned k, uint64_t *idx) {
   return t.used;
 }
 
-static fdl_status first_nonfinite(const float *v, size_t n, const char *which, fdl_err *err) {
-  for (size_t i = 0; i < n; i++)
-    if (!isfinite(v[i]))
-      return fdl_fail(err, FDL_NONFINITE, "%s logits: element %zu is %s, expected a finite value",
-                      which, i, isnan(v[i]) ? "NaN" : "infinite");
-  return FDL_OK;
-}
-
 fdl_status fdl_attr_compare_logits(const float *actual, const float *reference, size_t n,
                                    const uint64_t *cand, size_t ncand, fdl_attr_logits *out,
                                    fdl_attr_candidate *cand_out, fdl_err *err) {
@@ -69,8 +61,8 @@ fdl_status fdl_attr_compare_logits(const float *actual, const float *reference, 
     if (cand[c] >= n)
       return fdl_fail(err, FDL_BOUNDS, "candidate token %llu: out of range, expected < %zu",
                       (unsigned long long)cand[c], n);
-  fdl_status s = first_nonfinite(actual, n, "actual", err);
-  if (s == FDL_OK) s = first_nonfinite(reference, n, "reference", err);
+  fdl_status s = fdl_attr_finite(actual, n, "actual logits:", err);
+  if (s == FDL_OK) s = fdl_attr_finite(reference, n, "reference logits:", err);
   if (s != FDL_OK) return s;
 
   double max_abs = 0.0, abs_sum = 0.0, dot = 0.0, an = 0.0, rn = 0.0;
