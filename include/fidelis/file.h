@@ -47,10 +47,14 @@ FDL_API fdl_status fdl_resolve_named(const char *path, char **resolved, fdl_err 
 typedef struct {
   const uint8_t *data; /* never NULL after a successful map */
   size_t size;
-  void *priv_; /* private: the mapping, or NULL for an empty file */
+  void *priv_;  /* private: the mapping or the copy, or NULL for an empty file */
+  bool copied_; /* private: priv_ is a heap copy, not a mapping */
 } fdl_map;
 
-/* Maps path read-only. Refuses directories, devices and symlinks (the final component). */
+/* Maps path read-only. Refuses directories, devices and symlinks (the final component). A file
+ * of at most FDL_MAP_COPY_MAX bytes is read into memory instead: on a virtual machine the page
+ * faults of a fresh mapping cost more than copying a few megabytes (docs/PERFORMANCE.md). */
+#define FDL_MAP_COPY_MAX ((size_t)16 << 20)
 FDL_API fdl_status fdl_map_file(const char *path, fdl_map *m, fdl_err *err);
 FDL_API void fdl_unmap(fdl_map *m);
 

@@ -40,7 +40,7 @@ static fdl_status take(const fdl_tensor *t, const char *what, fdl_attr_matrix *m
   if (n > SIZE_MAX / sizeof(float))
     return fdl_fail(err, FDL_TOO_LARGE, "%s: %llu elements do not fit in memory", what,
                     (unsigned long long)n);
-  m->data = fdl_malloc((size_t)n * sizeof(float));
+  m->data = fdl_huge_alloc((size_t)n * sizeof(float));
   if (!m->data)
     return fdl_fail(err, FDL_NOMEM, "%s: out of memory for %llu floats", what,
                     (unsigned long long)n);

@@ -20,6 +20,37 @@
 
 /* ---- inputs ------------------------------------------------------------------------------ */
 
+/* Reads exactly size bytes of fd (which it closes) into a buffer on huge pages. A file that
+ * changes size meanwhile is refused, as a mapping's reader would see a truncation fault. */
+static fdl_status copy_in(int fd, const char *path, size_t size, fdl_map *m, fdl_err *err) {
+  uint8_t *p = fdl_huge_alloc(size);
+  if (!p) {
+    close(fd);
+    return fdl_fail(err, FDL_NOMEM, "%s: out of memory for %zu bytes", path, size);
+  }
+  size_t got = 0;
+  while (got < size) {
+    ssize_t r = fdl_sys_pread(fd, p + got, size - got, (off_t)got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      int e = errno;
+      close(fd);
+      free(p);
+      return r < 0 ? fdl_fail(err, FDL_IO, "%s: read failed at byte %zu: %s", path, got,
+                              strerror(e))
+                   : fdl_fail(err, FDL_IO, "%s: file shrank while being read (%zu of %zu bytes)",
+                              path, got, size);
+    }
+    got += (size_t)r;
+  }
+  close(fd);
+  m->data = p;
+  m->size = size;
+  m->priv_ = p;
+  m->copied_ = true;
+  return FDL_OK;
+}
+
 fdl_status fdl_map_file(const char *path, fdl_map *m, fdl_err *err) {
   static const uint8_t empty[1] = {0};
   int fd = -1; /* set by fdl_open_regular on success; initialised for -O3 flow analysis */
@@ -36,8 +67,10 @@ fdl_status fdl_map_file(const char *path, fdl_map *m, fdl_err *err) {
     m->data = empty;
     m->size = 0;
     m->priv_ = NULL;
+    m->copied_ = false;
     return FDL_OK;
   }
+  if (size <= FDL_MAP_COPY_MAX) return copy_in(fd, path, size, m, err);
   void *p = fdl_sys_mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
   int e = errno;
   close(fd);
@@ -45,12 +78,16 @@ fdl_status fdl_map_file(const char *path, fdl_map *m, fdl_err *err) {
   m->data = p;
   m->size = size;
   m->priv_ = p;
+  m->copied_ = false;
   return FDL_OK;
 }
 
 void fdl_unmap(fdl_map *m) {
   if (!m) return;
-  if (m->priv_) munmap(m->priv_, m->size);
+  if (m->priv_ && m->copied_)
+    free(m->priv_);
+  else if (m->priv_)
+    munmap(m->priv_, m->size);
   m->data = NULL;
   m->size = 0;
   m->priv_ = NULL;

@@ -1,7 +1,15 @@
-/* sha256.c - SHA-256 through libcrypto's EVP interface, streamed from memory or files.
+/* sha256.c - SHA-256 through libcrypto, streamed from memory or files.
  *
  * libcrypto picks the fastest code path (SHA-NI, AVX2) at run time, so fidelis hashes at
- * `openssl dgst` speed; the only thing left to us is feeding it large sequential reads. */
+ * `openssl dgst` speed; the only thing left to us is feeding it large sequential reads.
+ *
+ * Why SHA256_Init/Update/Final and not EVP: in OpenSSL 3 the first EVP call initialises the
+ * provider machinery (reads openssl.cnf, loads the default provider), 4-6 ms per process on the
+ * dev VM, more than `fidelis logits diff` needs for all its work. The one-shot functions call
+ * the same assembly (same CPU dispatch, same throughput: docs/PERFORMANCE.md) and touch no
+ * provider. They are deprecated in 3.0 but present in every 3.x; if a libcrypto ever drops
+ * them, this file is the only one to change. */
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -9,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
+#include <openssl/sha.h>
 
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
@@ -19,8 +27,7 @@
 #define FDL_SHA256_READ_CHUNK ((size_t)2 << 20)
 
 struct fdl_sha256_ctx {
-  EVP_MD_CTX *md;
-  EVP_MD *alg; /* fetched once per context: OpenSSL 3 re-fetches on every init otherwise */
+  SHA256_CTX md;
   bool started;
 };
 
@@ -64,8 +71,7 @@ bool fdl_sha256_from_hex(const char *hex, size_t len, fdl_sha256 *d) {
 
 static fdl_status start(fdl_sha256_ctx *ctx, fdl_err *err) {
   if (ctx->started) return FDL_OK;
-  if (EVP_DigestInit_ex(ctx->md, ctx->alg, NULL) != 1)
-    return fdl_fail(err, FDL_NOMEM, "sha256: EVP_DigestInit_ex failed");
+  if (SHA256_Init(&ctx->md) != 1) return fdl_fail(err, FDL_INVALID, "sha256: SHA256_Init failed");
   ctx->started = true;
   return FDL_OK;
 }
@@ -73,12 +79,6 @@ static fdl_status start(fdl_sha256_ctx *ctx, fdl_err *err) {
 fdl_status fdl_sha256_new(fdl_sha256_ctx **out, fdl_err *err) {
   fdl_sha256_ctx *ctx = fdl_calloc(1, sizeof *ctx);
   if (!ctx) return fdl_fail(err, FDL_NOMEM, "sha256: out of memory for a digest context");
-  ctx->md = EVP_MD_CTX_new();
-  ctx->alg = EVP_MD_fetch(NULL, "SHA256", NULL);
-  if (!ctx->md || !ctx->alg) {
-    fdl_sha256_free(ctx);
-    return fdl_fail(err, FDL_NOMEM, "sha256: libcrypto could not provide SHA256");
-  }
   fdl_status s = start(ctx, err);
   if (s != FDL_OK) {
     fdl_sha256_free(ctx);
@@ -94,8 +94,8 @@ fdl_status fdl_sha256_update(fdl_sha256_ctx *ctx, const void *p, size_t n, fdl_e
   if (!p) return fdl_fail(err, FDL_INVALID, "sha256: update with NULL data of %zu bytes", n);
   fdl_status s = start(ctx, err);
   if (s != FDL_OK) return s;
-  if (EVP_DigestUpdate(ctx->md, p, n) != 1)
-    return fdl_fail(err, FDL_INVALID, "sha256: EVP_DigestUpdate failed");
+  if (SHA256_Update(&ctx->md, p, n) != 1)
+    return fdl_fail(err, FDL_INVALID, "sha256: SHA256_Update failed");
   return FDL_OK;
 }
 
@@ -103,31 +103,25 @@ fdl_status fdl_sha256_final(fdl_sha256_ctx *ctx, fdl_sha256 *out, fdl_err *err) 
   if (!ctx || !out) return fdl_fail(err, FDL_INVALID, "sha256: final needs a context and output");
   fdl_status s = start(ctx, err);
   if (s != FDL_OK) return s;
-  unsigned int n = 0;
-  uint8_t md[EVP_MAX_MD_SIZE];
+  _Static_assert(sizeof out->bytes == SHA256_DIGEST_LENGTH, "a SHA-256 digest is 32 bytes");
   ctx->started = false;
-  if (EVP_DigestFinal_ex(ctx->md, md, &n) != 1 || n != sizeof out->bytes)
-    return fdl_fail(err, FDL_INVALID, "sha256: EVP_DigestFinal_ex failed");
-  memcpy(out->bytes, md, sizeof out->bytes);
+  if (SHA256_Final(out->bytes, &ctx->md) != 1)
+    return fdl_fail(err, FDL_INVALID, "sha256: SHA256_Final failed");
   return FDL_OK;
 }
 
 void fdl_sha256_free(fdl_sha256_ctx *ctx) {
   if (!ctx) return;
-  EVP_MD_CTX_free(ctx->md);
-  EVP_MD_free(ctx->alg);
   free(ctx);
 }
 
 fdl_status fdl_sha256_buf(const void *p, size_t n, fdl_sha256 *out, fdl_err *err) {
   if (!out) return fdl_fail(err, FDL_INVALID, "sha256: NULL output");
   if (n && !p) return fdl_fail(err, FDL_INVALID, "sha256: NULL data of %zu bytes", n);
-  uint8_t md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  /* EVP_Digest wants a non-NULL pointer even for zero bytes. */
-  if (EVP_Digest(n ? p : "", n, md, &len, EVP_sha256(), NULL) != 1 || len != sizeof out->bytes)
-    return fdl_fail(err, FDL_INVALID, "sha256: EVP_Digest failed");
-  memcpy(out->bytes, md, sizeof out->bytes);
+  SHA256_CTX c;
+  if (SHA256_Init(&c) != 1 || SHA256_Update(&c, n ? p : "", n) != 1 ||
+      SHA256_Final(out->bytes, &c) != 1)
+    return fdl_fail(err, FDL_INVALID, "sha256: libcrypto's SHA256 failed");
   return FDL_OK;
 }
 
