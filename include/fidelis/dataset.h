@@ -301,6 +301,26 @@ FDL_API fdl_status fdl_ds_pack(const fdl_ds_pack_opts *opts, fdl_ds_pack_result 
 FDL_API fdl_status fdl_ds_panel_check(const char *text, size_t len, size_t *records,
                                       int64_t *scored_positions, fdl_err *err);
 
+/* One context of a pack panel, as fdl_ds_panel_load read it. */
+typedef struct {
+  int64_t index;
+  const int64_t *tokens; /* ntok token ids */
+  size_t ntok;
+  const uint8_t *mask; /* 0/1 per token; NULL: all ones */
+  int64_t scored;      /* rows §7.3 keeps (row i predicts token i+1), score_from 0 */
+} fdl_ds_panel_line;
+
+typedef struct {
+  fdl_ds_panel_line *lines; /* sorted by index: lines[i].index == i */
+  size_t n;
+  void *priv_; /* private */
+} fdl_ds_panel;
+
+/* Reads and checks a pack panel file exactly as pack does (the same parser and rules); the
+ * message of a refusal starts with its code. Free with fdl_ds_panel_free. */
+FDL_API fdl_status fdl_ds_panel_load(const char *path, fdl_ds_panel *p, fdl_err *err);
+FDL_API void fdl_ds_panel_free(fdl_ds_panel *p);
+
 /* ---- inspect ---------------------------------------------------------------------------- */
 
 /* A summary of a dataset as a JSON object: role, form, records and positions, vocab and hidden

@@ -11,6 +11,8 @@ static const fdl_cli_command COMMANDS[] = {
      fdl_cli_compare_check},
     {"synth", "write a synthetic reference/candidate dataset pair", fdl_cli_synth,
      fdl_cli_synth_check},
+    {"capture", "run a model over a panel with fidelis' engine into a sealed dataset",
+     fdl_cli_capture, fdl_cli_capture_check},
     {"pack", "turn per-record dumps into a sealed fidelity dataset", fdl_cli_pack,
      fdl_cli_pack_check},
     {"validate", "check a fidelity dataset (structural, or sealed with tensors)", fdl_cli_validate,

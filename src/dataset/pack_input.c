@@ -507,6 +507,56 @@ fdl_status fdl_ds_panel_check(const char *text, size_t len, size_t *records,
   return s;
 }
 
+/* The panel parser's context outlives the call: the lines borrow its records. */
+typedef struct {
+  fdl_ds_pack_opts o;
+  fdl_ds_pack_result r;
+  pk_ctx c;
+} panel_hold;
+
+fdl_status fdl_ds_panel_load(const char *path, fdl_ds_panel *p, fdl_err *err) {
+  memset(p, 0, sizeof *p);
+  panel_hold *h = fdl_calloc(1, sizeof *h);
+  if (!h) return fdl_fail(err, FDL_NOMEM, "%s: out of memory", path);
+  h->o.panel_path = path;
+  h->c.o = &h->o;
+  h->c.res = &h->r;
+  fdl_status s = fdl_pk_read_panel(&h->c, err);
+  if (s == FDL_OK) {
+    p->lines = fdl_calloc(h->c.n, sizeof *p->lines);
+    if (!p->lines) s = fdl_fail(err, FDL_NOMEM, "%s: out of memory", path);
+  } else if (h->r.refusal.code[0]) {
+    fdl_err_prefix(err, "%s", h->r.refusal.code);
+  }
+  if (s != FDL_OK) {
+    fdl_pk_free_panel(&h->c);
+    free(h);
+    return s;
+  }
+  for (size_t i = 0; i < h->c.n; i++) {
+    const pk_record *r = &h->c.recs[i];
+    p->lines[i] = (fdl_ds_panel_line){.index = r->index,
+                                      .tokens = r->tokens,
+                                      .ntok = r->ntok,
+                                      .mask = r->mask,
+                                      .scored = r->scored};
+  }
+  p->n = h->c.n;
+  p->priv_ = h;
+  return FDL_OK;
+}
+
+void fdl_ds_panel_free(fdl_ds_panel *p) {
+  if (!p) return;
+  panel_hold *h = p->priv_;
+  if (h) {
+    fdl_pk_free_panel(&h->c);
+    free(h);
+  }
+  free(p->lines);
+  memset(p, 0, sizeof *p);
+}
+
 /* ---- the tensor directory ---------------------------------------------------------------- */
 
 fdl_status fdl_pk_check_tensor_dir(pk_ctx *c, fdl_err *err) {

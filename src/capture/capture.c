@@ -1,0 +1,414 @@
+/* capture.c - `fidelis capture`: the engine over a panel, packed into a sealed dataset.
+ *
+ * The engine's outputs are written as pack's inputs (per-record safetensors, the head as
+ * stored, a meta JSON) into a staging directory beside --out, packed by fdl_ds_pack (so a
+ * capture obeys every rule a packed dump does), and the dataset is renamed into place: it
+ * appears whole or not at all.
+ *
+ * Divisions: the model's identity; the records; the meta; the run. */
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/sys.h"
+#include "fidelis/capture.h"
+#include "fidelis/digest.h"
+#include "fidelis/fidelis.h"
+#include "fidelis/json.h"
+#include "fidelis/tensor.h"
+#include "fdl_source_digests.h"
+
+/* The numeric policy recorded in the stack fingerprint: what fixes the bits. */
+#define CAPTURE_NUMERIC_POLICY                                                                     \
+  "fidelis engine: float32 forward; every matrix product through fdl-gemm-1; RMSNorm, RoPE, "      \
+  "softmax and SiLU in a fixed order with fidelis' own exp, sin and cos (docs/NUMERICS.md); "      \
+  "the same bits on any x86-64 CPU, thread count or ISA"
+/* The device as the dataset names it. The arithmetic does not depend on the CPU, so the CPU's
+ * model is not recorded: it would make two captures that are the same bytes on two machines
+ * look like two stacks to the comparator. */
+#define CAPTURE_DEVICE_NAME "x86-64 CPU (fidelis engine; results independent of the model)"
+
+typedef struct {
+  const fdl_capture_opts *o;
+  fdl_stage st;
+  char *inputs; /* staging/.inputs: pack's inputs */
+  fdl_model *m;
+  const fdl_model_info *info;
+  json_t *config;      /* config.json */
+  const json_t *quant; /* config.quantization_config, or NULL */
+  char config_hex[FDL_SHA256_HEX_BUF];
+  char ckpt_hex[FDL_SHA256_HEX_BUF];
+  char panel_hex[FDL_SHA256_HEX_BUF];
+  char name[128]; /* the model directory's last component */
+} capture;
+
+static char *join(const char *a, const char *b) {
+  size_t n = strlen(a) + strlen(b) + 2;
+  char *p = fdl_malloc(n);
+  if (p) snprintf(p, n, "%s/%s", a, b);
+  return p;
+}
+
+/* ---- the model's identity ---------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* checkpoint_identity_sha256: SHA-256 of the canonical JSON
+ * [{"bytes": N, "path": NAME, "sha256": HEX}, ...] over config.json, the shard index when there
+ * is one, and every *.safetensors, sorted by name. Other files (a panel, a README) do not make
+ * another checkpoint. */
+static fdl_status checkpoint_identity(capture *c, fdl_err *err) {
+  DIR *d = opendir(c->o->model_dir);
+  if (!d) return fdl_fail(err, FDL_IO, "%s: cannot list the model directory", c->o->model_dir);
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  fdl_status s = FDL_OK;
+  struct dirent *e;
+  while (s == FDL_OK && (e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    bool take = !strcmp(e->d_name, "config.json") ||
+                !strcmp(e->d_name, "model.safetensors.index.json") ||
+                (len > 12 && !strcmp(e->d_name + len - 12, ".safetensors"));
+    if (!take) continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      char **q = fdl_realloc(names, cap * sizeof *q);
+      if (!q) {
+        s = fdl_fail(err, FDL_NOMEM, "out of memory");
+        break;
+      }
+      names = q;
+    }
+    names[n] = fdl_strdup(e->d_name);
+    if (!names[n])
+      s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    else
+      n++;
+  }
+  closedir(d);
+  if (s == FDL_OK) qsort(names, n, sizeof *names, cmp_str);
+  json_t *list = json_array();
+  for (size_t i = 0; s == FDL_OK && i < n; i++) {
+    char *path = join(c->o->model_dir, names[i]);
+    fdl_sha256 dg;
+    uint64_t size = 0;
+    char hex[FDL_SHA256_HEX_BUF];
+    s = path ? fdl_sha256_file(path, &dg, &size, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
+    free(path);
+    if (s != FDL_OK) break;
+    fdl_sha256_hex(&dg, hex);
+    if (!strcmp(names[i], "config.json")) memcpy(c->config_hex, hex, sizeof hex);
+    json_array_append_new(list, json_pack("{s:I, s:s, s:s}", "bytes", (json_int_t)size, "path",
+                                          names[i], "sha256", hex));
+  }
+  for (size_t i = 0; i < n; i++) free(names[i]);
+  free(names);
+  if (s == FDL_OK) {
+    fdl_buf b;
+    fdl_buf_init(&b, 0);
+    fdl_sha256 dg;
+    s = fdl_json_dump(list, FDL_JSON_ASCII, &b, err);
+    if (s == FDL_OK) s = fdl_sha256_buf(b.data, b.len, &dg, err);
+    if (s == FDL_OK) fdl_sha256_hex(&dg, c->ckpt_hex);
+    fdl_buf_free(&b);
+  }
+  json_decref(list);
+  return s;
+}
+
+static void dir_name(const char *dir, char *out, size_t cap) {
+  size_t n = strlen(dir);
+  while (n > 1 && dir[n - 1] == '/') n--;
+  size_t a = n;
+  while (a > 0 && dir[a - 1] != '/') a--;
+  size_t len = n - a < cap - 1 ? n - a : cap - 1;
+  memcpy(out, dir + a, len);
+  out[len] = '\0';
+  /* Dataset ids and repositories allow [A-Za-z0-9._-]; anything else becomes '-'. */
+  for (char *p = out; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          *p == '.' || *p == '_' || *p == '-'))
+      *p = '-';
+  if (!*out) snprintf(out, cap, "model");
+}
+
+/* ---- the records ------------------------------------------------------------------------- */
+
+/* The attended span of a record: a right-padded mask (ones, then zeros) gives its leading
+ * ones. Any other shape would need attention masking inside the engine, which it does not do:
+ * refused by name rather than run over pads. */
+static fdl_status real_length(const fdl_ds_panel_line *l, size_t *n, fdl_err *err) {
+  size_t k = 0;
+  if (!l->mask) {
+    *n = l->ntok;
+    return FDL_OK;
+  }
+  while (k < l->ntok && l->mask[k]) k++;
+  for (size_t i = k; i < l->ntok; i++)
+    if (l->mask[i])
+      return fdl_fail(err, FDL_REFUSED,
+                      "panel record %" PRId64 ": its mask is not right padding (token %zu is "
+                      "attended after the pad at %zu); capture runs right-padded panels only",
+                      l->index, i, k);
+  *n = k;
+  return FDL_OK;
+}
+
+static fdl_status write_record(capture *c, const fdl_ds_panel_line *l, float *buf, uint16_t *bf,
+                               int32_t *ids, fdl_err *err) {
+  size_t n = 0;
+  fdl_status s = real_length(l, &n, err);
+  if (s != FDL_OK) return s;
+  for (size_t i = 0; i < n; i++) {
+    if (l->tokens[i] < 0 || (uint64_t)l->tokens[i] >= c->info->vocab)
+      return fdl_fail(err, FDL_REFUSED,
+                      "panel record %" PRId64 ": token %zu is %" PRId64
+                      ", outside the model's vocabulary of %zu",
+                      l->index, i, l->tokens[i], c->info->vocab);
+    ids[i] = (int32_t)l->tokens[i];
+  }
+  bool hidden = c->o->form == FDL_CAPTURE_HIDDEN;
+  size_t width = hidden ? c->info->hidden : c->info->vocab;
+  fdl_engine_out out = {.hidden = hidden ? buf : NULL, .logits = hidden ? NULL : buf};
+  s = fdl_engine_run(c->m, ids, n, c->o->path, &out, err);
+  if (s != FDL_OK) {
+    fdl_err_prefix(err, "panel record %" PRId64, l->index);
+    return s;
+  }
+  /* Right padding keeps rows 0..n-2 (§7.3: row i predicts token i+1, both attended). */
+  size_t rows = n - 1;
+  if ((int64_t)rows != l->scored)
+    return fdl_fail(err, FDL_INVALID, "panel record %" PRId64 ": %zu rows but %" PRId64 " scored",
+                    l->index, rows, l->scored);
+  int64_t shape[2] = {(int64_t)rows, (int64_t)width};
+  fdl_tensor_in t = {.name = hidden ? "hidden_states" : "logits",
+                     .dtype = hidden ? FDL_DTYPE_BF16 : FDL_DTYPE_F32,
+                     .ndim = 2,
+                     .shape = shape,
+                     .data = buf};
+  if (hidden) {
+    fdl_f32_to_bf16_n(buf, bf, rows * width);
+    t.data = bf;
+  }
+  char name[64];
+  snprintf(name, sizeof name, "tensors/%04" PRId64 ".safetensors", l->index);
+  char *path = join(c->inputs, name);
+  s = path ? fdl_safetensors_write(path, &t, 1, NULL, err)
+           : fdl_fail(err, FDL_NOMEM, "out of memory");
+  free(path);
+  return s;
+}
+
+static fdl_status write_records(capture *c, const fdl_ds_panel *p, fdl_err *err) {
+  size_t longest = 0;
+  for (size_t i = 0; i < p->n; i++)
+    longest = p->lines[i].ntok > longest ? p->lines[i].ntok : longest;
+  size_t width = c->o->form == FDL_CAPTURE_HIDDEN ? c->info->hidden : c->info->vocab;
+  if (longest > SIZE_MAX / sizeof(float) / width)
+    return fdl_fail(err, FDL_TOO_LARGE, "a context of %zu tokens x %zu floats does not fit",
+                    longest, width);
+  float *buf = fdl_huge_alloc(longest * width * sizeof *buf);
+  uint16_t *bf = fdl_malloc(longest * width * sizeof *bf);
+  int32_t *ids = fdl_malloc(longest * sizeof *ids);
+  char *dir = join(c->inputs, "tensors");
+  fdl_status s =
+      buf && bf && ids && dir ? fdl_mkdirs(dir, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
+  for (size_t i = 0; s == FDL_OK && i < p->n; i++) {
+    s = write_record(c, &p->lines[i], buf, bf, ids, err);
+    if (s == FDL_OK && c->o->progress) c->o->progress(c->o->progress_arg, i + 1, p->n);
+  }
+  free(buf);
+  free(bf);
+  free(ids);
+  free(dir);
+  return s;
+}
+
+static fdl_status write_head(capture *c, fdl_err *err) {
+  const fdl_tensor *h = fdl_model_head(c->m);
+  fdl_tensor_in t = {.name = "lm_head.weight",
+                     .dtype = h->dtype,
+                     .ndim = h->ndim,
+                     .shape = h->shape,
+                     .data = h->data};
+  char *path = join(c->inputs, "head.safetensors");
+  fdl_status s = path ? fdl_safetensors_write(path, &t, 1, NULL, err)
+                      : fdl_fail(err, FDL_NOMEM, "out of memory");
+  free(path);
+  return s;
+}
+
+/* ---- the meta ---------------------------------------------------------------------------- */
+
+/* The reference's nine-class scope with the MLP classes quantized when the checkpoint says so
+ * (the only scope `fidelis quantize` writes besides all-linear). */
+static json_t *scope(const json_t *q) {
+  static const char *const classes[] = {"embed_tokens", "attn.qkv", "attn.o", "mlp.gate",
+                                        "mlp.up",       "mlp.down", "norm",   "lm_head"};
+  const char *sc = json_string_value(json_object_get(json_object_get(q, "fidelis"), "scope"));
+  bool all = sc && !strcmp(sc, "all-linear");
+  json_int_t bits = json_integer_value(json_object_get(q, "bits"));
+  json_t *a = json_array();
+  for (size_t i = 0; i < sizeof classes / sizeof *classes; i++) {
+    bool mlp = !strncmp(classes[i], "mlp.", 4), attn = !strncmp(classes[i], "attn.", 5);
+    bool qd = mlp || (all && attn);
+    char fmt[16];
+    snprintf(fmt, sizeof fmt, "int%d", (int)bits);
+    json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:I, s:n}", "tensor_class", classes[i],
+                                       "treatment", qd ? "quantized" : "native", "format",
+                                       qd ? fmt : "bf16", "bits_per_weight",
+                                       qd ? bits : (json_int_t)16, "layer_range"));
+  }
+  return json_pack("{s:o, s:s, s:s, s:s}", "assignments", a, "policy", "mixed", "head_policy",
+                   "native", "kv_cache_dtype", "bf16");
+}
+
+static json_t *source_files(void) {
+  json_t *o = json_object();
+  for (size_t i = 0; i < FDL_SOURCE_DIGEST_COUNT; i++)
+    json_object_set_new(o, fdl_source_digests[i].path, json_string(fdl_source_digests[i].sha256));
+  return o;
+}
+
+static json_t *meta(const capture *c) {
+  const fdl_capture_opts *o = c->o;
+  bool quant = c->quant != NULL, hidden = o->form == FDL_CAPTURE_HIDDEN;
+  char id[200], repo[200], panel_id[64];
+  if (o->dataset_id)
+    snprintf(id, sizeof id, "%s", o->dataset_id);
+  else
+    snprintf(id, sizeof id, "fidelity--local.%s.%s", c->name, hidden ? "hidden" : "logits");
+  if (o->repository)
+    snprintf(repo, sizeof repo, "%s", o->repository);
+  else
+    snprintf(repo, sizeof repo, "local/%s", c->name);
+  snprintf(panel_id, sizeof panel_id, "panel--fidelis.sha256-%.16s", c->panel_hex);
+  const char *wdt = fdl_dtype_name(c->info->weight_dtype);
+  json_t *m = json_pack(
+      "{s:s, s:s, s:s, s:s, s:s, s:I, s:{s:s, s:s}, s:{s:s, s:s, s:s}, s:s, s:{s:s, s:I}, "
+      "s:{s:s}, s:s, s:o}",
+      "role", quant ? "quant" : "root", "form", hidden ? "hidden" : "logit", "lane", "other",
+      "device", "cpu", "device_name", CAPTURE_DEVICE_NAME, "vocab_size", (json_int_t)c->info->vocab,
+      "engine", "name", "fidelis", "version", fdl_version(), "dtypes", "forward", "F32", "weights",
+      wdt, "compute", "F32", "numeric_policy", CAPTURE_NUMERIC_POLICY, "tokenizer", "id", c->name,
+      "vocab_size", (json_int_t)c->info->vocab, "panel", "panel_id", panel_id, "runtime_source",
+      "safetensors", "source_files", source_files());
+  if (!m) return NULL;
+  json_object_set_new(m, "dataset", json_pack("{s:s}", "id", id));
+  json_t *w =
+      json_pack("{s:s, s:n, s:b, s:s, s:s}", "repository", repo, "revision", "quantized", quant,
+                "config_sha256", c->config_hex, "checkpoint_identity_sha256", c->ckpt_hex);
+  if (quant) {
+    json_int_t bits = json_integer_value(json_object_get(c->quant, "bits"));
+    char codec[16];
+    snprintf(codec, sizeof codec, "int%d", (int)bits);
+    json_object_set_new(w, "codec", json_string(codec));
+    json_object_set_new(w, "declared_bits", json_real((double)bits));
+    json_object_set_new(w, "declared_head_bits", json_integer(16));
+    json_object_set_new(m, "scope", scope(c->quant));
+    json_object_set_new(m, "weights_decode",
+                        json_pack("{s:s, s:s, s:s, s:O}", "method", "affine-weight-reconstruction",
+                                  "scope", "weights_reconstructed", "output_dtype", "float32",
+                                  "quantization_config", c->quant));
+  }
+  json_object_set_new(m, "weights", w);
+  if (o->created_utc) json_object_set_new(m, "created_utc", json_string(o->created_utc));
+  return m;
+}
+
+/* ---- the run ----------------------------------------------------------------------------- */
+
+static fdl_status prepare(capture *c, fdl_ds_panel *p, fdl_err *err) {
+  const fdl_capture_opts *o = c->o;
+  fdl_sha256 dg;
+  fdl_status s = fdl_ds_panel_load(o->panel_path, p, err);
+  if (s == FDL_OK) s = fdl_sha256_file(o->panel_path, &dg, NULL, err);
+  if (s != FDL_OK) return s;
+  fdl_sha256_hex(&dg, c->panel_hex);
+  fdl_model_opts mo = {.threads = o->threads, .isa = o->isa};
+  s = fdl_model_load(o->model_dir, &mo, &c->m, err);
+  if (s != FDL_OK) return s;
+  c->info = fdl_model_get_info(c->m);
+  char *cfg = join(o->model_dir, "config.json");
+  s = cfg ? fdl_json_load_file(cfg, NULL, &c->config, err)
+          : fdl_fail(err, FDL_NOMEM, "out of memory");
+  free(cfg);
+  if (s != FDL_OK) return s;
+  c->quant = json_object_get(c->config, "quantization_config");
+  dir_name(o->model_dir, c->name, sizeof c->name);
+  return checkpoint_identity(c, err);
+}
+
+static fdl_status pack(capture *c, fdl_capture_result *r, fdl_err *err) {
+  json_t *m = meta(c);
+  char *meta_path = join(c->inputs, "meta.json"), *tensors = join(c->inputs, "tensors"),
+       *head = join(c->inputs, "head.safetensors"), *out = join(c->st.path, "dataset");
+  fdl_status s = m && meta_path && tensors && head && out
+                     ? fdl_json_write_file(meta_path, m, FDL_JSON_PRETTY, err)
+                     : fdl_fail(err, FDL_NOMEM, "out of memory");
+  json_decref(m);
+  if (s == FDL_OK) {
+    fdl_ds_pack_opts po = {.panel_path = c->o->panel_path,
+                           .tensor_dir = tensors,
+                           .head_path = head,
+                           .meta_path = meta_path,
+                           .out_dir = out,
+                           .threads = c->o->threads,
+                           .created_utc = c->o->created_utc,
+                           .notice = c->o->notice,
+                           .notice_arg = c->o->notice_arg};
+    fdl_ds_pack_result pr;
+    memset(&pr, 0, sizeof pr);
+    s = fdl_ds_pack(&po, &pr, err);
+    r->refusal = pr.refusal;
+    if (s != FDL_OK) {
+      fdl_err_prefix(err, "capture: packing [%s]", pr.refusal.code);
+    } else {
+      memcpy(r->dataset_sha256, pr.dataset_sha256, sizeof r->dataset_sha256);
+      memcpy(r->capture_content_digest, pr.capture_content_digest,
+             sizeof r->capture_content_digest);
+      r->records = pr.records;
+      r->scored_rows = pr.scored_rows;
+    }
+  }
+  /* The dataset leaves the staging directory by one no-replace rename; the inputs stay behind
+   * and go with it. */
+  if (s == FDL_OK) s = fdl_rename_noreplace(out, c->o->out_dir, err);
+  free(meta_path);
+  free(tensors);
+  free(head);
+  free(out);
+  return s;
+}
+
+fdl_status fdl_capture(const fdl_capture_opts *o, fdl_capture_result *r, fdl_err *err) {
+  memset(r, 0, sizeof *r);
+  if (!o->model_dir || !o->panel_path || !o->out_dir)
+    return fdl_fail(err, FDL_INVALID, "capture: --model, --panel and --out are required");
+  capture c = {.o = o};
+  fdl_ds_panel p = {0};
+  /* Staged beside --out before any work: an existing --out or an unwritable parent is found
+   * before the model is loaded. */
+  fdl_status s = fdl_stage_open(&c.st, o->out_dir, 0, o->notice, o->notice_arg, err);
+  if (s == FDL_OK) {
+    c.inputs = join(c.st.path, ".inputs");
+    s = c.inputs ? fdl_mkdirs(c.inputs, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
+    if (s == FDL_OK) s = prepare(&c, &p, err);
+    if (s == FDL_OK) s = write_records(&c, &p, err);
+    if (s == FDL_OK) s = write_head(&c, err);
+    if (s == FDL_OK) s = pack(&c, r, err);
+    r->quantized = c.quant != NULL;
+    fdl_stage_abort(&c.st);
+  }
+  if (s != FDL_OK && err && strncmp(err->msg, "capture", 7)) fdl_err_prefix(err, "capture");
+  fdl_ds_panel_free(&p);
+  fdl_model_free(c.m);
+  json_decref(c.config);
+  free(c.inputs);
+  return s;
+}

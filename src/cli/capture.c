@@ -1,0 +1,156 @@
+/* capture.c - `fidelis capture`: run a model over a panel with fidelis' engine and seal a
+ * fidelity dataset (fdl_capture). */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "fidelis/capture.h"
+#include "fidelis/json.h"
+#include "fidelis/pool.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: fidelis capture --model DIR --panel PANEL.jsonl --out DATASET [options]\n\n"
+          "Runs the model in DIR (Hugging Face layout: config.json and safetensors; Llama,\n"
+          "Qwen2 and Qwen3 dense decoders, BF16/F16/F32 weights or a `fidelis quantize` GPTQ\n"
+          "checkpoint) over every context of PANEL (the JSONL `fidelis pack` reads) and writes\n"
+          "DATASET, a sealed fidelity dataset made by pack: the hidden states after the final\n"
+          "norm (BF16) or the full logits (F32) of every scored row, the head as stored, and a\n"
+          "runtime naming fidelis' engine by the digests of its source files. The arithmetic\n"
+          "is fixed (docs/NUMERICS.md): the same model and panel give the same bytes on any\n"
+          "x86-64 machine, --threads and --isa, given the same created_utc (SOURCE_DATE_EPOCH\n"
+          "or --created-utc). A GPTQ checkpoint is captured from its affine reconstruction,\n"
+          "and says so (role quant, weights_decode: compare discloses weights_reconstructed).\n\n"
+          "options (default in brackets):\n"
+          "  --model DIR          the model directory\n"
+          "  --panel FILE         the panel, JSONL (docs/PACK.md); masks must be right padding\n"
+          "  --out DATASET        where the dataset goes (must not exist)\n"
+          "  --form hidden|logit  what to store [hidden]\n"
+          "  --path prefill|decode  the engine's path: the whole context at once, or one\n"
+          "                       token at a time with a KV cache [prefill]\n"
+          "  --id ID              dataset.id [fidelity--local.<model dir name>.<form>]\n"
+          "  --repository NAME    weights.repository [local/<model dir name>]\n"
+          "  --created-utc T      created_utc, YYYY-MM-DDTHH:MM:SSZ [SOURCE_DATE_EPOCH, else now]\n"
+          "  --threads N          1 to %d [all cores]; no bit depends on it\n"
+          "  --isa NAME           GEMM kernels: auto, scalar, avx2, avx512 [auto]; no bit\n"
+          "                       depends on it\n"
+          "  --progress           a progress line on stderr even when it is not a terminal\n"
+          "  --quiet              no progress line\n"
+          "  --json               print the result as JSON\n"
+          "  -h, --help           show this help\n\n"
+          "exit codes: 0 written; 3 refused (nothing written: DATASET exists, an unsupported or\n"
+          "corrupt model, a panel or record pack refuses); 4 bad usage, an input that cannot be\n"
+          "opened, a write that failed, out of memory\n",
+          FDL_POOL_MAX_THREADS);
+}
+
+static const char *const FORMS[] = {"hidden", "logit", NULL};
+static const char *const PATHS[] = {"prefill", "decode", NULL};
+static const char *const ISAS[] = {"auto", "scalar", "avx2", "avx512", NULL};
+static const fdl_num_isa ISA_OF[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_NUM_ISA_AVX2,
+                                     FDL_NUM_ISA_AVX512};
+
+typedef struct {
+  fdl_capture_opts o;
+  bool json;
+  int progress;
+  char created[FDL_CLI_UTC_LEN + 1];
+} args;
+
+static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
+  memset(a, 0, sizeof *a);
+  int form = 0, path = 0, isa = 0;
+  uint64_t threads = 0;
+  bool progress = false, quiet = false;
+  const char *created = NULL;
+  const fdl_cli_opt opts[] = {
+      FDL_CLI_OPT_PATH("--model", &a->o.model_dir),
+      FDL_CLI_OPT_PATH("--panel", &a->o.panel_path),
+      FDL_CLI_OPT_PATH("--out", &a->o.out_dir),
+      {"--form", NULL, FDL_CLI_CHOICE, &form, 0, 0, FORMS},
+      {"--path", NULL, FDL_CLI_CHOICE, &path, 0, 0, PATHS},
+      FDL_CLI_OPT_TEXT("--id", &a->o.dataset_id),
+      FDL_CLI_OPT_TEXT("--repository", &a->o.repository),
+      FDL_CLI_OPT_TEXT("--created-utc", &created),
+      FDL_CLI_THREADS(&threads),
+      {"--isa", NULL, FDL_CLI_CHOICE, &isa, 0, 0, ISAS},
+      FDL_CLI_OPT_FLAG("--progress", &progress),
+      FDL_CLI_OPT_FLAG("--quiet", &quiet),
+      FDL_CLI_OPT_FLAG("--json", &a->json),
+  };
+  static const char *const conflicts[] = {"--progress", "--quiet"};
+  fdl_cli_spec s = {"capture", usage, opts, sizeof opts / sizeof *opts, conflicts, 1, NULL, 0,
+                    0,         out,   diag};
+  int rc = fdl_cli_parse(&s, 1, argc, argv);
+  if (rc != FDL_CLI_GO) return rc;
+  if (!a->o.model_dir || !a->o.panel_path || !a->o.out_dir)
+    return fdl_cli_usage_error(&s, "--model DIR, --panel FILE and --out DATASET are required");
+  if (created && fdl_cli_parse_utc(created, a->created))
+    return fdl_cli_usage_error(&s,
+                               "--created-utc '%s': expected a real UTC time written "
+                               "YYYY-MM-DDTHH:MM:SSZ",
+                               created);
+  a->o.created_utc = created ? a->created : fdl_cli_source_date(a->created, sizeof a->created);
+  a->o.form = form ? FDL_CAPTURE_LOGITS : FDL_CAPTURE_HIDDEN;
+  a->o.path = path ? FDL_ENGINE_DECODE : FDL_ENGINE_PREFILL;
+  a->o.isa = ISA_OF[isa];
+  a->o.threads = (unsigned)threads;
+  a->progress = progress ? 1 : quiet ? -1 : 0;
+  return FDL_CLI_GO;
+}
+
+int fdl_cli_capture_check(int argc, char **argv, FILE *out, FILE *diag) {
+  args a;
+  return parse(&a, argc, argv, out, diag);
+}
+
+int fdl_cli_capture(int argc, char **argv) {
+  args a;
+  int rc = parse(&a, argc, argv, NULL, NULL);
+  if (rc != FDL_CLI_GO) return rc;
+  if ((rc = fdl_cli_input_dir("capture", a.o.model_dir)) ||
+      (rc = fdl_cli_input_file("capture", a.o.panel_path)))
+    return rc;
+  fdl_cli_progress pr;
+  fdl_cli_progress_init(&pr, "capture: records", a.progress);
+  a.o.progress = fdl_cli_progress_cb;
+  a.o.progress_arg = &pr;
+  a.o.notice = fdl_cli_notice;
+  a.o.notice_arg = "capture";
+  fdl_capture_result r;
+  fdl_err err = {FDL_OK, ""};
+  fdl_status s = fdl_capture(&a.o, &r, &err);
+  fdl_cli_progress_end(&pr);
+  if (s != FDL_OK) {
+    fdl_refusal ref = r.refusal;
+    ref.status = s;
+    if (!ref.code[0])
+      snprintf(ref.code, sizeof ref.code, "%s",
+               s == FDL_EXISTS ? "destination_exists" : "capture_failed");
+    fdl_cli_print_refusal("capture", &ref, &err);
+    return fdl_cli_exit_for(s);
+  }
+  if (a.json) {
+    json_t *j = json_pack("{s:o, s:s, s:s, s:I, s:I, s:b}", "out", fdl_cli_json_text(a.o.out_dir),
+                          "dataset_sha256", r.dataset_sha256, "capture_content_digest",
+                          r.capture_content_digest, "records", (json_int_t)r.records, "scored_rows",
+                          (json_int_t)r.scored_rows, "quantized", r.quantized);
+    fdl_buf b;
+    fdl_buf_init(&b, 0);
+    fdl_status st = j ? fdl_json_dump(j, 0, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
+    if (st == FDL_OK)
+      printf("%s\n", b.data);
+    else
+      fdl_cli_report(&err), rc = fdl_cli_exit_for(st);
+    fdl_buf_free(&b);
+    json_decref(j);
+  } else {
+    printf("fidelis capture: wrote %s (%zu records, %llu scored rows%s)\n", a.o.out_dir, r.records,
+           (unsigned long long)r.scored_rows,
+           r.quantized ? ", from the GPTQ checkpoint's affine reconstruction" : "");
+    printf("  dataset_sha256          %s\n", r.dataset_sha256);
+    printf("  capture_content_digest  %s\n", r.capture_content_digest);
+  }
+  return rc;
+}
