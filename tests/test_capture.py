@@ -1,0 +1,183 @@
+"""test_capture.py - `fidelis capture` seals what fidelis' engine computes.
+
+* a capture of the tiny random model over its built-in panel passes
+  `fidelis validate --verify-tensors`, declares fidelis' engine and its source digests, and
+  holds the engine's own outputs (checked against tool_engine on one record);
+* the same capture under --threads 1/2/3 and every ISA the CPU has is byte-identical, file by
+  file, given one created_utc;
+* a second capture of the same model compares as `reproduction_confirmation` (+0.0 KL);
+* the model quantized to int4 g32 (`fidelis quantize`) is captured from its reconstruction
+  (role quant, weights_decode) and compares with KL > 0 and the weights_reconstructed
+  disclosure;
+* the logit form stores each row's full logits;
+* refusals: an existing --out (left alone), a token outside the vocabulary, a left-padded
+  mask, a model directory without config.json; nothing is left behind.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare_util as U  # noqa: E402
+
+UTC = "2026-11-01T00:00:00Z"
+
+
+def run(*args):
+    return subprocess.run([U.CLI, *args], capture_output=True, text=True)
+
+
+def capture(model, panel, out, *extra):
+    return run("capture", "--model", model, "--panel", panel, "--out", out, "--created-utc", UTC,
+               "--quiet", *extra)
+
+
+def tree(root):
+    """{relative path: bytes} of every file under root."""
+    out = {}
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = fh.read()
+    return out
+
+
+def isas():
+    flags = open("/proc/cpuinfo").read()
+    have = ["scalar"]
+    if " avx2 " in flags and " fma " in flags:
+        have.append("avx2")
+    if " avx512f " in flags:
+        have.append("avx512")
+    return have
+
+
+def compare(ref, cand, out):
+    p = run("compare", ref, cand, "--out", out, "--quiet")
+    rc_path = os.path.join(out, "comparison-receipt.json")
+    receipt = json.load(open(rc_path)) if os.path.exists(rc_path) else None
+    return p, receipt
+
+
+def main():
+    tmp = tempfile.TemporaryDirectory(prefix="fdl-capture-")
+    t = tmp.name
+    model = os.path.join(t, "model")
+    p = run("model", "init", "--preset", "tiny-random", "--seed", "1", model)
+    if not U.check(p.returncode == 0, f"model init: {p.returncode} {p.stderr}"):
+        U.finish("test_capture")
+    panel = os.path.join(model, "panel.jsonl")
+
+    a = os.path.join(t, "a")
+    p = capture(model, panel, a, "--json")
+    if not U.check(p.returncode == 0, f"capture: {p.returncode} {p.stdout}{p.stderr}"):
+        U.finish("test_capture")
+    res = json.loads(p.stdout)
+    U.check(res["records"] == 4 and res["scored_rows"] == 4 * 63 and not res["quantized"],
+            f"result {res}")
+    v = run("validate", a, "--verify-tensors")
+    U.check(v.returncode == 0, f"validate --verify-tensors: {v.returncode} {v.stdout}{v.stderr}")
+    man = U.load_manifest(a)
+    U.check(man["dataset_sha256"] == res["dataset_sha256"], "reported dataset_sha256")
+    rt = json.load(open(os.path.join(a, man["runtime"]["file"])))
+    text = json.dumps(rt)
+    U.check('"fidelis"' in text and "src/engine/" in text and "src/num/gemm.c" in text,
+            "runtime names fidelis' engine and its source digests")
+    U.check(not [x for x in os.listdir(t) if "staging" in x], "no staging left behind")
+
+    # The stored rows are the engine's hidden states (BF16 of tool_engine's float32 output).
+    tool = os.path.join(os.environ["FDL_BUILD"], "tests", "tool_engine")
+    if U.check(os.path.exists(tool), f"{tool} built"):
+        line = json.loads(open(panel).readline())
+        ids = ",".join(str(x) for x in line["tokens"])
+        hid = os.path.join(t, "h.npy")
+        q = subprocess.run([tool, model, "--ids", ids, "--path", "prefill", "--hidden", hid],
+                           capture_output=True, text=True)
+        if U.check(q.returncode == 0, f"tool_engine: {q.stderr}"):
+            want = U.bf16_bits(np.load(hid)[:-1].astype(np.float32))
+            rec = [r for r in json.load(open(os.path.join(a, "capture", "manifest.json")))["records"]
+                   if r["index"] == line["index"]][0]
+            got, dt = U.st_read(os.path.join(a, "capture", rec["file"]), rec["key"])
+            U.check(dt == "BF16" and np.array_equal(U.bf16_bits(got), want),
+                    "stored hidden states = BF16(engine hidden states)")
+
+    # Bit-identical whatever the threads or ISA.
+    want = tree(a)
+    for extra in (["--threads", "1"], ["--threads", "2"], ["--threads", "3"],
+                  *[["--isa", i] for i in isas()]):
+        o = os.path.join(t, "a-" + "-".join(x.strip("-") for x in extra))
+        p = capture(model, panel, o, *extra)
+        if U.check(p.returncode == 0, f"capture {extra}: {p.stderr}"):
+            U.check(tree(o) == want, f"capture {extra} is byte-identical")
+
+    # A second capture is a reproduction; the quantized twin is a measurement with KL > 0.
+    p, rc = compare(a, os.path.join(t, "a-threads-1"), os.path.join(t, "cmp-self"))
+    U.check(rc is not None and rc["comparison_kind"] == "reproduction_confirmation",
+            f"reproduction: {p.returncode} {p.stderr} {rc and rc['comparison_kind']}")
+    if rc:
+        U.check(rc["metrics"]["mean_tokenwise_kld"] == 0.0, "reproduction KL is +0.0")
+
+    qm = os.path.join(t, "model-int4")
+    p = run("quantize", "--codec", "int4", "--group-size", "32", "--scope", "mlp", model, qm)
+    if U.check(p.returncode == 0, f"quantize: {p.returncode} {p.stderr}"):
+        b = os.path.join(t, "b")
+        p = capture(qm, panel, b, "--json")
+        if U.check(p.returncode == 0, f"capture int4: {p.stdout}{p.stderr}"):
+            U.check(json.loads(p.stdout)["quantized"], "quantized reported")
+            mb = U.load_manifest(b)
+            U.check(mb["dataset"]["role"] == "quant" and mb["weights"]["quantized"], "role quant")
+            p, rc = compare(a, b, os.path.join(t, "cmp-q"))
+            if U.check(rc is not None, f"compare a b: {p.returncode} {p.stdout}{p.stderr}"):
+                U.check(rc["comparison_kind"] == "measurement", rc["comparison_kind"])
+                U.check(rc["metrics"]["mean_tokenwise_kld"] > 0, "int4 KL > 0")
+                codes = [d["code"] for d in rc["disclosures"]]
+                U.check("weights_reconstructed" in codes, f"disclosures {codes}")
+
+    # The logit form.
+    lg = os.path.join(t, "logits")
+    p = capture(model, panel, lg, "--form", "logit", "--path", "decode")
+    if U.check(p.returncode == 0, f"capture logits: {p.stderr}"):
+        v = run("validate", lg, "--verify-tensors")
+        U.check(v.returncode == 0, f"validate logits: {v.stdout}{v.stderr}")
+        rec = json.load(open(os.path.join(lg, "capture", "manifest.json")))["records"][0]
+        U.check(rec["shape"] == [63, 272] and rec["dtype"] == "F32", f"logit record {rec}")
+
+    # Refusals, with nothing left behind.
+    before = sorted(os.listdir(t))
+    p = capture(model, panel, a)
+    U.check(p.returncode == 3 and "exists" in p.stderr, f"existing out: {p.returncode} {p.stderr}")
+    U.check(tree(a) == want, "existing out untouched")
+    lines = [json.loads(x) for x in open(panel)]
+    bad = os.path.join(t, "bad-vocab.jsonl")
+    with open(bad, "w") as f:
+        for x in lines:
+            x = dict(x)
+            x["tokens"] = list(x["tokens"])
+            x["tokens"][5] = 272 if x["index"] == 2 else x["tokens"][5]
+            f.write(json.dumps(x) + "\n")
+    p = capture(model, bad, os.path.join(t, "r1"))
+    U.check(p.returncode == 3 and "272" in p.stderr, f"out of vocabulary: {p.returncode} {p.stderr}")
+    left = os.path.join(t, "left-pad.jsonl")
+    with open(left, "w") as f:
+        for x in lines:
+            x = dict(x)
+            x["mask"] = [0, 0] + [1] * (len(x["tokens"]) - 2)
+            f.write(json.dumps(x) + "\n")
+    p = capture(model, left, os.path.join(t, "r2"))
+    U.check(p.returncode == 3 and "right padding" in p.stderr, f"left pad: {p.returncode} {p.stderr}")
+    nocfg = os.path.join(t, "nocfg")
+    os.mkdir(nocfg)
+    p = capture(nocfg, panel, os.path.join(t, "r3"))
+    U.check(p.returncode in (3, 4) and "config.json" in p.stderr, f"no config: {p.returncode} {p.stderr}")
+    U.check(sorted(os.listdir(t)) == before + ["bad-vocab.jsonl", "left-pad.jsonl", "nocfg"],
+            f"nothing left behind: {sorted(set(os.listdir(t)) - set(before))}")
+    U.finish("test_capture")
+
+
+if __name__ == "__main__":
+    main()
