@@ -44,6 +44,7 @@ int fdl_cli_tensor(int argc, char **argv);
 int fdl_cli_compare(int argc, char **argv);
 int fdl_cli_synth(int argc, char **argv);
 int fdl_cli_capture(int argc, char **argv);
+int fdl_cli_generate(int argc, char **argv);
 int fdl_cli_pack(int argc, char **argv);
 int fdl_cli_validate(int argc, char **argv);
 int fdl_cli_inspect(int argc, char **argv);
@@ -58,6 +59,7 @@ int fdl_cli_tensor_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_compare_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_synth_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_capture_check(int argc, char **argv, FILE *out, FILE *diag);
+int fdl_cli_generate_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_pack_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_validate_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_inspect_check(int argc, char **argv, FILE *out, FILE *diag);
@@ -170,6 +172,9 @@ const char *fdl_cli_shown(const char *s, size_t n, char *buf, size_t cap);
 /* A JSON string for s; s that is not UTF-8 (a path can be anything) becomes its escaped text,
  * so a listing or report never fails on it. NULL only when out of memory. */
 json_t *fdl_cli_json_text(const char *s);
+/* An option's JSON value: the text itself, or the file's bytes for "@FILE" (a file that cannot
+ * be opened is exit 4), parsed strictly (Kiln's rules). 0, or the exit code after a report. */
+int fdl_cli_read_json(const char *cmd, const char *opt, const char *v, json_t **out);
 /* SOURCE_DATE_EPOCH as "YYYY-MM-DDTHH:MM:SSZ" in buf (cap >= 21), for the created_utc options
  * of pack, synth and compare; NULL when unset or not a plain number (then: the wall clock). */
 const char *fdl_cli_source_date(char *buf, size_t cap);

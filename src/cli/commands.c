@@ -13,6 +13,8 @@ static const fdl_cli_command COMMANDS[] = {
      fdl_cli_synth_check},
     {"capture", "run a model over a panel with fidelis' engine into a sealed dataset",
      fdl_cli_capture, fdl_cli_capture_check},
+    {"generate", "greedy tokens, logits or argmaxes of a model over given ids", fdl_cli_generate,
+     fdl_cli_generate_check},
     {"pack", "turn per-record dumps into a sealed fidelity dataset", fdl_cli_pack,
      fdl_cli_pack_check},
     {"validate", "check a fidelity dataset (structural, or sealed with tensors)", fdl_cli_validate,
