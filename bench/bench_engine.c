@@ -1,0 +1,133 @@
+/* bench_engine.c - the engine's prefill and decode against the machine's own bounds, in one
+ * process: prefill GFLOP/s against fidelis' GEMM peak (one large product of the model's own
+ * widest shape, same threads), and decode tokens/s against the memory-bandwidth bound of
+ * reading every weight once per token (bandwidth measured by a streaming read of a buffer
+ * larger than the caches).
+ *
+ *   bench_engine MODEL_DIR PREFILL_TOKENS DECODE_TOKENS THREADS
+ *
+ * Prints one key=value line per figure. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_clock.h"
+#include "fidelis/engine.h"
+#include "fidelis/gemm.h"
+
+/* Multiply-adds of one forward over n tokens, as 2 flops each: the projections, the MLP, the
+ * head on every row, and attention's QK^T and PV over the causal triangle. */
+static double forward_flops(const fdl_model_info *i, size_t n) {
+  double h = (double)i->hidden, q = (double)(i->heads * i->head_dim),
+         kv = (double)(i->kv_heads * i->head_dim), f = (double)i->intermediate;
+  double per_tok = h * q + 2 * h * kv + q * h + 3 * h * f;
+  double attn = (double)i->heads * (double)i->head_dim * (double)n * ((double)n + 1); /* QK+PV */
+  return 2.0 * ((double)i->layers * (per_tok * (double)n + attn) +
+                (double)n * h * (double)i->vocab);
+}
+
+/* Bytes of weights read per decoded token: every layer's matrices and the head. */
+static double weight_bytes(const fdl_model_info *i) {
+  double h = (double)i->hidden, q = (double)(i->heads * i->head_dim),
+         kv = (double)(i->kv_heads * i->head_dim), f = (double)i->intermediate;
+  double es = i->weight_dtype == FDL_DTYPE_F32 ? 4.0 : 2.0;
+  return es * ((double)i->layers * (h * q + 2 * h * kv + q * h + 3 * h * f) +
+               h * (double)i->vocab);
+}
+
+static double stream_gbps(void) {
+  size_t n = (size_t)1 << 28; /* 1 GiB of floats... as 256 Mi floats */
+  float *a = malloc(n * sizeof *a);
+  if (!a) return 0;
+  memset(a, 1, n * sizeof *a);
+  double best = 0;
+  for (int r = 0; r < 3; r++) {
+    double t0 = bench_now();
+    float s = 0;
+    for (size_t k = 0; k < n; k += 16) s += a[k];
+    double t = bench_now() - t0;
+    volatile float sink = s;
+    (void)sink;
+    double g = (double)n * sizeof *a / t / 1e9;
+    if (g > best) best = g;
+  }
+  free(a);
+  return best;
+}
+
+static double gemm_peak(const fdl_model_info *i, unsigned threads, size_t m) {
+  size_t k = i->hidden, nn = i->intermediate;
+  float *a = malloc(m * k * sizeof *a), *c = malloc(m * nn * sizeof *c);
+  uint16_t *b = malloc(nn * k * sizeof *b);
+  fdl_gemm *g = NULL;
+  fdl_err err;
+  double best = 0;
+  if (a && b && c && fdl_gemm_new(FDL_NUM_ISA_AUTO, threads, &g, &err) == FDL_OK) {
+    for (size_t x = 0; x < m * k; x++) a[x] = (float)(x % 13) * 0.01f;
+    for (size_t x = 0; x < nn * k; x++) b[x] = 0x3f80;
+    fdl_gemm_args ar = {.m = m, .n = nn, .k = k, .a = a, .lda = k, .b = b, .ldb = k,
+                        .b_type = FDL_GEMM_BF16, .c = c, .ldc = nn};
+    for (int r = 0; r < 3; r++) {
+      double t0 = bench_now();
+      if (fdl_gemm_run(g, &ar, &err) != FDL_OK) break;
+      double t = bench_now() - t0, gf = 2.0 * (double)m * (double)nn * (double)k / t / 1e9;
+      if (gf > best) best = gf;
+    }
+  }
+  fdl_gemm_free(g);
+  free(a);
+  free(b);
+  free(c);
+  return best;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 5) {
+    fprintf(stderr, "usage: bench_engine MODEL_DIR PREFILL_TOKENS DECODE_TOKENS THREADS\n");
+    return 4;
+  }
+  size_t np = (size_t)atol(argv[2]), nd = (size_t)atol(argv[3]);
+  unsigned threads = (unsigned)atoi(argv[4]);
+  fdl_err err;
+  fdl_model *m = NULL;
+  fdl_model_opts o = {.threads = threads};
+  double t0 = bench_now();
+  if (fdl_model_load(argv[1], &o, &m, &err) != FDL_OK) {
+    fprintf(stderr, "bench_engine: %s\n", err.msg);
+    return 3;
+  }
+  double load = bench_now() - t0;
+  const fdl_model_info *i = fdl_model_get_info(m);
+  size_t n = np > nd ? np : nd;
+  int32_t *ids = malloc(n * sizeof *ids);
+  int32_t *greedy = malloc(n * sizeof *greedy);
+  for (size_t k = 0; k < n; k++) ids[k] = (int32_t)((k * 7919u + 13u) % i->vocab);
+  fdl_engine_out out = {.greedy = greedy};
+  double best_p = 1e30, best_d = 1e30;
+  for (int r = 0; r < 2; r++) {
+    t0 = bench_now();
+    if (fdl_engine_run(m, ids, np, FDL_ENGINE_PREFILL, &out, &err) != FDL_OK) break;
+    double t = bench_now() - t0;
+    if (t < best_p) best_p = t;
+  }
+  t0 = bench_now();
+  if (fdl_engine_run(m, ids, nd, FDL_ENGINE_DECODE, &out, &err) == FDL_OK)
+    best_d = bench_now() - t0;
+  double gf = forward_flops(i, np) / best_p / 1e9;
+  double peak = gemm_peak(i, threads, np);
+  double bw = stream_gbps(), bound = bw * 1e9 / weight_bytes(i);
+  double tps = (double)nd / best_d;
+  printf("model=%s params_weights_gb=%.3f load_s=%.3f threads=%u\n", i->arch,
+         weight_bytes(i) / 1e9, load, threads);
+  printf("prefill tokens=%zu seconds=%.4f gflops=%.2f gemm_peak_gflops=%.2f ratio=%.3f\n", np,
+         best_p, gf, peak, gf / peak);
+  printf("decode tokens=%zu seconds=%.4f tokens_per_s=%.2f bandwidth_gbps=%.2f bound_tokens_per_s=%.2f "
+         "ratio=%.3f\n",
+         nd, best_d, tps, bw, bound, tps / bound);
+  printf("peak_rss_mib=%.1f\n", bench_peak_rss_mib());
+  fdl_model_free(m);
+  free(ids);
+  free(greedy);
+  return 0;
+}

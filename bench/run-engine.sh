@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The capture engine's throughput (issue 11's benchmark): prefill GFLOP/s against fidelis' GEMM
+# peak and decode tokens/s against the weight-streaming bound (bench_engine), side by side with
+# Debian's torch running the same random model in float32 on the same threads
+# (bench/engine_torch.py), on a ~100M-parameter Llama and a Qwen3-0.6B-shaped model made by
+# `fidelis model init`. Usage: bench/run-engine.sh BUILD_DIR
+#   env: FDL_BENCH_THREADS (default: all cores), FDL_BENCH_PREFILL (256), FDL_BENCH_DECODE (32),
+#        FDL_BENCH_PRESETS ("llama-100m qwen3-0.6b"), FDL_PYTHON
+set -euo pipefail
+build=$(cd "${1:-build}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+py=${FDL_PYTHON:-/usr/bin/python3}
+threads=${FDL_BENCH_THREADS:-$(nproc)}
+np=${FDL_BENCH_PREFILL:-256}
+nd=${FDL_BENCH_DECODE:-32}
+work=$(mktemp -d "${TMPDIR:-/tmp}/fdl-engine-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+for preset in ${FDL_BENCH_PRESETS:-llama-100m qwen3-0.6b}; do
+  echo "== $preset (prefill $np tokens, decode $nd tokens, $threads threads)"
+  t0=$(date +%s.%N)
+  "$build/fidelis" model init --preset "$preset" --seed 0 "$work/$preset" >/dev/null
+  echo "model init: $(echo "$(date +%s.%N) - $t0" | bc) s"
+  out=$("$build/bench/bench_engine" "$work/$preset" "$np" "$nd" "$threads")
+  echo "$out"
+  tout=$("$py" "$here/engine_torch.py" "$work/$preset" "$np" "$nd" "$threads")
+  echo "$tout"
+  fp=$(echo "$out" | sed -n 's/^prefill .* seconds=\([0-9.]*\).*/\1/p')
+  fd=$(echo "$out" | sed -n 's/^decode .*tokens_per_s=\([0-9.]*\).*/\1/p')
+  tp=$(echo "$tout" | sed -n 's/^torch prefill .*seconds=\([0-9.]*\).*/\1/p')
+  td=$(echo "$tout" | sed -n 's/^torch decode .*tokens_per_s=\([0-9.]*\).*/\1/p')
+  awk -v fp="$fp" -v tp="$tp" -v fd="$fd" -v td="$td" 'BEGIN {
+    printf "fidelis vs torch: prefill %.2fx faster, decode %.2fx faster\n", tp / fp, fd / td }'
+  rm -rf "${work:?}/$preset"
+done
