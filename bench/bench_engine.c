@@ -23,8 +23,8 @@ static double forward_flops(const fdl_model_info *i, size_t n) {
          kv = (double)(i->kv_heads * i->head_dim), f = (double)i->intermediate;
   double per_tok = h * q + 2 * h * kv + q * h + 3 * h * f;
   double attn = (double)i->heads * (double)i->head_dim * (double)n * ((double)n + 1); /* QK+PV */
-  return 2.0 * ((double)i->layers * (per_tok * (double)n + attn) +
-                (double)n * h * (double)i->vocab);
+  return 2.0 *
+         ((double)i->layers * (per_tok * (double)n + attn) + (double)n * h * (double)i->vocab);
 }
 
 /* Bytes of weights read per decoded token: every layer's matrices and the head. */
@@ -32,8 +32,7 @@ static double weight_bytes(const fdl_model_info *i) {
   double h = (double)i->hidden, q = (double)(i->heads * i->head_dim),
          kv = (double)(i->kv_heads * i->head_dim), f = (double)i->intermediate;
   double es = i->weight_dtype == FDL_DTYPE_F32 ? 4.0 : 2.0;
-  return es * ((double)i->layers * (h * q + 2 * h * kv + q * h + 3 * h * f) +
-               h * (double)i->vocab);
+  return es * ((double)i->layers * (h * q + 2 * h * kv + q * h + 3 * h * f) + h * (double)i->vocab);
 }
 
 static double stream_gbps(void) {
@@ -66,8 +65,16 @@ static double gemm_peak(const fdl_model_info *i, unsigned threads, size_t m) {
   if (a && b && c && fdl_gemm_new(FDL_NUM_ISA_AUTO, threads, &g, &err) == FDL_OK) {
     for (size_t x = 0; x < m * k; x++) a[x] = (float)(x % 13) * 0.01f;
     for (size_t x = 0; x < nn * k; x++) b[x] = 0x3f80;
-    fdl_gemm_args ar = {.m = m, .n = nn, .k = k, .a = a, .lda = k, .b = b, .ldb = k,
-                        .b_type = FDL_GEMM_BF16, .c = c, .ldc = nn};
+    fdl_gemm_args ar = {.m = m,
+                        .n = nn,
+                        .k = k,
+                        .a = a,
+                        .lda = k,
+                        .b = b,
+                        .ldb = k,
+                        .b_type = FDL_GEMM_BF16,
+                        .c = c,
+                        .ldc = nn};
     for (int r = 0; r < 3; r++) {
       double t0 = bench_now();
       if (fdl_gemm_run(g, &ar, &err) != FDL_OK) break;
@@ -118,11 +125,12 @@ int main(int argc, char **argv) {
   double peak = gemm_peak(i, threads, np);
   double bw = stream_gbps(), bound = bw * 1e9 / weight_bytes(i);
   double tps = (double)nd / best_d;
-  printf("model=%s params_weights_gb=%.3f load_s=%.3f threads=%u\n", i->arch,
-         weight_bytes(i) / 1e9, load, threads);
+  printf("model=%s params_weights_gb=%.3f load_s=%.3f threads=%u\n", i->arch, weight_bytes(i) / 1e9,
+         load, threads);
   printf("prefill tokens=%zu seconds=%.4f gflops=%.2f gemm_peak_gflops=%.2f ratio=%.3f\n", np,
          best_p, gf, peak, gf / peak);
-  printf("decode tokens=%zu seconds=%.4f tokens_per_s=%.2f bandwidth_gbps=%.2f bound_tokens_per_s=%.2f "
+  printf("decode tokens=%zu seconds=%.4f tokens_per_s=%.2f bandwidth_gbps=%.2f "
+         "bound_tokens_per_s=%.2f "
          "ratio=%.3f\n",
          nd, best_d, tps, bw, bound, tps / bound);
   printf("peak_rss_mib=%.1f\n", bench_peak_rss_mib());

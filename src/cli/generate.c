@@ -11,70 +11,82 @@
 #include "fidelis/dataset.h"
 #include "fidelis/generate.h"
 #include "fidelis/json.h"
+#include "fidelis/kiln.h"
 #include "fidelis/pool.h"
 #include "fidelis/tensor.h"
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: fidelis generate --model DIR (--ids JSON|@FILE | --panel FILE --context I\n"
-          "         --prompt-tokens N) [--path prefill|decode] [--new N --tokens-out FILE]\n"
-          "         [--from K] [--logits-out FILE.npy] [--greedy-out FILE] [options]\n\n"
+          "usage: fidelis generate --model DIR (--ids JSON|@FILE | --request FILE |\n"
+          "         --panel FILE --context I --prompt-tokens N) [--path prefill|decode]\n"
+          "         [--new N --tokens-out FILE] [--rows last|steps|all] [--logits-out FILE.npy]\n"
+          "         [--greedy-out FILE] [--ids-out FILE] [options]\n\n"
           "Runs the model in DIR (as `fidelis capture` does) over the input ids: a JSON array\n"
-          "(or @FILE holding one), or the first N tokens of context I of a pack panel. Then\n"
+          "(or @FILE holding one), the input_token_ids of a first-divergence request\n"
+          "(`fidelis divergence`), or the first N tokens of context I of a pack panel. Then\n"
           "writes any of:\n"
           "  --tokens-out FILE   the --new N greedy continuation tokens, a JSON array (the\n"
           "                      streams `fidelis divergence` compares)\n"
-          "  --logits-out FILE   the full logits of rows K..n-1 of the input, float32 .npy\n"
-          "                      [n-K, vocab] (a `full:` path or the reference of\n"
-          "                      `fidelis attribute`: row i holds the logits after token i)\n"
-          "  --greedy-out FILE   the argmaxes of rows K..n-1 through the argmax-only path, a\n"
-          "                      JSON array (a `greedy:` path of `fidelis attribute`)\n"
-          "K is --from (default n-1: the last row). Greedy ties go to the lowest token id.\n"
-          "Continuations re-run the whole sequence at each step: fine for tens of tokens.\n\n"
+          "  --logits-out FILE   the full logits of the --rows, float32 .npy [rows, vocab]: the\n"
+          "                      last row is the reference of `fidelis attribute`, the steps\n"
+          "                      rows a `full:` path\n"
+          "  --greedy-out FILE   the argmaxes of the --rows through the argmax-only path, a JSON\n"
+          "                      array (a `greedy:` path of `fidelis attribute`)\n"
+          "  --ids-out FILE      the input ids, a JSON array\n"
+          "Row i holds what the model predicts after input token i. --rows: last (the last\n"
+          "row; the default), steps (with --request: every forced step, from the last prompt\n"
+          "token to the end), all. Greedy ties go to the lowest token id. Continuations\n"
+          "re-run the whole sequence at each step: fine for tens of tokens.\n\n"
           "options:\n"
           "  --model DIR          the model directory\n"
           "  --ids JSON|@FILE     the input ids\n"
+          "  --request FILE       a kiln.hf-next-token-request.v1: its input_token_ids\n"
           "  --panel FILE         a pack panel (JSONL); with --context I and --prompt-tokens N\n"
           "  --path prefill|decode  the engine's path [prefill]\n"
           "  --new N              greedy tokens to append, 1 to 4096 (needs --tokens-out)\n"
-          "  --from K             first row of --logits-out/--greedy-out [n-1]\n"
+          "  --rows WHICH         last, steps or all [last]\n"
           "  --threads N          1 to %d [all cores]; no bit depends on it\n"
           "  --isa NAME           auto, scalar, avx2, avx512 [auto]; no bit depends on it\n"
           "  -h, --help           show this help\n\n"
           "outputs are written whole or not at all and never overwrite a file.\n\n"
           "exit codes: 0 written; 3 refused (an unsupported or corrupt model, ids outside the\n"
-          "vocabulary, an output that exists); 4 bad usage, an input that cannot be opened, a\n"
-          "write that failed\n",
+          "vocabulary, a malformed request, an output that exists); 4 bad usage, an input that\n"
+          "cannot be opened, a write that failed\n",
           FDL_POOL_MAX_THREADS);
 }
 
 static const char *const PATHS[] = {"prefill", "decode", NULL};
+static const char *const ROWS[] = {"last", "steps", "all", NULL};
+enum { ROWS_LAST, ROWS_STEPS, ROWS_ALL };
 static const char *const ISAS[] = {"auto", "scalar", "avx2", "avx512", NULL};
 static const fdl_num_isa ISA_OF[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_NUM_ISA_AVX2,
                                      FDL_NUM_ISA_AVX512};
 
 typedef struct {
-  const char *model, *ids, *panel, *tokens_out, *logits_out, *greedy_out;
-  uint64_t context, prompt_tokens, n_new, from, threads;
-  bool has_context, has_prompt, has_from;
-  int path, isa;
+  const char *model, *ids, *request, *panel, *tokens_out, *logits_out, *greedy_out, *ids_out;
+  uint64_t context, prompt_tokens, n_new, threads;
+  int path, isa, rows;
+  bool rows_given;
 } args;
 
 static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
-  a->context = a->prompt_tokens = a->from = UINT64_MAX;
+  a->context = a->prompt_tokens = UINT64_MAX;
+  a->rows = -1;
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--model", &a->model),
       FDL_CLI_OPT_TEXT("--ids", &a->ids),
+      FDL_CLI_OPT_PATH("--request", &a->request),
       FDL_CLI_OPT_PATH("--panel", &a->panel),
       FDL_CLI_OPT_NUMBER("--context", &a->context, 0, (uint64_t)INT64_MAX),
       FDL_CLI_OPT_NUMBER("--prompt-tokens", &a->prompt_tokens, 1, (uint64_t)1 << 20),
       {"--path", NULL, FDL_CLI_CHOICE, &a->path, 0, 0, PATHS},
       FDL_CLI_OPT_NUMBER("--new", &a->n_new, 1, 4096),
       FDL_CLI_OPT_PATH("--tokens-out", &a->tokens_out),
-      FDL_CLI_OPT_NUMBER("--from", &a->from, 0, (uint64_t)1 << 20),
+      {"--rows", NULL, FDL_CLI_CHOICE, &a->rows, 0, 0, ROWS},
       FDL_CLI_OPT_PATH("--logits-out", &a->logits_out),
       FDL_CLI_OPT_PATH("--greedy-out", &a->greedy_out),
+      FDL_CLI_OPT_PATH("--ids-out", &a->ids_out),
       FDL_CLI_THREADS(&a->threads),
       {"--isa", NULL, FDL_CLI_CHOICE, &a->isa, 0, 0, ISAS},
   };
@@ -85,17 +97,23 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (!a->model) return fdl_cli_usage_error(&s, "--model DIR is required");
-  if (!a->ids && !(a->panel && a->context != UINT64_MAX && a->prompt_tokens != UINT64_MAX))
-    return fdl_cli_usage_error(&s, "give --ids, or --panel with --context and --prompt-tokens");
-  if (!a->ids && (!a->panel || a->context == UINT64_MAX || a->prompt_tokens == UINT64_MAX))
-    return fdl_cli_usage_error(&s, "--panel needs --context and --prompt-tokens");
-  if (!a->tokens_out && !a->logits_out && !a->greedy_out)
-    return fdl_cli_usage_error(&s, "nothing to write: give --tokens-out, --logits-out or "
-                                   "--greedy-out");
+  bool by_panel = a->panel || a->context != UINT64_MAX || a->prompt_tokens != UINT64_MAX;
+  if (!a->ids && !a->request && !by_panel)
+    return fdl_cli_usage_error(&s, "give --ids, --request, or --panel with --context and "
+                                   "--prompt-tokens");
+  if (by_panel && (!a->panel || a->context == UINT64_MAX || a->prompt_tokens == UINT64_MAX))
+    return fdl_cli_usage_error(&s, "--panel, --context and --prompt-tokens go together");
+  if (!a->tokens_out && !a->logits_out && !a->greedy_out && !a->ids_out)
+    return fdl_cli_usage_error(&s, "nothing to write: give --tokens-out, --logits-out, "
+                                   "--greedy-out or --ids-out");
   if (!a->tokens_out != !a->n_new)
     return fdl_cli_usage_error(&s, "--new N and --tokens-out FILE go together");
-  if (a->from != UINT64_MAX && !a->logits_out && !a->greedy_out)
-    return fdl_cli_usage_error(&s, "--from applies to --logits-out and --greedy-out");
+  a->rows_given = a->rows >= 0;
+  if (a->rows_given && !a->logits_out && !a->greedy_out)
+    return fdl_cli_usage_error(&s, "--rows applies to --logits-out and --greedy-out");
+  if (!a->rows_given) a->rows = ROWS_LAST;
+  if (a->rows == ROWS_STEPS && !a->request)
+    return fdl_cli_usage_error(&s, "--rows steps needs --request (the prompt's length)");
   return FDL_CLI_GO;
 }
 
@@ -104,33 +122,67 @@ int fdl_cli_generate_check(int argc, char **argv, FILE *out, FILE *diag) {
   return parse(&a, argc, argv, out, diag);
 }
 
-/* The input ids from --ids or the panel; *n tokens in a new array. */
-static int input_ids(const args *a, int32_t **ids, size_t *n) {
+/* The ids of a JSON array of token ids into a new array; false when it is not one. */
+static bool id_array(const json_t *j, int32_t **ids, size_t *n) {
+  size_t k = json_is_array(j) ? json_array_size(j) : 0;
+  *ids = k ? malloc(k * sizeof **ids) : NULL;
+  for (size_t i = 0; *ids && i < k; i++) {
+    const json_t *v = json_array_get(j, i);
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX) {
+      free(*ids);
+      *ids = NULL;
+      break;
+    }
+    (*ids)[i] = (int32_t)json_integer_value(v);
+  }
+  *n = k;
+  return *ids != NULL;
+}
+
+/* A request's input_token_ids, checked by the request's own rules first; *first is the row of
+ * the last prompt token (the first forced step). */
+static int request_ids(const args *a, int32_t **ids, size_t *n, size_t *first) {
+  int rc = fdl_cli_input_file("generate", a->request);
+  if (rc) return rc;
+  fdl_err err = {FDL_OK, ""};
+  json_t *doc = NULL;
+  fdl_kiln_checked chk;
+  fdl_status s = fdl_kiln_check_file_doc(a->request, &chk, &doc, &err);
+  if (s == FDL_OK && strcmp(chk.schema, "kiln.hf-next-token-request.v1"))
+    s = fdl_fail(&err, FDL_REFUSED, "%s: a %s, expected a kiln.hf-next-token-request.v1",
+                 a->request, chk.schema);
+  if (s != FDL_OK) {
+    json_decref(doc);
+    fdl_err_prefix(&err, "--request");
+    fdl_cli_report(&err);
+    return fdl_cli_exit_for(s);
+  }
+  size_t prompt = json_array_size(json_object_get(json_object_get(doc, "prompt"), "token_ids"));
+  bool ok = id_array(json_object_get(doc, "input_token_ids"), ids, n) && prompt >= 1;
+  json_decref(doc);
+  if (!ok) return FDL_EXIT_USAGE; /* the checker proved both lists: only memory can fail */
+  *first = prompt - 1;
+  return 0;
+}
+
+/* The input ids from --ids, --request or the panel; *n tokens in a new array. *first: the
+ * first forced step (requests only). */
+static int input_ids(const args *a, int32_t **ids, size_t *n, size_t *first) {
   fdl_err err = {FDL_OK, ""};
   if (a->ids) {
     json_t *j = NULL;
     int rc = fdl_cli_read_json("generate", "--ids", a->ids, &j);
     if (rc) return rc;
-    size_t k = json_is_array(j) ? json_array_size(j) : 0;
-    *ids = k ? malloc(k * sizeof **ids) : NULL;
-    for (size_t i = 0; *ids && i < k; i++) {
-      const json_t *v = json_array_get(j, i);
-      if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX) {
-        free(*ids);
-        *ids = NULL;
-        break;
-      }
-      (*ids)[i] = (int32_t)json_integer_value(v);
-    }
+    bool ok = id_array(j, ids, n);
     json_decref(j);
-    if (!*ids) {
+    if (!ok) {
       fprintf(stderr, "fidelis generate: --ids: expected a nonempty JSON array of token ids "
                       "(integers 0..2147483647)\n");
       return FDL_EXIT_REFUSED;
     }
-    *n = k;
     return 0;
   }
+  if (a->request) return request_ids(a, ids, n, first);
   int rc = fdl_cli_input_file("generate", a->panel);
   if (rc) return rc;
   fdl_ds_panel p;
@@ -174,18 +226,17 @@ static fdl_status write_ids(const char *path, const int32_t *v, size_t n, fdl_er
   return s;
 }
 
-static fdl_status run(const args *a, fdl_model *m, const int32_t *ids, size_t n, fdl_err *err) {
+static fdl_status run(const args *a, fdl_model *m, const int32_t *ids, size_t n, size_t first,
+                      fdl_err *err) {
   fdl_engine_path path = a->path ? FDL_ENGINE_DECODE : FDL_ENGINE_PREFILL;
   size_t vocab = fdl_model_get_info(m)->vocab;
   for (size_t i = 0; i < n; i++)
     if ((size_t)ids[i] >= vocab)
       return fdl_fail(err, FDL_REFUSED, "input id %zu is %d, outside the vocabulary of %zu", i,
                       (int)ids[i], vocab);
-  size_t from = a->from == UINT64_MAX ? n - 1 : (size_t)a->from;
-  if (from >= n)
-    return fdl_fail(err, FDL_INVALID, "--from %zu: the input has rows 0..%zu", from, n - 1);
-  fdl_status s = FDL_OK;
-  if (a->tokens_out) {
+  size_t from = a->rows == ROWS_ALL ? 0 : a->rows == ROWS_STEPS ? first : n - 1;
+  fdl_status s = a->ids_out ? write_ids(a->ids_out, ids, n, err) : FDL_OK;
+  if (s == FDL_OK && a->tokens_out) {
     int32_t *nw = malloc((size_t)a->n_new * sizeof *nw);
     s = nw ? fdl_generate_greedy(m, ids, n, (size_t)a->n_new, path, nw, err)
            : fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -215,13 +266,13 @@ int fdl_cli_generate(int argc, char **argv) {
   if (rc != FDL_CLI_GO) return rc;
   if ((rc = fdl_cli_input_dir("generate", a.model))) return rc;
   int32_t *ids = NULL;
-  size_t n = 0;
-  if ((rc = input_ids(&a, &ids, &n))) return rc;
+  size_t n = 0, first = 0;
+  if ((rc = input_ids(&a, &ids, &n, &first))) return rc;
   fdl_err err = {FDL_OK, ""};
   fdl_model *m = NULL;
   fdl_model_opts mo = {.threads = (unsigned)a.threads, .isa = ISA_OF[a.isa]};
   fdl_status s = fdl_model_load(a.model, &mo, &m, &err);
-  if (s == FDL_OK) s = run(&a, m, ids, n, &err);
+  if (s == FDL_OK) s = run(&a, m, ids, n, first, &err);
   fdl_model_free(m);
   free(ids);
   if (s != FDL_OK) {
