@@ -41,17 +41,13 @@ static void usage(FILE *f) {
         "final_logits_sha256 over --final-logits as float32 digests, the request's id, input\n"
         "count and digest), request.sha256 and result_sha256. --request is the\n"
         "kiln.hf-next-token-request.v1; --observed the 4 token ids the worker saw (the 3\n"
-        "continuation ids, then the final logits' argmax); --kernel-policy one of qualified,\n"
-        "portable_fallback, model_fallback, tensor_fallback, fused_norm_mlp_fallback,\n"
-        "fused_norm_mlp_only, fused_rmsnorm_fallback, fused_mlp_silu_mul_fallback,\n"
-        "fused_mlp_gate_up_prefill_fallback, gdn_fallback, non_gdn_fallback,\n"
-        "split_q_gate_fallback, split_q_gate_only; --final-logits Kiln's 248320 final logits.\n"
+        "continuation ids, then the final logits' argmax); --kernel-policy one of section 13's\n"
+        "profiles (qualified, portable_fallback, ...; docs/ATTRIBUTION.md lists them); and\n"
+        "--final-logits Kiln's 248320 final logits.\n"
         "--provenance is {created_at_utc, duration_seconds, source, binary, implementation,\n"
         "model_fingerprint, request_path, reference {bytes, evidence, location, sha256},\n"
         "containment {hf, kiln}} (model_identity optional, equal to the request's), copied.\n"
-        "Refused before writing: rows other than 34, evidence whose layer_last_rows_sha256,\n"
-        "hidden_size, boundary list or request binding differs from the inputs, an unknown\n"
-        "policy, anything `fidelis check` would refuse.\n\n"
+        "Whatever `fidelis check` would refuse is refused before anything is written.\n\n"
         "--check RECORD reads a Kiln layer-attribution result (v1 or v2; it must pass `fidelis\n"
         "check`) and recomputes every boundary value, the row digests, the largest growth and\n"
         "hf_layer_last_rows_sha256 from REF and CAND (final_logits_sha256 too with\n"
@@ -77,8 +73,8 @@ static void usage(FILE *f) {
       "exit codes: 0 ok (written; --check: every value matches); 3 inputs refused (malformed,\n"
       "shapes that differ, a NaN or infinity, a reference row whose RMS is 0 or an actual row\n"
       "of zeros, names that do not match the rows, a kiln-v2 input that breaks a rule, --out\n"
-      "exists; --check: a value differs, naming boundary, field, recorded and recomputed); 4\n"
-      "bad usage, a file that cannot be opened, or output that cannot be written\n",
+      "exists; --check: a value differs, named with both values);\n"
+      "4 bad usage, a file that cannot be opened, or output that cannot be written\n",
       f);
 }
 
