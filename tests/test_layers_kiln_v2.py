@@ -180,10 +180,12 @@ def main():
             K.write_json(p, v)
             return p
 
-        def rows(n=34, hidden=H):
+        def rows(n=34, hidden=H, spike=None):
             R = rng.normal(0.0, 1.0, (n, hidden)).astype(np.float32)
             R *= np.linspace(0.01, 3.0, n, dtype=np.float32)[:, None]  # widening rows, as a model's
             noise = rng.normal(0.0, 1.0, (n, hidden)) * np.geomspace(1e-4, 5e-2, n)[:, None]
+            if spike is not None:  # one boundary whose error jumps, as the retained layer_02 runs
+                noise[spike] *= 200.0
             C = (R + noise * np.abs(R)).astype(np.float32)
             C[0] = R[0]  # the embedding agrees bit for bit, as in every retained run
             return R, C
@@ -206,8 +208,8 @@ def main():
 
         # ---- the writer, against the python oracle ----
         good = None
-        for policy, use_st in (("qualified", False), ("split_q_gate_only", True)):
-            R, C = rows()
+        for policy, use_st, spike in (("qualified", False, None), ("split_q_gate_only", True, 3)):
+            R, C = rows(spike=spike)
             L = logits()
             prov = provenance(v1, f32_sha(np, R))
             ref = None
@@ -234,6 +236,14 @@ def main():
                     if got.get(k) != want[k]:
                         print("  differs at %s" % k)
             check(got == want, "%s: equals the record built in numpy" % what)
+            g = want["worker"]["largest_relative_error_growth"]
+            check(spike is None or (g["index"], g["name"]) == (3, "layer_02_linear_attention"),
+                  "%s: the growth lands where the error jumps: %s" % (what, g))
+            jrc, jo, _ = K.run(["layers", "diff", save(R), save(C), "--json", "--names", ",".join(names())])
+            plain = json.loads(jo) if jrc == 0 else {}
+            check(plain == {"boundaries": want["worker"]["boundaries"],
+                            "largest_relative_error_growth": g},
+                  "%s: layers diff --json with the same names gives the worker's boundaries and growth" % what)
             check(text == json.dumps(want, indent=2, sort_keys=True, ensure_ascii=True) + "\n",
                   "%s: the file is Kiln's form byte for byte (indent 2, sorted, repr floats)" % what)
             check(os.stat(out).st_mode & 0o777 != 0 and not os.path.exists(out + ".tmp"),
