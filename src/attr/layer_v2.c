@@ -6,6 +6,7 @@
  *
  * The 34 names and the kernel-policy enum are written here once; src/attr/kiln.c's checker keeps
  * its own copies until it calls these accessors. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,7 +296,9 @@ static fdl_status check_inputs(const fdl_attr_layer_v2_in *in, fdl_err *err) {
                     "rows: %zu boundaries, expected the %u of §13 (embedding, 32 layers, "
                     "final_norm)",
                     in->rows, FDL_ATTR_LAYER_BOUNDARIES);
-  if (in->hidden == 0) return fdl_fail(err, FDL_BOUNDS, "rows: width 0, expected >= 1");
+  if (in->hidden == 0 || in->hidden > SIZE_MAX / sizeof(float) / FDL_ATTR_LAYER_BOUNDARIES)
+    return fdl_fail(err, FDL_BOUNDS, "rows: width %zu, expected 1..%zu", in->hidden,
+                    SIZE_MAX / sizeof(float) / FDL_ATTR_LAYER_BOUNDARIES);
   bool known = false;
   for (size_t i = 0; in->kernel_policy && i < NPOLICIES && !known; i++)
     known = strcmp(in->kernel_policy, POLICIES[i]) == 0;
@@ -436,7 +439,9 @@ fdl_status fdl_attr_layer_recompute(const json_t *doc, const char *name, const f
     return fdl_fail(err, FDL_REFUSED,
                     "%s: $.worker.boundaries holds %zu boundaries, but the rows are %zu", name,
                     json_array_size(bl), rows);
-  if (rows == 0 || hidden == 0) return fdl_fail(err, FDL_BOUNDS, "%s: no rows to compare", name);
+  if (rows == 0 || hidden == 0 || hidden > SIZE_MAX / sizeof(float) / rows)
+    return fdl_fail(err, FDL_BOUNDS, "%s: %zu rows of %zu, expected a nonempty matrix", name, rows,
+                    hidden);
   char rows_sha[FDL_SEAL_BUF], p[160];
   fdl_status s = digest_text(reference, rows * hidden, rows_sha, err);
   if (s != FDL_OK) return s;
