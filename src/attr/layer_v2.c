@@ -302,14 +302,16 @@ static fdl_status check_inputs(const fdl_attr_layer_v2_in *in, fdl_err *err) {
   bool known = false;
   for (size_t i = 0; in->kernel_policy && i < NPOLICIES && !known; i++)
     known = strcmp(in->kernel_policy, POLICIES[i]) == 0;
-  if (!known)
+  if (!known) {
+    char list[512] = "";
+    for (size_t i = 0, used = 0; i < NPOLICIES && used < sizeof list; i++) {
+      int w = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", POLICIES[i]);
+      used += w > 0 ? (size_t)w : 0;
+    }
     return fdl_fail(err, FDL_INVALID,
-                    "kernel_policy \"%.80s\": expected one of §13's profiles (qualified, "
-                    "portable_fallback, model_fallback, tensor_fallback, fused_norm_mlp_fallback, "
-                    "fused_norm_mlp_only, fused_rmsnorm_fallback, fused_mlp_silu_mul_fallback, "
-                    "fused_mlp_gate_up_prefill_fallback, gdn_fallback, non_gdn_fallback, "
-                    "split_q_gate_fallback, split_q_gate_only)",
-                    in->kernel_policy ? in->kernel_policy : "");
+                    "kernel_policy \"%.80s\": expected one of §13's profiles (%s)",
+                    in->kernel_policy ? in->kernel_policy : "", list);
+  }
   if (in->vocab != FDL_KILN_VOCAB_SIZE)
     return fdl_fail(err, FDL_REFUSED,
                     "final logits: %zu values, expected Kiln's full vocabulary of %u", in->vocab,
