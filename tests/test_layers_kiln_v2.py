@@ -197,11 +197,12 @@ def main():
 
         req_path = jfile(req)
 
-        def emit(R, C, L, prov, observed=None, policy="qualified", extra=(), ref=None, out=None):
+        def emit(R, C, L, prov, observed=None, policy="qualified", extra=(), ref=None, out=None,
+                 request=None):
             observed = observed if observed is not None else CONT + [int(np.argmax(L))]
             out = out or fresh("rec", ".json")
             argv = ["layers", "diff", ref or save(R), save(C), "--format", "kiln-v2", "--request",
-                    req_path, "--provenance", jfile(prov), "--observed", json.dumps(observed),
+                    request or req_path, "--provenance", jfile(prov), "--observed", json.dumps(observed),
                     "--kernel-policy", policy, "--final-logits", save(L), "--out", out, *extra]
             rc, so, err = K.run(argv)
             return rc, so, err, out, observed
@@ -408,6 +409,10 @@ def main():
         pe = copy.deepcopy(prov)
         pe["model_identity"] = dict(req["model_identity"], id="another")
         refused("provenance model_identity off the request's", "model_identity", prov_=pe)
+        refused("a layer record given as --request", "request", request=os.path.join(K.VECTORS, LAYER_V1))
+        rq = copy.deepcopy(req)
+        rq["prompt"]["token_count"] += 1
+        refused("a request that breaks its own rules", "$.prompt.token_count", request=jfile(rq))
         bad_names = names()
         bad_names[4] = "layer_03_linear_attention"
         refused("--names off §13", "boundary name 4", extra=("--names", ",".join(bad_names)))

@@ -328,7 +328,13 @@ static int run_kiln_v2(const args *a, const fdl_attr_matrix *ref, const fdl_attr
             : FDL_OK;
     if (s != FDL_OK) rc = refuse(&err, s);
   }
-  if (rc == FDL_EXIT_OK) rc = load_json(a->request, &req);
+  if (rc == FDL_EXIT_OK && fdl_cli_input_file("layers diff", a->request) != 0) rc = FDL_EXIT_USAGE;
+  if (rc == FDL_EXIT_OK) {
+    /* read as `fidelis check` reads a request: Kiln-strict, at most 256 KiB, its rules held */
+    fdl_kiln_checked rq;
+    fdl_status s = fdl_kiln_check_file_doc(a->request, &rq, &req, &err);
+    if (s != FDL_OK) rc = refuse(&err, s);
+  }
   if (rc == FDL_EXIT_OK) rc = load_json(a->provenance, &prov);
   if (rc == FDL_EXIT_OK) rc = load_observed(a->observed, &obs);
   if (rc == FDL_EXIT_OK) rc = load_logits(a->final_logits, &fl);
