@@ -2,6 +2,7 @@
  * `check` by schema (KILN-ATTRIBUTION.md §2, §14). The rules of each kind live in kiln_request.c,
  * kiln_oracle.c, kiln_path.c, kiln_layer.c and kiln_fidelis.c; the model fingerprint is
  * kiln_model.c, the first-divergence request kiln_divergence.c. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -188,65 +189,102 @@ static fdl_status check_request_ref(const fdl_kiln_ctx *c, const json_t *doc) {
 typedef struct {
   const char *schema;
   fdl_status (*check)(const fdl_kiln_ctx *, const json_t *);
+  fdl_status (*refs)(const fdl_kiln_ctx *, const json_t *); /* the rules that need other files */
 } kind;
 
 static const kind KINDS[] = {
-    {"kiln.rocm-hf-next-token-oracle.v1", fdl_kiln_check_oracle_v1},
-    {"kiln.rocm-hf-path-attribution-result.v1", fdl_kiln_check_path_v1},
-    {"kiln.rocm-hf-layer-attribution-result.v1", fdl_kiln_check_layer_v1},
-    {FDL_KILN_PATH_V2_SCHEMA, fdl_kiln_check_path_v2},
-    {"kiln.rocm-hf-layer-attribution-result.v2", fdl_kiln_check_layer_v2},
-    {"kiln.rocm-hf-next-token-oracle.v2", fdl_kiln_check_oracle_v2},
+    {"kiln.rocm-hf-next-token-oracle.v1", fdl_kiln_check_oracle_v1, fdl_kiln_refs_oracle},
+    {"kiln.rocm-hf-path-attribution-result.v1", fdl_kiln_check_path_v1, fdl_kiln_refs_path_v1},
+    {"kiln.rocm-hf-layer-attribution-result.v1", fdl_kiln_check_layer_v1, fdl_kiln_refs_layer},
+    {FDL_KILN_PATH_V2_SCHEMA, fdl_kiln_check_path_v2, fdl_kiln_refs_path_v2},
+    {"kiln.rocm-hf-layer-attribution-result.v2", fdl_kiln_check_layer_v2, fdl_kiln_refs_layer},
+    {"kiln.rocm-hf-next-token-oracle.v2", fdl_kiln_check_oracle_v2, fdl_kiln_refs_oracle},
 };
 
-fdl_status fdl_kiln_check_doc(const json_t *doc, const char *name, fdl_kiln_checked *res,
-                              fdl_err *err) {
-  fdl_kiln_ctx c = {name ? name : "(document)", err};
+fdl_status fdl_kiln_check_doc_ctx(const fdl_kiln_ctx *c, const json_t *doc, fdl_kiln_checked *res) {
   memset(res, 0, sizeof *res);
-  if (!json_is_object(doc)) return fdl_kiln_bad(&c, "$", "expected an object");
+  if (!json_is_object(doc)) return fdl_kiln_bad(c, "$", "expected an object");
   const json_t *sv = json_object_get(doc, "schema");
-  if (!json_is_string(sv)) return fdl_kiln_bad(&c, "$.schema", "expected a string naming the kind");
+  if (!json_is_string(sv)) return fdl_kiln_bad(c, "$.schema", "expected a string naming the kind");
   const char *schema = json_string_value(sv);
   if (strcmp(schema, FDL_KILN_REQUEST_SCHEMA) == 0) {
     res->schema = FDL_KILN_REQUEST_SCHEMA;
-    fdl_status s = fdl_kiln_check_request(&c, doc);
-    if (s == FDL_OK) s = fdl_kiln_canonical_sha256(doc, res->identity, err);
+    res->has_refs = true;
+    fdl_status s = fdl_kiln_check_request(c, doc);
+    if (s == FDL_OK) s = fdl_kiln_canonical_sha256(doc, res->identity, c->err);
+    if (s == FDL_OK && c->refs) {
+      s = fdl_kiln_refs_request(c, doc);
+      res->refs_checked = s == FDL_OK;
+    }
     return s;
   }
   if (strcmp(schema, FDL_KILN_PATH_ATTR_SCHEMA) == 0) {
     res->schema = FDL_KILN_PATH_ATTR_SCHEMA;
-    fdl_status s = self_hash(&c, doc, "record_sha256", res);
-    if (s == FDL_OK) s = fdl_kiln_check_fidelis_attr(&c, doc);
+    fdl_status s = self_hash(c, doc, "record_sha256", res);
+    if (s == FDL_OK) s = fdl_kiln_check_fidelis_attr(c, doc);
     return s;
   }
   for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++) {
     if (strcmp(schema, KINDS[i].schema) != 0) continue;
     res->schema = KINDS[i].schema;
-    fdl_status s = self_hash(&c, doc, "result_sha256", res);
-    if (s == FDL_OK) s = check_request_ref(&c, doc);
+    res->has_refs = true;
+    fdl_status s = self_hash(c, doc, "result_sha256", res);
+    if (s == FDL_OK) s = check_request_ref(c, doc);
     if (s == FDL_OK)
-      s = fdl_kiln_check_model_identity(&c, "$.model_identity",
+      s = fdl_kiln_check_model_identity(c, "$.model_identity",
                                         json_object_get(doc, "model_identity"));
-    if (s == FDL_OK) s = KINDS[i].check(&c, doc);
+    if (s == FDL_OK) s = KINDS[i].check(c, doc);
+    if (s == FDL_OK && c->refs) {
+      s = KINDS[i].refs(c, doc);
+      res->refs_checked = s == FDL_OK;
+    }
     return s;
   }
   char shown[80];
   snprintf(shown, sizeof shown, "%s", schema);
-  return fdl_fail(err, FDL_UNSUPPORTED, "%s: unsupported schema %s", c.name, shown);
+  return fdl_fail(c->err, FDL_UNSUPPORTED, "%s: unsupported schema %s", c->name, shown);
+}
+
+fdl_status fdl_kiln_check_doc(const json_t *doc, const char *name, fdl_kiln_checked *res,
+                              fdl_err *err) {
+  fdl_kiln_ctx c = {name ? name : "(document)", err, NULL};
+  return fdl_kiln_check_doc_ctx(&c, doc, res);
 }
 
 fdl_status fdl_kiln_check_file(const char *path, fdl_kiln_checked *res, fdl_err *err) {
-  return fdl_kiln_check_file_doc(path, res, NULL, err);
+  return fdl_kiln_check_file_opts(path, NULL, res, NULL, err);
 }
 
 fdl_status fdl_kiln_check_file_doc(const char *path, fdl_kiln_checked *res, json_t **out,
                                    fdl_err *err) {
+  return fdl_kiln_check_file_opts(path, NULL, res, out, err);
+}
+
+fdl_status fdl_kiln_check_file_opts(const char *path, const fdl_kiln_check_opts *opts,
+                                    fdl_kiln_checked *res, json_t **out, fdl_err *err) {
   if (out) *out = NULL;
+  memset(res, 0, sizeof *res);
   const fdl_json_read_opts kiln = {.max_depth = 0, .kiln_strict = true};
   json_t *doc = NULL;
   fdl_status s = fdl_json_load_file(path, &kiln, &doc, err);
   if (s != FDL_OK) return s;
-  s = fdl_kiln_check_doc(doc, path, res, err);
+  fdl_kiln_refs refs = {0};
+  char *root = NULL, *self = NULL;
+  fdl_kiln_ctx c = {path, err, NULL};
+  if (opts && opts->root) {
+    /* Resolved once, so "inside the root" compares real paths, and the file itself seeds the
+     * chain a reference loop would come back to. */
+    root = realpath(opts->root, NULL);
+    self = realpath(path, NULL);
+    if (!root || !self)
+      s = fdl_fail(err, FDL_IO, "%s: cannot resolve %s: %s", path, root ? path : opts->root,
+                   strerror(errno));
+    refs.root = root;
+    refs.chain[0] = self;
+    refs.depth = 1;
+    c.refs = &refs;
+  }
+  if (s == FDL_OK) s = fdl_kiln_check_doc_ctx(&c, doc, res);
   if (s == FDL_OK && res->schema && strcmp(res->schema, FDL_KILN_REQUEST_SCHEMA) == 0) {
     struct stat st;
     if (stat(path, &st) == 0 && (uint64_t)st.st_size > FDL_KILN_REQUEST_MAX_BYTES)
@@ -254,6 +292,8 @@ fdl_status fdl_kiln_check_file_doc(const char *path, fdl_kiln_checked *res, json
                    "%s: a request file is at most 262144 bytes, this one is %llu", path,
                    (unsigned long long)st.st_size);
   }
+  free(root);
+  free(self);
   if (s == FDL_OK && out)
     *out = doc;
   else

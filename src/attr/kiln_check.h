@@ -15,9 +15,24 @@
 #include "fidelis/kiln.h"
 #include "fidelis/status.h"
 
+/* Records a check is inside, outermost first: a path result names an oracle result, which names
+ * a request, which names two receipts. Only result records enter the chain (requests and receipts
+ * name no record), so it stays short; a record met again is a loop. */
+#define FDL_KILN_MAX_REF_DEPTH 4
+/* A receipt (kiln.serving-benchmark.v1) is ~20 KiB; a result record is at most a few hundred. */
+#define FDL_KILN_RECEIPT_MAX_BYTES (16u * 1024u * 1024u)
+#define FDL_KILN_RESULT_MAX_BYTES (16u * 1024u * 1024u)
+
+typedef struct {
+  const char *root; /* the repository root, resolved (realpath) */
+  size_t depth;
+  const char *chain[FDL_KILN_MAX_REF_DEPTH]; /* resolved paths of the records being checked */
+} fdl_kiln_refs;
+
 typedef struct {
   const char *name; /* the file, as messages show it */
   fdl_err *err;
+  fdl_kiln_refs *refs; /* NULL: no root, so the rules that need another file are skipped */
 } fdl_kiln_ctx;
 
 /* FDL_INVALID "NAME: PATH: message". */
@@ -112,6 +127,26 @@ fdl_status fdl_kiln_check_path_v2(const fdl_kiln_ctx *c, const json_t *doc);
 void fdl_kiln_boundary_name(size_t i, char *out, size_t cap);
 fdl_status fdl_kiln_check_layer_v1(const fdl_kiln_ctx *c, const json_t *doc);
 fdl_status fdl_kiln_check_layer_v2(const fdl_kiln_ctx *c, const json_t *doc);
+/* kiln_refs.c: the rules that need another file under the root (§5's source receipts, §14.1-§14.3's
+ * request and oracle bindings), by kind; each is called only with c->refs set. */
+/* Reads the file a record names at field jpath (rel, a JSON string) under c->refs->root, as
+ * Kiln's _path_from_repository and load_request do: nonempty, no NUL, not absolute, no "..",
+ * resolving inside the root, a regular file and not a symbolic link, at most max bytes. what
+ * ("request", "receipt") names it in messages. *real: the resolved path (free()); *text, *len:
+ * the bytes (free()). */
+fdl_status fdl_kiln_read_ref(const fdl_kiln_ctx *c, const char *jpath, const json_t *rel,
+                             const char *what, size_t max, char **real, char **text, size_t *len);
+/* A field bound to a value of another file: FDL_MISMATCH "NAME: JPATH: GOT, expected WANT (why)",
+ * both values shown as compact JSON. */
+fdl_status fdl_kiln_bind(const fdl_kiln_ctx *c, const char *jpath, const json_t *got,
+                         const json_t *want, const char *why);
+fdl_status fdl_kiln_refs_request(const fdl_kiln_ctx *c, const json_t *req);
+fdl_status fdl_kiln_refs_oracle(const fdl_kiln_ctx *c, const json_t *doc);
+fdl_status fdl_kiln_refs_path_v1(const fdl_kiln_ctx *c, const json_t *doc);
+fdl_status fdl_kiln_refs_path_v2(const fdl_kiln_ctx *c, const json_t *doc);
+fdl_status fdl_kiln_refs_layer(const fdl_kiln_ctx *c, const json_t *doc);
+/* The dispatch of fdl_kiln_check_doc under an existing context (nested checks keep c->refs). */
+fdl_status fdl_kiln_check_doc_ctx(const fdl_kiln_ctx *c, const json_t *doc, fdl_kiln_checked *res);
 /* kiln_fidelis.c */
 fdl_status fdl_kiln_check_fidelis_attr(const fdl_kiln_ctx *c, const json_t *doc);
 
