@@ -213,7 +213,7 @@ fdl_status fdl_kiln_refs_request(const fdl_kiln_ctx *c, const json_t *req) {
       s = fdl_json_parse(text, len, &kiln, &rc, c->err);
       if (!s) s = check_receipt(&n, rc, req, ref, i);
       snprintf(jq, sizeof jq, "$.source.%s", engines[i]);
-      if (s) fdl_err_prefix(c->err, "%s: %s: receipt %s", c->name, jq, rel);
+      if (s) fdl_err_prefix(c->err, "%s: %s", c->name, jq);
     }
     json_decref(rc);
     free(real);
