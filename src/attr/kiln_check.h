@@ -136,8 +136,8 @@ fdl_status fdl_kiln_check_layer_v2(const fdl_kiln_ctx *c, const json_t *doc);
  * the bytes (free()). */
 fdl_status fdl_kiln_read_ref(const fdl_kiln_ctx *c, const char *jpath, const json_t *rel,
                              const char *what, size_t max, char **real, char **text, size_t *len);
-/* A field bound to a value of another file: FDL_MISMATCH "NAME: JPATH: GOT, expected WANT (why)",
- * both values shown as compact JSON. */
+/* A field bound to a value of another file, compared as Python's == (fdl_py_equal): FDL_MISMATCH
+ * "NAME: JPATH: GOT, expected WANT (why)", both values shown as compact JSON. */
 fdl_status fdl_kiln_bind(const fdl_kiln_ctx *c, const char *jpath, const json_t *got,
                          const json_t *want, const char *why);
 fdl_status fdl_kiln_refs_request(const fdl_kiln_ctx *c, const json_t *req);
