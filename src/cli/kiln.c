@@ -14,8 +14,8 @@ static void check_usage(FILE *f) {
   fprintf(f,
           "usage: fidelis check FILE... [--root DIR] [--reference FILE [--path NAME=FILE]...]\n\n"
           "Re-checks Kiln records: kiln.hf-next-token-request.v1 (every rule of the request\n"
-          "contract; prints its identity), and the v1 oracle, path- and\n"
-          "layer-attribution results (closed keys, result_sha256, invariants, the largest\n"
+          "contract; prints its identity), and the v1 oracle, path- and layer-attribution\n"
+          "results (closed keys, result_sha256, invariants, the largest\n"
           "relative-error growth recomputed from the boundaries), the v2 oracle, path- and\n"
           "layer-attribution results (every rule the record alone allows: closed keys,\n"
           "result_sha256, the provenance blocks, the HF evidence, the oracle verdict, the\n"
