@@ -185,6 +185,31 @@ def synthetic(root, receipt_mut=None, req_mut=None, mut=None):
     return req
 
 
+def schema_valid(root):
+    """The synthetic records and request are Kiln-shaped: each validates against Kiln's schema."""
+    try:
+        import jsonschema
+    except ImportError:
+        print("note: python3-jsonschema missing, schema validation skipped")
+        return
+    schemas = {}
+    for n in os.listdir(K.SCHEMAS):
+        if n.endswith(".schema.json"):
+            with open(os.path.join(K.SCHEMAS, n), encoding="utf-8") as f:
+                schemas[n[:-len(".schema.json")]] = json.load(f)
+    store = {s["$id"]: s for s in schemas.values() if "$id" in s}
+    for name, rel in [("rocm-hf-path-attribution-v2", SYN["path2"]),
+                      ("rocm-hf-next-token-oracle-v2", SYN["oracle2"]),
+                      ("rocm-hf-layer-attribution-v2", SYN["layer2"]),
+                      ("hf-next-token-request-v1", SYN_REQ)]:
+        s = schemas[name]
+        v = jsonschema.Draft202012Validator(
+            s, resolver=jsonschema.RefResolver.from_schema(s, store=store))
+        with open(os.path.join(root, rel), encoding="utf-8") as f:
+            errs = [e.message[:120] for e in v.iter_errors(json.load(f))]
+        check(not errs, "synthetic %s validates against %s: %s" % (rel, name, errs[:2]))
+
+
 def run_check(root, rel, extra=()):
     return K.run(["check", "--root", root] + list(extra) + [os.path.join(root, rel)])
 
@@ -227,6 +252,7 @@ def main():
         # Everything binds: each record passes with the references followed, and no note.
         root = fresh(w, "good")
         synthetic(root)
+        schema_valid(root)
         for rel in [SYN_REQ] + list(SYN.values()):
             rc, out, err = run_check(root, rel)
             check(rc == 0 and out.startswith("OK  ") and not err,
