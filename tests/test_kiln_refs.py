@@ -353,6 +353,12 @@ def main():
         def big(r):
             with open(os.path.join(r, SYN_REQ), "a", encoding="ascii") as f:
                 f.write(" " * 262144)
+        def link_loop(r):
+            d = os.path.join(r, "qualification", "oracles")
+            shutil.rmtree(d)
+            os.symlink("oracles", d)
+        fails(w, "request-link-loop", L2, "$.request.path: request %s cannot be resolved" % SYN_REQ,
+              setup=link_loop)
         fails(w, "request-big", P2, "$.request.path: request %s is " % SYN_REQ, setup=big)
         fails(w, "request-missing", L2, "$.request.path: request missing: " + SYN_REQ,
               setup=lambda r: os.remove(os.path.join(r, SYN_REQ)))

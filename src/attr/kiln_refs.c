@@ -17,6 +17,35 @@
 #include "fidelis/json.h"
 #include "json/py.h"
 
+/* lstat's view of joined (r as the record names it) as the rule it breaks. A missing or
+ * unresolvable name is the record's fault (exit 3); a file that is there but cannot be read
+ * (EACCES, EIO) is the machine's (FDL_IO, exit 4). */
+static fdl_status stat_ref(const fdl_kiln_ctx *c, const char *jpath, const char *what,
+                           const char *r, const char *joined, size_t max) {
+  struct stat st;
+  if (lstat(joined, &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR)
+      return fdl_fail(c->err, FDL_INVALID,
+                      "%s: %s: %s missing: %s (no such file under the root %s)", c->name, jpath,
+                      what, r, c->refs->root);
+    if (errno == ELOOP || errno == ENAMETOOLONG)
+      return fdl_fail(c->err, FDL_PATH, "%s: %s: %s %s cannot be resolved: %s", c->name, jpath,
+                      what, r, strerror(errno));
+    return fdl_fail(c->err, FDL_IO, "%s: %s: %s %s: cannot stat: %s", c->name, jpath, what, r,
+                    strerror(errno));
+  }
+  if (S_ISLNK(st.st_mode))
+    return fdl_fail(c->err, FDL_PATH, "%s: %s: %s %s is a symbolic link, expected a regular file",
+                    c->name, jpath, what, r);
+  if (!S_ISREG(st.st_mode))
+    return fdl_fail(c->err, FDL_PATH, "%s: %s: %s %s is not a regular file", c->name, jpath, what,
+                    r);
+  if ((uint64_t)st.st_size > max)
+    return fdl_fail(c->err, FDL_TOO_LARGE, "%s: %s: %s %s is %llu bytes, at most %zu allowed",
+                    c->name, jpath, what, r, (unsigned long long)st.st_size, max);
+  return FDL_OK;
+}
+
 fdl_status fdl_kiln_read_ref(const fdl_kiln_ctx *c, const char *jpath, const json_t *rel,
                              const char *what, size_t max, char **real, char **text, size_t *len) {
   *real = NULL;
@@ -34,23 +63,7 @@ fdl_status fdl_kiln_read_ref(const fdl_kiln_ctx *c, const char *jpath, const jso
   char *joined = malloc(n);
   if (!joined) return fdl_fail(c->err, FDL_NOMEM, "%s: out of memory", c->name);
   snprintf(joined, n, "%s/%s", root, r);
-  struct stat st;
-  fdl_status s = FDL_OK;
-  if (lstat(joined, &st) != 0)
-    s = errno == ENOENT || errno == ENOTDIR
-            ? fdl_fail(c->err, FDL_INVALID,
-                       "%s: %s: %s missing: %s (no such file under the root %s)", c->name, jpath,
-                       what, r, root)
-            : fdl_fail(c->err, FDL_IO, "%s: %s: %s %s: cannot stat: %s", c->name, jpath, what, r,
-                       strerror(errno));
-  else if (S_ISLNK(st.st_mode))
-    s = fdl_fail(c->err, FDL_PATH, "%s: %s: %s %s is a symbolic link, expected a regular file",
-                 c->name, jpath, what, r);
-  else if (!S_ISREG(st.st_mode))
-    s = fdl_fail(c->err, FDL_PATH, "%s: %s: %s %s is not a regular file", c->name, jpath, what, r);
-  else if ((uint64_t)st.st_size > max)
-    s = fdl_fail(c->err, FDL_TOO_LARGE, "%s: %s: %s %s is %llu bytes, at most %zu allowed", c->name,
-                 jpath, what, r, (unsigned long long)st.st_size, max);
+  fdl_status s = stat_ref(c, jpath, what, r, joined, max);
   if (s == FDL_OK) {
     /* A link in a directory component may still lead out of the root; the resolved path shows. */
     *real = realpath(joined, NULL);
