@@ -19,8 +19,11 @@ for c in verify json tensor pack validate inspect compare synth logits layers ch
 done
 # Subcommands answer --help after their word too.
 for c in "json canon" "tensor ls" "logits diff" "layers diff"; do
+  # Captured first: `grep -q` in a pipe quits at its match, and under pipefail a help text longer
+  # than the pipe's buffer would then fail on SIGPIPE.
   # shellcheck disable=SC2086
-  "$FDL_CLI" $c --help | grep -q "^exit codes: " && ok || bad "$c --help lists no exit codes"
+  out=$("$FDL_CLI" $c --help)
+  grep -q "^exit codes: " <<<"$out" && ok || bad "$c --help lists no exit codes"
 done
 "$FDL_CLI" --version | grep -q '^fidelis [0-9]' && ok || bad "--version"
 "$FDL_CLI" no-such-command >/dev/null 2>&1
