@@ -124,7 +124,6 @@ fdl_status fdl_kiln_check_graph(const fdl_kiln_ctx *c, const char *path, const j
 fdl_status fdl_kiln_check_path_v1(const fdl_kiln_ctx *c, const json_t *doc);
 fdl_status fdl_kiln_check_path_v2(const fdl_kiln_ctx *c, const json_t *doc);
 /* kiln_layer.c */
-void fdl_kiln_boundary_name(size_t i, char *out, size_t cap);
 fdl_status fdl_kiln_check_layer_v1(const fdl_kiln_ctx *c, const json_t *doc);
 fdl_status fdl_kiln_check_layer_v2(const fdl_kiln_ctx *c, const json_t *doc);
 /* kiln_refs.c: the rules that need another file under the root (§5's source receipts, §14.1-§14.3's

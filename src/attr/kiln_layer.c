@@ -10,16 +10,6 @@
 #include "fidelis/attr.h"
 #include "base/sys.h"
 
-/* §13's boundary name at index i of 34: embedding, layer_NN_{full,linear}_attention, final_norm. */
-void fdl_kiln_boundary_name(size_t i, char *out, size_t cap) {
-  if (i == 0)
-    snprintf(out, cap, "embedding");
-  else if (i == 33)
-    snprintf(out, cap, "final_norm");
-  else
-    snprintf(out, cap, "layer_%02zu_%s", i - 1, i % 4 == 0 ? "full_attention" : "linear_attention");
-}
-
 /* A layer worker's boundaries, growth, observed ids, shas and request id; v2 also wants the 34
  * boundaries by §13's names. */
 static fdl_status check_layer_worker(const fdl_kiln_ctx *c, const json_t *w, bool v2) {
@@ -49,9 +39,8 @@ static fdl_status check_layer_worker(const fdl_kiln_ctx *c, const json_t *w, boo
       s = fdl_kiln_bad(c, p, "name: expected a nonempty string");
       break;
     }
-    char bname[64];
-    fdl_kiln_boundary_name(i, bname, sizeof bname);
-    if (v2 && !fdl_kiln_str_eq(json_object_get(b, "name"), bname)) {
+    const char *bname = v2 ? fdl_attr_layer_boundary_name(i) : NULL; /* v2: n is 34 */
+    if (bname && !fdl_kiln_str_eq(json_object_get(b, "name"), bname)) {
       s = fdl_kiln_bad(c, p, "name: expected \"%s\" (§13's boundary %zu)", bname, i);
       break;
     }
@@ -141,20 +130,6 @@ fdl_status fdl_kiln_check_layer_v1(const fdl_kiln_ctx *c, const json_t *doc) {
   return check_layer_worker(c, w, false);
 }
 
-static const char *const KERNEL_POLICIES[] = {"qualified",
-                                              "portable_fallback",
-                                              "model_fallback",
-                                              "tensor_fallback",
-                                              "fused_norm_mlp_fallback",
-                                              "fused_norm_mlp_only",
-                                              "fused_rmsnorm_fallback",
-                                              "fused_mlp_silu_mul_fallback",
-                                              "fused_mlp_gate_up_prefill_fallback",
-                                              "gdn_fallback",
-                                              "non_gdn_fallback",
-                                              "split_q_gate_fallback",
-                                              "split_q_gate_only"};
-
 fdl_status fdl_kiln_check_layer_v2(const fdl_kiln_ctx *c, const json_t *doc) {
   fdl_status s =
       FDL_CLOSED(c, "$", doc, "schema", "result_sha256", "created_at_utc", "duration_seconds",
@@ -191,8 +166,10 @@ fdl_status fdl_kiln_check_layer_v2(const fdl_kiln_ctx *c, const json_t *doc) {
       (s = fdl_kiln_want_int_in(c, "$.worker", w, "input_token_count", 166, 166)))
     return s;
   bool known = false;
-  for (size_t i = 0; i < sizeof KERNEL_POLICIES / sizeof KERNEL_POLICIES[0] && !known; i++)
-    known = fdl_kiln_str_eq(json_object_get(w, "kernel_policy"), KERNEL_POLICIES[i]);
+  size_t npol = 0;
+  const char *const *pol = fdl_attr_layer_kernel_policies(&npol);
+  for (size_t i = 0; i < npol && !known; i++)
+    known = fdl_kiln_str_eq(json_object_get(w, "kernel_policy"), pol[i]);
   if (!known)
     return fdl_kiln_bad(c, "$.worker.kernel_policy", "expected one of §13's kernel profiles");
   const json_t *ref = json_object_get(doc, "reference"), *ev = json_object_get(ref, "evidence");

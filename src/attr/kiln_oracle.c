@@ -6,6 +6,7 @@
 
 #include "attr/internal.h"
 #include "attr/kiln_check.h"
+#include "fidelis/attr.h"
 
 /* HF evidence (§8; layer mode adds the four boundary keys, §14.3): closed keys, the pinned
  * constants, the top-10 and candidate invariants, the margin recomputed. */
@@ -145,8 +146,7 @@ fdl_status fdl_kiln_check_hf_evidence(const fdl_kiln_ctx *c, const char *path, c
   if (!json_is_array(names) || json_array_size(names) != 34)
     return fdl_kiln_bad(c, p, "expected the 34 boundary names");
   for (size_t i = 0; i < 34; i++) {
-    char want[64];
-    fdl_kiln_boundary_name(i, want, sizeof want);
+    const char *want = fdl_attr_layer_boundary_name(i);
     if (!fdl_kiln_str_eq(json_array_get(names, i), want)) {
       snprintf(p, sizeof p, "%s.boundary_names[%zu]", path, i);
       return fdl_kiln_bad(c, p, "expected \"%s\"", want);
