@@ -4,9 +4,10 @@ documented RTN and GPTQ-v1 packing (docs/MODELS.md): qweight, qzeros, scales and
 numpy's bit for bit on the tiny model (scopes mlp and all-linear) and on crafted groups
 (constant, all-zero, tiny range, ties to even); unpacking gives (q - zero) * scale, which
 fdl_gptq_reconstruct (tool_model) reproduces exactly and which matches the analytic values of
-the crafted groups; every other tensor and file is copied unchanged; and the refusals (group
-not dividing in, out not a multiple of 8, NaN or infinity, OUT exists, already quantized,
-sharded, nothing in scope, unknown codec or scope) leave nothing behind."""
+the crafted groups; every other tensor and file is copied unchanged; a sharded checkpoint stays
+sharded with its index rewritten; and the refusals (group not dividing in, out not a multiple
+of 8, NaN or infinity, OUT exists, already quantized, an index that disagrees with its shards,
+nothing in scope, unknown codec or scope) leave nothing behind."""
 import json
 import os
 import shutil
@@ -143,10 +144,21 @@ def reconstruct(st_path, prefix, group, w):
     return np.fromfile(out, dtype="<f4"), ""
 
 
-def check_model(src, dst, group, modules, w, label):
-    _, si = read_st(os.path.join(src, "model.safetensors"))
-    header, so = read_st(os.path.join(dst, "model.safetensors"))
+def check_model(src, dst, group, modules, w, label, shards=("model.safetensors",)):
+    quantized = 0
+    for shard in shards:
+        quantized += check_shard(os.path.join(src, shard), os.path.join(dst, shard), group, modules, w,
+                                 "%s %s" % (label, shard))
+    check(quantized > 0, "%s: nothing quantized" % label)
+    return quantized
+
+
+def check_shard(src_st, dst_st, group, modules, w, label):
+    _, si = read_st(src_st)
+    header, so = read_st(dst_st)
     check(header.get("__metadata__") == {"format": "pt"}, "%s: metadata" % label)
+    check(len(so) == sum(4 if n.endswith(".weight") and any(n[:-7].endswith("." + m) for m in modules) else 1
+                         for n in si), "%s: %d tensors written" % (label, len(so)))
     quantized = 0
     for name, (dt, arr, raw) in si.items():
         stem = name[:-len(".weight")] if name.endswith(".weight") else None
@@ -172,7 +184,7 @@ def check_model(src, dst, group, modules, w, label):
                    sd[:, :, None]).reshape(wf.shape).astype(np.float32)
             check(np.array_equal(dec.view(np.uint32), ana.view(np.uint32)),
                   "%s: %s unpacked != (q - zero) * scale" % (label, stem))
-            rec, err = reconstruct(os.path.join(dst, "model.safetensors"), stem, group, w)
+            rec, err = reconstruct(dst_st, stem, group, w)
             check(rec is not None and np.array_equal(rec.view(np.uint32), ana.reshape(-1).view(np.uint32)),
                   "%s: fdl_gptq_reconstruct of %s differs: %s" % (label, stem, err))
             # round to nearest: within half a step, plus what the F16 rounding of the scale (at
@@ -183,8 +195,28 @@ def check_model(src, dst, group, modules, w, label):
         else:
             got = so.get(name)
             check(got is not None and got[0] == dt and got[2] == raw, "%s: %s not copied as stored" % (label, name))
-    check(quantized > 0, "%s: nothing quantized" % label)
     return quantized
+
+
+def make_sharded(src, d, index_edit=None):
+    """src's single-file model split in two shards with an index; index_edit(index) may break it."""
+    os.mkdir(d)
+    for f in ("config.json", "panel.jsonl"):
+        shutil.copy(os.path.join(src, f), os.path.join(d, f))
+    _, ts = read_st(os.path.join(src, "model.safetensors"))
+    names = list(ts)
+    half = len(names) // 2
+    shards = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+    wmap = {}
+    for k, part in enumerate((names[:half], names[half:])):
+        write_st(os.path.join(d, shards[k]), [(n, ts[n][0], ts[n][1]) for n in part])
+        wmap.update({n: shards[k] for n in part})
+    index = {"metadata": {"total_size": sum(len(t[2]) for t in ts.values())}, "weight_map": wmap}
+    if index_edit:
+        index_edit(index)
+    with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+        json.dump(index, f, indent=2)
+    return shards
 
 
 def craft(d, tensors, config=None):
@@ -261,6 +293,24 @@ def main():
             check(qc["group_size"] == 16 and set(qc["modules_in_block_to_quantize"][0]) == set(MLP + ATTN),
                   "all-linear config %r" % qc)
 
+        # a sharded checkpoint: shards stay shards, the index follows the parts
+        shards = make_sharded(P("tiny-random"), P("sharded"))
+        rc, out, err = run("quantize", P("sharded"), P("sharded-q"))
+        check(rc == 0, "sharded: exit %d %s" % (rc, err))
+        if rc == 0:
+            n = check_model(P("sharded"), P("sharded-q"), 32, MLP, recs, "sharded", shards)
+            check(n == 6, "sharded: %d weights quantized" % n)
+            idx = json.load(open(P("sharded-q", "model.safetensors.index.json")))
+            want_map, total = {}, 0
+            for sh in shards:
+                h, so = read_st(P("sharded-q", sh))
+                want_map.update({k: sh for k in so})
+                total += sum(len(t[2]) for t in so.values())
+            check(idx["weight_map"] == want_map, "sharded: index weight_map")
+            check(idx["metadata"]["total_size"] == total, "sharded: total_size %r, expected %d"
+                  % (idx["metadata"].get("total_size"), total))
+            check(not os.path.exists(P("sharded-q", "model.safetensors")), "sharded: a model.safetensors appeared")
+
         # crafted groups, analytically
         m = crafted_matrix()
         norm = bf16_bits(np.ones(64, dtype=np.float32))
@@ -298,10 +348,22 @@ def main():
         craft(P("noscope"), [("model.norm.weight", "BF16", norm)])
         craft(P("vector"), [("model.layers.0.mlp.gate_proj.weight", "I32", np.ones((8, 64), dtype=np.int32))])
         craft(P("already"), [("model.layers.0.mlp.gate_proj.qweight", "I32", np.ones((8, 8), dtype=np.int32))])
-        os.mkdir(P("sharded"))
-        shutil.copy(P("tiny-random", "config.json"), P("sharded", "config.json"))
-        with open(P("sharded", "model.safetensors.index.json"), "w") as f:
-            json.dump({"weight_map": {}}, f)
+        def empty_map(i):
+            i["weight_map"] = {}
+
+        def moved(i):
+            i["weight_map"]["model.norm.weight"] = "model-00001-of-00002.safetensors"
+
+        def extra(i):
+            i["weight_map"]["model.layers.9.mlp.up_proj.weight"] = "model-00001-of-00002.safetensors"
+
+        def escape(i):
+            i["weight_map"]["model.norm.weight"] = "../model-00002-of-00002.safetensors"
+
+        for tag, edit in (("empty", empty_map), ("moved", moved), ("extra", extra), ("escape", escape)):
+            make_sharded(P("tiny-random"), P("sh-" + tag), edit)
+        make_sharded(P("tiny-random"), P("sh-missing"))
+        os.remove(P("sh-missing", "model-00002-of-00002.safetensors"))
         os.mkdir(P("noconfig"))
         shutil.copy(P("tiny-random", "model.safetensors"), P("noconfig", "model.safetensors"))
         os.mkdir(P("garbage"))
@@ -318,7 +380,11 @@ def main():
             ([P("vector")], 3, "not a BF16, F16 or F32 matrix"),
             ([P("already")], 3, "already quantized"),
             ([P("tiny-random-q")], 3, "already quantized"),
-            ([P("sharded")], 3, "sharded"),
+            ([P("sh-empty")], 3, "weight_map"),
+            ([P("sh-moved")], 3, "model.safetensors.index.json says"),
+            ([P("sh-extra")], 3, "names 25 tensors"),
+            ([P("sh-escape")], 3, "not a file name"),
+            ([P("sh-missing")], 3, "no model-00002-of-00002.safetensors"),
             ([P("noconfig")], 3, "config.json"),
             ([P("garbage")], 3, "config.json"),
             ([P("missing")], 4, "missing"),

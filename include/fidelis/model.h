@@ -127,12 +127,14 @@ typedef struct {
   uint64_t bytes; /* size of the output model.safetensors */
 } fdl_gptq_result;
 
-/* Quantizes every weight in scope of MODEL into OUT: OUT/model.safetensors holds X.qweight,
- * X.qzeros, X.scales, X.g_idx for each quantized X.weight and every other tensor as stored;
- * OUT/config.json is MODEL's with a quantization_config; the other regular files of MODEL
- * (generation_config.json, tokenizer files, panel.jsonl) are copied byte for byte. Refuses a
- * model already quantized (FDL_REFUSED), a sharded checkpoint (FDL_UNSUPPORTED), no weight in
- * scope, and what fdl_gptq_quantize_matrix refuses. */
+/* Quantizes every weight in scope of MODEL into OUT: each quantized X.weight becomes X.qweight,
+ * X.qzeros, X.scales and X.g_idx, every other tensor is copied as stored, in model.safetensors
+ * or, for a sharded checkpoint, in shards of the same names with model.safetensors.index.json
+ * rewritten (weight_map, metadata.total_size). OUT/config.json is MODEL's with a
+ * quantization_config; the other regular files of MODEL (generation_config.json, tokenizer
+ * files, panel.jsonl) are copied byte for byte. Refuses (before OUT is created) a model already
+ * quantized (FDL_REFUSED), an index that disagrees with its shards (FDL_PARSE), no weight in
+ * scope (FDL_INVALID), and what fdl_gptq_quantize_matrix refuses. */
 FDL_API fdl_status fdl_gptq_quantize_model(const fdl_gptq_opts *opts, fdl_gptq_result *res,
                                            fdl_err *err);
 

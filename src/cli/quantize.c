@@ -10,8 +10,9 @@
 static void usage(FILE *f) {
   fputs("usage: fidelis quantize [--codec int4] [--group-size N] [--scope mlp|all-linear]\n"
         "                        [--json] MODEL OUT\n\n"
-        "Quantizes the Hugging Face model directory MODEL (config.json, model.safetensors)\n"
-        "into the new directory OUT, a GPTQ-v1 packed checkpoint: each weight in scope X.weight\n"
+        "Quantizes the Hugging Face model directory MODEL (config.json, model.safetensors or\n"
+        "shards with model.safetensors.index.json) into the new directory OUT, a GPTQ-v1\n"
+        "packed checkpoint (shards stay shards): each weight in scope X.weight\n"
         "[out, in] becomes X.qweight (I32 [in/8, out]), X.qzeros (I32 [in/N, out/8], stored\n"
         "zero - 1), X.scales (F16 [in/N, out]) and X.g_idx (I32 [in], i / N); every other\n"
         "tensor is copied as stored, config.json gains a quantization_config (quant_method\n"
@@ -29,7 +30,8 @@ static void usage(FILE *f) {
         "  --json                print the result as JSON\n"
         "  -h, --help            show this help\n\n"
         "exit codes: 0 written; 3 refused (MODEL is not a model directory or is malformed,\n"
-        "already quantized, sharded, a weight cannot be packed: in or out not a multiple of 8,\n"
+        "already quantized, an index that disagrees with its shards, a weight cannot be packed: in "
+        "or out not a multiple of 8,\n"
         "N does not divide in, a non-finite weight; or OUT exists); 4 bad usage, a MODEL that\n"
         "cannot be opened as a directory, a write that failed, out of memory\n",
         f);

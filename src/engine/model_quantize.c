@@ -162,7 +162,9 @@ static fdl_status write_weights(const char *path, plan *pl, size_t n, const fdl_
   fdl_out f = {-1, NULL, NULL};
   fdl_status s = fdl_out_open(&f, path, err);
   bool opened = s == FDL_OK;
-  if (s == FDL_OK) s = fdl_model_st_header(&f, ti, nt, meta, &res->bytes, err);
+  uint64_t bytes = 0;
+  if (s == FDL_OK) s = fdl_model_st_header(&f, ti, nt, meta, &bytes, err);
+  res->bytes += bytes;
   for (size_t i = 0; i < n && s == FDL_OK; i++) {
     if (pl[i].quant) {
       s = write_quantized(&f, &pl[i], o->group, err);
@@ -254,68 +256,195 @@ static fdl_status copy_others(const char *dir, const char *to, fdl_err *err) {
   return s;
 }
 
+/* One safetensors file of the checkpoint and the plan for each of its tensors. */
+typedef struct {
+  const char *name; /* borrowed: "model.safetensors" or a weight_map value */
+  fdl_safetensors *st;
+  plan *pl;
+  size_t n;
+} shard;
+
+typedef struct {
+  const fdl_gptq_opts *o;
+  json_t *cfg, *index; /* index: model.safetensors.index.json, or NULL for one file */
+  shard *shards;
+  size_t nshards;
+} job;
+
+/* The shard names of a sharded checkpoint: the distinct weight_map values, which must be plain
+ * file names ending in .safetensors (a name with a slash could leave MODEL or OUT). */
+static fdl_status list_shards(job *j, fdl_err *err) {
+  json_t *map = json_object_get(j->index, "weight_map");
+  if (!json_is_object(map) || !json_object_size(map))
+    return fdl_fail(err, FDL_PARSE,
+                    "model.safetensors.index.json: weight_map is not a non-empty object");
+  j->shards = fdl_calloc(json_object_size(map), sizeof *j->shards);
+  if (!j->shards) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  const char *key;
+  json_t *v;
+  json_object_foreach(map, key, v) {
+    const char *f = json_string_value(v);
+    if (!f || !*f || strchr(f, '/') || f[0] == '.' || !ends_with(f, ".safetensors"))
+      return fdl_fail(err, FDL_PARSE,
+                      "model.safetensors.index.json: weight_map[%s] is not a file name ending "
+                      "in .safetensors",
+                      key);
+    bool seen = false;
+    for (size_t i = 0; i < j->nshards && !seen; i++) seen = !strcmp(j->shards[i].name, f);
+    if (!seen) j->shards[j->nshards++].name = f;
+  }
+  return FDL_OK;
+}
+
+/* Opens every shard and plans every tensor; for a sharded checkpoint, each tensor must be where
+ * the index says, and the index must name no tensor that is missing. */
+static fdl_status plan_all(job *j, size_t *nq, fdl_err *err) {
+  const fdl_gptq_opts *o = j->o;
+  json_t *map = j->index ? json_object_get(j->index, "weight_map") : NULL;
+  size_t total = 0;
+  fdl_status s = FDL_OK;
+  for (size_t k = 0; k < j->nshards && s == FDL_OK; k++) {
+    shard *sh = &j->shards[k];
+    char *path = NULL;
+    s = model_file(o->model_dir, sh->name, &path, err);
+    if (s == FDL_OK) s = fdl_safetensors_open(path, &sh->st, err);
+    free(path);
+    if (s != FDL_OK) break;
+    sh->n = fdl_safetensors_count(sh->st);
+    total += sh->n;
+    sh->pl = fdl_calloc(sh->n ? sh->n : 1, sizeof *sh->pl);
+    if (!sh->pl) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    for (size_t i = 0; i < sh->n && s == FDL_OK; i++) {
+      const fdl_tensor *t = fdl_safetensors_at(sh->st, i);
+      const char *where = map ? json_string_value(json_object_get(map, t->name)) : sh->name;
+      if (ends_with(t->name, ".qweight") || ends_with(t->name, ".qzeros"))
+        s = fdl_fail(err, FDL_REFUSED, "%s is already quantized (tensor %s)", o->model_dir,
+                     t->name);
+      else if (!where || strcmp(where, sh->name))
+        s = fdl_fail(err, FDL_PARSE,
+                     "%s: tensor %s is in %s, but model.safetensors.index.json says %s",
+                     o->model_dir, t->name, sh->name, where ? where : "nothing");
+      else
+        s = plan_tensor(&sh->pl[i], t, o, err);
+      *nq += sh->pl[i].quant;
+    }
+  }
+  if (s == FDL_OK && map && total != json_object_size(map))
+    s = fdl_fail(err, FDL_PARSE,
+                 "%s: model.safetensors.index.json names %zu tensors, the shards hold %zu",
+                 o->model_dir, json_object_size(map), total);
+  return s;
+}
+
+/* The output index: the input's, with each quantized weight replaced by its four parts in the
+ * same shard and metadata.total_size (the tensors' data bytes) recomputed. */
+static fdl_status write_index(const job *j, const char *dir, fdl_err *err) {
+  json_t *idx = json_deep_copy(j->index), *map = json_object();
+  fdl_status s = idx && map ? FDL_OK : fdl_fail(err, FDL_NOMEM, "out of memory");
+  uint64_t total = 0;
+  for (size_t k = 0; k < j->nshards && s == FDL_OK; k++) {
+    const shard *sh = &j->shards[k];
+    for (size_t i = 0; i < sh->n && s == FDL_OK; i++) {
+      const plan *p = &sh->pl[i];
+      int parts = p->quant ? 4 : 1;
+      for (int q = 0; q < parts; q++)
+        if (json_object_set_new(map, p->quant ? p->names[q] : p->src->name, json_string(sh->name)))
+          s = fdl_fail(err, FDL_NOMEM, "out of memory");
+      if (!p->quant) {
+        total += p->src->nbytes;
+      } else {
+        uint64_t g = p->in / j->o->group;
+        total += (uint64_t)p->in / 8 * p->out * 4 + g * (p->out / 8) * 4 + g * p->out * 2 +
+                 (uint64_t)p->in * 4;
+      }
+    }
+  }
+  json_t *meta = s == FDL_OK ? json_object_get(idx, "metadata") : NULL;
+  if (s == FDL_OK && !json_is_object(meta)) {
+    meta = json_object();
+    if (!meta || json_object_set_new(idx, "metadata", meta))
+      s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  }
+  if (s == FDL_OK && (json_object_set_new(meta, "total_size", json_integer((json_int_t)total)) ||
+                      json_object_set(idx, "weight_map", map)))
+    s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  char *path = s == FDL_OK ? fdl_model_join(dir, "model.safetensors.index.json") : NULL;
+  if (s == FDL_OK)
+    s = path ? fdl_json_write_file(path, idx, FDL_JSON_PRETTY, err)
+             : fdl_fail(err, FDL_NOMEM, "out of memory");
+  free(path);
+  json_decref(map);
+  json_decref(idx);
+  return s;
+}
+
+/* Reads config.json and finds the checkpoint's files; every refusal about what MODEL holds. */
+static fdl_status open_model(job *j, fdl_err *err) {
+  const fdl_gptq_opts *o = j->o;
+  char *cfg_path = NULL;
+  fdl_status s = model_file(o->model_dir, "config.json", &cfg_path, err);
+  if (s == FDL_OK) s = fdl_json_load_file(cfg_path, NULL, &j->cfg, err);
+  free(cfg_path);
+  if (s == FDL_OK && !json_is_object(j->cfg))
+    s = fdl_fail(err, FDL_PARSE, "%s: config.json is not a JSON object", o->model_dir);
+  if (s == FDL_OK && json_object_get(j->cfg, "quantization_config"))
+    s = fdl_fail(err, FDL_REFUSED,
+                 "%s is already quantized (config.json has a quantization_config): quantize "
+                 "the original model",
+                 o->model_dir);
+  if (s != FDL_OK) return s;
+  char *one = fdl_model_join(o->model_dir, "model.safetensors");
+  if (!one) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  bool single = fdl_path_exists(one);
+  free(one);
+  if (single) {
+    j->shards = fdl_calloc(1, sizeof *j->shards);
+    if (!j->shards) return fdl_fail(err, FDL_NOMEM, "out of memory");
+    j->shards[0].name = "model.safetensors";
+    j->nshards = 1;
+    return FDL_OK;
+  }
+  char *idx_path = NULL;
+  s = model_file(o->model_dir, "model.safetensors.index.json", &idx_path, err);
+  if (s == FDL_PARSE) {
+    return fdl_fail(err, FDL_PARSE,
+                    "%s: not a model directory (no model.safetensors, and no "
+                    "model.safetensors.index.json)",
+                    o->model_dir);
+  }
+  if (s == FDL_OK) s = fdl_json_load_file(idx_path, NULL, &j->index, err);
+  free(idx_path);
+  if (s == FDL_OK && !json_is_object(j->index))
+    s = fdl_fail(err, FDL_PARSE, "%s: model.safetensors.index.json is not a JSON object",
+                 o->model_dir);
+  if (s == FDL_OK) s = list_shards(j, err);
+  return s;
+}
+
 fdl_status fdl_gptq_quantize_model(const fdl_gptq_opts *o, fdl_gptq_result *res, fdl_err *err) {
   memset(res, 0, sizeof *res);
   if (!o->model_dir || !*o->model_dir || !o->out_dir || !*o->out_dir)
     return fdl_fail(err, FDL_INVALID, "quantize: MODEL and OUT are required");
   if (o->group < 1) return fdl_fail(err, FDL_INVALID, "quantize: the group size must be >= 1");
-  char *cfg_path = NULL, *st_path = NULL;
-  json_t *cfg = NULL;
-  fdl_safetensors *st = NULL;
-  plan *pl = NULL;
-  size_t n = 0;
+  job j = {.o = o};
   fdl_stage stage;
   memset(&stage, 0, sizeof stage);
-  fdl_status s = model_file(o->model_dir, "config.json", &cfg_path, err);
-  if (s == FDL_OK) s = fdl_json_load_file(cfg_path, NULL, &cfg, err);
-  if (s == FDL_OK && !json_is_object(cfg))
-    s = fdl_fail(err, FDL_PARSE, "%s: config.json is not a JSON object", o->model_dir);
-  if (s == FDL_OK && json_object_get(cfg, "quantization_config"))
-    s = fdl_fail(err, FDL_REFUSED,
-                 "%s is already quantized (config.json has a quantization_config): quantize "
-                 "the original model",
-                 o->model_dir);
-  if (s == FDL_OK) {
-    char *idx = fdl_model_join(o->model_dir, "model.safetensors.index.json");
-    char *one = fdl_model_join(o->model_dir, "model.safetensors");
-    if (!idx || !one)
-      s = fdl_fail(err, FDL_NOMEM, "out of memory");
-    else if (!fdl_path_exists(one) && fdl_path_exists(idx))
-      s = fdl_fail(err, FDL_UNSUPPORTED,
-                   "%s: a sharded checkpoint (model.safetensors.index.json); quantize reads one "
-                   "model.safetensors",
-                   o->model_dir);
-    free(idx);
-    free(one);
-  }
-  if (s == FDL_OK) s = model_file(o->model_dir, "model.safetensors", &st_path, err);
-  if (s == FDL_OK) s = fdl_safetensors_open(st_path, &st, err);
-  if (s == FDL_OK) {
-    n = fdl_safetensors_count(st);
-    pl = fdl_calloc(n ? n : 1, sizeof *pl);
-    if (!pl) s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  }
   size_t nq = 0;
-  for (size_t i = 0; i < n && s == FDL_OK; i++) {
-    const fdl_tensor *t = fdl_safetensors_at(st, i);
-    if (ends_with(t->name, ".qweight") || ends_with(t->name, ".qzeros"))
-      s = fdl_fail(err, FDL_REFUSED, "%s is already quantized (tensor %s)", o->model_dir, t->name);
-    else
-      s = plan_tensor(&pl[i], t, o, err);
-    nq += pl[i].quant;
-  }
+  fdl_status s = open_model(&j, err);
+  if (s == FDL_OK) s = plan_all(&j, &nq, err);
   if (s == FDL_OK && !nq)
     s = fdl_fail(err, FDL_INVALID,
                  "%s: no weight in scope %s (expected *.mlp.gate_proj.weight ...)", o->model_dir,
                  fdl_gptq_scope_name(o->scope));
   if (s != FDL_OK && s != FDL_NOMEM) fdl_err_prefix(err, "quantize");
+  /* Staged only now: every refusal of what MODEL holds came first. */
   if (s == FDL_OK) {
     s = fdl_stage_open(&stage, o->out_dir, 0, o->notice, o->notice_arg, err);
     if (s != FDL_OK) fdl_err_prefix(err, "quantize");
   }
   if (s == FDL_OK) {
     json_t *q = quant_config(o);
-    json_t *c = json_deep_copy(cfg);
+    json_t *c = json_deep_copy(j.cfg);
     char *path = fdl_model_join(stage.path, "config.json");
     if (!q || !c || !path || json_object_set_new(c, "quantization_config", q))
       s = fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -324,21 +453,25 @@ fdl_status fdl_gptq_quantize_model(const fdl_gptq_opts *o, fdl_gptq_result *res,
     json_decref(c);
     free(path);
   }
-  if (s == FDL_OK) {
-    char *path = fdl_model_join(stage.path, "model.safetensors");
-    s = path ? write_weights(path, pl, n, o, res, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
-    if (s != FDL_OK) fdl_err_prefix(err, "quantize %s", o->model_dir);
+  for (size_t k = 0; k < j.nshards && s == FDL_OK; k++) {
+    char *path = fdl_model_join(stage.path, j.shards[k].name);
+    s = path ? write_weights(path, j.shards[k].pl, j.shards[k].n, o, res, err)
+             : fdl_fail(err, FDL_NOMEM, "out of memory");
+    if (s != FDL_OK) fdl_err_prefix(err, "quantize %s/%s", o->model_dir, j.shards[k].name);
     free(path);
   }
+  if (s == FDL_OK && j.index) s = write_index(&j, stage.path, err);
   if (s == FDL_OK) s = copy_others(o->model_dir, stage.path, err);
   if (s == FDL_OK) s = fdl_stage_commit(&stage, err);
   fdl_stage_abort(&stage);
-  for (size_t i = 0; pl && i < n; i++)
-    for (int k = 0; k < 4; k++) free(pl[i].names[k]);
-  free(pl);
-  fdl_safetensors_close(st);
-  json_decref(cfg);
-  free(cfg_path);
-  free(st_path);
+  for (size_t k = 0; k < j.nshards; k++) {
+    for (size_t i = 0; j.shards[k].pl && i < j.shards[k].n; i++)
+      for (int q = 0; q < 4; q++) free(j.shards[k].pl[i].names[q]);
+    free(j.shards[k].pl);
+    fdl_safetensors_close(j.shards[k].st);
+  }
+  free(j.shards);
+  json_decref(j.index);
+  json_decref(j.cfg);
   return s;
 }
