@@ -41,7 +41,7 @@ typedef struct {
 FDL_API const fdl_model_preset *fdl_model_presets(size_t *n);
 /* The preset with that name, or NULL. */
 FDL_API const fdl_model_preset *fdl_model_preset_find(const char *name);
-/* Parameter count of a preset (embedding counted once when tied). */
+/* Parameter count of a preset (embedding counted once when tied); 0 when out of memory. */
 FDL_API uint64_t fdl_model_preset_params(const fdl_model_preset *p);
 
 /* ---- model init --------------------------------------------------------------------------- */
@@ -86,8 +86,9 @@ FDL_API fdl_status fdl_model_panel(fdl_buf *out, fdl_err *err);
  * Per group (docs/MODELS.md, "quantize"): lo = min(0, min w), hi = max(0, max w) (an all-zero
  * group takes [-1, 1]); scale = f16((hi - lo) / 15); zero = rint(-lo / scale), and a zero of 0,
  * which v1 cannot store, becomes 1 with scale = f16(hi / 14); q = clamp(rint(w / scale) + zero,
- * 0, 15), ties to even. Refuses (nothing written): in or out not a multiple of 8, a group that
- * does not divide in, a non-finite weight (named by row and column), a scale beyond F16. */
+ * 0, 15), ties to even. Refuses: in or out not a multiple of 8, a group that does not divide
+ * in, a non-finite weight (named by row and column; found before any output is touched), a
+ * scale beyond F16 (the outputs are then partly written and must be discarded). */
 FDL_API fdl_status fdl_gptq_quantize_matrix(const float *w, size_t out, size_t in, size_t group,
                                             uint32_t *qweight, uint32_t *qzeros, uint16_t *scales,
                                             int32_t *g_idx, fdl_err *err);
