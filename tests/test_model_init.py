@@ -169,14 +169,48 @@ def tree(d):
     return out
 
 
+def gpt2_byte_chars():
+    """GPT-2's ByteLevel alphabet, written from its definition: printable Latin-1 bytes stand
+    for themselves, the others for 256, 257, ... in byte order."""
+    keep = set(range(ord("!"), ord("~") + 1)) | set(range(0xA1, 0xAD)) | set(range(0xAE, 0x100))
+    out, n = {}, 0
+    for b in range(256):
+        if b in keep:
+            out[b] = chr(b)
+        else:
+            out[b] = chr(256 + n)
+            n += 1
+    return out
+
+
+def check_tokenizer(name, files):
+    """Byte ids 0..255 through the ByteLevel alphabet, 16 specials from 256 (bos 256, eos 257),
+    ChatML over <|im_start|>/<|im_end|>: the tiny presets' panel convention, written down."""
+    tok = json.loads(files["tokenizer.json"])
+    vocab = tok["model"]["vocab"]
+    want = {c: b for b, c in gpt2_byte_chars().items()}
+    specials = {t["content"]: t["id"] for t in tok["added_tokens"]}
+    check(len(vocab) == 272 and all(vocab.get(c) == b for c, b in want.items()),
+          "%s: tokenizer vocabulary is not the 256 byte characters" % name)
+    check(sorted(specials.values()) == list(range(256, 272)) and specials["<|bos|>"] == 256
+          and specials["<|eos|>"] == 257 and all(vocab[k] == v for k, v in specials.items()),
+          "%s: tokenizer specials %r" % (name, specials))
+    check(tok["model"]["type"] == "BPE" and tok["model"]["merges"] == []
+          and tok["pre_tokenizer"]["type"] == "ByteLevel", "%s: tokenizer model" % name)
+    tmpl = files["chat_template.jinja"].decode()
+    check("<|im_start|>" in tmpl and "add_generation_prompt" in tmpl, "%s: chat template" % name)
+
+
 def check_preset(w, name, p):
     a, b, c = (os.path.join(w, "%s-%s" % (name, s)) for s in ("s1", "s1again", "s2"))
     for d, seed in ((a, "1"), (b, "1"), (c, "2")):
         rc, out, err = run("model", "init", "--preset", name, "--seed", seed, d)
         check(rc == 0 and "wrote" in out, "%s: init --seed %s: exit %d %s" % (name, seed, rc, err))
     ta, tb, tc = tree(a), tree(b), tree(c)
-    check(sorted(ta) == ["config.json", "generation_config.json", "model.safetensors",
-                         "panel.jsonl"], "%s: files %s" % (name, sorted(ta)))
+    check(sorted(ta) == ["chat_template.jinja", "config.json", "generation_config.json",
+                         "model.safetensors", "panel.jsonl", "tokenizer.json",
+                         "tokenizer_config.json"], "%s: files %s" % (name, sorted(ta)))
+    check_tokenizer(name, ta)
     check(ta == tb, "%s: two inits with the same seed differ" % name)
     check(ta["model.safetensors"] != tc["model.safetensors"], "%s: seeds 1 and 2 give the same weights" % name)
     check(ta["panel.jsonl"] == tc["panel.jsonl"], "%s: the panel depends on the seed" % name)

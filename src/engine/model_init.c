@@ -349,6 +349,8 @@ fdl_status fdl_model_init(const fdl_model_init_opts *o, fdl_model_init_result *r
     res->panel_contexts = FDL_MODEL_PANEL_CONTEXTS;
     res->panel_tokens = FDL_MODEL_PANEL_TOKENS;
   }
+  /* The tiny presets' ids are bytes and specials: their tokenizer can be written down. */
+  if (s == FDL_OK && p->vocab == 272) s = fdl_model_write_tokenizer(st.path, err);
   if (s == FDL_OK) s = write_weights(p, o->seed, st.path, res, err);
   if (s == FDL_OK)
     s = fdl_stage_commit(&st, err); /* the model appears whole or not at all */

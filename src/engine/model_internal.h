@@ -25,6 +25,10 @@ fdl_status fdl_model_st_header(fdl_out *o, const fdl_tensor_in *tensors, size_t 
 /* {"format": "pt"}: transformers refuses a safetensors file whose metadata lacks the format. */
 json_t *fdl_model_st_metadata(void);
 
+/* Writes dir/tokenizer.json (byte-level, 256 bytes + 16 specials: the tiny presets' vocabulary
+ * of 272), dir/tokenizer_config.json and dir/chat_template.jinja (model_tokenizer.c). */
+fdl_status fdl_model_write_tokenizer(const char *dir, fdl_err *err);
+
 /* Stores v little-endian at p. */
 void fdl_model_put_le32(uint8_t *p, uint32_t v);
 void fdl_model_put_le16(uint8_t *p, uint16_t v);
