@@ -113,6 +113,15 @@ def main():
         NOBODY_CLI.append(L.cli_for_nobody(w))
         pin = L.make_inputs(P("pin"), n=2)
 
+        rc, err = run(["model", "init", "--preset", "tiny-random", P("tiny")])
+        if rc != 0:
+            raise SystemExit("model init for the fixtures failed (%s): %s" % (rc, err))
+        os.mkdir(P("badmodel"))
+        with open(P("badmodel", "config.json"), "w") as f:
+            f.write("garbage\n")
+        shutil.copytree(P("tiny"), P("unrmodel"))
+        os.chmod(P("unrmodel"), 0)
+
         os.mkdir(P("empty"))
         os.mkfifo(P("fifo"))
         os.symlink(P("loop2"), P("loop"))
@@ -147,7 +156,8 @@ def main():
         kinds = {"validate": "dataset", "inspect": "dataset", "compare": "dataset",
                  "verify": "json", "json canon": "json", "tensor ls": "tensor", "pack": "panel",
                  "synth": "out", "logits diff": "vector", "layers diff": "vector",
-                 "check": "kiln", "divergence": "ids", "attribute": "kiln"}
+                 "check": "kiln", "divergence": "ids", "attribute": "kiln",
+                 "model init": "out", "quantize": "model"}
         with open(P("good.f32"), "wb") as f:  # a raw float32 vector [1, 2, 3, 4]
             f.write(bytes.fromhex("0000803f000000400000404000008040"))
         kiln_req = os.path.join(os.environ.get("FDL_SHARED", ""), "vectors", "kiln",
@@ -164,13 +174,14 @@ def main():
             shutil.copyfile(src, P(name))
             os.chmod(P(name), 0)
         good = {"dataset": ref, "json": receipt, "tensor": tensor, "panel": pin["panel"],
-                "vector": P("good.f32"), "kiln": kiln_req, "ids": P("ids.json")}
+                "vector": P("good.f32"), "kiln": kiln_req, "ids": P("ids.json"),
+                "model": P("tiny")}
         malformed = {"dataset": P("badds"), "json": P("bad.json"), "tensor": P("bad.bin"),
                      "panel": P("bad.jsonl"), "vector": P("bad.bin"), "kiln": P("bad.json"),
-                     "ids": P("bad.json")}
+                     "ids": P("bad.json"), "model": P("badmodel")}
         unreadable = {"dataset": P("unrds"), "json": P("unr.json"), "tensor": P("unr.bin"),
                       "panel": P("unr.jsonl"), "vector": P("unr.bin"), "kiln": P("unr-kiln.json"),
-                      "ids": P("unr-ids.json")}
+                      "ids": P("unr-ids.json"), "model": P("unrmodel")}
 
         def argv(cmd, path, extra=()):
             if cmd == "compare":
@@ -179,6 +190,10 @@ def main():
                 return pack_args(path, extra)
             if cmd == "synth":
                 return ["synth", "--out", path, *SMALL, *extra]
+            if cmd == "model init":  # OUT is the path under test
+                return ["model", "init", "--preset", "tiny-random", *extra, path]
+            if cmd == "quantize":  # MODEL is the path under test
+                return ["quantize", *extra, path, fresh()]
             if cmd == "divergence":  # --prompt-ids @FILE is the input under test
                 g = kreq["prompt"]["generator"]
                 return ["divergence", "--prompt-ids", "@" + path, "--reference-ids", "[5,6]",
@@ -201,10 +216,12 @@ def main():
                     "pack": ["--threads", "4294967296"], "synth": ["--threads", ""],
                     "logits diff": ["--candidates", "x"], "layers diff": ["--hidden", "0"],
                     "check": ["--no-such-flag"], "divergence": ["--no-such-flag"],
-                    "attribute": ["--no-such-flag"]}
+                    "attribute": ["--no-such-flag"], "model init": ["--seed", "x"],
+                    "quantize": ["--group-size", "0"]}
         json_flag = {"validate": ["--json"], "compare": ["--json"], "inspect": ["--json"],
                      "verify": ["--json"], "tensor ls": ["--json"], "synth": ["--json"],
-                     "logits diff": ["--json"], "layers diff": ["--json"]}
+                     "logits diff": ["--json"], "layers diff": ["--json"],
+                     "model init": ["--json"], "quantize": ["--json"]}
         nobody = drop_privileges()
 
         for cmd, row in table.items():
@@ -261,7 +278,7 @@ def main():
                     failures.append(cell + "  " + err.strip()[:300])
                     print("FAIL     " + cell + "  " + err.strip()[:300])
     finally:
-        for d in (os.path.join(w, "unrds"),):
+        for d in (os.path.join(w, "unrds"), os.path.join(w, "unrmodel")):
             if os.path.exists(d):
                 os.chmod(d, 0o755)
         shutil.rmtree(w, ignore_errors=True)

@@ -125,5 +125,20 @@ for t in 2026-02-30T12:00:00Z 2026-01-01T25:61:61Z 2026-1-01T00:00:00Z 2026-01-0
 done
 "$F" synth --help | grep -q "byte-identical" && ok || bad "synth --help must say it is deterministic"
 
+# ---- model init and quantize: the same parser rules ------------------------------------------
+expect 4 "more than once" "model init --seed twice" -- model init --preset tiny-random --seed 1 --seed 2 "$W/m1"
+expect 4 "--preset" "model init --preset ''" -- model init --preset "" "$W/m2"
+expect 4 "empty" "model init ''" -- model init --preset tiny-random ""
+expect 4 "--seed" "model init --seed -1" -- model init --preset tiny-random --seed -1 "$W/m3"
+expect 4 "unknown subcommand 'inti'" "model inti" -- model inti --preset tiny-random "$W/m4"
+expect 4 "empty" "quantize '' OUT" -- quantize "" "$W/m5"
+expect 4 "empty" "quantize MODEL ''" -- quantize "$W/m6" ""
+expect 4 "more than once" "quantize --scope twice" -- quantize --scope mlp --scope mlp "$W/m7" "$W/m8"
+for v in 0 -1 1048577 x ""; do
+  expect 4 "--group-size" "quantize --group-size '$v'" -- quantize --group-size "$v" "$W/m9" "$W/m10"
+done
+[ ! -e "$W/m1" ] && [ ! -e "$W/m10" ] && ok || bad "a usage error of model init or quantize left output behind"
+"$F" model init --help | grep -q "byte-identical" && ok || bad "model init --help must say it is deterministic"
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

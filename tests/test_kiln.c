@@ -10,7 +10,9 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fidelis/fidelis.h"
 
@@ -133,11 +135,35 @@ static void test_dispatch(void **state) {
   json_decref(v);
 }
 
+/* With a root, a request's receipts are loaded from it: an empty root names the first missing
+ * one; without a root the rules are reported as not checked rather than passed. */
+static void test_refs(void **state) {
+  (void)state;
+  const char *shared = getenv("FDL_SHARED");
+  char req[4096], root[] = "/tmp/fdl-kiln-refs-XXXXXX";
+  snprintf(req, sizeof req, "%s/vectors/kiln/rocm-strix-halo-greedy-c1-first-divergence-v1.json",
+           shared ? shared : "../shared");
+  fdl_err err;
+  fdl_kiln_checked res;
+  assert_int_equal(fdl_kiln_check_file_opts(req, NULL, &res, NULL, &err), FDL_OK);
+  assert_true(res.has_refs);
+  assert_false(res.refs_checked);
+  assert_non_null(mkdtemp(root));
+  fdl_kiln_check_opts opts = {root};
+  assert_int_equal(fdl_kiln_check_file_opts(req, &opts, &res, NULL, &err), FDL_INVALID);
+  assert_non_null(strstr(err.msg, "$.source.kiln_receipt.path: receipt missing: "
+                                  "benchmarks/receipts/rocm/strix-halo/"));
+  assert_false(res.refs_checked);
+  assert_int_equal(rmdir(root), 0);
+  opts.root = root; /* gone now */
+  assert_int_equal(fdl_kiln_check_file_opts(req, &opts, &res, NULL, &err), FDL_IO);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_strings_and_keys), cmocka_unit_test(test_numbers),
       cmocka_unit_test(test_refusals),         cmocka_unit_test(test_self_hash),
-      cmocka_unit_test(test_dispatch),
+      cmocka_unit_test(test_dispatch),         cmocka_unit_test(test_refs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

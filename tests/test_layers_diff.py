@@ -144,6 +144,16 @@ def main():
 
         rc, out, _ = U.run(["layers", "diff", P("h.npy"), P("k.npy")])
         check(rc == 0 and "largest relative error growth" in out, "text summary (exit 0)")
+        rc2, out2, _ = U.run(["layers", "diff", P("h.npy"), P("k.npy"), "--format", "text"])
+        check(rc2 == 0 and out2 == out, "--format text is the default summary")
+        # --format kiln-v2 reads its JSON inputs strictly and writes nothing when one is not JSON
+        # (tests/test_layers_kiln_v2.py covers the record itself).
+        rc, out, err = U.run(["layers", "diff", P("h.npy"), P("k.npy"), "--format", "kiln-v2",
+                              "--request", P("h.npy"), "--provenance", P("h.npy"), "--observed", "[]",
+                              "--kernel-policy", "qualified", "--final-logits", P("h.npy"),
+                              "--out", P("never.json")])
+        check(rc == 3 and "h.npy" in err and not os.path.exists(P("never.json")) and out == "",
+              "kiln-v2 with a request that is not JSON: exit 3 naming it, nothing written (%d): %s" % (rc, err.strip()))
 
         # Refusals.
         np.save(P("k_short.npy"), K[:-1])

@@ -52,6 +52,7 @@
 #include "dataset.h"
 #include "compare.h"
 #include "engine.h"
+#include "model.h"
 #include "synth.h"
 #include "attr.h"
 #include "kiln.h"

@@ -33,6 +33,8 @@ FDL_API fdl_status fdl_kiln_canonical_sha256(const json_t *v, char *out, fdl_err
 typedef struct {
   const char *schema;          /* static copy of the recognised schema string */
   char identity[FDL_SEAL_BUF]; /* request: canonical_sha256(request); result: result_sha256 */
+  bool has_refs;     /* the kind has rules that need other files (receipts, request, oracle) */
+  bool refs_checked; /* and they were checked (a root was given) */
 } fdl_kiln_checked;
 
 /* Checks one parsed Kiln document (read Kiln-strict) by its schema: a request (§5, without the
@@ -53,6 +55,26 @@ FDL_API fdl_status fdl_kiln_check_file(const char *path, fdl_kiln_checked *res, 
  * caller decrefs it). */
 FDL_API fdl_status fdl_kiln_check_file_doc(const char *path, fdl_kiln_checked *res, json_t **doc,
                                            fdl_err *err);
+
+/* How fdl_kiln_check_file_opts reads a record. */
+typedef struct {
+  /* The Kiln repository root the records' repo-relative paths resolve against. When set, a
+   * request's source receipts are validated (§5), and an oracle, path or layer result (v1 or v2)
+   * loads the request it names, validates it (receipts too) and binds every field §14.1-§14.3
+   * lists; a path result also loads the oracle result of oracle_reference, checks it fully with
+   * the same root and binds it (§14.2 step 6). A named file must be relative without "..",
+   * resolve inside the root, and be a regular file, not a symbolic link. NULL: those rules are
+   * skipped (fdl_kiln_checked.refs_checked false). */
+  const char *root;
+} fdl_kiln_check_opts;
+
+/* fdl_kiln_check_file_doc with options (opts may be NULL). A referenced file that is missing, a
+ * symlink, outside the root, too large or malformed, or that breaks a rule or a binding, fails
+ * the record (FDL_INVALID, FDL_PATH, FDL_TOO_LARGE, FDL_MISMATCH...), the message naming the
+ * record, its field, the referenced file and what is wrong there; FDL_IO only when an existing
+ * file cannot be read. */
+FDL_API fdl_status fdl_kiln_check_file_opts(const char *path, const fdl_kiln_check_opts *opts,
+                                            fdl_kiln_checked *res, json_t **doc, fdl_err *err);
 
 /* Kiln's model_fingerprint recipe (§6) over directory dir: {id, content_sha256, config_hash,
  * tokenizer_hash, chat_template_hash, weight_files}. Symlinks anywhere are refused. */

@@ -30,6 +30,10 @@ static const fdl_cli_command COMMANDS[] = {
      fdl_cli_divergence, fdl_cli_divergence_check},
     {"attribute", "attribute a first divergence to the first path that leaves the reference",
      fdl_cli_attribute, fdl_cli_attribute_check},
+    {"model", "write a deterministic random model in Hugging Face layout (model init)",
+     fdl_cli_model, fdl_cli_model_check},
+    {"quantize", "int4 GPTQ-v1 packed checkpoint of a model's MLP (round to nearest)",
+     fdl_cli_quantize, fdl_cli_quantize_check},
 };
 
 const fdl_cli_command *fdl_cli_commands(size_t *n) {

@@ -11,24 +11,36 @@
 #include "fidelis/kiln.h"
 
 static void check_usage(FILE *f) {
-  fprintf(f, "usage: fidelis check FILE... [--reference FILE [--path NAME=FILE]...]\n\n"
-             "Re-checks Kiln records: kiln.hf-next-token-request.v1 (every rule of the request\n"
-             "contract but the receipt files; prints its identity), and the v1 oracle, path- and\n"
-             "layer-attribution results (closed keys, result_sha256, invariants, the largest\n"
-             "relative-error growth recomputed from the boundaries), the v2 oracle, path- and\n"
-             "layer-attribution results (every rule the record alone allows: closed keys,\n"
-             "result_sha256, the provenance blocks, the HF evidence, the oracle verdict, the\n"
-             "graph counters, the path attribution and the largest growth recomputed), and\n"
-             "fidelis' fidelis.path-attribution.v1 records (record_sha256; the verdict, the\n"
-             "attribution and the graph counters recomputed from the record's own values).\n\n"
-             "--reference FILE (one row of logits: .npy, .f32 or safetensors) recomputes a path\n"
-             "record's numbers: the reference argmax (and fidelis' reference block), and with\n"
-             "--path NAME=FILE (the path's logits; its last row) that full path's comparison,\n"
-             "every value bit for bit. Every FILE must then be a path-attribution record.\n\n"
-             "output: OK  PATH  SCHEMA  IDENTITY per file; failures on stderr.\n\n"
-             "exit codes: 0 every file passes; 3 a file is malformed, fails a hash, a rule or a\n"
-             "recomputation, or has an unsupported schema; 4 bad usage or a FILE that cannot be\n"
-             "opened or read (4 wins)\n");
+  fprintf(f,
+          "usage: fidelis check FILE... [--root DIR] [--reference FILE [--path NAME=FILE]...]\n\n"
+          "Re-checks Kiln records: kiln.hf-next-token-request.v1 (every rule of the request\n"
+          "contract; prints its identity), and the v1 oracle, path- and layer-attribution\n"
+          "results (closed keys, result_sha256, invariants, the largest\n"
+          "relative-error growth recomputed from the boundaries), the v2 oracle, path- and\n"
+          "layer-attribution results (every rule the record alone allows: closed keys,\n"
+          "result_sha256, the provenance blocks, the HF evidence, the oracle verdict, the\n"
+          "graph counters, the path attribution and the largest growth recomputed), and\n"
+          "fidelis' fidelis.path-attribution.v1 records (record_sha256; the verdict, the\n"
+          "attribution and the graph counters recomputed from the record's own values).\n\n"
+          "--reference FILE (one row of logits: .npy, .f32 or safetensors) recomputes a path\n"
+          "record's numbers: the reference argmax (and fidelis' reference block), and with\n"
+          "--path NAME=FILE (the path's logits; its last row) that full path's comparison,\n"
+          "every value bit for bit. Every FILE must then be a path-attribution record.\n\n"
+          "--root DIR (the Kiln repository root) also checks the rules that need other files,\n"
+          "resolving the records' repo-relative paths under DIR: a request's two source\n"
+          "receipts (digests, commit, run, model, one run at concurrency 1, the exact output\n"
+          "starting with the prefix and that engine's candidate); an oracle, path or layer\n"
+          "result's request (loaded, checked in full with its receipts, every field bound to\n"
+          "it); a path result's oracle result (checked in full, bound). A named file must be\n"
+          "relative without \"..\", inside DIR, a regular file, not a symlink; a request is at\n"
+          "most 262144 bytes. Without --root these rules are not checked and a note on stderr\n"
+          "says so. Kiln's --require-current-source (compare with Kiln's live git checkout and\n"
+          "script digests) is refused: fidelis has neither.\n\n"
+          "output: OK  PATH  SCHEMA  IDENTITY per file; failures on stderr.\n\n"
+          "exit codes: 0 every file passes; 3 a file is malformed, fails a hash, a rule or a\n"
+          "recomputation, or has an unsupported schema, or a file it references is missing,\n"
+          "misplaced or breaks a rule or binding; 4 bad usage, a FILE or --root that cannot be\n"
+          "opened, or a referenced file that exists but cannot be read (4 wins)\n");
 }
 
 typedef struct {
@@ -37,6 +49,8 @@ typedef struct {
   const char *reference;
   const char **paths; /* the --path values, in order */
   size_t npaths;
+  const char *root;
+  bool current_source; /* Kiln's --require-current-source, refused */
 } check_args;
 
 /* The loaded --reference and --path logits. */
@@ -48,7 +62,8 @@ typedef struct {
   size_t n;
 } check_logits;
 
-static int check_one(const char *path, const check_logits *lg) {
+/* One FILE; *unchecked is set when it has rules needing other files that were not checked. */
+static int check_one(const char *path, const char *root, const check_logits *lg, bool *unchecked) {
   fdl_err err = {FDL_OK, ""};
   char *real = NULL;
   int fd = -1;
@@ -62,7 +77,8 @@ static int check_one(const char *path, const check_logits *lg) {
   }
   fdl_kiln_checked res;
   json_t *doc = NULL;
-  s = fdl_kiln_check_file_doc(real, &res, lg ? &doc : NULL, &err);
+  const fdl_kiln_check_opts opts = {root};
+  s = fdl_kiln_check_file_opts(real, &opts, &res, lg ? &doc : NULL, &err);
   free(real);
   if (s == FDL_OK && lg)
     s = fdl_kiln_recompute_paths(doc, path, lg->ref.data, (size_t)lg->ref.cols, lg->rows, lg->n,
@@ -72,6 +88,7 @@ static int check_one(const char *path, const check_logits *lg) {
     fdl_cli_report(&err);
     return fdl_cli_exit_for(s);
   }
+  if (res.has_refs && !res.refs_checked) *unchecked = true;
   fputs("OK  ", stdout);
   fdl_cli_put_text(stdout, path);
   printf("  %s  %s\n", res.schema, res.identity);
@@ -97,12 +114,23 @@ static int check_parse(int argc, char **argv, FILE *out, FILE *diag, check_args 
     }
     rest[k++] = argv[i];
   }
-  const fdl_cli_opt opts[] = {FDL_CLI_OPT_PATH("--reference", &a->reference)};
-  fdl_cli_spec s = {"check", check_usage, opts, 1, NULL, 0, a->files, (size_t)argc, 0, out, diag};
+  const fdl_cli_opt opts[] = {
+      FDL_CLI_OPT_PATH("--reference", &a->reference),
+      FDL_CLI_OPT_PATH("--root", &a->root),
+      FDL_CLI_OPT_FLAG("--require-current-source", &a->current_source),
+  };
+  fdl_cli_spec s = {"check", check_usage, opts,     sizeof opts / sizeof opts[0],
+                    NULL,    0,           a->files, (size_t)argc,
+                    0,       out,         diag};
   int rc = fdl_cli_parse(&s, 1, k, rest);
   free(rest);
   if (rc != FDL_CLI_GO) return rc;
   if (!s.npos) return fdl_cli_usage_error(&s, "no FILE given");
+  if (a->current_source)
+    return fdl_cli_usage_error(&s,
+                               "--require-current-source compares a record with Kiln's live git "
+                               "checkout and its script digests, which fidelis does not have; "
+                               "check in Kiln's own checkout for that");
   if (a->npaths && !a->reference) return fdl_cli_usage_error(&s, "--path needs --reference");
   for (size_t i = 0; i < a->npaths; i++) {
     const char *eq = strchr(a->paths[i], '=');
@@ -194,13 +222,19 @@ int fdl_cli_check(int argc, char **argv) {
     int r = load_check_logits(&a, &lg);
     if (r) rc = r;
   }
+  if (rc == FDL_CLI_GO && a.root && fdl_cli_input_dir("check", a.root) != 0) rc = FDL_EXIT_USAGE;
   if (rc == FDL_CLI_GO) {
     rc = FDL_EXIT_OK;
+    bool unchecked = false;
     for (size_t i = 0; i < a.nfiles; i++) {
-      int r = check_one(a.files[i], a.reference ? &lg : NULL);
+      int r = check_one(a.files[i], a.root, a.reference ? &lg : NULL, &unchecked);
       if (r > rc) rc = r;
       fflush(stdout);
     }
+    if (unchecked)
+      fprintf(stderr, "fidelis check: note: the rules that need other files (source receipts, "
+                      "the request a result names, a path result's oracle result) were not "
+                      "checked: no --root\n");
   }
   free_check_logits(&lg);
   free(a.files);

@@ -1,0 +1,145 @@
+/* fidelis/model.h - models for the capture engine to run: deterministic random models in Hugging
+ * Face layout (`fidelis model init`) and their int4 GPTQ-v1 packed twins (`fidelis quantize`).
+ *
+ * A random model is a pure function of (preset, seed): the same bytes on every machine, so two
+ * people who run `fidelis model init --preset tiny-random --seed 1` hold the same checkpoint and
+ * the same captures. docs/MODELS.md gives the presets, the weight distribution, the built-in
+ * panel and the quantized format with its sources. */
+#ifndef FIDELIS_MODEL_H
+#define FIDELIS_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "file.h"
+#include "status.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- presets ------------------------------------------------------------------------------ */
+
+typedef struct {
+  const char *name;         /* "tiny-random" */
+  const char *architecture; /* "Qwen3ForCausalLM", "LlamaForCausalLM", "Qwen2ForCausalLM" */
+  const char *model_type;   /* "qwen3", "llama", "qwen2" */
+  size_t vocab, hidden, intermediate, layers, heads, kv_heads, head_dim;
+  size_t max_position;
+  bool tied;     /* lm_head is the embedding (no lm_head.weight) */
+  bool qk_norm;  /* per-head q/k RMSNorm (Qwen3) */
+  bool qkv_bias; /* q/k/v projections carry a bias (Qwen2) */
+  double rope_theta, rms_norm_eps;
+  int64_t bos, eos;
+  const char *about; /* one line for --help */
+} fdl_model_preset;
+
+/* Every preset, in a fixed order. */
+FDL_API const fdl_model_preset *fdl_model_presets(size_t *n);
+/* The preset with that name, or NULL. */
+FDL_API const fdl_model_preset *fdl_model_preset_find(const char *name);
+/* Parameter count of a preset (embedding counted once when tied); 0 when out of memory. */
+FDL_API uint64_t fdl_model_preset_params(const fdl_model_preset *p);
+
+/* ---- model init --------------------------------------------------------------------------- */
+
+typedef struct {
+  const char *preset;  /* a preset name */
+  uint64_t seed;       /* the weights' seed (the panel does not depend on it) */
+  const char *out_dir; /* must not exist; appears whole or not at all */
+  fdl_notice_fn notice;
+  void *notice_arg;
+} fdl_model_init_opts;
+
+typedef struct {
+  uint64_t params; /* parameters written */
+  uint64_t bytes;  /* size of model.safetensors */
+  size_t tensors;  /* tensors in it */
+  size_t panel_contexts, panel_tokens;
+} fdl_model_init_result;
+
+/* Writes OUT/config.json, OUT/generation_config.json, OUT/model.safetensors (BF16, HF names)
+ * and OUT/panel.jsonl (the built-in panel), streaming one tensor chunk at a time. FDL_INVALID
+ * for an unknown preset, FDL_EXISTS when OUT exists. */
+FDL_API fdl_status fdl_model_init(const fdl_model_init_opts *opts, fdl_model_init_result *res,
+                                  fdl_err *err);
+
+/* Appends the built-in panel (JSONL in the format `fidelis pack` reads, docs/PACK.md): 4
+ * contexts x 64 tokens, domains garden, arithmetic, code and instructions. Token 256 (bos)
+ * followed by the ASCII bytes of a fixed text: the same for every seed and every preset. */
+#define FDL_MODEL_PANEL_CONTEXTS 4
+#define FDL_MODEL_PANEL_TOKENS 64
+#define FDL_MODEL_PANEL_BOS 256
+FDL_API fdl_status fdl_model_panel(fdl_buf *out, fdl_err *err);
+
+/* ---- GPTQ-v1 int4 ------------------------------------------------------------------------- */
+
+/* Round-to-nearest asymmetric int4 of one [out x in] row-major matrix (a Linear's weight) in
+ * groups of `group` consecutive input columns, packed as a GPTQ-v1 checkpoint stores it:
+ *   qweight [in/8, out]      nibble k of qweight[r][o] (bits 4k..4k+3) is q[o][8r+k]
+ *   qzeros  [in/group, out/8] nibble k of qzeros[g][c] is (zero[g][8c+k] - 1) & 15
+ *   scales  [in/group, out]  F16 bits
+ *   g_idx   [in]             i / group
+ * Per group (docs/MODELS.md, "quantize"): lo = min(0, min w), hi = max(0, max w) (an all-zero
+ * group takes [-1, 1]); scale = f16((hi - lo) / 15); zero = rint(-lo / scale), and a zero of 0,
+ * which v1 cannot store, becomes 1 with scale = f16(hi / 14); q = clamp(rint(w / scale) + zero,
+ * 0, 15), ties to even. Refuses: in or out not a multiple of 8, a group that does not divide
+ * in, a non-finite weight (named by row and column; found before any output is touched), a
+ * scale beyond F16 (the outputs are then partly written and must be discarded). */
+FDL_API fdl_status fdl_gptq_quantize_matrix(const float *w, size_t out, size_t in, size_t group,
+                                            uint32_t *qweight, uint32_t *qzeros, uint16_t *scales,
+                                            int32_t *g_idx, fdl_err *err);
+
+/* The affine decode the engine uses to load such a checkpoint: w[o * in + i] =
+ * (q - zero) * scale in float32, exact (q - zero has at most 5 bits and scale 11), where
+ * zero = (stored nibble & 15) + 1 as in the GPTQ-v1 reference loaders. Checks every shape and
+ * dtype (qweight I32 [in/8, out], qzeros I32 [in/group, out/8], scales F16 [in/group, out],
+ * g_idx I32 [in]) and every g_idx value (in [0, in/group)) before reading. Views may be
+ * unaligned. */
+FDL_API fdl_status fdl_gptq_reconstruct(const fdl_tensor *qweight, const fdl_tensor *qzeros,
+                                        const fdl_tensor *scales, const fdl_tensor *g_idx,
+                                        size_t in, size_t out, size_t group, float *w,
+                                        fdl_err *err);
+
+typedef enum {
+  FDL_GPTQ_SCOPE_MLP = 0,    /* mlp.{gate,up,down}_proj */
+  FDL_GPTQ_SCOPE_ALL_LINEAR, /* those and self_attn.{q,k,v,o}_proj */
+} fdl_gptq_scope;
+
+/* The scope's name in config.json ("mlp", "all-linear"). */
+FDL_API const char *fdl_gptq_scope_name(fdl_gptq_scope s);
+
+typedef struct {
+  const char *model_dir; /* config.json + model.safetensors */
+  const char *out_dir;   /* must not exist */
+  size_t group;          /* group size along the input dim (e.g. 32) */
+  fdl_gptq_scope scope;
+  fdl_notice_fn notice;
+  void *notice_arg;
+} fdl_gptq_opts;
+
+typedef struct {
+  size_t quantized; /* Linear weights quantized */
+  size_t copied;    /* tensors copied unchanged */
+  uint64_t params_quantized;
+  uint64_t bytes; /* size of the output model.safetensors */
+} fdl_gptq_result;
+
+/* Quantizes every weight in scope of MODEL into OUT: each quantized X.weight becomes X.qweight,
+ * X.qzeros, X.scales and X.g_idx, every other tensor is copied as stored, in model.safetensors
+ * or, for a sharded checkpoint, in shards of the same names with model.safetensors.index.json
+ * rewritten (weight_map, metadata.total_size). OUT/config.json is MODEL's with a
+ * quantization_config; the other regular files of MODEL (generation_config.json, tokenizer
+ * files, panel.jsonl) are copied byte for byte. Refuses (before OUT is created) a model already
+ * quantized (FDL_REFUSED), an index that disagrees with its shards (FDL_PARSE), no weight in
+ * scope (FDL_INVALID), and what fdl_gptq_quantize_matrix refuses. */
+FDL_API fdl_status fdl_gptq_quantize_model(const fdl_gptq_opts *opts, fdl_gptq_result *res,
+                                           fdl_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

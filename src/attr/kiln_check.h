@@ -1,0 +1,152 @@
+/* attr/kiln_check.h - the Kiln checker's shared walker (kiln*.c only, not installed): a context
+ * that names the file, messages that name the JSON path, and the rules more than one record kind
+ * uses (KILN-ATTRIBUTION.md §1, §5, §6, §8, §10, §14). */
+#ifndef FIDELIS_ATTR_KILN_CHECK_H
+#define FIDELIS_ATTR_KILN_CHECK_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "fidelis/digest.h"
+#include "fidelis/kiln.h"
+#include "fidelis/status.h"
+
+/* Records a check is inside, outermost first: a path result names an oracle result, which names
+ * a request, which names two receipts. Only result records enter the chain (requests and receipts
+ * name no record), so it stays short; a record met again is a loop. */
+#define FDL_KILN_MAX_REF_DEPTH 4
+/* A receipt (kiln.serving-benchmark.v1) is ~20 KiB; a result record is at most a few hundred. */
+#define FDL_KILN_RECEIPT_MAX_BYTES (16u * 1024u * 1024u)
+#define FDL_KILN_RESULT_MAX_BYTES (16u * 1024u * 1024u)
+
+typedef struct {
+  const char *root; /* the repository root, resolved (realpath) */
+  size_t depth;
+  const char *chain[FDL_KILN_MAX_REF_DEPTH]; /* resolved paths of the records being checked */
+} fdl_kiln_refs;
+
+typedef struct {
+  const char *name; /* the file, as messages show it */
+  fdl_err *err;
+  fdl_kiln_refs *refs; /* NULL: no root, so the rules that need another file are skipped */
+} fdl_kiln_ctx;
+
+/* FDL_INVALID "NAME: PATH: message". */
+fdl_status fdl_kiln_bad(const fdl_kiln_ctx *c, const char *path, const char *fmt, ...)
+    FDL_PRINTF(3, 4);
+
+/* jansson never reads a bool as an integer, so this is Kiln's "int, not bool" (§1). */
+static inline bool fdl_kiln_is_int(const json_t *v) {
+  return json_is_integer(v);
+}
+
+static inline bool fdl_kiln_is_sha(const json_t *v) {
+  if (!json_is_string(v)) return false;
+  const char *s = json_string_value(v);
+  size_t n = json_string_length(v), p = sizeof FDL_SEAL_KILN_PREFIX - 1;
+  return n == p + 64 && memcmp(s, FDL_SEAL_KILN_PREFIX, p) == 0 && fdl_hex_lower(s + p, 64);
+}
+
+static inline bool fdl_kiln_nonempty_str(const json_t *v) {
+  return json_is_string(v) && json_string_length(v) > 0;
+}
+
+static inline bool fdl_kiln_str_eq(const json_t *v, const char *want) {
+  return json_is_string(v) && json_string_length(v) == strlen(want) &&
+         strcmp(json_string_value(v), want) == 0;
+}
+
+static inline bool fdl_kiln_finite_num(const json_t *v) {
+  if (json_is_integer(v)) return true;
+  return json_is_real(v) && isfinite(json_real_value(v));
+}
+
+static inline double fdl_kiln_num(const json_t *v) {
+  return json_is_integer(v) ? (double)json_integer_value(v) : json_real_value(v);
+}
+
+/* The key set of obj is exactly keys[0..n). */
+fdl_status fdl_kiln_closed(const fdl_kiln_ctx *c, const char *path, const json_t *obj,
+                           const char *const *keys, size_t n);
+#define FDL_CLOSED(c, path, obj, ...)                                                              \
+  fdl_kiln_closed((c), (path), (obj), (const char *const[]){__VA_ARGS__},                          \
+                  sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
+/* An object of exactly the given keys, each a canonical digest. */
+fdl_status fdl_kiln_digests(const fdl_kiln_ctx *c, const char *path, const json_t *o,
+                            const char *const *keys, size_t n);
+#define FDL_DIGESTS(c, path, obj, ...)                                                             \
+  fdl_kiln_digests((c), (path), (obj), (const char *const[]){__VA_ARGS__},                         \
+                   sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
+
+fdl_status fdl_kiln_want_sha(const fdl_kiln_ctx *c, const char *path, const json_t *v);
+fdl_status fdl_kiln_want_token(const fdl_kiln_ctx *c, const char *path, const json_t *v);
+fdl_status fdl_kiln_want_tokens(const fdl_kiln_ctx *c, const char *path, const json_t *v, size_t lo,
+                                size_t hi);
+fdl_status fdl_kiln_want_positive(const fdl_kiln_ctx *c, const char *path, const json_t *v);
+/* §14's _path_from_repository text rule: nonempty, no NUL, not absolute, no ".." component. */
+fdl_status fdl_kiln_want_rel_path(const fdl_kiln_ctx *c, const char *path, const json_t *v);
+/* A string member equal to want; names path.key. */
+fdl_status fdl_kiln_want_const_str(const fdl_kiln_ctx *c, const char *path, const json_t *o,
+                                   const char *key, const char *want);
+/* An integer member in lo..hi. */
+fdl_status fdl_kiln_want_int_in(const fdl_kiln_ctx *c, const char *path, const json_t *o,
+                                const char *key, json_int_t lo, json_int_t hi);
+/* A ".." component anywhere ("..", "../a", "a/..", "a/../b"); "a..b" is a plain name. */
+bool fdl_kiln_has_dotdot(const char *s);
+
+/* ---- the request (kiln_request.c, §5, §6) ---------------------------------------------------- */
+fdl_status fdl_kiln_check_request(const fdl_kiln_ctx *c, const json_t *r);
+fdl_status fdl_kiln_check_source_pair(const fdl_kiln_ctx *c, const char *path, const json_t *src);
+fdl_status fdl_kiln_check_model_identity(const fdl_kiln_ctx *c, const char *path, const json_t *m);
+
+/* ---- provenance blocks of v2 results (kiln_prov.c, §10, §12-§14) ---------------------------- */
+fdl_status fdl_kiln_check_process(const fdl_kiln_ctx *c, const char *path, const json_t *pr);
+fdl_status fdl_kiln_check_arm(const fdl_kiln_ctx *c, const char *path, const json_t *a,
+                              const char *proc);
+fdl_status fdl_kiln_check_v2_common(const fdl_kiln_ctx *c, const json_t *doc);
+fdl_status fdl_kiln_check_binary_request(const fdl_kiln_ctx *c, const json_t *doc);
+
+/* ---- the record kinds ------------------------------------------------------------------------ */
+/* HF evidence (§8; layer mode adds the four boundary keys) (kiln_oracle.c). */
+fdl_status fdl_kiln_check_hf_evidence(const fdl_kiln_ctx *c, const char *path, const json_t *ev,
+                                      bool layer);
+fdl_status fdl_kiln_check_oracle_v1(const fdl_kiln_ctx *c, const json_t *doc);
+fdl_status fdl_kiln_check_oracle_v2(const fdl_kiln_ctx *c, const json_t *doc);
+/* kiln_path.c */
+fdl_status fdl_kiln_check_observed(const fdl_kiln_ctx *c, const char *path, const json_t *obs);
+fdl_status fdl_kiln_check_comparison(const fdl_kiln_ctx *c, const char *path, const json_t *cmp,
+                                     json_int_t hf_argmax);
+fdl_status fdl_kiln_check_graph(const fdl_kiln_ctx *c, const char *path, const json_t *g);
+fdl_status fdl_kiln_check_path_v1(const fdl_kiln_ctx *c, const json_t *doc);
+fdl_status fdl_kiln_check_path_v2(const fdl_kiln_ctx *c, const json_t *doc);
+/* kiln_layer.c */
+fdl_status fdl_kiln_check_layer_v1(const fdl_kiln_ctx *c, const json_t *doc);
+fdl_status fdl_kiln_check_layer_v2(const fdl_kiln_ctx *c, const json_t *doc);
+/* kiln_refs.c: the rules that need another file under the root (§5's source receipts, §14.1-§14.3's
+ * request and oracle bindings), by kind; each is called only with c->refs set. */
+/* Reads the file a record names at field jpath (rel, a JSON string) under c->refs->root, as
+ * Kiln's _path_from_repository and load_request do: nonempty, no NUL, not absolute, no "..",
+ * resolving inside the root, a regular file and not a symbolic link, at most max bytes. what
+ * ("request", "receipt") names it in messages. *real: the resolved path (free()); *text, *len:
+ * the bytes (free()). */
+fdl_status fdl_kiln_read_ref(const fdl_kiln_ctx *c, const char *jpath, const json_t *rel,
+                             const char *what, size_t max, char **real, char **text, size_t *len);
+/* A field bound to a value of another file, compared as Python's == (fdl_py_equal): FDL_MISMATCH
+ * "NAME: JPATH: GOT, expected WANT (why)", both values shown as compact JSON. */
+fdl_status fdl_kiln_bind(const fdl_kiln_ctx *c, const char *jpath, const json_t *got,
+                         const json_t *want, const char *why);
+fdl_status fdl_kiln_refs_request(const fdl_kiln_ctx *c, const json_t *req);
+fdl_status fdl_kiln_refs_oracle(const fdl_kiln_ctx *c, const json_t *doc);
+fdl_status fdl_kiln_refs_path_v1(const fdl_kiln_ctx *c, const json_t *doc);
+fdl_status fdl_kiln_refs_path_v2(const fdl_kiln_ctx *c, const json_t *doc);
+fdl_status fdl_kiln_refs_layer(const fdl_kiln_ctx *c, const json_t *doc);
+/* The dispatch of fdl_kiln_check_doc under an existing context (nested checks keep c->refs). */
+fdl_status fdl_kiln_check_doc_ctx(const fdl_kiln_ctx *c, const json_t *doc, fdl_kiln_checked *res);
+/* kiln_fidelis.c */
+fdl_status fdl_kiln_check_fidelis_attr(const fdl_kiln_ctx *c, const json_t *doc);
+
+#endif

@@ -1,0 +1,532 @@
+/* layer_v2.c - Kiln's layer attribution from the two row matrices (KILN-ATTRIBUTION.md §8, §11,
+ * §13): the writer of kiln.rocm-hf-layer-attribution-result.v2, and the recomputation of a layer
+ * record (v1 or v2) from its rows. The writer refuses, before anything is written, what the
+ * checker would refuse, with a message naming the input; the record then passes
+ * fdl_kiln_check_doc, so the writer and `fidelis check` share one set of rules.
+ *
+ * The 34 names and the kernel-policy enum are written here once; src/attr/kiln.c's checker keeps
+ * its own copies until it calls these accessors. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attr/internal.h"
+#include "fidelis/attr.h"
+#include "fidelis/json.h"
+#include "fidelis/kiln.h"
+
+static const char *const NAMES[FDL_ATTR_LAYER_BOUNDARIES] = {
+    "embedding",
+    "layer_00_linear_attention",
+    "layer_01_linear_attention",
+    "layer_02_linear_attention",
+    "layer_03_full_attention",
+    "layer_04_linear_attention",
+    "layer_05_linear_attention",
+    "layer_06_linear_attention",
+    "layer_07_full_attention",
+    "layer_08_linear_attention",
+    "layer_09_linear_attention",
+    "layer_10_linear_attention",
+    "layer_11_full_attention",
+    "layer_12_linear_attention",
+    "layer_13_linear_attention",
+    "layer_14_linear_attention",
+    "layer_15_full_attention",
+    "layer_16_linear_attention",
+    "layer_17_linear_attention",
+    "layer_18_linear_attention",
+    "layer_19_full_attention",
+    "layer_20_linear_attention",
+    "layer_21_linear_attention",
+    "layer_22_linear_attention",
+    "layer_23_full_attention",
+    "layer_24_linear_attention",
+    "layer_25_linear_attention",
+    "layer_26_linear_attention",
+    "layer_27_full_attention",
+    "layer_28_linear_attention",
+    "layer_29_linear_attention",
+    "layer_30_linear_attention",
+    "layer_31_full_attention",
+    "final_norm",
+};
+
+static const char *const POLICIES[] = {"qualified",
+                                       "portable_fallback",
+                                       "model_fallback",
+                                       "tensor_fallback",
+                                       "fused_norm_mlp_fallback",
+                                       "fused_norm_mlp_only",
+                                       "fused_rmsnorm_fallback",
+                                       "fused_mlp_silu_mul_fallback",
+                                       "fused_mlp_gate_up_prefill_fallback",
+                                       "gdn_fallback",
+                                       "non_gdn_fallback",
+                                       "split_q_gate_fallback",
+                                       "split_q_gate_only"};
+#define NPOLICIES (sizeof POLICIES / sizeof POLICIES[0])
+
+const char *fdl_attr_layer_boundary_name(size_t i) {
+  return i < FDL_ATTR_LAYER_BOUNDARIES ? NAMES[i] : NULL;
+}
+
+const char *const *fdl_attr_layer_kernel_policies(size_t *n) {
+  *n = NPOLICIES;
+  return POLICIES;
+}
+
+fdl_status fdl_attr_layer_names_check(const json_t *names, const char *what, fdl_err *err) {
+  if (!json_is_array(names) || json_array_size(names) != FDL_ATTR_LAYER_BOUNDARIES)
+    return fdl_fail(err, FDL_MISMATCH,
+                    "%s: %zu boundary names, expected the %u of §13 (embedding, "
+                    "layer_00_linear_attention .. layer_31_full_attention, final_norm)",
+                    what, json_array_size(names), FDL_ATTR_LAYER_BOUNDARIES);
+  for (size_t i = 0; i < FDL_ATTR_LAYER_BOUNDARIES; i++) {
+    const json_t *v = json_array_get(names, i);
+    if (!json_is_string(v) || strcmp(json_string_value(v), NAMES[i]) != 0)
+      return fdl_fail(err, FDL_MISMATCH, "%s: boundary name %zu is %s%.80s%s, expected \"%s\"",
+                      what, i, json_is_string(v) ? "\"" : "",
+                      json_is_string(v) ? json_string_value(v) : "not a string",
+                      json_is_string(v) ? "\"" : "", NAMES[i]);
+  }
+  return FDL_OK;
+}
+
+static void sha_text(const fdl_sha256 *d, char out[FDL_SEAL_BUF]) {
+  char hex[FDL_SHA256_HEX_BUF];
+  fdl_sha256_hex(d, hex);
+  snprintf(out, FDL_SEAL_BUF, FDL_SEAL_KILN_PREFIX "%s", hex);
+}
+
+static fdl_status digest_text(const float *v, size_t n, char out[FDL_SEAL_BUF], fdl_err *err) {
+  fdl_sha256 d;
+  fdl_status s = fdl_attr_sha256_f32(v, n, &d, err);
+  if (s == FDL_OK) sha_text(&d, out);
+  return s;
+}
+
+static bool str_is(const json_t *v, const char *want) {
+  return json_is_string(v) && strcmp(json_string_value(v), want) == 0;
+}
+
+/* ---- the boundaries (§11) ------------------------------------------------------------------ */
+
+/* Every row's compare_boundary into bs[rows], and the largest growth. */
+static fdl_status compare_rows(const float *reference, const float *actual, size_t rows,
+                               size_t hidden, fdl_attr_boundary *bs, size_t *gi, double *gd,
+                               fdl_err *err) {
+  double *rel = malloc(rows * sizeof *rel);
+  if (!rel) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  fdl_status s = FDL_OK;
+  for (size_t i = 0; s == FDL_OK && i < rows; i++) {
+    s = fdl_attr_compare_boundary(actual + i * hidden, reference + i * hidden, hidden, &bs[i], err);
+    if (s != FDL_OK) {
+      const char *nm = fdl_attr_layer_boundary_name(i);
+      fdl_err_prefix(err, "row %zu (%s)", i, nm ? nm : "beyond the 34 boundaries");
+    }
+    rel[i] = bs[i].relative_root_mean_square_error;
+  }
+  if (s == FDL_OK) fdl_attr_largest_growth(rel, rows, gi, gd);
+  free(rel);
+  return s;
+}
+
+static json_t *boundary_obj(size_t i, const char *name, const fdl_attr_boundary *b) {
+  char h[FDL_SEAL_BUF], k[FDL_SEAL_BUF];
+  sha_text(&b->hf_sha256, h);
+  sha_text(&b->kiln_sha256, k);
+  return json_pack("{s:f, s:s, s:I, s:s, s:f, s:f, s:s, s:f, s:f, s:f}", "cosine_similarity",
+                   b->cosine_similarity, "hf_sha256", h, "index", (json_int_t)i, "kiln_sha256", k,
+                   "max_abs_error", b->max_abs_error, "mean_abs_error", b->mean_abs_error, "name",
+                   name, "reference_root_mean_square", b->reference_root_mean_square,
+                   "relative_root_mean_square_error", b->relative_root_mean_square_error,
+                   "root_mean_square_error", b->root_mean_square_error);
+}
+
+/* ---- the writer (§13) ---------------------------------------------------------------------- */
+
+static const char *const PROV_KEYS[] = {"binary",           "containment",    "created_at_utc",
+                                        "duration_seconds", "implementation", "model_fingerprint",
+                                        "reference",        "request_path",   "source",
+                                        "model_identity" /* optional: the last one */};
+#define NPROV (sizeof PROV_KEYS / sizeof PROV_KEYS[0])
+
+static fdl_status check_provenance(const json_t *pv, const json_t *request, fdl_err *err) {
+  if (!json_is_object(pv)) return fdl_fail(err, FDL_INVALID, "provenance: $: expected an object");
+  for (size_t i = 0; i + 1 < NPROV; i++)
+    if (!json_object_get(pv, PROV_KEYS[i]))
+      return fdl_fail(err, FDL_INVALID, "provenance: $: missing key \"%s\"", PROV_KEYS[i]);
+  const char *k;
+  json_t *v;
+  json_object_foreach((json_t *)pv, k, v) {
+    bool known = false;
+    for (size_t i = 0; i < NPROV && !known; i++) known = strcmp(k, PROV_KEYS[i]) == 0;
+    if (!known)
+      return fdl_fail(err, FDL_INVALID,
+                      "provenance: $: unexpected key \"%.80s\" (expected binary, containment, "
+                      "created_at_utc, duration_seconds, implementation, model_fingerprint, "
+                      "reference, request_path, source and optionally model_identity)",
+                      k);
+  }
+  static const char *const blocks[] = {
+      "binary", "containment", "implementation", "model_fingerprint", "reference", "source"};
+  for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++)
+    if (!json_is_object(json_object_get(pv, blocks[i])))
+      return fdl_fail(err, FDL_INVALID, "provenance: $.%s: expected an object", blocks[i]);
+  const json_t *d = json_object_get(pv, "duration_seconds");
+  double dv = json_is_integer(d) ? (double)json_integer_value(d) : json_real_value(d);
+  if (!json_is_number(d) || !(dv > 0))
+    return fdl_fail(err, FDL_INVALID, "provenance: $.duration_seconds: expected a number > 0");
+  if (!json_is_string(json_object_get(pv, "created_at_utc")))
+    return fdl_fail(err, FDL_INVALID,
+                    "provenance: $.created_at_utc: expected a UTC time string (Kiln §3)");
+  const json_t *rp = json_object_get(pv, "request_path");
+  if (!json_is_string(rp) || json_string_length(rp) == 0)
+    return fdl_fail(err, FDL_INVALID,
+                    "provenance: $.request_path: expected the request's repo-relative path");
+  const json_t *mi = json_object_get(pv, "model_identity");
+  if (mi && !json_equal(mi, json_object_get(request, "model_identity")))
+    return fdl_fail(err, FDL_MISMATCH,
+                    "provenance: $.model_identity differs from the request's model_identity "
+                    "(the checker wants them equal; leave it out to take the request's)");
+  const json_t *ev = json_object_get(json_object_get(pv, "reference"), "evidence");
+  if (!json_is_object(ev))
+    return fdl_fail(err, FDL_INVALID,
+                    "provenance: $.reference.evidence: expected the HF layer evidence object "
+                    "(§8)");
+  return FDL_OK;
+}
+
+/* The HF evidence (provenance $.reference.evidence) must describe these rows and this request. */
+static fdl_status check_evidence(const json_t *ev, const json_t *ref, const char *rows_sha,
+                                 size_t rows, size_t hidden, const char *req_sha,
+                                 const json_t *request, fdl_err *err) {
+  const json_t *v = json_object_get(ev, "layer_last_rows_sha256");
+  if (!str_is(v, rows_sha))
+    return fdl_fail(err, FDL_MISMATCH,
+                    "provenance: $.reference.evidence.layer_last_rows_sha256 is %.80s, but the REF "
+                    "rows (f32 little-endian, row-major, §8) hash to %s: the evidence is not of "
+                    "these rows",
+                    json_is_string(v) ? json_string_value(v) : "not a string", rows_sha);
+  v = json_object_get(ev, "hidden_size");
+  if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)hidden)
+    return fdl_fail(err, FDL_MISMATCH,
+                    "provenance: $.reference.evidence.hidden_size is not %zu, the width of the "
+                    "rows",
+                    hidden);
+  v = json_object_get(ev, "boundary_count");
+  if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)rows)
+    return fdl_fail(err, FDL_MISMATCH,
+                    "provenance: $.reference.evidence.boundary_count is not %zu, the rows given",
+                    rows);
+  fdl_status s = fdl_attr_layer_names_check(json_object_get(ev, "boundary_names"),
+                                            "provenance: $.reference.evidence.boundary_names", err);
+  if (s != FDL_OK) return s;
+  if (!str_is(json_object_get(ev, "request_sha256"), req_sha))
+    return fdl_fail(err, FDL_MISMATCH,
+                    "provenance: $.reference.evidence.request_sha256 is not %s, the request's "
+                    "canonical identity",
+                    req_sha);
+  if (!json_equal(json_object_get(ev, "request_id"), json_object_get(request, "id")))
+    return fdl_fail(err, FDL_MISMATCH,
+                    "provenance: $.reference.evidence.request_id is not the request's id \"%s\"",
+                    json_string_value(json_object_get(request, "id")));
+  if (!json_equal(json_object_get(ev, "input_token_ids_sha256"),
+                  json_object_get(request, "input_token_ids_sha256")))
+    return fdl_fail(err, FDL_MISMATCH,
+                    "provenance: $.reference.evidence.input_token_ids_sha256 is not the "
+                    "request's input_token_ids_sha256");
+  v = json_object_get(ev, "input_token_count");
+  size_t nin = json_array_size(json_object_get(request, "input_token_ids"));
+  if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)nin)
+    return fdl_fail(err, FDL_MISMATCH,
+                    "provenance: $.reference.evidence.input_token_count is not %zu, the request's "
+                    "input length",
+                    nin);
+  if (!json_equal(json_object_get(ref, "bytes"), json_object_get(ev, "output_bytes")))
+    return fdl_fail(err, FDL_MISMATCH,
+                    "provenance: $.reference.bytes is not $.reference.evidence.output_bytes (the "
+                    "artifact's size)");
+  return FDL_OK;
+}
+
+/* observed: 4 token ids, the request's 3 continuation ids then argmax(final logits). */
+static fdl_status check_observed(const json_t *obs, const json_t *request, const float *logits,
+                                 size_t vocab, fdl_err *err) {
+  const json_t *prefix = json_object_get(request, "continuation_prefix");
+  if (json_array_size(prefix) != 3)
+    return fdl_fail(err, FDL_REFUSED,
+                    "request: %zu continuation tokens, expected 3 (Kiln's layer worker forces "
+                    "exactly 3)",
+                    json_array_size(prefix));
+  if (!json_is_array(obs) || json_array_size(obs) != 4)
+    return fdl_fail(err, FDL_INVALID,
+                    "observed: expected 4 token ids (after the prompt and after each of the 3 "
+                    "forced continuation tokens), found %zu",
+                    json_array_size(obs));
+  for (size_t i = 0; i < 4; i++)
+    if (!fdl_kiln_token_ok(json_array_get(obs, i)))
+      return fdl_fail(err, FDL_INVALID, "observed[%zu]: expected a token id, an integer in 0..%u",
+                      i, FDL_KILN_VOCAB_SIZE - 1);
+  for (size_t i = 0; i < 3; i++) {
+    const json_t *want = json_object_get(json_array_get(prefix, i), "token_id");
+    if (!json_equal(json_array_get(obs, i), want))
+      return fdl_fail(err, FDL_MISMATCH,
+                      "observed[%zu] is %lld, expected the continuation token %lld (the worker "
+                      "forces the continuation)",
+                      i, (long long)json_integer_value(json_array_get(obs, i)),
+                      (long long)json_integer_value(want));
+  }
+  uint64_t am = 0;
+  fdl_attr_topk(logits, vocab, 1, &am);
+  if (json_integer_value(json_array_get(obs, 3)) != (json_int_t)am)
+    return fdl_fail(err, FDL_MISMATCH,
+                    "observed[3] is %lld, but the final logits' argmax is %llu (the last observed "
+                    "token is the argmax after the third forced token, the state of the final "
+                    "logits)",
+                    (long long)json_integer_value(json_array_get(obs, 3)), (unsigned long long)am);
+  return FDL_OK;
+}
+
+static fdl_status check_inputs(const fdl_attr_layer_v2_in *in, fdl_err *err) {
+  if (in->rows != FDL_ATTR_LAYER_BOUNDARIES)
+    return fdl_fail(err, FDL_REFUSED,
+                    "rows: %zu boundaries, expected the %u of §13 (embedding, 32 layers, "
+                    "final_norm)",
+                    in->rows, FDL_ATTR_LAYER_BOUNDARIES);
+  if (in->hidden == 0 || in->hidden > SIZE_MAX / sizeof(float) / FDL_ATTR_LAYER_BOUNDARIES)
+    return fdl_fail(err, FDL_BOUNDS, "rows: width %zu, expected 1..%zu", in->hidden,
+                    SIZE_MAX / sizeof(float) / FDL_ATTR_LAYER_BOUNDARIES);
+  bool known = false;
+  for (size_t i = 0; in->kernel_policy && i < NPOLICIES && !known; i++)
+    known = strcmp(in->kernel_policy, POLICIES[i]) == 0;
+  if (!known) {
+    char list[512] = "";
+    for (size_t i = 0, used = 0; i < NPOLICIES && used < sizeof list; i++) {
+      int w = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", POLICIES[i]);
+      used += w > 0 ? (size_t)w : 0;
+    }
+    return fdl_fail(err, FDL_INVALID,
+                    "kernel_policy \"%.80s\": expected one of §13's profiles (%s)",
+                    in->kernel_policy ? in->kernel_policy : "", list);
+  }
+  if (in->vocab != FDL_KILN_VOCAB_SIZE)
+    return fdl_fail(err, FDL_REFUSED,
+                    "final logits: %zu values, expected Kiln's full vocabulary of %u", in->vocab,
+                    FDL_KILN_VOCAB_SIZE);
+  fdl_status s = fdl_attr_finite(in->final_logits, in->vocab, "final logits:", err);
+  if (s == FDL_OK)
+    s = fdl_attr_finite(in->reference, in->rows * in->hidden, "REF rows (flat):", err);
+  if (s == FDL_OK) s = fdl_attr_finite(in->actual, in->rows * in->hidden, "CAND rows (flat):", err);
+  return s;
+}
+
+fdl_status fdl_attr_layer_v2(const fdl_attr_layer_v2_in *in, json_t **out, fdl_err *err) {
+  *out = NULL;
+  fdl_kiln_checked rq;
+  fdl_status s = fdl_kiln_check_doc(in->request, "request", &rq, err);
+  if (s != FDL_OK) return s;
+  if (strcmp(rq.schema, FDL_KILN_REQUEST_SCHEMA) != 0)
+    return fdl_fail(err, FDL_REFUSED, "request: schema %s, expected %s", rq.schema,
+                    FDL_KILN_REQUEST_SCHEMA);
+  if ((s = check_provenance(in->provenance, in->request, err)) != FDL_OK ||
+      (s = check_inputs(in, err)) != FDL_OK ||
+      (s = check_observed(in->observed, in->request, in->final_logits, in->vocab, err)) != FDL_OK)
+    return s;
+  char rows_sha[FDL_SEAL_BUF], logits_sha[FDL_SEAL_BUF];
+  if ((s = digest_text(in->reference, in->rows * in->hidden, rows_sha, err)) != FDL_OK ||
+      (s = digest_text(in->final_logits, in->vocab, logits_sha, err)) != FDL_OK)
+    return s;
+  const json_t *ref = json_object_get(in->provenance, "reference");
+  if ((s = check_evidence(json_object_get(ref, "evidence"), ref, rows_sha, in->rows, in->hidden,
+                          rq.identity, in->request, err)) != FDL_OK)
+    return s;
+  fdl_attr_boundary *bs = calloc(in->rows, sizeof *bs);
+  if (!bs) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  size_t gi = 0;
+  double gd = 0.0;
+  s = compare_rows(in->reference, in->actual, in->rows, in->hidden, bs, &gi, &gd, err);
+  json_t *list = s == FDL_OK ? json_array() : NULL;
+  if (s == FDL_OK && !list) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  for (size_t i = 0; s == FDL_OK && i < in->rows; i++)
+    if (json_array_append_new(list, boundary_obj(i, NAMES[i], &bs[i])) != 0)
+      s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  free(bs);
+  json_t *worker = NULL, *rec = NULL;
+  if (s == FDL_OK) {
+    const json_t *rqv = in->request;
+    worker = json_pack(
+        "{s:O, s:s, s:s, s:I, s:O, s:s, s:{s:I, s:s, s:f}, s:O, s:O, s:s}", "boundaries", list,
+        "final_logits_sha256", logits_sha, "hf_layer_last_rows_sha256", rows_sha,
+        "input_token_count", (json_int_t)json_array_size(json_object_get(rqv, "input_token_ids")),
+        "input_token_ids_sha256", json_object_get(rqv, "input_token_ids_sha256"), "kernel_policy",
+        in->kernel_policy, "largest_relative_error_growth", "index", (json_int_t)gi, "name",
+        NAMES[gi], "relative_root_mean_square_error_delta", gd, "observed_next_tokens",
+        in->observed, "request_id", json_object_get(rqv, "id"), "schema", FDL_ATTR_LAYER_V2_WORKER);
+    if (!worker) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  }
+  json_decref(list);
+  if (s == FDL_OK) {
+    const json_t *pv = in->provenance;
+    rec =
+        json_pack("{s:s, s:O, s:O, s:O, s:O, s:O, s:{s:O, s:s}, s:O, s:O, s:O, s:O, s:o}", "schema",
+                  FDL_ATTR_LAYER_V2_SCHEMA, "created_at_utc", json_object_get(pv, "created_at_utc"),
+                  "duration_seconds", json_object_get(pv, "duration_seconds"), "source",
+                  json_object_get(pv, "source"), "binary", json_object_get(pv, "binary"),
+                  "implementation", json_object_get(pv, "implementation"), "request", "path",
+                  json_object_get(pv, "request_path"), "sha256", rq.identity, "model_identity",
+                  json_object_get(in->request, "model_identity"), "model_fingerprint",
+                  json_object_get(pv, "model_fingerprint"), "reference", ref, "containment",
+                  json_object_get(pv, "containment"), "worker", worker);
+    worker = NULL;
+    if (!rec) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  }
+  json_decref(worker);
+  if (s == FDL_OK) s = fdl_seal_apply(rec, FDL_SEAL_KILN_REMOVE, "result_sha256", err);
+  fdl_kiln_checked chk;
+  if (s == FDL_OK) s = fdl_kiln_check_doc(rec, "layer-attribution record", &chk, err);
+  if (s != FDL_OK) {
+    json_decref(rec);
+    return s;
+  }
+  *out = rec;
+  return FDL_OK;
+}
+
+/* ---- recomputation from the rows ----------------------------------------------------------- */
+
+/* The text the record holds for a number: Python repr of a real, the decimal of an integer. */
+static void number_text(const json_t *v, char out[FDL_FLOAT_REPR_MAX]) {
+  if (json_is_real(v))
+    fdl_float_repr(json_real_value(v), out);
+  else if (json_is_integer(v))
+    snprintf(out, FDL_FLOAT_REPR_MAX, "%lld", (long long)json_integer_value(v));
+  else
+    snprintf(out, FDL_FLOAT_REPR_MAX, "%s", v ? "(not a number)" : "(absent)");
+}
+
+static fdl_status same_number(const char *name, const char *path, const json_t *stored, double want,
+                              fdl_err *err) {
+  char a[FDL_FLOAT_REPR_MAX], b[FDL_FLOAT_REPR_MAX];
+  number_text(stored, a);
+  fdl_float_repr(want, b);
+  if (strcmp(a, b) == 0) return FDL_OK;
+  return fdl_fail(err, FDL_MISMATCH, "%s: %s: recorded %s, recomputed from the rows %s", name, path,
+                  a, b);
+}
+
+static fdl_status same_text(const char *name, const char *path, const json_t *stored,
+                            const char *want, fdl_err *err) {
+  if (str_is(stored, want)) return FDL_OK;
+  return fdl_fail(err, FDL_MISMATCH, "%s: %s: recorded %.100s, recomputed from the rows %s", name,
+                  path, json_is_string(stored) ? json_string_value(stored) : "(not a string)",
+                  want);
+}
+
+fdl_status fdl_attr_layer_recompute(const json_t *doc, const char *name, const float *reference,
+                                    const float *actual, size_t rows, size_t hidden,
+                                    const float *final_logits, size_t vocab, fdl_err *err) {
+  const json_t *sv = json_object_get(doc, "schema");
+  bool v2 = str_is(sv, FDL_ATTR_LAYER_V2_SCHEMA);
+  if (!v2 && !str_is(sv, "kiln.rocm-hf-layer-attribution-result.v1"))
+    return fdl_fail(err, FDL_REFUSED,
+                    "%s: a %.80s has no boundaries to recompute (--check goes with Kiln's "
+                    "layer-attribution results, v1 or v2)",
+                    name, json_is_string(sv) ? json_string_value(sv) : "record without a schema");
+  const json_t *w = json_object_get(doc, "worker");
+  const json_t *bl = json_object_get(w, "boundaries");
+  if (!json_is_array(bl) || json_array_size(bl) != rows)
+    return fdl_fail(err, FDL_REFUSED,
+                    "%s: $.worker.boundaries holds %zu boundaries, but the rows are %zu", name,
+                    json_array_size(bl), rows);
+  if (rows == 0 || hidden == 0 || hidden > SIZE_MAX / sizeof(float) / rows)
+    return fdl_fail(err, FDL_BOUNDS, "%s: %zu rows of %zu, expected a nonempty matrix", name, rows,
+                    hidden);
+  char rows_sha[FDL_SEAL_BUF], p[160];
+  fdl_status s = digest_text(reference, rows * hidden, rows_sha, err);
+  if (s != FDL_OK) return s;
+  if ((s = same_text(name, "$.worker.hf_layer_last_rows_sha256",
+                     json_object_get(w, "hf_layer_last_rows_sha256"), rows_sha, err)) != FDL_OK)
+    return s;
+  const json_t *ev = json_object_get(json_object_get(doc, "reference"), "evidence");
+  const json_t *ls = json_object_get(ev, "layer_last_rows_sha256");
+  if (ls && (s = same_text(name, "$.reference.evidence.layer_last_rows_sha256", ls, rows_sha,
+                           err)) != FDL_OK)
+    return s;
+  const json_t *hs = json_object_get(ev, "hidden_size");
+  if (hs && (!json_is_integer(hs) || json_integer_value(hs) != (json_int_t)hidden))
+    return fdl_fail(err, FDL_MISMATCH,
+                    "%s: $.reference.evidence.hidden_size: recorded %lld, the rows are %zu wide",
+                    name, (long long)json_integer_value(hs), hidden);
+  if (final_logits) {
+    char lsha[FDL_SEAL_BUF];
+    if ((s = digest_text(final_logits, vocab, lsha, err)) != FDL_OK ||
+        (s = same_text(name, "$.worker.final_logits_sha256",
+                       json_object_get(w, "final_logits_sha256"), lsha, err)) != FDL_OK)
+      return s;
+  }
+  fdl_attr_boundary *bs = calloc(rows, sizeof *bs);
+  if (!bs) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  size_t gi = 0;
+  double gd = 0.0;
+  s = compare_rows(reference, actual, rows, hidden, bs, &gi, &gd, err);
+  if (s != FDL_OK) fdl_err_prefix(err, "%s", name);
+  for (size_t i = 0; s == FDL_OK && i < rows; i++) {
+    const json_t *b = json_array_get(bl, i);
+    const fdl_attr_boundary *r = &bs[i];
+    const json_t *nm = json_object_get(b, "name");
+    const char *shown = json_is_string(nm) ? json_string_value(nm) : "?";
+    const json_t *ix = json_object_get(b, "index");
+    if (!json_is_integer(ix) || json_integer_value(ix) != (json_int_t)i) {
+      s = fdl_fail(err, FDL_MISMATCH, "%s: $.worker.boundaries[%zu].index: expected %zu", name, i,
+                   i);
+      break;
+    }
+    snprintf(p, sizeof p, "$.worker.boundaries[%zu].name", i);
+    if (v2 && (s = same_text(name, p, nm, NAMES[i], err)) != FDL_OK) break;
+    char h[FDL_SEAL_BUF], k[FDL_SEAL_BUF];
+    sha_text(&r->hf_sha256, h);
+    sha_text(&r->kiln_sha256, k);
+    const struct {
+      const char *key;
+      double v;
+    } nums[] = {{"cosine_similarity", r->cosine_similarity},
+                {"max_abs_error", r->max_abs_error},
+                {"mean_abs_error", r->mean_abs_error},
+                {"reference_root_mean_square", r->reference_root_mean_square},
+                {"relative_root_mean_square_error", r->relative_root_mean_square_error},
+                {"root_mean_square_error", r->root_mean_square_error}};
+    const char *shas[2][2] = {{"hf_sha256", h}, {"kiln_sha256", k}};
+    for (size_t j = 0; s == FDL_OK && j < 2; j++) {
+      snprintf(p, sizeof p, "$.worker.boundaries[%zu].%s (%.64s)", i, shas[j][0], shown);
+      s = same_text(name, p, json_object_get(b, shas[j][0]), shas[j][1], err);
+    }
+    for (size_t j = 0; s == FDL_OK && j < sizeof nums / sizeof nums[0]; j++) {
+      snprintf(p, sizeof p, "$.worker.boundaries[%zu].%s (%.64s)", i, nums[j].key, shown);
+      s = same_number(name, p, json_object_get(b, nums[j].key), nums[j].v, err);
+    }
+  }
+  if (s == FDL_OK) {
+    const json_t *g = json_object_get(w, "largest_relative_error_growth");
+    const json_t *gx = json_object_get(g, "index");
+    const json_t *want_name = json_object_get(json_array_get(bl, gi), "name");
+    if (!json_is_integer(gx) || json_integer_value(gx) != (json_int_t)gi)
+      s = fdl_fail(err, FDL_MISMATCH,
+                   "%s: $.worker.largest_relative_error_growth.index: recorded %lld, recomputed "
+                   "from the rows %zu",
+                   name, (long long)json_integer_value(gx), gi);
+    else if (!json_equal(json_object_get(g, "name"), want_name))
+      s = fdl_fail(err, FDL_MISMATCH,
+                   "%s: $.worker.largest_relative_error_growth.name: expected boundary %zu's name",
+                   name, gi);
+    else
+      s = same_number(name,
+                      "$.worker.largest_relative_error_growth."
+                      "relative_root_mean_square_error_delta",
+                      json_object_get(g, "relative_root_mean_square_error_delta"), gd, err);
+  }
+  free(bs);
+  return s;
+}

@@ -1,0 +1,209 @@
+/* gptq.c - int4 round-to-nearest asymmetric quantization packed as a GPTQ-v1 checkpoint, and
+ * the affine decode the engine loads such checkpoints with.
+ *
+ * Layout, as read in AutoGPTQ (AutoGPTQ/AutoGPTQ, auto_gptq/nn_modules/qlinear/
+ * qlinear_cuda_old.py: QuantLinear.__init__, pack and the torch forward path):
+ *   qweight int32 [in/8, out]: qweight[r][o] holds q[o][8r+k] in bits 4k..4k+3;
+ *   qzeros  int32 [in/group, out/8]: qzeros[g][c] holds zero[g][8c+k] - 1 in bits 4k..4k+3
+ *           (the v1 convention: pack stores zeros - 1, the loader masks a nibble and adds 1);
+ *   scales  float16 [in/group, out];
+ *   g_idx   int32 [in], i // group_size;
+ *   w[o][i] = scales[g][o] * (q[o][i] - zero[g][o]) with g = g_idx[i].
+ * The range rule (min and max widened to include 0; an all-zero group quantized over [-1, 1];
+ * zero = round(-min / scale); q = clamp(round(w / scale) + zero, 0, 15)) is GPTQ's
+ * Quantizer.find_params / quantize (auto_gptq/quantization/quantizer.py), with round half to
+ * even as torch.round does.
+ *
+ * fidelis' choices on top, so that every stored value decodes exactly (docs/MODELS.md):
+ *   - the scale is rounded to F16 before q is computed, so q is chosen against the scale the
+ *     decoder will use, and everything is computed in float64 from the float32-widened weights;
+ *   - v1 cannot store a zero point of 0 (the nibble would be -1, which the loader reads as 16):
+ *     a group whose zero rounds to 0 (all weights >= -scale/2) takes zero 1 and the scale
+ *     f16(hi / 14), so [-scale, hi] still covers it;
+ *   - a scale that rounds to 0 in F16 (a tiny range) becomes the smallest F16 subnormal, and
+ *     one beyond F16's range is refused.
+ *
+ * Divisions: F16 rounding; one matrix; the decode; a whole model. */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/sys.h"
+#include "engine/model_internal.h"
+#include "fidelis/json.h"
+#include "fidelis/model.h"
+
+/* ---- F16 rounding ------------------------------------------------------------------------- */
+
+#define F16_INF 0x7c00u
+
+/* x >= 0 (finite) to F16 bits, round to nearest, ties to even, directly from the double (as
+ * numpy's float64 -> float16 conversion). frexp, ldexp and rint are exact here. */
+static uint16_t f16_from_nonneg(double x) {
+  if (!(x < 65520.0)) return F16_INF;                 /* 65520 is the tie between 65504 and 2^16 */
+  if (x < 0x1p-14) return (uint16_t)rint(x * 0x1p24); /* subnormal; 1024 is the first normal */
+  int e;
+  frexp(x, &e); /* x in [2^(e-1), 2^e) */
+  int E = e - 1;
+  double m = rint(ldexp(x, 10 - E)); /* in [1024, 2048] */
+  if (m == 2048.0) m = 1024.0, E++;
+  if (E > 15) return F16_INF;
+  return (uint16_t)(((unsigned)(E + 15) << 10) | ((unsigned)m - 1024u));
+}
+
+/* ---- one matrix --------------------------------------------------------------------------- */
+
+/* The (scale bits, zero) of one group whose widened range is [lo, hi], lo <= 0 <= hi. */
+static bool group_params(double lo, double hi, uint16_t *sb, double *zero) {
+  if (lo == 0.0 && hi == 0.0) lo = -1.0, hi = 1.0;
+  uint16_t b = f16_from_nonneg((hi - lo) / 15.0);
+  if (b == 0) b = 1;
+  if (b == F16_INF) return false;
+  double z = rint(-lo / (double)fdl_f16_to_f32(b));
+  if (z < 1.0) {
+    b = f16_from_nonneg(hi / 14.0);
+    if (b == 0) b = 1;
+    if (b == F16_INF) return false;
+    z = 1.0;
+  }
+  *sb = b;
+  *zero = z > 15.0 ? 15.0 : z;
+  return true;
+}
+
+static fdl_status check_dims(size_t out, size_t in, size_t group, fdl_err *err) {
+  if (!out || !in || !group)
+    return fdl_fail(err, FDL_INVALID, "gptq: empty matrix or group (out %zu, in %zu, group %zu)",
+                    out, in, group);
+  if (in % 8 || out % 8)
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "gptq: a [%zu, %zu] weight cannot be packed: in and out must be multiples "
+                    "of 8 (8 nibbles per int32)",
+                    out, in);
+  if (in % group)
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "gptq: group size %zu does not divide the input dimension %zu", group, in);
+  if (out > SIZE_MAX / in)
+    return fdl_fail(err, FDL_TOO_LARGE, "gptq: %zu x %zu overflows", out, in);
+  return FDL_OK;
+}
+
+fdl_status fdl_gptq_quantize_matrix(const float *w, size_t out, size_t in, size_t group,
+                                    uint32_t *qweight, uint32_t *qzeros, uint16_t *scales,
+                                    int32_t *g_idx, fdl_err *err) {
+  fdl_status s = check_dims(out, in, group, err);
+  if (s != FDL_OK) return s;
+  for (size_t o = 0; o < out; o++)
+    for (size_t i = 0; i < in; i++)
+      if (!isfinite(w[o * in + i]))
+        return fdl_fail(err, FDL_NONFINITE, "gptq: weight [%zu, %zu] is %s", o, i,
+                        isnan(w[o * in + i]) ? "NaN" : "infinite");
+  size_t groups = in / group;
+  memset(qweight, 0, in / 8 * out * sizeof *qweight);
+  memset(qzeros, 0, groups * (out / 8) * sizeof *qzeros);
+  for (size_t i = 0; i < in; i++) g_idx[i] = (int32_t)(i / group);
+  for (size_t o = 0; o < out; o++) {
+    const float *row = w + o * in;
+    for (size_t g = 0; g < groups; g++) {
+      const float *x = row + g * group;
+      double lo = 0.0, hi = 0.0;
+      for (size_t i = 0; i < group; i++) {
+        lo = fmin(lo, (double)x[i]);
+        hi = fmax(hi, (double)x[i]);
+      }
+      uint16_t sb;
+      double zero;
+      if (!group_params(lo, hi, &sb, &zero))
+        return fdl_fail(err, FDL_TOO_LARGE,
+                        "gptq: row %zu, columns [%zu, %zu): the range [%g, %g] needs a scale "
+                        "beyond float16's largest value 65504",
+                        o, g * group, (g + 1) * group, lo, hi);
+      double scale = (double)fdl_f16_to_f32(sb);
+      scales[g * out + o] = sb;
+      qzeros[g * (out / 8) + o / 8] |= (((uint32_t)zero - 1u) & 15u) << (4 * (o % 8));
+      for (size_t i = 0; i < group; i++) {
+        double q = rint((double)x[i] / scale) + zero;
+        q = q < 0.0 ? 0.0 : q > 15.0 ? 15.0 : q;
+        size_t col = g * group + i;
+        qweight[(col / 8) * out + o] |= (uint32_t)q << (4 * (col % 8));
+      }
+    }
+  }
+  return FDL_OK;
+}
+
+/* ---- the decode --------------------------------------------------------------------------- */
+
+static uint32_t le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static fdl_status check_view(const fdl_tensor *t, const char *what, fdl_dtype dt, int ndim,
+                             uint64_t d0, uint64_t d1, fdl_err *err) {
+  if (!t) return fdl_fail(err, FDL_INVALID, "gptq: %s is missing", what);
+  const char *name = t->name ? t->name : what;
+  if (t->dtype != dt)
+    return fdl_fail(err, FDL_MISMATCH, "gptq: %s is %s, expected %s", name,
+                    fdl_dtype_name(t->dtype) ? fdl_dtype_name(t->dtype) : "an invalid dtype",
+                    fdl_dtype_name(dt));
+  if (t->ndim != ndim || t->shape[0] < 0 || (uint64_t)t->shape[0] != d0 ||
+      (ndim == 2 && (t->shape[1] < 0 || (uint64_t)t->shape[1] != d1))) {
+    char got[64] = "";
+    for (int k = 0; k < t->ndim && k < FDL_MAX_DIMS && strlen(got) < 40; k++)
+      snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? ", " : "",
+               (long long)t->shape[k]);
+    if (ndim == 2)
+      return fdl_fail(err, FDL_MISMATCH, "gptq: %s has shape [%s], expected [%llu, %llu]", name,
+                      got, (unsigned long long)d0, (unsigned long long)d1);
+    return fdl_fail(err, FDL_MISMATCH, "gptq: %s has shape [%s], expected [%llu]", name, got,
+                    (unsigned long long)d0);
+  }
+  uint64_t want = d0 * (ndim == 2 ? d1 : 1) * fdl_dtype_size(dt);
+  if (t->nbytes != want || (want && !t->data))
+    return fdl_fail(err, FDL_BOUNDS, "gptq: %s holds %llu bytes, its shape needs %llu", name,
+                    (unsigned long long)t->nbytes, (unsigned long long)want);
+  return FDL_OK;
+}
+
+fdl_status fdl_gptq_reconstruct(const fdl_tensor *qweight, const fdl_tensor *qzeros,
+                                const fdl_tensor *scales, const fdl_tensor *g_idx, size_t in,
+                                size_t out, size_t group, float *w, fdl_err *err) {
+  if (!w) return fdl_fail(err, FDL_INVALID, "gptq: no output buffer");
+  fdl_status s = check_dims(out, in, group, err);
+  size_t groups = s == FDL_OK ? in / group : 0;
+  if (s == FDL_OK) s = check_view(qweight, "qweight", FDL_DTYPE_I32, 2, in / 8, out, err);
+  if (s == FDL_OK) s = check_view(qzeros, "qzeros", FDL_DTYPE_I32, 2, groups, out / 8, err);
+  if (s == FDL_OK) s = check_view(scales, "scales", FDL_DTYPE_F16, 2, groups, out, err);
+  if (s == FDL_OK) s = check_view(g_idx, "g_idx", FDL_DTYPE_I32, 1, in, 0, err);
+  if (s != FDL_OK) return s;
+  for (size_t i = 0; i < in; i++) {
+    int32_t g = (int32_t)le32(g_idx->data + 4 * i);
+    if (g < 0 || (size_t)g >= groups)
+      return fdl_fail(err, FDL_BOUNDS, "gptq: %s[%zu] = %d, expected a group in [0, %zu)",
+                      g_idx->name ? g_idx->name : "g_idx", i, (int)g, groups);
+  }
+  uint64_t bad = fdl_tensor_first_nonfinite(scales->data, FDL_DTYPE_F16, groups * out, NULL);
+  if (bad != UINT64_MAX)
+    return fdl_fail(err, FDL_NONFINITE, "gptq: %s[%llu, %llu] is not finite",
+                    scales->name ? scales->name : "scales", (unsigned long long)(bad / out),
+                    (unsigned long long)(bad % out));
+  for (size_t r = 0; r < in / 8; r++)
+    for (size_t o = 0; o < out; o++) {
+      uint32_t word = le32(qweight->data + 4 * (r * out + o));
+      for (size_t k = 0; k < 8; k++) {
+        size_t i = 8 * r + k;
+        size_t g = (size_t)le32(g_idx->data + 4 * i);
+        uint32_t zword = le32(qzeros->data + 4 * (g * (out / 8) + o / 8));
+        int zero = (int)((zword >> (4 * (o % 8))) & 15u) + 1;
+        const uint8_t *sp = scales->data + 2 * (g * out + o);
+        float scale = fdl_f16_to_f32((uint16_t)(sp[0] | sp[1] << 8));
+        int q = (int)((word >> (4 * k)) & 15u);
+        w[o * in + i] = (float)(q - zero) * scale; /* 5 bits times 11: exact */
+      }
+    }
+  return FDL_OK;
+}

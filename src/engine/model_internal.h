@@ -1,0 +1,36 @@
+/* model_internal.h - helpers shared by model init and the GPTQ quantizer (internal). */
+#ifndef FIDELIS_ENGINE_MODEL_INTERNAL_H
+#define FIDELIS_ENGINE_MODEL_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "fidelis/file.h"
+#include "fidelis/status.h"
+#include "fidelis/tensor.h"
+
+/* a + "/" + b, allocated; NULL when out of memory. */
+char *fdl_model_join(const char *a, const char *b);
+
+/* Writes the safetensors header of tensors[0..n) to o, padded with spaces to a multiple of 8
+ * bytes as the safetensors library pads it, so that every tensor of a whole number of 8-byte
+ * words starts aligned in a mapping. tensors[i].data may be any non-NULL pointer: only names,
+ * dtypes and shapes are read. *file_bytes receives the size
+ * of the whole file. */
+fdl_status fdl_model_st_header(fdl_out *o, const fdl_tensor_in *tensors, size_t n,
+                               const json_t *metadata, uint64_t *file_bytes, fdl_err *err);
+
+/* {"format": "pt"}: transformers refuses a safetensors file whose metadata lacks the format. */
+json_t *fdl_model_st_metadata(void);
+
+/* Writes dir/tokenizer.json (byte-level, 256 bytes + 16 specials: the tiny presets' vocabulary
+ * of 272), dir/tokenizer_config.json and dir/chat_template.jinja (model_tokenizer.c). */
+fdl_status fdl_model_write_tokenizer(const char *dir, fdl_err *err);
+
+/* Stores v little-endian at p. */
+void fdl_model_put_le32(uint8_t *p, uint32_t v);
+void fdl_model_put_le16(uint8_t *p, uint16_t v);
+
+#endif

@@ -1,0 +1,56 @@
+/* model_io.c - the file plumbing model init and the quantizer share: joined paths and a
+ * safetensors header written ahead of data that is then streamed tensor by tensor, so that no
+ * model is ever held whole in memory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/sys.h"
+#include "engine/model_internal.h"
+#include "fidelis/buf.h"
+
+char *fdl_model_join(const char *a, const char *b) {
+  size_t n = strlen(a) + strlen(b) + 2;
+  char *p = fdl_malloc(n);
+  if (p) snprintf(p, n, "%s/%s", a, b);
+  return p;
+}
+
+json_t *fdl_model_st_metadata(void) {
+  return json_pack("{s:s}", "format", "pt");
+}
+
+void fdl_model_put_le32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+void fdl_model_put_le16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+}
+
+fdl_status fdl_model_st_header(fdl_out *o, const fdl_tensor_in *tensors, size_t n,
+                               const json_t *metadata, uint64_t *file_bytes, fdl_err *err) {
+  fdl_buf b;
+  fdl_buf_init(&b, 0);
+  fdl_status s = fdl_safetensors_header(tensors, n, metadata, &b, err);
+  if (s == FDL_OK) {
+    while (b.len % 8) fdl_buf_putc(&b, ' ');
+    s = fdl_buf_status(&b);
+    if (s != FDL_OK) s = fdl_fail(err, s, "out of memory for a safetensors header");
+  }
+  if (s == FDL_OK) {
+    fdl_model_put_le32((uint8_t *)b.data, (uint32_t)(b.len - 8));
+    fdl_model_put_le32((uint8_t *)b.data + 4, (uint32_t)((uint64_t)(b.len - 8) >> 32));
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+      uint64_t numel = 1;
+      for (int d = 0; d < tensors[i].ndim; d++) numel *= (uint64_t)tensors[i].shape[d];
+      total += numel * fdl_dtype_size(tensors[i].dtype); /* checked by fdl_safetensors_header */
+    }
+    *file_bytes = b.len + total;
+    s = fdl_out_write(o, b.data, b.len, err);
+  }
+  fdl_buf_free(&b);
+  return s;
+}

@@ -1,0 +1,348 @@
+#!/usr/bin/env python3
+"""`fidelis model init` (issue 11, item 5): the tiny presets against an independent Python
+implementation of the documented generator (docs/MODELS.md), bit for bit; determinism (same
+preset and seed: byte-identical trees; another seed: other weights, the same panel); the
+config.json keys; tensor names, shapes and dtypes in HF layout; the spread of each kind of
+weight; the built-in panel through fdl_ds_panel_check (tool_model) and its byte mapping; and the
+refusals (OUT exists, unknown preset, bad usage), which leave nothing behind."""
+import json
+import math
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+CLI = os.environ.get("FDL_CLI")
+BUILD = os.environ.get("FDL_BUILD", "")
+TOOL = os.path.join(BUILD, "tests", "tool_model")
+M64 = (1 << 64) - 1
+
+PRESETS = {
+    "tiny-random": dict(arch="Qwen3ForCausalLM", model_type="qwen3", vocab=272, hidden=64,
+                        inter=128, layers=2, heads=4, kv=2, hd=16, tied=True, qk_norm=True,
+                        bias=False, rope_theta=1000000.0, eps=1e-6, bos=256, eos=257),
+    "llama-tiny-random": dict(arch="LlamaForCausalLM", model_type="llama", vocab=272, hidden=64,
+                              inter=128, layers=2, heads=4, kv=2, hd=16, tied=False,
+                              qk_norm=False, bias=False, rope_theta=10000.0, eps=1e-5, bos=256,
+                              eos=257),
+    "qwen2-tiny-random": dict(arch="Qwen2ForCausalLM", model_type="qwen2", vocab=272, hidden=64,
+                              inter=128, layers=2, heads=4, kv=1, hd=16, tied=True,
+                              qk_norm=False, bias=True, rope_theta=1000000.0, eps=1e-6, bos=256,
+                              eos=257),
+}
+TEXTS = {  # the panel holds the first 63 bytes of each
+    "garden": "Sow the peas by the north wall in March, water the young tomatoes at dawn, and "
+              "mulch the beans.",
+    "arithmetic": "17 + 25 = 42; 42 * 3 = 126; 126 - 48 = 78; 78 / 6 = 13; 13 * 13 = 169; 169 "
+                  "+ 31 = 200.",
+    "code": "def mean(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return "
+            "total / len(xs)\n",
+    "instructions": "Preheat the oven to 180 C. Whisk two eggs with the sugar, fold in the flour, "
+                    "and bake for 25 minutes.",
+}
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL: " + what)
+
+
+def run(*argv):
+    p = subprocess.run([CLI, *argv], capture_output=True, text=True, timeout=300)
+    return p.returncode, p.stdout, p.stderr
+
+
+# ---- an independent generator ----------------------------------------------------------------
+
+def splitmix(x):
+    x = (x + 0x9E3779B97F4A7C15) & M64
+    z = x
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return x, z ^ (z >> 31)
+
+
+def rotl(x, k):
+    return ((x << k) | (x >> (64 - k))) & M64
+
+
+def xoshiro_stream(seed, n):
+    """n outputs of xoshiro256** seeded through splitmix64."""
+    s = []
+    for _ in range(4):
+        seed, v = splitmix(seed)
+        s.append(v)
+    out = np.empty(n, dtype=np.uint64)
+    s0, s1, s2, s3 = s
+    for i in range(n):
+        out[i] = (rotl((s1 * 5) & M64, 7) * 9) & M64
+        t = (s1 << 17) & M64
+        s2 ^= s0
+        s3 ^= s1
+        s1 ^= s2
+        s0 ^= s3
+        s2 ^= t
+        s3 = rotl(s3, 45)
+    return out
+
+
+def fnv1a(name):
+    h = 0xCBF29CE484222325
+    for b in name.encode():
+        h = ((h ^ b) * 0x100000001B3) & M64
+    return h
+
+
+def bf16_bits(f32):
+    u = f32.view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def expected_tensors(p):
+    """[(name, shape, kind)] in HF module order."""
+    h, q, kv, f, hd = p["hidden"], p["heads"] * p["hd"], p["kv"] * p["hd"], p["inter"], p["hd"]
+    t = [("model.embed_tokens.weight", (p["vocab"], h), "embed")]
+    for l in range(p["layers"]):
+        a = "model.layers.%d." % l
+        t.append((a + "input_layernorm.weight", (h,), "norm"))
+        for name, rows in (("q", q), ("k", kv), ("v", kv)):
+            t.append((a + "self_attn.%s_proj.weight" % name, (rows, h), "proj"))
+            if p["bias"]:
+                t.append((a + "self_attn.%s_proj.bias" % name, (rows,), "bias"))
+        t.append((a + "self_attn.o_proj.weight", (h, q), "proj"))
+        if p["qk_norm"]:
+            t.append((a + "self_attn.q_norm.weight", (hd,), "norm"))
+            t.append((a + "self_attn.k_norm.weight", (hd,), "norm"))
+        t.append((a + "post_attention_layernorm.weight", (h,), "norm"))
+        t.append((a + "mlp.gate_proj.weight", (f, h), "proj"))
+        t.append((a + "mlp.up_proj.weight", (f, h), "proj"))
+        t.append((a + "mlp.down_proj.weight", (h, f), "proj"))
+    t.append(("model.norm.weight", (h,), "final_norm"))
+    if not p["tied"]:
+        t.append(("lm_head.weight", (p["vocab"], h), "head"))
+    return t
+
+
+def generate(p, seed, name, shape, kind):
+    """The documented values: a centred Irwin-Hall sum of the four 16-bit lanes of each draw,
+    times sd * sqrt(3 / (2^32 - 1)) in float64, then offset and gain, float32, BF16."""
+    n = int(np.prod(shape))
+    x = xoshiro_stream(seed ^ ((fnv1a(name) * 0x9E3779B97F4A7C15) & M64), n)
+    lanes = sum(((x >> np.uint64(16 * k)) & np.uint64(0xFFFF)).astype(np.int64) for k in range(4))
+    z = (lanes - 131070).astype(np.float64)
+    sd = {"embed": 1.0, "proj": 1.0 / math.sqrt(shape[-1]), "head": 3.0 / math.sqrt(p["hidden"]),
+          "bias": 0.1}.get(kind, 0.05)
+    k = math.sqrt(3.0 / 4294967295.0) * sd
+    v = z * k
+    if kind in ("norm", "final_norm"):
+        v = v + 1.0
+    if kind == "final_norm" and p["tied"]:
+        v = v * (3.0 / math.sqrt(p["hidden"]))
+    return bf16_bits(v.astype(np.float32)).reshape(shape)
+
+
+# ---- reading what was written ----------------------------------------------------------------
+
+def read_safetensors(path):
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    return n, header, raw[8 + n:]
+
+
+def bf16_to_f32(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def tree(d):
+    out = {}
+    for name in sorted(os.listdir(d)):
+        with open(os.path.join(d, name), "rb") as f:
+            out[name] = f.read()
+    return out
+
+
+def gpt2_byte_chars():
+    """GPT-2's ByteLevel alphabet, written from its definition: printable Latin-1 bytes stand
+    for themselves, the others for 256, 257, ... in byte order."""
+    keep = set(range(ord("!"), ord("~") + 1)) | set(range(0xA1, 0xAD)) | set(range(0xAE, 0x100))
+    out, n = {}, 0
+    for b in range(256):
+        if b in keep:
+            out[b] = chr(b)
+        else:
+            out[b] = chr(256 + n)
+            n += 1
+    return out
+
+
+def check_tokenizer(name, files):
+    """Byte ids 0..255 through the ByteLevel alphabet, 16 specials from 256 (bos 256, eos 257),
+    ChatML over <|im_start|>/<|im_end|>: the tiny presets' panel convention, written down."""
+    tok = json.loads(files["tokenizer.json"])
+    vocab = tok["model"]["vocab"]
+    want = {c: b for b, c in gpt2_byte_chars().items()}
+    specials = {t["content"]: t["id"] for t in tok["added_tokens"]}
+    check(len(vocab) == 272 and all(vocab.get(c) == b for c, b in want.items()),
+          "%s: tokenizer vocabulary is not the 256 byte characters" % name)
+    check(sorted(specials.values()) == list(range(256, 272)) and specials["<|bos|>"] == 256
+          and specials["<|eos|>"] == 257 and all(vocab[k] == v for k, v in specials.items()),
+          "%s: tokenizer specials %r" % (name, specials))
+    check(tok["model"]["type"] == "BPE" and tok["model"]["merges"] == []
+          and tok["pre_tokenizer"]["type"] == "ByteLevel", "%s: tokenizer model" % name)
+    tmpl = files["chat_template.jinja"].decode()
+    check("<|im_start|>" in tmpl and "add_generation_prompt" in tmpl, "%s: chat template" % name)
+
+
+def check_preset(w, name, p):
+    a, b, c = (os.path.join(w, "%s-%s" % (name, s)) for s in ("s1", "s1again", "s2"))
+    for d, seed in ((a, "1"), (b, "1"), (c, "2")):
+        rc, out, err = run("model", "init", "--preset", name, "--seed", seed, d)
+        check(rc == 0 and "wrote" in out, "%s: init --seed %s: exit %d %s" % (name, seed, rc, err))
+    ta, tb, tc = tree(a), tree(b), tree(c)
+    check(sorted(ta) == ["chat_template.jinja", "config.json", "generation_config.json",
+                         "model.safetensors", "panel.jsonl", "tokenizer.json",
+                         "tokenizer_config.json"], "%s: files %s" % (name, sorted(ta)))
+    check_tokenizer(name, ta)
+    check(ta == tb, "%s: two inits with the same seed differ" % name)
+    check(ta["model.safetensors"] != tc["model.safetensors"], "%s: seeds 1 and 2 give the same weights" % name)
+    check(ta["panel.jsonl"] == tc["panel.jsonl"], "%s: the panel depends on the seed" % name)
+
+    # config.json: transformers' keys and json.dumps(indent=2, sort_keys=True) form
+    cfg = json.loads(ta["config.json"])
+    check(ta["config.json"].decode() == json.dumps(cfg, indent=2, sort_keys=True) + "\n",
+          "%s: config.json is not in transformers' sorted, indented form" % name)
+    want = {"architectures": [p["arch"]], "model_type": p["model_type"], "vocab_size": p["vocab"],
+            "hidden_size": p["hidden"], "intermediate_size": p["inter"],
+            "num_hidden_layers": p["layers"], "num_attention_heads": p["heads"],
+            "num_key_value_heads": p["kv"], "head_dim": p["hd"], "hidden_act": "silu",
+            "rms_norm_eps": p["eps"], "rope_theta": p["rope_theta"], "rope_scaling": None,
+            "tie_word_embeddings": p["tied"], "attention_bias": p["bias"],
+            "torch_dtype": "bfloat16", "bos_token_id": p["bos"], "eos_token_id": p["eos"]}
+    for k, v in want.items():
+        check(cfg.get(k) == v and type(cfg.get(k)) is type(v),
+              "%s: config %s = %r, expected %r" % (name, k, cfg.get(k), v))
+    check(isinstance(cfg.get("max_position_embeddings"), int), "%s: max_position_embeddings" % name)
+    check(cfg.get("fidelis_init", {}).get("seed") == 1 and cfg["fidelis_init"].get("preset") == name,
+          "%s: fidelis_init %r" % (name, cfg.get("fidelis_init")))
+    if p["model_type"] != "llama":
+        check(cfg.get("use_sliding_window") is False and cfg.get("sliding_window") is None,
+              "%s: sliding window keys" % name)
+    cfg2 = json.loads(tc["config.json"])
+    cfg2["fidelis_init"]["seed"] = 1
+    check(cfg2 == cfg, "%s: configs of two seeds differ beyond the seed" % name)
+    gen = json.loads(ta["generation_config.json"])
+    check(gen.get("bos_token_id") == p["bos"] and gen.get("eos_token_id") == p["eos"],
+          "%s: generation_config %r" % (name, gen))
+
+    # model.safetensors: HF names, shapes, BF16, contiguous, padded header, format pt
+    n, header, data = read_safetensors(os.path.join(a, "model.safetensors"))
+    check((8 + n) % 8 == 0, "%s: header not padded to 8 bytes" % name)
+    check(header.get("__metadata__") == {"format": "pt"}, "%s: metadata %r" % (name, header.get("__metadata__")))
+    exp = expected_tensors(p)
+    got = [k for k in sorted(header, key=lambda k: header[k]["data_offsets"][0] if k != "__metadata__" else -1)
+           if k != "__metadata__"]
+    check(got == [t[0] for t in exp], "%s: tensor names/order %r" % (name, got))
+    off = 0
+    for tname, shape, kind in exp:
+        e = header.get(tname)
+        if e is None:
+            continue
+        check(e["dtype"] == "BF16" and tuple(e["shape"]) == shape,
+              "%s: %s is %s %r, expected BF16 %r" % (name, tname, e["dtype"], e["shape"], shape))
+        b0, b1 = e["data_offsets"]
+        check(b0 == off and b1 - b0 == 2 * int(np.prod(shape)), "%s: %s offsets %r" % (name, tname, e["data_offsets"]))
+        off = b1
+        bits = np.frombuffer(data[b0:b1], dtype="<u2").reshape(shape)
+        ref = generate(p, 1, tname, shape, kind)
+        check(np.array_equal(bits, ref), "%s: %s differs from the documented generator (%d of %d values)"
+              % (name, tname, int((bits != ref).sum()), bits.size))
+        v = bf16_to_f32(bits).astype(np.float64)
+        check(np.isfinite(v).all(), "%s: %s has a non-finite value" % (name, tname))
+        if kind in ("embed", "proj", "head", "bias") and v.size >= 2048:
+            sd = {"embed": 1.0, "proj": 1 / math.sqrt(shape[-1]), "head": 3 / math.sqrt(p["hidden"]),
+                  "bias": 0.1}[kind]
+            check(abs(v.std() / sd - 1) < 0.1 and abs(v.mean()) < 0.1 * sd,
+                  "%s: %s sd %.4f mean %.4f, expected sd %.4f" % (name, tname, v.std(), v.mean(), sd))
+            check(np.abs(v).max() <= 3.47 * sd * 1.01, "%s: %s beyond the Irwin-Hall bound" % (name, tname))
+        if kind == "norm":
+            check(abs(v.mean() - 1) < 0.05 and 0.01 < v.std() < 0.1,
+                  "%s: %s mean %.4f sd %.4f, expected 1 + N(0, 0.05^2)" % (name, tname, v.mean(), v.std()))
+    check(off == len(data), "%s: %d trailing data bytes" % (name, len(data) - off))
+
+    # logits of the embedding rows through the head have a real spread (non-degenerate)
+    emb = bf16_to_f32(generate(p, 1, "model.embed_tokens.weight", (p["vocab"], p["hidden"]), "embed"))
+    head = emb if p["tied"] else bf16_to_f32(generate(p, 1, "lm_head.weight", (p["vocab"], p["hidden"]), "head"))
+    gain = 3 / math.sqrt(p["hidden"]) if p["tied"] else 1.0
+    hs = emb[:16] / np.sqrt((emb[:16] ** 2).mean(axis=1, keepdims=True)) * gain
+    logits = hs @ head.T
+    check(1.5 < logits.std() < 6, "%s: logit sd %.2f, expected about 3" % (name, logits.std()))
+
+    # the panel: pack's checks, and bos + the ASCII bytes of the documented texts
+    ptxt = ta["panel.jsonl"].decode()
+    tp = subprocess.run([TOOL, "panel", os.path.join(a, "panel.jsonl")], capture_output=True, text=True)
+    check(tp.returncode == 0 and tp.stdout.strip() == "records 4 scored_positions 252",
+          "%s: fdl_ds_panel_check: %s %s" % (name, tp.stdout, tp.stderr))
+    lines = [json.loads(l) for l in ptxt.splitlines()]
+    check([l["domain"] for l in lines] == list(TEXTS), "%s: panel domains" % name)
+    for l in lines:
+        toks = l["tokens"]
+        check(len(toks) == 64 and toks[0] == 256 and max(toks) < p["vocab"],
+              "%s: panel %d tokens" % (name, l["index"]))
+        check(bytes(toks[1:]).decode() == TEXTS[l["domain"]][:63], "%s: panel %s text %r" % (name, l["domain"], bytes(toks[1:])))
+
+
+def main():
+    if not CLI or not os.access(CLI, os.X_OK):
+        print("skip: FDL_CLI is not an executable")
+        return 77
+    if not os.access(TOOL, os.X_OK):
+        print("skip: %s not built" % TOOL)
+        return 77
+    w = tempfile.mkdtemp(prefix="fdl-model-")
+    try:
+        for name, p in PRESETS.items():
+            check_preset(w, name, p)
+        # every preset lists in --help, and the big ones report their sizes
+        rc, out, _ = run("model", "init", "--help")
+        check(rc == 0 and all(n in out for n in list(PRESETS) + ["llama-100m", "qwen3-0.6b"]),
+              "model init --help lists the presets")
+        # --json
+        rc, out, err = run("model", "init", "--preset", "tiny-random", "--json", os.path.join(w, "j"))
+        j = json.loads(out) if rc == 0 else {}
+        check(j.get("parameters") == 91520 and j.get("tensors") == 24 and j.get("seed") == 0,
+              "--json: %r %s" % (j, err))
+        # refusals: OUT exists (untouched), unknown preset, usage; nothing left behind
+        target = os.path.join(w, "tiny-random-s1")
+        before = tree(target)
+        rc, _, err = run("model", "init", "--preset", "tiny-random", target)
+        check(rc == 3 and "exists" in err and tree(target) == before, "existing OUT: exit %d %s" % (rc, err))
+        os.mkdir(os.path.join(w, "empty"))
+        rc, _, err = run("model", "init", "--preset", "tiny-random", os.path.join(w, "empty"))
+        check(rc == 3 and os.listdir(os.path.join(w, "empty")) == [], "empty existing OUT: exit %d" % rc)
+        for argv, word in ((["--preset", "gpt5", os.path.join(w, "x1")], "gpt5"),
+                           ([os.path.join(w, "x2")], "--preset"),
+                           (["--preset", "tiny-random"], "OUT"),
+                           (["--preset", "tiny-random", "--seed", "-1", os.path.join(w, "x3")], "--seed"),
+                           (["--preset", "tiny-random", os.path.join(w, "x4"), "extra"], "extra")):
+            rc, _, err = run("model", "init", *argv)
+            check(rc == 4 and word in err, "model init %r: exit %d, stderr %r" % (argv, rc, err))
+        rc, _, err = run("model", "nope")
+        check(rc == 4 and "'nope'" in err, "model nope: exit %d %r" % (rc, err))
+        left = [f for f in os.listdir(w) if f.startswith(".fidelis-staging") or f.startswith("x")]
+        check(not left, "refusals left %r behind" % left)
+    finally:
+        shutil.rmtree(w, ignore_errors=True)
+    print("%d failure(s)" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
