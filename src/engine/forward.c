@@ -53,10 +53,22 @@ static fdl_status ensure_work(fdl_model *m, size_t n, fdl_err *err) {
   float **dst[13] = {&nw.x, &nw.xn, &nw.q,     &nw.att,   &nw.kc,   &nw.vtmp,  &nw.vt,
                      &nw.g, &nw.u,  &nw.cos_t, &nw.sin_t, &nw.tile, &nw.scores};
   for (int i = 0; i < 13; i++) {
-    if (sz[i] > SIZE_MAX / sizeof(float) ||
-        !(*dst[i] = malloc(sz[i] ? sz[i] * sizeof(float) : 1))) {
+    if (sz[i] > SIZE_MAX / sizeof(float) || !(*dst[i] = calloc(sz[i] ? sz[i] : 1, sizeof(float)))) {
       for (int j = 0; j <= i; j++) free(*dst[j]);
       return fdl_fail(err, FDL_NOMEM, "out of memory for a context of %zu positions", n);
+    }
+  }
+  /* The attention GEMMs' workspaces grow with k; sizing them here for the largest products a
+   * context of n positions forms keeps decode free of allocations after its first step. */
+  size_t mr = n < ENG_ATT_ROWS ? n : ENG_ATT_ROWS, hd = in->head_dim;
+  for (unsigned t = 0; t < m->pool.threads; t++) {
+    fdl_gemm_args qk = {mr, n, hd, nw.q, qd, nw.kc, kd, FDL_GEMM_F32, nw.scores, n};
+    fdl_gemm_args pv = {mr, hd, n, nw.scores, n, nw.vt, n, FDL_GEMM_F32, nw.att, qd};
+    fdl_status s = fdl_gemm_run(m->wgemm[t], &qk, err);
+    if (!s) s = fdl_gemm_run(m->wgemm[t], &pv, err);
+    if (s) {
+      for (int i = 0; i < 13; i++) free(*dst[i]);
+      return s;
     }
   }
   float *old[13] = {w->x, w->xn, w->q,     w->att,   w->kc,   w->vtmp,  w->vt,
