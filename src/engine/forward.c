@@ -15,22 +15,6 @@ static bool mul_ok(size_t a, size_t b, size_t *out) {
   return true;
 }
 
-fdl_status fdl_eng_gemm(fdl_gemm *g, const float *a, size_t lda, size_t m, const eng_mat *b,
-                        float *c, size_t ldc, fdl_err *err) {
-  fdl_gemm_args x = {.m = m,
-                     .n = (size_t)b->t->shape[0],
-                     .k = (size_t)b->t->shape[1],
-                     .a = a,
-                     .lda = lda,
-                     .b = b->t->data,
-                     .ldb = (size_t)b->t->shape[1],
-                     .b_type = b->type,
-                     .c = c,
-                     .ldc = ldc};
-  fdl_status s = fdl_gemm_run(g, &x, err);
-  return s ? fdl_err_prefix(err, "product with %s", b->t->name) : FDL_OK;
-}
-
 /* Allocates (or grows) the scratch for a context of n positions; nothing is allocated after. */
 static fdl_status ensure_work(fdl_model *m, size_t n, fdl_err *err) {
   eng_work *w = &m->w;
@@ -50,11 +34,14 @@ static fdl_status ensure_work(fdl_model *m, size_t n, fdl_err *err) {
   sz[10] = sz[9];
   sz[11] = (size_t)FDL_NUM_TILE_ROWS * FDL_NUM_VOCAB_CHUNK;
   eng_work nw = {0};
+  if (!(nw.exps = calloc(sz[12] / ENG_ATT_ROWS, sizeof(double))))
+    return fdl_fail(err, FDL_NOMEM, "out of memory for a context of %zu positions", n);
   float **dst[13] = {&nw.x, &nw.xn, &nw.q,     &nw.att,   &nw.kc,   &nw.vtmp,  &nw.vt,
                      &nw.g, &nw.u,  &nw.cos_t, &nw.sin_t, &nw.tile, &nw.scores};
   for (int i = 0; i < 13; i++) {
     if (sz[i] > SIZE_MAX / sizeof(float) || !(*dst[i] = calloc(sz[i] ? sz[i] : 1, sizeof(float)))) {
       for (int j = 0; j <= i; j++) free(*dst[j]);
+      free(nw.exps);
       return fdl_fail(err, FDL_NOMEM, "out of memory for a context of %zu positions", n);
     }
   }
@@ -68,12 +55,14 @@ static fdl_status ensure_work(fdl_model *m, size_t n, fdl_err *err) {
     if (!s) s = fdl_gemm_run(m->wgemm[t], &pv, err);
     if (s) {
       for (int i = 0; i < 13; i++) free(*dst[i]);
+      free(nw.exps);
       return s;
     }
   }
   float *old[13] = {w->x, w->xn, w->q,     w->att,   w->kc,   w->vtmp,  w->vt,
                     w->g, w->u,  w->cos_t, w->sin_t, w->tile, w->scores};
   for (int i = 0; i < 13; i++) free(old[i]);
+  free(w->exps);
   nw.cap = n;
   *w = nw;
   return FDL_OK;
@@ -110,7 +99,8 @@ static fdl_status att_task(void *arg, size_t index, unsigned worker, fdl_err *er
   fdl_status s = fdl_gemm_run(m->wgemm[worker], &x, err);
   if (s) return s;
   for (size_t r = 0; r < b1 - b0; r++)
-    fdl_eng_softmax_row(sc + r * nk, j->p0 + b0 + r + 1, nk, j->scale);
+    fdl_eng_softmax_row(sc + r * nk, j->p0 + b0 + r + 1, nk, j->scale,
+                        w->exps + (size_t)worker * w->cap);
   fdl_gemm_args y = {.m = b1 - b0,
                      .n = hd,
                      .k = nk,
@@ -122,6 +112,28 @@ static fdl_status att_task(void *arg, size_t index, unsigned worker, fdl_err *er
                      .c = w->att + b0 * qd + h * hd,
                      .ldc = qd};
   return fdl_gemm_run(m->wgemm[worker], &y, err);
+}
+
+typedef struct {
+  float *g;
+  const float *u;
+  size_t n, chunk;
+} silu_job;
+
+static fdl_status silu_task(void *arg, size_t index, unsigned worker, fdl_err *err) {
+  (void)worker, (void)err;
+  const silu_job *j = arg;
+  size_t i0 = index * j->chunk, i1 = i0 + j->chunk < j->n ? i0 + j->chunk : j->n;
+  fdl_eng_silu_mul(j->g + i0, j->u + i0, i1 - i0);
+  return FDL_OK;
+}
+
+/* Element-wise, so any cut gives the same bits; the cut only spreads the exps over workers. */
+static fdl_status silu_par(fdl_model *m, float *g, const float *u, size_t n, fdl_err *err) {
+  size_t parts = 4 * (size_t)m->pool.threads;
+  silu_job j = {g, u, n, (n + parts - 1) / parts};
+  if (j.chunk < 4096) j.chunk = 4096;
+  return fdl_pool_run(&m->pool, (n + j.chunk - 1) / j.chunk, silu_task, &j, err);
 }
 
 static void add_bias(float *y, const float *b, size_t rows, size_t n, size_t ld) {
@@ -141,9 +153,9 @@ static fdl_status layer_step(fdl_model *m, size_t li, size_t p0, size_t rows, fd
   fdl_status s;
   for (size_t r = 0; r < rows; r++)
     fdl_eng_rmsnorm(w->x + r * H, l->in_norm, H, in->rms_eps, w->xn + r * H);
-  if ((s = fdl_eng_gemm(m->gemm, w->xn, H, rows, &l->q, w->q, qd, err)) ||
-      (s = fdl_eng_gemm(m->gemm, w->xn, H, rows, &l->k, kc, kd, err)) ||
-      (s = fdl_eng_gemm(m->gemm, w->xn, H, rows, &l->v, w->vtmp, kd, err)))
+  if ((s = fdl_eng_gemm(m, w->xn, H, rows, &l->q, w->q, qd, err)) ||
+      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->k, kc, kd, err)) ||
+      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->v, w->vtmp, kd, err)))
     return s;
   add_bias(w->q, l->q_bias, rows, qd, qd);
   add_bias(kc, l->k_bias, rows, kd, kd);
@@ -164,18 +176,19 @@ static fdl_status layer_step(fdl_model *m, size_t li, size_t p0, size_t rows, fd
   }
   att_job job = {m, li, p0, rows, (rows + ENG_ATT_ROWS - 1) / ENG_ATT_ROWS, 1.0 / sqrt((double)hd)};
   if ((s = fdl_pool_run(&m->pool, in->heads * job.nblocks, att_task, &job, err)) ||
-      (s = fdl_eng_gemm(m->gemm, w->att, qd, rows, &l->o, w->xn, H, err)))
+      (s = fdl_eng_gemm(m, w->att, qd, rows, &l->o, w->xn, H, err)))
     return s;
   add_bias(w->xn, l->o_bias, rows, H, H);
   fdl_eng_add(w->x, w->xn, rows * H);
   for (size_t r = 0; r < rows; r++)
     fdl_eng_rmsnorm(w->x + r * H, l->post_norm, H, in->rms_eps, w->xn + r * H);
   size_t I = in->intermediate;
-  if ((s = fdl_eng_gemm(m->gemm, w->xn, H, rows, &l->gate, w->g, I, err)) ||
-      (s = fdl_eng_gemm(m->gemm, w->xn, H, rows, &l->up, w->u, I, err)))
+  if ((s = fdl_eng_gemm(m, w->xn, H, rows, &l->gate, w->g, I, err)) ||
+      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->up, w->u, I, err)))
     return s;
-  fdl_eng_silu_mul(w->g, w->u, rows * I);
-  if ((s = fdl_eng_gemm(m->gemm, w->g, I, rows, &l->down, w->xn, H, err))) return s;
+  if ((s = silu_par(m, w->g, w->u, rows * I, err)) ||
+      (s = fdl_eng_gemm(m, w->g, I, rows, &l->down, w->xn, H, err)))
+    return s;
   fdl_eng_add(w->x, w->xn, rows * H);
   return FDL_OK;
 }
@@ -202,7 +215,7 @@ static fdl_status greedy(fdl_model *m, size_t rows, int32_t *ids, fdl_err *err) 
                          .b_type = m->head.type,
                          .c = w->tile,
                          .ldc = FDL_NUM_VOCAB_CHUNK};
-      fdl_status s = fdl_gemm_run(m->gemm, &x, err);
+      fdl_status s = fdl_eng_gemm_args(m, &x, err);
       if (s) return s;
       for (size_t r = 0; r < rb; r++)
         fdl_eng_argmax_chunk(w->tile + r * FDL_NUM_VOCAB_CHUNK, nv, v0, &best[r], &arg[r]);
@@ -227,8 +240,8 @@ static fdl_status step(fdl_model *m, const int32_t *ids, size_t p0, size_t rows,
   for (size_t r = 0; r < rows; r++)
     fdl_eng_rmsnorm(w->x + r * H, m->final_norm, H, in->rms_eps, w->xn + r * H);
   if (out->hidden) memcpy(out->hidden + p0 * H, w->xn, rows * H * sizeof(float));
-  if (out->logits && (s = fdl_eng_gemm(m->gemm, w->xn, H, rows, &m->head,
-                                       out->logits + p0 * in->vocab, in->vocab, err)))
+  if (out->logits &&
+      (s = fdl_eng_gemm(m, w->xn, H, rows, &m->head, out->logits + p0 * in->vocab, in->vocab, err)))
     return s;
   if (out->greedy && (s = greedy(m, rows, out->greedy + p0, err))) return s;
   return FDL_OK;

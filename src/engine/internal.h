@@ -38,6 +38,7 @@ typedef struct {
   float *cos_t, *sin_t; /* [cap, head_dim / 2] */
   float *tile;          /* [FDL_NUM_TILE_ROWS, FDL_NUM_VOCAB_CHUNK] greedy tile */
   float *scores;        /* [workers][ENG_ATT_ROWS, cap] attention scores, then probabilities */
+  double *exps;         /* [workers][cap] one softmax row's exponentials */
 } eng_work;
 
 struct fdl_model {
@@ -49,9 +50,8 @@ struct fdl_model {
   float *final_norm;
   eng_layer *layer;
   double *inv_freq; /* [head_dim / 2] */
-  fdl_gemm *gemm;   /* the weight products, over every thread */
   fdl_pool pool;    /* attention tasks and row-parallel kernels */
-  fdl_gemm **wgemm; /* one single-thread GEMM per pool worker, for products inside tasks */
+  fdl_gemm **wgemm; /* one single-thread GEMM per pool worker: every product is pool tasks */
   eng_work w;
 };
 
@@ -74,13 +74,14 @@ double fdl_eng_exp_neg(double d);                    /* d <= 0; kl_exp */
 /* kernels.c: the scalar kernels (fixed order, float64 accumulators). */
 void fdl_eng_rmsnorm(const float *x, const float *w, size_t n, double eps, float *y);
 void fdl_eng_rope(float *v, const float *cos_t, const float *sin_t, size_t head_dim);
-void fdl_eng_softmax_row(float *s, size_t valid, size_t len, double scale);
+void fdl_eng_softmax_row(float *s, size_t valid, size_t len, double scale, double *e);
 void fdl_eng_silu_mul(float *g, const float *u, size_t n);
 void fdl_eng_add(float *y, const float *x, size_t n);
 void fdl_eng_argmax_chunk(const float *row, size_t n, size_t base, float *best, int64_t *arg);
 
-/* forward.c */
-fdl_status fdl_eng_gemm(fdl_gemm *g, const float *a, size_t lda, size_t m, const eng_mat *b,
+/* pgemm.c: products on the model's pool (bits as one fdl_gemm_run, whatever the cut). */
+fdl_status fdl_eng_gemm_args(fdl_model *m, const fdl_gemm_args *x, fdl_err *err);
+fdl_status fdl_eng_gemm(fdl_model *m, const float *a, size_t lda, size_t rows, const eng_mat *b,
                         float *c, size_t ldc, fdl_err *err);
 
 #endif

@@ -27,15 +27,17 @@ void fdl_eng_rope(float *v, const float *cos_t, const float *sin_t, size_t head_
 
 /* Softmax of scale * s[0..valid) in place, zeros in s[valid..len). The maximum is taken over
  * the float32 scores (scale > 0 keeps it the maximum of the scaled ones); every exp argument is
- * scale * (s - max) <= 0; the sum runs in float64 in index order; p = e / sum rounded once. */
-void fdl_eng_softmax_row(float *s, size_t valid, size_t len, double scale) {
+ * scale * (s - max) <= 0, kept in float64 in e[0..valid); the sum runs in float64 in index
+ * order; p = e / sum rounded once. */
+void fdl_eng_softmax_row(float *s, size_t valid, size_t len, double scale, double *e) {
   float mx = s[0];
   for (size_t j = 1; j < valid; j++) mx = s[j] > mx ? s[j] : mx;
   double sum = 0.0;
-  for (size_t j = 0; j < valid; j++) sum += fdl_eng_exp_neg(scale * ((double)s[j] - (double)mx));
-  /* The exps are recomputed rather than stored: same arguments, same bits, no scratch. */
-  for (size_t j = 0; j < valid; j++)
-    s[j] = (float)(fdl_eng_exp_neg(scale * ((double)s[j] - (double)mx)) / sum);
+  for (size_t j = 0; j < valid; j++) {
+    e[j] = fdl_eng_exp_neg(scale * ((double)s[j] - (double)mx));
+    sum += e[j];
+  }
+  for (size_t j = 0; j < valid; j++) s[j] = (float)(e[j] / sum);
   for (size_t j = valid; j < len; j++) s[j] = 0.0f;
 }
 

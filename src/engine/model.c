@@ -10,6 +10,7 @@ static void free_work(eng_work *w) {
   float *bufs[] = {w->x, w->xn, w->q,     w->att,   w->kc,   w->vtmp,  w->vt,
                    w->g, w->u,  w->cos_t, w->sin_t, w->tile, w->scores};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+  free(w->exps);
   memset(w, 0, sizeof *w);
 }
 
@@ -30,7 +31,6 @@ void fdl_model_free(fdl_model *m) {
   if (m->wgemm)
     for (unsigned i = 0; i < m->pool.threads; i++) fdl_gemm_free(m->wgemm[i]);
   free(m->wgemm);
-  fdl_gemm_free(m->gemm);
   fdl_pool_free(&m->pool);
   free_work(&m->w);
   free(m);
@@ -78,9 +78,7 @@ fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **
     goto fail;
   }
   rope_freqs(m);
-  if ((s = fdl_pool_init(&m->pool, o->threads, err)) ||
-      (s = fdl_gemm_new(o->isa, m->pool.threads, &m->gemm, err)))
-    goto fail;
+  if ((s = fdl_pool_init(&m->pool, o->threads, err))) goto fail;
   if (!(m->wgemm = calloc(m->pool.threads, sizeof *m->wgemm))) {
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
     goto fail;
