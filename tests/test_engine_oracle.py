@@ -4,7 +4,7 @@
 Llama untied and tied, Qwen2 with q/k/v bias, Qwen3 with q/k norm and a head_dim that is not
 hidden/heads, Llama with attention_bias (o bias too), GQA ratios 1, 2 and 4, BF16, F16 and F32
 weights, one file and three shards with an index, a vocabulary over two argmax chunks and a
-context over two greedy tiles.
+context over two greedy tiles, one over two 256-row product blocks.
 
 Agreement is measured per row: max_j |c_j - o_j| / max_j |o_j| <= 1e-4 (c: the engine's float32,
 o: the oracle's float64), for the hidden states after the final norm and for the logits. The
@@ -89,6 +89,9 @@ CASES = [
     ("qwen3-bigvocab-f32", dict(arch="Qwen3ForCausalLM", vocab=4200, layers=1, kv_heads=2),
      "F32", 2, 70),
     ("llama-one-token", dict(kv_heads=2), "F16", 1, 1),
+    # Past one 256-row product block and many attention blocks; wide enough for column cuts.
+    ("qwen2-long-300", dict(arch="Qwen2ForCausalLM", layers=1, hidden=128, heads=8, kv_heads=2,
+                            inter=640, max_pos=512), "BF16", 1, 300),
 ]
 
 
