@@ -114,6 +114,38 @@ static void test_silu(void **state) {
   }
 }
 
+/* The FMA build of softmax and SiLU gives the plain build's bits (where this CPU has FMA). */
+static void test_fma_clone_bits(void **state) {
+  (void)state;
+  enum { N = 4099 };
+  float *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b), *u = malloc(N * sizeof *u);
+  double *e = malloc(N * sizeof *e);
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_non_null(u);
+  assert_non_null(e);
+  uint64_t x = 88172645463325252u;
+  for (int rep = 0; rep < 20; rep++) {
+    for (int i = 0; i < N; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      a[i] = (float)((double)(x >> 11) * 0x1p-53 - 0.5) * (float)(1 << (rep % 8)) * 8.0f;
+      u[i] = (float)((double)(x & 0xffff) / 65536.0 - 0.5);
+    }
+    memcpy(b, a, N * sizeof *a);
+    if (!fdl_eng_silu_fma(a, u, N)) {
+      printf("no FMA build on this CPU: the plain copy is the only one\n");
+      break;
+    }
+    fdl_eng_silu_plain(b, u, N);
+    assert_memory_equal(a, b, N * sizeof *a);
+    memcpy(b, a, N * sizeof *a);
+    assert_true(fdl_eng_softmax_fma(a, N - rep, N, 0.125 * (rep + 1), e));
+    fdl_eng_softmax_plain(b, N - rep, N, 0.125 * (rep + 1), e);
+    assert_memory_equal(a, b, N * sizeof *a);
+  }
+  free(a), free(b), free(u), free(e);
+}
+
 static void test_argmax(void **state) {
   (void)state;
   float a[6] = {NAN, 1.0f, 5.0f, 5.0f, NAN, 2.0f};
@@ -138,10 +170,11 @@ static void test_load_errors(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_sincos),     cmocka_unit_test(test_log),
-      cmocka_unit_test(test_rope_freqs), cmocka_unit_test(test_rmsnorm),
-      cmocka_unit_test(test_softmax),    cmocka_unit_test(test_silu),
-      cmocka_unit_test(test_argmax),     cmocka_unit_test(test_load_errors),
+      cmocka_unit_test(test_sincos),      cmocka_unit_test(test_log),
+      cmocka_unit_test(test_rope_freqs),  cmocka_unit_test(test_rmsnorm),
+      cmocka_unit_test(test_softmax),     cmocka_unit_test(test_silu),
+      cmocka_unit_test(test_argmax),      cmocka_unit_test(test_fma_clone_bits),
+      cmocka_unit_test(test_load_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,8 @@
 #include <math.h>
 
 #include "engine/internal.h"
+#include "engine/kernels_body.h"
+#include "num/kl.h"
 
 /* y = x / sqrt(mean(x^2) + eps) * w: the sum of squares in float64 in index order, each output
  * one float64 product rounded once to float32. x and y may alias. */
@@ -25,31 +27,21 @@ void fdl_eng_rope(float *v, const float *cos_t, const float *sin_t, size_t head_
   }
 }
 
-/* Softmax of scale * s[0..valid) in place, zeros in s[valid..len). The maximum is taken over
- * the float32 scores (scale > 0 keeps it the maximum of the scaled ones); every exp argument is
- * scale * (s - max) <= 0, kept in float64 in e[0..valid); the sum runs in float64 in index
- * order; p = e / sum rounded once. */
-void fdl_eng_softmax_row(float *s, size_t valid, size_t len, double scale, double *e) {
-  float mx = s[0];
-  for (size_t j = 1; j < valid; j++) mx = s[j] > mx ? s[j] : mx;
-  double sum = 0.0;
-  for (size_t j = 0; j < valid; j++) {
-    e[j] = fdl_eng_exp_neg(scale * ((double)s[j] - (double)mx));
-    sum += e[j];
-  }
-  for (size_t j = 0; j < valid; j++) s[j] = (float)(e[j] / sum);
-  for (size_t j = valid; j < len; j++) s[j] = 0.0f;
+void fdl_eng_softmax_plain(float *s, size_t valid, size_t len, double scale, double *e) {
+  SOFTMAX_BODY
+}
+void fdl_eng_silu_plain(float *g, const float *u, size_t n) {
+  SILU_BODY
 }
 
-/* g = silu(g) * u with sigmoid(x) = 1 / (1 + e^-x) for x >= 0 and e^x / (1 + e^x) below, so
- * the exp argument is always -|x| <= 0; one float64 expression rounded once. */
+void fdl_eng_softmax_row(float *s, size_t valid, size_t len, double scale, double *e) {
+  if (fdl_eng_softmax_fma(s, valid, len, scale, e)) return;
+  fdl_eng_softmax_plain(s, valid, len, scale, e);
+}
+
 void fdl_eng_silu_mul(float *g, const float *u, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    double x = g[i];
-    double e = fdl_eng_exp_neg(-fabs(x));
-    double sig = x >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
-    g[i] = (float)(x * sig * (double)u[i]);
-  }
+  if (fdl_eng_silu_fma(g, u, n)) return;
+  fdl_eng_silu_plain(g, u, n);
 }
 
 void fdl_eng_add(float *y, const float *x, size_t n) {
