@@ -51,8 +51,8 @@ static fdl_status ensure_work(fdl_model *m, size_t n, fdl_err *err) {
   for (unsigned t = 0; t < m->pool.threads; t++) {
     fdl_gemm_args qk = {mr, n, hd, nw.q, qd, nw.kc, kd, FDL_GEMM_F32, nw.scores, n};
     fdl_gemm_args pv = {mr, hd, n, nw.scores, n, nw.vt, n, FDL_GEMM_F32, nw.att, qd};
-    fdl_status s = fdl_gemm_run(m->wgemm[t], &qk, err);
-    if (!s) s = fdl_gemm_run(m->wgemm[t], &pv, err);
+    fdl_status s = fdl_gemm_run(fdl_eng_ctx(m, t, mr), &qk, err);
+    if (!s) s = fdl_gemm_run(fdl_eng_ctx(m, t, mr), &pv, err);
     if (s) {
       for (int i = 0; i < 13; i++) free(*dst[i]);
       free(nw.exps);
@@ -96,7 +96,7 @@ static fdl_status att_task(void *arg, size_t index, unsigned worker, fdl_err *er
                      .b_type = FDL_GEMM_F32,
                      .c = sc,
                      .ldc = nk};
-  fdl_status s = fdl_gemm_run(m->wgemm[worker], &x, err);
+  fdl_status s = fdl_gemm_run(fdl_eng_ctx(m, worker, x.m), &x, err);
   if (s) return s;
   for (size_t r = 0; r < b1 - b0; r++)
     fdl_eng_softmax_row(sc + r * nk, j->p0 + b0 + r + 1, nk, j->scale,
@@ -111,7 +111,7 @@ static fdl_status att_task(void *arg, size_t index, unsigned worker, fdl_err *er
                      .b_type = FDL_GEMM_F32,
                      .c = w->att + b0 * qd + h * hd,
                      .ldc = qd};
-  return fdl_gemm_run(m->wgemm[worker], &y, err);
+  return fdl_gemm_run(fdl_eng_ctx(m, worker, y.m), &y, err);
 }
 
 typedef struct {

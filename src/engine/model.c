@@ -31,6 +31,9 @@ void fdl_model_free(fdl_model *m) {
   if (m->wgemm)
     for (unsigned i = 0; i < m->pool.threads; i++) fdl_gemm_free(m->wgemm[i]);
   free(m->wgemm);
+  if (m->sgemm)
+    for (unsigned i = 0; i < m->pool.threads; i++) fdl_gemm_free(m->sgemm[i]);
+  free(m->sgemm);
   fdl_pool_free(&m->pool);
   free_work(&m->w);
   free(m);
@@ -50,6 +53,26 @@ static void rope_freqs(fdl_model *m) {
   double lt = fdl_eng_log(m->info.rope_theta);
   for (size_t i = 0; i < d / 2; i++)
     m->inv_freq[i] = fdl_eng_exp_neg(-((double)(2 * i) / (double)d) * lt);
+}
+
+/* Under AUTO on an AVX-512 machine, AVX2 contexts for few-row products (decode, attention):
+ * the contract makes every kernel's bits equal, so this is a speed choice only. A forced --isa
+ * is honoured as asked. */
+static fdl_status small_contexts(fdl_model *m, fdl_num_isa isa, fdl_err *err) {
+  if (isa != FDL_NUM_ISA_AUTO || strcmp(fdl_gemm_isa_name(m->wgemm[0]), "avx512") != 0)
+    return FDL_OK;
+  if (!(m->sgemm = calloc(m->pool.threads, sizeof *m->sgemm)))
+    return fdl_fail(err, FDL_NOMEM, "out of memory");
+  for (unsigned i = 0; i < m->pool.threads; i++) {
+    fdl_err e2;
+    if (fdl_gemm_new(FDL_NUM_ISA_AVX2, 1, &m->sgemm[i], &e2) != FDL_OK) {
+      for (unsigned j = 0; j < i; j++) fdl_gemm_free(m->sgemm[j]);
+      free(m->sgemm);
+      m->sgemm = NULL; /* no AVX2 here: the AVX-512 contexts serve every product */
+      return FDL_OK;
+    }
+  }
+  return FDL_OK;
 }
 
 fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **out, fdl_err *err) {
@@ -86,6 +109,7 @@ fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **
   for (unsigned i = 0; i < m->pool.threads && !s; i++)
     s = fdl_gemm_new(o->isa, 1, &m->wgemm[i], err);
   if (s) goto fail;
+  if ((s = small_contexts(m, o->isa, err))) goto fail;
   *out = m;
   return FDL_OK;
 fail:

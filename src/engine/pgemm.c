@@ -30,7 +30,7 @@ static fdl_status pg_task(void *arg, size_t index, unsigned worker, fdl_err *err
   y.a = x->a + r0 * x->lda;
   y.b = (const unsigned char *)x->b + c0 * x->ldb * es;
   y.c = x->c + r0 * x->ldc + c0;
-  return fdl_gemm_run(j->m->wgemm[worker], &y, err);
+  return fdl_gemm_run(fdl_eng_ctx(j->m, worker, y.m), &y, err);
 }
 
 fdl_status fdl_eng_gemm_args(fdl_model *m, const fdl_gemm_args *x, fdl_err *err) {
@@ -42,7 +42,7 @@ fdl_status fdl_eng_gemm_args(fdl_model *m, const fdl_gemm_args *x, fdl_err *err)
   size_t cb = (x->n + col_tasks - 1) / col_tasks;
   j.cb = (cb + PG_COL_ALIGN - 1) / PG_COL_ALIGN * PG_COL_ALIGN;
   size_t ntasks = j.row_tasks * ((x->n + j.cb - 1) / j.cb);
-  if (m->pool.threads == 1 || ntasks == 1) return fdl_gemm_run(m->wgemm[0], x, err);
+  if (m->pool.threads == 1 || ntasks == 1) return fdl_gemm_run(fdl_eng_ctx(m, 0, x->m), x, err);
   return fdl_pool_run(&m->pool, ntasks, pg_task, &j, err);
 }
 
