@@ -4,9 +4,13 @@
 #ifndef FIDELIS_ENGINE_H
 #define FIDELIS_ENGINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "num.h"
 #include "status.h"
+#include "tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -17,6 +21,62 @@ extern "C" {
  * 7), out = q * scale (exact in float32). A zero group stays zero. in and out may alias. */
 FDL_API void fdl_quant_int4_rtn(const float *in, size_t rows, size_t cols, size_t group,
                                 float *out);
+
+/* ---- the capture engine: dense HF decoder models, forward pass in float32 ----------------
+ *
+ * A model directory in Hugging Face layout (config.json plus model.safetensors, or shards named
+ * by model.safetensors.index.json) is loaded as mmap'd views: weights stay as stored (BF16, F16
+ * or F32) and every matrix product reads them through fdl_gemm_run. Everything else (RMSNorm,
+ * RoPE, softmax, SiLU) is a fixed scalar chain with fidelis' own exp, sin, cos and log, so a
+ * run is bit-identical for any thread count and any ISA (docs/NUMERICS.md section 8). What the
+ * engine cannot compute exactly as the architecture says (rope scaling, sliding windows, MoE,
+ * another activation) is refused by name. */
+
+typedef struct fdl_model fdl_model;
+
+typedef struct {
+  const char *arch; /* "LlamaForCausalLM" | "Qwen2ForCausalLM" | "Qwen3ForCausalLM" */
+  size_t vocab, hidden, layers, heads, kv_heads, head_dim, intermediate, max_positions;
+  double rope_theta, rms_eps;
+  bool tied;               /* lm_head is the embedding */
+  bool qk_norm, attn_bias; /* Qwen3 per-head q/k RMSNorm; q/k/v bias (Qwen2, or attention_bias) */
+  fdl_dtype weight_dtype;  /* of the stored weights (BF16/F16/F32) */
+  const char *head_tensor; /* "lm_head.weight" or "model.embed_tokens.weight" */
+  bool o_bias;             /* o_proj.bias too (attention_bias on Llama and Qwen3, not Qwen2) */
+} fdl_model_info;
+
+typedef struct {
+  unsigned threads; /* 0 = every online CPU; never changes a bit */
+  fdl_num_isa isa;  /* FDL_NUM_ISA_AUTO or a forced kernel; never changes a bit */
+} fdl_model_opts;
+
+/* Loads and checks a model directory: every tensor's presence, dtype, shape and finiteness
+ * against config.json. o may be NULL (defaults). */
+FDL_API fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **out,
+                                  fdl_err *err);
+FDL_API void fdl_model_free(fdl_model *m);
+FDL_API const fdl_model_info *fdl_model_get_info(const fdl_model *m);
+/* The head as stored ([vocab, hidden], its dtype), for the dataset's head identity. */
+FDL_API const fdl_tensor *fdl_model_head(const fdl_model *m);
+
+typedef enum {
+  FDL_ENGINE_PREFILL = 0, /* the whole context at once, causal mask */
+  FDL_ENGINE_DECODE = 1   /* one token at a time through a KV cache */
+} fdl_engine_path;
+
+/* What a run writes; each pointer may be NULL. */
+typedef struct {
+  float *hidden;   /* [n, hidden]: after the final norm */
+  float *logits;   /* [n, vocab] */
+  int32_t *greedy; /* [n]: argmax of each row's logits (first index on ties; NaN never wins),
+                      through a tiled path that never holds a whole [n, vocab] block */
+} fdl_engine_out;
+
+/* Runs one context of n >= 1 token ids (each in [0, vocab), n <= max_positions) from position
+ * 0. Prefill and decode give the same values to float32 tolerance (in practice the same bits);
+ * each is bit-identical whatever the threads or ISA. One run at a time per model. */
+FDL_API fdl_status fdl_engine_run(fdl_model *m, const int32_t *ids, size_t n, fdl_engine_path path,
+                                  const fdl_engine_out *out, fdl_err *err);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,164 @@
+/* config.c - reads a Hugging Face config.json into fdl_model_info. Every fact the forward pass
+ * depends on is read here, and every field that would change the math in a way the engine does
+ * not implement is refused by name: computing something else under the same name would make a
+ * capture lie about what it measured. */
+#include <math.h>
+#include <string.h>
+
+#include "engine/internal.h"
+
+static const char *const k_arch[] = {"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
+
+/* Fields whose presence (non-null, non-false, non-zero) means a mixture of experts. */
+static const char *const k_moe[] = {
+    "num_experts",           "num_local_experts", "num_experts_per_tok", "n_routed_experts",
+    "moe_intermediate_size", "n_shared_experts",  "decoder_sparse_step"};
+
+static bool set(const json_t *v) {
+  if (!v || json_is_null(v) || json_is_false(v)) return false;
+  if (json_is_integer(v)) return json_integer_value(v) != 0;
+  return true;
+}
+
+static fdl_status get_size(const json_t *cfg, const char *path, const char *key, bool required,
+                           size_t dflt, size_t *out, fdl_err *err) {
+  const json_t *v = json_object_get(cfg, key);
+  if (!v || json_is_null(v)) {
+    if (required)
+      return fdl_fail(err, FDL_PARSE, "%s: missing field %s (a positive integer)", path, key);
+    *out = dflt;
+    return FDL_OK;
+  }
+  if (!json_is_integer(v) || json_integer_value(v) <= 0 || json_integer_value(v) > (1LL << 40))
+    return fdl_fail(err, FDL_PARSE, "%s: field %s must be a positive integer below 2^40", path,
+                    key);
+  *out = (size_t)json_integer_value(v);
+  return FDL_OK;
+}
+
+static fdl_status get_real(const json_t *cfg, const char *path, const char *key, double dflt,
+                           double *out, fdl_err *err) {
+  const json_t *v = json_object_get(cfg, key);
+  if (!v || json_is_null(v)) {
+    *out = dflt;
+    return FDL_OK;
+  }
+  if (!json_is_number(v) || !(json_number_value(v) > 0) || !isfinite(json_number_value(v)))
+    return fdl_fail(err, FDL_PARSE, "%s: field %s must be a positive number", path, key);
+  *out = json_number_value(v);
+  return FDL_OK;
+}
+
+static fdl_status get_bool(const json_t *cfg, const char *path, const char *key, bool dflt,
+                           bool *out, fdl_err *err) {
+  const json_t *v = json_object_get(cfg, key);
+  if (!v || json_is_null(v)) {
+    *out = dflt;
+    return FDL_OK;
+  }
+  if (!json_is_boolean(v))
+    return fdl_fail(err, FDL_PARSE, "%s: field %s must be true or false", path, key);
+  *out = json_is_true(v);
+  return FDL_OK;
+}
+
+static fdl_status refusals(const json_t *cfg, const char *path, int arch, fdl_err *err) {
+  if (json_object_get(cfg, "quantization_config"))
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: quantization_config: GPTQ checkpoints: not wired yet (the engine loads "
+                    "dense BF16/F16/F32 weights only)",
+                    path);
+  const json_t *rs = json_object_get(cfg, "rope_scaling");
+  if (rs && !json_is_null(rs))
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: rope_scaling is set; the engine implements plain RoPE only (expected "
+                    "rope_scaling null or absent)",
+                    path);
+  const json_t *act = json_object_get(cfg, "hidden_act");
+  if (act && !(json_is_string(act) && strcmp(json_string_value(act), "silu") == 0))
+    return fdl_fail(err, FDL_UNSUPPORTED, "%s: hidden_act %s is not supported (expected \"silu\")",
+                    path, json_is_string(act) ? json_string_value(act) : "(not a string)");
+  for (size_t i = 0; i < sizeof k_moe / sizeof *k_moe; i++)
+    if (set(json_object_get(cfg, k_moe[i])))
+      return fdl_fail(err, FDL_UNSUPPORTED,
+                      "%s: %s is set: mixture-of-experts (MoE) models are not supported", path,
+                      k_moe[i]);
+  /* Qwen2/Qwen3 apply sliding_window only when use_sliding_window is true; Llama has no
+   * sliding window at all, so a value there means a model of another family. */
+  if (set(json_object_get(cfg, "use_sliding_window")))
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: use_sliding_window is true: sliding-window attention is not supported",
+                    path);
+  if (arch == 0 && set(json_object_get(cfg, "sliding_window")))
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: sliding_window is set: sliding-window attention is not supported", path);
+  if (set(json_object_get(cfg, "mlp_bias")))
+    return fdl_fail(err, FDL_UNSUPPORTED, "%s: mlp_bias is true: MLP biases are not supported",
+                    path);
+  return FDL_OK;
+}
+
+fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *info, fdl_err *err) {
+  memset(info, 0, sizeof *info);
+  if (!json_is_object(cfg)) return fdl_fail(err, FDL_PARSE, "%s: not a JSON object", path);
+  const json_t *archs = json_object_get(cfg, "architectures");
+  if (!json_is_array(archs) || json_array_size(archs) != 1 ||
+      !json_is_string(json_array_get(archs, 0)))
+    return fdl_fail(err, FDL_PARSE,
+                    "%s: architectures must be an array of one string (LlamaForCausalLM, "
+                    "Qwen2ForCausalLM or Qwen3ForCausalLM)",
+                    path);
+  const char *a = json_string_value(json_array_get(archs, 0));
+  int arch = -1;
+  for (int i = 0; i < 3; i++)
+    if (strcmp(a, k_arch[i]) == 0) arch = i;
+  if (arch < 0)
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: unsupported architecture %s (expected LlamaForCausalLM, "
+                    "Qwen2ForCausalLM or Qwen3ForCausalLM)",
+                    path, a);
+  info->arch = k_arch[arch];
+  fdl_status s = refusals(cfg, path, arch, err);
+  if (s) return s;
+
+  if ((s = get_size(cfg, path, "vocab_size", true, 0, &info->vocab, err)) ||
+      (s = get_size(cfg, path, "hidden_size", true, 0, &info->hidden, err)) ||
+      (s = get_size(cfg, path, "num_hidden_layers", true, 0, &info->layers, err)) ||
+      (s = get_size(cfg, path, "num_attention_heads", true, 0, &info->heads, err)) ||
+      (s = get_size(cfg, path, "num_key_value_heads", false, info->heads, &info->kv_heads, err)) ||
+      (s = get_size(cfg, path, "intermediate_size", true, 0, &info->intermediate, err)) ||
+      (s = get_size(cfg, path, "max_position_embeddings", true, 0, &info->max_positions, err)))
+    return s;
+  if (info->hidden % info->heads)
+    return fdl_fail(err, FDL_PARSE,
+                    "%s: hidden_size %zu is not a multiple of num_attention_heads %zu", path,
+                    info->hidden, info->heads);
+  if ((s = get_size(cfg, path, "head_dim", false, info->hidden / info->heads, &info->head_dim,
+                    err)))
+    return s;
+  if (info->head_dim % 2)
+    return fdl_fail(err, FDL_PARSE, "%s: head_dim %zu must be even for RoPE", path, info->head_dim);
+  if (info->heads % info->kv_heads)
+    return fdl_fail(err, FDL_PARSE,
+                    "%s: num_attention_heads %zu is not a multiple of num_key_value_heads %zu",
+                    path, info->heads, info->kv_heads);
+  if (info->vocab > INT32_MAX)
+    return fdl_fail(err, FDL_PARSE, "%s: vocab_size %zu exceeds int32 token ids", path,
+                    info->vocab);
+  /* Bounds the products the forward pass forms (heads * head_dim, layers * cap * kv_dim). */
+  if (info->heads > 65536 || info->head_dim > 65536 || info->layers > 65536 ||
+      info->hidden > (1u << 20) || info->intermediate > (1u << 22))
+    return fdl_fail(err, FDL_PARSE, "%s: model dimensions beyond the engine's bounds", path);
+
+  if ((s = get_real(cfg, path, "rope_theta", 10000.0, &info->rope_theta, err)) ||
+      (s = get_real(cfg, path, "rms_norm_eps", 1e-6, &info->rms_eps, err)) ||
+      (s = get_bool(cfg, path, "tie_word_embeddings", false, &info->tied, err)))
+    return s;
+  bool ab = false;
+  if ((s = get_bool(cfg, path, "attention_bias", false, &ab, err))) return s;
+  info->attn_bias = arch == 1 || ab;
+  info->o_bias = arch != 1 && ab;
+  info->qk_norm = arch == 2;
+  info->head_tensor = info->tied ? "model.embed_tokens.weight" : "lm_head.weight";
+  return FDL_OK;
+}

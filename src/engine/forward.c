@@ -1,0 +1,279 @@
+/* forward.c - the decoder forward pass. One code path serves prefill (all positions of the
+ * context in one step) and decode (one position per step through the KV cache): a step takes
+ * rows [p0, p0 + rows) and attends over keys [0, p0 + rows). Every matrix product is an
+ * fdl_gemm_run; attention runs as independent (head, row block) tasks, each with its own
+ * single-thread GEMM and scratch, so threads decide who computes a task and never how. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/internal.h"
+
+static bool mul_ok(size_t a, size_t b, size_t *out) {
+  if (a && b > SIZE_MAX / a) return false;
+  *out = a * b;
+  return true;
+}
+
+/* Allocates (or grows) the scratch for a context of n positions; nothing is allocated after. */
+static fdl_status ensure_work(fdl_model *m, size_t n, fdl_err *err) {
+  eng_work *w = &m->w;
+  if (w->cap >= n) return FDL_OK;
+  const fdl_model_info *in = &m->info;
+  size_t qd = in->heads * in->head_dim, kd = in->kv_heads * in->head_dim;
+  size_t sz[13];
+  bool ok = mul_ok(n, in->hidden, &sz[0]) && mul_ok(n, qd, &sz[2]) && mul_ok(n, kd, &sz[5]) &&
+            mul_ok(sz[5], in->layers, &sz[4]) && mul_ok(n, in->intermediate, &sz[7]) &&
+            mul_ok(n, in->head_dim / 2, &sz[9]) &&
+            mul_ok((size_t)m->pool.threads * ENG_ATT_ROWS, n, &sz[12]);
+  if (!ok) return fdl_fail(err, FDL_TOO_LARGE, "a context of %zu positions overflows sizes", n);
+  sz[1] = sz[0];
+  sz[3] = sz[2];
+  sz[6] = sz[4];
+  sz[8] = sz[7];
+  sz[10] = sz[9];
+  sz[11] = (size_t)FDL_NUM_TILE_ROWS * FDL_NUM_VOCAB_CHUNK;
+  eng_work nw = {0};
+  if (!(nw.exps = calloc(sz[12] / ENG_ATT_ROWS, sizeof(double))))
+    return fdl_fail(err, FDL_NOMEM, "out of memory for a context of %zu positions", n);
+  float **dst[13] = {&nw.x, &nw.xn, &nw.q,     &nw.att,   &nw.kc,   &nw.vtmp,  &nw.vt,
+                     &nw.g, &nw.u,  &nw.cos_t, &nw.sin_t, &nw.tile, &nw.scores};
+  for (int i = 0; i < 13; i++) {
+    if (sz[i] > SIZE_MAX / sizeof(float) || !(*dst[i] = calloc(sz[i] ? sz[i] : 1, sizeof(float)))) {
+      for (int j = 0; j <= i; j++) free(*dst[j]);
+      free(nw.exps);
+      return fdl_fail(err, FDL_NOMEM, "out of memory for a context of %zu positions", n);
+    }
+  }
+  /* The attention GEMMs' workspaces grow with k; sizing them here for the largest products a
+   * context of n positions forms keeps decode free of allocations after its first step. */
+  size_t mr = n < ENG_ATT_ROWS ? n : ENG_ATT_ROWS, hd = in->head_dim;
+  for (unsigned t = 0; t < m->pool.threads; t++) {
+    fdl_gemm_args qk = {mr, n, hd, nw.q, qd, nw.kc, kd, FDL_GEMM_F32, nw.scores, n};
+    fdl_gemm_args pv = {mr, hd, n, nw.scores, n, nw.vt, n, FDL_GEMM_F32, nw.att, qd};
+    fdl_status s = fdl_gemm_run(fdl_eng_ctx(m, t, mr), &qk, err);
+    if (!s) s = fdl_gemm_run(fdl_eng_ctx(m, t, mr), &pv, err);
+    if (s) {
+      for (int i = 0; i < 13; i++) free(*dst[i]);
+      free(nw.exps);
+      return s;
+    }
+  }
+  float *old[13] = {w->x, w->xn, w->q,     w->att,   w->kc,   w->vtmp,  w->vt,
+                    w->g, w->u,  w->cos_t, w->sin_t, w->tile, w->scores};
+  for (int i = 0; i < 13; i++) free(old[i]);
+  free(w->exps);
+  nw.cap = n;
+  *w = nw;
+  return FDL_OK;
+}
+
+typedef struct {
+  fdl_model *m;
+  size_t layer, p0, rows, nblocks;
+  double scale;
+} att_job;
+
+/* One (head, block of query rows): scores = Q K^T, causal softmax, then P V. */
+static fdl_status att_task(void *arg, size_t index, unsigned worker, fdl_err *err) {
+  const att_job *j = arg;
+  fdl_model *m = j->m;
+  const fdl_model_info *in = &m->info;
+  eng_work *w = &m->w;
+  size_t hd = in->head_dim, qd = in->heads * hd, kd = in->kv_heads * hd;
+  size_t h = index / j->nblocks, b0 = (index % j->nblocks) * ENG_ATT_ROWS;
+  size_t b1 = b0 + ENG_ATT_ROWS < j->rows ? b0 + ENG_ATT_ROWS : j->rows;
+  size_t kvh = h / (in->heads / in->kv_heads);
+  size_t nk = j->p0 + b1; /* keys the last row of the block sees */
+  float *sc = w->scores + (size_t)worker * ENG_ATT_ROWS * w->cap;
+  fdl_gemm_args x = {.m = b1 - b0,
+                     .n = nk,
+                     .k = hd,
+                     .a = w->q + b0 * qd + h * hd,
+                     .lda = qd,
+                     .b = w->kc + j->layer * w->cap * kd + kvh * hd,
+                     .ldb = kd,
+                     .b_type = FDL_GEMM_F32,
+                     .c = sc,
+                     .ldc = nk};
+  fdl_status s = fdl_gemm_run(fdl_eng_ctx(m, worker, x.m), &x, err);
+  if (s) return s;
+  for (size_t r = 0; r < b1 - b0; r++)
+    fdl_eng_softmax_row(sc + r * nk, j->p0 + b0 + r + 1, nk, j->scale,
+                        w->exps + (size_t)worker * w->cap);
+  fdl_gemm_args y = {.m = b1 - b0,
+                     .n = hd,
+                     .k = nk,
+                     .a = sc,
+                     .lda = nk,
+                     .b = w->vt + (j->layer * kd + kvh * hd) * w->cap,
+                     .ldb = w->cap,
+                     .b_type = FDL_GEMM_F32,
+                     .c = w->att + b0 * qd + h * hd,
+                     .ldc = qd};
+  return fdl_gemm_run(fdl_eng_ctx(m, worker, y.m), &y, err);
+}
+
+typedef struct {
+  float *g;
+  const float *u;
+  size_t n, chunk;
+} silu_job;
+
+static fdl_status silu_task(void *arg, size_t index, unsigned worker, fdl_err *err) {
+  (void)worker, (void)err;
+  const silu_job *j = arg;
+  size_t i0 = index * j->chunk, i1 = i0 + j->chunk < j->n ? i0 + j->chunk : j->n;
+  fdl_eng_silu_mul(j->g + i0, j->u + i0, i1 - i0);
+  return FDL_OK;
+}
+
+/* Element-wise, so any cut gives the same bits; the cut only spreads the exps over workers. */
+static fdl_status silu_par(fdl_model *m, float *g, const float *u, size_t n, fdl_err *err) {
+  size_t parts = 4 * (size_t)m->pool.threads;
+  silu_job j = {g, u, n, (n + parts - 1) / parts};
+  if (j.chunk < 4096) j.chunk = 4096;
+  return fdl_pool_run(&m->pool, (n + j.chunk - 1) / j.chunk, silu_task, &j, err);
+}
+
+static void add_bias(float *y, const float *b, size_t rows, size_t n, size_t ld) {
+  if (!b) return;
+  for (size_t r = 0; r < rows; r++) fdl_eng_add(y + r * ld, b, n);
+}
+
+/* One layer over rows [p0, p0 + rows), whose residual stream is w->x[0 .. rows). */
+static fdl_status layer_step(fdl_model *m, size_t li, size_t p0, size_t rows, fdl_err *err) {
+  const fdl_model_info *in = &m->info;
+  const eng_layer *l = &m->layer[li];
+  eng_work *w = &m->w;
+  size_t H = in->hidden, hd = in->head_dim, qd = in->heads * hd, kd = in->kv_heads * hd;
+  size_t half = hd / 2;
+  float *kc = w->kc + li * w->cap * kd + p0 * kd;
+  float *vt = w->vt + li * kd * w->cap;
+  fdl_status s;
+  for (size_t r = 0; r < rows; r++)
+    fdl_eng_rmsnorm(w->x + r * H, l->in_norm, H, in->rms_eps, w->xn + r * H);
+  if ((s = fdl_eng_gemm(m, w->xn, H, rows, &l->q, w->q, qd, err)) ||
+      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->k, kc, kd, err)) ||
+      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->v, w->vtmp, kd, err)))
+    return s;
+  add_bias(w->q, l->q_bias, rows, qd, qd);
+  add_bias(kc, l->k_bias, rows, kd, kd);
+  add_bias(w->vtmp, l->v_bias, rows, kd, kd);
+  for (size_t r = 0; r < rows; r++) {
+    const float *c = w->cos_t + (p0 + r) * half, *sn = w->sin_t + (p0 + r) * half;
+    for (size_t h = 0; h < in->heads; h++) {
+      float *v = w->q + r * qd + h * hd;
+      if (l->q_norm) fdl_eng_rmsnorm(v, l->q_norm, hd, in->rms_eps, v);
+      fdl_eng_rope(v, c, sn, hd);
+    }
+    for (size_t h = 0; h < in->kv_heads; h++) {
+      float *v = kc + r * kd + h * hd;
+      if (l->k_norm) fdl_eng_rmsnorm(v, l->k_norm, hd, in->rms_eps, v);
+      fdl_eng_rope(v, c, sn, hd);
+    }
+    for (size_t c2 = 0; c2 < kd; c2++) vt[c2 * w->cap + p0 + r] = w->vtmp[r * kd + c2];
+  }
+  att_job job = {m, li, p0, rows, (rows + ENG_ATT_ROWS - 1) / ENG_ATT_ROWS, 1.0 / sqrt((double)hd)};
+  if ((s = fdl_pool_run(&m->pool, in->heads * job.nblocks, att_task, &job, err)) ||
+      (s = fdl_eng_gemm(m, w->att, qd, rows, &l->o, w->xn, H, err)))
+    return s;
+  add_bias(w->xn, l->o_bias, rows, H, H);
+  fdl_eng_add(w->x, w->xn, rows * H);
+  for (size_t r = 0; r < rows; r++)
+    fdl_eng_rmsnorm(w->x + r * H, l->post_norm, H, in->rms_eps, w->xn + r * H);
+  size_t I = in->intermediate;
+  if ((s = fdl_eng_gemm(m, w->xn, H, rows, &l->gate, w->g, I, err)) ||
+      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->up, w->u, I, err)))
+    return s;
+  if ((s = silu_par(m, w->g, w->u, rows * I, err)) ||
+      (s = fdl_eng_gemm(m, w->g, I, rows, &l->down, w->xn, H, err)))
+    return s;
+  fdl_eng_add(w->x, w->xn, rows * H);
+  return FDL_OK;
+}
+
+/* Greedy ids of rows xn[0 .. rows) in tiles of TILE_ROWS x VOCAB_CHUNK logits. */
+static fdl_status greedy(fdl_model *m, size_t rows, int32_t *ids, fdl_err *err) {
+  const fdl_model_info *in = &m->info;
+  eng_work *w = &m->w;
+  size_t es = fdl_dtype_size(m->head.t->dtype), V = in->vocab, H = in->hidden;
+  for (size_t r0 = 0; r0 < rows; r0 += FDL_NUM_TILE_ROWS) {
+    size_t rb = rows - r0 < FDL_NUM_TILE_ROWS ? rows - r0 : FDL_NUM_TILE_ROWS;
+    float best[FDL_NUM_TILE_ROWS];
+    int64_t arg[FDL_NUM_TILE_ROWS];
+    for (size_t r = 0; r < rb; r++) best[r] = 0.0f, arg[r] = -1;
+    for (size_t v0 = 0; v0 < V; v0 += FDL_NUM_VOCAB_CHUNK) {
+      size_t nv = V - v0 < FDL_NUM_VOCAB_CHUNK ? V - v0 : FDL_NUM_VOCAB_CHUNK;
+      fdl_gemm_args x = {.m = rb,
+                         .n = nv,
+                         .k = H,
+                         .a = w->xn + r0 * H,
+                         .lda = H,
+                         .b = m->head.t->data + v0 * H * es,
+                         .ldb = H,
+                         .b_type = m->head.type,
+                         .c = w->tile,
+                         .ldc = FDL_NUM_VOCAB_CHUNK};
+      fdl_status s = fdl_eng_gemm_args(m, &x, err);
+      if (s) return s;
+      for (size_t r = 0; r < rb; r++)
+        fdl_eng_argmax_chunk(w->tile + r * FDL_NUM_VOCAB_CHUNK, nv, v0, &best[r], &arg[r]);
+    }
+    for (size_t r = 0; r < rb; r++) ids[r0 + r] = (int32_t)arg[r];
+  }
+  return FDL_OK;
+}
+
+/* Embeds, runs every layer and the final norm over rows [p0, p0 + rows), then writes the
+ * requested outputs of those rows. */
+static fdl_status step(fdl_model *m, const int32_t *ids, size_t p0, size_t rows,
+                       const fdl_engine_out *out, fdl_err *err) {
+  const fdl_model_info *in = &m->info;
+  eng_work *w = &m->w;
+  size_t H = in->hidden;
+  for (size_t r = 0; r < rows; r++)
+    fdl_tensor_widen_f32(m->embed.t, (size_t)ids[p0 + r] * H, H, w->x + r * H);
+  fdl_status s;
+  for (size_t li = 0; li < in->layers; li++)
+    if ((s = layer_step(m, li, p0, rows, err))) return fdl_err_prefix(err, "layer %zu", li);
+  for (size_t r = 0; r < rows; r++)
+    fdl_eng_rmsnorm(w->x + r * H, m->final_norm, H, in->rms_eps, w->xn + r * H);
+  if (out->hidden) memcpy(out->hidden + p0 * H, w->xn, rows * H * sizeof(float));
+  if (out->logits &&
+      (s = fdl_eng_gemm(m, w->xn, H, rows, &m->head, out->logits + p0 * in->vocab, in->vocab, err)))
+    return s;
+  if (out->greedy && (s = greedy(m, rows, out->greedy + p0, err))) return s;
+  return FDL_OK;
+}
+
+fdl_status fdl_engine_run(fdl_model *m, const int32_t *ids, size_t n, fdl_engine_path path,
+                          const fdl_engine_out *out, fdl_err *err) {
+  const fdl_model_info *in = &m->info;
+  if (n == 0) return fdl_fail(err, FDL_INVALID, "engine run: empty context (n = 0)");
+  if (n > in->max_positions || n > ((size_t)1 << 20))
+    return fdl_fail(err, FDL_INVALID,
+                    "engine run: %zu positions exceed max_position_embeddings %zu", n,
+                    in->max_positions);
+  if (path != FDL_ENGINE_PREFILL && path != FDL_ENGINE_DECODE)
+    return fdl_fail(err, FDL_INVALID, "engine run: unknown path %d", (int)path);
+  for (size_t i = 0; i < n; i++)
+    if (ids[i] < 0 || (size_t)ids[i] >= in->vocab)
+      return fdl_fail(err, FDL_INVALID, "engine run: token id %d at position %zu outside [0, %zu)",
+                      (int)ids[i], i, in->vocab);
+  fdl_status s = ensure_work(m, n, err);
+  if (s) return s;
+  eng_work *w = &m->w;
+  size_t half = in->head_dim / 2;
+  for (size_t p = 0; p < n; p++)
+    for (size_t i = 0; i < half; i++) {
+      double sn, cs;
+      fdl_eng_sincos((double)p * m->inv_freq[i], &sn, &cs);
+      w->cos_t[p * half + i] = (float)cs;
+      w->sin_t[p * half + i] = (float)sn;
+    }
+  if (path == FDL_ENGINE_PREFILL) return step(m, ids, 0, n, out, err);
+  for (size_t t = 0; t < n; t++)
+    if ((s = step(m, ids, t, 1, out, err))) return fdl_err_prefix(err, "decode position %zu", t);
+  return FDL_OK;
+}

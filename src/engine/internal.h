@@ -1,0 +1,103 @@
+/* internal.h - internal to src/engine: the loaded model, its config parser and weight table, the
+ * deterministic elementary functions and the scalar kernels of the forward pass. */
+#ifndef FDL_ENGINE_INTERNAL_H
+#define FDL_ENGINE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "fidelis/engine.h"
+#include "fidelis/gemm.h"
+#include "fidelis/pool.h"
+#include "fidelis/tensor.h"
+
+/* One matrix the GEMM reads as stored: [rows, cols], k = cols contiguous. */
+typedef struct {
+  const fdl_tensor *t;
+  fdl_gemm_type type;
+} eng_mat;
+
+typedef struct {
+  float *in_norm, *post_norm;               /* [hidden] */
+  float *q_norm, *k_norm;                   /* [head_dim] (Qwen3) or NULL */
+  float *q_bias, *k_bias, *v_bias, *o_bias; /* or NULL */
+  eng_mat q, k, v, o, gate, up, down;
+} eng_layer;
+
+/* Scratch for one run, sized for `cap` positions; grown only between runs. */
+typedef struct {
+  size_t cap;
+  float *x, *xn;        /* [cap, hidden] residual stream, normed input */
+  float *q, *att;       /* [cap, heads * head_dim] */
+  float *kc, *vtmp;     /* [layers][cap, kv_dim] keys after RoPE; [cap, kv_dim] values */
+  float *vt;            /* [layers][kv_dim, cap] values transposed (k contiguous for P.V) */
+  float *g, *u;         /* [cap, intermediate] */
+  float *cos_t, *sin_t; /* [cap, head_dim / 2] */
+  float *tile;          /* [FDL_NUM_TILE_ROWS, FDL_NUM_VOCAB_CHUNK] greedy tile */
+  float *scores;        /* [workers][ENG_ATT_ROWS, cap] attention scores, then probabilities */
+  double *exps;         /* [workers][cap] one softmax row's exponentials */
+} eng_work;
+
+struct fdl_model {
+  fdl_model_info info;
+  char *arch;
+  fdl_safetensors **shards;
+  size_t nshards;
+  eng_mat embed, head;
+  float *final_norm;
+  eng_layer *layer;
+  double *inv_freq; /* [head_dim / 2] */
+  fdl_pool pool;    /* attention tasks and row-parallel kernels */
+  fdl_gemm **wgemm; /* one single-thread GEMM per pool worker: every product is pool tasks */
+  fdl_gemm **sgemm; /* NULL, or under FDL_NUM_ISA_AUTO with AVX-512 chosen: AVX2 contexts for
+                       products of few rows, where that kernel is faster (same bits) */
+  eng_work w;
+};
+
+/* Attention query rows per task. */
+#define ENG_ATT_ROWS 16
+
+/* config.c: fills everything in info that config.json says; arch points into cfg's strings (the
+ * caller copies it). Refusals name the field. */
+fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *info, fdl_err *err);
+
+/* weights.c: opens the shards, binds and checks every tensor against info. */
+fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl_err *err);
+
+/* mathfn.c: fidelis' own double-precision functions, built from +, *, fma and exact scalings,
+ * so no libm variant can move a bit. */
+double fdl_eng_log(double x);                        /* x > 0 finite; ~1 ulp */
+void fdl_eng_sincos(double x, double *s, double *c); /* |x| < 2^20; ~1 ulp */
+double fdl_eng_exp_neg(double d);                    /* d <= 0; kl_exp */
+
+/* kernels.c: the scalar kernels (fixed order, float64 accumulators). */
+void fdl_eng_rmsnorm(const float *x, const float *w, size_t n, double eps, float *y);
+void fdl_eng_rope(float *v, const float *cos_t, const float *sin_t, size_t head_dim);
+void fdl_eng_softmax_row(float *s, size_t valid, size_t len, double scale, double *e);
+void fdl_eng_silu_mul(float *g, const float *u, size_t n);
+/* The portable copies the two above fall back to (tests compare them with the FMA build). */
+void fdl_eng_softmax_plain(float *s, size_t valid, size_t len, double scale, double *e);
+void fdl_eng_silu_plain(float *g, const float *u, size_t n);
+/* kernels_fma.c: the same two kernels built for FMA; false (nothing done) where unavailable. */
+bool fdl_eng_softmax_fma(float *s, size_t valid, size_t len, double scale, double *e);
+bool fdl_eng_silu_fma(float *g, const float *u, size_t n);
+void fdl_eng_add(float *y, const float *x, size_t n);
+void fdl_eng_argmax_chunk(const float *row, size_t n, size_t base, float *best, int64_t *arg);
+
+/* Below this many rows of A the AVX2 kernel outruns the AVX-512 one (measured 2x at 1..16). */
+#define ENG_SMALL_M 32
+
+/* The context a worker uses for a product of `rows` rows; every choice gives the same bits. */
+static inline fdl_gemm *fdl_eng_ctx(const fdl_model *m, unsigned worker, size_t rows) {
+  return rows < ENG_SMALL_M && m->sgemm ? m->sgemm[worker] : m->wgemm[worker];
+}
+
+/* pgemm.c: products on the model's pool (bits as one fdl_gemm_run, whatever the cut). */
+fdl_status fdl_eng_gemm_args(fdl_model *m, const fdl_gemm_args *x, fdl_err *err);
+fdl_status fdl_eng_gemm(fdl_model *m, const float *a, size_t lda, size_t rows, const eng_mat *b,
+                        float *c, size_t ldc, fdl_err *err);
+
+#endif

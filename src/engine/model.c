@@ -1,0 +1,118 @@
+/* model.c - a model's lifetime: config, weights, RoPE frequencies, and the GEMM contexts and
+ * pool a run uses. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/internal.h"
+#include "fidelis/json.h"
+
+static void free_work(eng_work *w) {
+  float *bufs[] = {w->x, w->xn, w->q,     w->att,   w->kc,   w->vtmp,  w->vt,
+                   w->g, w->u,  w->cos_t, w->sin_t, w->tile, w->scores};
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+  free(w->exps);
+  memset(w, 0, sizeof *w);
+}
+
+void fdl_model_free(fdl_model *m) {
+  if (!m) return;
+  if (m->layer)
+    for (size_t i = 0; i < m->info.layers; i++) {
+      eng_layer *l = &m->layer[i];
+      float *v[] = {l->in_norm, l->post_norm, l->q_norm, l->k_norm,
+                    l->q_bias,  l->k_bias,    l->v_bias, l->o_bias};
+      for (size_t j = 0; j < sizeof v / sizeof *v; j++) free(v[j]);
+    }
+  free(m->layer);
+  free(m->final_norm);
+  for (size_t i = 0; i < m->nshards; i++) fdl_safetensors_close(m->shards[i]);
+  free(m->shards);
+  free(m->inv_freq);
+  if (m->wgemm)
+    for (unsigned i = 0; i < m->pool.threads; i++) fdl_gemm_free(m->wgemm[i]);
+  free(m->wgemm);
+  if (m->sgemm)
+    for (unsigned i = 0; i < m->pool.threads; i++) fdl_gemm_free(m->sgemm[i]);
+  free(m->sgemm);
+  fdl_pool_free(&m->pool);
+  free_work(&m->w);
+  free(m);
+}
+
+const fdl_model_info *fdl_model_get_info(const fdl_model *m) {
+  return &m->info;
+}
+
+const fdl_tensor *fdl_model_head(const fdl_model *m) {
+  return m->head.t;
+}
+
+/* inv_freq[i] = theta^(-2i/d) = exp(-(2i/d) ln theta), with fidelis' own log and exp. */
+static void rope_freqs(fdl_model *m) {
+  size_t d = m->info.head_dim;
+  double lt = fdl_eng_log(m->info.rope_theta);
+  for (size_t i = 0; i < d / 2; i++)
+    m->inv_freq[i] = fdl_eng_exp_neg(-((double)(2 * i) / (double)d) * lt);
+}
+
+/* Under AUTO on an AVX-512 machine, AVX2 contexts for few-row products (decode, attention):
+ * the contract makes every kernel's bits equal, so this is a speed choice only. A forced --isa
+ * is honoured as asked. */
+static fdl_status small_contexts(fdl_model *m, fdl_num_isa isa, fdl_err *err) {
+  if (isa != FDL_NUM_ISA_AUTO || strcmp(fdl_gemm_isa_name(m->wgemm[0]), "avx512") != 0)
+    return FDL_OK;
+  if (!(m->sgemm = calloc(m->pool.threads, sizeof *m->sgemm)))
+    return fdl_fail(err, FDL_NOMEM, "out of memory");
+  for (unsigned i = 0; i < m->pool.threads; i++) {
+    fdl_err e2;
+    if (fdl_gemm_new(FDL_NUM_ISA_AVX2, 1, &m->sgemm[i], &e2) != FDL_OK) {
+      for (unsigned j = 0; j < i; j++) fdl_gemm_free(m->sgemm[j]);
+      free(m->sgemm);
+      m->sgemm = NULL; /* no AVX2 here: the AVX-512 contexts serve every product */
+      return FDL_OK;
+    }
+  }
+  return FDL_OK;
+}
+
+fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **out, fdl_err *err) {
+  *out = NULL;
+  fdl_model_opts def = {0, FDL_NUM_ISA_AUTO};
+  if (!o) o = &def;
+  fdl_model *m = calloc(1, sizeof *m);
+  if (!m) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  size_t dl = strlen(dir);
+  char *cp = malloc(dl + sizeof "/config.json");
+  if (!cp) {
+    free(m);
+    return fdl_fail(err, FDL_NOMEM, "out of memory");
+  }
+  memcpy(cp, dir, dl);
+  memcpy(cp + dl, "/config.json", sizeof "/config.json");
+  json_t *cfg = NULL;
+  fdl_status s = fdl_json_load_file(cp, NULL, &cfg, err);
+  if (!s) s = fdl_eng_config(cfg, cp, &m->info, err);
+  if (!s) s = fdl_eng_weights(m, dir, cfg, err);
+  json_decref(cfg);
+  free(cp);
+  if (s) goto fail;
+  if (!(m->inv_freq = malloc(m->info.head_dim / 2 * sizeof *m->inv_freq))) {
+    s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    goto fail;
+  }
+  rope_freqs(m);
+  if ((s = fdl_pool_init(&m->pool, o->threads, err))) goto fail;
+  if (!(m->wgemm = calloc(m->pool.threads, sizeof *m->wgemm))) {
+    s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    goto fail;
+  }
+  for (unsigned i = 0; i < m->pool.threads && !s; i++)
+    s = fdl_gemm_new(o->isa, 1, &m->wgemm[i], err);
+  if (s) goto fail;
+  if ((s = small_contexts(m, o->isa, err))) goto fail;
+  *out = m;
+  return FDL_OK;
+fail:
+  fdl_model_free(m);
+  return s;
+}

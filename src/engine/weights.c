@@ -1,0 +1,351 @@
+/* weights.c - opens a model's safetensors (one file, or shards named by an index) and binds every
+ * tensor the architecture needs, checked against the config: present, one dtype for all, the
+ * exact shape, finite, aligned for the GEMM. A tensor nobody asked for is refused too, since an
+ * unknown tensor means a model the engine would silently compute differently. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engine/internal.h"
+#include "fidelis/json.h"
+
+#define INDEX_NAME "model.safetensors.index.json"
+#define SINGLE_NAME "model.safetensors"
+
+typedef struct {
+  fdl_model *m;
+  const char **bound; /* names bound so far (borrowed from the shards) */
+  size_t nbound, capbound;
+} binder;
+
+static char *join(const char *dir, const char *name) {
+  size_t a = strlen(dir), b = strlen(name);
+  char *p = malloc(a + b + 2);
+  if (!p) return NULL;
+  memcpy(p, dir, a);
+  p[a] = '/';
+  memcpy(p + a + 1, name, b + 1);
+  return p;
+}
+
+/* 1: regular file, 0: absent, -1: something else (reported). */
+static int probe(const char *dir, const char *name, fdl_err *err, fdl_status *s) {
+  char *p = join(dir, name);
+  if (!p) {
+    *s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    return -1;
+  }
+  struct stat st;
+  int r = lstat(p, &st);
+  int e = errno;
+  free(p);
+  if (r != 0) {
+    if (e == ENOENT) return 0;
+    *s = fdl_fail(err, FDL_IO, "%s/%s: cannot stat: %s", dir, name, strerror(e));
+    return -1;
+  }
+  if (S_ISLNK(st.st_mode)) {
+    *s = fdl_fail(err, FDL_PATH,
+                  "%s/%s: shard is a symbolic link (model files must be regular "
+                  "files inside the model directory)",
+                  dir, name);
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    *s = fdl_fail(err, FDL_IO, "%s/%s: not a regular file", dir, name);
+    return -1;
+  }
+  return 1;
+}
+
+static fdl_status open_shard(fdl_model *m, const char *dir, const char *name, fdl_err *err) {
+  fdl_status s = FDL_OK;
+  int r = probe(dir, name, err, &s);
+  if (r < 0) return s;
+  if (r == 0)
+    return fdl_fail(err, FDL_IO, "%s/%s: missing shard (named by %s)", dir, name,
+                    m->nshards || strcmp(name, SINGLE_NAME) ? INDEX_NAME : "the model directory");
+  char *p = join(dir, name);
+  if (!p) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  s = fdl_safetensors_open(p, &m->shards[m->nshards], err);
+  free(p);
+  if (s) return fdl_err_prefix(err, "model shard %s", name);
+  m->nshards++;
+  return FDL_OK;
+}
+
+static bool plain_name(const char *f) {
+  if (!*f || strcmp(f, ".") == 0 || strcmp(f, "..") == 0) return false;
+  return !strchr(f, '/') && !strchr(f, '\\');
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static fdl_status open_index(fdl_model *m, const char *dir, fdl_err *err) {
+  char *p = join(dir, INDEX_NAME);
+  if (!p) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  json_t *idx = NULL;
+  fdl_status s = fdl_json_load_file(p, NULL, &idx, err);
+  free(p);
+  if (s) return s;
+  const json_t *wm = json_object_get(idx, "weight_map");
+  const char **names = NULL;
+  size_t nn = 0;
+  if (!json_is_object(wm) || json_object_size(wm) == 0) {
+    s = fdl_fail(err, FDL_PARSE, "%s: weight_map must be a non-empty object", INDEX_NAME);
+    goto out;
+  }
+  names = calloc(json_object_size(wm), sizeof *names);
+  if (!names) {
+    s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    goto out;
+  }
+  const char *key;
+  const json_t *v;
+  json_object_foreach((json_t *)wm, key, v) {
+    if (!json_is_string(v) || !plain_name(json_string_value(v))) {
+      s = fdl_fail(err, FDL_PATH,
+                   "%s: weight_map[%s] must name a file directly inside the model directory "
+                   "(no absolute path, no '..', no subdirectory)",
+                   INDEX_NAME, key);
+      goto out;
+    }
+    names[nn++] = json_string_value(v);
+  }
+  /* Sorted, so shards open (and errors arise) in the same order whatever the hash order. */
+  qsort(names, nn, sizeof *names, cmp_str);
+  size_t u = 0;
+  for (size_t i = 0; i < nn; i++)
+    if (!u || strcmp(names[u - 1], names[i])) names[u++] = names[i];
+  if (!(m->shards = calloc(u, sizeof *m->shards))) {
+    s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < u && !s; i++) s = open_shard(m, dir, names[i], err);
+  /* Every tensor where the index says, and nowhere else. */
+  for (size_t i = 0; i < m->nshards && !s; i++) {
+    const fdl_safetensors *st = m->shards[i];
+    for (size_t t = 0; t < fdl_safetensors_count(st) && !s; t++) {
+      const char *tn = fdl_safetensors_at(st, t)->name;
+      for (size_t j = 0; j < i && !s; j++)
+        if (fdl_safetensors_find(m->shards[j], tn))
+          s = fdl_fail(err, FDL_PARSE, "tensor %s is in two shards (%s and %s)", tn, names[j],
+                       names[i]);
+      const json_t *w = json_object_get(wm, tn);
+      if (!s && !w)
+        s = fdl_fail(err, FDL_PARSE, "tensor %s in shard %s is not listed in %s", tn, names[i],
+                     INDEX_NAME);
+      else if (!s && strcmp(json_string_value(w), names[i]))
+        s = fdl_fail(err, FDL_PARSE, "tensor %s is in shard %s but %s places it in %s", tn,
+                     names[i], INDEX_NAME, json_string_value(w));
+    }
+  }
+  json_object_foreach((json_t *)wm, key, v) {
+    if (s) break;
+    size_t i = 0;
+    while (i < m->nshards && strcmp(names[i], json_string_value(v))) i++;
+    if (i < m->nshards && !fdl_safetensors_find(m->shards[i], key))
+      s = fdl_fail(err, FDL_PARSE, "%s lists tensor %s in shard %s, which does not hold it",
+                   INDEX_NAME, key, names[i]);
+  }
+out:
+  free(names);
+  json_decref(idx);
+  return s;
+}
+
+static const fdl_tensor *find(const fdl_model *m, const char *name) {
+  for (size_t i = 0; i < m->nshards; i++) {
+    const fdl_tensor *t = fdl_safetensors_find(m->shards[i], name);
+    if (t) return t;
+  }
+  return NULL;
+}
+
+/* Finds name, checks dtype, shape [d0] or [d0, d1] (d1 = 0: a vector), finiteness. */
+static fdl_status bind(binder *b, const char *name, size_t d0, size_t d1, const fdl_tensor **out,
+                       fdl_err *err) {
+  fdl_model *m = b->m;
+  const fdl_tensor *t = find(m, name);
+  if (!t) return fdl_fail(err, FDL_PARSE, "missing tensor %s (the config implies it)", name);
+  if (t->dtype != m->info.weight_dtype)
+    return fdl_fail(err, FDL_PARSE,
+                    "tensor %s: dtype mismatch: %s, expected %s like the other weights", name,
+                    fdl_dtype_name(t->dtype), fdl_dtype_name(m->info.weight_dtype));
+  int nd = d1 ? 2 : 1;
+  if (t->ndim != nd || (uint64_t)t->shape[0] != d0 || (d1 && (uint64_t)t->shape[1] != d1)) {
+    char got[96] = "";
+    size_t o = 0;
+    for (int i = 0; i < t->ndim && o < sizeof got - 24; i++)
+      o += (size_t)snprintf(got + o, sizeof got - o, "%s%lld", i ? ", " : "",
+                            (long long)t->shape[i]);
+    if (d1)
+      return fdl_fail(err, FDL_PARSE,
+                      "tensor %s: shape mismatch: [%s], the config implies [%zu, %zu]", name, got,
+                      d0, d1);
+    return fdl_fail(err, FDL_PARSE, "tensor %s: shape mismatch: [%s], the config implies [%zu]",
+                    name, got, d0);
+  }
+  bool nan = false;
+  uint64_t bad = fdl_tensor_first_nonfinite(t->data, t->dtype, fdl_tensor_numel(t), &nan);
+  if (bad != UINT64_MAX)
+    return fdl_fail(err, FDL_NONFINITE, "tensor %s: element %llu is %s (weights must be finite)",
+                    name, (unsigned long long)bad, nan ? "NaN" : "infinite");
+  if ((uintptr_t)t->data % fdl_dtype_size(t->dtype))
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "tensor %s: data at file offset %llu is not aligned to its %zu-byte elements",
+                    name, (unsigned long long)t->offset, fdl_dtype_size(t->dtype));
+  if (b->nbound == b->capbound) {
+    size_t nc = b->capbound ? 2 * b->capbound : 64;
+    const char **nb = realloc(b->bound, nc * sizeof *nb);
+    if (!nb) return fdl_fail(err, FDL_NOMEM, "out of memory");
+    b->bound = nb;
+    b->capbound = nc;
+  }
+  b->bound[b->nbound++] = t->name;
+  *out = t;
+  return FDL_OK;
+}
+
+static fdl_status bind_mat(binder *b, const char *name, size_t rows, size_t cols, eng_mat *mat,
+                           fdl_err *err) {
+  fdl_status s = bind(b, name, rows, cols, &mat->t, err);
+  if (s) return s;
+  mat->type = mat->t->dtype == FDL_DTYPE_BF16  ? FDL_GEMM_BF16
+              : mat->t->dtype == FDL_DTYPE_F16 ? FDL_GEMM_F16
+                                               : FDL_GEMM_F32;
+  return FDL_OK;
+}
+
+/* A vector widened to float32 (norm weights and biases are small and read element-wise). */
+static fdl_status bind_vec(binder *b, const char *name, size_t n, float **out, fdl_err *err) {
+  const fdl_tensor *t;
+  fdl_status s = bind(b, name, n, 0, &t, err);
+  if (s) return s;
+  if (!(*out = malloc(n * sizeof **out))) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  fdl_tensor_widen_f32(t, 0, n, *out);
+  return FDL_OK;
+}
+
+static fdl_status bind_layer(binder *b, size_t i, fdl_err *err) {
+  const fdl_model_info *in = &b->m->info;
+  eng_layer *l = &b->m->layer[i];
+  size_t qd = in->heads * in->head_dim, kd = in->kv_heads * in->head_dim, h = in->hidden;
+  char n[160];
+  fdl_status s = FDL_OK;
+#define NAME(suffix) (snprintf(n, sizeof n, "model.layers.%zu.%s", i, suffix), n)
+  if ((s = bind_vec(b, NAME("input_layernorm.weight"), h, &l->in_norm, err)) ||
+      (s = bind_vec(b, NAME("post_attention_layernorm.weight"), h, &l->post_norm, err)) ||
+      (s = bind_mat(b, NAME("self_attn.q_proj.weight"), qd, h, &l->q, err)) ||
+      (s = bind_mat(b, NAME("self_attn.k_proj.weight"), kd, h, &l->k, err)) ||
+      (s = bind_mat(b, NAME("self_attn.v_proj.weight"), kd, h, &l->v, err)) ||
+      (s = bind_mat(b, NAME("self_attn.o_proj.weight"), h, qd, &l->o, err)) ||
+      (s = bind_mat(b, NAME("mlp.gate_proj.weight"), in->intermediate, h, &l->gate, err)) ||
+      (s = bind_mat(b, NAME("mlp.up_proj.weight"), in->intermediate, h, &l->up, err)) ||
+      (s = bind_mat(b, NAME("mlp.down_proj.weight"), h, in->intermediate, &l->down, err)))
+    return s;
+  if (in->attn_bias && ((s = bind_vec(b, NAME("self_attn.q_proj.bias"), qd, &l->q_bias, err)) ||
+                        (s = bind_vec(b, NAME("self_attn.k_proj.bias"), kd, &l->k_bias, err)) ||
+                        (s = bind_vec(b, NAME("self_attn.v_proj.bias"), kd, &l->v_bias, err))))
+    return s;
+  if (in->o_bias && (s = bind_vec(b, NAME("self_attn.o_proj.bias"), h, &l->o_bias, err))) return s;
+  if (in->qk_norm &&
+      ((s = bind_vec(b, NAME("self_attn.q_norm.weight"), in->head_dim, &l->q_norm, err)) ||
+       (s = bind_vec(b, NAME("self_attn.k_norm.weight"), in->head_dim, &l->k_norm, err))))
+    return s;
+#undef NAME
+  return FDL_OK;
+}
+
+static bool parse_dtype_word(const char *w, fdl_dtype *d) {
+  if (strcmp(w, "bfloat16") == 0)
+    *d = FDL_DTYPE_BF16;
+  else if (strcmp(w, "float16") == 0)
+    *d = FDL_DTYPE_F16;
+  else if (strcmp(w, "float32") == 0)
+    *d = FDL_DTYPE_F32;
+  else
+    return false;
+  return true;
+}
+
+/* Older Llama checkpoints store RoPE's inverse frequencies; the engine computes its own. */
+static bool ignorable(const char *name) {
+  const char *s = strstr(name, "rotary_emb.inv_freq");
+  return s && s[strlen("rotary_emb.inv_freq")] == 0;
+}
+
+fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl_err *err) {
+  fdl_status s = FDL_OK;
+  int has_index = probe(dir, INDEX_NAME, err, &s);
+  if (has_index < 0) return s;
+  if (has_index) {
+    if ((s = open_index(m, dir, err))) return s;
+  } else {
+    if (!(m->shards = calloc(1, sizeof *m->shards)))
+      return fdl_fail(err, FDL_NOMEM, "out of memory");
+    int one = probe(dir, SINGLE_NAME, err, &s);
+    if (one < 0) return s;
+    if (!one)
+      return fdl_fail(err, FDL_IO, "%s: no %s and no %s: missing shard", dir, SINGLE_NAME,
+                      INDEX_NAME);
+    if ((s = open_shard(m, dir, SINGLE_NAME, err))) return s;
+  }
+
+  fdl_model_info *in = &m->info;
+  const fdl_tensor *emb = find(m, "model.embed_tokens.weight");
+  if (!emb) return fdl_fail(err, FDL_PARSE, "missing tensor model.embed_tokens.weight");
+  if (emb->dtype != FDL_DTYPE_BF16 && emb->dtype != FDL_DTYPE_F16 && emb->dtype != FDL_DTYPE_F32)
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "tensor model.embed_tokens.weight: dtype %s is not supported (expected BF16, "
+                    "F16 or F32)",
+                    fdl_dtype_name(emb->dtype));
+  in->weight_dtype = emb->dtype;
+  const char *keys[] = {"torch_dtype", "dtype"};
+  for (int i = 0; i < 2; i++) {
+    const json_t *v = json_object_get(cfg, keys[i]);
+    fdl_dtype d;
+    if (json_is_string(v) && parse_dtype_word(json_string_value(v), &d) && d != emb->dtype)
+      return fdl_fail(err, FDL_PARSE,
+                      "dtype mismatch: config.json %s is %s but model.embed_tokens.weight is %s",
+                      keys[i], json_string_value(v), fdl_dtype_name(emb->dtype));
+  }
+
+  binder b = {m, NULL, 0, 0};
+  if (!(m->layer = calloc(in->layers, sizeof *m->layer)))
+    return fdl_fail(err, FDL_NOMEM, "out of memory");
+  if ((s = bind_mat(&b, "model.embed_tokens.weight", in->vocab, in->hidden, &m->embed, err)))
+    goto out;
+  for (size_t i = 0; i < in->layers && !s; i++) s = bind_layer(&b, i, err);
+  if (s || (s = bind_vec(&b, "model.norm.weight", in->hidden, &m->final_norm, err))) goto out;
+  if (!in->tied) {
+    s = bind_mat(&b, "lm_head.weight", in->vocab, in->hidden, &m->head, err);
+  } else {
+    m->head = m->embed;
+    const fdl_tensor *lm = find(m, "lm_head.weight");
+    /* Some writers store the tied head anyway; only an exact copy is the same model. */
+    if (lm && (lm->dtype != emb->dtype || lm->nbytes != emb->nbytes ||
+               memcmp(lm->data, emb->data, emb->nbytes)))
+      s = fdl_fail(err, FDL_PARSE,
+                   "tensor lm_head.weight differs from model.embed_tokens.weight but "
+                   "tie_word_embeddings is true");
+  }
+  if (s) goto out;
+  for (size_t i = 0; i < m->nshards && !s; i++)
+    for (size_t t = 0; t < fdl_safetensors_count(m->shards[i]) && !s; t++) {
+      const char *tn = fdl_safetensors_at(m->shards[i], t)->name;
+      bool known = ignorable(tn) || (in->tied && strcmp(tn, "lm_head.weight") == 0);
+      for (size_t j = 0; j < b.nbound && !known; j++) known = strcmp(b.bound[j], tn) == 0;
+      if (!known)
+        s = fdl_fail(err, FDL_UNSUPPORTED,
+                     "unexpected tensor %s (%s with this config.json has no such weight)", tn,
+                     in->arch);
+    }
+out:
+  free(b.bound);
+  return s;
+}

@@ -1,0 +1,240 @@
+"""Tiny random Hugging Face decoder models and an independent float64 forward pass, shared by
+tests/test_engine_oracle.py and tests/test_engine_refuse.py.
+
+The writer produces the on-disk layout the engine reads (config.json, model.safetensors or
+shards with model.safetensors.index.json) with nothing but numpy and json. The oracle is the
+architecture's math written out in float64 from the weights as stored (BF16/F16 widened exactly),
+sharing no code with the C engine.
+"""
+import json
+import os
+import struct
+
+import numpy as np
+
+
+# ---- safetensors --------------------------------------------------------------------------
+
+def bf16_bits(a):
+    """float32 -> bfloat16 bits, round to nearest even (the weights are finite)."""
+    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    return u.astype(np.uint16)
+
+
+def widen(raw, dtype, shape):
+    """Bytes as stored -> float64, exactly."""
+    if dtype == "BF16":
+        u = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+        return u.view(np.float32).astype(np.float64).reshape(shape)
+    if dtype == "F16":
+        return np.frombuffer(raw, dtype="<f2").astype(np.float64).reshape(shape)
+    return np.frombuffer(raw, dtype="<f4").astype(np.float64).reshape(shape)
+
+
+def encode(a, dtype):
+    if dtype == "BF16":
+        return bf16_bits(a).astype("<u2").tobytes()
+    if dtype == "F16":
+        return np.asarray(a, dtype="<f2").tobytes()
+    return np.asarray(a, dtype="<f4").tobytes()
+
+
+def write_safetensors(path, tensors):
+    """tensors: list of (name, dtype, shape, raw bytes). Header padded to 8 bytes with spaces,
+    as the upstream writer does, so every tensor starts aligned."""
+    header, off = {}, 0
+    for name, dt, shape, raw in tensors:
+        header[name] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + len(raw)]}
+        off += len(raw)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for _, _, _, raw in tensors:
+            f.write(raw)
+
+
+# ---- models -------------------------------------------------------------------------------
+
+def make_config(arch="LlamaForCausalLM", vocab=97, hidden=64, layers=2, heads=4, kv_heads=4,
+                head_dim=None, inter=96, tied=False, attention_bias=None, theta=10000.0,
+                eps=1e-6, max_pos=256, dtype="BF16", **extra):
+    c = {
+        "architectures": [arch],
+        "vocab_size": vocab,
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "intermediate_size": inter,
+        "max_position_embeddings": max_pos,
+        "rms_norm_eps": eps,
+        "rope_theta": theta,
+        "tie_word_embeddings": tied,
+        "hidden_act": "silu",
+        "torch_dtype": {"BF16": "bfloat16", "F16": "float16", "F32": "float32"}[dtype],
+        "rope_scaling": None,
+    }
+    if head_dim is not None:
+        c["head_dim"] = head_dim
+    if attention_bias is not None:
+        c["attention_bias"] = attention_bias
+    if arch != "LlamaForCausalLM":
+        c["use_sliding_window"] = False
+        c["sliding_window"] = 4096
+    c.update(extra)
+    return c
+
+
+def dims(c):
+    hd = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+    return hd, c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
+
+
+def flags(c):
+    arch = c["architectures"][0]
+    ab = bool(c.get("attention_bias", False))
+    return {
+        "qkv_bias": arch == "Qwen2ForCausalLM" or ab,
+        "o_bias": arch != "Qwen2ForCausalLM" and ab,
+        "qk_norm": arch == "Qwen3ForCausalLM",
+    }
+
+
+def make_weights(c, seed):
+    """name -> float32 array, in HF layout."""
+    rng = np.random.default_rng(seed)
+    H, I, V, L = c["hidden_size"], c["intermediate_size"], c["vocab_size"], c["num_hidden_layers"]
+    hd, qd, kd = dims(c)
+    f = flags(c)
+
+    def mat(r, k):
+        return (rng.standard_normal((r, k)) / np.sqrt(k)).astype(np.float32)
+
+    def norm(n):
+        return (1.0 + 0.2 * rng.standard_normal(n)).astype(np.float32)
+
+    def bias(n):
+        return (0.2 * rng.standard_normal(n)).astype(np.float32)
+
+    w = {"model.embed_tokens.weight": rng.standard_normal((V, H)).astype(np.float32)}
+    for i in range(L):
+        p = "model.layers.%d." % i
+        w[p + "input_layernorm.weight"] = norm(H)
+        w[p + "post_attention_layernorm.weight"] = norm(H)
+        w[p + "self_attn.q_proj.weight"] = mat(qd, H)
+        w[p + "self_attn.k_proj.weight"] = mat(kd, H)
+        w[p + "self_attn.v_proj.weight"] = mat(kd, H)
+        w[p + "self_attn.o_proj.weight"] = mat(H, qd)
+        w[p + "mlp.gate_proj.weight"] = mat(I, H)
+        w[p + "mlp.up_proj.weight"] = mat(I, H)
+        w[p + "mlp.down_proj.weight"] = mat(H, I)
+        if f["qkv_bias"]:
+            w[p + "self_attn.q_proj.bias"] = bias(qd)
+            w[p + "self_attn.k_proj.bias"] = bias(kd)
+            w[p + "self_attn.v_proj.bias"] = bias(kd)
+        if f["o_bias"]:
+            w[p + "self_attn.o_proj.bias"] = bias(H)
+        if f["qk_norm"]:
+            w[p + "self_attn.q_norm.weight"] = norm(hd)
+            w[p + "self_attn.k_norm.weight"] = norm(hd)
+    w["model.norm.weight"] = norm(H)
+    if not c["tie_word_embeddings"]:
+        w["lm_head.weight"] = mat(V, H) * 4.0
+    return w
+
+
+def write_model(d, c, weights, dtype="BF16", shards=1, overrides=None):
+    """Writes config.json and the weights; overrides maps a name to (dtype, shape, raw) to store
+    instead (or None to leave the tensor out). Returns {name: (dtype, shape, raw)} as written."""
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(c, f, indent=2)
+    stored = {}
+    for name, a in weights.items():
+        stored[name] = (dtype, a.shape, encode(a, dtype))
+    for name, v in (overrides or {}).items():
+        if v is None:
+            stored.pop(name, None)
+        else:
+            stored[name] = v
+    names = list(stored)
+    if shards == 1:
+        write_safetensors(os.path.join(d, "model.safetensors"),
+                          [(n,) + tuple(stored[n]) for n in names])
+        return stored
+    files = ["model-%05d-of-%05d.safetensors" % (i + 1, shards) for i in range(shards)]
+    wm = {}
+    for s in range(shards):
+        part = names[s::shards]
+        write_safetensors(os.path.join(d, files[s]), [(n,) + tuple(stored[n]) for n in part])
+        for n in part:
+            wm[n] = files[s]
+    with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": 0}, "weight_map": wm}, f, indent=2)
+    return stored
+
+
+# ---- the oracle ---------------------------------------------------------------------------
+
+def forward(c, stored, ids):
+    """float64 forward pass from the stored bytes: (hidden after the final norm, logits)."""
+    W = {n: widen(raw, dt, shape) for n, (dt, shape, raw) in stored.items()}
+    H = c["hidden_size"]
+    nh, nkv = c["num_attention_heads"], c["num_key_value_heads"]
+    hd, qd, kd = dims(c)
+    eps, theta = c["rms_norm_eps"], c["rope_theta"]
+    f = flags(c)
+    n = len(ids)
+
+    def rms(x, w):
+        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+    inv = theta ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)
+    ang = np.arange(n, dtype=np.float64)[:, None] * inv[None, :]
+    cos = np.concatenate([np.cos(ang), np.cos(ang)], axis=-1)[:, None, :]
+    sin = np.concatenate([np.sin(ang), np.sin(ang)], axis=-1)[:, None, :]
+
+    def rope(x):  # x: [n, heads, hd]; HF rotate_half pairs i and i + hd/2
+        rot = np.concatenate([-x[..., hd // 2:], x[..., : hd // 2]], axis=-1)
+        return x * cos + rot * sin
+
+    x = W["model.embed_tokens.weight"][np.asarray(ids)]
+    mask = np.triu(np.full((n, n), -np.inf), k=1)
+    for i in range(c["num_hidden_layers"]):
+        p = "model.layers.%d." % i
+        xn = rms(x, W[p + "input_layernorm.weight"])
+        q = xn @ W[p + "self_attn.q_proj.weight"].T
+        k = xn @ W[p + "self_attn.k_proj.weight"].T
+        v = xn @ W[p + "self_attn.v_proj.weight"].T
+        if f["qkv_bias"]:
+            q = q + W[p + "self_attn.q_proj.bias"]
+            k = k + W[p + "self_attn.k_proj.bias"]
+            v = v + W[p + "self_attn.v_proj.bias"]
+        q = q.reshape(n, nh, hd)
+        k = k.reshape(n, nkv, hd)
+        v = v.reshape(n, nkv, hd)
+        if f["qk_norm"]:
+            q = rms(q, W[p + "self_attn.q_norm.weight"])
+            k = rms(k, W[p + "self_attn.k_norm.weight"])
+        q, k = rope(q), rope(k)
+        rep = nh // nkv
+        att = np.empty((n, nh, hd))
+        for h in range(nh):
+            s = q[:, h, :] @ k[:, h // rep, :].T / np.sqrt(hd) + mask
+            s = np.exp(s - s.max(axis=1, keepdims=True))
+            s /= s.sum(axis=1, keepdims=True)
+            att[:, h, :] = s @ v[:, h // rep, :]
+        o = att.reshape(n, qd) @ W[p + "self_attn.o_proj.weight"].T
+        if f["o_bias"]:
+            o = o + W[p + "self_attn.o_proj.bias"]
+        x = x + o
+        xn = rms(x, W[p + "post_attention_layernorm.weight"])
+        g = xn @ W[p + "mlp.gate_proj.weight"].T
+        u = xn @ W[p + "mlp.up_proj.weight"].T
+        x = x + (g / (1.0 + np.exp(-g)) * u) @ W[p + "mlp.down_proj.weight"].T
+    hidden = rms(x, W["model.norm.weight"])
+    head = W["model.embed_tokens.weight" if c["tie_word_embeddings"] else "lm_head.weight"]
+    return hidden, hidden @ head.T

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Model directories the engine must refuse, each with a message that names the cause: a
+missing shard, a dtype or shape mismatch against config.json, a missing or unexpected tensor,
+an unknown architecture or activation, rope_scaling, a sliding window, a mixture-of-experts
+field, a GPTQ quantization_config, a NaN or infinite weight, a symlinked shard, an index that
+points outside the model directory, a tensor in two shards. A valid twin of each is accepted,
+so the refusal is the mutation's doing and not the base model's.
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.environ.get("FDL_TESTS", os.path.dirname(os.path.abspath(__file__))))
+import engine_models as em  # noqa: E402
+
+BUILD = os.environ.get("FDL_BUILD", "build")
+TOOL = os.path.join(BUILD, "tests", "tool_engine")
+TMP = tempfile.mkdtemp(prefix="fdl-engine-refuse-")
+FAILS = []
+Q = "model.layers.0.self_attn.q_proj.weight"
+
+
+def run(d):
+    r = subprocess.run([TOOL, d, "--ids", "1,2,3", "--path", "prefill"], capture_output=True,
+                       text=True)
+    return r.returncode, r.stderr.strip()
+
+
+def build(name, cfg_kw=None, cfg_edit=None, dtype="BF16", shards=1, overrides=None,
+          after=None):
+    d = os.path.join(TMP, name)
+    c = em.make_config(dtype=dtype, **(cfg_kw or {}))
+    if cfg_edit:
+        cfg_edit(c)
+    w = em.make_weights(em.make_config(dtype=dtype, **(cfg_kw or {})), 5)
+    em.write_model(d, c, w, dtype=dtype, shards=shards, overrides=overrides)
+    if after:
+        after(d)
+    return d
+
+
+def expect(name, needles, **kw):
+    d = build(name, **kw)
+    rc, msg = run(d)
+    ok = rc == 1 and all(n in msg for n in needles)
+    print("%-26s rc %d  %s" % (name, rc, msg))
+    if not ok:
+        FAILS.append(name)
+        print("FAIL: %s: expected exit 1 with %r" % (name, needles))
+
+
+def nan_q(dt="BF16"):
+    a = em.make_weights(em.make_config(dtype=dt), 5)[Q].copy()
+    a[3, 7] = np.nan
+    return {Q: (dt, a.shape, em.encode(a, dt))}
+
+
+def set_key(k, v):
+    def f(c):
+        c[k] = v
+    return f
+
+
+def rewrite_index(fn):
+    def f(d):
+        p = os.path.join(d, "model.safetensors.index.json")
+        with open(p) as fh:
+            idx = json.load(fh)
+        fn(d, idx)
+        with open(p, "w") as fh:
+            json.dump(idx, fh)
+    return f
+
+
+def point_first(target):
+    def f(d, idx):
+        name = sorted(idx["weight_map"])[0]
+        idx["weight_map"][name] = target
+    return f
+
+
+def symlink_shard(d):
+    f = "model-00002-of-00002.safetensors"
+    os.rename(os.path.join(d, f), os.path.join(d, "blob"))
+    os.symlink("blob", os.path.join(d, f))
+
+
+def dup_tensor(d):
+    """Adds the first shard's first tensor to the second shard too."""
+    def read(p):
+        with open(p, "rb") as fh:
+            n = struct.unpack("<Q", fh.read(8))[0]
+            h = json.loads(fh.read(n))
+            return h, fh.read()
+    p1, p2 = (os.path.join(d, "model-0000%d-of-00002.safetensors" % i) for i in (1, 2))
+    h1, b1 = read(p1)
+    h2, b2 = read(p2)
+    name = next(k for k in h1 if k != "__metadata__")
+    lo, hi = h1[name]["data_offsets"]
+    ts = [(k, v["dtype"], v["shape"], b2[v["data_offsets"][0]:v["data_offsets"][1]])
+          for k, v in sorted(h2.items(), key=lambda kv: kv[1]["data_offsets"][0])]
+    ts.append((name, h1[name]["dtype"], h1[name]["shape"], b1[lo:hi]))
+    em.write_safetensors(p2, ts)
+
+
+def main():
+    if not os.path.exists(TOOL):
+        print("skipped: %s not built" % TOOL)
+        return 77
+    for name, kw in [("valid-single", {}), ("valid-sharded", {"shards": 2})]:
+        rc, msg = run(build(name, **kw))
+        print("%-26s rc %d  %s" % (name, rc, msg))
+        if rc != 0:
+            FAILS.append(name)
+    expect("missing-shard", ["missing shard", "model-00002-of-00003.safetensors"], shards=3,
+           after=lambda d: os.remove(os.path.join(d, "model-00002-of-00003.safetensors")))
+    expect("no-weights", ["missing shard"],
+           after=lambda d: os.remove(os.path.join(d, "model.safetensors")))
+    expect("dtype-tensor", [Q, "dtype mismatch", "F16", "BF16"],
+           overrides={Q: ("F16", (64, 64), np.zeros((64, 64), "<f2").tobytes())})
+    expect("dtype-config", ["dtype mismatch", "torch_dtype", "float16"],
+           cfg_edit=set_key("torch_dtype", "float16"))
+    expect("shape", [Q, "shape mismatch", "[64, 32]", "[64, 64]"],
+           overrides={Q: ("BF16", (64, 32), np.zeros((64, 32), "<u2").tobytes())})
+    expect("shape-config-heads", ["self_attn.k_proj.weight", "shape mismatch", "[16, 64]"],
+           cfg_edit=set_key("num_key_value_heads", 1))
+    expect("missing-tensor", ["missing tensor", "model.layers.1.mlp.up_proj.weight"],
+           overrides={"model.layers.1.mlp.up_proj.weight": None})
+    expect("extra-tensor", ["unexpected tensor", "model.layers.0.mlp.experts.0.weight"],
+           overrides={"model.layers.0.mlp.experts.0.weight":
+                      ("BF16", (2, 2), b"\0" * 8)})
+    expect("qwen2-missing-bias", ["missing tensor", "self_attn.q_proj.bias"],
+           cfg_edit=set_key("architectures", ["Qwen2ForCausalLM"]))
+    expect("arch", ["unsupported architecture", "MistralForCausalLM"],
+           cfg_edit=set_key("architectures", ["MistralForCausalLM"]))
+    expect("hidden-act", ["hidden_act", "gelu", "silu"], cfg_edit=set_key("hidden_act", "gelu"))
+    expect("rope-scaling", ["rope_scaling"],
+           cfg_edit=set_key("rope_scaling", {"rope_type": "linear", "factor": 2.0}))
+    expect("sliding-qwen2", ["use_sliding_window", "sliding-window"],
+           cfg_kw={"arch": "Qwen2ForCausalLM"}, cfg_edit=set_key("use_sliding_window", True))
+    expect("sliding-llama", ["sliding_window", "sliding-window"],
+           cfg_edit=set_key("sliding_window", 4096))
+    expect("moe", ["num_experts", "mixture-of-experts"], cfg_edit=set_key("num_experts", 8))
+    expect("gptq", ["GPTQ checkpoints: not wired yet"],
+           cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 4}))
+    expect("nan-weight", [Q, "NaN", "finite"], overrides=nan_q())
+    inf = em.make_weights(em.make_config(dtype="F32"), 5)["model.norm.weight"].copy()
+    inf[5] = np.inf
+    expect("inf-weight", ["model.norm.weight", "infinite"], dtype="F32",
+           overrides={"model.norm.weight": ("F32", inf.shape, em.encode(inf, "F32"))})
+    expect("symlink-shard", ["symbolic link", "model-00002-of-00002.safetensors"], shards=2,
+           after=symlink_shard)
+    for tag, target in [("dotdot", "../model-00001-of-00002.safetensors"),
+                        ("absolute", "/tmp/model-00001-of-00002.safetensors"),
+                        ("subdir", "sub/model-00001-of-00002.safetensors")]:
+        expect("index-" + tag, ["directly inside the model directory", "weight_map["],
+               shards=2, after=rewrite_index(point_first(target)))
+    expect("index-wrong-shard", ["is in shard", "places it in"], shards=2,
+           after=rewrite_index(point_first("model-00002-of-00002.safetensors")))
+    expect("two-shards", ["in two shards"], shards=2, after=dup_tensor)
+    expect("tied-head-differs", ["lm_head.weight differs"], cfg_edit=set_key("tie_word_embeddings",
+                                                                             True))
+    shutil.rmtree(TMP, ignore_errors=True)
+    if FAILS:
+        print("%d failure(s): %s" % (len(FAILS), ", ".join(FAILS)))
+        return 1
+    print("all refusals as expected")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
