@@ -146,6 +146,10 @@ def main():
            cfg_kw={"arch": "Qwen2ForCausalLM"}, cfg_edit=set_key("use_sliding_window", True))
     expect("sliding-llama", ["sliding_window", "sliding-window"],
            cfg_edit=set_key("sliding_window", 4096))
+    expect("layer-types", ["layer_types[1]", "sliding_attention"],
+           cfg_edit=set_key("layer_types", ["full_attention", "sliding_attention"]))
+    expect("rope-parameters", ["rope_parameters.rope_type"],
+           cfg_edit=set_key("rope_parameters", {"rope_type": "yarn", "factor": 4.0}))
     expect("moe", ["num_experts", "mixture-of-experts"], cfg_edit=set_key("num_experts", 8))
     expect("gptq", ["GPTQ checkpoints: not wired yet"],
            cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 4}))
