@@ -77,6 +77,8 @@ def make_config(arch="LlamaForCausalLM", vocab=97, hidden=64, layers=2, heads=4,
         "torch_dtype": {"BF16": "bfloat16", "F16": "float16", "F32": "float32"}[dtype],
         "rope_scaling": None,
     }
+    if theta is None:
+        del c["rope_theta"]
     if head_dim is not None:
         c["head_dim"] = head_dim
     if attention_bias is not None:
@@ -185,7 +187,8 @@ def forward(c, stored, ids):
     H = c["hidden_size"]
     nh, nkv = c["num_attention_heads"], c["num_key_value_heads"]
     hd, qd, kd = dims(c)
-    eps, theta = c["rms_norm_eps"], c["rope_theta"]
+    eps = c["rms_norm_eps"]
+    theta = c["rope_theta"] if "rope_theta" in c else c["rope_parameters"]["rope_theta"]
     f = flags(c)
     n = len(ids)
 

@@ -89,6 +89,10 @@ CASES = [
     ("qwen3-bigvocab-f32", dict(arch="Qwen3ForCausalLM", vocab=4200, layers=1, kv_heads=2),
      "F32", 2, 70),
     ("llama-one-token", dict(kv_heads=2), "F16", 1, 1),
+    # rope_theta only inside rope_parameters (newer writers), layer_types all full attention.
+    ("qwen3-rope-parameters", dict(arch="Qwen3ForCausalLM", kv_heads=4, theta=None,
+                                   rope_parameters={"rope_type": "default", "rope_theta": 5e5},
+                                   layer_types=["full_attention"] * 2), "BF16", 1, 12),
     # Past one 256-row product block and many attention blocks; wide enough for column cuts.
     ("qwen2-long-300", dict(arch="Qwen2ForCausalLM", layers=1, hidden=128, heads=8, kv_heads=2,
                             inter=640, max_pos=512), "BF16", 1, 300),

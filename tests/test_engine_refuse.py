@@ -3,7 +3,8 @@
 missing shard, a dtype or shape mismatch against config.json, a missing or unexpected tensor,
 an unknown architecture or activation, rope_scaling, a sliding window, a mixture-of-experts
 field, a GPTQ quantization_config, a NaN or infinite weight, a symlinked shard, an index that
-points outside the model directory, a tensor in two shards. A valid twin of each is accepted,
+points outside the model directory, a tensor in two shards; and at run time a token id outside the vocabulary or a context
+past max_position_embeddings. A valid twin of each is accepted,
 so the refusal is the mutation's doing and not the base model's.
 """
 import json
@@ -26,9 +27,8 @@ FAILS = []
 Q = "model.layers.0.self_attn.q_proj.weight"
 
 
-def run(d):
-    r = subprocess.run([TOOL, d, "--ids", "1,2,3", "--path", "prefill"], capture_output=True,
-                       text=True)
+def run(d, ids="1,2,3", path="prefill"):
+    r = subprocess.run([TOOL, d, "--ids", ids, "--path", path], capture_output=True, text=True)
     return r.returncode, r.stderr.strip()
 
 
@@ -146,6 +146,10 @@ def main():
            cfg_kw={"arch": "Qwen2ForCausalLM"}, cfg_edit=set_key("use_sliding_window", True))
     expect("sliding-llama", ["sliding_window", "sliding-window"],
            cfg_edit=set_key("sliding_window", 4096))
+    expect("layer-types", ["layer_types[1]", "sliding_attention"],
+           cfg_edit=set_key("layer_types", ["full_attention", "sliding_attention"]))
+    expect("rope-parameters", ["rope_parameters.rope_type"],
+           cfg_edit=set_key("rope_parameters", {"rope_type": "yarn", "factor": 4.0}))
     expect("moe", ["num_experts", "mixture-of-experts"], cfg_edit=set_key("num_experts", 8))
     expect("gptq", ["GPTQ checkpoints: not wired yet"],
            cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 4}))
@@ -166,6 +170,17 @@ def main():
     expect("two-shards", ["in two shards"], shards=2, after=dup_tensor)
     expect("tied-head-differs", ["lm_head.weight differs"], cfg_edit=set_key("tie_word_embeddings",
                                                                              True))
+    # Run-time arguments: a token id outside the vocabulary, a context past max_position_embeddings.
+    for name, d, ids, path, needles in [
+            ("token-id", os.path.join(TMP, "valid-single"), "1,97,2", "decode",
+             ["token id 97 at position 1", "[0, 97)"]),
+            ("too-long", build("short-max-pos", cfg_kw={"max_pos": 4}), "1,2,3,4,5", "prefill",
+             ["5 positions", "max_position_embeddings 4"])]:
+        rc, msg = run(d, ids, path)
+        print("%-26s rc %d  %s" % (name, rc, msg))
+        if rc != 1 or not all(n in msg for n in needles):
+            FAILS.append(name)
+            print("FAIL: %s: expected exit 1 with %r" % (name, needles))
     shutil.rmtree(TMP, ignore_errors=True)
     if FAILS:
         print("%d failure(s): %s" % (len(FAILS), ", ".join(FAILS)))

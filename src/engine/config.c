@@ -92,6 +92,19 @@ static fdl_status refusals(const json_t *cfg, const char *path, int arch, fdl_er
   if (arch == 0 && set(json_object_get(cfg, "sliding_window")))
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "%s: sliding_window is set: sliding-window attention is not supported", path);
+  const json_t *lt = json_object_get(cfg, "layer_types");
+  if (lt && !json_is_null(lt)) {
+    if (!json_is_array(lt))
+      return fdl_fail(err, FDL_PARSE, "%s: layer_types must be an array of strings", path);
+    for (size_t i = 0; i < json_array_size(lt); i++) {
+      const json_t *v = json_array_get(lt, i);
+      if (!json_is_string(v) || strcmp(json_string_value(v), "full_attention"))
+        return fdl_fail(err, FDL_UNSUPPORTED,
+                        "%s: layer_types[%zu] is %s: only full_attention layers are supported "
+                        "(sliding-window attention is not)",
+                        path, i, json_is_string(v) ? json_string_value(v) : "not a string");
+    }
+  }
   if (set(json_object_get(cfg, "mlp_bias")))
     return fdl_fail(err, FDL_UNSUPPORTED, "%s: mlp_bias is true: MLP biases are not supported",
                     path);
@@ -150,7 +163,20 @@ fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *i
       info->hidden > (1u << 20) || info->intermediate > (1u << 22))
     return fdl_fail(err, FDL_PARSE, "%s: model dimensions beyond the engine's bounds", path);
 
-  if ((s = get_real(cfg, path, "rope_theta", 10000.0, &info->rope_theta, err)) ||
+  /* Newer writers keep RoPE's settings in rope_parameters; only the default type is plain RoPE. */
+  const json_t *rp = json_object_get(cfg, "rope_parameters");
+  const json_t *rope_src = cfg;
+  if (rp && !json_is_null(rp)) {
+    const json_t *ty = json_object_get(rp, "rope_type");
+    if (!json_is_object(rp) ||
+        (ty && !(json_is_string(ty) && strcmp(json_string_value(ty), "default") == 0)))
+      return fdl_fail(err, FDL_UNSUPPORTED,
+                      "%s: rope_parameters.rope_type is not \"default\": the engine implements "
+                      "plain RoPE only",
+                      path);
+    if (json_object_get(rp, "rope_theta")) rope_src = rp;
+  }
+  if ((s = get_real(rope_src, path, "rope_theta", 10000.0, &info->rope_theta, err)) ||
       (s = get_real(cfg, path, "rms_norm_eps", 1e-6, &info->rms_eps, err)) ||
       (s = get_bool(cfg, path, "tie_word_embeddings", false, &info->tied, err)))
     return s;

@@ -136,60 +136,30 @@ static fdl_status silu_par(fdl_model *m, float *g, const float *u, size_t n, fdl
   return fdl_pool_run(&m->pool, (n + j.chunk - 1) / j.chunk, silu_task, &j, err);
 }
 
-static void add_bias(float *y, const float *b, size_t rows, size_t n, size_t ld) {
-  if (!b) return;
-  for (size_t r = 0; r < rows; r++) fdl_eng_add(y + r * ld, b, n);
-}
-
 /* One layer over rows [p0, p0 + rows), whose residual stream is w->x[0 .. rows). */
 static fdl_status layer_step(fdl_model *m, size_t li, size_t p0, size_t rows, fdl_err *err) {
   const fdl_model_info *in = &m->info;
   const eng_layer *l = &m->layer[li];
   eng_work *w = &m->w;
   size_t H = in->hidden, hd = in->head_dim, qd = in->heads * hd, kd = in->kv_heads * hd;
-  size_t half = hd / 2;
   float *kc = w->kc + li * w->cap * kd + p0 * kd;
-  float *vt = w->vt + li * kd * w->cap;
-  fdl_status s;
-  for (size_t r = 0; r < rows; r++)
-    fdl_eng_rmsnorm(w->x + r * H, l->in_norm, H, in->rms_eps, w->xn + r * H);
-  if ((s = fdl_eng_gemm(m, w->xn, H, rows, &l->q, w->q, qd, err)) ||
-      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->k, kc, kd, err)) ||
-      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->v, w->vtmp, kd, err)))
-    return s;
-  add_bias(w->q, l->q_bias, rows, qd, qd);
-  add_bias(kc, l->k_bias, rows, kd, kd);
-  add_bias(w->vtmp, l->v_bias, rows, kd, kd);
-  for (size_t r = 0; r < rows; r++) {
-    const float *c = w->cos_t + (p0 + r) * half, *sn = w->sin_t + (p0 + r) * half;
-    for (size_t h = 0; h < in->heads; h++) {
-      float *v = w->q + r * qd + h * hd;
-      if (l->q_norm) fdl_eng_rmsnorm(v, l->q_norm, hd, in->rms_eps, v);
-      fdl_eng_rope(v, c, sn, hd);
-    }
-    for (size_t h = 0; h < in->kv_heads; h++) {
-      float *v = kc + r * kd + h * hd;
-      if (l->k_norm) fdl_eng_rmsnorm(v, l->k_norm, hd, in->rms_eps, v);
-      fdl_eng_rope(v, c, sn, hd);
-    }
-    for (size_t c2 = 0; c2 < kd; c2++) vt[c2 * w->cap + p0 + r] = w->vtmp[r * kd + c2];
-  }
-  att_job job = {m, li, p0, rows, (rows + ENG_ATT_ROWS - 1) / ENG_ATT_ROWS, 1.0 / sqrt((double)hd)};
-  if ((s = fdl_pool_run(&m->pool, in->heads * job.nblocks, att_task, &job, err)) ||
-      (s = fdl_eng_gemm(m, w->att, qd, rows, &l->o, w->xn, H, err)))
-    return s;
-  add_bias(w->xn, l->o_bias, rows, H, H);
-  fdl_eng_add(w->x, w->xn, rows * H);
-  for (size_t r = 0; r < rows; r++)
-    fdl_eng_rmsnorm(w->x + r * H, l->post_norm, H, in->rms_eps, w->xn + r * H);
   size_t I = in->intermediate;
-  if ((s = fdl_eng_gemm(m, w->xn, H, rows, &l->gate, w->g, I, err)) ||
-      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->up, w->u, I, err)))
+  att_job job = {m, li, p0, rows, (rows + ENG_ATT_ROWS - 1) / ENG_ATT_ROWS, 1.0 / sqrt((double)hd)};
+  fdl_status s;
+  if ((s = fdl_eng_rows(m, ENG_ROW_NORM_IN, li, p0, rows, err)) ||
+      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->q, w->q, qd, err)) ||
+      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->k, kc, kd, err)) ||
+      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->v, w->vtmp, kd, err)) ||
+      (s = fdl_eng_rows(m, ENG_ROW_QKV, li, p0, rows, err)) ||
+      (s = fdl_pool_run(&m->pool, in->heads * job.nblocks, att_task, &job, err)) ||
+      (s = fdl_eng_gemm(m, w->att, qd, rows, &l->o, w->xn, H, err)) ||
+      (s = fdl_eng_rows(m, ENG_ROW_ATTN_OUT, li, p0, rows, err)) ||
+      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->gate, w->g, I, err)) ||
+      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->up, w->u, I, err)) ||
+      (s = silu_par(m, w->g, w->u, rows * I, err)) ||
+      (s = fdl_eng_gemm(m, w->g, I, rows, &l->down, w->xn, H, err)) ||
+      (s = fdl_eng_rows(m, ENG_ROW_MLP_OUT, li, p0, rows, err)))
     return s;
-  if ((s = silu_par(m, w->g, w->u, rows * I, err)) ||
-      (s = fdl_eng_gemm(m, w->g, I, rows, &l->down, w->xn, H, err)))
-    return s;
-  fdl_eng_add(w->x, w->xn, rows * H);
   return FDL_OK;
 }
 
@@ -237,8 +207,7 @@ static fdl_status step(fdl_model *m, const int32_t *ids, size_t p0, size_t rows,
   fdl_status s;
   for (size_t li = 0; li < in->layers; li++)
     if ((s = layer_step(m, li, p0, rows, err))) return fdl_err_prefix(err, "layer %zu", li);
-  for (size_t r = 0; r < rows; r++)
-    fdl_eng_rmsnorm(w->x + r * H, m->final_norm, H, in->rms_eps, w->xn + r * H);
+  if ((s = fdl_eng_rows(m, ENG_ROW_FINAL, 0, p0, rows, err))) return s;
   if (out->hidden) memcpy(out->hidden + p0 * H, w->xn, rows * H * sizeof(float));
   if (out->logits &&
       (s = fdl_eng_gemm(m, w->xn, H, rows, &m->head, out->logits + p0 * in->vocab, in->vocab, err)))

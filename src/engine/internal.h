@@ -95,6 +95,17 @@ static inline fdl_gemm *fdl_eng_ctx(const fdl_model *m, unsigned worker, size_t 
   return rows < ENG_SMALL_M && m->sgemm ? m->sgemm[worker] : m->wgemm[worker];
 }
 
+/* rows.c: the per-position kernels of a layer step, over the pool in blocks of rows. */
+typedef enum {
+  ENG_ROW_NORM_IN,  /* xn = rmsnorm(x, input_layernorm) */
+  ENG_ROW_QKV,      /* q/k/v biases, q/k norms, RoPE, V into the transposed cache */
+  ENG_ROW_ATTN_OUT, /* xn += o bias; x += xn; xn = rmsnorm(x, post_attention_layernorm) */
+  ENG_ROW_MLP_OUT,  /* x += xn */
+  ENG_ROW_FINAL     /* xn = rmsnorm(x, model.norm) */
+} eng_row_phase;
+fdl_status fdl_eng_rows(fdl_model *m, eng_row_phase ph, size_t li, size_t p0, size_t rows,
+                        fdl_err *err);
+
 /* pgemm.c: products on the model's pool (bits as one fdl_gemm_run, whatever the cut). */
 fdl_status fdl_eng_gemm_args(fdl_model *m, const fdl_gemm_args *x, fdl_err *err);
 fdl_status fdl_eng_gemm(fdl_model *m, const float *a, size_t lda, size_t rows, const eng_mat *b,

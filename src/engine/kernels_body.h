@@ -14,10 +14,8 @@
   float mx = s[0];                                                                                 \
   for (size_t j = 1; j < valid; j++) mx = s[j] > mx ? s[j] : mx;                                   \
   double sum = 0.0;                                                                                \
-  for (size_t j = 0; j < valid; j++) {                                                             \
-    e[j] = kl_exp(scale * ((double)s[j] - (double)mx));                                            \
-    sum += e[j];                                                                                   \
-  }                                                                                                \
+  for (size_t j = 0; j < valid; j++) e[j] = kl_exp(scale * ((double)s[j] - (double)mx));           \
+  for (size_t j = 0; j < valid; j++) sum += e[j];                                                  \
   for (size_t j = 0; j < valid; j++) s[j] = (float)(e[j] / sum);                                   \
   for (size_t j = valid; j < len; j++) s[j] = 0.0f;
 
