@@ -151,8 +151,18 @@ def main():
     expect("rope-parameters", ["rope_parameters.rope_type"],
            cfg_edit=set_key("rope_parameters", {"rope_type": "yarn", "factor": 4.0}))
     expect("moe", ["num_experts", "mixture-of-experts"], cfg_edit=set_key("num_experts", 8))
-    expect("gptq", ["GPTQ checkpoints: not wired yet"],
-           cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 4}))
+    expect("awq", ["quant_method awq", "expected \"gptq\""],
+           cfg_edit=set_key("quantization_config", {"quant_method": "awq", "bits": 4}))
+    expect("gptq-8bit", ["bits", "only 4-bit"],
+           cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 8,
+                                                    "group_size": 32}))
+    expect("gptq-v2", ["checkpoint_format gptq_v2"],
+           cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 4,
+                                                    "group_size": 32,
+                                                    "checkpoint_format": "gptq_v2"}))
+    expect("gptq-dense", ["declares a GPTQ checkpoint", "no .qweight"],
+           cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 4,
+                                                    "group_size": 32}))
     expect("nan-weight", [Q, "NaN", "finite"], overrides=nan_q())
     inf = em.make_weights(em.make_config(dtype="F32"), 5)["model.norm.weight"].copy()
     inf[5] = np.inf

@@ -43,6 +43,7 @@ typedef struct {
   char ckpt_hex[FDL_SHA256_HEX_BUF];
   char panel_hex[FDL_SHA256_HEX_BUF];
   char name[128]; /* the model directory's last component */
+  char tokenizer[96];
 } capture;
 
 static char *join(const char *a, const char *b) {
@@ -135,6 +136,32 @@ static void dir_name(const char *dir, char *out, size_t cap) {
           *p == '.' || *p == '_' || *p == '-'))
       *p = '-';
   if (!*out) snprintf(out, cap, "model");
+}
+
+/* tokenizer.id: what makes two panels' ids mean the same text (compare's PANEL-D6 gate). The
+ * digest of tokenizer.json when the model has one, so a model and its quantized twin (quantize
+ * copies the file) agree and two vocabularies do not; otherwise a name that says it is unknown. */
+static fdl_status tokenizer_id(capture *c, fdl_err *err) {
+  if (c->o->tokenizer_id) {
+    snprintf(c->tokenizer, sizeof c->tokenizer, "%s", c->o->tokenizer_id);
+    return FDL_OK;
+  }
+  char *path = join(c->o->model_dir, "tokenizer.json");
+  if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  fdl_status s = FDL_OK;
+  if (fdl_path_exists(path)) {
+    fdl_sha256 d;
+    char hex[FDL_SHA256_HEX_BUF];
+    s = fdl_sha256_file(path, &d, NULL, err);
+    if (s == FDL_OK) {
+      fdl_sha256_hex(&d, hex);
+      snprintf(c->tokenizer, sizeof c->tokenizer, "tokenizer.json-sha256-%.16s", hex);
+    }
+  } else {
+    snprintf(c->tokenizer, sizeof c->tokenizer, "unknown-tokenizer-vocab-%zu", c->info->vocab);
+  }
+  free(path);
+  return s;
 }
 
 /* ---- the records ------------------------------------------------------------------------- */
@@ -341,7 +368,8 @@ static fdl_status prepare(capture *c, fdl_ds_panel *p, fdl_err *err) {
   if (s != FDL_OK) return s;
   c->quant = json_object_get(c->config, "quantization_config");
   dir_name(o->model_dir, c->name, sizeof c->name);
-  return checkpoint_identity(c, err);
+  s = tokenizer_id(c, err);
+  return s == FDL_OK ? checkpoint_identity(c, err) : s;
 }
 
 static fdl_status pack(capture *c, fdl_capture_result *r, fdl_err *err) {

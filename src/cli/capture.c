@@ -31,6 +31,8 @@ static void usage(FILE *f) {
           "                       token at a time with a KV cache [prefill]\n"
           "  --id ID              dataset.id [fidelity--local.<model dir name>.<form>]\n"
           "  --repository NAME    weights.repository [local/<model dir name>]\n"
+          "  --tokenizer-id ID    tokenizer.id [tokenizer.json-sha256-<16 hex> of the model's\n"
+          "                       tokenizer.json; unknown-tokenizer-vocab-<N> without one]\n"
           "  --created-utc T      created_utc, YYYY-MM-DDTHH:MM:SSZ [SOURCE_DATE_EPOCH, else now]\n"
           "  --threads N          1 to %d [all cores]; no bit depends on it\n"
           "  --isa NAME           GEMM kernels: auto, scalar, avx2, avx512 [auto]; no bit\n"
@@ -72,6 +74,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       {"--path", NULL, FDL_CLI_CHOICE, &path, 0, 0, PATHS},
       FDL_CLI_OPT_TEXT("--id", &a->o.dataset_id),
       FDL_CLI_OPT_TEXT("--repository", &a->o.repository),
+      FDL_CLI_OPT_TEXT("--tokenizer-id", &a->o.tokenizer_id),
       FDL_CLI_OPT_TEXT("--created-utc", &created),
       FDL_CLI_THREADS(&threads),
       {"--isa", NULL, FDL_CLI_CHOICE, &isa, 0, 0, ISAS},

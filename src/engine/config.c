@@ -63,11 +63,6 @@ static fdl_status get_bool(const json_t *cfg, const char *path, const char *key,
 }
 
 static fdl_status refusals(const json_t *cfg, const char *path, int arch, fdl_err *err) {
-  if (json_object_get(cfg, "quantization_config"))
-    return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: quantization_config: GPTQ checkpoints: not wired yet (the engine loads "
-                    "dense BF16/F16/F32 weights only)",
-                    path);
   const json_t *rs = json_object_get(cfg, "rope_scaling");
   if (rs && !json_is_null(rs))
     return fdl_fail(err, FDL_UNSUPPORTED,
@@ -111,6 +106,41 @@ static fdl_status refusals(const json_t *cfg, const char *path, int arch, fdl_er
   return FDL_OK;
 }
 
+/* quantization_config: only what fdl_gptq_reconstruct decodes exactly, GPTQ's v1 checkpoint
+ * format with 4-bit weights (`fidelis quantize` writes it; AutoGPTQ and optimum do too). Anything
+ * else (another method, other bits, the v2 zero convention) is refused by name. */
+static fdl_status gptq_config(const json_t *cfg, const char *path, fdl_model_info *info,
+                              fdl_err *err) {
+  const json_t *q = json_object_get(cfg, "quantization_config");
+  if (!q || json_is_null(q)) return FDL_OK;
+  if (!json_is_object(q))
+    return fdl_fail(err, FDL_PARSE, "%s: quantization_config must be an object", path);
+  const char *method = json_string_value(json_object_get(q, "quant_method"));
+  if (!method || strcmp(method, "gptq"))
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: quantization_config.quant_method %s is not supported (expected \"gptq\")",
+                    path, method ? method : "(missing)");
+  const json_t *bits = json_object_get(q, "bits");
+  if (!json_is_integer(bits) || json_integer_value(bits) != 4)
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: quantization_config.bits: only 4-bit GPTQ checkpoints are supported",
+                    path);
+  const char *fmt = json_string_value(json_object_get(q, "checkpoint_format"));
+  if (fmt && strcmp(fmt, "gptq"))
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: quantization_config.checkpoint_format %s is not supported (expected "
+                    "\"gptq\", the v1 zero-point convention)",
+                    path, fmt);
+  const json_t *g = json_object_get(q, "group_size");
+  if (!json_is_integer(g) || json_integer_value(g) <= 0)
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: quantization_config.group_size must be a positive integer (one group "
+                    "per row, -1, is not supported)",
+                    path);
+  info->gptq_group = (size_t)json_integer_value(g);
+  return FDL_OK;
+}
+
 fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *info, fdl_err *err) {
   memset(info, 0, sizeof *info);
   if (!json_is_object(cfg)) return fdl_fail(err, FDL_PARSE, "%s: not a JSON object", path);
@@ -132,6 +162,7 @@ fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *i
                     path, a);
   info->arch = k_arch[arch];
   fdl_status s = refusals(cfg, path, arch, err);
+  if (!s) s = gptq_config(cfg, path, info, err);
   if (s) return s;
 
   if ((s = get_size(cfg, path, "vocab_size", true, 0, &info->vocab, err)) ||

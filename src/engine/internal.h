@@ -43,6 +43,8 @@ typedef struct {
 
 struct fdl_model {
   fdl_model_info info;
+  fdl_tensor **owned; /* GPTQ reconstructions: float32 tensors the model allocated */
+  size_t nowned;
   char *arch;
   fdl_safetensors **shards;
   size_t nshards;
@@ -66,6 +68,14 @@ fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *i
 
 /* weights.c: opens the shards, binds and checks every tensor against info. */
 fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl_err *err);
+/* The tensor called name in any shard, or NULL. */
+const fdl_tensor *fdl_eng_find(const fdl_model *m, const char *name);
+/* gptq_load.c: the [rows, cols] matrix `weight_name` (".weight") of a GPTQ-v1 checkpoint, from
+ * its .qweight/.qzeros/.scales/.g_idx, as a float32 tensor the model owns; parts receives the
+ * four tensor names it read. */
+#define FDL_ENG_GPTQ_PARTS 4
+fdl_status fdl_eng_gptq_mat(fdl_model *m, const char *weight_name, size_t rows, size_t cols,
+                            eng_mat *mat, const char **parts, fdl_err *err);
 
 /* mathfn.c: fidelis' own double-precision functions, built from +, *, fma and exact scalings,
  * so no libm variant can move a bit. */

@@ -24,6 +24,11 @@ void fdl_model_free(fdl_model *m) {
       for (size_t j = 0; j < sizeof v / sizeof *v; j++) free(v[j]);
     }
   free(m->layer);
+  for (size_t i = 0; i < m->nowned; i++) {
+    if (m->owned[i]) free((void *)m->owned[i]->data);
+    free(m->owned[i]);
+  }
+  free(m->owned);
   free(m->final_norm);
   for (size_t i = 0; i < m->nshards; i++) fdl_safetensors_close(m->shards[i]);
   free(m->shards);

@@ -158,7 +158,7 @@ out:
   return s;
 }
 
-static const fdl_tensor *find(const fdl_model *m, const char *name) {
+const fdl_tensor *fdl_eng_find(const fdl_model *m, const char *name) {
   for (size_t i = 0; i < m->nshards; i++) {
     const fdl_tensor *t = fdl_safetensors_find(m->shards[i], name);
     if (t) return t;
@@ -166,11 +166,24 @@ static const fdl_tensor *find(const fdl_model *m, const char *name) {
   return NULL;
 }
 
+/* Records a tensor the model uses (the others are refused as unexpected). */
+static fdl_status bound(binder *b, const char *name, fdl_err *err) {
+  if (b->nbound == b->capbound) {
+    size_t nc = b->capbound ? 2 * b->capbound : 64;
+    const char **nb = realloc(b->bound, nc * sizeof *nb);
+    if (!nb) return fdl_fail(err, FDL_NOMEM, "out of memory");
+    b->bound = nb;
+    b->capbound = nc;
+  }
+  b->bound[b->nbound++] = name;
+  return FDL_OK;
+}
+
 /* Finds name, checks dtype, shape [d0] or [d0, d1] (d1 = 0: a vector), finiteness. */
 static fdl_status bind(binder *b, const char *name, size_t d0, size_t d1, const fdl_tensor **out,
                        fdl_err *err) {
   fdl_model *m = b->m;
-  const fdl_tensor *t = find(m, name);
+  const fdl_tensor *t = fdl_eng_find(m, name);
   if (!t) return fdl_fail(err, FDL_PARSE, "missing tensor %s (the config implies it)", name);
   if (t->dtype != m->info.weight_dtype)
     return fdl_fail(err, FDL_PARSE,
@@ -199,20 +212,18 @@ static fdl_status bind(binder *b, const char *name, size_t d0, size_t d1, const 
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "tensor %s: data at file offset %llu is not aligned to its %zu-byte elements",
                     name, (unsigned long long)t->offset, fdl_dtype_size(t->dtype));
-  if (b->nbound == b->capbound) {
-    size_t nc = b->capbound ? 2 * b->capbound : 64;
-    const char **nb = realloc(b->bound, nc * sizeof *nb);
-    if (!nb) return fdl_fail(err, FDL_NOMEM, "out of memory");
-    b->bound = nb;
-    b->capbound = nc;
-  }
-  b->bound[b->nbound++] = t->name;
   *out = t;
-  return FDL_OK;
+  return bound(b, t->name, err);
 }
 
 static fdl_status bind_mat(binder *b, const char *name, size_t rows, size_t cols, eng_mat *mat,
                            fdl_err *err) {
+  if (b->m->info.gptq_group && !fdl_eng_find(b->m, name)) {
+    const char *parts[FDL_ENG_GPTQ_PARTS];
+    fdl_status s = fdl_eng_gptq_mat(b->m, name, rows, cols, mat, parts, err);
+    for (size_t i = 0; s == FDL_OK && i < FDL_ENG_GPTQ_PARTS; i++) s = bound(b, parts[i], err);
+    return s;
+  }
   fdl_status s = bind(b, name, rows, cols, &mat->t, err);
   if (s) return s;
   mat->type = mat->t->dtype == FDL_DTYPE_BF16  ? FDL_GEMM_BF16
@@ -297,7 +308,7 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
   }
 
   fdl_model_info *in = &m->info;
-  const fdl_tensor *emb = find(m, "model.embed_tokens.weight");
+  const fdl_tensor *emb = fdl_eng_find(m, "model.embed_tokens.weight");
   if (!emb) return fdl_fail(err, FDL_PARSE, "missing tensor model.embed_tokens.weight");
   if (emb->dtype != FDL_DTYPE_BF16 && emb->dtype != FDL_DTYPE_F16 && emb->dtype != FDL_DTYPE_F32)
     return fdl_fail(err, FDL_UNSUPPORTED,
@@ -326,7 +337,7 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
     s = bind_mat(&b, "lm_head.weight", in->vocab, in->hidden, &m->head, err);
   } else {
     m->head = m->embed;
-    const fdl_tensor *lm = find(m, "lm_head.weight");
+    const fdl_tensor *lm = fdl_eng_find(m, "lm_head.weight");
     /* Some writers store the tied head anyway; only an exact copy is the same model. */
     if (lm && (lm->dtype != emb->dtype || lm->nbytes != emb->nbytes ||
                memcmp(lm->data, emb->data, emb->nbytes)))
@@ -335,6 +346,10 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
                    "tie_word_embeddings is true");
   }
   if (s) goto out;
+  if (in->gptq_group && !m->nowned)
+    s = fdl_fail(err, FDL_PARSE,
+                 "config.json declares a GPTQ checkpoint (quantization_config) but no matrix is "
+                 "stored quantized (no .qweight): a dense model would be declared quantized");
   for (size_t i = 0; i < m->nshards && !s; i++)
     for (size_t t = 0; t < fdl_safetensors_count(m->shards[i]) && !s; t++) {
       const char *tn = fdl_safetensors_at(m->shards[i], t)->name;

@@ -1,0 +1,70 @@
+/* gptq_load.c - a GPTQ-v1 int4 matrix of a checkpoint, reconstructed for the forward pass.
+ *
+ * The engine multiplies the reconstruction w = (q - zero) * scale, computed once at load in
+ * float32 by fdl_gptq_reconstruct (exact: a 4-bit difference times an F16 scale). That is the
+ * "affine weight reconstruction" a capture declares in its weights_decode, so compare discloses
+ * weights_reconstructed: the measurement covers the weights' quantization, not an int4 kernel's
+ * arithmetic. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/internal.h"
+#include "fidelis/model.h"
+
+static const char *const SUFFIX[FDL_ENG_GPTQ_PARTS] = {"qweight", "qzeros", "scales", "g_idx"};
+
+fdl_status fdl_eng_gptq_mat(fdl_model *m, const char *weight_name, size_t rows, size_t cols,
+                            eng_mat *mat, const char **parts, fdl_err *err) {
+  size_t n = strlen(weight_name);
+  if (n < 7 || strcmp(weight_name + n - 7, ".weight"))
+    return fdl_fail(err, FDL_INVALID, "%s: not a weight name", weight_name);
+  const fdl_tensor *t[FDL_ENG_GPTQ_PARTS];
+  for (size_t i = 0; i < FDL_ENG_GPTQ_PARTS; i++) {
+    char name[256];
+    snprintf(name, sizeof name, "%.*s.%s", (int)(n - 7), weight_name, SUFFIX[i]);
+    if (!(t[i] = fdl_eng_find(m, name)))
+      return fdl_fail(err, FDL_PARSE,
+                      "missing tensor %s: %s is absent, so the GPTQ checkpoint must hold its "
+                      "qweight, qzeros, scales and g_idx",
+                      name, weight_name);
+    parts[i] = t[i]->name;
+  }
+  if (rows > SIZE_MAX / sizeof(float) / (cols ? cols : 1))
+    return fdl_fail(err, FDL_TOO_LARGE, "%s: [%zu, %zu] does not fit in memory", weight_name, rows,
+                    cols);
+  fdl_tensor **grown = realloc(m->owned, (m->nowned + 1) * sizeof *grown);
+  if (!grown) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  m->owned = grown;
+  fdl_tensor *w = calloc(1, sizeof *w);
+  float *data = malloc(rows * cols * sizeof *data);
+  if (!w || !data) {
+    free(w);
+    free(data);
+    return fdl_fail(err, FDL_NOMEM, "%s: out of memory for its float32 reconstruction",
+                    weight_name);
+  }
+  w->data = (const uint8_t *)data;
+  m->owned[m->nowned++] = w;
+  fdl_status s =
+      fdl_gptq_reconstruct(t[0], t[1], t[2], t[3], cols, rows, m->info.gptq_group, data, err);
+  if (s != FDL_OK) {
+    fdl_err_prefix(err, "%s", weight_name);
+    return s;
+  }
+  /* A finite F16 scale can still make an infinite product; the engine multiplies finite
+   * weights only. */
+  uint64_t bad = fdl_tensor_first_nonfinite(w->data, FDL_DTYPE_F32, rows * cols, NULL);
+  if (bad != UINT64_MAX)
+    return fdl_fail(err, FDL_NONFINITE, "%s: reconstructed element %llu is not finite", weight_name,
+                    (unsigned long long)bad);
+  w->name = parts[0];
+  w->dtype = FDL_DTYPE_F32;
+  w->ndim = 2;
+  w->shape[0] = (int64_t)rows;
+  w->shape[1] = (int64_t)cols;
+  w->nbytes = rows * cols * sizeof *data;
+  mat->t = w;
+  mat->type = FDL_GEMM_F32;
+  return FDL_OK;
+}
