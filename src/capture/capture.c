@@ -322,9 +322,9 @@ static json_t *meta(const capture *c) {
       "role", quant ? "quant" : "root", "form", hidden ? "hidden" : "logit", "lane", "other",
       "device", "cpu", "device_name", CAPTURE_DEVICE_NAME, "vocab_size", (json_int_t)c->info->vocab,
       "engine", "name", "fidelis", "version", fdl_version(), "dtypes", "forward", "F32", "weights",
-      wdt, "compute", "F32", "numeric_policy", CAPTURE_NUMERIC_POLICY, "tokenizer", "id", c->name,
-      "vocab_size", (json_int_t)c->info->vocab, "panel", "panel_id", panel_id, "runtime_source",
-      "safetensors", "source_files", source_files());
+      wdt, "compute", "F32", "numeric_policy", CAPTURE_NUMERIC_POLICY, "tokenizer", "id",
+      c->tokenizer, "vocab_size", (json_int_t)c->info->vocab, "panel", "panel_id", panel_id,
+      "runtime_source", "safetensors", "source_files", source_files());
   if (!m) return NULL;
   json_object_set_new(m, "dataset", json_pack("{s:s}", "id", id));
   json_t *w =
