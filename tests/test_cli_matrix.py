@@ -157,7 +157,8 @@ def main():
                  "verify": "json", "json canon": "json", "tensor ls": "tensor", "pack": "panel",
                  "synth": "out", "logits diff": "vector", "layers diff": "vector",
                  "check": "kiln", "divergence": "ids", "attribute": "kiln",
-                 "model init": "out", "quantize": "model"}
+                 "model init": "out", "quantize": "model", "capture": "model",
+                 "generate": "model"}
         with open(P("good.f32"), "wb") as f:  # a raw float32 vector [1, 2, 3, 4]
             f.write(bytes.fromhex("0000803f000000400000404000008040"))
         kiln_req = os.path.join(os.environ.get("FDL_SHARED", ""), "vectors", "kiln",
@@ -194,6 +195,12 @@ def main():
                 return ["model", "init", "--preset", "tiny-random", *extra, path]
             if cmd == "quantize":  # MODEL is the path under test
                 return ["quantize", *extra, path, fresh()]
+            if cmd == "capture":  # --model is the path under test
+                return ["capture", "--model", path, "--panel", P("tiny", "panel.jsonl"), "--out",
+                        fresh(), "--quiet", *extra]
+            if cmd == "generate":  # --model is the path under test
+                return ["generate", "--model", path, "--ids", "[256, 83]", "--greedy-out",
+                        fresh(), *extra]
             if cmd == "divergence":  # --prompt-ids @FILE is the input under test
                 g = kreq["prompt"]["generator"]
                 return ["divergence", "--prompt-ids", "@" + path, "--reference-ids", "[5,6]",
@@ -217,11 +224,12 @@ def main():
                     "logits diff": ["--candidates", "x"], "layers diff": ["--hidden", "0"],
                     "check": ["--no-such-flag"], "divergence": ["--no-such-flag"],
                     "attribute": ["--no-such-flag"], "model init": ["--seed", "x"],
-                    "quantize": ["--group-size", "0"]}
+                    "quantize": ["--group-size", "0"], "capture": ["--form", "nope"],
+                    "generate": ["--new", "0"]}
         json_flag = {"validate": ["--json"], "compare": ["--json"], "inspect": ["--json"],
                      "verify": ["--json"], "tensor ls": ["--json"], "synth": ["--json"],
                      "logits diff": ["--json"], "layers diff": ["--json"],
-                     "model init": ["--json"], "quantize": ["--json"]}
+                     "model init": ["--json"], "quantize": ["--json"], "capture": ["--json"]}
         nobody = drop_privileges()
 
         for cmd, row in table.items():

@@ -140,5 +140,20 @@ done
 [ ! -e "$W/m1" ] && [ ! -e "$W/m10" ] && ok || bad "a usage error of model init or quantize left output behind"
 "$F" model init --help | grep -q "byte-identical" && ok || bad "model init --help must say it is deterministic"
 
+# ---- capture and generate: the same parser rules ---------------------------------------------
+expect 4 "--model" "capture without --model" -- capture --panel p.jsonl --out "$W/c1"
+expect 4 "more than once" "capture --path twice" -- capture --model m --panel p --out "$W/c2" --path prefill --path decode
+expect 4 "--form" "capture --form nope" -- capture --model m --panel p --out "$W/c3" --form nope
+expect 4 "--created-utc" "capture --created-utc bad" -- capture --model m --panel p --out "$W/c4" --created-utc 2026-02-30T00:00:00Z
+expect 4 "cannot be used together" "capture --progress --quiet" -- capture --model m --panel p --out "$W/c5" --progress --quiet
+expect 4 "nothing to write" "generate without an output" -- generate --model m --ids "[1]"
+expect 4 "cannot be used together" "generate --ids with --panel" -- generate --model m --ids "[1]" --panel p --context 0 --prompt-tokens 1 --ids-out "$W/g1"
+expect 4 "--new N and --tokens-out" "generate --new without --tokens-out" -- generate --model m --ids "[1]" --new 3 --ids-out "$W/g2"
+expect 4 "--rows steps needs --request" "generate --rows steps" -- generate --model m --ids "[1]" --rows steps --greedy-out "$W/g3"
+for v in 0 4097 x ""; do
+  expect 4 "--new" "generate --new '$v'" -- generate --model m --ids "[1]" --new "$v" --tokens-out "$W/g4"
+done
+[ ! -e "$W/c1" ] && [ ! -e "$W/g4" ] && ok || bad "a usage error of capture or generate left output behind"
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -280,5 +280,16 @@ int fdl_cli_generate(int argc, char **argv) {
     fdl_cli_report(&err);
     return fdl_cli_exit_for(s);
   }
+  const char *outs[][2] = {{"tokens", a.tokens_out},
+                           {"logits", a.logits_out},
+                           {"greedy", a.greedy_out},
+                           {"ids", a.ids_out}};
+  printf("fidelis generate: %zu input ids, %s path\n", n, a.path ? "decode" : "prefill");
+  for (size_t i = 0; i < sizeof outs / sizeof *outs; i++)
+    if (outs[i][1]) {
+      printf("  %-7s", outs[i][0]);
+      fdl_cli_put_text(stdout, outs[i][1]);
+      putchar('\n');
+    }
   return FDL_EXIT_OK;
 }

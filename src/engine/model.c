@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "fidelis/file.h"
 #include "fidelis/json.h"
 
 static void free_work(eng_work *w) {
@@ -95,7 +96,14 @@ fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **
   memcpy(cp, dir, dl);
   memcpy(cp + dl, "/config.json", sizeof "/config.json");
   json_t *cfg = NULL;
-  fdl_status s = fdl_json_load_file(cp, NULL, &cfg, err);
+  /* A directory without config.json holds no model: a finding about the input (exit 3), not a
+   * failure to read it. */
+  fdl_status s = fdl_path_exists(cp) || !fdl_path_exists(dir)
+                     ? fdl_json_load_file(cp, NULL, &cfg, err)
+                     : fdl_fail(err, FDL_REFUSED,
+                                "%s: missing: not a Hugging Face model directory "
+                                "(expected config.json and safetensors weights)",
+                                cp);
   if (!s) s = fdl_eng_config(cfg, cp, &m->info, err);
   if (!s) s = fdl_eng_weights(m, dir, cfg, err);
   json_decref(cfg);

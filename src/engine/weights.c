@@ -65,7 +65,7 @@ static fdl_status open_shard(fdl_model *m, const char *dir, const char *name, fd
   int r = probe(dir, name, err, &s);
   if (r < 0) return s;
   if (r == 0)
-    return fdl_fail(err, FDL_IO, "%s/%s: missing shard (named by %s)", dir, name,
+    return fdl_fail(err, FDL_REFUSED, "%s/%s: missing shard (named by %s)", dir, name,
                     m->nshards || strcmp(name, SINGLE_NAME) ? INDEX_NAME : "the model directory");
   char *p = join(dir, name);
   if (!p) return fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -302,7 +302,7 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
     int one = probe(dir, SINGLE_NAME, err, &s);
     if (one < 0) return s;
     if (!one)
-      return fdl_fail(err, FDL_IO, "%s: no %s and no %s: missing shard", dir, SINGLE_NAME,
+      return fdl_fail(err, FDL_REFUSED, "%s: no %s and no %s: missing shard", dir, SINGLE_NAME,
                       INDEX_NAME);
     if ((s = open_shard(m, dir, SINGLE_NAME, err))) return s;
   }
