@@ -155,7 +155,7 @@ void fdl_rpt_chart_cdf(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_t n, c
       snprintf(text[nt], sizeof text[nt], "%s = %s nats", labels[k], fdl_rpt_fmt(v, 4, num));
       tn[nt] = text[nt], tc[nt] = mc[k], nt++;
     }
-    fdl_rpt_legend(b, f.L + f.W - 160, f.T + f.H - 17 * (double)nt - 6, tn, tc, nt);
+    fdl_rpt_legend(b, f.L + 10, f.T + 10, tn, tc, nt);
   }
   if (any && n > 1) fdl_rpt_legend(b, f.L + 10, f.T + 10, names, cols, n);
   fdl_rpt_svg_end(b);

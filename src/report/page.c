@@ -66,7 +66,7 @@ static const char CSS[] =
     "th{background:#eef2f6}td.num{text-align:right;font-variant-numeric:tabular-nums}"
     "code,.mono{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:13px}"
     ".mono{word-break:break-all}"
-    ".grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:16px}"
+    ".grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:16px}"
     "figure{margin:0;border:1px solid #ddd;padding:8px}"
     "figcaption{font-size:13px;color:#333;margin-top:4px}"
     "svg{width:100%;height:auto;display:block}"

@@ -65,8 +65,12 @@ static fdl_status single(fdl_buf *b, fdl_rpt_receipt *r, fdl_err *err) {
   fdl_status s = fdl_rpt_context_cis(r, err);
   if (s != FDL_OK) return s;
   title(b, r);
+  /* Verdict and headline side by side: at 1280 px the charts then start on the first screen. */
+  fdl_buf_puts(b, "<div class=\"grid\">");
   fdl_rpt_verdict(b, r);
   fdl_rpt_headline(b, r);
+  fdl_buf_puts(b, "</div>\n");
+  fdl_rpt_disclosures(b, r);
   fdl_buf_puts(b, "<section id=\"distribution\"><h2>KL distribution</h2><div class=\"grid\">");
   fdl_rpt_chart_hist(b, r);
   const fdl_rpt_receipt *one[1] = {r};

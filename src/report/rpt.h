@@ -141,6 +141,7 @@ void fdl_rpt_chart_top1(fdl_buf *b, const fdl_rpt_receipt *r);
 void fdl_rpt_chart_deltap(fdl_buf *b, const fdl_rpt_receipt *r);
 
 void fdl_rpt_verdict(fdl_buf *b, const fdl_rpt_receipt *r);
+void fdl_rpt_disclosures(fdl_buf *b, const fdl_rpt_receipt *r);
 void fdl_rpt_headline(fdl_buf *b, const fdl_rpt_receipt *r);
 void fdl_rpt_llama_table(fdl_buf *b, const fdl_rpt_receipt *r);
 void fdl_rpt_identity(fdl_buf *b, const fdl_rpt_receipt *r);

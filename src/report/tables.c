@@ -66,8 +66,14 @@ void fdl_rpt_verdict(fdl_buf *b, const fdl_rpt_receipt *r) {
   row_path(b, "usable as floor", d, "comparability.usable_as_floor", false);
   row_path(b, "same lane", d, "comparability.same_lane", false);
   row_path(b, "bias", d, "comparability.bias.kind", false);
-  fdl_buf_puts(b, "</table><h3>Disclosures</h3><table><tr><th>severity</th><th>code</th>"
-                  "<th>affects comparability</th><th>detail</th></tr>\n");
+  fdl_buf_puts(b, "</table></section>\n");
+}
+
+void fdl_rpt_disclosures(fdl_buf *b, const fdl_rpt_receipt *r) {
+  const json_t *d = r->doc;
+  fdl_buf_puts(
+      b, "<section id=\"disclosures\"><h3>Disclosures</h3><table><tr><th>severity</th><th>code</th>"
+         "<th>affects comparability</th><th>detail</th></tr>\n");
   const json_t *ds = json_object_get(d, "disclosures");
   for (size_t i = 0; json_is_array(ds) && i < json_array_size(ds); i++) {
     const json_t *x = json_array_get(ds, i);
