@@ -288,7 +288,9 @@ def svg_counts(dom):
     return c.counts
 
 
-def check_browser(page, work, tag, charts, minimum=20, plots=True):
+def check_browser(page, work, tag, charts, minimum=20, plots=True, ink=0.02, colour=0.002):
+    """Renders page and checks it (module docstring). ink: the least share of non-white pixels;
+    colour: the least share of saturated (plot) pixels; plots False skips both."""
     png, console, reqs, dom = render(page, work, tag)
     check(not console, "%s: console messages: %s" % (tag, console[:3]))
     check(not reqs, "%s: the page made network requests: %s" % (tag, reqs[:3]))
@@ -303,11 +305,11 @@ def check_browser(page, work, tag, charts, minimum=20, plots=True):
         check((w, h) == (1280, 2000), "%s: screenshot is %dx%d, not 1280x2000" % (tag, w, h))
         grey = px.reshape(h, w, bpp)[:, :, :3].astype(np.float64).mean(axis=2)
         check(grey.var() > 100, "%s: screenshot looks blank (variance %.1f)" % (tag, grey.var()))
-        check(not plots or (grey < 200).mean() > 0.02,
+        check(not plots or (grey < 200).mean() > ink,
               "%s: screenshot has too few non-white pixels (%.4f)" % (tag, (grey < 200).mean()))
-        colour = px.reshape(h, w, bpp)[:, :, :3].astype(np.int16)
-        spread = (colour.max(axis=2) - colour.min(axis=2)) > 60
-        check(not plots or spread.mean() > 0.002,
+        rgb = px.reshape(h, w, bpp)[:, :, :3].astype(np.int16)
+        spread = (rgb.max(axis=2) - rgb.min(axis=2)) > 60
+        check(not plots or spread.mean() > colour,
               "%s: screenshot has no coloured plot pixels (%.4f)" % (tag, spread.mean()))
     return png, dom
 
@@ -464,7 +466,9 @@ def main():
         check('id="compare-table"' in tc and tc.count("<tr>") >= 4 and "candidate B" in tc,
               "--compare has the ranked table")
         if tc:
-            check_browser(P("cmp.html"), w, "compare", ["chart-cdf-overlay"])
+            # A short page of thin lines: less ink than a single-receipt page.
+            check_browser(P("cmp.html"), w, "compare", ["chart-cdf-overlay"], ink=0.005,
+                          colour=0.0003)
         rc, md, err = run("report", "--compare", P("r1"), P("c2"), "--markdown")
         check(rc == 0 and md.startswith("| rank | candidate |") and md.count("\n") == 4,
               "--compare --markdown: exit %d %s" % (rc, md))
@@ -494,6 +498,15 @@ def main():
               "--compare refuses a receipt without a key (exit %d): %s" % (rc, err))
         rc, _, err = run("report", "--compare", P("r1"), P("t1"), "--out", P("bad4.html"))
         check(rc == 3 and "SEAL FAILED" in err, "--compare with a tampered receipt exits 3")
+
+        # ---- a reproduction: every KL is exactly zero, nothing for a log axis -------------
+        shutil.copytree(P("pair", "reference"), P("ref-copy"))
+        rc, _, err = run("compare", P("pair", "reference"), P("ref-copy"), "--out", P("repro"))
+        check(rc in (0, 2), "reproduction compare: exit %d %s" % (rc, err))
+        rc, _, err = run("report", P("repro"))
+        tz = open(P("repro", "report.html"), encoding="utf-8").read() if rc == 0 else ""
+        check(rc == 0 and "no token has a positive KL" in tz and tz.count("<svg") == 5,
+              "an all-zero receipt still gets every chart, saying why it is empty (exit %d)" % rc)
 
         # ---- usage -------------------------------------------------------------------------
         for args, word in ((["report", P("r1"), P("c2")], "--compare"),
