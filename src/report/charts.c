@@ -10,6 +10,8 @@
 #include "report/rpt.h"
 
 #define CW 600
+/* The most contexts whose error bars are drawn (FDL_RPT_MAX_WHISKERS = 100 in the caption). */
+#define FDL_RPT_MAX_WHISKERS 100
 #define CH 340
 
 static fdl_rpt_frame frame(void) {
@@ -105,7 +107,8 @@ void fdl_rpt_chart_hist(fdl_buf *b, const fdl_rpt_receipt *r) {
 /* Up to this many points per CDF: each at an evenly spaced rank, so the curve is exact there. */
 #define CDF_POINTS 1200
 
-void fdl_rpt_chart_cdf(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_t n, const char *id) {
+fdl_status fdl_rpt_chart_cdf(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_t n, const char *id,
+                             fdl_err *err) {
   fdl_rpt_frame f = frame();
   fig_begin(b);
   fdl_rpt_svg_begin(b, id, "Cumulative distribution of tokenwise KL", CW, CH);
@@ -121,8 +124,7 @@ void fdl_rpt_chart_cdf(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_t n, c
     double *x = malloc(CDF_POINTS * sizeof *x), *y = malloc(CDF_POINTS * sizeof *y);
     if (!s || !x || !y) {
       free(s), free(x), free(y);
-      fdl_buf_puts(b, ""); /* out of memory: the buffer's own growth reports it */
-      continue;
+      return fdl_fail(err, FDL_NOMEM, "out of memory for the CDF of %zu values", r->n);
     }
     memcpy(s, r->kl, r->n * sizeof *s);
     qsort(s, r->n, sizeof *s, cmp_double);
@@ -165,6 +167,7 @@ void fdl_rpt_chart_cdf(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_t n, c
                       "<code>p99_9</code>."
                     : "Each receipt's cumulative share of tokens at or below each KL, from its "
                       "own verified <code>tokenwise-kld.npy</code>. Further right is worse.");
+  return FDL_OK;
 }
 
 typedef struct {
@@ -178,7 +181,7 @@ static int cmp_ranked(const void *a, const void *b) {
   return (x->i > y->i) - (x->i < y->i);
 }
 
-void fdl_rpt_chart_contexts(fdl_buf *b, const fdl_rpt_receipt *r) {
+fdl_status fdl_rpt_chart_contexts(fdl_buf *b, const fdl_rpt_receipt *r, fdl_err *err) {
   fdl_rpt_frame f = frame();
   f.H -= 6;
   fig_begin(b);
@@ -189,13 +192,17 @@ void fdl_rpt_chart_contexts(fdl_buf *b, const fdl_rpt_receipt *r) {
   double *v = malloc((n ? n : 1) * 3 * sizeof *v);
   const char **cols = malloc((n ? n : 1) * 2 * sizeof *cols);
   char(*labs)[24] = malloc((n ? n : 1) * sizeof *labs);
-  if (!o || !v || !cols || !labs || n == 0) {
+  if (!o || !v || !cols || !labs) {
+    free(o), free(v), free(cols), free(labs);
+    return fdl_fail(err, FDL_NOMEM, "out of memory for %zu contexts", n);
+  }
+  if (n == 0) {
     fdl_rpt_axes(b, &f, "contexts", "mean KL (nats)", 1);
-    fdl_rpt_svg_note(b, &f, n ? "out of memory" : "the receipt has no per_context list");
+    fdl_rpt_svg_note(b, &f, "the receipt has no per_context list");
     fdl_rpt_svg_end(b);
     fig_end(b, "No per-context means to show.");
     free(o), free(v), free(cols), free(labs);
-    return;
+    return FDL_OK;
   }
   for (size_t i = 0; i < n; i++) o[i] = (ranked){r->ctx[i].mean, i};
   qsort(o, n, sizeof *o, cmp_ranked);
@@ -218,22 +225,27 @@ void fdl_rpt_chart_contexts(fdl_buf *b, const fdl_rpt_receipt *r) {
                n <= 32 ? "contexts, highest mean first (panel index under each bar)"
                        : "contexts, highest mean first",
                "mean KL per context (nats)", n);
-  fdl_rpt_bars(b, &f, v, lo, hi, cols, labels, n);
+  /* Past this many bars the error bars would cover each other: the caption says so instead. */
+  bool whiskers = n <= FDL_RPT_MAX_WHISKERS;
+  fdl_rpt_bars(b, &f, v, whiskers ? lo : NULL, whiskers ? hi : NULL, cols, labels, n);
   const char *dn[FDL_RPT_MAX_DOMAINS], *dc[FDL_RPT_MAX_DOMAINS];
   for (size_t k = 0; k < r->ndomains; k++) dn[k] = r->domains[k], dc[k] = fdl_rpt_colour(k);
   fdl_rpt_legend(b, f.L + f.W - 150, f.T + 8, dn, dc, r->ndomains);
   fdl_rpt_svg_end(b);
-  char cap[640];
+  char cap[640], how[256];
+  snprintf(how, sizeof how,
+           "CI95 of the context mean by a percentile bootstrap over the context's own tokens in "
+           "<code>tokenwise-kld.npy</code> (%d resamples, seed 0), derived by the report",
+           FDL_RPT_CTX_B);
   snprintf(cap, sizeof cap,
            "Each bar is one context's sealed <code>per_context[].mean</code>, coloured by its "
-           "domain%s. Error bars: %s.",
+           "domain%s. Error bars: %s%s.",
            r->domains_cut ? " (more domains than colours: the last colour is shared)" : "",
-           derived ? "CI95 of the context mean by a percentile bootstrap over the context's own "
-                     "tokens in <code>tokenwise-kld.npy</code> (2000 resamples, seed 0), "
-                     "derived by the report"
-                   : "the receipt's sealed per-context CI95");
+           derived ? how : "the receipt's sealed per-context CI95",
+           whiskers ? "" : " (not drawn: more than 100 contexts)");
   fig_end(b, cap);
   free(o), free(v), free(cols), free(labs);
+  return FDL_OK;
 }
 
 fdl_status fdl_rpt_chart_position(fdl_buf *b, const fdl_rpt_receipt *r, fdl_err *err) {
@@ -262,11 +274,13 @@ fdl_status fdl_rpt_chart_position(fdl_buf *b, const fdl_rpt_receipt *r, fdl_err 
            "Mean of <code>tokenwise-kld.npy</code> over all contexts at each position. The "
            "array is in scored-row order: contexts in <code>per_context</code> order, each "
            "<code>scored_rows</code> long; row k of a context predicts token k+1, so its "
-           "position is k+1.%s",
-           w > 1 ? " Positions are pooled in buckets so at most 256 points remain." : "");
+           "position is k+1.");
   if (w > 1) {
-    char more[64];
-    snprintf(more, sizeof more, " (bucket width %zu)", w);
+    char more[128];
+    snprintf(more, sizeof more,
+             " Positions are pooled in buckets of %zu, so at most %d points "
+             "remain.",
+             w, FDL_RPT_POS_POINTS);
     strncat(cap, more, sizeof cap - strlen(cap) - 1);
   }
   fig_end(b, cap);

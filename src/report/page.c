@@ -48,6 +48,8 @@ void fdl_rpt_esc(fdl_buf *b, const char *s) {
 const char *fdl_rpt_fmt(double x, int digits, char buf[32]) {
   if (!isfinite(x))
     snprintf(buf, 32, "\xE2\x80\x94"); /* an em dash: not in the receipt */
+  else if (x == floor(x) && fabs(x) < 1e15 && fabs(x) >= 1)
+    snprintf(buf, 32, "%.0f", x); /* counts stay whole: 1023500 tokens, not 1.0235e+06 */
   else
     snprintf(buf, 32, "%.*g", digits > 0 ? digits : 6, x);
   return buf;

@@ -74,10 +74,10 @@ static fdl_status single(fdl_buf *b, fdl_rpt_receipt *r, fdl_err *err) {
   fdl_buf_puts(b, "<section id=\"distribution\"><h2>KL distribution</h2><div class=\"grid\">");
   fdl_rpt_chart_hist(b, r);
   const fdl_rpt_receipt *one[1] = {r};
-  fdl_rpt_chart_cdf(b, one, 1, "chart-kl-cdf");
+  if ((s = fdl_rpt_chart_cdf(b, one, 1, "chart-kl-cdf", err)) != FDL_OK) return s;
   fdl_buf_puts(b, "</div></section>\n<section id=\"where\"><h2>Where the divergence is</h2>"
                   "<div class=\"grid\">");
-  fdl_rpt_chart_contexts(b, r);
+  if ((s = fdl_rpt_chart_contexts(b, r, err)) != FDL_OK) return s;
   s = fdl_rpt_chart_position(b, r, err);
   if (s != FDL_OK) return s;
   fdl_buf_puts(b, "</div></section>\n<section id=\"agreement\"><h2>Agreement on the target "
@@ -90,7 +90,7 @@ static fdl_status single(fdl_buf *b, fdl_rpt_receipt *r, fdl_err *err) {
   return FDL_OK;
 }
 
-static void side_by_side(fdl_buf *b, loaded *l) {
+static fdl_status side_by_side(fdl_buf *b, loaded *l, fdl_err *err) {
   const fdl_rpt_receipt **o = l->p;
   fdl_rpt_sort_by_kl(o, l->n);
   fdl_buf_printf(b, "<h1>Side by side: %zu candidates on panel ", l->n);
@@ -103,8 +103,9 @@ static void side_by_side(fdl_buf *b, loaded *l) {
   fdl_rpt_compare_table(b, o, l->n);
   fdl_buf_puts(b, "</section>\n<section id=\"distribution\"><h2>KL distributions</h2>"
                   "<div class=\"grid\">");
-  fdl_rpt_chart_cdf(b, o, l->n, "chart-cdf-overlay");
+  fdl_status s = fdl_rpt_chart_cdf(b, o, l->n, "chart-cdf-overlay", err);
   fdl_buf_puts(b, "</div></section>\n");
+  return s;
 }
 
 fdl_status fdl_report_write(const char *const *dirs, size_t n, const char *out,
@@ -137,7 +138,7 @@ fdl_status fdl_report_write(const char *const *dirs, size_t n, const char *out,
     s = single(&b, &l->r[0], err);
     res->llamacpp = l->r[0].llama != NULL;
   } else {
-    side_by_side(&b, l);
+    s = side_by_side(&b, l, err);
   }
   fdl_rpt_page_end(&b);
   if (s == FDL_OK && (s = fdl_buf_status(&b)) != FDL_OK)

@@ -67,7 +67,7 @@ const json_t *fdl_rpt_get(const json_t *doc, const char *path);
 
 /* Per-context CI95s where the receipt has none: a percentile bootstrap over the context's own
  * tokens (FDL_RPT_CTX_B resamples, seed 0). */
-#define FDL_RPT_CTX_B 2000
+#define FDL_RPT_CTX_B 1000
 fdl_status fdl_rpt_context_cis(fdl_rpt_receipt *r, fdl_err *err);
 /* Mean KL by position: rows bucketed so at most FDL_RPT_POS_POINTS points remain. pos[k] is
  * the bucket's first position (the 1-based index of the predicted token), width the bucket
@@ -134,8 +134,9 @@ void fdl_rpt_svg_note(fdl_buf *b, const fdl_rpt_frame *f, const char *text);
 /* ---- charts (charts.c) and tables (tables.c) --------------------------------------------- */
 
 void fdl_rpt_chart_hist(fdl_buf *b, const fdl_rpt_receipt *r);
-void fdl_rpt_chart_cdf(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_t n, const char *id);
-void fdl_rpt_chart_contexts(fdl_buf *b, const fdl_rpt_receipt *r);
+fdl_status fdl_rpt_chart_cdf(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_t n, const char *id,
+                             fdl_err *err);
+fdl_status fdl_rpt_chart_contexts(fdl_buf *b, const fdl_rpt_receipt *r, fdl_err *err);
 fdl_status fdl_rpt_chart_position(fdl_buf *b, const fdl_rpt_receipt *r, fdl_err *err);
 void fdl_rpt_chart_top1(fdl_buf *b, const fdl_rpt_receipt *r);
 void fdl_rpt_chart_deltap(fdl_buf *b, const fdl_rpt_receipt *r);

@@ -58,7 +58,11 @@ static void tick_label(char *buf, size_t cap, double v, bool lg) {
     else
       snprintf(buf, cap, "1e%d", e);
   } else {
-    snprintf(buf, cap, "%.4g", fabs(v) < 1e-12 ? 0.0 : v);
+    double t = fabs(v) < 1e-12 ? 0.0 : v; /* no "-0" from a tick computed as -0.0 */
+    if (t == floor(t) && fabs(t) < 1e9)
+      snprintf(buf, cap, "%.0f", t); /* 80000 tokens, not 8e+04 */
+    else
+      snprintf(buf, cap, "%.4g", t);
   }
 }
 
@@ -196,6 +200,16 @@ void fdl_rpt_vline(fdl_buf *b, const fdl_rpt_frame *f, double x, const char *col
 void fdl_rpt_legend(fdl_buf *b, double x, double y, const char *const *names,
                     const char *const *colours, size_t n) {
   fdl_buf_puts(b, "<g class=\"legend\">");
+  /* A backing so the names stay readable over bars and lines. */
+  size_t longest = 0;
+  for (size_t k = 0; k < n; k++)
+    if (strlen(names[k]) > longest) longest = strlen(names[k]);
+  if (n)
+    fdl_buf_printf(b,
+                   "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fff\" "
+                   "fill-opacity=\"0.85\" stroke=\"#bbb\"/>",
+                   x - 4, y - 4, 25 + 7.2 * (double)(longest > 40 ? 40 : longest),
+                   17 * (double)n + 4);
   for (size_t k = 0; k < n; k++) {
     fdl_buf_printf(b,
                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
