@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sys.h"
 #include "report/rpt.h"
 
 #define CW 600
@@ -120,8 +121,8 @@ fdl_status fdl_rpt_chart_cdf(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_
   const char *names[FDL_REPORT_MAX_RECEIPTS], *cols[FDL_REPORT_MAX_RECEIPTS];
   for (size_t i = 0; any && i < n; i++) {
     const fdl_rpt_receipt *r = rs[i];
-    double *s = malloc((r->n ? r->n : 1) * sizeof *s);
-    double *x = malloc(CDF_POINTS * sizeof *x), *y = malloc(CDF_POINTS * sizeof *y);
+    double *s = fdl_malloc((r->n ? r->n : 1) * sizeof *s);
+    double *x = fdl_malloc(CDF_POINTS * sizeof *x), *y = fdl_malloc(CDF_POINTS * sizeof *y);
     if (!s || !x || !y) {
       free(s), free(x), free(y);
       return fdl_fail(err, FDL_NOMEM, "out of memory for the CDF of %zu values", r->n);
@@ -188,10 +189,10 @@ fdl_status fdl_rpt_chart_contexts(fdl_buf *b, const fdl_rpt_receipt *r, fdl_err 
   fdl_rpt_svg_begin(b, "chart-contexts", "Per-context mean KL with CI95, sorted, by domain", CW,
                     CH);
   size_t n = r->nctx;
-  ranked *o = malloc((n ? n : 1) * sizeof *o);
-  double *v = malloc((n ? n : 1) * 3 * sizeof *v);
-  const char **cols = malloc((n ? n : 1) * 2 * sizeof *cols);
-  char(*labs)[24] = malloc((n ? n : 1) * sizeof *labs);
+  ranked *o = fdl_malloc((n ? n : 1) * sizeof *o);
+  double *v = fdl_malloc((n ? n : 1) * 3 * sizeof *v);
+  const char **cols = fdl_malloc((n ? n : 1) * 2 * sizeof *cols);
+  char(*labs)[24] = fdl_malloc((n ? n : 1) * sizeof *labs);
   if (!o || !v || !cols || !labs) {
     free(o), free(v), free(cols), free(labs);
     return fdl_fail(err, FDL_NOMEM, "out of memory for %zu contexts", n);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fidelis/num.h"
+#include "base/sys.h"
 #include "report/rpt.h"
 
 fdl_status fdl_rpt_context_cis(fdl_rpt_receipt *r, fdl_err *err) {
@@ -19,7 +20,7 @@ fdl_status fdl_rpt_context_cis(fdl_rpt_receipt *r, fdl_err *err) {
     /* Each token is its own cluster of one row: the bootstrap of the context mean over its
      * tokens, by the same resampler (and seed rule) as the receipt's headline interval. */
     if (c->rows > cap) {
-      size_t *p = realloc(ones, c->rows * sizeof *p);
+      size_t *p = fdl_realloc(ones, c->rows * sizeof *p);
       if (!p) {
         s = fdl_fail(err, FDL_NOMEM, "out of memory for a per-context interval");
         break;
@@ -49,8 +50,8 @@ fdl_status fdl_rpt_position_means(const fdl_rpt_receipt *r, double **pos, double
   if (!longest) return FDL_OK;
   size_t w = (longest + FDL_RPT_POS_POINTS - 1) / FDL_RPT_POS_POINTS;
   size_t nb = (longest + w - 1) / w;
-  double *sum = calloc(nb, sizeof *sum), *cnt = calloc(nb, sizeof *cnt);
-  double *p = malloc(nb * sizeof *p), *m = malloc(nb * sizeof *m);
+  double *sum = fdl_calloc(nb, sizeof *sum), *cnt = fdl_calloc(nb, sizeof *cnt);
+  double *p = fdl_malloc(nb * sizeof *p), *m = fdl_malloc(nb * sizeof *m);
   if (!sum || !cnt || !p || !m) {
     free(sum), free(cnt), free(p), free(m);
     return fdl_fail(err, FDL_NOMEM, "out of memory for the position means");

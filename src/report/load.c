@@ -15,6 +15,7 @@
 #include "fidelis/file.h"
 #include "fidelis/json.h"
 #include "fidelis/tensor.h"
+#include "base/sys.h"
 #include "report/rpt.h"
 
 #define RECEIPT_SCHEMA "malaiwah.fidelity-comparison-receipt.v1"
@@ -72,7 +73,9 @@ static bool read_array(fdl_rpt_receipt *r, const char *name, const char *want_he
   size_t len = 0;
   fdl_err e = {FDL_OK, ""};
   fdl_status s = fdl_read_file(path, ARRAY_MAX_BYTES, &data, &len, &e);
-  if (s == FDL_NOMEM) {
+  /* A file that cannot be opened or read is the machine's failure (exit 4, no page); a file
+   * that reads but is not what the receipt sealed is the receipt's (a red page). */
+  if (s == FDL_NOMEM || s == FDL_IO) {
     *st = fdl_fail(err, s, "%s", e.msg);
     return false;
   }
@@ -93,8 +96,11 @@ static bool read_array(fdl_rpt_receipt *r, const char *name, const char *want_he
               name, hex, want_hex);
     goto done;
   }
-  if (fdl_npy_open_mem(data, len, &npy, &e) != FDL_OK) {
-    untrusted(r, "%s: %s", name, e.msg);
+  if ((s = fdl_npy_open_mem(data, len, &npy, &e)) != FDL_OK) {
+    if (s == FDL_NOMEM)
+      *st = fdl_fail(err, s, "%s", e.msg);
+    else
+      untrusted(r, "%s: %s", name, e.msg);
     goto done;
   }
   const fdl_tensor *t = fdl_npy_tensor(npy);
@@ -105,7 +111,7 @@ static bool read_array(fdl_rpt_receipt *r, const char *name, const char *want_he
     goto done;
   }
   size_t n = (size_t)t->shape[0], esz = fdl_dtype_size(dtype);
-  void *copy = malloc(n ? n * esz : 1);
+  void *copy = fdl_malloc(n ? n * esz : 1);
   if (!copy) {
     *st = fdl_fail(err, FDL_NOMEM, "out of memory for %s", name);
     goto done;
@@ -145,7 +151,7 @@ static bool load_contexts(fdl_rpt_receipt *r, fdl_status *st, fdl_err *err) {
   const json_t *pc = json_object_get(r->doc, "per_context");
   if (!json_is_array(pc) || json_array_size(pc) == 0) return true; /* nothing per context */
   size_t n = json_array_size(pc), first = 0;
-  r->ctx = calloc(n, sizeof *r->ctx);
+  r->ctx = fdl_calloc(n, sizeof *r->ctx);
   if (!r->ctx) {
     *st = fdl_fail(err, FDL_NOMEM, "out of memory for %zu contexts", n);
     return false;
@@ -227,7 +233,7 @@ static bool load_llama(fdl_rpt_receipt *r, fdl_status *st, fdl_err *err) {
 
 fdl_status fdl_rpt_load(const char *dir, fdl_rpt_receipt *r, fdl_err *err) {
   memset(r, 0, sizeof *r);
-  r->dir = strdup(dir);
+  r->dir = fdl_strdup(dir);
   if (!r->dir) return fdl_fail(err, FDL_NOMEM, "out of memory");
   char path[4096];
   if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, FDL_REPORT_RECEIPT) >= sizeof path)

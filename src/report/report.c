@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fidelis/file.h"
+#include "base/sys.h"
 #include "report/rpt.h"
 
 typedef struct {
@@ -25,7 +26,7 @@ static fdl_status load_all(const char *const *dirs, size_t n, loaded **out, fdl_
   if (!dirs || n == 0 || n > FDL_REPORT_MAX_RECEIPTS)
     return fdl_fail(err, FDL_INVALID, "a report takes 1 to %d receipt directories, not %zu",
                     FDL_REPORT_MAX_RECEIPTS, n);
-  loaded *l = calloc(1, sizeof *l);
+  loaded *l = fdl_calloc(1, sizeof *l);
   if (!l) return fdl_fail(err, FDL_NOMEM, "out of memory");
   for (size_t i = 0; i < n; i++) {
     fdl_status s = fdl_rpt_load(dirs[i], &l->r[i], err);
