@@ -35,7 +35,8 @@ static void usage(FILE *f) {
           "without plots; --markdown prints nothing), RECEIPT_DIR holds no\n"
           "comparison-receipt.json, --compare receipts that cannot share a page (nothing\n"
           "written), or the output exists; 4 bad usage, an input that cannot be opened as a\n"
-          "directory, a write that failed, or output that cannot be written\n",
+          "directory, a file the receipt names that cannot be read, a write that failed, or\n"
+          "output that cannot be written\n",
           FDL_REPORT_MAX_RECEIPTS);
 }
 
