@@ -132,6 +132,11 @@ def main():
             f.write(b"\x10\x00\x00\x00\x00\x00\x00\x00not json at all!")
         with open(P("bad.jsonl"), "w") as f:
             f.write("garbage\n")
+        os.mkdir(P("badrcpt"))  # a receipt directory whose receipt is not JSON
+        with open(P("badrcpt", "comparison-receipt.json"), "w") as f:
+            f.write("garbage\n")
+        shutil.copytree(P("cmp"), P("unrcmp"))
+        os.chmod(P("unrcmp"), 0)
         os.mkdir(P("badds"))
         with open(P("badds", "fidelity-dataset.json"), "w") as f:
             f.write("garbage\n")
@@ -158,7 +163,7 @@ def main():
                  "synth": "out", "logits diff": "vector", "layers diff": "vector",
                  "check": "kiln", "divergence": "ids", "attribute": "kiln",
                  "model init": "out", "quantize": "model", "capture": "model",
-                 "generate": "model"}
+                 "generate": "model", "report": "receipt"}
         with open(P("good.f32"), "wb") as f:  # a raw float32 vector [1, 2, 3, 4]
             f.write(bytes.fromhex("0000803f000000400000404000008040"))
         kiln_req = os.path.join(os.environ.get("FDL_SHARED", ""), "vectors", "kiln",
@@ -176,13 +181,14 @@ def main():
             os.chmod(P(name), 0)
         good = {"dataset": ref, "json": receipt, "tensor": tensor, "panel": pin["panel"],
                 "vector": P("good.f32"), "kiln": kiln_req, "ids": P("ids.json"),
-                "model": P("tiny")}
+                "model": P("tiny"), "receipt": P("cmp")}
         malformed = {"dataset": P("badds"), "json": P("bad.json"), "tensor": P("bad.bin"),
                      "panel": P("bad.jsonl"), "vector": P("bad.bin"), "kiln": P("bad.json"),
-                     "ids": P("bad.json"), "model": P("badmodel")}
+                     "ids": P("bad.json"), "model": P("badmodel"), "receipt": P("badrcpt")}
         unreadable = {"dataset": P("unrds"), "json": P("unr.json"), "tensor": P("unr.bin"),
                       "panel": P("unr.jsonl"), "vector": P("unr.bin"), "kiln": P("unr-kiln.json"),
-                      "ids": P("unr-ids.json"), "model": P("unrmodel")}
+                      "ids": P("unr-ids.json"), "model": P("unrmodel"),
+                      "receipt": P("unrcmp")}
 
         def argv(cmd, path, extra=()):
             if cmd == "compare":
@@ -225,11 +231,12 @@ def main():
                     "check": ["--no-such-flag"], "divergence": ["--no-such-flag"],
                     "attribute": ["--no-such-flag"], "model init": ["--seed", "x"],
                     "quantize": ["--group-size", "0"], "capture": ["--form", "nope"],
-                    "generate": ["--new", "0"]}
+                    "generate": ["--new", "0"], "report": ["--no-such-flag"]}
         json_flag = {"validate": ["--json"], "compare": ["--json"], "inspect": ["--json"],
                      "verify": ["--json"], "tensor ls": ["--json"], "synth": ["--json"],
                      "logits diff": ["--json"], "layers diff": ["--json"],
-                     "model init": ["--json"], "quantize": ["--json"], "capture": ["--json"]}
+                     "model init": ["--json"], "quantize": ["--json"], "capture": ["--json"],
+                     "report": ["--markdown"]}
         nobody = drop_privileges()
 
         for cmd, row in table.items():
@@ -286,7 +293,7 @@ def main():
                     failures.append(cell + "  " + err.strip()[:300])
                     print("FAIL     " + cell + "  " + err.strip()[:300])
     finally:
-        for d in (os.path.join(w, "unrds"), os.path.join(w, "unrmodel")):
+        for d in (os.path.join(w, "unrds"), os.path.join(w, "unrmodel"), os.path.join(w, "unrcmp")):
             if os.path.exists(d):
                 os.chmod(d, 0o755)
         shutil.rmtree(w, ignore_errors=True)

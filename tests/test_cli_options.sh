@@ -155,5 +155,14 @@ for v in 0 4097 x ""; do
 done
 [ ! -e "$W/c1" ] && [ ! -e "$W/g4" ] && ok || bad "a usage error of capture or generate left output behind"
 
+# ---- report: the same parser rules -----------------------------------------------------------
+expect 4 "more than once" "report --out twice" -- report "$W/r" --out "$W/r1.html" --out "$W/r2.html"
+expect 4 "--out" "report --out ''" -- report "$W/r" --out ""
+expect 4 "empty" "report ''" -- report ""
+expect 4 "cannot be used together" "report --markdown --out" -- report "$W/r" --markdown --out "$W/r3.html"
+expect 4 "takes no value" "report --compare=yes" -- report --compare=yes "$W/r" "$W/r"
+expect 4 "--compare" "report with two directories" -- report "$W/r" "$W/r"
+[ ! -e "$W/r1.html" ] && [ ! -e "$W/r3.html" ] && ok || bad "a usage error of report left output behind"
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

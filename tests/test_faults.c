@@ -269,6 +269,18 @@ static void compare(outcome *oc) {
   fdl_compare_result_free(&r);
 }
 
+static char receipt_dir[128]; /* a receipt made once with faults off, for report */
+
+static void report(outcome *oc) {
+  snprintf(oc->where, sizeof oc->where, "%s/rpt", work);
+  snprintf(oc->out, sizeof oc->out, "%s/page.html", oc->where);
+  const char *dirs[1] = {receipt_dir};
+  fdl_report_result r;
+  oc->status = fdl_report_write(dirs, 1, oc->out, &r, &oc->err);
+  struct stat st;
+  oc->complete = oc->status == FDL_OK && r.trusted && stat(oc->out, &st) == 0;
+}
+
 typedef struct {
   const char *name;
   void (*run)(outcome *);
@@ -280,6 +292,7 @@ static const operation OPS[] = {
     {"pack", pack, true, false},
     {"validate", validate, false, false},
     {"compare", compare, true, true},
+    {"report", report, false, false},
 };
 
 /* ---- the loop --------------------------------------------------------------------------- */
@@ -303,7 +316,10 @@ static void one_run(const operation *op, fdl_fault_kind kind, uint64_t n, uint64
   if (op->run == validate)
     snprintf(where, sizeof where, "%s", cand_dir);
   else
-    snprintf(where, sizeof where, "%s/%s", work, op->run == pack ? "pack" : "cmp");
+    snprintf(where, sizeof where, "%s/%s", work,
+             op->run == pack     ? "pack"
+             : op->run == report ? "rpt"
+                                 : "cmp");
   size_t nb = list_dir(where, before, sizeof before);
   fdl_fault_arm(kind, n);
   op->run(&oc);
@@ -355,7 +371,12 @@ static void one_run(const operation *op, fdl_fault_kind kind, uint64_t n, uint64
   free(result);
   if (leak_each && leaked())
     FAIL("%s: %s %" PRIu64 ": leak (see the report above)", op->name, kind_name(kind), n);
-  if (oc.status == FDL_OK && oc.out[0]) rm_tree(oc.out);
+  if (oc.status == FDL_OK && oc.out[0]) {
+    if (op->run == report)
+      unlink(oc.out);
+    else
+      rm_tree(oc.out);
+  }
   /* Whatever a faulty run left, the next run starts from the same state. */
   remove_new(where, before);
 }
@@ -420,6 +441,26 @@ int main(void) {
   }
   snprintf(ref_dir, sizeof ref_dir, "%s/pair/reference", work);
   snprintf(cand_dir, sizeof cand_dir, "%s/pair/candidate", work);
+  snprintf(p, sizeof p, "%s/rpt", work);
+  mkdir(p, 0755);
+  snprintf(receipt_dir, sizeof receipt_dir, "%s/receipt", work);
+  fdl_compare_opts co;
+  fdl_compare_opts_default(&co);
+  co.reference = ref_dir;
+  co.candidate = cand_dir;
+  co.out_dir = receipt_dir;
+  co.own_heads = true;
+  co.threads = 1;
+  co.bootstrap_samples = 50;
+  co.created_utc = "2026-01-01T00:00:00Z";
+  fdl_compare_result cr;
+  fdl_status cs = fdl_compare(&co, &cr, &err);
+  fdl_compare_result_free(&cr);
+  if (cs != FDL_OK) {
+    printf("FAIL: cannot make the receipt for report: %s\n", err.msg);
+    rm_tree(work);
+    return 1;
+  }
 
   const char *only = getenv("FDL_FAULT_ONLY");
   const char *ops = getenv("FDL_FAULT_OPS"); /* e.g. "compare": sweep only those */

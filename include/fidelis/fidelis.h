@@ -54,6 +54,7 @@
 #include "engine.h"
 #include "model.h"
 #include "synth.h"
+#include "report.h"
 #include "attr.h"
 #include "kiln.h"
 

@@ -34,6 +34,8 @@ static const fdl_cli_command COMMANDS[] = {
      fdl_cli_model, fdl_cli_model_check},
     {"quantize", "int4 GPTQ-v1 packed checkpoint of a model's MLP (round to nearest)",
      fdl_cli_quantize, fdl_cli_quantize_check},
+    {"report", "an HTML page (or Markdown table) of verified comparison receipts",
+     fdl_cli_report_page, fdl_cli_report_page_check},
 };
 
 const fdl_cli_command *fdl_cli_commands(size_t *n) {

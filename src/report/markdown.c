@@ -1,0 +1,91 @@
+/* markdown.c - the headline table, or the side-by-side table, in GitHub-flavoured Markdown for
+ * model cards and pull requests. Strings from the receipt are made inert: a pipe cannot split a
+ * cell, a newline cannot end the table, and HTML and Markdown punctuation is backslashed. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "report/rpt.h"
+
+static void cell(fdl_buf *b, const char *s) {
+  if (!s) {
+    fdl_buf_puts(b, "\xE2\x80\x94");
+    return;
+  }
+  for (const char *p = s; *p; p++) {
+    if (*p == '\n' || *p == '\r' || *p == '\t')
+      fdl_buf_putc(b, ' ');
+    else if ((unsigned char)*p < 0x20)
+      continue;
+    else {
+      if (strchr("|\\`*_[]<>#!~&", *p)) fdl_buf_putc(b, '\\');
+      fdl_buf_putc(b, *p);
+    }
+  }
+}
+
+static void num_row(fdl_buf *b, const char *name, const json_t *d, const char *path,
+                    const char *unit) {
+  char x[32];
+  fdl_buf_printf(b, "| %s | %s%s |\n", name, fdl_rpt_fmt(fdl_rpt_num(d, path), 6, x), unit);
+}
+
+static void pm_row(fdl_buf *b, const char *name, const json_t *k, const char *v, const char *e) {
+  char x[32], y[32];
+  fdl_buf_printf(b, "| %s | %s \xC2\xB1 %s |\n", name, fdl_rpt_fmt(fdl_rpt_num(k, v), 6, x),
+                 fdl_rpt_fmt(fdl_rpt_num(k, e), 4, y));
+}
+
+void fdl_rpt_md_headline(fdl_buf *b, const fdl_rpt_receipt *r) {
+  const json_t *d = r->doc;
+  char v[32], l[32], h[32];
+  fdl_buf_puts(b, "| statistic | value |\n|---|---|\n| candidate | ");
+  cell(b, fdl_rpt_name(r));
+  fdl_buf_puts(b, " |\n| reference | ");
+  cell(b, fdl_rpt_str(d, "reference.label"));
+  fdl_buf_printf(b, " |\n| mean KL(reference \\|\\| candidate) | %s nats",
+                 fdl_rpt_fmt(fdl_rpt_num(d, "metric.value"), 6, v));
+  double lo = fdl_rpt_num(d, "uncertainty.ci95_low"), hi = fdl_rpt_num(d, "uncertainty.ci95_high");
+  if (isfinite(lo) && isfinite(hi))
+    fdl_buf_printf(b, " (CI95 %s to %s)", fdl_rpt_fmt(lo, 4, l), fdl_rpt_fmt(hi, 4, h));
+  fdl_buf_puts(b, " |\n");
+  num_row(b, "median KL", d, "kl.median", " nats");
+  num_row(b, "p95 KL", d, "kl.p95", " nats");
+  num_row(b, "p99 KL", d, "kl.p99", " nats");
+  num_row(b, "p99.9 KL", d, "kl.p99_9", " nats");
+  num_row(b, "max KL", d, "kl.max", " nats");
+  num_row(b, "top-1 agreement", d, "top1_agreement", "");
+  if (r->llama) {
+    pm_row(b, "PPL(Q)/PPL(base)", r->llama, "ppl_ratio.value", "ppl_ratio.stderr");
+    pm_row(b, "KLD (llama.cpp stderr)", r->llama, "kld.mean", "kld.stderr");
+    pm_row(b, "same top", r->llama, "same_top.value", "same_top.stderr");
+    pm_row(b, "RMS \xCE\x94p", r->llama, "delta_p.rms", "delta_p.rms_stderr");
+  }
+  num_row(b, "scored positions", d, "panel.scored_positions", "");
+  fdl_buf_puts(b, "| class | ");
+  cell(b, fdl_rpt_str(d, "comparability.class"));
+  fdl_buf_puts(b, " |\n| comparability key | ");
+  cell(b, fdl_rpt_str(d, "comparability.key"));
+  fdl_buf_puts(b, " |\n| receipt_sha256 | ");
+  cell(b, fdl_rpt_str(d, "receipt_sha256"));
+  fdl_buf_puts(b, " |\n");
+}
+
+void fdl_rpt_md_compare(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_t n) {
+  fdl_buf_puts(b, "| rank | candidate | mean KL (nats) | CI95 | p99 KL | max KL | top-1 | class "
+                  "|\n|---:|---|---:|---|---:|---:|---:|---|\n");
+  for (size_t i = 0; i < n; i++) {
+    const json_t *d = rs[i]->doc;
+    char a[32], l[32], h[32], p[32], m[32], t[32];
+    fdl_buf_printf(b, "| %zu | ", i + 1);
+    cell(b, fdl_rpt_name(rs[i]));
+    fdl_buf_printf(
+        b, " | %s | %s to %s | %s | %s | %s | ", fdl_rpt_fmt(fdl_rpt_num(d, "metric.value"), 6, a),
+        fdl_rpt_fmt(fdl_rpt_num(d, "uncertainty.ci95_low"), 4, l),
+        fdl_rpt_fmt(fdl_rpt_num(d, "uncertainty.ci95_high"), 4, h),
+        fdl_rpt_fmt(fdl_rpt_num(d, "kl.p99"), 4, p), fdl_rpt_fmt(fdl_rpt_num(d, "kl.max"), 4, m),
+        fdl_rpt_fmt(fdl_rpt_num(d, "top1_agreement"), 4, t));
+    cell(b, fdl_rpt_str(d, "comparability.class"));
+    fdl_buf_puts(b, " |\n");
+  }
+}
