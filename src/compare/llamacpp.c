@@ -122,13 +122,13 @@ static void sums(const cmp_estimate *e, double *tmp, double *nll_r, double *nll_
   double va = sr2 / dn - lr.mean * lr.mean, vb = sc2 / dn - lc.mean * lc.mean;
   double cov = src / dn - lr.mean * lc.mean;
   g->cor = va > 0.0 && vb > 0.0 ? cov / sqrt(va * vb) : 0.0;
-  /* sigma_Q^2 + sigma_b^2 - 2 cov is the iid variance of the per-token difference of the NLLs;
-   * taken from the differences themselves it does not lose the digits that cancel between
-   * near-equal sides, and it is exactly 0 for a self-compare. */
+  /* mean b - mean a, and sigma_Q^2 + sigma_b^2 - 2 cov, are the mean and the iid variance of
+   * the per-token difference of the NLLs; taken from the differences themselves they keep the
+   * digits that cancel between near-equal sides, and both are exactly 0 for a self-compare. */
   for (size_t i = 0; i < n; i++) nll_r[i] = nll_c[i] - nll_r[i];
   double sd = sum_of(nll_r, n, ident, tmp), sd2 = sum_of(nll_r, n, sq, tmp);
   mu ld = mean_unc(sd, sd2, n);
-  g->ln_ratio = lc.mean - lr.mean;
+  g->ln_ratio = ld.mean;
   g->ln_ratio_err = ld.err;
   g->ratio = exp(g->ln_ratio);
   g->ratio_err = g->ratio * ld.err;
