@@ -382,6 +382,19 @@ def case_adversarial():
         U.check(lr.min() < -79 and lc.min() < -79, "adversarial: tiny targets present")
 
 
+def case_wide():
+    # More than two vocabulary chunks (4096): targets before, inside and after the chunk that
+    # holds the maximum, which rises in a later chunk on one side only.
+    V = 9000
+    b = U.Builder(vocab=V, contexts=2, tokens=14, seed=18)
+    ref, cand = random_rows(b, [b.rows(i) for i in range(2)], V)
+    for c in range(2):
+        for j in range(ref[c].shape[0]):
+            ref[c][j][[100, 5000, 8999][j % 3]] += 12.0
+            cand[c][j][[8500, 4096, 7][j % 3]] += 12.0
+    oracle_case("wide", b, ref, cand)
+
+
 def case_small():
     b = U.Builder(vocab=16, contexts=2, tokens=5, seed=14)  # n = 8 <= 10
     ref, cand = random_rows(b, [b.rows(i) for i in range(2)], 16)
@@ -412,7 +425,7 @@ def case_large():
 def case_hidden():
     # The replayed logits feed the same pass; the oracle replays in float64, so the arrays agree
     # to the float32 GEMM's error, and the statistics agree with the arrays fidelis wrote.
-    b = U.Builder(vocab=96, hidden=24, contexts=3, tokens=30, seed=16)
+    b = U.Builder(vocab=4200, hidden=24, contexts=3, tokens=30, seed=16)  # two replay tiles
     W = b.random_head()
     W2 = W + (b.rng.standard_normal(W.shape) * 0.01).astype(np.float32)
     H0 = b.random_hidden()
@@ -473,6 +486,7 @@ def main():
     case_random()
     case_masked()
     case_adversarial()
+    case_wide()
     case_small()
     case_large()
     case_hidden()
