@@ -98,7 +98,8 @@ typedef struct {
   double kl_mean, kl_err;
 } figures;
 
-/* The figures that need only sums; tmp holds n doubles, d receives the per-row differences. */
+/* Every figure but the order statistics. tmp, nll_r and nll_c are scratch of n doubles; dp
+ * receives the per-row delta-p for its percentiles. */
 static void sums(const cmp_estimate *e, double *tmp, double *nll_r, double *nll_c, double *dp,
                  figures *g) {
   size_t n = e->n_rows;
