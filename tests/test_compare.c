@@ -159,7 +159,7 @@ static void test_check_catches(void **state) {
 static json_t *llama_block(json_int_t n, double kl_mean, double ln_ratio, double same_top) {
   const char *h = "0000000000000000000000000000000000000000000000000000000000000000";
   json_t *ve = json_pack("{s:f, s:f}", "value", 1.0, "stderr", 0.0);
-  return json_pack(
+  json_t *b = json_pack(
       "{s:s, s:I, s:O, s:O, s:{s:f, s:f}, s:O, s:f, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:{}}, "
       "s:{s:f, s:f}, s:{s:f, s:f, s:f, s:f, s:{}}, s:{s:s, s:s, s:s}, s:s}",
       "schema", FDL_COMPARE_LLAMACPP_SCHEMA, "n", n, "ppl_reference", ve, "ppl_candidate", ve,
@@ -169,6 +169,8 @@ static json_t *llama_block(json_int_t n, double kl_mean, double ln_ratio, double
       "stderr", 0.0, "max", kl_mean, "min", 0.0, "percentiles", "arrays",
       FDL_COMPARE_LOGPROB_REF_NAME, h, FDL_COMPARE_LOGPROB_CAND_NAME, h, FDL_COMPARE_TOP1_NAME, h,
       "definitions", "docs/COMPARE.md#llamacpp-compatible-statistics");
+  json_decref(ve); /* O took references of its own */
+  return b;
 }
 
 static void with_block(json_t *doc, json_t *blk) {
