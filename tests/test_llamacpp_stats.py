@@ -253,6 +253,7 @@ def check_shape(tag, out, blk, n):
     U.check(p.returncode == 0 and p.stdout.startswith("OK"), f"{tag}: verify {p.stdout}{p.stderr}")
     # The sealed top1_agreement and the block agree on the top-1 rule.
     U.check(blk["same_top"]["value"] == rc["top1_agreement"], f"{tag}: same_top vs top1_agreement")
+    U.check(U.bits(blk["kld"]["mean"]) == U.bits(rc["kl"]["mean"]), f"{tag}: kld.mean vs kl.mean")
     return True
 
 
