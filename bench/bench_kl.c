@@ -82,11 +82,21 @@ static uint16_t *alloc_big(size_t n) {
   return p;
 }
 
-static fdl_num_block *cut(size_t rows, size_t pb, fdl_num_side ref, fdl_num_side cand, size_t *nb) {
+/* Targets as compare has them (one per row, spread over the vocabulary), so that the timed run
+ * includes the target log-probabilities compare asks for. */
+static int64_t *targets(size_t rows, size_t vocab) {
+  int64_t *t = malloc((rows ? rows : 1) * sizeof *t);
+  for (size_t r = 0; t && r < rows; r++) t[r] = (int64_t)((r * 2654435761u) % vocab);
+  return t;
+}
+
+static fdl_num_block *cut(size_t rows, size_t pb, fdl_num_side ref, fdl_num_side cand,
+                          const int64_t *tgt, size_t *nb) {
   *nb = (rows + pb - 1) / pb;
   fdl_num_block *b = calloc(*nb, sizeof *b);
   for (size_t i = 0; b && i < *nb; i++) {
     size_t r0 = i * pb;
+    b[i].target = tgt + r0;
     b[i].rows = rows - r0 < pb ? rows - r0 : pb;
     b[i].ref = ref;
     b[i].ref.data = ref.data + r0 * ref.ld;
@@ -113,15 +123,19 @@ static int bench_logits(int argc, char **argv) {
     return 2;
   }
   size_t nb;
+  int64_t *tgt = targets(rows, o.vocab);
   fdl_num_block *b = cut(rows, (size_t)FDL_NUM_TILE_ROWS,
                          (fdl_num_side){FDL_NUM_LOGITS, t, o.vocab, 0, 0, FDL_GEMM_F32},
-                         (fdl_num_side){FDL_NUM_LOGITS, s, o.vocab, 0, 0, FDL_GEMM_F32}, &nb);
+                         (fdl_num_side){FDL_NUM_LOGITS, s, o.vocab, 0, 0, FDL_GEMM_F32}, tgt, &nb);
   double *kl = malloc(rows * sizeof *kl), *js = malloc(rows * sizeof *js);
+  double *lp = malloc(2 * rows * sizeof *lp);
   uint8_t *top1 = malloc(rows);
   fdl_num_ctx *ctx;
   fdl_err err;
-  if (!b || !kl || !js || !top1 || fdl_num_ctx_new(&o, &ctx, &err) != FDL_OK) return 2;
-  fdl_num_out out = {.kl = kl, .top1 = top1, .js = o.js ? js : NULL};
+  if (!tgt || !b || !kl || !js || !lp || !top1 || fdl_num_ctx_new(&o, &ctx, &err) != FDL_OK)
+    return 2;
+  fdl_num_out out = {
+      .kl = kl, .top1 = top1, .js = o.js ? js : NULL, .ref_logprob = lp, .cand_logprob = lp + rows};
   double best = 1e300;
   for (int rep = 0; rep < 5; rep++) {
     double t0 = bench_now();
@@ -138,7 +152,7 @@ static int bench_logits(int argc, char **argv) {
          fdl_num_isa_name(fdl_num_ctx_opts(ctx)->isa), fdl_num_ctx_opts(ctx)->threads, o.js,
          o.vocab, rows, best, best / (double)rows * 1e3, mean, bench_peak_rss_mib());
   fdl_num_ctx_free(ctx);
-  free(b), free(kl), free(js), free(top1), free(t), free(s);
+  free(b), free(kl), free(js), free(lp), free(top1), free(t), free(s), free(tgt);
   return 0;
 }
 
@@ -182,13 +196,19 @@ static fdl_status bare_block(void *varg, size_t b, unsigned worker, fdl_err *err
 static fdl_status run_hidden(fdl_num_ctx *ctx, float *hr, float *hc, uint16_t *head, size_t h,
                              size_t n, double *kl, fdl_err *err) {
   size_t nb;
+  int64_t *tgt = targets(n, fdl_num_ctx_opts(ctx)->vocab);
+  double *lp = malloc(2 * (n ? n : 1) * sizeof *lp);
   fdl_num_block *b = cut(n, (size_t)FDL_NUM_TILE_ROWS,
                          (fdl_num_side){FDL_NUM_HIDDEN, hr, h, head, h, FDL_GEMM_BF16},
-                         (fdl_num_side){FDL_NUM_HIDDEN, hc, h, head, h, FDL_GEMM_BF16}, &nb);
-  if (!b) return fdl_fail(err, FDL_NOMEM, "out of memory for blocks");
-  fdl_num_out out = {.kl = kl};
-  fdl_status s = fdl_num_run(ctx, b, nb, &out, err);
-  free(b);
+                         (fdl_num_side){FDL_NUM_HIDDEN, hc, h, head, h, FDL_GEMM_BF16}, tgt, &nb);
+  fdl_status s = FDL_NOMEM;
+  if (!b || !tgt || !lp) {
+    s = fdl_fail(err, FDL_NOMEM, "out of memory for blocks");
+  } else {
+    fdl_num_out out = {.kl = kl, .ref_logprob = lp, .cand_logprob = lp + n};
+    s = fdl_num_run(ctx, b, nb, &out, err);
+  }
+  free(b), free(tgt), free(lp);
   return s;
 }
 

@@ -155,6 +155,65 @@ static void test_check_catches(void **state) {
   json_decref(doc);
 }
 
+/* A llama.cpp block as compare writes it, for a receipt of n scored positions. */
+static json_t *llama_block(json_int_t n, double kl_mean, double ln_ratio, double same_top) {
+  const char *h = "0000000000000000000000000000000000000000000000000000000000000000";
+  json_t *ve = json_pack("{s:f, s:f}", "value", 1.0, "stderr", 0.0);
+  json_t *b = json_pack(
+      "{s:s, s:I, s:O, s:O, s:{s:f, s:f}, s:O, s:f, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:{}}, "
+      "s:{s:f, s:f}, s:{s:f, s:f, s:f, s:f, s:{}}, s:{s:s, s:s, s:s}, s:s}",
+      "schema", FDL_COMPARE_LLAMACPP_SCHEMA, "n", n, "ppl_reference", ve, "ppl_candidate", ve,
+      "ln_ppl_ratio", "value", ln_ratio, "stderr", 0.0, "ppl_ratio", ve, "logprob_correlation", 1.0,
+      "delta_p", "mean", 0.0, "mean_stderr", 0.0, "rms", 0.0, "rms_stderr", 0.0, "max", 0.0, "min",
+      0.0, "percentiles", "same_top", "value", same_top, "stderr", 0.0, "kld", "mean", kl_mean,
+      "stderr", 0.0, "max", kl_mean, "min", 0.0, "percentiles", "arrays",
+      FDL_COMPARE_LOGPROB_REF_NAME, h, FDL_COMPARE_LOGPROB_CAND_NAME, h, FDL_COMPARE_TOP1_NAME, h,
+      "definitions", "docs/COMPARE.md#llamacpp-compatible-statistics");
+  json_decref(ve); /* O took references of its own */
+  return b;
+}
+
+static void with_block(json_t *doc, json_t *blk) {
+  json_object_set_new(doc, "fidelis_extensions", json_pack("{s:o}", "llamacpp_compatible", blk));
+  reseal(doc);
+}
+
+static void test_check_extensions(void **state) {
+  (void)state;
+  json_t *doc = vector("fidelity-comparison-receipt.self-compare.json");
+  assert_non_null(doc);
+  json_int_t n = json_integer_value(
+      json_object_get(json_object_get(doc, "measurement_scope"), "scored_positions"));
+  with_block(doc, llama_block(n, 0.0, 0.0, 1.0));
+  check_receipt(doc, FDL_OK, NULL);
+  /* a reproduction's block says what SC-1 says */
+  with_block(doc, llama_block(n, 1e-9, 0.0, 1.0));
+  check_receipt(doc, FDL_MISMATCH, "self_compare_invalid");
+  with_block(doc, llama_block(n, 0.0, -0.0, 1.0));
+  check_receipt(doc, FDL_MISMATCH, "self_compare_invalid");
+  with_block(doc, llama_block(n, 0.0, 0.0, 0.5));
+  check_receipt(doc, FDL_MISMATCH, "self_compare_invalid");
+  /* the shape readers code against */
+  with_block(doc, llama_block(n + 1, 0.0, 0.0, 1.0));
+  check_receipt(doc, FDL_MISMATCH, "schema_invalid");
+  json_t *b = llama_block(n, 0.0, 0.0, 1.0);
+  json_object_set_new(b, "schema", json_string("fidelis.llamacpp-compatible.v0"));
+  with_block(doc, b);
+  check_receipt(doc, FDL_MISMATCH, "schema_invalid");
+  b = llama_block(n, 0.0, 0.0, 1.0);
+  json_object_del(json_object_get(b, "arrays"), FDL_COMPARE_TOP1_NAME);
+  with_block(doc, b);
+  check_receipt(doc, FDL_MISMATCH, "schema_invalid");
+  b = llama_block(n, 0.0, 0.0, 1.0);
+  json_object_set_new(b, "logprob_correlation", json_integer(1));
+  with_block(doc, b);
+  check_receipt(doc, FDL_MISMATCH, "schema_invalid");
+  json_object_set_new(doc, "fidelis_extensions", json_array());
+  reseal(doc);
+  check_receipt(doc, FDL_MISMATCH, "schema_invalid");
+  json_decref(doc);
+}
+
 static void test_quant_int4(void **state) {
   (void)state;
   /* one row, two groups of 4: the first group's max |w| is 3.5, so scale 0.5 */
@@ -220,10 +279,9 @@ int main(void) {
       cmocka_unit_test(test_options),
   };
   const struct CMUnitTest with_vectors[] = {
-      cmocka_unit_test(test_key_seed),
-      cmocka_unit_test(test_key_k6),
-      cmocka_unit_test(test_check_vectors),
-      cmocka_unit_test(test_check_catches),
+      cmocka_unit_test(test_key_seed),         cmocka_unit_test(test_key_k6),
+      cmocka_unit_test(test_check_vectors),    cmocka_unit_test(test_check_catches),
+      cmocka_unit_test(test_check_extensions),
   };
   int failed = cmocka_run_group_tests(own, NULL, NULL);
   char dir[4096];

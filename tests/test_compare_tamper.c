@@ -2,7 +2,8 @@
  *
  * A small synthetic pair is compared while a capture tensor or a head payload is changed between
  * validation and compute (through the on_validated hook): in place, by a rename that replaces
- * the file, and for files the estimator never reads (a hash-proof self-compare). Every case must
+ * the file, a panel token file (it gives each row's target), and for files the estimator never
+ * reads (a hash-proof self-compare). Every case must
  * be a seal_failed refusal that writes nothing; the untouched pair must compare. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -161,6 +162,15 @@ static void test_head_changed(void **state) {
   expect_refused(f, false, &t);
 }
 
+/* The panel tokens name the target of every row (the llama.cpp statistics): the token file is
+ * checked in the read that gives the targets. The last digit changes, so the file still parses. */
+static void test_tokens_changed(void **state) {
+  fixture *f = *state;
+  tamper t = {.how = REPLACE_BY_RENAME, .at = 2};
+  snprintf(t.path, sizeof t.path, "%s/panel/tokens/context-0001.json", f->ref);
+  expect_refused(f, false, &t);
+}
+
 /* A hash-proof self-compare computes nothing: its tensors are still hashed before a receipt. */
 static void test_hash_proof_still_hashes(void **state) {
   fixture *f = *state;
@@ -198,6 +208,7 @@ int main(void) {
       cmocka_unit_test(test_capture_changed_in_place),
       cmocka_unit_test(test_capture_replaced_by_rename),
       cmocka_unit_test(test_head_changed),
+      cmocka_unit_test(test_tokens_changed),
       cmocka_unit_test(test_hash_proof_still_hashes),
       cmocka_unit_test(test_untouched_pair_compares),
   };

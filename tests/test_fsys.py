@@ -138,7 +138,9 @@ def test_whole(R, Q):
     out = os.path.join(parent, "deep", "cmp")  # the parent is created, as the reference does
     p = run(["compare", R, Q, "--out", out, "--quiet", "--threads", "2"])
     U.check(p.returncode in (0, 2), f"compare: {p.returncode} {p.stderr}")
-    U.check(sorted(os.listdir(out)) == ["comparison-receipt.json", "tokenwise-kld.npy"],
+    U.check(sorted(os.listdir(out)) == ["comparison-receipt.json", "tokenwise-kld.npy",
+                                        "tokenwise-logprob-cand.npy", "tokenwise-logprob-ref.npy",
+                                        "tokenwise-top1.npy"],
             f"compare OUT holds {os.listdir(out)}")
     U.check(stagings(os.path.dirname(out)) == [], "compare left a staging directory")
     U.check(os.path.isfile(os.path.join(R, "fidelity-dataset.json")), "pack OUT is a dataset")

@@ -361,7 +361,8 @@ static void test_run_validation(void **state) {
   double kl[FDL_NUM_TILE_ROWS + 1];
   fdl_num_block b = {FDL_NUM_TILE_ROWS + 1,
                      {FDL_NUM_LOGITS, x, 10, NULL, 0, FDL_GEMM_F32},
-                     {FDL_NUM_LOGITS, x, 10, NULL, 0, FDL_GEMM_F32}};
+                     {FDL_NUM_LOGITS, x, 10, NULL, 0, FDL_GEMM_F32},
+                     NULL};
   fdl_num_out out = {.kl = kl};
   assert_int_equal(fdl_num_run(ctx, &b, 1, &out, &err), FDL_INVALID); /* more rows than a tile */
   b.rows = 2;

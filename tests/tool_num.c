@@ -147,7 +147,7 @@ static int cmd_kl(int argc, char **argv) {
     blocks[b].cand = cand;
     blocks[b].cand.data = cand.data + r0 * cand.ld;
   }
-  fdl_num_out res = {kl, top1, ra, ca, as, am, o.js ? js : NULL};
+  fdl_num_out res = {kl, top1, ra, ca, as, am, o.js ? js : NULL, NULL, NULL};
   fdl_num_ctx *ctx;
   fdl_err err;
   int rc = 0;

@@ -42,6 +42,13 @@ extern "C" {
 #define FDL_COMPARE_SCHEMA "malaiwah.fidelity-comparison-receipt.v1"
 #define FDL_COMPARE_RECEIPT_NAME "comparison-receipt.json"
 #define FDL_COMPARE_TOKENWISE_NAME "tokenwise-kld.npy"
+/* Beside it, in the same row order, when the rows were computed (not for a hash proof): each
+ * side's float64 log-probability of the token the row predicts, and 1 where the argmaxes agree.
+ * Their digests are in the receipt's fidelis_extensions.llamacpp_compatible.arrays. */
+#define FDL_COMPARE_LOGPROB_REF_NAME "tokenwise-logprob-ref.npy"
+#define FDL_COMPARE_LOGPROB_CAND_NAME "tokenwise-logprob-cand.npy"
+#define FDL_COMPARE_TOP1_NAME "tokenwise-top1.npy"
+#define FDL_COMPARE_LLAMACPP_SCHEMA "fidelis.llamacpp-compatible.v1"
 /* Positions gathered per estimator batch and thread when none is given (the reference's
  * --chunk-positions default). Memory and parallelism only: rows are always computed in fixed
  * FDL_NUM_TILE_ROWS blocks anchored at the start of their record, so no batch size changes a

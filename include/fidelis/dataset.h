@@ -240,6 +240,15 @@ typedef struct {
 FDL_API fdl_status fdl_dataset_load(const char *root, fdl_dataset *ds, fdl_err *err);
 FDL_API void fdl_dataset_free(fdl_dataset *ds);
 
+/* The token that each scored row of panel record ds->panel_records[at] predicts: row j of the
+ * stored tensor is kept position i_j (section 7.3: both i and i+1 attended, i >= score_from)
+ * and predicts token i_j + 1. The token file and the mask are read once and checked, in that
+ * read, against the record's token_ids_json_sha256 and attention_mask_sha256 (FDL_MISMATCH);
+ * a row count other than prediction_positions is FDL_MISMATCH too. *targets is malloc'd with
+ * *n entries. */
+FDL_API fdl_status fdl_ds_panel_targets(const char *root, const fdl_dataset *ds, size_t at,
+                                        int64_t **targets, size_t *n, fdl_err *err);
+
 /* ---- the seal-chain writer (§5.4) ------------------------------------------------------ */
 
 /* The five documents of a dataset, before sealing. The writer fills every digest the chain

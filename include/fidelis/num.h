@@ -103,6 +103,10 @@ typedef struct {
   size_t rows; /* 1 .. FDL_NUM_TILE_ROWS */
   fdl_num_side ref;
   fdl_num_side cand;
+  /* NULL, or per row the vocabulary index of the token the row predicts (0 .. vocab-1): its
+   * log-probability on each side is taken from the same pass as the KL. Required when the
+   * output asks for ref_logprob or cand_logprob. */
+  const int64_t *target;
 } fdl_num_block;
 
 /* Caller-owned per-row result arrays, indexed by output slot. Only kl is required; a NULL
@@ -115,6 +119,10 @@ typedef struct {
   double *abs_err_sum;  /* sum over the vocabulary of |t - s| (logits, float64) */
   double *abs_err_max;  /* max over the vocabulary of |t - s| */
   double *js;           /* Jensen-Shannon divergence in nats; required when opts.js */
+  /* log p(target) of each side, float64, with the KL's own maximum and normaliser:
+   * (x[target] - max) - log(sum exp(x - max)). Needs every block's target. */
+  double *ref_logprob;
+  double *cand_logprob;
 } fdl_num_out;
 
 /* ---- driver --------------------------------------------------------------------------- */

@@ -21,6 +21,10 @@ static void usage(FILE *f) {
       "KL(reference || candidate) over the full vocabulary in float64 (or proves it is exactly\n"
       "zero by hash), and writes DIR/tokenwise-kld.npy and the sealed "
       "DIR/comparison-receipt.json.\n"
+      "When rows are computed it also writes each side's float64 log-probability of the token\n"
+      "each row predicts and top-1 agreement (tokenwise-logprob-ref.npy,\n"
+      "tokenwise-logprob-cand.npy, tokenwise-top1.npy), and seals llama.cpp's statistics\n"
+      "computed exactly from them (fidelis_extensions.llamacpp_compatible).\n"
       "Nothing is written on a refusal; an existing output is never overwritten.\n\n"
       "options (default in brackets):\n"
       "  --reference PATH, --candidate PATH   the datasets (or two positional arguments)\n"
@@ -221,6 +225,39 @@ static int exit_code(const fdl_compare_result *r) {
   return FDL_EXIT_REFUSED;
 }
 
+static void pm(const char *label, const json_t *o, const char *v, const char *e, double scale,
+               const char *unit) {
+  printf("  %-30s %.6f +/- %.6f%s\n", label, scale * num(o, v), scale * num(o, e), unit);
+}
+
+/* llama-perplexity's KL-divergence table, with its labels, from the receipt's exact block. */
+static void llamacpp_section(const json_t *x) {
+  if (!json_is_object(x)) return;
+  const json_t *dp = json_object_get(x, "delta_p"), *kl = json_object_get(x, "kld");
+  const json_t *dpp = json_object_get(dp, "percentiles"), *klp = json_object_get(kl, "percentiles");
+  printf("\nllama.cpp-compatible statistics, exact float64 (iid errors; the bootstrap CI above is "
+         "the headline):\n");
+  pm("Mean PPL(Q)", json_object_get(x, "ppl_candidate"), "value", "stderr", 1.0, "");
+  pm("Mean PPL(base)", json_object_get(x, "ppl_reference"), "value", "stderr", 1.0, "");
+  printf("  %-30s %.2f%%\n", "Cor(ln PPL(Q), ln PPL(base))", 100.0 * num(x, "logprob_correlation"));
+  pm("Mean ln(PPL(Q)/PPL(base))", json_object_get(x, "ln_ppl_ratio"), "value", "stderr", 1.0, "");
+  pm("Mean PPL(Q)/PPL(base)", json_object_get(x, "ppl_ratio"), "value", "stderr", 1.0, "");
+  printf("  %-30s %.6e +/- %.6e\n", "Mean KLD", num(kl, "mean"), num(kl, "stderr"));
+  static const char *const kk[] = {"99.9", "99", "95", "90", "50", "10", "5", "1", "0.1"};
+  printf("  KLD max 99.9 99 95 90 median 10 5 1 0.1%% min:\n   %.3e", num(kl, "max"));
+  for (size_t i = 0; i < sizeof kk / sizeof *kk; i++) printf(" %.3e", num(klp, kk[i]));
+  printf(" %.3e\n", num(kl, "min"));
+  pm("Mean dp", dp, "mean", "mean_stderr", 100.0, " %");
+  pm("RMS dp", dp, "rms", "rms_stderr", 100.0, " %");
+  static const char *const dk[] = {"99.9", "99", "95", "90", "75", "50",
+                                   "25",   "10", "5",  "1",  "0.1"};
+  printf("  dp (%%) max 99.9 99 95 90 75 median 25 10 5 1 0.1%% min:\n   %.3f",
+         100.0 * num(dp, "max"));
+  for (size_t i = 0; i < sizeof dk / sizeof *dk; i++) printf(" %.3f", 100.0 * num(dpp, dk[i]));
+  printf(" %.3f\n", 100.0 * num(dp, "min"));
+  pm("Same top p", json_object_get(x, "same_top"), "value", "stderr", 100.0, " %");
+}
+
 static void summary(const fdl_compare_result *r, double secs) {
   const json_t *rc = r->receipt;
   const char *kind = json_string_value(json_object_get(rc, "comparison_kind"));
@@ -272,6 +309,8 @@ static void summary(const fdl_compare_result *r, double secs) {
   if (json_is_number(t1)) printf("top-1 agreement  %.4f%%\n", 100.0 * json_number_value(t1));
   const json_t *js = json_object_get(rc, "js");
   if (json_is_object(js)) printf("JS mean          %.6e nats\n", num(js, "mean"));
+  llamacpp_section(
+      json_object_get(json_object_get(rc, "fidelis_extensions"), "llamacpp_compatible"));
   const json_t *high = json_object_get(rc, "high_kld_contexts");
   printf("\nhighest-KL contexts:\n");
   for (size_t i = 0; i < json_array_size(high); i++) {

@@ -230,6 +230,12 @@ typedef struct {
   double *kl;      /* [n_rows] */
   double *js;      /* [n_rows] or NULL when JS was not computed */
   uint64_t top1_matches;
+  /* Per row, from the same pass as kl (NULL for the hash proof): the token the row predicts
+   * (only during the run), each side's float64 log-probability of it, and 1 where the argmaxes
+   * agree. */
+  int64_t *target;
+  double *lp_ref, *lp_cand;
+  uint8_t *top1;
   double abs_err_sum; /* sum over rows, in row order, of sum_v |t - s| (Neumaier) */
   double abs_err_max;
   bool computed;   /* false for the hash proof */
@@ -261,7 +267,16 @@ fdl_status fdl_cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_est
 typedef struct {
   uint64_t bytes;
   char sha256[FDL_SHA256_HEX_BUF];
+  bool extra; /* the three arrays below were written (rows computed) */
+  char lp_ref_sha256[FDL_SHA256_HEX_BUF], lp_cand_sha256[FDL_SHA256_HEX_BUF],
+      top1_sha256[FDL_SHA256_HEX_BUF];
 } cmp_tokenwise_info;
+
+/* Adds fidelis_extensions.llamacpp_compatible (llamacpp.c): llama.cpp's statistics computed
+ * exactly from e's per-row arrays, with the extra arrays' digests from tw. Nothing is added for
+ * a hash proof (no row was computed). Refuses non_finite when a statistic overflows. */
+fdl_status fdl_cmp_llamacpp_add(const cmp_estimate *e, const cmp_tokenwise_info *tw, json_t *rc,
+                                fdl_refusal *r, fdl_err *err);
 
 /* Builds every other block of the receipt (sides, panel, gates, comparator, estimator,
  * determinism, measurement_scope, comparability, tokenwise, self_compare, submission,
@@ -281,9 +296,10 @@ json_t *fdl_cmp_env_replay(void);
 json_t *fdl_cmp_env_tool(void);
 
 typedef struct {
-  fdl_stage st;  /* becomes --out */
-  char *npy;     /* staged tokenwise-kld.npy */
-  char *receipt; /* staged comparison-receipt.json */
+  fdl_stage st;   /* becomes --out */
+  char *npy;      /* staged tokenwise-kld.npy */
+  char *extra[3]; /* staged log-probability (ref, cand) and top-1 arrays */
+  char *receipt;  /* staged comparison-receipt.json */
 } cmp_stage;
 
 /* Before any work: refuses destination_exists when --out exists as anything (an empty
@@ -291,7 +307,8 @@ typedef struct {
  * it (write_failed when it cannot: a read-only parent). */
 fdl_status fdl_cmp_stage_open(const fdl_compare_opts *o, cmp_stage *st, fdl_refusal *r,
                               fdl_err *err);
-/* Writes the np.save bytes of the token-wise array and digests them. */
+/* Writes the np.save bytes of the token-wise array (and, when the rows were computed, of the
+ * log-probability and top-1 arrays) and digests them. */
 fdl_status fdl_cmp_stage_tokenwise(cmp_stage *st, const cmp_estimate *e, cmp_tokenwise_info *tw,
                                    fdl_refusal *r, fdl_err *err);
 /* Writes the receipt (indent-2 file form) and publishes the staging directory as out_dir with

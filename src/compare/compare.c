@@ -125,6 +125,7 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
   if ((s = fdl_cmp_stats_build(&z->a, &z->f, &z->e, o, repro, z->rc, err)) != FDL_OK) return s;
   cmp_tokenwise_info tw;
   if ((s = fdl_cmp_stage_tokenwise(&z->st, &z->e, &tw, r, err)) != FDL_OK) return s;
+  if ((s = fdl_cmp_llamacpp_add(&z->e, &tw, z->rc, r, err)) != FDL_OK) return s;
   s = fdl_cmp_receipt_build(&z->a, &z->b, o, &z->f, &z->e, agreed, &tw, z->rc, r, err);
   if (s != FDL_OK) return s;
   char code[FDL_COMPARE_CHECK_CODE_LEN];

@@ -56,6 +56,10 @@ void fdl_cmp_estimate_free(cmp_estimate *e) {
   free(e->ctx_off);
   free(e->kl);
   free(e->js);
+  free(e->target);
+  free(e->lp_ref);
+  free(e->lp_cand);
+  free(e->top1);
   memset(e, 0, sizeof *e);
 }
 
@@ -166,7 +170,6 @@ typedef struct {
   rec_open *opens;
   size_t nopens;
   size_t first_slot; /* global slot of the window's first row */
-  uint8_t *top1;
   double *abs_sum, *abs_max;
 } window;
 
@@ -199,7 +202,6 @@ static void window_free(window *w) {
   free(w->blocks);
   free(w->nblk);
   free(w->opens);
-  free(w->top1);
   free(w->abs_sum);
   free(w->abs_max);
 }
@@ -221,10 +223,9 @@ static fdl_status window_init(window *w, const plan *p, size_t batch, unsigned t
   w->blocks = fdl_malloc(w->cap_blocks * sizeof *w->blocks);
   w->nblk = fdl_malloc(w->cap_blocks * sizeof *w->nblk);
   w->opens = fdl_calloc(w->cap_blocks + 1, sizeof *w->opens);
-  w->top1 = fdl_malloc(cap);
   w->abs_sum = fdl_malloc(cap * sizeof *w->abs_sum);
   w->abs_max = fdl_malloc(cap * sizeof *w->abs_max);
-  if (!w->buf[0] || !w->buf[1] || !w->blocks || !w->nblk || !w->opens || !w->top1 || !w->abs_sum ||
+  if (!w->buf[0] || !w->buf[1] || !w->blocks || !w->nblk || !w->opens || !w->abs_sum ||
       !w->abs_max) {
     window_free(w);
     return fdl_fail(err, FDL_NOMEM, "out of memory for an estimator window of %zu rows", cap);
@@ -270,6 +271,7 @@ static fdl_status locate_nonfinite(runner *rn, window *w, const fdl_err *first, 
       one.rows = 1;
       one.ref.data += row * one.ref.ld;
       one.cand.data += row * one.cand.ld;
+      one.target = NULL;
       fdl_err e = {FDL_OK, ""};
       if (fdl_num_run(rn->ctx, &one, 1, &out, &e) != FDL_NONFINITE) continue;
       size_t ctx = w->opens[b->open].ctx;
@@ -302,10 +304,13 @@ static fdl_status flush(runner *rn, window *w, fdl_refusal *r, fdl_err *err) {
     w->nblk[bi].cand.head = w->p.hidden[1] ? rn->h->cand : NULL;
     w->nblk[bi].ref.head_type = rn->h->ref_type;
     w->nblk[bi].cand.head_type = rn->h->cand_type;
+    w->nblk[bi].target = rn->e->target + w->first_slot + w->blocks[bi].buf_row;
   }
   cmp_estimate *e = rn->e;
   fdl_num_out out = {.kl = e->kl + w->first_slot,
-                     .top1 = w->top1,
+                     .top1 = e->top1 + w->first_slot,
+                     .ref_logprob = e->lp_ref + w->first_slot,
+                     .cand_logprob = e->lp_cand + w->first_slot,
                      .abs_err_sum = w->abs_sum,
                      .abs_err_max = w->abs_max,
                      .js = e->js ? e->js + w->first_slot : NULL};
@@ -317,7 +322,7 @@ static fdl_status flush(runner *rn, window *w, fdl_refusal *r, fdl_err *err) {
                           CMP_REMEDY_RESOURCES, "estimator: %s", ne.msg);
   /* Reductions in row order, so they are independent of the window size. */
   for (size_t i = 0; i < w->rows_used; i++) {
-    e->top1_matches += w->top1[i];
+    e->top1_matches += e->top1[w->first_slot + i];
     fdl_num_neumaier_add(&rn->abs_err, w->abs_sum[i]);
     if (w->abs_max[i] > e->abs_err_max) e->abs_err_max = w->abs_max[i];
   }
@@ -376,6 +381,59 @@ static fdl_status run_all(runner *rn, window *w, const plan *p, fdl_refusal *r, 
   return FDL_OK;
 }
 
+/* ---- targets ---------------------------------------------------------------------------- */
+
+static const fdl_ds_panel_record *panel_record(const cmp_side *a, int64_t index, size_t *at) {
+  size_t lo = 0, hi = a->ds.n_panel_records;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (a->ds.panel_records[mid].index < index)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == a->ds.n_panel_records || a->ds.panel_records[lo].index != index) return NULL;
+  *at = lo;
+  return &a->ds.panel_records[lo];
+}
+
+/* The token every row predicts, from the reference's panel (the panel gate proved both sides'
+ * tokens equal), laid out like kl. */
+static fdl_status load_targets(const cmp_side *a, const cmp_findings *f, cmp_estimate *e,
+                               fdl_refusal *r, fdl_err *err) {
+  e->target = fdl_malloc((e->n_rows ? e->n_rows : 1) * sizeof *e->target);
+  if (!e->target) return fdl_fail(err, FDL_NOMEM, "out of memory for %zu targets", e->n_rows);
+  for (size_t c = 0; c < f->n_shared; c++) {
+    size_t rows = e->ctx_off[c + 1] - e->ctx_off[c], at = 0, n = 0;
+    if (!rows) continue;
+    if (!panel_record(a, f->shared[c], &at))
+      return fdl_cmp_refuse(r, err, "panel_mismatch", "compute", CMP_NO_OVERRIDE_PANEL,
+                            "reference record %lld has no panel record", (long long)f->shared[c]);
+    int64_t *t = NULL;
+    fdl_err te = {FDL_OK, ""};
+    fdl_status s = fdl_ds_panel_targets(a->root, &a->ds, at, &t, &n, &te);
+    if (s == FDL_NOMEM) return fdl_fail(err, FDL_NOMEM, "%s", te.msg);
+    if (s != FDL_OK)
+      return fdl_cmp_refuse(r, err, s == FDL_MISMATCH ? "seal_failed" : "unreadable", "compute",
+                            CMP_NO_OVERRIDE_DATA, "reference panel record %lld (%s): %s",
+                            (long long)f->shared[c], a->root, te.msg);
+    for (size_t j = 0; s == FDL_OK && j < n && j < rows; j++)
+      if (t[j] < 0 || t[j] >= a->vocab)
+        s = fdl_cmp_refuse(r, err, "geometry_mismatch", "compute", CMP_NO_OVERRIDE_DATA,
+                           "reference panel record %lld: row %zu predicts token %lld, outside the "
+                           "logits' vocabulary 0..%lld (capture.vocab_size)",
+                           (long long)f->shared[c], j, (long long)t[j], (long long)a->vocab - 1);
+    if (s == FDL_OK && n != rows)
+      s = fdl_cmp_refuse(r, err, "panel_mismatch", "compute", CMP_NO_OVERRIDE_PANEL,
+                         "reference panel record %lld scores %zu positions, its capture %zu rows",
+                         (long long)f->shared[c], n, rows);
+    if (s == FDL_OK) memcpy(e->target + e->ctx_off[c], t, rows * sizeof *t);
+    free(t);
+    if (s != FDL_OK) return s;
+  }
+  return FDL_OK;
+}
+
 fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                                 cmp_findings *f, const cmp_heads *h, bool want_js, cmp_estimate *e,
                                 fdl_refusal *r, fdl_err *err) {
@@ -393,8 +451,15 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
   if (want_js) e->js = fdl_calloc(e->n_rows ? e->n_rows : 1, sizeof *e->js);
   e->read[0] = fdl_calloc(a->ds.n_records + 1, sizeof *e->read[0]);
   e->read[1] = fdl_calloc(b->ds.n_records + 1, sizeof *e->read[1]);
-  if (!e->kl || (want_js && !e->js) || !e->read[0] || !e->read[1])
+  size_t nr = e->n_rows ? e->n_rows : 1;
+  e->lp_ref = fdl_calloc(nr, sizeof *e->lp_ref);
+  e->lp_cand = fdl_calloc(nr, sizeof *e->lp_cand);
+  e->top1 = fdl_calloc(nr, sizeof *e->top1);
+  if (!e->kl || (want_js && !e->js) || !e->read[0] || !e->read[1] || !e->lp_ref || !e->lp_cand ||
+      !e->top1)
     return fdl_fail(err, FDL_NOMEM, "out of memory for %zu per-row values", e->n_rows);
+  fdl_status ts = load_targets(a, f, e, r, err);
+  if (ts != FDL_OK) return ts;
   e->computed = true;
   e->top1_matches = 0;
   e->abs_err_sum = 0.0;
@@ -427,6 +492,8 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
     window_free(&w);
   }
   if (s == FDL_OK) e->abs_err_sum = fdl_num_neumaier_value(&rn.abs_err);
+  free(e->target); /* only the run needs it */
+  e->target = NULL;
   fdl_pool_free(&rn.pool);
   fdl_num_ctx_free(rn.ctx);
   return s;

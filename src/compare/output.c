@@ -1,6 +1,6 @@
 /* output.c - staging and publishing (section 8.1). The staging directory (fdl_stage_open, named
  * FDL_STAGE_PREFIX "<pid>-..." beside --out) is created before any work: creating it is the
- * check that --out can be written at all. Both files are written into it and it becomes --out by
+ * check that --out can be written at all. Every file is written into it and it becomes --out by
  * one no-replace rename, so --out appears whole (array and receipt) or not at all. An existing
  * --out, even an empty directory or a symlink to one, is refused (a documented divergence from
  * the reference, which writes into it and renames over). */
@@ -31,20 +31,43 @@ fdl_status fdl_cmp_stage_open(const fdl_compare_opts *o, cmp_stage *st, fdl_refu
                           we.msg);
   st->npy = fdl_cmp_path_join(st->st.path, FDL_COMPARE_TOKENWISE_NAME, NULL);
   st->receipt = fdl_cmp_path_join(st->st.path, FDL_COMPARE_RECEIPT_NAME, NULL);
+  static const char *const names[3] = {FDL_COMPARE_LOGPROB_REF_NAME, FDL_COMPARE_LOGPROB_CAND_NAME,
+                                       FDL_COMPARE_TOP1_NAME};
+  for (int i = 0; i < 3; i++)
+    if (!(st->extra[i] = fdl_cmp_path_join(st->st.path, names[i], NULL)))
+      return fdl_fail(err, FDL_NOMEM, "out of memory");
   if (!st->npy || !st->receipt) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  return FDL_OK;
+}
+
+static fdl_status write_npy(const char *path, fdl_dtype dt, size_t n, const void *data, char *hex,
+                            uint64_t *bytes, fdl_refusal *r, fdl_err *err) {
+  int64_t shape[1] = {(int64_t)n};
+  fdl_err we = {FDL_OK, ""};
+  fdl_sha256 d;
+  uint64_t size = 0;
+  if (fdl_npy_write(path, dt, 1, shape, data, &we) != FDL_OK ||
+      fdl_sha256_file(path, &d, &size, &we) != FDL_OK)
+    return fdl_cmp_refuse(r, err, "write_failed", "publish", CMP_REMEDY_WRITE, "%s", we.msg);
+  fdl_sha256_hex(&d, hex);
+  if (bytes) *bytes = size;
   return FDL_OK;
 }
 
 fdl_status fdl_cmp_stage_tokenwise(cmp_stage *st, const cmp_estimate *e, cmp_tokenwise_info *tw,
                                    fdl_refusal *r, fdl_err *err) {
-  int64_t shape[1] = {(int64_t)e->n_rows};
-  fdl_err we = {FDL_OK, ""};
-  if (fdl_npy_write(st->npy, FDL_DTYPE_F64, 1, shape, e->kl, &we) != FDL_OK)
-    return fdl_cmp_refuse(r, err, "write_failed", "publish", CMP_REMEDY_WRITE, "%s", we.msg);
-  fdl_sha256 d;
-  if (fdl_sha256_file(st->npy, &d, &tw->bytes, &we) != FDL_OK)
-    return fdl_cmp_refuse(r, err, "write_failed", "publish", CMP_REMEDY_WRITE, "%s", we.msg);
-  fdl_sha256_hex(&d, tw->sha256);
+  memset(tw, 0, sizeof *tw);
+  fdl_status s =
+      write_npy(st->npy, FDL_DTYPE_F64, e->n_rows, e->kl, tw->sha256, &tw->bytes, r, err);
+  if (s != FDL_OK || !e->lp_ref) return s;
+  if ((s = write_npy(st->extra[0], FDL_DTYPE_F64, e->n_rows, e->lp_ref, tw->lp_ref_sha256, NULL, r,
+                     err)) != FDL_OK ||
+      (s = write_npy(st->extra[1], FDL_DTYPE_F64, e->n_rows, e->lp_cand, tw->lp_cand_sha256, NULL,
+                     r, err)) != FDL_OK ||
+      (s = write_npy(st->extra[2], FDL_DTYPE_U8, e->n_rows, e->top1, tw->top1_sha256, NULL, r,
+                     err)) != FDL_OK)
+    return s;
+  tw->extra = true;
   return FDL_OK;
 }
 
@@ -77,5 +100,6 @@ void fdl_cmp_stage_cleanup(cmp_stage *st) {
   fdl_stage_abort(&st->st);
   free(st->npy);
   free(st->receipt);
+  for (int i = 0; i < 3; i++) free(st->extra[i]);
   memset(st, 0, sizeof *st);
 }

@@ -144,6 +144,58 @@ static fdl_status conditionals(const json_t *rc, char *code, fdl_err *err) {
   return FDL_OK;
 }
 
+/* fidelis_extensions (beyond the reference schema, which admits extra members): when the
+ * llama.cpp block is present its shape is the one readers code against, its n is the scope's,
+ * and a reproduction's block says what SC-1 says of the kl block. */
+static fdl_status extensions(const json_t *rc, char *code, fdl_err *err) {
+  const json_t *x = json_object_get(rc, "fidelis_extensions");
+  if (!x) return FDL_OK;
+  if (!json_is_object(x))
+    return bad(code, "schema_invalid", err, "fidelis_extensions must be an object", NULL);
+  const json_t *l = json_object_get(x, "llamacpp_compatible");
+  if (!l) return FDL_OK;
+  if (!fdl_cmp_streq(fdl_cmp_jstr(l, "schema"), FDL_COMPARE_LLAMACPP_SCHEMA))
+    return bad(code, "schema_invalid", err,
+               "fidelis_extensions.llamacpp_compatible.schema is not " FDL_COMPARE_LLAMACPP_SCHEMA,
+               NULL);
+  const json_t *n = json_object_get(l, "n"),
+               *sp = fdl_json_get_path(rc, "measurement_scope.scored_positions");
+  if (!json_is_integer(n) || !json_is_integer(sp) ||
+      json_integer_value(n) != json_integer_value(sp))
+    return bad(code, "schema_invalid", err,
+               "fidelis_extensions.llamacpp_compatible.n must equal "
+               "measurement_scope.scored_positions",
+               NULL);
+  static const char *const arrays[] = {FDL_COMPARE_LOGPROB_REF_NAME, FDL_COMPARE_LOGPROB_CAND_NAME,
+                                       FDL_COMPARE_TOP1_NAME};
+  for (size_t i = 0; i < 3; i++)
+    if (!is_hex64(json_object_get(json_object_get(l, "arrays"), arrays[i])))
+      return bad(code, "schema_invalid", err,
+                 "fidelis_extensions.llamacpp_compatible.arrays lacks a 64-hex digest of ",
+                 arrays[i]);
+  static const char *const nums[] = {"ppl_reference.value", "ppl_reference.stderr",
+                                     "ppl_candidate.value", "ppl_candidate.stderr",
+                                     "ln_ppl_ratio.value",  "ln_ppl_ratio.stderr",
+                                     "ppl_ratio.value",     "ppl_ratio.stderr",
+                                     "logprob_correlation", "delta_p.mean",
+                                     "delta_p.rms",         "same_top.value",
+                                     "same_top.stderr",     "kld.mean",
+                                     "kld.stderr",          "kld.max"};
+  for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)
+    if (!json_is_real(fdl_json_get_path(l, nums[i])))
+      return bad(code, "schema_invalid", err,
+                 "fidelis_extensions.llamacpp_compatible lacks the float ", nums[i]);
+  if (fdl_cmp_streq(fdl_cmp_jstr(rc, "comparison_kind"), "reproduction_confirmation") &&
+      (!exact_zero(fdl_json_get_path(l, "kld.mean")) ||
+       !exact_zero(fdl_json_get_path(l, "ln_ppl_ratio.value")) ||
+       json_real_value(fdl_json_get_path(l, "same_top.value")) != 1.0))
+    return bad(code, "self_compare_invalid", err,
+               "SC-1: a reproduction's llama.cpp block must have kld.mean and ln_ppl_ratio +0.0 "
+               "and same_top 1.0",
+               NULL);
+  return FDL_OK;
+}
+
 fdl_status fdl_compare_check_receipt(const json_t *rc, char *code, fdl_err *err) {
   if (!json_is_object(rc) || !fdl_cmp_streq(fdl_cmp_jstr(rc, "schema"), FDL_COMPARE_SCHEMA))
     return bad(code, "bad_schema", err, "schema is not " FDL_COMPARE_SCHEMA, NULL);
@@ -155,5 +207,6 @@ fdl_status fdl_compare_check_receipt(const json_t *rc, char *code, fdl_err *err)
     return bad(code, "seal_failed", err, "SEAL-1: ", se.msg);
   if (!chk.ok)
     return bad(code, "seal_failed", err, "SEAL-1: receipt_sha256 does not recompute", NULL);
-  return conditionals(rc, code, err);
+  if ((s = conditionals(rc, code, err)) != FDL_OK) return s;
+  return extensions(rc, code, err);
 }

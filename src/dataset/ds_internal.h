@@ -150,4 +150,10 @@ int64_t fdl_ds_scored_rows(const uint8_t *mask, int64_t len, int64_t score_from,
 fdl_status fdl_ds_mask_from_npy(const void *data, size_t size, const char *label, uint8_t **mask,
                                 int64_t *len, fdl_err *err);
 
+/* A mask file: an .npy array, or (the reference dataset builder's layout) the raw little-endian
+ * bytes of num_tokens int64 or uint8 values with no header, accepted only when its size is
+ * exactly that and every value is 0 or 1 (*headerless then true). */
+fdl_status fdl_ds_mask_load(const char *bytes, size_t len, int64_t num_tokens, const char *rel,
+                            uint8_t **mask, int64_t *mlen, bool *headerless, fdl_err *err);
+
 #endif

@@ -190,7 +190,7 @@ static void token_files(ds_vctx *v, const indexed *recs, size_t n) {
 /* A mask file: an .npy array, or (the reference dataset builder's layout) the raw little-endian
  * bytes of num_tokens int64 or uint8 values with no header. The raw form is accepted only when
  * its size is exactly that and every value is 0 or 1; anything else stays refused. */
-static fdl_status load_mask(const char *bytes, size_t len, int64_t num_tokens, const char *rel,
+fdl_status fdl_ds_mask_load(const char *bytes, size_t len, int64_t num_tokens, const char *rel,
                             uint8_t **mask, int64_t *mlen, bool *headerless, fdl_err *err) {
   static const char magic[] = "\x93NUMPY";
   if (len >= sizeof magic - 1 && !memcmp(bytes, magic, sizeof magic - 1))
@@ -275,7 +275,7 @@ static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
     uint8_t *mask;
     int64_t mlen;
     bool headerless = false;
-    if (load_mask(bytes, len, num_tokens, rel, &mask, &mlen, &headerless, &e) != FDL_OK) {
+    if (fdl_ds_mask_load(bytes, len, num_tokens, rel, &mask, &mlen, &headerless, &e) != FDL_OK) {
       fdl_ds_report_error(v->rep, "panel_binding", "BIND-3", rel, "%s", e.msg);
     } else {
       if (headerless)

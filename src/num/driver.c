@@ -173,6 +173,12 @@ static fdl_status visit(fdl_num_ctx *c, kl_scan *ahead, kl_state *st, const floa
     c->k->js(st, t, s, n);
     return FDL_OK;
   }
+  /* The target's logits are read here, from the very floats (as loaded or as replayed) that
+   * the KL reads: one compare per row and chunk, no second pass. */
+  if (st->tgt >= 0 && (uint64_t)st->tgt - c0 < n) {
+    st->tgt_t = t[st->tgt - (int64_t)c0];
+    st->tgt_s = s[st->tgt - (int64_t)c0];
+  }
   return fdl_kl_chunk(c->k, st, t, s, n, c0, next, ahead, w, err);
 }
 
@@ -258,7 +264,10 @@ static fdl_status run_block(void *varg, size_t b, unsigned worker, fdl_err *err)
     if (s != FDL_OK) return s;
     fdl_replay_pack(c->gk, sides[i], blk->rows, ws->packed[i]);
   }
-  for (size_t r = 0; r < blk->rows; r++) fdl_kl_state_init(&ws->states[r]);
+  for (size_t r = 0; r < blk->rows; r++) {
+    fdl_kl_state_init(&ws->states[r]);
+    if (blk->target) ws->states[r].tgt = blk->target[r];
+  }
   if ((s = sweep(c, blk, ws, first, 0, err)) != FDL_OK) return s;
   for (size_t r = 0; r < blk->rows; r++) {
     kl_where w = {first + r, 0, 0};
@@ -285,6 +294,11 @@ static fdl_status run_block(void *varg, size_t b, unsigned worker, fdl_err *err)
     if (o->abs_err_sum) o->abs_err_sum[k] = x->abs_err_sum;
     if (o->abs_err_max) o->abs_err_max[k] = x->abs_err_max;
     if (o->js) o->js[k] = x->js;
+    /* log p = (x - m) - log S with the m and S of the KL (fdl_kl_finish set log S). A logit
+     * equal to the maximum gives -log S exactly, on both sides alike. */
+    const kl_state *st = &ws->states[r];
+    if (o->ref_logprob) o->ref_logprob[k] = ((double)st->tgt_t - st->mt) - st->log_st;
+    if (o->cand_logprob) o->cand_logprob[k] = ((double)st->tgt_s - st->ms) - st->log_ss;
   }
   return FDL_OK;
 }
@@ -296,6 +310,19 @@ fdl_status fdl_num_run(fdl_num_ctx *c, const fdl_num_block *blocks, size_t nbloc
   if (c->o.js && !out->js)
     return fdl_fail(err, FDL_INVALID, "fdl_num_run: JS was requested but out->js is NULL");
   if (nblocks == 0) return FDL_OK;
+  bool want_lp = out->ref_logprob || out->cand_logprob;
+  for (size_t b = 0; want_lp && b < nblocks; b++) {
+    if (!blocks[b].target)
+      return fdl_fail(err, FDL_INVALID,
+                      "fdl_num_run: block %zu has no targets but log-probabilities were asked for",
+                      b);
+    for (size_t r = 0; r < blocks[b].rows && r < FDL_NUM_TILE_ROWS; r++)
+      if (blocks[b].target[r] < 0 || (uint64_t)blocks[b].target[r] >= c->o.vocab)
+        return fdl_fail(err, FDL_INVALID,
+                        "fdl_num_run: block %zu row %zu: target %lld is outside the vocabulary "
+                        "0..%zu",
+                        b, r, (long long)blocks[b].target[r], c->o.vocab - 1);
+  }
   size_t *first = fdl_malloc(nblocks * sizeof *first);
   if (!first) return fdl_fail(err, FDL_NOMEM, "out of memory for %zu block offsets", nblocks);
   size_t total = 0, hidden[2] = {0, 0};

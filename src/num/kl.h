@@ -31,6 +31,8 @@ typedef struct {
   double mt, ms;            /* running maxima (float32 values, widened) */
   double log_st, log_ss;    /* after finish: log St, log Ss (for the JS sweep) */
   int64_t at, as;           /* argmax of each side so far */
+  int64_t tgt;              /* vocabulary index whose logits are kept below, or -1 */
+  float tgt_t, tgt_s;       /* the target's logit on each side, caught as its chunk passes */
   int started;
   int fast; /* every exp argument of this chunk is >= KL_FAST_MIN */
 } kl_state;

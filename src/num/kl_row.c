@@ -16,6 +16,7 @@
 void fdl_kl_state_init(kl_state *st) {
   memset(st, 0, sizeof *st); /* all-zero bytes are +0.0 */
   st->at = st->as = -1;
+  st->tgt = -1;
 }
 
 static size_t first_equal(const float *x, size_t n, float v) {
