@@ -178,8 +178,11 @@ const char *fdl_cli_shown(const char *s, size_t n, char *buf, size_t cap);
 /* A JSON string for s; s that is not UTF-8 (a path can be anything) becomes its escaped text,
  * so a listing or report never fails on it. NULL only when out of memory. */
 json_t *fdl_cli_json_text(const char *s);
-/* An option's JSON value: the text itself, or the file's bytes for "@FILE" (a file that cannot
- * be opened is exit 4), parsed strictly (Kiln's rules). 0, or the exit code after a report. */
+/* An option's value TEXT|@FILE: the text itself, or the bytes of FILE (at most
+ * FDL_JSON_MAX_FILE_BYTES; a file that cannot be opened or read is exit 4). 0, or the exit code
+ * after a report. */
+int fdl_cli_read_arg(const char *cmd, const char *opt, const char *v, char **text, size_t *len);
+/* The same value parsed as JSON, strictly (Kiln's rules). */
 int fdl_cli_read_json(const char *cmd, const char *opt, const char *v, json_t **out);
 /* SOURCE_DATE_EPOCH as "YYYY-MM-DDTHH:MM:SSZ" in buf (cap >= 21), for the created_utc options
  * of pack, synth and compare; NULL when unset or not a plain number (then: the wall clock). */

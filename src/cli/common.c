@@ -189,23 +189,30 @@ int fdl_cli_close_stdout(int rc) {
   return FDL_EXIT_USAGE;
 }
 
-int fdl_cli_read_json(const char *cmd, const char *opt, const char *v, json_t **out) {
+int fdl_cli_read_arg(const char *cmd, const char *opt, const char *v, char **text, size_t *len) {
   fdl_err err = {FDL_OK, ""};
-  char *text = NULL;
-  size_t len = 0;
   if (v[0] == '@') {
     if (fdl_cli_input_file(cmd, v + 1) != 0) return FDL_EXIT_USAGE;
-    if (fdl_read_file(v + 1, FDL_JSON_MAX_FILE_BYTES, &text, &len, &err) != FDL_OK) {
+    if (fdl_read_file(v + 1, FDL_JSON_MAX_FILE_BYTES, text, len, &err) != FDL_OK) {
       fdl_err_prefix(&err, "%s", opt);
       fdl_cli_report(&err);
       return FDL_EXIT_USAGE;
     }
-  } else {
-    len = strlen(v);
-    text = malloc(len + 1);
-    if (!text) return FDL_EXIT_USAGE;
-    memcpy(text, v, len + 1);
+    return 0;
   }
+  *len = strlen(v);
+  *text = malloc(*len + 1);
+  if (!*text) return FDL_EXIT_USAGE;
+  memcpy(*text, v, *len + 1);
+  return 0;
+}
+
+int fdl_cli_read_json(const char *cmd, const char *opt, const char *v, json_t **out) {
+  char *text = NULL;
+  size_t len = 0;
+  int rc = fdl_cli_read_arg(cmd, opt, v, &text, &len);
+  if (rc) return rc;
+  fdl_err err = {FDL_OK, ""};
   const fdl_json_read_opts o = {.max_depth = 0, .kiln_strict = true};
   fdl_status s = fdl_json_parse(text, len, &o, out, &err);
   free(text);

@@ -317,42 +317,6 @@ int fdl_cli_divergence_check(int argc, char **argv, FILE *out, FILE *diag) {
   return div_parse(argc, argv, out, diag, &a);
 }
 
-/* TEXT or @FILE: the text itself, or the file's bytes (opening failures are exit 4). */
-static int read_arg(const char *opt, const char *v, char **text, size_t *len) {
-  fdl_err err = {FDL_OK, ""};
-  if (v[0] == '@') {
-    if (fdl_cli_input_file("divergence", v + 1) != 0) return FDL_EXIT_USAGE;
-    if (fdl_read_file(v + 1, FDL_JSON_MAX_FILE_BYTES, text, len, &err) != FDL_OK) {
-      fdl_err_prefix(&err, "%s", opt);
-      fdl_cli_report(&err);
-      return FDL_EXIT_USAGE;
-    }
-    return 0;
-  }
-  *len = strlen(v);
-  *text = malloc(*len + 1);
-  if (!*text) return FDL_EXIT_USAGE;
-  memcpy(*text, v, *len + 1);
-  return 0;
-}
-
-static int read_json(const char *opt, const char *v, json_t **out) {
-  char *text = NULL;
-  size_t len = 0;
-  int rc = read_arg(opt, v, &text, &len);
-  if (rc) return rc;
-  fdl_err err = {FDL_OK, ""};
-  const fdl_json_read_opts o = {.max_depth = 0, .kiln_strict = true};
-  fdl_status s = fdl_json_parse(text, len, &o, out, &err);
-  free(text);
-  if (s != FDL_OK) {
-    fdl_err_prefix(&err, "%s", opt);
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
-  }
-  return 0;
-}
-
 int fdl_cli_divergence(int argc, char **argv) {
   div_args a;
   int rc = div_parse(argc, argv, NULL, NULL, &a);
@@ -361,15 +325,18 @@ int fdl_cli_divergence(int argc, char **argv) {
          *mi = NULL, *req = NULL;
   char *prompt = NULL;
   size_t plen = 0;
-  rc = read_json("--prompt-ids", a.prompt_ids, &pj);
-  if (!rc) rc = read_json("--reference-ids", a.reference_ids, &rj);
-  if (!rc) rc = read_json("--candidate-ids", a.candidate_ids, &cj);
-  if (!rc && a.reference_texts) rc = read_json("--reference-texts", a.reference_texts, &rt);
-  if (!rc && a.candidate_texts) rc = read_json("--candidate-texts", a.candidate_texts, &ct);
-  if (!rc) rc = read_json("--kiln-receipt", a.kiln_receipt, &kr);
-  if (!rc) rc = read_json("--vllm-receipt", a.vllm_receipt, &vr);
-  if (!rc && a.model_identity) rc = read_json("--model-identity", a.model_identity, &mi);
-  if (!rc) rc = read_arg("--prompt-text", a.prompt_text, &prompt, &plen);
+  rc = fdl_cli_read_json("divergence", "--prompt-ids", a.prompt_ids, &pj);
+  if (!rc) rc = fdl_cli_read_json("divergence", "--reference-ids", a.reference_ids, &rj);
+  if (!rc) rc = fdl_cli_read_json("divergence", "--candidate-ids", a.candidate_ids, &cj);
+  if (!rc && a.reference_texts)
+    rc = fdl_cli_read_json("divergence", "--reference-texts", a.reference_texts, &rt);
+  if (!rc && a.candidate_texts)
+    rc = fdl_cli_read_json("divergence", "--candidate-texts", a.candidate_texts, &ct);
+  if (!rc) rc = fdl_cli_read_json("divergence", "--kiln-receipt", a.kiln_receipt, &kr);
+  if (!rc) rc = fdl_cli_read_json("divergence", "--vllm-receipt", a.vllm_receipt, &vr);
+  if (!rc && a.model_identity)
+    rc = fdl_cli_read_json("divergence", "--model-identity", a.model_identity, &mi);
+  if (!rc) rc = fdl_cli_read_arg("divergence", "--prompt-text", a.prompt_text, &prompt, &plen);
   fdl_err err = {FDL_OK, ""};
   if (!rc && strlen(prompt) != plen) {
     fprintf(stderr, "fidelis divergence: --prompt-text holds a NUL byte\n");

@@ -293,16 +293,6 @@ static int load_json(const char *path, json_t **doc) {
   return s == FDL_OK ? FDL_EXIT_OK : refuse(&err, s);
 }
 
-/* --observed: the JSON text itself, or @FILE. */
-static int load_observed(const char *v, json_t **doc) {
-  if (v[0] == '@') return load_json(v + 1, doc);
-  fdl_err err = {0};
-  const fdl_json_read_opts o = {.max_depth = 0, .kiln_strict = true};
-  fdl_status s = fdl_json_parse(v, strlen(v), &o, doc, &err);
-  if (s != FDL_OK) fdl_err_prefix(&err, "--observed");
-  return s == FDL_OK ? FDL_EXIT_OK : refuse(&err, s);
-}
-
 /* Kiln's final logits: one vector ([V] or [1, V]). */
 static int load_logits(const char *path, fdl_attr_matrix *m) {
   int rc = read_rows(path, NULL, 0, m);
@@ -336,7 +326,7 @@ static int run_kiln_v2(const args *a, const fdl_attr_matrix *ref, const fdl_attr
     if (s != FDL_OK) rc = refuse(&err, s);
   }
   if (rc == FDL_EXIT_OK) rc = load_json(a->provenance, &prov);
-  if (rc == FDL_EXIT_OK) rc = load_observed(a->observed, &obs);
+  if (rc == FDL_EXIT_OK) rc = fdl_cli_read_json("layers diff", "--observed", a->observed, &obs);
   if (rc == FDL_EXIT_OK) rc = load_logits(a->final_logits, &fl);
   if (rc == FDL_EXIT_OK) {
     const fdl_attr_layer_v2_in in = {.request = req,
