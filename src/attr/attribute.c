@@ -242,7 +242,12 @@ static fdl_status check_provenance(const json_t *pv, fdl_err *err) {
   }
   static const char *const blocks[] = {
       "binary", "containment", "implementation", "model_fingerprint", "oracle_reference", "source"};
-  for (size_t i = 0; i < 6; i++)
+  return fdl_attr_provenance_values(pv, blocks, sizeof blocks / sizeof blocks[0], err);
+}
+
+fdl_status fdl_attr_provenance_values(const json_t *pv, const char *const *blocks, size_t n,
+                                      fdl_err *err) {
+  for (size_t i = 0; i < n; i++)
     if (!json_is_object(json_object_get(pv, blocks[i])))
       return fdl_fail(err, FDL_INVALID, "provenance: $.%s: expected an object", blocks[i]);
   const json_t *d = json_object_get(pv, "duration_seconds");

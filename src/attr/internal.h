@@ -31,4 +31,9 @@ bool fdl_kiln_token_ok(const json_t *v);
  * "//", trailing "/"). */
 bool fdl_kiln_rel_path_ok(const char *s, size_t n);
 
+/* The provenance values every Kiln v2 emitter copies (attribute.c): each named block an object,
+ * duration_seconds > 0, created_at_utc a string, request_path a nonempty string. */
+fdl_status fdl_attr_provenance_values(const json_t *pv, const char *const *blocks, size_t n,
+                                      fdl_err *err);
+
 #endif

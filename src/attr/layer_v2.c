@@ -172,20 +172,8 @@ static fdl_status check_provenance(const json_t *pv, const json_t *request, fdl_
   }
   static const char *const blocks[] = {
       "binary", "containment", "implementation", "model_fingerprint", "reference", "source"};
-  for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++)
-    if (!json_is_object(json_object_get(pv, blocks[i])))
-      return fdl_fail(err, FDL_INVALID, "provenance: $.%s: expected an object", blocks[i]);
-  const json_t *d = json_object_get(pv, "duration_seconds");
-  double dv = json_is_integer(d) ? (double)json_integer_value(d) : json_real_value(d);
-  if (!json_is_number(d) || !(dv > 0))
-    return fdl_fail(err, FDL_INVALID, "provenance: $.duration_seconds: expected a number > 0");
-  if (!json_is_string(json_object_get(pv, "created_at_utc")))
-    return fdl_fail(err, FDL_INVALID,
-                    "provenance: $.created_at_utc: expected a UTC time string (Kiln §3)");
-  const json_t *rp = json_object_get(pv, "request_path");
-  if (!json_is_string(rp) || json_string_length(rp) == 0)
-    return fdl_fail(err, FDL_INVALID,
-                    "provenance: $.request_path: expected the request's repo-relative path");
+  fdl_status s = fdl_attr_provenance_values(pv, blocks, sizeof blocks / sizeof blocks[0], err);
+  if (s != FDL_OK) return s;
   const json_t *mi = json_object_get(pv, "model_identity");
   if (mi && !json_equal(mi, json_object_get(request, "model_identity")))
     return fdl_fail(err, FDL_MISMATCH,
