@@ -139,15 +139,7 @@ int fdl_cli_capture(int argc, char **argv) {
                           "dataset_sha256", r.dataset_sha256, "capture_content_digest",
                           r.capture_content_digest, "records", (json_int_t)r.records, "scored_rows",
                           (json_int_t)r.scored_rows, "quantized", r.quantized);
-    fdl_buf b;
-    fdl_buf_init(&b, 0);
-    fdl_status st = j ? fdl_json_dump(j, 0, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
-    if (st == FDL_OK)
-      printf("%s\n", b.data);
-    else
-      fdl_cli_report(&err), rc = fdl_cli_exit_for(st);
-    fdl_buf_free(&b);
-    json_decref(j);
+    rc = fdl_cli_print_json(j);
   } else {
     printf("fidelis capture: wrote %s (%zu records, %llu scored rows%s)\n", a.o.out_dir, r.records,
            (unsigned long long)r.scored_rows,

@@ -223,3 +223,17 @@ int fdl_cli_read_json(const char *cmd, const char *opt, const char *v, json_t **
   }
   return 0;
 }
+
+int fdl_cli_print_json(json_t *j) {
+  fdl_err err = {FDL_OK, ""};
+  fdl_buf b;
+  fdl_buf_init(&b, 0);
+  fdl_status s = j ? fdl_json_dump(j, 0, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
+  if (s == FDL_OK)
+    printf("%s\n", b.data);
+  else
+    fdl_cli_report(&err);
+  fdl_buf_free(&b);
+  json_decref(j);
+  return s == FDL_OK ? FDL_EXIT_OK : fdl_cli_exit_for(s);
+}

@@ -97,16 +97,7 @@ int fdl_cli_model(int argc, char **argv) {
         o.preset, "seed", (json_int_t)o.seed, "parameters", (json_int_t)r.params, "tensors",
         (json_int_t)r.tensors, "safetensors_bytes", (json_int_t)r.bytes, "panel_contexts",
         (json_int_t)r.panel_contexts, "panel_tokens", (json_int_t)r.panel_tokens);
-    fdl_buf b;
-    fdl_buf_init(&b, 0);
-    s = j ? fdl_json_dump(j, 0, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
-    if (s == FDL_OK)
-      printf("%s\n", b.data);
-    else
-      fdl_cli_report(&err), rc = fdl_cli_exit_for(s);
-    fdl_buf_free(&b);
-    json_decref(j);
-    return s == FDL_OK ? FDL_EXIT_OK : rc;
+    return fdl_cli_print_json(j);
   }
   char shown[FDL_QUOTE_CAP];
   printf("fidelis model init: wrote %s (preset %s, seed %llu): %zu tensors, %llu parameters, "

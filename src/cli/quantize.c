@@ -100,16 +100,7 @@ int fdl_cli_quantize(int argc, char **argv) {
         "scope", fdl_gptq_scope_name(o.scope), "quantized_tensors", (json_int_t)r.quantized,
         "copied_tensors", (json_int_t)r.copied, "quantized_parameters",
         (json_int_t)r.params_quantized, "safetensors_bytes", (json_int_t)r.bytes);
-    fdl_buf b;
-    fdl_buf_init(&b, 0);
-    s = j ? fdl_json_dump(j, 0, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
-    if (s == FDL_OK)
-      printf("%s\n", b.data);
-    else
-      fdl_cli_report(&err), rc = fdl_cli_exit_for(s);
-    fdl_buf_free(&b);
-    json_decref(j);
-    return s == FDL_OK ? FDL_EXIT_OK : rc;
+    return fdl_cli_print_json(j);
   }
   char m[FDL_QUOTE_CAP], q[FDL_QUOTE_CAP];
   printf("fidelis quantize: wrote %s from %s: int4 g%zu, scope %s, %zu weights quantized "

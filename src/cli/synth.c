@@ -128,15 +128,7 @@ int fdl_cli_synth(int argc, char **argv) {
     json_t *j = json_pack("{s:s, s:s, s:s, s:I}", "out", o.out_dir, "reference_dataset_sha256",
                           r.reference_sha256, "candidate_dataset_sha256", r.candidate_sha256,
                           "scored_rows", (json_int_t)r.rows);
-    fdl_buf b;
-    fdl_buf_init(&b, 0);
-    fdl_status st = j ? fdl_json_dump(j, 0, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
-    if (st == FDL_OK)
-      printf("%s\n", b.data);
-    else
-      fdl_cli_report(&err), rc = fdl_cli_exit_for(st);
-    fdl_buf_free(&b);
-    json_decref(j);
+    rc = fdl_cli_print_json(j);
   } else {
     printf("fidelis synth: wrote %s (seed %llu, vocab %zu, hidden %zu, %zu contexts x %zu "
            "tokens, %zu scored rows per side)\n",
