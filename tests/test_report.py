@@ -345,12 +345,24 @@ def main():
         if rc != 0:
             raise SystemExit("synth failed: " + err)
         rc, _, err = run("compare", P("pair", "reference"), P("pair", "candidate"), "--own-heads",
-                         "--out", P("r1"))
+                         "--out", P("real"))
         if rc not in (0, 2):
             raise SystemExit("compare failed: " + err)
         prove_detectors(w)
 
-        # ---- a real receipt, made by this fidelis: no llama.cpp block yet -------------------
+        # ---- a real receipt, made by this fidelis: compare writes the llama.cpp block ---------
+        rc, out, err = run("report", P("real"))
+        text0 = open(P("real", "report.html"), encoding="utf-8").read() if rc == 0 else ""
+        check(rc == 0, "report of a real receipt: exit %d %s" % (rc, err))
+        check('id="chart-deltap"' in text0 and "not in this receipt" not in text0,
+              "a receipt from this compare has the \u0394p chart and the llama.cpp table")
+
+        # ---- an older receipt: the same without the block and its arrays, resealed ----------
+        copy_receipt(P("real"), P("r1"))
+        old = load(P("r1"))
+        for name in old.pop("fidelis_extensions")["llamacpp_compatible"]["arrays"]:
+            os.remove(P("r1", name))
+        save(P("r1"), reseal(old))
         rc, out, err = run("report", P("r1"))
         page1 = P("r1", "report.html")
         check(rc == 0 and os.path.exists(page1), "report of a real receipt: exit %d %s" % (rc, err))
