@@ -643,6 +643,51 @@ static void test_cuts(void **state) {
   print_message("cuts: %zu tuned runs, all bit-identical to fdl_gemm_dot_ref\n", runs);
 }
 
+/* The small-M path (lanes over B's rows, taken for a few rows of A): m across its threshold,
+ * n around its 16-row blocks, k around its 64-byte chunks (16 F32 or 32 BF16/F16 elements)
+ * and deep, every value family, padding full of NaNs, 1..3 threads with the default task
+ * shape and with column tasks that cut the row blocks. */
+static void test_small_m(void **state) {
+  (void)state;
+  static const size_t ms[] = {1, 2, 3, 4, 5};
+  static const size_t ns[] = {1, 15, 17, 33, 97};
+  static const size_t ks[] = {1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 65, 2560};
+  static const pad pads[] = {TIGHT, PADDED, WIDE};
+  size_t turn = 0, runs = 0;
+  char what[160];
+  for (int t = 0; t < 3; t++)
+    for (size_t a = 0; a < sizeof ms / sizeof *ms; a++)
+      for (size_t b = 0; b < sizeof ns / sizeof *ns; b++)
+        for (size_t q = 0; q < sizeof ks / sizeof *ks; q++) {
+          size_t nk = ks[q] > 100 ? 1 : 2;
+          for (size_t v = 0; v < nk; v++, turn++) {
+            vkind kind = (vkind)(turn % V_KINDS);
+            prob p = prob_new(ms[a], ns[b], ks[q], types[t], pads[turn % 3]);
+            prob_fill(&p, kind);
+            prob_ref(&p);
+            snprintf(what, sizeof what, "small-M %zux%zux%zu, %s values", ms[a], ns[b], ks[q],
+                     kind_name[kind]);
+            run_all(&p, turn, what);
+            for (size_t s = 0; s < n_isas; s++) {
+              unsigned th = (unsigned)((turn + 1) % MAX_THREADS) + 1;
+              fdl_gemm *g = new_ctx(isas[s], th);
+              fdl_gemm_tuning tu;
+              fdl_gemm_tuning_get(g, p.k, &tu);
+              tu.task_cols = 1 + turn % 13;
+              fdl_gemm_tuning_set(g, &tu);
+              snprintf(what, sizeof what, "small-M %zux%zux%zu, %s values, %u threads, %zu cols",
+                       ms[a], ns[b], ks[q], kind_name[kind], th, tu.task_cols);
+              run_check(g, &p, what);
+              fdl_gemm_free(g);
+              runs++;
+            }
+            prob_free(&p);
+          }
+        }
+  print_message("small-M: %zu cases, %zu tuned runs, all bit-identical to fdl_gemm_dot_ref\n", turn,
+                runs);
+}
+
 /* fdl_gemm_tile on sub-ranges that do not align to tiles writes exactly that range. */
 static void test_tile_subranges(void **state) {
   (void)state;
@@ -912,13 +957,13 @@ int main(int argc, char **argv) {
         return 1;
       }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_one_by_one),   cmocka_unit_test(test_prime_shapes),
-      cmocka_unit_test(test_depths),       cmocka_unit_test(test_tile_edges),
-      cmocka_unit_test(test_leading_dims), cmocka_unit_test(test_value_families),
-      cmocka_unit_test(test_exact_values), cmocka_unit_test(test_nan_pairs),
-      cmocka_unit_test(test_cuts),         cmocka_unit_test(test_tile_subranges),
-      cmocka_unit_test(test_error_bound),  cmocka_unit_test(test_caller_fpenv),
-      cmocka_unit_test(test_arguments),
+      cmocka_unit_test(test_one_by_one),     cmocka_unit_test(test_prime_shapes),
+      cmocka_unit_test(test_depths),         cmocka_unit_test(test_tile_edges),
+      cmocka_unit_test(test_leading_dims),   cmocka_unit_test(test_value_families),
+      cmocka_unit_test(test_exact_values),   cmocka_unit_test(test_nan_pairs),
+      cmocka_unit_test(test_cuts),           cmocka_unit_test(test_small_m),
+      cmocka_unit_test(test_tile_subranges), cmocka_unit_test(test_error_bound),
+      cmocka_unit_test(test_caller_fpenv),   cmocka_unit_test(test_arguments),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   for (size_t s = 0; s < n_isas; s++)

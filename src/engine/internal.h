@@ -100,9 +100,13 @@ void fdl_eng_argmax_chunk(const float *row, size_t n, size_t base, float *best, 
 /* Below this many rows of A the AVX2 kernel outruns the AVX-512 one (measured 2x at 1..16). */
 #define ENG_SMALL_M 32
 
+/* Up to this many rows the AVX-512 contexts take their small-M kernel (lanes over B's rows),
+ * which outruns the AVX2 one there (decode: one row). */
+#define ENG_GEMV_M 4
+
 /* The context a worker uses for a product of `rows` rows; every choice gives the same bits. */
 static inline fdl_gemm *fdl_eng_ctx(const fdl_model *m, unsigned worker, size_t rows) {
-  return rows < ENG_SMALL_M && m->sgemm ? m->sgemm[worker] : m->wgemm[worker];
+  return rows > ENG_GEMV_M && rows < ENG_SMALL_M && m->sgemm ? m->sgemm[worker] : m->wgemm[worker];
 }
 
 /* rows.c: the per-position kernels of a layer step, over the pool in blocks of rows. */

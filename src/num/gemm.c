@@ -147,9 +147,26 @@ void fdl_gemm_tile_packed(const gemm_kernel *kern, const fdl_gemm_args *x, size_
   fpenv_leave(env);
 }
 
+/* A few rows go to the kernel's small-M path when it has one: it reads A in place, so the
+ * packing and the k-blocks are skipped; the bits are the same chains either way. */
+static int small_path(const gemm_kernel *kern, size_t rows) {
+  return kern->small && rows <= kern->small_m;
+}
+
+static void run_small(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1,
+                      size_t n0, size_t n1) {
+  unsigned env = fpenv_enter();
+  kern->small(x, m0, m1, n0, n1);
+  fpenv_leave(env);
+}
+
 void fdl_gemm_tile(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1, size_t n0,
                    size_t n1, const fdl_gemm_blocking *b, float *work) {
   if (m1 <= m0 || n1 <= n0) return;
+  if (small_path(kern, m1 - m0)) {
+    run_small(kern, x, m0, m1, n0, n1);
+    return;
+  }
   fdl_gemm_pack(kern, x, m0, m1, work);
   fdl_gemm_tile_packed(kern, x, m0, m1, n0, n1, b, work,
                        work + fdl_gemm_packed_floats(kern, m1 - m0, x->k));
@@ -292,11 +309,24 @@ int fdl_num_grow_floats(float **buf, size_t *cap, size_t need) {
   return 1;
 }
 
+static fdl_status small_task(void *varg, size_t tj, unsigned worker, fdl_err *err) {
+  (void)worker, (void)err;
+  const run_args *ra = varg;
+  const fdl_gemm_args *x = ra->x;
+  size_t n0 = tj * ra->t.task_cols;
+  size_t n1 = n0 + ra->t.task_cols < x->n ? n0 + ra->t.task_cols : x->n;
+  run_small(ra->g->kern, x, 0, x->m, n0, n1);
+  return FDL_OK;
+}
+
 fdl_status fdl_gemm_run(fdl_gemm *g, const fdl_gemm_args *x, fdl_err *err) {
   fdl_status s = check_args(x, err);
   if (s != FDL_OK || !x->m || !x->n) return s;
   run_args ra = {g, x, {{0, 0}, 0, 0}, 0, 0};
   fdl_gemm_tuning_get(g, x->k, &ra.t);
+  if (small_path(g->kern, x->m))
+    return fdl_pool_run(&g->pool, (x->n + ra.t.task_cols - 1) / ra.t.task_cols, small_task, &ra,
+                        err);
   ra.row_tasks = (x->m + ra.t.task_rows - 1) / ra.t.task_rows;
   ra.per_rows =
       fdl_gemm_packed_floats(g->kern, x->m < ra.t.task_rows ? x->m : ra.t.task_rows, x->k);

@@ -18,12 +18,21 @@
 typedef void (*gemm_micro)(size_t nr, size_t k0, size_t kc, const float *ap, const void *b,
                            size_t ldb, float *acc, int first);
 
+/* The small-M path: C rows [m0, m1) x columns [n0, n1) whole, straight from A (no packing,
+ * no k-blocking), each element the contract's one chain, NaN results canonical; the caller
+ * sets the floating-point environment. */
+typedef void (*gemm_small)(const fdl_gemm_args *x, size_t m0, size_t m1, size_t n0, size_t n1);
+
 typedef struct {
   fdl_num_isa isa;
   size_t mr;           /* rows per packed panel (a multiple of the vector width) */
   size_t nr;           /* most B rows one call walks */
   gemm_micro micro[3]; /* by fdl_gemm_type */
+  size_t small_m;      /* a product of at most this many rows takes `small` (0: none) */
+  gemm_small small;
 } gemm_kernel;
+
+void fdl_gemm_small_avx512(const fdl_gemm_args *x, size_t m0, size_t m1, size_t n0, size_t n1);
 
 const gemm_kernel *fdl_gemm_kernel_scalar(void);
 const gemm_kernel *fdl_gemm_kernel_avx2(void);   /* NULL when not compiled in */

@@ -98,7 +98,7 @@ MICRO(micro_bf16, FDL_GEMM_BF16)
 MICRO(micro_f16, FDL_GEMM_F16)
 
 static const gemm_kernel avx2_kernel = {
-    FDL_NUM_ISA_AVX2, MR, NR, {micro_f32, micro_bf16, micro_f16}};
+    FDL_NUM_ISA_AVX2, MR, NR, {micro_f32, micro_bf16, micro_f16}, 0, NULL};
 
 const gemm_kernel *fdl_gemm_kernel_avx2(void) {
   return &avx2_kernel;

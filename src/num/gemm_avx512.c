@@ -17,6 +17,9 @@
 #define MR 64
 #define NR 6
 #define V (MR / 16)
+/* Up to this many rows of A, gemm_small_avx512.c's kernel (lanes over B's rows) is faster:
+ * this one would spend most of its 64 lanes on padding. */
+#define SMALL_M 4
 
 INL __m512 bcast(const fdl_gemm_type t, const int at_zero, const void *row, size_t k) {
   if (t == FDL_GEMM_F32) return _mm512_set1_ps(((const float *)row)[k]);
@@ -101,7 +104,7 @@ MICRO(micro_bf16, FDL_GEMM_BF16)
 MICRO(micro_f16, FDL_GEMM_F16)
 
 static const gemm_kernel avx512_kernel = {
-    FDL_NUM_ISA_AVX512, MR, NR, {micro_f32, micro_bf16, micro_f16}};
+    FDL_NUM_ISA_AVX512, MR, NR, {micro_f32, micro_bf16, micro_f16}, SMALL_M, fdl_gemm_small_avx512};
 
 const gemm_kernel *fdl_gemm_kernel_avx512(void) {
   return &avx512_kernel;

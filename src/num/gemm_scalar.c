@@ -42,7 +42,7 @@ static void micro_f16(size_t nr, size_t k0, size_t kc, const float *ap, const vo
 }
 
 static const gemm_kernel scalar_kernel = {
-    FDL_NUM_ISA_SCALAR, MR, NR, {micro_f32, micro_bf16, micro_f16}};
+    FDL_NUM_ISA_SCALAR, MR, NR, {micro_f32, micro_bf16, micro_f16}, 0, NULL};
 
 const gemm_kernel *fdl_gemm_kernel_scalar(void) {
   return &scalar_kernel;
