@@ -32,6 +32,7 @@ typedef struct {
   gemm_small small;
 } gemm_kernel;
 
+void fdl_gemm_small_avx2(const fdl_gemm_args *x, size_t m0, size_t m1, size_t n0, size_t n1);
 void fdl_gemm_small_avx512(const fdl_gemm_args *x, size_t m0, size_t m1, size_t n0, size_t n1);
 
 const gemm_kernel *fdl_gemm_kernel_scalar(void);

@@ -14,6 +14,9 @@
 #define MR 16
 #define NR 6
 #define V (MR / 8)
+/* Up to this many rows of A, gemm_small_avx2.c's kernel (lanes over B's rows) is faster: this
+ * one would spend most of its 16 lanes on padding. */
+#define SMALL_M 4
 
 INL __m256 bcast(const fdl_gemm_type t, const int at_zero, const void *row, size_t k) {
   if (t == FDL_GEMM_F32) return _mm256_broadcast_ss((const float *)row + k);
@@ -98,7 +101,7 @@ MICRO(micro_bf16, FDL_GEMM_BF16)
 MICRO(micro_f16, FDL_GEMM_F16)
 
 static const gemm_kernel avx2_kernel = {
-    FDL_NUM_ISA_AVX2, MR, NR, {micro_f32, micro_bf16, micro_f16}, 0, NULL};
+    FDL_NUM_ISA_AVX2, MR, NR, {micro_f32, micro_bf16, micro_f16}, SMALL_M, fdl_gemm_small_avx2};
 
 const gemm_kernel *fdl_gemm_kernel_avx2(void) {
   return &avx2_kernel;
