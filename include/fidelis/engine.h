@@ -43,9 +43,9 @@ typedef struct {
   fdl_dtype weight_dtype;  /* of the stored weights (BF16/F16/F32) */
   const char *head_tensor; /* "lm_head.weight" or "model.embed_tokens.weight" */
   bool o_bias;             /* o_proj.bias too (attention_bias on Llama and Qwen3, not Qwen2) */
-  size_t gptq_group; /* 0: dense weights; else a GPTQ-v1 int4 checkpoint with groups of this
-                        many inputs, whose quantized matrices the engine multiplies as their
-                        float32 reconstruction (q - zero) * scale */
+  size_t gptq_group;       /* 0: dense weights; else a GPTQ-v1 int4 checkpoint with groups of this
+                              many inputs, whose quantized matrices the engine multiplies as their
+                              float32 reconstruction (q - zero) * scale */
 } fdl_model_info;
 
 typedef struct {

@@ -36,10 +36,10 @@ static fdl_status copy_in(int fd, const char *path, size_t size, fdl_map *m, fdl
       int e = errno;
       close(fd);
       free(p);
-      return r < 0 ? fdl_fail(err, FDL_IO, "%s: read failed at byte %zu: %s", path, got,
-                              strerror(e))
-                   : fdl_fail(err, FDL_IO, "%s: file shrank while being read (%zu of %zu bytes)",
-                              path, got, size);
+      return r < 0
+                 ? fdl_fail(err, FDL_IO, "%s: read failed at byte %zu: %s", path, got, strerror(e))
+                 : fdl_fail(err, FDL_IO, "%s: file shrank while being read (%zu of %zu bytes)",
+                            path, got, size);
     }
     got += (size_t)r;
   }
