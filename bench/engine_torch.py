@@ -96,8 +96,13 @@ class Model:
             rep = self.nh // self.nkv
             k = k.repeat_interleave(rep, 0)
             v = v.repeat_interleave(rep, 0)
-            o = torch.nn.functional.scaled_dot_product_attention(
-                q[None], k[None], v[None], is_causal=cache is None or n > 1)[0]
+            # Debian's torch 1.13 has no scaled_dot_product_attention: written out.
+            sc = (q @ k.transpose(1, 2)) / (self.hd ** 0.5)
+            if n > 1:
+                t = k.shape[1]
+                mask = torch.ones(n, t, dtype=torch.bool).triu(t - n + 1)
+                sc = sc.masked_fill(mask, float("-inf"))
+            o = torch.softmax(sc, -1) @ v
             x = x + o.transpose(0, 1).reshape(n, -1) @ w[pre + "self_attn.o_proj.weight"].T
             h = self.rms(x, w[pre + "post_attention_layernorm.weight"])
             g = h @ w[pre + "mlp.gate_proj.weight"].T

@@ -19,7 +19,7 @@ for preset in ${FDL_BENCH_PRESETS:-llama-100m qwen3-0.6b}; do
   echo "== $preset (prefill $np tokens, decode $nd tokens, $threads threads)"
   t0=$(date +%s.%N)
   "$build/fidelis" model init --preset "$preset" --seed 0 "$work/$preset" >/dev/null
-  echo "model init: $(echo "$(date +%s.%N) - $t0" | bc) s"
+  awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "model init: %.2f s\n", b - a }' 
   out=$("$build/bench/bench_engine" "$work/$preset" "$np" "$nd" "$threads")
   echo "$out"
   tout=$("$py" "$here/engine_torch.py" "$work/$preset" "$np" "$nd" "$threads")
