@@ -16,6 +16,9 @@ extern "C" {
  * any ".." segment is refused. Returns true when acceptable. */
 FDL_API bool fdl_relpath_ok(const char *path, size_t len, bool allow_dotdot);
 
+/* dir + "/" + name, newly allocated (free()); NULL when out of memory. */
+FDL_API char *fdl_path_join(const char *dir, const char *name);
+
 #ifdef __cplusplus
 }
 #endif

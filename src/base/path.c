@@ -1,7 +1,9 @@
 /* path.c - PATH-1 rules for relative paths named in manifests and listings. */
+#include <stdio.h>
 #include <string.h>
 
 #include "fidelis/path.h"
+#include "base/sys.h"
 
 bool fdl_relpath_ok(const char *path, size_t len, bool allow_dotdot) {
   if (len == 0 || memchr(path, '\0', len)) return false;
@@ -28,4 +30,11 @@ bool fdl_relpath_ok(const char *path, size_t len, bool allow_dotdot) {
     i = j + 1;
   }
   return depth > 0;
+}
+
+char *fdl_path_join(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *p = fdl_malloc(n);
+  if (p) snprintf(p, n, "%s/%s", dir, name);
+  return p;
 }

@@ -19,6 +19,7 @@
 #include "fidelis/fidelis.h"
 #include "fidelis/json.h"
 #include "fidelis/tensor.h"
+#include "fidelis/path.h"
 #include "fdl_source_digests.h"
 
 /* The numeric policy recorded in the stack fingerprint: what fixes the bits. */
@@ -29,7 +30,7 @@
 /* The device as the dataset names it. The arithmetic does not depend on the CPU, so the CPU's
  * model is not recorded: it would make two captures that are the same bytes on two machines
  * look like two stacks to the comparator. */
-#define CAPTURE_DEVICE_NAME "x86-64 CPU (fidelis engine; results independent of the model)"
+#define CAPTURE_DEVICE_NAME "x86-64 CPU (fidelis engine: the same bits on any of them)"
 
 typedef struct {
   const fdl_capture_opts *o;
@@ -45,13 +46,6 @@ typedef struct {
   char name[128]; /* the model directory's last component */
   char tokenizer[96];
 } capture;
-
-static char *join(const char *a, const char *b) {
-  size_t n = strlen(a) + strlen(b) + 2;
-  char *p = fdl_malloc(n);
-  if (p) snprintf(p, n, "%s/%s", a, b);
-  return p;
-}
 
 /* ---- the model's identity ---------------------------------------------------------------- */
 
@@ -95,7 +89,7 @@ static fdl_status checkpoint_identity(capture *c, fdl_err *err) {
   if (s == FDL_OK) qsort(names, n, sizeof *names, cmp_str);
   json_t *list = json_array();
   for (size_t i = 0; s == FDL_OK && i < n; i++) {
-    char *path = join(c->o->model_dir, names[i]);
+    char *path = fdl_path_join(c->o->model_dir, names[i]);
     fdl_sha256 dg;
     uint64_t size = 0;
     char hex[FDL_SHA256_HEX_BUF];
@@ -146,7 +140,7 @@ static fdl_status tokenizer_id(capture *c, fdl_err *err) {
     snprintf(c->tokenizer, sizeof c->tokenizer, "%s", c->o->tokenizer_id);
     return FDL_OK;
   }
-  char *path = join(c->o->model_dir, "tokenizer.json");
+  char *path = fdl_path_join(c->o->model_dir, "tokenizer.json");
   if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
   fdl_status s = FDL_OK;
   if (fdl_path_exists(path)) {
@@ -224,7 +218,7 @@ static fdl_status write_record(capture *c, const fdl_ds_panel_line *l, float *bu
   }
   char name[64];
   snprintf(name, sizeof name, "tensors/%04" PRId64 ".safetensors", l->index);
-  char *path = join(c->inputs, name);
+  char *path = fdl_path_join(c->inputs, name);
   s = path ? fdl_safetensors_write(path, &t, 1, NULL, err)
            : fdl_fail(err, FDL_NOMEM, "out of memory");
   free(path);
@@ -242,7 +236,7 @@ static fdl_status write_records(capture *c, const fdl_ds_panel *p, fdl_err *err)
   float *buf = fdl_huge_alloc(longest * width * sizeof *buf);
   uint16_t *bf = fdl_malloc(longest * width * sizeof *bf);
   int32_t *ids = fdl_malloc(longest * sizeof *ids);
-  char *dir = join(c->inputs, "tensors");
+  char *dir = fdl_path_join(c->inputs, "tensors");
   fdl_status s =
       buf && bf && ids && dir ? fdl_mkdirs(dir, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
   for (size_t i = 0; s == FDL_OK && i < p->n; i++) {
@@ -263,7 +257,7 @@ static fdl_status write_head(capture *c, fdl_err *err) {
                      .ndim = h->ndim,
                      .shape = h->shape,
                      .data = h->data};
-  char *path = join(c->inputs, "head.safetensors");
+  char *path = fdl_path_join(c->inputs, "head.safetensors");
   fdl_status s = path ? fdl_safetensors_write(path, &t, 1, NULL, err)
                       : fdl_fail(err, FDL_NOMEM, "out of memory");
   free(path);
@@ -361,7 +355,7 @@ static fdl_status prepare(capture *c, fdl_ds_panel *p, fdl_err *err) {
   s = fdl_model_load(o->model_dir, &mo, &c->m, err);
   if (s != FDL_OK) return s;
   c->info = fdl_model_get_info(c->m);
-  char *cfg = join(o->model_dir, "config.json");
+  char *cfg = fdl_path_join(o->model_dir, "config.json");
   s = cfg ? fdl_json_load_file(cfg, NULL, &c->config, err)
           : fdl_fail(err, FDL_NOMEM, "out of memory");
   free(cfg);
@@ -374,8 +368,10 @@ static fdl_status prepare(capture *c, fdl_ds_panel *p, fdl_err *err) {
 
 static fdl_status pack(capture *c, fdl_capture_result *r, fdl_err *err) {
   json_t *m = meta(c);
-  char *meta_path = join(c->inputs, "meta.json"), *tensors = join(c->inputs, "tensors"),
-       *head = join(c->inputs, "head.safetensors"), *out = join(c->st.path, "dataset");
+  char *meta_path = fdl_path_join(c->inputs, "meta.json"),
+       *tensors = fdl_path_join(c->inputs, "tensors"),
+       *head = fdl_path_join(c->inputs, "head.safetensors"),
+       *out = fdl_path_join(c->st.path, "dataset");
   fdl_status s = m && meta_path && tensors && head && out
                      ? fdl_json_write_file(meta_path, m, FDL_JSON_PRETTY, err)
                      : fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -424,7 +420,7 @@ fdl_status fdl_capture(const fdl_capture_opts *o, fdl_capture_result *r, fdl_err
    * before the model is loaded. */
   fdl_status s = fdl_stage_open(&c.st, o->out_dir, 0, o->notice, o->notice_arg, err);
   if (s == FDL_OK) {
-    c.inputs = join(c.st.path, ".inputs");
+    c.inputs = fdl_path_join(c.st.path, ".inputs");
     s = c.inputs ? fdl_mkdirs(c.inputs, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
     if (s == FDL_OK) s = prepare(&c, &p, err);
     if (s == FDL_OK) s = write_records(&c, &p, err);

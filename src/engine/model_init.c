@@ -27,6 +27,7 @@
 #include "engine/model_internal.h"
 #include "fidelis/json.h"
 #include "fidelis/model.h"
+#include "fidelis/path.h"
 
 /* ---- presets ------------------------------------------------------------------------------ */
 
@@ -249,7 +250,7 @@ static json_t *config_json(const fdl_model_preset *p, uint64_t seed) {
 
 static fdl_status write_json(const char *dir, const char *name, json_t *v, fdl_err *err) {
   if (!v) return fdl_fail(err, FDL_NOMEM, "out of memory building %s", name);
-  char *path = fdl_model_join(dir, name);
+  char *path = fdl_path_join(dir, name);
   fdl_status s = path ? fdl_json_write_file(path, v, FDL_JSON_PRETTY, err)
                       : fdl_fail(err, FDL_NOMEM, "out of memory");
   free(path);
@@ -268,7 +269,7 @@ static fdl_status write_weights(const fdl_model_preset *p, uint64_t seed, const 
   fdl_tensor_in *ti = fdl_calloc(cap, sizeof *ti);
   uint16_t *buf = fdl_malloc(CHUNK * sizeof *buf);
   float *wide = fdl_malloc(CHUNK * sizeof *wide);
-  char *path = fdl_model_join(dir, "model.safetensors");
+  char *path = fdl_path_join(dir, "model.safetensors");
   json_t *meta = fdl_model_st_metadata();
   fdl_status s = FDL_OK;
   if (!t || !ti || !buf || !wide || !path || !meta) s = fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -341,7 +342,7 @@ fdl_status fdl_model_init(const fdl_model_init_opts *o, fdl_model_init_result *r
   if (s == FDL_OK) {
     fdl_buf b;
     fdl_buf_init(&b, 0);
-    char *path = fdl_model_join(st.path, "panel.jsonl");
+    char *path = fdl_path_join(st.path, "panel.jsonl");
     s = path ? fdl_model_panel(&b, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
     if (s == FDL_OK) s = fdl_write_file(path, b.data, b.len, err);
     free(path);

@@ -11,9 +11,6 @@
 #include "fidelis/status.h"
 #include "fidelis/tensor.h"
 
-/* a + "/" + b, allocated; NULL when out of memory. */
-char *fdl_model_join(const char *a, const char *b);
-
 /* Writes the safetensors header of tensors[0..n) to o, padded with spaces to a multiple of 8
  * bytes as the safetensors library pads it, so that every tensor of a whole number of 8-byte
  * words starts aligned in a mapping. tensors[i].data may be any non-NULL pointer: only names,

@@ -9,13 +9,6 @@
 #include "engine/model_internal.h"
 #include "fidelis/buf.h"
 
-char *fdl_model_join(const char *a, const char *b) {
-  size_t n = strlen(a) + strlen(b) + 2;
-  char *p = fdl_malloc(n);
-  if (p) snprintf(p, n, "%s/%s", a, b);
-  return p;
-}
-
 json_t *fdl_model_st_metadata(void) {
   return json_pack("{s:s}", "format", "pt");
 }

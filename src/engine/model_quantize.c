@@ -15,6 +15,7 @@
 #include "engine/model_internal.h"
 #include "fidelis/json.h"
 #include "fidelis/model.h"
+#include "fidelis/path.h"
 
 /* ---- scope -------------------------------------------------------------------------------- */
 
@@ -208,7 +209,7 @@ static json_t *quant_config(const fdl_gptq_opts *o) {
 /* A file named inside MODEL, resolved once (a Hugging Face snapshot links every file into
  * blobs/); FDL_PARSE when it is missing: MODEL was opened and is not a model directory. */
 static fdl_status model_file(const char *dir, const char *name, char **resolved, fdl_err *err) {
-  char *path = fdl_model_join(dir, name);
+  char *path = fdl_path_join(dir, name);
   if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
   fdl_status s;
   if (!fdl_path_exists(path))
@@ -236,7 +237,7 @@ static fdl_status copy_others(const char *dir, const char *to, fdl_err *err) {
   struct dirent *e;
   while (s == FDL_OK && (e = readdir(d))) {
     if (skipped_file(e->d_name)) continue;
-    char *path = fdl_model_join(dir, e->d_name), *dst = fdl_model_join(to, e->d_name);
+    char *path = fdl_path_join(dir, e->d_name), *dst = fdl_path_join(to, e->d_name);
     struct stat st;
     if (!path || !dst)
       s = fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -368,7 +369,7 @@ static fdl_status write_index(const job *j, const char *dir, fdl_err *err) {
   if (s == FDL_OK && (json_object_set_new(meta, "total_size", json_integer((json_int_t)total)) ||
                       json_object_set(idx, "weight_map", map)))
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  char *path = s == FDL_OK ? fdl_model_join(dir, "model.safetensors.index.json") : NULL;
+  char *path = s == FDL_OK ? fdl_path_join(dir, "model.safetensors.index.json") : NULL;
   if (s == FDL_OK)
     s = path ? fdl_json_write_file(path, idx, FDL_JSON_PRETTY, err)
              : fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -393,7 +394,7 @@ static fdl_status open_model(job *j, fdl_err *err) {
                  "the original model",
                  o->model_dir);
   if (s != FDL_OK) return s;
-  char *one = fdl_model_join(o->model_dir, "model.safetensors");
+  char *one = fdl_path_join(o->model_dir, "model.safetensors");
   if (!one) return fdl_fail(err, FDL_NOMEM, "out of memory");
   bool single = fdl_path_exists(one);
   free(one);
@@ -445,7 +446,7 @@ fdl_status fdl_gptq_quantize_model(const fdl_gptq_opts *o, fdl_gptq_result *res,
   if (s == FDL_OK) {
     json_t *q = quant_config(o);
     json_t *c = json_deep_copy(j.cfg);
-    char *path = fdl_model_join(stage.path, "config.json");
+    char *path = fdl_path_join(stage.path, "config.json");
     if (!q || !c || !path || json_object_set_new(c, "quantization_config", q))
       s = fdl_fail(err, FDL_NOMEM, "out of memory");
     else
@@ -454,7 +455,7 @@ fdl_status fdl_gptq_quantize_model(const fdl_gptq_opts *o, fdl_gptq_result *res,
     free(path);
   }
   for (size_t k = 0; k < j.nshards && s == FDL_OK; k++) {
-    char *path = fdl_model_join(stage.path, j.shards[k].name);
+    char *path = fdl_path_join(stage.path, j.shards[k].name);
     s = path ? write_weights(path, j.shards[k].pl, j.shards[k].n, o, res, err)
              : fdl_fail(err, FDL_NOMEM, "out of memory");
     if (s != FDL_OK) fdl_err_prefix(err, "quantize %s/%s", o->model_dir, j.shards[k].name);

@@ -13,6 +13,7 @@
 
 #include "engine/model_internal.h"
 #include "fidelis/json.h"
+#include "fidelis/path.h"
 
 #define BYTES 256
 #define SPECIALS 16
@@ -81,9 +82,9 @@ fdl_status fdl_model_write_tokenizer(const char *dir, fdl_err *err) {
   json_t *cfg = json_pack("{s:s, s:s, s:s, s:I, s:b}", "tokenizer_class", "PreTrainedTokenizerFast",
                           "bos_token", "<|bos|>", "eos_token", "<|eos|>", "model_max_length",
                           (json_int_t)4096, "clean_up_tokenization_spaces", 0);
-  char *tp = fdl_model_join(dir, "tokenizer.json"),
-       *cp = fdl_model_join(dir, "tokenizer_config.json"),
-       *jp = fdl_model_join(dir, "chat_template.jinja");
+  char *tp = fdl_path_join(dir, "tokenizer.json"),
+       *cp = fdl_path_join(dir, "tokenizer_config.json"),
+       *jp = fdl_path_join(dir, "chat_template.jinja");
   fdl_status s = tok && cfg && tp && cp && jp ? fdl_json_write_file(tp, tok, FDL_JSON_PRETTY, err)
                                               : fdl_fail(err, FDL_NOMEM, "out of memory");
   if (s == FDL_OK) s = fdl_json_write_file(cp, cfg, FDL_JSON_PRETTY, err);

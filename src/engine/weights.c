@@ -10,6 +10,7 @@
 
 #include "engine/internal.h"
 #include "fidelis/json.h"
+#include "fidelis/path.h"
 
 #define INDEX_NAME "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"
@@ -20,19 +21,9 @@ typedef struct {
   size_t nbound, capbound;
 } binder;
 
-static char *join(const char *dir, const char *name) {
-  size_t a = strlen(dir), b = strlen(name);
-  char *p = malloc(a + b + 2);
-  if (!p) return NULL;
-  memcpy(p, dir, a);
-  p[a] = '/';
-  memcpy(p + a + 1, name, b + 1);
-  return p;
-}
-
 /* 1: regular file, 0: absent, -1: something else (reported). */
 static int probe(const char *dir, const char *name, fdl_err *err, fdl_status *s) {
-  char *p = join(dir, name);
+  char *p = fdl_path_join(dir, name);
   if (!p) {
     *s = fdl_fail(err, FDL_NOMEM, "out of memory");
     return -1;
@@ -67,7 +58,7 @@ static fdl_status open_shard(fdl_model *m, const char *dir, const char *name, fd
   if (r == 0)
     return fdl_fail(err, FDL_REFUSED, "%s/%s: missing shard (named by %s)", dir, name,
                     m->nshards || strcmp(name, SINGLE_NAME) ? INDEX_NAME : "the model directory");
-  char *p = join(dir, name);
+  char *p = fdl_path_join(dir, name);
   if (!p) return fdl_fail(err, FDL_NOMEM, "out of memory");
   s = fdl_safetensors_open(p, &m->shards[m->nshards], err);
   free(p);
@@ -86,7 +77,7 @@ static int cmp_str(const void *a, const void *b) {
 }
 
 static fdl_status open_index(fdl_model *m, const char *dir, fdl_err *err) {
-  char *p = join(dir, INDEX_NAME);
+  char *p = fdl_path_join(dir, INDEX_NAME);
   if (!p) return fdl_fail(err, FDL_NOMEM, "out of memory");
   json_t *idx = NULL;
   fdl_status s = fdl_json_load_file(p, NULL, &idx, err);

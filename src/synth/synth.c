@@ -33,6 +33,7 @@
 #include "fidelis/json.h"
 #include "fidelis/synth.h"
 #include "fidelis/tensor.h"
+#include "fidelis/path.h"
 
 /* ---- random numbers --------------------------------------------------------------------- */
 
@@ -65,14 +66,6 @@ typedef struct {
   char exe_sha[FDL_SHA256_HEX_BUF];
 } synth;
 
-/* a + "/" + b, allocated; NULL when out of memory. */
-static char *join(const char *a, const char *b) {
-  size_t n = strlen(a) + strlen(b) + 2;
-  char *p = fdl_malloc(n);
-  if (p) snprintf(p, n, "%s/%s", a, b);
-  return p;
-}
-
 static fdl_status write_panel(synth *z, fdl_err *err) {
   const fdl_synth_opts *o = z->o;
   fdl_buf b;
@@ -94,7 +87,7 @@ static fdl_status write_panel(synth *z, fdl_err *err) {
     fdl_buf_free(&b);
     return fdl_fail(err, s, "out of memory for the synthetic panel");
   }
-  char *path = join(z->inputs, "panel.jsonl");
+  char *path = fdl_path_join(z->inputs, "panel.jsonl");
   s = path ? fdl_write_file(path, b.data, b.len, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
   free(path);
   fdl_buf_free(&b);
@@ -106,7 +99,7 @@ static fdl_status write_hidden(synth *z, fdl_err *err) {
   size_t rows = o->tokens_per_context - 1, h = o->hidden;
   float *f = fdl_malloc(rows * h * sizeof *f);
   uint16_t *bf = fdl_malloc(rows * h * sizeof *bf);
-  char *dir = join(z->inputs, "tensors");
+  char *dir = fdl_path_join(z->inputs, "tensors");
   fdl_status s = FDL_OK;
   if (!f || !bf || !dir) s = fdl_fail(err, FDL_NOMEM, "out of memory for hidden states");
   if (s == FDL_OK) s = fdl_mkdirs(dir, err);
@@ -117,7 +110,7 @@ static fdl_status write_hidden(synth *z, fdl_err *err) {
     fdl_f32_to_bf16_n(f, bf, rows * h);
     char name[64], *path;
     snprintf(name, sizeof name, "%04zu.safetensors", c);
-    if (!(path = join(dir, name))) {
+    if (!(path = fdl_path_join(dir, name))) {
       s = fdl_fail(err, FDL_NOMEM, "out of memory");
       break;
     }
@@ -157,7 +150,7 @@ static fdl_status write_heads(synth *z, fdl_err *err) {
   const char *names[2] = {"head-reference.safetensors", "head-candidate.safetensors"};
   uint16_t *data[2] = {z->head_ref, z->head_cand};
   for (int i = 0; i < 2; i++) {
-    char *path = join(z->inputs, names[i]);
+    char *path = fdl_path_join(z->inputs, names[i]);
     if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
     fdl_tensor_in t = {"lm_head.weight", FDL_DTYPE_BF16, 2, shape, data[i]};
     fdl_status s = fdl_safetensors_write(path, &t, 1, NULL, err);
@@ -254,7 +247,7 @@ static fdl_status write_meta(synth *z, bool cand, fdl_err *err) {
   if (s != FDL_OK) return s;
   json_t *m = meta(z, cand, ckpt);
   if (!m) return fdl_fail(err, FDL_NOMEM, "out of memory for the synth meta");
-  char *path = join(z->inputs, cand ? "meta-candidate.json" : "meta-reference.json");
+  char *path = fdl_path_join(z->inputs, cand ? "meta-candidate.json" : "meta-reference.json");
   s = path ? fdl_json_write_file(path, m, FDL_JSON_PRETTY, err)
            : fdl_fail(err, FDL_NOMEM, "out of memory");
   free(path);
@@ -271,10 +264,12 @@ static void exe_digest(synth *z) {
 }
 
 static fdl_status pack_side(synth *z, bool cand, fdl_synth_result *res, fdl_err *err) {
-  char *panel = join(z->inputs, "panel.jsonl"), *tensors = join(z->inputs, "tensors");
-  char *head = join(z->inputs, cand ? "head-candidate.safetensors" : "head-reference.safetensors");
-  char *meta_path = join(z->inputs, cand ? "meta-candidate.json" : "meta-reference.json");
-  char *out = join(z->outs, cand ? "candidate" : "reference");
+  char *panel = fdl_path_join(z->inputs, "panel.jsonl"),
+       *tensors = fdl_path_join(z->inputs, "tensors");
+  char *head =
+      fdl_path_join(z->inputs, cand ? "head-candidate.safetensors" : "head-reference.safetensors");
+  char *meta_path = fdl_path_join(z->inputs, cand ? "meta-candidate.json" : "meta-reference.json");
+  char *out = fdl_path_join(z->outs, cand ? "candidate" : "reference");
   fdl_status s;
   if (!panel || !tensors || !head || !meta_path || !out) {
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -322,7 +317,7 @@ static fdl_status write_about(synth *z, const fdl_synth_result *res, fdl_err *er
       "hidden_states", "identical to the reference (only the head is quantized)", "compare",
       "fidelis compare reference candidate --own-heads --out DIR");
   if (!a) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  char *path = join(z->outs, "synth.json");
+  char *path = fdl_path_join(z->outs, "synth.json");
   fdl_status s = path ? fdl_json_write_file(path, a, FDL_JSON_PRETTY, err)
                       : fdl_fail(err, FDL_NOMEM, "out of memory");
   free(path);
@@ -362,7 +357,7 @@ fdl_status fdl_synth(const fdl_synth_opts *in, fdl_synth_result *res, fdl_err *e
   }
   exe_digest(&z);
   z.outs = z.st.path;
-  z.inputs = join(z.st.path, ".inputs");
+  z.inputs = fdl_path_join(z.st.path, ".inputs");
   if (!z.inputs) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   if (s == FDL_OK) s = fdl_mkdirs(z.inputs, err);
   if (s == FDL_OK) s = write_panel(&z, err);
