@@ -123,7 +123,6 @@ INL void body(const fdl_gemm_type t, const size_t m, const fdl_gemm_args *x, siz
     const uint8_t *b0 = (const uint8_t *)x->b + j * stride;
     for (size_t kk = 0; kk < k; kk += per) {
       size_t kc = k - kk < per ? k - kk : per;
-#pragma GCC unroll 2
       for (size_t b = 0; b < NBLK; b++) {
         if (!rows[b]) continue;
         __m512i r[LANES];
