@@ -2,7 +2,7 @@
  *
  *   tool_engine MODEL_DIR --ids 1,2,3 --path prefill|decode [--threads N]
  *               [--isa auto|scalar|avx2|avx512] [--hidden OUT.npy] [--logits OUT.npy]
- *               [--greedy OUT.npy] [--repeat R]
+ *               [--greedy OUT.npy] [--layers OUT.npy] [--repeat R]
  *
  * Writes float32 [n, hidden] and [n, vocab] and int32 [n] arrays. --repeat runs the context R
  * times and prints the best wall time per run on stdout ("seconds S tokens N"), for throughput
@@ -22,6 +22,7 @@ static int usage(const char *why) {
   fprintf(stderr,
           "tool_engine: %s\nusage: tool_engine MODEL_DIR --ids 1,2,3 --path prefill|decode "
           "[--threads N] [--isa auto|scalar|avx2|avx512] [--hidden F] [--logits F] [--greedy F] "
+          "[--layers F] "
           "[--repeat R]\n",
           why);
   return 2;
@@ -64,7 +65,7 @@ int main(int argc, char **argv) {
   const char *isa_s = arg(argc, argv, "--isa"), *thr_s = arg(argc, argv, "--threads");
   const char *rep_s = arg(argc, argv, "--repeat");
   const char *ho = arg(argc, argv, "--hidden"), *lo = arg(argc, argv, "--logits");
-  const char *go = arg(argc, argv, "--greedy");
+  const char *go = arg(argc, argv, "--greedy"), *bo = arg(argc, argv, "--layers");
   if (!ids_s || !path_s) return usage("--ids and --path are required");
   fdl_engine_path path;
   if (strcmp(path_s, "prefill") == 0)
@@ -105,12 +106,13 @@ int main(int argc, char **argv) {
   float *h = ho ? malloc(n * in->hidden * sizeof *h) : NULL;
   float *l = lo ? malloc(n * in->vocab * sizeof *l) : NULL;
   int32_t *g = go ? malloc(n * sizeof *g) : NULL;
+  float *b = bo ? malloc((in->layers + 2) * in->hidden * sizeof *b) : NULL;
   int rc = 1;
-  if ((ho && !h) || (lo && !l) || (go && !g)) {
+  if ((ho && !h) || (lo && !l) || (go && !g) || (bo && !b)) {
     fprintf(stderr, "tool_engine: out of memory\n");
     goto out;
   }
-  fdl_engine_out eo = {h, l, g};
+  fdl_engine_out eo = {h, l, g, b};
   double best = 1e300;
   for (int r = 0; r < repeat; r++) {
     double t0 = now();
@@ -127,6 +129,8 @@ int main(int argc, char **argv) {
   sh[1] = (int64_t)in->vocab;
   if (lo && (s = fdl_npy_write(lo, FDL_DTYPE_F32, 2, sh, l, &err))) goto fail;
   if (go && (s = fdl_npy_write(go, FDL_DTYPE_I32, 1, sh, g, &err))) goto fail;
+  int64_t bs[2] = {(int64_t)in->layers + 2, (int64_t)in->hidden};
+  if (bo && (s = fdl_npy_write(bo, FDL_DTYPE_F32, 2, bs, b, &err))) goto fail;
   rc = 0;
   goto out;
 fail:
@@ -135,6 +139,7 @@ out:
   free(h);
   free(l);
   free(g);
+  free(b);
   free(ids);
   fdl_model_free(m);
   return rc;

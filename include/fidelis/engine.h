@@ -35,7 +35,8 @@ FDL_API void fdl_quant_int4_rtn(const float *in, size_t rows, size_t cols, size_
 typedef struct fdl_model fdl_model;
 
 typedef struct {
-  const char *arch; /* "LlamaForCausalLM" | "Qwen2ForCausalLM" | "Qwen3ForCausalLM" */
+  const char *arch; /* "LlamaForCausalLM" | "Qwen2ForCausalLM" | "Qwen3ForCausalLM" |
+                       "Qwen3_5ForCausalLM" | "Qwen3_5ForConditionalGeneration" */
   size_t vocab, hidden, layers, heads, kv_heads, head_dim, intermediate, max_positions;
   double rope_theta, rms_eps;
   bool tied;               /* lm_head is the embedding */
@@ -46,6 +47,17 @@ typedef struct {
   size_t gptq_group;       /* 0: dense weights; else a GPTQ-v1 int4 checkpoint with groups of this
                               many inputs, whose quantized matrices the engine multiplies as their
                               float32 reconstruction (q - zero) * scale */
+  size_t rotary_dim;       /* leading dimensions of each head that RoPE rotates (head_dim, or
+                              head_dim * partial_rotary_factor on Qwen3.5) */
+  /* Qwen3.5 (docs/QWEN35.md); all zero / NULL / false for the dense architectures. */
+  const unsigned char *linear; /* [layers]: 1 for a Gated DeltaNet layer, 0 for full attention */
+  size_t linear_layers;        /* how many of the layers are Gated DeltaNet */
+  size_t lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, conv_kernel;
+  bool zero_centred;  /* RMSNorm weights apply as (1 + w) */
+  bool attn_gate;     /* q_proj also yields a sigmoid output gate per head */
+  bool vision_tower;  /* the checkpoint carries a vision tower, which the engine ignores */
+  const char *prefix; /* tensor-name prefix of the text model: "model." or
+                         "model.language_model." */
 } fdl_model_info;
 
 typedef struct {
@@ -73,11 +85,16 @@ typedef struct {
   float *logits;   /* [n, vocab] */
   int32_t *greedy; /* [n]: argmax of each row's logits (first index on ties; NaN never wins),
                       through a tiled path that never holds a whole [n, vocab] block */
+  float *layers;   /* [layers + 2, hidden]: the last position's row at each layer boundary, as
+                      Kiln's layer records name them: the embedding, the residual stream after
+                      each layer, the final norm's output */
 } fdl_engine_out;
 
 /* Runs one context of n >= 1 token ids (each in [0, vocab), n <= max_positions) from position
- * 0. Prefill and decode give the same values to float32 tolerance (in practice the same bits);
- * each is bit-identical whatever the threads or ISA. One run at a time per model. */
+ * 0. Prefill and decode give the same values to float32 tolerance (the same bits on the dense
+ * architectures; on Qwen3.5 prefill runs the DeltaNet layers in their chunked form and decode in
+ * their recurrent form, which differ in rounding); each is bit-identical whatever the threads or
+ * ISA. One run at a time per model. */
 FDL_API fdl_status fdl_engine_run(fdl_model *m, const int32_t *ids, size_t n, fdl_engine_path path,
                                   const fdl_engine_out *out, fdl_err *err);
 

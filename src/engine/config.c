@@ -7,21 +7,23 @@
 
 #include "engine/internal.h"
 
-static const char *const k_arch[] = {"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
+static const char *const k_arch[] = {"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
+                                     "Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration"};
+#define N_ARCH (sizeof k_arch / sizeof *k_arch)
 
 /* Fields whose presence (non-null, non-false, non-zero) means a mixture of experts. */
 static const char *const k_moe[] = {
     "num_experts",           "num_local_experts", "num_experts_per_tok", "n_routed_experts",
     "moe_intermediate_size", "n_shared_experts",  "decoder_sparse_step"};
 
-static bool set(const json_t *v) {
+bool fdl_eng_cfg_set(const json_t *v) {
   if (!v || json_is_null(v) || json_is_false(v)) return false;
   if (json_is_integer(v)) return json_integer_value(v) != 0;
   return true;
 }
 
-static fdl_status get_size(const json_t *cfg, const char *path, const char *key, bool required,
-                           size_t dflt, size_t *out, fdl_err *err) {
+fdl_status fdl_eng_cfg_size(const json_t *cfg, const char *path, const char *key, bool required,
+                            size_t dflt, size_t *out, fdl_err *err) {
   const json_t *v = json_object_get(cfg, key);
   if (!v || json_is_null(v)) {
     if (required)
@@ -36,8 +38,8 @@ static fdl_status get_size(const json_t *cfg, const char *path, const char *key,
   return FDL_OK;
 }
 
-static fdl_status get_real(const json_t *cfg, const char *path, const char *key, double dflt,
-                           double *out, fdl_err *err) {
+fdl_status fdl_eng_cfg_real(const json_t *cfg, const char *path, const char *key, double dflt,
+                            double *out, fdl_err *err) {
   const json_t *v = json_object_get(cfg, key);
   if (!v || json_is_null(v)) {
     *out = dflt;
@@ -49,8 +51,8 @@ static fdl_status get_real(const json_t *cfg, const char *path, const char *key,
   return FDL_OK;
 }
 
-static fdl_status get_bool(const json_t *cfg, const char *path, const char *key, bool dflt,
-                           bool *out, fdl_err *err) {
+fdl_status fdl_eng_cfg_bool(const json_t *cfg, const char *path, const char *key, bool dflt,
+                            bool *out, fdl_err *err) {
   const json_t *v = json_object_get(cfg, key);
   if (!v || json_is_null(v)) {
     *out = dflt;
@@ -62,31 +64,8 @@ static fdl_status get_bool(const json_t *cfg, const char *path, const char *key,
   return FDL_OK;
 }
 
-static fdl_status refusals(const json_t *cfg, const char *path, int arch, fdl_err *err) {
-  const json_t *rs = json_object_get(cfg, "rope_scaling");
-  if (rs && !json_is_null(rs))
-    return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: rope_scaling is set; the engine implements plain RoPE only (expected "
-                    "rope_scaling null or absent)",
-                    path);
-  const json_t *act = json_object_get(cfg, "hidden_act");
-  if (act && !(json_is_string(act) && strcmp(json_string_value(act), "silu") == 0))
-    return fdl_fail(err, FDL_UNSUPPORTED, "%s: hidden_act %s is not supported (expected \"silu\")",
-                    path, json_is_string(act) ? json_string_value(act) : "(not a string)");
-  for (size_t i = 0; i < sizeof k_moe / sizeof *k_moe; i++)
-    if (set(json_object_get(cfg, k_moe[i])))
-      return fdl_fail(err, FDL_UNSUPPORTED,
-                      "%s: %s is set: mixture-of-experts (MoE) models are not supported", path,
-                      k_moe[i]);
-  /* Qwen2/Qwen3 apply sliding_window only when use_sliding_window is true; Llama has no
-   * sliding window at all, so a value there means a model of another family. */
-  if (set(json_object_get(cfg, "use_sliding_window")))
-    return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: use_sliding_window is true: sliding-window attention is not supported",
-                    path);
-  if (arch == 0 && set(json_object_get(cfg, "sliding_window")))
-    return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: sliding_window is set: sliding-window attention is not supported", path);
+/* The dense architectures accept layer_types only when every layer is full attention. */
+static fdl_status dense_layer_types(const json_t *cfg, const char *path, fdl_err *err) {
   const json_t *lt = json_object_get(cfg, "layer_types");
   if (lt && !json_is_null(lt)) {
     if (!json_is_array(lt))
@@ -100,7 +79,37 @@ static fdl_status refusals(const json_t *cfg, const char *path, int arch, fdl_er
                         path, i, json_is_string(v) ? json_string_value(v) : "not a string");
     }
   }
-  if (set(json_object_get(cfg, "mlp_bias")))
+  return FDL_OK;
+}
+
+static fdl_status refusals(const json_t *cfg, const char *path, int arch, fdl_err *err) {
+  fdl_status s;
+  const json_t *rs = json_object_get(cfg, "rope_scaling");
+  if (rs && !json_is_null(rs))
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: rope_scaling is set; the engine implements plain RoPE only (expected "
+                    "rope_scaling null or absent)",
+                    path);
+  const json_t *act = json_object_get(cfg, "hidden_act");
+  if (act && !(json_is_string(act) && strcmp(json_string_value(act), "silu") == 0))
+    return fdl_fail(err, FDL_UNSUPPORTED, "%s: hidden_act %s is not supported (expected \"silu\")",
+                    path, json_is_string(act) ? json_string_value(act) : "(not a string)");
+  for (size_t i = 0; i < sizeof k_moe / sizeof *k_moe; i++)
+    if (fdl_eng_cfg_set(json_object_get(cfg, k_moe[i])))
+      return fdl_fail(err, FDL_UNSUPPORTED,
+                      "%s: %s is set: mixture-of-experts (MoE) models are not supported", path,
+                      k_moe[i]);
+  /* Qwen2/Qwen3 apply sliding_window only when use_sliding_window is true; Llama has no
+   * sliding window at all, so a value there means a model of another family. */
+  if (fdl_eng_cfg_set(json_object_get(cfg, "use_sliding_window")))
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: use_sliding_window is true: sliding-window attention is not supported",
+                    path);
+  if (arch == 0 && fdl_eng_cfg_set(json_object_get(cfg, "sliding_window")))
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: sliding_window is set: sliding-window attention is not supported", path);
+  if (arch <= 2 && (s = dense_layer_types(cfg, path, err))) return s;
+  if (fdl_eng_cfg_set(json_object_get(cfg, "mlp_bias")))
     return fdl_fail(err, FDL_UNSUPPORTED, "%s: mlp_bias is true: MLP biases are not supported",
                     path);
   return FDL_OK;
@@ -141,44 +150,38 @@ static fdl_status gptq_config(const json_t *cfg, const char *path, fdl_model_inf
   return FDL_OK;
 }
 
-fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *info, fdl_err *err) {
-  memset(info, 0, sizeof *info);
-  if (!json_is_object(cfg)) return fdl_fail(err, FDL_PARSE, "%s: not a JSON object", path);
-  const json_t *archs = json_object_get(cfg, "architectures");
-  if (!json_is_array(archs) || json_array_size(archs) != 1 ||
-      !json_is_string(json_array_get(archs, 0)))
+/* The text model's config: the top level, or text_config for a checkpoint that wraps it. */
+static fdl_status text_config(const json_t *cfg, const char *path, int arch, const json_t **tc,
+                              fdl_err *err) {
+  *tc = cfg;
+  if (arch != 4) return FDL_OK;
+  *tc = json_object_get(cfg, "text_config");
+  if (!json_is_object(*tc))
     return fdl_fail(err, FDL_PARSE,
-                    "%s: architectures must be an array of one string (LlamaForCausalLM, "
-                    "Qwen2ForCausalLM or Qwen3ForCausalLM)",
-                    path);
-  const char *a = json_string_value(json_array_get(archs, 0));
-  int arch = -1;
-  for (int i = 0; i < 3; i++)
-    if (strcmp(a, k_arch[i]) == 0) arch = i;
-  if (arch < 0)
-    return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: unsupported architecture %s (expected LlamaForCausalLM, "
-                    "Qwen2ForCausalLM or Qwen3ForCausalLM)",
-                    path, a);
-  info->arch = k_arch[arch];
-  fdl_status s = refusals(cfg, path, arch, err);
-  if (!s) s = gptq_config(cfg, path, info, err);
-  if (s) return s;
+                    "%s: text_config must be an object (%s keeps the text "
+                    "model's fields there)",
+                    path, k_arch[arch]);
+  return FDL_OK;
+}
 
-  if ((s = get_size(cfg, path, "vocab_size", true, 0, &info->vocab, err)) ||
-      (s = get_size(cfg, path, "hidden_size", true, 0, &info->hidden, err)) ||
-      (s = get_size(cfg, path, "num_hidden_layers", true, 0, &info->layers, err)) ||
-      (s = get_size(cfg, path, "num_attention_heads", true, 0, &info->heads, err)) ||
-      (s = get_size(cfg, path, "num_key_value_heads", false, info->heads, &info->kv_heads, err)) ||
-      (s = get_size(cfg, path, "intermediate_size", true, 0, &info->intermediate, err)) ||
-      (s = get_size(cfg, path, "max_position_embeddings", true, 0, &info->max_positions, err)))
+static fdl_status dims(const json_t *tc, const char *path, fdl_model_info *info, fdl_err *err) {
+  fdl_status s;
+  if ((s = fdl_eng_cfg_size(tc, path, "vocab_size", true, 0, &info->vocab, err)) ||
+      (s = fdl_eng_cfg_size(tc, path, "hidden_size", true, 0, &info->hidden, err)) ||
+      (s = fdl_eng_cfg_size(tc, path, "num_hidden_layers", true, 0, &info->layers, err)) ||
+      (s = fdl_eng_cfg_size(tc, path, "num_attention_heads", true, 0, &info->heads, err)) ||
+      (s = fdl_eng_cfg_size(tc, path, "num_key_value_heads", false, info->heads, &info->kv_heads,
+                            err)) ||
+      (s = fdl_eng_cfg_size(tc, path, "intermediate_size", true, 0, &info->intermediate, err)) ||
+      (s = fdl_eng_cfg_size(tc, path, "max_position_embeddings", true, 0, &info->max_positions,
+                            err)))
     return s;
-  if (info->hidden % info->heads)
+  if (info->hidden % info->heads && !json_object_get(tc, "head_dim"))
     return fdl_fail(err, FDL_PARSE,
                     "%s: hidden_size %zu is not a multiple of num_attention_heads %zu", path,
                     info->hidden, info->heads);
-  if ((s = get_size(cfg, path, "head_dim", false, info->hidden / info->heads, &info->head_dim,
-                    err)))
+  if ((s = fdl_eng_cfg_size(tc, path, "head_dim", false, info->hidden / info->heads,
+                            &info->head_dim, err)))
     return s;
   if (info->head_dim % 2)
     return fdl_fail(err, FDL_PARSE, "%s: head_dim %zu must be even for RoPE", path, info->head_dim);
@@ -193,29 +196,67 @@ fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *i
   if (info->heads > 65536 || info->head_dim > 65536 || info->layers > 65536 ||
       info->hidden > (1u << 20) || info->intermediate > (1u << 22))
     return fdl_fail(err, FDL_PARSE, "%s: model dimensions beyond the engine's bounds", path);
+  return FDL_OK;
+}
 
-  /* Newer writers keep RoPE's settings in rope_parameters; only the default type is plain RoPE. */
-  const json_t *rp = json_object_get(cfg, "rope_parameters");
-  const json_t *rope_src = cfg;
-  if (rp && !json_is_null(rp)) {
-    const json_t *ty = json_object_get(rp, "rope_type");
-    if (!json_is_object(rp) ||
-        (ty && !(json_is_string(ty) && strcmp(json_string_value(ty), "default") == 0)))
-      return fdl_fail(err, FDL_UNSUPPORTED,
-                      "%s: rope_parameters.rope_type is not \"default\": the engine implements "
-                      "plain RoPE only",
-                      path);
-    if (json_object_get(rp, "rope_theta")) rope_src = rp;
-  }
-  if ((s = get_real(rope_src, path, "rope_theta", 10000.0, &info->rope_theta, err)) ||
-      (s = get_real(cfg, path, "rms_norm_eps", 1e-6, &info->rms_eps, err)) ||
-      (s = get_bool(cfg, path, "tie_word_embeddings", false, &info->tied, err)))
+/* Newer writers keep RoPE's settings in rope_parameters; only the default type is plain RoPE.
+ * *src receives the object that holds rope_theta (and partial_rotary_factor). */
+static fdl_status rope(const json_t *tc, const char *path, const json_t **src, fdl_err *err) {
+  const json_t *rp = json_object_get(tc, "rope_parameters");
+  *src = tc;
+  if (!rp || json_is_null(rp)) return FDL_OK;
+  const json_t *ty = json_object_get(rp, "rope_type");
+  if (!json_is_object(rp) ||
+      (ty && !(json_is_string(ty) && strcmp(json_string_value(ty), "default") == 0)))
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: rope_parameters.rope_type is not \"default\": the engine implements "
+                    "plain RoPE only",
+                    path);
+  if (json_object_get(rp, "rope_theta")) *src = rp;
+  return FDL_OK;
+}
+
+fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *info, fdl_err *err) {
+  memset(info, 0, sizeof *info);
+  if (!json_is_object(cfg)) return fdl_fail(err, FDL_PARSE, "%s: not a JSON object", path);
+  const json_t *archs = json_object_get(cfg, "architectures");
+  if (!json_is_array(archs) || json_array_size(archs) != 1 ||
+      !json_is_string(json_array_get(archs, 0)))
+    return fdl_fail(err, FDL_PARSE,
+                    "%s: architectures must be an array of one string (LlamaForCausalLM, "
+                    "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3_5ForCausalLM or "
+                    "Qwen3_5ForConditionalGeneration)",
+                    path);
+  const char *a = json_string_value(json_array_get(archs, 0));
+  int arch = -1;
+  for (int i = 0; i < (int)N_ARCH; i++)
+    if (strcmp(a, k_arch[i]) == 0) arch = i;
+  if (arch < 0)
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: unsupported architecture %s (expected LlamaForCausalLM, "
+                    "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3_5ForCausalLM or "
+                    "Qwen3_5ForConditionalGeneration)",
+                    path, a);
+  info->arch = k_arch[arch];
+  const json_t *tc, *rope_src;
+  fdl_status s = text_config(cfg, path, arch, &tc, err);
+  if (!s) s = refusals(tc, path, arch, err);
+  if (!s) s = gptq_config(cfg, path, info, err);
+  if (!s) s = dims(tc, path, info, err);
+  if (!s) s = rope(tc, path, &rope_src, err);
+  if (s) return s;
+  if ((s = fdl_eng_cfg_real(rope_src, path, "rope_theta", 10000.0, &info->rope_theta, err)) ||
+      (s = fdl_eng_cfg_real(tc, path, "rms_norm_eps", 1e-6, &info->rms_eps, err)) ||
+      (s = fdl_eng_cfg_bool(tc, path, "tie_word_embeddings", false, &info->tied, err)))
     return s;
+  info->rotary_dim = info->head_dim;
+  if (arch >= 3) return fdl_eng_config_qwen35(cfg, tc, rope_src, path, info, err);
   bool ab = false;
-  if ((s = get_bool(cfg, path, "attention_bias", false, &ab, err))) return s;
+  if ((s = fdl_eng_cfg_bool(cfg, path, "attention_bias", false, &ab, err))) return s;
   info->attn_bias = arch == 1 || ab;
   info->o_bias = arch != 1 && ab;
   info->qk_norm = arch == 2;
+  info->prefix = "model.";
   info->head_tensor = info->tied ? "model.embed_tokens.weight" : "lm_head.weight";
   return FDL_OK;
 }

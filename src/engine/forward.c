@@ -24,7 +24,7 @@ static fdl_status ensure_work(fdl_model *m, size_t n, fdl_err *err) {
   size_t sz[13];
   bool ok = mul_ok(n, in->hidden, &sz[0]) && mul_ok(n, qd, &sz[2]) && mul_ok(n, kd, &sz[5]) &&
             mul_ok(sz[5], in->layers, &sz[4]) && mul_ok(n, in->intermediate, &sz[7]) &&
-            mul_ok(n, in->head_dim / 2, &sz[9]) &&
+            mul_ok(n, in->rotary_dim / 2, &sz[9]) &&
             mul_ok((size_t)m->pool.threads * ENG_ATT_ROWS, n, &sz[12]);
   if (!ok) return fdl_fail(err, FDL_TOO_LARGE, "a context of %zu positions overflows sizes", n);
   sz[1] = sz[0];
@@ -136,23 +136,38 @@ static fdl_status silu_par(fdl_model *m, float *g, const float *u, size_t n, fdl
   return fdl_pool_run(&m->pool, (n + j.chunk - 1) / j.chunk, silu_task, &j, err);
 }
 
-/* One layer over rows [p0, p0 + rows), whose residual stream is w->x[0 .. rows). */
-static fdl_status layer_step(fdl_model *m, size_t li, size_t p0, size_t rows, fdl_err *err) {
+/* Attention over rows [p0, p0 + rows): w->xn (normed input) -> w->xn (o_proj's output). A gated
+ * q_proj (Qwen3.5) yields query and gate per head; the gate scales the output before o_proj. */
+static fdl_status attention(fdl_model *m, size_t li, size_t p0, size_t rows, fdl_err *err) {
   const fdl_model_info *in = &m->info;
   const eng_layer *l = &m->layer[li];
   eng_work *w = &m->w;
   size_t H = in->hidden, hd = in->head_dim, qd = in->heads * hd, kd = in->kv_heads * hd;
   float *kc = w->kc + li * w->cap * kd + p0 * kd;
-  size_t I = in->intermediate;
   att_job job = {m, li, p0, rows, (rows + ENG_ATT_ROWS - 1) / ENG_ATT_ROWS, 1.0 / sqrt((double)hd)};
   fdl_status s;
-  if ((s = fdl_eng_rows(m, ENG_ROW_NORM_IN, li, p0, rows, err)) ||
-      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->q, w->q, qd, err)) ||
+  if ((s = in->attn_gate ? fdl_eng_gemm(m, w->xn, H, rows, &l->q, w->qg, 2 * qd, err)
+                         : fdl_eng_gemm(m, w->xn, H, rows, &l->q, w->q, qd, err)) ||
       (s = fdl_eng_gemm(m, w->xn, H, rows, &l->k, kc, kd, err)) ||
       (s = fdl_eng_gemm(m, w->xn, H, rows, &l->v, w->vtmp, kd, err)) ||
       (s = fdl_eng_rows(m, ENG_ROW_QKV, li, p0, rows, err)) ||
       (s = fdl_pool_run(&m->pool, in->heads * job.nblocks, att_task, &job, err)) ||
-      (s = fdl_eng_gemm(m, w->att, qd, rows, &l->o, w->xn, H, err)) ||
+      (in->attn_gate && (s = fdl_eng_rows(m, ENG_ROW_GATE, li, p0, rows, err))))
+    return s;
+  return fdl_eng_gemm(m, w->att, qd, rows, &l->o, w->xn, H, err);
+}
+
+/* One layer over rows [p0, p0 + rows), whose residual stream is w->x[0 .. rows). */
+static fdl_status layer_step(fdl_model *m, size_t li, size_t p0, size_t rows, bool chunked,
+                             fdl_err *err) {
+  const fdl_model_info *in = &m->info;
+  const eng_layer *l = &m->layer[li];
+  eng_work *w = &m->w;
+  size_t H = in->hidden, I = in->intermediate;
+  fdl_status s;
+  if ((s = fdl_eng_rows(m, ENG_ROW_NORM_IN, li, p0, rows, err)) ||
+      (s = in->linear && in->linear[li] ? fdl_eng_gdn_layer(m, li, p0, rows, chunked, err)
+                                        : attention(m, li, p0, rows, err)) ||
       (s = fdl_eng_rows(m, ENG_ROW_ATTN_OUT, li, p0, rows, err)) ||
       (s = fdl_eng_gemm(m, w->xn, H, rows, &l->gate, w->g, I, err)) ||
       (s = fdl_eng_gemm(m, w->xn, H, rows, &l->up, w->u, I, err)) ||
@@ -196,18 +211,25 @@ static fdl_status greedy(fdl_model *m, size_t rows, int32_t *ids, fdl_err *err) 
 }
 
 /* Embeds, runs every layer and the final norm over rows [p0, p0 + rows), then writes the
- * requested outputs of those rows. */
-static fdl_status step(fdl_model *m, const int32_t *ids, size_t p0, size_t rows,
-                       const fdl_engine_out *out, fdl_err *err) {
+ * requested outputs of those rows; row `last` of the step (if < rows) is the context's last
+ * position, whose boundary rows go to out->layers. */
+static fdl_status step(fdl_model *m, const int32_t *ids, size_t p0, size_t rows, size_t last,
+                       bool chunked, const fdl_engine_out *out, fdl_err *err) {
   const fdl_model_info *in = &m->info;
   eng_work *w = &m->w;
   size_t H = in->hidden;
+  float *bound = out->layers && last < rows ? out->layers : NULL;
   for (size_t r = 0; r < rows; r++)
     fdl_tensor_widen_f32(m->embed.t, (size_t)ids[p0 + r] * H, H, w->x + r * H);
+  if (bound) memcpy(bound, w->x + last * H, H * sizeof *bound);
   fdl_status s;
-  for (size_t li = 0; li < in->layers; li++)
-    if ((s = layer_step(m, li, p0, rows, err))) return fdl_err_prefix(err, "layer %zu", li);
+  for (size_t li = 0; li < in->layers; li++) {
+    if ((s = layer_step(m, li, p0, rows, chunked, err)))
+      return fdl_err_prefix(err, "layer %zu", li);
+    if (bound) memcpy(bound + (li + 1) * H, w->x + last * H, H * sizeof *bound);
+  }
   if ((s = fdl_eng_rows(m, ENG_ROW_FINAL, 0, p0, rows, err))) return s;
+  if (bound) memcpy(bound + (in->layers + 1) * H, w->xn + last * H, H * sizeof *bound);
   if (out->hidden) memcpy(out->hidden + p0 * H, w->xn, rows * H * sizeof(float));
   if (out->logits &&
       (s = fdl_eng_gemm(m, w->xn, H, rows, &m->head, out->logits + p0 * in->vocab, in->vocab, err)))
@@ -231,9 +253,10 @@ fdl_status fdl_engine_run(fdl_model *m, const int32_t *ids, size_t n, fdl_engine
       return fdl_fail(err, FDL_INVALID, "engine run: token id %d at position %zu outside [0, %zu)",
                       (int)ids[i], i, in->vocab);
   fdl_status s = ensure_work(m, n, err);
+  if (!s && in->linear) s = fdl_eng_gdn_work(m, n, err);
   if (s) return s;
   eng_work *w = &m->w;
-  size_t half = in->head_dim / 2;
+  size_t half = in->rotary_dim / 2;
   for (size_t p = 0; p < n; p++)
     for (size_t i = 0; i < half; i++) {
       double sn, cs;
@@ -241,8 +264,10 @@ fdl_status fdl_engine_run(fdl_model *m, const int32_t *ids, size_t n, fdl_engine
       w->cos_t[p * half + i] = (float)cs;
       w->sin_t[p * half + i] = (float)sn;
     }
-  if (path == FDL_ENGINE_PREFILL) return step(m, ids, 0, n, out, err);
+  /* On Qwen3.5 the path also picks the DeltaNet form: prefill chunked, decode recurrent. */
+  if (path == FDL_ENGINE_PREFILL) return step(m, ids, 0, n, n - 1, true, out, err);
   for (size_t t = 0; t < n; t++)
-    if ((s = step(m, ids, t, 1, out, err))) return fdl_err_prefix(err, "decode position %zu", t);
+    if ((s = step(m, ids, t, 1, t + 1 == n ? 0 : 1, false, out, err)))
+      return fdl_err_prefix(err, "decode position %zu", t);
   return FDL_OK;
 }

@@ -24,7 +24,14 @@ typedef struct {
   float *in_norm, *post_norm;               /* [hidden] */
   float *q_norm, *k_norm;                   /* [head_dim] (Qwen3) or NULL */
   float *q_bias, *k_bias, *v_bias, *o_bias; /* or NULL */
-  eng_mat q, k, v, o, gate, up, down;
+  eng_mat q, k, v, o, gate, up, down;       /* q: [2 * heads * head_dim] rows with a gate */
+  /* A Gated DeltaNet layer (Qwen3.5) instead of q/k/v/o: */
+  eng_mat qkv, z, b, a, out;
+  float *conv;    /* [conv_dim, conv_kernel] */
+  double *decay;  /* [v_heads] exp(A_log) */
+  float *dt_bias; /* [v_heads] */
+  float *gnorm;   /* [v_dim] the output norm's weight */
+  size_t lin;     /* index among the DeltaNet layers (their caches and states) */
 } eng_layer;
 
 /* Scratch for one run, sized for `cap` positions; grown only between runs. */
@@ -39,6 +46,17 @@ typedef struct {
   float *tile;          /* [FDL_NUM_TILE_ROWS, FDL_NUM_VOCAB_CHUNK] greedy tile */
   float *scores;        /* [workers][ENG_ATT_ROWS, cap] attention scores, then probabilities */
   double *exps;         /* [workers][cap] one softmax row's exponentials */
+  /* Qwen3.5 (NULL otherwise): */
+  float *qg;          /* [cap, 2 * heads * head_dim] query and gate per head */
+  float *mixed;       /* [linear layers][cap, conv_dim] q/k/v before the convolution */
+  float *conv_out;    /* [cap, conv_dim] after the convolution and SiLU, q and k normalised */
+  float *zg;          /* [cap, v_heads * v_dim] the output gate */
+  float *ba;          /* [cap, 2 * v_heads]: in_proj_b's then in_proj_a's outputs */
+  float *beta, *gdec; /* [cap, v_heads] sigmoid(b); g = -exp(A_log) softplus(a + dt_bias) */
+  float *core;        /* [cap, v_heads * v_dim] the delta rule's output */
+  float *state;       /* [linear layers][v_heads, k_dim, v_dim] the recurrent state */
+  float *chunk;       /* [workers][one chunk's scratch] */
+  size_t gcap;        /* positions the buffers above hold */
 } eng_work;
 
 struct fdl_model {
@@ -66,8 +84,41 @@ struct fdl_model {
  * caller copies it). Refusals name the field. */
 fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *info, fdl_err *err);
 
+/* config.c: the readers config_qwen35.c shares; each refusal names path and key. */
+bool fdl_eng_cfg_set(const json_t *v); /* present, non-null, non-false, non-zero */
+fdl_status fdl_eng_cfg_size(const json_t *cfg, const char *path, const char *key, bool required,
+                            size_t dflt, size_t *out, fdl_err *err);
+fdl_status fdl_eng_cfg_real(const json_t *cfg, const char *path, const char *key, double dflt,
+                            double *out, fdl_err *err);
+fdl_status fdl_eng_cfg_bool(const json_t *cfg, const char *path, const char *key, bool dflt,
+                            bool *out, fdl_err *err);
+/* config_qwen35.c: the Qwen3.5 fields of cfg (tc: its text config; rope_src: where rope_theta
+ * was found). info->linear is allocated here and freed with the model. */
+fdl_status fdl_eng_config_qwen35(const json_t *cfg, const json_t *tc, const json_t *rope_src,
+                                 const char *path, fdl_model_info *info, fdl_err *err);
+
 /* weights.c: opens the shards, binds and checks every tensor against info. */
 fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl_err *err);
+typedef struct {
+  fdl_model *m;
+  const char **bound; /* names bound so far (borrowed from the shards) */
+  size_t nbound, capbound;
+} eng_binder;
+/* Records a tensor the model uses (the others are refused as unexpected). */
+fdl_status fdl_eng_bound(eng_binder *b, const char *name, fdl_err *err);
+/* Finds name and checks its shape (nd dims), finiteness, alignment and dtype: the model's weight
+ * dtype, or with any_float any of BF16/F16/F32. */
+fdl_status fdl_eng_bind(eng_binder *b, const char *name, int nd, const size_t *dim, bool any_float,
+                        const fdl_tensor **out, fdl_err *err);
+/* A [rows, cols] matrix as stored (or its GPTQ reconstruction). */
+fdl_status fdl_eng_bind_mat(eng_binder *b, const char *name, size_t rows, size_t cols, eng_mat *mat,
+                            fdl_err *err);
+/* A vector widened to float32 (norm weights and biases are small and read element-wise). */
+fdl_status fdl_eng_bind_vec(eng_binder *b, const char *name, size_t n, float **out, fdl_err *err);
+/* weights_qwen35.c: layer i of a Qwen3.5 checkpoint. */
+fdl_status fdl_eng_bind_qwen35_layer(eng_binder *b, size_t i, fdl_err *err);
+/* w = 1 + w in float32, as Qwen3.5's zero-centred RMSNorm applies its weight. */
+void fdl_eng_zero_centred(float *w, size_t n);
 /* The tensor called name in any shard, or NULL. */
 const fdl_tensor *fdl_eng_find(const fdl_model *m, const char *name);
 /* gptq_load.c: the [rows, cols] matrix `weight_name` (".weight") of a GPTQ-v1 checkpoint, from
@@ -95,6 +146,10 @@ void fdl_eng_silu_plain(float *g, const float *u, size_t n);
 bool fdl_eng_softmax_fma(float *s, size_t valid, size_t len, double scale, double *e);
 bool fdl_eng_silu_fma(float *g, const float *u, size_t n);
 void fdl_eng_add(float *y, const float *x, size_t n);
+/* y *= sigmoid(g), each one float64 expression rounded once. */
+void fdl_eng_sigmoid_mul(float *y, const float *g, size_t n);
+/* sigmoid(x) = 1 / (1 + e^-x), with the exp argument -|x| <= 0 either side of 0. */
+double fdl_eng_sigmoid(double x);
 void fdl_eng_argmax_chunk(const float *row, size_t n, size_t base, float *best, int64_t *arg);
 
 /* Below this many rows of A the AVX2 kernel outruns the AVX-512 one (measured 2x at 1..16). */
@@ -113,12 +168,19 @@ static inline fdl_gemm *fdl_eng_ctx(const fdl_model *m, unsigned worker, size_t 
 typedef enum {
   ENG_ROW_NORM_IN,  /* xn = rmsnorm(x, input_layernorm) */
   ENG_ROW_QKV,      /* q/k/v biases, q/k norms, RoPE, V into the transposed cache */
+  ENG_ROW_GATE,     /* att *= sigmoid(gate) (Qwen3.5's gated attention) */
   ENG_ROW_ATTN_OUT, /* xn += o bias; x += xn; xn = rmsnorm(x, post_attention_layernorm) */
   ENG_ROW_MLP_OUT,  /* x += xn */
   ENG_ROW_FINAL     /* xn = rmsnorm(x, model.norm) */
 } eng_row_phase;
 fdl_status fdl_eng_rows(fdl_model *m, eng_row_phase ph, size_t li, size_t p0, size_t rows,
                         fdl_err *err);
+
+/* deltanet.c: sizes the Qwen3.5 buffers for n positions; then a Gated DeltaNet layer over rows
+ * [p0, p0 + rows): w->xn (normed input) -> w->xn (out_proj's output), chunked or recurrent. */
+fdl_status fdl_eng_gdn_work(fdl_model *m, size_t n, fdl_err *err);
+fdl_status fdl_eng_gdn_layer(fdl_model *m, size_t li, size_t p0, size_t rows, bool chunked,
+                             fdl_err *err);
 
 /* pgemm.c: products on the model's pool (bits as one fdl_gemm_run, whatever the cut). */
 fdl_status fdl_eng_gemm_args(fdl_model *m, const fdl_gemm_args *x, fdl_err *err);

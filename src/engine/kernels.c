@@ -44,6 +44,15 @@ void fdl_eng_silu_mul(float *g, const float *u, size_t n) {
   fdl_eng_silu_plain(g, u, n);
 }
 
+double fdl_eng_sigmoid(double x) {
+  double e = fdl_eng_exp_neg(-fabs(x));
+  return x >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+}
+
+void fdl_eng_sigmoid_mul(float *y, const float *g, size_t n) {
+  for (size_t i = 0; i < n; i++) y[i] = (float)((double)y[i] * fdl_eng_sigmoid(g[i]));
+}
+
 void fdl_eng_add(float *y, const float *x, size_t n) {
   for (size_t i = 0; i < n; i++) y[i] += x[i];
 }

@@ -8,8 +8,9 @@
 #include "fidelis/json.h"
 
 static void free_work(eng_work *w) {
-  float *bufs[] = {w->x, w->xn, w->q,     w->att,   w->kc,   w->vtmp,  w->vt,
-                   w->g, w->u,  w->cos_t, w->sin_t, w->tile, w->scores};
+  float *bufs[] = {w->x,  w->xn,    w->q,     w->att,  w->kc,     w->vtmp,  w->vt,    w->g,
+                   w->u,  w->cos_t, w->sin_t, w->tile, w->scores, w->qg,    w->mixed, w->conv_out,
+                   w->zg, w->ba,    w->beta,  w->gdec, w->core,   w->state, w->chunk};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
   free(w->exps);
   memset(w, 0, sizeof *w);
@@ -20,11 +21,13 @@ void fdl_model_free(fdl_model *m) {
   if (m->layer)
     for (size_t i = 0; i < m->info.layers; i++) {
       eng_layer *l = &m->layer[i];
-      float *v[] = {l->in_norm, l->post_norm, l->q_norm, l->k_norm,
-                    l->q_bias,  l->k_bias,    l->v_bias, l->o_bias};
+      float *v[] = {l->in_norm, l->post_norm, l->q_norm, l->k_norm,  l->q_bias, l->k_bias,
+                    l->v_bias,  l->o_bias,    l->conv,   l->dt_bias, l->gnorm};
       for (size_t j = 0; j < sizeof v / sizeof *v; j++) free(v[j]);
+      free(l->decay);
     }
   free(m->layer);
+  free((void *)m->info.linear);
   for (size_t i = 0; i < m->nowned; i++) {
     if (m->owned[i]) free((void *)m->owned[i]->data);
     free(m->owned[i]);
@@ -53,9 +56,10 @@ const fdl_tensor *fdl_model_head(const fdl_model *m) {
   return m->head.t;
 }
 
-/* inv_freq[i] = theta^(-2i/d) = exp(-(2i/d) ln theta), with fidelis' own log and exp. */
+/* inv_freq[i] = theta^(-2i/d) = exp(-(2i/d) ln theta), with fidelis' own log and exp; d is the
+ * rotated part of a head. */
 static void rope_freqs(fdl_model *m) {
-  size_t d = m->info.head_dim;
+  size_t d = m->info.rotary_dim;
   double lt = fdl_eng_log(m->info.rope_theta);
   for (size_t i = 0; i < d / 2; i++)
     m->inv_freq[i] = fdl_eng_exp_neg(-((double)(2 * i) / (double)d) * lt);
@@ -109,7 +113,7 @@ fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **
   json_decref(cfg);
   free(cp);
   if (s) goto fail;
-  if (!(m->inv_freq = malloc(m->info.head_dim / 2 * sizeof *m->inv_freq))) {
+  if (!(m->inv_freq = malloc(m->info.rotary_dim / 2 * sizeof *m->inv_freq))) {
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
     goto fail;
   }

@@ -1,6 +1,8 @@
 /* rows.c - the per-position kernels of a layer step (norms, biases, q/k norm, RoPE, the V
  * transpose, residual adds), run as pool tasks over blocks of rows. A row's result depends on
  * that row alone, so the cut into blocks, like the thread count, never moves a bit. */
+#include <string.h>
+
 #include "engine/internal.h"
 
 typedef struct {
@@ -25,9 +27,12 @@ static void one_row(const row_job *j, size_t r) {
     fdl_eng_rmsnorm(x, l->in_norm, H, in->rms_eps, xn);
     break;
   case ENG_ROW_QKV: {
-    size_t half = hd / 2, pos = j->p0 + r;
+    size_t half = in->rotary_dim / 2, pos = j->p0 + r;
     const float *c = w->cos_t + pos * half, *sn = w->sin_t + pos * half;
     float *q = w->q + r * qd;
+    /* A gated q_proj row holds, per head, the query then the gate. */
+    for (size_t h = 0; in->attn_gate && h < in->heads; h++)
+      memcpy(q + h * hd, w->qg + r * 2 * qd + h * 2 * hd, hd * sizeof *q);
     float *k = w->kc + j->li * w->cap * kd + pos * kd, *v = w->vtmp + r * kd;
     float *vt = w->vt + j->li * kd * w->cap;
     add(q, l->q_bias, qd);
@@ -35,13 +40,19 @@ static void one_row(const row_job *j, size_t r) {
     add(v, l->v_bias, kd);
     for (size_t h = 0; h < in->heads; h++) {
       if (l->q_norm) fdl_eng_rmsnorm(q + h * hd, l->q_norm, hd, in->rms_eps, q + h * hd);
-      fdl_eng_rope(q + h * hd, c, sn, hd);
+      fdl_eng_rope(q + h * hd, c, sn, in->rotary_dim);
     }
     for (size_t h = 0; h < in->kv_heads; h++) {
       if (l->k_norm) fdl_eng_rmsnorm(k + h * hd, l->k_norm, hd, in->rms_eps, k + h * hd);
-      fdl_eng_rope(k + h * hd, c, sn, hd);
+      fdl_eng_rope(k + h * hd, c, sn, in->rotary_dim);
     }
     for (size_t i = 0; i < kd; i++) vt[i * w->cap + pos] = v[i];
+    break;
+  }
+  case ENG_ROW_GATE: {
+    float *a = w->att + r * qd;
+    for (size_t h = 0; h < in->heads; h++)
+      fdl_eng_sigmoid_mul(a + h * hd, w->qg + r * 2 * qd + h * 2 * hd + hd, hd);
     break;
   }
   case ENG_ROW_ATTN_OUT:

@@ -15,12 +15,6 @@
 #define INDEX_NAME "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"
 
-typedef struct {
-  fdl_model *m;
-  const char **bound; /* names bound so far (borrowed from the shards) */
-  size_t nbound, capbound;
-} binder;
-
 /* 1: regular file, 0: absent, -1: something else (reported). */
 static int probe(const char *dir, const char *name, fdl_err *err, fdl_status *s) {
   char *p = fdl_path_join(dir, name);
@@ -157,8 +151,7 @@ const fdl_tensor *fdl_eng_find(const fdl_model *m, const char *name) {
   return NULL;
 }
 
-/* Records a tensor the model uses (the others are refused as unexpected). */
-static fdl_status bound(binder *b, const char *name, fdl_err *err) {
+fdl_status fdl_eng_bound(eng_binder *b, const char *name, fdl_err *err) {
   if (b->nbound == b->capbound) {
     size_t nc = b->capbound ? 2 * b->capbound : 64;
     const char **nb = realloc(b->bound, nc * sizeof *nb);
@@ -170,29 +163,29 @@ static fdl_status bound(binder *b, const char *name, fdl_err *err) {
   return FDL_OK;
 }
 
-/* Finds name, checks dtype, shape [d0] or [d0, d1] (d1 = 0: a vector), finiteness. */
-static fdl_status bind(binder *b, const char *name, size_t d0, size_t d1, const fdl_tensor **out,
-                       fdl_err *err) {
+fdl_status fdl_eng_bind(eng_binder *b, const char *name, int nd, const size_t *dim, bool any_float,
+                        const fdl_tensor **out, fdl_err *err) {
   fdl_model *m = b->m;
   const fdl_tensor *t = fdl_eng_find(m, name);
   if (!t) return fdl_fail(err, FDL_PARSE, "missing tensor %s (the config implies it)", name);
-  if (t->dtype != m->info.weight_dtype)
-    return fdl_fail(err, FDL_PARSE,
-                    "tensor %s: dtype mismatch: %s, expected %s like the other weights", name,
-                    fdl_dtype_name(t->dtype), fdl_dtype_name(m->info.weight_dtype));
-  int nd = d1 ? 2 : 1;
-  if (t->ndim != nd || (uint64_t)t->shape[0] != d0 || (d1 && (uint64_t)t->shape[1] != d1)) {
-    char got[96] = "";
-    size_t o = 0;
+  bool float_ok =
+      t->dtype == FDL_DTYPE_BF16 || t->dtype == FDL_DTYPE_F16 || t->dtype == FDL_DTYPE_F32;
+  if (any_float ? !float_ok : t->dtype != m->info.weight_dtype)
+    return fdl_fail(err, FDL_PARSE, "tensor %s: dtype mismatch: %s, expected %s", name,
+                    fdl_dtype_name(t->dtype),
+                    any_float ? "BF16, F16 or F32" : fdl_dtype_name(m->info.weight_dtype));
+  bool same = t->ndim == nd;
+  for (int i = 0; same && i < nd; i++) same = (uint64_t)t->shape[i] == dim[i];
+  if (!same) {
+    char got[96] = "", want[96] = "";
+    size_t o = 0, w = 0;
     for (int i = 0; i < t->ndim && o < sizeof got - 24; i++)
       o += (size_t)snprintf(got + o, sizeof got - o, "%s%lld", i ? ", " : "",
                             (long long)t->shape[i]);
-    if (d1)
-      return fdl_fail(err, FDL_PARSE,
-                      "tensor %s: shape mismatch: [%s], the config implies [%zu, %zu]", name, got,
-                      d0, d1);
-    return fdl_fail(err, FDL_PARSE, "tensor %s: shape mismatch: [%s], the config implies [%zu]",
-                    name, got, d0);
+    for (int i = 0; i < nd && w < sizeof want - 24; i++)
+      w += (size_t)snprintf(want + w, sizeof want - w, "%s%zu", i ? ", " : "", dim[i]);
+    return fdl_fail(err, FDL_PARSE, "tensor %s: shape mismatch: [%s], the config implies [%s]",
+                    name, got, want);
   }
   bool nan = false;
   uint64_t bad = fdl_tensor_first_nonfinite(t->data, t->dtype, fdl_tensor_numel(t), &nan);
@@ -204,15 +197,22 @@ static fdl_status bind(binder *b, const char *name, size_t d0, size_t d1, const 
                     "tensor %s: data at file offset %llu is not aligned to its %zu-byte elements",
                     name, (unsigned long long)t->offset, fdl_dtype_size(t->dtype));
   *out = t;
-  return bound(b, t->name, err);
+  return fdl_eng_bound(b, t->name, err);
 }
 
-static fdl_status bind_mat(binder *b, const char *name, size_t rows, size_t cols, eng_mat *mat,
-                           fdl_err *err) {
+static fdl_status bind(eng_binder *b, const char *name, size_t d0, size_t d1,
+                       const fdl_tensor **out, fdl_err *err) {
+  size_t dim[2] = {d0, d1};
+  return fdl_eng_bind(b, name, d1 ? 2 : 1, dim, false, out, err);
+}
+
+fdl_status fdl_eng_bind_mat(eng_binder *b, const char *name, size_t rows, size_t cols, eng_mat *mat,
+                            fdl_err *err) {
   if (b->m->info.gptq_group && !fdl_eng_find(b->m, name)) {
     const char *parts[FDL_ENG_GPTQ_PARTS];
     fdl_status s = fdl_eng_gptq_mat(b->m, name, rows, cols, mat, parts, err);
-    for (size_t i = 0; s == FDL_OK && i < FDL_ENG_GPTQ_PARTS; i++) s = bound(b, parts[i], err);
+    for (size_t i = 0; s == FDL_OK && i < FDL_ENG_GPTQ_PARTS; i++)
+      s = fdl_eng_bound(b, parts[i], err);
     return s;
   }
   fdl_status s = bind(b, name, rows, cols, &mat->t, err);
@@ -223,8 +223,7 @@ static fdl_status bind_mat(binder *b, const char *name, size_t rows, size_t cols
   return FDL_OK;
 }
 
-/* A vector widened to float32 (norm weights and biases are small and read element-wise). */
-static fdl_status bind_vec(binder *b, const char *name, size_t n, float **out, fdl_err *err) {
+fdl_status fdl_eng_bind_vec(eng_binder *b, const char *name, size_t n, float **out, fdl_err *err) {
   const fdl_tensor *t;
   fdl_status s = bind(b, name, n, 0, &t, err);
   if (s) return s;
@@ -233,31 +232,33 @@ static fdl_status bind_vec(binder *b, const char *name, size_t n, float **out, f
   return FDL_OK;
 }
 
-static fdl_status bind_layer(binder *b, size_t i, fdl_err *err) {
+static fdl_status bind_layer(eng_binder *b, size_t i, fdl_err *err) {
   const fdl_model_info *in = &b->m->info;
   eng_layer *l = &b->m->layer[i];
   size_t qd = in->heads * in->head_dim, kd = in->kv_heads * in->head_dim, h = in->hidden;
   char n[160];
   fdl_status s = FDL_OK;
 #define NAME(suffix) (snprintf(n, sizeof n, "model.layers.%zu.%s", i, suffix), n)
-  if ((s = bind_vec(b, NAME("input_layernorm.weight"), h, &l->in_norm, err)) ||
-      (s = bind_vec(b, NAME("post_attention_layernorm.weight"), h, &l->post_norm, err)) ||
-      (s = bind_mat(b, NAME("self_attn.q_proj.weight"), qd, h, &l->q, err)) ||
-      (s = bind_mat(b, NAME("self_attn.k_proj.weight"), kd, h, &l->k, err)) ||
-      (s = bind_mat(b, NAME("self_attn.v_proj.weight"), kd, h, &l->v, err)) ||
-      (s = bind_mat(b, NAME("self_attn.o_proj.weight"), h, qd, &l->o, err)) ||
-      (s = bind_mat(b, NAME("mlp.gate_proj.weight"), in->intermediate, h, &l->gate, err)) ||
-      (s = bind_mat(b, NAME("mlp.up_proj.weight"), in->intermediate, h, &l->up, err)) ||
-      (s = bind_mat(b, NAME("mlp.down_proj.weight"), h, in->intermediate, &l->down, err)))
+  if ((s = fdl_eng_bind_vec(b, NAME("input_layernorm.weight"), h, &l->in_norm, err)) ||
+      (s = fdl_eng_bind_vec(b, NAME("post_attention_layernorm.weight"), h, &l->post_norm, err)) ||
+      (s = fdl_eng_bind_mat(b, NAME("self_attn.q_proj.weight"), qd, h, &l->q, err)) ||
+      (s = fdl_eng_bind_mat(b, NAME("self_attn.k_proj.weight"), kd, h, &l->k, err)) ||
+      (s = fdl_eng_bind_mat(b, NAME("self_attn.v_proj.weight"), kd, h, &l->v, err)) ||
+      (s = fdl_eng_bind_mat(b, NAME("self_attn.o_proj.weight"), h, qd, &l->o, err)) ||
+      (s = fdl_eng_bind_mat(b, NAME("mlp.gate_proj.weight"), in->intermediate, h, &l->gate, err)) ||
+      (s = fdl_eng_bind_mat(b, NAME("mlp.up_proj.weight"), in->intermediate, h, &l->up, err)) ||
+      (s = fdl_eng_bind_mat(b, NAME("mlp.down_proj.weight"), h, in->intermediate, &l->down, err)))
     return s;
-  if (in->attn_bias && ((s = bind_vec(b, NAME("self_attn.q_proj.bias"), qd, &l->q_bias, err)) ||
-                        (s = bind_vec(b, NAME("self_attn.k_proj.bias"), kd, &l->k_bias, err)) ||
-                        (s = bind_vec(b, NAME("self_attn.v_proj.bias"), kd, &l->v_bias, err))))
+  if (in->attn_bias &&
+      ((s = fdl_eng_bind_vec(b, NAME("self_attn.q_proj.bias"), qd, &l->q_bias, err)) ||
+       (s = fdl_eng_bind_vec(b, NAME("self_attn.k_proj.bias"), kd, &l->k_bias, err)) ||
+       (s = fdl_eng_bind_vec(b, NAME("self_attn.v_proj.bias"), kd, &l->v_bias, err))))
     return s;
-  if (in->o_bias && (s = bind_vec(b, NAME("self_attn.o_proj.bias"), h, &l->o_bias, err))) return s;
+  if (in->o_bias && (s = fdl_eng_bind_vec(b, NAME("self_attn.o_proj.bias"), h, &l->o_bias, err)))
+    return s;
   if (in->qk_norm &&
-      ((s = bind_vec(b, NAME("self_attn.q_norm.weight"), in->head_dim, &l->q_norm, err)) ||
-       (s = bind_vec(b, NAME("self_attn.k_norm.weight"), in->head_dim, &l->k_norm, err))))
+      ((s = fdl_eng_bind_vec(b, NAME("self_attn.q_norm.weight"), in->head_dim, &l->q_norm, err)) ||
+       (s = fdl_eng_bind_vec(b, NAME("self_attn.k_norm.weight"), in->head_dim, &l->k_norm, err))))
     return s;
 #undef NAME
   return FDL_OK;
@@ -275,10 +276,19 @@ static bool parse_dtype_word(const char *w, fdl_dtype *d) {
   return true;
 }
 
-/* Older Llama checkpoints store RoPE's inverse frequencies; the engine computes its own. */
-static bool ignorable(const char *name) {
+static bool starts_with(const char *s, const char *prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Tensors a checkpoint may carry that the text model does not use: RoPE's inverse frequencies
+ * (older Llama checkpoints; the engine computes its own), and on Qwen3.5 the vision tower and the
+ * multi-token-prediction head (transformers skips those too). */
+static bool ignorable(const fdl_model_info *in, const char *name) {
   const char *s = strstr(name, "rotary_emb.inv_freq");
-  return s && s[strlen("rotary_emb.inv_freq")] == 0;
+  if (s && s[strlen("rotary_emb.inv_freq")] == 0) return true;
+  if (!in->linear) return false;
+  return starts_with(name, "mtp.") ||
+         (!strcmp(in->prefix, "model.language_model.") && starts_with(name, "model.visual."));
 }
 
 fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl_err *err) {
@@ -299,12 +309,14 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
   }
 
   fdl_model_info *in = &m->info;
-  const fdl_tensor *emb = fdl_eng_find(m, "model.embed_tokens.weight");
-  if (!emb) return fdl_fail(err, FDL_PARSE, "missing tensor model.embed_tokens.weight");
+  char emb_name[64], norm_name[64];
+  snprintf(emb_name, sizeof emb_name, "%sembed_tokens.weight", in->prefix);
+  snprintf(norm_name, sizeof norm_name, "%snorm.weight", in->prefix);
+  const fdl_tensor *emb = fdl_eng_find(m, emb_name);
+  if (!emb) return fdl_fail(err, FDL_PARSE, "missing tensor %s", emb_name);
   if (emb->dtype != FDL_DTYPE_BF16 && emb->dtype != FDL_DTYPE_F16 && emb->dtype != FDL_DTYPE_F32)
     return fdl_fail(err, FDL_UNSUPPORTED,
-                    "tensor model.embed_tokens.weight: dtype %s is not supported (expected BF16, "
-                    "F16 or F32)",
+                    "tensor %s: dtype %s is not supported (expected BF16, F16 or F32)", emb_name,
                     fdl_dtype_name(emb->dtype));
   in->weight_dtype = emb->dtype;
   const char *keys[] = {"torch_dtype", "dtype"};
@@ -312,20 +324,20 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
     const json_t *v = json_object_get(cfg, keys[i]);
     fdl_dtype d;
     if (json_is_string(v) && parse_dtype_word(json_string_value(v), &d) && d != emb->dtype)
-      return fdl_fail(err, FDL_PARSE,
-                      "dtype mismatch: config.json %s is %s but model.embed_tokens.weight is %s",
-                      keys[i], json_string_value(v), fdl_dtype_name(emb->dtype));
+      return fdl_fail(err, FDL_PARSE, "dtype mismatch: config.json %s is %s but %s is %s", keys[i],
+                      json_string_value(v), emb_name, fdl_dtype_name(emb->dtype));
   }
 
-  binder b = {m, NULL, 0, 0};
+  eng_binder b = {m, NULL, 0, 0};
   if (!(m->layer = calloc(in->layers, sizeof *m->layer)))
     return fdl_fail(err, FDL_NOMEM, "out of memory");
-  if ((s = bind_mat(&b, "model.embed_tokens.weight", in->vocab, in->hidden, &m->embed, err)))
-    goto out;
-  for (size_t i = 0; i < in->layers && !s; i++) s = bind_layer(&b, i, err);
-  if (s || (s = bind_vec(&b, "model.norm.weight", in->hidden, &m->final_norm, err))) goto out;
+  if ((s = fdl_eng_bind_mat(&b, emb_name, in->vocab, in->hidden, &m->embed, err))) goto out;
+  for (size_t i = 0; i < in->layers && !s; i++)
+    s = in->linear ? fdl_eng_bind_qwen35_layer(&b, i, err) : bind_layer(&b, i, err);
+  if (s || (s = fdl_eng_bind_vec(&b, norm_name, in->hidden, &m->final_norm, err))) goto out;
+  if (in->zero_centred) fdl_eng_zero_centred(m->final_norm, in->hidden);
   if (!in->tied) {
-    s = bind_mat(&b, "lm_head.weight", in->vocab, in->hidden, &m->head, err);
+    s = fdl_eng_bind_mat(&b, "lm_head.weight", in->vocab, in->hidden, &m->head, err);
   } else {
     m->head = m->embed;
     const fdl_tensor *lm = fdl_eng_find(m, "lm_head.weight");
@@ -333,8 +345,8 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
     if (lm && (lm->dtype != emb->dtype || lm->nbytes != emb->nbytes ||
                memcmp(lm->data, emb->data, emb->nbytes)))
       s = fdl_fail(err, FDL_PARSE,
-                   "tensor lm_head.weight differs from model.embed_tokens.weight but "
-                   "tie_word_embeddings is true");
+                   "tensor lm_head.weight differs from %s but tie_word_embeddings is true",
+                   emb_name);
   }
   if (s) goto out;
   if (in->gptq_group && !m->nowned)
@@ -344,7 +356,8 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
   for (size_t i = 0; i < m->nshards && !s; i++)
     for (size_t t = 0; t < fdl_safetensors_count(m->shards[i]) && !s; t++) {
       const char *tn = fdl_safetensors_at(m->shards[i], t)->name;
-      bool known = ignorable(tn) || (in->tied && strcmp(tn, "lm_head.weight") == 0);
+      if (in->linear && starts_with(tn, "model.visual.")) in->vision_tower = true;
+      bool known = ignorable(in, tn) || (in->tied && strcmp(tn, "lm_head.weight") == 0);
       for (size_t j = 0; j < b.nbound && !known; j++) known = strcmp(b.bound[j], tn) == 0;
       if (!known)
         s = fdl_fail(err, FDL_UNSUPPORTED,
