@@ -43,6 +43,8 @@ typedef struct {
   const char *created_utc;  /* "YYYY-MM-DDTHH:MM:SSZ"; NULL: the wall clock */
   fdl_notice_fn notice;     /* optional: stale staging directories removed */
   void *notice_arg;
+  const char *layers_path; /* optional, must not exist: a safetensors file of every record's
+                              layer boundaries (docs/CAPTURE.md), written after the dataset */
   fdl_capture_progress_fn progress; /* optional */
   void *progress_arg;
 } fdl_capture_opts;

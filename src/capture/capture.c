@@ -45,6 +45,7 @@ typedef struct {
   char panel_hex[FDL_SHA256_HEX_BUF];
   char name[128]; /* the model directory's last component */
   char tokenizer[96];
+  float *bounds; /* with --layers: [records][layers + 2][hidden] */
 } capture;
 
 /* ---- the model's identity ---------------------------------------------------------------- */
@@ -180,8 +181,8 @@ static fdl_status real_length(const fdl_ds_panel_line *l, size_t *n, fdl_err *er
   return FDL_OK;
 }
 
-static fdl_status write_record(capture *c, const fdl_ds_panel_line *l, float *buf, uint16_t *bf,
-                               int32_t *ids, fdl_err *err) {
+static fdl_status write_record(capture *c, const fdl_ds_panel_line *l, float *bounds, float *buf,
+                               uint16_t *bf, int32_t *ids, fdl_err *err) {
   size_t n = 0;
   fdl_status s = real_length(l, &n, err);
   if (s != FDL_OK) return s;
@@ -195,7 +196,8 @@ static fdl_status write_record(capture *c, const fdl_ds_panel_line *l, float *bu
   }
   bool hidden = c->o->form == FDL_CAPTURE_HIDDEN;
   size_t width = hidden ? c->info->hidden : c->info->vocab;
-  fdl_engine_out out = {.hidden = hidden ? buf : NULL, .logits = hidden ? NULL : buf};
+  fdl_engine_out out = {
+      .hidden = hidden ? buf : NULL, .logits = hidden ? NULL : buf, .layers = bounds};
   s = fdl_engine_run(c->m, ids, n, c->o->path, &out, err);
   if (s != FDL_OK) {
     fdl_err_prefix(err, "panel record %" PRId64, l->index);
@@ -233,6 +235,9 @@ static fdl_status write_records(capture *c, const fdl_ds_panel *p, fdl_err *err)
   if (longest > SIZE_MAX / sizeof(float) / width)
     return fdl_fail(err, FDL_TOO_LARGE, "a context of %zu tokens x %zu floats does not fit",
                     longest, width);
+  size_t per = (c->info->layers + 2) * c->info->hidden;
+  if (c->o->layers_path && !(c->bounds = fdl_calloc(p->n, per * sizeof *c->bounds)))
+    return fdl_fail(err, FDL_NOMEM, "out of memory for the layer boundaries");
   float *buf = fdl_huge_alloc(longest * width * sizeof *buf);
   uint16_t *bf = fdl_malloc(longest * width * sizeof *bf);
   int32_t *ids = fdl_malloc(longest * sizeof *ids);
@@ -240,7 +245,7 @@ static fdl_status write_records(capture *c, const fdl_ds_panel *p, fdl_err *err)
   fdl_status s =
       buf && bf && ids && dir ? fdl_mkdirs(dir, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
   for (size_t i = 0; s == FDL_OK && i < p->n; i++) {
-    s = write_record(c, &p->lines[i], buf, bf, ids, err);
+    s = write_record(c, &p->lines[i], c->bounds ? c->bounds + i * per : NULL, buf, bf, ids, err);
     if (s == FDL_OK && c->o->progress) c->o->progress(c->o->progress_arg, i + 1, p->n);
   }
   free(buf);
@@ -261,6 +266,55 @@ static fdl_status write_head(capture *c, fdl_err *err) {
   fdl_status s = path ? fdl_safetensors_write(path, &t, 1, NULL, err)
                       : fdl_fail(err, FDL_NOMEM, "out of memory");
   free(path);
+  return s;
+}
+
+/* The boundary names of Kiln's layer records (docs/KILN-ATTRIBUTION section 13): embedding,
+ * layer_NN_<kind> after each layer, final_norm. */
+static json_t *boundary_names(const fdl_model_info *in) {
+  json_t *a = json_array();
+  bool ok = a && !json_array_append_new(a, json_string("embedding"));
+  for (size_t i = 0; ok && i < in->layers; i++) {
+    char n[64];
+    bool lin = in->linear && in->linear[i];
+    snprintf(n, sizeof n, "layer_%02zu_%s", i, lin ? "linear_attention" : "full_attention");
+    ok = !json_array_append_new(a, json_string(n));
+  }
+  ok = ok && !json_array_append_new(a, json_string("final_norm"));
+  if (!ok) json_decref(a);
+  return ok ? a : NULL;
+}
+
+/* --layers: one F32 tensor per record, layer_last_rows.<index> [layers + 2, hidden] (the name
+ * the HF layer artifacts use), the names in __metadata__ as `layers diff` reads them. */
+static fdl_status write_layers(const capture *c, const fdl_ds_panel *p, fdl_err *err) {
+  const fdl_model_info *in = c->info;
+  size_t per = (in->layers + 2) * in->hidden;
+  json_t *names = boundary_names(in);
+  char *list = names ? json_dumps(names, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+  json_t *meta =
+      list ? json_pack("{s:s, s:s, s:s}", "boundary_names", list, "architecture", in->arch, "path",
+                       c->o->path == FDL_ENGINE_DECODE ? "decode" : "prefill")
+           : NULL;
+  fdl_tensor_in *t = fdl_calloc(p->n, sizeof *t);
+  char(*tn)[48] = fdl_calloc(p->n, sizeof *tn);
+  int64_t shape[2] = {(int64_t)in->layers + 2, (int64_t)in->hidden};
+  fdl_status s = meta && t && tn ? FDL_OK : fdl_fail(err, FDL_NOMEM, "out of memory");
+  for (size_t i = 0; s == FDL_OK && i < p->n; i++) {
+    snprintf(tn[i], sizeof tn[i], "layer_last_rows.%04" PRId64, p->lines[i].index);
+    t[i] = (fdl_tensor_in){.name = tn[i],
+                           .dtype = FDL_DTYPE_F32,
+                           .ndim = 2,
+                           .shape = shape,
+                           .data = c->bounds + i * per};
+  }
+  if (s == FDL_OK) s = fdl_safetensors_write(c->o->layers_path, t, p->n, meta, err);
+  if (s != FDL_OK) fdl_err_prefix(err, "capture --layers %s", c->o->layers_path);
+  free(t);
+  free(tn);
+  free(list);
+  json_decref(names);
+  json_decref(meta);
   return s;
 }
 
@@ -339,6 +393,14 @@ static json_t *meta(const capture *c) {
   }
   json_object_set_new(m, "weights", w);
   if (o->created_utc) json_object_set_new(m, "created_utc", json_string(o->created_utc));
+  if (c->info->vision_tower)
+    json_object_set_new(
+        m, "disclosures",
+        json_pack("[{s:b, s:s, s:s, s:s}]", "affects_comparability", 0, "code",
+                  "vision_tower_ignored", "detail",
+                  "the checkpoint carries a vision tower; fidelis ran its text model only "
+                  "(token inputs, text positions), as for any text-only panel",
+                  "severity", "info"));
   return m;
 }
 
@@ -418,7 +480,10 @@ fdl_status fdl_capture(const fdl_capture_opts *o, fdl_capture_result *r, fdl_err
   fdl_ds_panel p = {0};
   /* Staged beside --out before any work: an existing --out or an unwritable parent is found
    * before the model is loaded. */
-  fdl_status s = fdl_stage_open(&c.st, o->out_dir, 0, o->notice, o->notice_arg, err);
+  fdl_status s = o->layers_path && fdl_path_exists(o->layers_path)
+                     ? fdl_fail(err, FDL_EXISTS, "capture: --layers %s exists (never overwritten)",
+                                o->layers_path)
+                     : fdl_stage_open(&c.st, o->out_dir, 0, o->notice, o->notice_arg, err);
   if (s == FDL_OK) {
     c.inputs = fdl_path_join(c.st.path, ".inputs");
     s = c.inputs ? fdl_mkdirs(c.inputs, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -426,6 +491,7 @@ fdl_status fdl_capture(const fdl_capture_opts *o, fdl_capture_result *r, fdl_err
     if (s == FDL_OK) s = write_records(&c, &p, err);
     if (s == FDL_OK) s = write_head(&c, err);
     if (s == FDL_OK) s = pack(&c, r, err);
+    if (s == FDL_OK && o->layers_path) s = write_layers(&c, &p, err);
     r->quantized = c.quant != NULL;
     fdl_stage_abort(&c.st);
   }
@@ -434,5 +500,6 @@ fdl_status fdl_capture(const fdl_capture_opts *o, fdl_capture_result *r, fdl_err
   fdl_model_free(c.m);
   json_decref(c.config);
   free(c.inputs);
+  free(c.bounds);
   return s;
 }

@@ -13,7 +13,8 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: fidelis capture --model DIR --panel PANEL.jsonl --out DATASET [options]\n\n"
           "Runs the model in DIR (Hugging Face layout: config.json and safetensors; Llama,\n"
-          "Qwen2 and Qwen3 dense decoders, BF16/F16/F32 weights or a `fidelis quantize` GPTQ\n"
+          "Qwen2 and Qwen3 dense decoders, Qwen3.5 hybrids (docs/QWEN35.md; a vision tower is\n"
+          "ignored and disclosed), BF16/F16/F32 weights or a `fidelis quantize` GPTQ\n"
           "checkpoint) over every context of PANEL (the JSONL `fidelis pack` reads) and writes\n"
           "DATASET, a sealed fidelity dataset made by pack: the hidden states after the final\n"
           "norm (BF16) or the full logits (F32) of every scored row, the head as stored, and a\n"
@@ -28,7 +29,11 @@ static void usage(FILE *f) {
           "  --out DATASET        where the dataset goes (must not exist)\n"
           "  --form hidden|logit  what to store [hidden]\n"
           "  --path prefill|decode  the engine's path: the whole context at once, or one\n"
-          "                       token at a time with a KV cache [prefill]\n"
+          "                       token at a time with a KV cache [prefill]; on Qwen3.5 the\n"
+          "                       DeltaNet layers run chunked (prefill) or recurrent (decode)\n"
+          "  --layers FILE        also write each record's layer boundaries (the last row's\n"
+          "                       hidden state after the embedding, every layer and the final\n"
+          "                       norm) as safetensors for `fidelis layers diff`; must not exist\n"
           "  --id ID              dataset.id [fidelity--local.<model dir name>.<form>]\n"
           "  --repository NAME    weights.repository [local/<model dir name>]\n"
           "  --tokenizer-id ID    tokenizer.id [tokenizer.json-sha256-<16 hex> of the model's\n"
@@ -70,6 +75,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_PATH("--model", &a->o.model_dir),
       FDL_CLI_OPT_PATH("--panel", &a->o.panel_path),
       FDL_CLI_OPT_PATH("--out", &a->o.out_dir),
+      FDL_CLI_OPT_PATH("--layers", &a->o.layers_path),
       {"--form", NULL, FDL_CLI_CHOICE, &form, 0, 0, FORMS},
       {"--path", NULL, FDL_CLI_CHOICE, &path, 0, 0, PATHS},
       FDL_CLI_OPT_TEXT("--id", &a->o.dataset_id),
