@@ -98,6 +98,16 @@ typedef struct {
 FDL_API fdl_status fdl_engine_run(fdl_model *m, const int32_t *ids, size_t n, fdl_engine_path path,
                                   const fdl_engine_out *out, fdl_err *err);
 
+/* The float64 oracle: the same model's forward pass over the whole context at once (causal),
+ * every weight widened exactly to double and every step (products, norms, RoPE, softmax, SiLU)
+ * in double in a fixed order with fidelis' own exp, sin, cos and log. It is slow and is no
+ * capture path: it exists to measure how far the float32 engine (or anything else) is from
+ * the architecture's exact math. Bit-identical for any thread count and machine. Writes
+ * hidden [n, hidden] (after the final norm) and logits [n, vocab]; each may be NULL. Refuses
+ * the inputs fdl_engine_run refuses, and Qwen3.5 models (FDL_UNSUPPORTED: dense only). */
+FDL_API fdl_status fdl_engine_run_f64(fdl_model *m, const int32_t *ids, size_t n, double *hidden,
+                                      double *logits, fdl_err *err);
+
 #ifdef __cplusplus
 }
 #endif

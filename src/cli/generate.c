@@ -1,7 +1,8 @@
 /* generate.c - `fidelis generate`: what a model does after given ids, in the forms the
  * attribution commands read: greedy continuation tokens (for `divergence`), the full logits of
  * the last rows (a `full:` path or the `--reference` of `attribute`), their argmaxes through the
- * argmax-only path (a `greedy:` path). */
+ * argmax-only path (a `greedy:` path); or, with --precision float64, the float64 oracle's logits
+ * to measure the float32 engine against. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,8 @@ static void usage(FILE *f) {
           "usage: fidelis generate --model DIR (--ids JSON|@FILE | --request FILE |\n"
           "         --panel FILE --context I --prompt-tokens N) [--path prefill|decode]\n"
           "         [--new N --tokens-out FILE] [--rows last|steps|all] [--logits-out FILE.npy]\n"
-          "         [--greedy-out FILE] [--ids-out FILE] [options]\n\n"
+          "         [--greedy-out FILE] [--ids-out FILE] [--precision float32|float64]\n"
+          "         [options]\n\n"
           "Runs the model in DIR (as `fidelis capture` does) over the input ids: a JSON array\n"
           "(or @FILE holding one), the input_token_ids of a first-divergence request\n"
           "(`fidelis divergence`), or the first N tokens of context I of a pack panel. Then\n"
@@ -29,7 +31,7 @@ static void usage(FILE *f) {
           "                      streams `fidelis divergence` compares)\n"
           "  --logits-out FILE   the full logits of the --rows, float32 .npy [rows, vocab]: the\n"
           "                      last row is the reference of `fidelis attribute`, the steps\n"
-          "                      rows a `full:` path\n"
+          "                      rows a `full:` path; float64 .npy with --precision float64\n"
           "  --greedy-out FILE   the argmaxes of the --rows through the argmax-only path, a JSON\n"
           "                      array (a `greedy:` path of `fidelis attribute`)\n"
           "  --ids-out FILE      the input ids, a JSON array\n"
@@ -45,6 +47,11 @@ static void usage(FILE *f) {
           "  --path prefill|decode  the engine's path [prefill]\n"
           "  --new N              greedy tokens to append, 1 to 4096 (needs --tokens-out)\n"
           "  --rows WHICH         last, steps or all [last]\n"
+          "  --precision P        float32 (the capture engine) or float64 (the oracle: the\n"
+          "                       same model in double throughout, slow, for measuring the\n"
+          "                       engine; whole context at once, so it writes --logits-out\n"
+          "                       and --ids-out only and refuses --new, --tokens-out,\n"
+          "                       --greedy-out and --path decode) [float32]\n"
           "  --threads N          1 to %d [all cores]; no bit depends on it\n"
           "  --isa NAME           auto, scalar, avx2, avx512 [auto]; no bit depends on it\n"
           "  -h, --help           show this help\n\n"
@@ -58,6 +65,7 @@ static void usage(FILE *f) {
 static const char *const PATHS[] = {"prefill", "decode", NULL};
 static const char *const ROWS[] = {"last", "steps", "all", NULL};
 enum { ROWS_LAST, ROWS_STEPS, ROWS_ALL };
+static const char *const PRECISIONS[] = {"float32", "float64", NULL};
 static const char *const ISAS[] = {"auto", "scalar", "avx2", "avx512", NULL};
 static const fdl_num_isa ISA_OF[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_NUM_ISA_AVX2,
                                      FDL_NUM_ISA_AVX512};
@@ -65,7 +73,7 @@ static const fdl_num_isa ISA_OF[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_N
 typedef struct {
   const char *model, *ids, *request, *panel, *tokens_out, *logits_out, *greedy_out, *ids_out;
   uint64_t context, prompt_tokens, n_new, threads;
-  int path, isa, rows;
+  int path, isa, rows, f64;
   bool rows_given;
 } args;
 
@@ -89,6 +97,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_PATH("--ids-out", &a->ids_out),
       FDL_CLI_THREADS(&a->threads),
       {"--isa", NULL, FDL_CLI_CHOICE, &a->isa, 0, 0, ISAS},
+      {"--precision", NULL, FDL_CLI_CHOICE, &a->f64, 0, 0, PRECISIONS},
   };
   static const char *const conflicts[] = {"--ids",     "--panel", "--ids",
                                           "--context", "--ids",   "--prompt-tokens"};
@@ -114,6 +123,12 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   if (!a->rows_given) a->rows = ROWS_LAST;
   if (a->rows == ROWS_STEPS && !a->request)
     return fdl_cli_usage_error(&s, "--rows steps needs --request (the prompt's length)");
+  /* The oracle is one whole-context pass with no argmax path: what needs the float32 engine's
+   * decode or greedy paths is refused rather than silently computed in float32. */
+  if (a->f64 && (a->tokens_out || a->greedy_out || a->path))
+    return fdl_cli_usage_error(&s, "--precision float64 writes --logits-out and --ids-out only "
+                                   "(the oracle runs the whole context at once); --new, "
+                                   "--tokens-out, --greedy-out and --path decode need float32");
   return FDL_CLI_GO;
 }
 
@@ -243,7 +258,15 @@ static fdl_status run(const args *a, fdl_model *m, const int32_t *ids, size_t n,
     if (s == FDL_OK) s = write_ids(a->tokens_out, nw, (size_t)a->n_new, err);
     free(nw);
   }
-  if (s == FDL_OK && (a->logits_out || a->greedy_out)) {
+  if (s == FDL_OK && a->f64 && a->logits_out) {
+    double *lg = malloc(n * vocab * sizeof *lg);
+    s = lg ? fdl_engine_run_f64(m, ids, n, NULL, lg, err)
+           : fdl_fail(err, FDL_NOMEM, "out of memory for %zu rows of float64 logits", n);
+    int64_t shape[2] = {(int64_t)(n - from), (int64_t)vocab};
+    if (s == FDL_OK)
+      s = fdl_npy_write(a->logits_out, FDL_DTYPE_F64, 2, shape, lg + from * vocab, err);
+    free(lg);
+  } else if (s == FDL_OK && (a->logits_out || a->greedy_out)) {
     float *lg = a->logits_out ? malloc(n * vocab * sizeof *lg) : NULL;
     int32_t *gr = a->greedy_out ? malloc(n * sizeof *gr) : NULL;
     fdl_engine_out out = {.logits = lg, .greedy = gr};
@@ -284,7 +307,10 @@ int fdl_cli_generate(int argc, char **argv) {
                            {"logits", a.logits_out},
                            {"greedy", a.greedy_out},
                            {"ids", a.ids_out}};
-  printf("fidelis generate: %zu input ids, %s path\n", n, a.path ? "decode" : "prefill");
+  printf("fidelis generate: %zu input ids, %s\n", n,
+         a.f64    ? "float64 oracle"
+         : a.path ? "decode path"
+                  : "prefill path");
   for (size_t i = 0; i < sizeof outs / sizeof *outs; i++)
     if (outs[i][1]) {
       printf("  %-7s", outs[i][0]);

@@ -66,7 +66,9 @@ fdl_status fdl_eng_gdn_work(fdl_model *m, size_t n, fdl_err *err) {
   return FDL_OK;
 }
 
-/* ---- per row: convolution, SiLU, L2 norms, gates ------------------------------------------ */
+/* ---- per row: convolution, SiLU, L2 norms, gates ------------------------------------------
+ * A product of two floats is exact in float64, so `acc += (double)a * (double)b` rounds once,
+ * exactly as fma would, without a libm call. */
 
 typedef struct {
   fdl_model *m;
@@ -88,7 +90,7 @@ static double softplus(double x) {
 /* x / sqrt(sum(x^2) + eps) * scale, the sum in float64 in index order. */
 static void l2norm(float *x, size_t n, double scale) {
   double ss = 0.0;
-  for (size_t i = 0; i < n; i++) ss = fma((double)x[i], (double)x[i], ss);
+  for (size_t i = 0; i < n; i++) ss += (double)x[i] * (double)x[i];
   double r = scale / sqrt(ss + L2_EPS);
   for (size_t i = 0; i < n; i++) x[i] = (float)((double)x[i] * r);
 }
@@ -106,7 +108,7 @@ static void prep_row(const row_job *j, size_t r) {
     for (size_t k = 0; k < K; k++) {
       if (pos + k + 1 < K) continue;
       size_t t = pos + k + 1 - K;
-      acc = fma((double)l->conv[ch * K + k], (double)j->mixed[t * d->cd + ch], acc);
+      acc += (double)l->conv[ch * K + k] * (double)j->mixed[t * d->cd + ch];
     }
     c[ch] = (float)silu(acc);
   }
@@ -132,7 +134,7 @@ static void out_row(const row_job *j, size_t r) {
     float *o = w->core + r * d->vd + h * d->dv;
     const float *z = w->zg + r * d->vd + h * d->dv;
     double ss = 0.0;
-    for (size_t i = 0; i < d->dv; i++) ss = fma((double)o[i], (double)o[i], ss);
+    for (size_t i = 0; i < d->dv; i++) ss += (double)o[i] * (double)o[i];
     double inv = 1.0 / sqrt(ss / (double)d->dv + m->info.rms_eps);
     for (size_t i = 0; i < d->dv; i++)
       o[i] = (float)((double)o[i] * inv * (double)j->l->gnorm[i] * silu(z[i]));
@@ -292,9 +294,10 @@ static void chunked(const head_job *j, size_t h, float *S, float *scr) {
     }
     /* S = e^c_last S + (e^(c_last - c) k)^T v'. */
     float el = (float)ec[L - 1];
+    double tail[GDN_CHUNK];
+    for (size_t t = 0; t < L; t++) tail[t] = fdl_eng_exp_neg(cs[L - 1] - cs[t]);
     for (size_t i = 0; i < dk; i++)
-      for (size_t t = 0; t < L; t++)
-        KdT[i * C + t] = (float)(fdl_eng_exp_neg(cs[L - 1] - cs[t]) * (double)k[t * x.ld + i]);
+      for (size_t t = 0; t < L; t++) KdT[i * C + t] = (float)(tail[t] * (double)k[t * x.ld + i]);
     for (size_t t = 0; t < dk * dv; t++) S[t] = S[t] * el;
     mm_acc(S, dv, KdT, C, U, dv, dk, L, dv);
   }

@@ -238,21 +238,28 @@ static fdl_status step(fdl_model *m, const int32_t *ids, size_t p0, size_t rows,
   return FDL_OK;
 }
 
-fdl_status fdl_engine_run(fdl_model *m, const int32_t *ids, size_t n, fdl_engine_path path,
-                          const fdl_engine_out *out, fdl_err *err) {
+fdl_status fdl_eng_check_ids(const fdl_model *m, const int32_t *ids, size_t n, fdl_err *err) {
   const fdl_model_info *in = &m->info;
   if (n == 0) return fdl_fail(err, FDL_INVALID, "engine run: empty context (n = 0)");
   if (n > in->max_positions || n > ((size_t)1 << 20))
     return fdl_fail(err, FDL_INVALID,
                     "engine run: %zu positions exceed max_position_embeddings %zu", n,
                     in->max_positions);
-  if (path != FDL_ENGINE_PREFILL && path != FDL_ENGINE_DECODE)
-    return fdl_fail(err, FDL_INVALID, "engine run: unknown path %d", (int)path);
   for (size_t i = 0; i < n; i++)
     if (ids[i] < 0 || (size_t)ids[i] >= in->vocab)
       return fdl_fail(err, FDL_INVALID, "engine run: token id %d at position %zu outside [0, %zu)",
                       (int)ids[i], i, in->vocab);
-  fdl_status s = ensure_work(m, n, err);
+  return FDL_OK;
+}
+
+fdl_status fdl_engine_run(fdl_model *m, const int32_t *ids, size_t n, fdl_engine_path path,
+                          const fdl_engine_out *out, fdl_err *err) {
+  const fdl_model_info *in = &m->info;
+  fdl_status s = fdl_eng_check_ids(m, ids, n, err);
+  if (s) return s;
+  if (path != FDL_ENGINE_PREFILL && path != FDL_ENGINE_DECODE)
+    return fdl_fail(err, FDL_INVALID, "engine run: unknown path %d", (int)path);
+  s = ensure_work(m, n, err);
   if (!s && in->linear) s = fdl_eng_gdn_work(m, n, err);
   if (s) return s;
   eng_work *w = &m->w;

@@ -182,6 +182,10 @@ fdl_status fdl_eng_gdn_work(fdl_model *m, size_t n, fdl_err *err);
 fdl_status fdl_eng_gdn_layer(fdl_model *m, size_t li, size_t p0, size_t rows, bool chunked,
                              fdl_err *err);
 
+/* forward.c: the input checks every run makes (1 <= n <= max_positions, ids in the vocabulary),
+ * shared by fdl_engine_run and fdl_engine_run_f64 so both refuse the same inputs alike. */
+fdl_status fdl_eng_check_ids(const fdl_model *m, const int32_t *ids, size_t n, fdl_err *err);
+
 /* pgemm.c: products on the model's pool (bits as one fdl_gemm_run, whatever the cut). */
 fdl_status fdl_eng_gemm_args(fdl_model *m, const fdl_gemm_args *x, fdl_err *err);
 fdl_status fdl_eng_gemm(fdl_model *m, const float *a, size_t lda, size_t rows, const eng_mat *b,
