@@ -16,7 +16,8 @@ Then, per config and context: both engine paths (prefill = chunked DeltaNet, dec
 recurrent) agree with the oracle within 1e-4 (per row, max |c - o| / max |o|) on hidden,
 logits and the --layers boundaries; with each other within 1e-5; greedy is the argmax of the
 logits; every output is byte-identical across --threads 1/2/3 and every ISA this CPU runs.
-Finally an unknown layer type, attention_bias true and a MoE field are refused by name.
+Finally an unknown layer type, attention_bias true, a MoE field and tie_word_embeddings
+disagreeing between the two levels are refused by name.
 """
 import os
 import subprocess
@@ -67,7 +68,7 @@ CASES = [
                                           rope_in="top", prf=None, mtp=True, nk=1, nv=2,
                                           heads=2, kv_heads=1, head_dim=32),
      "BF16", True, 3, [66]),
-    ("causal-interval2-gqa4-nv1", dict(layers=4, interval=2, heads=8, kv_heads=2, head_dim=8,
+    ("causal-interval2-gqa4-nvnk1", dict(layers=4, interval=2, heads=8, kv_heads=2, head_dim=8,
                                        prf=0.5, nk=4, nv=4, dk=8, dv=8, theta=1e4),
      "F32", True, 1, [129]),
 ]
@@ -133,7 +134,9 @@ def run(model, ids, path, tag, threads=1, isa="auto"):
         cmd += ["--" + k, p]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
-        raise RuntimeError("exit %d: %s (%s)" % (r.returncode, r.stderr.strip(), " ".join(cmd)))
+        shown = cmd[:]
+        shown[3] = "<%d ids>" % len(ids)  # a 300-id list would bury the message
+        raise RuntimeError("exit %d: %s (%s)" % (r.returncode, r.stderr.strip(), " ".join(shown)))
     return {k: np.load(p) for k, p in out.items()}
 
 
@@ -196,23 +199,31 @@ def refusals():
     """Each mutation of a valid model (the first case's, accepted above) must be refused with a
     nonzero exit and its cause named in stderr."""
     kw = dict(CASES[0][1])
+    def tie_conflict(c):
+        c["text_config"]["tie_word_embeddings"] = not c["tie_word_embeddings"]
+
     muts = [
         ("refuse-sliding-attention", dict(kw, layer_types=[LIN, "sliding_attention", LIN, FULL]),
-         "sliding_attention"),
-        ("refuse-attention-bias", dict(kw, attention_bias=True), "attention_bias"),
-        ("refuse-moe", dict(kw, num_experts=8), "num_experts"),
-        ("refuse-cg-attention-bias", dict(kw, arch=CG, attention_bias=True), "attention_bias"),
+         None, "sliding_attention"),
+        ("refuse-attention-bias", dict(kw, attention_bias=True), None, "attention_bias"),
+        ("refuse-moe", dict(kw, num_experts=8), None, "num_experts"),
+        ("refuse-cg-attention-bias", dict(kw, arch=CG, attention_bias=True), None,
+         "attention_bias"),
+        ("refuse-cg-tie-conflict", dict(kw, arch=CG, tie_in="both"), tie_conflict,
+         "tie_word_embeddings"),
     ]
-    for name, mkw, needle in muts:
+    for name, mkw, edit, needle in muts:
         c = qm.make_config(**mkw)
+        if edit:
+            edit(c)
         d = os.path.join(TMP, name)
         qm.write_model(d, c, qm.make_weights(c, 5))
         r = subprocess.run([TOOL, d, "--ids", "1,2,3", "--path", "prefill"],
                            capture_output=True, text=True)
         msg = r.stderr.strip()
         print("%-30s rc %d  %s" % (name, r.returncode, msg))
-        check(r.returncode != 0 and needle in msg,
-              "%s: expected a nonzero exit naming %r, got exit %d: %r"
+        check(r.returncode > 0 and needle in msg,  # < 0: a crash, not a refusal
+              "%s: expected a refusal (exit > 0) naming %r, got exit %d: %r"
               % (name, needle, r.returncode, msg))
 
 
