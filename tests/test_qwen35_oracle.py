@@ -70,7 +70,7 @@ CASES = [
      "BF16", True, 3, [66]),
     ("causal-interval2-gqa4-nvnk1", dict(layers=4, interval=2, heads=8, kv_heads=2, head_dim=8,
                                        prf=0.5, nk=4, nv=4, dk=8, dv=8, theta=1e4),
-     "F32", True, 1, [129]),
+     "F16", True, 1, [129]),
 ]
 
 
