@@ -299,6 +299,229 @@ def check_preset(w, name, p):
         check(bytes(toks[1:]).decode() == TEXTS[l["domain"]][:63], "%s: panel %s text %r" % (name, l["domain"], bytes(toks[1:])))
 
 
+# ---- Qwen3.5 (docs/QWEN35.md, docs/MODELS.md) --------------------------------------------------
+
+LIN, FULL = "linear_attention", "full_attention"
+LN2 = 0.693147180559945309417
+Q35 = {
+    "qwen3.5-tiny-random": dict(arch="Qwen3_5ForConditionalGeneration", vocab=272, hidden=64,
+                                inter=128, layers=4, heads=4, kv=2, hd=16, nk=2, nv=4, dk=16,
+                                dv=16, K=4, tied=False, vision=True, maxpos=4096, bos=256,
+                                eos=257, types=[LIN, LIN, LIN, FULL]),
+    "qwen3.5-4b": dict(arch="Qwen3_5ForCausalLM", vocab=248320, hidden=2560, inter=9216,
+                       layers=32, heads=16, kv=4, hd=256, nk=16, nv=32, dk=128, dv=128, K=4,
+                       tied=True, vision=False, maxpos=262144, bos=248044, eos=248046,
+                       types=[FULL if (i + 1) % 4 == 0 else LIN for i in range(32)]),
+}
+
+
+def expected_q35_config(name, p, seed):
+    text = {"model_type": "qwen3_5_text", "vocab_size": p["vocab"], "hidden_size": p["hidden"],
+            "intermediate_size": p["inter"], "num_hidden_layers": p["layers"],
+            "num_attention_heads": p["heads"], "num_key_value_heads": p["kv"], "head_dim": p["hd"],
+            "hidden_act": "silu", "max_position_embeddings": p["maxpos"], "rms_norm_eps": 1e-6,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000000,
+                                "partial_rotary_factor": 0.25, "mrope_section": [11, 11, 10],
+                                "mrope_interleaved": True},
+            "tie_word_embeddings": p["tied"], "attention_bias": False, "attention_dropout": 0.0,
+            "initializer_range": 0.02, "use_cache": True, "layer_types": p["types"],
+            "full_attention_interval": 4, "linear_conv_kernel_dim": p["K"],
+            "linear_key_head_dim": p["dk"], "linear_value_head_dim": p["dv"],
+            "linear_num_key_heads": p["nk"], "linear_num_value_heads": p["nv"],
+            "torch_dtype": "bfloat16", "bos_token_id": p["bos"], "eos_token_id": p["eos"]}
+    init = {"preset": name, "seed": seed, "init": "fidelis irwin-hall-4 v1 (docs/MODELS.md)"}
+    if not p["vision"]:
+        return dict(text, architectures=[p["arch"]], fidelis_init=init)
+    vision = {"model_type": "qwen3_5", "depth": 0, "hidden_size": 32, "intermediate_size": 64,
+              "hidden_act": "gelu_pytorch_tanh", "num_heads": 2, "in_channels": 3, "patch_size": 4,
+              "temporal_patch_size": 2, "spatial_merge_size": 2, "out_hidden_size": p["hidden"],
+              "num_position_embeddings": 16, "initializer_range": 0.02,
+              "deepstack_visual_indexes": []}
+    return {"architectures": [p["arch"]], "model_type": "qwen3_5", "text_config": text,
+            "vision_config": vision, "tie_word_embeddings": p["tied"], "torch_dtype": "bfloat16",
+            "fidelis_init": init}
+
+
+def expected_q35_tensors(p):
+    """[(name, shape, kind, dtype)] from docs/QWEN35.md's tables, in transformers' module order,
+    after the vision stub (docs/MODELS.md)."""
+    P = "model.language_model." if p["vision"] else "model."
+    h, f, hd, V = p["hidden"], p["inter"], p["hd"], p["vocab"]
+    nk, nv, dk, dv, K = p["nk"], p["nv"], p["dk"], p["dv"], p["K"]
+    conv = 2 * nk * dk + nv * dv
+    t = []
+    if p["vision"]:
+        t += [("model.visual.patch_embed.proj.weight", (32, 3, 2, 4, 4), "vision", "BF16"),
+              ("model.visual.patch_embed.proj.bias", (32,), "vision", "BF16"),
+              ("model.visual.pos_embed.weight", (16, 32), "vision", "BF16")]
+    t.append((P + "embed_tokens.weight", (V, h), "embed", "BF16"))
+    for i, typ in enumerate(p["types"]):
+        a = P + "layers.%d." % i
+        t.append((a + "input_layernorm.weight", (h,), "znorm", "BF16"))
+        if typ == FULL:
+            q, kv = p["heads"] * hd, p["kv"] * hd
+            t += [(a + "self_attn.q_proj.weight", (2 * q, h), "proj", "BF16"),
+                  (a + "self_attn.k_proj.weight", (kv, h), "proj", "BF16"),
+                  (a + "self_attn.v_proj.weight", (kv, h), "proj", "BF16"),
+                  (a + "self_attn.o_proj.weight", (h, q), "proj", "BF16"),
+                  (a + "self_attn.q_norm.weight", (hd,), "znorm", "BF16"),
+                  (a + "self_attn.k_norm.weight", (hd,), "znorm", "BF16")]
+        else:
+            b = a + "linear_attn."
+            t += [(b + "in_proj_qkv.weight", (conv, h), "proj", "BF16"),
+                  (b + "in_proj_z.weight", (nv * dv, h), "proj", "BF16"),
+                  (b + "in_proj_b.weight", (nv, h), "proj", "BF16"),
+                  (b + "in_proj_a.weight", (nv, h), "proj", "BF16"),
+                  (b + "conv1d.weight", (conv, 1, K), "conv", "BF16"),
+                  (b + "dt_bias", (nv,), "dt_bias", "BF16"),
+                  (b + "A_log", (nv,), "a_log", "F32"),
+                  (b + "norm.weight", (dv,), "norm", "BF16"),
+                  (b + "out_proj.weight", (h, nv * dv), "proj", "BF16")]
+        t += [(a + "post_attention_layernorm.weight", (h,), "znorm", "BF16"),
+              (a + "mlp.gate_proj.weight", (f, h), "proj", "BF16"),
+              (a + "mlp.up_proj.weight", (f, h), "proj", "BF16"),
+              (a + "mlp.down_proj.weight", (h, f), "proj", "BF16")]
+    t.append((P + "norm.weight", (h,), "zfinal", "BF16"))
+    if not p["tied"]:
+        t.append(("lm_head.weight", (V, h), "head", "BF16"))
+    return t
+
+
+def generate_q35(p, seed, name, shape, kind):
+    """docs/MODELS.md's Qwen3.5 distributions: the same Irwin-Hall draws; zero-centred norms
+    without the + 1, the final one as gain * (1 + n) - 1; A_log = (3 j / (nv - 1)) ln 2."""
+    n = int(np.prod(shape))
+    if kind == "a_log":
+        v = np.arange(n, dtype=np.float64) * 3.0 / float(max(n - 1, 1)) * LN2
+        return v.astype(np.float32).view(np.uint32).reshape(shape)
+    x = xoshiro_stream(seed ^ ((fnv1a(name) * 0x9E3779B97F4A7C15) & M64), n)
+    lanes = sum(((x >> np.uint64(16 * k)) & np.uint64(0xFFFF)).astype(np.int64) for k in range(4))
+    z = (lanes - 131070).astype(np.float64)
+    sd = {"embed": 1.0, "proj": 1.0 / math.sqrt(shape[-1]), "conv": 1.0 / math.sqrt(shape[-1]),
+          "head": 3.0 / math.sqrt(p["hidden"]), "dt_bias": 0.1, "vision": 0.02}.get(kind, 0.05)
+    v = z * (math.sqrt(3.0 / 4294967295.0) * sd)
+    if kind in ("norm", "dt_bias", "zfinal"):
+        v = v + 1.0
+    if kind == "zfinal":
+        v = v * (3.0 / math.sqrt(p["hidden"]) if p["tied"] else 1.0)
+        v = v - 1.0
+    return bf16_bits(v.astype(np.float32)).reshape(shape)
+
+
+def help_params():
+    rc, out, _ = run("model", "init", "--help")
+    lines = out.splitlines()
+    got = {}
+    for i, l in enumerate(lines[:-1]):
+        w = l.split()
+        nxt = lines[i + 1].split()
+        if w and len(nxt) == 2 and nxt[1] == "parameters" and nxt[0].isdigit():
+            got[w[0]] = int(nxt[0])
+    return got
+
+
+def check_q35_tiny(w):
+    name, p = "qwen3.5-tiny-random", Q35["qwen3.5-tiny-random"]
+    a, b, c = (os.path.join(w, "%s-%s" % (name, s)) for s in ("s1", "s1again", "s2"))
+    for d, seed in ((a, "1"), (b, "1"), (c, "2")):
+        rc, out, err = run("model", "init", "--preset", name, "--seed", seed, d)
+        check(rc == 0 and "wrote" in out, "%s: init --seed %s: exit %d %s" % (name, seed, rc, err))
+    ta, tb, tc = tree(a), tree(b), tree(c)
+    check(sorted(ta) == ["chat_template.jinja", "config.json", "generation_config.json",
+                         "model.safetensors", "panel.jsonl", "tokenizer.json",
+                         "tokenizer_config.json"], "%s: files %s" % (name, sorted(ta)))
+    check_tokenizer(name, ta)
+    check(ta == tb, "%s: two inits with the same seed differ" % name)
+    check(ta["model.safetensors"] != tc["model.safetensors"], "%s: seeds 1 and 2 give the same weights" % name)
+    check(ta["panel.jsonl"] == tc["panel.jsonl"] == tree(os.path.join(w, "tiny-random-s1"))["panel.jsonl"],
+          "%s: the panel is not the tiny presets' panel" % name)
+    cfg = json.loads(ta["config.json"])
+    check(ta["config.json"].decode() == json.dumps(cfg, indent=2, sort_keys=True) + "\n",
+          "%s: config.json is not in transformers' sorted, indented form" % name)
+    want = expected_q35_config(name, p, 1)
+    check(cfg == want, "%s: config.json %r, expected %r" % (name, cfg, want))
+    check(type(cfg["text_config"]["rms_norm_eps"]) is float and type(cfg["text_config"]["vocab_size"]) is int,
+          "%s: config number types" % name)
+    gen = json.loads(ta["generation_config.json"])
+    check(gen.get("bos_token_id") == 256 and gen.get("eos_token_id") == 257, "%s: generation_config %r" % (name, gen))
+
+    n, header, data = read_safetensors(os.path.join(a, "model.safetensors"))
+    check((8 + n) % 8 == 0 and header.get("__metadata__") == {"format": "pt"}, "%s: header" % name)
+    exp = expected_q35_tensors(p)
+    got = [k for k in sorted(header, key=lambda k: header[k]["data_offsets"][0] if k != "__metadata__" else -1)
+           if k != "__metadata__"]
+    check(got == [t[0] for t in exp], "%s: tensor names/order %r" % (name, got))
+    params = sum(int(np.prod(t[1])) for t in exp)
+    check(params == 206024 and help_params().get(name) == params,
+          "%s: %d parameters, --help says %r" % (name, params, help_params().get(name)))
+    off, values = 0, {}
+    for tname, shape, kind, dt in exp:
+        e = header.get(tname)
+        if e is None:
+            continue
+        size = 4 if dt == "F32" else 2
+        check(e["dtype"] == dt and tuple(e["shape"]) == shape,
+              "%s: %s is %s %r, expected %s %r" % (name, tname, e["dtype"], e["shape"], dt, shape))
+        b0, b1 = e["data_offsets"]
+        check(b0 == off and b1 - b0 == size * int(np.prod(shape)), "%s: %s offsets %r" % (name, tname, e["data_offsets"]))
+        off = b1
+        bits = np.frombuffer(data[b0:b1], dtype="<u4" if size == 4 else "<u2").reshape(shape)
+        ref = generate_q35(p, 1, tname, shape, kind)
+        check(np.array_equal(bits, ref), "%s: %s differs from the documented generator (%d of %d values)"
+              % (name, tname, int((bits != ref).sum()), bits.size))
+        v = (bits.view(np.float32) if size == 4 else bf16_to_f32(bits)).astype(np.float64)
+        values[tname] = v
+        check(np.isfinite(v).all(), "%s: %s has a non-finite value" % (name, tname))
+        if kind in ("znorm", "zfinal"):  # the untied final norm has gain 1: w around 0 too
+            check(abs(v.mean()) < 0.03 and 0.01 < v.std() < 0.1, "%s: %s mean %.4f sd %.4f, expected N(0, 0.05^2)"
+                  % (name, tname, v.mean(), v.std()))
+        if kind == "norm":
+            check(abs(v.mean() - 1) < 0.05 and 0.01 < v.std() < 0.1, "%s: %s not around 1" % (name, tname))
+        if kind == "dt_bias":
+            check(np.all(np.abs(v - 1) < 0.35), "%s: %s not around 1: %r" % (name, tname, v))
+        if kind == "a_log":
+            A = np.exp(v)
+            check(abs(A[0] - 1) < 1e-6 and abs(A[-1] - 8) < 1e-5 and np.all(np.diff(A) > 0),
+                  "%s: exp(%s) = %r, expected spread over [1, 8]" % (name, tname, A))
+        if kind in ("conv", "proj") and v.size >= 2048:
+            sd = 1 / math.sqrt(shape[-1])
+            check(abs(v.std() / sd - 1) < 0.1 and abs(v.mean()) < 0.1 * sd,
+                  "%s: %s sd %.4f, expected %.4f" % (name, tname, v.std(), sd))
+    check(off == len(data), "%s: %d trailing data bytes" % (name, len(data) - off))
+    # the logits spread (about 3) through the zero-centred final norm and the untied head
+    P = "model.language_model."
+    emb = values[P + "embed_tokens.weight"].reshape(p["vocab"], p["hidden"])[:16]
+    hs = emb / np.sqrt((emb ** 2).mean(axis=1, keepdims=True)) * (1 + values[P + "norm.weight"])
+    logits = hs @ values["lm_head.weight"].reshape(p["vocab"], p["hidden"]).T
+    check(1.5 < logits.std() < 6, "%s: logit sd %.2f, expected about 3" % (name, logits.std()))
+
+
+def check_q35_4b(w):
+    """Config and parameter count only: the weights (8.4 GB) are never written here."""
+    name, p = "qwen3.5-4b", Q35["qwen3.5-4b"]
+    d = os.path.join(w, "q35-4b")
+    rc, out, err = run("model", "init", "--preset", name, "--seed", "5", "--no-weights", "--json", d)
+    j = json.loads(out) if rc == 0 else {}
+    exp = expected_q35_tensors(p)
+    params = sum(int(np.prod(t[1])) for t in exp)
+    check(params == 4205751296, "%s: the docs' tables give %d parameters" % (name, params))
+    check(j.get("parameters") == params and j.get("tensors") == len(exp) == 426
+          and j.get("safetensors_bytes") == 0, "%s: --no-weights --json %r %s" % (name, j, err))
+    check(help_params().get(name) == params, "%s: --help parameters %r" % (name, help_params().get(name)))
+    if rc != 0:
+        return
+    check(sorted(os.listdir(d)) == ["config.json", "generation_config.json", "panel.jsonl"],
+          "%s: --no-weights wrote %r" % (name, sorted(os.listdir(d))))
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    want = expected_q35_config(name, p, 5)
+    check(cfg == want, "%s: config.json %r, expected %r" % (name, cfg, want))
+    check(cfg["layer_types"].count(FULL) == 8 and cfg["layer_types"][3] == FULL and cfg["layer_types"][0] == LIN,
+          "%s: layer_types" % name)
+    rc, out, err = run("model", "init", "--preset", "tiny-random", "--no-weights", os.path.join(w, "nw"))
+    check(rc == 0 and "no model.safetensors" in out and not os.path.exists(os.path.join(w, "nw", "model.safetensors")),
+          "--no-weights text output: %s %s" % (out, err))
+
+
 def main():
     if not CLI or not os.access(CLI, os.X_OK):
         print("skip: FDL_CLI is not an executable")
@@ -310,9 +533,11 @@ def main():
     try:
         for name, p in PRESETS.items():
             check_preset(w, name, p)
+        check_q35_tiny(w)
+        check_q35_4b(w)
         # every preset lists in --help, and the big ones report their sizes
         rc, out, _ = run("model", "init", "--help")
-        check(rc == 0 and all(n in out for n in list(PRESETS) + ["llama-100m", "qwen3-0.6b"]),
+        check(rc == 0 and all(n in out for n in list(PRESETS) + list(Q35) + ["llama-100m", "qwen3-0.6b"]),
               "model init --help lists the presets")
         # --json
         rc, out, err = run("model", "init", "--preset", "tiny-random", "--json", os.path.join(w, "j"))

@@ -23,6 +23,7 @@ BUILD = os.environ.get("FDL_BUILD", "")
 TOOL = os.path.join(BUILD, "tests", "tool_model")
 MLP = ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
 ATTN = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj")
+DELTANET = ("linear_attn.in_proj_qkv", "linear_attn.in_proj_z", "linear_attn.out_proj")
 
 failures = []
 
@@ -290,8 +291,62 @@ def main():
             n = check_model(P("qwen2-tiny-random"), P("all"), 16, MLP + ATTN, recs, "all-linear g16")
             check(n == 14, "all-linear: %d weights quantized, expected 14" % n)
             qc = json.load(open(P("all", "config.json")))["quantization_config"]
-            check(qc["group_size"] == 16 and set(qc["modules_in_block_to_quantize"][0]) == set(MLP + ATTN),
+            check(qc["group_size"] == 16 and qc["modules_in_block_to_quantize"] == [list(ATTN + MLP)],
                   "all-linear config %r" % qc)
+
+        # Qwen3.5 with a vision tower: the mlp matrices under model.language_model. are
+        # quantized; the 3-D conv1d, the F32 A_log, the DeltaNet gates and the vision tower are
+        # copied as stored; config.json keeps text_config and vision_config
+        q35 = "qwen3.5-tiny-random"
+        rc, _, err = run("model", "init", "--preset", q35, "--seed", "3", P(q35))
+        check(rc == 0, "%s: model init: %s" % (q35, err))
+        rc, out, err = run("quantize", "--codec", "int4", "--group-size", "32", "--scope", "mlp", P(q35), P(q35 + "-q"))
+        check(rc == 0 and "wrote" in out, "%s: quantize exit %d %s" % (q35, rc, err))
+        if rc == 0:
+            n = check_model(P(q35), P(q35 + "-q"), 32, MLP, recs, q35)
+            check(n == 12, "%s: %d weights quantized, expected 12 (4 layers x 3)" % (q35, n))
+            _, so = read_st(P(q35 + "-q", "model.safetensors"))
+            quant = sorted({k.rsplit(".", 1)[0] for k in so if k.endswith(".qweight")})
+            check(all(k.startswith("model.language_model.layers.") and ".mlp." in k for k in quant),
+                  "%s: quantized %r" % (q35, quant))
+            kinds = {k: (so[k][0], so[k][1].ndim) for k in so}
+            check(kinds.get("model.language_model.layers.0.linear_attn.conv1d.weight") == ("BF16", 3)
+                  and kinds.get("model.language_model.layers.0.linear_attn.A_log") == ("F32", 1)
+                  and kinds.get("model.visual.patch_embed.proj.weight") == ("BF16", 5),
+                  "%s: conv1d, A_log, vision tower not copied as stored: %r" % (q35, kinds))
+            src_cfg = json.load(open(P(q35, "config.json")))
+            cfg = json.load(open(P(q35 + "-q", "config.json")))
+            qc = cfg.pop("quantization_config", {})
+            check(cfg == src_cfg and "text_config" in cfg and "vision_config" in cfg,
+                  "%s: config.json changed beyond quantization_config" % q35)
+            check(qc.get("modules_in_block_to_quantize") == [list(MLP)] and qc.get("group_size") == 32
+                  and qc.get("fidelis", {}).get("scope") == "mlp", "%s: quantization_config %r" % (q35, qc))
+            for f in ("generation_config.json", "panel.jsonl", "tokenizer.json"):
+                check(open(P(q35, f), "rb").read() == open(P(q35 + "-q", f), "rb").read(),
+                      "%s: %s not copied" % (q35, f))
+        rc, _, err = run("quantize", "--scope", "all-linear", "--group-size", "16", P(q35), P(q35 + "-all"))
+        check(rc == 0, "%s all-linear: exit %d %s" % (q35, rc, err))
+        if rc == 0:
+            # 12 mlp, q/k/v/o of the full-attention layer, in_proj_qkv/z and out_proj of the three
+            # DeltaNet layers; in_proj_a/b and conv1d stay as stored (docs/MODELS.md)
+            n = check_model(P(q35), P(q35 + "-all"), 16, MLP + ATTN + DELTANET, recs, q35 + " all-linear g16")
+            check(n == 25, "%s all-linear: %d weights quantized, expected 25" % (q35, n))
+            qc = json.load(open(P(q35 + "-all", "config.json")))["quantization_config"]
+            check(qc["modules_in_block_to_quantize"] == [list(ATTN + DELTANET + MLP)],
+                  "%s all-linear modules %r" % (q35, qc["modules_in_block_to_quantize"]))
+        # a vision-tower or mtp tensor is never in scope, whatever its name
+        m8 = bf16_bits(np.random.default_rng(5).standard_normal((8, 64)))
+        craft(P("visual"), [("model.visual.blocks.0.mlp.gate_proj.weight", "BF16", m8),
+                            ("mtp.layers.0.mlp.up_proj.weight", "BF16", m8),
+                            ("model.language_model.layers.0.mlp.down_proj.weight", "BF16", m8)])
+        rc, _, err = run("quantize", P("visual"), P("visual-q"))
+        check(rc == 0, "visual: exit %d %s" % (rc, err))
+        if rc == 0:
+            _, so = read_st(P("visual-q", "model.safetensors"))
+            check(sorted(so) == sorted(["model.visual.blocks.0.mlp.gate_proj.weight", "mtp.layers.0.mlp.up_proj.weight"]
+                                       + ["model.language_model.layers.0.mlp.down_proj." + x
+                                          for x in ("qweight", "qzeros", "scales", "g_idx")]),
+                  "visual: %r" % sorted(so))
 
         # a sharded checkpoint: shards stay shards, the index follows the parts
         shards = make_sharded(P("tiny-random"), P("sharded"))

@@ -25,16 +25,25 @@ extern "C" {
 
 typedef struct {
   const char *name;         /* "tiny-random" */
-  const char *architecture; /* "Qwen3ForCausalLM", "LlamaForCausalLM", "Qwen2ForCausalLM" */
-  const char *model_type;   /* "qwen3", "llama", "qwen2" */
+  const char *architecture; /* "Qwen3ForCausalLM", "LlamaForCausalLM", "Qwen2ForCausalLM",
+                               "Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration" */
+  const char *model_type;   /* "qwen3", "llama", "qwen2", "qwen3_5_text", "qwen3_5" */
   size_t vocab, hidden, intermediate, layers, heads, kv_heads, head_dim;
   size_t max_position;
   bool tied;     /* lm_head is the embedding (no lm_head.weight) */
-  bool qk_norm;  /* per-head q/k RMSNorm (Qwen3) */
+  bool qk_norm;  /* per-head q/k RMSNorm (Qwen3, Qwen3.5) */
   bool qkv_bias; /* q/k/v projections carry a bias (Qwen2) */
   double rope_theta, rms_norm_eps;
   int64_t bos, eos;
   const char *about; /* one line for --help */
+  /* Qwen3.5's hybrid (docs/QWEN35.md): layer i is gated full attention when (i + 1) %
+   * full_attention_interval == 0, Gated DeltaNet otherwise. 0 for a dense model, which leaves
+   * every field below unused. */
+  size_t full_attention_interval;
+  size_t linear_key_heads, linear_value_heads, linear_key_dim, linear_value_dim, conv_kernel;
+  double partial_rotary_factor;
+  bool vision; /* Qwen3_5ForConditionalGeneration: text under text_config and
+                  model.language_model., plus a token vision tower under model.visual. */
 } fdl_model_preset;
 
 /* Every preset, in a fixed order. */
@@ -52,11 +61,13 @@ typedef struct {
   const char *out_dir; /* must not exist; appears whole or not at all */
   fdl_notice_fn notice;
   void *notice_arg;
+  bool no_weights; /* everything but model.safetensors: a big preset's config, checked in
+                      seconds (the result still counts its tensors and parameters) */
 } fdl_model_init_opts;
 
 typedef struct {
-  uint64_t params; /* parameters written */
-  uint64_t bytes;  /* size of model.safetensors */
+  uint64_t params; /* parameters written (with no_weights: that would be written) */
+  uint64_t bytes;  /* size of model.safetensors; 0 with no_weights */
   size_t tensors;  /* tensors in it */
   size_t panel_contexts, panel_tokens;
 } fdl_model_init_result;
@@ -106,7 +117,8 @@ FDL_API fdl_status fdl_gptq_reconstruct(const fdl_tensor *qweight, const fdl_ten
 
 typedef enum {
   FDL_GPTQ_SCOPE_MLP = 0,    /* mlp.{gate,up,down}_proj */
-  FDL_GPTQ_SCOPE_ALL_LINEAR, /* those and self_attn.{q,k,v,o}_proj */
+  FDL_GPTQ_SCOPE_ALL_LINEAR, /* those, self_attn.{q,k,v,o}_proj and Gated DeltaNet's
+                                linear_attn.{in_proj_qkv,in_proj_z,out_proj} */
 } fdl_gptq_scope;
 
 /* The scope's name in config.json ("mlp", "all-linear"). */

@@ -32,17 +32,142 @@
 /* ---- presets ------------------------------------------------------------------------------ */
 
 static const fdl_model_preset PRESETS[] = {
-    {"tiny-random", "Qwen3ForCausalLM", "qwen3", 272, 64, 128, 2, 4, 2, 16, 4096, true, true, false,
-     1000000.0, 1e-6, 256, 257,
-     "Qwen3 at the upstream fixture's size: tied, q/k norm, GQA 2 (with the panel)"},
-    {"llama-tiny-random", "LlamaForCausalLM", "llama", 272, 64, 128, 2, 4, 2, 16, 4096, false,
-     false, false, 10000.0, 1e-5, 256, 257, "Llama, same size: untied lm_head, GQA 2"},
-    {"qwen2-tiny-random", "Qwen2ForCausalLM", "qwen2", 272, 64, 128, 2, 4, 1, 16, 4096, true, false,
-     true, 1000000.0, 1e-6, 256, 257, "Qwen2, same size: q/k/v bias, tied, GQA 4"},
-    {"llama-100m", "LlamaForCausalLM", "llama", 32000, 768, 2048, 12, 12, 12, 64, 2048, false,
-     false, false, 10000.0, 1e-5, 1, 2, "Llama of about 100M parameters (134M with lm_head)"},
-    {"qwen3-0.6b", "Qwen3ForCausalLM", "qwen3", 151936, 1024, 3072, 28, 16, 8, 128, 40960, true,
-     true, false, 1000000.0, 1e-6, 151643, 151645, "Qwen3-0.6B's shapes (596M parameters)"},
+    {.name = "tiny-random",
+     .architecture = "Qwen3ForCausalLM",
+     .model_type = "qwen3",
+     .vocab = 272,
+     .hidden = 64,
+     .intermediate = 128,
+     .layers = 2,
+     .heads = 4,
+     .kv_heads = 2,
+     .head_dim = 16,
+     .max_position = 4096,
+     .tied = true,
+     .qk_norm = true,
+     .rope_theta = 1000000.0,
+     .rms_norm_eps = 1e-6,
+     .bos = 256,
+     .eos = 257,
+     .about = "Qwen3 at the upstream fixture's size: tied, q/k norm, GQA 2 (with the panel)"},
+    {.name = "llama-tiny-random",
+     .architecture = "LlamaForCausalLM",
+     .model_type = "llama",
+     .vocab = 272,
+     .hidden = 64,
+     .intermediate = 128,
+     .layers = 2,
+     .heads = 4,
+     .kv_heads = 2,
+     .head_dim = 16,
+     .max_position = 4096,
+     .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-5,
+     .bos = 256,
+     .eos = 257,
+     .about = "Llama, same size: untied lm_head, GQA 2"},
+    {.name = "qwen2-tiny-random",
+     .architecture = "Qwen2ForCausalLM",
+     .model_type = "qwen2",
+     .vocab = 272,
+     .hidden = 64,
+     .intermediate = 128,
+     .layers = 2,
+     .heads = 4,
+     .kv_heads = 1,
+     .head_dim = 16,
+     .max_position = 4096,
+     .tied = true,
+     .qkv_bias = true,
+     .rope_theta = 1000000.0,
+     .rms_norm_eps = 1e-6,
+     .bos = 256,
+     .eos = 257,
+     .about = "Qwen2, same size: q/k/v bias, tied, GQA 4"},
+    {.name = "qwen3.5-tiny-random",
+     .architecture = "Qwen3_5ForConditionalGeneration",
+     .model_type = "qwen3_5",
+     .vocab = 272,
+     .hidden = 64,
+     .intermediate = 128,
+     .layers = 4,
+     .heads = 4,
+     .kv_heads = 2,
+     .head_dim = 16,
+     .max_position = 4096,
+     .qk_norm = true,
+     .rope_theta = 10000000.0,
+     .rms_norm_eps = 1e-6,
+     .bos = 256,
+     .eos = 257,
+     .full_attention_interval = 4,
+     .linear_key_heads = 2,
+     .linear_value_heads = 4,
+     .linear_key_dim = 16,
+     .linear_value_dim = 16,
+     .conv_kernel = 4,
+     .partial_rotary_factor = 0.25,
+     .vision = true,
+     .about = "Qwen3.5 (3 Gated DeltaNet + 1 gated attention), untied, vision tower stub"},
+    {.name = "llama-100m",
+     .architecture = "LlamaForCausalLM",
+     .model_type = "llama",
+     .vocab = 32000,
+     .hidden = 768,
+     .intermediate = 2048,
+     .layers = 12,
+     .heads = 12,
+     .kv_heads = 12,
+     .head_dim = 64,
+     .max_position = 2048,
+     .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-5,
+     .bos = 1,
+     .eos = 2,
+     .about = "Llama of about 100M parameters (134M with lm_head)"},
+    {.name = "qwen3-0.6b",
+     .architecture = "Qwen3ForCausalLM",
+     .model_type = "qwen3",
+     .vocab = 151936,
+     .hidden = 1024,
+     .intermediate = 3072,
+     .layers = 28,
+     .heads = 16,
+     .kv_heads = 8,
+     .head_dim = 128,
+     .max_position = 40960,
+     .tied = true,
+     .qk_norm = true,
+     .rope_theta = 1000000.0,
+     .rms_norm_eps = 1e-6,
+     .bos = 151643,
+     .eos = 151645,
+     .about = "Qwen3-0.6B's shapes (596M parameters)"},
+    {.name = "qwen3.5-4b",
+     .architecture = "Qwen3_5ForCausalLM",
+     .model_type = "qwen3_5_text",
+     .vocab = 248320,
+     .hidden = 2560,
+     .intermediate = 9216,
+     .layers = 32,
+     .heads = 16,
+     .kv_heads = 4,
+     .head_dim = 256,
+     .max_position = 262144,
+     .tied = true,
+     .qk_norm = true,
+     .rope_theta = 10000000.0,
+     .rms_norm_eps = 1e-6,
+     .bos = 248044,
+     .eos = 248046,
+     .full_attention_interval = 4,
+     .linear_key_heads = 16,
+     .linear_value_heads = 32,
+     .linear_key_dim = 128,
+     .linear_value_dim = 128,
+     .conv_kernel = 4,
+     .partial_rotary_factor = 0.25,
+     .about = "Qwen3.5-4B's shapes (4.2B parameters, 8.4 GB; benchmarks)"},
 };
 
 const fdl_model_preset *fdl_model_presets(size_t *n) {
@@ -94,30 +219,67 @@ fdl_status fdl_model_panel(fdl_buf *out, fdl_err *err) {
 
 /* ---- tensors ------------------------------------------------------------------------------ */
 
-typedef enum { K_EMBED, K_PROJ, K_HEAD, K_BIAS, K_NORM, K_FINAL_NORM } kind;
+/* K_ZNORM and K_ZFINAL_NORM are Qwen3.5's zero-centred RMSNorm weights (the model multiplies by
+ * 1 + w); K_A_LOG is not random at all. */
+typedef enum {
+  K_EMBED,
+  K_PROJ,
+  K_HEAD,
+  K_BIAS,
+  K_NORM,
+  K_FINAL_NORM,
+  K_ZNORM,
+  K_ZFINAL_NORM,
+  K_CONV,
+  K_DT_BIAS,
+  K_A_LOG,
+  K_VISION
+} kind;
+
+#define SPEC_DIMS 5 /* the vision stub's Conv3d patch embedding */
 
 typedef struct {
   char name[96];
+  fdl_dtype dtype;
   int ndim;
-  int64_t shape[2];
+  int64_t shape[SPEC_DIMS];
   kind k;
 } spec;
 
-static void add(spec *t, size_t *n, kind k, int64_t d0, int64_t d1, const char *fmt, size_t layer) {
+/* Appends prefix + fmt (formatted with layer) of the given shape; the shape ends at the first
+ * 0 dimension. */
+static void put(spec *t, size_t *n, kind k, const int64_t *shape, const char *prefix,
+                const char *fmt, size_t layer) {
   spec *s = &t[(*n)++];
-  snprintf(s->name, sizeof s->name, fmt, layer);
+  int len = snprintf(s->name, sizeof s->name, "%s", prefix);
+  snprintf(s->name + len, sizeof s->name - (size_t)len, fmt, layer);
   s->k = k;
-  s->ndim = d1 ? 2 : 1;
-  s->shape[0] = d0;
-  s->shape[1] = d1;
+  /* Releases keep A_log in float32 in a BF16 checkpoint (docs/QWEN35.md); so does this one, so
+   * that a loader meets the mixed case. */
+  s->dtype = k == K_A_LOG ? FDL_DTYPE_F32 : FDL_DTYPE_BF16;
+  s->ndim = 0;
+  while (s->ndim < SPEC_DIMS && shape[s->ndim]) {
+    s->shape[s->ndim] = shape[s->ndim];
+    s->ndim++;
+  }
 }
 
-static size_t per_layer(const fdl_model_preset *p) {
-  return 2 + 4 + 3 + (p->qkv_bias ? 3 : 0) + (p->qk_norm ? 2 : 0);
+static void add(spec *t, size_t *n, kind k, int64_t d0, int64_t d1, const char *fmt, size_t layer) {
+  put(t, n, k, (const int64_t[SPEC_DIMS]){d0, d1}, "", fmt, layer);
 }
 
-/* The tensors in HF's module order; t has room for 3 + layers * per_layer. */
-static size_t list_tensors(const fdl_model_preset *p, spec *t) {
+static uint64_t numel(const spec *t) {
+  uint64_t m = 1;
+  for (int d = 0; d < t->ndim; d++) m *= (uint64_t)t->shape[d];
+  return m;
+}
+
+/* Room for every preset's list: at most 14 tensors a layer, 6 outside the layers. */
+static size_t tensor_cap(const fdl_model_preset *p) {
+  return 8 + 16 * p->layers;
+}
+
+static void list_dense(const fdl_model_preset *p, spec *t, size_t *pn) {
   size_t n = 0;
   int64_t h = (int64_t)p->hidden, q = (int64_t)(p->heads * p->head_dim),
           kv = (int64_t)(p->kv_heads * p->head_dim), f = (int64_t)p->intermediate,
@@ -143,16 +305,89 @@ static size_t list_tensors(const fdl_model_preset *p, spec *t) {
   }
   add(t, &n, K_FINAL_NORM, h, 0, "model.norm.weight", 0);
   if (!p->tied) add(t, &n, K_HEAD, (int64_t)p->vocab, h, "lm_head.weight", 0);
+  *pn = n;
+}
+
+/* The vision stub's width, patch and channels: small, and only there so that a checkpoint with
+ * a vision tower (its config and its tensors) is exercised. */
+#define VIS_HIDDEN 32
+#define VIS_PATCH 4
+#define VIS_TEMPORAL 2
+#define VIS_POSITIONS 16
+
+static bool layer_is_full(const fdl_model_preset *p, size_t layer) {
+  return !p->full_attention_interval || (layer + 1) % p->full_attention_interval == 0;
+}
+
+/* Qwen3.5 in the module order of transformers' qwen3_5 (docs/QWEN35.md, "Tensors"). */
+static void list_qwen35(const fdl_model_preset *p, spec *t, size_t *pn) {
+  size_t n = 0;
+  const char *P = p->vision ? "model.language_model." : "model.";
+  int64_t h = (int64_t)p->hidden, f = (int64_t)p->intermediate, hd = (int64_t)p->head_dim,
+          q = (int64_t)(p->heads * p->head_dim), kv = (int64_t)(p->kv_heads * p->head_dim);
+  int64_t nv = (int64_t)p->linear_value_heads,
+          vdim = (int64_t)(p->linear_value_heads * p->linear_value_dim),
+          conv = (int64_t)(2 * p->linear_key_heads * p->linear_key_dim) + vdim,
+          k = (int64_t)p->conv_kernel;
+  if (p->vision) {
+    put(t, &n, K_VISION,
+        (const int64_t[SPEC_DIMS]){VIS_HIDDEN, 3, VIS_TEMPORAL, VIS_PATCH, VIS_PATCH},
+        "model.visual.", "patch_embed.proj.weight", 0);
+    put(t, &n, K_VISION, (const int64_t[SPEC_DIMS]){VIS_HIDDEN}, "model.visual.",
+        "patch_embed.proj.bias", 0);
+    put(t, &n, K_VISION, (const int64_t[SPEC_DIMS]){VIS_POSITIONS, VIS_HIDDEN}, "model.visual.",
+        "pos_embed.weight", 0);
+  }
+#define T(kd, d0, d1, d2, fmt) put(t, &n, kd, (const int64_t[SPEC_DIMS]){d0, d1, d2}, P, fmt, l)
+  size_t l = 0;
+  T(K_EMBED, (int64_t)p->vocab, h, 0, "embed_tokens.weight");
+  for (l = 0; l < p->layers; l++) {
+    T(K_ZNORM, h, 0, 0, "layers.%zu.input_layernorm.weight");
+    if (layer_is_full(p, l)) {
+      T(K_PROJ, 2 * q, h, 0, "layers.%zu.self_attn.q_proj.weight");
+      T(K_PROJ, kv, h, 0, "layers.%zu.self_attn.k_proj.weight");
+      T(K_PROJ, kv, h, 0, "layers.%zu.self_attn.v_proj.weight");
+      T(K_PROJ, h, q, 0, "layers.%zu.self_attn.o_proj.weight");
+      T(K_ZNORM, hd, 0, 0, "layers.%zu.self_attn.q_norm.weight");
+      T(K_ZNORM, hd, 0, 0, "layers.%zu.self_attn.k_norm.weight");
+    } else {
+      T(K_PROJ, conv, h, 0, "layers.%zu.linear_attn.in_proj_qkv.weight");
+      T(K_PROJ, vdim, h, 0, "layers.%zu.linear_attn.in_proj_z.weight");
+      T(K_PROJ, nv, h, 0, "layers.%zu.linear_attn.in_proj_b.weight");
+      T(K_PROJ, nv, h, 0, "layers.%zu.linear_attn.in_proj_a.weight");
+      T(K_CONV, conv, 1, k, "layers.%zu.linear_attn.conv1d.weight");
+      T(K_DT_BIAS, nv, 0, 0, "layers.%zu.linear_attn.dt_bias");
+      T(K_A_LOG, nv, 0, 0, "layers.%zu.linear_attn.A_log");
+      T(K_NORM, (int64_t)p->linear_value_dim, 0, 0, "layers.%zu.linear_attn.norm.weight");
+      T(K_PROJ, h, vdim, 0, "layers.%zu.linear_attn.out_proj.weight");
+    }
+    T(K_ZNORM, h, 0, 0, "layers.%zu.post_attention_layernorm.weight");
+    T(K_PROJ, f, h, 0, "layers.%zu.mlp.gate_proj.weight");
+    T(K_PROJ, f, h, 0, "layers.%zu.mlp.up_proj.weight");
+    T(K_PROJ, h, f, 0, "layers.%zu.mlp.down_proj.weight");
+  }
+  T(K_ZFINAL_NORM, h, 0, 0, "norm.weight");
+#undef T
+  if (!p->tied) add(t, &n, K_HEAD, (int64_t)p->vocab, h, "lm_head.weight", 0);
+  *pn = n;
+}
+
+/* The tensors in HF's module order; t has room for tensor_cap(p). */
+static size_t list_tensors(const fdl_model_preset *p, spec *t) {
+  size_t n = 0;
+  if (p->full_attention_interval)
+    list_qwen35(p, t, &n);
+  else
+    list_dense(p, t, &n);
   return n;
 }
 
 uint64_t fdl_model_preset_params(const fdl_model_preset *p) {
-  spec *t = fdl_calloc(3 + p->layers * per_layer(p), sizeof *t);
+  spec *t = fdl_calloc(tensor_cap(p), sizeof *t);
   if (!t) return 0;
   size_t n = list_tensors(p, t);
   uint64_t sum = 0;
-  for (size_t i = 0; i < n; i++)
-    sum += (uint64_t)t[i].shape[0] * (uint64_t)(t[i].ndim == 2 ? t[i].shape[1] : 1);
+  for (size_t i = 0; i < n; i++) sum += numel(&t[i]);
   free(t);
   return sum;
 }
@@ -172,13 +407,17 @@ static int64_t irwin_hall4(fdl_rng *r) {
   return s - 131070;
 }
 
-/* Fills out[0..n) (through f, as wide) with the next n BF16 values of tensor t's stream. The
- * multiplies and adds are separate statements so that no compiler fuses them into an FMA, which
- * would round once instead of twice and move bits between builds. */
-static void generate(const fdl_model_preset *p, const spec *t, fdl_rng *r, float *f, uint16_t *out,
-                     size_t n) {
+/* ln 2 to double precision: A_log is built from it so that no libm call can move its bits. */
+#define LN2 0.693147180559945309417
+
+/* Fills f[0..n) with values first.. of tensor t's stream and, for a BF16 tensor, out[0..n)
+ * with their BF16 bits. The multiplies and adds are separate statements so that no compiler
+ * fuses them into an FMA, which would round once instead of twice and move bits between
+ * builds. */
+static void generate(const fdl_model_preset *p, const spec *t, fdl_rng *r, uint64_t first, float *f,
+                     uint16_t *out, size_t n) {
   const double unit = sqrt(3.0 / 4294967295.0); /* 1 / sd of irwin_hall4 */
-  double sd, offset = 0.0, gain = 1.0;
+  double sd, offset = 0.0, gain = 1.0, shift = 0.0;
   switch (t->k) {
   case K_EMBED:
     sd = 1.0;
@@ -190,12 +429,37 @@ static void generate(const fdl_model_preset *p, const spec *t, fdl_rng *r, float
     sd = 3.0 / sqrt((double)p->hidden);
     break;
   case K_BIAS:
-    sd = 0.1;
+  case K_DT_BIAS:
+    sd = 0.1, offset = t->k == K_DT_BIAS ? 1.0 : 0.0;
     break;
   case K_FINAL_NORM:
     if (p->tied) gain = 3.0 / sqrt((double)p->hidden);
     sd = 0.05, offset = 1.0;
     break;
+  case K_ZNORM:
+    sd = 0.05;
+    break;
+  case K_ZFINAL_NORM:
+    /* The dense final norm's multiplier, stored as w = multiplier - 1. */
+    if (p->tied) gain = 3.0 / sqrt((double)p->hidden);
+    sd = 0.05, offset = 1.0, shift = -1.0;
+    break;
+  case K_CONV:
+    sd = 1.0 / sqrt((double)t->shape[t->ndim - 1]);
+    break;
+  case K_VISION:
+    sd = 0.02;
+    break;
+  case K_A_LOG: {
+    /* Head j of nv decays at A = 2^(3 j / (nv - 1)): log-evenly spread over [1, 8]. */
+    double last = t->shape[0] > 1 ? (double)(t->shape[0] - 1) : 1.0;
+    for (size_t i = 0; i < n; i++) {
+      double v = (double)(3 * (first + i)) / last;
+      v = v * LN2;
+      f[i] = (float)v;
+    }
+    return;
+  }
   default:
     sd = 0.05, offset = 1.0;
     break;
@@ -205,6 +469,7 @@ static void generate(const fdl_model_preset *p, const spec *t, fdl_rng *r, float
     double v = (double)irwin_hall4(r) * k;
     v = v + offset;
     v = v * gain;
+    if (shift != 0.0) v = v + shift;
     f[i] = (float)v;
   }
   fdl_f32_to_bf16_n(f, out, n);
@@ -212,9 +477,80 @@ static void generate(const fdl_model_preset *p, const spec *t, fdl_rng *r, float
 
 /* ---- config ------------------------------------------------------------------------------- */
 
+static json_t *fidelis_init(const fdl_model_preset *p, uint64_t seed) {
+  return json_pack("{s:s, s:I, s:s}", "preset", p->name, "seed", (json_int_t)seed, "init",
+                   "fidelis irwin-hall-4 v1 (docs/MODELS.md)");
+}
+
+/* The text config of transformers' Qwen3_5TextConfig (docs/QWEN35.md lists what the engine
+ * reads), layer_types written out although full_attention_interval implies them. */
+static json_t *qwen35_text_config(const fdl_model_preset *p) {
+  json_t *types = json_array();
+  for (size_t l = 0; types && l < p->layers; l++)
+    if (json_array_append_new(
+            types, json_string(layer_is_full(p, l) ? "full_attention" : "linear_attention"))) {
+      json_decref(types);
+      types = NULL;
+    }
+  if (!types) return NULL;
+  return json_pack(
+      "{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:f, "
+      "s:{s:s, s:f, s:f, s:[i, i, i], s:b}, s:b, s:b, s:f, s:f, s:b, s:o, s:I, s:I, s:I, s:I, "
+      "s:I, s:I, s:s, s:I, s:I}",
+      "model_type", "qwen3_5_text", "vocab_size", (json_int_t)p->vocab, "hidden_size",
+      (json_int_t)p->hidden, "intermediate_size", (json_int_t)p->intermediate, "num_hidden_layers",
+      (json_int_t)p->layers, "num_attention_heads", (json_int_t)p->heads, "num_key_value_heads",
+      (json_int_t)p->kv_heads, "head_dim", (json_int_t)p->head_dim, "hidden_act", "silu",
+      "max_position_embeddings", (json_int_t)p->max_position, "rms_norm_eps", p->rms_norm_eps,
+      "rope_parameters", "rope_type", "default", "rope_theta", p->rope_theta,
+      "partial_rotary_factor", p->partial_rotary_factor, "mrope_section", 11, 11, 10,
+      "mrope_interleaved", 1, "tie_word_embeddings", p->tied, "attention_bias", 0,
+      "attention_dropout", 0.0, "initializer_range", 0.02, "use_cache", 1, "layer_types", types,
+      "full_attention_interval", (json_int_t)p->full_attention_interval, "linear_conv_kernel_dim",
+      (json_int_t)p->conv_kernel, "linear_key_head_dim", (json_int_t)p->linear_key_dim,
+      "linear_value_head_dim", (json_int_t)p->linear_value_dim, "linear_num_key_heads",
+      (json_int_t)p->linear_key_heads, "linear_num_value_heads", (json_int_t)p->linear_value_heads,
+      "torch_dtype", "bfloat16", "bos_token_id", (json_int_t)p->bos, "eos_token_id",
+      (json_int_t)p->eos);
+}
+
+/* Qwen3_5ForCausalLM: the text config at the top level. Qwen3_5ForConditionalGeneration: the
+ * text config under text_config, the vision stub's under vision_config, and
+ * tie_word_embeddings at the top level too (transformers reads it there for the head). */
+static json_t *qwen35_config(const fdl_model_preset *p, uint64_t seed) {
+  json_t *text = qwen35_text_config(p), *c = NULL;
+  if (!text) return NULL;
+  if (!p->vision) {
+    c = text;
+    if (json_object_set_new(c, "architectures", json_pack("[s]", p->architecture))) {
+      json_decref(c);
+      c = NULL;
+    }
+  } else {
+    c = json_pack(
+        "{s:[s], s:s, s:o, s:{s:s, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, "
+        "s:I, s:f, s:[]}, s:b, s:s}",
+        "architectures", p->architecture, "model_type", p->model_type, "text_config", text,
+        "vision_config", "model_type", "qwen3_5", "depth", (json_int_t)0, "hidden_size",
+        (json_int_t)VIS_HIDDEN, "intermediate_size", (json_int_t)(2 * VIS_HIDDEN), "hidden_act",
+        "gelu_pytorch_tanh", "num_heads", (json_int_t)2, "in_channels", (json_int_t)3, "patch_size",
+        (json_int_t)VIS_PATCH, "temporal_patch_size", (json_int_t)VIS_TEMPORAL,
+        "spatial_merge_size", (json_int_t)2, "out_hidden_size", (json_int_t)p->hidden,
+        "num_position_embeddings", (json_int_t)VIS_POSITIONS, "initializer_range", 0.02,
+        "deepstack_visual_indexes", "tie_word_embeddings", p->tied, "torch_dtype", "bfloat16");
+  }
+  json_t *fi = c ? fidelis_init(p, seed) : NULL;
+  if (!fi || json_object_set_new(c, "fidelis_init", fi)) {
+    json_decref(c);
+    return NULL;
+  }
+  return c;
+}
+
 /* The keys transformers writes for the architecture (config.json is json.dumps(indent=2,
  * sort_keys=True) there too), plus a fidelis_init block naming how the weights were made. */
 static json_t *config_json(const fdl_model_preset *p, uint64_t seed) {
+  if (p->full_attention_interval) return qwen35_config(p, seed);
   json_t *c = json_pack(
       "{s:[s], s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:f, s:f, s:n, s:b, s:b, s:s, "
       "s:I, s:I, s:f, s:f, s:b}",
@@ -238,8 +574,7 @@ static json_t *config_json(const fdl_model_preset *p, uint64_t seed) {
          !json_object_set_new(c, "sliding_window", json_null()) &&
          !json_object_set_new(c, "max_window_layers", json_integer((json_int_t)p->layers));
   }
-  json_t *fi = json_pack("{s:s, s:I, s:s}", "preset", p->name, "seed", (json_int_t)seed, "init",
-                         "fidelis irwin-hall-4 v1 (docs/MODELS.md)");
+  json_t *fi = fidelis_init(p, seed);
   ok = ok && fi && !json_object_set_new(c, "fidelis_init", fi);
   if (!ok) {
     json_decref(c);
@@ -264,7 +599,7 @@ static fdl_status write_json(const char *dir, const char *name, json_t *v, fdl_e
 
 static fdl_status write_weights(const fdl_model_preset *p, uint64_t seed, const char *dir,
                                 fdl_model_init_result *res, fdl_err *err) {
-  size_t cap = 3 + p->layers * per_layer(p);
+  size_t cap = tensor_cap(p);
   spec *t = fdl_calloc(cap, sizeof *t);
   fdl_tensor_in *ti = fdl_calloc(cap, sizeof *ti);
   uint16_t *buf = fdl_malloc(CHUNK * sizeof *buf);
@@ -275,7 +610,7 @@ static fdl_status write_weights(const fdl_model_preset *p, uint64_t seed, const 
   if (!t || !ti || !buf || !wide || !path || !meta) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   size_t n = s == FDL_OK ? list_tensors(p, t) : 0;
   for (size_t i = 0; i < n; i++)
-    ti[i] = (fdl_tensor_in){t[i].name, FDL_DTYPE_BF16, t[i].ndim, t[i].shape, buf};
+    ti[i] = (fdl_tensor_in){t[i].name, t[i].dtype, t[i].ndim, t[i].shape, buf};
   fdl_out o = {-1, NULL, NULL};
   bool opened = false;
   uint64_t data_bytes = 0;
@@ -285,12 +620,16 @@ static fdl_status write_weights(const fdl_model_preset *p, uint64_t seed, const 
   for (size_t i = 0; i < n && s == FDL_OK; i++) {
     fdl_rng r;
     fdl_rng_seed(&r, seed ^ (fnv1a64(t[i].name) * 0x9e3779b97f4a7c15ull));
-    uint64_t numel = (uint64_t)t[i].shape[0] * (uint64_t)(t[i].ndim == 2 ? t[i].shape[1] : 1);
-    params += numel;
-    for (uint64_t done = 0; done < numel && s == FDL_OK;) {
-      size_t m = numel - done < CHUNK ? (size_t)(numel - done) : CHUNK;
-      generate(p, &t[i], &r, wide, buf, m);
-      s = fdl_out_write(&o, buf, m * sizeof *buf, err); /* little-endian host */
+    uint64_t count = numel(&t[i]);
+    params += count;
+    for (uint64_t done = 0; done < count && s == FDL_OK;) {
+      size_t m = count - done < CHUNK ? (size_t)(count - done) : CHUNK;
+      generate(p, &t[i], &r, done, wide, buf, m);
+      /* little-endian host */
+      if (t[i].dtype == FDL_DTYPE_F32)
+        s = fdl_out_write(&o, wide, m * sizeof *wide, err);
+      else
+        s = fdl_out_write(&o, buf, m * sizeof *buf, err);
       done += m;
     }
     if (s != FDL_OK) fdl_err_prefix(err, "model.safetensors: tensor %s", t[i].name);
@@ -311,6 +650,16 @@ static fdl_status write_weights(const fdl_model_preset *p, uint64_t seed, const 
   free(ti);
   free(t);
   return s;
+}
+
+static fdl_status count_weights(const fdl_model_preset *p, fdl_model_init_result *res,
+                                fdl_err *err) {
+  spec *t = fdl_calloc(tensor_cap(p), sizeof *t);
+  if (!t) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  res->tensors = list_tensors(p, t);
+  for (size_t i = 0; i < res->tensors; i++) res->params += numel(&t[i]);
+  free(t);
+  return FDL_OK;
 }
 
 fdl_status fdl_model_init(const fdl_model_init_opts *o, fdl_model_init_result *res, fdl_err *err) {
@@ -352,7 +701,8 @@ fdl_status fdl_model_init(const fdl_model_init_opts *o, fdl_model_init_result *r
   }
   /* The tiny presets' ids are bytes and specials: their tokenizer can be written down. */
   if (s == FDL_OK && p->vocab == 272) s = fdl_model_write_tokenizer(st.path, err);
-  if (s == FDL_OK) s = write_weights(p, o->seed, st.path, res, err);
+  if (s == FDL_OK && !o->no_weights) s = write_weights(p, o->seed, st.path, res, err);
+  if (s == FDL_OK && o->no_weights) s = count_weights(p, res, err);
   if (s == FDL_OK)
     s = fdl_stage_commit(&st, err); /* the model appears whole or not at all */
   else

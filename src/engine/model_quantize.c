@@ -22,6 +22,14 @@
 static const char *const MLP[] = {"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
 static const char *const ATTN[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
                                    "self_attn.o_proj"};
+/* Gated DeltaNet's attention-sized projections (Qwen3.5). in_proj_a and in_proj_b, one row per
+ * value head, and the depthwise conv1d stay as stored: int4 buys nothing on them and would
+ * perturb the decay and the write strength of every head. */
+static const char *const DELTANET[] = {"linear_attn.in_proj_qkv", "linear_attn.in_proj_z",
+                                       "linear_attn.out_proj"};
+/* Never quantized, whatever their names: a vision tower and multi-token-prediction heads,
+ * which the engine does not run. */
+static const char *const FOREIGN[] = {"model.visual.", "mtp."};
 
 const char *fdl_gptq_scope_name(fdl_gptq_scope s) {
   return s == FDL_GPTQ_SCOPE_ALL_LINEAR ? "all-linear" : "mlp";
@@ -35,12 +43,19 @@ static bool ends_with(const char *s, const char *suffix) {
 /* True when name is "<prefix>.<module>.weight" for a module in scope. */
 static bool in_scope(const char *name, fdl_gptq_scope scope) {
   char want[64];
+  for (size_t i = 0; i < sizeof FOREIGN / sizeof *FOREIGN; i++)
+    if (!strncmp(name, FOREIGN[i], strlen(FOREIGN[i]))) return false;
   for (size_t i = 0; i < sizeof MLP / sizeof *MLP; i++) {
     snprintf(want, sizeof want, ".%s.weight", MLP[i]);
     if (ends_with(name, want)) return true;
   }
   for (size_t i = 0; scope == FDL_GPTQ_SCOPE_ALL_LINEAR && i < sizeof ATTN / sizeof *ATTN; i++) {
     snprintf(want, sizeof want, ".%s.weight", ATTN[i]);
+    if (ends_with(name, want)) return true;
+  }
+  for (size_t i = 0; scope == FDL_GPTQ_SCOPE_ALL_LINEAR && i < sizeof DELTANET / sizeof *DELTANET;
+       i++) {
+    snprintf(want, sizeof want, ".%s.weight", DELTANET[i]);
     if (ends_with(name, want)) return true;
   }
   return false;
@@ -185,10 +200,13 @@ static fdl_status write_weights(const char *path, plan *pl, size_t n, const fdl_
   return s;
 }
 
-static json_t *quant_config(const fdl_gptq_opts *o) {
+/* deltanet: a Gated DeltaNet projection was quantized, so the loader must be told of them. */
+static json_t *quant_config(const fdl_gptq_opts *o, bool deltanet) {
   json_t *mods = json_array();
   for (size_t i = 0; o->scope == FDL_GPTQ_SCOPE_ALL_LINEAR && i < sizeof ATTN / sizeof *ATTN; i++)
     json_array_append_new(mods, json_string(ATTN[i]));
+  for (size_t i = 0; deltanet && i < sizeof DELTANET / sizeof *DELTANET; i++)
+    json_array_append_new(mods, json_string(DELTANET[i]));
   for (size_t i = 0; i < sizeof MLP / sizeof *MLP; i++)
     json_array_append_new(mods, json_string(MLP[i]));
   return json_pack(
@@ -443,8 +461,13 @@ fdl_status fdl_gptq_quantize_model(const fdl_gptq_opts *o, fdl_gptq_result *res,
     s = fdl_stage_open(&stage, o->out_dir, 0, o->notice, o->notice_arg, err);
     if (s != FDL_OK) fdl_err_prefix(err, "quantize");
   }
+  bool deltanet = false;
+  for (size_t k = 0; k < j.nshards && s == FDL_OK; k++)
+    for (size_t i = 0; i < j.shards[k].n; i++)
+      deltanet = deltanet ||
+                 (j.shards[k].pl[i].quant && strstr(j.shards[k].pl[i].src->name, ".linear_attn."));
   if (s == FDL_OK) {
-    json_t *q = quant_config(o);
+    json_t *q = quant_config(o, deltanet);
     json_t *c = json_deep_copy(j.cfg);
     char *path = fdl_path_join(stage.path, "config.json");
     if (!q || !c || !path || json_object_set_new(c, "quantization_config", q))
