@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_demo.sh - scripts/demo (what `make demo` runs) works from a clean directory: the real
-# chain (model init, quantize, capture both, compare, divergence, attribute, check) ends with
-# an advisory measurement, a divergence, an attribution and records that re-check. A second run
+# chain on qwen3.5-tiny-random (model init, quantize, capture both, compare, layers diff,
+# divergence, attribute, check) ends with an advisory measurement, a layer attribution that
+# starts at the first Gated DeltaNet layer, a divergence, an attribution and records that re-check. A second run
 # over its own output writes byte-identical records (SOURCE_DATE_EPOCH is fixed), and it refuses
 # to delete a directory it did not create.
 set -euo pipefail
@@ -14,6 +15,7 @@ build="$(dirname "$FDL_CLI")"
 grep -q "measurement, advisory (exit 2)" "$tmp/log1"
 grep -q "weights_reconstructed" "$tmp/log1"
 grep -q "^diverges at step " "$tmp/log1"
+grep -q "^largest relative error growth: boundary 1 (layer_00_linear_attention)" "$tmp/log1"
 grep -q "^attribution first_divergent_path  int4_" "$tmp/log1"
 grep -q "^OK  .*comparison-receipt.json" "$tmp/log1"
 grep -q "^OK  .*attribution.json  fidelis.path-attribution.v1" "$tmp/log1"
