@@ -11,12 +11,6 @@
 
 #include "engine/internal.h"
 
-/* GCC keeps a * b + c unfused under -std=c17; clang fuses within an expression by default
- * wherever the target has fma, which would make the chains depend on the build. */
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF
-#endif
-
 typedef struct {
   size_t n, maxk;
   double *x, *xn;        /* [n, hidden] residual stream, normed input (then a block's output) */
