@@ -72,9 +72,9 @@ typedef struct {
   size_t panel_contexts, panel_tokens;
 } fdl_model_init_result;
 
-/* Writes OUT/config.json, OUT/generation_config.json, OUT/model.safetensors (BF16, HF names)
- * and OUT/panel.jsonl (the built-in panel), streaming one tensor chunk at a time. FDL_INVALID
- * for an unknown preset, FDL_EXISTS when OUT exists. */
+/* Writes OUT/config.json, OUT/generation_config.json, OUT/model.safetensors (BF16, HF names;
+ * Qwen3.5's A_log F32) and OUT/panel.jsonl (the built-in panel), streaming one tensor chunk at a
+ * time. FDL_INVALID for an unknown preset, FDL_EXISTS when OUT exists. */
 FDL_API fdl_status fdl_model_init(const fdl_model_init_opts *opts, fdl_model_init_result *res,
                                   fdl_err *err);
 

@@ -13,7 +13,9 @@
  * Distributions (docs/MODELS.md): embeddings N(0, 1); every projection N(0, 1/fan_in), so a
  * unit-RMS input gives unit-RMS outputs; an untied lm_head N(0, 9/hidden) and, for a tied
  * model, a final norm scaled by 3/sqrt(hidden), so the logits spread with a standard deviation
- * of about 3 either way; q/k/v biases N(0, 0.01); norms 1 + N(0, 0.0025).
+ * of about 3 either way; q/k/v biases N(0, 0.01); norms 1 + N(0, 0.0025). Qwen3.5 stores its
+ * zero-centred norms as the multiplier minus 1 (the final one with the same gain), its conv1d
+ * N(0, 1/K), dt_bias 1 + N(0, 0.01) and A_log as a fixed log-even spread of A over [1, 8].
  *
  * Divisions: presets; the panel; tensors; config; the run. */
 #include <inttypes.h>
