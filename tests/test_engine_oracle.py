@@ -77,26 +77,7 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-CASES = [
-    # name, config kwargs, dtype, shards, context length
-    ("llama-untied-bf16-gqa1", dict(kv_heads=4), "BF16", 1, 40),
-    ("llama-tied-f32-gqa2", dict(kv_heads=2, tied=True), "F32", 1, 23),
-    ("qwen2-bias-f16-gqa4", dict(arch="Qwen2ForCausalLM", kv_heads=1, theta=1e6), "F16", 1, 33),
-    ("qwen3-qknorm-tied-bf16", dict(arch="Qwen3ForCausalLM", kv_heads=2, head_dim=32, tied=True,
-                                    theta=1e6, eps=1e-5), "BF16", 1, 18),
-    ("llama-attnbias-sharded-bf16", dict(kv_heads=1, attention_bias=True, layers=3), "BF16", 3,
-     17),
-    ("qwen3-bigvocab-f32", dict(arch="Qwen3ForCausalLM", vocab=4200, layers=1, kv_heads=2),
-     "F32", 2, 70),
-    ("llama-one-token", dict(kv_heads=2), "F16", 1, 1),
-    # rope_theta only inside rope_parameters (newer writers), layer_types all full attention.
-    ("qwen3-rope-parameters", dict(arch="Qwen3ForCausalLM", kv_heads=4, theta=None,
-                                   rope_parameters={"rope_type": "default", "rope_theta": 5e5},
-                                   layer_types=["full_attention"] * 2), "BF16", 1, 12),
-    # Past one 256-row product block and many attention blocks; wide enough for column cuts.
-    ("qwen2-long-300", dict(arch="Qwen2ForCausalLM", layers=1, hidden=128, heads=8, kv_heads=2,
-                            inter=640, max_pos=512), "BF16", 1, 300),
-]
+CASES = em.DENSE_CASES
 
 
 def main():
