@@ -10,11 +10,17 @@
   (role quant, weights_decode) and compares with KL > 0 and the weights_reconstructed
   disclosure;
 * the logit form stores each row's full logits;
+* config_sha256 and checkpoint_identity_sha256 equal hashlib over the files, for the model, the
+  same weights resharded under an index (same outputs), and a directory with a stray
+  *.safetensors the model does not load (in the identity all the same);
 * refusals: an existing --out (left alone), a token outside the vocabulary, a left-padded
   mask, a model directory without config.json; nothing is left behind.
 """
+import hashlib
 import json
 import os
+import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -55,6 +61,58 @@ def isas():
     if " avx512f " in flags:
         have.append("avx512")
     return have
+
+
+def identity(model):
+    """(config_sha256, checkpoint_identity_sha256) recomputed from the files: the canonical JSON
+    [{bytes, path, sha256}] over config.json, the index and every *.safetensors, by name."""
+    files = []
+    for f in sorted(os.listdir(model)):
+        if f in ("config.json", "model.safetensors.index.json") or (
+                f.endswith(".safetensors") and len(f) > 12):
+            data = open(os.path.join(model, f), "rb").read()
+            files.append({"bytes": len(data), "path": f, "sha256": hashlib.sha256(data).hexdigest()})
+    cfg = next(x["sha256"] for x in files if x["path"] == "config.json")
+    text = json.dumps(files, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return cfg, hashlib.sha256(text.encode()).hexdigest()
+
+
+def reshard(src, dst):
+    """src's model.safetensors as two shards and an index, every tensor at its own bytes."""
+    os.makedirs(dst)
+    for f in os.listdir(src):
+        if f != "model.safetensors":
+            shutil.copy(os.path.join(src, f), dst)
+    raw = open(os.path.join(src, "model.safetensors"), "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    header.pop("__metadata__", None)
+    names = sorted(header, key=lambda k: header[k]["data_offsets"][0])
+    wm = {}
+    for i in range(2):
+        shard = "model-%05d-of-00002.safetensors" % (i + 1)
+        h, parts, off = {}, [], 0
+        for k in names[i::2]:
+            lo, hi = header[k]["data_offsets"]
+            h[k] = {"dtype": header[k]["dtype"], "shape": header[k]["shape"],
+                    "data_offsets": [off, off + hi - lo]}
+            parts.append(raw[8 + n + lo:8 + n + hi])
+            off += hi - lo
+            wm[k] = shard
+        hb = json.dumps(h, separators=(",", ":")).encode()
+        hb += b" " * (-len(hb) % 8)
+        with open(os.path.join(dst, shard), "wb") as f:
+            f.write(struct.pack("<Q", len(hb)) + hb + b"".join(parts))
+    with open(os.path.join(dst, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {}, "weight_map": wm}, f)
+
+
+def check_identity(ds, model, what):
+    w = U.load_manifest(ds)["weights"]
+    cfg, ckpt = identity(model)
+    U.check(w["config_sha256"] == cfg, f"{what}: config_sha256 {w['config_sha256']} != {cfg}")
+    U.check(w["checkpoint_identity_sha256"] == ckpt,
+            f"{what}: checkpoint_identity_sha256 {w['checkpoint_identity_sha256']} != {ckpt}")
 
 
 def compare(ref, cand, out):
@@ -146,6 +204,26 @@ def main():
         U.check(v.returncode == 0, f"validate logits: {v.stdout}{v.stderr}")
         rec = json.load(open(os.path.join(lg, "capture", "manifest.json")))["records"][0]
         U.check(rec["shape"] == [63, 272] and rec["dtype"] == "F32", f"logit record {rec}")
+
+    # The identity is the files' digests, whether they come from the loader's one read (the
+    # model's files) or from a read of their own (a stray *.safetensors nothing loads).
+    check_identity(a, model, "single file")
+    sharded = os.path.join(t, "model-sharded")
+    reshard(model, sharded)
+    p = capture(sharded, panel, os.path.join(t, "c"), "--json")
+    if U.check(p.returncode == 0, f"capture sharded: {p.stdout}{p.stderr}"):
+        check_identity(os.path.join(t, "c"), sharded, "sharded")
+        U.check(json.loads(p.stdout)["capture_content_digest"] == res["capture_content_digest"],
+                "sharded: the same outputs as the single file")
+        U.check(U.load_manifest(os.path.join(t, "c"))["weights"]["checkpoint_identity_sha256"]
+                != man["weights"]["checkpoint_identity_sha256"], "sharded: another identity")
+    stray = os.path.join(t, "model-stray")
+    shutil.copytree(model, stray)
+    with open(os.path.join(stray, "notes.safetensors"), "wb") as f:
+        f.write(b"not loaded by the model, named by the identity")
+    p = capture(stray, panel, os.path.join(t, "d"))
+    if U.check(p.returncode == 0, f"capture stray: {p.stdout}{p.stderr}"):
+        check_identity(os.path.join(t, "d"), stray, "stray")
 
     # Refusals, with nothing left behind.
     before = sorted(os.listdir(t))

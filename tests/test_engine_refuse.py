@@ -2,7 +2,8 @@
 """Model directories the engine must refuse, each with a message that names the cause: a
 missing shard, a dtype or shape mismatch against config.json, a missing or unexpected tensor,
 an unknown architecture or activation, rope_scaling, a sliding window, a mixture-of-experts
-field, a GPTQ quantization_config, a NaN or infinite weight, a symlinked shard, an index that
+field, a GPTQ quantization_config, a NaN or infinite weight (also deep inside a tensor of
+several of the loader's read blocks, by its element index), a symlinked shard, an index that
 points outside the model directory, a tensor in two shards; and at run time a token id outside the vocabulary or a context
 past max_position_embeddings. A valid twin of each is accepted,
 so the refusal is the mutation's doing and not the base model's.
@@ -59,6 +60,18 @@ def nan_q(dt="BF16"):
     a = em.make_weights(em.make_config(dtype=dt), 5)[Q].copy()
     a[3, 7] = np.nan
     return {Q: (dt, a.shape, em.encode(a, dt))}
+
+
+# A 10 MiB float32 matrix: many of the loader's read blocks, so a bad element far inside it is
+# found by the block pass with its index within the tensor, not within the block.
+BIG = {"inter": 40960, "layers": 1}
+GATE = "model.layers.0.mlp.gate_proj.weight"
+
+
+def bad_big(dt, at, value):
+    a = em.make_weights(em.make_config(dtype=dt, **BIG), 5)[GATE].copy()
+    a.flat[at] = value
+    return {GATE: (dt, a.shape, em.encode(a, dt))}
 
 
 def set_key(k, v):
@@ -168,6 +181,13 @@ def main():
     inf[5] = np.inf
     expect("inf-weight", ["model.norm.weight", "infinite"], dtype="F32",
            overrides={"model.norm.weight": ("F32", inf.shape, em.encode(inf, "F32"))})
+    n = 40960 * 64
+    for name, dt, at, value, word, shards in [
+            ("nan-deep-f32", "F32", 1500001, np.nan, "NaN", 1),
+            ("inf-last-f32", "F32", n - 1, -np.inf, "infinite", 1),
+            ("nan-deep-bf16", "BF16", n // 2 + 3, np.nan, "NaN", 2)]:
+        expect(name, ["tensor %s: element %d is %s (weights must be finite)" % (GATE, at, word)],
+               dtype=dt, cfg_kw=BIG, shards=shards, overrides=bad_big(dt, at, value))
     expect("symlink-shard", ["symbolic link", "model-00002-of-00002.safetensors"], shards=2,
            after=symlink_shard)
     for tag, target in [("dotdot", "../model-00001-of-00002.safetensors"),

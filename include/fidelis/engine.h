@@ -73,6 +73,16 @@ FDL_API void fdl_model_free(fdl_model *m);
 FDL_API const fdl_model_info *fdl_model_get_info(const fdl_model *m);
 /* The head as stored ([vocab, hidden], its dtype), for the dataset's head identity. */
 FDL_API const fdl_tensor *fdl_model_head(const fdl_model *m);
+/* The files the loader read, each digested in the one read that parsed or checked it:
+ * config.json, model.safetensors.index.json when present, and every shard, sorted by name. */
+FDL_API size_t fdl_model_file_count(const fdl_model *m);
+/* File i: its name in the model directory (borrowed), its size, and its SHA-256 as 64 lowercase
+ * hex and a NUL. False when i is out of range. */
+FDL_API bool fdl_model_file_digest(const fdl_model *m, size_t i, const char **name, uint64_t *bytes,
+                                   char hex[65]);
+/* config.json as the loader parsed it, from the bytes fdl_model_file_digest digests. Borrowed:
+ * lives as long as the model. */
+FDL_API const json_t *fdl_model_config(const fdl_model *m);
 
 typedef enum {
   FDL_ENGINE_PREFILL = 0, /* the whole context at once, causal mask */

@@ -83,6 +83,9 @@ FDL_API const json_t *fdl_safetensors_metadata(const fdl_safetensors *st);
 /* Byte offset of the data section (8 + header length) and the file size. */
 FDL_API uint64_t fdl_safetensors_data_start(const fdl_safetensors *st);
 FDL_API uint64_t fdl_safetensors_file_size(const fdl_safetensors *st);
+/* The whole file as the handle holds it, header included: fdl_safetensors_file_size bytes, so
+ * a caller can digest the very bytes the views point into. */
+FDL_API const uint8_t *fdl_safetensors_bytes(const fdl_safetensors *st);
 
 /* One tensor to write. */
 typedef struct {

@@ -54,50 +54,64 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Adds name to names[*n] unless it is there already. */
+static fdl_status add_name(char ***names, size_t *n, size_t *cap, const char *name, fdl_err *err) {
+  for (size_t i = 0; i < *n; i++)
+    if (!strcmp((*names)[i], name)) return FDL_OK;
+  if (*n == *cap) {
+    *cap = *cap ? *cap * 2 : 16;
+    char **q = fdl_realloc(*names, *cap * sizeof *q);
+    if (!q) return fdl_fail(err, FDL_NOMEM, "out of memory");
+    *names = q;
+  }
+  if (!((*names)[*n] = fdl_strdup(name))) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  (*n)++;
+  return FDL_OK;
+}
+
 /* checkpoint_identity_sha256: SHA-256 of the canonical JSON
  * [{"bytes": N, "path": NAME, "sha256": HEX}, ...] over config.json, the shard index when there
  * is one, and every *.safetensors, sorted by name. Other files (a panel, a README) do not make
- * another checkpoint. */
+ * another checkpoint. The files the model loaded carry the digests of the read that loaded them;
+ * only a *.safetensors the model does not load (no index names it) is read here. */
 static fdl_status checkpoint_identity(capture *c, fdl_err *err) {
-  DIR *d = opendir(c->o->model_dir);
-  if (!d) return fdl_fail(err, FDL_IO, "%s: cannot list the model directory", c->o->model_dir);
   char **names = NULL;
-  size_t n = 0, cap = 0;
+  size_t n = 0, cap = 0, nm = fdl_model_file_count(c->m);
   fdl_status s = FDL_OK;
+  for (size_t i = 0; s == FDL_OK && i < nm; i++) {
+    const char *name;
+    uint64_t size;
+    char hex[FDL_SHA256_HEX_BUF];
+    fdl_model_file_digest(c->m, i, &name, &size, hex);
+    s = add_name(&names, &n, &cap, name, err);
+  }
+  DIR *d = s == FDL_OK ? opendir(c->o->model_dir) : NULL;
+  if (s == FDL_OK && !d)
+    s = fdl_fail(err, FDL_IO, "%s: cannot list the model directory", c->o->model_dir);
   struct dirent *e;
   while (s == FDL_OK && (e = readdir(d)) != NULL) {
     size_t len = strlen(e->d_name);
-    bool take = !strcmp(e->d_name, "config.json") ||
-                !strcmp(e->d_name, "model.safetensors.index.json") ||
-                (len > 12 && !strcmp(e->d_name + len - 12, ".safetensors"));
-    if (!take) continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 16;
-      char **q = fdl_realloc(names, cap * sizeof *q);
-      if (!q) {
-        s = fdl_fail(err, FDL_NOMEM, "out of memory");
-        break;
-      }
-      names = q;
-    }
-    names[n] = fdl_strdup(e->d_name);
-    if (!names[n])
-      s = fdl_fail(err, FDL_NOMEM, "out of memory");
-    else
-      n++;
+    if (len > 12 && !strcmp(e->d_name + len - 12, ".safetensors"))
+      s = add_name(&names, &n, &cap, e->d_name, err);
   }
-  closedir(d);
+  if (d) closedir(d);
   if (s == FDL_OK) qsort(names, n, sizeof *names, cmp_str);
   json_t *list = json_array();
   for (size_t i = 0; s == FDL_OK && i < n; i++) {
-    char *path = fdl_path_join(c->o->model_dir, names[i]);
-    fdl_sha256 dg;
+    const char *name = NULL;
     uint64_t size = 0;
     char hex[FDL_SHA256_HEX_BUF];
-    s = path ? fdl_sha256_file(path, &dg, &size, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
-    free(path);
-    if (s != FDL_OK) break;
-    fdl_sha256_hex(&dg, hex);
+    size_t j = 0;
+    while (j < nm && fdl_model_file_digest(c->m, j, &name, &size, hex) && strcmp(name, names[i]))
+      j++;
+    if (j == nm) {
+      char *path = fdl_path_join(c->o->model_dir, names[i]);
+      fdl_sha256 dg;
+      s = path ? fdl_sha256_file(path, &dg, &size, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
+      free(path);
+      if (s != FDL_OK) break;
+      fdl_sha256_hex(&dg, hex);
+    }
     if (!strcmp(names[i], "config.json")) memcpy(c->config_hex, hex, sizeof hex);
     json_array_append_new(list, json_pack("{s:I, s:s, s:s}", "bytes", (json_int_t)size, "path",
                                           names[i], "sha256", hex));
@@ -417,11 +431,8 @@ static fdl_status prepare(capture *c, fdl_ds_panel *p, fdl_err *err) {
   s = fdl_model_load(o->model_dir, &mo, &c->m, err);
   if (s != FDL_OK) return s;
   c->info = fdl_model_get_info(c->m);
-  char *cfg = fdl_path_join(o->model_dir, "config.json");
-  s = cfg ? fdl_json_load_file(cfg, NULL, &c->config, err)
-          : fdl_fail(err, FDL_NOMEM, "out of memory");
-  free(cfg);
-  if (s != FDL_OK) return s;
+  /* The model's own parse: the config read here is the one config_sha256 digests. */
+  c->config = json_incref((json_t *)fdl_model_config(c->m));
   c->quant = json_object_get(c->config, "quantization_config");
   dir_name(o->model_dir, c->name, sizeof c->name);
   s = tokenizer_id(c, err);

@@ -75,6 +75,17 @@ struct fdl_model {
   fdl_gemm **sgemm; /* NULL, or under FDL_NUM_ISA_AUTO with AVX-512 chosen: AVX2 contexts for
                        products of few rows, where that kernel is faster (same bits) */
   eng_work w;
+  json_t *config; /* config.json, parsed from the bytes digested in files */
+  /* config.json, the index when present and every shard, sorted by name once loaded; each
+   * digested in the read that parsed or checked it. */
+  struct eng_file {
+    char *name;
+    uint64_t bytes;
+    char hex[65];
+  } * files;
+  size_t nfiles;
+  const fdl_tensor **checked; /* the tensors fdl_eng_bind bound: the ones checked for finiteness */
+  size_t nchecked, capchecked;
 };
 
 /* Attention query rows per task. */

@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sys.h"
 #include "engine/internal.h"
+#include "fidelis/digest.h"
 #include "fidelis/file.h"
 #include "fidelis/json.h"
 
@@ -37,6 +39,10 @@ void fdl_model_free(fdl_model *m) {
   for (size_t i = 0; i < m->nshards; i++) fdl_safetensors_close(m->shards[i]);
   free(m->shards);
   free(m->inv_freq);
+  json_decref(m->config);
+  for (size_t i = 0; i < m->nfiles; i++) free(m->files[i].name);
+  free(m->files);
+  free(m->checked);
   if (m->wgemm)
     for (unsigned i = 0; i < m->pool.threads; i++) fdl_gemm_free(m->wgemm[i]);
   free(m->wgemm);
@@ -54,6 +60,47 @@ const fdl_model_info *fdl_model_get_info(const fdl_model *m) {
 
 const fdl_tensor *fdl_model_head(const fdl_model *m) {
   return m->head.t;
+}
+
+size_t fdl_model_file_count(const fdl_model *m) {
+  return m->nfiles;
+}
+
+bool fdl_model_file_digest(const fdl_model *m, size_t i, const char **name, uint64_t *bytes,
+                           char hex[65]) {
+  if (i >= m->nfiles) return false;
+  *name = m->files[i].name;
+  *bytes = m->files[i].bytes;
+  memcpy(hex, m->files[i].hex, sizeof m->files[i].hex);
+  return true;
+}
+
+const json_t *fdl_model_config(const fdl_model *m) {
+  return m->config;
+}
+
+/* Reads config.json once: the bytes parsed are the bytes digested, so the model's identity names
+ * the config it was built from. */
+static fdl_status load_config(fdl_model *m, const char *path, fdl_err *err) {
+  char *data = NULL;
+  size_t len = 0;
+  fdl_sha256 dg;
+  fdl_status s = fdl_read_file(path, FDL_JSON_MAX_FILE_BYTES, &data, &len, err);
+  if (s) return s;
+  if ((s = fdl_json_parse(data, len, NULL, &m->config, err))) {
+    fdl_err_prefix(err, "%s", path);
+  } else if (!(s = fdl_sha256_buf(data, len, &dg, err))) {
+    if (!(m->files = calloc(1, sizeof *m->files)) ||
+        !(m->files->name = fdl_strdup("config.json"))) {
+      s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    } else {
+      m->nfiles = 1;
+      m->files->bytes = len;
+      fdl_sha256_hex(&dg, m->files->hex);
+    }
+  }
+  free(data);
+  return s;
 }
 
 /* inv_freq[i] = theta^(-2i/d) = exp(-(2i/d) ln theta), with fidelis' own log and exp; d is the
@@ -99,18 +146,18 @@ fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **
   }
   memcpy(cp, dir, dl);
   memcpy(cp + dl, "/config.json", sizeof "/config.json");
-  json_t *cfg = NULL;
   /* A directory without config.json holds no model: a finding about the input (exit 3), not a
    * failure to read it. */
   fdl_status s = fdl_path_exists(cp) || !fdl_path_exists(dir)
-                     ? fdl_json_load_file(cp, NULL, &cfg, err)
+                     ? load_config(m, cp, err)
                      : fdl_fail(err, FDL_REFUSED,
                                 "%s: missing: not a Hugging Face model directory "
                                 "(expected config.json and safetensors weights)",
                                 cp);
-  if (!s) s = fdl_eng_config(cfg, cp, &m->info, err);
-  if (!s) s = fdl_eng_weights(m, dir, cfg, err);
-  json_decref(cfg);
+  if (!s) s = fdl_eng_config(m->config, cp, &m->info, err);
+  /* The pool first: the weights' one pass (digest and finiteness) spreads shards over it. */
+  if (!s) s = fdl_pool_init(&m->pool, o->threads, err);
+  if (!s) s = fdl_eng_weights(m, dir, m->config, err);
   free(cp);
   if (s) goto fail;
   if (!(m->inv_freq = malloc(m->info.rotary_dim / 2 * sizeof *m->inv_freq))) {
@@ -118,7 +165,6 @@ fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **
     goto fail;
   }
   rope_freqs(m);
-  if ((s = fdl_pool_init(&m->pool, o->threads, err))) goto fail;
   if (!(m->wgemm = calloc(m->pool.threads, sizeof *m->wgemm))) {
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
     goto fail;

@@ -1,19 +1,42 @@
 /* weights.c - opens a model's safetensors (one file, or shards named by an index) and binds every
  * tensor the architecture needs, checked against the config: present, one dtype for all, the
  * exact shape, finite, aligned for the GEMM. A tensor nobody asked for is refused too, since an
- * unknown tensor means a model the engine would silently compute differently. */
+ * unknown tensor means a model the engine would silently compute differently.
+ *
+ * Every byte of a shard is read once: one pass per file digests it whole and checks the bound
+ * tensors' elements in the same blocks, so a checkpoint's identity costs no second read. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/sys.h"
 #include "engine/internal.h"
+#include "fidelis/digest.h"
+#include "fidelis/file.h"
 #include "fidelis/json.h"
 #include "fidelis/path.h"
 
 #define INDEX_NAME "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"
+/* The pass's unit: the digest and the finiteness scan of a block run while it is in cache. */
+#define SCAN_BLOCK ((uint64_t)1 << 20)
+
+/* Appends name to the model's files; dg NULL leaves the digest to the shard pass. */
+static fdl_status add_file(fdl_model *m, const char *name, uint64_t bytes, const fdl_sha256 *dg,
+                           fdl_err *err) {
+  struct eng_file *f = fdl_realloc(m->files, (m->nfiles + 1) * sizeof *f);
+  if (!f) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  m->files = f;
+  f += m->nfiles;
+  memset(f, 0, sizeof *f);
+  if (!(f->name = fdl_strdup(name))) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  m->nfiles++;
+  f->bytes = bytes;
+  if (dg) fdl_sha256_hex(dg, f->hex);
+  return FDL_OK;
+}
 
 /* 1: regular file, 0: absent, -1: something else (reported). */
 static int probe(const char *dir, const char *name, fdl_err *err, fdl_status *s) {
@@ -58,7 +81,7 @@ static fdl_status open_shard(fdl_model *m, const char *dir, const char *name, fd
   free(p);
   if (s) return fdl_err_prefix(err, "model shard %s", name);
   m->nshards++;
-  return FDL_OK;
+  return add_file(m, name, fdl_safetensors_file_size(m->shards[m->nshards - 1]), NULL, err);
 }
 
 static bool plain_name(const char *f) {
@@ -70,13 +93,29 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static fdl_status open_index(fdl_model *m, const char *dir, fdl_err *err) {
+/* The index is parsed from the bytes digested, in one read. */
+static fdl_status load_index(fdl_model *m, const char *dir, json_t **idx, fdl_err *err) {
   char *p = fdl_path_join(dir, INDEX_NAME);
   if (!p) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  json_t *idx = NULL;
-  fdl_status s = fdl_json_load_file(p, NULL, &idx, err);
+  char *data = NULL;
+  size_t len = 0;
+  fdl_sha256 dg;
+  fdl_status s = fdl_read_file(p, FDL_JSON_MAX_FILE_BYTES, &data, &len, err);
+  if (!s && (s = fdl_json_parse(data, len, NULL, idx, err))) fdl_err_prefix(err, "%s", p);
+  if (!s) s = fdl_sha256_buf(data, len, &dg, err);
+  if (!s) s = add_file(m, INDEX_NAME, len, &dg, err);
+  free(data);
   free(p);
-  if (s) return s;
+  return s;
+}
+
+static fdl_status open_index(fdl_model *m, const char *dir, fdl_err *err) {
+  json_t *idx = NULL;
+  fdl_status s = load_index(m, dir, &idx, err);
+  if (s) {
+    json_decref(idx);
+    return s;
+  }
   const json_t *wm = json_object_get(idx, "weight_map");
   const char **names = NULL;
   size_t nn = 0;
@@ -187,15 +226,19 @@ fdl_status fdl_eng_bind(eng_binder *b, const char *name, int nd, const size_t *d
     return fdl_fail(err, FDL_PARSE, "tensor %s: shape mismatch: [%s], the config implies [%s]",
                     name, got, want);
   }
-  bool nan = false;
-  uint64_t bad = fdl_tensor_first_nonfinite(t->data, t->dtype, fdl_tensor_numel(t), &nan);
-  if (bad != UINT64_MAX)
-    return fdl_fail(err, FDL_NONFINITE, "tensor %s: element %llu is %s (weights must be finite)",
-                    name, (unsigned long long)bad, nan ? "NaN" : "infinite");
   if ((uintptr_t)t->data % fdl_dtype_size(t->dtype))
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "tensor %s: data at file offset %llu is not aligned to its %zu-byte elements",
                     name, (unsigned long long)t->offset, fdl_dtype_size(t->dtype));
+  /* Finiteness waits for the shard pass (scan_shard), which reads these bytes anyway. */
+  if (m->nchecked == m->capchecked) {
+    size_t nc = m->capchecked ? 2 * m->capchecked : 64;
+    const fdl_tensor **nb = fdl_realloc(m->checked, nc * sizeof *nb);
+    if (!nb) return fdl_fail(err, FDL_NOMEM, "out of memory");
+    m->checked = nb;
+    m->capchecked = nc;
+  }
+  m->checked[m->nchecked++] = t;
   *out = t;
   return fdl_eng_bound(b, t->name, err);
 }
@@ -291,6 +334,65 @@ static bool ignorable(const fdl_model_info *in, const char *name) {
          (!strcmp(in->prefix, "model.language_model.") && starts_with(name, "model.visual."));
 }
 
+typedef struct {
+  fdl_model *m;
+  struct eng_file *files; /* the shards' entries, in shard order */
+} scan_job;
+
+/* Elements [e0, e1) of t are those whose first byte lies in the block [lo, hi): an element cut
+ * by the block's end is checked with this block, from the mapping, which holds it whole. */
+static fdl_status scan_block(const fdl_tensor *t, uint64_t lo, uint64_t hi, fdl_err *err) {
+  uint64_t es = fdl_dtype_size(t->dtype), end = t->offset + t->nbytes;
+  uint64_t e0 = lo <= t->offset ? 0 : (lo - t->offset + es - 1) / es;
+  uint64_t e1 = hi >= end ? t->nbytes / es : (hi - t->offset + es - 1) / es;
+  if (e0 >= e1) return FDL_OK;
+  bool nan = false;
+  uint64_t bad = fdl_tensor_first_nonfinite(t->data + e0 * es, t->dtype, e1 - e0, &nan);
+  if (bad == UINT64_MAX) return FDL_OK;
+  return fdl_fail(err, FDL_NONFINITE, "tensor %s: element %llu is %s (weights must be finite)",
+                  t->name, (unsigned long long)(e0 + bad), nan ? "NaN" : "infinite");
+}
+
+/* One shard, start to end, once: every block is digested and the bound tensors' elements in it
+ * are checked. The first non-finite element in file order is reported (the pool reports the
+ * first shard's), so the error is the same whatever the thread count. */
+static fdl_status scan_shard(void *arg, size_t i, unsigned worker, fdl_err *err) {
+  (void)worker;
+  const scan_job *job = arg;
+  const fdl_safetensors *st = job->m->shards[i];
+  size_t n = fdl_safetensors_count(st);
+  bool *check = fdl_calloc(n ? n : 1, sizeof *check);
+  fdl_sha256_ctx *ctx = NULL;
+  fdl_status s = check ? fdl_sha256_new(&ctx, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
+  for (size_t k = 0; !s && k < n; k++)
+    for (size_t j = 0; j < job->m->nchecked && !check[k]; j++)
+      check[k] = job->m->checked[j] == fdl_safetensors_at(st, k);
+  const uint8_t *base = fdl_safetensors_bytes(st);
+  uint64_t size = fdl_safetensors_file_size(st);
+  size_t next = 0; /* tensors before next end in blocks already scanned */
+  for (uint64_t lo = 0; !s && lo < size; lo += SCAN_BLOCK) {
+    uint64_t hi = size - lo < SCAN_BLOCK ? size : lo + SCAN_BLOCK;
+    s = fdl_sha256_update(ctx, base + lo, (size_t)(hi - lo), err);
+    for (size_t k = next; !s && k < n; k++) {
+      const fdl_tensor *t = fdl_safetensors_at(st, k);
+      if (t->offset >= hi) break;
+      if (check[k] && t->nbytes) s = scan_block(t, lo, hi, err);
+    }
+    while (next < n &&
+           fdl_safetensors_at(st, next)->offset + fdl_safetensors_at(st, next)->nbytes <= hi)
+      next++;
+  }
+  fdl_sha256 dg;
+  if (!s && !(s = fdl_sha256_final(ctx, &dg, err))) fdl_sha256_hex(&dg, job->files[i].hex);
+  fdl_sha256_free(ctx);
+  free(check);
+  return s;
+}
+
+static int cmp_file(const void *a, const void *b) {
+  return strcmp(((const struct eng_file *)a)->name, ((const struct eng_file *)b)->name);
+}
+
 fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl_err *err) {
   fdl_status s = FDL_OK;
   int has_index = probe(dir, INDEX_NAME, err, &s);
@@ -364,6 +466,12 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
                      "unexpected tensor %s (%s with this config.json has no such weight)", tn,
                      in->arch);
     }
+  if (!s) {
+    /* open_shard appended the shards' entries last, in shard order. */
+    scan_job job = {m, m->files + m->nfiles - m->nshards};
+    s = fdl_pool_run(&m->pool, m->nshards, scan_shard, &job, err);
+  }
+  if (!s) qsort(m->files, m->nfiles, sizeof *m->files, cmp_file);
 out:
   free(b.bound);
   return s;

@@ -300,3 +300,7 @@ uint64_t fdl_safetensors_data_start(const fdl_safetensors *st) {
 uint64_t fdl_safetensors_file_size(const fdl_safetensors *st) {
   return st ? st->size : 0;
 }
+
+const uint8_t *fdl_safetensors_bytes(const fdl_safetensors *st) {
+  return st ? st->base : NULL;
+}
