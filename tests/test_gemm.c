@@ -652,7 +652,7 @@ static void test_small_m(void **state) {
   static const size_t ms[] = {1, 2, 3, 4, 5};
   static const size_t ns[] = {1, 15, 17, 33, 97};
   static const size_t ks[] = {1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 65, 2560};
-  static const pad pads[] = {TIGHT, PADDED, WIDE};
+  const pad pads[] = {TIGHT, PADDED, WIDE};
   size_t turn = 0, runs = 0;
   char what[160];
   for (int t = 0; t < 3; t++)

@@ -117,8 +117,9 @@ typedef struct {
 } eng_binder;
 /* Records a tensor the model uses (the others are refused as unexpected). */
 fdl_status fdl_eng_bound(eng_binder *b, const char *name, fdl_err *err);
-/* Finds name and checks its shape (nd dims), finiteness, alignment and dtype: the model's weight
- * dtype, or with any_float any of BF16/F16/F32. */
+/* Finds name and checks its shape (nd dims), alignment and dtype: the model's weight dtype, or
+ * with any_float any of BF16/F16/F32. Its finiteness is checked later, in the pass that hashes
+ * the shard. */
 fdl_status fdl_eng_bind(eng_binder *b, const char *name, int nd, const size_t *dim, bool any_float,
                         const fdl_tensor **out, fdl_err *err);
 /* A [rows, cols] matrix as stored (or its GPTQ reconstruction). */
