@@ -16,23 +16,39 @@
 #include "fidelis/engine.h"
 #include "fidelis/gemm.h"
 
+/* Weight elements one position multiplies through in layer l: its projections and its MLP. */
+static double layer_weights(const fdl_model_info *i, size_t l) {
+  double h = (double)i->hidden, f = (double)i->intermediate;
+  if (i->linear && i->linear[l]) {
+    double kd = (double)(i->lin_k_heads * i->lin_k_dim),
+           vd = (double)(i->lin_v_heads * i->lin_v_dim);
+    return h * (2 * kd + vd) + h * vd + 2 * h * (double)i->lin_v_heads + vd * h + 3 * h * f;
+  }
+  double q = (double)(i->heads * i->head_dim), kv = (double)(i->kv_heads * i->head_dim);
+  return h * q * (i->attn_gate ? 2 : 1) + 2 * h * kv + q * h + 3 * h * f;
+}
+
 /* Multiply-adds of one forward over n tokens, as 2 flops each: the projections, the MLP, the
- * head on every row, and attention's QK^T and PV over the causal triangle. */
+ * head on every row, attention's QK^T and PV over the causal triangle, and a Gated DeltaNet's
+ * delta rule as its recurrent form counts it (three dk x dv products per value head). */
 static double forward_flops(const fdl_model_info *i, size_t n) {
-  double h = (double)i->hidden, q = (double)(i->heads * i->head_dim),
-         kv = (double)(i->kv_heads * i->head_dim), f = (double)i->intermediate;
-  double per_tok = h * q + 2 * h * kv + q * h + 3 * h * f;
-  double attn = (double)i->heads * (double)i->head_dim * (double)n * ((double)n + 1); /* QK+PV */
-  return 2.0 *
-         ((double)i->layers * (per_tok * (double)n + attn) + (double)n * h * (double)i->vocab);
+  double nn = (double)n, madds = nn * (double)i->hidden * (double)i->vocab;
+  for (size_t l = 0; l < i->layers; l++) {
+    madds += nn * layer_weights(i, l);
+    if (i->linear && i->linear[l])
+      madds += nn * 3.0 * (double)(i->lin_v_heads * i->lin_k_dim * i->lin_v_dim);
+    else
+      madds += (double)i->heads * (double)i->head_dim * nn * (nn + 1);
+  }
+  return 2.0 * madds;
 }
 
 /* Bytes of weights read per decoded token: every layer's matrices and the head. */
 static double weight_bytes(const fdl_model_info *i) {
-  double h = (double)i->hidden, q = (double)(i->heads * i->head_dim),
-         kv = (double)(i->kv_heads * i->head_dim), f = (double)i->intermediate;
-  double es = i->weight_dtype == FDL_DTYPE_F32 ? 4.0 : 2.0;
-  return es * ((double)i->layers * (h * q + 2 * h * kv + q * h + 3 * h * f) + h * (double)i->vocab);
+  double es = i->weight_dtype == FDL_DTYPE_F32 ? 4.0 : 2.0,
+         w = (double)i->hidden * (double)i->vocab;
+  for (size_t l = 0; l < i->layers; l++) w += layer_weights(i, l);
+  return es * w;
 }
 
 static double stream_gbps(void) {

@@ -3,9 +3,13 @@
 # peak and decode tokens/s against the weight-streaming bound (bench_engine), side by side with
 # Debian's torch running the same random model in float32 on the same threads
 # (bench/engine_torch.py), on a ~100M-parameter Llama and a Qwen3-0.6B-shaped model made by
-# `fidelis model init`. Usage: bench/run-engine.sh BUILD_DIR
+# `fidelis model init`; then (issue 13's benchmark) the Qwen3.5-4B-shaped hybrid, prefill 256 and
+# decode 64 tokens against the same two bounds (torch has no Qwen3.5 here: transformers is not
+# installed, so there is no side-by-side). Usage: bench/run-engine.sh BUILD_DIR
 #   env: FDL_BENCH_THREADS (default: all cores), FDL_BENCH_PREFILL (256), FDL_BENCH_DECODE (32),
-#        FDL_BENCH_PRESETS ("llama-100m qwen3-0.6b"), FDL_PYTHON
+#        FDL_BENCH_PRESETS ("llama-100m qwen3-0.6b"), FDL_BENCH_Q35_DECODE (64),
+#        FDL_BENCH_Q35_MODEL (an existing qwen3.5-4b directory; default: made here, 8.4 GB, and
+#        removed after; "none" skips it), FDL_PYTHON
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,3 +36,15 @@ for preset in ${FDL_BENCH_PRESETS:-llama-100m qwen3-0.6b}; do
     printf "fidelis vs torch: prefill %.2fx faster, decode %.2fx faster\n", tp / fp, fd / td }'
   rm -rf "${work:?}/$preset"
 done
+
+q35=${FDL_BENCH_Q35_MODEL:-}
+[ "$q35" = none ] && exit 0
+nq=${FDL_BENCH_Q35_DECODE:-64}
+echo "== qwen3.5-4b (prefill $np tokens, decode $nq tokens, $threads threads)"
+if [ -z "$q35" ]; then
+  q35="$work/qwen3.5-4b"
+  t0=$(date +%s.%N)
+  "$build/fidelis" model init --preset qwen3.5-4b --seed 0 "$q35" >/dev/null
+  awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "model init: %.2f s\n", b - a }'
+fi
+"$build/bench/bench_engine" "$q35" "$np" "$nq" "$threads"
