@@ -134,7 +134,7 @@ static bool small_enough(const fdl_model_info *in, size_t n) {
   return true;
 }
 
-static bool finite(const float *x, size_t n) {
+static bool all_finite(const float *x, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (!isfinite(x[i])) return false;
   return true;
@@ -181,8 +181,8 @@ static void run_model(fdl_model *m, input *in) {
         abort();
       }
   }
-  if (s[0] == FDL_OK && s[1] == FDL_OK && !info->linear && finite(hid[0], n * H) &&
-      finite(logit[0], n * V) &&
+  if (s[0] == FDL_OK && s[1] == FDL_OK && !info->linear && all_finite(hid[0], n * H) &&
+      all_finite(logit[0], n * V) &&
       (memcmp(hid[0], hid[1], n * H * sizeof(float)) ||
        memcmp(logit[0], logit[1], n * V * sizeof(float)))) {
     fprintf(stderr, "fuzz_model_load: prefill and decode differ on %s\n", info->arch);

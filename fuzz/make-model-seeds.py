@@ -90,7 +90,7 @@ def gptq(w, group, rng):
     zero = rng.integers(1, 16, (groups, out_))
     scales = (0.05 * (1 + rng.random((groups, out_)))).astype("<f2")
     g_idx = (em.np.arange(in_) // group).astype("<i4")
-    qw = pack_nibbles(q.T)  # [in / 8, out]
+    qw = em.np.ascontiguousarray(pack_nibbles(q).T)  # [in / 8, out]
     qz = pack_nibbles(zero - 1)  # [groups, out / 8]
     return {".qweight": ("I32", qw.shape, qw.astype("<i4").tobytes()),
             ".qzeros": ("I32", qz.shape, qz.astype("<i4").tobytes()),
