@@ -7,12 +7,12 @@
  *
  *   byte 0        selector: bits 0-1 the weights' layout (0 model.safetensors, 1 an index and two
  *                 shards, 2 both at once, 3 no weights); bit 2 a stray file beside them; bit 3 no
- *                 config.json; bit 4 model.safetensors is a symlink to the first shard; bit 5 the
- *                 second shard is a directory
+ *                 config.json; bit 4 (layouts 1 and 3) model.safetensors is a symlink to the
+ *                 first shard; bit 5 (layouts 1 and 2) the second shard is a directory
  *   then blobs    each a little-endian u16 length and that many bytes (clipped to what is left):
  *                 config.json, then model.safetensors for layouts 0 and 2, then the index and the
  *                 two shards for layouts 1 and 2, then the stray file
- *   byte after    the token ids of the run (see run_model)
+ *   bytes after   the run's context length and token ids (see run_model)
  *
  * The directory is made once per process and rewritten for every input, with O_NOFOLLOW so that
  * a symlink the previous input planted never redirects a write. */
