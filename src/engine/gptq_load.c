@@ -33,6 +33,15 @@ fdl_status fdl_eng_gptq_mat(fdl_model *m, const char *weight_name, size_t rows, 
   if (rows > SIZE_MAX / sizeof(float) / (cols ? cols : 1))
     return fdl_fail(err, FDL_TOO_LARGE, "%s: [%zu, %zu] does not fit in memory", weight_name, rows,
                     cols);
+  /* The reconstruction is allocated from the config's dimensions: bound it by the bytes stored
+   * (two int4 weights per byte) first, so a small file cannot ask for a huge buffer.
+   * fdl_gptq_reconstruct then checks every part's exact shape. */
+  if ((uint64_t)t[0]->nbytes != (uint64_t)rows * cols / 2)
+    return fdl_fail(err, FDL_PARSE,
+                    "tensor %s: %llu bytes, but the config's [%zu, %zu] int4 weights pack into "
+                    "%llu",
+                    parts[0], (unsigned long long)t[0]->nbytes, rows, cols,
+                    (unsigned long long)rows * cols / 2);
   fdl_tensor **grown = realloc(m->owned, (m->nowned + 1) * sizeof *grown);
   if (!grown) return fdl_fail(err, FDL_NOMEM, "out of memory");
   m->owned = grown;
