@@ -128,6 +128,8 @@ INL void body(const fdl_gemm_type t, const size_t m, const fdl_gemm_args *x, siz
       size_t kc = k - kk < per ? k - kk : per;
       for (size_t l = 0; l < ahead; l++)
         _mm_prefetch((const char *)b0 + (ahead + l) * stride + kk * es, _MM_HINT_T1);
+      for (size_t l = 0; j == n0 && l < LANES * NBLK && j + l < n1; l++)
+        _mm_prefetch((const char *)b0 + l * stride + kk * es + 512, _MM_HINT_T0);
       for (size_t b = 0; b < NBLK; b++) {
         if (!rows[b]) continue;
         __m512i r[LANES];
