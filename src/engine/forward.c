@@ -178,38 +178,6 @@ static fdl_status layer_step(fdl_model *m, size_t li, size_t p0, size_t rows, bo
   return FDL_OK;
 }
 
-/* Greedy ids of rows xn[0 .. rows) in tiles of TILE_ROWS x VOCAB_CHUNK logits. */
-static fdl_status greedy(fdl_model *m, size_t rows, int32_t *ids, fdl_err *err) {
-  const fdl_model_info *in = &m->info;
-  eng_work *w = &m->w;
-  size_t es = fdl_dtype_size(m->head.t->dtype), V = in->vocab, H = in->hidden;
-  for (size_t r0 = 0; r0 < rows; r0 += FDL_NUM_TILE_ROWS) {
-    size_t rb = rows - r0 < FDL_NUM_TILE_ROWS ? rows - r0 : FDL_NUM_TILE_ROWS;
-    float best[FDL_NUM_TILE_ROWS];
-    int64_t arg[FDL_NUM_TILE_ROWS];
-    for (size_t r = 0; r < rb; r++) best[r] = 0.0f, arg[r] = -1;
-    for (size_t v0 = 0; v0 < V; v0 += FDL_NUM_VOCAB_CHUNK) {
-      size_t nv = V - v0 < FDL_NUM_VOCAB_CHUNK ? V - v0 : FDL_NUM_VOCAB_CHUNK;
-      fdl_gemm_args x = {.m = rb,
-                         .n = nv,
-                         .k = H,
-                         .a = w->xn + r0 * H,
-                         .lda = H,
-                         .b = m->head.t->data + v0 * H * es,
-                         .ldb = H,
-                         .b_type = m->head.type,
-                         .c = w->tile,
-                         .ldc = FDL_NUM_VOCAB_CHUNK};
-      fdl_status s = fdl_eng_gemm_args(m, &x, err);
-      if (s) return s;
-      for (size_t r = 0; r < rb; r++)
-        fdl_eng_argmax_chunk(w->tile + r * FDL_NUM_VOCAB_CHUNK, nv, v0, &best[r], &arg[r]);
-    }
-    for (size_t r = 0; r < rb; r++) ids[r0 + r] = (int32_t)arg[r];
-  }
-  return FDL_OK;
-}
-
 /* Embeds, runs every layer and the final norm over rows [p0, p0 + rows), then writes the
  * requested outputs of those rows; row `last` of the step (if < rows) is the context's last
  * position, whose boundary rows go to out->layers. */
@@ -234,7 +202,7 @@ static fdl_status step(fdl_model *m, const int32_t *ids, size_t p0, size_t rows,
   if (out->logits &&
       (s = fdl_eng_gemm(m, w->xn, H, rows, &m->head, out->logits + p0 * in->vocab, in->vocab, err)))
     return s;
-  if (out->greedy && (s = greedy(m, rows, out->greedy + p0, err))) return s;
+  if (out->greedy && (s = fdl_eng_greedy(m, rows, out->greedy + p0, err))) return s;
   return FDL_OK;
 }
 

