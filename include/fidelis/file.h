@@ -56,6 +56,10 @@ typedef struct {
  * faults of a fresh mapping cost more than copying a few megabytes (docs/PERFORMANCE.md). */
 #define FDL_MAP_COPY_MAX ((size_t)16 << 20)
 FDL_API fdl_status fdl_map_file(const char *path, fdl_map *m, fdl_err *err);
+/* The same checks, but the file is always read into memory on huge pages, whatever its size: for
+ * data that several threads stream many times (a model's weights), where reading a file mapping
+ * of 4 KiB pages from two threads measured slower than from one (docs/PERFORMANCE.md). */
+FDL_API fdl_status fdl_map_file_resident(const char *path, fdl_map *m, fdl_err *err);
 FDL_API void fdl_unmap(fdl_map *m);
 
 /* Reads a whole file into a malloc'd NUL-terminated buffer, refusing files above max_bytes. */

@@ -51,7 +51,7 @@ static fdl_status copy_in(int fd, const char *path, size_t size, fdl_map *m, fdl
   return FDL_OK;
 }
 
-fdl_status fdl_map_file(const char *path, fdl_map *m, fdl_err *err) {
+static fdl_status map_file(const char *path, size_t copy_max, fdl_map *m, fdl_err *err) {
   static const uint8_t empty[1] = {0};
   int fd = -1; /* set by fdl_open_regular on success; initialised for -O3 flow analysis */
   uint64_t st_size = 0;
@@ -70,7 +70,7 @@ fdl_status fdl_map_file(const char *path, fdl_map *m, fdl_err *err) {
     m->copied_ = false;
     return FDL_OK;
   }
-  if (size <= FDL_MAP_COPY_MAX) return copy_in(fd, path, size, m, err);
+  if (size <= copy_max) return copy_in(fd, path, size, m, err);
   void *p = fdl_sys_mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
   int e = errno;
   close(fd);
@@ -80,6 +80,14 @@ fdl_status fdl_map_file(const char *path, fdl_map *m, fdl_err *err) {
   m->priv_ = p;
   m->copied_ = false;
   return FDL_OK;
+}
+
+fdl_status fdl_map_file(const char *path, fdl_map *m, fdl_err *err) {
+  return map_file(path, FDL_MAP_COPY_MAX, m, err);
+}
+
+fdl_status fdl_map_file_resident(const char *path, fdl_map *m, fdl_err *err) {
+  return map_file(path, SIZE_MAX, m, err);
 }
 
 void fdl_unmap(fdl_map *m) {

@@ -77,7 +77,9 @@ static fdl_status open_shard(fdl_model *m, const char *dir, const char *name, fd
                     m->nshards || strcmp(name, SINGLE_NAME) ? INDEX_NAME : "the model directory");
   char *p = fdl_path_join(dir, name);
   if (!p) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  s = fdl_safetensors_open(p, &m->shards[m->nshards], err);
+  /* Read, not mapped: decode streams every weight once per token from every worker, and on
+   * 4 KiB file pages two workers read slower than one (docs/PERFORMANCE.md). */
+  s = fdl_safetensors_open_resident(p, &m->shards[m->nshards], err);
   free(p);
   if (s) return fdl_err_prefix(err, "model shard %s", name);
   m->nshards++;
