@@ -22,10 +22,11 @@ extern "C" {
 FDL_API void fdl_quant_int4_rtn(const float *in, size_t rows, size_t cols, size_t group,
                                 float *out);
 
-/* ---- the capture engine: dense HF decoder models, forward pass in float32 ----------------
+/* ---- the capture engine: HF decoder models, forward pass in float32 ----------------------
  *
  * A model directory in Hugging Face layout (config.json plus model.safetensors, or shards named
- * by model.safetensors.index.json) is loaded as mmap'd views: weights stay as stored (BF16, F16
+ * by model.safetensors.index.json; dense Llama/Qwen2/Qwen3, or the Qwen3.5 hybrid of
+ * docs/QWEN35.md) is read once into memory: weights stay as stored (BF16, F16
  * or F32) and every matrix product reads them through fdl_gemm_run. Everything else (RMSNorm,
  * RoPE, softmax, SiLU) is a fixed scalar chain with fidelis' own exp, sin, cos and log, so a
  * run is bit-identical for any thread count and any ISA (docs/NUMERICS.md section 8). What the
