@@ -42,7 +42,7 @@ static bool mul_ok(size_t a, size_t b, size_t *out) {
 fdl_status fdl_eng_gdn_work(fdl_model *m, size_t n, fdl_err *err) {
   const fdl_model_info *in = &m->info;
   eng_work *w = &m->w;
-  if (w->gcap >= n) return FDL_OK;
+  if (w->q35.cap >= n) return FDL_OK;
   gdn_dims d = dims_of(in);
   size_t qd = in->heads * in->head_dim, nl = in->linear_layers, sz[9];
   bool ok = mul_ok(n, 2 * qd, &sz[0]) && mul_ok(n, d.cd, &sz[2]) && mul_ok(sz[2], nl, &sz[1]) &&
@@ -50,19 +50,20 @@ fdl_status fdl_eng_gdn_work(fdl_model *m, size_t n, fdl_err *err) {
             mul_ok(d.nv * d.dk * d.dv, nl, &sz[7]) &&
             mul_ok(chunk_floats(&d), m->pool.threads, &sz[8]);
   if (!ok) return fdl_fail(err, FDL_TOO_LARGE, "a context of %zu positions overflows sizes", n);
-  float **dst[11] = {&w->qg,   &w->mixed, &w->conv_out, &w->zg,    &w->ba, &w->beta,
-                     &w->gdec, &w->core,  &w->state,    &w->chunk, NULL};
+  float **dst[11] = {&w->q35.qg,   &w->q35.mixed, &w->q35.conv_out, &w->q35.zg,    &w->q35.ba,
+                     &w->q35.beta, &w->q35.gdec,  &w->q35.core,     &w->q35.state, &w->q35.chunk,
+                     NULL};
   size_t len[10] = {sz[0], sz[1], sz[2], sz[3], sz[4], sz[5], sz[5], sz[3], sz[7], sz[8]};
   for (int i = 0; dst[i]; i++) {
     free(*dst[i]);
     *dst[i] = NULL;
   }
-  w->gcap = 0;
+  w->q35.cap = 0;
   for (int i = 0; dst[i]; i++)
     if (len[i] > SIZE_MAX / sizeof(float) ||
         !(*dst[i] = calloc(len[i] ? len[i] : 1, sizeof(float))))
       return fdl_fail(err, FDL_NOMEM, "out of memory for a context of %zu positions", n);
-  w->gcap = n;
+  w->q35.cap = n;
   return FDL_OK;
 }
 
@@ -101,7 +102,7 @@ static void prep_row(const row_job *j, size_t r) {
   const gdn_dims *d = &j->d;
   const eng_work *w = &m->w;
   size_t pos = j->p0 + r, K = d->K;
-  float *c = w->conv_out + r * d->cd;
+  float *c = w->q35.conv_out + r * d->cd;
   /* out[t] = sum_k w[k] x[t - K + 1 + k], in k order, positions before 0 reading zero. */
   for (size_t ch = 0; ch < d->cd; ch++) {
     double acc = 0.0;
@@ -117,11 +118,11 @@ static void prep_row(const row_job *j, size_t r) {
     l2norm(c + h * d->dk, d->dk, qs);
     l2norm(c + d->kd + h * d->dk, d->dk, 1.0);
   }
-  const float *ba = w->ba + r * 2 * d->nv;
+  const float *ba = w->q35.ba + r * 2 * d->nv;
   for (size_t h = 0; h < d->nv; h++) {
-    w->beta[r * d->nv + h] = (float)fdl_eng_sigmoid(ba[h]);
+    w->q35.beta[r * d->nv + h] = (float)fdl_eng_sigmoid(ba[h]);
     double x = (double)ba[d->nv + h] + (double)l->dt_bias[h];
-    w->gdec[r * d->nv + h] = (float)(-l->decay[h] * softplus(x));
+    w->q35.gdec[r * d->nv + h] = (float)(-l->decay[h] * softplus(x));
   }
 }
 
@@ -131,8 +132,8 @@ static void out_row(const row_job *j, size_t r) {
   const gdn_dims *d = &j->d;
   const eng_work *w = &m->w;
   for (size_t h = 0; h < d->nv; h++) {
-    float *o = w->core + r * d->vd + h * d->dv;
-    const float *z = w->zg + r * d->vd + h * d->dv;
+    float *o = w->q35.core + r * d->vd + h * d->dv;
+    const float *z = w->q35.zg + r * d->vd + h * d->dv;
     double ss = 0.0;
     for (size_t i = 0; i < d->dv; i++) ss += (double)o[i] * (double)o[i];
     double inv = 1.0 / sqrt(ss / (double)d->dv + m->info.rms_eps);
@@ -183,7 +184,7 @@ typedef struct {
 static head_rows head_of(const head_job *j, size_t h) {
   const gdn_dims *d = &j->d;
   size_t kh = h / (d->nv / d->nk);
-  const float *c = j->m->w.conv_out;
+  const float *c = j->m->w.q35.conv_out;
   return (head_rows){c + kh * d->dk, c + d->kd + kh * d->dk, c + 2 * d->kd + h * d->dv, d->cd};
 }
 
@@ -195,9 +196,9 @@ static void recurrent(const head_job *j, size_t h, float *S) {
   float kv[4096], delta[4096]; /* dv <= 4096 (config_qwen35.c) */
   for (size_t r = 0; r < j->rows; r++) {
     const float *q = x.q + r * x.ld, *k = x.k + r * x.ld, *v = x.v + r * x.ld;
-    float e = (float)fdl_eng_exp_neg((double)w->gdec[r * d->nv + h]);
-    float beta = w->beta[r * d->nv + h];
-    float *o = w->core + r * d->vd + h * dv;
+    float e = (float)fdl_eng_exp_neg((double)w->q35.gdec[r * d->nv + h]);
+    float beta = w->q35.beta[r * d->nv + h];
+    float *o = w->q35.core + r * d->vd + h * dv;
     for (size_t c = 0; c < dv; c++) kv[c] = 0.0f;
     for (size_t i = 0; i < dk; i++) {
       float *s = S + i * dv;
@@ -242,7 +243,7 @@ static void chunked(const head_job *j, size_t h, float *S, float *scr) {
   for (size_t t0 = 0; t0 < j->rows; t0 += C) {
     size_t L = j->rows - t0 < C ? j->rows - t0 : C;
     const float *q = x.q + t0 * x.ld, *k = x.k + t0 * x.ld, *v = x.v + t0 * x.ld;
-    const float *beta = w->beta + t0 * d->nv + h, *g = w->gdec + t0 * d->nv + h;
+    const float *beta = w->q35.beta + t0 * d->nv + h, *g = w->q35.gdec + t0 * d->nv + h;
     double acc = 0.0;
     for (size_t t = 0; t < L; t++) {
       acc += (double)g[t * d->nv];
@@ -288,7 +289,7 @@ static void chunked(const head_job *j, size_t h, float *S, float *scr) {
     for (size_t t = 0; t < L * dv; t++) U[t] = U[t] - P[t];
     /* o = e^c (Q S) + M v'. */
     for (size_t t = 0; t < L; t++) {
-      float *o = w->core + (t0 + t) * d->vd + h * dv;
+      float *o = w->q35.core + (t0 + t) * d->vd + h * dv;
       for (size_t c = 0; c < dv; c++) o[c] = (float)(ec[t] * (double)R[t * dv + c]);
       mm_acc(o, 0, M + t * C, C, U, dv, 1, t + 1, dv);
     }
@@ -308,7 +309,7 @@ static fdl_status head_task(void *arg, size_t h, unsigned worker, fdl_err *err) 
   const head_job *j = arg;
   float *S = j->S + h * j->d.dk * j->d.dv;
   if (j->chunked)
-    chunked(j, h, S, j->m->w.chunk + (size_t)worker * chunk_floats(&j->d));
+    chunked(j, h, S, j->m->w.q35.chunk + (size_t)worker * chunk_floats(&j->d));
   else
     recurrent(j, h, S);
   return FDL_OK;
@@ -323,21 +324,21 @@ fdl_status fdl_eng_gdn_layer(fdl_model *m, size_t li, size_t p0, size_t rows, bo
   eng_work *w = &m->w;
   gdn_dims d = dims_of(in);
   size_t H = in->hidden;
-  float *mixed = w->mixed + l->lin * w->gcap * d.cd;
-  float *S = w->state + l->lin * d.nv * d.dk * d.dv;
+  float *mixed = w->q35.mixed + l->lin * w->q35.cap * d.cd;
+  float *S = w->q35.state + l->lin * d.nv * d.dk * d.dv;
   if (p0 == 0) memset(S, 0, d.nv * d.dk * d.dv * sizeof *S);
   size_t parts = 4 * (size_t)m->pool.threads;
   row_job rj = {m, l, d, p0, rows, (rows + parts - 1) / parts, mixed};
   head_job hj = {m, d, rows, S, chunked_path};
   fdl_status s;
   if ((s = fdl_eng_gemm(m, w->xn, H, rows, &l->qkv, mixed + p0 * d.cd, d.cd, err)) ||
-      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->z, w->zg, d.vd, err)) ||
-      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->b, w->ba, 2 * d.nv, err)) ||
-      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->a, w->ba + d.nv, 2 * d.nv, err)) ||
+      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->z, w->q35.zg, d.vd, err)) ||
+      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->b, w->q35.ba, 2 * d.nv, err)) ||
+      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->a, w->q35.ba + d.nv, 2 * d.nv, err)) ||
       (s = rows_pass(m, &rj, false, err)) ||
       (s = fdl_pool_run(&m->pool, d.nv, head_task, &hj, err)) ||
       (s = rows_pass(m, &rj, true, err)) ||
-      (s = fdl_eng_gemm(m, w->core, d.vd, rows, &l->out, w->xn, H, err)))
+      (s = fdl_eng_gemm(m, w->q35.core, d.vd, rows, &l->out, w->xn, H, err)))
     return s;
   return FDL_OK;
 }

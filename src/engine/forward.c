@@ -64,6 +64,7 @@ static fdl_status ensure_work(fdl_model *m, size_t n, fdl_err *err) {
   for (int i = 0; i < 13; i++) free(old[i]);
   free(w->exps);
   nw.cap = n;
+  nw.q35 = w->q35; /* sized on its own (fdl_eng_gdn_work) */
   *w = nw;
   return FDL_OK;
 }
@@ -146,7 +147,7 @@ static fdl_status attention(fdl_model *m, size_t li, size_t p0, size_t rows, fdl
   float *kc = w->kc + li * w->cap * kd + p0 * kd;
   att_job job = {m, li, p0, rows, (rows + ENG_ATT_ROWS - 1) / ENG_ATT_ROWS, 1.0 / sqrt((double)hd)};
   fdl_status s;
-  if ((s = in->attn_gate ? fdl_eng_gemm(m, w->xn, H, rows, &l->q, w->qg, 2 * qd, err)
+  if ((s = in->attn_gate ? fdl_eng_gemm(m, w->xn, H, rows, &l->q, w->q35.qg, 2 * qd, err)
                          : fdl_eng_gemm(m, w->xn, H, rows, &l->q, w->q, qd, err)) ||
       (s = fdl_eng_gemm(m, w->xn, H, rows, &l->k, kc, kd, err)) ||
       (s = fdl_eng_gemm(m, w->xn, H, rows, &l->v, w->vtmp, kd, err)) ||

@@ -34,20 +34,8 @@ typedef struct {
   size_t lin;     /* index among the DeltaNet layers (their caches and states) */
 } eng_layer;
 
-/* Scratch for one run, sized for `cap` positions; grown only between runs. */
+/* Qwen3.5's scratch (NULL otherwise), for `cap` positions. */
 typedef struct {
-  size_t cap;
-  float *x, *xn;        /* [cap, hidden] residual stream, normed input */
-  float *q, *att;       /* [cap, heads * head_dim] */
-  float *kc, *vtmp;     /* [layers][cap, kv_dim] keys after RoPE; [cap, kv_dim] values */
-  float *vt;            /* [layers][kv_dim, cap] values transposed (k contiguous for P.V) */
-  float *g, *u;         /* [cap, intermediate] */
-  float *cos_t, *sin_t; /* [cap, head_dim / 2] */
-  float *tile;          /* [FDL_NUM_TILE_ROWS, FDL_NUM_VOCAB_CHUNK] greedy tile, or one slice
-                           per worker (greedy.c) */
-  float *scores;        /* [workers][ENG_ATT_ROWS, cap] attention scores, then probabilities */
-  double *exps;         /* [workers][cap] one softmax row's exponentials */
-  /* Qwen3.5 (NULL otherwise): */
   float *qg;          /* [cap, 2 * heads * head_dim] query and gate per head */
   float *mixed;       /* [linear layers][cap, conv_dim] q/k/v before the convolution */
   float *conv_out;    /* [cap, conv_dim] after the convolution and SiLU, q and k normalised */
@@ -57,7 +45,23 @@ typedef struct {
   float *core;        /* [cap, v_heads * v_dim] the delta rule's output */
   float *state;       /* [linear layers][v_heads, k_dim, v_dim] the recurrent state */
   float *chunk;       /* [workers][one chunk's scratch] */
-  size_t gcap;        /* positions the buffers above hold */
+  size_t cap;         /* positions the buffers above hold */
+} eng_q35_work;
+
+/* Scratch for one run, sized for `cap` positions; grown only between runs. */
+typedef struct {
+  size_t cap;
+  float *x, *xn;        /* [cap, hidden] residual stream, normed input */
+  float *q, *att;       /* [cap, heads * head_dim] */
+  float *kc, *vtmp;     /* [layers][cap, kv_dim] keys after RoPE; [cap, kv_dim] values */
+  float *vt;            /* [layers][kv_dim, cap] values transposed (k contiguous for P.V) */
+  float *g, *u;         /* [cap, intermediate] */
+  float *cos_t, *sin_t; /* [cap, rotary_dim / 2] */
+  float *tile;          /* [FDL_NUM_TILE_ROWS, FDL_NUM_VOCAB_CHUNK] greedy tile, or one slice
+                           per worker (greedy.c) */
+  float *scores;        /* [workers][ENG_ATT_ROWS, cap] attention scores, then probabilities */
+  double *exps;         /* [workers][cap] one softmax row's exponentials */
+  eng_q35_work q35;     /* sized on its own, by fdl_eng_gdn_work */
 } eng_work;
 
 struct fdl_model {

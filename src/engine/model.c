@@ -10,9 +10,10 @@
 #include "fidelis/json.h"
 
 static void free_work(eng_work *w) {
-  float *bufs[] = {w->x,  w->xn,    w->q,     w->att,  w->kc,     w->vtmp,  w->vt,    w->g,
-                   w->u,  w->cos_t, w->sin_t, w->tile, w->scores, w->qg,    w->mixed, w->conv_out,
-                   w->zg, w->ba,    w->beta,  w->gdec, w->core,   w->state, w->chunk};
+  float *bufs[] = {w->x,        w->xn,       w->q,         w->att,          w->kc,       w->vtmp,
+                   w->vt,       w->g,        w->u,         w->cos_t,        w->sin_t,    w->tile,
+                   w->scores,   w->q35.qg,   w->q35.mixed, w->q35.conv_out, w->q35.zg,   w->q35.ba,
+                   w->q35.beta, w->q35.gdec, w->q35.core,  w->q35.state,    w->q35.chunk};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
   free(w->exps);
   memset(w, 0, sizeof *w);

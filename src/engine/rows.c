@@ -32,7 +32,7 @@ static void one_row(const row_job *j, size_t r) {
     float *q = w->q + r * qd;
     /* A gated q_proj row holds, per head, the query then the gate. */
     for (size_t h = 0; in->attn_gate && h < in->heads; h++)
-      memcpy(q + h * hd, w->qg + r * 2 * qd + h * 2 * hd, hd * sizeof *q);
+      memcpy(q + h * hd, w->q35.qg + r * 2 * qd + h * 2 * hd, hd * sizeof *q);
     float *k = w->kc + j->li * w->cap * kd + pos * kd, *v = w->vtmp + r * kd;
     float *vt = w->vt + j->li * kd * w->cap;
     add(q, l->q_bias, qd);
@@ -52,7 +52,7 @@ static void one_row(const row_job *j, size_t r) {
   case ENG_ROW_GATE: {
     float *a = w->att + r * qd;
     for (size_t h = 0; h < in->heads; h++)
-      fdl_eng_sigmoid_mul(a + h * hd, w->qg + r * 2 * qd + h * 2 * hd + hd, hd);
+      fdl_eng_sigmoid_mul(a + h * hd, w->q35.qg + r * 2 * qd + h * 2 * hd + hd, hd);
     break;
   }
   case ENG_ROW_ATTN_OUT:
