@@ -74,7 +74,7 @@ struct fdl_model {
   eng_mat embed, head;
   float *final_norm;
   eng_layer *layer;
-  double *inv_freq; /* [head_dim / 2] */
+  double *inv_freq; /* [rotary_dim / 2] */
   fdl_pool pool;    /* attention tasks and row-parallel kernels */
   fdl_gemm **wgemm; /* one single-thread GEMM per pool worker: every product is pool tasks */
   fdl_gemm **sgemm; /* NULL, or under FDL_NUM_ISA_AUTO with AVX-512 chosen: AVX2 contexts for
