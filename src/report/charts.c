@@ -30,16 +30,17 @@ static void fig_end(fdl_buf *b, const char *caption) {
   fdl_buf_puts(b, "</figcaption></figure>\n");
 }
 
-/* The largest power of ten at or below x, and the smallest at or above. */
-static double dec_floor(double x) {
-  return pow(10, floor(log10(x)));
-}
-static double dec_ceil(double x) {
-  return pow(10, ceil(log10(x) - 1e-12));
-}
+/* The log axis spans whole decades 10^FDL_RPT_DEC_MIN .. 10^FDL_RPT_DEC_MAX at most: both are
+ * normal doubles, so a subnormal KL (5e-324) cannot round the lower bound to 0 and a KL near
+ * DBL_MAX cannot round the upper bound to inf. Values outside fall into the edge bins. */
+#define FDL_RPT_DEC_MIN (-307)
+#define FDL_RPT_DEC_MAX 308
+/* At most this many decades are drawn, counted down from the largest value. */
+#define FDL_RPT_DECADES 12
 
-/* The log-axis range of the positive KL values of rs: at most 12 decades below the largest. */
-static bool log_range(const fdl_rpt_receipt *const *rs, size_t n, double *lo, double *hi) {
+/* The log-axis range of the positive KL values of rs as decade exponents: at most
+ * FDL_RPT_DECADES below the largest, at least one. */
+static bool log_decades(const fdl_rpt_receipt *const *rs, size_t n, int *dlo, int *dhi) {
   double mn = INFINITY, mx = 0;
   for (size_t i = 0; i < n; i++)
     for (size_t k = 0; k < rs[i]->n; k++) {
@@ -47,11 +48,19 @@ static bool log_range(const fdl_rpt_receipt *const *rs, size_t n, double *lo, do
       if (v > 0 && v < mn) mn = v;
       if (v > mx) mx = v;
     }
-  if (!(mx > 0)) return false;
-  *hi = dec_ceil(mx);
-  *lo = dec_floor(mn);
-  if (*hi <= *lo) *hi = *lo * 10;
-  if (*hi / *lo > 1e12) *lo = *hi / 1e12;
+  if (!(mx > 0)) return false; /* an inf maximum clamps to the top decade below */
+  double a = floor(log10(mn)), z = ceil(log10(mx) - 1e-12);
+  a = fmax(fmin(a, FDL_RPT_DEC_MAX - 1), FDL_RPT_DEC_MIN);
+  z = fmax(fmin(z, FDL_RPT_DEC_MAX), a + 1);
+  a = fmax(a, z - FDL_RPT_DECADES);
+  *dlo = (int)a, *dhi = (int)z;
+  return true;
+}
+
+static bool log_range(const fdl_rpt_receipt *const *rs, size_t n, double *lo, double *hi) {
+  int a, z;
+  if (!log_decades(rs, n, &a, &z)) return false;
+  *lo = pow(10, a), *hi = pow(10, z);
   return true;
 }
 
@@ -64,10 +73,10 @@ void fdl_rpt_chart_hist(fdl_buf *b, const fdl_rpt_receipt *r) {
   fdl_rpt_frame f = frame();
   fig_begin(b);
   fdl_rpt_svg_begin(b, "chart-kl-hist", "Histogram of tokenwise KL on a log axis", CW, CH);
-  double lo, hi;
+  int dlo, dhi;
   const fdl_rpt_receipt *one[1] = {r};
   size_t below = 0;
-  if (!log_range(one, 1, &lo, &hi)) {
+  if (!log_decades(one, 1, &dlo, &dhi)) {
     f.x0 = 1e-6, f.x1 = 1, f.xlog = true;
     fdl_rpt_axes(b, &f, "KL(reference || candidate) per token (nats, log scale)", "tokens", 0);
     fdl_rpt_svg_note(b, &f, "no token has a positive KL: every value is 0");
@@ -75,10 +84,11 @@ void fdl_rpt_chart_hist(fdl_buf *b, const fdl_rpt_receipt *r) {
     fig_end(b, "Every tokenwise KL value is zero (or below): nothing to place on a log axis.");
     return;
   }
-  const int per_decade = 8;
-  size_t nb = (size_t)lround(log10(hi / lo)) * per_decade;
-  double edges[12 * 8 + 1], counts[12 * 8];
-  for (size_t k = 0; k <= nb; k++) edges[k] = lo * pow(10, (double)k / per_decade);
+  enum { per_decade = 8, max_bins = FDL_RPT_DECADES * per_decade };
+  double lo = pow(10, dlo), hi = pow(10, dhi);
+  size_t nb = (size_t)(dhi - dlo) * per_decade; /* 8 .. max_bins by log_decades */
+  double edges[max_bins + 1], counts[max_bins];
+  for (size_t k = 0; k <= nb; k++) edges[k] = pow(10, dlo + (double)k / per_decade);
   memset(counts, 0, sizeof counts);
   double top = 0;
   for (size_t i = 0; i < r->n; i++) {
@@ -87,12 +97,13 @@ void fdl_rpt_chart_hist(fdl_buf *b, const fdl_rpt_receipt *r) {
       below++;
       continue;
     }
-    size_t k = (size_t)floor(log10(v / lo) * per_decade);
-    if (k >= nb) k = nb - 1;
+    /* In decade units from the axis start; a value past the top (or inf) joins the last bin. */
+    double t = floor((log10(v) - dlo) * per_decade);
+    size_t k = t < (double)nb ? (size_t)fmax(t, 0) : nb - 1;
     counts[k] += 1;
   }
   for (size_t k = 0; k < nb; k++) top = fmax(top, counts[k]);
-  f.x0 = lo, f.x1 = hi, f.xlog = true, f.y0 = 0, f.y1 = top * 1.08;
+  f.x0 = lo, f.x1 = hi, f.xlog = true, f.y0 = 0, f.y1 = fdl_rpt_headroom(top);
   fdl_rpt_axes(b, &f, "KL(reference || candidate) per token (nats, log scale)", "tokens", 0);
   fdl_rpt_hist(b, &f, edges, counts, nb, fdl_rpt_colour(0));
   fdl_rpt_svg_end(b);
@@ -221,7 +232,7 @@ fdl_status fdl_rpt_chart_contexts(fdl_buf *b, const fdl_rpt_receipt *r, fdl_err 
     labels[k] = n <= 32 ? labs[k] : NULL;
     top = fmax(top, fmax(c->mean, isfinite(c->hi) ? c->hi : 0));
   }
-  f.y0 = 0, f.y1 = top > 0 ? top * 1.08 : 1;
+  f.y0 = 0, f.y1 = fdl_rpt_headroom(top);
   fdl_rpt_axes(b, &f,
                n <= 32 ? "contexts, highest mean first (panel index under each bar)"
                        : "contexts, highest mean first",
@@ -260,7 +271,7 @@ fdl_status fdl_rpt_chart_position(fdl_buf *b, const fdl_rpt_receipt *r, fdl_err 
   double top = 0;
   for (size_t k = 0; k < np; k++) top = fmax(top, mean[k]);
   f.x0 = 1, f.x1 = np ? fmax(pos[np - 1] + (double)w - 1, 2) : 2;
-  f.y0 = 0, f.y1 = top > 0 ? top * 1.08 : 1;
+  f.y0 = 0, f.y1 = fdl_rpt_headroom(top);
   fdl_rpt_axes(b, &f, "position of the predicted token in its context (tokens)", "mean KL (nats)",
                0);
   if (np) {
@@ -351,7 +362,7 @@ void fdl_rpt_chart_deltap(fdl_buf *b, const fdl_rpt_receipt *r) {
     if (k >= DP_BINS) k = DP_BINS - 1;
     sum[k] += d, cnt[k] += 1;
   }
-  double lim = amax > 0 ? amax * 1.05 : 1e-6;
+  double lim = amax > 0 ? fmin(amax * 1.05, 1) : 1e-6; /* |Δp| <= 1 */
   f.x0 = 0, f.x1 = 1, f.y0 = -lim, f.y1 = lim;
   fdl_rpt_axes(b, &f, "reference probability of the target token p_ref",
                "\xCE\x94p = p_cand \xE2\x88\x92 p_ref", 0);

@@ -105,6 +105,9 @@ void fdl_rpt_svg_begin(fdl_buf *b, const char *id, const char *title, int w, int
 void fdl_rpt_svg_end(fdl_buf *b);
 double fdl_rpt_sx(const fdl_rpt_frame *f, double x);
 double fdl_rpt_sy(const fdl_rpt_frame *f, double y);
+/* The top of a linear count or KL axis holding values up to top: 8% above it, finite, 1 if empty.
+ */
+double fdl_rpt_headroom(double top);
 /* Frame, grid, ticks with labels, and axis titles (units included by the caller). xcats > 0:
  * the x axis is categorical (no ticks; the bars label themselves). */
 void fdl_rpt_axes(fdl_buf *b, const fdl_rpt_frame *f, const char *xlabel, const char *ylabel,

@@ -2,6 +2,7 @@
  * (linear or base-10 log), axes with ticks and grid, histogram, polyline, bars with error bars,
  * scatter, markers, legend. Coordinates are written with one decimal: enough at any zoom the
  * page is read at, and it keeps a page of thousands of points small. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,7 +31,7 @@ static double tr(double v, bool lg) {
 double fdl_rpt_sx(const fdl_rpt_frame *f, double x) {
   double a = tr(f->x0, f->xlog), z = tr(f->x1, f->xlog);
   double t = z > a ? (tr(x, f->xlog) - a) / (z - a) : 0.5;
-  if (t < 0) t = 0;
+  if (!(t >= 0)) t = 0; /* NaN too (inf over inf): an SVG attribute is always a number */
   if (t > 1) t = 1;
   return f->L + t * f->W;
 }
@@ -38,9 +39,13 @@ double fdl_rpt_sx(const fdl_rpt_frame *f, double x) {
 double fdl_rpt_sy(const fdl_rpt_frame *f, double y) {
   double a = tr(f->y0, f->ylog), z = tr(f->y1, f->ylog);
   double t = z > a ? (tr(y, f->ylog) - a) / (z - a) : 0.5;
-  if (t < 0) t = 0;
+  if (!(t >= 0)) t = 0; /* NaN too (inf over inf): an SVG attribute is always a number */
   if (t > 1) t = 1;
   return f->T + f->H - t * f->H;
+}
+
+double fdl_rpt_headroom(double top) {
+  return top > 0 ? fmin(top * 1.08, DBL_MAX) : 1;
 }
 
 /* A "nice" linear tick step (1, 2 or 5 times a power of ten) giving about 5 intervals. */
@@ -76,7 +81,9 @@ static size_t ticks(double lo, double hi, bool lg, double *v, size_t cap) {
     return n;
   }
   double st = nice_step(hi - lo);
-  for (double t = ceil(lo / st) * st; t <= hi + st * 1e-9 && n < cap; t += st) v[n++] = t;
+  /* Near DBL_MAX the next tick overflows to inf: the last tick is the last finite one. */
+  for (double t = ceil(lo / st) * st; isfinite(t) && t <= hi + st * 1e-9 && n < cap; t += st)
+    v[n++] = t;
   return n;
 }
 
