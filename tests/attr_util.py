@@ -28,6 +28,14 @@ def seqsum(x):
     return float(np.cumsum(x)[-1]) if x.size else 0.0
 
 
+def cosine(dot, aa, bb, same):
+    """docs/ATTRIBUTION.md's cosine rule: exactly 1.0 when the vectors are equal element by
+    element (same), otherwise dot / (sqrt(aa) * sqrt(bb)) clamped to [-1, 1]."""
+    if same:
+        return 1.0
+    return min(1.0, max(-1.0, float(dot / (np.sqrt(aa) * np.sqrt(bb)))))
+
+
 def f32_digest(v):
     return "sha256:" + hashlib.sha256(np.ascontiguousarray(v, dtype="<f4").tobytes()).hexdigest()
 

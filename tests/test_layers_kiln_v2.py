@@ -55,7 +55,10 @@ def boundary(np, i, name, Krow, Hrow):
     last = lambda v: float(np.cumsum(v)[-1])  # noqa: E731 (sequential, one accumulator)
     sq, hh, kk = last(d * d), last(h * h), last(k * k)
     rmse, rms = math.sqrt(sq / n), math.sqrt(hh / n)
-    return {"cosine_similarity": last(k * h) / (math.sqrt(kk) * math.sqrt(hh)),
+    # docs/ATTRIBUTION.md's cosine rule: equal rows give exactly 1.0, others clamp to [-1, 1]
+    same = float(np.abs(d).max()) == 0.0
+    cos = 1.0 if same else min(1.0, max(-1.0, last(k * h) / (math.sqrt(kk) * math.sqrt(hh))))
+    return {"cosine_similarity": cos,
             "hf_sha256": f32_sha(np, Hrow), "index": i, "kiln_sha256": f32_sha(np, Krow),
             "max_abs_error": max(0.0, float(np.abs(d).max())), "mean_abs_error": last(np.abs(d)) / n,
             "name": name, "reference_root_mean_square": rms,

@@ -54,7 +54,7 @@ def oracle(A, R, cands):
     out = {
         "argmax": ta[0],
         "argmax_equal": ta[0] == tr[0],
-        "cosine_similarity": dot / (np.sqrt(an) * np.sqrt(rn)),
+        "cosine_similarity": U.cosine(dot, an, rn, max_abs == 0.0),
         "max_abs_error": max_abs,
         "mean_abs_error": U.seqsum(e) / float(len(A)),
         "top10_overlap": len(set(ta) & set(tr)),

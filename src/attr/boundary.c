@@ -33,7 +33,7 @@ fdl_status fdl_attr_compare_boundary(const float *actual, const float *reference
     return fdl_fail(err, FDL_REFUSED,
                     "boundary: the actual row's sum of squares is 0, expected > 0 (the cosine "
                     "is undefined)");
-  out->cosine_similarity = dot / (sqrt(kk) * sqrt(hh));
+  out->cosine_similarity = fdl_attr_cosine(dot, kk, hh, max_abs == 0.0);
   out->max_abs_error = max_abs;
   out->mean_abs_error = abs_sum / dn;
   out->root_mean_square_error = rmse;

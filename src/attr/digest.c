@@ -1,6 +1,7 @@
 /* digest.c - what every Kiln vector must pass before it is used: the finiteness rule, and the
  * one vector digest of the records (spec §1), SHA-256 over the float32 little-endian bytes of
- * each element in index order. */
+^ * each element in index order; and the cosine rule both comparisons share. */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -35,4 +36,10 @@ fdl_status fdl_attr_sha256_f32(const float *v, size_t n, fdl_sha256 *out, fdl_er
   fdl_sha256_free(c);
   return s;
 #endif
+}
+
+double fdl_attr_cosine(double dot, double aa, double bb, bool same) {
+  if (same) return 1.0;
+  double c = dot / (sqrt(aa) * sqrt(bb));
+  return c > 1.0 ? 1.0 : c < -1.0 ? -1.0 : c;
 }

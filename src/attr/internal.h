@@ -14,6 +14,12 @@
  * a finite value"), by the tensor layer's bit test (fdl_tensor_first_nonfinite). */
 fdl_status fdl_attr_finite(const float *v, size_t n, const char *what, fdl_err *err);
 
+/* Kiln's cosine dot / (sqrt(aa) * sqrt(bb)) (spec §11), with fidelis's rule for the rounding
+ * it leaves: vectors equal element by element (same: every |a - b| was 0) give exactly 1.0,
+ * and any other result is clamped to [-1, 1]. Without it two equal vectors can come out as
+ * 1.0000000000000002, which the record checkers refuse (docs/ATTRIBUTION.md, "Cosine"). */
+double fdl_attr_cosine(double dot, double aa, double bb, bool same);
+
 /* The spec's vector digest (§1): SHA-256 over the little-endian binary32 bytes of v[0..n). */
 fdl_status fdl_attr_sha256_f32(const float *v, size_t n, fdl_sha256 *out, fdl_err *err);
 

@@ -86,7 +86,7 @@ fdl_status fdl_attr_compare_logits(const float *actual, const float *reference, 
                     an > 0.0 ? "reference" : "actual");
   memset(out, 0, sizeof *out);
   out->n = n;
-  out->cosine_similarity = dot / (sqrt(an) * sqrt(rn));
+  out->cosine_similarity = fdl_attr_cosine(dot, an, rn, max_abs == 0.0);
   out->max_abs_error = max_abs;
   out->mean_abs_error = abs_sum / (double)n;
   out->k = k;
