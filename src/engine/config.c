@@ -249,6 +249,14 @@ fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *i
       (s = fdl_eng_cfg_real(tc, path, "rms_norm_eps", 1e-6, &info->rms_eps, err)) ||
       (s = fdl_eng_cfg_bool(tc, path, "tie_word_embeddings", false, &info->tied, err)))
     return s;
+  /* theta >= 1 keeps every rotary frequency theta^(-2i/d) at or below 1, so a position times a
+   * frequency stays below 2^20 (fdl_eng_check_ids bounds positions), inside fdl_eng_sincos's range.
+   */
+  if (!(info->rope_theta >= 1.0))
+    return fdl_fail(err, FDL_PARSE,
+                    "%s: field rope_theta is %g, expected at least 1 (below 1 the rotary "
+                    "frequencies exceed 1 and the angles leave the range the engine computes)",
+                    path, info->rope_theta);
   info->rotary_dim = info->head_dim;
   if (arch >= 3) return fdl_eng_config_qwen35(cfg, tc, rope_src, path, info, err);
   bool ab = false;

@@ -4,6 +4,7 @@
  * fdl_gemm_run; attention runs as independent (head, row block) tasks, each with its own
  * single-thread GEMM and scratch, so threads decide who computes a task and never how. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -195,15 +196,22 @@ static fdl_status step(fdl_model *m, const int32_t *ids, size_t p0, size_t rows,
   for (size_t li = 0; li < in->layers; li++) {
     if ((s = layer_step(m, li, p0, rows, chunked, err)))
       return fdl_err_prefix(err, "layer %zu", li);
+    char what[48];
+    snprintf(what, sizeof what, "the output of layer %zu", li);
+    if ((s = fdl_eng_check_finite(w->x, rows, H, p0, 0, what, "element", err))) return s;
     if (bound) memcpy(bound + (li + 1) * H, w->x + last * H, H * sizeof *bound);
   }
-  if ((s = fdl_eng_rows(m, ENG_ROW_FINAL, 0, p0, rows, err))) return s;
+  if ((s = fdl_eng_rows(m, ENG_ROW_FINAL, 0, p0, rows, err)) ||
+      (s = fdl_eng_check_finite(w->xn, rows, H, p0, 0, "the final norm's output", "element", err)))
+    return s;
   if (bound) memcpy(bound + (in->layers + 1) * H, w->xn + last * H, H * sizeof *bound);
   if (out->hidden) memcpy(out->hidden + p0 * H, w->xn, rows * H * sizeof(float));
-  if (out->logits &&
-      (s = fdl_eng_gemm(m, w->xn, H, rows, &m->head, out->logits + p0 * in->vocab, in->vocab, err)))
+  if (out->logits && ((s = fdl_eng_gemm(m, w->xn, H, rows, &m->head, out->logits + p0 * in->vocab,
+                                        in->vocab, err)) ||
+                      (s = fdl_eng_check_finite(out->logits + p0 * in->vocab, rows, in->vocab, p0,
+                                                0, "a logit", "token id", err))))
     return s;
-  if (out->greedy && (s = fdl_eng_greedy(m, rows, out->greedy + p0, err))) return s;
+  if (out->greedy && (s = fdl_eng_greedy(m, p0, rows, out->greedy + p0, err))) return s;
   return FDL_OK;
 }
 

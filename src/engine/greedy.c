@@ -10,7 +10,8 @@
 
 typedef struct {
   fdl_model *m;
-  size_t rows, cb, sub; /* rows <= ENG_GEMV_M; columns per block; per sub-tile (<= cb) */
+  size_t p0, rows, cb,
+      sub; /* first position; rows <= ENG_GEMV_M; columns per block; per sub-tile */
   float best[GR_BLOCKS][ENG_GEMV_M];
   int64_t arg[GR_BLOCKS][ENG_GEMV_M];
 } gr_job;
@@ -37,6 +38,8 @@ static fdl_status gr_task(void *arg, size_t index, unsigned worker, fdl_err *err
                        .c = tile,
                        .ldc = j->sub};
     fdl_status s = fdl_gemm_run(fdl_eng_ctx(m, worker, j->rows), &x, err);
+    for (size_t r = 0; !s && r < j->rows; r++)
+      s = fdl_eng_check_finite(tile + r * j->sub, 1, nv, j->p0 + r, v0, "a logit", "token id", err);
     if (s) return s;
     for (size_t r = 0; r < j->rows; r++)
       fdl_eng_argmax_chunk(tile + r * j->sub, nv, v0, &j->best[index][r], &j->arg[index][r]);
@@ -45,10 +48,10 @@ static fdl_status gr_task(void *arg, size_t index, unsigned worker, fdl_err *err
 }
 
 /* Decode's head: one pool run instead of one per VOCAB_CHUNK, and no tile leaves the cache. */
-static fdl_status greedy_few(fdl_model *m, size_t rows, int32_t *ids, fdl_err *err) {
+static fdl_status greedy_few(fdl_model *m, size_t p0, size_t rows, int32_t *ids, fdl_err *err) {
   size_t V = m->info.vocab, T = m->pool.threads;
   size_t nb = 4 * T < GR_BLOCKS ? 4 * T : GR_BLOCKS;
-  gr_job j = {.m = m, .rows = rows};
+  gr_job j = {.m = m, .p0 = p0, .rows = rows};
   j.cb = ((V + nb - 1) / nb + 63) / 64 * 64;
   /* w->tile holds TILE_ROWS x VOCAB_CHUNK floats: each worker takes an equal slice. */
   j.sub = (size_t)FDL_NUM_TILE_ROWS * FDL_NUM_VOCAB_CHUNK / T / rows / 64 * 64;
@@ -67,8 +70,8 @@ static fdl_status greedy_few(fdl_model *m, size_t rows, int32_t *ids, fdl_err *e
   return FDL_OK;
 }
 
-fdl_status fdl_eng_greedy(fdl_model *m, size_t rows, int32_t *ids, fdl_err *err) {
-  if (rows <= ENG_GEMV_M) return greedy_few(m, rows, ids, err);
+fdl_status fdl_eng_greedy(fdl_model *m, size_t p0, size_t rows, int32_t *ids, fdl_err *err) {
+  if (rows <= ENG_GEMV_M) return greedy_few(m, p0, rows, ids, err);
   const fdl_model_info *in = &m->info;
   eng_work *w = &m->w;
   size_t es = fdl_dtype_size(m->head.t->dtype), V = in->vocab, H = in->hidden;
@@ -90,6 +93,9 @@ fdl_status fdl_eng_greedy(fdl_model *m, size_t rows, int32_t *ids, fdl_err *err)
                          .c = w->tile,
                          .ldc = FDL_NUM_VOCAB_CHUNK};
       fdl_status s = fdl_eng_gemm_args(m, &x, err);
+      for (size_t r = 0; !s && r < rb; r++)
+        s = fdl_eng_check_finite(w->tile + r * FDL_NUM_VOCAB_CHUNK, 1, nv, p0 + r0 + r, v0,
+                                 "a logit", "token id", err);
       if (s) return s;
       for (size_t r = 0; r < rb; r++)
         fdl_eng_argmax_chunk(w->tile + r * FDL_NUM_VOCAB_CHUNK, nv, v0, &best[r], &arg[r]);

@@ -210,6 +210,13 @@ fdl_status fdl_eng_gemm(fdl_model *m, const float *a, size_t lda, size_t rows, c
 
 /* greedy.c: the greedy id of each of rows xn[0 .. rows) under the head: the first index of the
  * largest logit, a NaN never winning; the same ids whatever the threads and the ISA. */
-fdl_status fdl_eng_greedy(fdl_model *m, size_t rows, int32_t *ids, fdl_err *err);
+fdl_status fdl_eng_greedy(fdl_model *m, size_t p0, size_t rows, int32_t *ids, fdl_err *err);
+
+/* FDL_NONFINITE when rows [0, rows) of width w at v hold a NaN or an infinity: finite, accepted
+ * weights can still overflow (an embedding at the BF16 maximum, a tiny rope_theta, a large
+ * A_log), and nothing computed from such a row may be published. `what` names the stage; the
+ * position is p0 + the row; the element is e0 + its column, counted in `unit`s. */
+fdl_status fdl_eng_check_finite(const float *v, size_t rows, size_t w, size_t p0, size_t e0,
+                                const char *what, const char *unit, fdl_err *err);
 
 #endif

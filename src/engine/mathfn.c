@@ -55,6 +55,12 @@ static const double k_cos[] = {
     -0x1.93974a8c07c9dp-37, 0x1.ae7f3e733b81fp-45,  -0x1.6827863b97d97p-53}; /* r^2 ... r^18 */
 
 void fdl_eng_sincos(double x, double *s, double *c) {
+  /* The reduction below is exact for |x| < 2^50; the config bounds keep every angle far inside
+   * (rope_theta >= 1, positions < 2^40). Outside, or NaN: NaN, never the undefined cast. */
+  if (!(fabs(x) < 0x1p50)) {
+    *s = *c = NAN;
+    return;
+  }
   /* k = x * 2/pi rounded to nearest; an off-by-one at a boundary only leaves |r| a hair above
    * pi/4, where the series is still accurate. */
   double kf = fma(x, TWO_OVER_PI, MAGIC) - MAGIC;

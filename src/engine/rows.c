@@ -1,6 +1,8 @@
 /* rows.c - the per-position kernels of a layer step (norms, biases, q/k norm, RoPE, the V
  * transpose, residual adds), run as pool tasks over blocks of rows. A row's result depends on
- * that row alone, so the cut into blocks, like the thread count, never moves a bit. */
+ * that row alone, so the cut into blocks, like the thread count, never moves a bit. Also the
+ * finiteness check that every stage's output passes before anything is published. */
+#include <stdio.h>
 #include <string.h>
 
 #include "engine/internal.h"
@@ -88,4 +90,16 @@ fdl_status fdl_eng_rows(fdl_model *m, eng_row_phase ph, size_t li, size_t p0, si
     return FDL_OK;
   }
   return fdl_pool_run(&m->pool, ntasks, row_task, &j, err);
+}
+
+fdl_status fdl_eng_check_finite(const float *v, size_t rows, size_t w, size_t p0, size_t e0,
+                                const char *what, const char *unit, fdl_err *err) {
+  bool nan = false;
+  uint64_t i =
+      fdl_tensor_first_nonfinite((const uint8_t *)v, FDL_DTYPE_F32, (uint64_t)rows * w, &nan);
+  if (i == UINT64_MAX) return FDL_OK;
+  return fdl_fail(err, FDL_NONFINITE,
+                  "the forward pass overflowed: %s is %s at position %zu (%s %zu), expected "
+                  "a finite value; the weights or config values drive it out of float32 range",
+                  what, nan ? "NaN" : "infinite", p0 + (size_t)(i / w), unit, e0 + (size_t)(i % w));
 }
