@@ -88,7 +88,7 @@ mkfifo "$W/fifo"
 ln -s "$W/fifo" "$W/fifo-link"
 expect 4 "fifo" "tensor ls FIFO" -- tensor ls "$W/fifo"
 expect 4 "fifo-link" "tensor ls symlink to a FIFO" -- tensor ls "$W/fifo-link"
-expect 4 "fifo" "pack --panel FIFO" -- pack --panel "$W/fifo" --tensors "$W" --meta "$W/fifo" --out "$W/o13"
+expect 4 "fifo" "pack --panel FIFO" -- pack --panel "$W/fifo" --tensors "$W/t" --meta "$W/fifo" --out "$W/o13"
 err=$(timeout 120 "$F" json canon - </dev/zero 2>&1 >/dev/null)
 rc=$?
 [ $rc -eq 4 ] && grep -q "268435456" <<<"$err" && ok || bad "json canon - </dev/zero: exit $rc: $err"

@@ -19,6 +19,15 @@ FDL_API bool fdl_relpath_ok(const char *path, size_t len, bool allow_dotdot);
 /* dir + "/" + name, newly allocated (free()); NULL when out of memory. */
 FDL_API char *fdl_path_join(const char *dir, const char *name);
 
+/* Where a path, existing or not, is on this machine: an absolute path with every existing
+ * prefix resolved by realpath (symlinks, "." and "..") and the rest appended with "." and ".."
+ * applied lexically. Newly allocated (free()); NULL when out of memory or the working
+ * directory cannot be read. */
+FDL_API char *fdl_path_where(const char *path);
+
+/* True when inner is outer or lies below it (both as fdl_path_where gives them). */
+FDL_API bool fdl_path_within(const char *inner, const char *outer);
+
 #ifdef __cplusplus
 }
 #endif

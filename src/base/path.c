@@ -1,6 +1,10 @@
-/* path.c - PATH-1 rules for relative paths named in manifests and listings. */
+/* path.c - PATH-1 rules for relative paths named in manifests and listings, and where a
+ * command-line path is (to refuse an output inside an input). */
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fidelis/path.h"
 #include "base/sys.h"
@@ -37,4 +41,65 @@ char *fdl_path_join(const char *dir, const char *name) {
   char *p = fdl_malloc(n);
   if (p) snprintf(p, n, "%s/%s", dir, name);
   return p;
+}
+
+/* abs (absolute, no trailing '/') resolved as far as it exists; the rest lexically. */
+static char *where_abs(const char *abs) {
+  char *r = realpath(abs, NULL);
+  if (r) return r;
+  const char *slash = strrchr(abs, '/');
+  const char *base = slash + 1;
+  char *parent;
+  if (slash == abs) {
+    parent = fdl_malloc(2);
+    if (parent) memcpy(parent, "/", 2);
+  } else {
+    char *head = fdl_malloc((size_t)(slash - abs) + 1);
+    if (!head) return NULL;
+    memcpy(head, abs, (size_t)(slash - abs));
+    head[slash - abs] = '\0';
+    parent = where_abs(head);
+    free(head);
+  }
+  if (!parent) return NULL;
+  if (!*base || !strcmp(base, ".")) return parent;
+  if (!strcmp(base, "..")) {
+    char *up = strrchr(parent, '/');
+    if (up == parent)
+      up[1] = '\0';
+    else
+      *up = '\0';
+    return parent;
+  }
+  char *out = strcmp(parent, "/") ? fdl_path_join(parent, base) : fdl_path_join("", base);
+  free(parent);
+  return out;
+}
+
+char *fdl_path_where(const char *path) {
+  char *abs;
+  if (path[0] == '/') {
+    abs = fdl_malloc(strlen(path) + 1);
+    if (abs) memcpy(abs, path, strlen(path) + 1);
+  } else {
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) return NULL;
+    abs = strcmp(cwd, "/") ? fdl_path_join(cwd, path) : fdl_path_join("", path);
+  }
+  if (!abs) return NULL;
+  /* No trailing '/' (and none doubled), so the last component is a name. */
+  size_t n = 0;
+  for (size_t i = 0; abs[i]; i++)
+    if (!(abs[i] == '/' && n && abs[n - 1] == '/')) abs[n++] = abs[i];
+  while (n > 1 && abs[n - 1] == '/') n--;
+  abs[n] = '\0';
+  char *r = where_abs(abs);
+  free(abs);
+  return r;
+}
+
+bool fdl_path_within(const char *inner, const char *outer) {
+  size_t n = strlen(outer);
+  if (n == 1 && outer[0] == '/') return inner[0] == '/';
+  return !strncmp(inner, outer, n) && (inner[n] == '\0' || inner[n] == '/');
 }

@@ -75,7 +75,7 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
       FDL_CLI_OPT_PATH("--request", &a->request),
       FDL_CLI_OPT_PATH("--reference", &a->reference),
       FDL_CLI_OPT_PATH("--counters", &a->counters),
-      FDL_CLI_OPT_PATH("--out", &a->out),
+      FDL_CLI_OPT_OUT("--out", &a->out),
       FDL_CLI_OPT_PATH("--provenance", &a->provenance),
       {"--format", NULL, FDL_CLI_CHOICE, &a->format, 0, 0, FORMATS},
   };
@@ -83,8 +83,8 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
   if (!rest) return FDL_EXIT_USAGE;
   int nrest = 0;
   int rc = split_paths(argc, argv, rest, &nrest, a, diag);
-  fdl_cli_spec s = {"attribute", usage, opts, sizeof opts / sizeof opts[0], NULL, 0, NULL, 0,
-                    0,           out,   diag};
+  fdl_cli_spec s = {"attribute", usage, opts, sizeof opts / sizeof opts[0], NULL, 0, NULL, 0, 0,
+                    out,         diag,  0};
   if (rc == FDL_CLI_GO) rc = fdl_cli_parse(&s, 1, nrest, rest);
   free(rest);
   if (rc != FDL_CLI_GO) return rc;

@@ -74,8 +74,8 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--model", &a->o.model_dir),
       FDL_CLI_OPT_PATH("--panel", &a->o.panel_path),
-      FDL_CLI_OPT_PATH("--out", &a->o.out_dir),
-      FDL_CLI_OPT_PATH("--layers", &a->o.layers_path),
+      FDL_CLI_OPT_OUT("--out", &a->o.out_dir),
+      FDL_CLI_OPT_OUT("--layers", &a->o.layers_path),
       {"--form", NULL, FDL_CLI_CHOICE, &form, 0, 0, FORMS},
       {"--path", NULL, FDL_CLI_CHOICE, &path, 0, 0, PATHS},
       FDL_CLI_OPT_TEXT("--id", &a->o.dataset_id),
@@ -89,8 +89,8 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_FLAG("--json", &a->json),
   };
   static const char *const conflicts[] = {"--progress", "--quiet"};
-  fdl_cli_spec s = {"capture", usage, opts, sizeof opts / sizeof *opts, conflicts, 1, NULL, 0,
-                    0,         out,   diag};
+  fdl_cli_spec s = {"capture", usage, opts, sizeof opts / sizeof *opts, conflicts, 1, NULL, 0, 0,
+                    out,       diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (!a->o.model_dir || !a->o.panel_path || !a->o.out_dir)

@@ -81,7 +81,8 @@ typedef enum {
   FDL_CLI_FLAG,   /* no value: *(bool *)dest = true */
   FDL_CLI_NUMBER, /* a decimal integer in [min, max]: *(uint64_t *)dest */
   FDL_CLI_TEXT,   /* a non-empty string: *(const char **)dest */
-  FDL_CLI_PATH,   /* a non-empty path: *(const char **)dest */
+  FDL_CLI_PATH,   /* a non-empty path the command reads: *(const char **)dest */
+  FDL_CLI_OUT,    /* a non-empty path the command writes: *(const char **)dest */
   FDL_CLI_CHOICE, /* one of choices (NULL-terminated): *(int *)dest = its index */
 } fdl_cli_kind;
 
@@ -99,6 +100,8 @@ typedef struct {
   { (name), NULL, FDL_CLI_FLAG, (dest), 0, 0, NULL }
 #define FDL_CLI_OPT_PATH(name, dest)                                                               \
   { (name), NULL, FDL_CLI_PATH, (dest), 0, 0, NULL }
+#define FDL_CLI_OPT_OUT(name, dest)                                                                \
+  { (name), NULL, FDL_CLI_OUT, (dest), 0, 0, NULL }
 #define FDL_CLI_OPT_TEXT(name, dest)                                                               \
   { (name), NULL, FDL_CLI_TEXT, (dest), 0, 0, NULL }
 #define FDL_CLI_OPT_NUMBER(name, dest, lo, hi)                                                     \
@@ -121,13 +124,17 @@ typedef struct {
   size_t max_pos;               /* capacity of pos */
   size_t npos;                  /* out: how many were given */
   FILE *out, *diag; /* --help goes to out, usage errors to diag (NULL: stdout, stderr) */
+  unsigned pos_out; /* bit i set: positional i is an output (else an input) */
 } fdl_cli_spec;
 
 /* Reads argv[first..argc) against the table. Refuses, as usage errors (exit 4, with a message
  * naming the word): unknown options, a missing or empty value, a number out of range or not in
  * plain decimal, an option given twice (by either spelling), a conflicting pair, an empty
  * positional, more positionals than max_pos. "--" ends the options; "-" is a positional.
- * --help or -h anywhere before "--" prints usage to out and returns 0. Otherwise FDL_CLI_GO. */
+ * --help or -h anywhere before "--" prints usage to out and returns 0. Also refused, before
+ * any work: an output (FDL_CLI_OUT, or a positional marked in pos_out) that is, or lies inside,
+ * an input (FDL_CLI_PATH or another positional) or another output, wherever the paths lead
+ * (fdl_path_where). Otherwise FDL_CLI_GO. */
 int fdl_cli_parse(fdl_cli_spec *s, int first, int argc, char **argv);
 /* A command of one subcommand, s->cmd = "GROUP SUB": no word prints usage to diag (exit 4),
  * --help or -h usage to out (0), another word than SUB is a usage error; otherwise

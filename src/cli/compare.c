@@ -94,7 +94,7 @@ static int parse(int argc, char **argv, cli_opts *c, FILE *out, FILE *diag) {
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--reference", &o->reference),
       FDL_CLI_OPT_PATH("--candidate", &o->candidate),
-      FDL_CLI_OPT_PATH("--out", &o->out_dir),
+      FDL_CLI_OPT_OUT("--out", &o->out_dir),
       FDL_CLI_OPT_PATH("--head", &o->head_path),
       FDL_CLI_OPT_TEXT("--reference-label", &o->reference_label),
       FDL_CLI_OPT_TEXT("--candidate-label", &o->candidate_label),
@@ -143,7 +143,7 @@ static int parse(int argc, char **argv, cli_opts *c, FILE *out, FILE *diag) {
                     conflicts, sizeof conflicts / sizeof *conflicts / 2,
                     pos,       2,
                     0,         out,
-                    diag};
+                    diag,      0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos && (o->reference || o->candidate))

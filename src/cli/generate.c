@@ -90,19 +90,19 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_NUMBER("--prompt-tokens", &a->prompt_tokens, 1, (uint64_t)1 << 20),
       {"--path", NULL, FDL_CLI_CHOICE, &a->path, 0, 0, PATHS},
       FDL_CLI_OPT_NUMBER("--new", &a->n_new, 1, 4096),
-      FDL_CLI_OPT_PATH("--tokens-out", &a->tokens_out),
+      FDL_CLI_OPT_OUT("--tokens-out", &a->tokens_out),
       {"--rows", NULL, FDL_CLI_CHOICE, &a->rows, 0, 0, ROWS},
-      FDL_CLI_OPT_PATH("--logits-out", &a->logits_out),
-      FDL_CLI_OPT_PATH("--greedy-out", &a->greedy_out),
-      FDL_CLI_OPT_PATH("--ids-out", &a->ids_out),
+      FDL_CLI_OPT_OUT("--logits-out", &a->logits_out),
+      FDL_CLI_OPT_OUT("--greedy-out", &a->greedy_out),
+      FDL_CLI_OPT_OUT("--ids-out", &a->ids_out),
       FDL_CLI_THREADS(&a->threads),
       {"--isa", NULL, FDL_CLI_CHOICE, &a->isa, 0, 0, ISAS},
       {"--precision", NULL, FDL_CLI_CHOICE, &a->f64, 0, 0, PRECISIONS},
   };
   static const char *const conflicts[] = {"--ids",     "--panel", "--ids",
                                           "--context", "--ids",   "--prompt-tokens"};
-  fdl_cli_spec s = {"generate", usage, opts, sizeof opts / sizeof *opts, conflicts, 3, NULL, 0,
-                    0,          out,   diag};
+  fdl_cli_spec s = {"generate", usage, opts, sizeof opts / sizeof *opts, conflicts, 3, NULL, 0, 0,
+                    out,        diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (!a->model) return fdl_cli_usage_error(&s, "--model DIR is required");

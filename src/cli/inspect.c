@@ -95,7 +95,7 @@ static void print_human(const json_t *s) {
 static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **dir, bool *json) {
   *json = false;
   const fdl_cli_opt opts[] = {FDL_CLI_OPT_FLAG("--json", json)};
-  fdl_cli_spec s = {"inspect", usage, opts, 1, NULL, 0, dir, 1, 0, out, diag};
+  fdl_cli_spec s = {"inspect", usage, opts, 1, NULL, 0, dir, 1, 0, out, diag, 0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 1) return fdl_cli_usage_error(&s, "a dataset directory DIR is required");

@@ -107,7 +107,7 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **path
       FDL_CLI_OPT_FLAG("--pretty", &pretty),
       FDL_CLI_OPT_FLAG("--kiln-strict", &kiln),
   };
-  fdl_cli_spec s = {"json canon", usage, table, 3, NULL, 0, path, 1, 0, out, diag};
+  fdl_cli_spec s = {"json canon", usage, table, 3, NULL, 0, path, 1, 0, out, diag, 0};
   int rc = fdl_cli_parse_sub(&s, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 1) return fdl_cli_usage_error(&s, "missing FILE (or '-' for standard input)");

@@ -121,7 +121,7 @@ static int check_parse(int argc, char **argv, FILE *out, FILE *diag, check_args 
   };
   fdl_cli_spec s = {"check", check_usage, opts,     sizeof opts / sizeof opts[0],
                     NULL,    0,           a->files, (size_t)argc,
-                    0,       out,         diag};
+                    0,       out,         diag,     0};
   int rc = fdl_cli_parse(&s, 1, k, rest);
   free(rest);
   if (rc != FDL_CLI_GO) return rc;
@@ -285,12 +285,12 @@ static int div_parse(int argc, char **argv, FILE *out, FILE *diag, div_args *a) 
       FDL_CLI_OPT_TEXT("--model-identity", &a->model_identity),
       FDL_CLI_OPT_TEXT("--reference-texts", &a->reference_texts),
       FDL_CLI_OPT_TEXT("--candidate-texts", &a->candidate_texts),
-      FDL_CLI_OPT_PATH("--out", &a->out),
+      FDL_CLI_OPT_OUT("--out", &a->out),
   };
   static const char *const conflicts[] = {"--model-dir", "--model-identity"};
   fdl_cli_spec s = {
       "divergence", div_usage, opts, sizeof opts / sizeof opts[0], conflicts, 1, NULL, 0, 0,
-      out,          diag};
+      out,          diag,      0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   const char *need[][2] = {{"--prompt-ids", a->prompt_ids},

@@ -103,14 +103,14 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
       FDL_CLI_OPT_TEXT("--observed", &a->observed),
       FDL_CLI_OPT_TEXT("--kernel-policy", &a->kernel_policy),
       FDL_CLI_OPT_PATH("--final-logits", &a->final_logits),
-      FDL_CLI_OPT_PATH("--out", &a->out),
+      FDL_CLI_OPT_OUT("--out", &a->out),
       FDL_CLI_OPT_PATH("--check", &a->check),
   };
   static const char *const conflicts[] = {"--check", "--format", "--check", "--json",
                                           "--json",  "--out",    "--check", "--out"};
   fdl_cli_spec s = {
       "layers diff", usage, opts, sizeof opts / sizeof opts[0], conflicts, 4, a->pos, 2, 0,
-      out,           diag};
+      out,           diag,  0};
   int rc = fdl_cli_parse_sub(&s, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 2) return fdl_cli_usage_error(&s, "two files expected: REF CAND");

@@ -54,7 +54,7 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
       FDL_CLI_OPT_TEXT("--ref-tensor", &a->ref_tensor),
   };
   fdl_cli_spec s = {"logits diff", usage, opts, sizeof opts / sizeof opts[0], NULL, 0, a->pos, 2, 0,
-                    out,           diag};
+                    out,           diag,  0};
   int rc = fdl_cli_parse_sub(&s, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 2) return fdl_cli_usage_error(&s, "two files expected: REF CAND");

@@ -8,8 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "fidelis/path.h"
+#include "fidelis/quote.h"
 
 int fdl_cli_parse_u64(const char *s, uint64_t max, uint64_t *out) {
   /* Digits only: strtoull alone would take leading blanks, a sign ("-1" wraps to 2^64-1) and
@@ -88,6 +91,7 @@ static int store(const fdl_cli_spec *s, const fdl_cli_opt *o, const char *name, 
   }
   case FDL_CLI_TEXT:
   case FDL_CLI_PATH:
+  case FDL_CLI_OUT:
     *(const char **)o->dest = v;
     return FDL_CLI_GO;
   case FDL_CLI_CHOICE:
@@ -126,6 +130,56 @@ int fdl_cli_parse_sub(fdl_cli_spec *s, int argc, char **argv) {
                                sub + 1);
   }
   return fdl_cli_parse(s, 2, argc, argv);
+}
+
+typedef struct {
+  const char *name; /* "--out", or "argument 2" */
+  const char *path; /* as given */
+  char *where;      /* fdl_path_where */
+  bool out;
+} place;
+
+/* Refuses an output that is, or is inside, an input or another output. The paths are resolved
+ * as far as they exist (so a symlink or ".." cannot hide it); an input that does not exist is
+ * left to the command, which reports it. */
+static int places_ok(const fdl_cli_spec *s, const unsigned char *seen) {
+  place pl[FDL_CLI_MAX_OPTS + 8];
+  char argname[8][16];
+  size_t n = 0, nout = 0;
+  for (size_t k = 0; k < s->n_opts; k++) {
+    const fdl_cli_opt *o = &s->opts[k];
+    if (!seen[k] || (o->kind != FDL_CLI_PATH && o->kind != FDL_CLI_OUT)) continue;
+    pl[n++] = (place){o->name, *(const char **)o->dest, NULL, o->kind == FDL_CLI_OUT};
+  }
+  for (size_t i = 0; i < s->npos && i < 8; i++) {
+    snprintf(argname[i], sizeof argname[i], "argument %zu", i + 1);
+    pl[n++] = (place){argname[i], s->pos[i], NULL, (s->pos_out >> i) & 1u};
+  }
+  for (size_t i = 0; i < n; i++) nout += pl[i].out;
+  int rc = FDL_CLI_GO;
+  if (!nout) return rc;
+  for (size_t i = 0; i < n && rc == FDL_CLI_GO; i++)
+    if (!(pl[i].where = fdl_path_where(pl[i].path)))
+      rc = fdl_cli_usage_error(s,
+                               "%s: cannot resolve where the path is (out of memory or no "
+                               "working directory)",
+                               pl[i].name);
+  for (size_t i = 0; i < n && rc == FDL_CLI_GO; i++) {
+    if (!pl[i].out) continue;
+    for (size_t j = 0; j < n && rc == FDL_CLI_GO; j++) {
+      if (j == i || (!pl[j].out && access(pl[j].where, F_OK) != 0)) continue;
+      if (!fdl_path_within(pl[i].where, pl[j].where)) continue;
+      char q1[FDL_QUOTE_CAP], q2[FDL_QUOTE_CAP];
+      bool same = !strcmp(pl[i].where, pl[j].where);
+      rc = fdl_cli_usage_error(
+          s, "%s %s %s %s %s %s: %s", pl[i].name, fdl_quote_str(pl[i].path, q1, sizeof q1),
+          same ? "is the same path as" : "lies inside", pl[j].out ? "the output" : "the input",
+          pl[j].name, fdl_quote_str(pl[j].path, q2, sizeof q2),
+          pl[j].out ? "each output needs its own place" : "an output never goes inside an input");
+    }
+  }
+  for (size_t i = 0; i < n; i++) free(pl[i].where);
+  return rc;
 }
 
 int fdl_cli_parse(fdl_cli_spec *s, int first, int argc, char **argv) {
@@ -187,5 +241,5 @@ int fdl_cli_parse(fdl_cli_spec *s, int first, int argc, char **argv) {
       return fdl_cli_usage_error(s, "%s and %s cannot be used together", s->opts[x].name,
                                  s->opts[y].name);
   }
-  return FDL_CLI_GO;
+  return places_ok(s, seen);
 }

@@ -95,12 +95,12 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, fdl_ds_pack_opts 
       FDL_CLI_OPT_PATH("--tensors", &o->tensor_dir),
       FDL_CLI_OPT_PATH("--head", &o->head_path),
       FDL_CLI_OPT_PATH("--meta", &o->meta_path),
-      FDL_CLI_OPT_PATH("--out", &o->out_dir),
+      FDL_CLI_OPT_OUT("--out", &o->out_dir),
       FDL_CLI_OPT_FLAG("--allow-partial", &partial),
       FDL_CLI_THREADS(&threads),
   };
-  fdl_cli_spec s = {"pack", usage, opts, sizeof opts / sizeof *opts, NULL, 0, NULL, 0,
-                    0,      out,   diag};
+  fdl_cli_spec s = {"pack", usage, opts, sizeof opts / sizeof *opts, NULL, 0, NULL, 0, 0,
+                    out,    diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (!o->panel_path || !o->tensor_dir || !o->meta_path || !o->out_dir)

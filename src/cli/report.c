@@ -50,14 +50,14 @@ typedef struct {
 static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
   const fdl_cli_opt opts[] = {
-      FDL_CLI_OPT_PATH("--out", &a->out),
+      FDL_CLI_OPT_OUT("--out", &a->out),
       FDL_CLI_OPT_FLAG("--compare", &a->compare),
       FDL_CLI_OPT_FLAG("--markdown", &a->markdown),
   };
   static const char *const conflicts[] = {"--markdown", "--out"};
   fdl_cli_spec s = {"report",  usage, opts,   sizeof opts / sizeof *opts,
                     conflicts, 1,     a->pos, FDL_REPORT_MAX_RECEIPTS,
-                    0,         out,   diag};
+                    0,         out,   diag,   0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   a->npos = s.npos;

@@ -68,7 +68,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   const char *created = NULL;
   const uint64_t size_max = (uint64_t)1 << 40; /* far above memory; the library checks more */
   const fdl_cli_opt opts[] = {
-      FDL_CLI_OPT_PATH("--out", &a->o.out_dir),
+      FDL_CLI_OPT_OUT("--out", &a->o.out_dir),
       FDL_CLI_OPT_NUMBER("--seed", &seed, 0, UINT64_MAX),
       FDL_CLI_OPT_NUMBER("--vocab", &vocab, 1, size_max),
       FDL_CLI_OPT_NUMBER("--hidden", &hidden, 1, size_max),
@@ -78,8 +78,8 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_THREADS(&threads),
       FDL_CLI_OPT_FLAG("--json", &a->json),
   };
-  fdl_cli_spec s = {"synth", usage, opts, sizeof opts / sizeof *opts, NULL, 0, NULL, 0,
-                    0,       out,   diag};
+  fdl_cli_spec s = {"synth", usage, opts, sizeof opts / sizeof *opts, NULL, 0, NULL, 0, 0,
+                    out,     diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (!a->o.out_dir) return fdl_cli_usage_error(&s, "--out DIR is required");

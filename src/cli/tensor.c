@@ -165,7 +165,7 @@ static int list_file(const char *path, bool as_json) {
 static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **file, bool *as_json) {
   *as_json = false;
   const fdl_cli_opt opts[] = {FDL_CLI_OPT_FLAG("--json", as_json)};
-  fdl_cli_spec s = {"tensor ls", usage, opts, 1, NULL, 0, file, 1, 0, out, diag};
+  fdl_cli_spec s = {"tensor ls", usage, opts, 1, NULL, 0, file, 1, 0, out, diag, 0};
   int rc = fdl_cli_parse_sub(&s, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 1) return fdl_cli_usage_error(&s, "one FILE expected");

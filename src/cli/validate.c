@@ -89,7 +89,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_FLAG("--no-verify-tensors", &no_verify),
       FDL_CLI_OPT_FLAG("--structural", &structural),
       FDL_CLI_OPT_FLAG("--json", &a->json),
-      FDL_CLI_OPT_PATH("--report", &a->report),
+      FDL_CLI_OPT_OUT("--report", &a->report),
       FDL_CLI_OPT_FLAG("--allow-partial", &partial),
       FDL_CLI_OPT_FLAG("--strict", &strict),
       FDL_CLI_OPT_FLAG("--manifests-only", &manifests),
@@ -102,8 +102,8 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       "--verify-tensors", "--structural",
   };
   const char *pos[1];
-  fdl_cli_spec s = {"validate", usage, opts, sizeof opts / sizeof *opts, conflicts, 5, pos, 1,
-                    0,          out,   diag};
+  fdl_cli_spec s = {"validate", usage, opts, sizeof opts / sizeof *opts, conflicts, 5, pos, 1, 0,
+                    out,        diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 1) return fdl_cli_usage_error(&s, "a dataset directory DIR is required");

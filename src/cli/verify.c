@@ -119,7 +119,7 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **file
                  bool *as_json) {
   *as_json = false;
   const fdl_cli_opt opts[] = {FDL_CLI_OPT_FLAG("--json", as_json)};
-  fdl_cli_spec s = {"verify", usage, opts, 1, NULL, 0, files, (size_t)argc, 0, out, diag};
+  fdl_cli_spec s = {"verify", usage, opts, 1, NULL, 0, files, (size_t)argc, 0, out, diag, 0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (!s.npos) return fdl_cli_usage_error(&s, "no FILE given");
