@@ -6,6 +6,7 @@
  * Divisions: scope; planning; writing; the run. */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "fidelis/json.h"
 #include "fidelis/model.h"
 #include "fidelis/path.h"
+#include "fidelis/quote.h"
 
 /* ---- scope -------------------------------------------------------------------------------- */
 
@@ -247,11 +249,38 @@ static bool skipped_file(const char *name) {
   return false;
 }
 
-/* Copies MODEL's other regular files (tokenizer, generation config, panel) byte for byte. */
+/* Where a file copied out of MODEL may really be: inside MODEL itself, or, when MODEL is a
+ * Hugging Face cache snapshot (<repo>/snapshots/<revision>, its files links to
+ * ../../blobs/<hash>), inside <repo>/blobs. Anything else (a link to /proc/self/environ, to a
+ * token under ~/.cache, to another checkout) never reaches an output. */
+static bool copy_source_ok(const char *dir_real, const char *real) {
+  if (fdl_path_within(real, dir_real) && strcmp(real, dir_real)) return true;
+  const char *rev = strrchr(dir_real, '/');
+  if (!rev || rev == dir_real) return false;
+  size_t snap_end = (size_t)(rev - dir_real);
+  static const char snapshots[] = "/snapshots";
+  size_t k = sizeof snapshots - 1;
+  if (snap_end < k || memcmp(dir_real + snap_end - k, snapshots, k)) return false;
+  size_t repo_len = snap_end - k;
+  char blobs[PATH_MAX];
+  if (repo_len == 0 || repo_len + sizeof "/blobs" > sizeof blobs) return false;
+  memcpy(blobs, dir_real, repo_len);
+  memcpy(blobs + repo_len, "/blobs", sizeof "/blobs");
+  return fdl_path_within(real, blobs) && strcmp(real, blobs);
+}
+
+/* Copies MODEL's other regular files (tokenizer, generation config, panel) byte for byte. A
+ * link is followed only to where copy_source_ok allows; one that leads elsewhere is refused by
+ * name, so OUT never holds a byte from outside the model. */
 static fdl_status copy_others(const char *dir, const char *to, fdl_err *err) {
+  char *dir_real = NULL;
+  fdl_status s = fdl_resolve_named(dir, &dir_real, err);
+  if (s) return s;
   DIR *d = opendir(dir);
-  if (!d) return fdl_fail(err, FDL_IO, "%s: cannot list the directory: %s", dir, strerror(errno));
-  fdl_status s = FDL_OK;
+  if (!d) {
+    free(dir_real);
+    return fdl_fail(err, FDL_IO, "%s: cannot list the directory: %s", dir, strerror(errno));
+  }
   struct dirent *e;
   while (s == FDL_OK && (e = readdir(d))) {
     if (skipped_file(e->d_name)) continue;
@@ -263,6 +292,14 @@ static fdl_status copy_others(const char *dir, const char *to, fdl_err *err) {
       char *real = NULL, *data = NULL;
       size_t len = 0;
       s = fdl_resolve_named(path, &real, err);
+      if (s == FDL_OK && !copy_source_ok(dir_real, real)) {
+        char q1[FDL_QUOTE_CAP], q2[FDL_QUOTE_CAP];
+        s = fdl_fail(err, FDL_PATH,
+                     "%s is a link to %s, outside the model directory: a file copied into the "
+                     "output must be inside MODEL (or its Hugging Face cache blobs); copy the "
+                     "file into MODEL or remove the link",
+                     fdl_quote_str(path, q1, sizeof q1), fdl_quote_str(real, q2, sizeof q2));
+      }
       if (s == FDL_OK) s = fdl_read_file(real, (size_t)1 << 30, &data, &len, err);
       if (s == FDL_OK) s = fdl_write_file(dst, data, len, err);
       free(real);
@@ -272,6 +309,7 @@ static fdl_status copy_others(const char *dir, const char *to, fdl_err *err) {
     free(dst);
   }
   closedir(d);
+  free(dir_real);
   return s;
 }
 
@@ -477,6 +515,8 @@ fdl_status fdl_gptq_quantize_model(const fdl_gptq_opts *o, fdl_gptq_result *res,
     json_decref(c);
     free(path);
   }
+  /* The other files first: a link that leads out of MODEL is refused before the long part. */
+  if (s == FDL_OK) s = copy_others(o->model_dir, stage.path, err);
   for (size_t k = 0; k < j.nshards && s == FDL_OK; k++) {
     char *path = fdl_path_join(stage.path, j.shards[k].name);
     s = path ? write_weights(path, j.shards[k].pl, j.shards[k].n, o, res, err)
@@ -485,7 +525,6 @@ fdl_status fdl_gptq_quantize_model(const fdl_gptq_opts *o, fdl_gptq_result *res,
     free(path);
   }
   if (s == FDL_OK && j.index) s = write_index(&j, stage.path, err);
-  if (s == FDL_OK) s = copy_others(o->model_dir, stage.path, err);
   if (s == FDL_OK) s = fdl_stage_commit(&stage, err);
   fdl_stage_abort(&stage);
   for (size_t k = 0; k < j.nshards; k++) {
