@@ -116,6 +116,14 @@ FDL_API fdl_status fdl_remove_tree_at(int dirfd, const char *name, fdl_err *err)
 /* fdl_stage_open flags */
 #define FDL_STAGE_MAKE_PARENTS 1u /* create the parent of the target if needed (mkdir -p) */
 
+/* Takes SIGINT, SIGTERM, SIGHUP and SIGQUIT away from every thread the process starts later
+ * (the mask is inherited) and gives them to one waiting thread. When one arrives, that thread
+ * removes every staging directory and temporary output file the process has open, then lets
+ * the signal end the process as it would have (same signal, same status). A program calls it
+ * once, first thing in main, before any thread exists; the CLI does. Returns false when the
+ * thread cannot be started (the signals then act as before). */
+FDL_API bool fdl_cleanup_on_signals(void);
+
 /* A whole output under construction. */
 typedef struct {
   char *target;  /* final path (owned) */

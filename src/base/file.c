@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fidelis/file.h"
+#include "base/cleanup.h"
 #include "base/sys.h"
 
 /* ---- inputs ------------------------------------------------------------------------------ */
@@ -195,7 +196,10 @@ fdl_status fdl_out_open(fdl_out *o, const char *path, fdl_err *err) {
     snprintf(o->tmp_path, n, "%s.tmp-%ld-%u", path, (long)getpid(), attempt);
     o->fd = fdl_sys_open(o->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
                          0666 /* the umask decides who may read it */);
-    if (o->fd >= 0) return FDL_OK;
+    if (o->fd >= 0) {
+      fdl_cleanup_add(o->tmp_path, false); /* removed if a stopping signal comes first */
+      return FDL_OK;
+    }
     if (errno != EEXIST) break;
   }
   int e = errno;
@@ -224,7 +228,10 @@ fdl_status fdl_out_write(fdl_out *o, const void *p, size_t n, fdl_err *err) {
 void fdl_out_abort(fdl_out *o) {
   if (!o) return;
   if (o->fd >= 0) close(o->fd);
-  if (o->tmp_path) unlink(o->tmp_path);
+  if (o->tmp_path) {
+    unlink(o->tmp_path);
+    fdl_cleanup_forget(o->tmp_path);
+  }
   free(o->tmp_path);
   free(o->path);
   o->fd = -1;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fidelis/file.h"
+#include "base/cleanup.h"
 #include "base/sys.h"
 
 /* A staging tree is at most a dataset deep (datasets refuse more than 64 levels); the bound
@@ -234,6 +235,7 @@ static void stage_name(char *out, size_t cap, unsigned attempt, const void *salt
 }
 
 static void stage_release(fdl_stage *st) {
+  if (st->path) fdl_cleanup_forget(st->path);
   if (st->dirfd >= 0) close(st->dirfd);
   if (st->parent_fd >= 0) close(st->parent_fd);
   free(st->path);
@@ -299,6 +301,7 @@ fdl_status fdl_stage_open(fdl_stage *st, const char *target, unsigned flags, fdl
     } else {
       /* Held until the process ends, however it ends: the sweep of a later run sees it. */
       (void)flock(st->dirfd, LOCK_EX | LOCK_NB);
+      fdl_cleanup_add(st->path, true); /* removed if a stopping signal comes first */
     }
   }
   free(parent);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "fidelis/file.h"
 
 static void usage(FILE *f) {
   size_t n;
@@ -42,5 +43,7 @@ static int dispatch(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  /* Before any thread exists: every later thread inherits the blocked signals. */
+  (void)fdl_cleanup_on_signals();
   return fdl_cli_close_stdout(dispatch(argc, argv));
 }

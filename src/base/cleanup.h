@@ -1,0 +1,14 @@
+/* cleanup.h - what a stopping signal must not leave behind: the staging that
+ * fdl_cleanup_on_signals (fidelis/file.h) removes. */
+#ifndef FDL_BASE_CLEANUP_H
+#define FDL_BASE_CLEANUP_H
+
+#include <stdbool.h>
+
+/* Registers path (a staging directory when dir, else a temporary file) for removal on those
+ * signals, until fdl_cleanup_forget(path). Best effort: a full list skips the path (a later
+ * run's sweep still finds a staging directory of a process that is gone). */
+void fdl_cleanup_add(const char *path, bool dir);
+void fdl_cleanup_forget(const char *path);
+
+#endif
