@@ -452,7 +452,7 @@ static fdl_status open_model(job *j, fdl_err *err) {
   if (s != FDL_OK) return s;
   char *one = fdl_path_join(o->model_dir, "model.safetensors");
   if (!one) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  bool single = fdl_path_exists(one);
+  bool single = fdl_path_exists(one); /* transformers' rule, as the engine's loader applies */
   free(one);
   if (single) {
     j->shards = fdl_calloc(1, sizeof *j->shards);

@@ -397,18 +397,20 @@ static int cmp_file(const void *a, const void *b) {
 
 fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl_err *err) {
   fdl_status s = FDL_OK;
-  int has_index = probe(dir, INDEX_NAME, err, &s);
-  if (has_index < 0) return s;
-  if (has_index) {
+  /* transformers' rule for a local directory (modeling_utils): model.safetensors when it is
+   * there, the shard index only without it; quantize applies the same (docs/MODELS.md). */
+  int one = probe(dir, SINGLE_NAME, err, &s);
+  if (one < 0) return s;
+  if (!one) {
+    int has_index = probe(dir, INDEX_NAME, err, &s);
+    if (has_index < 0) return s;
+    if (!has_index)
+      return fdl_fail(err, FDL_REFUSED, "%s: no %s and no %s: missing shard", dir, SINGLE_NAME,
+                      INDEX_NAME);
     if ((s = open_index(m, dir, err))) return s;
   } else {
     if (!(m->shards = calloc(1, sizeof *m->shards)))
       return fdl_fail(err, FDL_NOMEM, "out of memory");
-    int one = probe(dir, SINGLE_NAME, err, &s);
-    if (one < 0) return s;
-    if (!one)
-      return fdl_fail(err, FDL_REFUSED, "%s: no %s and no %s: missing shard", dir, SINGLE_NAME,
-                      INDEX_NAME);
     if ((s = open_shard(m, dir, SINGLE_NAME, err))) return s;
   }
 
