@@ -164,8 +164,9 @@ int fdl_cli_attribute(int argc, char **argv) {
   if (!rc) rc = load_json(a.request, &req);
   if (!rc) rc = load_logits(a.reference, &ref);
   if (!rc && ref.rows != 1) {
+    char q[FDL_QUOTE_CAP];
     fprintf(stderr, "fidelis attribute: %s: %llu rows, expected one vector ([V] or [1, V])\n",
-            a.reference, (unsigned long long)ref.rows);
+            fdl_quote_str(a.reference, q, sizeof q), (unsigned long long)ref.rows);
     rc = FDL_EXIT_REFUSED;
   }
   if (!rc && a.counters) rc = load_json(a.counters, &counters);

@@ -147,7 +147,9 @@ int fdl_cli_capture(int argc, char **argv) {
                           (json_int_t)r.scored_rows, "quantized", r.quantized);
     rc = fdl_cli_print_json(j);
   } else {
-    printf("fidelis capture: wrote %s (%zu records, %llu scored rows%s)\n", a.o.out_dir, r.records,
+    char shown[FDL_QUOTE_CAP];
+    printf("fidelis capture: wrote %s (%zu records, %llu scored rows%s)\n",
+           fdl_cli_shown(a.o.out_dir, strlen(a.o.out_dir), shown, sizeof shown), r.records,
            (unsigned long long)r.scored_rows,
            r.quantized ? ", from the GPTQ checkpoint's affine reconstruction" : "");
     printf("  dataset_sha256          %s\n", r.dataset_sha256);

@@ -42,8 +42,7 @@ json_t *fdl_cli_json_text(const char *s) {
 
 void fdl_cli_notice(void *arg, const char *message) {
   fprintf(stderr, "fidelis %s: note: ", (const char *)arg);
-  for (const unsigned char *p = (const unsigned char *)message; *p; p++)
-    fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, stderr);
+  fdl_cli_put_text(stderr, message);
   fputc('\n', stderr);
 }
 
@@ -95,8 +94,9 @@ void fdl_cli_print_refusal(const char *cmd, const fdl_refusal *r, const fdl_err 
 
 /* Why an open of a named input failed, in words a user can act on. */
 static int input_failed(const char *cmd, const char *path, const char *what, int e) {
-  fprintf(stderr, "fidelis %s: %s: cannot open %s: %s\n", cmd, path, what,
-          e == ELOOP ? "too many levels of symbolic links" : strerror(e));
+  char q[FDL_QUOTE_CAP];
+  fprintf(stderr, "fidelis %s: %s: cannot open %s: %s\n", cmd, fdl_quote_str(path, q, sizeof q),
+          what, e == ELOOP ? "too many levels of symbolic links" : strerror(e));
   return FDL_EXIT_USAGE;
 }
 
@@ -117,9 +117,10 @@ static int open_dir(const char *cmd, const char *path) {
   if (fd >= 0) return fd;
   int e = errno;
   struct stat st;
+  char q[FDL_QUOTE_CAP];
   if (e == ENOTDIR && stat(path, &st) == 0)
-    fprintf(stderr, "fidelis %s: %s: expected a directory, found %s\n", cmd, path,
-            kind_of(st.st_mode));
+    fprintf(stderr, "fidelis %s: %s: expected a directory, found %s\n", cmd,
+            fdl_quote_str(path, q, sizeof q), kind_of(st.st_mode));
   else
     input_failed(cmd, path, "the directory", e);
   return -1;
@@ -142,8 +143,9 @@ int fdl_cli_input_dataset(const char *cmd, const char *path, bool need_manifest)
   if (rc != 0) {
     /* The directory was opened: what it holds is not a dataset, a refusal like any other
      * broken content (validate reports the same case as a bad_schema finding). */
+    char q[FDL_QUOTE_CAP];
     fprintf(stderr, "fidelis %s: %s: not a fidelity dataset (fidelity-dataset.json: %s)\n", cmd,
-            path, strerror(e));
+            fdl_quote_str(path, q, sizeof q), strerror(e));
     return FDL_EXIT_REFUSED;
   }
   return 0;
@@ -228,7 +230,9 @@ int fdl_cli_print_json(json_t *j) {
   fdl_err err = {FDL_OK, ""};
   fdl_buf b;
   fdl_buf_init(&b, 0);
-  fdl_status s = j ? fdl_json_dump(j, 0, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
+  /* ASCII: the same JSON value, and no bidi override or C1 control reaches a terminal raw. */
+  fdl_status s = j ? fdl_json_dump(j, FDL_JSON_ASCII, &b, &err)
+                   : fdl_fail(&err, FDL_NOMEM, "out of memory");
   if (s == FDL_OK)
     printf("%s\n", b.data);
   else

@@ -400,7 +400,9 @@ int fdl_cli_compare(int argc, char **argv) {
   double secs = fdl_cli_now() - t0;
   if (s == FDL_INVALID) {
     fdl_compare_result_free(&r);
-    fprintf(stderr, "fidelis compare: %s\n(see 'fidelis compare --help')\n", err.msg);
+    fputs("fidelis compare: ", stderr);
+    fdl_cli_put_text(stderr, err.msg);
+    fputs("\n(see 'fidelis compare --help')\n", stderr);
     return FDL_EXIT_USAGE;
   }
   /* A receipt: 0 strict or 2 advisory, as the library classed it. A refusal: by its cause, so an

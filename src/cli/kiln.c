@@ -172,8 +172,9 @@ static int load_matrix(const char *what, const char *path, fdl_attr_matrix *m) {
 static int load_check_logits(const check_args *a, check_logits *lg) {
   int rc = load_matrix("--reference", a->reference, &lg->ref);
   if (!rc && lg->ref.rows != 1) {
+    char q[FDL_QUOTE_CAP];
     fprintf(stderr, "fidelis check: --reference %s: %llu rows, expected one row of logits\n",
-            a->reference, (unsigned long long)lg->ref.rows);
+            fdl_quote_str(a->reference, q, sizeof q), (unsigned long long)lg->ref.rows);
     rc = FDL_EXIT_REFUSED;
   }
   lg->mats = calloc(a->npaths + 1, sizeof *lg->mats);

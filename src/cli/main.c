@@ -37,7 +37,8 @@ static int dispatch(int argc, char **argv) {
   const fdl_cli_command *cmds = fdl_cli_commands(&n);
   for (size_t i = 0; i < n; i++)
     if (!strcmp(argv[1], cmds[i].name)) return cmds[i].run(argc - 1, argv + 1);
-  fprintf(stderr, "fidelis: unknown command '%s'\n\n", argv[1]);
+  char q[FDL_QUOTE_CAP];
+  fprintf(stderr, "fidelis: unknown command %s\n\n", fdl_quote_str(argv[1], q, sizeof q));
   usage(stderr);
   return FDL_EXIT_USAGE;
 }

@@ -36,11 +36,14 @@ int fdl_cli_parse_utc(const char *s, char out[FDL_CLI_UTC_LEN + 1]) {
 
 int fdl_cli_usage_error(const fdl_cli_spec *s, const char *fmt, ...) {
   FILE *d = s->diag ? s->diag : stderr;
-  fprintf(d, "fidelis %s: ", s->cmd);
+  char msg[FDL_ERR_MSG_MAX];
   va_list ap;
   va_start(ap, fmt);
-  vfprintf(d, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  /* The words came from argv: every byte through the quoting rule (docs/MESSAGES.md). */
+  fprintf(d, "fidelis %s: ", s->cmd);
+  fdl_cli_put_text(d, msg);
   fprintf(d, "\n(see 'fidelis %s --help')\n", s->cmd);
   return FDL_EXIT_USAGE;
 }

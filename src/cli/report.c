@@ -83,7 +83,8 @@ static int inputs(const args *a) {
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/%s", a->pos[i], FDL_REPORT_RECEIPT) >=
         sizeof path) {
-      fprintf(stderr, "fidelis report: %s: path too long\n", a->pos[i]);
+      char q[FDL_QUOTE_CAP];
+      fprintf(stderr, "fidelis report: %s: path too long\n", fdl_quote_str(a->pos[i], q, sizeof q));
       return FDL_EXIT_USAGE;
     }
     if (!fdl_path_exists(path)) {
@@ -121,7 +122,8 @@ int fdl_cli_report_page(int argc, char **argv) {
   const char *out = a.out;
   if (!out) {
     if ((size_t)snprintf(dflt, sizeof dflt, "%s/%s", a.pos[0], FDL_REPORT_PAGE) >= sizeof dflt) {
-      fprintf(stderr, "fidelis report: %s: path too long\n", a.pos[0]);
+      char q[FDL_QUOTE_CAP];
+      fprintf(stderr, "fidelis report: %s: path too long\n", fdl_quote_str(a.pos[0], q, sizeof q));
       return FDL_EXIT_USAGE;
     }
     out = dflt;
@@ -139,7 +141,9 @@ int fdl_cli_report_page(int argc, char **argv) {
     fdl_cli_report(&err);
     return fdl_cli_exit_for(s);
   }
-  printf("fidelis report: wrote %s (%zu receipt%s verified%s)\n", out, res.receipts,
+  char shown[FDL_QUOTE_CAP];
+  printf("fidelis report: wrote %s (%zu receipt%s verified%s)\n",
+         fdl_cli_shown(out, strlen(out), shown, sizeof shown), res.receipts,
          res.receipts == 1 ? "" : "s",
          a.npos == 1 ? (res.llamacpp ? ", with llama.cpp-compatible statistics"
                                      : ", no llama.cpp-compatible block")

@@ -130,14 +130,15 @@ int fdl_cli_synth(int argc, char **argv) {
                           "scored_rows", (json_int_t)r.rows);
     rc = fdl_cli_print_json(j);
   } else {
+    char q[FDL_QUOTE_CAP];
+    const char *dir = fdl_cli_shown(o.out_dir, strlen(o.out_dir), q, sizeof q);
     printf("fidelis synth: wrote %s (seed %llu, vocab %zu, hidden %zu, %zu contexts x %zu "
            "tokens, %zu scored rows per side)\n",
-           o.out_dir, (unsigned long long)o.seed, o.vocab, o.hidden, o.contexts,
-           o.tokens_per_context, r.rows);
-    printf("  reference  %s/reference  dataset_sha256 %s\n", o.out_dir, r.reference_sha256);
-    printf("  candidate  %s/candidate  dataset_sha256 %s\n", o.out_dir, r.candidate_sha256);
-    printf("next: fidelis compare %s/reference %s/candidate --own-heads --out OUT\n", o.out_dir,
-           o.out_dir);
+           dir, (unsigned long long)o.seed, o.vocab, o.hidden, o.contexts, o.tokens_per_context,
+           r.rows);
+    printf("  reference  %s/reference  dataset_sha256 %s\n", dir, r.reference_sha256);
+    printf("  candidate  %s/candidate  dataset_sha256 %s\n", dir, r.candidate_sha256);
+    printf("next: fidelis compare %s/reference %s/candidate --own-heads --out OUT\n", dir, dir);
   }
   return rc;
 }

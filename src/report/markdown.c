@@ -1,10 +1,12 @@
 /* markdown.c - the headline table, or the side-by-side table, in GitHub-flavoured Markdown for
  * model cards and pull requests. Strings from the receipt are made inert: a pipe cannot split a
- * cell, a newline cannot end the table, and HTML and Markdown punctuation is backslashed. */
+ * cell, a newline cannot end the table, control and bidi characters show as escapes, and HTML
+ * and Markdown punctuation is backslashed. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "fidelis/quote.h"
 #include "report/rpt.h"
 
 static void cell(fdl_buf *b, const char *s) {
@@ -12,6 +14,11 @@ static void cell(fdl_buf *b, const char *s) {
     fdl_buf_puts(b, "\xE2\x80\x94");
     return;
   }
+  /* First the one quoting rule (docs/MESSAGES.md): C0/C1 controls, bidi and invisible
+   * characters and invalid UTF-8 become visible escapes, so a terminal or a rendered card
+   * shows what the receipt holds; then the Markdown punctuation. */
+  char safe[4 * FDL_QUOTE_CAP];
+  s = fdl_quote_text(s, strlen(s), safe, sizeof safe);
   for (const char *p = s; *p; p++) {
     if (*p == '\n' || *p == '\r' || *p == '\t')
       fdl_buf_putc(b, ' ');

@@ -37,6 +37,11 @@ void fdl_rpt_esc(fdl_buf *b, const char *s) {
       fdl_buf_puts(b, "&quot;");
     } else if (cp == '\'') {
       fdl_buf_puts(b, "&#39;");
+    } else if (cp >= 0x80) {
+      /* bidi overrides, invisible characters: shown as their escape (docs/MESSAGES.md), so a
+       * U+202E in a label cannot reorder what the page shows */
+      char one[16];
+      fdl_buf_puts(b, fdl_quote_text((const char *)p, n, one, sizeof one));
     } else {
       fdl_buf_append(b, p, n);
     }
