@@ -169,7 +169,7 @@ def main():
     expect("gptq-8bit", ["bits", "only 4-bit"],
            cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 8,
                                                     "group_size": 32}))
-    expect("gptq-v2", ["checkpoint_format gptq_v2"],
+    expect("gptq-v2", ["checkpoint_format 'gptq_v2'"],
            cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 4,
                                                     "group_size": 32,
                                                     "checkpoint_format": "gptq_v2"}))

@@ -15,7 +15,8 @@
 
 #include "fidelis/fidelis.h"
 
-static const fdl_json_read_opts KILN = {0, true};
+static const fdl_json_read_opts KILN = {0, true, false};
+static const fdl_json_read_opts NUL_OK = {0, false, true};
 
 /* Parses buf[0..len) expecting a refusal whose message contains every given fragment. */
 static void refuse_n(const char *buf, size_t len, const fdl_json_read_opts *opts, const char *a,
@@ -58,6 +59,35 @@ static void canon(const char *text, const fdl_json_read_opts *opts, unsigned fla
   json_decref(v);
 }
 
+/* Issue 20, item 10 and 7: U+0000 in a string is refused unless asked for (names and paths are
+ * C strings), and a document whose values would take far more memory than its size is refused
+ * before jansson builds it, as TOO_LARGE (exit 3), not as malformed or out of memory. */
+static void test_nul_and_memory_budget(void **state) {
+  (void)state;
+  refuse("{\"architectures\": [\"Qwen3ForCausalLM\\u0000x\"]}", NULL, "NUL");
+  refuse("{\"a\\u0000\": 1}", NULL, "NUL");
+  size_t n = 6u * 1024u * 1024u; /* [{},{},...]: 2M empty objects, ~490 MiB in jansson */
+  char *big = malloc(n + 3);
+  assert_non_null(big);
+  big[0] = '[';
+  size_t k = 1;
+  while (k + 3 < n) big[k++] = '{', big[k++] = '}', big[k++] = ',';
+  big[k++] = '{', big[k++] = '}', big[k++] = ']';
+  json_t *v = NULL;
+  fdl_err err;
+  assert_int_equal(fdl_json_parse(big, k, NULL, &v, &err), FDL_TOO_LARGE);
+  assert_null(v);
+  if (!strstr(err.msg, "objects") || !strstr(err.msg, "times its size"))
+    fail_msg("message '%s' does not name the counts and the limit", err.msg);
+  /* Token ids as requests hold them ("1234,"): about a million, well inside the budget. */
+  k = 1;
+  while (k + 6 < n) memcpy(big + k, "1234,", 5), k += 5;
+  big[k++] = '1', big[k++] = ']';
+  assert_int_equal(fdl_json_parse(big, k, NULL, &v, &err), FDL_OK);
+  json_decref(v);
+  free(big);
+}
+
 static void test_refusals(void **state) {
   (void)state;
   refuse("{\"a\":1,\"a\":2}", NULL, "duplicate object key");
@@ -92,7 +122,7 @@ static void test_refusals(void **state) {
 
   fdl_err err;
   json_t *v = NULL;
-  fdl_json_read_opts neg = {-1, false};
+  fdl_json_read_opts neg = {-1, false, false};
   assert_int_equal(fdl_json_parse("1", 1, &neg, &v, &err), FDL_INVALID);
   assert_int_equal(fdl_json_parse(NULL, 3, NULL, &v, &err), FDL_INVALID);
   assert_null(v);
@@ -104,7 +134,7 @@ static void test_strings_hide_tokens(void **state) {
   canon("[\"NaN\", \"[[[[\", \"\\\"]\", \"1.00000000000000011\", \"\\\\\"]", &KILN, 0,
         "[\"NaN\",\"[[[[\",\"\\\"]\",\"1.00000000000000011\",\"\\\\\"]");
   canon("{\"Infinity\": \"-Infinity\"}", NULL, 0, "{\"Infinity\":\"-Infinity\"}");
-  canon("\"\\u0000 nul\"", NULL, 0, "\"\\u0000 nul\"");
+  canon("\"\\u0000 nul\"", &NUL_OK, 0, "\"\\u0000 nul\"");
 }
 
 static char *nested(int depth, const char *open, const char *close) {
@@ -129,13 +159,13 @@ static void test_depth(void **state) {
 
   char *deep = nested(65, "[[", "]]");
   refuse(deep, NULL, "nesting deeper than 64 levels at line 1 col 65");
-  fdl_json_read_opts wide = {100, false};
+  fdl_json_read_opts wide = {100, false, false};
   assert_int_equal(fdl_json_parse(deep, strlen(deep), &wide, &v, &err), FDL_OK);
   json_decref(v);
   free(deep);
 
   /* Objects count as levels too; a 3-level bound refuses the fourth. */
-  fdl_json_read_opts three = {3, false};
+  fdl_json_read_opts three = {3, false, false};
   canon("{\"a\":[{\"b\":1}]}", &three, 0, "{\"a\":[{\"b\":1}]}");
   refuse("{\"a\":[{\"b\":[]}]}", &three, "nesting deeper than 3 levels");
 
@@ -412,7 +442,7 @@ static void test_round_trip(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_refusals),       cmocka_unit_test(test_strings_hide_tokens),
+      cmocka_unit_test(test_nul_and_memory_budget), cmocka_unit_test(test_refusals),       cmocka_unit_test(test_strings_hide_tokens),
       cmocka_unit_test(test_depth),          cmocka_unit_test(test_int_real_distinct),
       cmocka_unit_test(test_kiln_strict),    cmocka_unit_test(test_repr),
       cmocka_unit_test(test_writer_escapes), cmocka_unit_test(test_writer_key_order),

@@ -17,7 +17,7 @@
 #include "fidelis/fidelis.h"
 
 static json_t *parse(const char *text, bool kiln) {
-  fdl_json_read_opts o = {0, kiln};
+  fdl_json_read_opts o = {0, kiln, false};
   json_t *v = NULL;
   fdl_err err;
   assert_int_equal(fdl_json_parse(text, strlen(text), &o, &v, &err), FDL_OK);

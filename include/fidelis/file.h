@@ -77,13 +77,16 @@ typedef struct {
   int fd;         /* write here */
   char *path;     /* final path (owned) */
   char *tmp_path; /* temporary path (owned) */
+  bool staged;    /* inside a staging directory: made durable by fdl_stage_commit, not here */
 } fdl_out;
 
 /* Opens a temporary file beside path. FDL_EXISTS if path already exists. */
 FDL_API fdl_status fdl_out_open(fdl_out *o, const char *path, fdl_err *err);
 /* Writes all n bytes (retrying short writes). */
 FDL_API fdl_status fdl_out_write(fdl_out *o, const void *p, size_t n, fdl_err *err);
-/* fsyncs, then moves the temporary file onto the final path without overwriting; on any failure
+/* fsyncs (unless the file is inside a staging directory, which fdl_stage_commit makes durable
+ * as a whole: one syncfs instead of two flushes per file), then moves the temporary file onto
+ * the final path without overwriting; on any failure
  * the temporary file is removed and the target is untouched. Always releases o. */
 FDL_API fdl_status fdl_out_commit(fdl_out *o, fdl_err *err);
 /* Removes the temporary file and releases o. Safe to call after commit. */

@@ -32,7 +32,16 @@ typedef struct {
   int max_depth;    /* 0 means FDL_JSON_DEFAULT_MAX_DEPTH */
   bool kiln_strict; /* also refuse float literals that are not exactly their double's repr,
                        nonzero literals that underflow to 0; and read -0.0 as +0.0 (Kiln) */
+  bool allow_nul;   /* accept \u0000 inside strings (json canon, as Python does); otherwise a
+                       string holding U+0000 is refused: names and paths are C strings */
 } fdl_json_read_opts;
+
+/* Memory the reader may spend on a document of n bytes: FDL_JSON_MEM_FACTOR * n +
+ * FDL_JSON_MEM_BASE, estimated from its values before any is built (jansson spends about 230
+ * bytes on an empty object, so `[{},{},...]` would otherwise take 77 times its size). Above
+ * it: FDL_TOO_LARGE, naming the counts. */
+#define FDL_JSON_MEM_FACTOR 16u
+#define FDL_JSON_MEM_BASE (64u * 1024u * 1024u)
 
 /* Parses exactly one JSON value from buf[0..len). On success *out is a new reference. */
 FDL_API fdl_status fdl_json_parse(const char *buf, size_t len, const fdl_json_read_opts *opts,

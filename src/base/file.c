@@ -178,6 +178,14 @@ static void fsync_dir_of(const char *path) {
   }
 }
 
+/* True when a directory of path is a staging directory (FDL_STAGE_PREFIX...). */
+static bool in_stage(const char *path) {
+  size_t k = strlen(FDL_STAGE_PREFIX);
+  for (const char *p = path; (p = strstr(p, FDL_STAGE_PREFIX)); p += k)
+    if ((p == path || p[-1] == '/') && strchr(p, '/')) return true;
+  return false;
+}
+
 fdl_status fdl_out_open(fdl_out *o, const char *path, fdl_err *err) {
   memset(o, 0, sizeof *o);
   o->fd = -1;
@@ -185,6 +193,7 @@ fdl_status fdl_out_open(fdl_out *o, const char *path, fdl_err *err) {
     return fdl_fail(err, FDL_EXISTS, "%s: already exists (fidelis never overwrites an output)",
                     path);
   o->path = fdl_strdup(path);
+  o->staged = in_stage(path);
   size_t n = strlen(path) + 64;
   o->tmp_path = fdl_malloc(n);
   if (!o->path || !o->tmp_path) {
@@ -255,7 +264,7 @@ static int move_noreplace(const char *from, const char *to) {
 
 fdl_status fdl_out_commit(fdl_out *o, fdl_err *err) {
   fdl_status s = FDL_OK;
-  if (fdl_sys_fsync(o->fd) != 0) {
+  if (!o->staged && fdl_sys_fsync(o->fd) != 0) {
     s = fdl_fail(err, FDL_IO, "%s: fsync failed: %s", o->path, strerror(errno));
   } else if (close(o->fd) != 0) {
     o->fd = -1;
@@ -266,7 +275,7 @@ fdl_status fdl_out_commit(fdl_out *o, fdl_err *err) {
       s = errno == EEXIST
               ? fdl_fail(err, FDL_EXISTS, "%s: appeared while writing; left untouched", o->path)
               : fdl_fail(err, FDL_IO, "%s: cannot move into place: %s", o->path, strerror(errno));
-    } else {
+    } else if (!o->staged) {
       fsync_dir_of(o->path);
     }
   }

@@ -328,9 +328,10 @@ fdl_status fdl_stage_commit(fdl_stage *st, fdl_err *err) {
     fdl_stage_abort(st);
     return fdl_fail(err, FDL_INVALID, "commit of a staging directory that is not open");
   }
-  /* The entries must be durable before the name that publishes them. */
-  if (fdl_sys_fsync(st->dirfd) != 0) {
-    fdl_status s = fdl_fail(err, FDL_IO, "%s: fsync failed: %s", st->path, strerror(errno));
+  /* Everything inside must be durable before the name that publishes it: one syncfs of the
+   * filesystem, since the files written in here skipped their own fsync (fdl_out.staged). */
+  if (fdl_sys_syncfs(st->dirfd) != 0) {
+    fdl_status s = fdl_fail(err, FDL_IO, "%s: syncfs failed: %s", st->path, strerror(errno));
     fdl_stage_abort(st);
     return s;
   }

@@ -189,6 +189,11 @@ int fdl_sys_fsync(int fd) {
   return fsync(fd);
 }
 
+int fdl_sys_syncfs(int fd) {
+  if (fault_hit(FDL_FAULT_IO)) return io_fail(EIO);
+  return syncfs(fd);
+}
+
 int fdl_sys_rename(const char *from, const char *to) {
   if (fault_hit(FDL_FAULT_IO)) return io_fail(ENOSPC);
   return rename(from, to);

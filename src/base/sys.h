@@ -39,6 +39,7 @@ ssize_t fdl_sys_read(int fd, void *buf, size_t n);
 ssize_t fdl_sys_pread(int fd, void *buf, size_t n, off_t off);
 ssize_t fdl_sys_write(int fd, const void *buf, size_t n);
 int fdl_sys_fsync(int fd);
+int fdl_sys_syncfs(int fd); /* every file of fd's filesystem, data and metadata */
 int fdl_sys_rename(const char *from, const char *to);
 /* renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE); -1 with ENOSYS where the kernel
  * headers lack it. */

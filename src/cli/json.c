@@ -114,6 +114,7 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **path
   *flags = (ascii ? FDL_JSON_ASCII : 0u) | (pretty ? FDL_JSON_PRETTY : 0u);
   memset(opts, 0, sizeof *opts);
   opts->kiln_strict = kiln;
+  opts->allow_nul = true; /* canon is Python's json: "\u0000" is a string like any other */
   return FDL_CLI_GO;
 }
 

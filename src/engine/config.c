@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "fidelis/quote.h"
 
 static const char *const k_arch[] = {"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
                                      "Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration"};
@@ -134,12 +135,15 @@ static fdl_status gptq_config(const json_t *cfg, const char *path, fdl_model_inf
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "%s: quantization_config.bits: only 4-bit GPTQ checkpoints are supported",
                     path);
-  const char *fmt = json_string_value(json_object_get(q, "checkpoint_format"));
-  if (fmt && strcmp(fmt, "gptq"))
+  const json_t *fv = json_object_get(q, "checkpoint_format");
+  const char *fmt = json_string_value(fv);
+  if (fv && !json_is_null(fv) && (!fmt || strcmp(fmt, "gptq"))) {
+    char qf[FDL_QUOTE_CAP];
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "%s: quantization_config.checkpoint_format %s is not supported (expected "
                     "\"gptq\", the v1 zero-point convention)",
-                    path, fmt);
+                    path, fmt ? fdl_quote_str(fmt, qf, sizeof qf) : "(not a string)");
+  }
   const json_t *g = json_object_get(q, "group_size");
   if (!json_is_integer(g) || json_integer_value(g) <= 0)
     return fdl_fail(err, FDL_UNSUPPORTED,

@@ -110,6 +110,21 @@ fdl_status fdl_eng_config_qwen35(const json_t *cfg, const json_t *tc, const json
       info->lin_k_heads > 4096 || info->lin_v_heads > 4096)
     return fdl_fail(err, FDL_PARSE, "%s: Gated DeltaNet dimensions beyond the engine's bounds",
                     path);
+  /* The recurrent state of a DeltaNet layer (v heads x dk x dv floats) must be justified by
+   * the layer's own projections (in_proj_qkv and out_proj: H x (2 nk dk + 2 nv dv) weights),
+   * so a small checkpoint cannot ask for gigabytes of state; released models hold 30 times
+   * more weights than state (docs/QWEN35.md, "Limits"). */
+  size_t H = info->hidden, nk = info->lin_k_heads, nv = info->lin_v_heads;
+  size_t dk = info->lin_k_dim, dv = info->lin_v_dim; /* each <= 4096: no product overflows */
+  size_t state = nv * dk * dv, per = 2 * nk * dk + 2 * nv * dv;
+  size_t proj = per && H > SIZE_MAX / per ? SIZE_MAX : H * per; /* hidden_size < 2^40 */
+  if (state > proj)
+    return fdl_fail(err, FDL_PARSE,
+                    "%s: a Gated DeltaNet layer's recurrent state would be %zu floats "
+                    "(linear_num_value_heads %zu x linear_key_head_dim %zu x "
+                    "linear_value_head_dim %zu), more than the %zu weights of its projections "
+                    "(hidden_size %zu): no real model is shaped so; refused",
+                    path, state, nv, dk, dv, proj, H);
   if ((s = layer_kinds(tc, path, info, err)) || (s = tied(cfg, tc, path, info, err)) ||
       (s = rotary(rope_src, tc, path, info, err)))
     return s;

@@ -59,10 +59,15 @@ fdl_status fdl_eng_gdn_work(fdl_model *m, size_t n, fdl_err *err) {
     *dst[i] = NULL;
   }
   w->q35.cap = 0;
+  double mib = 0; /* what was asked, for a message that says why */
+  for (int i = 0; dst[i]; i++) mib += (double)len[i] * sizeof(float) / (1024.0 * 1024.0);
   for (int i = 0; dst[i]; i++)
     if (len[i] > SIZE_MAX / sizeof(float) ||
         !(*dst[i] = calloc(len[i] ? len[i] : 1, sizeof(float))))
-      return fdl_fail(err, FDL_NOMEM, "out of memory for a context of %zu positions", n);
+      return fdl_fail(err, FDL_NOMEM,
+                      "out of memory: the Gated DeltaNet scratch for a context of %zu positions "
+                      "is %.0f MiB, of which the recurrent state of %zu layers is %.0f MiB",
+                      n, mib, nl, (double)sz[7] * sizeof(float) / (1024.0 * 1024.0));
   w->q35.cap = n;
   return FDL_OK;
 }

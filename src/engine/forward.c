@@ -39,11 +39,16 @@ static fdl_status ensure_work(fdl_model *m, size_t n, fdl_err *err) {
     return fdl_fail(err, FDL_NOMEM, "out of memory for a context of %zu positions", n);
   float **dst[13] = {&nw.x, &nw.xn, &nw.q,     &nw.att,   &nw.kc,   &nw.vtmp,  &nw.vt,
                      &nw.g, &nw.u,  &nw.cos_t, &nw.sin_t, &nw.tile, &nw.scores};
+  double mib = 0; /* what was asked, for a message that says why */
+  for (int i = 0; i < 13; i++) mib += (double)sz[i] * sizeof(float) / (1024.0 * 1024.0);
   for (int i = 0; i < 13; i++) {
     if (sz[i] > SIZE_MAX / sizeof(float) || !(*dst[i] = calloc(sz[i] ? sz[i] : 1, sizeof(float)))) {
       for (int j = 0; j <= i; j++) free(*dst[j]);
       free(nw.exps);
-      return fdl_fail(err, FDL_NOMEM, "out of memory for a context of %zu positions", n);
+      return fdl_fail(err, FDL_NOMEM,
+                      "out of memory: the forward pass's scratch for a context of %zu positions "
+                      "is %.0f MiB (the KV cache of %zu layers included)",
+                      n, mib, in->layers);
     }
   }
   /* The attention GEMMs' workspaces grow with k; sizing them here for the largest products a

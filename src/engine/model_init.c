@@ -613,7 +613,7 @@ static fdl_status write_weights(const fdl_model_preset *p, uint64_t seed, const 
   size_t n = s == FDL_OK ? list_tensors(p, t) : 0;
   for (size_t i = 0; i < n; i++)
     ti[i] = (fdl_tensor_in){t[i].name, t[i].dtype, t[i].ndim, t[i].shape, buf};
-  fdl_out o = {-1, NULL, NULL};
+  fdl_out o = {-1, NULL, NULL, false};
   bool opened = false;
   uint64_t data_bytes = 0;
   if (s == FDL_OK) s = fdl_out_open(&o, path, err), opened = s == FDL_OK;

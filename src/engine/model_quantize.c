@@ -177,7 +177,7 @@ static fdl_status write_weights(const char *path, plan *pl, size_t n, const fdl_
     for (int j = 0; j < 4; j++)
       ti[k++] = (fdl_tensor_in){pl[i].names[j], dts[j], j == 3 ? 1 : 2, pl[i].shapes[j], &any};
   }
-  fdl_out f = {-1, NULL, NULL};
+  fdl_out f = {-1, NULL, NULL, false};
   fdl_status s = fdl_out_open(&f, path, err);
   bool opened = s == FDL_OK;
   uint64_t bytes = 0;

@@ -13,6 +13,7 @@
 
 #include "base/sys.h"
 #include "engine/internal.h"
+#include "fidelis/quote.h"
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
 #include "fidelis/json.h"
@@ -366,9 +367,14 @@ static fdl_status scan_shard(void *arg, size_t i, unsigned worker, fdl_err *err)
   bool *check = fdl_calloc(n ? n : 1, sizeof *check);
   fdl_sha256_ctx *ctx = NULL;
   fdl_status s = check ? fdl_sha256_new(&ctx, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
-  for (size_t k = 0; !s && k < n; k++)
-    for (size_t j = 0; j < job->m->nchecked && !check[k]; j++)
-      check[k] = job->m->checked[j] == fdl_safetensors_at(st, k);
+  /* The shard's entries are one array: a bound tensor of this shard is found by its address
+   * (as integers: the other shards' entries are other objects), in O(bound) for the shard. */
+  uintptr_t first = n ? (uintptr_t)fdl_safetensors_at(st, 0) : 0;
+  for (size_t j = 0; !s && n && j < job->m->nchecked; j++) {
+    uintptr_t at = (uintptr_t)job->m->checked[j];
+    if (at >= first && at < first + n * sizeof(fdl_tensor))
+      check[(at - first) / sizeof(fdl_tensor)] = true;
+  }
   const uint8_t *base = fdl_safetensors_bytes(st);
   uint64_t size = fdl_safetensors_file_size(st);
   size_t next = 0; /* tensors before next end in blocks already scanned */
@@ -429,10 +435,29 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
   for (int i = 0; i < 2; i++) {
     const json_t *v = json_object_get(cfg, keys[i]);
     fdl_dtype d;
-    if (json_is_string(v) && parse_dtype_word(json_string_value(v), &d) && d != emb->dtype)
+    if (!v || json_is_null(v)) continue;
+    if (!json_is_string(v) || !parse_dtype_word(json_string_value(v), &d)) {
+      char q[FDL_QUOTE_CAP];
+      return fdl_fail(err, FDL_PARSE,
+                      "config.json %s is %s, expected \"bfloat16\", \"float16\" or \"float32\" "
+                      "(the dtypes the engine runs)",
+                      keys[i],
+                      json_is_string(v) ? fdl_quote_str(json_string_value(v), q, sizeof q)
+                                        : "not a string");
+    }
+    if (d != emb->dtype)
       return fdl_fail(err, FDL_PARSE, "dtype mismatch: config.json %s is %s but %s is %s", keys[i],
                       json_string_value(v), emb_name, fdl_dtype_name(emb->dtype));
   }
+  /* Every layer has tensors of its own, so the checkpoint bounds the layer count: nothing is
+   * allocated for layers the files cannot hold. */
+  size_t stored = 0;
+  for (size_t i = 0; i < m->nshards; i++) stored += fdl_safetensors_count(m->shards[i]);
+  if (in->layers > stored)
+    return fdl_fail(err, FDL_PARSE,
+                    "config.json num_hidden_layers is %zu, but the checkpoint holds %zu tensors in "
+                    "all (each layer needs its own)",
+                    in->layers, stored);
 
   eng_binder b = {m, NULL, 0, 0};
   if (!(m->layer = calloc(in->layers, sizeof *m->layer)))
@@ -459,12 +484,14 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
     s = fdl_fail(err, FDL_PARSE,
                  "config.json declares a GPTQ checkpoint (quantization_config) but no matrix is "
                  "stored quantized (no .qweight): a dense model would be declared quantized");
+  /* Sorted once, so the check below is O(n log n) in the tensors, not quadratic. */
+  if (b.nbound > 1) qsort(b.bound, b.nbound, sizeof *b.bound, cmp_str);
   for (size_t i = 0; i < m->nshards && !s; i++)
     for (size_t t = 0; t < fdl_safetensors_count(m->shards[i]) && !s; t++) {
       const char *tn = fdl_safetensors_at(m->shards[i], t)->name;
       if (in->linear && starts_with(tn, "model.visual.")) in->vision_tower = true;
       bool known = ignorable(in, tn) || (in->tied && strcmp(tn, "lm_head.weight") == 0);
-      for (size_t j = 0; j < b.nbound && !known; j++) known = strcmp(b.bound[j], tn) == 0;
+      known = known || (b.nbound && bsearch(&tn, b.bound, b.nbound, sizeof *b.bound, cmp_str));
       if (!known)
         s = fdl_fail(err, FDL_UNSUPPORTED,
                      "unexpected tensor %s (%s with this config.json has no such weight)", tn,

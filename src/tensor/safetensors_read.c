@@ -26,6 +26,7 @@ struct fdl_safetensors {
   json_t *header;      /* parsed header; owns the tensor names */
   const json_t *meta;  /* __metadata__ inside header, or NULL */
   fdl_tensor *tensors; /* sorted by offset */
+  const fdl_tensor **by_name; /* the same, sorted by name: lookups in O(log n) */
   size_t count;
 };
 
@@ -138,6 +139,10 @@ static fdl_status check_entry(const json_t *entry, const char *name, const char 
 
 /* ---- range checks ------------------------------------------------------------------------ */
 
+static int by_name_cmp(const void *a, const void *b) {
+  return strcmp((*(const fdl_tensor *const *)a)->name, (*(const fdl_tensor *const *)b)->name);
+}
+
 static int by_offset(const void *pa, const void *pb) {
   const fdl_tensor *a = pa, *b = pb;
   if (a->offset != b->offset) return a->offset < b->offset ? -1 : 1;
@@ -225,6 +230,11 @@ static fdl_status build_views(fdl_safetensors *st, const char *file, fdl_err *er
     st->count++;
   }
   if (st->count > 1) qsort(st->tensors, st->count, sizeof *st->tensors, by_offset);
+  st->by_name = fdl_calloc(st->count ? st->count : 1, sizeof *st->by_name);
+  if (!st->by_name)
+    return fdl_fail(err, FDL_NOMEM, "%s: out of memory for %zu tensors", file, st->count);
+  for (size_t i = 0; i < st->count; i++) st->by_name[i] = &st->tensors[i];
+  if (st->count > 1) qsort(st->by_name, st->count, sizeof *st->by_name, by_name_cmp);
   return check_overlap(st->tensors, st->count, file, err);
 }
 
@@ -276,6 +286,7 @@ fdl_status fdl_safetensors_open_resident(const char *path, fdl_safetensors **out
 void fdl_safetensors_close(fdl_safetensors *st) {
   if (!st) return;
   free(st->tensors);
+  free(st->by_name);
   json_decref(st->header);
   if (st->mapped) fdl_unmap(&st->map);
   free(st);
@@ -292,9 +303,17 @@ const fdl_tensor *fdl_safetensors_at(const fdl_safetensors *st, size_t i) {
 }
 
 const fdl_tensor *fdl_safetensors_find(const fdl_safetensors *st, const char *name) {
-  if (!st || !name) return NULL;
-  for (size_t i = 0; i < st->count; i++)
-    if (!strcmp(st->tensors[i].name, name)) return &st->tensors[i];
+  if (!st || !name || !st->by_name) return NULL;
+  size_t lo = 0, hi = st->count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(st->by_name[mid]->name, name);
+    if (c == 0) return st->by_name[mid];
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
   return NULL;
 }
 
