@@ -199,7 +199,11 @@ static fdl_status dims(const json_t *tc, const char *path, fdl_model_info *info,
   /* Bounds the products the forward pass forms (heads * head_dim, layers * cap * kv_dim). */
   if (info->heads > 65536 || info->head_dim > 65536 || info->layers > 65536 ||
       info->hidden > (1u << 20) || info->intermediate > (1u << 22))
-    return fdl_fail(err, FDL_PARSE, "%s: model dimensions beyond the engine's bounds", path);
+    return fdl_fail(err, FDL_PARSE,
+                    "%s: model dimensions beyond the engine's bounds (num_attention_heads, "
+                    "head_dim and num_hidden_layers at most 65536, hidden_size 2^20, "
+                    "intermediate_size 2^22)",
+                    path);
   return FDL_OK;
 }
 
