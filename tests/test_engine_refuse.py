@@ -4,7 +4,8 @@ missing shard, a dtype or shape mismatch against config.json, a missing or unexp
 an unknown architecture or activation, rope_scaling, a sliding window, a mixture-of-experts
 field, a GPTQ quantization_config, a NaN or infinite weight (also deep inside a tensor of
 several of the loader's read blocks, by its element index), a symlinked shard, an index that
-points outside the model directory, a tensor in two shards; and at run time a token id outside the vocabulary or a context
+points outside the model directory, a tensor in two shards, a shard linked from outside
+the model directory (one inside is accepted); and at run time a token id outside the vocabulary or a context
 past max_position_embeddings. A valid twin of each is accepted,
 so the refusal is the mutation's doing and not the base model's.
 """
@@ -99,6 +100,15 @@ def point_first(target):
 
 
 def symlink_shard(d):
+    """The shard moved out of the model directory, a link left in its place: refused (the one
+    model-file rule, fdl_model_member). A link that stays inside the directory is accepted."""
+    f = "model-00002-of-00002.safetensors"
+    out = os.path.join(os.path.dirname(d), os.path.basename(d) + "-outside-blob")
+    os.rename(os.path.join(d, f), out)
+    os.symlink(out, os.path.join(d, f))
+
+
+def symlink_inside(d):
     f = "model-00002-of-00002.safetensors"
     os.rename(os.path.join(d, f), os.path.join(d, "blob"))
     os.symlink("blob", os.path.join(d, f))
@@ -188,8 +198,12 @@ def main():
             ("nan-deep-bf16", "BF16", n // 2 + 3, np.nan, "NaN", 2)]:
         expect(name, ["tensor %s: element %d is %s (weights must be finite)" % (GATE, at, word)],
                dtype=dt, cfg_kw=BIG, shards=shards, overrides=bad_big(dt, at, value))
-    expect("symlink-shard", ["symbolic link", "model-00002-of-00002.safetensors"], shards=2,
-           after=symlink_shard)
+    expect("symlink-shard", ["outside the model directory", "model-00002-of-00002.safetensors"],
+           shards=2, after=symlink_shard)
+    rc, msg = run(build("symlink-inside", shards=2, after=symlink_inside))
+    print("%-26s rc %d  %s" % ("symlink-inside", rc, msg))
+    if rc != 0:
+        FAILS.append("symlink-inside: a link inside the model directory must be accepted")
     for tag, target in [("dotdot", "../model-00001-of-00002.safetensors"),
                         ("absolute", "/tmp/model-00001-of-00002.safetensors"),
                         ("subdir", "sub/model-00001-of-00002.safetensors")]:

@@ -3,7 +3,9 @@
 files are copied only when they are regular files inside MODEL, or links that resolve inside it,
 or, for a Hugging Face cache snapshot (<repo>/snapshots/<rev>/f -> ../../blobs/<hash>), inside
 that repository's blobs/. A link to /proc/self/environ, to a file beside MODEL or to a token
-file elsewhere is refused by name (exit 3), and OUT is not created; nothing is left behind."""
+file elsewhere is refused by name (exit 3), and OUT is not created; nothing is left behind.
+The same rule (fdl_model_member) holds for every model file in every command: generate and
+capture take the snapshot too, and refuse a config.json linked from outside (issue 20, item 10)."""
 import os
 import shutil
 import subprocess
@@ -91,6 +93,22 @@ def main():
         check(rc == 0 and open(P("out-hub", "tokenizer.json"), "rb").read() ==
               open(P("base", "tokenizer.json"), "rb").read(),
               "a Hugging Face snapshot's blob links are copied (exit %d) %s" % (rc, msg.strip()[-200:]))
+        # One rule in every command: generate and capture take the same snapshot.
+        rc, msg = run("generate", "--model", snap, "--ids", "[1,2]", "--greedy-out", P("g.json"))
+        check(rc == 0, "generate takes the Hugging Face snapshot (exit %d) %s" % (rc, msg.strip()[-200:]))
+        rc, msg = run("capture", "--model", snap, "--panel", os.path.join(snap, "panel.jsonl"),
+                      "--out", P("ds-hub"))
+        check(rc == 0, "capture takes the Hugging Face snapshot (exit %d) %s" % (rc, msg.strip()[-200:]))
+        d = P("cfg-outside")
+        shutil.copytree(P("base"), d)
+        os.rename(os.path.join(d, "config.json"), P("config-outside.json"))
+        os.symlink(P("config-outside.json"), os.path.join(d, "config.json"))
+        for argv in (["generate", "--model", d, "--ids", "[1]", "--greedy-out", P("g2.json")],
+                     ["quantize", d, P("q-cfg")]):
+            rc, msg = run(*argv)
+            check(rc == 3 and "outside the model directory" in msg,
+                  "%s: a config.json linked from outside MODEL is refused (exit %d) %s" %
+                  (argv[0], rc, msg.strip()))
         # ... but not a snapshot link that leaves the repository.
         os.symlink(secret, os.path.join(snap, "special_tokens_map.json"))
         rc, msg = run("quantize", snap, P("out-hub2"))

@@ -43,6 +43,14 @@ FDL_API fdl_status fdl_open_regular(const char *path, bool follow, int *fd, uint
  * resolved (missing, a loop). Release *resolved with free(). */
 FDL_API fdl_status fdl_resolve_named(const char *path, char **resolved, fdl_err *err);
 
+/* The one rule for a file of a model directory (config, index, shards, tokenizer, ...), in
+ * every command: dir/name is a regular file, or a symlink that resolves to a regular file
+ * inside dir or, when dir is a Hugging Face cache snapshot (<repo>/snapshots/<rev>), inside
+ * <repo>/blobs. *path receives the path to open (resolved when it was a link; free()), or NULL
+ * when dir/name does not exist. A link anywhere else is FDL_PATH naming where it leads, so
+ * nothing from outside the model is read as part of it; a non-regular file is FDL_IO. */
+FDL_API fdl_status fdl_model_member(const char *dir, const char *name, char **path, fdl_err *err);
+
 /* A read-only view of a whole file. */
 typedef struct {
   const uint8_t *data; /* never NULL after a successful map */

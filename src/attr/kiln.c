@@ -289,8 +289,8 @@ fdl_status fdl_kiln_check_file_opts(const char *path, const fdl_kiln_check_opts 
     struct stat st;
     if (stat(path, &st) == 0 && (uint64_t)st.st_size > FDL_KILN_REQUEST_MAX_BYTES)
       s = fdl_fail(err, FDL_TOO_LARGE,
-                   "%s: a request file is at most 262144 bytes, this one is %llu", path,
-                   (unsigned long long)st.st_size);
+                   "%s: a request file is at most %u bytes, this one is %llu", path,
+                   FDL_KILN_REQUEST_MAX_BYTES, (unsigned long long)st.st_size);
   }
   free(root);
   free(self);

@@ -81,7 +81,11 @@ int fdl_cli_exit_for(fdl_status s) {
 
 void fdl_cli_print_refusal(const char *cmd, const fdl_refusal *r, const fdl_err *err) {
   if (cmd) fprintf(stderr, "fidelis %s: ", cmd);
-  fprintf(stderr, "REFUSED [%s]: ", r->code[0] ? r->code : fdl_status_name(err->status));
+  /* REFUSED only for what the inputs hold (exit 3); a read, write or memory failure (exit 4)
+   * is the machine's, and says so. */
+  fprintf(stderr,
+          "%s [%s]: ", fdl_cli_exit_for(err->status) == FDL_EXIT_REFUSED ? "REFUSED" : "FAILED",
+          r->code[0] ? r->code : fdl_status_name(err->status));
   if (r->gate[0]) fprintf(stderr, "gate %s: ", r->gate);
   fdl_cli_put_text(stderr, err->msg);
   fputc('\n', stderr);
@@ -231,8 +235,8 @@ int fdl_cli_print_json(json_t *j) {
   fdl_buf b;
   fdl_buf_init(&b, 0);
   /* ASCII: the same JSON value, and no bidi override or C1 control reaches a terminal raw. */
-  fdl_status s = j ? fdl_json_dump(j, FDL_JSON_ASCII, &b, &err)
-                   : fdl_fail(&err, FDL_NOMEM, "out of memory");
+  fdl_status s =
+      j ? fdl_json_dump(j, FDL_JSON_ASCII, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
   if (s == FDL_OK)
     printf("%s\n", b.data);
   else

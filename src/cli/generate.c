@@ -250,8 +250,8 @@ static fdl_status run(const args *a, fdl_model *m, const int32_t *ids, size_t n,
       return fdl_fail(err, FDL_REFUSED, "input id %zu is %d, outside the vocabulary of %zu", i,
                       (int)ids[i], vocab);
   size_t from = a->rows == ROWS_ALL ? 0 : a->rows == ROWS_STEPS ? first : n - 1;
-  fdl_status s = a->ids_out ? write_ids(a->ids_out, ids, n, err) : FDL_OK;
-  if (s == FDL_OK && a->tokens_out) {
+  fdl_status s = FDL_OK;
+  if (a->tokens_out) {
     int32_t *nw = malloc((size_t)a->n_new * sizeof *nw);
     s = nw ? fdl_generate_greedy(m, ids, n, (size_t)a->n_new, path, nw, err)
            : fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -280,6 +280,8 @@ static fdl_status run(const args *a, fdl_model *m, const int32_t *ids, size_t n,
     free(lg);
     free(gr);
   }
+  /* Last: the ids need no computing, so nothing is published before the runs succeed. */
+  if (s == FDL_OK && a->ids_out) s = write_ids(a->ids_out, ids, n, err);
   return s;
 }
 

@@ -356,7 +356,17 @@ int fdl_cli_divergence(int argc, char **argv) {
     fdl_kiln_divergence_in in = {pj,       rj,      cj, rt, ct, prompt, a.id, a.source_commit,
                                  a.run_id, a.phase, kr, vr, mi};
     fdl_status s = fdl_kiln_divergence(&in, &req, &step, &err);
-    if (s == FDL_OK) s = fdl_json_write_file(a.out, req, FDL_JSON_ASCII | FDL_JSON_PRETTY, &err);
+    /* The request is written only if `check` will take it: the same byte limit. */
+    fdl_buf b;
+    fdl_buf_init(&b, 0);
+    if (s == FDL_OK) s = fdl_json_dump(req, FDL_JSON_ASCII | FDL_JSON_PRETTY, &b, &err);
+    if (s == FDL_OK && b.len > FDL_KILN_REQUEST_MAX_BYTES)
+      s = fdl_fail(&err, FDL_TOO_LARGE,
+                   "the request would be %zu bytes, over the %u-byte limit of a Kiln request "
+                   "(`fidelis check` refuses larger ones): shorten the prompt or the streams",
+                   b.len, FDL_KILN_REQUEST_MAX_BYTES);
+    if (s == FDL_OK) s = fdl_write_file(a.out, b.data, b.len, &err);
+    fdl_buf_free(&b);
     char ident[FDL_SEAL_BUF];
     if (s == FDL_OK) s = fdl_kiln_canonical_sha256(req, ident, &err);
     if (s != FDL_OK) {

@@ -5,6 +5,7 @@
 
 #include "base/sys.h"
 #include "engine/internal.h"
+#include "fidelis/quote.h"
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
 #include "fidelis/json.h"
@@ -139,22 +140,21 @@ fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **
   if (!o) o = &def;
   fdl_model *m = calloc(1, sizeof *m);
   if (!m) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  size_t dl = strlen(dir);
-  char *cp = malloc(dl + sizeof "/config.json");
-  if (!cp) {
-    free(m);
-    return fdl_fail(err, FDL_NOMEM, "out of memory");
+  /* config.json by the one model-file rule (fdl_model_member). A directory without it holds no
+   * model: a finding about the input (exit 3), not a failure to read it. */
+  char *cp = NULL;
+  fdl_status s = fdl_model_member(dir, "config.json", &cp, err);
+  if (!s && !cp) {
+    char q[FDL_QUOTE_CAP];
+    s = fdl_path_exists(dir) ? fdl_fail(err, FDL_REFUSED,
+                                        "%s/config.json: missing: not a Hugging Face model "
+                                        "directory (expected config.json and safetensors "
+                                        "weights)",
+                                        fdl_quote_str(dir, q, sizeof q))
+                             : fdl_fail(err, FDL_IO, "%s: cannot open the model directory",
+                                        fdl_quote_str(dir, q, sizeof q));
   }
-  memcpy(cp, dir, dl);
-  memcpy(cp + dl, "/config.json", sizeof "/config.json");
-  /* A directory without config.json holds no model: a finding about the input (exit 3), not a
-   * failure to read it. */
-  fdl_status s = fdl_path_exists(cp) || !fdl_path_exists(dir)
-                     ? load_config(m, cp, err)
-                     : fdl_fail(err, FDL_REFUSED,
-                                "%s: missing: not a Hugging Face model directory "
-                                "(expected config.json and safetensors weights)",
-                                cp);
+  if (!s) s = load_config(m, cp, err);
   if (!s) s = fdl_eng_config(m->config, cp, &m->info, err);
   /* The pool first: the weights' one pass (digest and finiteness) spreads shards over it. */
   if (!s) s = fdl_pool_init(&m->pool, o->threads, err);

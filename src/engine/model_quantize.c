@@ -229,14 +229,9 @@ static json_t *quant_config(const fdl_gptq_opts *o, bool deltanet) {
 /* A file named inside MODEL, resolved once (a Hugging Face snapshot links every file into
  * blobs/); FDL_PARSE when it is missing: MODEL was opened and is not a model directory. */
 static fdl_status model_file(const char *dir, const char *name, char **resolved, fdl_err *err) {
-  char *path = fdl_path_join(dir, name);
-  if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  fdl_status s;
-  if (!fdl_path_exists(path))
+  fdl_status s = fdl_model_member(dir, name, resolved, err);
+  if (s == FDL_OK && !*resolved)
     s = fdl_fail(err, FDL_PARSE, "%s: not a model directory (no %s)", dir, name);
-  else
-    s = fdl_resolve_named(path, resolved, err);
-  free(path);
   return s;
 }
 
@@ -249,38 +244,13 @@ static bool skipped_file(const char *name) {
   return false;
 }
 
-/* Where a file copied out of MODEL may really be: inside MODEL itself, or, when MODEL is a
- * Hugging Face cache snapshot (<repo>/snapshots/<revision>, its files links to
- * ../../blobs/<hash>), inside <repo>/blobs. Anything else (a link to /proc/self/environ, to a
- * token under ~/.cache, to another checkout) never reaches an output. */
-static bool copy_source_ok(const char *dir_real, const char *real) {
-  if (fdl_path_within(real, dir_real) && strcmp(real, dir_real)) return true;
-  const char *rev = strrchr(dir_real, '/');
-  if (!rev || rev == dir_real) return false;
-  size_t snap_end = (size_t)(rev - dir_real);
-  static const char snapshots[] = "/snapshots";
-  size_t k = sizeof snapshots - 1;
-  if (snap_end < k || memcmp(dir_real + snap_end - k, snapshots, k)) return false;
-  size_t repo_len = snap_end - k;
-  char blobs[PATH_MAX];
-  if (repo_len == 0 || repo_len + sizeof "/blobs" > sizeof blobs) return false;
-  memcpy(blobs, dir_real, repo_len);
-  memcpy(blobs + repo_len, "/blobs", sizeof "/blobs");
-  return fdl_path_within(real, blobs) && strcmp(real, blobs);
-}
-
 /* Copies MODEL's other regular files (tokenizer, generation config, panel) byte for byte. A
- * link is followed only to where copy_source_ok allows; one that leads elsewhere is refused by
- * name, so OUT never holds a byte from outside the model. */
+ * link is followed only by the model-file rule (fdl_model_member): one that leads elsewhere is
+ * refused by name, so OUT never holds a byte from outside the model. */
 static fdl_status copy_others(const char *dir, const char *to, fdl_err *err) {
-  char *dir_real = NULL;
-  fdl_status s = fdl_resolve_named(dir, &dir_real, err);
-  if (s) return s;
   DIR *d = opendir(dir);
-  if (!d) {
-    free(dir_real);
-    return fdl_fail(err, FDL_IO, "%s: cannot list the directory: %s", dir, strerror(errno));
-  }
+  if (!d) return fdl_fail(err, FDL_IO, "%s: cannot list the directory: %s", dir, strerror(errno));
+  fdl_status s = FDL_OK;
   struct dirent *e;
   while (s == FDL_OK && (e = readdir(d))) {
     if (skipped_file(e->d_name)) continue;
@@ -291,15 +261,8 @@ static fdl_status copy_others(const char *dir, const char *to, fdl_err *err) {
     else if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
       char *real = NULL, *data = NULL;
       size_t len = 0;
-      s = fdl_resolve_named(path, &real, err);
-      if (s == FDL_OK && !copy_source_ok(dir_real, real)) {
-        char q1[FDL_QUOTE_CAP], q2[FDL_QUOTE_CAP];
-        s = fdl_fail(err, FDL_PATH,
-                     "%s is a link to %s, outside the model directory: a file copied into the "
-                     "output must be inside MODEL (or its Hugging Face cache blobs); copy the "
-                     "file into MODEL or remove the link",
-                     fdl_quote_str(path, q1, sizeof q1), fdl_quote_str(real, q2, sizeof q2));
-      }
+      s = fdl_model_member(dir, e->d_name, &real, err); /* a link only into MODEL or its blobs */
+      if (s == FDL_OK && !real) s = fdl_fail(err, FDL_IO, "%s: vanished while copying", path);
       if (s == FDL_OK) s = fdl_read_file(real, (size_t)1 << 30, &data, &len, err);
       if (s == FDL_OK) s = fdl_write_file(dst, data, len, err);
       free(real);
@@ -309,7 +272,6 @@ static fdl_status copy_others(const char *dir, const char *to, fdl_err *err) {
     free(dst);
   }
   closedir(d);
-  free(dir_real);
   return s;
 }
 

@@ -39,45 +39,26 @@ static fdl_status add_file(fdl_model *m, const char *name, uint64_t bytes, const
   return FDL_OK;
 }
 
-/* 1: regular file, 0: absent, -1: something else (reported). */
-static int probe(const char *dir, const char *name, fdl_err *err, fdl_status *s) {
-  char *p = fdl_path_join(dir, name);
-  if (!p) {
-    *s = fdl_fail(err, FDL_NOMEM, "out of memory");
-    return -1;
-  }
-  struct stat st;
-  int r = lstat(p, &st);
-  int e = errno;
-  free(p);
-  if (r != 0) {
-    if (e == ENOENT) return 0;
-    *s = fdl_fail(err, FDL_IO, "%s/%s: cannot stat: %s", dir, name, strerror(e));
-    return -1;
-  }
-  if (S_ISLNK(st.st_mode)) {
-    *s = fdl_fail(err, FDL_PATH,
-                  "%s/%s: shard is a symbolic link (model files must be regular "
-                  "files inside the model directory)",
-                  dir, name);
-    return -1;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    *s = fdl_fail(err, FDL_IO, "%s/%s: not a regular file", dir, name);
-    return -1;
-  }
-  return 1;
+/* 1 when dir/name is a model file by the one rule (fdl_model_member; *path, if asked, is what
+ * to open), 0 when it is absent, -1 after a refusal in *s. */
+static int probe(const char *dir, const char *name, char **path, fdl_err *err, fdl_status *s) {
+  char *p = NULL;
+  if ((*s = fdl_model_member(dir, name, &p, err))) return -1;
+  if (path)
+    *path = p;
+  else
+    free(p);
+  return p ? 1 : 0;
 }
 
 static fdl_status open_shard(fdl_model *m, const char *dir, const char *name, fdl_err *err) {
   fdl_status s = FDL_OK;
-  int r = probe(dir, name, err, &s);
+  char *p = NULL;
+  int r = probe(dir, name, &p, err, &s);
   if (r < 0) return s;
   if (r == 0)
     return fdl_fail(err, FDL_REFUSED, "%s/%s: missing shard (named by %s)", dir, name,
                     m->nshards || strcmp(name, SINGLE_NAME) ? INDEX_NAME : "the model directory");
-  char *p = fdl_path_join(dir, name);
-  if (!p) return fdl_fail(err, FDL_NOMEM, "out of memory");
   /* Read, not mapped: decode streams every weight once per token from every worker, and on
    * 4 KiB file pages two workers read slower than one (docs/PERFORMANCE.md). */
   s = fdl_safetensors_open_resident(p, &m->shards[m->nshards], err);
@@ -98,8 +79,10 @@ static int cmp_str(const void *a, const void *b) {
 
 /* The index is parsed from the bytes digested, in one read. */
 static fdl_status load_index(fdl_model *m, const char *dir, json_t **idx, fdl_err *err) {
-  char *p = fdl_path_join(dir, INDEX_NAME);
-  if (!p) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  char *p = NULL;
+  fdl_status ps = fdl_model_member(dir, INDEX_NAME, &p, err);
+  if (ps) return ps;
+  if (!p) return fdl_fail(err, FDL_REFUSED, "%s/%s: missing", dir, INDEX_NAME);
   char *data = NULL;
   size_t len = 0;
   fdl_sha256 dg;
@@ -405,10 +388,10 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
   fdl_status s = FDL_OK;
   /* transformers' rule for a local directory (modeling_utils): model.safetensors when it is
    * there, the shard index only without it; quantize applies the same (docs/MODELS.md). */
-  int one = probe(dir, SINGLE_NAME, err, &s);
+  int one = probe(dir, SINGLE_NAME, NULL, err, &s);
   if (one < 0) return s;
   if (!one) {
-    int has_index = probe(dir, INDEX_NAME, err, &s);
+    int has_index = probe(dir, INDEX_NAME, NULL, err, &s);
     if (has_index < 0) return s;
     if (!has_index)
       return fdl_fail(err, FDL_REFUSED, "%s: no %s and no %s: missing shard", dir, SINGLE_NAME,
