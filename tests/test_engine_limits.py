@@ -85,6 +85,22 @@ def main():
             check(rc == 3 and needle in msg, "%s: refused by name, exit 3 (exit %d) %s" %
                   (what, rc, msg[-300:]))
 
+        # --new past max_position_embeddings (256): refused before any step, nothing written
+        rc, msg = run("generate", "--model", P("base"), "--ids", "[1,2]", "--new", "300",
+                      "--tokens-out", P("t.json"), "--ids-out", P("i.json"))
+        check(rc == 3 and "max_position_embeddings" in msg and not os.path.exists(P("t.json"))
+              and not os.path.exists(P("i.json")),
+              "--new past max_position_embeddings: refused, nothing written (exit %d) %s" %
+              (rc, msg[-300:]))
+
+        # a failed write is the machine's (exit 4): FAILED, never REFUSED
+        with open(P("panel.jsonl"), "w") as f:
+            f.write('{"index": 0, "tokens": [1, 2, 3], "window_id": "w", "domain": "d"}\n')
+        rc, msg = run("capture", "--model", P("base"), "--panel", P("panel.jsonl"), "--out",
+                      "/proc/fidelis-cannot-write-here")
+        check(rc == 4 and "FAILED" in msg and "REFUSED" not in msg,
+              "an unwritable --out: exit 4, FAILED (exit %d) %s" % (rc, msg[-300:]))
+
         # Qwen3.5: state 4096 x 4096 per head on a hidden size of 1
         qc = qm.make_config(layers=2)
         qm.write_model(P("q35"), qc, qm.make_weights(qc, 3))

@@ -133,6 +133,17 @@ def main():
             check(rc == 3 and needle in err and not os.path.exists(P("refused.json")),
                   "%s: exit %d, %s" % (what, rc, err.strip()))
         refuse([1, 2, 3], [1, 2, 3], "nothing diverges", "identical streams")
+        # A request `check` would refuse (over its 262144-byte limit) is never written.
+        with open(P("long-prompt.txt"), "w", encoding="utf-8") as f:
+            f.write("a long prompt " * 20000)
+        long_base = list(base)
+        long_base[long_base.index("--prompt-text") + 1] = "@" + P("long-prompt.txt")
+        rc, _, err = K.run(long_base + ["--prompt-ids", "[5]", "--model-dir", m, "--model-id",
+                                        "M", "--reference-ids", "[1, 2]", "--candidate-ids",
+                                        "[1, 3]", "--out", P("long.json")])
+        check(rc == 3 and "262144-byte limit" in err and not os.path.exists(P("long.json")),
+              "a request over check's byte limit is refused, not written: exit %d, %s" %
+              (rc, err.strip()))
         refuse([1, 2], [1, 2, 3], "nothing diverges", "one stream a prefix of the other")
         refuse([1, 2], [3, 2], "step 0", "divergence at step 0")
         refuse(list(range(66)), list(range(65)) + [9], "at most 64", "divergence past 64")
