@@ -64,13 +64,20 @@ def main():
                             capture_output=True).returncode
         assert rc == 0
         os.mkdir(P("out"))
-        ids = "[" + ",".join(str(i % 31999 + 1) for i in range(256)) + "]"
+        # generate's output is staged only while written: a cheap forward with a wide head
+        # gives a large file (64 rows x 200,000 floats), so the write takes long enough to hit.
+        sys.path.insert(0, os.environ.get("FDL_TESTS", os.path.dirname(os.path.abspath(__file__))))
+        import engine_models as em
+        wc = em.make_config(dtype="BF16", vocab=200000, hidden=8, layers=1, heads=2, kv_heads=2,
+                            inter=8)
+        em.write_model(P("wide"), wc, em.make_weights(wc, 1))
+        ids = "[" + ",".join(str(i + 1) for i in range(64)) + "]"
         commands = {
             "capture": lambda o: ["capture", "--model", P("big"), "--panel",
                                   P("big", "panel.jsonl"), "--out", o],
             "quantize": lambda o: ["quantize", P("big"), o],
             "model init": lambda o: ["model", "init", "--preset", "llama-100m", o],
-            "generate": lambda o: ["generate", "--model", P("big"), "--ids", ids, "--rows", "all",
+            "generate": lambda o: ["generate", "--model", P("wide"), "--ids", ids, "--rows", "all",
                                    "--logits-out", o + ".npy"],
         }
         for name, argv in commands.items():
