@@ -146,13 +146,14 @@ fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **
   fdl_status s = fdl_model_member(dir, "config.json", &cp, err);
   if (!s && !cp) {
     char q[FDL_QUOTE_CAP];
-    s = fdl_path_exists(dir) ? fdl_fail(err, FDL_REFUSED,
-                                        "%s/config.json: missing: not a Hugging Face model "
-                                        "directory (expected config.json and safetensors "
-                                        "weights)",
-                                        fdl_quote_str(dir, q, sizeof q))
-                             : fdl_fail(err, FDL_IO, "%s: cannot open the model directory",
-                                        fdl_quote_str(dir, q, sizeof q));
+    s = fdl_path_exists(dir)
+            ? fdl_fail(err, FDL_REFUSED,
+                       "%s/config.json: missing: not a Hugging Face model "
+                       "directory (expected config.json and safetensors "
+                       "weights)",
+                       fdl_quote_str(dir, q, sizeof q))
+            : fdl_fail(err, FDL_IO, "%s: cannot open the model directory to read its config.json",
+                       fdl_quote_str(dir, q, sizeof q));
   }
   if (!s) s = load_config(m, cp, err);
   if (!s) s = fdl_eng_config(m->config, cp, &m->info, err);

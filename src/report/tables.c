@@ -8,8 +8,10 @@
 #include "report/rpt.h"
 
 const char *fdl_rpt_name(const fdl_rpt_receipt *r) {
+  /* The default label ("candidate", as compare writes it) names no one: side-by-side rows
+   * would all read the same, so the dataset id names the row instead. */
   const char *s = fdl_rpt_str(r->doc, "candidate.label");
-  if (!s || !*s) s = fdl_rpt_str(r->doc, "candidate.dataset_id");
+  if (!s || !*s || !strcmp(s, "candidate")) s = fdl_rpt_str(r->doc, "candidate.dataset_id");
   return s && *s ? s : r->dir;
 }
 
@@ -156,13 +158,16 @@ void fdl_rpt_headline(fdl_buf *b, const fdl_rpt_receipt *r) {
 }
 
 /* One llama.cpp-style row: name, value (± stderr when given), the block's field. */
+/* unit "%": the stored fraction shown as a percentage, as llama-perplexity and `fidelis
+ * compare` print Δp and same-top (one unit in every place a person reads it). */
 static void llama_row(fdl_buf *b, const json_t *blk, const char *name, const char *vpath,
                       const char *epath, const char *unit) {
   char v[32], e[32];
+  double k = strcmp(unit, "%") ? 1.0 : 100.0;
   fdl_buf_puts(b, "<tr><th>");
   fdl_rpt_esc(b, name);
-  fdl_buf_printf(b, "</th><td class=\"num\">%s", fdl_rpt_fmt(fdl_rpt_num(blk, vpath), 6, v));
-  if (epath) fdl_buf_printf(b, " \xC2\xB1 %s", fdl_rpt_fmt(fdl_rpt_num(blk, epath), 4, e));
+  fdl_buf_printf(b, "</th><td class=\"num\">%s", fdl_rpt_fmt(k * fdl_rpt_num(blk, vpath), 6, v));
+  if (epath) fdl_buf_printf(b, " \xC2\xB1 %s", fdl_rpt_fmt(k * fdl_rpt_num(blk, epath), 4, e));
   fdl_buf_printf(b, " %s</td><td><code>%s</code></td></tr>\n", unit, vpath);
 }
 
@@ -203,22 +208,22 @@ void fdl_rpt_llama_table(fdl_buf *b, const fdl_rpt_receipt *r) {
                    name, fdl_rpt_fmt(json_is_number(pv) ? json_number_value(pv) : NAN, 6, v), path);
   }
   llama_row(b, k, "Minimum KLD", "kld.min", NULL, "nats");
-  llama_row(b, k, "Mean \xCE\x94p", "delta_p.mean", "delta_p.mean_stderr", "");
-  llama_row(b, k, "RMS \xCE\x94p", "delta_p.rms", "delta_p.rms_stderr", "");
-  llama_row(b, k, "Maximum \xCE\x94p", "delta_p.max", NULL, "");
+  llama_row(b, k, "Mean \xCE\x94p", "delta_p.mean", "delta_p.mean_stderr", "%");
+  llama_row(b, k, "RMS \xCE\x94p", "delta_p.rms", "delta_p.rms_stderr", "%");
+  llama_row(b, k, "Maximum \xCE\x94p", "delta_p.max", NULL, "%");
   static const char *const dq[] = {"99.9", "99", "95", "90", "75", "50",
                                    "25",   "10", "5",  "1",  "0.1"};
   for (size_t i = 0; i < sizeof dq / sizeof *dq; i++) {
     const json_t *pv = json_object_get(fdl_rpt_get(k, "delta_p.percentiles"), dq[i]);
     char v[32];
-    fdl_buf_printf(b,
-                   "<tr><th>%s%% \xCE\x94p</th><td class=\"num\">%s</td><td><code>"
-                   "delta_p.percentiles.%s</code></td></tr>\n",
-                   dq[i], fdl_rpt_fmt(json_is_number(pv) ? json_number_value(pv) : NAN, 6, v),
-                   dq[i]);
+    fdl_buf_printf(
+        b,
+        "<tr><th>%s%% \xCE\x94p</th><td class=\"num\">%s %%</td><td><code>"
+        "delta_p.percentiles.%s</code></td></tr>\n",
+        dq[i], fdl_rpt_fmt(json_is_number(pv) ? 100.0 * json_number_value(pv) : NAN, 6, v), dq[i]);
   }
-  llama_row(b, k, "Minimum \xCE\x94p", "delta_p.min", NULL, "");
-  llama_row(b, k, "Same top p", "same_top.value", "same_top.stderr", "fraction");
+  llama_row(b, k, "Minimum \xCE\x94p", "delta_p.min", NULL, "%");
+  llama_row(b, k, "Same top p", "same_top.value", "same_top.stderr", "%");
   llama_row(b, k, "tokens", "n", NULL, "");
   fdl_buf_puts(b, "</table></section>\n");
 }
