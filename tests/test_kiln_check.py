@@ -174,7 +174,10 @@ def main():
         expect(P("bare-v2.json"), 3, "$.result_sha256", "bare path v2")
         shutil.copyfile(os.path.join(K.VECTORS, "receipts",
                         "20260718t232632-rocm-strix-halo-greedy-c1-divergence-v1.kiln.json"), P("rcpt.json"))
-        expect(P("rcpt.json"), 3, "unsupported schema kiln.serving-benchmark.v1", "receipt")
+        # A source receipt alone is checked on its own rules (tests/test_kiln_receipt_alone.py).
+        expect(P("rcpt.json"), 0, "", "receipt alone")
+        K.write_json(P("unknown.json"), {"schema": "kiln.not-a-kind.v9"})
+        expect(P("unknown.json"), 3, "unsupported schema kiln.not-a-kind.v9", "an unknown kind")
         K.write_json(P("noschema.json"), [1, 2])
         expect(P("noschema.json"), 3, "$", "not an object")
         with open(P("dup.json"), "w") as f:

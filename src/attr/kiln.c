@@ -218,6 +218,14 @@ fdl_status fdl_kiln_check_doc_ctx(const fdl_kiln_ctx *c, const json_t *doc, fdl_
     }
     return s;
   }
+  if (strcmp(schema, FDL_KILN_RECEIPT_SCHEMA) == 0) {
+    res->schema = FDL_KILN_RECEIPT_SCHEMA;
+    fdl_status s = fdl_kiln_check_receipt_alone(c, doc);
+    if (s == FDL_OK)
+      snprintf(res->identity, sizeof res->identity, "%s",
+               json_string_value(json_object_get(doc, "receipt_sha256")));
+    return s;
+  }
   if (strcmp(schema, FDL_KILN_PATH_ATTR_SCHEMA) == 0) {
     res->schema = FDL_KILN_PATH_ATTR_SCHEMA;
     fdl_status s = self_hash(c, doc, "record_sha256", res);
@@ -288,9 +296,8 @@ fdl_status fdl_kiln_check_file_opts(const char *path, const fdl_kiln_check_opts 
   if (s == FDL_OK && res->schema && strcmp(res->schema, FDL_KILN_REQUEST_SCHEMA) == 0) {
     struct stat st;
     if (stat(path, &st) == 0 && (uint64_t)st.st_size > FDL_KILN_REQUEST_MAX_BYTES)
-      s = fdl_fail(err, FDL_TOO_LARGE,
-                   "%s: a request file is at most %u bytes, this one is %llu", path,
-                   FDL_KILN_REQUEST_MAX_BYTES, (unsigned long long)st.st_size);
+      s = fdl_fail(err, FDL_TOO_LARGE, "%s: a request file is at most %u bytes, this one is %llu",
+                   path, FDL_KILN_REQUEST_MAX_BYTES, (unsigned long long)st.st_size);
   }
   free(root);
   free(self);

@@ -149,4 +149,9 @@ fdl_status fdl_kiln_check_doc_ctx(const fdl_kiln_ctx *c, const json_t *doc, fdl_
 /* kiln_fidelis.c */
 fdl_status fdl_kiln_check_fidelis_attr(const fdl_kiln_ctx *c, const json_t *doc);
 
+/* A kiln.serving-benchmark.v1 receipt given alone: its seal and every rule that needs no
+ * request (kiln_receipt.c). */
+#define FDL_KILN_RECEIPT_SCHEMA "kiln.serving-benchmark.v1"
+fdl_status fdl_kiln_check_receipt_alone(const fdl_kiln_ctx *c, const json_t *doc);
+
 #endif

@@ -93,7 +93,7 @@ static fdl_status check_output(const fdl_kiln_ctx *c, const json_t *run, const c
   if (!s)
     s = decode_text(c, "$.runs[0].output_evidence[0].exact_output.content_base64",
                     json_object_get(ex, "content_base64"), &content, &cn);
-  if (!s && (cn < wn || memcmp(content, want, wn) != 0))
+  if (!s && want && (cn < wn || memcmp(content, want, wn) != 0))
     s = fdl_kiln_bad(c, "$.runs[0].output_evidence[0].exact_output.content_base64",
                      "the decoded content does not start with the request's continuation_prefix "
                      "texts followed by this engine's candidate text (%zu bytes)",
@@ -103,7 +103,10 @@ static fdl_status check_output(const fdl_kiln_ctx *c, const json_t *run, const c
   return s;
 }
 
-/* One parsed receipt (c names it) against the request; engine 0 is kiln, 1 vllm. */
+/* One parsed receipt (c names it) against the request; engine 0 is kiln, 1 vllm. Without a
+ * request (req NULL: `check` given the receipt alone) every rule that needs no other file: the
+ * seal, the driver, a clean checkout, one run at concurrency 1, its output evidence strictly
+ * base64 of UTF-8 with no reasoning. */
 static fdl_status check_receipt(const fdl_kiln_ctx *c, const json_t *rc, const json_t *req,
                                 const json_t *ref, size_t engine) {
   if (!json_is_object(rc)) return fdl_kiln_bad(c, "$", "expected an object");
@@ -115,7 +118,7 @@ static fdl_status check_receipt(const fdl_kiln_ctx *c, const json_t *rc, const j
     return fdl_fail(c->err, FDL_MISMATCH,
                     "%s: $.receipt_sha256: stored %s, but the receipt without it hashes to %s",
                     c->name, json_string_value(stored), self);
-  if (!s)
+  if (!s && req)
     s = fdl_kiln_bind(c, "$.receipt_sha256", stored, json_object_get(ref, "content_sha256"),
                       "the request's content_sha256 for this receipt");
   if (s) return s;
@@ -123,27 +126,29 @@ static fdl_status check_receipt(const fdl_kiln_ctx *c, const json_t *rc, const j
     return fdl_kiln_bad(c, "$.driver_version", "expected \"7\"");
   const json_t *repo = json_object_get(json_object_get(rc, "driver_environment"), "repository");
   const json_t *src = json_object_get(req, "source");
-  if ((s = fdl_kiln_bind(c, "$.driver_environment.repository.commit",
-                         json_object_get(repo, "commit"), json_object_get(src, "source_commit"),
-                         "the request's source.source_commit")))
+  if (req && (s = fdl_kiln_bind(
+                  c, "$.driver_environment.repository.commit", json_object_get(repo, "commit"),
+                  json_object_get(src, "source_commit"), "the request's source.source_commit")))
     return s;
   if (!json_is_false(json_object_get(repo, "dirty")))
     return fdl_kiln_bad(c, "$.driver_environment.repository.dirty", "expected false");
   const json_t *prompt = json_object_get(req, "prompt");
-  if ((s = fdl_kiln_bind(c, "$.workload.run_id",
-                         json_object_get(json_object_get(rc, "workload"), "run_id"),
-                         json_object_get(json_object_get(prompt, "generator"), "run_id"),
-                         "the request's prompt.generator.run_id")))
+  if (req && (s = fdl_kiln_bind(c, "$.workload.run_id",
+                                json_object_get(json_object_get(rc, "workload"), "run_id"),
+                                json_object_get(json_object_get(prompt, "generator"), "run_id"),
+                                "the request's prompt.generator.run_id")))
     return s;
   const json_t *mi = json_object_get(json_object_get(rc, "engine"), "model_identity");
   if (!json_is_object(mi)) return fdl_kiln_bad(c, "$.engine.model_identity", "expected an object");
-  json_t *bare = json_copy((json_t *)mi);
-  if (!bare) return fdl_fail(c->err, FDL_NOMEM, "%s: out of memory", c->name);
-  json_object_del(bare, "path");
-  s = fdl_kiln_bind(c, "$.engine.model_identity (without path)", bare,
-                    json_object_get(req, "model_identity"), "the request's model_identity");
-  json_decref(bare);
-  if (s) return s;
+  if (req) {
+    json_t *bare = json_copy((json_t *)mi);
+    if (!bare) return fdl_fail(c->err, FDL_NOMEM, "%s: out of memory", c->name);
+    json_object_del(bare, "path");
+    s = fdl_kiln_bind(c, "$.engine.model_identity (without path)", bare,
+                      json_object_get(req, "model_identity"), "the request's model_identity");
+    json_decref(bare);
+    if (s) return s;
+  }
   const json_t *runs = json_object_get(rc, "runs");
   if (!json_is_array(runs) || json_array_size(runs) != 1)
     return fdl_kiln_bad(c, "$.runs", "expected exactly one run, found %zu", json_array_size(runs));
@@ -152,8 +157,15 @@ static fdl_status check_receipt(const fdl_kiln_ctx *c, const json_t *rc, const j
     return fdl_kiln_bad(c, "$.runs[0].concurrency", "expected 1");
   if (!num_is(json_object_get(run, "repeat"), 0))
     return fdl_kiln_bad(c, "$.runs[0].repeat", "expected 0");
-  size_t np = json_array_size(json_object_get(prompt, "token_ids"));
   const json_t *ptc = json_object_get(run, "prompt_token_counts");
+  if (!req) {
+    const json_t *c0 = json_array_get(ptc, 0);
+    if (!json_is_array(ptc) || json_array_size(ptc) != 1 || !json_is_integer(c0) ||
+        json_integer_value(c0) < 1)
+      return fdl_kiln_bad(c, "$.runs[0].prompt_token_counts", "expected [N], N >= 1");
+    return check_output(c, run, NULL, 0);
+  }
+  size_t np = json_array_size(json_object_get(prompt, "token_ids"));
   if (!json_is_array(ptc) || json_array_size(ptc) != 1 ||
       !num_is(json_array_get(ptc, 0), (double)np))
     return fdl_kiln_bad(c, "$.runs[0].prompt_token_counts",
@@ -220,4 +232,8 @@ fdl_status fdl_kiln_refs_request(const fdl_kiln_ctx *c, const json_t *req) {
     free(text);
   }
   return s;
+}
+
+fdl_status fdl_kiln_check_receipt_alone(const fdl_kiln_ctx *c, const json_t *doc) {
+  return check_receipt(c, doc, NULL, NULL, 0);
 }
