@@ -104,6 +104,8 @@ static fdl_status check_worker_paths(const fdl_kiln_ctx *c, const json_t *w, jso
   return FDL_OK;
 }
 
+static fdl_status check_label(const fdl_kiln_ctx *c, const json_t *w);
+
 fdl_status fdl_kiln_check_path_v1(const fdl_kiln_ctx *c, const json_t *doc) {
   const json_t *w = json_object_get(doc, "worker");
   if (!json_is_object(w)) return fdl_kiln_bad(c, "$.worker", "expected an object");
@@ -113,6 +115,7 @@ fdl_status fdl_kiln_check_path_v1(const fdl_kiln_ctx *c, const json_t *doc) {
   fdl_status s = fdl_kiln_want_token(c, "$.worker.hf_argmax", hf);
   if (s != FDL_OK) return s;
   if ((s = check_worker_paths(c, w, json_integer_value(hf))) != FDL_OK) return s;
+  if ((s = check_label(c, w)) != FDL_OK) return s;
   if ((s = fdl_kiln_want_sha(c, "$.worker.input_token_ids_sha256",
                              json_object_get(w, "input_token_ids_sha256"))) != FDL_OK)
     return s;
@@ -175,6 +178,27 @@ const fdl_kiln_v2_path fdl_kiln_v2_paths[4] = {
     {"graph_greedy", "hip_graph_greedy_selection", false},
 };
 
+/* worker.attribution recomputed from the four paths by §12's first-match precedence (v1 and
+ * v2 share the paths and the labels): a resealed record cannot claim another verdict. */
+static fdl_status check_label(const fdl_kiln_ctx *c, const json_t *w) {
+  const char *label = FDL_KILN_LABEL_NONE;
+  for (size_t i = 0; i < 4; i++) {
+    const json_t *e = json_object_get(w, fdl_kiln_v2_paths[i].name);
+    bool ok = fdl_kiln_v2_paths[i].full
+                  ? json_is_true(json_object_get(json_object_get(e, "comparison"), "argmax_equal"))
+                  : json_is_true(json_object_get(e, "final_token_matches_reference"));
+    if (!ok) {
+      label = fdl_kiln_v2_paths[i].label;
+      break;
+    }
+  }
+  if (!fdl_kiln_str_eq(json_object_get(w, "attribution"), label))
+    return fdl_kiln_bad(c, "$.worker.attribution",
+                        "expected \"%s\" (recomputed from the paths by the precedence of §12)",
+                        label);
+  return FDL_OK;
+}
+
 fdl_status fdl_kiln_check_path_v2(const fdl_kiln_ctx *c, const json_t *doc) {
   fdl_status s =
       FDL_CLOSED(c, "$", doc, "schema", "result_sha256", "created_at_utc", "duration_seconds",
@@ -218,21 +242,7 @@ fdl_status fdl_kiln_check_path_v2(const fdl_kiln_ctx *c, const json_t *doc) {
   if ((s = check_worker_paths(c, w, json_integer_value(hf))) != FDL_OK) return s;
   if ((s = fdl_kiln_check_graph(c, "$.worker.graph", json_object_get(w, "graph"))) != FDL_OK)
     return s;
-  const char *label = FDL_KILN_LABEL_NONE;
-  for (size_t i = 0; i < 4; i++) {
-    const json_t *e = json_object_get(w, fdl_kiln_v2_paths[i].name);
-    bool ok = fdl_kiln_v2_paths[i].full
-                  ? json_is_true(json_object_get(json_object_get(e, "comparison"), "argmax_equal"))
-                  : json_is_true(json_object_get(e, "final_token_matches_reference"));
-    if (!ok) {
-      label = fdl_kiln_v2_paths[i].label;
-      break;
-    }
-  }
-  if (!fdl_kiln_str_eq(json_object_get(w, "attribution"), label))
-    return fdl_kiln_bad(c, "$.worker.attribution",
-                        "expected \"%s\" (recomputed from the paths by the precedence of §12)",
-                        label);
+  if ((s = check_label(c, w)) != FDL_OK) return s;
   if (!fdl_kiln_str_eq(json_object_get(w, "kernel_policy"), "qualified"))
     return fdl_kiln_bad(c, "$.worker.kernel_policy", "expected \"qualified\"");
   const json_t *cnt = json_object_get(w, "input_token_count");
