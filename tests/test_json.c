@@ -442,12 +442,19 @@ static void test_round_trip(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_nul_and_memory_budget), cmocka_unit_test(test_refusals),       cmocka_unit_test(test_strings_hide_tokens),
-      cmocka_unit_test(test_depth),          cmocka_unit_test(test_int_real_distinct),
-      cmocka_unit_test(test_kiln_strict),    cmocka_unit_test(test_repr),
-      cmocka_unit_test(test_writer_escapes), cmocka_unit_test(test_writer_key_order),
-      cmocka_unit_test(test_writer_pretty),  cmocka_unit_test(test_writer_refusals),
-      cmocka_unit_test(test_files),          cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_nul_and_memory_budget),
+      cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_strings_hide_tokens),
+      cmocka_unit_test(test_depth),
+      cmocka_unit_test(test_int_real_distinct),
+      cmocka_unit_test(test_kiln_strict),
+      cmocka_unit_test(test_repr),
+      cmocka_unit_test(test_writer_escapes),
+      cmocka_unit_test(test_writer_key_order),
+      cmocka_unit_test(test_writer_pretty),
+      cmocka_unit_test(test_writer_refusals),
+      cmocka_unit_test(test_files),
+      cmocka_unit_test(test_round_trip),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -244,11 +244,10 @@ fdl_status fdl_json_parse(const char *buf, size_t len, const fdl_json_read_opts 
 
   json_error_t je;
   fdl_sys_json_parsing(true);
-  json_t *v =
-      json_loadb(s.buf, len,
-                 JSON_REJECT_DUPLICATES | JSON_DECODE_ANY |
-                     (opts && opts->allow_nul ? JSON_ALLOW_NUL : 0),
-                 &je);
+  json_t *v = json_loadb(s.buf, len,
+                         JSON_REJECT_DUPLICATES | JSON_DECODE_ANY |
+                             (opts && opts->allow_nul ? JSON_ALLOW_NUL : 0),
+                         &je);
   fdl_sys_json_parsing(false);
   if (!v) {
     enum json_error_code code = json_error_code(&je);

@@ -18,14 +18,14 @@
 /* ---- the handle -------------------------------------------------------------------------- */
 
 struct fdl_safetensors {
-  fdl_map map;         /* the file, when opened by path */
-  bool mapped;         /* map must be released on close */
-  const uint8_t *base; /* first byte of the file */
-  uint64_t size;       /* file size */
-  uint64_t data_start; /* 8 + header length */
-  json_t *header;      /* parsed header; owns the tensor names */
-  const json_t *meta;  /* __metadata__ inside header, or NULL */
-  fdl_tensor *tensors; /* sorted by offset */
+  fdl_map map;                /* the file, when opened by path */
+  bool mapped;                /* map must be released on close */
+  const uint8_t *base;        /* first byte of the file */
+  uint64_t size;              /* file size */
+  uint64_t data_start;        /* 8 + header length */
+  json_t *header;             /* parsed header; owns the tensor names */
+  const json_t *meta;         /* __metadata__ inside header, or NULL */
+  fdl_tensor *tensors;        /* sorted by offset */
   const fdl_tensor **by_name; /* the same, sorted by name: lookups in O(log n) */
   size_t count;
 };
