@@ -80,7 +80,7 @@ def main():
             "zero-and-subnormal": np.where(np.arange(n) % 2 == 0, 0.0, 5e-324),
             "one-huge": np.concatenate([[1e308], np.full(n - 1, 1e-3)]),
         }
-        for k in range(40):
+        for k in range(15):
             e = rng.uniform(-323.5, 308.2, n)
             cases["random-%d" % k] = np.minimum(10.0 ** e, np.finfo(np.float64).max)
         for name, kl in cases.items():
