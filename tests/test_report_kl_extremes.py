@@ -97,6 +97,15 @@ def main():
             tr.check('id="chart-kl-hist"' in page, "%s: the histogram is drawn" % name)
             rc, md, err = tr.run("report", P(name), "--markdown")
             tr.check(rc == 0, "%s: --markdown exits 0 (exit %d) %s" % (name, rc, err))
+        # fuzz_report's finding: a per_context index that is not an integer was cast from NaN
+        tr.copy_receipt(P("real"), P("no-index"))
+        doc = tr.load(P("no-index"))
+        del doc["per_context"][0]["index"]
+        tr.save(P("no-index"), tr.reseal(doc))
+        rc, _, err = tr.run("report", P("no-index"))
+        tr.check(rc == 3 and "index is not an integer" in err,
+                 "a per_context entry without an integer index: verification fails, exit 3 "
+                 "(exit %d) %s" % (rc, err))
     finally:
         shutil.rmtree(w, ignore_errors=True)
     print("%d checks passed, %d failed" % (tr.PASSES[0], len(tr.FAILS)))

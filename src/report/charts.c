@@ -358,8 +358,8 @@ void fdl_rpt_chart_deltap(fdl_buf *b, const fdl_rpt_receipt *r) {
   for (size_t i = 0; i < r->n; i++) {
     double p = exp(r->lp_ref[i]), d = exp(r->lp_cand[i]) - p;
     amax = fmax(amax, fabs(d));
-    size_t k = (size_t)(p * DP_BINS);
-    if (k >= DP_BINS) k = DP_BINS - 1;
+    /* A log-probability above 0 (finite, but not a probability) gives p > 1, or inf. */
+    size_t k = p < 1 ? (size_t)(p * DP_BINS) : DP_BINS - 1;
     sum[k] += d, cnt[k] += 1;
   }
   double lim = amax > 0 ? fmin(amax * 1.05, 1) : 1e-6; /* |Δp| <= 1 */

@@ -167,7 +167,9 @@ static bool load_contexts(fdl_rpt_receipt *r, fdl_status *st, fdl_err *err) {
       return untrusted(r, "per_context rows add up to more than the %zu tokenwise values", r->n);
     x->first = first;
     first += x->rows;
-    x->index = (long long)fdl_rpt_num(c, "index");
+    const json_t *ix = json_object_get(c, "index"); /* a count, never cast from a double */
+    if (!json_is_integer(ix)) return untrusted(r, "per_context[%zu].index is not an integer", i);
+    x->index = (long long)json_integer_value(ix);
     x->window_id = fdl_rpt_str(c, "window_id");
     x->mean = fdl_rpt_num(c, "mean");
     x->max = fdl_rpt_num(c, "max");
