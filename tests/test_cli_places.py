@@ -9,23 +9,11 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
-CLI = os.environ.get("FDL_CLI", "build/fidelis")
-FAILS = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        FAILS.append(what)
-
-
-def run(*args, cwd=None):
-    p = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
-    return p.returncode, p.stdout + p.stderr
+sys.path.insert(0, os.environ.get("FDL_TESTS", os.path.dirname(os.path.abspath(__file__))))
+from cli_util import CLI, FAILS, check, finish, need_cli, run  # noqa: E402,F401
 
 
 def tree_digest(d):
@@ -42,9 +30,7 @@ def tree_digest(d):
 
 
 def main():
-    if not os.access(CLI, os.X_OK):
-        print("skip: FDL_CLI is not an executable")
-        sys.exit(77)
+    need_cli()
     t = tempfile.mkdtemp(prefix="fdl-places-")
     try:
         P = lambda *a: os.path.join(t, *a)  # noqa: E731
@@ -134,8 +120,7 @@ def main():
         check(not [n for n in os.listdir(t) if "staging" in n], "no staging left")
     finally:
         shutil.rmtree(t, ignore_errors=True)
-    print("%d failed" % len(FAILS))
-    sys.exit(1 if FAILS else 0)
+    finish()
 
 
 if __name__ == "__main__":

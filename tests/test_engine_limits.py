@@ -11,23 +11,16 @@ import json
 import os
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.environ.get("FDL_TESTS", os.path.dirname(os.path.abspath(__file__))))
+from cli_util import CLI, FAILS, check, finish, need_cli  # noqa: E402,F401
+import cli_util  # noqa: E402
 import engine_models as em  # noqa: E402
 import qwen35_models as qm  # noqa: E402
 
-CLI = os.environ.get("FDL_CLI", "build/fidelis")
-FAILS = []
 GIB = 1 << 30
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        FAILS.append(what)
 
 
 def limit_memory():
@@ -41,9 +34,8 @@ SANITIZED = "ASAN_OPTIONS" in os.environ or "asan" in os.path.abspath(CLI)
 
 
 def run(*args, limited=True):
-    p = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=300,
-                       preexec_fn=limit_memory if limited and not SANITIZED else None)
-    return p.returncode, (p.stdout + p.stderr).strip()
+    rc, out = cli_util.run(*args, preexec_fn=limit_memory if limited and not SANITIZED else None)
+    return rc, out.strip()
 
 
 def edit_config(d, f):
@@ -55,9 +47,7 @@ def edit_config(d, f):
 
 
 def main():
-    if not os.access(CLI, os.X_OK):
-        print("skip: FDL_CLI is not an executable")
-        sys.exit(77)
+    need_cli()
     t = tempfile.mkdtemp(prefix="fdl-limits-")
     try:
         P = lambda *a: os.path.join(t, *a)  # noqa: E731
@@ -144,8 +134,7 @@ def main():
         check(rc == 0, "8,000 layers load and run (exit %d) %s" % (rc, msg[-200:]))
     finally:
         shutil.rmtree(t, ignore_errors=True)
-    print("%d failed" % len(FAILS))
-    sys.exit(1 if FAILS else 0)
+    finish()
 
 
 if __name__ == "__main__":

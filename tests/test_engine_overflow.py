@@ -10,30 +10,17 @@ Each case has a valid twin that runs, so the refusal is the mutation's doing."""
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.environ.get("FDL_TESTS", os.path.dirname(os.path.abspath(__file__))))
+from cli_util import CLI, FAILS, check, finish, need_cli, run  # noqa: E402,F401
 import engine_models as em  # noqa: E402
 import qwen35_models as qm  # noqa: E402
 
-CLI = os.environ.get("FDL_CLI", "build/fidelis")
-FAILS = []
 BF16_MAX = 3.3895313892515355e38
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        FAILS.append(what)
-
-
-def run(*args):
-    p = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=300)
-    return p.returncode, p.stdout + p.stderr
 
 
 def llama(d, edit=None, tied=False):
@@ -69,9 +56,7 @@ def litter(t):
 
 
 def main():
-    if not os.access(CLI, os.X_OK):
-        print("skip: FDL_CLI is not an executable")
-        sys.exit(77)
+    need_cli()
     t = tempfile.mkdtemp(prefix="fdl-overflow-")
     try:
         P = lambda *a: os.path.join(t, *a)  # noqa: E731
@@ -138,8 +123,7 @@ def main():
               "rope_theta 1e-30: capture refuses by name (exit %d) %s" % (rc, msg.strip()))
     finally:
         shutil.rmtree(t, ignore_errors=True)
-    print("%d failed" % len(FAILS))
-    sys.exit(1 if FAILS else 0)
+    finish()
 
 
 if __name__ == "__main__":

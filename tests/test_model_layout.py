@@ -7,28 +7,14 @@ holding A alone, and differs from B's."""
 import hashlib
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.environ.get("FDL_TESTS", os.path.dirname(os.path.abspath(__file__))))
+from cli_util import CLI, FAILS, check, finish, need_cli, run  # noqa: E402,F401
 import engine_models as em  # noqa: E402
-
-CLI = os.environ.get("FDL_CLI", "build/fidelis")
-FAILS = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        FAILS.append(what)
-
-
-def run(*args):
-    p = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=300)
-    return p.returncode, p.stdout + p.stderr
 
 
 def digest(path):
@@ -37,9 +23,7 @@ def digest(path):
 
 
 def main():
-    if not os.access(CLI, os.X_OK):
-        print("skip: FDL_CLI is not an executable")
-        sys.exit(77)
+    need_cli()
     t = tempfile.mkdtemp(prefix="fdl-layout-")
     try:
         P = lambda *a: os.path.join(t, *a)  # noqa: E731
@@ -91,8 +75,7 @@ def main():
               "quantize: a directory with both quantizes model.safetensors, and writes no index")
     finally:
         shutil.rmtree(t, ignore_errors=True)
-    print("%d failed" % len(FAILS))
-    sys.exit(1 if FAILS else 0)
+    finish()
 
 
 if __name__ == "__main__":

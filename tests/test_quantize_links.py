@@ -8,29 +8,15 @@ The same rule (fdl_model_member) holds for every model file in every command: ge
 capture take the snapshot too, and refuse a config.json linked from outside (issue 20, item 10)."""
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
-CLI = os.environ.get("FDL_CLI", "build/fidelis")
-FAILS = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        FAILS.append(what)
-
-
-def run(*args):
-    p = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=300)
-    return p.returncode, p.stdout + p.stderr
+sys.path.insert(0, os.environ.get("FDL_TESTS", os.path.dirname(os.path.abspath(__file__))))
+from cli_util import CLI, FAILS, check, finish, need_cli, run  # noqa: E402,F401
 
 
 def main():
-    if not os.access(CLI, os.X_OK):
-        print("skip: FDL_CLI is not an executable")
-        sys.exit(77)
+    need_cli()
     t = tempfile.mkdtemp(prefix="fdl-quantize-links-")
     try:
         P = lambda *a: os.path.join(t, *a)  # noqa: E731
@@ -116,8 +102,7 @@ def main():
               "a snapshot link outside blobs/ is refused (exit %d) %s" % (rc, msg.strip()))
     finally:
         shutil.rmtree(t, ignore_errors=True)
-    print("%d failed" % len(FAILS))
-    sys.exit(1 if FAILS else 0)
+    finish()
 
 
 if __name__ == "__main__":

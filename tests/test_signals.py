@@ -12,15 +12,10 @@ import sys
 import tempfile
 import time
 
-CLI = os.environ.get("FDL_CLI", "build/fidelis")
-FAILS = []
+sys.path.insert(0, os.environ.get("FDL_TESTS", os.path.dirname(os.path.abspath(__file__))))
+from cli_util import CLI, FAILS, check, finish, need_cli  # noqa: E402,F401
+
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        FAILS.append(what)
 
 
 def litter(d):
@@ -54,9 +49,7 @@ def interrupt(argv, where, sig, tries=10, pause=0.05):
 
 
 def main():
-    if not os.access(CLI, os.X_OK):
-        print("skip: FDL_CLI is not an executable")
-        sys.exit(77)
+    need_cli()
     t = tempfile.mkdtemp(prefix="fdl-signals-")
     try:
         P = lambda *a: os.path.join(t, *a)  # noqa: E731
@@ -66,7 +59,6 @@ def main():
         os.mkdir(P("out"))
         # generate's output is staged only while written: a cheap forward with a wide head
         # gives a large file (64 rows x 200,000 floats), so the write takes long enough to hit.
-        sys.path.insert(0, os.environ.get("FDL_TESTS", os.path.dirname(os.path.abspath(__file__))))
         import engine_models as em
         wc = em.make_config(dtype="BF16", vocab=200000, hidden=8, layers=1, heads=2, kv_heads=2,
                             inter=8)
@@ -107,8 +99,7 @@ def main():
               "the next run removes it and says so (exit %d) %s" % (p.returncode, p.stderr.strip()))
     finally:
         shutil.rmtree(t, ignore_errors=True)
-    print("%d failed" % len(FAILS))
-    sys.exit(1 if FAILS else 0)
+    finish()
 
 
 if __name__ == "__main__":

@@ -14,16 +14,12 @@ import subprocess
 import sys
 import tempfile
 
-CLI = os.environ.get("FDL_CLI", "build/fidelis")
-FAILS = []
+sys.path.insert(0, os.environ.get("FDL_TESTS", os.path.dirname(os.path.abspath(__file__))))
+from cli_util import CLI, FAILS, check, finish, need_cli  # noqa: E402,F401
+
+
 EVIL = b"x\x1b[31m\x07\xc2\x9b\xc2\x85\xe2\x80\xae\x9by"
 RAW = (b"\x1b", b"\x07", b"\xc2\x9b", b"\xc2\x85", b"\xe2\x80\xae", b"\x9b")
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        FAILS.append(what)
 
 
 def run(*args):
@@ -46,9 +42,7 @@ def reseal(doc):
 
 
 def main():
-    if not os.access(CLI, os.X_OK):
-        print("skip: FDL_CLI is not an executable")
-        sys.exit(77)
+    need_cli()
     t = tempfile.mkdtemp(prefix="fdl-inject-")
     try:
         T = t.encode()
@@ -112,8 +106,7 @@ def main():
         check(b"\\u202e" in page, "the HTML page shows U+202E as its escape")
     finally:
         shutil.rmtree(t, ignore_errors=True)
-    print("%d failed" % len(FAILS))
-    sys.exit(1 if FAILS else 0)
+    finish()
 
 
 if __name__ == "__main__":
