@@ -178,11 +178,15 @@ static void fsync_dir_of(const char *path) {
   }
 }
 
-/* True when a directory of path is a staging directory (FDL_STAGE_PREFIX...). */
+/* True when a directory of path is one of this process's staging directories
+ * (FDL_STAGE_PREFIX "<our pid>-..."), which fdl_stage_commit makes durable as a whole. */
 static bool in_stage(const char *path) {
   size_t k = strlen(FDL_STAGE_PREFIX);
+  char own[32];
+  int n = snprintf(own, sizeof own, "%ld-", (long)getpid());
   for (const char *p = path; (p = strstr(p, FDL_STAGE_PREFIX)); p += k)
-    if ((p == path || p[-1] == '/') && strchr(p, '/')) return true;
+    if ((p == path || p[-1] == '/') && !strncmp(p + k, own, (size_t)n) && strchr(p, '/'))
+      return true;
   return false;
 }
 

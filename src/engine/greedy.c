@@ -10,8 +10,8 @@
 
 typedef struct {
   fdl_model *m;
-  size_t p0, rows, cb,
-      sub; /* first position; rows <= ENG_GEMV_M; columns per block; per sub-tile */
+  /* first position (for messages); rows <= ENG_GEMV_M; columns per block; per sub-tile */
+  size_t p0, rows, cb, sub;
   float best[GR_BLOCKS][ENG_GEMV_M];
   int64_t arg[GR_BLOCKS][ENG_GEMV_M];
 } gr_job;
