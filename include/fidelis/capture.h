@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 typedef enum {
-  FDL_CAPTURE_HIDDEN = 0, /* hidden states after the final norm, stored BF16 */
+  FDL_CAPTURE_HIDDEN = 0, /* hidden states after the final norm, stored BF16 (or F32) */
   FDL_CAPTURE_LOGITS = 1  /* full logits, stored F32 */
 } fdl_capture_form;
 
@@ -47,6 +47,8 @@ typedef struct {
                               layer boundaries (docs/CAPTURE.md), written after the dataset */
   fdl_capture_progress_fn progress; /* optional */
   void *progress_arg;
+  bool hidden_f32; /* hidden form: store the engine's F32 hidden states as F32 (dtype_lossless)
+                      rather than BF16; ignored for logits, which are always F32 */
 } fdl_capture_opts;
 
 typedef struct {

@@ -288,6 +288,9 @@ typedef struct {
   /* created_utc to record ("YYYY-MM-DDTHH:MM:SSZ") when meta gives none; NULL: the wall clock.
    * The library reads no environment: the CLI passes SOURCE_DATE_EPOCH's time here. */
   const char *created_utc;
+  /* Hidden form: store F32 inputs as F32 (lossless, docs/PACK.md) instead of rounding them to
+   * BF16; every input must then be F32. */
+  bool hidden_f32;
 } fdl_ds_pack_opts;
 
 typedef struct {

@@ -223,12 +223,13 @@ static fdl_status write_record(capture *c, const fdl_ds_panel_line *l, float *bo
     return fdl_fail(err, FDL_INVALID, "panel record %" PRId64 ": %zu rows but %" PRId64 " scored",
                     l->index, rows, l->scored);
   int64_t shape[2] = {(int64_t)rows, (int64_t)width};
+  bool narrow = hidden && !c->o->hidden_f32;
   fdl_tensor_in t = {.name = hidden ? "hidden_states" : "logits",
-                     .dtype = hidden ? FDL_DTYPE_BF16 : FDL_DTYPE_F32,
+                     .dtype = narrow ? FDL_DTYPE_BF16 : FDL_DTYPE_F32,
                      .ndim = 2,
                      .shape = shape,
                      .data = buf};
-  if (hidden) {
+  if (narrow) {
     fdl_f32_to_bf16_n(buf, bf, rows * width);
     t.data = bf;
   }
@@ -457,6 +458,7 @@ static fdl_status pack(capture *c, fdl_capture_result *r, fdl_err *err) {
                            .out_dir = out,
                            .threads = c->o->threads,
                            .created_utc = c->o->created_utc,
+                           .hidden_f32 = c->o->hidden_f32 && c->o->form == FDL_CAPTURE_HIDDEN,
                            .notice = c->o->notice,
                            .notice_arg = c->o->notice_arg};
     fdl_ds_pack_result pr;

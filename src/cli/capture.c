@@ -17,17 +17,21 @@ static void usage(FILE *f) {
           "ignored and disclosed), BF16/F16/F32 weights or a `fidelis quantize` GPTQ\n"
           "checkpoint) over every context of PANEL (the JSONL `fidelis pack` reads) and writes\n"
           "DATASET, a sealed fidelity dataset made by pack: the hidden states after the final\n"
-          "norm (BF16) or the full logits (F32) of every scored row, the head as stored, and a\n"
-          "runtime naming fidelis' engine by the digests of its source files. The arithmetic\n"
-          "is fixed (docs/NUMERICS.md): the same model and panel give the same bytes on any\n"
-          "x86-64 machine, --threads and --isa, given the same created_utc (SOURCE_DATE_EPOCH\n"
-          "or --created-utc). A GPTQ checkpoint is captured from its affine reconstruction,\n"
-          "and says so (role quant, weights_decode: compare discloses weights_reconstructed).\n\n"
+          "norm (BF16, or F32) or the full logits (F32) of every scored row, the head as\n"
+          "stored, and a runtime naming fidelis' engine by the digests of its source files.\n"
+          "The arithmetic is fixed (docs/NUMERICS.md): the same model and panel give the same\n"
+          "bytes on any x86-64 machine, --threads and --isa, given the same created_utc\n"
+          "(SOURCE_DATE_EPOCH or --created-utc). A GPTQ checkpoint is captured from its affine\n"
+          "reconstruction, and says so (role quant, weights_decode: compare discloses\n"
+          "weights_reconstructed).\n\n"
           "options (default in brackets):\n"
           "  --model DIR          the model directory\n"
           "  --panel FILE         the panel, JSONL (docs/PACK.md); masks must be right padding\n"
           "  --out DATASET        where the dataset goes (must not exist)\n"
           "  --form hidden|logit  what to store [hidden]\n"
+          "  --hidden-dtype bf16|f32  hidden form: the stored dtype [bf16]; f32 keeps the\n"
+          "                       engine's values exactly (dtype_lossless, no\n"
+          "                       quantized_capture_dtype caveat in compare) at twice the size\n"
           "  --path prefill|decode  the engine's path: the whole context at once, or one\n"
           "                       token at a time with a KV cache [prefill]; on Qwen3.5 the\n"
           "                       DeltaNet layers run chunked (prefill) or recurrent (decode)\n"
@@ -54,6 +58,7 @@ static void usage(FILE *f) {
 
 static const char *const FORMS[] = {"hidden", "logit", NULL};
 static const char *const PATHS[] = {"prefill", "decode", NULL};
+static const char *const HIDDEN_DTYPES[] = {"bf16", "f32", NULL};
 static const char *const ISAS[] = {"auto", "scalar", "avx2", "avx512", NULL};
 static const fdl_num_isa ISA_OF[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_NUM_ISA_AVX2,
                                      FDL_NUM_ISA_AVX512};
@@ -67,7 +72,7 @@ typedef struct {
 
 static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
-  int form = 0, path = 0, isa = 0;
+  int form = 0, path = 0, isa = 0, hdt = -1;
   uint64_t threads = 0;
   bool progress = false, quiet = false;
   const char *created = NULL;
@@ -78,6 +83,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_OUT("--layers", &a->o.layers_path),
       {"--form", NULL, FDL_CLI_CHOICE, &form, 0, 0, FORMS},
       {"--path", NULL, FDL_CLI_CHOICE, &path, 0, 0, PATHS},
+      {"--hidden-dtype", NULL, FDL_CLI_CHOICE, &hdt, 0, 0, HIDDEN_DTYPES},
       FDL_CLI_OPT_TEXT("--id", &a->o.dataset_id),
       FDL_CLI_OPT_TEXT("--repository", &a->o.repository),
       FDL_CLI_OPT_TEXT("--tokenizer-id", &a->o.tokenizer_id),
@@ -102,6 +108,9 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
                                created);
   a->o.created_utc = created ? a->created : fdl_cli_source_date(a->created, sizeof a->created);
   a->o.form = form ? FDL_CAPTURE_LOGITS : FDL_CAPTURE_HIDDEN;
+  if (form && hdt >= 0)
+    return fdl_cli_usage_error(&s, "--hidden-dtype is for --form hidden; logits are stored F32");
+  a->o.hidden_f32 = hdt == 1;
   a->o.path = path ? FDL_ENGINE_DECODE : FDL_ENGINE_PREFILL;
   a->o.isa = ISA_OF[isa];
   a->o.threads = (unsigned)threads;

@@ -10,7 +10,7 @@
 static void usage(FILE *f) {
   fputs(
       "usage: fidelis pack --panel PANEL.jsonl --tensors DIR --meta META.json [--head FILE]\n"
-      "                    [--allow-partial] [--threads N] --out OUT\n"
+      "                    [--allow-partial] [--hidden-dtype bf16|f32] [--threads N] --out OUT\n"
       "\n"
       "Turns any engine's per-record dumps into a sealed malaiwah.fidelity-dataset.v1 directory.\n"
       "OUT must not exist; it appears whole (built beside it, validated, renamed) or not at all.\n"
@@ -27,7 +27,8 @@ static void usage(FILE *f) {
       "                  so a record of L tokens without a mask scores L-1 rows.\n"
       "  --tensors DIR   NNNN.safetensors or NNNN.npy per record (NNNN = %04d index):\n"
       "                    hidden form [scored_rows, hidden]: BF16 (kept) or F32 (rounded to\n"
-      "                    BF16, dtype_lossless false); key hidden_states (or the only tensor)\n"
+      "                    BF16, dtype_lossless false; kept with --hidden-dtype f32); key\n"
+      "                    hidden_states (or the only tensor)\n"
       "                    logit form [scored_rows, vocab]: F32, BF16, F16 or F64, kept as is;\n"
       "                    key logits (or the only tensor)\n"
       "  --head FILE     [vocab, hidden] head weight (BF16, F16 or F32; .safetensors key\n"
@@ -70,6 +71,8 @@ static void usage(FILE *f) {
   fprintf(f,
           "  --out DIR       the dataset directory to create\n"
           "  --allow-partial records without a tensor file make an incomplete dataset\n"
+          "  --hidden-dtype bf16|f32  hidden form: the stored dtype [bf16]; f32 takes F32\n"
+          "                  records only and stores them as they are (dtype_lossless)\n"
           "  --threads N     hashing threads for the final validation, 1 to %d (default: one\n"
           "                  per CPU)\n"
           "  -h, --help      show this help\n"
@@ -86,10 +89,13 @@ static void usage(FILE *f) {
           FDL_POOL_MAX_THREADS);
 }
 
+static const char *const HIDDEN_DTYPES[] = {"bf16", "f32", NULL};
+
 static int parse(int argc, char **argv, FILE *out, FILE *diag, fdl_ds_pack_opts *o) {
   memset(o, 0, sizeof *o);
   uint64_t threads = 0;
   bool partial = false;
+  int hdt = 0;
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--panel", &o->panel_path),
       FDL_CLI_OPT_PATH("--tensors", &o->tensor_dir),
@@ -97,6 +103,7 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, fdl_ds_pack_opts 
       FDL_CLI_OPT_PATH("--meta", &o->meta_path),
       FDL_CLI_OPT_OUT("--out", &o->out_dir),
       FDL_CLI_OPT_FLAG("--allow-partial", &partial),
+      {"--hidden-dtype", NULL, FDL_CLI_CHOICE, &hdt, 0, 0, HIDDEN_DTYPES},
       FDL_CLI_THREADS(&threads),
   };
   fdl_cli_spec s = {"pack", usage, opts, sizeof opts / sizeof *opts, NULL, 0, NULL, 0, 0,
@@ -106,6 +113,7 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, fdl_ds_pack_opts 
   if (!o->panel_path || !o->tensor_dir || !o->meta_path || !o->out_dir)
     return fdl_cli_usage_error(&s, "--panel, --tensors, --meta and --out are required");
   o->allow_partial = partial;
+  o->hidden_f32 = hdt == 1;
   o->threads = (unsigned)threads;
   return FDL_CLI_GO;
 }

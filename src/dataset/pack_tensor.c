@@ -3,7 +3,8 @@
  * Every value is checked finite before anything is written (a NaN names its record, row, the
  * token position that row predicts from, and its column). Hidden states are stored as BF16:
  * BF16 input is copied byte for byte; F32 input is rounded to nearest-even and the capture says
- * so (dtype_lossless false plus a disclosure). Logits are stored in the dtype they came in.
+ * so (dtype_lossless false plus a disclosure). With hidden_f32 they are stored as F32, and only
+ * F32 input is taken. Logits are stored in the dtype they came in.
  * Tensors are written as the reference writer lays them out (fdl_safetensors_write), then their
  * three digests are computed from the file on disk, so the manifest describes what was written.
  *
@@ -214,6 +215,11 @@ fdl_status fdl_pk_pack_record(pk_ctx *c, pk_record *r, fdl_err *err) {
     s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_INVALID,
                       "record %" PRId64 ": %s is %" PRId64 " wide but earlier records are %" PRId64,
                       r->index, path, width, c->width);
+  } else if (hidden && c->o->hidden_f32 && t->dtype != FDL_DTYPE_F32) {
+    s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_UNSUPPORTED,
+                      "%s: F32 hidden-state storage was asked for (--hidden-dtype f32) but this "
+                      "record is %s; widening would claim a precision it never had",
+                      path, fdl_dtype_name(t->dtype));
   } else if (hidden && t->dtype != FDL_DTYPE_BF16 && t->dtype != FDL_DTYPE_F32) {
     s = fdl_pk_refuse(
         c, err, "bad_tensor_file", FDL_UNSUPPORTED,
@@ -225,19 +231,20 @@ fdl_status fdl_pk_pack_record(pk_ctx *c, pk_record *r, fdl_err *err) {
                       "%s: logits come as F32, BF16, F16 or F64, not %s", path,
                       fdl_dtype_name(t->dtype));
   }
-  fdl_dtype stored = hidden ? FDL_DTYPE_BF16 : t->dtype;
+  fdl_dtype stored = hidden && !c->o->hidden_f32 ? FDL_DTYPE_BF16 : t->dtype;
   if (s == FDL_OK && c->stored != FDL_DTYPE_COUNT && stored != c->stored)
     s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_INVALID,
                       "record %" PRId64
                       ": %s is %s but earlier records were stored as %s; one dtype "
                       "per capture",
                       r->index, path, fdl_dtype_name(t->dtype), fdl_dtype_name(c->stored));
-  if (s == FDL_OK && c->present && hidden && (t->dtype == FDL_DTYPE_F32) != c->narrowed)
+  bool narrow = hidden && !c->o->hidden_f32 && t->dtype == FDL_DTYPE_F32;
+  if (s == FDL_OK && c->present && hidden && narrow != c->narrowed)
     s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_INVALID,
                       "record %" PRId64 ": %s mixes F32 and BF16 inputs across records", r->index,
                       path);
   if (s == FDL_OK) s = check_finite(c, r, t->data, t->dtype, rows, width, path, "", err);
-  if (s == FDL_OK && hidden && t->dtype == FDL_DTYPE_F32) {
+  if (s == FDL_OK && narrow) {
     uint64_t n = (uint64_t)rows * (uint64_t)width;
     float *f = fdl_malloc(n ? n * sizeof *f : 1);
     converted = fdl_malloc(n ? n * sizeof *converted : 1);
