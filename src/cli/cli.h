@@ -56,6 +56,7 @@ int fdl_cli_attribute(int argc, char **argv);
 int fdl_cli_model(int argc, char **argv);
 int fdl_cli_quantize(int argc, char **argv);
 int fdl_cli_report_page(int argc, char **argv);
+int fdl_cli_tokenize(int argc, char **argv);
 int fdl_cli_verify_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_json_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_tensor_check(int argc, char **argv, FILE *out, FILE *diag);
@@ -74,6 +75,7 @@ int fdl_cli_attribute_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_model_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_quantize_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_report_page_check(int argc, char **argv, FILE *out, FILE *diag);
+int fdl_cli_tokenize_check(int argc, char **argv, FILE *out, FILE *diag);
 
 /* ---- option tables and the one parser (opt.c) ------------------------------------------- */
 

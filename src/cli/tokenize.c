@@ -1,0 +1,206 @@
+/* tokenize.c - `fidelis tokenize`: text to the model's token ids, or ids back to text. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "fidelis/file.h"
+#include "fidelis/tokenizer.h"
+
+/* The most text one call reads (a corpus is tokenized in one piece). */
+#define TEXT_MAX ((size_t)1 << 30)
+
+static void usage(FILE *f) {
+  fputs(
+      "usage: fidelis tokenize --tokenizer PATH (--text FILE|- | --string S) [--json]\n"
+      "                        [--no-special]\n"
+      "       fidelis tokenize --tokenizer PATH --decode IDS [--json]\n\n"
+      "Encodes UTF-8 text into the token ids the model's own tokenizer gives (docs/TOKENIZER.md)\n"
+      "or decodes ids back into text. PATH is a model directory (its tokenizer.json and\n"
+      "tokenizer_config.json), a tokenizer.json, or a .gguf file.\n\n"
+      "  --tokenizer PATH  the tokenizer\n"
+      "  --text FILE       the text to encode, byte for byte (- reads standard input)\n"
+      "  --string S        the text to encode, given on the command line\n"
+      "  --decode IDS      ids to decode, separated by commas or spaces (or @FILE holding\n"
+      "                    them); the text is written to stdout as is, with no newline\n"
+      "  --no-special      add no BOS/EOS and read special-token text as text (as\n"
+      "                    llama-tokenize --no-bos --no-parse-special); by default the\n"
+      "                    tokenizer's BOS/EOS are added and special tokens are matched\n"
+      "  --json            print {\"ids\": [...]} (or {\"text\": \"...\"} for --decode) with the\n"
+      "                    tokenizer's id\n"
+      "  -h, --help        show this help\n\n"
+      "Without --json the ids are printed on one line, separated by spaces.\n"
+      "exit codes: 0 done; 3 refused (a tokenizer fidelis does not run, a malformed tokenizer\n"
+      "file, text that is not UTF-8 - the message names the byte offset -, an id outside\n"
+      "the vocabulary); 4 bad usage, an input that cannot be opened, out of memory, or\n"
+      "output that cannot be written\n",
+      f);
+}
+
+typedef struct {
+  const char *tokenizer, *text, *string, *decode;
+  bool json, no_special;
+} args;
+
+static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
+  memset(a, 0, sizeof *a);
+  const fdl_cli_opt opts[] = {
+      FDL_CLI_OPT_PATH("--tokenizer", &a->tokenizer),
+      FDL_CLI_OPT_TEXT("--text", &a->text),
+      FDL_CLI_OPT_TEXT("--string", &a->string),
+      FDL_CLI_OPT_TEXT("--decode", &a->decode),
+      FDL_CLI_OPT_FLAG("--json", &a->json),
+      FDL_CLI_OPT_FLAG("--no-special", &a->no_special),
+  };
+  static const char *const conflicts[] = {"--text",   "--string", "--text",       "--decode",
+                                          "--string", "--decode", "--no-special", "--decode"};
+  fdl_cli_spec s = {"tokenize", usage, opts, sizeof opts / sizeof *opts, conflicts, 4, NULL, 0, 0,
+                    out,        diag,  0};
+  int rc = fdl_cli_parse(&s, 1, argc, argv);
+  if (rc != FDL_CLI_GO) return rc;
+  if (!a->tokenizer) return fdl_cli_usage_error(&s, "--tokenizer PATH is required");
+  if (!a->text && !a->string && !a->decode)
+    return fdl_cli_usage_error(&s, "give the text (--text FILE or --string S) or --decode IDS");
+  return FDL_CLI_GO;
+}
+
+int fdl_cli_tokenize_check(int argc, char **argv, FILE *out, FILE *diag) {
+  args a;
+  return parse(&a, argc, argv, out, diag);
+}
+
+/* Ids separated by commas and/or white space. */
+static int parse_ids(const char *s, size_t len, int32_t **ids, size_t *n) {
+  size_t cap = 64, k = 0;
+  int32_t *v = malloc(cap * sizeof *v);
+  if (!v) return -1;
+  for (size_t i = 0; i < len;) {
+    if (s[i] == ',' || s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+      i++;
+      continue;
+    }
+    uint64_t x = 0;
+    size_t j = i;
+    while (j < len && s[j] >= '0' && s[j] <= '9' && x <= INT32_MAX)
+      x = x * 10 + (uint64_t)(s[j++] - '0');
+    if (j == i || x > INT32_MAX || (j < len && !strchr(", \t\r\n", s[j]))) {
+      free(v);
+      return (int)(i + 1);
+    }
+    if (k == cap) {
+      int32_t *nv = realloc(v, 2 * cap * sizeof *nv);
+      if (!nv) {
+        free(v);
+        return -1;
+      }
+      v = nv;
+      cap *= 2;
+    }
+    v[k++] = (int32_t)x;
+    i = j;
+  }
+  *ids = v;
+  *n = k;
+  return 0;
+}
+
+static int read_text(const char *cmd, const char *path, char **text, size_t *len) {
+  fdl_err err = {FDL_OK, ""};
+  fdl_status s;
+  if (!strcmp(path, "-")) {
+    s = fdl_read_fd(0, "standard input", TEXT_MAX, text, len, &err);
+  } else {
+    int rc = fdl_cli_input_file(cmd, path);
+    if (rc) return rc;
+    s = fdl_read_file(path, TEXT_MAX, text, len, &err);
+  }
+  if (s != FDL_OK) {
+    fdl_cli_report(&err);
+    return FDL_EXIT_USAGE;
+  }
+  return 0;
+}
+
+static int print_ids(const fdl_tok *t, const int32_t *ids, size_t n, bool json) {
+  if (json) {
+    json_t *a = json_array(), *o = json_object();
+    fdl_tok_info info;
+    fdl_tok_get_info(t, &info);
+    for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_integer(ids[i]));
+    if (o && a) {
+      json_object_set_new(o, "ids", a);
+      json_object_set_new(o, "count", json_integer((json_int_t)n));
+      json_object_set_new(o, "tokenizer", json_string(info.id));
+    } else {
+      json_decref(a);
+    }
+    return fdl_cli_print_json(o);
+  }
+  for (size_t i = 0; i < n; i++) printf("%s%" PRId32, i ? " " : "", ids[i]);
+  putchar('\n');
+  return FDL_EXIT_OK;
+}
+
+int fdl_cli_tokenize(int argc, char **argv) {
+  args a;
+  int rc = parse(&a, argc, argv, NULL, NULL);
+  if (rc != FDL_CLI_GO) return rc;
+  char *text = NULL;
+  size_t len = 0;
+  if (a.text && (rc = read_text("tokenize", a.text, &text, &len)) != 0) return rc;
+  if (a.decode && (rc = fdl_cli_read_arg("tokenize", "--decode", a.decode, &text, &len)) != 0)
+    return rc;
+  fdl_tok *t = NULL;
+  fdl_err err = {FDL_OK, ""};
+  fdl_status s = fdl_tok_load(a.tokenizer, &t, &err);
+  if (s != FDL_OK) {
+    free(text);
+    fdl_err_prefix(&err, "tokenize: %s", a.tokenizer);
+    fdl_cli_report(&err);
+    return fdl_cli_exit_for(s);
+  }
+  int32_t *ids = NULL;
+  size_t n = 0;
+  if (a.decode) {
+    int bad = parse_ids(text, len, &ids, &n);
+    if (bad) {
+      fprintf(stderr, "fidelis tokenize: --decode: %s\n",
+              bad < 0 ? "out of memory"
+                      : "expected ids (decimal, at most 2147483647) separated by "
+                        "commas or spaces");
+      rc = bad < 0 ? FDL_EXIT_USAGE : FDL_EXIT_USAGE;
+    } else {
+      char *out = NULL;
+      size_t olen = 0;
+      s = fdl_tok_decode(t, ids, n, &out, &olen, &err);
+      if (s != FDL_OK) {
+        fdl_cli_report(&err);
+        rc = fdl_cli_exit_for(s);
+      } else if (a.json) {
+        json_t *o = json_object();
+        if (o) json_object_set_new(o, "text", fdl_cli_json_text(out));
+        rc = fdl_cli_print_json(o);
+      } else {
+        rc = fdl_cli_put(out, olen) ? FDL_EXIT_OK : FDL_EXIT_USAGE;
+      }
+      free(out);
+    }
+  } else {
+    const char *src = a.string ? a.string : text;
+    size_t slen = a.string ? strlen(a.string) : len;
+    unsigned flags = a.no_special ? 0 : FDL_TOK_ADD_SPECIAL | FDL_TOK_PARSE_SPECIAL;
+    s = fdl_tok_encode(t, src, slen, flags, &ids, &n, &err);
+    if (s != FDL_OK) {
+      fdl_err_prefix(&err, "tokenize: %s", a.text ? a.text : "--string");
+      fdl_cli_report(&err);
+      rc = fdl_cli_exit_for(s);
+    } else {
+      rc = print_ids(t, ids, n, a.json);
+    }
+  }
+  free(ids);
+  free(text);
+  fdl_tok_free(t);
+  return rc;
+}

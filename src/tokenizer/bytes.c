@@ -1,0 +1,130 @@
+/* bytes.c - GPT-2's byte-level alphabet and the UTF-8 rules the tokenizer applies.
+ *
+ * Byte-level BPE gives every byte a printable stand-in code point: the bytes '!'..'~',
+ * 0xA1..0xAC and 0xAE..0xFF stand for themselves; every other byte b, in increasing order, for
+ * 256, 257, ... (so 0x20, the space, is U+0120 'Ġ'). Vocabulary files write tokens in that
+ * alphabet; fidelis decodes them to raw bytes once, at load, and works on bytes. */
+#include <string.h>
+
+#include "base/sys.h"
+#include "tokenizer/internal.h"
+
+static bool printable(unsigned b) {
+  return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+}
+
+uint32_t fdl_tk_byte_cp(uint8_t b) {
+  if (printable(b)) return b;
+  unsigned rank = 0;
+  for (unsigned c = 0; c < b; c++) rank += !printable(c);
+  return 256 + rank;
+}
+
+int fdl_tk_cp_byte(uint32_t cp) {
+  if (cp < 256) return printable(cp) ? (int)cp : -1;
+  if (cp >= 256 + 68) return -1; /* 68 bytes are not printable */
+  unsigned rank = cp - 256;
+  for (unsigned c = 0; c < 256; c++)
+    if (!printable(c) && rank-- == 0) return (int)c;
+  return -1;
+}
+
+size_t fdl_tk_utf8_len(const unsigned char *s, size_t n, uint32_t *cp) {
+  if (n == 0) return 0;
+  unsigned char b = s[0];
+  size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+  if (!len || len > n) return 0;
+  uint32_t c = len == 1 ? b : (uint32_t)(b & (0x7F >> len));
+  for (size_t k = 1; k < len; k++) {
+    if ((s[k] & 0xC0) != 0x80) return 0;
+    c = (c << 6) | (s[k] & 0x3F);
+  }
+  static const uint32_t MIN[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (c < MIN[len] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
+  if (cp) *cp = c;
+  return len;
+}
+
+size_t fdl_tk_utf8_put(uint32_t cp, char *o) {
+  if (cp < 0x80) {
+    o[0] = (char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    o[0] = (char)(0xC0 | cp >> 6);
+    o[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    o[0] = (char)(0xE0 | cp >> 12);
+    o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    o[2] = (char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  o[0] = (char)(0xF0 | cp >> 18);
+  o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+  o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+  o[3] = (char)(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+size_t fdl_utf8_invalid_at(const char *s, size_t n) {
+  const unsigned char *u = (const unsigned char *)s;
+  for (size_t i = 0; i < n;) {
+    if (u[i] < 0x80) {
+      i++;
+      continue;
+    }
+    size_t k = fdl_tk_utf8_len(u + i, n - i, NULL);
+    if (!k) return i;
+    i += k;
+  }
+  return n;
+}
+
+bool fdl_tk_unbyte(const char *p, size_t len, char *out, size_t *out_len) {
+  size_t o = 0;
+  for (size_t i = 0; i < len;) {
+    uint32_t cp;
+    size_t k = fdl_tk_utf8_len((const unsigned char *)p + i, len - i, &cp);
+    int b = k ? fdl_tk_cp_byte(cp) : -1;
+    if (b < 0) return false;
+    out[o++] = (char)b;
+    i += k;
+  }
+  *out_len = o;
+  return true;
+}
+
+void fdl_tk_bytes_put(tk_bytes *b, const char *p, size_t n) {
+  if (b->failed) return;
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + n + 1) cap *= 2;
+    char *np = fdl_realloc(b->p, cap);
+    if (!np) {
+      b->failed = true;
+      return;
+    }
+    b->p = np;
+    b->cap = cap;
+  }
+  if (n) memcpy(b->p + b->len, p, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+}
+
+void fdl_tk_pieces_put(tk_pieces *ps, size_t off, size_t len) {
+  if (ps->failed || len == 0) return;
+  if (ps->n == ps->cap) {
+    size_t cap = ps->cap ? ps->cap * 2 : 64;
+    tk_piece *nv = fdl_realloc(ps->v, cap * sizeof *nv);
+    if (!nv) {
+      ps->failed = true;
+      return;
+    }
+    ps->v = nv;
+    ps->cap = cap;
+  }
+  ps->v[ps->n++] = (tk_piece){off, len};
+}

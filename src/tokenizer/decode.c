@@ -1,0 +1,183 @@
+/* decode.c - ids to text: each token's text as its file writes it, through the decoder steps.
+ *
+ * The steps work on the list of token strings, as Hugging Face tokenizers' decoders do:
+ * ByteLevel maps the stand-in code points back to bytes; Replace, Strip (up to N copies of one
+ * character at either end of each string) and Metaspace (U+2581 to a space, the first string's
+ * leading space removed unless prepend_scheme is never) rewrite each string; ByteFallback turns
+ * runs of <0xXX> tokens into their bytes (U+FFFD for each byte when the run is not UTF-8); Fuse
+ * joins everything into one string. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/sys.h"
+#include "tokenizer/internal.h"
+
+typedef struct {
+  tk_bytes *s;
+  size_t n;
+} strs;
+
+static void free_strs(strs *v) {
+  for (size_t i = 0; i < v->n; i++) free(v->s[i].p);
+  free(v->s);
+}
+
+static bool hexbyte(const char *p, size_t n, unsigned char *b) {
+  if (n != 6 || memcmp(p, "<0x", 3) || p[5] != '>') return false;
+  unsigned v = 0;
+  for (int i = 3; i < 5; i++) {
+    char c = p[i];
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return false;
+    v = v * 16 + (unsigned)d;
+  }
+  *b = (unsigned char)v;
+  return true;
+}
+
+static void replace_all(tk_bytes *s, const char *a, size_t an, const char *b, size_t bn) {
+  if (!an || s->len < an) return;
+  tk_bytes o = {0};
+  size_t i = 0;
+  while (i < s->len) {
+    if (i + an <= s->len && !memcmp(s->p + i, a, an)) {
+      fdl_tk_bytes_put(&o, b, bn);
+      i += an;
+    } else {
+      fdl_tk_bytes_put(&o, s->p + i, 1);
+      i++;
+    }
+  }
+  fdl_tk_bytes_put(&o, "", 0);
+  free(s->p);
+  *s = o;
+}
+
+static void strip(tk_bytes *s, uint32_t ch, unsigned start, unsigned stop) {
+  char c[4];
+  size_t cl = fdl_tk_utf8_put(ch, c), lo = 0, hi = s->len;
+  for (unsigned k = 0; k < start && hi - lo >= cl && !memcmp(s->p + lo, c, cl); k++) lo += cl;
+  for (unsigned k = 0; k < stop && hi - lo >= cl && !memcmp(s->p + hi - cl, c, cl); k++) hi -= cl;
+  memmove(s->p, s->p + lo, hi - lo);
+  s->len = hi - lo;
+  s->p[s->len] = '\0';
+}
+
+static void unbyte(tk_bytes *s) {
+  size_t o = 0;
+  for (size_t i = 0; i < s->len;) {
+    uint32_t cp;
+    size_t k = fdl_tk_utf8_len((const unsigned char *)s->p + i, s->len - i, &cp);
+    int b = k ? fdl_tk_cp_byte(cp) : -1;
+    if (b >= 0) {
+      s->p[o++] = (char)b;
+    } else { /* not a stand-in: kept as written */
+      if (!k) k = 1;
+      memmove(s->p + o, s->p + i, k);
+      o += k;
+    }
+    i += k;
+  }
+  s->len = o;
+  s->p[o] = '\0';
+}
+
+/* ByteFallback: runs of <0xXX> become their bytes. */
+static void byte_fallback(strs *v) {
+  size_t w = 0;
+  for (size_t i = 0; i < v->n;) {
+    unsigned char b;
+    if (!hexbyte(v->s[i].p, v->s[i].len, &b)) {
+      v->s[w++] = v->s[i++];
+      continue;
+    }
+    tk_bytes run = {0};
+    size_t j = i;
+    while (j < v->n && hexbyte(v->s[j].p, v->s[j].len, &b)) {
+      fdl_tk_bytes_put(&run, (const char *)&b, 1);
+      free(v->s[j].p);
+      j++;
+    }
+    if (fdl_utf8_invalid_at(run.p, run.len) < run.len) {
+      size_t count = run.len;
+      run.len = 0;
+      for (size_t k = 0; k < count; k++) fdl_tk_bytes_put(&run, "\xEF\xBF\xBD", 3);
+    }
+    v->s[w++] = run;
+    i = j;
+  }
+  v->n = w;
+}
+
+static void fuse(strs *v) {
+  if (v->n < 2) return;
+  for (size_t i = 1; i < v->n; i++) {
+    fdl_tk_bytes_put(&v->s[0], v->s[i].p, v->s[i].len);
+    free(v->s[i].p);
+  }
+  v->n = 1;
+}
+
+fdl_status fdl_tok_decode(const fdl_tok *t, const int32_t *ids, size_t n, char **text, size_t *len,
+                          fdl_err *err) {
+  *text = NULL;
+  *len = 0;
+  strs v = {fdl_calloc(n ? n : 1, sizeof(tk_bytes)), 0};
+  if (!v.s) return fdl_fail(err, FDL_NOMEM, "out of memory decoding %zu ids", n);
+  for (size_t i = 0; i < n; i++) {
+    if (ids[i] < 0 || (size_t)ids[i] >= t->n) {
+      free_strs(&v);
+      return fdl_fail(err, FDL_INVALID, "id %d at position %zu is outside the vocabulary of %zu",
+                      ids[i], i, t->n);
+    }
+    tk_str s = t->shown[ids[i]];
+    fdl_tk_bytes_put(&v.s[v.n++], tk_ptr(t, s), s.len);
+  }
+  for (size_t d = 0; d < t->n_dec; d++) {
+    const tk_dec *op = &t->dec[d];
+    switch (op->kind) {
+    case TK_D_BYTELEVEL:
+      for (size_t i = 0; i < v.n; i++) unbyte(&v.s[i]);
+      break;
+    case TK_D_REPLACE:
+      for (size_t i = 0; i < v.n; i++) replace_all(&v.s[i], op->a, op->a_len, op->b, op->b_len);
+      break;
+    case TK_D_STRIP:
+      for (size_t i = 0; i < v.n; i++) strip(&v.s[i], op->ch, op->start, op->stop);
+      break;
+    case TK_D_METASPACE:
+      for (size_t i = 0; i < v.n; i++) {
+        replace_all(&v.s[i], op->repl, op->repl_len, " ", 1);
+        if (i == 0 && op->prepend != TK_PREPEND_NEVER) strip(&v.s[i], ' ', 1, 0);
+      }
+      break;
+    case TK_D_BYTEFALLBACK:
+      byte_fallback(&v);
+      break;
+    case TK_D_FUSE:
+      fuse(&v);
+      break;
+    }
+  }
+  tk_bytes out = {0};
+  fdl_tk_bytes_put(&out, "", 0);
+  bool failed = out.failed;
+  for (size_t i = 0; i < v.n; i++) {
+    failed |= v.s[i].failed;
+    fdl_tk_bytes_put(&out, v.s[i].p, v.s[i].len);
+  }
+  free_strs(&v);
+  if (failed || out.failed) {
+    free(out.p);
+    return fdl_fail(err, FDL_NOMEM, "out of memory decoding %zu ids", n);
+  }
+  *text = out.p;
+  *len = out.len;
+  return FDL_OK;
+}
+
+const char *fdl_tok_token_text(const fdl_tok *t, int32_t id, size_t *len) {
+  if (id < 0 || (size_t)id >= t->n) return NULL;
+  if (len) *len = t->shown[id].len;
+  return tk_ptr(t, t->shown[id]);
+}

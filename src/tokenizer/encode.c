@@ -1,0 +1,182 @@
+/* encode.c - text to ids: added tokens, then per fragment normalize, pre-tokenize, model.
+ *
+ * Added tokens are found leftmost-longest (Hugging Face tokenizers' rule): those the file marks
+ * normalized false (all of them when there is no normalizer) on the raw text, the others in
+ * each normalized fragment. Special ones only with FDL_TOK_PARSE_SPECIAL. lstrip/rstrip take
+ * the white space beside a match into it; single_word needs no word character beside it. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "base/sys.h"
+#include "tokenizer/internal.h"
+
+typedef struct {
+  int32_t *ids;
+  size_t n, cap;
+} idvec;
+
+typedef struct {
+  uint32_t first, len, index;
+} order_key;
+
+/* first byte, then longest first, then file order */
+static int by_first_len(const void *x, const void *y) {
+  const order_key *a = x, *b = y;
+  if (a->first != b->first) return a->first < b->first ? -1 : 1;
+  if (a->len != b->len) return a->len > b->len ? -1 : 1;
+  return a->index < b->index ? -1 : a->index > b->index;
+}
+
+fdl_status fdl_tk_index_added(fdl_tok *t, fdl_err *err) {
+  free(t->added_order);
+  size_t m = t->n_added ? t->n_added : 1;
+  t->added_order = fdl_malloc(m * sizeof *t->added_order);
+  order_key *keys = fdl_malloc(m * sizeof *keys);
+  if (!t->added_order || !keys) {
+    free(keys);
+    return fdl_fail(err, FDL_NOMEM, "out of memory for %zu added tokens", t->n_added);
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < t->n_added; i++) {
+    tk_str s = t->shown[t->added[i].id];
+    if (s.len) keys[k++] = (order_key){(unsigned char)t->pool[s.off], s.len, (uint32_t)i};
+  }
+  qsort(keys, k, sizeof *keys, by_first_len);
+  memset(t->added_start, 0, sizeof t->added_start);
+  for (size_t i = 0; i < k; i++) {
+    t->added_order[i] = keys[i].index;
+    t->added_start[keys[i].first + 1]++;
+  }
+  for (int b = 0; b < 256; b++) t->added_start[b + 1] += t->added_start[b];
+  free(keys);
+  return FDL_OK;
+}
+
+static bool word_char(const char *s, size_t n, size_t at, bool before) {
+  /* the character just before `at` (before) or at `at` */
+  size_t i = at;
+  if (before) {
+    if (at == 0) return false;
+    i = at - 1;
+    while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80) i--;
+  } else if (at >= n) {
+    return false;
+  }
+  uint32_t cp;
+  if (!fdl_tk_utf8_len((const unsigned char *)s + i, n - i, &cp)) return false;
+  if (cp == '_') return true;
+  utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)cp);
+  return (c >= UTF8PROC_CATEGORY_LU && c <= UTF8PROC_CATEGORY_LO) ||
+         (c >= UTF8PROC_CATEGORY_ND && c <= UTF8PROC_CATEGORY_NO) ||
+         (c >= UTF8PROC_CATEGORY_MN && c <= UTF8PROC_CATEGORY_ME);
+}
+
+static bool space_at(const char *s, size_t n, size_t i, size_t *k) {
+  uint32_t cp;
+  *k = fdl_tk_utf8_len((const unsigned char *)s + i, n - i, &cp);
+  return *k && (utf8proc_category((utf8proc_int32_t)cp) == UTF8PROC_CATEGORY_ZS ||
+                (cp >= 9 && cp <= 13) || cp == 0x85 || cp == 0x2028 || cp == 0x2029);
+}
+
+/* The leftmost-longest added token in s[from..n) of the given phase. */
+static bool find_added(const fdl_tok *t, const char *s, size_t n, size_t from, int phase,
+                       bool special, size_t *lo, size_t *hi, int32_t *id) {
+  for (size_t p = from; p < n; p++) {
+    unsigned b = (unsigned char)s[p];
+    for (uint32_t j = t->added_start[b]; j < t->added_start[b + 1]; j++) {
+      const tk_added *a = &t->added[t->added_order[j]];
+      if (a->special && !special) continue;
+      if (phase == 0 ? (t->n_norm && a->normalized) : !a->normalized) continue;
+      tk_str txt = t->shown[a->id];
+      if (txt.len > n - p || memcmp(s + p, tk_ptr(t, txt), txt.len)) continue;
+      size_t l = p, h = p + txt.len, k;
+      if (a->single_word && (word_char(s, n, l, true) || word_char(s, n, h, false))) continue;
+      if (a->lstrip)
+        while (l > from) {
+          size_t q = l - 1;
+          while (q > from && ((unsigned char)s[q] & 0xC0) == 0x80) q--;
+          if (!space_at(s, n, q, &k)) break;
+          l = q;
+        }
+      if (a->rstrip)
+        while (h < n && space_at(s, n, h, &k)) h += k;
+      *lo = l;
+      *hi = h;
+      *id = a->id;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* One normalized sub-fragment: pre-tokenize and encode each piece. */
+static fdl_status model(fdl_tok *t, tk_bytes *buf, size_t off, size_t len, bool first, idvec *v,
+                        fdl_err *err) {
+  tk_pieces ps = {0};
+  fdl_status st = fdl_tk_pretokenize(t, buf, off, len, first, &ps, err);
+  for (size_t i = 0; i < ps.n && st == FDL_OK; i++) {
+    const char *p = buf->p + ps.v[i].off;
+    st = t->model == TK_MODEL_SPM
+             ? fdl_tk_spm_piece(t, p, ps.v[i].len, &v->ids, &v->n, &v->cap, err)
+             : fdl_tk_bpe_piece(t, p, ps.v[i].len, &v->ids, &v->n, &v->cap, err);
+  }
+  free(ps.v);
+  return st;
+}
+
+static fdl_status fragment(fdl_tok *t, const char *s, size_t n, bool first, bool special, idvec *v,
+                           fdl_err *err) {
+  tk_bytes buf = {0};
+  fdl_status st = FDL_OK;
+  if (t->n_norm)
+    st = fdl_tk_normalize(t, s, n, &buf, err);
+  else
+    fdl_tk_bytes_put(&buf, s, n);
+  if (st == FDL_OK && buf.failed) st = fdl_fail(err, FDL_NOMEM, "out of memory");
+  size_t at = 0, total = buf.len, lo, hi;
+  int32_t id;
+  while (st == FDL_OK && t->n_norm && find_added(t, buf.p, total, at, 1, special, &lo, &hi, &id)) {
+    if (lo > at) st = model(t, &buf, at, lo - at, first && at == 0, v, err);
+    if (st == FDL_OK) st = fdl_tk_push_id(id, &v->ids, &v->n, &v->cap, err);
+    at = hi;
+  }
+  if (st == FDL_OK && at < total) st = model(t, &buf, at, total - at, first && at == 0, v, err);
+  free(buf.p);
+  return st;
+}
+
+fdl_status fdl_tok_encode(fdl_tok *t, const char *text, size_t len, unsigned flags, int32_t **ids,
+                          size_t *n, fdl_err *err) {
+  *ids = NULL;
+  *n = 0;
+  size_t bad = fdl_utf8_invalid_at(text, len);
+  if (bad < len)
+    return fdl_fail(err, FDL_INVALID,
+                    "the text is not UTF-8: byte offset %zu (0x%02X) does not start or continue a "
+                    "valid sequence",
+                    bad, (unsigned char)text[bad]);
+  fdl_status st = fdl_tk_regex_ready(t, err);
+  if (st != FDL_OK) return st;
+  idvec v = {0};
+  bool add = flags & FDL_TOK_ADD_SPECIAL, special = flags & FDL_TOK_PARSE_SPECIAL;
+  if (add && t->add_bos && t->bos >= 0) st = fdl_tk_push_id(t->bos, &v.ids, &v.n, &v.cap, err);
+  size_t at = 0, lo, hi;
+  int32_t id;
+  while (st == FDL_OK && find_added(t, text, len, at, 0, special, &lo, &hi, &id)) {
+    if (lo > at) st = fragment(t, text + at, lo - at, at == 0, special, &v, err);
+    if (st == FDL_OK) st = fdl_tk_push_id(id, &v.ids, &v.n, &v.cap, err);
+    at = hi;
+  }
+  if (st == FDL_OK && at < len) st = fragment(t, text + at, len - at, at == 0, special, &v, err);
+  if (st == FDL_OK && add && t->add_eos && t->eos >= 0)
+    st = fdl_tk_push_id(t->eos, &v.ids, &v.n, &v.cap, err);
+  if (st != FDL_OK) {
+    free(v.ids);
+    return st;
+  }
+  *ids = v.ids;
+  *n = v.n;
+  return FDL_OK;
+}

@@ -1,0 +1,88 @@
+/* merge.c - what both merge models share: the symbol arrays of one piece and a binary heap of
+ * candidate merges, smallest key first and, on equal keys, the leftmost (the order Hugging Face
+ * tokenizers and llama.cpp both use). */
+#include <stdlib.h>
+
+#include "base/sys.h"
+#include "tokenizer/internal.h"
+
+fdl_status fdl_tk_scratch_reserve(tk_scratch *s, size_t n, fdl_err *err) {
+  if (n <= s->cap) return FDL_OK;
+  size_t cap = s->cap ? s->cap : 256;
+  while (cap < n) cap *= 2;
+  int32_t *id = fdl_realloc(s->id, cap * sizeof *id);
+  if (id) s->id = id;
+  uint32_t **arrs[4] = {&s->start, &s->len, &s->prev, &s->next};
+  bool ok = id != NULL;
+  for (int i = 0; i < 4 && ok; i++) {
+    uint32_t *np = fdl_realloc(*arrs[i], cap * sizeof *np);
+    if (np) *arrs[i] = np;
+    ok = np != NULL;
+  }
+  if (!ok) return fdl_fail(err, FDL_NOMEM, "out of memory for a piece of %zu symbols", n);
+  s->cap = cap;
+  return FDL_OK;
+}
+
+static bool before(const struct tk_heap_entry *x, const struct tk_heap_entry *y) {
+  return x->key < y->key || (x->key == y->key && x->left < y->left);
+}
+
+fdl_status fdl_tk_heap_push(tk_scratch *s, double key, uint32_t left, uint32_t right, uint32_t a,
+                            uint32_t b, fdl_err *err) {
+  if (s->n_heap == s->cap_heap) {
+    size_t cap = s->cap_heap ? 2 * s->cap_heap : 256;
+    struct tk_heap_entry *h = fdl_realloc(s->heap, cap * sizeof *h);
+    if (!h) return fdl_fail(err, FDL_NOMEM, "out of memory for the merge queue");
+    s->heap = h;
+    s->cap_heap = cap;
+  }
+  struct tk_heap_entry e = {key, left, right, a, b};
+  size_t i = s->n_heap++;
+  while (i > 0) {
+    size_t up = (i - 1) / 2;
+    if (!before(&e, &s->heap[up])) break;
+    s->heap[i] = s->heap[up];
+    i = up;
+  }
+  s->heap[i] = e;
+  return FDL_OK;
+}
+
+bool fdl_tk_heap_pop(tk_scratch *s, struct tk_heap_entry *out) {
+  if (!s->n_heap) return false;
+  *out = s->heap[0];
+  struct tk_heap_entry last = s->heap[--s->n_heap];
+  size_t i = 0, n = s->n_heap;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && before(&s->heap[c + 1], &s->heap[c])) c++;
+    if (!before(&s->heap[c], &last)) break;
+    s->heap[i] = s->heap[c];
+    i = c;
+  }
+  if (n) s->heap[i] = last;
+  return true;
+}
+
+void fdl_tk_scratch_free(tk_scratch *s) {
+  free(s->id);
+  free(s->start);
+  free(s->len);
+  free(s->prev);
+  free(s->next);
+  free(s->heap);
+}
+
+fdl_status fdl_tk_push_id(int32_t id, int32_t **ids, size_t *n_ids, size_t *cap, fdl_err *err) {
+  if (*n_ids == *cap) {
+    size_t nc = *cap ? 2 * *cap : 1024;
+    int32_t *np = fdl_realloc(*ids, nc * sizeof *np);
+    if (!np) return fdl_fail(err, FDL_NOMEM, "out of memory for %zu token ids", nc);
+    *ids = np;
+    *cap = nc;
+  }
+  (*ids)[(*n_ids)++] = id;
+  return FDL_OK;
+}

@@ -1,0 +1,126 @@
+/* normalize.c - the normalizer steps of a tokenizer.json, in order, on one text fragment.
+ *
+ * Unicode normalization is utf8proc's (NFC, NFKC, NFD, NFKD: the same Unicode algorithm the
+ * references run); Lowercase maps each code point by utf8proc's simple lowercase mapping. */
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "tokenizer/internal.h"
+
+static fdl_status unicode_form(tk_norm_kind k, const char *s, size_t n, tk_bytes *out,
+                               fdl_err *err) {
+  utf8proc_option_t opt = UTF8PROC_STABLE;
+  if (k == TK_N_NFC || k == TK_N_NFKC) opt |= UTF8PROC_COMPOSE;
+  if (k == TK_N_NFD || k == TK_N_NFKD) opt |= UTF8PROC_DECOMPOSE;
+  if (k == TK_N_NFKC || k == TK_N_NFKD) opt |= UTF8PROC_COMPAT;
+  utf8proc_uint8_t *dst = NULL;
+  utf8proc_ssize_t r = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &dst, opt);
+  if (r < 0) {
+    free(dst);
+    return fdl_fail(err, r == UTF8PROC_ERROR_NOMEM ? FDL_NOMEM : FDL_INVALID,
+                    "Unicode normalization: %s", utf8proc_errmsg(r));
+  }
+  fdl_tk_bytes_put(out, (const char *)dst, (size_t)r);
+  free(dst);
+  return FDL_OK;
+}
+
+static void lower(const char *s, size_t n, tk_bytes *out) {
+  for (size_t i = 0; i < n;) {
+    uint32_t cp = 0;
+    size_t k = fdl_tk_utf8_len((const unsigned char *)s + i, n - i, &cp);
+    if (!k) k = 1, cp = 0xFFFD; /* not reached: the text was checked */
+    char buf[4];
+    fdl_tk_bytes_put(out, buf,
+                     fdl_tk_utf8_put((uint32_t)utf8proc_tolower((utf8proc_int32_t)cp), buf));
+    i += k;
+  }
+}
+
+static bool white(uint32_t cp) {
+  return (cp >= 9 && cp <= 13) || cp == ' ' || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+         cp == 0x205F || cp == 0x3000;
+}
+
+static void strip(const tk_norm *op, const char *s, size_t n, tk_bytes *out) {
+  size_t lo = 0, hi = n;
+  while (op->left && lo < hi) {
+    uint32_t cp;
+    size_t k = fdl_tk_utf8_len((const unsigned char *)s + lo, hi - lo, &cp);
+    if (!k || !white(cp)) break;
+    lo += k;
+  }
+  while (op->right && hi > lo) {
+    size_t b = hi - 1;
+    while (b > lo && ((unsigned char)s[b] & 0xC0) == 0x80) b--;
+    uint32_t cp;
+    size_t k = fdl_tk_utf8_len((const unsigned char *)s + b, hi - b, &cp);
+    if (!k || !white(cp)) break;
+    hi = b;
+  }
+  fdl_tk_bytes_put(out, s + lo, hi - lo);
+}
+
+static fdl_status replace(const fdl_tok *t, const tk_norm *op, const char *s, size_t n,
+                          tk_bytes *out, fdl_err *err) {
+  size_t at = 0, lo, hi;
+  int m;
+  while ((m = fdl_tk_pattern_next(t, &op->pat, s, n, at, &lo, &hi)) == 1) {
+    fdl_tk_bytes_put(out, s + at, lo - at);
+    fdl_tk_bytes_put(out, op->a, op->a_len);
+    if (hi == lo) { /* an empty match: keep one character and move on */
+      size_t k = lo < n ? fdl_tk_utf8_len((const unsigned char *)s + lo, n - lo, NULL) : 0;
+      fdl_tk_bytes_put(out, s + lo, k ? k : (lo < n));
+      hi = lo + (k ? k : 1);
+    }
+    at = hi;
+    if (at >= n) break;
+  }
+  if (m < 0) return fdl_fail(err, FDL_TOO_LARGE, "Replace: the regex ran out of its limits");
+  if (at < n) fdl_tk_bytes_put(out, s + at, n - at);
+  return FDL_OK;
+}
+
+fdl_status fdl_tk_normalize(const fdl_tok *t, const char *s, size_t n, tk_bytes *out,
+                            fdl_err *err) {
+  tk_bytes a = {0}, b = {0};
+  fdl_tk_bytes_put(&a, s, n);
+  fdl_status st = FDL_OK;
+  for (size_t i = 0; i < t->n_norm && st == FDL_OK && !a.failed; i++) {
+    const tk_norm *op = &t->norm[i];
+    b.len = 0;
+    switch (op->kind) {
+    case TK_N_NFC:
+    case TK_N_NFKC:
+    case TK_N_NFD:
+    case TK_N_NFKD:
+      st = unicode_form(op->kind, a.p, a.len, &b, err);
+      break;
+    case TK_N_LOWER:
+      lower(a.p, a.len, &b);
+      break;
+    case TK_N_PREPEND:
+      if (a.len) fdl_tk_bytes_put(&b, op->a, op->a_len);
+      fdl_tk_bytes_put(&b, a.p, a.len);
+      break;
+    case TK_N_REPLACE:
+      st = replace(t, op, a.p, a.len, &b, err);
+      break;
+    case TK_N_STRIP:
+      strip(op, a.p, a.len, &b);
+      break;
+    }
+    if (b.failed) a.failed = true;
+    tk_bytes tmp = a;
+    a = b;
+    b = tmp;
+  }
+  if (st == FDL_OK && a.failed) st = fdl_fail(err, FDL_NOMEM, "out of memory normalizing text");
+  if (st == FDL_OK) fdl_tk_bytes_put(out, a.p, a.len);
+  if (st == FDL_OK && out->failed) st = fdl_fail(err, FDL_NOMEM, "out of memory normalizing text");
+  free(a.p);
+  free(b.p);
+  return st;
+}

@@ -1,0 +1,280 @@
+/* ops.c - tokenizer.json's normalizer, pre_tokenizer and decoder objects into step lists.
+ *
+ * Each object has a "type"; Sequence nests. A type fidelis does not run is refused by name
+ * (with where it was found), never skipped: a skipped step would change the ids silently. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/sys.h"
+#include "tokenizer/ops.h"
+
+static const char *type_of(const json_t *o) {
+  const json_t *t = json_object_get(o, "type");
+  return json_is_string(t) ? json_string_value(t) : NULL;
+}
+
+static bool flag(const json_t *o, const char *key, bool dflt) {
+  const json_t *v = json_object_get(o, key);
+  return json_is_boolean(v) ? json_is_true(v) : dflt;
+}
+
+static fdl_status text_of(const json_t *o, const char *key, const char *where, const char **s,
+                          size_t *n, fdl_err *err) {
+  const json_t *v = json_object_get(o, key);
+  if (!json_is_string(v))
+    return fdl_fail(err, FDL_PARSE, "%s: \"%s\" must be a string", where, key);
+  *s = json_string_value(v);
+  *n = json_string_length(v);
+  return FDL_OK;
+}
+
+static char *dup_n(const char *s, size_t n) {
+  char *d = fdl_malloc(n + 1);
+  if (d) {
+    memcpy(d, s, n);
+    d[n] = '\0';
+  }
+  return d;
+}
+
+/* {"String": s} or {"Regex": r} */
+static fdl_status pattern(const json_t *o, const char *where, tk_pattern *pt, fdl_err *err) {
+  const json_t *p = json_object_get(o, "pattern");
+  const json_t *str = json_object_get(p, "String"), *re = json_object_get(p, "Regex");
+  if (json_is_string(str))
+    return fdl_tk_pattern_literal(pt, json_string_value(str), json_string_length(str), err);
+  if (json_is_string(re))
+    return fdl_tk_pattern_regex(pt, json_string_value(re), json_string_length(re), where, err);
+  return fdl_fail(err, FDL_PARSE, "%s: \"pattern\" must be {\"String\": ...} or {\"Regex\": ...}",
+                  where);
+}
+
+static fdl_status prepend_scheme(const json_t *o, const char *where, tk_prepend *p, fdl_err *err) {
+  const json_t *v = json_object_get(o, "prepend_scheme");
+  if (!v) { /* the older spelling */
+    *p = flag(o, "add_prefix_space", true) ? TK_PREPEND_ALWAYS : TK_PREPEND_NEVER;
+    return FDL_OK;
+  }
+  const char *s = json_is_string(v) ? json_string_value(v) : "";
+  if (!strcmp(s, "always"))
+    *p = TK_PREPEND_ALWAYS;
+  else if (!strcmp(s, "first"))
+    *p = TK_PREPEND_FIRST;
+  else if (!strcmp(s, "never"))
+    *p = TK_PREPEND_NEVER;
+  else
+    return fdl_fail(err, FDL_PARSE, "%s: prepend_scheme must be always, first or never", where);
+  return FDL_OK;
+}
+
+static fdl_status replacement(const json_t *o, const char *where, char *out, size_t *n,
+                              fdl_err *err) {
+  const json_t *v = json_object_get(o, "replacement");
+  const char *s = json_is_string(v) ? json_string_value(v) : "\xE2\x96\x81";
+  size_t len = json_is_string(v) ? json_string_length(v) : 3;
+  if (len == 0 || len > 4)
+    return fdl_fail(err, FDL_PARSE, "%s: replacement must be one character", where);
+  memcpy(out, s, len);
+  *n = len;
+  return FDL_OK;
+}
+
+static fdl_status too_many(const char *where, fdl_err *err) {
+  return fdl_fail(err, FDL_BOUNDS, "%s: more than %d steps", where, TK_MAX_OPS);
+}
+
+static fdl_status refuse(const char *where, const char *type, fdl_err *err) {
+  return fdl_fail(err, FDL_UNSUPPORTED,
+                  "%s type %s is not supported (docs/TOKENIZER.md lists what is); refusing "
+                  "rather than tokenizing differently from the model",
+                  where, type ? type : "(missing)");
+}
+
+fdl_status fdl_tk_parse_normalizer(fdl_tok *t, const json_t *o, fdl_err *err) {
+  static const char W[] = "tokenizer.json normalizer";
+  if (!o || json_is_null(o)) return FDL_OK;
+  const char *ty = type_of(o);
+  if (ty && !strcmp(ty, "Sequence")) {
+    const json_t *a = json_object_get(o, "normalizers");
+    size_t i;
+    const json_t *e;
+    if (!json_is_array(a)) return fdl_fail(err, FDL_PARSE, "%s: Sequence needs normalizers", W);
+    json_array_foreach(a, i, e) {
+      fdl_status s = fdl_tk_parse_normalizer(t, e, err);
+      if (s != FDL_OK) return s;
+    }
+    return FDL_OK;
+  }
+  if (t->n_norm == TK_MAX_OPS) return too_many(W, err);
+  tk_norm *op = &t->norm[t->n_norm];
+  memset(op, 0, sizeof *op);
+  const char *s;
+  size_t n;
+  fdl_status st = FDL_OK;
+  if (!ty) return refuse(W, ty, err);
+  if (!strcmp(ty, "NFC"))
+    op->kind = TK_N_NFC;
+  else if (!strcmp(ty, "NFKC"))
+    op->kind = TK_N_NFKC;
+  else if (!strcmp(ty, "NFD"))
+    op->kind = TK_N_NFD;
+  else if (!strcmp(ty, "NFKD"))
+    op->kind = TK_N_NFKD;
+  else if (!strcmp(ty, "Lowercase"))
+    op->kind = TK_N_LOWER;
+  else if (!strcmp(ty, "Strip")) {
+    op->kind = TK_N_STRIP;
+    op->left = flag(o, "strip_left", true);
+    op->right = flag(o, "strip_right", true);
+  } else if (!strcmp(ty, "Prepend")) {
+    op->kind = TK_N_PREPEND;
+    if ((st = text_of(o, "prepend", W, &s, &n, err)) == FDL_OK && !(op->a = dup_n(s, n)))
+      st = fdl_fail(err, FDL_NOMEM, "out of memory");
+    op->a_len = n;
+  } else if (!strcmp(ty, "Replace")) {
+    op->kind = TK_N_REPLACE;
+    if ((st = text_of(o, "content", W, &s, &n, err)) == FDL_OK && !(op->a = dup_n(s, n)))
+      st = fdl_fail(err, FDL_NOMEM, "out of memory");
+    op->a_len = n;
+    if (st == FDL_OK) st = pattern(o, W, &op->pat, err);
+  } else {
+    return refuse(W, ty, err);
+  }
+  t->n_norm++; /* counted even on failure, so fdl_tk_ops_free releases it */
+  return st;
+}
+
+fdl_status fdl_tk_parse_pretokenizer(fdl_tok *t, const json_t *o, fdl_err *err) {
+  static const char W[] = "tokenizer.json pre_tokenizer";
+  if (!o || json_is_null(o)) return FDL_OK;
+  const char *ty = type_of(o);
+  if (ty && !strcmp(ty, "Sequence")) {
+    const json_t *a = json_object_get(o, "pretokenizers");
+    size_t i;
+    const json_t *e;
+    if (!json_is_array(a)) return fdl_fail(err, FDL_PARSE, "%s: Sequence needs pretokenizers", W);
+    json_array_foreach(a, i, e) {
+      fdl_status s = fdl_tk_parse_pretokenizer(t, e, err);
+      if (s != FDL_OK) return s;
+    }
+    return FDL_OK;
+  }
+  if (t->n_pre == TK_MAX_OPS) return too_many(W, err);
+  tk_pre *op = &t->pre[t->n_pre];
+  memset(op, 0, sizeof *op);
+  fdl_status st = FDL_OK;
+  if (!ty) return refuse(W, ty, err);
+  if (!strcmp(ty, "Split")) {
+    static const char *const B[] = {"Removed", "Isolated", "MergedWithPrevious", "MergedWithNext",
+                                    "Contiguous"};
+    const json_t *b = json_object_get(o, "behavior");
+    int k = -1;
+    for (int i = 0; i < 5 && json_is_string(b); i++)
+      if (!strcmp(json_string_value(b), B[i])) k = i;
+    if (k < 0)
+      return fdl_fail(err, FDL_PARSE,
+                      "%s: Split behavior must be one of Removed, Isolated, "
+                      "MergedWithPrevious, MergedWithNext, Contiguous",
+                      W);
+    op->kind = TK_P_SPLIT;
+    op->behavior = (tk_behavior)k;
+    op->invert = flag(o, "invert", false);
+    st = pattern(o, W, &op->pat, err);
+  } else if (!strcmp(ty, "ByteLevel")) {
+    op->kind = TK_P_BYTELEVEL;
+    op->prefix_space = flag(o, "add_prefix_space", true);
+    op->use_regex = flag(o, "use_regex", true);
+    t->byte_level = true;
+    if (op->use_regex)
+      st = fdl_tk_pattern_regex(&op->pat, fdl_tk_gpt2_regex, strlen(fdl_tk_gpt2_regex), W, err);
+  } else if (!strcmp(ty, "Digits")) {
+    op->kind = TK_P_DIGITS;
+    op->individual = flag(o, "individual_digits", false);
+  } else if (!strcmp(ty, "Metaspace")) {
+    op->kind = TK_P_METASPACE;
+    op->split = flag(o, "split", true);
+    st = replacement(o, W, op->repl, &op->repl_len, err);
+    if (st == FDL_OK) st = prepend_scheme(o, W, &op->prepend, err);
+  } else {
+    return refuse(W, ty, err);
+  }
+  t->n_pre++;
+  return st;
+}
+
+fdl_status fdl_tk_parse_decoder(fdl_tok *t, const json_t *o, fdl_err *err) {
+  static const char W[] = "tokenizer.json decoder";
+  if (!o || json_is_null(o)) return FDL_OK;
+  const char *ty = type_of(o);
+  if (ty && !strcmp(ty, "Sequence")) {
+    const json_t *a = json_object_get(o, "decoders");
+    size_t i;
+    const json_t *e;
+    if (!json_is_array(a)) return fdl_fail(err, FDL_PARSE, "%s: Sequence needs decoders", W);
+    json_array_foreach(a, i, e) {
+      fdl_status s = fdl_tk_parse_decoder(t, e, err);
+      if (s != FDL_OK) return s;
+    }
+    return FDL_OK;
+  }
+  if (t->n_dec == TK_MAX_OPS) return too_many(W, err);
+  tk_dec *op = &t->dec[t->n_dec];
+  memset(op, 0, sizeof *op);
+  fdl_status st = FDL_OK;
+  const char *s;
+  size_t n;
+  if (!ty) return refuse(W, ty, err);
+  if (!strcmp(ty, "ByteLevel"))
+    op->kind = TK_D_BYTELEVEL;
+  else if (!strcmp(ty, "ByteFallback"))
+    op->kind = TK_D_BYTEFALLBACK;
+  else if (!strcmp(ty, "Fuse"))
+    op->kind = TK_D_FUSE;
+  else if (!strcmp(ty, "Replace")) {
+    op->kind = TK_D_REPLACE;
+    const json_t *str = json_object_get(json_object_get(o, "pattern"), "String");
+    if (!json_is_string(str))
+      return fdl_fail(err, FDL_UNSUPPORTED, "%s: Replace takes a String pattern here", W);
+    if ((st = text_of(o, "content", W, &s, &n, err)) != FDL_OK) return st;
+    op->a = dup_n(json_string_value(str), json_string_length(str));
+    op->a_len = json_string_length(str);
+    op->b = dup_n(s, n);
+    op->b_len = n;
+    if (!op->a || !op->b) st = fdl_fail(err, FDL_NOMEM, "out of memory");
+  } else if (!strcmp(ty, "Strip")) {
+    op->kind = TK_D_STRIP;
+    if ((st = text_of(o, "content", W, &s, &n, err)) != FDL_OK) return st;
+    uint32_t cp;
+    if (!n || fdl_tk_utf8_len((const unsigned char *)s, n, &cp) != n)
+      return fdl_fail(err, FDL_PARSE, "%s: Strip content must be one character", W);
+    const json_t *a = json_object_get(o, "start"), *b = json_object_get(o, "stop");
+    op->ch = cp;
+    op->start = json_is_integer(a) && json_integer_value(a) > 0 && json_integer_value(a) < 1000
+                    ? (unsigned)json_integer_value(a)
+                    : 0;
+    op->stop = json_is_integer(b) && json_integer_value(b) > 0 && json_integer_value(b) < 1000
+                   ? (unsigned)json_integer_value(b)
+                   : 0;
+  } else if (!strcmp(ty, "Metaspace")) {
+    op->kind = TK_D_METASPACE;
+    st = replacement(o, W, op->repl, &op->repl_len, err);
+    if (st == FDL_OK) st = prepend_scheme(o, W, &op->prepend, err);
+  } else {
+    return refuse(W, ty, err);
+  }
+  t->n_dec++;
+  return st;
+}
+
+void fdl_tk_ops_free(fdl_tok *t) {
+  for (size_t i = 0; i < t->n_norm; i++) {
+    fdl_tk_pattern_free(&t->norm[i].pat);
+    free(t->norm[i].a);
+  }
+  for (size_t i = 0; i < t->n_pre; i++) fdl_tk_pattern_free(&t->pre[i].pat);
+  for (size_t i = 0; i < t->n_dec; i++) {
+    free(t->dec[i].a);
+    free(t->dec[i].b);
+  }
+  t->n_norm = t->n_pre = t->n_dec = 0;
+}
