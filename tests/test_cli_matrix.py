@@ -163,7 +163,14 @@ def main():
                  "synth": "out", "logits diff": "vector", "layers diff": "vector",
                  "check": "kiln", "divergence": "ids", "attribute": "kiln",
                  "model init": "out", "quantize": "model", "capture": "model",
-                 "generate": "model", "report": "receipt"}
+                 "generate": "model", "report": "receipt", "tokenize": "tokenizer",
+                 "panel": "text"}
+        with open(P("good.txt"), "w") as f:
+            f.write("a short text, long enough for one window of eight tokens\n")
+        with open(P("bad.txt"), "wb") as f:  # not UTF-8 at byte 6
+            f.write(b"abcdef\xff\xfe and more text after it\n")
+        shutil.copyfile(P("good.txt"), P("unr.txt"))
+        os.chmod(P("unr.txt"), 0)
         with open(P("good.f32"), "wb") as f:  # a raw float32 vector [1, 2, 3, 4]
             f.write(bytes.fromhex("0000803f000000400000404000008040"))
         kiln_req = os.path.join(os.environ.get("FDL_SHARED", ""), "vectors", "kiln",
@@ -181,14 +188,16 @@ def main():
             os.chmod(P(name), 0)
         good = {"dataset": ref, "json": receipt, "tensor": tensor, "panel": pin["panel"],
                 "vector": P("good.f32"), "kiln": kiln_req, "ids": P("ids.json"),
-                "model": P("tiny"), "receipt": P("cmp")}
+                "model": P("tiny"), "receipt": P("cmp"), "tokenizer": P("tiny"),
+                "text": P("good.txt")}
         malformed = {"dataset": P("badds"), "json": P("bad.json"), "tensor": P("bad.bin"),
                      "panel": P("bad.jsonl"), "vector": P("bad.bin"), "kiln": P("bad.json"),
-                     "ids": P("bad.json"), "model": P("badmodel"), "receipt": P("badrcpt")}
+                     "ids": P("bad.json"), "model": P("badmodel"), "receipt": P("badrcpt"),
+                     "tokenizer": P("bad.json"), "text": P("bad.txt")}
         unreadable = {"dataset": P("unrds"), "json": P("unr.json"), "tensor": P("unr.bin"),
                       "panel": P("unr.jsonl"), "vector": P("unr.bin"), "kiln": P("unr-kiln.json"),
                       "ids": P("unr-ids.json"), "model": P("unrmodel"),
-                      "receipt": P("unrcmp")}
+                      "receipt": P("unrcmp"), "tokenizer": P("unr.json"), "text": P("unr.txt")}
 
         def argv(cmd, path, extra=()):
             if cmd == "compare":
@@ -219,6 +228,11 @@ def main():
             if cmd == "attribute":  # --request is the input under test
                 return ["attribute", "--request", path, "--reference", P("ref-big.f32"),
                         "--path", "g=greedy:" + P("ids.json"), "--out", fresh(), *extra]
+            if cmd == "tokenize":  # --tokenizer is the input under test
+                return ["tokenize", "--tokenizer", path, "--string", "hello", *extra]
+            if cmd == "panel":  # --text is the input under test
+                return ["panel", "--tokenizer", P("tiny"), "--text", path, "--context", "8",
+                        "--out", fresh(), *extra]
             if cmd in ("logits diff", "layers diff"):  # REF is the input under test
                 return cmd.split() + [path, P("good.f32"), *extra]
             return cmd.split() + list(extra) + [path]
@@ -231,12 +245,13 @@ def main():
                     "check": ["--no-such-flag"], "divergence": ["--no-such-flag"],
                     "attribute": ["--no-such-flag"], "model init": ["--seed", "x"],
                     "quantize": ["--group-size", "0"], "capture": ["--form", "nope"],
-                    "generate": ["--new", "0"], "report": ["--no-such-flag"]}
+                    "generate": ["--new", "0"], "report": ["--no-such-flag"],
+                    "tokenize": ["--no-such-flag"], "panel": ["--context", "1"]}
         json_flag = {"validate": ["--json"], "compare": ["--json"], "inspect": ["--json"],
                      "verify": ["--json"], "tensor ls": ["--json"], "synth": ["--json"],
                      "logits diff": ["--json"], "layers diff": ["--json"],
                      "model init": ["--json"], "quantize": ["--json"], "capture": ["--json"],
-                     "report": ["--markdown"]}
+                     "report": ["--markdown"], "tokenize": ["--json"]}
         nobody = drop_privileges()
 
         for cmd, row in table.items():

@@ -275,6 +275,11 @@ FDL_API fdl_status fdl_ds_preseal_report(const char *dataset_id, json_t **out, f
 
 /* ---- pack ------------------------------------------------------------------------------- */
 
+/* The scoring-window policy of a panel that scores every position: the reference capture's
+ * exact string (comparisons require the policy of the panel one compares with). */
+#define FDL_DS_WINDOW_POLICY_ALL                                                                   \
+  "every causal prediction position of every window is scored; nothing is dropped"
+
 typedef struct {
   const char *panel_path; /* JSONL: one context per line (docs/PACK.md) */
   const char *tensor_dir; /* NNNN.safetensors or NNNN.npy per panel record */
@@ -319,13 +324,15 @@ typedef struct {
   const int64_t *tokens; /* ntok token ids */
   size_t ntok;
   const uint8_t *mask; /* 0/1 per token; NULL: all ones */
-  int64_t scored;      /* rows §7.3 keeps (row i predicts token i+1), score_from 0 */
+  int64_t scored;      /* rows §7.3 keeps (row i predicts token i+1) from score_from on */
 } fdl_ds_panel_line;
 
 typedef struct {
   fdl_ds_panel_line *lines; /* sorted by index: lines[i].index == i */
   size_t n;
-  void *priv_; /* private */
+  void *priv_;          /* private */
+  int64_t score_from;   /* rows i >= score_from are scored (the header's scoring window, else 0) */
+  const json_t *header; /* the header `fidelis panel` writes (docs/PANEL.md), or NULL */
 } fdl_ds_panel;
 
 /* Reads and checks a pack panel file exactly as pack does (the same parser and rules); the

@@ -45,6 +45,7 @@ typedef struct {
   char panel_hex[FDL_SHA256_HEX_BUF];
   char name[128]; /* the model directory's last component */
   char tokenizer[96];
+  const fdl_ds_panel *panel;
   float *bounds; /* with --layers: [records][layers + 2][hidden] */
 } capture;
 
@@ -151,14 +152,17 @@ static void dir_name(const char *dir, char *out, size_t cap) {
  * digest of tokenizer.json when the model has one, so a model and its quantized twin (quantize
  * copies the file) agree and two vocabularies do not; otherwise a name that says it is unknown. */
 static fdl_status tokenizer_id(capture *c, fdl_err *err) {
-  if (c->o->tokenizer_id) {
-    snprintf(c->tokenizer, sizeof c->tokenizer, "%s", c->o->tokenizer_id);
+  const char *from_panel =
+      json_string_value(json_object_get(json_object_get(c->panel->header, "tokenizer"), "id"));
+  if (c->o->tokenizer_id || from_panel) { /* a panel cut from text names the tokenizer it used */
+    snprintf(c->tokenizer, sizeof c->tokenizer, "%s",
+             c->o->tokenizer_id ? c->o->tokenizer_id : from_panel);
     return FDL_OK;
   }
-  char *path = fdl_path_join(c->o->model_dir, "tokenizer.json");
-  if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  fdl_status s = FDL_OK;
-  if (fdl_path_exists(path)) {
+  char *path = NULL;
+  fdl_status s = fdl_model_member(c->o->model_dir, "tokenizer.json", &path, err);
+  if (s != FDL_OK) return s;
+  if (path) {
     fdl_sha256 d;
     char hex[FDL_SHA256_HEX_BUF];
     s = fdl_sha256_file(path, &d, NULL, err);
@@ -217,11 +221,14 @@ static fdl_status write_record(capture *c, const fdl_ds_panel_line *l, float *bo
     fdl_err_prefix(err, "panel record %" PRId64, l->index);
     return s;
   }
-  /* Right padding keeps rows 0..n-2 (§7.3: row i predicts token i+1, both attended). */
-  size_t rows = n - 1;
+  /* Right padding keeps rows from..n-2 (§7.3: row i predicts token i+1, both attended; the
+   * panel's scoring window starts at from). */
+  size_t from = (size_t)c->panel->score_from;
+  size_t rows = n - 1 > from ? n - 1 - from : 0;
   if ((int64_t)rows != l->scored)
     return fdl_fail(err, FDL_INVALID, "panel record %" PRId64 ": %zu rows but %" PRId64 " scored",
                     l->index, rows, l->scored);
+  buf += from * width;
   int64_t shape[2] = {(int64_t)rows, (int64_t)width};
   bool narrow = hidden && !c->o->hidden_f32;
   fdl_tensor_in t = {.name = hidden ? "hidden_states" : "logits",
@@ -389,6 +396,11 @@ static json_t *meta(const capture *c) {
       c->tokenizer, "vocab_size", (json_int_t)c->info->vocab, "panel", "panel_id", panel_id,
       "runtime_source", "safetensors", "source_files", source_files());
   if (!m) return NULL;
+  const json_t *ast =
+      json_object_get(json_object_get(c->panel->header, "tokenizer"), "add_special_tokens");
+  if (json_is_boolean(ast))
+    json_object_set_new(json_object_get(m, "tokenizer"), "add_special_tokens",
+                        json_copy((json_t *)ast));
   json_object_set_new(m, "dataset", json_pack("{s:s}", "id", id));
   json_t *w =
       json_pack("{s:s, s:n, s:b, s:s, s:s}", "repository", repo, "revision", "quantized", quant,
@@ -428,6 +440,7 @@ static fdl_status prepare(capture *c, fdl_ds_panel *p, fdl_err *err) {
   if (s == FDL_OK) s = fdl_sha256_file(o->panel_path, &dg, NULL, err);
   if (s != FDL_OK) return s;
   fdl_sha256_hex(&dg, c->panel_hex);
+  c->panel = p;
   fdl_model_opts mo = {.threads = o->threads, .isa = o->isa};
   s = fdl_model_load(o->model_dir, &mo, &c->m, err);
   if (s != FDL_OK) return s;

@@ -57,6 +57,7 @@ int fdl_cli_model(int argc, char **argv);
 int fdl_cli_quantize(int argc, char **argv);
 int fdl_cli_report_page(int argc, char **argv);
 int fdl_cli_tokenize(int argc, char **argv);
+int fdl_cli_panel(int argc, char **argv);
 int fdl_cli_verify_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_json_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_tensor_check(int argc, char **argv, FILE *out, FILE *diag);
@@ -76,6 +77,7 @@ int fdl_cli_model_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_quantize_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_report_page_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_tokenize_check(int argc, char **argv, FILE *out, FILE *diag);
+int fdl_cli_panel_check(int argc, char **argv, FILE *out, FILE *diag);
 
 /* ---- option tables and the one parser (opt.c) ------------------------------------------- */
 
@@ -170,6 +172,11 @@ int fdl_cli_input_dir(const char *cmd, const char *path);
  * the library does (fdl_open_regular: regular files only, never blocking), then let go. 0, or
  * reports and returns FDL_EXIT_USAGE. */
 int fdl_cli_input_file(const char *cmd, const char *path);
+/* True when path names a directory (following links): a --tokenizer that is a model directory
+ * rather than a file. */
+bool fdl_cli_is_dir(const char *path);
+/* --tokenizer PATH: a directory, or a file checked as fdl_cli_input_file. 0 or the exit code. */
+int fdl_cli_input_tokenizer(const char *cmd, const char *path);
 /* Flushes and closes stdout (like gnulib's close_stdout); a lost write is reported on stderr and
  * turns rc into FDL_EXIT_USAGE. Returns the final exit code. */
 int fdl_cli_close_stdout(int rc);

@@ -5,6 +5,8 @@
 static const fdl_cli_command COMMANDS[] = {
     {"tokenize", "text to the model's token ids, or ids back to text", fdl_cli_tokenize,
      fdl_cli_tokenize_check},
+    {"panel", "a pack panel cut from text files with the model's tokenizer", fdl_cli_panel,
+     fdl_cli_panel_check},
     {"verify", "recompute the seal of sealed JSON documents", fdl_cli_verify, fdl_cli_verify_check},
     {"json", "canonical JSON (json canon)", fdl_cli_json, fdl_cli_json_check},
     {"tensor", "list tensors of safetensors and .npy files (tensor ls)", fdl_cli_tensor,

@@ -245,3 +245,12 @@ int fdl_cli_print_json(json_t *j) {
   json_decref(j);
   return s == FDL_OK ? FDL_EXIT_OK : fdl_cli_exit_for(s);
 }
+
+bool fdl_cli_is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int fdl_cli_input_tokenizer(const char *cmd, const char *path) {
+  return fdl_cli_is_dir(path) ? 0 : fdl_cli_input_file(cmd, path);
+}

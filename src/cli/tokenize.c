@@ -146,6 +146,7 @@ int fdl_cli_tokenize(int argc, char **argv) {
   args a;
   int rc = parse(&a, argc, argv, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
+  if ((rc = fdl_cli_input_tokenizer("tokenize", a.tokenizer)) != 0) return rc;
   char *text = NULL;
   size_t len = 0;
   if (a.text && (rc = read_text("tokenize", a.text, &text, &len)) != 0) return rc;

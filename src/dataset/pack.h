@@ -48,6 +48,7 @@ typedef struct {
   const char *role, *form, *lane, *dataset_id;
   fdl_dtype forward; /* dtype of the cut in the engine's forward (FDL_DTYPE_COUNT: unknown) */
   int64_t score_from;
+  json_t *header; /* the panel's header line (fidelis panel, docs/PANEL.md), or NULL */
   /* the panel */
   pk_record *recs; /* sorted by index, indices 0..n-1 */
   size_t n;
@@ -66,6 +67,8 @@ typedef struct {
   fdl_stage st;         /* the dataset under construction, beside out_dir */
   char stage[PATH_MAX]; /* st.path */
 } pk_ctx;
+
+#define PK_PANEL_HEADER_SCHEMA "fidelis.text-panel.v1"
 
 /* Records a refusal: res->code and the error message. Returns status. */
 fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, const char *code, fdl_status status,

@@ -15,7 +15,7 @@
 #include "base/sys.h"
 
 #define ZERO64 "0000000000000000000000000000000000000000000000000000000000000000"
-#define PK_POLICY "every causal prediction position of every window is scored; nothing is dropped"
+#define PK_POLICY FDL_DS_WINDOW_POLICY_ALL
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
@@ -72,6 +72,7 @@ static const char *semantic_point(const pk_ctx *c) {
 
 static json_t *scoring_window(const pk_ctx *c) {
   const json_t *sw = fdl_ds_obj(fdl_ds_obj(c->meta, "panel"), "scoring_window");
+  if (!sw) sw = fdl_ds_obj(fdl_ds_obj(c->header, "header"), "scoring_window");
   if (sw) {
     json_t *w = json_deep_copy(sw);
     if (w && !json_object_get(w, "score_from"))
@@ -92,6 +93,11 @@ static json_t *scoring_window(const pk_ctx *c) {
 
 static json_t *tokenizer(const pk_ctx *c) {
   json_t *t = json_deep_copy(fdl_ds_obj(c->meta, "tokenizer"));
+  /* the files the panel's tokenizer was read from, when the meta does not list them */
+  const json_t *files =
+      json_object_get(fdl_ds_obj(fdl_ds_obj(c->header, "header"), "tokenizer"), "files");
+  if (t && files && !json_object_get(t, "files"))
+    json_object_set_new(t, "files", json_deep_copy(files));
   if (t && !json_object_get(t, "vocab_size"))
     json_object_set_new(t, "vocab_size", json_integer((json_int_t)c->vocab));
   static const char *const NULLABLE[] = {"repository", "revision", "add_special_tokens",

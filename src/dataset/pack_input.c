@@ -19,6 +19,8 @@
 #include "fidelis/file.h"
 #include "fidelis/json.h"
 #include "base/sys.h"
+#include "fidelis/digest.h"
+#include "json/py.h"
 
 /* Largest panel JSONL read (a 1M-context panel of 4k tokens is about 20 GiB; this is not that). */
 #define PK_MAX_PANEL_BYTES ((size_t)4 << 30)
@@ -395,6 +397,60 @@ static int cmp_rec(const void *a, const void *b) {
   return fdl_order_cmp_i64(((const pk_record *)a)->index, ((const pk_record *)b)->index);
 }
 
+/* The optional first line {"header": {...}} that `fidelis panel` writes: the tokenizer that made
+ * the ids and the scoring window they were cut for. Its window decides the scored rows unless
+ * the meta gives the same one; a meta naming another tokenizer is refused. */
+static fdl_status parse_header(pk_ctx *c, json_t *line, fdl_err *err) {
+  const json_t *h = json_object_get(line, "header");
+  const json_t *tok = json_object_get(h, "tokenizer"), *sw = json_object_get(h, "scoring_window");
+  const char *schema = json_string_value(json_object_get(h, "schema"));
+  if (json_object_size(line) != 1 || !json_is_object(h) || !schema ||
+      strcmp(schema, PK_PANEL_HEADER_SCHEMA))
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+                         "panel line 1: a header line is {\"header\": {\"schema\": \"%s\", ...}}",
+                         PK_PANEL_HEADER_SCHEMA);
+  int64_t from = 0;
+  if (sw && (!json_is_object(sw) || !fdl_ds_int(sw, "score_from", &from) || from < 0 ||
+             !json_is_string(json_object_get(sw, "policy"))))
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+                         "panel header: scoring_window needs score_from (an integer >= 0) and a "
+                         "policy string");
+  const char *id = json_string_value(json_object_get(tok, "id"));
+  if (tok && (!json_is_object(tok) || !id || fdl_quote_has_control(id, strlen(id))))
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+                         "panel header: tokenizer needs an id string of printable text");
+  size_t i;
+  const json_t *f, *files = json_object_get(tok, "files");
+  if (files && !json_is_array(files))
+    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+                         "panel header: tokenizer.files must be an array");
+  json_array_foreach(files, i, f) {
+    const char *name = json_string_value(json_object_get(f, "name")),
+               *sha = json_string_value(json_object_get(f, "sha256"));
+    int64_t bytes;
+    if (json_object_size(f) != 3 || !name || !*name || fdl_quote_has_control(name, strlen(name)) ||
+        !sha || !fdl_sha256_hex_ok(sha, strlen(sha)) || !fdl_ds_int(f, "bytes", &bytes) ||
+        bytes < 0)
+      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+                           "panel header: tokenizer.files[%zu] must be {bytes, name, sha256}", i);
+  }
+  const json_t *msw = fdl_ds_obj(fdl_ds_obj(c->meta, "panel"), "scoring_window");
+  if (sw && msw && !fdl_py_equal(sw, msw))
+    return fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
+                         "the panel was cut for another scoring window than meta "
+                         "panel.scoring_window (score_from %" PRId64 " in the panel header)",
+                         from);
+  const char *mid = fdl_pk_meta_str(c, "tokenizer", "id");
+  char q1[FDL_QUOTE_CAP], q2[FDL_QUOTE_CAP];
+  if (id && mid && strcmp(id, mid))
+    return fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
+                         "the panel's ids come from tokenizer %s but meta tokenizer.id is %s",
+                         fdl_quote_str(id, q1, sizeof q1), fdl_quote_str(mid, q2, sizeof q2));
+  if (sw && !msw) c->score_from = from;
+  c->header = json_incref(line);
+  return FDL_OK;
+}
+
 fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *err) {
   fdl_err e;
   size_t cap = 0;
@@ -423,6 +479,12 @@ fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *
     if (fdl_json_parse(line, n, NULL, &r->line, &e) != FDL_OK) {
       s = fdl_pk_refuse(c, err, "bad_input", FDL_PARSE, "panel line %zu: %s", lineno, e.msg);
       break;
+    }
+    if (c->n == 1 && !c->header && json_object_get(r->line, "header")) {
+      s = parse_header(c, r->line, err);
+      json_decref(r->line);
+      c->n--;
+      continue;
     }
     s = parse_line(c, r, lineno, err);
   }
@@ -482,6 +544,8 @@ void fdl_pk_free_panel(pk_ctx *c) {
   free(c->recs);
   c->recs = NULL;
   c->n = 0;
+  json_decref(c->header);
+  c->header = NULL;
 }
 
 fdl_status fdl_ds_panel_check(const char *text, size_t len, size_t *records,
@@ -542,6 +606,8 @@ fdl_status fdl_ds_panel_load(const char *path, fdl_ds_panel *p, fdl_err *err) {
                                       .scored = r->scored};
   }
   p->n = h->c.n;
+  p->score_from = h->c.score_from;
+  p->header = json_object_get(h->c.header, "header");
   p->priv_ = h;
   return FDL_OK;
 }
