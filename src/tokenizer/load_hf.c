@@ -48,7 +48,7 @@ static fdl_status id_of(const json_t *v, const char *what, int64_t *id, fdl_err 
 /* The vocabulary: ids from model.vocab and added_tokens; shown = the file's text. */
 static fdl_status vocab(fdl_tok *t, const json_t *m, const json_t *added, fdl_err *err) {
   const json_t *vo = json_object_get(m, "vocab");
-  int64_t max = -1, id;
+  int64_t max = -1, id = 0;
   const char *k;
   const json_t *v;
   fdl_status s;

@@ -108,8 +108,8 @@ fdl_status fdl_tk_parse_normalizer(fdl_tok *t, const json_t *o, fdl_err *err) {
   if (t->n_norm == TK_MAX_OPS) return too_many(W, err);
   tk_norm *op = &t->norm[t->n_norm];
   memset(op, 0, sizeof *op);
-  const char *s;
-  size_t n;
+  const char *s = NULL;
+  size_t n = 0;
   fdl_status st = FDL_OK;
   if (!ty) return refuse(W, ty, err);
   if (!strcmp(ty, "NFC"))
@@ -221,8 +221,8 @@ fdl_status fdl_tk_parse_decoder(fdl_tok *t, const json_t *o, fdl_err *err) {
   tk_dec *op = &t->dec[t->n_dec];
   memset(op, 0, sizeof *op);
   fdl_status st = FDL_OK;
-  const char *s;
-  size_t n;
+  const char *s = NULL;
+  size_t n = 0;
   if (!ty) return refuse(W, ty, err);
   if (!strcmp(ty, "ByteLevel"))
     op->kind = TK_D_BYTELEVEL;
