@@ -15,18 +15,22 @@
 #include "fidelis/kiln.h"
 #include "fidelis/pool.h"
 #include "fidelis/tensor.h"
+#include "fidelis/tokenizer.h"
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: fidelis generate --model DIR (--ids JSON|@FILE | --request FILE |\n"
-          "         --panel FILE --context I --prompt-tokens N) [--path prefill|decode]\n"
+          "usage: fidelis generate --model DIR (--ids JSON|@FILE | --prompt TEXT|@FILE |\n"
+          "         --request FILE | --panel FILE --context I --prompt-tokens N)\n"
+          "         [--path prefill|decode]\n"
           "         [--new N --tokens-out FILE] [--rows last|steps|all] [--logits-out FILE.npy]\n"
           "         [--greedy-out FILE] [--ids-out FILE] [--precision float32|float64]\n"
           "         [options]\n\n"
           "Runs the model in DIR (as `fidelis capture` does) over the input ids: a JSON array\n"
-          "(or @FILE holding one), the input_token_ids of a first-divergence request\n"
-          "(`fidelis divergence`), or the first N tokens of context I of a pack panel. Then\n"
-          "writes any of:\n"
+          "(or @FILE holding one), text encoded by the model's own tokenizer (its BOS/EOS\n"
+          "added and special-token text matched, as `fidelis tokenize` does by default), the\n"
+          "input_token_ids of a first-divergence request (`fidelis divergence`), or the first\n"
+          "N tokens of context I of a pack panel. When DIR has a tokenizer, the prompt and\n"
+          "the continuation are also printed as text (escaped). Then writes any of:\n"
           "  --tokens-out FILE   the --new N greedy continuation tokens, a JSON array (the\n"
           "                      streams `fidelis divergence` compares)\n"
           "  --logits-out FILE   the full logits of the --rows, float32 .npy [rows, vocab]: the\n"
@@ -42,6 +46,7 @@ static void usage(FILE *f) {
           "options:\n"
           "  --model DIR          the model directory\n"
           "  --ids JSON|@FILE     the input ids\n"
+          "  --prompt TEXT|@FILE  the input as UTF-8 text (@FILE: the file's bytes as is)\n"
           "  --request FILE       a kiln.hf-next-token-request.v1: its input_token_ids\n"
           "  --panel FILE         a pack panel (JSONL); with --context I and --prompt-tokens N\n"
           "  --path prefill|decode  the engine's path [prefill]\n"
@@ -57,7 +62,8 @@ static void usage(FILE *f) {
           "  -h, --help           show this help\n\n"
           "outputs are written whole or not at all and never overwrite a file.\n\n"
           "exit codes: 0 written; 3 refused (an unsupported or corrupt model, ids outside the\n"
-          "vocabulary, a malformed request, an output that exists); 4 bad usage, an input that\n"
+          "vocabulary, a malformed request, text that is not UTF-8 or a model without a\n"
+          "tokenizer for --prompt, an output that exists); 4 bad usage, an input that\n"
           "cannot be opened, a write that failed\n",
           FDL_POOL_MAX_THREADS);
 }
@@ -71,7 +77,8 @@ static const fdl_num_isa ISA_OF[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_N
                                      FDL_NUM_ISA_AVX512};
 
 typedef struct {
-  const char *model, *ids, *request, *panel, *tokens_out, *logits_out, *greedy_out, *ids_out;
+  const char *model, *ids, *prompt, *request, *panel, *tokens_out, *logits_out, *greedy_out,
+      *ids_out;
   uint64_t context, prompt_tokens, n_new, threads;
   int path, isa, rows, f64;
   bool rows_given;
@@ -84,6 +91,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--model", &a->model),
       FDL_CLI_OPT_TEXT("--ids", &a->ids),
+      FDL_CLI_OPT_TEXT("--prompt", &a->prompt),
       FDL_CLI_OPT_PATH("--request", &a->request),
       FDL_CLI_OPT_PATH("--panel", &a->panel),
       FDL_CLI_OPT_NUMBER("--context", &a->context, 0, (uint64_t)INT64_MAX),
@@ -99,17 +107,23 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       {"--isa", NULL, FDL_CLI_CHOICE, &a->isa, 0, 0, ISAS},
       {"--precision", NULL, FDL_CLI_CHOICE, &a->f64, 0, 0, PRECISIONS},
   };
-  static const char *const conflicts[] = {"--ids",     "--panel", "--ids",
-                                          "--context", "--ids",   "--prompt-tokens"};
-  fdl_cli_spec s = {"generate", usage, opts, sizeof opts / sizeof *opts, conflicts, 3, NULL, 0, 0,
-                    out,        diag,  0};
+  static const char *const conflicts[] = {
+      "--ids",    "--panel",   "--ids",    "--context",      "--ids",    "--prompt-tokens",
+      "--prompt", "--ids",     "--prompt", "--request",      "--prompt", "--panel",
+      "--prompt", "--context", "--prompt", "--prompt-tokens"};
+  fdl_cli_spec s = {"generate", usage,
+                    opts,       sizeof opts / sizeof *opts,
+                    conflicts,  sizeof conflicts / sizeof *conflicts / 2,
+                    NULL,       0,
+                    0,          out,
+                    diag,       0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (!a->model) return fdl_cli_usage_error(&s, "--model DIR is required");
   bool by_panel = a->panel || a->context != UINT64_MAX || a->prompt_tokens != UINT64_MAX;
-  if (!a->ids && !a->request && !by_panel)
-    return fdl_cli_usage_error(&s, "give --ids, --request, or --panel with --context and "
-                                   "--prompt-tokens");
+  if (!a->ids && !a->prompt && !a->request && !by_panel)
+    return fdl_cli_usage_error(&s, "give --ids, --prompt, --request, or --panel with --context "
+                                   "and --prompt-tokens");
   if (by_panel && (!a->panel || a->context == UINT64_MAX || a->prompt_tokens == UINT64_MAX))
     return fdl_cli_usage_error(&s, "--panel, --context and --prompt-tokens go together");
   if (!a->tokens_out && !a->logits_out && !a->greedy_out && !a->ids_out)
@@ -180,10 +194,59 @@ static int request_ids(const args *a, int32_t **ids, size_t *n, size_t *first) {
   return 0;
 }
 
-/* The input ids from --ids, --request or the panel; *n tokens in a new array. *first: the
- * first forced step (requests only). */
-static int input_ids(const args *a, int32_t **ids, size_t *n, size_t *first) {
+/* The model's tokenizer when DIR has a tokenizer.json (*tok stays NULL when it has none). One
+ * that --prompt needs must load; one that only shows text may fail with a note. */
+static int load_tokenizer(const args *a, fdl_tok **tok) {
   fdl_err err = {FDL_OK, ""};
+  char *p = NULL;
+  fdl_status s = fdl_model_member(a->model, "tokenizer.json", &p, &err);
+  bool has = p != NULL;
+  free(p);
+  if (s == FDL_OK && !has) {
+    if (!a->prompt) return 0;
+    s = fdl_fail(&err, FDL_REFUSED,
+                 "--prompt: %s has no tokenizer.json to encode the text with (give --ids)",
+                 a->model);
+  }
+  if (s == FDL_OK) s = fdl_tok_load(a->model, tok, &err);
+  if (s == FDL_OK) return 0;
+  if (!a->prompt) {
+    fdl_err_prefix(&err, "no text is shown: the model's tokenizer cannot be loaded");
+    fdl_cli_notice("generate", err.msg);
+    return 0;
+  }
+  fdl_err_prefix(&err, "generate");
+  fdl_cli_report(&err);
+  return fdl_cli_exit_for(s);
+}
+
+/* --prompt: the text (or @FILE's bytes) encoded as `fidelis tokenize` does by default. */
+static int prompt_ids(const args *a, fdl_tok *tok, int32_t **ids, size_t *n) {
+  char *text = NULL;
+  size_t len = 0;
+  int rc = fdl_cli_read_arg("generate", "--prompt", a->prompt, &text, &len);
+  if (rc) return rc;
+  fdl_err err = {FDL_OK, ""};
+  fdl_status s =
+      fdl_tok_encode(tok, text, len, FDL_TOK_ADD_SPECIAL | FDL_TOK_PARSE_SPECIAL, ids, n, &err);
+  free(text);
+  if (s == FDL_OK && !*n)
+    s = fdl_fail(&err, FDL_REFUSED,
+                 "the text encodes to no tokens (and the tokenizer adds no "
+                 "BOS)");
+  if (s == FDL_OK) return 0;
+  free(*ids);
+  *ids = NULL;
+  fdl_err_prefix(&err, "generate: --prompt");
+  fdl_cli_report(&err);
+  return fdl_cli_exit_for(s);
+}
+
+/* The input ids from --ids, --prompt, --request or the panel; *n tokens in a new array.
+ * *first: the first forced step (requests only). */
+static int input_ids(const args *a, fdl_tok *tok, int32_t **ids, size_t *n, size_t *first) {
+  fdl_err err = {FDL_OK, ""};
+  if (a->prompt) return prompt_ids(a, tok, ids, n);
   if (a->ids) {
     json_t *j = NULL;
     int rc = fdl_cli_read_json("generate", "--ids", a->ids, &j);
@@ -241,8 +304,9 @@ static fdl_status write_ids(const char *path, const int32_t *v, size_t n, fdl_er
   return s;
 }
 
+/* The runs and their outputs; *cont receives the --new continuation (NULL without one). */
 static fdl_status run(const args *a, fdl_model *m, const int32_t *ids, size_t n, size_t first,
-                      fdl_err *err) {
+                      int32_t **cont, fdl_err *err) {
   fdl_engine_path path = a->path ? FDL_ENGINE_DECODE : FDL_ENGINE_PREFILL;
   size_t vocab = fdl_model_get_info(m)->vocab;
   for (size_t i = 0; i < n; i++)
@@ -256,7 +320,7 @@ static fdl_status run(const args *a, fdl_model *m, const int32_t *ids, size_t n,
     s = nw ? fdl_generate_greedy(m, ids, n, (size_t)a->n_new, path, nw, err)
            : fdl_fail(err, FDL_NOMEM, "out of memory");
     if (s == FDL_OK) s = write_ids(a->tokens_out, nw, (size_t)a->n_new, err);
-    free(nw);
+    *cont = nw;
   }
   if (s == FDL_OK && a->f64 && a->logits_out) {
     double *lg = malloc(n * vocab * sizeof *lg);
@@ -285,22 +349,48 @@ static fdl_status run(const args *a, fdl_model *m, const int32_t *ids, size_t n,
   return s;
 }
 
+/* ids as text, escaped for the terminal (and cut, as every shown value is): what the ids say,
+ * not a file to parse. Ids the tokenizer cannot decode are shown as such. */
+static void show_text(const fdl_tok *tok, const char *what, const int32_t *ids, size_t n) {
+  char *text = NULL;
+  size_t len = 0;
+  fdl_err err = {FDL_OK, ""};
+  printf("  %-13s", what);
+  if (fdl_tok_decode(tok, ids, n, &text, &len, &err) == FDL_OK) {
+    char shown[8 * FDL_ERR_MSG_MAX];
+    fputs(fdl_quote_text(text, len, shown, sizeof shown), stdout);
+  } else {
+    printf("(not decodable: ");
+    fdl_cli_put_text(stdout, err.msg);
+    putchar(')');
+  }
+  putchar('\n');
+  free(text);
+}
+
 int fdl_cli_generate(int argc, char **argv) {
   args a;
   int rc = parse(&a, argc, argv, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
   if ((rc = fdl_cli_input_dir("generate", a.model))) return rc;
-  int32_t *ids = NULL;
+  fdl_tok *tok = NULL;
+  if ((rc = load_tokenizer(&a, &tok))) return rc;
+  int32_t *ids = NULL, *cont = NULL;
   size_t n = 0, first = 0;
-  if ((rc = input_ids(&a, &ids, &n, &first))) return rc;
+  if ((rc = input_ids(&a, tok, &ids, &n, &first))) {
+    fdl_tok_free(tok);
+    return rc;
+  }
   fdl_err err = {FDL_OK, ""};
   fdl_model *m = NULL;
   fdl_model_opts mo = {.threads = (unsigned)a.threads, .isa = ISA_OF[a.isa]};
   fdl_status s = fdl_model_load(a.model, &mo, &m, &err);
-  if (s == FDL_OK) s = run(&a, m, ids, n, first, &err);
+  if (s == FDL_OK) s = run(&a, m, ids, n, first, &cont, &err);
   fdl_model_free(m);
-  free(ids);
   if (s != FDL_OK) {
+    free(ids);
+    free(cont);
+    fdl_tok_free(tok);
     fdl_err_prefix(&err, "generate");
     fdl_cli_report(&err);
     return fdl_cli_exit_for(s);
@@ -319,5 +409,12 @@ int fdl_cli_generate(int argc, char **argv) {
       fdl_cli_put_text(stdout, outs[i][1]);
       putchar('\n');
     }
+  if (tok) {
+    show_text(tok, "prompt", ids, n);
+    if (cont) show_text(tok, "continuation", cont, (size_t)a.n_new);
+  }
+  free(ids);
+  free(cont);
+  fdl_tok_free(tok);
   return FDL_EXIT_OK;
 }

@@ -170,7 +170,7 @@ int fdl_cli_tokenize(int argc, char **argv) {
               bad < 0 ? "out of memory"
                       : "expected ids (decimal, at most 2147483647) separated by "
                         "commas or spaces");
-      rc = bad < 0 ? FDL_EXIT_USAGE : FDL_EXIT_USAGE;
+      rc = FDL_EXIT_USAGE;
     } else {
       char *out = NULL;
       size_t olen = 0;
