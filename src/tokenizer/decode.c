@@ -5,7 +5,12 @@
  * character at either end of each string) and Metaspace (U+2581 to a space, the first string's
  * leading space removed unless prepend_scheme is never) rewrite each string; ByteFallback turns
  * runs of <0xXX> tokens into their bytes (U+FFFD for each byte when the run is not UTF-8); Fuse
- * joins everything into one string. */
+ * joins everything into one string.
+ *
+ * A GGUF's control and user-defined tokens are copied as written, past the ByteLevel step, as
+ * llama.cpp's token_to_piece copies them; tokenizer.json's added tokens go through every step,
+ * as Hugging Face's decode sends them (so "ü" added to a byte-level vocabulary decodes to the
+ * byte 0xFC there, and to "ü" from the GGUF). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,12 +19,14 @@
 
 typedef struct {
   tk_bytes *s;
+  bool *as_written; /* [n]: skips ByteLevel */
   size_t n;
 } strs;
 
 static void free_strs(strs *v) {
   for (size_t i = 0; i < v->n; i++) free(v->s[i].p);
   free(v->s);
+  free(v->as_written);
 }
 
 static bool hexbyte(const char *p, size_t n, unsigned char *b) {
@@ -88,6 +95,7 @@ static void byte_fallback(strs *v) {
   for (size_t i = 0; i < v->n;) {
     unsigned char b;
     if (!hexbyte(v->s[i].p, v->s[i].len, &b)) {
+      v->as_written[w] = v->as_written[i];
       v->s[w++] = v->s[i++];
       continue;
     }
@@ -103,6 +111,7 @@ static void byte_fallback(strs *v) {
       run.len = 0;
       for (size_t k = 0; k < count; k++) fdl_tk_bytes_put(&run, "\xEF\xBF\xBD", 3);
     }
+    v->as_written[w] = false;
     v->s[w++] = run;
     i = j;
   }
@@ -115,6 +124,7 @@ static void fuse(strs *v) {
     fdl_tk_bytes_put(&v->s[0], v->s[i].p, v->s[i].len);
     free(v->s[i].p);
   }
+  v->as_written[0] = false;
   v->n = 1;
 }
 
@@ -122,8 +132,12 @@ fdl_status fdl_tok_decode(const fdl_tok *t, const int32_t *ids, size_t n, char *
                           fdl_err *err) {
   *text = NULL;
   *len = 0;
-  strs v = {fdl_calloc(n ? n : 1, sizeof(tk_bytes)), 0};
-  if (!v.s) return fdl_fail(err, FDL_NOMEM, "out of memory decoding %zu ids", n);
+  strs v = {fdl_calloc(n ? n : 1, sizeof(tk_bytes)), fdl_calloc(n ? n : 1, sizeof(bool)), 0};
+  if (!v.s || !v.as_written) {
+    free(v.s);
+    free(v.as_written);
+    return fdl_fail(err, FDL_NOMEM, "out of memory decoding %zu ids", n);
+  }
   for (size_t i = 0; i < n; i++) {
     if (ids[i] < 0 || (size_t)ids[i] >= t->n) {
       free_strs(&v);
@@ -131,13 +145,16 @@ fdl_status fdl_tok_decode(const fdl_tok *t, const int32_t *ids, size_t n, char *
                       ids[i], i, t->n);
     }
     tk_str s = t->shown[ids[i]];
+    uint8_t ty = t->type[ids[i]];
+    v.as_written[v.n] = t->added_as_written && (ty == TK_CONTROL || ty == TK_USER);
     fdl_tk_bytes_put(&v.s[v.n++], tk_ptr(t, s), s.len);
   }
   for (size_t d = 0; d < t->n_dec; d++) {
     const tk_dec *op = &t->dec[d];
     switch (op->kind) {
     case TK_D_BYTELEVEL:
-      for (size_t i = 0; i < v.n; i++) unbyte(&v.s[i]);
+      for (size_t i = 0; i < v.n; i++)
+        if (!v.as_written[i]) unbyte(&v.s[i]);
       break;
     case TK_D_REPLACE:
       for (size_t i = 0; i < v.n; i++) replace_all(&v.s[i], op->a, op->a_len, op->b, op->b_len);

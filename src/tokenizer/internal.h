@@ -166,6 +166,7 @@ struct fdl_tok {
   tk_merges merges;
   int32_t byte_tok[256]; /* byte-level: each byte's token; byte fallback: <0xXX>; -1 none */
   bool byte_level, byte_fallback, ignore_merges, fuse_unk;
+  bool added_as_written; /* GGUF: decode copies control/user-defined tokens as written */
   int32_t unk;
   tk_norm norm[TK_MAX_OPS];
   size_t n_norm;

@@ -42,6 +42,39 @@ static fdl_status opt_bool(const fdl_gguf *g, const char *key, bool *v, fdl_err 
   return kv ? fdl_gguf_get_bool(g, kv, v, err) : FDL_OK;
 }
 
+/* tokenizer.ggml.<what>_token_id: an id inside the vocabulary, or dflt (-1: none) when absent. */
+static fdl_status special_id(const fdl_gguf *g, const char *path, const char *what, size_t n,
+                             int32_t dflt, int32_t *id, fdl_err *err) {
+  char key[64];
+  snprintf(key, sizeof key, "tokenizer.ggml.%s_token_id", what);
+  int64_t v;
+  bool have;
+  fdl_status s = opt_int(g, key, &v, &have, err);
+  if (s != FDL_OK) return s;
+  if (have && (v < 0 || (uint64_t)v >= n))
+    return fdl_fail(err, FDL_PARSE, "%s: %s is %" PRId64 ", outside the vocabulary of %zu", path,
+                    key, v, n);
+  *id = have ? (int32_t)v : dflt >= 0 && (size_t)dflt < n ? dflt : -1;
+  return FDL_OK;
+}
+
+/* tokenizer.ggml.add_<what>_token over the default in *add. */
+static fdl_status add_flag(const fdl_gguf *g, const char *path, const char *what, int32_t id,
+                           bool *add, fdl_err *err) {
+  char key[64];
+  snprintf(key, sizeof key, "tokenizer.ggml.add_%s_token", what);
+  const fdl_gguf_kv *kv = fdl_gguf_find(g, key);
+  if (!kv) {
+    if (id < 0) *add = false;
+    return FDL_OK;
+  }
+  fdl_status s = fdl_gguf_get_bool(g, kv, add, err);
+  if (s == FDL_OK && *add && id < 0)
+    s = fdl_fail(err, FDL_PARSE, "%s: %s is true but the file names no %s token id", path, key,
+                 what);
+  return s;
+}
+
 static fdl_status tokens(fdl_tok *t, const fdl_gguf *g, const fdl_gguf_kv *tk,
                          const fdl_gguf_kv *ty, const fdl_gguf_kv *sc, fdl_err *err) {
   char *raw = fdl_malloc(TK_MAX_TOKEN_BYTES);
@@ -221,27 +254,19 @@ fdl_status fdl_tk_load_gguf(fdl_tok *t, const char *path, fdl_tok_file *f, fdl_e
   if (s == FDL_OK && gpt2) t->dec[t->n_dec++] = (tk_dec){.kind = TK_D_BYTELEVEL};
   /* defaults as llama.cpp: BOS for SentencePiece and the llama3/tekken pre-tokenizers */
   t->add_bos = llama || t->ignore_merges;
-  int64_t v;
-  bool have;
-  if (s == FDL_OK) s = opt_int(&g, "tokenizer.ggml.bos_token_id", &v, &have, err);
-  if (s == FDL_OK && have) t->bos = v >= 0 && (uint64_t)v < t->n ? (int32_t)v : -1;
-  if (s == FDL_OK && !have && llama) t->bos = 1;
-  if (s == FDL_OK) s = opt_int(&g, "tokenizer.ggml.eos_token_id", &v, &have, err);
-  if (s == FDL_OK && have) t->eos = v >= 0 && (uint64_t)v < t->n ? (int32_t)v : -1;
-  if (s == FDL_OK && !have && llama) t->eos = 2;
-  if (s == FDL_OK) s = opt_int(&g, "tokenizer.ggml.unknown_token_id", &v, &have, err);
-  if (s == FDL_OK && have) t->unk = v >= 0 && (uint64_t)v < t->n ? (int32_t)v : -1;
-  if (s == FDL_OK && !have && llama) t->unk = 0;
-  if (s == FDL_OK) s = opt_bool(&g, "tokenizer.ggml.add_bos_token", &t->add_bos, err);
-  if (s == FDL_OK) s = opt_bool(&g, "tokenizer.ggml.add_eos_token", &t->add_eos, err);
-  if (s == FDL_OK && t->add_bos && t->bos < 0) t->add_bos = false;
-  if (s == FDL_OK && t->add_eos && t->eos < 0) t->add_eos = false;
+  if (s == FDL_OK) s = special_id(&g, path, "bos", t->n, llama ? 1 : -1, &t->bos, err);
+  if (s == FDL_OK) s = special_id(&g, path, "eos", t->n, llama ? 2 : -1, &t->eos, err);
+  if (s == FDL_OK) s = special_id(&g, path, "unknown", t->n, llama ? 0 : -1, &t->unk, err);
+  /* A default with no token to add is off; a file that asks for a token it does not name lies. */
+  if (s == FDL_OK) s = add_flag(&g, path, "bos", t->bos, &t->add_bos, err);
+  if (s == FDL_OK) s = add_flag(&g, path, "eos", t->eos, &t->add_eos, err);
   for (int b = 0; s == FDL_OK && b < 256; b++) {
     char hex[8], one = (char)b;
     snprintf(hex, sizeof hex, "<0x%02X>", b);
     t->byte_tok[b] = gpt2 ? fdl_tk_lookup(t, &one, 1) : fdl_tk_lookup(t, hex, 6);
   }
   t->byte_fallback = llama;
+  t->added_as_written = true;
   fdl_gguf_close(&g);
   return s;
 }

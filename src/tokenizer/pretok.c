@@ -3,10 +3,14 @@
  * Each step maps the list of pieces to a new list (Hugging Face tokenizers' semantics): Split
  * cuts every piece at its pattern's matches and keeps, drops or attaches them per `behavior`;
  * ByteLevel optionally prefixes a space and splits with the GPT-2 pattern; Digits isolates
- * ASCII digits; Metaspace writes spaces as U+2581, may prepend one, and may split before each.
- * Pieces live in one growing buffer; steps that change text append the new text to it. */
+ * numeric characters (Unicode categories Nd, Nl and No, Rust's char::is_numeric, which Hugging
+ * Face's Digits uses: "½" and "၄" are digits too); Metaspace writes spaces as U+2581, may prepend
+ * one, and may split before each. Pieces live in one growing buffer; steps that change text append
+ * the new text to it. */
 #include <stdlib.h>
 #include <string.h>
+
+#include <utf8proc.h>
 
 #include "tokenizer/internal.h"
 
@@ -60,15 +64,30 @@ static void segment(tk_behavior b, pend *p, size_t lo, size_t hi, bool match, tk
   }
 }
 
+/* The length of the numeric character at s[0..n), or 0 when it is not one (the text is UTF-8:
+ * encode checked it). */
+static size_t numeric_at(const char *s, size_t n) {
+  uint32_t cp;
+  size_t k = fdl_tk_utf8_len((const unsigned char *)s, n, &cp);
+  if (!k) return 0;
+  utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)cp);
+  return c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_NO ? k
+                                                                                             : 0;
+}
+
 static int next_digits(const tk_pre *op, const char *s, size_t n, size_t at, size_t *lo,
                        size_t *hi) {
-  size_t i = at;
-  while (i < n && !(s[i] >= '0' && s[i] <= '9')) i++;
+  size_t i = at, k = 0;
+  while (i < n && !(k = numeric_at(s + i, n - i))) {
+    uint32_t cp;
+    size_t step = fdl_tk_utf8_len((const unsigned char *)s + i, n - i, &cp);
+    i += step ? step : 1;
+  }
   if (i >= n) return 0;
   *lo = i;
-  *hi = i + 1;
+  *hi = i + k;
   if (!op->individual)
-    while (*hi < n && s[*hi] >= '0' && s[*hi] <= '9') ++*hi;
+    while (*hi < n && (k = numeric_at(s + *hi, n - *hi))) *hi += k;
   return 1;
 }
 
