@@ -468,6 +468,9 @@ def main():
     refused("--stride with --like-llama-perplexity",
             ["--tokenizer", tok_bos, "--text", story, "--context", "32", "--like-llama-perplexity",
              "--stride", "16"], want_rc=4)
+    refused("--bos with --like-llama-perplexity (its rule decides the BOS)",
+            ["--tokenizer", tok_bos, "--text", story, "--context", "32", "--like-llama-perplexity",
+             "--bos", "never"], want_rc=4)
     tiny = P("tiny.txt")
     with open(tiny, "w") as f:
         f.write("too short\n")

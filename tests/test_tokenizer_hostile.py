@@ -324,6 +324,20 @@ def main():
                {"add_bos_token": True, "bos_token": "<|nope|>"})
     refused("tokenizer_config add_bos_token true naming a BOS '<|nope|>' not in the vocabulary",
             ["--tokenizer", P("bos-missing"), "--string", "hello"], names=(r"bos",))
+    for pid in (4096, 2**40, -1):
+        t1 = tokenizer_json(post_processor={
+            "type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                       {"Sequence": {"id": "A", "type_id": 0}}],
+            "special_tokens": {"<s>": {"id": "<s>", "ids": [pid], "tokens": ["<s>"]}}})
+        refused("a post_processor BOS id %d outside the vocabulary" % pid,
+                ["--tokenizer", write_json(P("pp-%d.json" % (pid & 0xffff)), t1), "--string",
+                 "hello"], names=(r"\bid\b",))
+    t1 = tokenizer_json(post_processor={"type": "RobertaProcessing", "cls": ["<s>", 70000],
+                                        "sep": ["</s>", 2]})
+    refused("a RobertaProcessing cls id outside the vocabulary",
+            ["--tokenizer", write_json(P("pp-roberta.json"), t1), "--string", "hello"],
+            names=(r"vocabulary",))
 
     # ---- GGUF vocabularies ----------------------------------------------------------------------
     gv = write(P("valid.gguf"), gguf(vocab_kvs()))

@@ -30,6 +30,7 @@ static void usage(FILE *f) {
         "  --like-llama-perplexity  the chunks and scored positions of llama-perplexity -c N:\n"
         "                    BOS (when the tokenizer adds one) + text cut into N-token chunks,\n"
         "                    position 0 of every chunk a BOS, positions N/2..N-2 scored\n"
+        "                    (not with --stride, --score-from or --bos)\n"
         "  -h, --help        show this help\n\n"
         "exit codes: 0 written; 3 refused (a text that is not UTF-8 - the message names the byte\n"
         "offset -, too short for one record, a tokenizer fidelis does not run, --bos always\n"
@@ -89,10 +90,16 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       {"--bos", NULL, FDL_CLI_CHOICE, &bos, 0, 0, BOS},
       FDL_CLI_OPT_FLAG("--like-llama-perplexity", &like),
   };
+  /* llama-perplexity's rule decides the stride, the scored rows and the BOS. */
   static const char *const conflicts[] = {"--like-llama-perplexity", "--stride",
-                                          "--like-llama-perplexity", "--score-from"};
-  fdl_cli_spec s = {"panel", usage, opts, sizeof opts / sizeof *opts, conflicts, 2, NULL, 0, 0,
-                    out,     diag,  0};
+                                          "--like-llama-perplexity", "--score-from",
+                                          "--like-llama-perplexity", "--bos"};
+  fdl_cli_spec s = {"panel",   usage,
+                    opts,      sizeof opts / sizeof *opts,
+                    conflicts, sizeof conflicts / sizeof *conflicts / 2,
+                    NULL,      0,
+                    0,         out,
+                    diag,      0};
   int rc = fdl_cli_parse(&s, 1, nrest, rest);
   if (rc != FDL_CLI_GO) return rc;
   if (!a->o.tokenizer || !nt || !context || !a->o.out)

@@ -181,9 +181,14 @@ static fdl_status post_processor(fdl_tok *t, const json_t *pp, fdl_err *err) {
     return FDL_OK;
   }
   if (!strcmp(ty, "RobertaProcessing") || !strcmp(ty, "BertProcessing")) {
-    const json_t *cls = json_object_get(pp, "cls"), *sep = json_object_get(pp, "sep");
-    t->bos = (int32_t)json_integer_value(json_array_get(cls, 1));
-    t->eos = (int32_t)json_integer_value(json_array_get(sep, 1));
+    int64_t cls, sep;
+    fdl_status s =
+        id_of(json_array_get(json_object_get(pp, "cls"), 1), "post_processor cls", &cls, err);
+    if (s == FDL_OK)
+      s = id_of(json_array_get(json_object_get(pp, "sep"), 1), "post_processor sep", &sep, err);
+    if (s != FDL_OK) return s;
+    t->bos = (int32_t)cls;
+    t->eos = (int32_t)sep;
     t->add_bos = t->add_eos = true;
     return FDL_OK;
   }
@@ -204,15 +209,17 @@ static fdl_status post_processor(fdl_tok *t, const json_t *pp, fdl_err *err) {
     if (!name || json_array_size(ids) != 1 || !json_is_integer(json_array_get(ids, 0)))
       return fdl_fail(err, FDL_UNSUPPORTED,
                       W ": post_processor: only one-token specials around the text are supported");
-    int32_t id = (int32_t)json_integer_value(json_array_get(ids, 0));
+    int64_t id;
+    fdl_status s = id_of(json_array_get(ids, 0), "post_processor special_tokens", &id, err);
+    if (s != FDL_OK) return s;
     if ((after ? t->add_eos : t->add_bos))
       return fdl_fail(err, FDL_UNSUPPORTED,
                       W ": post_processor adds more than one token %s the text",
                       after ? "after" : "before");
     if (after)
-      t->eos = id, t->add_eos = true;
+      t->eos = (int32_t)id, t->add_eos = true;
     else
-      t->bos = id, t->add_bos = true;
+      t->bos = (int32_t)id, t->add_bos = true;
   }
   return FDL_OK;
 }
@@ -301,6 +308,11 @@ fdl_status fdl_tk_load_hf(fdl_tok *t, const tk_source *js, const tk_source *cfg,
     s = post_processor(t, json_object_get(doc, "post_processor"), err);
   }
   if (s == FDL_OK && cfg) s = config(t, cfg->path, cfg->text, cfg->len, err);
+  if (s == FDL_OK && (t->bos >= (int32_t)t->n || t->eos >= (int32_t)t->n))
+    s = fdl_fail(err, FDL_PARSE,
+                 W ": the post_processor's %s id %d is outside the vocabulary of %zu",
+                 t->bos >= (int32_t)t->n ? "BOS" : "EOS",
+                 (int)(t->bos >= (int32_t)t->n ? t->bos : t->eos), t->n);
   if (s == FDL_OK)
     snprintf(t->kind, sizeof t->kind, "%s",
              t->byte_level      ? "byte-level BPE"
