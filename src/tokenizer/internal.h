@@ -167,6 +167,8 @@ struct fdl_tok {
   int32_t byte_tok[256]; /* byte-level: each byte's token; byte fallback: <0xXX>; -1 none */
   bool byte_level, byte_fallback, ignore_merges, fuse_unk;
   bool added_as_written; /* GGUF: decode copies control/user-defined tokens as written */
+  uint64_t *pairs;       /* SPM: the adjacent code-point pairs inside some token (spm.c) */
+  size_t pairs_cap;      /* a power of two; 0 until the first SPM piece */
   int32_t unk;
   tk_norm norm[TK_MAX_OPS];
   size_t n_norm;

@@ -124,6 +124,7 @@ void fdl_tok_free(fdl_tok *t) {
   fdl_tk_release(t);
   fdl_tk_scratch_free(&t->scratch);
   free(t->added_order);
+  free(t->pairs);
   if (t->mc) pcre2_match_context_free(t->mc);
   if (t->jit) pcre2_jit_stack_free(t->jit);
   free(t);
