@@ -181,7 +181,7 @@ static fdl_status post_processor(fdl_tok *t, const json_t *pp, fdl_err *err) {
     return FDL_OK;
   }
   if (!strcmp(ty, "RobertaProcessing") || !strcmp(ty, "BertProcessing")) {
-    int64_t cls, sep;
+    int64_t cls = -1, sep = -1;
     fdl_status s =
         id_of(json_array_get(json_object_get(pp, "cls"), 1), "post_processor cls", &cls, err);
     if (s == FDL_OK)
@@ -209,7 +209,7 @@ static fdl_status post_processor(fdl_tok *t, const json_t *pp, fdl_err *err) {
     if (!name || json_array_size(ids) != 1 || !json_is_integer(json_array_get(ids, 0)))
       return fdl_fail(err, FDL_UNSUPPORTED,
                       W ": post_processor: only one-token specials around the text are supported");
-    int64_t id;
+    int64_t id = -1;
     fdl_status s = id_of(json_array_get(ids, 0), "post_processor special_tokens", &id, err);
     if (s != FDL_OK) return s;
     if ((after ? t->add_eos : t->add_bos))
