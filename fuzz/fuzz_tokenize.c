@@ -3,8 +3,8 @@
  * SentencePiece-style BPE (the ▁ normalizer, byte fallback, scores-free merges). Text that is
  * not UTF-8 must be refused with its offset; anything else encodes to ids inside the vocabulary,
  * and on the byte-level tokenizer decode(encode(text)) gives the text back byte for byte (it is
- * lossless). Input: byte 0 picks the tokenizer (bit 0) and the encode flags (bits 1-2); the rest
- * is the text. */
+ * lossless); fdl_tok_encode_each hands over the same ids in its batches. Input: byte 0 picks the
+ * tokenizer (bit 0) and the encode flags (bits 1-2); the rest is the text. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +106,21 @@ static void write_spm(const char *path) {
   if (fclose(f)) abort();
 }
 
+/* fdl_tok_encode_each's batches, compared with fdl_tok_encode's ids as they come. */
+typedef struct {
+  const int32_t *want;
+  size_t n, at;
+} replay;
+
+static fdl_status check_batch(void *ctx, const int32_t *ids, size_t n, fdl_err *err) {
+  (void)err;
+  replay *r = ctx;
+  if (r->at + n > r->n || memcmp(r->want + r->at, ids, n * sizeof *ids))
+    fail("fdl_tok_encode_each differs from fdl_tok_encode");
+  r->at += n;
+  return FDL_OK;
+}
+
 static void cleanup(void) {
   for (int i = 0; i < 2; i++) fdl_tok_free(g.tok[i]);
   char p[MAX_PATH + 32];
@@ -163,6 +178,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   for (size_t i = 0; i < n; i++)
     if (ids[i] < 0 || (size_t)ids[i] >= info.vocab) fail("an id outside the vocabulary");
+  replay r = {ids, n, 0};
+  if (fdl_tok_encode_each(t, text, len, flags, check_batch, &r, &err) != FDL_OK || r.at != n)
+    fail("fdl_tok_encode_each differs from fdl_tok_encode");
   char *back = NULL;
   size_t blen = 0;
   if (fdl_tok_decode(t, ids, n, &back, &blen, &err) != FDL_OK) fail("its own ids did not decode");

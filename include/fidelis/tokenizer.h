@@ -59,6 +59,17 @@ FDL_API void fdl_tok_get_info(const fdl_tok *tok, fdl_tok_info *info);
 FDL_API fdl_status fdl_tok_encode(fdl_tok *tok, const char *text, size_t len, unsigned flags,
                                   int32_t **ids, size_t *n, fdl_err *err);
 
+/* Receives the ids of fdl_tok_encode_each in order, in batches of any size; a status other than
+ * FDL_OK stops the encoding and is returned. */
+typedef fdl_status (*fdl_tok_sink)(void *ctx, const int32_t *ids, size_t n, fdl_err *err);
+
+/* fdl_tok_encode handing the ids to sink as they are made instead of holding them: beyond the
+ * text, its memory does not grow with the text's length (docs/TOKENIZER.md says where it can).
+ * The text is checked UTF-8 before the first id is handed over; a later failure (the regex
+ * engine's limits, memory) returns after some batches were. */
+FDL_API fdl_status fdl_tok_encode_each(fdl_tok *tok, const char *text, size_t len, unsigned flags,
+                                       fdl_tok_sink sink, void *ctx, fdl_err *err);
+
 /* Decodes ids (each must be < vocab) into bytes: *text is malloc'd and NUL-terminated, *len its
  * length without the NUL. Special tokens are written as their text. */
 FDL_API fdl_status fdl_tok_decode(const fdl_tok *tok, const int32_t *ids, size_t n, char **text,

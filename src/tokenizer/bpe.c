@@ -137,18 +137,17 @@ static fdl_status candidate(fdl_tok *t, uint32_t l, uint32_t r, fdl_err *err) {
   return fdl_tk_heap_push(s, m->rank, l, r, (uint32_t)s->id[l], (uint32_t)s->id[r], err);
 }
 
-fdl_status fdl_tk_bpe_piece(fdl_tok *t, const char *p, size_t n, int32_t **ids, size_t *n_ids,
-                            size_t *cap, fdl_err *err) {
+fdl_status fdl_tk_bpe_piece(fdl_tok *t, const char *p, size_t n, tk_out *o, fdl_err *err) {
   fdl_status st = FDL_OK;
   if (t->ignore_merges) {
     int32_t whole = fdl_tk_lookup(t, p, n);
-    if (whole >= 0) return fdl_tk_push_id(whole, ids, n_ids, cap, err);
+    if (whole >= 0) return fdl_tk_push_id(o, whole, err);
   }
   uint64_t h = fdl_tk_hash(p, n);
   const struct tk_cache_entry *e = cache_get(&t->cache, p, n, h);
   if (e) {
     for (uint32_t i = 0; i < e->n_ids && st == FDL_OK; i++)
-      st = fdl_tk_push_id(t->cache.ids[e->ids_off + i], ids, n_ids, cap, err);
+      st = fdl_tk_push_id(o, t->cache.ids[e->ids_off + i], err);
     return st;
   }
   size_t k;
@@ -173,9 +172,9 @@ fdl_status fdl_tk_bpe_piece(fdl_tok *t, const char *p, size_t n, int32_t **ids, 
     st = candidate(t, s->prev[l], l, err);
     if (st == FDL_OK) st = candidate(t, l, s->next[l], err);
   }
-  size_t first = *n_ids;
+  size_t first = o->n;
   for (uint32_t i = k ? 0 : UINT32_MAX; i != UINT32_MAX && st == FDL_OK; i = s->next[i])
-    st = fdl_tk_push_id(s->id[i], ids, n_ids, cap, err);
-  if (st == FDL_OK) cache_put(&t->cache, p, n, h, *ids + first, *n_ids - first);
+    st = fdl_tk_push_id(o, s->id[i], err);
+  if (st == FDL_OK) cache_put(&t->cache, p, n, h, o->ids + first, o->n - first);
   return st;
 }

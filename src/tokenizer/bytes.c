@@ -113,18 +113,3 @@ void fdl_tk_bytes_put(tk_bytes *b, const char *p, size_t n) {
   b->len += n;
   b->p[b->len] = '\0';
 }
-
-void fdl_tk_pieces_put(tk_pieces *ps, size_t off, size_t len) {
-  if (ps->failed || len == 0) return;
-  if (ps->n == ps->cap) {
-    size_t cap = ps->cap ? ps->cap * 2 : 64;
-    tk_piece *nv = fdl_realloc(ps->v, cap * sizeof *nv);
-    if (!nv) {
-      ps->failed = true;
-      return;
-    }
-    ps->v = nv;
-    ps->cap = cap;
-  }
-  ps->v[ps->n++] = (tk_piece){off, len};
-}

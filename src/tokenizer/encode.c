@@ -3,7 +3,10 @@
  * Added tokens are found leftmost-longest (Hugging Face tokenizers' rule): those the file marks
  * normalized false (all of them when there is no normalizer) on the raw text, the others in
  * each normalized fragment. Special ones only with FDL_TOK_PARSE_SPECIAL. lstrip/rstrip take
- * the white space beside a match into it; single_word needs no word character beside it. */
+ * the white space beside a match into it; single_word needs no word character beside it.
+ *
+ * Nothing grows with the text but its normalized copy: pieces go to the model one at a time
+ * (pretok.c) and, with a sink, ids leave in batches (fdl_tok_encode_each). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +14,6 @@
 
 #include "base/sys.h"
 #include "tokenizer/internal.h"
-
-typedef struct {
-  int32_t *ids;
-  size_t n, cap;
-} idvec;
 
 typedef struct {
   uint32_t first, len, index;
@@ -111,46 +109,58 @@ static bool find_added(const fdl_tok *t, const char *s, size_t n, size_t from, i
   return false;
 }
 
-/* One normalized sub-fragment: pre-tokenize and encode each piece. */
-static fdl_status model(fdl_tok *t, tk_bytes *buf, size_t off, size_t len, bool first, idvec *v,
-                        fdl_err *err) {
-  tk_pieces ps = {0};
-  fdl_status st = fdl_tk_pretokenize(t, buf, off, len, first, &ps, err);
-  for (size_t i = 0; i < ps.n && st == FDL_OK; i++) {
-    const char *p = buf->p + ps.v[i].off;
-    st = t->model == TK_MODEL_SPM
-             ? fdl_tk_spm_piece(t, p, ps.v[i].len, &v->ids, &v->n, &v->cap, err)
-             : fdl_tk_bpe_piece(t, p, ps.v[i].len, &v->ids, &v->n, &v->cap, err);
-  }
-  free(ps.v);
-  return st;
+/* An added token's id; flushed, so that a text of nothing but added tokens stays bounded too. */
+static fdl_status push_added(tk_out *o, int32_t id, fdl_err *err) {
+  fdl_status st = fdl_tk_push_id(o, id, err);
+  return st == FDL_OK ? fdl_tk_out_flush(o, false, err) : st;
 }
 
-static fdl_status fragment(fdl_tok *t, const char *s, size_t n, bool first, bool special, idvec *v,
+fdl_status fdl_tk_model_piece(fdl_tok *t, const char *p, size_t n, tk_out *o, fdl_err *err) {
+  fdl_status st;
+  if (t->model == TK_MODEL_SPM)
+    st = fdl_tk_spm_piece(t, p, n, o, err);
+  else if (t->byte_level || t->ignore_merges) /* pieces cut by a regex, short */
+    st = fdl_tk_bpe_piece(t, p, n, o, err);
+  else /* SentencePiece-style BPE: often the whole text is one piece */
+    st = fdl_tk_cut_parts(t, p, n, true, fdl_tk_bpe_piece, o, err);
+  return st == FDL_OK ? fdl_tk_out_flush(o, false, err) : st;
+}
+
+/* [off, off+len) of the normalized fragment x: pre-tokenize and encode each piece. */
+static fdl_status model(fdl_tok *t, tk_text *x, size_t off, size_t len, bool first, tk_out *o,
+                        fdl_err *err) {
+  x->ext.len = 0;
+  return fdl_tk_pretokenize(t, x, off, len, first, o, err);
+}
+
+static fdl_status fragment(fdl_tok *t, const char *s, size_t n, bool first, bool special, tk_out *o,
                            fdl_err *err) {
-  tk_bytes buf = {0};
+  tk_bytes norm = {0};
+  tk_text x = {s, n, {0}};
   fdl_status st = FDL_OK;
-  if (t->n_norm)
-    st = fdl_tk_normalize(t, s, n, &buf, err);
-  else
-    fdl_tk_bytes_put(&buf, s, n);
-  if (st == FDL_OK && buf.failed) st = fdl_fail(err, FDL_NOMEM, "out of memory");
-  size_t at = 0, total = buf.len, lo, hi;
+  if (t->n_norm) {
+    st = fdl_tk_normalize(t, s, n, &norm, err);
+    if (st == FDL_OK && norm.failed) st = fdl_fail(err, FDL_NOMEM, "out of memory");
+    x.base = norm.p;
+    x.base_n = norm.len;
+  }
+  size_t at = 0, total = x.base_n, lo, hi;
   int32_t id;
-  while (st == FDL_OK && t->n_norm && find_added(t, buf.p, total, at, 1, special, &lo, &hi, &id)) {
-    if (lo > at) st = model(t, &buf, at, lo - at, first && at == 0, v, err);
-    if (st == FDL_OK) st = fdl_tk_push_id(id, &v->ids, &v->n, &v->cap, err);
+  while (st == FDL_OK && t->n_norm && find_added(t, x.base, total, at, 1, special, &lo, &hi, &id)) {
+    if (lo > at) st = model(t, &x, at, lo - at, first && at == 0, o, err);
+    if (st == FDL_OK) st = push_added(o, id, err);
     at = hi;
   }
-  if (st == FDL_OK && at < total) st = model(t, &buf, at, total - at, first && at == 0, v, err);
-  free(buf.p);
+  if (st == FDL_OK && at < total) st = model(t, &x, at, total - at, first && at == 0, o, err);
+  free(norm.p);
+  free(x.ext.p);
   return st;
 }
 
-fdl_status fdl_tok_encode(fdl_tok *t, const char *text, size_t len, unsigned flags, int32_t **ids,
-                          size_t *n, fdl_err *err) {
-  *ids = NULL;
-  *n = 0;
+/* BOS, the raw text's added tokens and the fragments between them, EOS; the text is checked
+ * UTF-8 first. */
+static fdl_status encode(fdl_tok *t, const char *text, size_t len, unsigned flags, tk_out *o,
+                         fdl_err *err) {
   size_t bad = fdl_utf8_invalid_at(text, len);
   if (bad < len)
     return fdl_fail(err, FDL_INVALID,
@@ -159,24 +169,40 @@ fdl_status fdl_tok_encode(fdl_tok *t, const char *text, size_t len, unsigned fla
                     bad, (unsigned char)text[bad]);
   fdl_status st = fdl_tk_regex_ready(t, err);
   if (st != FDL_OK) return st;
-  idvec v = {0};
   bool add = flags & FDL_TOK_ADD_SPECIAL, special = flags & FDL_TOK_PARSE_SPECIAL;
-  if (add && t->add_bos && t->bos >= 0) st = fdl_tk_push_id(t->bos, &v.ids, &v.n, &v.cap, err);
+  if (add && t->add_bos && t->bos >= 0) st = fdl_tk_push_id(o, t->bos, err);
   size_t at = 0, lo, hi;
   int32_t id;
   while (st == FDL_OK && find_added(t, text, len, at, 0, special, &lo, &hi, &id)) {
-    if (lo > at) st = fragment(t, text + at, lo - at, at == 0, special, &v, err);
-    if (st == FDL_OK) st = fdl_tk_push_id(id, &v.ids, &v.n, &v.cap, err);
+    if (lo > at) st = fragment(t, text + at, lo - at, at == 0, special, o, err);
+    if (st == FDL_OK) st = push_added(o, id, err);
     at = hi;
   }
-  if (st == FDL_OK && at < len) st = fragment(t, text + at, len - at, at == 0, special, &v, err);
-  if (st == FDL_OK && add && t->add_eos && t->eos >= 0)
-    st = fdl_tk_push_id(t->eos, &v.ids, &v.n, &v.cap, err);
+  if (st == FDL_OK && at < len) st = fragment(t, text + at, len - at, at == 0, special, o, err);
+  if (st == FDL_OK && add && t->add_eos && t->eos >= 0) st = fdl_tk_push_id(o, t->eos, err);
+  return st;
+}
+
+fdl_status fdl_tok_encode_each(fdl_tok *t, const char *text, size_t len, unsigned flags,
+                               fdl_tok_sink sink, void *ctx, fdl_err *err) {
+  tk_out o = {.sink = sink, .ctx = ctx};
+  fdl_status st = encode(t, text, len, flags, &o, err);
+  if (st == FDL_OK) st = fdl_tk_out_flush(&o, true, err);
+  free(o.ids);
+  return st;
+}
+
+fdl_status fdl_tok_encode(fdl_tok *t, const char *text, size_t len, unsigned flags, int32_t **ids,
+                          size_t *n, fdl_err *err) {
+  *ids = NULL;
+  *n = 0;
+  tk_out o = {0}; /* no sink: every id stays in o */
+  fdl_status st = encode(t, text, len, flags, &o, err);
   if (st != FDL_OK) {
-    free(v.ids);
+    free(o.ids);
     return st;
   }
-  *ids = v.ids;
-  *n = v.n;
+  *ids = o.ids;
+  *n = o.n;
   return FDL_OK;
 }

@@ -167,8 +167,8 @@ struct fdl_tok {
   int32_t byte_tok[256]; /* byte-level: each byte's token; byte fallback: <0xXX>; -1 none */
   bool byte_level, byte_fallback, ignore_merges, fuse_unk;
   bool added_as_written; /* GGUF: decode copies control/user-defined tokens as written */
-  uint64_t *pairs;       /* SPM: the adjacent code-point pairs inside some token (spm.c) */
-  size_t pairs_cap;      /* a power of two; 0 until the first SPM piece */
+  uint64_t *pairs;       /* the adjacent code-point pairs inside some token (cut.c) */
+  size_t pairs_cap;      /* a power of two; 0 until the first piece cut.c cuts */
   int32_t unk;
   tk_norm norm[TK_MAX_OPS];
   size_t n_norm;
@@ -232,33 +232,51 @@ int fdl_tk_pattern_next(const fdl_tok *t, const tk_pattern *pt, const char *s, s
 fdl_status fdl_tk_regex_ready(fdl_tok *t, fdl_err *err);
 extern const char fdl_tk_gpt2_regex[];
 
-/* A growing byte buffer and a list of pieces in it. */
+/* A growing byte buffer. */
 typedef struct {
   char *p;
   size_t len, cap;
   bool failed;
 } tk_bytes;
-typedef struct {
-  size_t off, len;
-} tk_piece;
-typedef struct {
-  tk_piece *v;
-  size_t n, cap;
-  bool failed;
-} tk_pieces;
 void fdl_tk_bytes_put(tk_bytes *b, const char *p, size_t n);
-void fdl_tk_pieces_put(tk_pieces *ps, size_t off, size_t len);
+
+/* The text a fragment's pieces point into: offsets below base_n are the fragment itself
+ * (borrowed), those from base_n on the text the pre-tokenizer steps wrote (ext). */
+typedef struct {
+  const char *base;
+  size_t base_n;
+  tk_bytes ext;
+} tk_text;
+
+/* Where ids go. With a sink, the batch is handed over between pieces once it holds TK_BATCH
+ * ids, so memory does not grow with the text; without one every id is kept (fdl_tok_encode). */
+#define TK_BATCH 4096
+typedef struct {
+  int32_t *ids;
+  size_t n, cap;
+  fdl_tok_sink sink;
+  void *ctx;
+} tk_out;
+fdl_status fdl_tk_push_id(tk_out *o, int32_t id, fdl_err *err);
+/* Hands the batch to the sink when it is full, or when last (and not empty). */
+fdl_status fdl_tk_out_flush(tk_out *o, bool last, fdl_err *err);
 
 /* normalize.c: text -> out (appended), every step in order. */
 fdl_status fdl_tk_normalize(const fdl_tok *t, const char *s, size_t n, tk_bytes *out, fdl_err *err);
-/* pretok.c: splits buf[piece] into pieces (in buf, which may grow). */
-fdl_status fdl_tk_pretokenize(const fdl_tok *t, tk_bytes *buf, size_t off, size_t len, bool first,
-                              tk_pieces *out, fdl_err *err);
+/* pretok.c: cuts x[off, off+len) into pieces and encodes each (fdl_tk_model_piece) in order;
+ * first: the fragment starts the text. */
+fdl_status fdl_tk_pretokenize(fdl_tok *t, tk_text *x, size_t off, size_t len, bool first, tk_out *o,
+                              fdl_err *err);
+/* encode.c: one piece through the model, its ids to o. */
+fdl_status fdl_tk_model_piece(fdl_tok *t, const char *p, size_t n, tk_out *o, fdl_err *err);
 /* bpe.c / spm.c: one piece -> ids appended. */
-fdl_status fdl_tk_bpe_piece(fdl_tok *t, const char *p, size_t n, int32_t **ids, size_t *n_ids,
-                            size_t *cap, fdl_err *err);
-fdl_status fdl_tk_spm_piece(fdl_tok *t, const char *p, size_t n, int32_t **ids, size_t *n_ids,
-                            size_t *cap, fdl_err *err);
+fdl_status fdl_tk_bpe_piece(fdl_tok *t, const char *p, size_t n, tk_out *o, fdl_err *err);
+fdl_status fdl_tk_spm_piece(fdl_tok *t, const char *p, size_t n, tk_out *o, fdl_err *err);
+/* cut.c: p[0,n) cut where no merge can join across, each part through fn, o flushed between
+ * parts; need_tokens (BPE): cut only between characters that are tokens themselves. */
+typedef fdl_status (*tk_part_fn)(fdl_tok *t, const char *p, size_t n, tk_out *o, fdl_err *err);
+fdl_status fdl_tk_cut_parts(fdl_tok *t, const char *p, size_t n, bool need_tokens, tk_part_fn fn,
+                            tk_out *o, fdl_err *err);
 /* merge.c: the shared symbol list and priority queue of both models. */
 fdl_status fdl_tk_scratch_reserve(tk_scratch *s, size_t n, fdl_err *err);
 fdl_status fdl_tk_heap_push(tk_scratch *s, double key, uint32_t left, uint32_t right, uint32_t a,
@@ -268,7 +286,6 @@ bool fdl_tk_heap_pop(tk_scratch *s, struct tk_heap_entry *e);
 void fdl_tk_scratch_free(tk_scratch *s);
 /* Builds the index of added tokens by first byte (after the loader filled t->added). */
 fdl_status fdl_tk_index_added(fdl_tok *t, fdl_err *err);
-fdl_status fdl_tk_push_id(int32_t id, int32_t **ids, size_t *n_ids, size_t *cap, fdl_err *err);
 void fdl_tk_cache_free(tk_cache *c);
 
 /* ops.c: the step lists, parsed from tokenizer.json objects or set by the GGUF loader. */

@@ -75,14 +75,21 @@ void fdl_tk_scratch_free(tk_scratch *s) {
   free(s->heap);
 }
 
-fdl_status fdl_tk_push_id(int32_t id, int32_t **ids, size_t *n_ids, size_t *cap, fdl_err *err) {
-  if (*n_ids == *cap) {
-    size_t nc = *cap ? 2 * *cap : 1024;
-    int32_t *np = fdl_realloc(*ids, nc * sizeof *np);
+fdl_status fdl_tk_push_id(tk_out *o, int32_t id, fdl_err *err) {
+  if (o->n == o->cap) {
+    size_t nc = o->cap ? 2 * o->cap : 1024;
+    int32_t *np = fdl_realloc(o->ids, nc * sizeof *np);
     if (!np) return fdl_fail(err, FDL_NOMEM, "out of memory for %zu token ids", nc);
-    *ids = np;
-    *cap = nc;
+    o->ids = np;
+    o->cap = nc;
   }
-  (*ids)[(*n_ids)++] = id;
+  o->ids[o->n++] = id;
   return FDL_OK;
+}
+
+fdl_status fdl_tk_out_flush(tk_out *o, bool last, fdl_err *err) {
+  if (!o->sink || !o->n || (!last && o->n < TK_BATCH)) return FDL_OK;
+  fdl_status st = o->sink(o->ctx, o->ids, o->n, err);
+  o->n = 0;
+  return st;
 }

@@ -5,8 +5,11 @@
  * ByteLevel optionally prefixes a space and splits with the GPT-2 pattern; Digits isolates
  * numeric characters (Unicode categories Nd, Nl and No, Rust's char::is_numeric, which Hugging
  * Face's Digits uses: "½" and "၄" are digits too); Metaspace writes spaces as U+2581, may prepend
- * one, and may split before each. Pieces live in one growing buffer; steps that change text append
- * the new text to it. */
+ * one, and may split before each. Pieces flow down one at a time: each piece a step makes goes
+ * through the next steps and the model before the step looks for the next one, so no list of
+ * pieces is ever held. A piece is an offset into the fragment (borrowed, never copied) or, past
+ * its end, into the text the steps write (Metaspace's, ByteLevel's prefix space), which is
+ * dropped once the piece it was written for is encoded. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,54 +17,69 @@
 
 #include "tokenizer/internal.h"
 
+/* Where each piece goes: the steps from `level` on, then the model. */
 typedef struct {
-  size_t lo, hi; /* offsets in the buffer */
+  fdl_tok *t;
+  tk_text *x;
+  tk_out *o;
+  bool first;                /* the fragment starts the text */
+  bool seen[TK_MAX_OPS + 1]; /* a piece has reached this step already */
+  fdl_err *err;
+} flow;
+
+typedef struct {
+  size_t lo, hi; /* offsets in the text */
   bool match, open;
 } pend;
 
-static void flush(pend *p, tk_pieces *out) {
-  if (p->open) fdl_tk_pieces_put(out, p->lo, p->hi - p->lo);
-  p->open = false;
+static const char *text_at(const tk_text *x, size_t off) {
+  return off < x->base_n ? x->base + off : x->ext.p + (off - x->base_n);
 }
 
-/* One segment (a match or the text between two) into pieces, per the behavior. */
-static void segment(tk_behavior b, pend *p, size_t lo, size_t hi, bool match, tk_pieces *out) {
-  if (hi <= lo) return;
+static fdl_status down(flow *f, size_t level, size_t off, size_t n);
+
+static fdl_status flush(flow *f, size_t level, pend *p) {
+  bool open = p->open;
+  p->open = false;
+  return open ? down(f, level, p->lo, p->hi - p->lo) : FDL_OK;
+}
+
+/* One segment (a match or the text between two) into pieces for `level`, per the behavior. */
+static fdl_status segment(flow *f, size_t level, tk_behavior b, pend *p, size_t lo, size_t hi,
+                          bool match) {
+  if (hi <= lo) return FDL_OK;
+  fdl_status st;
   switch (b) {
   case TK_B_REMOVED:
-    if (!match) fdl_tk_pieces_put(out, lo, hi - lo);
-    return;
+    return match ? FDL_OK : down(f, level, lo, hi - lo);
   case TK_B_ISOLATED:
-    fdl_tk_pieces_put(out, lo, hi - lo);
-    return;
+    return down(f, level, lo, hi - lo);
   case TK_B_MERGED_PREV:
     if (match && p->open) {
       p->hi = hi;
-      flush(p, out);
-      return;
+      return flush(f, level, p);
     }
-    flush(p, out);
+    if ((st = flush(f, level, p)) != FDL_OK) return st;
     *p = (pend){lo, hi, match, true};
-    if (match) flush(p, out);
-    return;
+    return match ? flush(f, level, p) : FDL_OK;
   case TK_B_MERGED_NEXT:
     if (!match && p->open && p->match) {
       p->hi = hi;
-      flush(p, out);
-      return;
+      return flush(f, level, p);
     }
-    flush(p, out);
+    if ((st = flush(f, level, p)) != FDL_OK) return st;
     *p = (pend){lo, hi, match, true};
-    return;
+    return FDL_OK;
   case TK_B_CONTIGUOUS:
     if (match && p->open && p->match && p->hi == lo) {
       p->hi = hi;
-      return;
+      return FDL_OK;
     }
-    flush(p, out);
+    if ((st = flush(f, level, p)) != FDL_OK) return st;
     *p = (pend){lo, hi, match, true};
-    return;
+    return FDL_OK;
   }
+  return FDL_OK;
 }
 
 /* The length of the numeric character at s[0..n), or 0 when it is not one (the text is UTF-8:
@@ -91,107 +109,108 @@ static int next_digits(const tk_pre *op, const char *s, size_t n, size_t at, siz
   return 1;
 }
 
-/* Cuts the piece buf[off, off+n) into pieces. */
-static fdl_status cut(const fdl_tok *t, const tk_pre *op, const tk_pattern *pt, tk_behavior b,
-                      bool invert, const tk_bytes *buf, size_t off, size_t n, tk_pieces *out,
-                      fdl_err *err) {
-  const char *s = buf->p + off;
+/* Cuts the piece [off, off+n) at the matches of pt (or the digits), handing the pieces to the
+ * next level. The piece's bytes are looked up again after each hand-off: the written text may
+ * have moved as the levels below wrote theirs. */
+static fdl_status cut(flow *f, size_t level, const tk_pre *op, const tk_pattern *pt, tk_behavior b,
+                      bool invert, size_t off, size_t n) {
   size_t at = 0, lo, hi;
   pend p = {0};
+  fdl_status st = FDL_OK;
   for (;;) {
+    const char *s = text_at(f->x, off);
     int m = op->kind == TK_P_DIGITS ? next_digits(op, s, n, at, &lo, &hi)
-                                    : fdl_tk_pattern_next(t, pt, s, n, at, &lo, &hi);
+                                    : fdl_tk_pattern_next(f->t, pt, s, n, at, &lo, &hi);
     if (m < 0)
-      return fdl_fail(err, FDL_TOO_LARGE,
+      return fdl_fail(f->err, FDL_TOO_LARGE,
                       "pre-tokenizer: the regex ran out of its limits on a piece of %zu bytes", n);
     if (!m) break;
-    segment(b, &p, off + at, off + lo, invert, out);
-    segment(b, &p, off + lo, off + hi, !invert, out);
+    if ((st = segment(f, level, b, &p, off + at, off + lo, invert)) != FDL_OK ||
+        (st = segment(f, level, b, &p, off + lo, off + hi, !invert)) != FDL_OK)
+      return st;
     at = hi;
   }
-  segment(b, &p, off + at, off + n, invert, out);
-  flush(&p, out);
-  return FDL_OK;
+  if ((st = segment(f, level, b, &p, off + at, off + n, invert)) != FDL_OK) return st;
+  return flush(f, level, &p);
 }
 
-/* Metaspace: spaces become the replacement, which may also be prepended. */
-static size_t metaspace_text(const tk_pre *op, tk_bytes *buf, size_t off, size_t n, bool first) {
-  size_t start = buf->len;
-  bool lead = n >= op->repl_len && !memcmp(buf->p + off, op->repl, op->repl_len);
-  if (!lead && (op->prepend == TK_PREPEND_ALWAYS || (op->prepend == TK_PREPEND_FIRST && first)))
-    fdl_tk_bytes_put(buf, op->repl, op->repl_len);
-  for (size_t i = 0; i < n && !buf->failed; i++) {
-    char c = buf->p[off + i];
-    if (c == ' ')
-      fdl_tk_bytes_put(buf, op->repl, op->repl_len);
-    else
-      fdl_tk_bytes_put(buf, &c, 1);
+/* Appends the piece [off, off+n) to the written text, after `prefix`; returns its offset. */
+static size_t rewrite(tk_text *x, const char *prefix, size_t prefix_len, size_t off, size_t n) {
+  size_t start = x->base_n + x->ext.len;
+  fdl_tk_bytes_put(&x->ext, prefix, prefix_len);
+  if (off < x->base_n) {
+    fdl_tk_bytes_put(&x->ext, x->base + off, n);
+  } else { /* byte by byte: the source moves as ext grows */
+    for (size_t k = 0; k < n && !x->ext.failed; k++) {
+      char c = x->ext.p[off - x->base_n + k];
+      fdl_tk_bytes_put(&x->ext, &c, 1);
+    }
   }
   return start;
 }
 
-static fdl_status step(const fdl_tok *t, const tk_pre *op, tk_bytes *buf, const tk_pieces *in,
-                       bool first, tk_pieces *out, fdl_err *err) {
-  fdl_status st = FDL_OK;
-  for (size_t i = 0; i < in->n && st == FDL_OK; i++) {
-    size_t off = in->v[i].off, n = in->v[i].len;
-    switch (op->kind) {
-    case TK_P_SPLIT:
-      st = cut(t, op, &op->pat, op->behavior, op->invert, buf, off, n, out, err);
-      break;
-    case TK_P_DIGITS:
-      st = cut(t, op, NULL, op->individual ? TK_B_ISOLATED : TK_B_CONTIGUOUS, false, buf, off, n,
-               out, err);
-      break;
-    case TK_P_BYTELEVEL:
-      if (op->prefix_space && buf->p[off] != ' ') {
-        size_t start = buf->len;
-        fdl_tk_bytes_put(buf, " ", 1);
-        for (size_t k = 0; k < n && !buf->failed; k++) { /* buf->p may move as it grows */
-          char c = buf->p[off + k];
-          fdl_tk_bytes_put(buf, &c, 1);
-        }
-        off = start;
-        n++;
-      }
-      if (buf->failed) break;
-      if (op->use_regex)
-        st = cut(t, op, &op->pat, TK_B_ISOLATED, false, buf, off, n, out, err);
-      else
-        fdl_tk_pieces_put(out, off, n);
-      break;
-    case TK_P_METASPACE: {
-      size_t start = metaspace_text(op, buf, off, n, first && i == 0);
-      if (buf->failed) break;
-      tk_pattern lit = {NULL, (char *)op->repl, op->repl_len};
-      if (op->split)
-        st = cut(t, op, &lit, TK_B_MERGED_NEXT, false, buf, start, buf->len - start, out, err);
-      else
-        fdl_tk_pieces_put(out, start, buf->len - start);
-      break;
-    }
-    }
+/* Metaspace: spaces become the replacement, which may also be prepended. */
+static size_t metaspace_text(const tk_pre *op, tk_text *x, size_t off, size_t n, bool first) {
+  size_t start = x->base_n + x->ext.len;
+  bool lead = n >= op->repl_len && !memcmp(text_at(x, off), op->repl, op->repl_len);
+  if (!lead && (op->prepend == TK_PREPEND_ALWAYS || (op->prepend == TK_PREPEND_FIRST && first)))
+    fdl_tk_bytes_put(&x->ext, op->repl, op->repl_len);
+  for (size_t i = 0; i < n && !x->ext.failed; i++) {
+    char c = *text_at(x, off + i);
+    if (c == ' ')
+      fdl_tk_bytes_put(&x->ext, op->repl, op->repl_len);
+    else
+      fdl_tk_bytes_put(&x->ext, &c, 1);
   }
-  if (st == FDL_OK && (buf->failed || out->failed))
-    st = fdl_fail(err, FDL_NOMEM, "out of memory pre-tokenizing");
+  return start;
+}
+
+static fdl_status nomem(flow *f) {
+  return fdl_fail(f->err, FDL_NOMEM, "out of memory pre-tokenizing");
+}
+
+/* The piece [off, off+n) through step `level` and below; the text it writes is dropped after. */
+static fdl_status down(flow *f, size_t level, size_t off, size_t n) {
+  if (!n) return FDL_OK;
+  if (level == f->t->n_pre) return fdl_tk_model_piece(f->t, text_at(f->x, off), n, f->o, f->err);
+  const tk_pre *op = &f->t->pre[level];
+  bool first = f->first && !f->seen[level];
+  f->seen[level] = true;
+  size_t mark = f->x->ext.len;
+  fdl_status st = FDL_OK;
+  switch (op->kind) {
+  case TK_P_SPLIT:
+    st = cut(f, level + 1, op, &op->pat, op->behavior, op->invert, off, n);
+    break;
+  case TK_P_DIGITS:
+    st = cut(f, level + 1, op, NULL, op->individual ? TK_B_ISOLATED : TK_B_CONTIGUOUS, false, off,
+             n);
+    break;
+  case TK_P_BYTELEVEL:
+    if (op->prefix_space && *text_at(f->x, off) != ' ') {
+      off = rewrite(f->x, " ", 1, off, n);
+      n++;
+    }
+    if (f->x->ext.failed) return nomem(f);
+    st = op->use_regex ? cut(f, level + 1, op, &op->pat, TK_B_ISOLATED, false, off, n)
+                       : down(f, level + 1, off, n);
+    break;
+  case TK_P_METASPACE: {
+    size_t start = metaspace_text(op, f->x, off, n, first);
+    if (f->x->ext.failed) return nomem(f);
+    size_t len = f->x->base_n + f->x->ext.len - start;
+    tk_pattern lit = {NULL, (char *)op->repl, op->repl_len};
+    st = op->split ? cut(f, level + 1, op, &lit, TK_B_MERGED_NEXT, false, start, len)
+                   : down(f, level + 1, start, len);
+    break;
+  }
+  }
+  f->x->ext.len = mark;
   return st;
 }
 
-fdl_status fdl_tk_pretokenize(const fdl_tok *t, tk_bytes *buf, size_t off, size_t len, bool first,
-                              tk_pieces *out, fdl_err *err) {
-  tk_pieces a = {0}, b = {0};
-  fdl_tk_pieces_put(&a, off, len);
-  fdl_status st = a.failed ? fdl_fail(err, FDL_NOMEM, "out of memory") : FDL_OK;
-  for (size_t i = 0; i < t->n_pre && st == FDL_OK; i++) {
-    b.n = 0;
-    st = step(t, &t->pre[i], buf, &a, first, &b, err);
-    tk_pieces tmp = a;
-    a = b;
-    b = tmp;
-  }
-  for (size_t i = 0; i < a.n && st == FDL_OK; i++) fdl_tk_pieces_put(out, a.v[i].off, a.v[i].len);
-  if (st == FDL_OK && out->failed) st = fdl_fail(err, FDL_NOMEM, "out of memory");
-  free(a.v);
-  free(b.v);
-  return st;
+fdl_status fdl_tk_pretokenize(fdl_tok *t, tk_text *x, size_t off, size_t len, bool first, tk_out *o,
+                              fdl_err *err) {
+  flow f = {.t = t, .x = x, .o = o, .first = first, .err = err};
+  return down(&f, 0, off, len);
 }
