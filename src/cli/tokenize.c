@@ -137,17 +137,37 @@ static bool printer_drain(id_printer *p) {
   return ok;
 }
 
+/* v in decimal at out (at most 10 bytes), two digits per division. */
+static size_t put_decimal(uint32_t v, char *out) {
+  static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233"
+                              "34353637383940414243444546474849505152535455565758596061626364656667"
+                              "6869707172737475767778798081828384858687888990919293949596979899";
+  char tmp[10];
+  size_t k = sizeof tmp;
+  while (v >= 100) {
+    unsigned r = v % 100;
+    v /= 100;
+    tmp[--k] = pairs[2 * r + 1];
+    tmp[--k] = pairs[2 * r];
+  }
+  if (v >= 10) {
+    tmp[--k] = pairs[2 * v + 1];
+    tmp[--k] = pairs[2 * v];
+  } else {
+    tmp[--k] = (char)('0' + v);
+  }
+  memcpy(out, tmp + k, sizeof tmp - k);
+  return sizeof tmp - k;
+}
+
 static fdl_status print_batch(void *ctx, const int32_t *ids, size_t n, fdl_err *err) {
   id_printer *p = ctx;
   for (size_t i = 0; i < n; i++) {
     if (p->at > sizeof p->buf - 16 && !printer_drain(p))
       return fdl_fail(err, FDL_IO, "writing the ids to standard output failed");
-    char digits[12];
-    size_t k = 0;
-    for (uint32_t v = (uint32_t)ids[i]; k == 0 || v; v /= 10) digits[k++] = (char)('0' + v % 10);
     if (p->any) p->buf[p->at++] = ' ';
     p->any = true;
-    while (k) p->buf[p->at++] = digits[--k];
+    p->at += put_decimal((uint32_t)ids[i], p->buf + p->at);
   }
   return FDL_OK;
 }

@@ -57,6 +57,14 @@ static fdl_status build_pairs(fdl_tok *t, fdl_err *err) {
   return FDL_OK;
 }
 
+/* The code point at p[i..n) (or one that pairs with nothing for a stray byte), its length in k. */
+static uint32_t cp_at(const char *p, size_t i, size_t n, size_t *k) {
+  uint32_t cp;
+  *k = fdl_tk_utf8_len((const unsigned char *)p + i, n - i, &cp);
+  if (!*k) *k = 1, cp = 0x110000u + (unsigned char)p[i];
+  return cp;
+}
+
 fdl_status fdl_tk_cut_parts(fdl_tok *t, const char *p, size_t n, bool need_tokens, tk_part_fn fn,
                             tk_out *o, fdl_err *err) {
   fdl_status st = t->pairs ? FDL_OK : build_pairs(t, err);
@@ -64,8 +72,8 @@ fdl_status fdl_tk_cut_parts(fdl_tok *t, const char *p, size_t n, bool need_token
   uint32_t prev = UINT32_MAX, cp;
   bool prev_token = false;
   while (st == FDL_OK && i < n) {
-    size_t k = fdl_tk_utf8_len((const unsigned char *)p + i, n - i, &cp);
-    if (!k) k = 1, cp = 0x110000u + (unsigned char)p[i]; /* pairs with nothing */
+    size_t k;
+    cp = cp_at(p, i, n, &k);
     bool token = !need_tokens || fdl_tk_lookup(t, p + i, k) >= 0;
     if (prev != UINT32_MAX && token && prev_token && !pair_inside(t, prev, cp)) {
       st = fn(t, p + from, i - from, o, err);
@@ -78,4 +86,27 @@ fdl_status fdl_tk_cut_parts(fdl_tok *t, const char *p, size_t n, bool need_token
   }
   if (st == FDL_OK && from < n) st = fn(t, p + from, n - from, o, err);
   return st;
+}
+
+fdl_status fdl_tk_last_cut(fdl_tok *t, const char *p, size_t n, bool need_tokens, size_t *at,
+                           fdl_err *err) {
+  fdl_status st = t->pairs ? FDL_OK : build_pairs(t, err);
+  *at = 0;
+  if (st != FDL_OK || n == 0) return st;
+  size_t i = n - 1, k;
+  while (i > 0 && ((unsigned char)p[i] & 0xC0) == 0x80) i--;
+  /* i: the start of the last character; back pair by pair (left at j, right at i) */
+  while (i > 0) {
+    size_t j = i - 1;
+    while (j > 0 && ((unsigned char)p[j] & 0xC0) == 0x80) j--;
+    size_t kr;
+    uint32_t left = cp_at(p, j, n, &k), right = cp_at(p, i, n, &kr);
+    if (!pair_inside(t, left, right) &&
+        (!need_tokens || (fdl_tk_lookup(t, p + j, k) >= 0 && fdl_tk_lookup(t, p + i, kr) >= 0))) {
+      *at = i;
+      return FDL_OK;
+    }
+    i = j;
+  }
+  return FDL_OK;
 }

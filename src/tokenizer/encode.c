@@ -37,7 +37,9 @@ fdl_status fdl_tk_index_added(fdl_tok *t, fdl_err *err) {
     return fdl_fail(err, FDL_NOMEM, "out of memory for %zu added tokens", t->n_added);
   }
   size_t k = 0;
+  memset(t->added_kinds, 0, sizeof t->added_kinds);
   for (size_t i = 0; i < t->n_added; i++) {
+    t->added_kinds[t->added[i].special][t->added[i].normalized]++;
     tk_str s = t->shown[t->added[i].id];
     if (s.len) keys[k++] = (order_key){(unsigned char)t->pool[s.off], s.len, (uint32_t)i};
   }
@@ -78,9 +80,18 @@ static bool space_at(const char *s, size_t n, size_t i, size_t *k) {
                 (cp >= 9 && cp <= 13) || cp == 0x85 || cp == 0x2028 || cp == 0x2029);
 }
 
+/* Whether any added token takes part in this phase (0: the raw text, 1: normalized text). */
+static bool phase_has_added(const fdl_tok *t, int phase, bool special) {
+  for (int sp = 0; sp <= (int)special; sp++)
+    for (int nm = 0; nm < 2; nm++)
+      if (t->added_kinds[sp][nm] && (phase == 0 ? !(t->n_norm && nm) : nm)) return true;
+  return false;
+}
+
 /* The leftmost-longest added token in s[from..n) of the given phase. */
 static bool find_added(const fdl_tok *t, const char *s, size_t n, size_t from, int phase,
                        bool special, size_t *lo, size_t *hi, int32_t *id) {
+  if (!phase_has_added(t, phase, special)) return false; /* a scan of every byte saved */
   for (size_t p = from; p < n; p++) {
     unsigned b = (unsigned char)s[p];
     for (uint32_t j = t->added_start[b]; j < t->added_start[b + 1]; j++) {
@@ -115,14 +126,26 @@ static fdl_status push_added(tk_out *o, int32_t id, fdl_err *err) {
   return st == FDL_OK ? fdl_tk_out_flush(o, false, err) : st;
 }
 
+/* Whether the model cuts its pieces (cut.c), and with which rule: SentencePiece always (it has
+ * no pre-tokenizer), BPE unless its pieces come from a byte-level regex split (short, and
+ * ignore_merges looks a piece up whole). */
+static bool model_cuts(const fdl_tok *t, bool *need_tokens) {
+  *need_tokens = t->model != TK_MODEL_SPM;
+  return t->model == TK_MODEL_SPM || !(t->byte_level || t->ignore_merges);
+}
+
+static fdl_status spm_cached(fdl_tok *t, const char *p, size_t n, tk_out *o, fdl_err *err) {
+  return fdl_tk_cached(t, p, n, fdl_tk_spm_part, o, err);
+}
+
 fdl_status fdl_tk_model_piece(fdl_tok *t, const char *p, size_t n, tk_out *o, fdl_err *err) {
+  bool need_tokens;
   fdl_status st;
-  if (t->model == TK_MODEL_SPM)
-    st = fdl_tk_spm_piece(t, p, n, o, err);
-  else if (t->byte_level || t->ignore_merges) /* pieces cut by a regex, short */
+  if (!model_cuts(t, &need_tokens))
     st = fdl_tk_bpe_piece(t, p, n, o, err);
-  else /* SentencePiece-style BPE: often the whole text is one piece */
-    st = fdl_tk_cut_parts(t, p, n, true, fdl_tk_bpe_piece, o, err);
+  else
+    st = fdl_tk_cut_parts(t, p, n, need_tokens,
+                          t->model == TK_MODEL_SPM ? spm_cached : fdl_tk_bpe_piece, o, err);
   return st == FDL_OK ? fdl_tk_out_flush(o, false, err) : st;
 }
 
@@ -133,13 +156,43 @@ static fdl_status model(fdl_tok *t, tk_text *x, size_t off, size_t len, bool fir
   return fdl_tk_pretokenize(t, x, off, len, first, o, err);
 }
 
+/* A fragment whose normalized text is one piece (no pre-tokenizer) for a model that cuts it,
+ * normalized in blocks of about BLOCK bytes (normalize.c says where one can end) and encoded up
+ * to the last cut the model would make, the rest carried into the next block: the same parts,
+ * so the same ids, as the whole, with memory that does not grow with the fragment. */
+#define BLOCK ((size_t)1 << 12)
+static fdl_status fragment_blocks(fdl_tok *t, const char *s, size_t n, bool need_tokens, tk_out *o,
+                                  fdl_err *err) {
+  tk_bytes r = {0};
+  fdl_status st = FDL_OK;
+  for (size_t at = 0; at < n && st == FDL_OK;) {
+    size_t end = n - at > BLOCK ? fdl_tk_norm_cut(t, s, at + BLOCK, n) : n;
+    st = fdl_tk_normalize(t, s + at, end - at, at == 0, &r, err);
+    if (st == FDL_OK && r.failed) st = fdl_fail(err, FDL_NOMEM, "out of memory normalizing");
+    at = end;
+    size_t cut = r.len;
+    if (st == FDL_OK && at < n) st = fdl_tk_last_cut(t, r.p, r.len, need_tokens, &cut, err);
+    if (st == FDL_OK && cut) {
+      st = fdl_tk_model_piece(t, r.p, cut, o, err);
+      memmove(r.p, r.p + cut, r.len - cut);
+      r.len -= cut;
+    }
+  }
+  free(r.p);
+  return st;
+}
+
 static fdl_status fragment(fdl_tok *t, const char *s, size_t n, bool first, bool special, tk_out *o,
                            fdl_err *err) {
+  bool need_tokens;
+  if (t->n_norm && !t->n_pre && n > BLOCK && model_cuts(t, &need_tokens) && fdl_tk_norm_blocks(t) &&
+      !phase_has_added(t, 1, special))
+    return fragment_blocks(t, s, n, need_tokens, o, err);
   tk_bytes norm = {0};
   tk_text x = {s, n, {0}};
   fdl_status st = FDL_OK;
   if (t->n_norm) {
-    st = fdl_tk_normalize(t, s, n, &norm, err);
+    st = fdl_tk_normalize(t, s, n, true, &norm, err);
     if (st == FDL_OK && norm.failed) st = fdl_fail(err, FDL_NOMEM, "out of memory");
     x.base = norm.p;
     x.base_n = norm.len;

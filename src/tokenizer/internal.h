@@ -67,6 +67,7 @@ typedef enum { TK_PREPEND_NEVER, TK_PREPEND_FIRST, TK_PREPEND_ALWAYS } tk_prepen
 
 typedef struct {
   pcre2_code *code; /* NULL for a literal: lit/lit_len */
+  bool jit;         /* code was JIT-compiled */
   char *lit;
   size_t lit_len;
 } tk_pattern;
@@ -127,7 +128,7 @@ typedef struct {
   size_t mask, n;
 } tk_merges;
 
-/* The word cache of the BPE model: piece bytes -> ids, dropped whole when full. */
+/* The word cache (cache.c): piece bytes -> ids, dropped whole when full. */
 typedef struct {
   uint64_t *slot; /* hash << 32 | entry + 1 (0 = empty) */
   size_t mask, used;
@@ -139,6 +140,13 @@ typedef struct {
     uint32_t off, len, ids_off, n_ids;
   } * ent;
   size_t n_ent, cap_ent;
+  /* In front of it, direct-mapped and small enough to stay in the core's cache: pieces of at
+   * most 8 bytes that are one token (the frequent words), keyed by their bytes. */
+  struct tk_hot {
+    uint64_t key; /* the piece's bytes, zero-padded */
+    int32_t id;
+    uint32_t len; /* 0 = empty */
+  } * hot;
 } tk_cache;
 
 /* Working arrays of one piece's merge, kept between pieces. */
@@ -178,8 +186,9 @@ struct fdl_tok {
   size_t n_dec;
   tk_added *added; /* in file order */
   size_t n_added;
-  uint32_t *added_order;     /* added indices grouped by first byte, longest first */
-  uint32_t added_start[257]; /* added_order[added_start[b] .. added_start[b + 1]) */
+  uint32_t *added_order;      /* added indices grouped by first byte, longest first */
+  uint32_t added_start[257];  /* added_order[added_start[b] .. added_start[b + 1]) */
+  uint32_t added_kinds[2][2]; /* how many added tokens are [special][normalized] */
   int32_t bos, eos;
   bool add_bos, add_eos;
   char kind[64], source[32], id[96];
@@ -261,8 +270,14 @@ fdl_status fdl_tk_push_id(tk_out *o, int32_t id, fdl_err *err);
 /* Hands the batch to the sink when it is full, or when last (and not empty). */
 fdl_status fdl_tk_out_flush(tk_out *o, bool last, fdl_err *err);
 
-/* normalize.c: text -> out (appended), every step in order. */
-fdl_status fdl_tk_normalize(const fdl_tok *t, const char *s, size_t n, tk_bytes *out, fdl_err *err);
+/* normalize.c: text -> out (appended), every step in order; start: the text starts the fragment
+ * (Prepend writes only there). */
+fdl_status fdl_tk_normalize(const fdl_tok *t, const char *s, size_t n, bool start, tk_bytes *out,
+                            fdl_err *err);
+/* Whether the normalizer can run in blocks, and the first place at or after from where a block
+ * of s[0..n) can end (n when none). */
+bool fdl_tk_norm_blocks(const fdl_tok *t);
+size_t fdl_tk_norm_cut(const fdl_tok *t, const char *s, size_t from, size_t n);
 /* pretok.c: cuts x[off, off+len) into pieces and encodes each (fdl_tk_model_piece) in order;
  * first: the fragment starts the text. */
 fdl_status fdl_tk_pretokenize(fdl_tok *t, tk_text *x, size_t off, size_t len, bool first, tk_out *o,
@@ -271,12 +286,19 @@ fdl_status fdl_tk_pretokenize(fdl_tok *t, tk_text *x, size_t off, size_t len, bo
 fdl_status fdl_tk_model_piece(fdl_tok *t, const char *p, size_t n, tk_out *o, fdl_err *err);
 /* bpe.c / spm.c: one piece -> ids appended. */
 fdl_status fdl_tk_bpe_piece(fdl_tok *t, const char *p, size_t n, tk_out *o, fdl_err *err);
-fdl_status fdl_tk_spm_piece(fdl_tok *t, const char *p, size_t n, tk_out *o, fdl_err *err);
+/* spm.c: one part of a piece, already cut (cut.c) */
+fdl_status fdl_tk_spm_part(fdl_tok *t, const char *p, size_t n, tk_out *o, fdl_err *err);
 /* cut.c: p[0,n) cut where no merge can join across, each part through fn, o flushed between
  * parts; need_tokens (BPE): cut only between characters that are tokens themselves. */
 typedef fdl_status (*tk_part_fn)(fdl_tok *t, const char *p, size_t n, tk_out *o, fdl_err *err);
 fdl_status fdl_tk_cut_parts(fdl_tok *t, const char *p, size_t n, bool need_tokens, tk_part_fn fn,
                             tk_out *o, fdl_err *err);
+/* The last place fdl_tk_cut_parts would cut p[0,n) (0: none) into *at. */
+fdl_status fdl_tk_last_cut(fdl_tok *t, const char *p, size_t n, bool need_tokens, size_t *at,
+                           fdl_err *err);
+/* cache.c: p[0,n)'s ids from the word cache, else from fn (then remembered). */
+fdl_status fdl_tk_cached(fdl_tok *t, const char *p, size_t n, tk_part_fn fn, tk_out *o,
+                         fdl_err *err);
 /* merge.c: the shared symbol list and priority queue of both models. */
 fdl_status fdl_tk_scratch_reserve(tk_scratch *s, size_t n, fdl_err *err);
 fdl_status fdl_tk_heap_push(tk_scratch *s, double key, uint32_t left, uint32_t right, uint32_t a,

@@ -1,7 +1,16 @@
 /* normalize.c - the normalizer steps of a tokenizer.json, in order, on one text fragment.
  *
  * Unicode normalization is utf8proc's (NFC, NFKC, NFD, NFKD: the same Unicode algorithm the
- * references run); Lowercase maps each code point by utf8proc's simple lowercase mapping. */
+ * references run); Lowercase maps each code point by utf8proc's simple lowercase mapping.
+ *
+ * A long fragment may be normalized in blocks (encode.c): fdl_tk_norm_cut finds where a block
+ * can end so that the blocks' results joined are the whole's. It cuts between two ASCII
+ * characters that are neither white space nor upper case, nor in any Replace pattern or
+ * content: every step leaves both as they are (ASCII is its own NFC, NFKC, NFD and NFKD, no
+ * composition has an ASCII second character, Lowercase maps one code point at a time), no
+ * Replace match can span them, and Strip finds nothing to strip beside them. Prepend writes
+ * only before the first block (start). A Replace with a regex could match anything: such a
+ * tokenizer is normalized whole. */
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -83,7 +92,7 @@ static fdl_status replace(const fdl_tok *t, const tk_norm *op, const char *s, si
   return FDL_OK;
 }
 
-fdl_status fdl_tk_normalize(const fdl_tok *t, const char *s, size_t n, tk_bytes *out,
+fdl_status fdl_tk_normalize(const fdl_tok *t, const char *s, size_t n, bool start, tk_bytes *out,
                             fdl_err *err) {
   tk_bytes a = {0}, b = {0};
   fdl_tk_bytes_put(&a, s, n);
@@ -102,7 +111,7 @@ fdl_status fdl_tk_normalize(const fdl_tok *t, const char *s, size_t n, tk_bytes 
       lower(a.p, a.len, &b);
       break;
     case TK_N_PREPEND:
-      if (a.len) fdl_tk_bytes_put(&b, op->a, op->a_len);
+      if (a.len && start) fdl_tk_bytes_put(&b, op->a, op->a_len);
       fdl_tk_bytes_put(&b, a.p, a.len);
       break;
     case TK_N_REPLACE:
@@ -123,4 +132,29 @@ fdl_status fdl_tk_normalize(const fdl_tok *t, const char *s, size_t n, tk_bytes 
   free(a.p);
   free(b.p);
   return st;
+}
+
+/* Whether the character c may stand beside a block cut (above). */
+static bool cut_char(const fdl_tok *t, unsigned char c) {
+  if (c <= ' ' || c >= 0x7F || (c >= 'A' && c <= 'Z')) return false;
+  for (size_t i = 0; i < t->n_norm; i++) {
+    const tk_norm *op = &t->norm[i];
+    if (op->kind != TK_N_REPLACE) continue;
+    if ((op->pat.lit && memchr(op->pat.lit, c, op->pat.lit_len)) ||
+        (op->a && memchr(op->a, c, op->a_len)))
+      return false;
+  }
+  return true;
+}
+
+bool fdl_tk_norm_blocks(const fdl_tok *t) {
+  for (size_t i = 0; i < t->n_norm; i++)
+    if (t->norm[i].kind == TK_N_REPLACE && t->norm[i].pat.code) return false;
+  return true;
+}
+
+size_t fdl_tk_norm_cut(const fdl_tok *t, const char *s, size_t from, size_t n) {
+  for (size_t i = from ? from : 1; i < n; i++)
+    if (cut_char(t, (unsigned char)s[i]) && cut_char(t, (unsigned char)s[i - 1])) return i;
+  return n;
 }

@@ -199,7 +199,7 @@ static fdl_status down(flow *f, size_t level, size_t off, size_t n) {
     size_t start = metaspace_text(op, f->x, off, n, first);
     if (f->x->ext.failed) return nomem(f);
     size_t len = f->x->base_n + f->x->ext.len - start;
-    tk_pattern lit = {NULL, (char *)op->repl, op->repl_len};
+    tk_pattern lit = {.lit = (char *)op->repl, .lit_len = op->repl_len};
     st = op->split ? cut(f, level + 1, op, &lit, TK_B_MERGED_NEXT, false, start, len)
                    : down(f, level + 1, start, len);
     break;

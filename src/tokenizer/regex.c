@@ -68,7 +68,8 @@ fdl_status fdl_tk_pattern_regex(tk_pattern *pt, const char *re, size_t len, cons
     return fdl_fail(err, FDL_PARSE, "%s: the regex does not compile (PCRE2: %s, near byte %zu)",
                     where, (const char *)msg, (size_t)off);
   }
-  (void)pcre2_jit_compile(pt->code, PCRE2_JIT_COMPLETE); /* without JIT it still runs, slower */
+  /* without JIT it still runs, slower */
+  pt->jit = pcre2_jit_compile(pt->code, PCRE2_JIT_COMPLETE) == 0;
   return FDL_OK;
 }
 
@@ -113,7 +114,11 @@ int fdl_tk_pattern_next(const fdl_tok *t, const tk_pattern *pt, const char *s, s
    * a regex iterator would find next), then the search moves one character on. */
   uint32_t opts = 0;
   while (from <= n) {
-    int rc = pcre2_match(pt->code, (PCRE2_SPTR)s, n, from, PCRE2_NO_UTF_CHECK | opts, t->md, t->mc);
+    /* JIT directly on the common search (pcre2_match would check its options first each time);
+     * an anchored retry is one the interpreter runs anyway (JIT takes no match-time ANCHORED) */
+    int rc = pt->jit && !opts ? pcre2_jit_match(pt->code, (PCRE2_SPTR)s, n, from, 0, t->md, t->mc)
+                              : pcre2_match(pt->code, (PCRE2_SPTR)s, n, from,
+                                            PCRE2_NO_UTF_CHECK | opts, t->md, t->mc);
     if (rc == PCRE2_ERROR_NOMATCH) {
       if (!opts) return 0;
       opts = 0;

@@ -5,7 +5,7 @@
  * and new neighbours become candidates. A final symbol that is not a token (a character outside
  * the vocabulary) becomes its <0xXX> byte tokens, else the unknown token.
  *
- * A piece is first cut where no merge can join across (cut.c): SentencePiece has no
+ * encode.c first cuts a piece where no merge can join across (cut.c): SentencePiece has no
  * pre-tokenizer, so without the cut a whole text is one heap of a million candidates. */
 #include <stdlib.h>
 
@@ -22,7 +22,7 @@ static fdl_status candidate(fdl_tok *t, const char *p, uint32_t l, uint32_t r, f
   return fdl_tk_heap_push(s, -(double)t->score[id], l, r, len, (uint32_t)id, err);
 }
 
-static fdl_status part(fdl_tok *t, const char *p, size_t n, tk_out *o, fdl_err *err) {
+fdl_status fdl_tk_spm_part(fdl_tok *t, const char *p, size_t n, tk_out *o, fdl_err *err) {
   tk_scratch *s = &t->scratch;
   fdl_status st = fdl_tk_scratch_reserve(s, n + 1, err);
   if (st != FDL_OK) return st;
@@ -66,8 +66,4 @@ static fdl_status part(fdl_tok *t, const char *p, size_t n, tk_out *o, fdl_err *
     }
   }
   return st;
-}
-
-fdl_status fdl_tk_spm_piece(fdl_tok *t, const char *p, size_t n, tk_out *o, fdl_err *err) {
-  return fdl_tk_cut_parts(t, p, n, false, part, o, err);
 }
