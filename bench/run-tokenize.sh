@@ -2,8 +2,8 @@
 # `fidelis tokenize` on a multi-megabyte text with the GPT-2 (byte-level BPE) and Llama-SPM
 # (SentencePiece, byte fallback) vocabularies of ../shared/vectors/tokenizer/, side by side with
 # a floor written in Python in the same script (bench/tokenize_bench.py says what it is).
-# Targets: >= 20 MB/s per core on byte-level BPE; peak RSS <= the vocabulary + 32 MiB beyond the
-# text and its ids (tokenize holds both whole).
+# Targets: >= 20 MB/s per core on byte-level BPE; peak RSS <= the vocabulary + 32 MiB, the
+# 16 MiB text included ("the vocabulary": the same command's peak on one word).
 #
 # Usage: bench/run-tokenize.sh BUILD_DIR
 # Knobs: FDL_BENCH_TOK_MB (16), FDL_BENCH_TOK_FLOOR_MB (1), FDL_BENCH_REPEATS (3, best of).

@@ -38,15 +38,16 @@ small = os.path.join(work, "slice.txt")
 open(small, "wb").write(text[:cut])
 
 
-def run_cli(vocab, path):
-    """(best wall seconds, peak RSS bytes, ids) of fidelis tokenize over path."""
+def run_cli(vocab, path, string=None):
+    """(best wall seconds, peak RSS bytes, ids) of fidelis tokenize over path (or a string)."""
     best, rss, out = None, 0, b""
+    what = ["--string", string] if string is not None else ["--text", path]
     for _ in range(repeats):
         t0 = time.perf_counter()
         # GNU time reports its own child's peak: a child forked from this process would count
         # the pages this script holds (the floor's id lists) until its exec.
-        p = subprocess.run(["/usr/bin/time", "-f", "%M", cli, "tokenize", "--tokenizer", vocab,
-                            "--text", path, "--no-special"], capture_output=True)
+        p = subprocess.run(["/usr/bin/time", "-f", "%M", cli, "tokenize", "--tokenizer", vocab]
+                           + what + ["--no-special"], capture_output=True)
         dt = time.perf_counter() - t0
         if p.returncode != 0:
             sys.exit("tokenize failed on %s: %s" % (vocab, p.stderr.decode()[-300:]))
@@ -147,29 +148,31 @@ for name, floor in (("gpt-2", floor_gpt2), ("llama-spm", floor_spm)):
     vocab = os.path.join(vdir, "ggml-vocab-%s.gguf" % name)
     meta = gguf_util.read_metadata(vocab)
     t, rss, _ = run_cli(vocab, big)
+    # "the vocabulary": the peak of the same command on one word (program, libraries, the
+    # loaded vocabulary and its tables)
+    _, loaded, _ = run_cli(vocab, None, "hello")
     ts, _, ids_small = run_cli(vocab, small)
     t0 = time.perf_counter()
     fl = floor(meta, text[:cut])
     tf = time.perf_counter() - t0
-    vbytes = os.path.getsize(vocab)
-    rows.append((name, len(text) / t / 2**20, cut / ts / 2**20, cut / tf / 2**20, rss, vbytes,
+    rows.append((name, len(text) / t / 2**20, cut / ts / 2**20, cut / tf / 2**20, rss, loaded,
                  agree(ids_small, fl)))
 print("text: %.1f MiB (english, code, multilingual corpora repeated); floor slice %.2f MiB; "
       "best of %d; one thread (tokenize is single-threaded)" % (len(text) / 2**20, cut / 2**20,
                                                                  repeats))
-print("%-10s %12s %14s %14s %8s %10s %10s %8s" % ("vocab", "fidelis MB/s", "fidelis slice",
-                                                  "python floor", "ratio", "RSS MiB", "vocab MiB",
-                                                  "agree"))
+print("%-10s %12s %14s %14s %8s %10s %11s %8s" % ("vocab", "fidelis MB/s", "fidelis slice",
+                                                  "python floor", "ratio", "RSS MiB",
+                                                  "loaded MiB", "agree"))
 ok = True
 for name, full, sl, fl, rss, vb, ag in rows:
-    print("%-10s %12.1f %14.1f %14.2f %7.0fx %10.1f %10.1f %7.1f%%" % (
+    print("%-10s %12.1f %14.1f %14.2f %7.0fx %10.1f %11.1f %7.1f%%" % (
         name, full, sl, fl, sl / fl, rss / 2**20, vb / 2**20, 100 * ag))
     if name == "gpt-2" and full < 20:
         ok = False
         print("  below the target: 20 MB/s per core on byte-level BPE")
-    if rss > vb + 32 * 2**20 + len(text) * 2:
+    if rss > vb + 32 * 2**20:
         ok = False
-        print("  above the target: peak RSS <= vocabulary + 32 MiB (+ the text and its ids)")
+        print("  above the target: peak RSS <= the loaded vocabulary + 32 MiB (the text included)")
 os.unlink(big)
 os.unlink(small)
 os.rmdir(work)
