@@ -67,7 +67,8 @@ typedef struct {
 } fdl_model_opts;
 
 /* Loads and checks a model directory: every tensor's presence, dtype, shape and finiteness
- * against config.json. o may be NULL (defaults). */
+ * against config.json. o may be NULL (defaults). dir may also be a GGUF file (llama, qwen2,
+ * qwen3; docs/GGUF.md): its metadata stands for config.json and its one file for the shards. */
 FDL_API fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **out,
                                   fdl_err *err);
 FDL_API void fdl_model_free(fdl_model *m);
@@ -81,8 +82,12 @@ FDL_API size_t fdl_model_file_count(const fdl_model *m);
  * hex and a NUL. False when i is out of range. */
 FDL_API bool fdl_model_file_digest(const fdl_model *m, size_t i, const char **name, uint64_t *bytes,
                                    char hex[65]);
-/* config.json as the loader parsed it, from the bytes fdl_model_file_digest digests. Borrowed:
- * lives as long as the model. */
+/* Whether the model came from a GGUF file; then *codec ("gguf:q4_K": its matrices' most common
+ * ggml type; borrowed) and *quantized (some matrix is stored quantized and runs as its float32
+ * dequantization), each when not NULL. */
+FDL_API bool fdl_model_is_gguf(const fdl_model *m, const char **codec, bool *quantized);
+/* config.json as the loader parsed it (for a GGUF, the config its metadata stands for), from the
+ * bytes fdl_model_file_digest digests. Borrowed: lives as long as the model. */
 FDL_API const json_t *fdl_model_config(const fdl_model *m);
 
 typedef enum {

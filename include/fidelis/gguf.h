@@ -45,21 +45,44 @@ typedef struct {
   uint64_t value; /* file offset of the value */
 } fdl_gguf_kv;
 
+/* One tensor-info entry. Its data lies inside the file, aligned, overlapping no other's
+ * (proved at open). */
+typedef struct {
+  const char *name; /* NUL-terminated copy */
+  uint32_t n_dims;  /* 1..4 */
+  uint64_t ne[4];   /* ggml order: ne[0] values per row, contiguous; unused dimensions 1 */
+  uint32_t type;    /* enum ggml_type (fidelis/ggml_quant.h) */
+  uint64_t offset;  /* absolute file offset of the data */
+  uint64_t nbytes;  /* stored bytes: rows x the type's row size */
+} fdl_gguf_tensor;
+
 typedef struct {
   fdl_map map;
   uint32_t version;
   uint64_t n_tensors;
   fdl_gguf_kv *kv;
   size_t n_kv;
-  uint64_t meta_end; /* offset just past the metadata */
-  char *path;        /* for messages */
+  uint64_t meta_end;        /* offset just past the metadata */
+  char *path;               /* for messages */
+  fdl_gguf_tensor *tensors; /* [n_tensors], in file order */
+  uint32_t *by_name;        /* tensor indices sorted by name */
+  uint32_t alignment;       /* general.alignment (32 when absent) */
+  uint64_t data_offset;     /* the data section's start */
 } fdl_gguf;
 
 /* Opens and indexes a GGUF file. A bad magic, a version other than 2 or 3, a length or count
  * the file cannot hold, an unknown value type, a duplicate key or a key that is not UTF-8 is
- * refused (FDL_PARSE / FDL_BOUNDS / FDL_UNSUPPORTED), naming the key and its offset. */
+ * refused (FDL_PARSE / FDL_BOUNDS / FDL_UNSUPPORTED), naming the key and its offset. So is a
+ * tensor table that lies: a duplicate or non-UTF-8 name, more than 4 dimensions, a zero or
+ * overflowing shape, a type ggml does not define, a row that is not whole blocks, data that is
+ * misaligned, past the end, or overlapping another tensor's. */
 FDL_API fdl_status fdl_gguf_open(const char *path, fdl_gguf *g, fdl_err *err);
 FDL_API void fdl_gguf_close(fdl_gguf *g);
+
+/* The tensor named name, or NULL. */
+FDL_API const fdl_gguf_tensor *fdl_gguf_tensor_find(const fdl_gguf *g, const char *name);
+/* Its stored bytes (inside the mapping). */
+FDL_API const uint8_t *fdl_gguf_tensor_data(const fdl_gguf *g, const fdl_gguf_tensor *t);
 
 /* The entry for key, or NULL. */
 FDL_API const fdl_gguf_kv *fdl_gguf_find(const fdl_gguf *g, const char *key);

@@ -127,7 +127,7 @@ int fdl_cli_capture(int argc, char **argv) {
   args a;
   int rc = parse(&a, argc, argv, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
-  if ((rc = fdl_cli_input_dir("capture", a.o.model_dir)) ||
+  if ((rc = fdl_cli_input_model("capture", a.o.model_dir)) ||
       (rc = fdl_cli_input_file("capture", a.o.panel_path)))
     return rc;
   fdl_cli_progress pr;

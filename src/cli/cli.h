@@ -41,6 +41,8 @@ const fdl_cli_command *fdl_cli_commands(size_t *n);
 int fdl_cli_verify(int argc, char **argv);
 int fdl_cli_json(int argc, char **argv);
 int fdl_cli_tensor(int argc, char **argv);
+/* tensor_gguf.c: `tensor ls` of a GGUF file (real: the resolved path to open). */
+int fdl_cli_tensor_gguf(const char *path, const char *real, bool as_json);
 int fdl_cli_compare(int argc, char **argv);
 int fdl_cli_synth(int argc, char **argv);
 int fdl_cli_capture(int argc, char **argv);
@@ -168,6 +170,8 @@ int fdl_cli_exit_for(fdl_status s);
 int fdl_cli_input_dataset(const char *cmd, const char *path, bool need_manifest);
 /* A named input directory (openable, a directory): 0, or reports and returns FDL_EXIT_USAGE. */
 int fdl_cli_input_dir(const char *cmd, const char *path);
+/* A model: a directory (fdl_cli_input_dir) or a regular file (a GGUF; fdl_cli_input_file). */
+int fdl_cli_input_model(const char *cmd, const char *path);
 /* A named input file: resolved once (it may be a symlink: fdl_resolve_named), then opened as
  * the library does (fdl_open_regular: regular files only, never blocking), then let go. 0, or
  * reports and returns FDL_EXIT_USAGE. */

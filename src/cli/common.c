@@ -254,3 +254,9 @@ bool fdl_cli_is_dir(const char *path) {
 int fdl_cli_input_tokenizer(const char *cmd, const char *path) {
   return fdl_cli_is_dir(path) ? 0 : fdl_cli_input_file(cmd, path);
 }
+
+int fdl_cli_input_model(const char *cmd, const char *path) {
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return fdl_cli_input_file(cmd, path);
+  return fdl_cli_input_dir(cmd, path);
+}

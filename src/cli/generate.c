@@ -372,7 +372,7 @@ int fdl_cli_generate(int argc, char **argv) {
   args a;
   int rc = parse(&a, argc, argv, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
-  if ((rc = fdl_cli_input_dir("generate", a.model))) return rc;
+  if ((rc = fdl_cli_input_model("generate", a.model))) return rc;
   fdl_tok *tok = NULL;
   if ((rc = load_tokenizer(&a, &tok))) return rc;
   int32_t *ids = NULL, *cont = NULL;

@@ -344,7 +344,7 @@ int fdl_cli_divergence(int argc, char **argv) {
     rc = FDL_EXIT_REFUSED;
   }
   if (!rc && a.model_dir) {
-    if (fdl_cli_input_dir("divergence", a.model_dir) != 0) rc = FDL_EXIT_USAGE;
+    if (fdl_cli_input_model("divergence", a.model_dir) != 0) rc = FDL_EXIT_USAGE;
     fdl_status s = rc ? FDL_OK : fdl_kiln_model_identity(a.model_dir, a.model_id, &mi, &err);
     if (s != FDL_OK) {
       fdl_cli_report(&err);

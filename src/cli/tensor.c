@@ -1,4 +1,5 @@
-/* tensor.c - `fidelis tensor ls FILE [--json]`: list the tensors of a safetensors or .npy file.
+/* tensor.c - `fidelis tensor ls FILE [--json]`: list the tensors of a safetensors, .npy or GGUF
+ * file (GGUF: tensor_gguf.c).
  *
  * The format is chosen by content, not by name (sniff): "\x93NUMPY" is .npy, anything else is
  * read as safetensors. Each tensor's SHA-256 covers exactly its raw bytes, so it can be compared
@@ -15,11 +16,17 @@ static void usage(FILE *f) {
   fprintf(
       f,
       "usage: fidelis tensor ls FILE [--json]\n\n"
-      "Lists the tensors of a safetensors or .npy file (chosen by magic bytes): name,\n"
-      "dtype, shape, byte range [begin,end) in the file, and SHA-256 of the raw bytes.\n"
-      "Every header bound is checked before any tensor byte is read.\n\n"
+      "Lists the tensors of a safetensors, .npy or GGUF file (chosen by magic bytes):\n"
+      "name, dtype, shape, byte range [begin,end) in the file, and SHA-256 of the raw\n"
+      "bytes. For GGUF the dtype is the ggml type, the shape is row-major ([rows, cols],\n"
+      "ggml's ne reversed), and a last column gives the SHA-256 of the tensor's float32\n"
+      "little-endian dequantization by ggml's to_float (\"-\" for a type fidelis does not\n"
+      "dequantize). Every header bound is checked before any tensor byte is read.\n\n"
       "  --json   print {\"file\", \"format\", \"metadata\", \"tensors\": [{\"name\",\n"
-      "           \"dtype\", \"shape\", \"offset\", \"nbytes\", \"sha256\"}]} as canonical JSON\n\n"
+      "           \"dtype\", \"shape\", \"offset\", \"nbytes\", \"sha256\"}]} as canonical JSON\n"
+      "           (GGUF: {\"file\", \"format\", \"gguf_version\", \"alignment\",\n"
+      "           \"tensor_data_offset\", \"tensors\": [{\"name\", \"type\", \"type_id\",\n"
+      "           \"shape\", \"offset\", \"nbytes\", \"sha256\", \"dequantized_sha256\"}]})\n\n"
       "  -h, --help  show this help\n\n"
       "exit codes: 0 ok; 3 file refused (malformed, named in the terms of the format its\n"
       "first bytes announce); 4 bad usage, a FILE that cannot be opened (missing, not a\n"
@@ -110,6 +117,12 @@ static int list_file(const char *path, bool as_json) {
   fdl_status s = fdl_resolve_named(path, &real, &err);
   if (s == FDL_OK && (s = fdl_map_file(real, &m, &err)) != FDL_OK && strcmp(real, path))
     fdl_err_prefix(&err, "%s", path); /* name the link the user gave, then its target */
+  if (s == FDL_OK && m.size >= 4 && !memcmp(m.data, "GGUF", 4)) {
+    fdl_unmap(&m);
+    int rc = fdl_cli_tensor_gguf(path, real, as_json);
+    free(real);
+    return rc;
+  }
   free(real);
   if (s != FDL_OK) {
     fdl_cli_report(&err);

@@ -11,6 +11,7 @@
 
 #include "fidelis/engine.h"
 #include "fidelis/gemm.h"
+#include "fidelis/gguf.h"
 #include "fidelis/pool.h"
 #include "fidelis/tensor.h"
 
@@ -91,6 +92,13 @@ struct fdl_model {
   size_t nfiles;
   const fdl_tensor **checked; /* the tensors fdl_eng_bind bound: the ones checked for finiteness */
   size_t nchecked, capchecked;
+  /* A model from a GGUF file instead of shards (gguf_model.c): */
+  fdl_gguf *gguf;
+  fdl_tensor *gt; /* [ngt] its tensors under the Hugging Face names */
+  char **gt_names;
+  size_t ngt;
+  char gguf_codec[40]; /* "gguf:<the matrices' most common type>" */
+  bool gguf_quantized; /* some matrix is stored quantized (run dequantized) */
 };
 
 /* Attention query rows per task. */
@@ -112,6 +120,15 @@ fdl_status fdl_eng_cfg_bool(const json_t *cfg, const char *path, const char *key
  * was found). info->linear is allocated here and freed with the model. */
 fdl_status fdl_eng_config_qwen35(const json_t *cfg, const json_t *tc, const json_t *rope_src,
                                  const char *path, fdl_model_info *info, fdl_err *err);
+
+/* gguf_model.c: whether path is a GGUF file; opening one (m->gguf, m->config from its
+ * metadata, m->files its one entry); its tensors as views (after fdl_eng_config); its digest and
+ * the bound tensors' finiteness (after binding). */
+bool fdl_eng_is_gguf(const char *path);
+fdl_status fdl_eng_gguf_open(fdl_model *m, const char *path, fdl_err *err);
+fdl_status fdl_eng_gguf_config(const fdl_gguf *g, json_t **cfg, fdl_err *err);
+fdl_status fdl_eng_gguf_tensors(fdl_model *m, fdl_err *err);
+fdl_status fdl_eng_gguf_scan(fdl_model *m, fdl_err *err);
 
 /* weights.c: opens the shards, binds and checks every tensor against info. */
 fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl_err *err);

@@ -39,6 +39,11 @@ void fdl_model_free(fdl_model *m) {
   free(m->owned);
   free(m->final_norm);
   for (size_t i = 0; i < m->nshards; i++) fdl_safetensors_close(m->shards[i]);
+  for (size_t i = 0; i < m->ngt; i++) free(m->gt_names[i]);
+  free(m->gt_names);
+  free(m->gt);
+  if (m->gguf) fdl_gguf_close(m->gguf);
+  free(m->gguf);
   free(m->shards);
   free(m->inv_freq);
   json_decref(m->config);
@@ -66,6 +71,13 @@ const fdl_tensor *fdl_model_head(const fdl_model *m) {
 
 size_t fdl_model_file_count(const fdl_model *m) {
   return m->nfiles;
+}
+
+bool fdl_model_is_gguf(const fdl_model *m, const char **codec, bool *quantized) {
+  if (!m->gguf) return false;
+  if (codec) *codec = m->gguf_codec;
+  if (quantized) *quantized = m->gguf_quantized;
+  return true;
 }
 
 bool fdl_model_file_digest(const fdl_model *m, size_t i, const char **name, uint64_t *bytes,
@@ -140,11 +152,16 @@ fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **
   if (!o) o = &def;
   fdl_model *m = calloc(1, sizeof *m);
   if (!m) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  /* config.json by the one model-file rule (fdl_model_member). A directory without it holds no
-   * model: a finding about the input (exit 3), not a failure to read it. */
+  /* A GGUF file: its metadata is the config (gguf_model.c). Otherwise config.json by the one
+   * model-file rule (fdl_model_member); a directory without it holds no model: a finding about
+   * the input (exit 3), not a failure to read it. */
+  bool gguf = fdl_eng_is_gguf(dir);
   char *cp = NULL;
-  fdl_status s = fdl_model_member(dir, "config.json", &cp, err);
-  if (!s && !cp) {
+  fdl_status s =
+      gguf ? fdl_eng_gguf_open(m, dir, err) : fdl_model_member(dir, "config.json", &cp, err);
+  if (!s && gguf) {
+    s = fdl_eng_config(m->config, dir, &m->info, err);
+  } else if (!s && !cp) {
     char q[FDL_QUOTE_CAP];
     s = fdl_path_exists(dir)
             ? fdl_fail(err, FDL_REFUSED,
@@ -155,8 +172,8 @@ fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **
             : fdl_fail(err, FDL_IO, "%s: cannot open the model directory to read its config.json",
                        fdl_quote_str(dir, q, sizeof q));
   }
-  if (!s) s = load_config(m, cp, err);
-  if (!s) s = fdl_eng_config(m->config, cp, &m->info, err);
+  if (!s && !gguf) s = load_config(m, cp, err);
+  if (!s && !gguf) s = fdl_eng_config(m->config, cp, &m->info, err);
   /* The pool first: the weights' one pass (digest and finiteness) spreads shards over it. */
   if (!s) s = fdl_pool_init(&m->pool, o->threads, err);
   if (!s) s = fdl_eng_weights(m, dir, m->config, err);

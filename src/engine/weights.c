@@ -173,6 +173,8 @@ const fdl_tensor *fdl_eng_find(const fdl_model *m, const char *name) {
     const fdl_tensor *t = fdl_safetensors_find(m->shards[i], name);
     if (t) return t;
   }
+  for (size_t i = 0; i < m->ngt; i++)
+    if (!strcmp(m->gt[i].name, name)) return &m->gt[i];
   return NULL;
 }
 
@@ -254,7 +256,8 @@ fdl_status fdl_eng_bind_mat(eng_binder *b, const char *name, size_t rows, size_t
 
 fdl_status fdl_eng_bind_vec(eng_binder *b, const char *name, size_t n, float **out, fdl_err *err) {
   const fdl_tensor *t;
-  fdl_status s = bind(b, name, n, 0, &t, err);
+  /* GGUF keeps norms in F32 beside F16/BF16 matrices; a vector is widened either way */
+  fdl_status s = fdl_eng_bind(b, name, 1, &n, b->m->gguf != NULL, &t, err);
   if (s) return s;
   if (!(*out = malloc(n * sizeof **out))) return fdl_fail(err, FDL_NOMEM, "out of memory");
   fdl_tensor_widen_f32(t, 0, n, *out);
@@ -388,9 +391,11 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
   fdl_status s = FDL_OK;
   /* transformers' rule for a local directory (modeling_utils): model.safetensors when it is
    * there, the shard index only without it; quantize applies the same (docs/MODELS.md). */
-  int one = probe(dir, SINGLE_NAME, NULL, err, &s);
+  int one = m->gguf ? 0 : probe(dir, SINGLE_NAME, NULL, err, &s);
   if (one < 0) return s;
-  if (!one) {
+  if (m->gguf) {
+    if ((s = fdl_eng_gguf_tensors(m, err))) return s;
+  } else if (!one) {
     int has_index = probe(dir, INDEX_NAME, NULL, err, &s);
     if (has_index < 0) return s;
     if (!has_index)
@@ -436,6 +441,7 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
    * allocated for layers the files cannot hold. */
   size_t stored = 0;
   for (size_t i = 0; i < m->nshards; i++) stored += fdl_safetensors_count(m->shards[i]);
+  stored += m->ngt;
   if (in->layers > stored)
     return fdl_fail(err, FDL_PARSE,
                     "config.json num_hidden_layers is %zu, but the checkpoint holds %zu tensors in "
@@ -480,7 +486,16 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
                      "unexpected tensor %s (%s with this config.json has no such weight)", tn,
                      in->arch);
     }
-  if (!s) {
+  for (size_t i = 0; i < m->ngt && !s; i++) {
+    const char *tn = m->gt[i].name;
+    if (!(in->tied && !strcmp(tn, "lm_head.weight")) &&
+        !(b.nbound && bsearch(&tn, b.bound, b.nbound, sizeof *b.bound, cmp_str)))
+      s = fdl_fail(err, FDL_UNSUPPORTED, "%s: unexpected tensor %s (%s has no such weight)",
+                   m->gguf->path, m->gguf->tensors[i].name, in->arch);
+  }
+  if (!s && m->gguf) {
+    s = fdl_eng_gguf_scan(m, err);
+  } else if (!s) {
     /* open_shard appended the shards' entries last, in shard order. */
     scan_job job = {m, m->files + m->nfiles - m->nshards};
     s = fdl_pool_run(&m->pool, m->nshards, scan_shard, &job, err);

@@ -11,12 +11,7 @@
 
 #include "base/sys.h"
 #include "fidelis/gguf.h"
-
-typedef struct {
-  const uint8_t *p;
-  uint64_t size, at;
-  const char *path;
-} cursor;
+#include "gguf/cursor.h"
 
 static const char *const TYPE_NAMES[FDL_GGUF_TYPE_COUNT] = {
     "uint8", "int8",   "uint16", "int16",  "uint32", "int32",  "float32",
@@ -31,41 +26,7 @@ size_t fdl_gguf_type_size(fdl_gguf_type t) {
   return (unsigned)t < FDL_GGUF_TYPE_COUNT ? TYPE_SIZE[t] : 0;
 }
 
-static uint64_t le(const uint8_t *p, unsigned n) {
-  uint64_t v = 0;
-  for (unsigned i = 0; i < n; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
-static fdl_status need(cursor *c, uint64_t n, const char *what, fdl_err *err) {
-  if (n <= c->size - c->at) return FDL_OK;
-  return fdl_fail(err, FDL_BOUNDS,
-                  "%s: %s at offset %" PRIu64 " needs %" PRIu64 " bytes but the file has %" PRIu64
-                  " left",
-                  c->path, what, c->at, n, c->size - c->at);
-}
-
-static fdl_status u32_at(cursor *c, uint32_t *v, const char *what, fdl_err *err) {
-  fdl_status s = need(c, 4, what, err);
-  if (s == FDL_OK) *v = (uint32_t)le(c->p + c->at, 4), c->at += 4;
-  return s;
-}
-
-static fdl_status u64_at(cursor *c, uint64_t *v, const char *what, fdl_err *err) {
-  fdl_status s = need(c, 8, what, err);
-  if (s == FDL_OK) *v = le(c->p + c->at, 8), c->at += 8;
-  return s;
-}
-
-/* A string: its length is proved against the rest of the file before anything else. */
-static fdl_status str_at(cursor *c, uint64_t *off, uint64_t *len, const char *what, fdl_err *err) {
-  fdl_status s = u64_at(c, len, what, err);
-  if (s == FDL_OK) s = need(c, *len, what, err);
-  if (s == FDL_OK) *off = c->at, c->at += *len;
-  return s;
-}
-
-static bool utf8_ok(const uint8_t *s, uint64_t n) {
+bool fdl_gguf_utf8_ok(const uint8_t *s, uint64_t n) {
   for (uint64_t i = 0; i < n;) {
     uint8_t b = s[i];
     unsigned len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
@@ -99,7 +60,7 @@ static fdl_status read_kv(cursor *c, fdl_gguf_kv *kv, uint64_t index, fdl_err *e
   snprintf(what, sizeof what, "metadata entry %" PRIu64 " key", index);
   fdl_status s = str_at(c, &koff, &klen, what, err);
   if (s != FDL_OK) return s;
-  if (klen == 0 || !utf8_ok(c->p + koff, klen))
+  if (klen == 0 || !fdl_gguf_utf8_ok(c->p + koff, klen))
     return fdl_fail(err, FDL_PARSE,
                     "%s: metadata entry %" PRIu64 " at offset %" PRIu64
                     " has an empty key or one that is not UTF-8",
@@ -155,6 +116,9 @@ void fdl_gguf_close(fdl_gguf *g) {
   if (!g) return;
   for (size_t i = 0; i < g->n_kv; i++) free((char *)g->kv[i].key);
   free(g->kv);
+  for (uint64_t i = 0; g->tensors && i < g->n_tensors; i++) free((char *)g->tensors[i].name);
+  free(g->tensors);
+  free(g->by_name);
   free(g->path);
   fdl_unmap(&g->map);
   memset(g, 0, sizeof *g);
@@ -202,6 +166,7 @@ fdl_status fdl_gguf_open(const char *path, fdl_gguf *g, fdl_err *err) {
       if (!strcmp(g->kv[i - 1].key, g->kv[i].key))
         s = fdl_fail(err, FDL_PARSE, "%s: metadata key %s appears twice", path, g->kv[i].key);
   }
+  if (s == FDL_OK) s = fdl_gguf_read_tensors(g, &c, err);
   if (s != FDL_OK) fdl_gguf_close(g);
   return s;
 }

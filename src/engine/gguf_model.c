@@ -1,0 +1,330 @@
+/* gguf_model.c - a model from one GGUF file (docs/GGUF.md): llama.cpp's metadata read as the
+ * config.json the engine takes, and its tensors bound under the Hugging Face names.
+ *
+ * Three things differ from a Hugging Face checkpoint, and each is undone here, once, at load:
+ * - names: `blk.N.attn_q.weight` is `model.layers.N.self_attn.q_proj.weight`, and so on (NAMES);
+ * - for the `llama` architecture, llama.cpp's converter reorders the rows of attn_q and attn_k
+ *   from the rotate-half RoPE layout to the interleaved one: within each head of d rows, GGUF
+ *   row 2i + j is Hugging Face row j*d/2 + i (i < d/2, j in {0, 1}); the rows are put back;
+ * - quantized tensors are dequantized into float32 by ggml's reference to_float
+ *   (fidelis/ggml_quant.h), so a quantized file runs as its exact float32 reconstruction, as a
+ *   GPTQ checkpoint does. When any matrix is quantized, every matrix is held in float32; a file
+ *   of F32, F16 or BF16 matrices keeps them as stored, mapped.
+ * Vectors (norms, biases) are widened to float32 by the engine whatever their type, as always. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/sys.h"
+#include "engine/internal.h"
+#include "fidelis/digest.h"
+#include "fidelis/ggml_quant.h"
+
+static const struct {
+  const char *gguf, *hf; /* per layer: after "blk.N." / "model.layers.N." */
+} NAMES[] = {
+    {"attn_norm.weight", "input_layernorm.weight"},
+    {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"attn_q.weight", "self_attn.q_proj.weight"},
+    {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"},
+    {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_q.bias", "self_attn.q_proj.bias"},
+    {"attn_k.bias", "self_attn.k_proj.bias"},
+    {"attn_v.bias", "self_attn.v_proj.bias"},
+    {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight"},
+    {"ffn_gate.weight", "mlp.gate_proj.weight"},
+    {"ffn_up.weight", "mlp.up_proj.weight"},
+    {"ffn_down.weight", "mlp.down_proj.weight"},
+};
+
+static const struct {
+  const char *gguf, *hf_arch;
+} ARCHS[] = {
+    {"llama", "LlamaForCausalLM"},
+    {"qwen2", "Qwen2ForCausalLM"},
+    {"qwen3", "Qwen3ForCausalLM"},
+};
+
+bool fdl_eng_is_gguf(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  FILE *f = fopen(path, "rb");
+  char magic[4] = {0};
+  bool yes = f && fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4);
+  if (f) fclose(f);
+  return yes;
+}
+
+/* The Hugging Face name of a GGUF tensor into out; false for one the engine has no name for. */
+static bool hf_name(const char *g, char *out, size_t cap) {
+  if (!strcmp(g, "token_embd.weight")) return snprintf(out, cap, "model.embed_tokens.weight") > 0;
+  if (!strcmp(g, "output_norm.weight")) return snprintf(out, cap, "model.norm.weight") > 0;
+  if (!strcmp(g, "output.weight")) return snprintf(out, cap, "lm_head.weight") > 0;
+  unsigned long n;
+  int used = 0;
+  if (sscanf(g, "blk.%lu.%n", &n, &used) != 1 || used == 0) return false;
+  for (size_t i = 0; i < sizeof NAMES / sizeof *NAMES; i++)
+    if (!strcmp(g + used, NAMES[i].gguf))
+      return (size_t)snprintf(out, cap, "model.layers.%lu.%s", n, NAMES[i].hf) < cap;
+  return false;
+}
+
+/* A float32 metadata value as the decimal a converter wrote (the shortest that reads back as
+ * the same float32): 1e-6 stored as float32 is 1e-6 again, as config.json has it. */
+static double shortest(double v) {
+  float f = (float)v;
+  for (int p = 1; p <= 9; p++) {
+    char b[32];
+    snprintf(b, sizeof b, "%.*g", p, (double)f);
+    double d = strtod(b, NULL);
+    if ((float)d == f) return d;
+  }
+  return v;
+}
+
+static fdl_status meta_int(const fdl_gguf *g, const char *arch, const char *key, bool required,
+                           json_t *cfg, const char *as, fdl_err *err) {
+  char k[128];
+  snprintf(k, sizeof k, "%s.%s", arch, key);
+  const fdl_gguf_kv *kv = fdl_gguf_find(g, k);
+  if (!kv) return required ? fdl_fail(err, FDL_PARSE, "%s: no %s", g->path, k) : FDL_OK;
+  int64_t v;
+  fdl_status s = fdl_gguf_get_int(g, kv, &v, err);
+  if (s == FDL_OK && v <= 0) s = fdl_fail(err, FDL_PARSE, "%s: %s = %" PRId64, g->path, k, v);
+  if (s == FDL_OK) json_object_set_new(cfg, as, json_integer(v));
+  return s;
+}
+
+static fdl_status meta_real(const fdl_gguf *g, const char *arch, const char *key, json_t *cfg,
+                            const char *as, fdl_err *err) {
+  char k[128];
+  snprintf(k, sizeof k, "%s.%s", arch, key);
+  const fdl_gguf_kv *kv = fdl_gguf_find(g, k);
+  if (!kv) return FDL_OK;
+  if (kv->type != FDL_GGUF_F32 && kv->type != FDL_GGUF_F64)
+    return fdl_fail(err, FDL_PARSE, "%s: %s is %s, expected a float", g->path, k,
+                    fdl_gguf_type_name(kv->type));
+  double v = fdl_gguf_num_at(g, &(fdl_gguf_kv){.value = kv->value, .elem = kv->type}, 0);
+  json_object_set_new(cfg, as, json_real(kv->type == FDL_GGUF_F32 ? shortest(v) : v));
+  return FDL_OK;
+}
+
+fdl_status fdl_eng_gguf_config(const fdl_gguf *g, json_t **out, fdl_err *err) {
+  *out = NULL;
+  const fdl_gguf_kv *ak = fdl_gguf_find(g, "general.architecture");
+  const char *a;
+  size_t al;
+  if (!ak) return fdl_fail(err, FDL_PARSE, "%s: no general.architecture", g->path);
+  fdl_status s = fdl_gguf_get_str(g, ak, &a, &al, err);
+  if (s) return s;
+  char arch[64];
+  snprintf(arch, sizeof arch, "%.*s", (int)(al < 63 ? al : 63), a);
+  size_t ai = 0;
+  while (ai < sizeof ARCHS / sizeof *ARCHS && strcmp(ARCHS[ai].gguf, arch)) ai++;
+  if (ai == sizeof ARCHS / sizeof *ARCHS)
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: general.architecture %s is not one the engine runs from GGUF (llama, "
+                    "qwen2, qwen3)",
+                    g->path, arch);
+  char k[128];
+  snprintf(k, sizeof k, "%s.rope.scaling.type", arch);
+  const fdl_gguf_kv *rs = fdl_gguf_find(g, k);
+  if (rs) {
+    const char *v;
+    size_t vl;
+    if ((s = fdl_gguf_get_str(g, rs, &v, &vl, err))) return s;
+    if (!(vl == 4 && !memcmp(v, "none", 4)))
+      return fdl_fail(err, FDL_UNSUPPORTED, "%s: %s = %.*s: rope scaling is not supported yet",
+                      g->path, k, (int)vl, v);
+  }
+  json_t *cfg = json_object();
+  if (!cfg) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  json_object_set_new(cfg, "architectures", json_pack("[s]", ARCHS[ai].hf_arch));
+  json_object_set_new(cfg, "model_type", json_string(arch));
+  if (!(s = meta_int(g, arch, "embedding_length", true, cfg, "hidden_size", err)) &&
+      !(s = meta_int(g, arch, "feed_forward_length", true, cfg, "intermediate_size", err)) &&
+      !(s = meta_int(g, arch, "block_count", true, cfg, "num_hidden_layers", err)) &&
+      !(s = meta_int(g, arch, "attention.head_count", true, cfg, "num_attention_heads", err)) &&
+      !(s = meta_int(g, arch, "attention.head_count_kv", false, cfg, "num_key_value_heads", err)) &&
+      !(s = meta_int(g, arch, "attention.key_length", false, cfg, "head_dim", err)) &&
+      !(s = meta_int(g, arch, "context_length", true, cfg, "max_position_embeddings", err)) &&
+      !(s = meta_real(g, arch, "attention.layer_norm_rms_epsilon", cfg, "rms_norm_eps", err)))
+    s = meta_real(g, arch, "rope.freq_base", cfg, "rope_theta", err);
+  const fdl_gguf_tensor *emb = s ? NULL : fdl_gguf_tensor_find(g, "token_embd.weight");
+  if (!s && (!emb || emb->n_dims != 2))
+    s = fdl_fail(err, FDL_PARSE, "%s: no 2-D token_embd.weight", g->path);
+  if (!s) {
+    json_object_set_new(cfg, "vocab_size", json_integer((json_int_t)emb->ne[1]));
+    json_object_set_new(cfg, "tie_word_embeddings",
+                        json_boolean(!fdl_gguf_tensor_find(g, "output.weight")));
+    /* Qwen2 carries q/k/v biases; the engine learns it from the architecture. */
+  }
+  if (s) {
+    json_decref(cfg);
+    return s;
+  }
+  *out = cfg;
+  return FDL_OK;
+}
+
+static bool is_float(uint32_t type) {
+  return type == 0 || type == 1 || type == 30; /* f32, f16, bf16 */
+}
+
+static fdl_dtype dtype_of(uint32_t type) {
+  return type == 1 ? FDL_DTYPE_F16 : type == 30 ? FDL_DTYPE_BF16 : FDL_DTYPE_F32;
+}
+
+/* The permuted rows (llama's attn_q / attn_k) of a [rows, cols] matrix of esize-byte values
+ * back in the Hugging Face order, heads of d rows. */
+static void unpermute(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols, size_t esize,
+                      size_t d) {
+  size_t half = d / 2, rb = cols * esize;
+  for (size_t r = 0; r < rows; r++) {
+    size_t h = r / d, rem = r % d, j = rem / half, i = rem % half;
+    memcpy(dst + r * rb, src + (h * d + 2 * i + j) * rb, rb);
+  }
+}
+
+/* One GGUF tensor as the engine's view: mapped as stored, or an owned float32 / reordered copy. */
+static fdl_status view(fdl_model *m, const fdl_gguf_tensor *gt, bool widen, size_t permute_d,
+                       fdl_tensor *t, fdl_err *err) {
+  const fdl_gguf *g = m->gguf;
+  uint64_t n = 1;
+  t->ndim = (int)gt->n_dims;
+  for (uint32_t i = 0; i < gt->n_dims; i++) {
+    t->shape[i] = (int64_t)gt->ne[gt->n_dims - 1 - i]; /* ggml's ne reversed: row-major */
+    n *= gt->ne[i];
+  }
+  bool stored = is_float(gt->type) && !(widen && gt->type != 0 && gt->n_dims == 2);
+  t->dtype = stored ? dtype_of(gt->type) : FDL_DTYPE_F32;
+  t->offset = gt->offset;
+  const uint8_t *raw = fdl_gguf_tensor_data(g, gt);
+  if (stored && !permute_d) {
+    t->data = raw;
+    t->nbytes = gt->nbytes;
+    return FDL_OK;
+  }
+  size_t es = fdl_dtype_size(t->dtype);
+  if (n > SIZE_MAX / es) return fdl_fail(err, FDL_TOO_LARGE, "tensor %s: too large", gt->name);
+  uint8_t *buf = fdl_malloc((size_t)n * es), *tmp = NULL;
+  fdl_tensor **grown = buf ? fdl_realloc(m->owned, (m->nowned + 1) * sizeof *grown) : NULL;
+  fdl_tensor *own = grown ? fdl_calloc(1, sizeof *own) : NULL;
+  if (grown) m->owned = grown;
+  if (!own) {
+    free(buf);
+    return fdl_fail(err, FDL_NOMEM, "tensor %s: out of memory for its float32 copy", gt->name);
+  }
+  own->data = buf;
+  m->owned[m->nowned++] = own;
+  fdl_status s = FDL_OK;
+  const uint8_t *src = raw;
+  if (!stored) { /* dequantized (or widened), then reordered */
+    if (permute_d && !(tmp = fdl_malloc((size_t)n * es)))
+      return fdl_fail(err, FDL_NOMEM, "tensor %s: out of memory", gt->name);
+    s = fdl_ggml_dequant(gt->type, raw, n, (float *)(permute_d ? tmp : buf), err);
+    if (s) fdl_err_prefix(err, "%s: tensor %s", g->path, gt->name);
+    src = tmp;
+  }
+  if (!s && permute_d)
+    unpermute(src, buf, (size_t)(n / gt->ne[0]), (size_t)gt->ne[0], es, permute_d);
+  free(tmp);
+  t->data = buf;
+  t->nbytes = n * es;
+  return s;
+}
+
+/* The type name counted most among the matrices (ties to the lower type id), for the codec. */
+static void dominant(const fdl_gguf *g, char *out, size_t cap) {
+  size_t count[64] = {0}, best = 0;
+  for (uint64_t i = 0; i < g->n_tensors; i++)
+    if (g->tensors[i].n_dims == 2 && g->tensors[i].type < 64) count[g->tensors[i].type]++;
+  for (size_t t = 1; t < 64; t++)
+    if (count[t] > count[best]) best = t;
+  const fdl_ggml_type_info *ti = fdl_ggml_type((uint32_t)best);
+  snprintf(out, cap, "%s", ti ? ti->name : "unknown");
+}
+
+fdl_status fdl_eng_gguf_tensors(fdl_model *m, fdl_err *err) {
+  const fdl_gguf *g = m->gguf;
+  bool widen = false; /* any matrix quantized, or the matrices of mixed float types */
+  uint32_t first = UINT32_MAX;
+  for (uint64_t i = 0; i < g->n_tensors; i++) {
+    const fdl_gguf_tensor *gt = &g->tensors[i];
+    if (gt->n_dims != 2) continue;
+    if (first == UINT32_MAX) first = gt->type;
+    if (!is_float(gt->type) || gt->type != first) widen = true;
+  }
+  const fdl_model_info *in = &m->info;
+  bool llama = !strcmp(in->arch, "LlamaForCausalLM");
+  if (!(m->gt = fdl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof *m->gt)) ||
+      !(m->gt_names = fdl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof *m->gt_names)))
+    return fdl_fail(err, FDL_NOMEM, "out of memory");
+  fdl_status s = FDL_OK;
+  for (uint64_t i = 0; i < g->n_tensors && !s; i++) {
+    const fdl_gguf_tensor *gt = &g->tensors[i];
+    char name[256];
+    if (!hf_name(gt->name, name, sizeof name)) snprintf(name, sizeof name, "%s", gt->name);
+    if (!(m->gt_names[i] = fdl_strdup(name))) return fdl_fail(err, FDL_NOMEM, "out of memory");
+    m->ngt = (size_t)i + 1;
+    size_t d = 0;
+    if (llama && gt->n_dims == 2 &&
+        (strstr(name, "q_proj.weight") || strstr(name, "k_proj.weight")))
+      d = in->head_dim;
+    if (d && (d % 2 || gt->ne[1] % d))
+      return fdl_fail(err, FDL_PARSE, "%s: tensor %s has %" PRIu64 " rows, not heads of %zu",
+                      g->path, gt->name, gt->ne[1], d);
+    m->gt[i].name = m->gt_names[i];
+    s = view(m, gt, widen, d, &m->gt[i], err);
+  }
+  char dom[32];
+  dominant(g, dom, sizeof dom);
+  snprintf(m->gguf_codec, sizeof m->gguf_codec, "gguf:%s", dom);
+  m->gguf_quantized = widen && !is_float(first == UINT32_MAX ? 0 : first);
+  for (uint64_t i = 0; i < g->n_tensors; i++)
+    if (g->tensors[i].n_dims == 2 && !is_float(g->tensors[i].type)) m->gguf_quantized = true;
+  return s;
+}
+
+/* The file's digest in one pass over its bytes, and every bound tensor checked finite (those
+ * dequantized were checked as they were made; the check is cheap beside the digest). */
+fdl_status fdl_eng_gguf_scan(fdl_model *m, fdl_err *err) {
+  const fdl_gguf *g = m->gguf;
+  fdl_sha256 dg;
+  fdl_status s = fdl_sha256_buf(g->map.data, g->map.size, &dg, err);
+  if (s) return s;
+  fdl_sha256_hex(&dg, m->files[0].hex);
+  for (size_t i = 0; i < m->nchecked; i++) {
+    const fdl_tensor *t = m->checked[i];
+    bool nan = false;
+    uint64_t bad =
+        fdl_tensor_first_nonfinite(t->data, t->dtype, t->nbytes / fdl_dtype_size(t->dtype), &nan);
+    if (bad != UINT64_MAX)
+      return fdl_fail(err, FDL_NONFINITE,
+                      "%s: tensor %s: element %" PRIu64 " is %s (weights must be finite)", g->path,
+                      t->name, bad, nan ? "NaN" : "infinite");
+  }
+  return FDL_OK;
+}
+
+fdl_status fdl_eng_gguf_open(fdl_model *m, const char *path, fdl_err *err) {
+  if (!(m->gguf = fdl_calloc(1, sizeof *m->gguf))) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  fdl_status s = fdl_gguf_open(path, m->gguf, err);
+  if (s) {
+    free(m->gguf);
+    m->gguf = NULL;
+    return s;
+  }
+  if ((s = fdl_eng_gguf_config(m->gguf, &m->config, err))) return s;
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  if (!(m->files = fdl_calloc(1, sizeof *m->files)) || !(m->files->name = fdl_strdup(base)))
+    return fdl_fail(err, FDL_NOMEM, "out of memory");
+  m->nfiles = 1;
+  m->files->bytes = m->gguf->map.size;
+  return FDL_OK;
+}
