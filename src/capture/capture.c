@@ -18,7 +18,10 @@
 #include "fidelis/digest.h"
 #include "fidelis/fidelis.h"
 #include "fidelis/json.h"
+#include "capture/gguf_meta.h"
+#include "fidelis/gguf.h"
 #include "fidelis/tensor.h"
+#include "fidelis/tokenizer.h"
 #include "fidelis/path.h"
 #include "fdl_source_digests.h"
 
@@ -86,11 +89,13 @@ static fdl_status checkpoint_identity(capture *c, fdl_err *err) {
     fdl_model_file_digest(c->m, i, &name, &size, hex);
     s = add_name(&names, &n, &cap, name, err);
   }
-  DIR *d = s == FDL_OK ? opendir(c->o->model_dir) : NULL;
-  if (s == FDL_OK && !d)
+  /* a GGUF is one file, which the model loaded and digested */
+  bool gguf = fdl_model_is_gguf(c->m, NULL, NULL);
+  DIR *d = s == FDL_OK && !gguf ? opendir(c->o->model_dir) : NULL;
+  if (s == FDL_OK && !gguf && !d)
     s = fdl_fail(err, FDL_IO, "%s: cannot list the model directory", c->o->model_dir);
   struct dirent *e;
-  while (s == FDL_OK && (e = readdir(d)) != NULL) {
+  while (s == FDL_OK && d && (e = readdir(d)) != NULL) {
     size_t len = strlen(e->d_name);
     if (len > 12 && !strcmp(e->d_name + len - 12, ".safetensors"))
       s = add_name(&names, &n, &cap, e->d_name, err);
@@ -113,7 +118,8 @@ static fdl_status checkpoint_identity(capture *c, fdl_err *err) {
       if (s != FDL_OK) break;
       fdl_sha256_hex(&dg, hex);
     }
-    if (!strcmp(names[i], "config.json")) memcpy(c->config_hex, hex, sizeof hex);
+    /* a GGUF's metadata is its config: config_sha256 names the file */
+    if (!strcmp(names[i], "config.json") || gguf) memcpy(c->config_hex, hex, sizeof hex);
     json_array_append_new(list, json_pack("{s:I, s:s, s:s}", "bytes", (json_int_t)size, "path",
                                           names[i], "sha256", hex));
   }
@@ -151,6 +157,31 @@ static void dir_name(const char *dir, char *out, size_t cap) {
 /* tokenizer.id: what makes two panels' ids mean the same text (compare's PANEL-D6 gate). The
  * digest of tokenizer.json when the model has one, so a model and its quantized twin (quantize
  * copies the file) agree and two vocabularies do not; otherwise a name that says it is unknown. */
+/* A GGUF's own vocabulary, when it carries one (tokenizer.ggml.model other than "none"). */
+static fdl_status gguf_tokenizer_id(capture *c, fdl_err *err) {
+  fdl_gguf g;
+  fdl_status s = fdl_gguf_open(c->o->model_dir, &g, err);
+  if (s != FDL_OK) return s;
+  const fdl_gguf_kv *kv = fdl_gguf_find(&g, "tokenizer.ggml.model");
+  const char *v = "none";
+  size_t n = 4;
+  if (kv) s = fdl_gguf_get_str(&g, kv, &v, &n, err);
+  bool has = s == FDL_OK && !(n == 4 && !memcmp(v, "none", 4));
+  fdl_gguf_close(&g);
+  if (s != FDL_OK) return s;
+  if (!has) {
+    snprintf(c->tokenizer, sizeof c->tokenizer, "unknown-tokenizer-vocab-%zu", c->info->vocab);
+    return FDL_OK;
+  }
+  fdl_tok *t = NULL;
+  if ((s = fdl_tok_load(c->o->model_dir, &t, err)) != FDL_OK) return s;
+  fdl_tok_info ti;
+  fdl_tok_get_info(t, &ti);
+  snprintf(c->tokenizer, sizeof c->tokenizer, "%s", ti.id);
+  fdl_tok_free(t);
+  return FDL_OK;
+}
+
 static fdl_status tokenizer_id(capture *c, fdl_err *err) {
   const char *from_panel =
       json_string_value(json_object_get(json_object_get(c->panel->header, "tokenizer"), "id"));
@@ -159,6 +190,7 @@ static fdl_status tokenizer_id(capture *c, fdl_err *err) {
              c->o->tokenizer_id ? c->o->tokenizer_id : from_panel);
     return FDL_OK;
   }
+  if (fdl_model_is_gguf(c->m, NULL, NULL)) return gguf_tokenizer_id(c, err);
   char *path = NULL;
   fdl_status s = fdl_model_member(c->o->model_dir, "tokenizer.json", &path, err);
   if (s != FDL_OK) return s;
@@ -374,7 +406,9 @@ static json_t *source_files(void) {
 
 static json_t *meta(const capture *c) {
   const fdl_capture_opts *o = c->o;
-  bool quant = c->quant != NULL, hidden = o->form == FDL_CAPTURE_HIDDEN;
+  const char *gguf_codec = NULL;
+  bool gguf_quant = false, gguf = fdl_model_is_gguf(c->m, &gguf_codec, &gguf_quant);
+  bool quant = c->quant != NULL || gguf_quant, hidden = o->form == FDL_CAPTURE_HIDDEN;
   char id[200], repo[200], panel_id[64];
   if (o->dataset_id)
     snprintf(id, sizeof id, "%s", o->dataset_id);
@@ -394,7 +428,7 @@ static json_t *meta(const capture *c) {
       "engine", "name", "fidelis", "version", fdl_version(), "dtypes", "forward", "F32", "weights",
       wdt, "compute", "F32", "numeric_policy", CAPTURE_NUMERIC_POLICY, "tokenizer", "id",
       c->tokenizer, "vocab_size", (json_int_t)c->info->vocab, "panel", "panel_id", panel_id,
-      "runtime_source", "safetensors", "source_files", source_files());
+      "runtime_source", gguf ? "gguf" : "safetensors", "source_files", source_files());
   if (!m) return NULL;
   const json_t *ast =
       json_object_get(json_object_get(c->panel->header, "tokenizer"), "add_special_tokens");
@@ -405,7 +439,11 @@ static json_t *meta(const capture *c) {
   json_t *w =
       json_pack("{s:s, s:n, s:b, s:s, s:s}", "repository", repo, "revision", "quantized", quant,
                 "config_sha256", c->config_hex, "checkpoint_identity_sha256", c->ckpt_hex);
-  if (quant) {
+  if (gguf_quant) {
+    json_object_set_new(w, "codec", json_string(gguf_codec));
+    json_object_set_new(m, "scope", fdl_capture_gguf_scope(c->m));
+    json_object_set_new(m, "weights_decode", fdl_capture_gguf_decode(c->m));
+  } else if (quant) {
     json_int_t bits = json_integer_value(json_object_get(c->quant, "bits"));
     char codec[16];
     snprintf(codec, sizeof codec, "int%d", (int)bits);

@@ -80,6 +80,15 @@ bool fdl_model_is_gguf(const fdl_model *m, const char **codec, bool *quantized) 
   return true;
 }
 
+bool fdl_model_gguf_tensor(const fdl_model *m, size_t i, const char **name, uint32_t *ggml_type,
+                           uint64_t *n_elems) {
+  if (!m->gguf || i >= m->ngt) return false;
+  *name = m->gt[i].name;
+  *ggml_type = m->gguf->tensors[i].type;
+  *n_elems = fdl_tensor_numel(&m->gt[i]);
+  return true;
+}
+
 bool fdl_model_file_digest(const fdl_model *m, size_t i, const char **name, uint64_t *bytes,
                            char hex[65]) {
   if (i >= m->nfiles) return false;
