@@ -13,6 +13,10 @@
   Against llama.cpp's native quantized run the difference is printed, not asserted: llama.cpp
   also quantizes the activations in its dot products.
 - Bits do not move with --isa or --threads (the engine's contract), on F32 and Q4_K_M.
+- The three architectures, from the engine's own tiny presets written as GGUF by
+  tests/gguf_write.py (llama.cpp's layout: names, metadata, llama's Q/K row permutation; BF16
+  as stored): Llama, Qwen2 (q/k/v biases, tied) and Qwen3 (q/k norms) give logits bit-identical
+  to their Hugging Face directories.
 - `capture` of the HF directory and of the F32 GGUF give the same capture content (tensor
   payloads byte for byte); a Q4_K_M capture declares codec gguf:q4_K, its per-class ggml types
   and weights_decode, validates, and `compare` against the F32 capture discloses
@@ -25,6 +29,9 @@ import sys
 import tempfile
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gguf_write  # noqa: E402
 
 CLI = os.environ.get("FDL_CLI", "fidelis")
 SHARED = os.environ.get("FDL_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
@@ -130,6 +137,28 @@ def knobs(t):
                       f"{name}: {extra} moved the bits")
 
 
+def presets(t):
+    for preset in ("llama-tiny-random", "qwen2-tiny-random", "tiny-random"):
+        d = os.path.join(t, preset)
+        rc, text = run("model", "init", "--preset", preset, "--seed", "5", d)
+        if not check(rc == 0, f"model init {preset}: {rc} {text[-200:]}"):
+            continue
+        g = os.path.join(t, preset + ".gguf")
+        gguf_write.hf_to_gguf(d, g)
+        ids = json.dumps(list(range(1, 40)))
+        outs = []
+        for m, tag in ((d, "hf"), (g, "gguf")):
+            out = os.path.join(t, f"{preset}-{tag}.npy")
+            rc, text = run("generate", "--model", m, "--ids", ids, "--rows", "all",
+                           "--logits-out", out)
+            outs.append(np.load(out) if check(rc == 0, f"{preset} {tag}: {rc} {text[-300:]}")
+                        else None)
+        if outs[0] is not None and outs[1] is not None:
+            check(np.array_equal(outs[0].view(np.uint32), outs[1].view(np.uint32)),
+                  f"{preset}: GGUF logits differ from the HF directory's")
+            print(f"{preset}: GGUF and HF logits identical")
+
+
 def write_panel(path):
     ids = json.load(open(os.path.join(G, "ids.json")))
     with open(path, "w") as f:
@@ -189,6 +218,7 @@ def main():
         tensor_listing()
         forward(t)
         knobs(t)
+        presets(t)
         captures(t)
     if FAILS:
         print(f"test_gguf_models: {len(FAILS)} failures", file=sys.stderr)
