@@ -6,11 +6,14 @@
 
 #include "cli/cli.h"
 #include "fidelis/dataset.h"
+#include "fidelis/llamacpp_kld.h"
 
 static void usage(FILE *f) {
   fputs(
       "usage: fidelis pack --panel PANEL.jsonl --tensors DIR --meta META.json [--head FILE]\n"
       "                    [--allow-partial] [--hidden-dtype bf16|f32] [--threads N] --out OUT\n"
+      "       fidelis pack --from-llamacpp-kld BASE.kld --tokenizer PATH [--meta META.json]\n"
+      "                    [--panel-out PANEL.jsonl] [--threads N] --out OUT\n"
       "\n"
       "Turns any engine's per-record dumps into a sealed malaiwah.fidelity-dataset.v1 directory.\n"
       "OUT must not exist; it appears whole (built beside it, validated, renamed) or not at all.\n"
@@ -68,6 +71,25 @@ static void usage(FILE *f) {
         "                    source_files, subset_detail, weights_decode, numeric_policy\n"
         "                  Unknown keys are refused. docs/PACK.md describes every field.\n",
         f);
+  fputs("  --from-llamacpp-kld FILE  import a llama-perplexity --kl-divergence-base file as a\n"
+        "                  derived, lossy, logit-form dataset (docs/LLAMACPP-KLD.md): the panel\n"
+        "                  is rebuilt from its tokens as llama-perplexity -c n_ctx chunks them\n"
+        "                  (BOS at position 0 of every chunk when the tokenizer adds one,\n"
+        "                  positions n_ctx/2..n_ctx-2 scored), each row decoded as\n"
+        "                  scale*q + min_log_prob in float32 (16-bit codes; logits at or\n"
+        "                  below max_logit-16 clamped). Not with --panel, --tensors, --head,\n"
+        "                  --allow-partial or --hidden-dtype\n"
+        "  --tokenizer PATH  with --from-llamacpp-kld: the model's tokenizer (a .gguf, a model\n"
+        "                  directory or a tokenizer.json); its vocabulary must be the file's\n"
+        "                  n_vocab. It also gives the head's width (GGUF embedding_length or\n"
+        "                  config.json hidden_size), else META must give head.shape\n"
+        "  --panel-out FILE  with --from-llamacpp-kld: also write the panel (JSONL), for\n"
+        "                  `fidelis capture --panel FILE` of a candidate over the same tokens\n"
+        "  --meta FILE     with --from-llamacpp-kld, optional: keys that replace the generated\n"
+        "                  meta's (weights, dataset, engine, device, ...; objects merged one\n"
+        "                  level deep, disclosures appended); form, lossy_codec, vocab_size,\n"
+        "                  runtime_source, tokenizer.id and the scoring window are the file's\n",
+        f);
   fprintf(f,
           "  --out DIR       the dataset directory to create\n"
           "  --allow-partial records without a tensor file make an incomplete dataset\n"
@@ -82,7 +104,10 @@ static void usage(FILE *f) {
           "outside the vocabulary), non_finite (naming record, row, column),\n"
           "head_mismatch (hidden form without a head digest, head/width disagreement),\n"
           "digest_mismatch (duplicate index), bad_tensor_file, missing_file, schema_invalid,\n"
-          "destination_exists, dataset_invalid.\n"
+          "destination_exists, dataset_invalid. A .kld is refused as bad_input (magic, a count\n"
+          "or size the file cannot hold, naming the expected and actual sizes), non_finite\n"
+          "(scale or min_log_prob, naming chunk and row) or panel_binding (n_vocab and the\n"
+          "tokenizer's vocabulary differ, naming both; a token outside it; no BOS first).\n"
           "exit codes: 0 packed; 3 refused (nothing written); 4 bad usage, a named input that\n"
           "cannot be opened (missing, wrong kind, unreadable), a read or write that failed\n"
           "(io_error), out of memory, or output that cannot be written\n",
@@ -91,8 +116,15 @@ static void usage(FILE *f) {
 
 static const char *const HIDDEN_DTYPES[] = {"bf16", "f32", NULL};
 
-static int parse(int argc, char **argv, FILE *out, FILE *diag, fdl_ds_pack_opts *o) {
-  memset(o, 0, sizeof *o);
+typedef struct {
+  fdl_ds_pack_opts o;
+  fdl_kld_import_opts k; /* k.kld_path set: --from-llamacpp-kld */
+} pack_args;
+
+static int parse(int argc, char **argv, FILE *out, FILE *diag, pack_args *a) {
+  memset(a, 0, sizeof *a);
+  fdl_ds_pack_opts *o = &a->o;
+  fdl_kld_import_opts *k = &a->k;
   uint64_t threads = 0;
   bool partial = false;
   int hdt = 0;
@@ -105,11 +137,33 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, fdl_ds_pack_opts 
       FDL_CLI_OPT_FLAG("--allow-partial", &partial),
       {"--hidden-dtype", NULL, FDL_CLI_CHOICE, &hdt, 0, 0, HIDDEN_DTYPES},
       FDL_CLI_THREADS(&threads),
+      FDL_CLI_OPT_PATH("--from-llamacpp-kld", &k->kld_path),
+      FDL_CLI_OPT_PATH("--tokenizer", &k->tokenizer),
+      FDL_CLI_OPT_OUT("--panel-out", &k->panel_out),
   };
-  fdl_cli_spec s = {"pack", usage, opts, sizeof opts / sizeof *opts, NULL, 0, NULL, 0, 0,
-                    out,    diag,  0};
+  /* A .kld is the panel, the tensors and the head description all at once. */
+  static const char *const conflicts[] = {
+      "--from-llamacpp-kld", "--panel",       "--from-llamacpp-kld", "--tensors",
+      "--from-llamacpp-kld", "--head",        "--from-llamacpp-kld", "--allow-partial",
+      "--from-llamacpp-kld", "--hidden-dtype"};
+  fdl_cli_spec s = {"pack",    usage,
+                    opts,      sizeof opts / sizeof *opts,
+                    conflicts, sizeof conflicts / sizeof *conflicts / 2,
+                    NULL,      0,
+                    0,         out,
+                    diag,      0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
+  if (k->kld_path) {
+    if (!k->tokenizer || !o->out_dir)
+      return fdl_cli_usage_error(&s, "--from-llamacpp-kld needs --tokenizer and --out");
+    k->out_dir = o->out_dir;
+    k->meta_path = o->meta_path;
+    k->threads = (unsigned)threads;
+    return FDL_CLI_GO;
+  }
+  if (k->tokenizer || k->panel_out)
+    return fdl_cli_usage_error(&s, "--tokenizer and --panel-out go with --from-llamacpp-kld");
   if (!o->panel_path || !o->tensor_dir || !o->meta_path || !o->out_dir)
     return fdl_cli_usage_error(&s, "--panel, --tensors, --meta and --out are required");
   o->allow_partial = partial;
@@ -119,14 +173,57 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, fdl_ds_pack_opts 
 }
 
 int fdl_cli_pack_check(int argc, char **argv, FILE *out, FILE *diag) {
-  fdl_ds_pack_opts o;
-  return parse(argc, argv, out, diag, &o);
+  pack_args a;
+  return parse(argc, argv, out, diag, &a);
+}
+
+static void print_packed(const char *out_dir, const fdl_ds_pack_result *res) {
+  fputs("packed ", stdout);
+  fdl_cli_put_text(stdout, out_dir);
+  printf(": %zu record(s), %llu scored row(s)\n", res->records,
+         (unsigned long long)res->scored_rows);
+  printf("dataset_sha256          %s\n", res->dataset_sha256);
+  printf("capture_content_digest  %s\n", res->capture_content_digest);
+}
+
+/* --from-llamacpp-kld: the import is the library's (fdl_kld_import); this prints its result. */
+static int pack_kld(fdl_kld_import_opts *k) {
+  int rc;
+  if ((rc = fdl_cli_input_file("pack", k->kld_path)) != 0) return rc;
+  if ((rc = fdl_cli_input_tokenizer("pack", k->tokenizer)) != 0) return rc;
+  if (k->meta_path && (rc = fdl_cli_input_file("pack", k->meta_path)) != 0) return rc;
+  char created[FDL_CLI_UTC_LEN + 1];
+  k->created_utc = fdl_cli_source_date(created, sizeof created);
+  k->notice = fdl_cli_notice;
+  k->notice_arg = "pack";
+  fdl_kld_import_result r;
+  fdl_err err = {FDL_OK, ""};
+  fdl_status st = fdl_kld_import(k, &r, &err);
+  if (st != FDL_OK) {
+    fdl_cli_print_refusal("pack", &r.pack.refusal, &err);
+    return fdl_cli_exit_for(r.pack.refusal.status ? r.pack.refusal.status : st);
+  }
+  print_packed(k->out_dir, &r.pack);
+  printf("llama.cpp .kld          n_ctx %u, n_vocab %u, %u chunk(s) of %u scored row(s)\n",
+         r.info.n_ctx, r.info.n_vocab, r.info.n_chunk, r.info.rows);
+  printf("tokenizer               %s (BOS at every chunk start: %s)\n", r.tokenizer_id,
+         r.bos ? "yes" : "no");
+  printf("lossy                   %llu entries and %llu scored target(s) at their row's floor\n",
+         (unsigned long long)r.floor_entries, (unsigned long long)r.floor_targets);
+  if (k->panel_out) {
+    fputs("panel                   ", stdout);
+    fdl_cli_put_text(stdout, k->panel_out);
+    fputc('\n', stdout);
+  }
+  return FDL_EXIT_OK;
 }
 
 int fdl_cli_pack(int argc, char **argv) {
-  fdl_ds_pack_opts o;
-  int rc = parse(argc, argv, NULL, NULL, &o);
+  pack_args a;
+  int rc = parse(argc, argv, NULL, NULL, &a);
   if (rc != FDL_CLI_GO) return rc;
+  if (a.k.kld_path) return pack_kld(&a.k);
+  fdl_ds_pack_opts o = a.o;
   /* Every named input is opened before any work, so a typo costs nothing. */
   if ((rc = fdl_cli_input_file("pack", o.panel_path)) != 0) return rc;
   if ((rc = fdl_cli_input_file("pack", o.meta_path)) != 0) return rc;
@@ -143,10 +240,6 @@ int fdl_cli_pack(int argc, char **argv) {
     fdl_cli_print_refusal("pack", &res.refusal, &err);
     return fdl_cli_exit_for(res.refusal.status ? res.refusal.status : st);
   }
-  fputs("packed ", stdout);
-  fdl_cli_put_text(stdout, o.out_dir);
-  printf(": %zu record(s), %llu scored row(s)\n", res.records, (unsigned long long)res.scored_rows);
-  printf("dataset_sha256          %s\n", res.dataset_sha256);
-  printf("capture_content_digest  %s\n", res.capture_content_digest);
+  print_packed(o.out_dir, &res);
   return FDL_EXIT_OK;
 }
