@@ -185,6 +185,11 @@ def kld_workflow(t):
     print(f"kld workflow: Mean KLD {kld:.6f} (llama.cpp 0.105386), same top "
           f"{100 * top['value']:.3f} +/- {100 * top['stderr']:.3f} % (llama.cpp 74.603 +/- 3.893)")
     check(abs(kld - 0.105386) / 0.105386 < 0.01, f"Mean KLD {kld} not within 1% of 0.105386")
+    # the GGUF's own vocabulary encodes a prompt and shows the continuation as text
+    rc, text = run("generate", "--model", os.path.join(k, "llama-spm-Q4_0.gguf"), "--prompt",
+                   "The quick brown fox", "--new", "3", "--tokens-out", os.path.join(t, "tk.json"))
+    check(rc == 0 and "prompt       <s> The quick brown fox" in text,
+          f"generate --prompt on a GGUF: {rc} {text[-300:]}")
     check(round(100 * top["value"], 3) == 74.603 and round(100 * top["stderr"], 3) == 3.893,
           f"same top {top} differs from llama.cpp's 74.603 +/- 3.893")
 

@@ -79,6 +79,9 @@ typedef struct {
 FDL_API fdl_status fdl_gguf_open(const char *path, fdl_gguf *g, fdl_err *err);
 FDL_API void fdl_gguf_close(fdl_gguf *g);
 
+/* Whether the GGUF at path carries a vocabulary (tokenizer.ggml.model present and not "none"). */
+FDL_API fdl_status fdl_gguf_has_vocab(const char *path, bool *has, fdl_err *err);
+
 /* The tensor named name, or NULL. */
 FDL_API const fdl_gguf_tensor *fdl_gguf_tensor_find(const fdl_gguf *g, const char *name);
 /* Its stored bytes (inside the mapping). */

@@ -159,15 +159,8 @@ static void dir_name(const char *dir, char *out, size_t cap) {
  * copies the file) agree and two vocabularies do not; otherwise a name that says it is unknown. */
 /* A GGUF's own vocabulary, when it carries one (tokenizer.ggml.model other than "none"). */
 static fdl_status gguf_tokenizer_id(capture *c, fdl_err *err) {
-  fdl_gguf g;
-  fdl_status s = fdl_gguf_open(c->o->model_dir, &g, err);
-  if (s != FDL_OK) return s;
-  const fdl_gguf_kv *kv = fdl_gguf_find(&g, "tokenizer.ggml.model");
-  const char *v = "none";
-  size_t n = 4;
-  if (kv) s = fdl_gguf_get_str(&g, kv, &v, &n, err);
-  bool has = s == FDL_OK && !(n == 4 && !memcmp(v, "none", 4));
-  fdl_gguf_close(&g);
+  bool has;
+  fdl_status s = fdl_gguf_has_vocab(c->o->model_dir, &has, err);
   if (s != FDL_OK) return s;
   if (!has) {
     snprintf(c->tokenizer, sizeof c->tokenizer, "unknown-tokenizer-vocab-%zu", c->info->vocab);

@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "fidelis/dataset.h"
 #include "fidelis/generate.h"
+#include "fidelis/gguf.h"
 #include "fidelis/json.h"
 #include "fidelis/kiln.h"
 #include "fidelis/pool.h"
@@ -194,19 +196,22 @@ static int request_ids(const args *a, int32_t **ids, size_t *n, size_t *first) {
   return 0;
 }
 
-/* The model's tokenizer when DIR has a tokenizer.json (*tok stays NULL when it has none). One
- * that --prompt needs must load; one that only shows text may fail with a note. */
+/* The model's tokenizer when DIR has a tokenizer.json, or a GGUF its vocabulary (*tok stays
+ * NULL when it has none). One that --prompt needs must load; one that only shows text may fail
+ * with a note. */
 static int load_tokenizer(const args *a, fdl_tok **tok) {
   fdl_err err = {FDL_OK, ""};
   char *p = NULL;
-  fdl_status s = fdl_model_member(a->model, "tokenizer.json", &p, &err);
-  bool has = p != NULL;
+  struct stat st;
+  bool has = false, file = stat(a->model, &st) == 0 && S_ISREG(st.st_mode);
+  fdl_status s = file ? fdl_gguf_has_vocab(a->model, &has, &err)
+                      : fdl_model_member(a->model, "tokenizer.json", &p, &err);
+  has = has || p != NULL;
   free(p);
   if (s == FDL_OK && !has) {
     if (!a->prompt) return 0;
-    s = fdl_fail(&err, FDL_REFUSED,
-                 "--prompt: %s has no tokenizer.json to encode the text with (give --ids)",
-                 a->model);
+    s = fdl_fail(&err, FDL_REFUSED, "--prompt: %s has no %s to encode the text with (give --ids)",
+                 a->model, file ? "vocabulary (tokenizer.ggml.model)" : "tokenizer.json");
   }
   if (s == FDL_OK) s = fdl_tok_load(a->model, tok, &err);
   if (s == FDL_OK) return 0;

@@ -279,3 +279,17 @@ double fdl_gguf_num_at(const fdl_gguf *g, const fdl_gguf_kv *kv, uint64_t i) {
     return 0;
   }
 }
+
+fdl_status fdl_gguf_has_vocab(const char *path, bool *has, fdl_err *err) {
+  *has = false;
+  fdl_gguf g;
+  fdl_status s = fdl_gguf_open(path, &g, err);
+  if (s != FDL_OK) return s;
+  const fdl_gguf_kv *kv = fdl_gguf_find(&g, "tokenizer.ggml.model");
+  const char *v = "none";
+  size_t n = 4;
+  if (kv) s = fdl_gguf_get_str(&g, kv, &v, &n, err);
+  *has = s == FDL_OK && !(n == 4 && !memcmp(v, "none", 4));
+  fdl_gguf_close(&g);
+  return s;
+}
