@@ -190,7 +190,8 @@ static void unpermute(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols
   }
 }
 
-/* One GGUF tensor as the engine's view: mapped as stored, or an owned float32 / reordered copy. */
+/* One GGUF tensor as the engine's view: mapped as stored, or an owned float32 / reordered copy
+ * whose bytes fill() writes later (on the pool: tensors are independent). */
 static fdl_status view(fdl_model *m, const fdl_gguf_tensor *gt, bool widen, size_t permute_d,
                        fdl_tensor *t, fdl_err *err) {
   const fdl_gguf *g = m->gguf;
@@ -203,15 +204,14 @@ static fdl_status view(fdl_model *m, const fdl_gguf_tensor *gt, bool widen, size
   bool stored = is_float(gt->type) && !(widen && gt->type != 0 && gt->n_dims == 2);
   t->dtype = stored ? dtype_of(gt->type) : FDL_DTYPE_F32;
   t->offset = gt->offset;
-  const uint8_t *raw = fdl_gguf_tensor_data(g, gt);
   if (stored && !permute_d) {
-    t->data = raw;
+    t->data = fdl_gguf_tensor_data(g, gt);
     t->nbytes = gt->nbytes;
     return FDL_OK;
   }
   size_t es = fdl_dtype_size(t->dtype);
   if (n > SIZE_MAX / es) return fdl_fail(err, FDL_TOO_LARGE, "tensor %s: too large", gt->name);
-  uint8_t *buf = fdl_malloc((size_t)n * es), *tmp = NULL;
+  uint8_t *buf = fdl_malloc((size_t)n * es);
   fdl_tensor **grown = buf ? fdl_realloc(m->owned, (m->nowned + 1) * sizeof *grown) : NULL;
   fdl_tensor *own = grown ? fdl_calloc(1, sizeof *own) : NULL;
   if (grown) m->owned = grown;
@@ -221,21 +221,35 @@ static fdl_status view(fdl_model *m, const fdl_gguf_tensor *gt, bool widen, size
   }
   own->data = buf;
   m->owned[m->nowned++] = own;
-  fdl_status s = FDL_OK;
-  const uint8_t *src = raw;
-  if (!stored) { /* dequantized (or widened), then reordered */
-    if (permute_d && !(tmp = fdl_malloc((size_t)n * es)))
-      return fdl_fail(err, FDL_NOMEM, "tensor %s: out of memory", gt->name);
-    s = fdl_ggml_dequant(gt->type, raw, n, (float *)(permute_d ? tmp : buf), err);
-    m->gguf_dequantized[gt - g->tensors] = true;
-    if (s) fdl_err_prefix(err, "%s: tensor %s", g->path, gt->name);
-    src = tmp;
-  }
-  if (!s && permute_d)
-    unpermute(src, buf, (size_t)(n / gt->ne[0]), (size_t)gt->ne[0], es, permute_d);
-  free(tmp);
   t->data = buf;
   t->nbytes = n * es;
+  m->gguf_permute[gt - g->tensors] = permute_d;
+  m->gguf_dequantized[gt - g->tensors] = !stored;
+  return FDL_OK;
+}
+
+/* Task i: tensor i's owned bytes, dequantized and/or put back in Hugging Face row order. */
+static fdl_status fill(void *arg, size_t i, unsigned worker, fdl_err *err) {
+  (void)worker;
+  fdl_model *m = arg;
+  const fdl_gguf_tensor *gt = &m->gguf->tensors[i];
+  fdl_tensor *t = &m->gt[i];
+  size_t d = m->gguf_permute[i];
+  if (!d && !m->gguf_dequantized[i]) return FDL_OK; /* mapped as stored */
+  uint64_t n = t->nbytes / fdl_dtype_size(t->dtype);
+  const uint8_t *src = fdl_gguf_tensor_data(m->gguf, gt);
+  uint8_t *dst = (uint8_t *)t->data, *tmp = NULL;
+  fdl_status s = FDL_OK;
+  if (m->gguf_dequantized[i]) {
+    if (d && !(tmp = fdl_malloc((size_t)t->nbytes)))
+      return fdl_fail(err, FDL_NOMEM, "tensor %s: out of memory", gt->name);
+    s = fdl_ggml_dequant(gt->type, src, n, (float *)(d ? tmp : dst), err);
+    if (s) fdl_err_prefix(err, "%s: tensor %s", m->gguf->path, gt->name);
+    src = tmp;
+  }
+  if (!s && d)
+    unpermute(src, dst, (size_t)(n / gt->ne[0]), (size_t)gt->ne[0], fdl_dtype_size(t->dtype), d);
+  free(tmp);
   return s;
 }
 
@@ -264,6 +278,7 @@ fdl_status fdl_eng_gguf_tensors(fdl_model *m, fdl_err *err) {
   bool llama = !strcmp(in->arch, "LlamaForCausalLM");
   if (!(m->gt = fdl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof *m->gt)) ||
       !(m->gguf_dequantized = fdl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof(bool))) ||
+      !(m->gguf_permute = fdl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof(size_t))) ||
       !(m->gt_names = fdl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof *m->gt_names)))
     return fdl_fail(err, FDL_NOMEM, "out of memory");
   fdl_status s = FDL_OK;
@@ -283,6 +298,8 @@ fdl_status fdl_eng_gguf_tensors(fdl_model *m, fdl_err *err) {
     m->gt[i].name = m->gt_names[i];
     s = view(m, gt, widen, d, &m->gt[i], err);
   }
+  /* The first failing tensor in file order is reported, whatever the thread count. */
+  if (!s) s = fdl_pool_run(&m->pool, (size_t)g->n_tensors, fill, m, err);
   char dom[32];
   dominant(g, dom, sizeof dom);
   snprintf(m->gguf_codec, sizeof m->gguf_codec, "gguf:%s", dom);

@@ -97,6 +97,7 @@ struct fdl_model {
   fdl_tensor *gt; /* [ngt] its tensors under the Hugging Face names */
   char **gt_names;
   bool *gguf_dequantized; /* [ngt] made by fdl_ggml_dequant, which checked it finite */
+  size_t *gguf_permute;   /* [ngt] llama's Q/K head size to put rows back for, or 0 */
   size_t ngt;
   char gguf_codec[40]; /* "gguf:<the matrices' most common type>" */
   bool gguf_quantized; /* some matrix is stored quantized (run dequantized) */

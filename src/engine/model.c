@@ -42,6 +42,7 @@ void fdl_model_free(fdl_model *m) {
   for (size_t i = 0; i < m->ngt; i++) free(m->gt_names[i]);
   free(m->gt_names);
   free(m->gguf_dequantized);
+  free(m->gguf_permute);
   free(m->gt);
   if (m->gguf) fdl_gguf_close(m->gguf);
   free(m->gguf);
