@@ -286,6 +286,12 @@ fdl_status fdl_eng_gguf_tensors(fdl_model *m, fdl_err *err) {
     const fdl_gguf_tensor *gt = &g->tensors[i];
     char name[256];
     if (!hf_name(gt->name, name, sizeof name)) snprintf(name, sizeof name, "%s", gt->name);
+    /* two GGUF names for one weight (blk.0.attn_q and a literal model.layers.0...q_proj) would
+     * leave the engine to pick one */
+    for (size_t j = 0; j < i; j++)
+      if (!strcmp(m->gt_names[j], name))
+        return fdl_fail(err, FDL_PARSE, "%s: tensors %s and %s are both %s", g->path,
+                        g->tensors[j].name, gt->name, name);
     if (!(m->gt_names[i] = fdl_strdup(name))) return fdl_fail(err, FDL_NOMEM, "out of memory");
     m->ngt = (size_t)i + 1;
     size_t d = 0;
@@ -325,8 +331,8 @@ fdl_status fdl_eng_gguf_scan(fdl_model *m, fdl_err *err) {
         fdl_tensor_first_nonfinite(t->data, t->dtype, t->nbytes / fdl_dtype_size(t->dtype), &nan);
     if (bad != UINT64_MAX)
       return fdl_fail(err, FDL_NONFINITE,
-                      "%s: tensor %s: element %" PRIu64 " is %s (weights must be finite)", g->path,
-                      t->name, bad, nan ? "NaN" : "infinite");
+                      "%s: tensor %s (%s): element %" PRIu64 " is %s (weights must be finite)",
+                      g->path, g->tensors[t - m->gt].name, t->name, bad, nan ? "NaN" : "infinite");
   }
   return FDL_OK;
 }

@@ -2,6 +2,7 @@
  * pool a run uses. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/sys.h"
 #include "engine/internal.h"
@@ -167,6 +168,15 @@ fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **
    * model-file rule (fdl_model_member); a directory without it holds no model: a finding about
    * the input (exit 3), not a failure to read it. */
   bool gguf = fdl_eng_is_gguf(dir);
+  struct stat st;
+  if (!gguf && stat(dir, &st) == 0 && S_ISREG(st.st_mode)) {
+    char q[FDL_QUOTE_CAP];
+    free(m);
+    return fdl_fail(err, FDL_REFUSED,
+                    "%s: a regular file that is not GGUF (expected a Hugging Face model "
+                    "directory or a .gguf file)",
+                    fdl_quote_str(dir, q, sizeof q));
+  }
   char *cp = NULL;
   fdl_status s =
       gguf ? fdl_eng_gguf_open(m, dir, err) : fdl_model_member(dir, "config.json", &cp, err);

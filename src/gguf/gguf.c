@@ -86,9 +86,9 @@ static fdl_status read_kv(cursor *c, fdl_gguf_kv *kv, uint64_t index, fdl_err *e
   if ((s = u32_at(c, &et, key, err)) != FDL_OK || (s = u64_at(c, &kv->count, key, err)) != FDL_OK)
     return s;
   if (et >= FDL_GGUF_TYPE_COUNT || et == FDL_GGUF_ARRAY)
-    return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: %s: array element type %u is %s (nested arrays are not GGUF metadata)",
-                    c->path, key, et, et == FDL_GGUF_ARRAY ? "an array" : "unknown");
+    return fdl_fail(err, FDL_UNSUPPORTED, "%s: %s: array element type %u is %s", c->path, key, et,
+                    et == FDL_GGUF_ARRAY ? "an array (nested arrays are not GGUF metadata)"
+                                         : "unknown");
   kv->elem = (fdl_gguf_type)et;
   kv->value = c->at;
   /* The smallest element (a fixed-size number, or an empty string's 8-byte length) bounds the
