@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/sys.h"
 #include "cli/cli.h"
 #include "fidelis/file.h"
 #include "fidelis/tokenizer.h"
@@ -237,7 +236,7 @@ int fdl_cli_tokenize(int argc, char **argv) {
     size_t slen = a.string ? strlen(a.string) : len;
     unsigned flags = a.no_special ? 0 : FDL_TOK_ADD_SPECIAL | FDL_TOK_PARSE_SPECIAL;
     /* Text output streams (memory stays flat on a corpus); JSON holds the ids for its count. */
-    id_printer *pr = a.json ? NULL : fdl_malloc(sizeof *pr);
+    id_printer *pr = a.json ? NULL : malloc(sizeof *pr);
     if (!a.json && !pr) {
       s = fdl_fail(&err, FDL_NOMEM, "out of memory");
     } else if (pr) {
