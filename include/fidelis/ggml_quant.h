@@ -27,6 +27,9 @@ typedef struct {
 /* The type with this id, or NULL for an id ggml does not define (or no longer does). */
 FDL_API const fdl_ggml_type_info *fdl_ggml_type(uint32_t id);
 
+/* Whether the type is a plain float (f32, f16, bf16): one value per block, stored as is. */
+FDL_API bool fdl_ggml_is_float(uint32_t id);
+
 /* The stored bytes of n values of the type: FDL_UNSUPPORTED for an unknown id, FDL_BOUNDS when
  * n is not a whole number of blocks or the size overflows 64 bits; the message names the type. */
 FDL_API fdl_status fdl_ggml_row_bytes(uint32_t id, uint64_t n, uint64_t *bytes, fdl_err *err);

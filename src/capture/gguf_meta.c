@@ -26,10 +26,6 @@ static int class_of(const char *name) {
   return -1;
 }
 
-static bool is_float(uint32_t t) {
-  return t == 0 || t == 1 || t == 30;
-}
-
 typedef struct {
   char types[96];
   double bits, elems;
@@ -47,7 +43,7 @@ static void add(class_acc *a, uint32_t type, uint64_t n) {
     snprintf(a->types + strlen(a->types), sizeof a->types - strlen(a->types), "%s%s",
              a->any ? "+" : "", nm);
   a->any = true;
-  a->quantized |= !is_float(type);
+  a->quantized |= !fdl_ggml_is_float(type);
   if (ti && ti->block_elems) a->bits += (double)n * 8.0 * ti->block_bytes / ti->block_elems;
   a->elems += (double)n;
 }

@@ -171,10 +171,6 @@ fdl_status fdl_eng_gguf_config(const fdl_gguf *g, json_t **out, fdl_err *err) {
   return FDL_OK;
 }
 
-static bool is_float(uint32_t type) {
-  return type == 0 || type == 1 || type == 30; /* f32, f16, bf16 */
-}
-
 static fdl_dtype dtype_of(uint32_t type) {
   return type == 1 ? FDL_DTYPE_F16 : type == 30 ? FDL_DTYPE_BF16 : FDL_DTYPE_F32;
 }
@@ -201,7 +197,7 @@ static fdl_status view(fdl_model *m, const fdl_gguf_tensor *gt, bool widen, size
     t->shape[i] = (int64_t)gt->ne[gt->n_dims - 1 - i]; /* ggml's ne reversed: row-major */
     n *= gt->ne[i];
   }
-  bool stored = is_float(gt->type) && !(widen && gt->type != 0 && gt->n_dims == 2);
+  bool stored = fdl_ggml_is_float(gt->type) && !(widen && gt->type != 0 && gt->n_dims == 2);
   t->dtype = stored ? dtype_of(gt->type) : FDL_DTYPE_F32;
   t->offset = gt->offset;
   if (stored && !permute_d) {
@@ -272,7 +268,7 @@ fdl_status fdl_eng_gguf_tensors(fdl_model *m, fdl_err *err) {
     const fdl_gguf_tensor *gt = &g->tensors[i];
     if (gt->n_dims != 2) continue;
     if (first == UINT32_MAX) first = gt->type;
-    if (!is_float(gt->type) || gt->type != first) widen = true;
+    if (!fdl_ggml_is_float(gt->type) || gt->type != first) widen = true;
   }
   const fdl_model_info *in = &m->info;
   bool llama = !strcmp(in->arch, "LlamaForCausalLM");
@@ -309,9 +305,9 @@ fdl_status fdl_eng_gguf_tensors(fdl_model *m, fdl_err *err) {
   char dom[32];
   dominant(g, dom, sizeof dom);
   snprintf(m->gguf_codec, sizeof m->gguf_codec, "gguf:%s", dom);
-  m->gguf_quantized = widen && !is_float(first == UINT32_MAX ? 0 : first);
   for (uint64_t i = 0; i < g->n_tensors; i++)
-    if (g->tensors[i].n_dims == 2 && !is_float(g->tensors[i].type)) m->gguf_quantized = true;
+    if (g->tensors[i].n_dims == 2 && !fdl_ggml_is_float(g->tensors[i].type))
+      m->gguf_quantized = true;
   return s;
 }
 

@@ -57,3 +57,7 @@ fdl_status fdl_ggml_row_bytes(uint32_t id, uint64_t n, uint64_t *bytes, fdl_err 
   *bytes = blocks * t->block_bytes;
   return FDL_OK;
 }
+
+bool fdl_ggml_is_float(uint32_t id) {
+  return id == 0 || id == 1 || id == 30; /* GGML_TYPE_F32, F16, BF16 */
+}
