@@ -186,7 +186,10 @@ static fdl_status bare_block(void *varg, size_t b, unsigned worker, fdl_err *err
                          a->hidden,
                          FDL_GEMM_BF16,
                          tile + i * pb * a->chunk,
-                         a->chunk};
+                         a->chunk,
+                         NULL,
+                         NULL,
+                         0};
       fdl_gemm_tile(a->kern, &x, 0, nr, 0, n, &blk, a->work[worker]);
     }
   }

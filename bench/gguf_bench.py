@@ -3,7 +3,7 @@ same run:
 
 1. Load: a synthetic Q4_K_M-shaped Llama GGUF of about MEGABYTES (q4_K matrices, q6_K for
    ffn_down and the head, F32 norms; random blocks with valid scales) opened by
-   `fidelis generate --ids [1]` (map, digest, dequantize every matrix into float32, check,
+   `fidelis generate --ids [1]` (map, digest, dequantize every block once to check it,
    one position of forward), against a plain read of the same bytes (`cat FILE > /dev/null`,
    page cache warm, best of REPEATS). Target: <= 2x the read.
 2. Engine: capture of the same weights from a Hugging Face directory and from its BF16 GGUF
@@ -98,9 +98,15 @@ def synth(path, target):
     return layers
 
 
-def timed(argv, out=subprocess.DEVNULL):
+def timed(argv, out=subprocess.DEVNULL, fresh=None):
+    """Best wall time and peak RSS of argv over the repeats; fresh: an output path removed
+    before each run (fidelis never overwrites one)."""
     best, rss = None, 0
     for _ in range(repeats):
+        if fresh and os.path.isdir(fresh):
+            shutil.rmtree(fresh)
+        elif fresh and os.path.exists(fresh):
+            os.unlink(fresh)
         t0 = time.perf_counter()
         p = subprocess.run(["/usr/bin/time", "-f", "%M"] + argv, stdout=out, stderr=subprocess.PIPE)
         dt = time.perf_counter() - t0
@@ -119,7 +125,7 @@ try:
     size = os.path.getsize(big)
     t_read, _ = timed(["cat", big])
     t_load, rss = timed([cli, "generate", "--model", big, "--ids", "[1]", "--logits-out",
-                         os.path.join(work, "x.npy")])
+                         os.path.join(work, "x.npy")], fresh=os.path.join(work, "x.npy"))
     print(f"load: {size / 2**20:.0f} MiB Q4_K_M-shaped llama ({layers} layers, hidden {HIDDEN}, "
           f"ff {FF}, vocab {VOCAB}); best of {repeats}")
     print(f"  plain read {t_read:.2f} s   fidelis load+dequantize+1 token {t_load:.2f} s   "
@@ -136,19 +142,10 @@ try:
     panel = os.path.join(hf, "panel.jsonl")
     res = {}
     for tag, model in (("hf", hf), ("gguf", gg)):
-        outs = []
-        def cap(tag=tag, model=model):
-            out = os.path.join(work, "cap-%s-%d" % (tag, len(outs)))
-            outs.append(out)
-            return [cli, "capture", "--model", model, "--panel", panel, "--out", out,
-                    "--created-utc", "2026-01-01T00:00:00Z"]
-        best = None
-        for _ in range(repeats):
-            t, r = timed(cap())
-            best = t if best is None else min(best, t)
-        res[tag] = (best, r)
-        for o in outs:
-            shutil.rmtree(o, ignore_errors=True)
+        out = os.path.join(work, "cap-" + tag)
+        res[tag] = timed([cli, "capture", "--model", model, "--panel", panel, "--out", out,
+                          "--created-utc", "2026-01-01T00:00:00Z"], fresh=out)
+        shutil.rmtree(out, ignore_errors=True)
     ratio = res["gguf"][0] / res["hf"][0]
     print(f"engine: capture of llama-100m (BF16) on its panel, best of {repeats}: HF dir "
           f"{res['hf'][0]:.2f} s ({res['hf'][1] / 2**20:.0f} MiB), BF16 GGUF {res['gguf'][0]:.2f} s "

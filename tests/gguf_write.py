@@ -17,6 +17,14 @@ import struct
 
 import numpy as np
 
+Q35 = {"post_attention_layernorm.weight": "post_attention_norm.weight",
+       "linear_attn.in_proj_qkv.weight": "attn_qkv.weight",
+       "linear_attn.in_proj_z.weight": "attn_gate.weight",
+       "linear_attn.in_proj_b.weight": "ssm_beta.weight",
+       "linear_attn.in_proj_a.weight": "ssm_alpha.weight",
+       "linear_attn.conv1d.weight": "ssm_conv1d.weight", "linear_attn.dt_bias": "ssm_dt.bias",
+       "linear_attn.A_log": "ssm_a", "linear_attn.norm.weight": "ssm_norm.weight",
+       "linear_attn.out_proj.weight": "ssm_out.weight"}
 ARCH = {"LlamaForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3"}
 LAYER = {"input_layernorm.weight": "attn_norm.weight",
          "post_attention_layernorm.weight": "ffn_norm.weight",
@@ -26,7 +34,7 @@ LAYER = {"input_layernorm.weight": "attn_norm.weight",
          "self_attn.v_proj.bias": "attn_v.bias", "self_attn.q_norm.weight": "attn_q_norm.weight",
          "self_attn.k_norm.weight": "attn_k_norm.weight", "mlp.gate_proj.weight": "ffn_gate.weight",
          "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
-GGML = {"BF16": 30, "F16": 1, "F32": 0}
+GGML = {"BF16": 30, "F16": 1, "F32": 0, "Q8_0": 8}
 SIZE = {"BF16": 2, "F16": 2, "F32": 4}
 
 
@@ -82,6 +90,8 @@ def kv_str(key, val):
 
 def hf_to_gguf(model_dir, out):
     cfg = json.load(open(os.path.join(model_dir, "config.json")))
+    if cfg["architectures"][0].startswith("Qwen3_5"):
+        return qwen35_to_gguf(model_dir, cfg, out)
     arch = ARCH[cfg["architectures"][0]]
     tensors = read_safetensors(os.path.join(model_dir, "model.safetensors"))
     heads, kv_heads = cfg["num_attention_heads"], cfg.get("num_key_value_heads",
@@ -117,3 +127,137 @@ def hf_to_gguf(model_dir, out):
     head += b"\0" * ((-len(head)) % 32)
     with open(out, "wb") as f:
         f.write(head + b"".join(blobs))
+
+
+def as_f32(dt, shape, raw):
+    if dt == "F32":
+        return np.frombuffer(raw, dtype="<f4").reshape(shape)
+    if dt == "BF16":
+        u = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+        return u.view(np.float32).reshape(shape)
+    return np.frombuffer(raw, dtype="<f2").astype(np.float32).reshape(shape)
+
+
+def tiled(a, axis, first, nk, r, hd, back=False):
+    """llama.cpp's V-head order: heads [first:] grouped by key head (g*r + ri) become tiled
+    (ri*nk + g), along axis; back=True undoes it."""
+    a = np.moveaxis(a, axis, 0)
+    lead = (r, nk) if back else (nk, r)
+    v = a[first:].reshape(lead + (hd,) + a.shape[1:]).swapaxes(0, 1).reshape(a[first:].shape)
+    return np.moveaxis(np.concatenate([a[:first], v]), 0, axis)
+
+
+def q8_0(x):
+    """x (float32 rows of a multiple of 32) as ggml Q8_0 blocks (f16 d, 32 int8 q), and their
+    exact float32 dequantization d * q."""
+    b = x.reshape(-1, 32).astype(np.float32)
+    d = (np.abs(b).max(1) / 127).astype(np.float16)
+    inv = np.where(d > 0, 1 / np.where(d > 0, d.astype(np.float32), 1), 0)
+    q = np.clip(np.rint(b * inv[:, None]), -127, 127).astype(np.int8)
+    raw = b"".join(d[i:i + 1].tobytes() + q[i].tobytes() for i in range(len(q)))
+    return raw, (d.astype(np.float32)[:, None] * q.astype(np.float32)).reshape(x.shape)
+
+
+def qwen35_to_gguf(model_dir, cfg, out, quant=None, mtp=False):
+    """A Qwen3.5 directory as llama.cpp's converter writes it (arch qwen35): the text model only
+    (language_model. dropped, model.visual.* and mtp.* skipped); zero-centred norms stored as
+    1 + w and A_log as -exp(A_log), both float32, as are every vector and conv1d (squeezed to
+    [C, K]); the V heads tiled when key and value head counts differ; matrices as stored, or
+    with quant="q8_0" as Q8_0 blocks, in which case the return value maps each matrix's HF name
+    to its float32 dequantization in Hugging Face order (for a twin directory). mtp=True appends
+    one multi-token-prediction block (a copy of block 0, nextn_predict_layers 1), which a
+    reader of the trunk must skip."""
+    tc = cfg.get("text_config", cfg)
+    rp = tc.get("rope_parameters") or {}
+    hd = tc["head_dim"]
+    nk, nv = tc["linear_num_key_heads"], tc["linear_num_value_heads"]
+    dk, dv = tc["linear_key_head_dim"], tc["linear_value_head_dim"]
+    r, qk = nv // nk, 2 * nk * dk
+    factor = rp.get("partial_rotary_factor", tc.get("partial_rotary_factor", 0.25))
+    a = "qwen35"
+    meta = [kv_str("general.architecture", a), kv("general.alignment", 4, 32),
+            kv(a + ".embedding_length", 4, tc["hidden_size"]),
+            kv(a + ".feed_forward_length", 4, tc["intermediate_size"]),
+            kv(a + ".block_count", 4, tc["num_hidden_layers"] + int(mtp)),
+            kv(a + ".attention.head_count", 4, tc["num_attention_heads"]),
+            kv(a + ".attention.head_count_kv", 4, tc["num_key_value_heads"]),
+            kv(a + ".attention.key_length", 4, hd), kv(a + ".attention.value_length", 4, hd),
+            kv(a + ".context_length", 4, tc["max_position_embeddings"]),
+            kv(a + ".attention.layer_norm_rms_epsilon", 6, tc["rms_norm_eps"]),
+            kv(a + ".rope.freq_base", 6, rp.get("rope_theta", tc.get("rope_theta", 1e7))),
+            kv(a + ".rope.dimension_count", 4, int(hd * factor)),
+            kv(a + ".ssm.conv_kernel", 4, tc["linear_conv_kernel_dim"]),
+            kv(a + ".ssm.state_size", 4, dk), kv(a + ".ssm.group_count", 4, nk),
+            kv(a + ".ssm.time_step_rank", 4, nv), kv(a + ".ssm.inner_size", 4, dv * nv),
+            kv(a + ".full_attention_interval", 4, tc.get("full_attention_interval", 4)),
+            kv_str("tokenizer.ggml.model", "none")]
+    if mtp:
+        meta.append(kv(a + ".nextn_predict_layers", 4, 1))
+    tensors = read_safetensors(os.path.join(model_dir, "model.safetensors"))
+    infos, blobs, off, deq = [], [], 0, {}
+    names = sorted(tensors)
+    if mtp:
+        extra = "model.language_model.layers.%d." % tc["num_hidden_layers"]
+        for hf in [n for n in names if ".layers.0." in n]:
+            tensors[hf.replace(".layers.0.", "." + extra.split(".", 2)[2])] = tensors[hf]
+        names = sorted(tensors)
+    for hf in names:
+        dt, shape, raw = tensors[hf]
+        name = hf.replace("model.language_model.", "model.")
+        if name.startswith(("model.visual.", "mtp.")):
+            continue
+        if name == "lm_head.weight" and tc.get("tie_word_embeddings", cfg.get("tie_word_embeddings")):
+            continue
+        parts = name.split(".")
+        rest = ".".join(parts[3:])
+        if parts[:2] == ["model", "layers"]:
+            g = "blk.%s.%s" % (parts[2], Q35.get(rest) or LAYER[rest])
+        else:
+            g = gguf_name(name)
+        x, typ = None, dt
+        if len(shape) == 1 or "conv1d" in rest or rest.endswith("norm.weight"):
+            x, typ = as_f32(dt, shape, raw), "F32"
+        if rest.endswith("norm.weight") and rest != "linear_attn.norm.weight" or \
+                name == "model.norm.weight":
+            x = (x + np.float32(1)).astype(np.float32)
+        if rest == "linear_attn.A_log":
+            x = (-np.exp(x)).astype(np.float32)
+        if "conv1d" in rest:
+            x = x.reshape(shape[0], shape[2])
+        if quant and len(shape) == 2 and "conv1d" not in rest and x is None:
+            x = as_f32(dt, shape, raw)
+        if nk != nv and rest.startswith("linear_attn.") and rest != "linear_attn.norm.weight":
+            if x is None:
+                x = np.frombuffer(raw, dtype={"BF16": "<u2", "F16": "<u2", "F32": "<u4"}[dt])
+                x = x.reshape(shape)
+            first = qk if rest in ("linear_attn.in_proj_qkv.weight", "linear_attn.conv1d.weight") else 0
+            heads_of = dv if rest in ("linear_attn.in_proj_qkv.weight", "linear_attn.conv1d.weight",
+                                      "linear_attn.in_proj_z.weight", "linear_attn.out_proj.weight") else 1
+            x = tiled(x, 1 if rest == "linear_attn.out_proj.weight" else 0, first, nk, r, heads_of)
+        lin = nk != nv and rest.startswith("linear_attn.")
+        if quant and len(shape) == 2 and "conv1d" not in rest:
+            if x is None:
+                x = as_f32(dt, shape, raw)
+            raw, d = q8_0(np.ascontiguousarray(x))
+            if lin and rest == "linear_attn.out_proj.weight":
+                d = tiled(d, 1, 0, nk, r, dv, back=True)
+            elif lin:
+                first = qk if rest == "linear_attn.in_proj_qkv.weight" else 0
+                d = tiled(d, 0, first, nk, r, dv if "proj_b" not in rest and "proj_a" not in rest
+                          else 1, back=True)
+            deq[hf] = d
+            typ, shape, x = "Q8_0", list(x.shape), None
+        if x is not None:
+            raw = np.ascontiguousarray(x).tobytes()
+            shape = list(x.shape)
+        ne = list(reversed(shape))
+        infos.append(s(g) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", n) for n in ne)
+                     + struct.pack("<I", GGML[typ]) + struct.pack("<Q", off))
+        pad = (-len(raw)) % 32
+        blobs.append(raw + b"\0" * pad)
+        off += len(raw) + pad
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(infos), len(meta)) + b"".join(meta) + b"".join(infos)
+    head += b"\0" * ((-len(head)) % 32)
+    with open(out, "wb") as f:
+        f.write(head + b"".join(blobs))
+    return deq

@@ -279,7 +279,8 @@ static void prob_ref(prob *p) {
 }
 
 static fdl_gemm_args prob_args(const prob *p) {
-  fdl_gemm_args x = {p->m, p->n, p->k, p->a, p->lda, b_ptr(p), p->ldb, p->t, p->c, p->ldc};
+  fdl_gemm_args x = {p->m, p->n, p->k,   p->a, p->lda, b_ptr(p), p->ldb,
+                     p->t, p->c, p->ldc, NULL, NULL,   0};
   return x;
 }
 
@@ -688,6 +689,65 @@ static void test_small_m(void **state) {
                 runs);
 }
 
+/* B made on demand (b_rows): the rows the GEMM asks for, widened here from the stored B, give
+ * the bits of the stored product, on the tile and small-M paths, under every ISA, thread count
+ * and cut; b_row0 is added to every row asked for (here: B's offset in its buffer). */
+static void rows_from_b(const void *arg, size_t j0, size_t j1, float *dst) {
+  const prob *p = arg;
+  for (size_t j = j0; j < j1; j++)
+    for (size_t k = 0; k < p->k; k++) {
+      const uint8_t *at = p->bbuf + (j * p->ldb + k) * es_of(p->t);
+      uint16_t h;
+      memcpy(&h, at, 2);
+      float v;
+      if (p->t == FDL_GEMM_F32)
+        memcpy(&v, at, 4);
+      else
+        v = p->t == FDL_GEMM_BF16 ? fdl_bf16_to_f32(h) : fdl_f16_to_f32(h);
+      dst[(j - j0) * p->k + k] = v;
+    }
+}
+
+static void test_b_rows(void **state) {
+  (void)state;
+  static const size_t shapes[][3] = {
+      {1, 37, 70}, {3, 200, 33}, {5, 17, 2560}, {70, 23, 37}, {300, 101, 130}};
+  static const size_t nbs[] = {1, 7, 96};
+  size_t runs = 0;
+  char what[160];
+  for (size_t s = 0; s < n_isas; s++)
+    for (unsigned th = 1; th <= MAX_THREADS; th++) {
+      fdl_gemm *g = new_ctx(isas[s], th);
+      for (int t = 0; t < 3; t++)
+        for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++) {
+          prob p = prob_new(shapes[sh][0], shapes[sh][1], shapes[sh][2], types[t], PADDED);
+          prob_fill(&p, (vkind)((sh + t) % V_KINDS));
+          prob_ref(&p);
+          for (size_t b = 0; b < sizeof nbs / sizeof *nbs; b++) {
+            fdl_gemm_tuning tu;
+            fdl_gemm_tuning_get(g, p.k, &tu);
+            tu.blk.nb = nbs[b];
+            tu.blk.kc = b == 1 ? 7 : tu.blk.kc;
+            tu.task_cols = b == 1 ? 5 : tu.task_cols;
+            fdl_gemm_tuning_set(g, &tu);
+            c_sentinel(&p);
+            fdl_gemm_args x = prob_args(&p);
+            x.b = NULL, x.ldb = 0, x.b_type = (fdl_gemm_type)7; /* unused with b_rows */
+            x.b_rows = rows_from_b, x.b_ctx = &p, x.b_row0 = p.boff;
+            fdl_err err;
+            if (fdl_gemm_run(g, &x, &err) != FDL_OK) fail_msg("b_rows run: %s", err.msg);
+            snprintf(what, sizeof what, "b_rows %zux%zux%zu, %u threads, nb %zu kc %zu", p.m, p.n,
+                     p.k, th, tu.blk.nb, tu.blk.kc);
+            check_c(&p, fdl_gemm_isa_name(g), what);
+            runs++;
+          }
+          prob_free(&p);
+        }
+      fdl_gemm_free(g);
+    }
+  print_message("b_rows: %zu runs, all bit-identical to the stored B's reference\n", runs);
+}
+
 /* fdl_gemm_tile on sub-ranges that do not align to tiles writes exactly that range. */
 static void test_tile_subranges(void **state) {
   (void)state;
@@ -964,6 +1024,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_cuts),           cmocka_unit_test(test_small_m),
       cmocka_unit_test(test_tile_subranges), cmocka_unit_test(test_error_bound),
       cmocka_unit_test(test_caller_fpenv),   cmocka_unit_test(test_arguments),
+      cmocka_unit_test(test_b_rows),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   for (size_t s = 0; s < n_isas; s++)

@@ -12,11 +12,24 @@
   llama.cpp's on the dequantized F32 file (deq/) within 1e-4 per row with the same argmaxes.
   Against llama.cpp's native quantized run the difference is printed, not asserted: llama.cpp
   also quantizes the activations in its dot products.
+- A quantized matrix is held in its blocks and each product dequantizes the rows it reaches;
+  that gives the bits of the same model held in float32: llama-Q8_0.gguf against a Hugging Face
+  directory of its float32 dequantization made here by a numpy transcription of Q8_0 (x = d * q,
+  checked against the vector's sha256_f32), Q/K rows put back, logits identical on a long context
+  (the GEMM's tile path) and on three tokens (its small-M path).
 - Bits do not move with --isa or --threads (the engine's contract), on F32 and Q4_K_M.
 - The three architectures, from the engine's own tiny presets written as GGUF by
   tests/gguf_write.py (llama.cpp's layout: names, metadata, llama's Q/K row permutation; BF16
   as stored): Llama, Qwen2 (q/k/v biases, tied) and Qwen3 (q/k norms) give logits bit-identical
   to their Hugging Face directories.
+- Qwen3.5 (`qwen35`), from the engine's qwen3.5-tiny-random preset (2 key heads, 4 value heads:
+  the converter's tiled V-head order is exercised) written as llama.cpp's converter writes it
+  (tests/gguf_write.py: norms as 1 + w, A_log as -exp(A_log), conv1d squeezed, V heads tiled, a
+  multi-token-prediction block appended): with A_log = 0 (so -exp(A_log) loses nothing) the BF16
+  GGUF gives logits bit-identical to the HF directory, and a Q8_0 GGUF (quantized by
+  gguf_write, its float32 dequantization put back in HF order for a twin directory) gives
+  logits and a capture bit-identical to the twin's; with the preset's A_log, GGUF and HF agree
+  within 1e-5 per row with the same argmax (the converter rounds exp(A_log) to float32).
 - llama.cpp's KLD workflow end to end (kld/): `pack --from-llamacpp-kld base.kld` with its panel,
   a logit-form capture of llama-spm-Q4_0.gguf on that panel, `compare`: same top p equals
   llama-perplexity's printed 74.603 +/- 3.893 % exactly at its precision, and Mean KLD is within
@@ -28,8 +41,10 @@
   and weights_decode, validates, and `compare` against the F32 capture discloses
   weights_reconstructed; `report` renders the receipt.
 """
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,6 +52,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import engine_models  # noqa: E402
 import gguf_write  # noqa: E402
 
 CLI = os.environ.get("FDL_CLI", "fidelis")
@@ -123,6 +139,121 @@ def forward(t):
         print(f"{name}: vs llama.cpp dequantized {e:.3g}; vs llama.cpp native {en:.3g} (reported)")
         check(e <= TOL, f"{name} vs llama.cpp's dequantized run: {e:.3g} > {TOL}")
         check((a.argmax(1) == d.argmax(1)).all(), f"{name}: argmax differs from the deq run's")
+
+
+def q8_0(raw):
+    """ggml's block_q8_0: an f16 scale d, then 32 int8 q; x = d * q (exact in float32)."""
+    b = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 34)
+    d = b[:, :2].copy().view("<f2").astype(np.float32)
+    q = b[:, 2:].copy().view(np.int8).astype(np.float32)
+    return (d * q).reshape(-1)
+
+
+def blocks_as_float32(t):
+    info = json.load(open(os.path.join(G, "llama-Q8_0.tensors.json")))
+    raw = open(os.path.join(G, "llama-Q8_0.gguf"), "rb").read()
+    hf = os.path.join(G, "hf", "llama")
+    cfg = json.load(open(os.path.join(hf, "config.json")))
+    d = cfg["head_dim"]
+    hf_of = {gguf_write.gguf_name(k): k
+             for k in gguf_write.read_safetensors(os.path.join(hf, "model.safetensors"))}
+    tensors = []
+    for ti in info["tensors"]:
+        b = raw[ti["offset"]:ti["offset"] + ti["nbytes"]]
+        v = q8_0(b) if ti["type"] == "q8_0" else np.frombuffer(b, "<f4")
+        check(hashlib.sha256(v.astype("<f4").tobytes()).hexdigest() == ti["sha256_f32"],
+              f"numpy's Q8_0 of {ti['name']} is not ggml's")
+        shape = ti["shape_row_major"]
+        a = v.reshape(shape)
+        if ti["name"].endswith(("attn_q.weight", "attn_k.weight")):
+            # GGUF row 2i + j of each head of d rows is HF row j*d/2 + i
+            a = a.reshape(-1, d // 2, 2, shape[1]).transpose(0, 2, 1, 3).reshape(shape)
+        tensors.append((hf_of[ti["name"]], "F32", shape, a.astype("<f4").tobytes()))
+    out = os.path.join(t, "q8_0-as-f32")
+    os.mkdir(out)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    engine_models.write_safetensors(os.path.join(out, "model.safetensors"), sorted(tensors))
+    ctx0 = json.load(open(os.path.join(G, "ids.json")))[0]
+    for ids, what in ((ctx0, "long context"), (ctx0[:3], "three tokens")):
+        got = []
+        for m in (os.path.join(G, "llama-Q8_0.gguf"), out):
+            o = os.path.join(t, "blocks-%d-%d.npy" % (len(ids), len(got)))
+            rc, text = run("generate", "--model", m, "--ids", json.dumps(ids), "--rows", "all",
+                           "--logits-out", o)
+            got.append(np.load(o) if check(rc == 0, f"generate {m}: {rc} {text[-300:]}") else None)
+        if got[0] is not None and got[1] is not None:
+            check(np.array_equal(got[0].view(np.uint32), got[1].view(np.uint32)),
+                  f"Q8_0 held in blocks vs its float32 copy, {what}: logits differ")
+            print(f"llama-Q8_0 in blocks vs float32, {what}: logits identical")
+
+
+def q35_dir(src, out, zero_alog=False, twin=None):
+    """A copy of the preset dir src at out; A_log zeroed; or, with twin (HF name -> float32),
+    every text tensor float32 and the twin's matrices in place of the stored ones."""
+    shutil.copytree(src, out)
+    st = os.path.join(out, "model.safetensors")
+    tensors = []
+    for k, (dt, sh, raw) in gguf_write.read_safetensors(st).items():
+        if zero_alog and k.endswith("A_log"):
+            raw = np.zeros(sh, "<f4").tobytes()
+        if twin is not None and "visual" not in k:
+            v = twin[k] if k in twin else gguf_write.as_f32(dt, sh, raw)
+            dt, raw = "F32", np.asarray(v, "<f4").tobytes()
+        tensors.append((k, dt, sh, raw))
+    engine_models.write_safetensors(st, sorted(tensors))
+    if twin is not None:
+        cfg = json.load(open(os.path.join(out, "config.json")))
+        cfg["torch_dtype"] = cfg["text_config"]["torch_dtype"] = "float32"
+        json.dump(cfg, open(os.path.join(out, "config.json"), "w"))
+
+
+def q35_logits(t, model, tag):
+    out = os.path.join(t, f"q35-{tag}.npy")
+    ids = json.dumps([1, 5, 9, 200, 33, 47, 81, 100, 7, 3, 250] + list(range(12, 40)))
+    rc, text = run("generate", "--model", model, "--ids", ids, "--rows", "all", "--logits-out", out)
+    return np.load(out) if check(rc == 0, f"generate {tag}: {rc} {text[-300:]}") else None
+
+
+def qwen35(t):
+    pre = os.path.join(t, "q35")
+    rc, text = run("model", "init", "--preset", "qwen3.5-tiny-random", "--seed", "5", pre)
+    if not check(rc == 0, f"model init qwen3.5-tiny-random: {rc} {text[-200:]}"):
+        return
+    z = os.path.join(t, "q35-zero")
+    q35_dir(pre, z, zero_alog=True)
+    cfg = json.load(open(os.path.join(z, "config.json")))
+    bf, q8 = os.path.join(t, "q35-bf16.gguf"), os.path.join(t, "q35-q8_0.gguf")
+    gguf_write.qwen35_to_gguf(z, cfg, bf, mtp=True)
+    deq = gguf_write.qwen35_to_gguf(z, cfg, q8, quant="q8_0", mtp=True)
+    tw = os.path.join(t, "q35-twin")
+    q35_dir(z, tw, twin=deq)
+    pairs = ((z, bf, "BF16 GGUF vs HF dir"), (tw, q8, "Q8_0 GGUF vs its float32 twin"))
+    for hf, gg, what in pairs:
+        a, b = q35_logits(t, hf, "hf"), q35_logits(t, gg, "gguf")
+        os.unlink(os.path.join(t, "q35-hf.npy"))
+        os.unlink(os.path.join(t, "q35-gguf.npy"))
+        if a is not None and b is not None:
+            check(np.array_equal(a.view(np.uint32), b.view(np.uint32)), f"qwen35 {what}: logits differ")
+            print(f"qwen35 {what}: logits identical")
+    panel = os.path.join(pre, "panel.jsonl")
+    caps = []
+    for model, tag in ((tw, "twin"), (q8, "q8")):
+        caps.append(os.path.join(t, "q35-cap-" + tag))
+        rc, text = run("capture", "--model", model, "--panel", panel, "--out", caps[-1],
+                       "--created-utc", "2026-01-01T00:00:00Z")
+        check(rc == 0, f"capture qwen35 {tag}: {rc} {text[-300:]}")
+    if all(os.path.isdir(c) for c in caps):
+        check(payloads(caps[0]) == payloads(caps[1]) and payloads(caps[0]),
+              "qwen35 Q8_0 GGUF and twin captures differ in their tensors")
+    real = os.path.join(t, "q35-real.gguf")
+    gguf_write.qwen35_to_gguf(pre, json.load(open(os.path.join(pre, "config.json"))), real)
+    a, b = q35_logits(t, pre, "real-hf"), q35_logits(t, real, "real-gguf")
+    if a is not None and b is not None:
+        e = row_rel(b, a.astype(np.float64))
+        print(f"qwen35 BF16 GGUF vs HF dir with the preset's A_log: max row rel {e:.3g}")
+        check(e <= 1e-5 and (a.argmax(1) == b.argmax(1)).all(),
+              f"qwen35 GGUF vs HF with A_log: {e:.3g} > 1e-5 or argmax differs")
 
 
 def knobs(t):
@@ -252,8 +383,10 @@ def main():
     with tempfile.TemporaryDirectory(prefix="fdl-gguf-models-") as t:
         tensor_listing()
         forward(t)
+        blocks_as_float32(t)
         knobs(t)
         presets(t)
+        qwen35(t)
         kld_workflow(t)
         captures(t)
     if FAILS:

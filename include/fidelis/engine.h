@@ -68,13 +68,16 @@ typedef struct {
 
 /* Loads and checks a model directory: every tensor's presence, dtype, shape and finiteness
  * against config.json. o may be NULL (defaults). dir may also be a GGUF file (llama, qwen2,
- * qwen3; docs/GGUF.md): its metadata stands for config.json and its one file for the shards. */
+ * qwen3, qwen35; docs/GGUF.md): its metadata stands for config.json and its one file for the
+ * shards. */
 FDL_API fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **out,
                                   fdl_err *err);
 FDL_API void fdl_model_free(fdl_model *m);
 FDL_API const fdl_model_info *fdl_model_get_info(const fdl_model *m);
-/* The head as stored ([vocab, hidden], its dtype), for the dataset's head identity. */
-FDL_API const fdl_tensor *fdl_model_head(const fdl_model *m);
+/* The head ([vocab, hidden]) as a float tensor to write: as stored, or for a head in ggml blocks
+ * (a quantized GGUF) its float32 reconstruction, made now into *owned, which the caller frees
+ * (NULL otherwise). */
+FDL_API fdl_status fdl_model_head(const fdl_model *m, fdl_tensor *out, void **owned, fdl_err *err);
 /* The files the loader read, each digested in the one read that parsed or checked it:
  * config.json, model.safetensors.index.json when present, and every shard, sorted by name. */
 FDL_API size_t fdl_model_file_count(const fdl_model *m);

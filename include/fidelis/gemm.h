@@ -47,6 +47,15 @@ typedef struct {
   fdl_gemm_type b_type;
   float *c; /* [m x ldc] */
   size_t ldc;
+  /* Or B made on demand, for a matrix stored in a form no kernel reads (ggml's quantized
+   * blocks): when b_rows is set, b, b_type and ldb are unused and the GEMM calls
+   * b_rows(b_ctx, b_row0 + j0, b_row0 + j1, dst) for the float32 rows [j0, j1) of B (k values
+   * each, dst[(j - j0) * k + kk]) just before it reads them, on the thread that reads them. The
+   * product is then the F32 one on those values, bit for bit, and B is never whole in float32.
+   * b_rows must be thread-safe and cannot fail (check the source before the product). */
+  void (*b_rows)(const void *b_ctx, size_t j0, size_t j1, float *dst);
+  const void *b_ctx;
+  size_t b_row0;
 } fdl_gemm_args;
 
 /* A kernel choice, a thread pool and per-thread workspace. One run at a time per context. */

@@ -303,16 +303,17 @@ static fdl_status write_records(capture *c, const fdl_ds_panel *p, fdl_err *err)
 }
 
 static fdl_status write_head(capture *c, fdl_err *err) {
-  const fdl_tensor *h = fdl_model_head(c->m);
-  fdl_tensor_in t = {.name = "lm_head.weight",
-                     .dtype = h->dtype,
-                     .ndim = h->ndim,
-                     .shape = h->shape,
-                     .data = h->data};
+  fdl_tensor h;
+  void *owned;
+  fdl_status s = fdl_model_head(c->m, &h, &owned, err);
+  if (s) return s;
+  fdl_tensor_in t = {
+      .name = "lm_head.weight", .dtype = h.dtype, .ndim = h.ndim, .shape = h.shape, .data = h.data};
   char *path = fdl_path_join(c->inputs, "head.safetensors");
-  fdl_status s = path ? fdl_safetensors_write(path, &t, 1, NULL, err)
-                      : fdl_fail(err, FDL_NOMEM, "out of memory");
+  s = path ? fdl_safetensors_write(path, &t, 1, NULL, err)
+           : fdl_fail(err, FDL_NOMEM, "out of memory");
   free(path);
+  free(owned);
   return s;
 }
 

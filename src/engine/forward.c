@@ -55,8 +55,8 @@ static fdl_status ensure_work(fdl_model *m, size_t n, fdl_err *err) {
    * context of n positions forms keeps decode free of allocations after its first step. */
   size_t mr = n < ENG_ATT_ROWS ? n : ENG_ATT_ROWS, hd = in->head_dim;
   for (unsigned t = 0; t < m->pool.threads; t++) {
-    fdl_gemm_args qk = {mr, n, hd, nw.q, qd, nw.kc, kd, FDL_GEMM_F32, nw.scores, n};
-    fdl_gemm_args pv = {mr, hd, n, nw.scores, n, nw.vt, n, FDL_GEMM_F32, nw.att, qd};
+    fdl_gemm_args qk = {mr, n, hd, nw.q, qd, nw.kc, kd, FDL_GEMM_F32, nw.scores, n, NULL, NULL, 0};
+    fdl_gemm_args pv = {mr, hd, n, nw.scores, n, nw.vt, n, FDL_GEMM_F32, nw.att, qd, NULL, NULL, 0};
     fdl_status s = fdl_gemm_run(fdl_eng_ctx(m, t, mr), &qk, err);
     if (!s) s = fdl_gemm_run(fdl_eng_ctx(m, t, mr), &pv, err);
     if (s) {
@@ -194,8 +194,7 @@ static fdl_status step(fdl_model *m, const int32_t *ids, size_t p0, size_t rows,
   eng_work *w = &m->w;
   size_t H = in->hidden;
   float *bound = out->layers && last < rows ? out->layers : NULL;
-  for (size_t r = 0; r < rows; r++)
-    fdl_tensor_widen_f32(m->embed.t, (size_t)ids[p0 + r] * H, H, w->x + r * H);
+  for (size_t r = 0; r < rows; r++) fdl_eng_mat_row(&m->embed, (size_t)ids[p0 + r], w->x + r * H);
   if (bound) memcpy(bound, w->x + last * H, H * sizeof *bound);
   fdl_status s;
   for (size_t li = 0; li < in->layers; li++) {

@@ -6,11 +6,15 @@
  * - for the `llama` architecture, llama.cpp's converter reorders the rows of attn_q and attn_k
  *   from the rotate-half RoPE layout to the interleaved one: within each head of d rows, GGUF
  *   row 2i + j is Hugging Face row j*d/2 + i (i < d/2, j in {0, 1}); the rows are put back;
- * - quantized tensors are dequantized into float32 by ggml's reference to_float
- *   (fidelis/ggml_quant.h), so a quantized file runs as its exact float32 reconstruction, as a
- *   GPTQ checkpoint does. When any matrix is quantized, every matrix is held in float32; a file
- *   of F32, F16 or BF16 matrices keeps them as stored, mapped.
- * Vectors (norms, biases) are widened to float32 by the engine whatever their type, as always. */
+ * - a quantized file runs as its exact float32 reconstruction by ggml's reference to_float
+ *   (fidelis/ggml_quant.h), as a GPTQ checkpoint does, without ever holding it: a quantized
+ *   matrix stays in its blocks, mapped, and each product dequantizes the rows it reaches into
+ *   its worker's scratch (engine/mat.c), which gives the bits of a product over the float32
+ *   copy. The load dequantizes every block once, to refuse a non-finite value before any
+ *   product. A file of F32, F16 or BF16 matrices keeps them as stored; when the matrices mix
+ *   float types, or any is quantized, the float ones are held in float32.
+ * Vectors (norms, biases) are widened to float32 by the engine whatever their type, as always;
+ * a quantized vector is dequantized at load. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +43,17 @@ static const struct {
     {"ffn_gate.weight", "mlp.gate_proj.weight"},
     {"ffn_up.weight", "mlp.up_proj.weight"},
     {"ffn_down.weight", "mlp.down_proj.weight"},
+    /* qwen35 */
+    {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {"attn_qkv.weight", "linear_attn.in_proj_qkv.weight"},
+    {"attn_gate.weight", "linear_attn.in_proj_z.weight"},
+    {"ssm_beta.weight", "linear_attn.in_proj_b.weight"},
+    {"ssm_alpha.weight", "linear_attn.in_proj_a.weight"},
+    {"ssm_conv1d.weight", "linear_attn.conv1d.weight"},
+    {"ssm_dt.bias", "linear_attn.dt_bias"},
+    {"ssm_a", "linear_attn.A_log"}, /* holding -exp(A_log) */
+    {"ssm_norm.weight", "linear_attn.norm.weight"},
+    {"ssm_out.weight", "linear_attn.out_proj.weight"},
 };
 
 static const struct {
@@ -47,6 +62,7 @@ static const struct {
     {"llama", "LlamaForCausalLM"},
     {"qwen2", "Qwen2ForCausalLM"},
     {"qwen3", "Qwen3ForCausalLM"},
+    {"qwen35", "Qwen3_5ForCausalLM"},
 };
 
 bool fdl_eng_is_gguf(const char *path) {
@@ -128,7 +144,7 @@ fdl_status fdl_eng_gguf_config(const fdl_gguf *g, json_t **out, fdl_err *err) {
   if (ai == sizeof ARCHS / sizeof *ARCHS)
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "%s: general.architecture %s is not one the engine runs from GGUF (llama, "
-                    "qwen2, qwen3)",
+                    "qwen2, qwen3, qwen35)",
                     g->path, arch);
   char k[128];
   snprintf(k, sizeof k, "%s.rope.scaling.type", arch);
@@ -144,7 +160,8 @@ fdl_status fdl_eng_gguf_config(const fdl_gguf *g, json_t **out, fdl_err *err) {
   json_t *cfg = json_object();
   if (!cfg) return fdl_fail(err, FDL_NOMEM, "out of memory");
   json_object_set_new(cfg, "architectures", json_pack("[s]", ARCHS[ai].hf_arch));
-  json_object_set_new(cfg, "model_type", json_string(arch));
+  bool q35 = !strcmp(arch, "qwen35");
+  json_object_set_new(cfg, "model_type", json_string(q35 ? "qwen3_5_text" : arch));
   if (!(s = meta_int(g, arch, "embedding_length", true, cfg, "hidden_size", err)) &&
       !(s = meta_int(g, arch, "feed_forward_length", true, cfg, "intermediate_size", err)) &&
       !(s = meta_int(g, arch, "block_count", true, cfg, "num_hidden_layers", err)) &&
@@ -154,6 +171,7 @@ fdl_status fdl_eng_gguf_config(const fdl_gguf *g, json_t **out, fdl_err *err) {
       !(s = meta_int(g, arch, "context_length", true, cfg, "max_position_embeddings", err)) &&
       !(s = meta_real(g, arch, "attention.layer_norm_rms_epsilon", cfg, "rms_norm_eps", err)))
     s = meta_real(g, arch, "rope.freq_base", cfg, "rope_theta", err);
+  if (!s && q35) s = fdl_eng_gguf_qwen35_config(g, cfg, err);
   const fdl_gguf_tensor *emb = s ? NULL : fdl_gguf_tensor_find(g, "token_embd.weight");
   if (!s && (!emb || emb->n_dims != 2))
     s = fdl_fail(err, FDL_PARSE, "%s: no 2-D token_embd.weight", g->path);
@@ -175,37 +193,69 @@ static fdl_dtype dtype_of(uint32_t type) {
   return type == 1 ? FDL_DTYPE_F16 : type == 30 ? FDL_DTYPE_BF16 : FDL_DTYPE_F32;
 }
 
-/* The permuted rows (llama's attn_q / attn_k) of a [rows, cols] matrix of esize-byte values
- * back in the Hugging Face order, heads of d rows. */
-static void unpermute(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols, size_t esize,
-                      size_t d) {
-  size_t half = d / 2, rb = cols * esize;
-  for (size_t r = 0; r < rows; r++) {
-    size_t h = r / d, rem = r % d, j = rem / half, i = rem % half;
-    memcpy(dst + r * rb, src + (h * d + 2 * i + j) * rb, rb);
-  }
+static bool reordered(const eng_reorder *o) {
+  return o->head_dim || o->v_r;
 }
 
-/* One GGUF tensor as the engine's view: mapped as stored, or an owned float32 / reordered copy
- * whose bytes fill() writes later (on the pool: tensors are independent). */
-static fdl_status view(fdl_model *m, const fdl_gguf_tensor *gt, bool widen, size_t permute_d,
-                       fdl_tensor *t, fdl_err *err) {
+/* A [rows, cols] array of esize-byte elements back in Hugging Face order (rows, or columns). */
+static void put_back(const eng_reorder *o, const uint8_t *src, uint8_t *dst, size_t rows,
+                     size_t cols, size_t esize) {
+  size_t rb = cols * esize;
+  if (!o->cols) {
+    for (size_t r = 0; r < rows; r++)
+      memcpy(dst + r * rb, src + fdl_eng_reorder_src(o, r) * rb, rb);
+    return;
+  }
+  for (size_t r = 0; r < rows; r++)
+    for (size_t c = 0; c < cols; c++)
+      memcpy(dst + r * rb + c * esize, src + r * rb + fdl_eng_reorder_src(o, c) * esize, esize);
+}
+
+bool fdl_eng_gguf_blocks(const fdl_model *m, const fdl_tensor *t, uint32_t *type,
+                         size_t *row_bytes) {
+  if (!m->gguf || t < m->gt || t >= m->gt + m->ngt || !m->gguf_row_bytes[t - m->gt]) return false;
+  *type = m->gguf->tensors[t - m->gt].type;
+  *row_bytes = m->gguf_row_bytes[t - m->gt];
+  return true;
+}
+
+/* One GGUF tensor as the engine's view: mapped as stored (a quantized matrix as U8 blocks of
+ * its logical shape), or an owned float32 / reordered copy whose bytes fill() writes later (on
+ * the pool: tensors are independent). */
+static fdl_status view(fdl_model *m, const fdl_gguf_tensor *gt, bool widen, fdl_tensor *t,
+                       fdl_err *err) {
   const fdl_gguf *g = m->gguf;
+  const eng_reorder *o = &m->gguf_reorder[gt - g->tensors];
   uint64_t n = 1;
   t->ndim = (int)gt->n_dims;
   for (uint32_t i = 0; i < gt->n_dims; i++) {
     t->shape[i] = (int64_t)gt->ne[gt->n_dims - 1 - i]; /* ggml's ne reversed: row-major */
     n *= gt->ne[i];
   }
-  bool stored = fdl_ggml_is_float(gt->type) && !(widen && gt->type != 0 && gt->n_dims == 2);
-  t->dtype = stored ? dtype_of(gt->type) : FDL_DTYPE_F32;
+  /* the converter squeezed Qwen3.5's conv1d [C, 1, K] to [C, K] */
+  if (m->gguf_converted && gt->n_dims == 2 && strstr(t->name, "conv1d.weight")) {
+    t->ndim = 3;
+    t->shape[2] = t->shape[1];
+    t->shape[1] = 1;
+  }
+  /* columns cannot be moved inside ggml blocks: such a matrix is held in float32 */
+  bool blocks =
+      !fdl_ggml_is_float(gt->type) && gt->n_dims == 2 && !o->cols && gt->ne[0] && gt->ne[1];
+  bool stored =
+      blocks || (fdl_ggml_is_float(gt->type) && !(widen && gt->type != 0 && gt->n_dims == 2));
+  t->dtype = blocks ? FDL_DTYPE_U8 : stored ? dtype_of(gt->type) : FDL_DTYPE_F32;
   t->offset = gt->offset;
-  if (stored && !permute_d) {
+  if (blocks) {
+    m->gguf_row_bytes[gt - g->tensors] = (size_t)(gt->nbytes / gt->ne[1]);
+    m->gguf_checked[gt - g->tensors] = true; /* by fill() */
+  }
+  if (stored && !reordered(o)) {
     t->data = fdl_gguf_tensor_data(g, gt);
     t->nbytes = gt->nbytes;
     return FDL_OK;
   }
   size_t es = fdl_dtype_size(t->dtype);
+  if (blocks) n = gt->nbytes, es = 1; /* rows put back as stored bytes */
   if (n > SIZE_MAX / es) return fdl_fail(err, FDL_TOO_LARGE, "tensor %s: too large", gt->name);
   uint8_t *buf = fdl_malloc((size_t)n * es);
   fdl_tensor **grown = buf ? fdl_realloc(m->owned, (m->nowned + 1) * sizeof *grown) : NULL;
@@ -219,32 +269,66 @@ static fdl_status view(fdl_model *m, const fdl_gguf_tensor *gt, bool widen, size
   m->owned[m->nowned++] = own;
   t->data = buf;
   t->nbytes = n * es;
-  m->gguf_permute[gt - g->tensors] = permute_d;
-  m->gguf_dequantized[gt - g->tensors] = !stored;
+  if (!stored) m->gguf_checked[gt - g->tensors] = true;
   return FDL_OK;
 }
 
-/* Task i: tensor i's owned bytes, dequantized and/or put back in Hugging Face row order. */
-static fdl_status fill(void *arg, size_t i, unsigned worker, fdl_err *err) {
+/* Rows of a quantized matrix dequantized per check, into a scratch of about this many floats. */
+#define CHECK_FLOATS (1u << 18)
+
+/* Every value of a matrix held in ggml blocks dequantized once, into scratch, and checked. */
+static fdl_status check_blocks(const fdl_model *m, size_t i, fdl_err *err) {
+  const fdl_gguf_tensor *gt = &m->gguf->tensors[i];
+  const fdl_tensor *t = &m->gt[i];
+  size_t k = (size_t)gt->ne[0], rows = (size_t)gt->ne[1], rb = m->gguf_row_bytes[i];
+  size_t chunk = k >= CHECK_FLOATS ? 1 : CHECK_FLOATS / k;
+  float *tmp = fdl_malloc((chunk < rows ? chunk : rows) * k * sizeof *tmp);
+  if (!tmp) return fdl_fail(err, FDL_NOMEM, "tensor %s: out of memory", gt->name);
+  fdl_status s = FDL_OK;
+  for (size_t r = 0; !s && r < rows; r += chunk) {
+    size_t n = rows - r < chunk ? rows - r : chunk;
+    s = fdl_ggml_dequant(gt->type, (const uint8_t *)t->data + r * rb, (uint64_t)n * k, tmp, err);
+    if (s) fdl_err_prefix(err, "%s: tensor %s, row %zu on", m->gguf->path, gt->name, r);
+  }
+  free(tmp);
+  return s;
+}
+
+/* Task 0: the file's digest, one pass over its bytes, beside the others (the longest task
+ * first). Task i + 1: tensor i's owned bytes, dequantized and/or put back in Hugging Face row
+ * order, or its blocks checked. */
+static fdl_status fill(void *arg, size_t task, unsigned worker, fdl_err *err) {
   (void)worker;
   fdl_model *m = arg;
+  if (task == 0) {
+    fdl_sha256 dg;
+    fdl_status s = fdl_sha256_buf(m->gguf->map.data, m->gguf->map.size, &dg, err);
+    if (!s) fdl_sha256_hex(&dg, m->files[0].hex);
+    return s;
+  }
+  size_t i = task - 1;
   const fdl_gguf_tensor *gt = &m->gguf->tensors[i];
   fdl_tensor *t = &m->gt[i];
-  size_t d = m->gguf_permute[i];
-  if (!d && !m->gguf_dequantized[i]) return FDL_OK; /* mapped as stored */
-  uint64_t n = t->nbytes / fdl_dtype_size(t->dtype);
+  const eng_reorder *o = &m->gguf_reorder[i];
+  bool d = reordered(o);
   const uint8_t *src = fdl_gguf_tensor_data(m->gguf, gt);
   uint8_t *dst = (uint8_t *)t->data, *tmp = NULL;
+  if (m->gguf_row_bytes[i]) {
+    if (d) put_back(o, src, dst, (size_t)gt->ne[1], m->gguf_row_bytes[i], 1);
+    return check_blocks(m, i, err);
+  }
+  if (!d && !m->gguf_checked[i]) return FDL_OK; /* mapped as stored */
+  uint64_t n = t->nbytes / fdl_dtype_size(t->dtype);
   fdl_status s = FDL_OK;
-  if (m->gguf_dequantized[i]) {
+  if (m->gguf_checked[i]) {
     if (d && !(tmp = fdl_malloc((size_t)t->nbytes)))
       return fdl_fail(err, FDL_NOMEM, "tensor %s: out of memory", gt->name);
     s = fdl_ggml_dequant(gt->type, src, n, (float *)(d ? tmp : dst), err);
     if (s) fdl_err_prefix(err, "%s: tensor %s", m->gguf->path, gt->name);
     src = tmp;
   }
-  if (!s && d)
-    unpermute(src, dst, (size_t)(n / gt->ne[0]), (size_t)gt->ne[0], fdl_dtype_size(t->dtype), d);
+  size_t cols = gt->n_dims >= 2 ? (size_t)gt->ne[0] : 1; /* a vector's elements are its rows */
+  if (!s && d) put_back(o, src, dst, (size_t)n / cols, cols, fdl_dtype_size(t->dtype));
   free(tmp);
   return s;
 }
@@ -273,15 +357,24 @@ fdl_status fdl_eng_gguf_tensors(fdl_model *m, fdl_err *err) {
   const fdl_model_info *in = &m->info;
   bool llama = !strcmp(in->arch, "LlamaForCausalLM");
   if (!(m->gt = fdl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof *m->gt)) ||
-      !(m->gguf_dequantized = fdl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof(bool))) ||
-      !(m->gguf_permute = fdl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof(size_t))) ||
+      !(m->gguf_checked = fdl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof(bool))) ||
+      !(m->gguf_row_bytes = fdl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof(size_t))) ||
+      !(m->gguf_reorder = fdl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof *m->gguf_reorder)) ||
       !(m->gt_names = fdl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof *m->gt_names)))
     return fdl_fail(err, FDL_NOMEM, "out of memory");
   fdl_status s = FDL_OK;
+  int64_t blocks = 0; /* qwen35: the trunk's, then nextn_predict_layers more */
+  const fdl_gguf_kv *bc = m->gguf_converted ? fdl_gguf_find(g, "qwen35.block_count") : NULL;
+  if (bc && (s = fdl_gguf_get_int(g, bc, &blocks, err))) return s;
   for (uint64_t i = 0; i < g->n_tensors && !s; i++) {
     const fdl_gguf_tensor *gt = &g->tensors[i];
     char name[256];
-    if (!hf_name(gt->name, name, sizeof name)) snprintf(name, sizeof name, "%s", gt->name);
+    unsigned long blk;
+    if (m->gguf_converted && sscanf(gt->name, "blk.%lu.", &blk) == 1 && blk >= in->layers &&
+        (int64_t)blk < blocks)
+      snprintf(name, sizeof name, "mtp.%s", gt->name); /* the multi-token-prediction blocks */
+    else if (!hf_name(gt->name, name, sizeof name))
+      snprintf(name, sizeof name, "%s", gt->name);
     /* two GGUF names for one weight (blk.0.attn_q and a literal model.layers.0...q_proj) would
      * leave the engine to pick one */
     for (size_t j = 0; j < i; j++)
@@ -290,18 +383,25 @@ fdl_status fdl_eng_gguf_tensors(fdl_model *m, fdl_err *err) {
                         g->tensors[j].name, gt->name, name);
     if (!(m->gt_names[i] = fdl_strdup(name))) return fdl_fail(err, FDL_NOMEM, "out of memory");
     m->ngt = (size_t)i + 1;
-    size_t d = 0;
+    eng_reorder *o = &m->gguf_reorder[i];
     if (llama && gt->n_dims == 2 &&
         (strstr(name, "q_proj.weight") || strstr(name, "k_proj.weight")))
-      d = in->head_dim;
-    if (d && (d % 2 || gt->ne[1] % d))
+      o->head_dim = in->head_dim;
+    if (o->head_dim && (o->head_dim % 2 || gt->ne[1] % o->head_dim))
       return fdl_fail(err, FDL_PARSE, "%s: tensor %s has %" PRIu64 " rows, not heads of %zu",
-                      g->path, gt->name, gt->ne[1], d);
+                      g->path, gt->name, gt->ne[1], o->head_dim);
+    if (m->gguf_converted) fdl_eng_gguf_qwen35_reorder(in, name, o);
+    /* the reordered axis must hold its heads exactly */
+    uint64_t axis = o->cols || gt->n_dims < 2 ? gt->ne[0] : gt->ne[1];
+    if (o->v_r && axis != o->v_first + o->v_nk * o->v_r * o->v_hd)
+      return fdl_fail(err, FDL_PARSE, "%s: tensor %s: %" PRIu64 " %s, expected %zu", g->path,
+                      gt->name, axis, o->cols ? "columns" : "rows",
+                      o->v_first + o->v_nk * o->v_r * o->v_hd);
     m->gt[i].name = m->gt_names[i];
-    s = view(m, gt, widen, d, &m->gt[i], err);
+    s = view(m, gt, widen, &m->gt[i], err);
   }
   /* The first failing tensor in file order is reported, whatever the thread count. */
-  if (!s) s = fdl_pool_run(&m->pool, (size_t)g->n_tensors, fill, m, err);
+  if (!s) s = fdl_pool_run(&m->pool, (size_t)g->n_tensors + 1, fill, m, err);
   char dom[32];
   dominant(g, dom, sizeof dom);
   snprintf(m->gguf_codec, sizeof m->gguf_codec, "gguf:%s", dom);
@@ -311,17 +411,13 @@ fdl_status fdl_eng_gguf_tensors(fdl_model *m, fdl_err *err) {
   return s;
 }
 
-/* The file's digest in one pass over its bytes, and every bound tensor that was not dequantized
- * (dequantization checks its output as it makes it) checked finite. */
+/* Every bound tensor that fill() did not dequantize (dequantization checks its output as it
+ * makes it) checked finite. */
 fdl_status fdl_eng_gguf_scan(fdl_model *m, fdl_err *err) {
   const fdl_gguf *g = m->gguf;
-  fdl_sha256 dg;
-  fdl_status s = fdl_sha256_buf(g->map.data, g->map.size, &dg, err);
-  if (s) return s;
-  fdl_sha256_hex(&dg, m->files[0].hex);
   for (size_t i = 0; i < m->nchecked; i++) {
     const fdl_tensor *t = m->checked[i];
-    if (t >= m->gt && t < m->gt + m->ngt && m->gguf_dequantized[t - m->gt]) continue;
+    if (t >= m->gt && t < m->gt + m->ngt && m->gguf_checked[t - m->gt]) continue;
     bool nan = false;
     uint64_t bad =
         fdl_tensor_first_nonfinite(t->data, t->dtype, t->nbytes / fdl_dtype_size(t->dtype), &nan);
@@ -342,6 +438,8 @@ fdl_status fdl_eng_gguf_open(fdl_model *m, const char *path, fdl_err *err) {
     return s;
   }
   if ((s = fdl_eng_gguf_config(m->gguf, &m->config, err))) return s;
+  m->gguf_converted =
+      !strcmp(json_string_value(json_object_get(m->config, "model_type")), "qwen3_5_text");
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
   if (!(m->files = fdl_calloc(1, sizeof *m->files)) || !(m->files->name = fdl_strdup(base)))

@@ -21,22 +21,14 @@ typedef struct {
 static fdl_status gr_task(void *arg, size_t index, unsigned worker, fdl_err *err) {
   gr_job *j = arg;
   fdl_model *m = j->m;
-  size_t V = m->info.vocab, H = m->info.hidden, es = fdl_dtype_size(m->head.t->dtype);
+  size_t V = m->info.vocab, H = m->info.hidden;
   size_t c0 = index * j->cb, c1 = c0 + j->cb < V ? c0 + j->cb : V;
   float *tile = m->w.tile + (size_t)worker * j->rows * j->sub;
   for (size_t r = 0; r < j->rows; r++) j->best[index][r] = 0.0f, j->arg[index][r] = -1;
   for (size_t v0 = c0; v0 < c1; v0 += j->sub) {
     size_t nv = c1 - v0 < j->sub ? c1 - v0 : j->sub;
-    fdl_gemm_args x = {.m = j->rows,
-                       .n = nv,
-                       .k = H,
-                       .a = m->w.xn,
-                       .lda = H,
-                       .b = m->head.t->data + v0 * H * es,
-                       .ldb = H,
-                       .b_type = m->head.type,
-                       .c = tile,
-                       .ldc = j->sub};
+    fdl_gemm_args x = {.m = j->rows, .n = nv, .a = m->w.xn, .lda = H, .c = tile, .ldc = j->sub};
+    fdl_eng_mat_args(&m->head, v0, &x);
     fdl_status s = fdl_gemm_run(fdl_eng_ctx(m, worker, j->rows), &x, err);
     for (size_t r = 0; !s && r < j->rows; r++)
       s = fdl_eng_check_finite(tile + r * j->sub, 1, nv, j->p0 + r, v0, "a logit", "token id", err);
@@ -74,7 +66,7 @@ fdl_status fdl_eng_greedy(fdl_model *m, size_t p0, size_t rows, int32_t *ids, fd
   if (rows <= ENG_GEMV_M) return greedy_few(m, p0, rows, ids, err);
   const fdl_model_info *in = &m->info;
   eng_work *w = &m->w;
-  size_t es = fdl_dtype_size(m->head.t->dtype), V = in->vocab, H = in->hidden;
+  size_t V = in->vocab, H = in->hidden;
   for (size_t r0 = 0; r0 < rows; r0 += FDL_NUM_TILE_ROWS) {
     size_t rb = rows - r0 < FDL_NUM_TILE_ROWS ? rows - r0 : FDL_NUM_TILE_ROWS;
     float best[FDL_NUM_TILE_ROWS];
@@ -84,14 +76,11 @@ fdl_status fdl_eng_greedy(fdl_model *m, size_t p0, size_t rows, int32_t *ids, fd
       size_t nv = V - v0 < FDL_NUM_VOCAB_CHUNK ? V - v0 : FDL_NUM_VOCAB_CHUNK;
       fdl_gemm_args x = {.m = rb,
                          .n = nv,
-                         .k = H,
                          .a = w->xn + r0 * H,
                          .lda = H,
-                         .b = m->head.t->data + v0 * H * es,
-                         .ldb = H,
-                         .b_type = m->head.type,
                          .c = w->tile,
                          .ldc = FDL_NUM_VOCAB_CHUNK};
+      fdl_eng_mat_args(&m->head, v0, &x);
       fdl_status s = fdl_eng_gemm_args(m, &x, err);
       for (size_t r = 0; !s && r < rb; r++)
         s = fdl_eng_check_finite(w->tile + r * FDL_NUM_VOCAB_CHUNK, 1, nv, p0 + r0 + r, v0,

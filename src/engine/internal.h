@@ -15,10 +15,23 @@
 #include "fidelis/pool.h"
 #include "fidelis/tensor.h"
 
-/* One matrix the GEMM reads as stored: [rows, cols], k = cols contiguous. */
+/* Rows (or columns) of a GGUF tensor stored in another order than Hugging Face's: element r of
+ * the Hugging Face axis is element fdl_eng_reorder_src(o, r) of the stored one. */
+typedef struct {
+  size_t head_dim; /* llama's Q/K: heads of head_dim rows, interleaved RoPE order; 0: no */
+  size_t v_first, v_nk, v_r, v_hd; /* Qwen3.5's tiled V heads from v_first on; v_r 0: no */
+  bool cols;                       /* the V heads are columns (out_proj) */
+} eng_reorder;
+size_t fdl_eng_reorder_src(const eng_reorder *o, size_t r);
+
+/* One matrix the GEMM reads as stored: [rows, cols], k = cols contiguous. A quantized GGUF
+ * matrix stays in its ggml blocks (row_bytes per row, t->dtype U8): the GEMM asks for float32
+ * rows as it reaches them (mat.c), so the model never holds it whole in float32. */
 typedef struct {
   const fdl_tensor *t;
-  fdl_gemm_type type;
+  fdl_gemm_type type; /* of the stored elements; F32 for ggml blocks (their rows arrive so) */
+  uint32_t ggml_type; /* the block type when row_bytes > 0 */
+  size_t row_bytes;   /* 0: elements of `type` */
 } eng_mat;
 
 typedef struct {
@@ -96,8 +109,12 @@ struct fdl_model {
   fdl_gguf *gguf;
   fdl_tensor *gt; /* [ngt] its tensors under the Hugging Face names */
   char **gt_names;
-  bool *gguf_dequantized; /* [ngt] made by fdl_ggml_dequant, which checked it finite */
-  size_t *gguf_permute;   /* [ngt] llama's Q/K head size to put rows back for, or 0 */
+  bool *gguf_checked;        /* [ngt] checked finite by fdl_ggml_dequant at load */
+  size_t *gguf_row_bytes;    /* [ngt] a matrix held in ggml blocks: bytes per row; else 0 */
+  eng_reorder *gguf_reorder; /* [ngt] how its rows or columns go back to Hugging Face order */
+  /* llama.cpp's converter changed values, not only names (qwen35): the zero-centred norms are
+   * stored as 1 + w, A_log as -exp(A_log) (gguf_qwen35.c). */
+  bool gguf_converted;
   size_t ngt;
   char gguf_codec[40]; /* "gguf:<the matrices' most common type>" */
   bool gguf_quantized; /* some matrix is stored quantized (run dequantized) */
@@ -127,10 +144,16 @@ fdl_status fdl_eng_config_qwen35(const json_t *cfg, const json_t *tc, const json
  * metadata, m->files its one entry); its tensors as views (after fdl_eng_config); its digest and
  * the bound tensors' finiteness (after binding). */
 bool fdl_eng_is_gguf(const char *path);
+/* Whether t is a matrix held in ggml blocks; if so its block type and bytes per row. */
+bool fdl_eng_gguf_blocks(const fdl_model *m, const fdl_tensor *t, uint32_t *type,
+                         size_t *row_bytes);
 fdl_status fdl_eng_gguf_open(fdl_model *m, const char *path, fdl_err *err);
 fdl_status fdl_eng_gguf_config(const fdl_gguf *g, json_t **cfg, fdl_err *err);
 fdl_status fdl_eng_gguf_tensors(fdl_model *m, fdl_err *err);
 fdl_status fdl_eng_gguf_scan(fdl_model *m, fdl_err *err);
+/* gguf_qwen35.c: a qwen35 file's own metadata into cfg; the V-head reorder of tensor hf. */
+fdl_status fdl_eng_gguf_qwen35_config(const fdl_gguf *g, json_t *cfg, fdl_err *err);
+void fdl_eng_gguf_qwen35_reorder(const fdl_model_info *in, const char *hf, eng_reorder *o);
 
 /* weights.c: opens the shards, binds and checks every tensor against info. */
 fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl_err *err);
@@ -146,7 +169,7 @@ fdl_status fdl_eng_bound(eng_binder *b, const char *name, fdl_err *err);
  * the shard. */
 fdl_status fdl_eng_bind(eng_binder *b, const char *name, int nd, const size_t *dim, bool any_float,
                         const fdl_tensor **out, fdl_err *err);
-/* A [rows, cols] matrix as stored (or its GPTQ reconstruction). */
+/* A [rows, cols] matrix as stored (ggml blocks included), or its GPTQ reconstruction. */
 fdl_status fdl_eng_bind_mat(eng_binder *b, const char *name, size_t rows, size_t cols, eng_mat *mat,
                             fdl_err *err);
 /* A vector widened to float32 (norm weights and biases are small and read element-wise). */
@@ -155,6 +178,11 @@ fdl_status fdl_eng_bind_vec(eng_binder *b, const char *name, size_t n, float **o
 fdl_status fdl_eng_bind_qwen35_layer(eng_binder *b, size_t i, fdl_err *err);
 /* w = 1 + w in float32, as Qwen3.5's zero-centred RMSNorm applies its weight. */
 void fdl_eng_zero_centred(float *w, size_t n);
+/* mat.c: rows [j0, j1) of the eng_mat ctx as float32 (the GEMM's b_rows), one row, and the B
+ * fields of a product with rows from row0 on. */
+void fdl_eng_mat_rows(const void *ctx, size_t j0, size_t j1, float *dst);
+void fdl_eng_mat_row(const eng_mat *b, size_t row, float *dst);
+void fdl_eng_mat_args(const eng_mat *b, size_t row0, fdl_gemm_args *x);
 /* The tensor called name in any shard, or NULL. */
 const fdl_tensor *fdl_eng_find(const fdl_model *m, const char *name);
 /* gptq_load.c: the [rows, cols] matrix `weight_name` (".weight") of a GPTQ-v1 checkpoint, from

@@ -42,8 +42,9 @@ void fdl_model_free(fdl_model *m) {
   for (size_t i = 0; i < m->nshards; i++) fdl_safetensors_close(m->shards[i]);
   for (size_t i = 0; i < m->ngt; i++) free(m->gt_names[i]);
   free(m->gt_names);
-  free(m->gguf_dequantized);
-  free(m->gguf_permute);
+  free(m->gguf_checked);
+  free(m->gguf_row_bytes);
+  free(m->gguf_reorder);
   free(m->gt);
   if (m->gguf) fdl_gguf_close(m->gguf);
   free(m->gguf);
@@ -68,8 +69,19 @@ const fdl_model_info *fdl_model_get_info(const fdl_model *m) {
   return &m->info;
 }
 
-const fdl_tensor *fdl_model_head(const fdl_model *m) {
-  return m->head.t;
+fdl_status fdl_model_head(const fdl_model *m, fdl_tensor *out, void **owned, fdl_err *err) {
+  *out = *m->head.t;
+  *owned = NULL;
+  if (!m->head.row_bytes) return FDL_OK;
+  size_t rows = (size_t)out->shape[0], k = (size_t)out->shape[1];
+  float *f = rows && k <= SIZE_MAX / sizeof(float) / rows ? fdl_malloc(rows * k * sizeof *f) : NULL;
+  if (!f) return fdl_fail(err, FDL_NOMEM, "out of memory for the float32 head %s", out->name);
+  fdl_eng_mat_rows(&m->head, 0, rows, f);
+  out->dtype = FDL_DTYPE_F32;
+  out->data = (const uint8_t *)f;
+  out->nbytes = rows * k * sizeof *f;
+  *owned = f;
+  return FDL_OK;
 }
 
 size_t fdl_model_file_count(const fdl_model *m) {

@@ -60,7 +60,7 @@ static fdl_status o64_alloc(const fdl_model *m, size_t n, o64 *o, fdl_err *err) 
 typedef struct {
   o64 *o;
   const double *a;
-  const fdl_tensor *w;
+  const eng_mat *w;
   const float *bias;
   size_t k, nout, chunk;
   double *c;
@@ -73,7 +73,7 @@ static fdl_status mm_task(void *arg, size_t index, unsigned worker, fdl_err *err
   size_t j1 = j0 + j->chunk < j->nout ? j0 + j->chunk : j->nout;
   float *w = j->o->row + (size_t)worker * j->o->maxk;
   for (size_t col = j0; col < j1; col++) {
-    fdl_tensor_widen_f32(j->w, col * k, k, w);
+    fdl_eng_mat_row(j->w, col, w);
     for (size_t r = 0; r < n; r++) {
       const double *a = j->a + r * k;
       double acc = 0.0;
@@ -88,7 +88,7 @@ static fdl_status mm_task(void *arg, size_t index, unsigned worker, fdl_err *err
 static fdl_status matmul(fdl_model *m, o64 *o, const double *a, size_t k, const eng_mat *w,
                          const float *bias, size_t nout, double *c, fdl_err *err) {
   size_t parts = 4 * (size_t)m->pool.threads;
-  mm_job j = {o, a, w->t, bias, k, nout, (nout + parts - 1) / parts, c};
+  mm_job j = {o, a, w, bias, k, nout, (nout + parts - 1) / parts, c};
   return fdl_pool_run(&m->pool, (nout + j.chunk - 1) / j.chunk, mm_task, &j, err);
 }
 
@@ -202,7 +202,7 @@ fdl_status fdl_engine_run_f64(fdl_model *m, const int32_t *ids, size_t n, double
       fdl_eng_sincos((double)p * m->inv_freq[i], &o.sin_t[p * half + i], &o.cos_t[p * half + i]);
   for (size_t r = 0; r < n; r++) {
     float *e = o.row; /* worker 0's row: no task runs yet */
-    fdl_tensor_widen_f32(m->embed.t, (size_t)ids[r] * H, H, e);
+    fdl_eng_mat_row(&m->embed, (size_t)ids[r], e);
     for (size_t i = 0; i < H; i++) o.x[r * H + i] = (double)e[i];
   }
   for (size_t li = 0; li < in->layers && !s; li++)

@@ -28,7 +28,10 @@ static fdl_status pg_task(void *arg, size_t index, unsigned worker, fdl_err *err
   y.m = r1 - r0;
   y.n = c1 - c0;
   y.a = x->a + r0 * x->lda;
-  y.b = (const unsigned char *)x->b + c0 * x->ldb * es;
+  if (x->b_rows)
+    y.b_row0 = x->b_row0 + c0;
+  else
+    y.b = (const unsigned char *)x->b + c0 * x->ldb * es;
   y.c = x->c + r0 * x->ldc + c0;
   return fdl_gemm_run(fdl_eng_ctx(j->m, worker, y.m), &y, err);
 }
@@ -48,16 +51,9 @@ fdl_status fdl_eng_gemm_args(fdl_model *m, const fdl_gemm_args *x, fdl_err *err)
 
 fdl_status fdl_eng_gemm(fdl_model *m, const float *a, size_t lda, size_t rows, const eng_mat *b,
                         float *c, size_t ldc, fdl_err *err) {
-  fdl_gemm_args x = {.m = rows,
-                     .n = (size_t)b->t->shape[0],
-                     .k = (size_t)b->t->shape[1],
-                     .a = a,
-                     .lda = lda,
-                     .b = b->t->data,
-                     .ldb = (size_t)b->t->shape[1],
-                     .b_type = b->type,
-                     .c = c,
-                     .ldc = ldc};
+  fdl_gemm_args x = {
+      .m = rows, .n = (size_t)b->t->shape[0], .a = a, .lda = lda, .c = c, .ldc = ldc};
+  fdl_eng_mat_args(b, 0, &x);
   fdl_status s = fdl_eng_gemm_args(m, &x, err);
   return s ? fdl_err_prefix(err, "product with %s", b->t->name) : FDL_OK;
 }

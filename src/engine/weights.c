@@ -190,14 +190,22 @@ fdl_status fdl_eng_bound(eng_binder *b, const char *name, fdl_err *err) {
   return FDL_OK;
 }
 
-fdl_status fdl_eng_bind(eng_binder *b, const char *name, int nd, const size_t *dim, bool any_float,
-                        const fdl_tensor **out, fdl_err *err) {
+/* fdl_eng_bind, and with blocks_ok a matrix held in ggml blocks too (only a product reads
+ * those: fdl_eng_bind_mat). */
+static fdl_status bind_any(eng_binder *b, const char *name, int nd, const size_t *dim,
+                           bool any_float, bool blocks_ok, const fdl_tensor **out, fdl_err *err) {
   fdl_model *m = b->m;
   const fdl_tensor *t = fdl_eng_find(m, name);
   if (!t) return fdl_fail(err, FDL_PARSE, "missing tensor %s (the config implies it)", name);
   bool float_ok =
       t->dtype == FDL_DTYPE_BF16 || t->dtype == FDL_DTYPE_F16 || t->dtype == FDL_DTYPE_F32;
-  if (any_float ? !float_ok : t->dtype != m->info.weight_dtype)
+  uint32_t gt;
+  size_t rb;
+  bool blocks = fdl_eng_gguf_blocks(m, t, &gt, &rb);
+  if (blocks && !blocks_ok)
+    return fdl_fail(err, FDL_UNSUPPORTED, "tensor %s: a quantized GGUF tensor, expected a float",
+                    name);
+  if (!blocks && (any_float ? !float_ok : t->dtype != m->info.weight_dtype))
     return fdl_fail(err, FDL_PARSE, "tensor %s: dtype mismatch: %s, expected %s", name,
                     fdl_dtype_name(t->dtype),
                     any_float ? "BF16, F16 or F32" : fdl_dtype_name(m->info.weight_dtype));
@@ -231,10 +239,9 @@ fdl_status fdl_eng_bind(eng_binder *b, const char *name, int nd, const size_t *d
   return fdl_eng_bound(b, t->name, err);
 }
 
-static fdl_status bind(eng_binder *b, const char *name, size_t d0, size_t d1,
-                       const fdl_tensor **out, fdl_err *err) {
-  size_t dim[2] = {d0, d1};
-  return fdl_eng_bind(b, name, d1 ? 2 : 1, dim, false, out, err);
+fdl_status fdl_eng_bind(eng_binder *b, const char *name, int nd, const size_t *dim, bool any_float,
+                        const fdl_tensor **out, fdl_err *err) {
+  return bind_any(b, name, nd, dim, any_float, false, out, err);
 }
 
 fdl_status fdl_eng_bind_mat(eng_binder *b, const char *name, size_t rows, size_t cols, eng_mat *mat,
@@ -246,11 +253,14 @@ fdl_status fdl_eng_bind_mat(eng_binder *b, const char *name, size_t rows, size_t
       s = fdl_eng_bound(b, parts[i], err);
     return s;
   }
-  fdl_status s = bind(b, name, rows, cols, &mat->t, err);
+  size_t dim[2] = {rows, cols};
+  fdl_status s = bind_any(b, name, 2, dim, false, true, &mat->t, err);
   if (s) return s;
   mat->type = mat->t->dtype == FDL_DTYPE_BF16  ? FDL_GEMM_BF16
               : mat->t->dtype == FDL_DTYPE_F16 ? FDL_GEMM_F16
                                                : FDL_GEMM_F32;
+  mat->row_bytes = 0;
+  fdl_eng_gguf_blocks(b->m, mat->t, &mat->ggml_type, &mat->row_bytes);
   return FDL_OK;
 }
 
@@ -414,11 +424,16 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
   snprintf(norm_name, sizeof norm_name, "%snorm.weight", in->prefix);
   const fdl_tensor *emb = fdl_eng_find(m, emb_name);
   if (!emb) return fdl_fail(err, FDL_PARSE, "missing tensor %s", emb_name);
-  if (emb->dtype != FDL_DTYPE_BF16 && emb->dtype != FDL_DTYPE_F16 && emb->dtype != FDL_DTYPE_F32)
+  uint32_t gt;
+  size_t rb;
+  /* A file of quantized matrices runs as its float32 reconstruction (gguf_model.c). */
+  bool blocks = fdl_eng_gguf_blocks(m, emb, &gt, &rb);
+  if (!blocks && emb->dtype != FDL_DTYPE_BF16 && emb->dtype != FDL_DTYPE_F16 &&
+      emb->dtype != FDL_DTYPE_F32)
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "tensor %s: dtype %s is not supported (expected BF16, F16 or F32)", emb_name,
                     fdl_dtype_name(emb->dtype));
-  in->weight_dtype = emb->dtype;
+  in->weight_dtype = blocks ? FDL_DTYPE_F32 : emb->dtype;
   const char *keys[] = {"torch_dtype", "dtype"};
   for (int i = 0; i < 2; i++) {
     const json_t *v = json_object_get(cfg, keys[i]);
@@ -455,7 +470,7 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
   for (size_t i = 0; i < in->layers && !s; i++)
     s = in->linear ? fdl_eng_bind_qwen35_layer(&b, i, err) : bind_layer(&b, i, err);
   if (s || (s = fdl_eng_bind_vec(&b, norm_name, in->hidden, &m->final_norm, err))) goto out;
-  if (in->zero_centred) fdl_eng_zero_centred(m->final_norm, in->hidden);
+  if (in->zero_centred && !m->gguf_converted) fdl_eng_zero_centred(m->final_norm, in->hidden);
   if (!in->tied) {
     s = fdl_eng_bind_mat(&b, "lm_head.weight", in->vocab, in->hidden, &m->head, err);
   } else {
@@ -488,7 +503,7 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
     }
   for (size_t i = 0; i < m->ngt && !s; i++) {
     const char *tn = m->gt[i].name;
-    if (!(in->tied && !strcmp(tn, "lm_head.weight")) &&
+    if (!(in->tied && !strcmp(tn, "lm_head.weight")) && !ignorable(in, tn) &&
         !(b.nbound && bsearch(&tn, b.bound, b.nbound, sizeof *b.bound, cmp_str)))
       s = fdl_fail(err, FDL_UNSUPPORTED, "%s: unexpected tensor %s (%s has no such weight)",
                    m->gguf->path, m->gguf->tensors[i].name, in->arch);

@@ -1,6 +1,7 @@
 /* weights_qwen35.c - binds one Qwen3.5 layer (docs/QWEN35.md): gated full attention with q/k
  * norm, or a Gated DeltaNet, then the SwiGLU MLP. The zero-centred norms are stored here as
- * (1 + w) in float32, the value transformers multiplies by. */
+ * (1 + w) in float32, the value transformers multiplies by (a GGUF holds that value already:
+ * llama.cpp's converter added the 1 in float32; gguf_qwen35.c). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -8,6 +9,10 @@
 
 void fdl_eng_zero_centred(float *w, size_t n) {
   for (size_t i = 0; i < n; i++) w[i] = 1.0f + w[i];
+}
+
+static void centre(const fdl_model *m, float *w, size_t n) {
+  if (!m->gguf_converted) fdl_eng_zero_centred(w, n);
 }
 
 /* A small vector that releases keep in full precision even in a BF16 checkpoint, widened. */
@@ -43,10 +48,19 @@ static fdl_status deltanet(eng_binder *b, eng_layer *l, const char *pre, fdl_err
   if (!s) s = bind_small(b, NAME("dt_bias"), 1, &nv, l->dt_bias, err);
   if (!s) s = bind_small(b, NAME("A_log"), 1, &nv, alog, err);
 #undef NAME
-  /* exp(A_log) for A_log > 0 as 1 / exp(-A_log): fidelis' exp takes arguments <= 0. */
-  for (size_t h = 0; !s && h < nv; h++)
-    l->decay[h] = alog[h] <= 0.0f ? fdl_eng_exp_neg((double)alog[h])
-                                  : 1.0 / fdl_eng_exp_neg(-(double)alog[h]);
+  /* exp(A_log) for A_log > 0 as 1 / exp(-A_log): fidelis' exp takes arguments <= 0. A GGUF
+   * holds -exp(A_log), rounded to float32 by the converter: A_log itself is gone, so that value
+   * is the model (docs/GGUF.md says what it costs). */
+  for (size_t h = 0; !s && h < nv; h++) {
+    if (b->m->gguf_converted && !(alog[h] < 0.0f))
+      s = fdl_fail(err, FDL_PARSE, "tensor %s[%zu] = %g: ssm_a must be -exp(A_log) < 0", n, h,
+                   (double)alog[h]);
+    else if (b->m->gguf_converted)
+      l->decay[h] = -(double)alog[h];
+    else
+      l->decay[h] = alog[h] <= 0.0f ? fdl_eng_exp_neg((double)alog[h])
+                                    : 1.0 / fdl_eng_exp_neg(-(double)alog[h]);
+  }
   free(alog);
   return s;
 }
@@ -65,8 +79,8 @@ static fdl_status attention(eng_binder *b, eng_layer *l, const char *pre, fdl_er
       (s = fdl_eng_bind_vec(b, NAME("k_norm.weight"), hd, &l->k_norm, err)))
     return s;
 #undef NAME
-  fdl_eng_zero_centred(l->q_norm, hd);
-  fdl_eng_zero_centred(l->k_norm, hd);
+  centre(b->m, l->q_norm, hd);
+  centre(b->m, l->k_norm, hd);
   return FDL_OK;
 }
 
@@ -86,8 +100,8 @@ fdl_status fdl_eng_bind_qwen35_layer(eng_binder *b, size_t i, fdl_err *err) {
       (s = fdl_eng_bind_mat(b, NAME("mlp.down_proj.weight"), H, I, &l->down, err)))
     return s;
 #undef NAME
-  fdl_eng_zero_centred(l->in_norm, H);
-  fdl_eng_zero_centred(l->post_norm, H);
+  centre(m, l->in_norm, H);
+  centre(m, l->post_norm, H);
   if (!in->linear[i]) return attention(b, l, pre, err);
   for (size_t j = 0; j < i; j++) l->lin += in->linear[j];
   return deltanet(b, l, pre, err);

@@ -6,6 +6,7 @@
  * the chains it left in the workspace, so every element is still the one chain of the
  * contract; only when the last k-block is done is the block copied into C. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "fidelis/pool.h"
@@ -79,6 +80,11 @@ size_t fdl_gemm_acc_floats(const gemm_kernel *kern, size_t m, const fdl_gemm_blo
   return round_up(m ? m : 1, kern->mr) * round_up(b->nb, kern->nr);
 }
 
+size_t fdl_gemm_brows_floats(const gemm_kernel *kern, const fdl_gemm_args *x,
+                             const fdl_gemm_blocking *b) {
+  return x->b_rows ? round_up(b->nb, kern->nr) * (x->k ? x->k : 1) : 0;
+}
+
 size_t fdl_gemm_work_floats(const gemm_kernel *kern, size_t m, size_t k,
                             const fdl_gemm_blocking *b) {
   return fdl_gemm_packed_floats(kern, m, k) + fdl_gemm_acc_floats(kern, m, b);
@@ -120,9 +126,11 @@ void fdl_gemm_tile_packed(const gemm_kernel *kern, const fdl_gemm_args *x, size_
   unsigned env = fpenv_enter();
   size_t panels = (m1 - m0 + mr - 1) / mr;
   size_t nb = round_up(b->nb, nr);
-  gemm_micro micro = kern->micro[x->b_type];
+  float *brows = x->b_rows ? acc + fdl_gemm_acc_floats(kern, m1 - m0, b) : NULL;
+  gemm_micro micro = kern->micro[brows ? FDL_GEMM_F32 : x->b_type];
   for (size_t j0 = n0; j0 < n1; j0 += nb) {
     size_t j1 = j0 + nb < n1 ? j0 + nb : n1;
+    if (brows) x->b_rows(x->b_ctx, x->b_row0 + j0, x->b_row0 + j1, brows);
     /* k-blocks outside the panels: a block of B rows and depths is read by every panel while
      * it is in cache */
     for (size_t k0 = 0; k0 < k; k0 += b->kc) {
@@ -131,8 +139,9 @@ void fdl_gemm_tile_packed(const gemm_kernel *kern, const fdl_gemm_args *x, size_
         const float *ap = packed + p * mr * k + k0 * mr;
         float *pacc = acc + p * mr * nb;
         for (size_t j = j0; j < j1; j += nr)
-          micro(j1 - j < nr ? j1 - j : nr, k0, kc, ap, b_row(x, j), x->ldb, pacc + (j - j0) * mr,
-                k0 == 0);
+          micro(j1 - j < nr ? j1 - j : nr, k0, kc, ap,
+                brows ? (const void *)(brows + (j - j0) * k) : b_row(x, j), brows ? k : x->ldb,
+                pacc + (j - j0) * mr, k0 == 0);
       }
     }
     for (size_t p = 0; p < panels; p++) {
@@ -153,10 +162,24 @@ static int small_path(const gemm_kernel *kern, size_t rows) {
   return kern->small && rows <= kern->small_m;
 }
 
+/* brows: fdl_gemm_brows_floats of workspace when B comes from b_rows, which then arrives a
+ * block of rows at a time and is read as float32 from there. */
 static void run_small(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1,
-                      size_t n0, size_t n1) {
+                      size_t n0, size_t n1, const fdl_gemm_blocking *b, float *brows) {
   unsigned env = fpenv_enter();
-  kern->small(x, m0, m1, n0, n1);
+  if (!x->b_rows) {
+    kern->small(x, m0, m1, n0, n1);
+  } else {
+    size_t nb = round_up(b->nb, kern->nr);
+    for (size_t j0 = n0; j0 < n1; j0 += nb) {
+      size_t j1 = j0 + nb < n1 ? j0 + nb : n1;
+      x->b_rows(x->b_ctx, x->b_row0 + j0, x->b_row0 + j1, brows);
+      fdl_gemm_args y = *x;
+      y.b = brows, y.b_type = FDL_GEMM_F32, y.ldb = x->k, y.b_rows = NULL;
+      y.c = x->c + j0, y.n = j1 - j0;
+      kern->small(&y, m0, m1, 0, j1 - j0);
+    }
+  }
   fpenv_leave(env);
 }
 
@@ -164,7 +187,7 @@ void fdl_gemm_tile(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, s
                    size_t n1, const fdl_gemm_blocking *b, float *work) {
   if (m1 <= m0 || n1 <= n0) return;
   if (small_path(kern, m1 - m0)) {
-    run_small(kern, x, m0, m1, n0, n1);
+    run_small(kern, x, m0, m1, n0, n1, b, work);
     return;
   }
   fdl_gemm_pack(kern, x, m0, m1, work);
@@ -286,13 +309,13 @@ static fdl_status tile_task(void *varg, size_t task, unsigned worker, fdl_err *e
 }
 
 static fdl_status check_args(const fdl_gemm_args *x, fdl_err *err) {
-  if ((unsigned)x->b_type > FDL_GEMM_F16)
+  if (!x->b_rows && (unsigned)x->b_type > FDL_GEMM_F16)
     return fdl_fail(err, FDL_INVALID, "GEMM: unknown B element type %d", (int)x->b_type);
-  if (x->lda < x->k || x->ldb < x->k || x->ldc < x->n)
+  if (x->lda < x->k || (!x->b_rows && x->ldb < x->k) || x->ldc < x->n)
     return fdl_fail(err, FDL_INVALID,
                     "GEMM: leading dimensions lda %zu, ldb %zu, ldc %zu are below k %zu, k, n %zu",
                     x->lda, x->ldb, x->ldc, x->k, x->n);
-  if (x->m && x->n && (!x->c || (x->k && (!x->a || !x->b))))
+  if (x->m && x->n && (!x->c || (x->k && (!x->a || !(x->b || x->b_rows)))))
     return fdl_fail(err, FDL_INVALID, "GEMM: A, B and C are required");
   if (x->k > SIZE_MAX / 64 / sizeof(float) || x->m > SIZE_MAX / (x->ldc ? x->ldc : 1))
     return fdl_fail(err, FDL_TOO_LARGE, "GEMM: %zu x %zu x %zu is too large", x->m, x->n, x->k);
@@ -309,13 +332,31 @@ int fdl_num_grow_floats(float **buf, size_t *cap, size_t need) {
   return 1;
 }
 
+/* Every worker's workspace at least need floats. */
+static fdl_status grow_acc(fdl_gemm *g, size_t need, fdl_err *err) {
+  if (need <= g->acc_cap) return FDL_OK;
+  for (unsigned w = 0; w < g->pool.threads; w++) {
+    free(g->acc[w]);
+    g->acc[w] = NULL;
+  }
+  g->acc_cap = 0;
+  for (unsigned w = 0; w < g->pool.threads; w++) {
+    size_t cap = 0;
+    if (!fdl_num_grow_floats(&g->acc[w], &cap, need))
+      return fdl_fail(err, FDL_NOMEM, "out of memory for %u GEMM workspaces of %zu bytes",
+                      g->pool.threads, need * sizeof(float));
+  }
+  g->acc_cap = need;
+  return FDL_OK;
+}
+
 static fdl_status small_task(void *varg, size_t tj, unsigned worker, fdl_err *err) {
   (void)worker, (void)err;
   const run_args *ra = varg;
   const fdl_gemm_args *x = ra->x;
   size_t n0 = tj * ra->t.task_cols;
   size_t n1 = n0 + ra->t.task_cols < x->n ? n0 + ra->t.task_cols : x->n;
-  run_small(ra->g->kern, x, 0, x->m, n0, n1);
+  run_small(ra->g->kern, x, 0, x->m, n0, n1, &ra->t.blk, ra->g->acc[worker]);
   return FDL_OK;
 }
 
@@ -324,7 +365,11 @@ fdl_status fdl_gemm_run(fdl_gemm *g, const fdl_gemm_args *x, fdl_err *err) {
   if (s != FDL_OK || !x->m || !x->n) return s;
   run_args ra = {g, x, {{0, 0}, 0, 0}, 0, 0};
   fdl_gemm_tuning_get(g, x->k, &ra.t);
-  if (small_path(g->kern, x->m))
+  bool small = small_path(g->kern, x->m);
+  size_t brows = fdl_gemm_brows_floats(g->kern, x, &ra.t.blk);
+  size_t acc = small ? 0 : fdl_gemm_acc_floats(g->kern, ra.t.task_rows, &ra.t.blk);
+  if ((s = grow_acc(g, acc + brows, err))) return s;
+  if (small)
     return fdl_pool_run(&g->pool, (x->n + ra.t.task_cols - 1) / ra.t.task_cols, small_task, &ra,
                         err);
   ra.row_tasks = (x->m + ra.t.task_rows - 1) / ra.t.task_rows;
@@ -334,21 +379,6 @@ fdl_status fdl_gemm_run(fdl_gemm *g, const fdl_gemm_args *x, fdl_err *err) {
     return fdl_fail(err, FDL_TOO_LARGE, "GEMM: %zu x %zu is too large to pack", x->m, x->k);
   if (!fdl_num_grow_floats(&g->packed, &g->packed_cap, ra.per_rows * ra.row_tasks))
     return fdl_fail(err, FDL_NOMEM, "out of memory for the packed %zu x %zu A", x->m, x->k);
-  size_t need = fdl_gemm_acc_floats(g->kern, ra.t.task_rows, &ra.t.blk);
-  if (need > g->acc_cap) {
-    for (unsigned w = 0; w < g->pool.threads; w++) {
-      free(g->acc[w]);
-      g->acc[w] = NULL;
-    }
-    g->acc_cap = 0;
-    for (unsigned w = 0; w < g->pool.threads; w++) {
-      size_t cap = 0;
-      if (!fdl_num_grow_floats(&g->acc[w], &cap, need))
-        return fdl_fail(err, FDL_NOMEM, "out of memory for %u GEMM workspaces of %zu bytes",
-                        g->pool.threads, need * sizeof(float));
-    }
-    g->acc_cap = need;
-  }
   if ((s = fdl_pool_run(&g->pool, ra.row_tasks, pack_task, &ra, err)) != FDL_OK) return s;
   size_t col_tasks = (x->n + ra.t.task_cols - 1) / ra.t.task_cols;
   return fdl_pool_run(&g->pool, ra.row_tasks * col_tasks, tile_task, &ra, err);

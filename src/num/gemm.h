@@ -53,6 +53,10 @@ void fdl_gemm_blocking_default(const gemm_kernel *kern, size_t k, fdl_gemm_block
  * accumulators of one B block (fdl_gemm_tile_packed), or both (fdl_gemm_tile). */
 size_t fdl_gemm_packed_floats(const gemm_kernel *kern, size_t m, size_t k);
 size_t fdl_gemm_acc_floats(const gemm_kernel *kern, size_t m, const fdl_gemm_blocking *b);
+/* Floats of workspace for the float32 rows of one B block when B comes from b_rows: they follow
+ * the accumulators (fdl_gemm_tile_packed), 0 otherwise. */
+size_t fdl_gemm_brows_floats(const gemm_kernel *kern, const fdl_gemm_args *x,
+                             const fdl_gemm_blocking *b);
 size_t fdl_gemm_work_floats(const gemm_kernel *kern, size_t m, size_t k,
                             const fdl_gemm_blocking *b);
 
@@ -62,12 +66,12 @@ void fdl_gemm_pack(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, s
 
 /* C rows [m0, m1) x columns [n0, n1) on the calling thread, under the contract's floating-
  * point environment, from those rows packed by fdl_gemm_pack (one packing serves every column
- * range). */
+ * range). acc holds fdl_gemm_acc_floats, then fdl_gemm_brows_floats. */
 void fdl_gemm_tile_packed(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1,
                           size_t n0, size_t n1, const fdl_gemm_blocking *b, const float *packed,
                           float *acc);
 
-/* Packs and computes in one call; work holds fdl_gemm_work_floats. */
+/* Packs and computes in one call; work holds fdl_gemm_work_floats, then fdl_gemm_brows_floats. */
 void fdl_gemm_tile(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1, size_t n0,
                    size_t n1, const fdl_gemm_blocking *b, float *work);
 
