@@ -109,7 +109,7 @@ def hf_to_gguf(model_dir, out):
             kv(arch + ".attention.layer_norm_rms_epsilon", 6, cfg["rms_norm_eps"]),
             kv(arch + ".rope.freq_base", 6, cfg.get("rope_theta", 10000.0)),
             kv_str("tokenizer.ggml.model", "none")]
-    infos, blobs, off = [], [], 0
+    items = []
     for hf in sorted(tensors):
         dt, shape, raw = tensors[hf]
         if hf == "lm_head.weight" and cfg.get("tie_word_embeddings"):
@@ -117,6 +117,15 @@ def hf_to_gguf(model_dir, out):
         name = gguf_name(hf)
         if arch == "llama" and name.endswith(("attn_q.weight", "attn_k.weight")):
             raw = permute(raw, shape, SIZE[dt], head_dim)
+        items.append((name, shape, dt, raw))
+    write_gguf(out, meta, items)
+
+
+def write_gguf(out, meta, items):
+    """A GGUF v3 file: the metadata entries, then (name, row-major shape, dtype key of GGML,
+    bytes) per tensor, data aligned to 32."""
+    infos, blobs, off = [], [], 0
+    for name, shape, dt, raw in items:
         ne = list(reversed(shape))
         infos.append(s(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", x) for x in ne)
                      + struct.pack("<I", GGML[dt]) + struct.pack("<Q", off))
@@ -138,9 +147,18 @@ def as_f32(dt, shape, raw):
     return np.frombuffer(raw, dtype="<f2").astype(np.float32).reshape(shape)
 
 
-def tiled(a, axis, first, nk, r, hd, back=False):
-    """llama.cpp's V-head order: heads [first:] grouped by key head (g*r + ri) become tiled
-    (ri*nk + g), along axis; back=True undoes it."""
+def v_heads(rest, qk, dv):
+    """Where a Gated DeltaNet tensor's value heads lie: (axis, first index, head size)."""
+    if rest == "linear_attn.out_proj.weight":
+        return 1, 0, dv
+    if rest in ("linear_attn.in_proj_qkv.weight", "linear_attn.conv1d.weight"):
+        return 0, qk, dv
+    return 0, 0, dv if rest == "linear_attn.in_proj_z.weight" else 1
+
+
+def tiled(a, axis, first, hd, nk, r, back=False):
+    """llama.cpp's V-head order: heads of hd [first:] grouped by key head (g*r + ri) become
+    tiled (ri*nk + g), along axis; back=True undoes it."""
     a = np.moveaxis(a, axis, 0)
     lead = (r, nk) if back else (nk, r)
     v = a[first:].reshape(lead + (hd,) + a.shape[1:]).swapaxes(0, 1).reshape(a[first:].shape)
@@ -194,7 +212,7 @@ def qwen35_to_gguf(model_dir, cfg, out, quant=None, mtp=False):
     if mtp:
         meta.append(kv(a + ".nextn_predict_layers", 4, 1))
     tensors = read_safetensors(os.path.join(model_dir, "model.safetensors"))
-    infos, blobs, off, deq = [], [], 0, {}
+    items, deq = [], {}
     names = sorted(tensors)
     if mtp:
         extra = "model.language_model.layers.%d." % tc["num_hidden_layers"]
@@ -230,34 +248,18 @@ def qwen35_to_gguf(model_dir, cfg, out, quant=None, mtp=False):
             if x is None:
                 x = np.frombuffer(raw, dtype={"BF16": "<u2", "F16": "<u2", "F32": "<u4"}[dt])
                 x = x.reshape(shape)
-            first = qk if rest in ("linear_attn.in_proj_qkv.weight", "linear_attn.conv1d.weight") else 0
-            heads_of = dv if rest in ("linear_attn.in_proj_qkv.weight", "linear_attn.conv1d.weight",
-                                      "linear_attn.in_proj_z.weight", "linear_attn.out_proj.weight") else 1
-            x = tiled(x, 1 if rest == "linear_attn.out_proj.weight" else 0, first, nk, r, heads_of)
-        lin = nk != nv and rest.startswith("linear_attn.")
+            x = tiled(x, *v_heads(rest, qk, dv), nk, r)
         if quant and len(shape) == 2 and "conv1d" not in rest:
             if x is None:
                 x = as_f32(dt, shape, raw)
             raw, d = q8_0(np.ascontiguousarray(x))
-            if lin and rest == "linear_attn.out_proj.weight":
-                d = tiled(d, 1, 0, nk, r, dv, back=True)
-            elif lin:
-                first = qk if rest == "linear_attn.in_proj_qkv.weight" else 0
-                d = tiled(d, 0, first, nk, r, dv if "proj_b" not in rest and "proj_a" not in rest
-                          else 1, back=True)
+            if nk != nv and rest.startswith("linear_attn."):
+                d = tiled(d, *v_heads(rest, qk, dv), nk, r, back=True)
             deq[hf] = d
             typ, shape, x = "Q8_0", list(x.shape), None
         if x is not None:
             raw = np.ascontiguousarray(x).tobytes()
             shape = list(x.shape)
-        ne = list(reversed(shape))
-        infos.append(s(g) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", n) for n in ne)
-                     + struct.pack("<I", GGML[typ]) + struct.pack("<Q", off))
-        pad = (-len(raw)) % 32
-        blobs.append(raw + b"\0" * pad)
-        off += len(raw) + pad
-    head = b"GGUF" + struct.pack("<IQQ", 3, len(infos), len(meta)) + b"".join(meta) + b"".join(infos)
-    head += b"\0" * ((-len(head)) % 32)
-    with open(out, "wb") as f:
-        f.write(head + b"".join(blobs))
+        items.append((g, shape, typ, raw))
+    write_gguf(out, meta, items)
     return deq
