@@ -74,7 +74,7 @@ int main(int argc, char **argv) {
     path = FDL_ENGINE_DECODE;
   else
     return usage("--path must be prefill or decode");
-  fdl_model_opts o = {0, FDL_NUM_ISA_AUTO};
+  fdl_model_opts o = {.threads = 0, .isa = FDL_NUM_ISA_AUTO};
   if (thr_s) o.threads = (unsigned)strtoul(thr_s, NULL, 10);
   if (isa_s) {
     if (strcmp(isa_s, "scalar") == 0)

@@ -62,8 +62,11 @@ typedef struct {
 } fdl_model_info;
 
 typedef struct {
-  unsigned threads; /* 0 = every online CPU; never changes a bit */
-  fdl_num_isa isa;  /* FDL_NUM_ISA_AUTO or a forced kernel; never changes a bit */
+  unsigned threads;  /* 0 = every online CPU; never changes a bit */
+  fdl_num_isa isa;   /* FDL_NUM_ISA_AUTO or a forced kernel; never changes a bit */
+  bool skip_digests; /* the weight files (shards, a GGUF) are not digested: their hex is empty.
+                        For a caller that records no identity (`generate`): it skips a SHA-256
+                        pass over every weight byte */
 } fdl_model_opts;
 
 /* Loads and checks a model directory: every tensor's presence, dtype, shape and finiteness
@@ -82,7 +85,8 @@ FDL_API fdl_status fdl_model_head(const fdl_model *m, fdl_tensor *out, void **ow
  * config.json, model.safetensors.index.json when present, and every shard, sorted by name. */
 FDL_API size_t fdl_model_file_count(const fdl_model *m);
 /* File i: its name in the model directory (borrowed), its size, and its SHA-256 as 64 lowercase
- * hex and a NUL. False when i is out of range. */
+ * hex and a NUL (empty for a weight file loaded with skip_digests). False when i is out of range.
+ */
 FDL_API bool fdl_model_file_digest(const fdl_model *m, size_t i, const char **name, uint64_t *bytes,
                                    char hex[65]);
 /* Whether the model came from a GGUF file; then *codec ("gguf:q4_K": its matrices' most common

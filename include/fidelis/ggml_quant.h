@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "num.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -40,6 +41,18 @@ FDL_API fdl_status fdl_ggml_row_bytes(uint32_t id, uint64_t n, uint64_t *bytes, 
  * first value that is not finite (dst is written before the check). */
 FDL_API fdl_status fdl_ggml_dequant(uint32_t id, const void *src, uint64_t n, float *dst,
                                     fdl_err *err);
+
+/* fdl_ggml_dequant with the kernels of one instruction set (FDL_NUM_ISA_AUTO, which
+ * fdl_ggml_dequant uses, picks the fastest this CPU runs). The bits never depend on isa; an isa
+ * this CPU or build lacks is FDL_UNSUPPORTED. */
+FDL_API fdl_status fdl_ggml_dequant_isa(uint32_t id, fdl_num_isa isa, const void *src, uint64_t n,
+                                        float *dst, fdl_err *err);
+
+/* The finiteness check of fdl_ggml_dequant (same status, same message) without decoding the
+ * values: a block format's values are all finite exactly when its f16 scales are, so only those
+ * are read (the plain float types are scanned). For loading a file whose blocks are decoded
+ * later, as they are reached. */
+FDL_API fdl_status fdl_ggml_check_finite(uint32_t id, const void *src, uint64_t n, fdl_err *err);
 
 #ifdef __cplusplus
 }

@@ -388,7 +388,8 @@ int fdl_cli_generate(int argc, char **argv) {
   }
   fdl_err err = {FDL_OK, ""};
   fdl_model *m = NULL;
-  fdl_model_opts mo = {.threads = (unsigned)a.threads, .isa = ISA_OF[a.isa]};
+  /* generate records no identity of the model: its files are not digested */
+  fdl_model_opts mo = {.threads = (unsigned)a.threads, .isa = ISA_OF[a.isa], .skip_digests = true};
   fdl_status s = fdl_model_load(a.model, &mo, &m, &err);
   if (s == FDL_OK) s = run(&a, m, ids, n, first, &cont, &err);
   fdl_model_free(m);

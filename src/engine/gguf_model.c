@@ -219,6 +219,12 @@ bool fdl_eng_gguf_blocks(const fdl_model *m, const fdl_tensor *t, uint32_t *type
   return true;
 }
 
+const eng_reorder *fdl_eng_gguf_rows_from(const fdl_model *m, const fdl_tensor *t) {
+  if (!m->gguf || t < m->gt || t >= m->gt + m->ngt || !m->gguf_row_bytes[t - m->gt]) return NULL;
+  const eng_reorder *o = &m->gguf_reorder[t - m->gt];
+  return reordered(o) ? o : NULL;
+}
+
 /* One GGUF tensor as the engine's view: mapped as stored (a quantized matrix as U8 blocks of
  * its logical shape), or an owned float32 / reordered copy whose bytes fill() writes later (on
  * the pool: tensors are independent). */
@@ -249,13 +255,13 @@ static fdl_status view(fdl_model *m, const fdl_gguf_tensor *gt, bool widen, fdl_
     m->gguf_row_bytes[gt - g->tensors] = (size_t)(gt->nbytes / gt->ne[1]);
     m->gguf_checked[gt - g->tensors] = true; /* by fill() */
   }
-  if (stored && !reordered(o)) {
+  /* blocks stay mapped in their stored row order: mat.c reads each row where it lies */
+  if (blocks || (stored && !reordered(o))) {
     t->data = fdl_gguf_tensor_data(g, gt);
     t->nbytes = gt->nbytes;
     return FDL_OK;
   }
   size_t es = fdl_dtype_size(t->dtype);
-  if (blocks) n = gt->nbytes, es = 1; /* rows put back as stored bytes */
   if (n > SIZE_MAX / es) return fdl_fail(err, FDL_TOO_LARGE, "tensor %s: too large", gt->name);
   uint8_t *buf = fdl_malloc((size_t)n * es);
   fdl_tensor **grown = buf ? fdl_realloc(m->owned, (m->nowned + 1) * sizeof *grown) : NULL;
@@ -273,25 +279,12 @@ static fdl_status view(fdl_model *m, const fdl_gguf_tensor *gt, bool widen, fdl_
   return FDL_OK;
 }
 
-/* Rows of a quantized matrix dequantized per check, into a scratch of about this many floats. */
-#define CHECK_FLOATS (1u << 18)
-
-/* Every value of a matrix held in ggml blocks dequantized once, into scratch, and checked. */
+/* Every block of a matrix held in ggml blocks checked finite, from its scales alone (the
+ * values are decoded as products reach them). */
 static fdl_status check_blocks(const fdl_model *m, size_t i, fdl_err *err) {
   const fdl_gguf_tensor *gt = &m->gguf->tensors[i];
-  const fdl_tensor *t = &m->gt[i];
-  size_t k = (size_t)gt->ne[0], rows = (size_t)gt->ne[1], rb = m->gguf_row_bytes[i];
-  size_t chunk = k >= CHECK_FLOATS ? 1 : CHECK_FLOATS / k;
-  float *tmp = fdl_malloc((chunk < rows ? chunk : rows) * k * sizeof *tmp);
-  if (!tmp) return fdl_fail(err, FDL_NOMEM, "tensor %s: out of memory", gt->name);
-  fdl_status s = FDL_OK;
-  for (size_t r = 0; !s && r < rows; r += chunk) {
-    size_t n = rows - r < chunk ? rows - r : chunk;
-    s = fdl_ggml_dequant(gt->type, (const uint8_t *)t->data + r * rb, (uint64_t)n * k, tmp, err);
-    if (s) fdl_err_prefix(err, "%s: tensor %s, row %zu on", m->gguf->path, gt->name, r);
-  }
-  free(tmp);
-  return s;
+  fdl_status s = fdl_ggml_check_finite(gt->type, m->gt[i].data, gt->ne[0] * gt->ne[1], err);
+  return s ? fdl_err_prefix(err, "%s: tensor %s", m->gguf->path, gt->name) : FDL_OK;
 }
 
 /* Task 0: the file's digest, one pass over its bytes, beside the others (the longest task
@@ -301,6 +294,7 @@ static fdl_status fill(void *arg, size_t task, unsigned worker, fdl_err *err) {
   (void)worker;
   fdl_model *m = arg;
   if (task == 0) {
+    if (m->skip_digests) return FDL_OK;
     fdl_sha256 dg;
     fdl_status s = fdl_sha256_buf(m->gguf->map.data, m->gguf->map.size, &dg, err);
     if (!s) fdl_sha256_hex(&dg, m->files[0].hex);
@@ -313,10 +307,7 @@ static fdl_status fill(void *arg, size_t task, unsigned worker, fdl_err *err) {
   bool d = reordered(o);
   const uint8_t *src = fdl_gguf_tensor_data(m->gguf, gt);
   uint8_t *dst = (uint8_t *)t->data, *tmp = NULL;
-  if (m->gguf_row_bytes[i]) {
-    if (d) put_back(o, src, dst, (size_t)gt->ne[1], m->gguf_row_bytes[i], 1);
-    return check_blocks(m, i, err);
-  }
+  if (m->gguf_row_bytes[i]) return check_blocks(m, i, err);
   if (!d && !m->gguf_checked[i]) return FDL_OK; /* mapped as stored */
   uint64_t n = t->nbytes / fdl_dtype_size(t->dtype);
   fdl_status s = FDL_OK;

@@ -14,6 +14,7 @@
 #include "fidelis/gguf.h"
 #include "fidelis/pool.h"
 #include "fidelis/tensor.h"
+#include "gguf/decoder.h"
 
 /* Rows (or columns) of a GGUF tensor stored in another order than Hugging Face's: element r of
  * the Hugging Face axis is element fdl_eng_reorder_src(o, r) of the stored one. */
@@ -29,9 +30,12 @@ size_t fdl_eng_reorder_src(const eng_reorder *o, size_t r);
  * rows as it reaches them (mat.c), so the model never holds it whole in float32. */
 typedef struct {
   const fdl_tensor *t;
-  fdl_gemm_type type; /* of the stored elements; F32 for ggml blocks (their rows arrive so) */
-  uint32_t ggml_type; /* the block type when row_bytes > 0 */
-  size_t row_bytes;   /* 0: elements of `type` */
+  fdl_gemm_type type;   /* of the stored elements; F32 for ggml blocks (their rows arrive so) */
+  uint32_t ggml_type;   /* the block type when row_bytes > 0 */
+  size_t row_bytes;     /* 0: elements of `type` */
+  fdl_dq_kernel decode; /* row_bytes > 0: the block type's kernel for the model's isa */
+  uint32_t block_elems; /* and its values per block */
+  const eng_reorder *rows_from; /* NULL, or row r is stored row fdl_eng_reorder_src(rows_from, r) */
 } eng_mat;
 
 typedef struct {
@@ -88,11 +92,13 @@ struct fdl_model {
   eng_mat embed, head;
   float *final_norm;
   eng_layer *layer;
-  double *inv_freq; /* [rotary_dim / 2] */
-  fdl_pool pool;    /* attention tasks and row-parallel kernels */
-  fdl_gemm **wgemm; /* one single-thread GEMM per pool worker: every product is pool tasks */
-  fdl_gemm **sgemm; /* NULL, or under FDL_NUM_ISA_AUTO with AVX-512 chosen: AVX2 contexts for
-                       products of few rows, where that kernel is faster (same bits) */
+  double *inv_freq;  /* [rotary_dim / 2] */
+  fdl_pool pool;     /* attention tasks and row-parallel kernels */
+  fdl_num_isa isa;   /* the kernel choice asked for (GEMM and block decoding) */
+  bool skip_digests; /* fdl_model_opts.skip_digests */
+  fdl_gemm **wgemm;  /* one single-thread GEMM per pool worker: every product is pool tasks */
+  fdl_gemm **sgemm;  /* NULL, or under FDL_NUM_ISA_AUTO with AVX-512 chosen: AVX2 contexts for
+                        products of few rows, where that kernel is faster (same bits) */
   eng_work w;
   json_t *config; /* config.json, parsed from the bytes digested in files */
   /* config.json, the index when present and every shard, sorted by name once loaded; each
@@ -147,6 +153,9 @@ bool fdl_eng_is_gguf(const char *path);
 /* Whether t is a matrix held in ggml blocks; if so its block type and bytes per row. */
 bool fdl_eng_gguf_blocks(const fdl_model *m, const fdl_tensor *t, uint32_t *type,
                          size_t *row_bytes);
+/* For a matrix held in ggml blocks whose stored rows are not in Hugging Face order (llama's
+ * Q/K, Qwen3.5's tiled V heads), how they map (fdl_eng_reorder_src); NULL otherwise. */
+const eng_reorder *fdl_eng_gguf_rows_from(const fdl_model *m, const fdl_tensor *t);
 fdl_status fdl_eng_gguf_open(fdl_model *m, const char *path, fdl_err *err);
 fdl_status fdl_eng_gguf_config(const fdl_gguf *g, json_t **cfg, fdl_err *err);
 fdl_status fdl_eng_gguf_tensors(fdl_model *m, fdl_err *err);

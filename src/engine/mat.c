@@ -2,7 +2,6 @@
  * F32, or dequantized from ggml blocks (a quantized GGUF matrix, held as stored). Both are
  * exact, so a product over these rows has the bits of one over a float32 copy of the matrix. */
 #include "engine/internal.h"
-#include "fidelis/ggml_quant.h"
 
 void fdl_eng_mat_rows(const void *ctx, size_t j0, size_t j1, float *dst) {
   const eng_mat *b = ctx;
@@ -11,11 +10,15 @@ void fdl_eng_mat_rows(const void *ctx, size_t j0, size_t j1, float *dst) {
     fdl_tensor_widen_f32(b->t, j0 * k, (j1 - j0) * k, dst);
     return;
   }
-  /* The load dequantized every block once and refused a non-finite value or an unknown type
-   * (gguf_model.c), so this cannot fail. */
-  fdl_err e;
-  (void)fdl_ggml_dequant(b->ggml_type, (const uint8_t *)b->t->data + j0 * b->row_bytes,
-                         (uint64_t)(j1 - j0) * k, dst, &e);
+  /* The load checked every block finite (fdl_ggml_check_finite) and picked the kernel. */
+  const uint8_t *data = b->t->data;
+  if (!b->rows_from) {
+    b->decode(data + j0 * b->row_bytes, (uint64_t)(j1 - j0) * k / b->block_elems, dst);
+    return;
+  }
+  for (size_t j = j0; j < j1; j++)
+    b->decode(data + fdl_eng_reorder_src(b->rows_from, j) * b->row_bytes, k / b->block_elems,
+              dst + (j - j0) * k);
 }
 
 void fdl_eng_mat_row(const eng_mat *b, size_t row, float *dst) {

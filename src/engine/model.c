@@ -172,7 +172,7 @@ static fdl_status small_contexts(fdl_model *m, fdl_num_isa isa, fdl_err *err) {
 
 fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **out, fdl_err *err) {
   *out = NULL;
-  fdl_model_opts def = {0, FDL_NUM_ISA_AUTO};
+  fdl_model_opts def = {.threads = 0, .isa = FDL_NUM_ISA_AUTO};
   if (!o) o = &def;
   fdl_model *m = calloc(1, sizeof *m);
   if (!m) return fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -207,8 +207,16 @@ fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **
   }
   if (!s && !gguf) s = load_config(m, cp, err);
   if (!s && !gguf) s = fdl_eng_config(m->config, cp, &m->info, err);
-  /* The pool first: the weights' one pass (digest and finiteness) spreads shards over it. */
+  /* The pool first: the weights' one pass (digest and finiteness) spreads shards over it. The
+   * GEMM contexts next: a forced isa the CPU lacks is refused before any weight is read. */
+  m->isa = o->isa;
+  m->skip_digests = o->skip_digests;
   if (!s) s = fdl_pool_init(&m->pool, o->threads, err);
+  if (!s && !(m->wgemm = calloc(m->pool.threads, sizeof *m->wgemm)))
+    s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  for (unsigned i = 0; !s && i < m->pool.threads; i++)
+    s = fdl_gemm_new(o->isa, 1, &m->wgemm[i], err);
+  if (!s) s = small_contexts(m, o->isa, err);
   if (!s) s = fdl_eng_weights(m, dir, m->config, err);
   free(cp);
   if (s) goto fail;
@@ -217,14 +225,6 @@ fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **
     goto fail;
   }
   rope_freqs(m);
-  if (!(m->wgemm = calloc(m->pool.threads, sizeof *m->wgemm))) {
-    s = fdl_fail(err, FDL_NOMEM, "out of memory");
-    goto fail;
-  }
-  for (unsigned i = 0; i < m->pool.threads && !s; i++)
-    s = fdl_gemm_new(o->isa, 1, &m->wgemm[i], err);
-  if (s) goto fail;
-  if ((s = small_contexts(m, o->isa, err))) goto fail;
   *out = m;
   return FDL_OK;
 fail:

@@ -13,6 +13,7 @@
 
 #include "base/sys.h"
 #include "engine/internal.h"
+#include "fidelis/ggml_quant.h"
 #include "fidelis/quote.h"
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
@@ -260,8 +261,10 @@ fdl_status fdl_eng_bind_mat(eng_binder *b, const char *name, size_t rows, size_t
               : mat->t->dtype == FDL_DTYPE_F16 ? FDL_GEMM_F16
                                                : FDL_GEMM_F32;
   mat->row_bytes = 0;
-  fdl_eng_gguf_blocks(b->m, mat->t, &mat->ggml_type, &mat->row_bytes);
-  return FDL_OK;
+  if (!fdl_eng_gguf_blocks(b->m, mat->t, &mat->ggml_type, &mat->row_bytes)) return FDL_OK;
+  mat->block_elems = fdl_ggml_type(mat->ggml_type)->block_elems;
+  mat->rows_from = fdl_eng_gguf_rows_from(b->m, mat->t);
+  return fdl_ggml_decoder(mat->ggml_type, b->m->isa, &mat->decode, err);
 }
 
 fdl_status fdl_eng_bind_vec(eng_binder *b, const char *name, size_t n, float **out, fdl_err *err) {
@@ -376,7 +379,7 @@ static fdl_status scan_shard(void *arg, size_t i, unsigned worker, fdl_err *err)
   size_t next = 0; /* tensors before next end in blocks already scanned */
   for (uint64_t lo = 0; !s && lo < size; lo += SCAN_BLOCK) {
     uint64_t hi = size - lo < SCAN_BLOCK ? size : lo + SCAN_BLOCK;
-    s = fdl_sha256_update(ctx, base + lo, (size_t)(hi - lo), err);
+    if (!job->m->skip_digests) s = fdl_sha256_update(ctx, base + lo, (size_t)(hi - lo), err);
     for (size_t k = next; !s && k < n; k++) {
       const fdl_tensor *t = fdl_safetensors_at(st, k);
       if (t->offset >= hi) break;
@@ -387,7 +390,8 @@ static fdl_status scan_shard(void *arg, size_t i, unsigned worker, fdl_err *err)
       next++;
   }
   fdl_sha256 dg;
-  if (!s && !(s = fdl_sha256_final(ctx, &dg, err))) fdl_sha256_hex(&dg, job->files[i].hex);
+  if (!s && !job->m->skip_digests && !(s = fdl_sha256_final(ctx, &dg, err)))
+    fdl_sha256_hex(&dg, job->files[i].hex);
   fdl_sha256_free(ctx);
   free(check);
   return s;

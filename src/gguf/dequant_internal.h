@@ -16,13 +16,11 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "gguf/decoder.h"
+
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #endif
-
-/* Decodes `blocks` consecutive blocks of one format from src into dst (block_elems values
- * each). src holds exactly blocks * block_bytes bytes; nothing is checked here. */
-typedef void (*fdl_dq_kernel)(const uint8_t *restrict src, uint64_t blocks, float *restrict dst);
 
 static inline uint16_t fdl_dq_le16(const uint8_t *p) {
   return (uint16_t)(p[0] | (uint16_t)p[1] << 8);
@@ -66,6 +64,52 @@ static inline float fdl_dq_f16(uint16_t h) {
 static inline float fdl_dq_f16_at(const uint8_t *p) {
   return fdl_dq_f16(fdl_dq_le16(p));
 }
+
+/* The eight 6-bit (scale, min) pairs of Q4_K and Q5_K from their 12 packed bytes: pairs 0-3
+ * are the low six bits of bytes 0-3 and 4-7; pairs 4-7 take a nibble of bytes 8-11 for the
+ * low bits and the top two bits of bytes 0-3 (scale) or 4-7 (min) for the high bits. */
+static inline void fdl_dq_k4_scale_min(const uint8_t *p, int j, int *sc, int *m) {
+  if (j < 4) {
+    *sc = p[j] & 63;
+    *m = p[j + 4] & 63;
+  } else {
+    *sc = (p[j + 4] & 0x0f) | (p[j - 4] >> 6) << 4;
+    *m = (p[j + 4] >> 4) | (p[j] >> 6) << 4;
+  }
+}
+
+/* Float scale and minimum of the eight 32-value sub-blocks of a Q4_K or Q5_K block:
+ * d * sc and dmin * m, rounded once each. */
+static inline void fdl_dq_k4_factors(const uint8_t *block, float dl[8], float ml[8]) {
+  const float d = fdl_dq_f16_at(block), dmin = fdl_dq_f16_at(block + 2);
+  for (int j = 0; j < 8; j++) {
+    int sc, m;
+    fdl_dq_k4_scale_min(block + 4, j, &sc, &m);
+    dl[j] = d * (float)sc;
+    ml[j] = dmin * (float)m;
+  }
+}
+
+/* Q6_K's sixteen sub-block factors: d * scale, rounded once each. */
+static inline void fdl_dq_q6_k_factors(const uint8_t *block, float ds[16]) {
+  const float d = fdl_dq_f16_at(block + 208);
+  for (int g = 0; g < 16; g++) ds[g] = d * (float)(int8_t)block[192 + g];
+}
+
+/* dequant.c: the kernels of the legacy formats the AVX2 file also has */
+void fdl_dq_q4_0(const uint8_t *restrict src, uint64_t blocks, float *restrict dst);
+void fdl_dq_q8_0(const uint8_t *restrict src, uint64_t blocks, float *restrict dst);
+
+/* dequant_avx2.c: the same values, eight at a time, for the types most GGUF files are made
+ * of; NULL-free only on x86-64 builds (FDL_DQ_HAVE_AVX2). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FDL_DQ_HAVE_AVX2 1
+void fdl_dq_q4_0_avx2(const uint8_t *restrict src, uint64_t blocks, float *restrict dst);
+void fdl_dq_q8_0_avx2(const uint8_t *restrict src, uint64_t blocks, float *restrict dst);
+void fdl_dq_q4_k_avx2(const uint8_t *restrict src, uint64_t blocks, float *restrict dst);
+void fdl_dq_q5_k_avx2(const uint8_t *restrict src, uint64_t blocks, float *restrict dst);
+void fdl_dq_q6_k_avx2(const uint8_t *restrict src, uint64_t blocks, float *restrict dst);
+#endif
 
 /* dequant_k.c */
 void fdl_dq_q2_k(const uint8_t *restrict src, uint64_t blocks, float *restrict dst);

@@ -61,37 +61,13 @@ void fdl_dq_q3_k(const uint8_t *restrict src, uint64_t blocks, float *restrict d
   }
 }
 
-/* The eight 6-bit (scale, min) pairs of Q4_K and Q5_K from their 12 packed bytes: pairs 0-3
- * are the low six bits of bytes 0-3 and 4-7; pairs 4-7 take a nibble of bytes 8-11 for the
- * low bits and the top two bits of bytes 0-3 (scale) or 4-7 (min) for the high bits. */
-static void k4_scale_min(const uint8_t *p, int j, int *sc, int *m) {
-  if (j < 4) {
-    *sc = p[j] & 63;
-    *m = p[j + 4] & 63;
-  } else {
-    *sc = (p[j + 4] & 0x0f) | (p[j - 4] >> 6) << 4;
-    *m = (p[j + 4] >> 4) | (p[j] >> 6) << 4;
-  }
-}
-
-/* Float scale and minimum of the eight 32-value sub-blocks: d * sc and dmin * m. */
-static void k4_factors(const uint8_t *block, float dl[8], float ml[8]) {
-  const float d = fdl_dq_f16_at(block), dmin = fdl_dq_f16_at(block + 2);
-  for (int j = 0; j < 8; j++) {
-    int sc, m;
-    k4_scale_min(block + 4, j, &sc, &m);
-    dl[j] = d * (float)sc;
-    ml[j] = dmin * (float)m;
-  }
-}
-
 /* Q4_K, 144 bytes: f16 d, f16 dmin, 12 bytes of packed scales and mins, 128 bytes of
  * nibbles. Sub-blocks 2c and 2c + 1 are the low and high nibbles of bytes 32c .. 32c + 31.
  * y = (d * sc) * q - (dmin * m). */
 void fdl_dq_q4_k(const uint8_t *restrict src, uint64_t blocks, float *restrict dst) {
   for (uint64_t b = 0; b < blocks; b++, src += 144, dst += 256) {
     float dl[8], ml[8];
-    k4_factors(src, dl, ml);
+    fdl_dq_k4_factors(src, dl, ml);
     for (int sb = 0; sb < 8; sb++) {
       const uint8_t *q = src + 16 + 32 * (sb / 2);
       const int shift = 4 * (sb % 2);
@@ -106,7 +82,7 @@ void fdl_dq_q4_k(const uint8_t *restrict src, uint64_t blocks, float *restrict d
 void fdl_dq_q5_k(const uint8_t *restrict src, uint64_t blocks, float *restrict dst) {
   for (uint64_t b = 0; b < blocks; b++, src += 176, dst += 256) {
     float dl[8], ml[8];
-    k4_factors(src, dl, ml);
+    fdl_dq_k4_factors(src, dl, ml);
     const uint8_t *qh = src + 16;
     for (int sb = 0; sb < 8; sb++) {
       const uint8_t *q = src + 48 + 32 * (sb / 2);
@@ -126,9 +102,8 @@ void fdl_dq_q5_k(const uint8_t *restrict src, uint64_t blocks, float *restrict d
  * 32h + l; q is that 6-bit number minus 32. y = (d * scale) * q. */
 void fdl_dq_q6_k(const uint8_t *restrict src, uint64_t blocks, float *restrict dst) {
   for (uint64_t b = 0; b < blocks; b++, src += 210, dst += 256) {
-    const float d = fdl_dq_f16_at(src + 208);
     float ds[16];
-    for (int g = 0; g < 16; g++) ds[g] = d * (float)(int8_t)src[192 + g];
+    fdl_dq_q6_k_factors(src, ds);
     for (int h = 0; h < 2; h++) {
       for (int k = 0; k < 4; k++) {
         const uint8_t *ql = src + 64 * h + 32 * (k % 2), *qh = src + 128 + 32 * h;

@@ -46,6 +46,10 @@ static void fpenv_leave(unsigned old) {
 #define GEMM_KC_MAX 1024
 /* B rows per block: their accumulators (nb x mr floats) stay in L1/L2. */
 #define GEMM_NB 96
+/* B rows a small-M product asks b_rows for at a time: each row is read once (a few rows of A),
+ * so the block only has to stay in L2 between its decoding and its products: 32 rows of a
+ * 5632-wide matrix are 704 KiB. */
+#define SMALL_BROWS 32
 /* Pool task shape: rows x columns of C per task. */
 #define GEMM_TASK_ROWS 256
 #define GEMM_TASK_COLS 4096
@@ -170,7 +174,7 @@ static void run_small(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0
   if (!x->b_rows) {
     kern->small(x, m0, m1, n0, n1);
   } else {
-    size_t nb = round_up(b->nb, kern->nr);
+    size_t nb = round_up(b->nb < SMALL_BROWS ? b->nb : SMALL_BROWS, kern->nr);
     for (size_t j0 = n0; j0 < n1; j0 += nb) {
       size_t j1 = j0 + nb < n1 ? j0 + nb : n1;
       x->b_rows(x->b_ctx, x->b_row0 + j0, x->b_row0 + j1, brows);
