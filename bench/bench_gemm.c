@@ -421,7 +421,7 @@ static int bench_fidelis(const opts *o, fdl_pool *pool) {
   fdl_gemm_tuning_get(g, o->k, &dflt);
   size_t count[4], combos = 1;
   for (int j = 0; j < 4; j++) combos *= count[j] = o->ntune[j] ? o->ntune[j] : 1;
-  fdl_gemm_args x = {o->m, o->n, o->k, a, o->k, b, o->k, o->type, c, o->n, NULL, NULL, 0};
+  fdl_gemm_args x = {o->m, o->n, o->k, a, o->k, b, o->k, o->type, c, o->n, NULL, NULL, 0, NULL};
   fid_call call = {g, &x, {0}};
   for (size_t cb = 0; cb < combos && rc != 2 && rc != 3; cb++) {
     fdl_gemm_tuning t = dflt;

@@ -189,7 +189,8 @@ static fdl_status bare_block(void *varg, size_t b, unsigned worker, fdl_err *err
                          a->chunk,
                          NULL,
                          NULL,
-                         0};
+                         0,
+                         NULL};
       fdl_gemm_tile(a->kern, &x, 0, nr, 0, n, &blk, a->work[worker]);
     }
   }

@@ -280,7 +280,7 @@ static void prob_ref(prob *p) {
 
 static fdl_gemm_args prob_args(const prob *p) {
   fdl_gemm_args x = {p->m, p->n, p->k,   p->a, p->lda, b_ptr(p), p->ldb,
-                     p->t, p->c, p->ldc, NULL, NULL,   0};
+                     p->t, p->c, p->ldc, NULL, NULL,   0,        NULL};
   return x;
 }
 

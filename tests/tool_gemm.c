@@ -162,7 +162,7 @@ int main(int argc, char **argv) {
       rc = s == FDL_UNSUPPORTED ? 3 : 1;
       goto done;
     }
-    fdl_gemm_args x = {m, n, k, a, k, b, k, type, c, n, NULL, NULL, 0};
+    fdl_gemm_args x = {m, n, k, a, k, b, k, type, c, n, NULL, NULL, 0, NULL};
     s = fdl_gemm_run(g, &x, &err);
     fdl_gemm_free(g);
     if (s != FDL_OK) {

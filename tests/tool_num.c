@@ -74,7 +74,7 @@ static int dump_logits(const fdl_num_opts *o, const fdl_num_side *sd, size_t row
     return -1;
   }
   fdl_gemm_args x = {rows,          o->vocab, sd->hidden, sd->data, sd->ld, sd->head, sd->hidden,
-                     sd->head_type, outl,     o->vocab,   NULL,     NULL,   0};
+                     sd->head_type, outl,     o->vocab,   NULL,     NULL,   0,        NULL};
   int rc =
       fdl_gemm_run(g, &x, &err) == FDL_OK ? spit(path, outl, rows * o->vocab * sizeof *outl) : -1;
   fdl_gemm_free(g);

@@ -38,7 +38,7 @@ extern "C" {
 /* One product. Pointers are borrowed for the call; C must not overlap A or B. Leading
  * dimensions are in elements: lda >= k, ldb >= k, ldc >= n. m, n or k may be 0 (k = 0 writes
  * +0.0 everywhere). */
-typedef struct {
+typedef struct fdl_gemm_args_ {
   size_t m, n, k;
   const float *a; /* [m x lda] */
   size_t lda;
@@ -56,6 +56,13 @@ typedef struct {
   void (*b_rows)(const void *b_ctx, size_t j0, size_t j1, float *dst);
   const void *b_ctx;
   size_t b_row0;
+  /* Optional beside b_rows, for a product of few rows of A (the kernel's small-M path): writes
+   * C[i][j] for A rows [m0, m1) and columns [n0, n1) (B rows b_row0 + j) from B's stored form
+   * directly, each element the same chain over the same float32 values b_rows gives, the
+   * canonical NaN included, so the bits are those of the b_rows product. Called under the
+   * GEMM's floating-point environment; thread-safe, cannot fail. */
+  void (*b_dot)(const void *b_ctx, const struct fdl_gemm_args_ *x, size_t m0, size_t m1, size_t n0,
+                size_t n1);
 } fdl_gemm_args;
 
 /* A kernel choice, a thread pool and per-thread workspace. One run at a time per context. */

@@ -55,8 +55,10 @@ static fdl_status ensure_work(fdl_model *m, size_t n, fdl_err *err) {
    * context of n positions forms keeps decode free of allocations after its first step. */
   size_t mr = n < ENG_ATT_ROWS ? n : ENG_ATT_ROWS, hd = in->head_dim;
   for (unsigned t = 0; t < m->pool.threads; t++) {
-    fdl_gemm_args qk = {mr, n, hd, nw.q, qd, nw.kc, kd, FDL_GEMM_F32, nw.scores, n, NULL, NULL, 0};
-    fdl_gemm_args pv = {mr, hd, n, nw.scores, n, nw.vt, n, FDL_GEMM_F32, nw.att, qd, NULL, NULL, 0};
+    fdl_gemm_args qk = {mr,           n,         hd, nw.q, qd,   nw.kc, kd,
+                        FDL_GEMM_F32, nw.scores, n,  NULL, NULL, 0,     NULL};
+    fdl_gemm_args pv = {mr,           hd,     n,  nw.scores, n,    nw.vt, n,
+                        FDL_GEMM_F32, nw.att, qd, NULL,      NULL, 0,     NULL};
     fdl_status s = fdl_gemm_run(fdl_eng_ctx(m, t, mr), &qk, err);
     if (!s) s = fdl_gemm_run(fdl_eng_ctx(m, t, mr), &pv, err);
     if (s) {

@@ -36,6 +36,8 @@ typedef struct {
   fdl_dq_kernel decode; /* row_bytes > 0: the block type's kernel for the model's isa */
   uint32_t block_elems; /* and its values per block */
   const eng_reorder *rows_from; /* NULL, or row r is stored row fdl_eng_reorder_src(rows_from, r) */
+  void (*qdot)(const float *const a[], size_t m, size_t k, const uint8_t *const rows[], size_t n,
+               float *const c[]); /* NULL, or the decoder's fused product (gguf/qdot.h) */
 } eng_mat;
 
 typedef struct {

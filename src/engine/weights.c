@@ -14,6 +14,7 @@
 #include "base/sys.h"
 #include "engine/internal.h"
 #include "fidelis/ggml_quant.h"
+#include "gguf/qdot.h"
 #include "fidelis/quote.h"
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
@@ -264,7 +265,9 @@ fdl_status fdl_eng_bind_mat(eng_binder *b, const char *name, size_t rows, size_t
   if (!fdl_eng_gguf_blocks(b->m, mat->t, &mat->ggml_type, &mat->row_bytes)) return FDL_OK;
   mat->block_elems = fdl_ggml_type(mat->ggml_type)->block_elems;
   mat->rows_from = fdl_eng_gguf_rows_from(b->m, mat->t);
-  return fdl_ggml_decoder(mat->ggml_type, b->m->isa, &mat->decode, err);
+  s = fdl_ggml_decoder(mat->ggml_type, b->m->isa, &mat->decode, err);
+  mat->qdot = s ? NULL : fdl_ggml_qdot(mat->decode);
+  return s;
 }
 
 fdl_status fdl_eng_bind_vec(eng_binder *b, const char *name, size_t n, float **out, fdl_err *err) {

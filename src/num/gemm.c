@@ -171,7 +171,9 @@ static int small_path(const gemm_kernel *kern, size_t rows) {
 static void run_small(const gemm_kernel *kern, const fdl_gemm_args *x, size_t m0, size_t m1,
                       size_t n0, size_t n1, const fdl_gemm_blocking *b, float *brows) {
   unsigned env = fpenv_enter();
-  if (!x->b_rows) {
+  if (x->b_dot) {
+    x->b_dot(x->b_ctx, x, m0, m1, n0, n1);
+  } else if (!x->b_rows) {
     kern->small(x, m0, m1, n0, n1);
   } else {
     size_t nb = round_up(b->nb < SMALL_BROWS ? b->nb : SMALL_BROWS, kern->nr);
@@ -315,6 +317,8 @@ static fdl_status tile_task(void *varg, size_t task, unsigned worker, fdl_err *e
 static fdl_status check_args(const fdl_gemm_args *x, fdl_err *err) {
   if (!x->b_rows && (unsigned)x->b_type > FDL_GEMM_F16)
     return fdl_fail(err, FDL_INVALID, "GEMM: unknown B element type %d", (int)x->b_type);
+  if (x->b_dot && !x->b_rows)
+    return fdl_fail(err, FDL_INVALID, "GEMM: b_dot is set without b_rows");
   if (x->lda < x->k || (!x->b_rows && x->ldb < x->k) || x->ldc < x->n)
     return fdl_fail(err, FDL_INVALID,
                     "GEMM: leading dimensions lda %zu, ldb %zu, ldc %zu are below k %zu, k, n %zu",
