@@ -27,7 +27,7 @@ void fdl_eng_mat_rows(const void *ctx, size_t j0, size_t j1, float *dst) {
 }
 
 /* Rows of B per fused-kernel call: the row pointers live on the stack. */
-#define DOT_ROWS 64
+#define DOT_ROWS 256
 
 /* The GEMM's b_dot: A rows [m0, m1) times B rows b_row0 + [n0, n1), decoded in registers. */
 static void mat_dot(const void *ctx, const fdl_gemm_args *x, size_t m0, size_t m1, size_t n0,

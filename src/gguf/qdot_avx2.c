@@ -172,7 +172,8 @@ INL void run32(const int fmt, const int G, const size_t m, const float *const a[
 /* G groups of 8 rows (rows[8g + r]; every pointer valid) against m rows of A; the chains'
  * results, canonical NaN, to out[g][i][0..8). The chains live in registers throughout. */
 INL void groups(const int fmt, const int G, const size_t m, const float *const a[FDL_QDOT_MAX_M],
-                size_t k, const uint8_t *const *rows, float out[MAXG][FDL_QDOT_MAX_M][LANES]) {
+                size_t k, const uint8_t *const *rows, const uint8_t *const *next,
+                float out[MAXG][FDL_QDOT_MAX_M][LANES]) {
   const size_t bytes = fmt == Q4K ? 144 : 210;
   _Alignas(32) uint8_t buf[MAXG][256];
   factors f[MAXG];
@@ -184,12 +185,16 @@ INL void groups(const int fmt, const int G, const size_t m, const float *const a
   const size_t blocks = k / 256;
   for (size_t s = 0; s < blocks; s++) {
     /* 8G rows are 8G streams, more than the hardware prefetchers follow: fetch each row's
-     * block PF_AHEAD blocks on while this one is decoded */
-    for (int g = 0; s + PF_AHEAD < blocks && g < G; g++)
-      for (int r = 0; r < LANES; r++)
-        for (size_t at = 0; at < bytes; at += 64)
-          _mm_prefetch((const char *)rows[LANES * g + r] + (s + PF_AHEAD) * bytes + at,
-                       _MM_HINT_T0);
+     * block PF_AHEAD blocks on while this one is decoded, and near a row's end the first blocks
+     * of the row that comes next in its lane (rows are short: 8 blocks at k = 2048) */
+    const size_t ahead = s + PF_AHEAD;
+    if (ahead < 2 * blocks)
+      for (int g = 0; g < G; g++)
+        for (int r = 0; r < LANES; r++) {
+          const uint8_t *p = ahead < blocks ? rows[LANES * g + r] + ahead * bytes
+                                            : next[LANES * g + r] + (ahead - blocks) * bytes;
+          for (size_t at = 0; at < bytes; at += 64) _mm_prefetch((const char *)p + at, _MM_HINT_T0);
+        }
     for (int g = 0; g < G; g++) {
       const uint8_t *blk[LANES];
       for (int r = 0; r < LANES; r++) blk[r] = rows[LANES * g + r] + s * bytes;
@@ -219,21 +224,26 @@ INL void kernel(const int fmt, const float *const a[], size_t m, size_t k,
   const float *ar[FDL_QDOT_MAX_M];
   for (size_t i = 0; i < m; i++) ar[i] = a[i];
   for (size_t j = 0; j < n; j += LANES * MAXG) {
-    /* a short last group repeats its last row; those lanes are never stored */
-    const uint8_t *rp[LANES * MAXG];
+    /* a short last group repeats its last row; those lanes are never stored. rp also holds
+     * the next rows (or the last one again), for the prefetches. */
+    const uint8_t *rp[2 * LANES * MAXG];
     const size_t have = n - j < LANES * MAXG ? n - j : LANES * MAXG;
-    for (size_t r = 0; r < LANES * MAXG; r++) rp[r] = rows[j + (r < have ? r : have - 1)];
-    /* Enough chains in flight (each is sequential in k): 4 groups for one row of A, 2 for two,
+    for (size_t r = 0; r < 2 * LANES * MAXG; r++) rp[r] = rows[j + r < n ? j + r : n - 1];
+    for (size_t r = have; r < LANES * MAXG; r++) rp[r] = rows[j + have - 1];
+    /* Enough chains in flight (each is sequential in k): 2 groups for one or two rows of A,
      * 1 for more; the register file holds groups x rows accumulators. */
     _Alignas(32) float out[MAXG][FDL_QDOT_MAX_M][LANES];
-    if (m == 1)
-      groups(fmt, 4, 1, ar, k, rp, out);
-    else if (m == 2)
-      for (int g = 0; g < MAXG; g += 2) groups(fmt, 2, 2, ar, k, rp + LANES * g, out + g);
-    else if (m == 3)
-      for (int g = 0; g < MAXG; g++) groups(fmt, 1, 3, ar, k, rp + LANES * g, out + g);
-    else
-      for (int g = 0; g < MAXG; g++) groups(fmt, 1, 4, ar, k, rp + LANES * g, out + g);
+    for (int g = 0; g < MAXG; g += m <= 2 ? 2 : 1) {
+      const uint8_t *const *cur = rp + LANES * g, *const *nxt = rp + LANES * (g + (m <= 2 ? 2 : 1));
+      if (m == 1)
+        groups(fmt, 2, 1, ar, k, cur, nxt, out + g);
+      else if (m == 2)
+        groups(fmt, 2, 2, ar, k, cur, nxt, out + g);
+      else if (m == 3)
+        groups(fmt, 1, 3, ar, k, cur, nxt, out + g);
+      else
+        groups(fmt, 1, 4, ar, k, cur, nxt, out + g);
+    }
     for (size_t g = 0; g * LANES < have; g++) {
       const size_t cnt = have - g * LANES < LANES ? have - g * LANES : LANES;
       for (size_t i = 0; i < m; i++) memcpy(c[i] + j + g * LANES, out[g][i], cnt * sizeof(float));
