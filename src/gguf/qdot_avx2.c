@@ -193,7 +193,7 @@ INL void groups(const int fmt, const int G, const size_t m, const float *const a
         for (int r = 0; r < LANES; r++) {
           const uint8_t *p = ahead < blocks ? rows[LANES * g + r] + ahead * bytes
                                             : next[LANES * g + r] + (ahead - blocks) * bytes;
-          for (size_t at = 0; at < bytes; at += 64) _mm_prefetch((const char *)p + at, _MM_HINT_T0);
+          for (size_t at = 0; at < bytes; at += 64) _mm_prefetch((const char *)p + at, _MM_HINT_T1);
         }
     for (int g = 0; g < G; g++) {
       const uint8_t *blk[LANES];
