@@ -169,6 +169,19 @@ INL void run32(const int fmt, const int G, const size_t m, const float *const a[
   }
 }
 
+/* Run `run` (32 values) of block s: the groups' codes transposed into buf, then the chains. */
+INL void one_run(const int fmt, const int G, const size_t m, const float *const a[FDL_QDOT_MAX_M],
+                 const uint8_t *const *rows, size_t s, int run, uint8_t buf[][256],
+                 const factors *f, __m256 acc[MAXG][FDL_QDOT_MAX_M]) {
+  const size_t bytes = fmt == Q4K ? 144 : 210;
+  for (int g = 0; g < G; g++) {
+    __m256i c[LANES];
+    for (int r = 0; r < LANES; r++) c[r] = codes(fmt, rows[LANES * g + r] + s * bytes, run);
+    transpose_store(c, buf[g]);
+  }
+  run32(fmt, G, m, a, 256 * s + 32 * (size_t)run, run, (const uint8_t(*)[256])buf, f, acc);
+}
+
 /* G groups of 8 rows (rows[8g + r]; every pointer valid) against m rows of A; the chains'
  * results, canonical NaN, to out[g][i][0..8). The chains live in registers throughout. */
 INL void groups(const int fmt, const int G, const size_t m, const float *const a[FDL_QDOT_MAX_M],
@@ -200,13 +213,12 @@ INL void groups(const int fmt, const int G, const size_t m, const float *const a
       for (int r = 0; r < LANES; r++) blk[r] = rows[LANES * g + r] + s * bytes;
       block_factors(fmt, blk, &f[g]);
     }
-    for (int run = 0; run < 8; run++) {
-      for (int g = 0; g < G; g++) {
-        __m256i c[LANES];
-        for (int r = 0; r < LANES; r++) c[r] = codes(fmt, rows[LANES * g + r] + s * bytes, run);
-        transpose_store(c, buf[g]);
-      }
-      run32(fmt, G, m, a, 256 * s + 32 * (size_t)run, run, (const uint8_t(*)[256])buf, f, acc);
+    /* Q6_K's code shifts depend on the run: unrolled, they are immediates */
+    if (fmt == Q6K) {
+#pragma GCC unroll 8
+      for (int run = 0; run < 8; run++) one_run(fmt, G, m, a, rows, s, run, buf, f, acc);
+    } else {
+      for (int run = 0; run < 8; run++) one_run(fmt, G, m, a, rows, s, run, buf, f, acc);
     }
   }
   const __m256 qnan = _mm256_set1_ps(fdl_gemm_bits_f32(FDL_GEMM_NAN_BITS));
