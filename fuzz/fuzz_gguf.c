@@ -11,7 +11,8 @@
  *     no other tensor's;
  *   - a dequantizable tensor's first (at most) 4096 values dequantize, from an exact-size copy
  *     of their bytes into an exact-size buffer (so ASan sees any read or write past either),
- *     to FDL_OK or to FDL_INVALID with a message (a non-finite value).
+ *     to FDL_OK or to FDL_INVALID with a message (a non-finite value), and
+ *     fdl_ggml_check_finite gives the same status and message from the scales alone.
  * The file lives in a directory made once per process (LLVMFuzzerInitialize, under $TMPDIR)
  * and removed at exit; it is rewritten for every input with O_NOFOLLOW. */
 #include <errno.h>
@@ -179,6 +180,10 @@ static void walk_tensor(const fdl_gguf *g, const fdl_gguf_tensor *t) {
   if (s == FDL_OK)
     for (uint64_t i = 0; i < k; i++)
       if (dst[i] - dst[i] != 0) fail("FDL_OK with a value that is not finite");
+  /* the check from the scales alone says what the decode said, in the same words */
+  fdl_err err2 = {FDL_OK, ""};
+  if (fdl_ggml_check_finite(t->type, src, k, &err2) != s || strcmp(err.msg, err2.msg) != 0)
+    fail("fdl_ggml_check_finite disagrees with fdl_ggml_dequant");
   g_sink += dst[0] + dst[k - 1];
   free(src);
   free(dst);
