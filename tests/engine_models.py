@@ -10,6 +10,8 @@ import json
 import os
 import struct
 
+import math
+
 import numpy as np
 
 
@@ -181,6 +183,61 @@ def write_model(d, c, weights, dtype="BF16", shards=1, overrides=None):
 
 # ---- the oracle ---------------------------------------------------------------------------
 
+def rope_tables(c, n):
+    """RoPE's inverse frequencies and cos/sin factor for a context of n positions, in float64,
+    written from the definitions in transformers' modeling_rope_utils (default, linear, dynamic,
+    yarn, llama3); the parameters come from rope_scaling or rope_parameters."""
+    hd = dims(c)[0]
+    rp = c.get("rope_scaling") or c.get("rope_parameters") or {}
+    theta = c["rope_theta"] if "rope_theta" in c else rp["rope_theta"]
+    kind = rp.get("rope_type", rp.get("type", "default"))
+    i2 = np.arange(0, hd, 2, dtype=np.float64)
+    base = theta
+    if kind == "dynamic" and n > c["max_position_embeddings"]:
+        L, f = c["max_position_embeddings"], rp["factor"]
+        base = theta * ((f * n / L) - (f - 1)) ** (hd / (hd - 2))
+    inv = 1.0 / base ** (i2 / hd)
+    scale = 1.0
+    if kind == "linear":
+        inv = inv / rp["factor"]
+    elif kind == "llama3":
+        f, lo, hi = rp["factor"], rp["low_freq_factor"], rp["high_freq_factor"]
+        L = rp["original_max_position_embeddings"]
+        wl = 2 * math.pi / inv
+        out = np.where(wl > L / lo, inv / f, inv)
+        smooth = (L / wl - lo) / (hi - lo)
+        mid = ~(wl < L / hi) & ~(wl > L / lo)
+        inv = np.where(mid, (1 - smooth) * out / f + smooth * out, out)
+    elif kind == "yarn":
+        f = rp["factor"]
+        L = rp.get("original_max_position_embeddings") or c["max_position_embeddings"]
+
+        def mscale(s, m=1.0):
+            return 1.0 if s <= 1 else 0.1 * m * math.log(s) + 1.0
+
+        if rp.get("attention_factor"):
+            scale = rp["attention_factor"]
+        elif rp.get("mscale") and rp.get("mscale_all_dim"):
+            scale = mscale(f, rp["mscale"]) / mscale(f, rp["mscale_all_dim"])
+        else:
+            scale = mscale(f)
+        fast, slow = rp.get("beta_fast") or 32, rp.get("beta_slow") or 1
+
+        def corr(rot):
+            return hd * math.log(L / (rot * 2 * math.pi)) / (2 * math.log(theta))
+
+        lo, hi = corr(fast), corr(slow)
+        if rp.get("truncate", True):
+            lo, hi = math.floor(lo), math.ceil(hi)
+        lo, hi = max(lo, 0), min(hi, hd - 1)
+        if lo == hi:
+            hi += 0.001
+        ramp = np.clip((np.arange(hd // 2, dtype=np.float64) - lo) / (hi - lo), 0, 1)
+        keep = 1 - ramp
+        inv = inv / f * (1 - keep) + inv * keep
+    return inv, scale
+
+
 def forward(c, stored, ids):
     """float64 forward pass from the stored bytes: (hidden after the final norm, logits)."""
     W = {n: widen(raw, dt, shape) for n, (dt, shape, raw) in stored.items()}
@@ -195,10 +252,10 @@ def forward(c, stored, ids):
     def rms(x, w):
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
-    inv = theta ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)
+    inv, scale = rope_tables(c, n)
     ang = np.arange(n, dtype=np.float64)[:, None] * inv[None, :]
-    cos = np.concatenate([np.cos(ang), np.cos(ang)], axis=-1)[:, None, :]
-    sin = np.concatenate([np.sin(ang), np.sin(ang)], axis=-1)[:, None, :]
+    cos = scale * np.concatenate([np.cos(ang), np.cos(ang)], axis=-1)[:, None, :]
+    sin = scale * np.concatenate([np.sin(ang), np.sin(ang)], axis=-1)[:, None, :]
 
     def rope(x):  # x: [n, heads, hd]; HF rotate_half pairs i and i + hd/2
         rot = np.concatenate([-x[..., hd // 2:], x[..., : hd // 2]], axis=-1)
@@ -263,4 +320,32 @@ DENSE_CASES = [
     # Past one 256-row product block and many attention blocks; wide enough for column cuts.
     ("qwen2-long-300", dict(arch="Qwen2ForCausalLM", layers=1, hidden=128, heads=8, kv_heads=2,
                             inter=640, max_pos=512), "BF16", 1, 300),
+    # RoPE scaling (docs/ROPE.md). Head dim 32 and a trained length of 64 put llama3's bands
+    # (kept, smoothed, interpolated) and yarn's ramp across the 16 frequencies.
+    ("llama-rope-linear", dict(heads=2, kv_heads=1,
+                               rope_scaling={"rope_type": "linear", "factor": 2.5}), "BF16", 1, 30),
+    ("llama-rope-llama3", dict(heads=2, kv_heads=2, theta=5e5,
+                               rope_scaling={"rope_type": "llama3", "factor": 8.0,
+                                             "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                             "original_max_position_embeddings": 64}),
+     "F32", 1, 90),
+    # dynamic: shorter than max_position_embeddings (plain RoPE), then past it (NTK base)
+    ("qwen2-rope-dynamic-short", dict(arch="Qwen2ForCausalLM", heads=2, kv_heads=1, max_pos=48,
+                                      rope_scaling={"type": "dynamic", "factor": 4.0}), "BF16",
+     1, 40),
+    ("qwen2-rope-dynamic-long", dict(arch="Qwen2ForCausalLM", heads=2, kv_heads=1, max_pos=48,
+                                     rope_scaling={"type": "dynamic", "factor": 4.0}), "BF16", 1,
+     150),
+    ("qwen3-rope-yarn", dict(arch="Qwen3ForCausalLM", heads=2, kv_heads=1, max_pos=256,
+                             rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                           "original_max_position_embeddings": 64}), "BF16", 1,
+     100),
+    # yarn in rope_parameters (newer writers): mscale ratio, untruncated ramp, own betas
+    ("llama-rope-yarn-params", dict(heads=2, kv_heads=2, theta=None, max_pos=200,
+                                    rope_parameters={"rope_type": "yarn", "rope_theta": 1e4,
+                                                     "factor": 3.0, "mscale": 1.0,
+                                                     "mscale_all_dim": 0.5, "truncate": False,
+                                                     "beta_fast": 16.0, "beta_slow": 2.0,
+                                                     "original_max_position_embeddings": 50}),
+     "F16", 1, 70),
 ]

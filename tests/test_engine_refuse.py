@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Model directories the engine must refuse, each with a message that names the cause: a
 missing shard, a dtype or shape mismatch against config.json, a missing or unexpected tensor,
-an unknown architecture or activation, rope_scaling, a sliding window, a mixture-of-experts
+an unknown architecture or activation, a RoPE scaling the engine does not run or malformed
+parameters of one it does, a sliding window, a mixture-of-experts
 field, a GPTQ quantization_config, a NaN or infinite weight (also deep inside a tensor of
 several of the loader's read blocks, by its element index), a symlinked shard, an index that
 points outside the model directory, a tensor in two shards, a shard linked from outside
@@ -163,16 +164,41 @@ def main():
     expect("arch", ["unsupported architecture", "MistralForCausalLM"],
            cfg_edit=set_key("architectures", ["MistralForCausalLM"]))
     expect("hidden-act", ["hidden_act", "gelu", "silu"], cfg_edit=set_key("hidden_act", "gelu"))
-    expect("rope-scaling", ["rope_scaling"],
-           cfg_edit=set_key("rope_scaling", {"rope_type": "linear", "factor": 2.0}))
+    # RoPE scaling: the types transformers defines that the engine does not run, and malformed
+    # parameters of the ones it does (tests/test_engine_oracle.py runs those).
+    expect("rope-scaling-longrope", ["rope_scaling.rope_type longrope", "not implemented"],
+           cfg_edit=set_key("rope_scaling", {"rope_type": "longrope", "short_factor": [1.0],
+                                             "long_factor": [1.0]}))
+    expect("rope-scaling-no-type", ["rope_scaling has no rope_type"],
+           cfg_edit=set_key("rope_scaling", {"factor": 2.0}))
+    expect("rope-scaling-factor", ["rope_scaling.factor is 0.5", "at least 1"],
+           cfg_edit=set_key("rope_scaling", {"type": "linear", "factor": 0.5}))
+    expect("rope-scaling-key", ["rope_scaling.low_freq_factor", "not read for rope_type linear"],
+           cfg_edit=set_key("rope_scaling", {"rope_type": "linear", "factor": 2.0,
+                                             "low_freq_factor": 1.0}))
+    expect("rope-scaling-llama3", ["rope_scaling.high_freq_factor is missing", "llama3"],
+           cfg_edit=set_key("rope_scaling", {"rope_type": "llama3", "factor": 8.0,
+                                             "low_freq_factor": 1.0,
+                                             "original_max_position_embeddings": 64}))
+    expect("rope-scaling-llama3-order", ["low_freq_factor < high_freq_factor"],
+           cfg_edit=set_key("rope_scaling", {"rope_type": "llama3", "factor": 8.0,
+                                             "low_freq_factor": 4.0, "high_freq_factor": 1.0,
+                                             "original_max_position_embeddings": 64}))
+    expect("rope-scaling-dynamic-orig", ["original_max_position_embeddings 64 differs"],
+           cfg_edit=set_key("rope_scaling", {"rope_type": "dynamic", "factor": 2.0,
+                                             "original_max_position_embeddings": 64}))
     expect("sliding-qwen2", ["use_sliding_window", "sliding-window"],
            cfg_kw={"arch": "Qwen2ForCausalLM"}, cfg_edit=set_key("use_sliding_window", True))
     expect("sliding-llama", ["sliding_window", "sliding-window"],
            cfg_edit=set_key("sliding_window", 4096))
     expect("layer-types", ["layer_types[1]", "sliding_attention"],
            cfg_edit=set_key("layer_types", ["full_attention", "sliding_attention"]))
-    expect("rope-parameters", ["rope_parameters.rope_type"],
-           cfg_edit=set_key("rope_parameters", {"rope_type": "yarn", "factor": 4.0}))
+    expect("rope-parameters", ["rope_parameters.rope_type ntk", "not implemented"],
+           cfg_edit=set_key("rope_parameters", {"rope_type": "ntk", "factor": 4.0}))
+    expect("rope-both", ["both rope_scaling and rope_parameters"],
+           cfg_edit=lambda c: c.update(rope_scaling={"rope_type": "linear", "factor": 2.0},
+                                       rope_parameters={"rope_type": "default",
+                                                        "rope_theta": 1e4}))
     expect("moe", ["num_experts", "mixture-of-experts"], cfg_edit=set_key("num_experts", 8))
     expect("awq", ["quant_method awq", "expected \"gptq\""],
            cfg_edit=set_key("quantization_config", {"quant_method": "awq", "bits": 4}))

@@ -30,10 +30,23 @@ FDL_API void fdl_quant_int4_rtn(const float *in, size_t rows, size_t cols, size_
  * or F32) and every matrix product reads them through fdl_gemm_run. Everything else (RMSNorm,
  * RoPE, softmax, SiLU) is a fixed scalar chain with fidelis' own exp, sin, cos and log, so a
  * run is bit-identical for any thread count and any ISA (docs/NUMERICS.md section 8). What the
- * engine cannot compute exactly as the architecture says (rope scaling, sliding windows, MoE,
- * another activation) is refused by name. */
+ * engine cannot compute exactly as the architecture says (sliding windows, MoE, another
+ * activation, a RoPE scaling other than linear, dynamic, yarn and llama3) is refused by name. */
 
 typedef struct fdl_model fdl_model;
+
+/* RoPE's frequency scaling, from rope_scaling or rope_parameters (docs/ROPE.md). */
+typedef struct {
+  const char *type;            /* "default", "linear", "dynamic", "yarn" or "llama3" */
+  double factor;               /* 1 for default */
+  double low_freq_factor;      /* llama3 */
+  double high_freq_factor;     /* llama3 */
+  size_t original_max;         /* the trained context: original_max_position_embeddings (llama3,
+                                  yarn), max_position_embeddings as read (dynamic); 0 for default */
+  double attention_factor;     /* cos and sin are scaled by it: yarn's mscale, 1 otherwise */
+  double beta_fast, beta_slow; /* yarn */
+  bool truncate;               /* yarn: the correction range in whole dimensions */
+} fdl_rope_scaling;
 
 typedef struct {
   const char *arch; /* "LlamaForCausalLM" | "Qwen2ForCausalLM" | "Qwen3ForCausalLM" |
@@ -50,6 +63,7 @@ typedef struct {
                               float32 reconstruction (q - zero) * scale */
   size_t rotary_dim;       /* leading dimensions of each head that RoPE rotates (head_dim, or
                               head_dim * partial_rotary_factor on Qwen3.5) */
+  fdl_rope_scaling rope;   /* for dynamic, max_positions is max_position_embeddings x factor */
   /* Qwen3.5 (docs/QWEN35.md); all zero / NULL / false for the dense architectures. */
   const unsigned char *linear; /* [layers]: 1 for a Gated DeltaNet layer, 0 for full attention */
   size_t linear_layers;        /* how many of the layers are Gated DeltaNet */

@@ -85,12 +85,6 @@ static fdl_status dense_layer_types(const json_t *cfg, const char *path, fdl_err
 
 static fdl_status refusals(const json_t *cfg, const char *path, int arch, fdl_err *err) {
   fdl_status s;
-  const json_t *rs = json_object_get(cfg, "rope_scaling");
-  if (rs && !json_is_null(rs))
-    return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: rope_scaling is set; the engine implements plain RoPE only (expected "
-                    "rope_scaling null or absent)",
-                    path);
   const json_t *act = json_object_get(cfg, "hidden_act");
   if (act && !(json_is_string(act) && strcmp(json_string_value(act), "silu") == 0))
     return fdl_fail(err, FDL_UNSUPPORTED, "%s: hidden_act %s is not supported (expected \"silu\")",
@@ -207,23 +201,6 @@ static fdl_status dims(const json_t *tc, const char *path, fdl_model_info *info,
   return FDL_OK;
 }
 
-/* Newer writers keep RoPE's settings in rope_parameters; only the default type is plain RoPE.
- * *src receives the object that holds rope_theta (and partial_rotary_factor). */
-static fdl_status rope(const json_t *tc, const char *path, const json_t **src, fdl_err *err) {
-  const json_t *rp = json_object_get(tc, "rope_parameters");
-  *src = tc;
-  if (!rp || json_is_null(rp)) return FDL_OK;
-  const json_t *ty = json_object_get(rp, "rope_type");
-  if (!json_is_object(rp) ||
-      (ty && !(json_is_string(ty) && strcmp(json_string_value(ty), "default") == 0)))
-    return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: rope_parameters.rope_type is not \"default\": the engine implements "
-                    "plain RoPE only",
-                    path);
-  if (json_object_get(rp, "rope_theta")) *src = rp;
-  return FDL_OK;
-}
-
 fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *info, fdl_err *err) {
   memset(info, 0, sizeof *info);
   if (!json_is_object(cfg)) return fdl_fail(err, FDL_PARSE, "%s: not a JSON object", path);
@@ -251,7 +228,7 @@ fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *i
   if (!s) s = refusals(tc, path, arch, err);
   if (!s) s = gptq_config(cfg, path, info, err);
   if (!s) s = dims(tc, path, info, err);
-  if (!s) s = rope(tc, path, &rope_src, err);
+  if (!s) s = fdl_eng_rope_config(tc, path, arch < 3, info, &rope_src, err);
   if (s) return s;
   if ((s = fdl_eng_cfg_real(rope_src, path, "rope_theta", 10000.0, &info->rope_theta, err)) ||
       (s = fdl_eng_cfg_real(tc, path, "rms_norm_eps", 1e-6, &info->rms_eps, err)) ||

@@ -247,12 +247,14 @@ fdl_status fdl_engine_run(fdl_model *m, const int32_t *ids, size_t n, fdl_engine
   if (s) return s;
   eng_work *w = &m->w;
   size_t half = in->rotary_dim / 2;
+  const double af = in->rope.attention_factor; /* 1 (exact) but for yarn */
+  fdl_eng_rope_freqs(in, n, m->inv_freq);
   for (size_t p = 0; p < n; p++)
     for (size_t i = 0; i < half; i++) {
       double sn, cs;
       fdl_eng_sincos((double)p * m->inv_freq[i], &sn, &cs);
-      w->cos_t[p * half + i] = (float)cs;
-      w->sin_t[p * half + i] = (float)sn;
+      w->cos_t[p * half + i] = (float)(cs * af);
+      w->sin_t[p * half + i] = (float)(sn * af);
     }
   /* On Qwen3.5 the path also picks the DeltaNet form: prefill chunked, decode recurrent. */
   if (path == FDL_ENGINE_PREFILL) return step(m, ids, 0, n, n - 1, true, out, err);

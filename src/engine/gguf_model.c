@@ -154,8 +154,9 @@ fdl_status fdl_eng_gguf_config(const fdl_gguf *g, json_t **out, fdl_err *err) {
     size_t vl;
     if ((s = fdl_gguf_get_str(g, rs, &v, &vl, err))) return s;
     if (!(vl == 4 && !memcmp(v, "none", 4)))
-      return fdl_fail(err, FDL_UNSUPPORTED, "%s: %s = %.*s: rope scaling is not supported yet",
-                      g->path, k, (int)vl, v);
+      return fdl_fail(err, FDL_UNSUPPORTED,
+                      "%s: %s = %.*s: RoPE scaling from GGUF metadata is not read yet", g->path, k,
+                      (int)vl, v);
   }
   json_t *cfg = json_object();
   if (!cfg) return fdl_fail(err, FDL_NOMEM, "out of memory");

@@ -94,7 +94,7 @@ struct fdl_model {
   eng_mat embed, head;
   float *final_norm;
   eng_layer *layer;
-  double *inv_freq;  /* [rotary_dim / 2] */
+  double *inv_freq;  /* [rotary_dim / 2]: the current run's (fdl_eng_rope_freqs) */
   fdl_pool pool;     /* attention tasks and row-parallel kernels */
   fdl_num_isa isa;   /* the kernel choice asked for (GEMM and block decoding) */
   bool skip_digests; /* fdl_model_opts.skip_digests */
@@ -205,6 +205,12 @@ fdl_status fdl_eng_gptq_mat(fdl_model *m, const char *weight_name, size_t rows, 
 
 /* mathfn.c: fidelis' own double-precision functions, built from +, *, fma and exact scalings,
  * so no libm variant can move a bit. */
+/* rope.c: the RoPE scaling of a config (into info->rope; *src: the object holding rope_theta),
+ * refused on an architecture where !scaling_ok; and a run's rotary_dim / 2 inverse frequencies
+ * for a context of n positions (dynamic scaling depends on n). */
+fdl_status fdl_eng_rope_config(const json_t *tc, const char *path, bool scaling_ok,
+                               fdl_model_info *info, const json_t **src, fdl_err *err);
+void fdl_eng_rope_freqs(const fdl_model_info *in, size_t n, double *inv);
 double fdl_eng_log(double x);                        /* x > 0 finite; ~1 ulp */
 void fdl_eng_sincos(double x, double *s, double *c); /* |x| < 2^20; ~1 ulp */
 double fdl_eng_exp_neg(double d);                    /* d <= 0; kl_exp */

@@ -141,15 +141,6 @@ static fdl_status load_config(fdl_model *m, const char *path, fdl_err *err) {
   return s;
 }
 
-/* inv_freq[i] = theta^(-2i/d) = exp(-(2i/d) ln theta), with fidelis' own log and exp; d is the
- * rotated part of a head. */
-static void rope_freqs(fdl_model *m) {
-  size_t d = m->info.rotary_dim;
-  double lt = fdl_eng_log(m->info.rope_theta);
-  for (size_t i = 0; i < d / 2; i++)
-    m->inv_freq[i] = fdl_eng_exp_neg(-((double)(2 * i) / (double)d) * lt);
-}
-
 /* Under AUTO on an AVX-512 machine, AVX2 contexts for few-row products (decode, attention):
  * the contract makes every kernel's bits equal, so this is a speed choice only. A forced --isa
  * is honoured as asked. */
@@ -224,7 +215,6 @@ fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
     goto fail;
   }
-  rope_freqs(m);
   *out = m;
   return FDL_OK;
 fail:

@@ -197,9 +197,15 @@ fdl_status fdl_engine_run_f64(fdl_model *m, const int32_t *ids, size_t n, double
   o64 o;
   if (s || (s = o64_alloc(m, n, &o, err))) return s;
   size_t H = in->hidden, half = in->head_dim / 2;
+  const double af = in->rope.attention_factor;
+  fdl_eng_rope_freqs(in, n, m->inv_freq);
   for (size_t p = 0; p < n; p++)
-    for (size_t i = 0; i < half; i++)
-      fdl_eng_sincos((double)p * m->inv_freq[i], &o.sin_t[p * half + i], &o.cos_t[p * half + i]);
+    for (size_t i = 0; i < half; i++) {
+      double *sn = &o.sin_t[p * half + i], *cs = &o.cos_t[p * half + i];
+      fdl_eng_sincos((double)p * m->inv_freq[i], sn, cs);
+      *sn *= af;
+      *cs *= af;
+    }
   for (size_t r = 0; r < n; r++) {
     float *e = o.row; /* worker 0's row: no task runs yet */
     fdl_eng_mat_row(&m->embed, (size_t)ids[r], e);
