@@ -238,6 +238,17 @@ def rope_tables(c, n):
     return inv, scale
 
 
+def sliding(c):
+    """(window, [layer slides?]) as transformers' Qwen2/Qwen3 configs decide: the window is
+    sliding_window when use_sliding_window is true; layer_types names each layer, or else layers
+    from max_window_layers (default 28) on slide."""
+    w = c.get("sliding_window") if c.get("use_sliding_window") else None
+    lt = c.get("layer_types") or [
+        "sliding_attention" if w is not None and i >= c.get("max_window_layers", 28)
+        else "full_attention" for i in range(c["num_hidden_layers"])]
+    return w, [t == "sliding_attention" for t in lt]
+
+
 def forward(c, stored, ids):
     """float64 forward pass from the stored bytes: (hidden after the final norm, logits)."""
     W = {n: widen(raw, dt, shape) for n, (dt, shape, raw) in stored.items()}
@@ -262,9 +273,13 @@ def forward(c, stored, ids):
         return x * cos + rot * sin
 
     x = W["model.embed_tokens.weight"][np.asarray(ids)]
-    mask = np.triu(np.full((n, n), -np.inf), k=1)
+    causal = np.triu(np.full((n, n), -np.inf), k=1)
+    window, slides = sliding(c)
+    qi, ki = np.arange(n)[:, None], np.arange(n)[None, :]
     for i in range(c["num_hidden_layers"]):
         p = "model.layers.%d." % i
+        # a sliding layer: key kv is seen by query q when q - window < kv <= q
+        mask = np.where(ki > qi - window, causal, -np.inf) if slides[i] else causal
         xn = rms(x, W[p + "input_layernorm.weight"])
         q = xn @ W[p + "self_attn.q_proj.weight"].T
         k = xn @ W[p + "self_attn.k_proj.weight"].T
@@ -340,6 +355,19 @@ DENSE_CASES = [
                              rope_scaling={"rope_type": "yarn", "factor": 4.0,
                                            "original_max_position_embeddings": 64}), "BF16", 1,
      100),
+    # Sliding windows (Qwen2/Qwen3 rules): layers from max_window_layers on, or as layer_types
+    # names them; contexts shorter than, and several times, the window.
+    ("qwen2-window-short", dict(arch="Qwen2ForCausalLM", kv_heads=2, use_sliding_window=True,
+                                sliding_window=8, max_window_layers=1), "BF16", 1, 6),
+    ("qwen2-window", dict(arch="Qwen2ForCausalLM", kv_heads=2, use_sliding_window=True,
+                          sliding_window=8, max_window_layers=1), "BF16", 1, 37),
+    ("qwen3-window-layer-types", dict(arch="Qwen3ForCausalLM", layers=3, kv_heads=1,
+                                      use_sliding_window=True, sliding_window=5,
+                                      layer_types=["sliding_attention", "full_attention",
+                                                   "sliding_attention"]), "F32", 1, 25),
+    ("qwen2-window-long", dict(arch="Qwen2ForCausalLM", layers=1, hidden=128, heads=8,
+                               kv_heads=2, inter=256, max_pos=512, use_sliding_window=True,
+                               sliding_window=70, max_window_layers=0), "BF16", 1, 300),
     # yarn in rope_parameters (newer writers): mscale ratio, untruncated ramp, own betas
     ("llama-rope-yarn-params", dict(heads=2, kv_heads=2, theta=None, max_pos=200,
                                     rope_parameters={"rope_type": "yarn", "rope_theta": 1e4,

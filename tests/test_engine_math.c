@@ -94,11 +94,19 @@ static void test_softmax(void **state) {
   float ref[10];
   memcpy(ref, s, sizeof s);
   double e[10];
-  fdl_eng_softmax_row(s, 5, 10, scale, e);
+  fdl_eng_softmax_row(s, 0, 5, 10, scale, e);
   double sum = 0;
   for (int j = 0; j < 5; j++) sum += exp(scale * (ref[j] - 3.0));
   for (int j = 0; j < 5; j++) assert_true(fabs(s[j] - exp(scale * (ref[j] - 3.0)) / sum) <= 1e-7);
   for (int j = 5; j < 10; j++) assert_true(s[j] == 0.0f && !signbit(s[j]));
+  /* a sliding window: keys [2, 5) only, the max taken over them (3, not 99 past the query) */
+  memcpy(s, ref, sizeof s);
+  fdl_eng_softmax_row(s, 2, 5, 10, scale, e);
+  sum = 0;
+  for (int j = 2; j < 5; j++) sum += exp(scale * (ref[j] - 3.0));
+  for (int j = 2; j < 5; j++) assert_true(fabs(s[j] - exp(scale * (ref[j] - 3.0)) / sum) <= 1e-7);
+  for (int j = 0; j < 10; j++)
+    if (j < 2 || j >= 5) assert_true(s[j] == 0.0f && !signbit(s[j]));
 }
 
 static void test_silu(void **state) {
@@ -139,8 +147,8 @@ static void test_fma_clone_bits(void **state) {
     fdl_eng_silu_plain(b, u, N);
     assert_memory_equal(a, b, N * sizeof *a);
     memcpy(b, a, N * sizeof *a);
-    assert_true(fdl_eng_softmax_fma(a, N - rep, N, 0.125 * (rep + 1), e));
-    fdl_eng_softmax_plain(b, N - rep, N, 0.125 * (rep + 1), e);
+    assert_true(fdl_eng_softmax_fma(a, rep % 3, N - rep, N, 0.125 * (rep + 1), e));
+    fdl_eng_softmax_plain(b, rep % 3, N - rep, N, 0.125 * (rep + 1), e);
     assert_memory_equal(a, b, N * sizeof *a);
   }
   free(a), free(b), free(u), free(e);

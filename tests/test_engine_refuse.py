@@ -2,7 +2,7 @@
 """Model directories the engine must refuse, each with a message that names the cause: a
 missing shard, a dtype or shape mismatch against config.json, a missing or unexpected tensor,
 an unknown architecture or activation, a RoPE scaling the engine does not run or malformed
-parameters of one it does, a sliding window, a mixture-of-experts
+parameters of one it does, a sliding window outside Qwen2/Qwen3's rules, a mixture-of-experts
 field, a GPTQ quantization_config, a NaN or infinite weight (also deep inside a tensor of
 several of the loader's read blocks, by its element index), a symlinked shard, an index that
 points outside the model directory, a tensor in two shards, a shard linked from outside
@@ -187,12 +187,24 @@ def main():
     expect("rope-scaling-dynamic-orig", ["original_max_position_embeddings 64 differs"],
            cfg_edit=set_key("rope_scaling", {"rope_type": "dynamic", "factor": 2.0,
                                              "original_max_position_embeddings": 64}))
-    expect("sliding-qwen2", ["use_sliding_window", "sliding-window"],
-           cfg_kw={"arch": "Qwen2ForCausalLM"}, cfg_edit=set_key("use_sliding_window", True))
-    expect("sliding-llama", ["sliding_window", "sliding-window"],
+    # Sliding windows run on Qwen2/Qwen3 (test_engine_oracle.py); what cannot be run as
+    # transformers would is refused.
+    expect("sliding-qwen2-no-window", ["missing field sliding_window"],
+           cfg_kw={"arch": "Qwen2ForCausalLM"},
+           cfg_edit=lambda c: (c.update(use_sliding_window=True), c.pop("sliding_window")))
+    expect("sliding-llama", ["sliding_window is set on Llama"],
            cfg_edit=set_key("sliding_window", 4096))
-    expect("layer-types", ["layer_types[1]", "sliding_attention"],
+    expect("layer-types-llama", ["sliding_attention layers", "Llama has no sliding window"],
            cfg_edit=set_key("layer_types", ["full_attention", "sliding_attention"]))
+    expect("layer-types-no-window", ["sliding_attention layers", "use_sliding_window is not true"],
+           cfg_kw={"arch": "Qwen2ForCausalLM"},
+           cfg_edit=set_key("layer_types", ["full_attention", "sliding_attention"]))
+    expect("layer-types-kind", ["layer_types[1] is chunked_attention"],
+           cfg_kw={"arch": "Qwen2ForCausalLM"},
+           cfg_edit=set_key("layer_types", ["full_attention", "chunked_attention"]))
+    expect("layer-types-length", ["layer_types must be an array of num_hidden_layers (2)"],
+           cfg_kw={"arch": "Qwen2ForCausalLM"},
+           cfg_edit=set_key("layer_types", ["full_attention"]))
     expect("rope-parameters", ["rope_parameters.rope_type ntk", "not implemented"],
            cfg_edit=set_key("rope_parameters", {"rope_type": "ntk", "factor": 4.0}))
     expect("rope-both", ["both rope_scaling and rope_parameters"],

@@ -30,8 +30,9 @@ FDL_API void fdl_quant_int4_rtn(const float *in, size_t rows, size_t cols, size_
  * or F32) and every matrix product reads them through fdl_gemm_run. Everything else (RMSNorm,
  * RoPE, softmax, SiLU) is a fixed scalar chain with fidelis' own exp, sin, cos and log, so a
  * run is bit-identical for any thread count and any ISA (docs/NUMERICS.md section 8). What the
- * engine cannot compute exactly as the architecture says (sliding windows, MoE, another
- * activation, a RoPE scaling other than linear, dynamic, yarn and llama3) is refused by name. */
+ * engine cannot compute exactly as the architecture says (MoE, another activation, a RoPE
+ * scaling other than linear, dynamic, yarn and llama3, a sliding window outside Qwen2/Qwen3's
+ * rules) is refused by name. */
 
 typedef struct fdl_model fdl_model;
 
@@ -64,6 +65,8 @@ typedef struct {
   size_t rotary_dim;       /* leading dimensions of each head that RoPE rotates (head_dim, or
                               head_dim * partial_rotary_factor on Qwen3.5) */
   fdl_rope_scaling rope;   /* for dynamic, max_positions is max_position_embeddings x factor */
+  size_t sliding_window;   /* keys a sliding layer's query sees: itself and the window - 1 before */
+  const unsigned char *sliding; /* [layers]: 1 for a sliding-window layer; NULL when none is */
   /* Qwen3.5 (docs/QWEN35.md); all zero / NULL / false for the dense architectures. */
   const unsigned char *linear; /* [layers]: 1 for a Gated DeltaNet layer, 0 for full attention */
   size_t linear_layers;        /* how many of the layers are Gated DeltaNet */

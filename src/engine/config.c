@@ -65,26 +65,66 @@ fdl_status fdl_eng_cfg_bool(const json_t *cfg, const char *path, const char *key
   return FDL_OK;
 }
 
-/* The dense architectures accept layer_types only when every layer is full attention. */
-static fdl_status dense_layer_types(const json_t *cfg, const char *path, fdl_err *err) {
-  const json_t *lt = json_object_get(cfg, "layer_types");
-  if (lt && !json_is_null(lt)) {
-    if (!json_is_array(lt))
-      return fdl_fail(err, FDL_PARSE, "%s: layer_types must be an array of strings", path);
-    for (size_t i = 0; i < json_array_size(lt); i++) {
-      const json_t *v = json_array_get(lt, i);
-      if (!json_is_string(v) || strcmp(json_string_value(v), "full_attention"))
-        return fdl_fail(err, FDL_UNSUPPORTED,
-                        "%s: layer_types[%zu] is %s: only full_attention layers are supported "
-                        "(sliding-window attention is not)",
-                        path, i, json_is_string(v) ? json_string_value(v) : "not a string");
-    }
+/* Which layers attend over a sliding window (docs/CAPTURE.md, as transformers' Qwen2/Qwen3
+ * configs decide): the window is sliding_window when use_sliding_window is true; layer_types, when
+ * given, names each layer full_attention or sliding_attention, and otherwise layers from
+ * max_window_layers (default 28) on slide. Llama has no sliding window: a value there, or a
+ * sliding layer, means a model of another family and is refused. */
+static fdl_status windows(const json_t *cfg, const char *path, int arch, fdl_model_info *info,
+                          fdl_err *err) {
+  fdl_status s;
+  size_t w = 0, from = 28;
+  bool use = fdl_eng_cfg_set(json_object_get(cfg, "use_sliding_window"));
+  if (arch == 0 && (use || fdl_eng_cfg_set(json_object_get(cfg, "sliding_window"))))
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: sliding_window is set on Llama, which has no sliding-window attention "
+                    "(a model of another family?)",
+                    path);
+  if (use && (s = fdl_eng_cfg_size(cfg, path, "sliding_window", true, 0, &w, err))) return s;
+  const json_t *mw = json_object_get(cfg, "max_window_layers"); /* 0: every layer slides */
+  if (use && mw && !json_is_null(mw)) {
+    if (!json_is_integer(mw) || json_integer_value(mw) < 0)
+      return fdl_fail(err, FDL_PARSE, "%s: field max_window_layers must be an integer >= 0", path);
+    from = (size_t)json_integer_value(mw);
   }
+  const json_t *lt = json_object_get(cfg, "layer_types");
+  bool listed = lt && !json_is_null(lt);
+  if (listed && (!json_is_array(lt) || json_array_size(lt) != info->layers))
+    return fdl_fail(err, FDL_PARSE,
+                    "%s: layer_types must be an array of num_hidden_layers (%zu) strings", path,
+                    info->layers);
+  unsigned char *slide = calloc(info->layers ? info->layers : 1, 1);
+  if (!slide) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  size_t n = 0;
+  for (size_t i = 0; i < info->layers; i++) {
+    const char *t = listed ? json_string_value(json_array_get(lt, i)) : NULL;
+    if (listed && (!t || (strcmp(t, "full_attention") && strcmp(t, "sliding_attention")))) {
+      free(slide);
+      return fdl_fail(err, FDL_UNSUPPORTED,
+                      "%s: layer_types[%zu] is %s (expected full_attention or sliding_attention)",
+                      path, i, t ? t : "not a string");
+    }
+    slide[i] = listed ? !strcmp(t, "sliding_attention") : w && i >= from;
+    n += slide[i];
+  }
+  if (n && !w) {
+    free(slide);
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: layer_types names sliding_attention layers but %s: no window to "
+                    "apply (expected use_sliding_window true and a sliding_window)",
+                    path,
+                    arch == 0 ? "Llama has no sliding window" : "use_sliding_window is not true");
+  }
+  if (!n) {
+    free(slide);
+    return FDL_OK;
+  }
+  info->sliding = slide;
+  info->sliding_window = w;
   return FDL_OK;
 }
 
-static fdl_status refusals(const json_t *cfg, const char *path, int arch, fdl_err *err) {
-  fdl_status s;
+static fdl_status refusals(const json_t *cfg, const char *path, fdl_err *err) {
   const json_t *act = json_object_get(cfg, "hidden_act");
   if (act && !(json_is_string(act) && strcmp(json_string_value(act), "silu") == 0))
     return fdl_fail(err, FDL_UNSUPPORTED, "%s: hidden_act %s is not supported (expected \"silu\")",
@@ -94,16 +134,6 @@ static fdl_status refusals(const json_t *cfg, const char *path, int arch, fdl_er
       return fdl_fail(err, FDL_UNSUPPORTED,
                       "%s: %s is set: mixture-of-experts (MoE) models are not supported", path,
                       k_moe[i]);
-  /* Qwen2/Qwen3 apply sliding_window only when use_sliding_window is true; Llama has no
-   * sliding window at all, so a value there means a model of another family. */
-  if (fdl_eng_cfg_set(json_object_get(cfg, "use_sliding_window")))
-    return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: use_sliding_window is true: sliding-window attention is not supported",
-                    path);
-  if (arch == 0 && fdl_eng_cfg_set(json_object_get(cfg, "sliding_window")))
-    return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: sliding_window is set: sliding-window attention is not supported", path);
-  if (arch <= 2 && (s = dense_layer_types(cfg, path, err))) return s;
   if (fdl_eng_cfg_set(json_object_get(cfg, "mlp_bias")))
     return fdl_fail(err, FDL_UNSUPPORTED, "%s: mlp_bias is true: MLP biases are not supported",
                     path);
@@ -225,10 +255,11 @@ fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *i
   info->arch = k_arch[arch];
   const json_t *tc, *rope_src;
   fdl_status s = text_config(cfg, path, arch, &tc, err);
-  if (!s) s = refusals(tc, path, arch, err);
+  if (!s) s = refusals(tc, path, err);
   if (!s) s = gptq_config(cfg, path, info, err);
   if (!s) s = dims(tc, path, info, err);
   if (!s) s = fdl_eng_rope_config(tc, path, arch < 3, info, &rope_src, err);
+  if (!s && arch < 3) s = windows(tc, path, arch, info, err);
   if (s) return s;
   if ((s = fdl_eng_cfg_real(rope_src, path, "rope_theta", 10000.0, &info->rope_theta, err)) ||
       (s = fdl_eng_cfg_real(tc, path, "rms_norm_eps", 1e-6, &info->rms_eps, err)) ||

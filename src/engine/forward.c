@@ -107,9 +107,12 @@ static fdl_status att_task(void *arg, size_t index, unsigned worker, fdl_err *er
                      .ldc = nk};
   fdl_status s = fdl_gemm_run(fdl_eng_ctx(m, worker, x.m), &x, err);
   if (s) return s;
-  for (size_t r = 0; r < b1 - b0; r++)
-    fdl_eng_softmax_row(sc + r * nk, j->p0 + b0 + r + 1, nk, j->scale,
-                        w->exps + (size_t)worker * w->cap);
+  /* a sliding layer's query sees itself and the window - 1 keys before it */
+  size_t win = in->sliding && in->sliding[j->layer] ? in->sliding_window : 0;
+  for (size_t r = 0; r < b1 - b0; r++) {
+    size_t valid = j->p0 + b0 + r + 1, first = win && valid > win ? valid - win : 0;
+    fdl_eng_softmax_row(sc + r * nk, first, valid, nk, j->scale, w->exps + (size_t)worker * w->cap);
+  }
   fdl_gemm_args y = {.m = b1 - b0,
                      .n = hd,
                      .k = nk,

@@ -218,13 +218,14 @@ double fdl_eng_exp_neg(double d);                    /* d <= 0; kl_exp */
 /* kernels.c: the scalar kernels (fixed order, float64 accumulators). */
 void fdl_eng_rmsnorm(const float *x, const float *w, size_t n, double eps, float *y);
 void fdl_eng_rope(float *v, const float *cos_t, const float *sin_t, size_t head_dim);
-void fdl_eng_softmax_row(float *s, size_t valid, size_t len, double scale, double *e);
+void fdl_eng_softmax_row(float *s, size_t first, size_t valid, size_t len, double scale, double *e);
 void fdl_eng_silu_mul(float *g, const float *u, size_t n);
 /* The portable copies the two above fall back to (tests compare them with the FMA build). */
-void fdl_eng_softmax_plain(float *s, size_t valid, size_t len, double scale, double *e);
+void fdl_eng_softmax_plain(float *s, size_t first, size_t valid, size_t len, double scale,
+                           double *e);
 void fdl_eng_silu_plain(float *g, const float *u, size_t n);
 /* kernels_fma.c: the same two kernels built for FMA; false (nothing done) where unavailable. */
-bool fdl_eng_softmax_fma(float *s, size_t valid, size_t len, double scale, double *e);
+bool fdl_eng_softmax_fma(float *s, size_t first, size_t valid, size_t len, double scale, double *e);
 bool fdl_eng_silu_fma(float *g, const float *u, size_t n);
 void fdl_eng_add(float *y, const float *x, size_t n);
 /* y *= sigmoid(g), each one float64 expression rounded once. */

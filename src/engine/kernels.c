@@ -27,16 +27,18 @@ void fdl_eng_rope(float *v, const float *cos_t, const float *sin_t, size_t head_
   }
 }
 
-void fdl_eng_softmax_plain(float *s, size_t valid, size_t len, double scale, double *e) {
+void fdl_eng_softmax_plain(float *s, size_t first, size_t valid, size_t len, double scale,
+                           double *e) {
   SOFTMAX_BODY
 }
 void fdl_eng_silu_plain(float *g, const float *u, size_t n) {
   SILU_BODY
 }
 
-void fdl_eng_softmax_row(float *s, size_t valid, size_t len, double scale, double *e) {
-  if (fdl_eng_softmax_fma(s, valid, len, scale, e)) return;
-  fdl_eng_softmax_plain(s, valid, len, scale, e);
+void fdl_eng_softmax_row(float *s, size_t first, size_t valid, size_t len, double scale,
+                         double *e) {
+  if (fdl_eng_softmax_fma(s, first, valid, len, scale, e)) return;
+  fdl_eng_softmax_plain(s, first, valid, len, scale, e);
 }
 
 void fdl_eng_silu_mul(float *g, const float *u, size_t n) {

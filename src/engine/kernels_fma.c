@@ -14,8 +14,8 @@
 #include "num/kl.h"
 
 /* flatten: kl_exp inlined, so its fmas and floor become instructions too. */
-__attribute__((flatten)) static void softmax_fma(float *s, size_t valid, size_t len, double scale,
-                                                 double *e) {
+__attribute__((flatten)) static void softmax_fma(float *s, size_t first, size_t valid, size_t len,
+                                                 double scale, double *e) {
   SOFTMAX_BODY
 }
 
@@ -24,9 +24,10 @@ __attribute__((flatten)) static void silu_fma(float *g, const float *u, size_t n
 }
 #pragma GCC pop_options
 
-bool fdl_eng_softmax_fma(float *s, size_t valid, size_t len, double scale, double *e) {
+bool fdl_eng_softmax_fma(float *s, size_t first, size_t valid, size_t len, double scale,
+                         double *e) {
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return false;
-  softmax_fma(s, valid, len, scale, e);
+  softmax_fma(s, first, valid, len, scale, e);
   return true;
 }
 
@@ -36,8 +37,9 @@ bool fdl_eng_silu_fma(float *g, const float *u, size_t n) {
   return true;
 }
 #else
-bool fdl_eng_softmax_fma(float *s, size_t valid, size_t len, double scale, double *e) {
-  (void)s, (void)valid, (void)len, (void)scale, (void)e;
+bool fdl_eng_softmax_fma(float *s, size_t first, size_t valid, size_t len, double scale,
+                         double *e) {
+  (void)s, (void)first, (void)valid, (void)len, (void)scale, (void)e;
   return false;
 }
 

@@ -33,6 +33,7 @@ void fdl_model_free(fdl_model *m) {
     }
   free(m->layer);
   free((void *)m->info.linear);
+  free((void *)m->info.sliding);
   for (size_t i = 0; i < m->nowned; i++) {
     if (m->owned[i]) free((void *)m->owned[i]->data);
     free(m->owned[i]);

@@ -113,10 +113,11 @@ static void rope(double *v, const double *c, const double *s, size_t head_dim) {
 typedef struct {
   o64 *o;
   const fdl_model_info *in;
+  size_t window; /* 0, or the keys a query of this sliding layer sees (itself included) */
 } att_job;
 
-/* One (head, query row): softmax(q k^T / sqrt(d)) over keys [0, r], then the weighted sum of
- * the values in key order. */
+/* One (head, query row): softmax(q k^T / sqrt(d)) over keys [t0, r] (t0 = 0, or the first key of
+ * a sliding window), then the weighted sum of the values in key order. */
 static fdl_status att_task(void *arg, size_t index, unsigned worker, fdl_err *err) {
   (void)err;
   const att_job *j = arg;
@@ -126,16 +127,17 @@ static fdl_status att_task(void *arg, size_t index, unsigned worker, fdl_err *er
   const double *q = o->q + r * qd + h * hd;
   double *e = o->sc + (size_t)worker * o->n, *out = o->att + r * qd + h * hd;
   double scale = 1.0 / sqrt((double)hd), mx = 0.0, sum = 0.0;
-  for (size_t t = 0; t <= r; t++) {
+  size_t t0 = j->window && r + 1 > j->window ? r + 1 - j->window : 0;
+  for (size_t t = t0; t <= r; t++) {
     const double *k = o->k + t * kd + kvh * hd;
     double d = 0.0;
     for (size_t i = 0; i < hd; i++) d += q[i] * k[i];
     e[t] = d * scale;
-    if (t == 0 || e[t] > mx) mx = e[t];
+    if (t == t0 || e[t] > mx) mx = e[t];
   }
-  for (size_t t = 0; t <= r; t++) sum += e[t] = fdl_eng_exp_neg(e[t] - mx);
+  for (size_t t = t0; t <= r; t++) sum += e[t] = fdl_eng_exp_neg(e[t] - mx);
   memset(out, 0, hd * sizeof *out);
-  for (size_t t = 0; t <= r; t++) {
+  for (size_t t = t0; t <= r; t++) {
     const double *v = o->v + t * kd + kvh * hd;
     double p = e[t] / sum;
     for (size_t i = 0; i < hd; i++) out[i] += p * v[i];
@@ -143,7 +145,7 @@ static fdl_status att_task(void *arg, size_t index, unsigned worker, fdl_err *er
   return FDL_OK;
 }
 
-static fdl_status layer(fdl_model *m, o64 *o, const eng_layer *l, fdl_err *err) {
+static fdl_status layer(fdl_model *m, o64 *o, const eng_layer *l, size_t li, fdl_err *err) {
   const fdl_model_info *in = &m->info;
   size_t n = o->n, H = in->hidden, hd = in->head_dim, half = hd / 2, I = in->intermediate;
   size_t qd = in->heads * hd, kd = in->kv_heads * hd;
@@ -166,7 +168,7 @@ static fdl_status layer(fdl_model *m, o64 *o, const eng_layer *l, fdl_err *err) 
       rope(k, c, sn, hd);
     }
   }
-  att_job aj = {o, in};
+  att_job aj = {o, in, in->sliding && in->sliding[li] ? in->sliding_window : 0};
   if ((s = fdl_pool_run(&m->pool, in->heads * n, att_task, &aj, err)) ||
       (s = matmul(m, o, o->att, qd, &l->o, l->o_bias, H, o->xn, err)))
     return s;
@@ -212,7 +214,7 @@ fdl_status fdl_engine_run_f64(fdl_model *m, const int32_t *ids, size_t n, double
     for (size_t i = 0; i < H; i++) o.x[r * H + i] = (double)e[i];
   }
   for (size_t li = 0; li < in->layers && !s; li++)
-    if ((s = layer(m, &o, &m->layer[li], err)))
+    if ((s = layer(m, &o, &m->layer[li], li, err)))
       fdl_err_prefix(err, "float64 oracle: layer %zu", li);
   if (!s) {
     for (size_t r = 0; r < n; r++)
