@@ -214,13 +214,13 @@ def main():
     expect("moe", ["num_experts", "mixture-of-experts"], cfg_edit=set_key("num_experts", 8))
     expect("awq", ["quant_method awq", "expected \"gptq\""],
            cfg_edit=set_key("quantization_config", {"quant_method": "awq", "bits": 4}))
-    expect("gptq-8bit", ["bits", "only 4-bit"],
-           cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 8,
+    expect("gptq-3bit", ["bits", "3-bit GPTQ checkpoints are not read"],
+           cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 3,
                                                     "group_size": 32}))
-    expect("gptq-v2", ["checkpoint_format 'gptq_v2'"],
+    expect("gptq-format", ["checkpoint_format 'marlin'", "gptq_v2"],
            cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 4,
                                                     "group_size": 32,
-                                                    "checkpoint_format": "gptq_v2"}))
+                                                    "checkpoint_format": "marlin"}))
     expect("gptq-dense", ["declares a GPTQ checkpoint", "no .qweight"],
            cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 4,
                                                     "group_size": 32}))

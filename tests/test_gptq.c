@@ -67,7 +67,8 @@ static void make(fixture *f) {
 }
 
 static fdl_status rec(const fixture *f, float *w, fdl_err *err) {
-  return fdl_gptq_reconstruct(&f->t[0], &f->t[1], &f->t[2], &f->t[3], IN, OUT, GROUP, w, err);
+  const fdl_gptq_format fmt = {GROUP, 4, false};
+  return fdl_gptq_reconstruct(&f->t[0], &f->t[1], &f->t[2], &f->t[3], IN, OUT, &fmt, w, err);
 }
 
 /* The decode equals the analytic (q - zero) * scale and lies within about half a step. */
@@ -115,8 +116,9 @@ static void expect(const fixture *f, size_t in, size_t out, size_t group, fdl_st
                    const char *word) {
   float *w = calloc(IN * OUT + 64, sizeof *w);
   fdl_err err = {FDL_OK, ""};
+  const fdl_gptq_format fmt = {group, 4, false};
   fdl_status s =
-      fdl_gptq_reconstruct(&f->t[0], &f->t[1], &f->t[2], &f->t[3], in, out, group, w, &err);
+      fdl_gptq_reconstruct(&f->t[0], &f->t[1], &f->t[2], &f->t[3], in, out, &fmt, w, &err);
   if (s != want || !strstr(err.msg, word))
     fail_msg("status %s (want %s), message '%s' (want '%s')", fdl_status_name(s),
              fdl_status_name(want), err.msg, word);
@@ -166,9 +168,9 @@ static void test_shapes_and_dtypes(void **state) {
   /* a missing part */
   float w[IN * OUT];
   fdl_err err;
-  assert_int_equal(
-      fdl_gptq_reconstruct(&f->t[0], NULL, &f->t[2], &f->t[3], IN, OUT, GROUP, w, &err),
-      FDL_INVALID);
+  assert_int_equal(fdl_gptq_reconstruct(&f->t[0], NULL, &f->t[2], &f->t[3], IN, OUT,
+                                        &(fdl_gptq_format){GROUP, 4, false}, w, &err),
+                   FDL_INVALID);
   assert_non_null(strstr(err.msg, "qzeros is missing"));
   assert_int_equal(rec(f, NULL, &err), FDL_INVALID);
   free(f);

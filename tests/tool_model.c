@@ -2,9 +2,10 @@
  *
  *   tool_model panel FILE
  *       fdl_ds_panel_check on a pack panel; prints "records N scored_positions P"
- *   tool_model reconstruct FILE.safetensors PREFIX GROUP OUT.f32
+ *   tool_model reconstruct FILE.safetensors PREFIX GROUP OUT.f32 [BITS [v2]]
  *       fdl_gptq_reconstruct of PREFIX.{qweight,qzeros,scales,g_idx} (in from g_idx, out from
- *       scales); writes the [out, in] float32 matrix as raw little-endian bytes
+ *       scales; BITS 4 and the v1 zero convention unless given); writes the [out, in] float32
+ *       matrix as raw little-endian bytes
  *
  * Exit 0 ok, 1 refused (the message on stderr), 2 usage. */
 #include <stdio.h>
@@ -32,7 +33,7 @@ static int panel(const char *path) {
 }
 
 static int reconstruct(const char *path, const char *prefix, const char *group_s,
-                       const char *out_path) {
+                       const char *out_path, const char *bits_s, bool v2) {
   fdl_err err = {FDL_OK, ""};
   fdl_safetensors *st = NULL;
   fdl_status s = fdl_safetensors_open(path, &st, &err);
@@ -51,7 +52,8 @@ static int reconstruct(const char *path, const char *prefix, const char *group_s
     w = malloc(in * out * sizeof *w + 1);
   }
   if (s == FDL_OK)
-    s = fdl_gptq_reconstruct(t[0], t[1], t[2], t[3], in, out, (size_t)atol(group_s),
+    s = fdl_gptq_reconstruct(t[0], t[1], t[2], t[3], in, out,
+                             &(fdl_gptq_format){(size_t)atol(group_s), (unsigned)atoi(bits_s), v2},
                              w ? w : (float *)&in, &err);
   if (s == FDL_OK) s = fdl_write_file(out_path, w, in * out * sizeof *w, &err);
   free(w);
@@ -65,8 +67,9 @@ static int reconstruct(const char *path, const char *prefix, const char *group_s
 
 int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "panel")) return panel(argv[2]);
-  if (argc == 6 && !strcmp(argv[1], "reconstruct"))
-    return reconstruct(argv[2], argv[3], argv[4], argv[5]);
-  fprintf(stderr, "usage: tool_model panel FILE | reconstruct FILE PREFIX GROUP OUT\n");
+  if (argc >= 6 && argc <= 8 && !strcmp(argv[1], "reconstruct"))
+    return reconstruct(argv[2], argv[3], argv[4], argv[5], argc > 6 ? argv[6] : "4",
+                       argc > 7 && !strcmp(argv[7], "v2"));
+  fprintf(stderr, "usage: tool_model panel FILE | reconstruct FILE PREFIX GROUP OUT [BITS [v2]]\n");
   return 2;
 }

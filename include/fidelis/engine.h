@@ -59,9 +59,11 @@ typedef struct {
   fdl_dtype weight_dtype;  /* of the stored weights (BF16/F16/F32) */
   const char *head_tensor; /* "lm_head.weight" or "model.embed_tokens.weight" */
   bool o_bias;             /* o_proj.bias too (attention_bias on Llama and Qwen3, not Qwen2) */
-  size_t gptq_group;       /* 0: dense weights; else a GPTQ-v1 int4 checkpoint with groups of this
-                              many inputs, whose quantized matrices the engine multiplies as their
+  size_t gptq_group;       /* 0: dense weights; else a GPTQ checkpoint with groups of this many
+                              inputs, whose quantized matrices the engine multiplies as their
                               float32 reconstruction (q - zero) * scale */
+  unsigned gptq_bits;      /* 2, 4 or 8 */
+  bool gptq_v2;            /* checkpoint_format gptq_v2: zero points stored as is */
   size_t rotary_dim;       /* leading dimensions of each head that RoPE rotates (head_dim, or
                               head_dim * partial_rotary_factor on Qwen3.5) */
   fdl_rope_scaling rope;   /* for dynamic, max_positions is max_position_embeddings x factor */

@@ -140,9 +140,9 @@ static fdl_status refusals(const json_t *cfg, const char *path, fdl_err *err) {
   return FDL_OK;
 }
 
-/* quantization_config: only what fdl_gptq_reconstruct decodes exactly, GPTQ's v1 checkpoint
- * format with 4-bit weights (`fidelis quantize` writes it; AutoGPTQ and optimum do too). Anything
- * else (another method, other bits, the v2 zero convention) is refused by name. */
+/* quantization_config: only what fdl_gptq_reconstruct decodes exactly, GPTQ with 2-, 4- or 8-bit
+ * weights in the v1 checkpoint format (`fidelis quantize` writes it; AutoGPTQ and optimum do too)
+ * or v2 (GPTQModel). Anything else (another method, 3-bit packing) is refused by name. */
 static fdl_status gptq_config(const json_t *cfg, const char *path, fdl_model_info *info,
                               fdl_err *err) {
   const json_t *q = json_object_get(cfg, "quantization_config");
@@ -155,19 +155,23 @@ static fdl_status gptq_config(const json_t *cfg, const char *path, fdl_model_inf
                     "%s: quantization_config.quant_method %s is not supported (expected \"gptq\")",
                     path, method ? method : "(missing)");
   const json_t *bits = json_object_get(q, "bits");
-  if (!json_is_integer(bits) || json_integer_value(bits) != 4)
+  json_int_t b = json_is_integer(bits) ? json_integer_value(bits) : 0;
+  if (b != 2 && b != 4 && b != 8)
     return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: quantization_config.bits: only 4-bit GPTQ checkpoints are supported",
-                    path);
+                    "%s: quantization_config.bits: %s GPTQ checkpoints are not read (expected 2, "
+                    "4 or 8; 3-bit packing spans int32 words)",
+                    path, b == 3 ? "3-bit" : "these");
+  info->gptq_bits = (unsigned)b;
   const json_t *fv = json_object_get(q, "checkpoint_format");
   const char *fmt = json_string_value(fv);
-  if (fv && !json_is_null(fv) && (!fmt || strcmp(fmt, "gptq"))) {
+  if (fv && !json_is_null(fv) && (!fmt || (strcmp(fmt, "gptq") && strcmp(fmt, "gptq_v2")))) {
     char qf[FDL_QUOTE_CAP];
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "%s: quantization_config.checkpoint_format %s is not supported (expected "
-                    "\"gptq\", the v1 zero-point convention)",
+                    "\"gptq\", zero points stored minus 1, or \"gptq_v2\", stored as is)",
                     path, fmt ? fdl_quote_str(fmt, qf, sizeof qf) : "(not a string)");
   }
+  info->gptq_v2 = fmt && !strcmp(fmt, "gptq_v2");
   const json_t *g = json_object_get(q, "group_size");
   if (!json_is_integer(g) || json_integer_value(g) <= 0)
     return fdl_fail(err, FDL_UNSUPPORTED,

@@ -171,38 +171,72 @@ static fdl_status check_view(const fdl_tensor *t, const char *what, fdl_dtype dt
 
 fdl_status fdl_gptq_reconstruct(const fdl_tensor *qweight, const fdl_tensor *qzeros,
                                 const fdl_tensor *scales, const fdl_tensor *g_idx, size_t in,
-                                size_t out, size_t group, float *w, fdl_err *err) {
-  if (!w) return fdl_fail(err, FDL_INVALID, "gptq: no output buffer");
-  fdl_status s = check_dims(out, in, group, err);
+                                size_t out, const fdl_gptq_format *fmt, float *w, fdl_err *err) {
+  if (!w || !fmt) return fdl_fail(err, FDL_INVALID, "gptq: no output buffer or format");
+  const unsigned bits = fmt->bits;
+  if (bits != 2 && bits != 4 && bits != 8)
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "gptq: %u-bit values are not read (2, 4 and 8 pack whole values into an "
+                    "int32; 3-bit packing spans words)",
+                    bits);
+  const size_t per = 32 / bits, group = fmt->group;
+  const uint32_t mask = (1u << bits) - 1u;
+  fdl_status s = FDL_OK;
+  if (!out || !in || !group)
+    s = fdl_fail(err, FDL_INVALID, "gptq: empty matrix or group (out %zu, in %zu, group %zu)", out,
+                 in, group);
+  else if (in % per || out % per)
+    s = fdl_fail(err, FDL_UNSUPPORTED,
+                 "gptq: a [%zu, %zu] weight cannot hold %u-bit values: in and out must be "
+                 "multiples of %zu (values per int32)",
+                 out, in, bits, per);
+  else if (in % group)
+    s = fdl_fail(err, FDL_UNSUPPORTED,
+                 "gptq: group size %zu does not divide the input dimension %zu", group, in);
+  else if (out > SIZE_MAX / in)
+    s = fdl_fail(err, FDL_TOO_LARGE, "gptq: %zu x %zu overflows", out, in);
   size_t groups = s == FDL_OK ? in / group : 0;
-  if (s == FDL_OK) s = check_view(qweight, "qweight", FDL_DTYPE_I32, 2, in / 8, out, err);
-  if (s == FDL_OK) s = check_view(qzeros, "qzeros", FDL_DTYPE_I32, 2, groups, out / 8, err);
+  if (s == FDL_OK) s = check_view(qweight, "qweight", FDL_DTYPE_I32, 2, in / per, out, err);
+  if (s == FDL_OK) s = check_view(qzeros, "qzeros", FDL_DTYPE_I32, 2, groups, out / per, err);
   if (s == FDL_OK) s = check_view(scales, "scales", FDL_DTYPE_F16, 2, groups, out, err);
   if (s == FDL_OK) s = check_view(g_idx, "g_idx", FDL_DTYPE_I32, 1, in, 0, err);
   if (s != FDL_OK) return s;
-  for (size_t i = 0; i < in; i++) {
+  const char *gname = g_idx->name ? g_idx->name : "g_idx";
+  size_t *count = calloc(groups, sizeof *count);
+  if (!count) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  for (size_t i = 0; i < in && !s; i++) {
     int32_t g = (int32_t)le32(g_idx->data + 4 * i);
     if (g < 0 || (size_t)g >= groups)
-      return fdl_fail(err, FDL_BOUNDS, "gptq: %s[%zu] = %d, expected a group in [0, %zu)",
-                      g_idx->name ? g_idx->name : "g_idx", i, (int)g, groups);
+      s = fdl_fail(err, FDL_BOUNDS, "gptq: %s[%zu] = %d, expected a group in [0, %zu)", gname, i,
+                   (int)g, groups);
+    else
+      count[g]++;
   }
+  for (size_t g = 0; g < groups && !s; g++)
+    if (count[g] != group)
+      s = fdl_fail(err, FDL_PARSE,
+                   "gptq: %s is not a permutation of the groups: group %zu has %zu inputs, "
+                   "expected %zu",
+                   gname, g, count[g], group);
+  free(count);
+  if (s) return s;
   uint64_t bad = fdl_tensor_first_nonfinite(scales->data, FDL_DTYPE_F16, groups * out, NULL);
   if (bad != UINT64_MAX)
     return fdl_fail(err, FDL_NONFINITE, "gptq: %s[%llu, %llu] is not finite",
                     scales->name ? scales->name : "scales", (unsigned long long)(bad / out),
                     (unsigned long long)(bad % out));
-  for (size_t r = 0; r < in / 8; r++)
+  for (size_t r = 0; r < in / per; r++)
     for (size_t o = 0; o < out; o++) {
       uint32_t word = le32(qweight->data + 4 * (r * out + o));
-      for (size_t k = 0; k < 8; k++) {
-        size_t i = 8 * r + k;
+      for (size_t k = 0; k < per; k++) {
+        size_t i = per * r + k;
         size_t g = (size_t)le32(g_idx->data + 4 * i);
-        uint32_t zword = le32(qzeros->data + 4 * (g * (out / 8) + o / 8));
-        int zero = (int)((zword >> (4 * (o % 8))) & 15u) + 1;
+        uint32_t zword = le32(qzeros->data + 4 * (g * (out / per) + o / per));
+        int zero = (int)((zword >> (bits * (o % per))) & mask) + (fmt->v2 ? 0 : 1);
         const uint8_t *sp = scales->data + 2 * (g * out + o);
         float scale = fdl_f16_to_f32((uint16_t)(sp[0] | sp[1] << 8));
-        int q = (int)((word >> (4 * k)) & 15u);
-        w[o * in + i] = (float)(q - zero) * scale; /* 5 bits times 11: exact */
+        int q = (int)((word >> (bits * k)) & mask);
+        w[o * in + i] = (float)(q - zero) * scale; /* bits + 1 bits times 11: exact */
       }
     }
   return FDL_OK;

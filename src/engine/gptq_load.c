@@ -1,10 +1,11 @@
-/* gptq_load.c - a GPTQ-v1 int4 matrix of a checkpoint, reconstructed for the forward pass.
+/* gptq_load.c - a GPTQ matrix of a checkpoint (2-, 4- or 8-bit, v1 or v2 zero points),
+ * reconstructed for the forward pass.
  *
  * The engine multiplies the reconstruction w = (q - zero) * scale, computed once at load in
- * float32 by fdl_gptq_reconstruct (exact: a 4-bit difference times an F16 scale). That is the
- * "affine weight reconstruction" a capture declares in its weights_decode, so compare discloses
- * weights_reconstructed: the measurement covers the weights' quantization, not an int4 kernel's
- * arithmetic. */
+ * float32 by fdl_gptq_reconstruct (exact: a difference of at most 9 bits times an F16 scale). That
+ * is the "affine weight reconstruction" a capture declares in its weights_decode, so compare
+ * discloses weights_reconstructed: the measurement covers the weights' quantization, not an int4
+ * kernel's arithmetic. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,14 +35,15 @@ fdl_status fdl_eng_gptq_mat(fdl_model *m, const char *weight_name, size_t rows, 
     return fdl_fail(err, FDL_TOO_LARGE, "%s: [%zu, %zu] does not fit in memory", weight_name, rows,
                     cols);
   /* The reconstruction is allocated from the config's dimensions: bound it by the bytes stored
-   * (two int4 weights per byte) first, so a small file cannot ask for a huge buffer.
+   * (8 / bits weights per byte) first, so a small file cannot ask for a huge buffer.
    * fdl_gptq_reconstruct then checks every part's exact shape. */
-  if ((uint64_t)t[0]->nbytes != (uint64_t)rows * cols / 2)
+  const fdl_gptq_format fmt = {m->info.gptq_group, m->info.gptq_bits, m->info.gptq_v2};
+  if ((uint64_t)t[0]->nbytes != (uint64_t)rows * cols * fmt.bits / 8)
     return fdl_fail(err, FDL_PARSE,
-                    "tensor %s: %llu bytes, but the config's [%zu, %zu] int4 weights pack into "
+                    "tensor %s: %llu bytes, but the config's [%zu, %zu] %u-bit weights pack into "
                     "%llu",
-                    parts[0], (unsigned long long)t[0]->nbytes, rows, cols,
-                    (unsigned long long)rows * cols / 2);
+                    parts[0], (unsigned long long)t[0]->nbytes, rows, cols, fmt.bits,
+                    (unsigned long long)rows * cols * fmt.bits / 8);
   fdl_tensor **grown = realloc(m->owned, (m->nowned + 1) * sizeof *grown);
   if (!grown) return fdl_fail(err, FDL_NOMEM, "out of memory");
   m->owned = grown;
@@ -55,8 +57,7 @@ fdl_status fdl_eng_gptq_mat(fdl_model *m, const char *weight_name, size_t rows, 
   }
   w->data = (const uint8_t *)data;
   m->owned[m->nowned++] = w;
-  fdl_status s =
-      fdl_gptq_reconstruct(t[0], t[1], t[2], t[3], cols, rows, m->info.gptq_group, data, err);
+  fdl_status s = fdl_gptq_reconstruct(t[0], t[1], t[2], t[3], cols, rows, &fmt, data, err);
   if (s != FDL_OK) {
     fdl_err_prefix(err, "%s", weight_name);
     return s;
