@@ -212,8 +212,15 @@ def main():
                                        rope_parameters={"rope_type": "default",
                                                         "rope_theta": 1e4}))
     expect("moe", ["num_experts", "mixture-of-experts"], cfg_edit=set_key("num_experts", 8))
-    expect("awq", ["quant_method awq", "expected \"gptq\""],
-           cfg_edit=set_key("quantization_config", {"quant_method": "awq", "bits": 4}))
+    expect("bnb", ["quant_method bitsandbytes", "expected \"gptq\" or \"awq\""],
+           cfg_edit=set_key("quantization_config", {"quant_method": "bitsandbytes",
+                                                    "bits": 4}))
+    expect("awq-gemv", ["quantization_config.version gemv", "GEMM"],
+           cfg_edit=set_key("quantization_config", {"quant_method": "awq", "bits": 4,
+                                                    "group_size": 32, "version": "gemv"}))
+    expect("awq-no-zero", ["zero_point is false"],
+           cfg_edit=set_key("quantization_config", {"quant_method": "awq", "bits": 4,
+                                                    "group_size": 32, "zero_point": False}))
     expect("gptq-3bit", ["bits", "3-bit GPTQ checkpoints are not read"],
            cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 3,
                                                     "group_size": 32}))
@@ -221,7 +228,7 @@ def main():
            cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 4,
                                                     "group_size": 32,
                                                     "checkpoint_format": "marlin"}))
-    expect("gptq-dense", ["declares a GPTQ checkpoint", "no .qweight"],
+    expect("gptq-dense", ["declares a GPTQ or AWQ checkpoint", "no .qweight"],
            cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 4,
                                                     "group_size": 32}))
     expect("nan-weight", [Q, "NaN", "finite"], overrides=nan_q())

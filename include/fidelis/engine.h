@@ -64,6 +64,7 @@ typedef struct {
                               float32 reconstruction (q - zero) * scale */
   unsigned gptq_bits;      /* 2, 4 or 8 */
   bool gptq_v2;            /* checkpoint_format gptq_v2: zero points stored as is */
+  bool awq;                /* an AWQ checkpoint (GEMM layout, 4-bit; gptq_group its group) */
   size_t rotary_dim;       /* leading dimensions of each head that RoPE rotates (head_dim, or
                               head_dim * partial_rotary_factor on Qwen3.5) */
   fdl_rope_scaling rope;   /* for dynamic, max_positions is max_position_embeddings x factor */

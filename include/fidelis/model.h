@@ -126,6 +126,15 @@ FDL_API fdl_status fdl_gptq_reconstruct(const fdl_tensor *qweight, const fdl_ten
                                         size_t in, size_t out, const fdl_gptq_format *fmt, float *w,
                                         fdl_err *err);
 
+/* The decode of an AWQ checkpoint in AutoAWQ's GEMM layout (awq.c, docs/MODELS.md):
+ * w[o * in + i] = (q - zero) * scale in float32, exact, with qweight I32 [in, out/8] and qzeros
+ * I32 [in/group, out/8] (output 8c + t of word c in nibble 0, 4, 1, 5, 2, 6, 3, 7 for t = 0..7;
+ * zeros stored as is) and scales F16 [in/group, out]. Checks every shape, dtype and byte count
+ * before reading, and refuses non-finite scales. */
+FDL_API fdl_status fdl_awq_reconstruct(const fdl_tensor *qweight, const fdl_tensor *qzeros,
+                                       const fdl_tensor *scales, size_t in, size_t out,
+                                       size_t group, float *w, fdl_err *err);
+
 typedef enum {
   FDL_GPTQ_SCOPE_MLP = 0,    /* mlp.{gate,up,down}_proj */
   FDL_GPTQ_SCOPE_ALL_LINEAR, /* those, self_attn.{q,k,v,o}_proj and Gated DeltaNet's

@@ -4,6 +4,7 @@
  * capture lie about what it measured. */
 #include <math.h>
 #include <string.h>
+#include <strings.h>
 
 #include "engine/internal.h"
 #include "fidelis/quote.h"
@@ -140,9 +141,35 @@ static fdl_status refusals(const json_t *cfg, const char *path, fdl_err *err) {
   return FDL_OK;
 }
 
-/* quantization_config: only what fdl_gptq_reconstruct decodes exactly, GPTQ with 2-, 4- or 8-bit
- * weights in the v1 checkpoint format (`fidelis quantize` writes it; AutoGPTQ and optimum do too)
- * or v2 (GPTQModel). Anything else (another method, 3-bit packing) is refused by name. */
+/* AWQ's settings: 4-bit, AutoAWQ's GEMM packing, with zero points (what fdl_awq_reconstruct
+ * reads); the other versions pack for other kernels and are refused by name. */
+static fdl_status awq_config(const json_t *q, const char *path, fdl_model_info *info,
+                             fdl_err *err) {
+  const json_t *bits = json_object_get(q, "bits");
+  if (!json_is_integer(bits) || json_integer_value(bits) != 4)
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: quantization_config.bits: AWQ checkpoints are read at 4 bits only", path);
+  const char *v = json_string_value(json_object_get(q, "version"));
+  if (v && strcasecmp(v, "gemm"))
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: quantization_config.version %s: only AutoAWQ's GEMM packing is read "
+                    "(expected \"gemm\")",
+                    path, v);
+  const json_t *zp = json_object_get(q, "zero_point");
+  if (zp && !json_is_null(zp) && !json_is_true(zp))
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: quantization_config.zero_point is false: AWQ without zero points is not "
+                    "read",
+                    path);
+  info->awq = true;
+  info->gptq_bits = 4;
+  return FDL_OK;
+}
+
+/* quantization_config: only what fdl_gptq_reconstruct or fdl_awq_reconstruct decodes exactly:
+ * GPTQ with 2-, 4- or 8-bit weights in the v1 checkpoint format (`fidelis quantize` writes it;
+ * AutoGPTQ and optimum do too) or v2 (GPTQModel), and AWQ's GEMM layout. Anything else (another
+ * method, 3-bit packing) is refused by name. */
 static fdl_status gptq_config(const json_t *cfg, const char *path, fdl_model_info *info,
                               fdl_err *err) {
   const json_t *q = json_object_get(cfg, "quantization_config");
@@ -150,10 +177,13 @@ static fdl_status gptq_config(const json_t *cfg, const char *path, fdl_model_inf
   if (!json_is_object(q))
     return fdl_fail(err, FDL_PARSE, "%s: quantization_config must be an object", path);
   const char *method = json_string_value(json_object_get(q, "quant_method"));
-  if (!method || strcmp(method, "gptq"))
+  if (!method || (strcmp(method, "gptq") && strcmp(method, "awq")))
     return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: quantization_config.quant_method %s is not supported (expected \"gptq\")",
+                    "%s: quantization_config.quant_method %s is not supported (expected \"gptq\" "
+                    "or \"awq\")",
                     path, method ? method : "(missing)");
+  fdl_status s = !strcmp(method, "awq") ? awq_config(q, path, info, err) : FDL_OK;
+  if (s) return s;
   const json_t *bits = json_object_get(q, "bits");
   json_int_t b = json_is_integer(bits) ? json_integer_value(bits) : 0;
   if (b != 2 && b != 4 && b != 8)
@@ -162,7 +192,7 @@ static fdl_status gptq_config(const json_t *cfg, const char *path, fdl_model_inf
                     "4 or 8; 3-bit packing spans int32 words)",
                     path, b == 3 ? "3-bit" : "these");
   info->gptq_bits = (unsigned)b;
-  const json_t *fv = json_object_get(q, "checkpoint_format");
+  const json_t *fv = info->awq ? NULL : json_object_get(q, "checkpoint_format");
   const char *fmt = json_string_value(fv);
   if (fv && !json_is_null(fv) && (!fmt || (strcmp(fmt, "gptq") && strcmp(fmt, "gptq_v2")))) {
     char qf[FDL_QUOTE_CAP];

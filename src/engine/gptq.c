@@ -138,16 +138,16 @@ fdl_status fdl_gptq_quantize_matrix(const float *w, size_t out, size_t in, size_
 
 /* ---- the decode --------------------------------------------------------------------------- */
 
-static uint32_t le32(const uint8_t *p) {
+uint32_t fdl_model_le32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static fdl_status check_view(const fdl_tensor *t, const char *what, fdl_dtype dt, int ndim,
-                             uint64_t d0, uint64_t d1, fdl_err *err) {
-  if (!t) return fdl_fail(err, FDL_INVALID, "gptq: %s is missing", what);
+fdl_status fdl_model_check_part(const fdl_tensor *t, const char *what, fdl_dtype dt, int ndim,
+                                uint64_t d0, uint64_t d1, fdl_err *err) {
+  if (!t) return fdl_fail(err, FDL_INVALID, "%s is missing", what);
   const char *name = t->name ? t->name : what;
   if (t->dtype != dt)
-    return fdl_fail(err, FDL_MISMATCH, "gptq: %s is %s, expected %s", name,
+    return fdl_fail(err, FDL_MISMATCH, "%s is %s, expected %s", name,
                     fdl_dtype_name(t->dtype) ? fdl_dtype_name(t->dtype) : "an invalid dtype",
                     fdl_dtype_name(dt));
   if (t->ndim != ndim || t->shape[0] < 0 || (uint64_t)t->shape[0] != d0 ||
@@ -157,14 +157,14 @@ static fdl_status check_view(const fdl_tensor *t, const char *what, fdl_dtype dt
       snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? ", " : "",
                (long long)t->shape[k]);
     if (ndim == 2)
-      return fdl_fail(err, FDL_MISMATCH, "gptq: %s has shape [%s], expected [%llu, %llu]", name,
-                      got, (unsigned long long)d0, (unsigned long long)d1);
-    return fdl_fail(err, FDL_MISMATCH, "gptq: %s has shape [%s], expected [%llu]", name, got,
+      return fdl_fail(err, FDL_MISMATCH, "%s has shape [%s], expected [%llu, %llu]", name, got,
+                      (unsigned long long)d0, (unsigned long long)d1);
+    return fdl_fail(err, FDL_MISMATCH, "%s has shape [%s], expected [%llu]", name, got,
                     (unsigned long long)d0);
   }
   uint64_t want = d0 * (ndim == 2 ? d1 : 1) * fdl_dtype_size(dt);
   if (t->nbytes != want || (want && !t->data))
-    return fdl_fail(err, FDL_BOUNDS, "gptq: %s holds %llu bytes, its shape needs %llu", name,
+    return fdl_fail(err, FDL_BOUNDS, "%s holds %llu bytes, its shape needs %llu", name,
                     (unsigned long long)t->nbytes, (unsigned long long)want);
   return FDL_OK;
 }
@@ -196,16 +196,18 @@ fdl_status fdl_gptq_reconstruct(const fdl_tensor *qweight, const fdl_tensor *qze
   else if (out > SIZE_MAX / in)
     s = fdl_fail(err, FDL_TOO_LARGE, "gptq: %zu x %zu overflows", out, in);
   size_t groups = s == FDL_OK ? in / group : 0;
-  if (s == FDL_OK) s = check_view(qweight, "qweight", FDL_DTYPE_I32, 2, in / per, out, err);
-  if (s == FDL_OK) s = check_view(qzeros, "qzeros", FDL_DTYPE_I32, 2, groups, out / per, err);
-  if (s == FDL_OK) s = check_view(scales, "scales", FDL_DTYPE_F16, 2, groups, out, err);
-  if (s == FDL_OK) s = check_view(g_idx, "g_idx", FDL_DTYPE_I32, 1, in, 0, err);
-  if (s != FDL_OK) return s;
+  if (s == FDL_OK)
+    s = fdl_model_check_part(qweight, "qweight", FDL_DTYPE_I32, 2, in / per, out, err);
+  if (s == FDL_OK)
+    s = fdl_model_check_part(qzeros, "qzeros", FDL_DTYPE_I32, 2, groups, out / per, err);
+  if (s == FDL_OK) s = fdl_model_check_part(scales, "scales", FDL_DTYPE_F16, 2, groups, out, err);
+  if (s == FDL_OK) s = fdl_model_check_part(g_idx, "g_idx", FDL_DTYPE_I32, 1, in, 0, err);
+  if (s != FDL_OK) return fdl_err_prefix(err, "gptq");
   const char *gname = g_idx->name ? g_idx->name : "g_idx";
   size_t *count = calloc(groups, sizeof *count);
   if (!count) return fdl_fail(err, FDL_NOMEM, "out of memory");
   for (size_t i = 0; i < in && !s; i++) {
-    int32_t g = (int32_t)le32(g_idx->data + 4 * i);
+    int32_t g = (int32_t)fdl_model_le32(g_idx->data + 4 * i);
     if (g < 0 || (size_t)g >= groups)
       s = fdl_fail(err, FDL_BOUNDS, "gptq: %s[%zu] = %d, expected a group in [0, %zu)", gname, i,
                    (int)g, groups);
@@ -227,11 +229,11 @@ fdl_status fdl_gptq_reconstruct(const fdl_tensor *qweight, const fdl_tensor *qze
                     (unsigned long long)(bad % out));
   for (size_t r = 0; r < in / per; r++)
     for (size_t o = 0; o < out; o++) {
-      uint32_t word = le32(qweight->data + 4 * (r * out + o));
+      uint32_t word = fdl_model_le32(qweight->data + 4 * (r * out + o));
       for (size_t k = 0; k < per; k++) {
         size_t i = per * r + k;
-        size_t g = (size_t)le32(g_idx->data + 4 * i);
-        uint32_t zword = le32(qzeros->data + 4 * (g * (out / per) + o / per));
+        size_t g = (size_t)fdl_model_le32(g_idx->data + 4 * i);
+        uint32_t zword = fdl_model_le32(qzeros->data + 4 * (g * (out / per) + o / per));
         int zero = (int)((zword >> (bits * (o % per))) & mask) + (fmt->v2 ? 0 : 1);
         const uint8_t *sp = scales->data + 2 * (g * out + o);
         float scale = fdl_f16_to_f32((uint16_t)(sp[0] | sp[1] << 8));

@@ -1,8 +1,9 @@
-/* gptq_load.c - a GPTQ matrix of a checkpoint (2-, 4- or 8-bit, v1 or v2 zero points),
- * reconstructed for the forward pass.
+/* gptq_load.c - a GPTQ (2-, 4- or 8-bit, v1 or v2 zero points) or AWQ (GEMM) matrix of a
+ * checkpoint, reconstructed for the forward pass.
  *
  * The engine multiplies the reconstruction w = (q - zero) * scale, computed once at load in
- * float32 by fdl_gptq_reconstruct (exact: a difference of at most 9 bits times an F16 scale). That
+ * float32 by fdl_gptq_reconstruct or, for AWQ, fdl_awq_reconstruct (exact: a difference of at most
+ * 9 bits times an F16 scale). That
  * is the "affine weight reconstruction" a capture declares in its weights_decode, so compare
  * discloses weights_reconstructed: the measurement covers the weights' quantization, not an int4
  * kernel's arithmetic. */
@@ -13,6 +14,7 @@
 #include "engine/internal.h"
 #include "fidelis/model.h"
 
+/* GPTQ's parts; AWQ has the first three. */
 static const char *const SUFFIX[FDL_ENG_GPTQ_PARTS] = {"qweight", "qzeros", "scales", "g_idx"};
 
 fdl_status fdl_eng_gptq_mat(fdl_model *m, const char *weight_name, size_t rows, size_t cols,
@@ -20,15 +22,18 @@ fdl_status fdl_eng_gptq_mat(fdl_model *m, const char *weight_name, size_t rows, 
   size_t n = strlen(weight_name);
   if (n < 7 || strcmp(weight_name + n - 7, ".weight"))
     return fdl_fail(err, FDL_INVALID, "%s: not a weight name", weight_name);
-  const fdl_tensor *t[FDL_ENG_GPTQ_PARTS];
-  for (size_t i = 0; i < FDL_ENG_GPTQ_PARTS; i++) {
+  const fdl_tensor *t[FDL_ENG_GPTQ_PARTS] = {NULL};
+  const size_t nparts = m->info.awq ? 3 : FDL_ENG_GPTQ_PARTS;
+  for (size_t i = nparts; i < FDL_ENG_GPTQ_PARTS; i++) parts[i] = NULL;
+  for (size_t i = 0; i < nparts; i++) {
     char name[256];
     snprintf(name, sizeof name, "%.*s.%s", (int)(n - 7), weight_name, SUFFIX[i]);
     if (!(t[i] = fdl_eng_find(m, name)))
       return fdl_fail(err, FDL_PARSE,
-                      "missing tensor %s: %s is absent, so the GPTQ checkpoint must hold its "
-                      "qweight, qzeros, scales and g_idx",
-                      name, weight_name);
+                      "missing tensor %s: %s is absent, so the %s checkpoint must hold its "
+                      "qweight, qzeros, scales%s",
+                      name, weight_name, m->info.awq ? "AWQ" : "GPTQ",
+                      m->info.awq ? "" : " and g_idx");
     parts[i] = t[i]->name;
   }
   if (rows > SIZE_MAX / sizeof(float) / (cols ? cols : 1))
@@ -57,7 +62,9 @@ fdl_status fdl_eng_gptq_mat(fdl_model *m, const char *weight_name, size_t rows, 
   }
   w->data = (const uint8_t *)data;
   m->owned[m->nowned++] = w;
-  fdl_status s = fdl_gptq_reconstruct(t[0], t[1], t[2], t[3], cols, rows, &fmt, data, err);
+  fdl_status s = m->info.awq
+                     ? fdl_awq_reconstruct(t[0], t[1], t[2], cols, rows, fmt.group, data, err)
+                     : fdl_gptq_reconstruct(t[0], t[1], t[2], t[3], cols, rows, &fmt, data, err);
   if (s != FDL_OK) {
     fdl_err_prefix(err, "%s", weight_name);
     return s;

@@ -26,6 +26,14 @@ json_t *fdl_model_st_metadata(void);
  * of 272), dir/tokenizer_config.json and dir/chat_template.jinja (model_tokenizer.c). */
 fdl_status fdl_model_write_tokenizer(const char *dir, fdl_err *err);
 
+/* The checks every packed part of a quantized checkpoint gets before it is read: present, of
+ * dtype dt, of shape [d0] (ndim 1) or [d0, d1], and holding exactly that many bytes; the message
+ * names the tensor (or `what`). */
+fdl_status fdl_model_check_part(const fdl_tensor *t, const char *what, fdl_dtype dt, int ndim,
+                                uint64_t d0, uint64_t d1, fdl_err *err);
+/* The little-endian uint32 at p (views may be unaligned). */
+uint32_t fdl_model_le32(const uint8_t *p);
+
 /* Stores v little-endian at p. */
 void fdl_model_put_le32(uint8_t *p, uint32_t v);
 void fdl_model_put_le16(uint8_t *p, uint16_t v);

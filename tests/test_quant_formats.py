@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""GPTQ checkpoints in the layouts people publish, written by this test from known integers,
-against a numpy transcription of GPTQ's documented decode:
+"""GPTQ and AWQ checkpoints in the layouts people publish, written by this test from known
+integers, against a numpy transcription of each format's documented decode. GPTQ:
 
     w[o, i] = scales[g, o] * (q[o, i] - zero[g, o]),  g = g_idx[i]
 
@@ -8,10 +8,12 @@ with 32 / bits values per int32 (lowest bits first) in qweight [in / p, out] and
 [groups, out / p], zero = the stored field + 1 (checkpoint_format "gptq", v1) or the field as
 stored ("gptq_v2"), for bits 2, 4 and 8, sym and asymmetric zero points, act-order (desc_act)
 checkpoints whose g_idx permutes the inputs across groups, and the field extremes (q and the
-stored zero at 0 and 2^bits - 1).
+stored zero at 0 and 2^bits - 1). AWQ (AutoAWQ's GEMM layout): qweight [in, out / 8] and qzeros
+[in / group, out / 8] with output 8c + t of word c in nibble (0, 4, 1, 5, 2, 6, 3, 7)[t], zeros
+stored as is, scales [in / group, out], w[o, i] = scales[i // group, o] * (q - zero).
 
 1. `tool_model reconstruct` of each matrix equals the numpy decode bit for bit.
-2. A whole tiny Llama with every linear layer GPTQ-packed gives, through `fidelis generate`,
+2. A whole tiny Llama with every linear layer packed gives, through `fidelis generate`,
    logits bit-identical to the same model written as an F32 Hugging Face directory of the numpy
    decode (the engine multiplies the exact float32 reconstruction).
 3. Malformed parts are refused by name: a g_idx that is not a permutation of the groups, a
@@ -33,7 +35,7 @@ from cli_util import CLI, check, finish, need_cli, run  # noqa: E402
 
 BUILD = os.environ.get("FDL_BUILD", "build")
 TOOL = os.path.join(BUILD, "tests", "tool_model")
-TMP = tempfile.mkdtemp(prefix="fdl-gptq-fmt-")
+TMP = tempfile.mkdtemp(prefix="fdl-quant-fmt-")
 LINEAR = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
           "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
 
@@ -55,6 +57,35 @@ def decode(q, zero_field, scales, g_idx, v2):
     zero = zero_field.astype(np.int64) + (0 if v2 else 1)
     d = q.astype(np.int64) - zero[g_idx].T  # [out, in]
     return (d.astype(np.float32) * scales[g_idx].T.astype(np.float32)).astype(np.float32)
+
+
+AWQ_NIBBLE = [0, 4, 1, 5, 2, 6, 3, 7]  # the nibble that holds output 8c + t
+
+
+def awq_pack(vals):
+    """[r, c] integers in [0, 16) -> int32 [r, c / 8] in AutoAWQ's interleaved nibble order."""
+    v = vals.astype(np.uint64).reshape(vals.shape[0], -1, 8)
+    word = np.zeros(v.shape[:2], dtype=np.uint64)
+    for t in range(8):
+        word |= v[:, :, t] << np.uint64(4 * AWQ_NIBBLE[t])
+    return word.astype(np.uint32).view("<i4")
+
+
+def awq_matrix(rng, out, inn, group):
+    q = rng.integers(0, 16, size=(out, inn))
+    q[0, 0], q[0, 1] = 0, 15
+    groups = inn // group
+    z = rng.integers(0, 16, size=(groups, out))
+    z[0, 0], z[0, 1] = 0, 15
+    scales = rng.uniform(0.001, 0.05, size=(groups, out)).astype(np.float16)
+    g = np.arange(inn) // group
+    w = decode(q, z, scales, g, True)
+    parts = {
+        "qweight": ("I32", (inn, out // 8), awq_pack(q.T).tobytes()),
+        "qzeros": ("I32", (groups, out // 8), awq_pack(z).tobytes()),
+        "scales": ("F16", (groups, out), scales.astype("<f2").tobytes()),
+    }
+    return parts, w
 
 
 def gptq_matrix(rng, out, inn, bits, group, v2, sym, act_order):
@@ -83,19 +114,22 @@ def gptq_matrix(rng, out, inn, bits, group, v2, sym, act_order):
 
 
 FORMATS = [
-    # name, bits, group, v2, sym, act_order
+    # name, bits, group, v2, sym, act_order (bits 0: AWQ, 4-bit)
     ("v1-4bit", 4, 32, False, False, False),
     ("v2-4bit-act-order", 4, 16, True, False, True),
     ("v1-8bit-sym", 8, 32, False, True, False),
     ("v2-8bit-act-order", 8, 64, True, False, True),
     ("v1-2bit", 2, 16, False, False, True),
     ("v2-2bit-sym", 2, 32, True, True, False),
+    ("awq-gemm", 0, 32, False, False, False),
+    ("awq-gemm-g16", 0, 16, False, False, False),
 ]
 
 
 def reconstruct(path, prefix, group, bits, v2):
     out = os.path.join(TMP, "rec-%d.f32" % len(os.listdir(TMP)))
-    argv = [TOOL, "reconstruct", path, prefix, str(group), out, str(bits)] + (["v2"] if v2 else [])
+    kind = "awq" if not bits else "v2" if v2 else "v1"
+    argv = [TOOL, "reconstruct", path, prefix, str(group), out, str(bits or 4), kind]
     p = subprocess.run(argv, capture_output=True, text=True)
     return (np.fromfile(out, dtype="<f4") if p.returncode == 0 else None), p.stderr
 
@@ -111,15 +145,20 @@ def main():
     for name, bits, group, v2, sym, act in FORMATS:
         rng = np.random.default_rng(zlib.crc32(name.encode()))
         c = copy.deepcopy(base)
-        c["quantization_config"] = {"quant_method": "gptq", "bits": bits, "group_size": group,
-                                    "sym": sym, "desc_act": act,
-                                    "checkpoint_format": "gptq_v2" if v2 else "gptq"}
+        if bits:
+            c["quantization_config"] = {"quant_method": "gptq", "bits": bits,
+                                        "group_size": group, "sym": sym, "desc_act": act,
+                                        "checkpoint_format": "gptq_v2" if v2 else "gptq"}
+        else:
+            c["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": group,
+                                        "zero_point": True, "version": "gemm"}
         plain, packed = dict(weights), {}
         for li in range(c["num_hidden_layers"]):
             for mod in LINEAR:
                 stem = "model.layers.%d.%s" % (li, mod)
                 out, inn = weights[stem + ".weight"].shape
-                parts, w = gptq_matrix(rng, out, inn, bits, group, v2, sym, act)
+                parts, w = (gptq_matrix(rng, out, inn, bits, group, v2, sym, act) if bits
+                            else awq_matrix(rng, out, inn, group))
                 plain[stem + ".weight"] = w
                 for k, v in parts.items():
                     packed[stem + "." + k] = v
@@ -140,17 +179,18 @@ def main():
                                                                           msg.strip() or "ok"))
         # 2. the whole model: the GPTQ checkpoint runs as its exact float32 decode
         outs = {}
-        for tag, d in (("gptq", qdir), ("f32", fdir)):
+        for tag, d in (("quantized", qdir), ("f32", fdir)):
             path = os.path.join(TMP, "%s-%s.npy" % (name, tag))
             rc, text = run("generate", "--model", d, "--ids", json.dumps(ids), "--rows", "all",
                            "--logits-out", path)
             outs[tag] = np.load(path) if rc == 0 else None
             check(rc == 0, "%s: generate on the %s model (%s)" % (name, tag, text.strip()[-200:]))
-        if outs["gptq"] is not None and outs["f32"] is not None:
-            check(outs["gptq"].tobytes() == outs["f32"].tobytes(),
-                  "%s: logits of the GPTQ checkpoint equal those of its float32 decode, bit for "
-                  "bit" % name)
+        if outs["quantized"] is not None and outs["f32"] is not None:
+            check(outs["quantized"].tobytes() == outs["f32"].tobytes(),
+                  "%s: logits of the quantized checkpoint equal those of its float32 decode, bit "
+                  "for bit" % name)
     refusals(base, weights)
+    awq_refusals(base, weights)
     finish()
 
 
@@ -179,6 +219,36 @@ def refusals(base, weights):
         over = {stem + ".weight": None}
         over.update({stem + "." + k: v for k, v in p.items()})
         # the other linear layers stay dense: a partly quantized checkpoint is valid
+        em.write_model(d, c, weights, dtype="F32", overrides=over)
+        rc, text = run("generate", "--model", d, "--ids", "[1, 2]", "--logits-out",
+                       os.path.join(TMP, name + ".npy"))
+        check(rc != 0 and all(w in text for w in words),
+              "%s: refused naming %s (rc %d: %s)" % (name, words, rc, text.strip()[-300:]))
+
+
+def awq_refusals(base, weights):
+    """Malformed AWQ parts, refused by name."""
+    rng = np.random.default_rng(11)
+    stem = "model.layers.1.mlp.gate_proj"
+    out, inn = weights[stem + ".weight"].shape
+    parts, _ = awq_matrix(rng, out, inn, 16)
+    c = copy.deepcopy(base)
+    c["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": 16,
+                                "version": "gemm", "zero_point": True}
+    cases = [
+        ("awq-qweight-gptq-layout", {"qweight": ("I32", (inn // 8, out), parts["qweight"][2])},
+         ["awq", "qweight has shape", "expected [%d, %d]" % (inn, out // 8)]),
+        ("awq-scales-f32", {"scales": ("F32", (inn // 16, out), b"\0" * (inn // 16 * out * 4))},
+         ["awq", "scales is F32, expected F16"]),
+        ("awq-missing-qzeros", {"qzeros": None},
+         ["missing tensor %s.qzeros" % stem, "AWQ checkpoint must hold"]),
+    ]
+    for name, change, words in cases:
+        d = os.path.join(TMP, "bad-" + name)
+        p = dict(parts)
+        p.update(change)
+        over = {stem + ".weight": None}
+        over.update({stem + "." + k: v for k, v in p.items()})
         em.write_model(d, c, weights, dtype="F32", overrides=over)
         rc, text = run("generate", "--model", d, "--ids", "[1, 2]", "--logits-out",
                        os.path.join(TMP, name + ".npy"))
