@@ -212,12 +212,34 @@ def main():
                                        rope_parameters={"rope_type": "default",
                                                         "rope_theta": 1e4}))
     expect("moe", ["num_experts", "mixture-of-experts"], cfg_edit=set_key("num_experts", 8))
-    expect("bnb", ["quant_method bitsandbytes", "expected \"gptq\" or \"awq\""],
+    expect("bnb", ["quant_method bitsandbytes", "\"awq\" or \"compressed-tensors\""],
            cfg_edit=set_key("quantization_config", {"quant_method": "bitsandbytes",
                                                     "bits": 4}))
     expect("awq-gemv", ["quantization_config.version gemv", "GEMM"],
            cfg_edit=set_key("quantization_config", {"quant_method": "awq", "bits": 4,
                                                     "group_size": 32, "version": "gemv"}))
+    ct = {"quant_method": "compressed-tensors", "format": "pack-quantized",
+          "config_groups": {"group_0": {"targets": ["Linear"],
+                                        "weights": {"num_bits": 4, "type": "int",
+                                                    "strategy": "group", "group_size": 32}}}}
+    for label, edit, words in (
+            ("format", {"format": "naive-quantized"},
+             ["quantization_config.format naive-quantized", "pack-quantized or float-quantized"]),
+            ("kv-cache", {"kv_cache_scheme": {"num_bits": 8, "type": "float"}},
+             ["kv_cache_scheme is set"]),
+            ("two-groups", {"config_groups": dict(ct["config_groups"],
+                                                  group_1=ct["config_groups"]["group_0"])},
+             ["exactly one group"]),
+            ("w8a8", {"config_groups": {"group_0": dict(ct["config_groups"]["group_0"],
+                                                        input_activations={"num_bits": 8})}},
+             ["quantizes input activations", "weight-only"]),
+            ("bits", {"config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+                "num_bits": 2, "type": "int", "strategy": "group", "group_size": 32}}}},
+             ["int 2-bit weights are not read"]),
+            ("block", {"config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+                "num_bits": 4, "type": "int", "strategy": "block", "group_size": 32}}}},
+             ["strategy block is not read"])):
+        expect("ct-" + label, words, cfg_edit=set_key("quantization_config", dict(ct, **edit)))
     expect("awq-no-zero", ["zero_point is false"],
            cfg_edit=set_key("quantization_config", {"quant_method": "awq", "bits": 4,
                                                     "group_size": 32, "zero_point": False}))
@@ -228,7 +250,7 @@ def main():
            cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 4,
                                                     "group_size": 32,
                                                     "checkpoint_format": "marlin"}))
-    expect("gptq-dense", ["declares a GPTQ or AWQ checkpoint", "no .qweight"],
+    expect("gptq-dense", ["declares a quantized", "no matrix is stored quantized"],
            cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 4,
                                                     "group_size": 32}))
     expect("nan-weight", [Q, "NaN", "finite"], overrides=nan_q())

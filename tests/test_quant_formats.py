@@ -88,6 +88,79 @@ def awq_matrix(rng, out, inn, group):
     return parts, w
 
 
+def ct_pack(vals, bits, dim):
+    """compressed-tensors' pack_to_int32: signed values shifted by 2^(bits-1), 32 / bits per
+    int32 along `dim` (1: the columns, 0: the rows), value j of a word in bits j * bits, the
+    packed dimension padded with zeros to whole words."""
+    u = (vals.astype(np.int64) + (1 << (bits - 1))).astype(np.uint64)
+    if dim == 0:
+        u = u.T
+    per = 32 // bits
+    u = np.pad(u, ((0, 0), (0, (-u.shape[1]) % per)))
+    u = u.reshape(u.shape[0], -1, per)
+    word = np.zeros(u.shape[:2], dtype=np.uint64)
+    for j in range(per):
+        word |= u[:, :, j] << np.uint64(bits * j)
+    word = word.astype(np.uint32).view("<i4")
+    return word.T.copy() if dim == 0 else word
+
+
+def bf16(a):
+    """(bits as <u2 bytes, float32 value) of a rounded to bfloat16."""
+    b = em.bf16_bits(np.asarray(a, dtype=np.float32)).astype("<u2")
+    return b.tobytes(), (b.astype(np.uint32) << 16).view(np.float32)
+
+
+def ct_packed_matrix(rng, out, inn, bits, group, sym, act_order):
+    """compressed-tensors pack-quantized: w = (q - zero) * scale in float32, q and zero signed."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    q = rng.integers(lo, hi + 1, size=(out, inn))
+    q[0, 0], q[0, 1] = lo, hi
+    groups = inn // group if group else 1
+    gsize = group or inn
+    zero = np.zeros((out, groups), dtype=np.int64) if sym else \
+        rng.integers(lo, hi + 1, size=(out, groups))
+    sraw, scale = bf16(rng.uniform(0.001, 0.05, size=(out, groups)))
+    g = np.arange(inn) // gsize
+    if act_order:
+        g = g[rng.permutation(inn)]
+    d = (q - zero[:, g]).astype(np.float32)
+    w = (d * scale[:, g]).astype(np.float32)
+    parts = {
+        "weight_packed": ("I32", (out, -(-inn // (32 // bits))), ct_pack(q, bits, 1).tobytes()),
+        "weight_scale": ("BF16", (out, groups), sraw),
+        "weight_shape": ("I64", (2,), np.array([out, inn], dtype="<i8").tobytes()),
+    }
+    if not sym:
+        parts["weight_zero_point"] = ("I32", (-(-out // (32 // bits)), groups),
+                                      ct_pack(zero, bits, 0).tobytes())
+    if act_order:
+        parts["weight_g_idx"] = ("I32", (inn,), g.astype("<i4").tobytes())
+    return parts, w
+
+
+def e4m3(code):
+    """FP8 E4M3 (fn) codes to float64: sign, 4 exponent bits (bias 7), 3 mantissa bits,
+    subnormals at exponent 0, no infinities (S.1111.111 is NaN; not generated here)."""
+    c = code.astype(np.int64)
+    e, m = (c >> 3) & 15, c & 7
+    v = np.where(e == 0, m * 2.0 ** -9, (8 + m) * 2.0 ** (e - 10))
+    return np.where(c & 0x80, -v, v)
+
+
+def ct_fp8_matrix(rng, out, inn, per_channel):
+    codes = rng.integers(0, 256, size=(out, inn)).astype(np.uint8)
+    codes[(codes & 0x7F) == 0x7F] = 0x7E  # NaN codes become the largest finite (448)
+    codes[0, :4] = [0x00, 0x80, 0x01, 0x7E]  # +0, -0, the smallest subnormal, the largest
+    scale = rng.uniform(0.0005, 0.01, size=(out, 1) if per_channel else (1,)).astype(np.float32)
+    w = (e4m3(codes).astype(np.float32) * (scale if per_channel else scale[0])).astype(np.float32)
+    parts = {
+        "weight": ("F8_E4M3", (out, inn), codes.tobytes()),
+        "weight_scale": ("F32", scale.shape, scale.astype("<f4").tobytes()),
+    }
+    return parts, w
+
+
 def gptq_matrix(rng, out, inn, bits, group, v2, sym, act_order):
     """Known integers for one matrix, and its parts as (dtype, shape, raw) plus the decode."""
     hi = (1 << bits) - 1
@@ -113,23 +186,73 @@ def gptq_matrix(rng, out, inn, bits, group, v2, sym, act_order):
     return parts, w
 
 
+def gptq_config(bits, group, v2, sym, act):
+    return {"quant_method": "gptq", "bits": bits, "group_size": group, "sym": sym,
+            "desc_act": act, "checkpoint_format": "gptq_v2" if v2 else "gptq"}
+
+
+def ct_config(fmt, weights):
+    return {"quant_method": "compressed-tensors", "format": fmt, "ignore": ["lm_head"],
+            "quantization_status": "compressed",
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights,
+                                          "input_activations": None,
+                                          "output_activations": None}}}
+
+
+def ct_int(bits, group, sym, act):
+    return ct_config("pack-quantized", {
+        "num_bits": bits, "type": "int", "symmetric": sym,
+        "strategy": "group" if group else "channel", "group_size": group or None,
+        "actorder": "group" if act else None, "dynamic": False})
+
+
+def ct_float(per_channel):
+    c = ct_config("float-quantized", {"num_bits": 8, "type": "float", "symmetric": True,
+                                      "strategy": "channel" if per_channel else "tensor",
+                                      "dynamic": False})
+    # FP8 checkpoints quantize activations dynamically; the engine reconstructs the weights only
+    c["config_groups"]["group_0"]["input_activations"] = {"num_bits": 8, "type": "float",
+                                                         "strategy": "token", "dynamic": True}
+    return c
+
+
+# name, quantization_config, a matrix maker (rng, out, in) -> (parts, w), tool_model's view
+# (group, bits, kind) for the per-matrix check or None
 FORMATS = [
-    # name, bits, group, v2, sym, act_order (bits 0: AWQ, 4-bit)
-    ("v1-4bit", 4, 32, False, False, False),
-    ("v2-4bit-act-order", 4, 16, True, False, True),
-    ("v1-8bit-sym", 8, 32, False, True, False),
-    ("v2-8bit-act-order", 8, 64, True, False, True),
-    ("v1-2bit", 2, 16, False, False, True),
-    ("v2-2bit-sym", 2, 32, True, True, False),
-    ("awq-gemm", 0, 32, False, False, False),
-    ("awq-gemm-g16", 0, 16, False, False, False),
+    ("v1-4bit", gptq_config(4, 32, False, False, False),
+     lambda r, o, i: gptq_matrix(r, o, i, 4, 32, False, False, False), (32, 4, "v1")),
+    ("v2-4bit-act-order", gptq_config(4, 16, True, False, True),
+     lambda r, o, i: gptq_matrix(r, o, i, 4, 16, True, False, True), (16, 4, "v2")),
+    ("v1-8bit-sym", gptq_config(8, 32, False, True, False),
+     lambda r, o, i: gptq_matrix(r, o, i, 8, 32, False, True, False), (32, 8, "v1")),
+    ("v2-8bit-act-order", gptq_config(8, 64, True, False, True),
+     lambda r, o, i: gptq_matrix(r, o, i, 8, 64, True, False, True), (64, 8, "v2")),
+    ("v1-2bit", gptq_config(2, 16, False, False, True),
+     lambda r, o, i: gptq_matrix(r, o, i, 2, 16, False, False, True), (16, 2, "v1")),
+    ("v2-2bit-sym", gptq_config(2, 32, True, True, False),
+     lambda r, o, i: gptq_matrix(r, o, i, 2, 32, True, True, False), (32, 2, "v2")),
+    ("awq-gemm", {"quant_method": "awq", "bits": 4, "group_size": 32, "zero_point": True,
+                  "version": "gemm"},
+     lambda r, o, i: awq_matrix(r, o, i, 32), (32, 4, "awq")),
+    ("awq-gemm-g16", {"quant_method": "awq", "bits": 4, "group_size": 16, "zero_point": True,
+                      "version": "GEMM"},
+     lambda r, o, i: awq_matrix(r, o, i, 16), (16, 4, "awq")),
+    ("ct-int4-sym-group", ct_int(4, 32, True, False),
+     lambda r, o, i: ct_packed_matrix(r, o, i, 4, 32, True, False), None),
+    ("ct-int4-asym-channel", ct_int(4, 0, False, False),
+     lambda r, o, i: ct_packed_matrix(r, o, i, 4, 0, False, False), None),
+    ("ct-int4-asym-group-act-order", ct_int(4, 16, False, True),
+     lambda r, o, i: ct_packed_matrix(r, o, i, 4, 16, False, True), None),
+    ("ct-int8-sym-group", ct_int(8, 32, True, False),
+     lambda r, o, i: ct_packed_matrix(r, o, i, 8, 32, True, False), None),
+    ("ct-fp8-channel", ct_float(True), lambda r, o, i: ct_fp8_matrix(r, o, i, True), None),
+    ("ct-fp8-tensor", ct_float(False), lambda r, o, i: ct_fp8_matrix(r, o, i, False), None),
 ]
 
 
-def reconstruct(path, prefix, group, bits, v2):
+def reconstruct(path, prefix, group, bits, kind):
     out = os.path.join(TMP, "rec-%d.f32" % len(os.listdir(TMP)))
-    kind = "awq" if not bits else "v2" if v2 else "v1"
-    argv = [TOOL, "reconstruct", path, prefix, str(group), out, str(bits or 4), kind]
+    argv = [TOOL, "reconstruct", path, prefix, str(group), out, str(bits), kind]
     p = subprocess.run(argv, capture_output=True, text=True)
     return (np.fromfile(out, dtype="<f4") if p.returncode == 0 else None), p.stderr
 
@@ -142,37 +265,32 @@ def main():
     base = em.make_config(dtype="F32", hidden=64, heads=4, kv_heads=2, inter=128, layers=2)
     weights = em.make_weights(base, 3)
     ids = [int(x) for x in np.random.default_rng(5).integers(0, base["vocab_size"], 24)]
-    for name, bits, group, v2, sym, act in FORMATS:
+    for name, qc, maker, view in FORMATS:
         rng = np.random.default_rng(zlib.crc32(name.encode()))
         c = copy.deepcopy(base)
-        if bits:
-            c["quantization_config"] = {"quant_method": "gptq", "bits": bits,
-                                        "group_size": group, "sym": sym, "desc_act": act,
-                                        "checkpoint_format": "gptq_v2" if v2 else "gptq"}
-        else:
-            c["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": group,
-                                        "zero_point": True, "version": "gemm"}
+        c["quantization_config"] = qc
         plain, packed = dict(weights), {}
         for li in range(c["num_hidden_layers"]):
             for mod in LINEAR:
                 stem = "model.layers.%d.%s" % (li, mod)
                 out, inn = weights[stem + ".weight"].shape
-                parts, w = (gptq_matrix(rng, out, inn, bits, group, v2, sym, act) if bits
-                            else awq_matrix(rng, out, inn, group))
+                parts, w = maker(rng, out, inn)
                 plain[stem + ".weight"] = w
                 for k, v in parts.items():
                     packed[stem + "." + k] = v
         qdir, fdir = os.path.join(TMP, name), os.path.join(TMP, name + "-f32")
         over = {k: None for k in plain if k.endswith(".weight") and
                 any(("." + m + ".") in k for m in LINEAR)}
-        over.update(packed)
+        over.update(packed)  # FP8 stores its .weight again, as F8_E4M3
         em.write_model(qdir, c, weights, dtype="F32", overrides=over)
         fc = copy.deepcopy(base)
         em.write_model(fdir, fc, plain, dtype="F32")
         # 1. each matrix decodes to the numpy transcription, bit for bit
         st = os.path.join(qdir, "model.safetensors")
         for stem in ("model.layers.0.mlp.down_proj", "model.layers.1.self_attn.k_proj"):
-            got, msg = reconstruct(st, stem, group, bits, v2)
+            if not view:
+                break  # compressed-tensors: the whole-model check below covers every matrix
+            got, msg = reconstruct(st, stem, *view)
             want = plain[stem + ".weight"]
             check(got is not None and got.tobytes() == want.astype("<f4").tobytes(),
                   "%s %s: reconstruction equals the numpy decode (%s)" % (name, stem,
@@ -191,6 +309,7 @@ def main():
                   "for bit" % name)
     refusals(base, weights)
     awq_refusals(base, weights)
+    ct_refusals(base, weights)
     finish()
 
 
@@ -209,7 +328,7 @@ def refusals(base, weights):
     cases.append(("g_idx-not-a-permutation", {"g_idx": ("I32", (inn,), bad.astype("<i4").tobytes())},
                   ["g_idx", "not a permutation of the groups", "group 0 has 15 inputs"]))
     cases.append(("qweight-other-bits", {"qweight": ("I32", (inn // 4, out), b"\0" * (inn * out))},
-                  ["qweight", "4-bit weights pack into"]))
+                  ["qweight", "as 4-bit GPTQ takes 4096"]))
     cases.append(("qzeros-shape", {"qzeros": ("I32", (inn // 16, out), b"\0" * (inn // 16 * out * 4))},
                   ["qzeros", "shape"]))
     for name, change, words in cases:
@@ -220,6 +339,50 @@ def refusals(base, weights):
         over.update({stem + "." + k: v for k, v in p.items()})
         # the other linear layers stay dense: a partly quantized checkpoint is valid
         em.write_model(d, c, weights, dtype="F32", overrides=over)
+        rc, text = run("generate", "--model", d, "--ids", "[1, 2]", "--logits-out",
+                       os.path.join(TMP, name + ".npy"))
+        check(rc != 0 and all(w in text for w in words),
+              "%s: refused naming %s (rc %d: %s)" % (name, words, rc, text.strip()[-300:]))
+
+
+def write_bad(d, c, weights, stem, parts):
+    over = {stem + ".weight": None}
+    over.update({stem + "." + k: v for k, v in parts.items()})
+    em.write_model(d, c, weights, dtype="F32", overrides=over)
+
+
+def ct_refusals(base, weights):
+    """Malformed compressed-tensors parts, refused by name."""
+    rng = np.random.default_rng(13)
+    stem = "model.layers.0.self_attn.o_proj"
+    out, inn = weights[stem + ".weight"].shape
+    parts, _ = ct_packed_matrix(rng, out, inn, 4, 16, False, True)
+    bad_g = np.arange(inn) // 16
+    bad_g[0] = 1
+    fp8, _ = ct_fp8_matrix(rng, out, inn, True)
+    nan = bytearray(fp8["weight"][2])
+    nan[5] = 0x7F
+    cases = [
+        ("ct-g_idx", ct_int(4, 16, False, True),
+         dict(parts, weight_g_idx=("I32", (inn,), bad_g.astype("<i4").tobytes())),
+         ["weight_g_idx is not a permutation of the groups", "group 0 has 15"]),
+        ("ct-weight-shape", ct_int(4, 16, False, True),
+         dict(parts, weight_shape=("I64", (2,), np.array([out, inn + 8], "<i8").tobytes())),
+         ["weight_shape is [%d, %d], expected [%d, %d]" % (out, inn + 8, out, inn)]),
+        ("ct-scale-dtype", ct_int(4, 16, False, True),
+         dict(parts, weight_scale=("I32", (out, inn // 16), b"\0" * (out * inn // 16 * 4))),
+         ["weight_scale must be BF16, F16 or F32"]),
+        ("ct-no-zero-point", ct_int(4, 16, False, True),
+         {k: v for k, v in parts.items() if k != "weight_zero_point"},
+         ["missing tensor %s.weight_zero_point" % stem]),
+        ("ct-fp8-nan", ct_float(True), dict(fp8, weight=("F8_E4M3", (out, inn), bytes(nan))),
+         ["%s.weight[0, 5] is the FP8 NaN code" % stem]),
+    ]
+    for name, qc, p, words in cases:
+        c = copy.deepcopy(base)
+        c["quantization_config"] = qc
+        d = os.path.join(TMP, "bad-" + name)
+        write_bad(d, c, weights, stem, p)
         rc, text = run("generate", "--model", d, "--ids", "[1, 2]", "--logits-out",
                        os.path.join(TMP, name + ".npy"))
         check(rc != 0 and all(w in text for w in words),

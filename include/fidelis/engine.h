@@ -10,6 +10,7 @@
 
 #include "num.h"
 #include "status.h"
+#include "model.h"
 #include "tensor.h"
 
 #ifdef __cplusplus
@@ -65,10 +66,14 @@ typedef struct {
   unsigned gptq_bits;      /* 2, 4 or 8 */
   bool gptq_v2;            /* checkpoint_format gptq_v2: zero points stored as is */
   bool awq;                /* an AWQ checkpoint (GEMM layout, 4-bit; gptq_group its group) */
-  size_t rotary_dim;       /* leading dimensions of each head that RoPE rotates (head_dim, or
-                              head_dim * partial_rotary_factor on Qwen3.5) */
-  fdl_rope_scaling rope;   /* for dynamic, max_positions is max_position_embeddings x factor */
-  size_t sliding_window;   /* keys a sliding layer's query sees: itself and the window - 1 before */
+  const char *ct_format;   /* compressed-tensors: NULL, "pack-quantized" or "float-quantized" */
+  fdl_ct_scheme ct;        /* pack-quantized's bits, group (0: per channel) and symmetry */
+  bool quant_attn, quant_mlp; /* after loading: the checkpoint stores attention / MLP matrices
+                                 quantized */
+  size_t rotary_dim;          /* leading dimensions of each head that RoPE rotates (head_dim, or
+                                 head_dim * partial_rotary_factor on Qwen3.5) */
+  fdl_rope_scaling rope;      /* for dynamic, max_positions is max_position_embeddings x factor */
+  size_t sliding_window; /* keys a sliding layer's query sees: itself and the window - 1 before */
   const unsigned char *sliding; /* [layers]: 1 for a sliding-window layer; NULL when none is */
   /* Qwen3.5 (docs/QWEN35.md); all zero / NULL / false for the dense architectures. */
   const unsigned char *linear; /* [layers]: 1 for a Gated DeltaNet layer, 0 for full attention */

@@ -135,6 +135,32 @@ FDL_API fdl_status fdl_awq_reconstruct(const fdl_tensor *qweight, const fdl_tens
                                        const fdl_tensor *scales, size_t in, size_t out,
                                        size_t group, float *w, fdl_err *err);
 
+/* compressed-tensors (llm-compressor) checkpoints, decoded to float32 (ctensors.c,
+ * docs/MODELS.md). pack-quantized: bits 4 or 8, group 0 for one scale per output channel, else
+ * inputs per group; symmetric: no zero points. */
+typedef struct {
+  unsigned bits;
+  size_t group;
+  bool symmetric;
+} fdl_ct_scheme;
+
+/* The parts of one pack-quantized matrix X: X.weight_packed, X.weight_scale, and when present
+ * X.weight_zero_point (asymmetric), X.weight_g_idx (activation order) and X.weight_shape. */
+typedef struct {
+  const fdl_tensor *packed, *scale, *zero, *g_idx, *shape;
+} fdl_ct_parts;
+
+/* w[o * in + i] = (q - zero) * scale in float32, with q and zero the stored values minus
+ * 2^(bits-1). Checks every part's dtype, shape and byte count, weight_shape against [out, in], and
+ * that g_idx gives every group `group` inputs, before reading; refuses non-finite scales. */
+FDL_API fdl_status fdl_ct_reconstruct_packed(const fdl_ct_parts *p, size_t in, size_t out,
+                                             const fdl_ct_scheme *sc, float *w, fdl_err *err);
+
+/* float-quantized FP8: w[o * in + i] = e4m3(weight) * scale in float32, the scale one for the
+ * tensor or one per output channel; refuses the FP8 NaN code and non-finite scales. */
+FDL_API fdl_status fdl_ct_reconstruct_fp8(const fdl_tensor *weight, const fdl_tensor *scale,
+                                          size_t in, size_t out, float *w, fdl_err *err);
+
 typedef enum {
   FDL_GPTQ_SCOPE_MLP = 0,    /* mlp.{gate,up,down}_proj */
   FDL_GPTQ_SCOPE_ALL_LINEAR, /* those, self_attn.{q,k,v,o}_proj and Gated DeltaNet's

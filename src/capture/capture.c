@@ -370,18 +370,27 @@ static fdl_status write_layers(const capture *c, const fdl_ds_panel *p, fdl_err 
 
 /* The reference's nine-class scope with the MLP classes quantized when the checkpoint says so
  * (the only scope `fidelis quantize` writes besides all-linear). */
-static json_t *scope(const json_t *q) {
+/* The codec of a quantized checkpoint's matrices ("int4", "int8", "fp8", ...) and its bits. */
+static json_int_t quant_codec(const fdl_model_info *in, char *codec, size_t cap) {
+  bool fp8 = in->ct_format && !strcmp(in->ct_format, "float-quantized");
+  json_int_t bits = fp8 ? 8 : in->ct_format ? (json_int_t)in->ct.bits : (json_int_t)in->gptq_bits;
+  if (fp8)
+    snprintf(codec, cap, "fp8");
+  else
+    snprintf(codec, cap, "int%d", (int)bits);
+  return bits;
+}
+
+/* Which tensor classes the checkpoint stores quantized, as the loader found them. */
+static json_t *scope(const fdl_model_info *in) {
   static const char *const classes[] = {"embed_tokens", "attn.qkv", "attn.o", "mlp.gate",
                                         "mlp.up",       "mlp.down", "norm",   "lm_head"};
-  const char *sc = json_string_value(json_object_get(json_object_get(q, "fidelis"), "scope"));
-  bool all = sc && !strcmp(sc, "all-linear");
-  json_int_t bits = json_integer_value(json_object_get(q, "bits"));
+  char fmt[16];
+  json_int_t bits = quant_codec(in, fmt, sizeof fmt);
   json_t *a = json_array();
   for (size_t i = 0; i < sizeof classes / sizeof *classes; i++) {
     bool mlp = !strncmp(classes[i], "mlp.", 4), attn = !strncmp(classes[i], "attn.", 5);
-    bool qd = mlp || (all && attn);
-    char fmt[16];
-    snprintf(fmt, sizeof fmt, "int%d", (int)bits);
+    bool qd = (mlp && in->quant_mlp) || (attn && in->quant_attn);
     json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:I, s:n}", "tensor_class", classes[i],
                                        "treatment", qd ? "quantized" : "native", "format",
                                        qd ? fmt : "bf16", "bits_per_weight",
@@ -438,13 +447,12 @@ static json_t *meta(const capture *c) {
     json_object_set_new(m, "scope", fdl_capture_gguf_scope(c->m));
     json_object_set_new(m, "weights_decode", fdl_capture_gguf_decode(c->m));
   } else if (quant) {
-    json_int_t bits = json_integer_value(json_object_get(c->quant, "bits"));
     char codec[16];
-    snprintf(codec, sizeof codec, "int%d", (int)bits);
+    json_int_t bits = quant_codec(c->info, codec, sizeof codec);
     json_object_set_new(w, "codec", json_string(codec));
     json_object_set_new(w, "declared_bits", json_real((double)bits));
     json_object_set_new(w, "declared_head_bits", json_integer(16));
-    json_object_set_new(m, "scope", scope(c->quant));
+    json_object_set_new(m, "scope", scope(c->info));
     json_object_set_new(m, "weights_decode",
                         json_pack("{s:s, s:s, s:s, s:O}", "method", "affine-weight-reconstruction",
                                   "scope", "weights_reconstructed", "output_dtype", "float32",

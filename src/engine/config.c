@@ -177,11 +177,13 @@ static fdl_status gptq_config(const json_t *cfg, const char *path, fdl_model_inf
   if (!json_is_object(q))
     return fdl_fail(err, FDL_PARSE, "%s: quantization_config must be an object", path);
   const char *method = json_string_value(json_object_get(q, "quant_method"));
-  if (!method || (strcmp(method, "gptq") && strcmp(method, "awq")))
+  if (!method ||
+      (strcmp(method, "gptq") && strcmp(method, "awq") && strcmp(method, "compressed-tensors")))
     return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: quantization_config.quant_method %s is not supported (expected \"gptq\" "
-                    "or \"awq\")",
+                    "%s: quantization_config.quant_method %s is not supported (expected \"gptq\", "
+                    "\"awq\" or \"compressed-tensors\")",
                     path, method ? method : "(missing)");
+  if (!strcmp(method, "compressed-tensors")) return fdl_eng_ct_config(q, path, info, err);
   fdl_status s = !strcmp(method, "awq") ? awq_config(q, path, info, err) : FDL_OK;
   if (s) return s;
   const json_t *bits = json_object_get(q, "bits");

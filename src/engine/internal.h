@@ -196,12 +196,18 @@ void fdl_eng_mat_row(const eng_mat *b, size_t row, float *dst);
 void fdl_eng_mat_args(const eng_mat *b, size_t row0, fdl_gemm_args *x);
 /* The tensor called name in any shard, or NULL. */
 const fdl_tensor *fdl_eng_find(const fdl_model *m, const char *name);
-/* gptq_load.c: the [rows, cols] matrix `weight_name` (".weight") of a GPTQ-v1 checkpoint, from
- * its .qweight/.qzeros/.scales/.g_idx, as a float32 tensor the model owns; parts receives the
- * four tensor names it read. */
-#define FDL_ENG_GPTQ_PARTS 4
-fdl_status fdl_eng_gptq_mat(fdl_model *m, const char *weight_name, size_t rows, size_t cols,
-                            eng_mat *mat, const char **parts, fdl_err *err);
+/* quant_load.c: the [rows, cols] matrix `weight_name` (".weight") of a quantized checkpoint
+ * (GPTQ, AWQ or compressed-tensors, as info says), from its parts, as a float32 tensor the model
+ * owns; parts receives the names it read (NULL after the last). */
+#define FDL_ENG_QUANT_PARTS 5
+fdl_status fdl_eng_quant_mat(fdl_model *m, const char *weight_name, size_t rows, size_t cols,
+                             eng_mat *mat, const char **parts, fdl_err *err);
+/* Whether config.json declares a quantized checkpoint whose matrices the engine reconstructs. */
+static inline bool fdl_eng_quantized(const fdl_model_info *in) {
+  return in->gptq_group || in->ct_format;
+}
+/* ctensors_config.c: a compressed-tensors quantization_config into info (ct_format, ct). */
+fdl_status fdl_eng_ct_config(const json_t *q, const char *path, fdl_model_info *info, fdl_err *err);
 
 /* mathfn.c: fidelis' own double-precision functions, built from +, *, fma and exact scalings,
  * so no libm variant can move a bit. */

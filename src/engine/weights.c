@@ -248,10 +248,13 @@ fdl_status fdl_eng_bind(eng_binder *b, const char *name, int nd, const size_t *d
 
 fdl_status fdl_eng_bind_mat(eng_binder *b, const char *name, size_t rows, size_t cols, eng_mat *mat,
                             fdl_err *err) {
-  if (b->m->info.gptq_group && !fdl_eng_find(b->m, name)) {
-    const char *parts[FDL_ENG_GPTQ_PARTS];
-    fdl_status s = fdl_eng_gptq_mat(b->m, name, rows, cols, mat, parts, err);
-    for (size_t i = 0; s == FDL_OK && i < FDL_ENG_GPTQ_PARTS && parts[i]; i++)
+  /* stored quantized: no float .weight (its parts instead), or an FP8 one */
+  const fdl_tensor *dense = fdl_eng_find(b->m, name);
+  if (fdl_eng_quantized(&b->m->info) &&
+      (!dense || (b->m->info.ct_format && dense->dtype == FDL_DTYPE_F8_E4M3))) {
+    const char *parts[FDL_ENG_QUANT_PARTS];
+    fdl_status s = fdl_eng_quant_mat(b->m, name, rows, cols, mat, parts, err);
+    for (size_t i = 0; s == FDL_OK && i < FDL_ENG_QUANT_PARTS && parts[i]; i++)
       s = fdl_eng_bound(b, parts[i], err);
     return s;
   }
@@ -491,11 +494,11 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
                    emb_name);
   }
   if (s) goto out;
-  if (in->gptq_group && !m->nowned)
+  if (fdl_eng_quantized(in) && !m->nowned)
     s = fdl_fail(err, FDL_PARSE,
-                 "config.json declares a GPTQ or AWQ checkpoint (quantization_config) but no "
-                 "matrix is stored quantized (no .qweight): a dense model would be declared "
-                 "quantized");
+                 "config.json declares a quantized (GPTQ, AWQ or compressed-tensors) checkpoint "
+                 "(quantization_config) but no matrix is stored quantized: a dense model would "
+                 "be declared quantized");
   /* Sorted once, so the check below is O(n log n) in the tensors, not quadratic. */
   if (b.nbound > 1) qsort(b.bound, b.nbound, sizeof *b.bound, cmp_str);
   for (size_t i = 0; i < m->nshards && !s; i++)
