@@ -103,8 +103,16 @@ def flags(c):
     return {
         "qkv_bias": arch == "Qwen2ForCausalLM" or ab,
         "o_bias": arch != "Qwen2ForCausalLM" and ab,
-        "qk_norm": arch == "Qwen3ForCausalLM",
+        "qk_norm": arch in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM"),
     }
+
+
+def moe_layers(c):
+    """Which layers route through experts, as transformers' Qwen3MoE decides: every
+    decoder_sparse_step-th layer (i + 1 divisible by it) not in mlp_only_layers."""
+    E, L = c.get("num_experts", 0), c["num_hidden_layers"]
+    step, only = c.get("decoder_sparse_step", 1), c.get("mlp_only_layers") or []
+    return [bool(E) and i not in only and (i + 1) % step == 0 for i in range(L)]
 
 
 def make_weights(c, seed):
@@ -132,9 +140,18 @@ def make_weights(c, seed):
         w[p + "self_attn.k_proj.weight"] = mat(kd, H)
         w[p + "self_attn.v_proj.weight"] = mat(kd, H)
         w[p + "self_attn.o_proj.weight"] = mat(H, qd)
-        w[p + "mlp.gate_proj.weight"] = mat(I, H)
-        w[p + "mlp.up_proj.weight"] = mat(I, H)
-        w[p + "mlp.down_proj.weight"] = mat(H, I)
+        if moe_layers(c)[i]:
+            Im = c["moe_intermediate_size"]
+            w[p + "mlp.gate.weight"] = mat(c["num_experts"], H) * 4.0
+            for e in range(c["num_experts"]):
+                q = p + "mlp.experts.%d." % e
+                w[q + "gate_proj.weight"] = mat(Im, H)
+                w[q + "up_proj.weight"] = mat(Im, H)
+                w[q + "down_proj.weight"] = mat(H, Im)
+        else:
+            w[p + "mlp.gate_proj.weight"] = mat(I, H)
+            w[p + "mlp.up_proj.weight"] = mat(I, H)
+            w[p + "mlp.down_proj.weight"] = mat(H, I)
         if f["qkv_bias"]:
             w[p + "self_attn.q_proj.bias"] = bias(qd)
             w[p + "self_attn.k_proj.bias"] = bias(kd)
@@ -249,6 +266,27 @@ def sliding(c):
     return w, [t == "sliding_attention" for t in lt]
 
 
+def moe(c, W, p, xn):
+    """Qwen3MoE's sparse block: softmax over the router logits, the num_experts_per_tok largest
+    probabilities (the lower expert index first among equals), renormalised when
+    norm_topk_prob, and the weighted sum of the chosen experts' SwiGLU MLPs."""
+    lg = xn @ W[p + "mlp.gate.weight"].T
+    pr = np.exp(lg - lg.max(axis=1, keepdims=True))
+    pr /= pr.sum(axis=1, keepdims=True)
+    out = np.zeros_like(xn)
+    for t in range(xn.shape[0]):
+        top = np.argsort(-pr[t], kind="stable")[:c["num_experts_per_tok"]]
+        wt = pr[t, top]
+        if c.get("norm_topk_prob"):
+            wt = wt / wt.sum()
+        for e, we in zip(top, wt):
+            q = p + "mlp.experts.%d." % e
+            g = W[q + "gate_proj.weight"] @ xn[t]
+            u = W[q + "up_proj.weight"] @ xn[t]
+            out[t] += we * (W[q + "down_proj.weight"] @ (g / (1.0 + np.exp(-g)) * u))
+    return out
+
+
 def forward(c, stored, ids):
     """float64 forward pass from the stored bytes: (hidden after the final norm, logits)."""
     W = {n: widen(raw, dt, shape) for n, (dt, shape, raw) in stored.items()}
@@ -307,6 +345,9 @@ def forward(c, stored, ids):
             o = o + W[p + "self_attn.o_proj.bias"]
         x = x + o
         xn = rms(x, W[p + "post_attention_layernorm.weight"])
+        if moe_layers(c)[i]:
+            x = x + moe(c, W, p, xn)
+            continue
         g = xn @ W[p + "mlp.gate_proj.weight"].T
         u = xn @ W[p + "mlp.up_proj.weight"].T
         x = x + (g / (1.0 + np.exp(-g)) * u) @ W[p + "mlp.down_proj.weight"].T
@@ -314,6 +355,18 @@ def forward(c, stored, ids):
     head = W["model.embed_tokens.weight" if c["tie_word_embeddings"] else "lm_head.weight"]
     return hidden, hidden @ head.T
 
+
+# Mixture of experts (Qwen3MoeForCausalLM): test_engine_oracle.py only (the float64 mode runs
+# the dense architectures). Top 2 of 8 renormalised over 40 positions; top 1 of 4 without
+# renormalising, a sparse step of 2 and a dense first layer; and a router tie.
+MOE = dict(arch="Qwen3MoeForCausalLM", kv_heads=2, moe_intermediate_size=48)
+MOE_CASES = [
+    ("qwen3-moe-top2-norm", dict(MOE, num_experts=8, num_experts_per_tok=2, norm_topk_prob=True),
+     "BF16", 1, 40),
+    ("qwen3-moe-top1-step2", dict(MOE, layers=4, num_experts=4, num_experts_per_tok=1,
+                                  decoder_sparse_step=2, mlp_only_layers=[1]), "F32", 1, 29),
+    ("qwen3-moe-top1-tie", dict(MOE, num_experts=4, num_experts_per_tok=1), "F32", 1, 17),
+]
 
 # The dense configurations the engine tests run (test_engine_oracle.py, test_engine_f64.py).
 DENSE_CASES = [

@@ -212,6 +212,14 @@ def main():
                                        rope_parameters={"rope_type": "default",
                                                         "rope_theta": 1e4}))
     expect("moe", ["num_experts", "mixture-of-experts"], cfg_edit=set_key("num_experts", 8))
+    moe = {"architectures": ["Qwen3MoeForCausalLM"], "num_experts": 4, "num_experts_per_tok": 2,
+           "moe_intermediate_size": 32}
+    expect("moe-shared", ["shared_expert_intermediate_size is set"],
+           cfg_edit=lambda c: c.update(moe, shared_expert_intermediate_size=64))
+    expect("moe-top-k", ["num_experts_per_tok 8 must be at most num_experts 4"],
+           cfg_edit=lambda c: c.update(moe, num_experts_per_tok=8))
+    expect("moe-only-layers", ["mlp_only_layers[0] is not a layer index below 2"],
+           cfg_edit=lambda c: c.update(moe, mlp_only_layers=[5]))
     expect("bnb", ["quant_method bitsandbytes", "\"awq\" or \"compressed-tensors\""],
            cfg_edit=set_key("quantization_config", {"quant_method": "bitsandbytes",
                                                     "bits": 4}))

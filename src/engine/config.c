@@ -9,8 +9,12 @@
 #include "engine/internal.h"
 #include "fidelis/quote.h"
 
-static const char *const k_arch[] = {"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-                                     "Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration"};
+static const char *const k_arch[] = {"LlamaForCausalLM",
+                                     "Qwen2ForCausalLM",
+                                     "Qwen3ForCausalLM",
+                                     "Qwen3_5ForCausalLM",
+                                     "Qwen3_5ForConditionalGeneration",
+                                     "Qwen3MoeForCausalLM"};
 #define N_ARCH (sizeof k_arch / sizeof *k_arch)
 
 /* Fields whose presence (non-null, non-false, non-zero) means a mixture of experts. */
@@ -125,12 +129,12 @@ static fdl_status windows(const json_t *cfg, const char *path, int arch, fdl_mod
   return FDL_OK;
 }
 
-static fdl_status refusals(const json_t *cfg, const char *path, fdl_err *err) {
+static fdl_status refusals(const json_t *cfg, const char *path, bool moe, fdl_err *err) {
   const json_t *act = json_object_get(cfg, "hidden_act");
   if (act && !(json_is_string(act) && strcmp(json_string_value(act), "silu") == 0))
     return fdl_fail(err, FDL_UNSUPPORTED, "%s: hidden_act %s is not supported (expected \"silu\")",
                     path, json_is_string(act) ? json_string_value(act) : "(not a string)");
-  for (size_t i = 0; i < sizeof k_moe / sizeof *k_moe; i++)
+  for (size_t i = 0; !moe && i < sizeof k_moe / sizeof *k_moe; i++)
     if (fdl_eng_cfg_set(json_object_get(cfg, k_moe[i])))
       return fdl_fail(err, FDL_UNSUPPORTED,
                       "%s: %s is set: mixture-of-experts (MoE) models are not supported", path,
@@ -275,23 +279,26 @@ fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *i
       !json_is_string(json_array_get(archs, 0)))
     return fdl_fail(err, FDL_PARSE,
                     "%s: architectures must be an array of one string (LlamaForCausalLM, "
-                    "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3_5ForCausalLM or "
-                    "Qwen3_5ForConditionalGeneration)",
+                    "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, Qwen3_5ForCausalLM "
+                    "or Qwen3_5ForConditionalGeneration)",
                     path);
   const char *a = json_string_value(json_array_get(archs, 0));
   int arch = -1;
   for (int i = 0; i < (int)N_ARCH; i++)
     if (strcmp(a, k_arch[i]) == 0) arch = i;
+  /* Qwen3's MoE sibling: Qwen3 in everything but the MLP (moe.c) */
+  bool moe = arch == 5;
+  if (moe) arch = 2;
   if (arch < 0)
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "%s: unsupported architecture %s (expected LlamaForCausalLM, "
-                    "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3_5ForCausalLM or "
-                    "Qwen3_5ForConditionalGeneration)",
+                    "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, Qwen3_5ForCausalLM "
+                    "or Qwen3_5ForConditionalGeneration)",
                     path, a);
   info->arch = k_arch[arch];
   const json_t *tc, *rope_src;
   fdl_status s = text_config(cfg, path, arch, &tc, err);
-  if (!s) s = refusals(tc, path, err);
+  if (!s) s = refusals(tc, path, moe, err);
   if (!s) s = gptq_config(cfg, path, info, err);
   if (!s) s = dims(tc, path, info, err);
   if (!s) s = fdl_eng_rope_config(tc, path, arch < 3, info, &rope_src, err);
@@ -318,5 +325,9 @@ fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *i
   info->qk_norm = arch == 2;
   info->prefix = "model.";
   info->head_tensor = info->tied ? "model.embed_tokens.weight" : "lm_head.weight";
+  if (moe) {
+    info->arch = k_arch[5];
+    return fdl_eng_moe_config(tc, path, info, err);
+  }
   return FDL_OK;
 }

@@ -73,6 +73,7 @@ static fdl_status ensure_work(fdl_model *m, size_t n, fdl_err *err) {
   free(w->exps);
   nw.cap = n;
   nw.q35 = w->q35; /* sized on its own (fdl_eng_gdn_work) */
+  nw.moe = w->moe; /* and so is this (moe.c) */
   *w = nw;
   return FDL_OK;
 }
@@ -180,13 +181,15 @@ static fdl_status layer_step(fdl_model *m, size_t li, size_t p0, size_t rows, bo
   if ((s = fdl_eng_rows(m, ENG_ROW_NORM_IN, li, p0, rows, err)) ||
       (s = in->linear && in->linear[li] ? fdl_eng_gdn_layer(m, li, p0, rows, chunked, err)
                                         : attention(m, li, p0, rows, err)) ||
-      (s = fdl_eng_rows(m, ENG_ROW_ATTN_OUT, li, p0, rows, err)) ||
-      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->gate, w->g, I, err)) ||
-      (s = fdl_eng_gemm(m, w->xn, H, rows, &l->up, w->u, I, err)) ||
-      (s = silu_par(m, w->g, w->u, rows * I, err)) ||
-      (s = fdl_eng_gemm(m, w->g, I, rows, &l->down, w->xn, H, err)) ||
-      (s = fdl_eng_rows(m, ENG_ROW_MLP_OUT, li, p0, rows, err)))
+      (s = fdl_eng_rows(m, ENG_ROW_ATTN_OUT, li, p0, rows, err)))
     return s;
+  if (in->moe && in->moe[li])
+    s = fdl_eng_moe(m, li, rows, err);
+  else if (!(s = fdl_eng_gemm(m, w->xn, H, rows, &l->gate, w->g, I, err)) &&
+           !(s = fdl_eng_gemm(m, w->xn, H, rows, &l->up, w->u, I, err)) &&
+           !(s = silu_par(m, w->g, w->u, rows * I, err)))
+    s = fdl_eng_gemm(m, w->g, I, rows, &l->down, w->xn, H, err);
+  if (s || (s = fdl_eng_rows(m, ENG_ROW_MLP_OUT, li, p0, rows, err))) return s;
   return FDL_OK;
 }
 

@@ -45,6 +45,9 @@ typedef struct {
   float *q_norm, *k_norm;                   /* [head_dim] (Qwen3) or NULL */
   float *q_bias, *k_bias, *v_bias, *o_bias; /* or NULL */
   eng_mat q, k, v, o, gate, up, down;       /* q: [2 * heads * head_dim] rows with a gate */
+  /* A mixture-of-experts layer (info.moe[i]) instead of gate/up/down: */
+  eng_mat router; /* [experts, hidden] */
+  eng_mat *ex;    /* [experts * 3]: expert e's gate, up and down at 3e, 3e + 1, 3e + 2 */
   /* A Gated DeltaNet layer (Qwen3.5) instead of q/k/v/o: */
   eng_mat qkv, z, b, a, out;
   float *conv;    /* [conv_dim, conv_kernel] */
@@ -68,6 +71,18 @@ typedef struct {
   size_t cap;         /* positions the buffers above hold */
 } eng_q35_work;
 
+/* A mixture-of-experts layer's scratch (moe.c), for `cap` positions. */
+typedef struct {
+  float *logits; /* [cap, experts] router */
+  size_t *sel;   /* [cap, experts_per_tok] chosen experts, ascending */
+  float *weight; /* [cap, experts_per_tok] their routing weights */
+  size_t *rows;  /* [cap] the positions one expert serves */
+  float *x, *y;  /* [cap, hidden] an expert's gathered inputs, its outputs */
+  float *g, *u;  /* [cap, moe_intermediate] */
+  float *out;    /* [cap, hidden] the weighted sum */
+  size_t cap;
+} eng_moe_work;
+
 /* Scratch for one run, sized for `cap` positions; grown only between runs. */
 typedef struct {
   size_t cap;
@@ -82,6 +97,7 @@ typedef struct {
   float *scores;        /* [workers][ENG_ATT_ROWS, cap] attention scores, then probabilities */
   double *exps;         /* [workers][cap] one softmax row's exponentials */
   eng_q35_work q35;     /* sized on its own, by fdl_eng_gdn_work */
+  eng_moe_work moe;     /* sized on its own, by fdl_eng_moe */
 } eng_work;
 
 struct fdl_model {
@@ -267,6 +283,12 @@ fdl_status fdl_eng_rows(fdl_model *m, eng_row_phase ph, size_t li, size_t p0, si
 /* deltanet.c: sizes the Qwen3.5 buffers for n positions; then a Gated DeltaNet layer over rows
  * [p0, p0 + rows): w->xn (normed input) -> w->xn (out_proj's output), chunked or recurrent. */
 fdl_status fdl_eng_gdn_work(fdl_model *m, size_t n, fdl_err *err);
+/* moe.c: which layers of a Qwen3MoeForCausalLM config route through experts (into info), and
+ * layer li's routed MLP over rows [0, rows) of w->xn, written back to w->xn. */
+fdl_status fdl_eng_moe_config(const json_t *cfg, const char *path, fdl_model_info *info,
+                              fdl_err *err);
+fdl_status fdl_eng_moe(fdl_model *m, size_t li, size_t rows, fdl_err *err);
+void fdl_eng_moe_free(eng_moe_work *w);
 fdl_status fdl_eng_gdn_layer(fdl_model *m, size_t li, size_t p0, size_t rows, bool chunked,
                              fdl_err *err);
 

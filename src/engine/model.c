@@ -18,6 +18,7 @@ static void free_work(eng_work *w) {
                    w->q35.beta, w->q35.gdec, w->q35.core,  w->q35.state,    w->q35.chunk};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
   free(w->exps);
+  fdl_eng_moe_free(&w->moe);
   memset(w, 0, sizeof *w);
 }
 
@@ -30,10 +31,12 @@ void fdl_model_free(fdl_model *m) {
                     l->v_bias,  l->o_bias,    l->conv,   l->dt_bias, l->gnorm};
       for (size_t j = 0; j < sizeof v / sizeof *v; j++) free(v[j]);
       free(l->decay);
+      free(l->ex);
     }
   free(m->layer);
   free((void *)m->info.linear);
   free((void *)m->info.sliding);
+  free((void *)m->info.moe);
   for (size_t i = 0; i < m->nowned; i++) {
     if (m->owned[i]) free((void *)m->owned[i]->data);
     free(m->owned[i]);

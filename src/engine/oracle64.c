@@ -191,6 +191,11 @@ fdl_status fdl_engine_run_f64(fdl_model *m, const int32_t *ids, size_t n, double
                               double *logits, fdl_err *err) {
   const fdl_model_info *in = &m->info;
   fdl_status s = fdl_eng_check_ids(m, ids, n, err);
+  if (!s && in->moe)
+    s = fdl_fail(err, FDL_UNSUPPORTED,
+                 "the float64 oracle runs the dense architectures; %s's experts are checked "
+                 "against tests/engine_models.py's numpy oracle instead",
+                 in->arch);
   if (!s && in->linear)
     s = fdl_fail(err, FDL_UNSUPPORTED,
                  "the float64 oracle runs the dense architectures (Llama, Qwen2, Qwen3); %s is "

@@ -295,11 +295,32 @@ static fdl_status bind_layer(eng_binder *b, size_t i, fdl_err *err) {
       (s = fdl_eng_bind_mat(b, NAME("self_attn.q_proj.weight"), qd, h, &l->q, err)) ||
       (s = fdl_eng_bind_mat(b, NAME("self_attn.k_proj.weight"), kd, h, &l->k, err)) ||
       (s = fdl_eng_bind_mat(b, NAME("self_attn.v_proj.weight"), kd, h, &l->v, err)) ||
-      (s = fdl_eng_bind_mat(b, NAME("self_attn.o_proj.weight"), h, qd, &l->o, err)) ||
-      (s = fdl_eng_bind_mat(b, NAME("mlp.gate_proj.weight"), in->intermediate, h, &l->gate, err)) ||
-      (s = fdl_eng_bind_mat(b, NAME("mlp.up_proj.weight"), in->intermediate, h, &l->up, err)) ||
-      (s = fdl_eng_bind_mat(b, NAME("mlp.down_proj.weight"), h, in->intermediate, &l->down, err)))
+      (s = fdl_eng_bind_mat(b, NAME("self_attn.o_proj.weight"), h, qd, &l->o, err)))
     return s;
+  if (in->moe && in->moe[i]) {
+    /* the router, then each expert's gate, up and down */
+    size_t mi = in->moe_intermediate;
+    if (!(l->ex = calloc(3 * in->experts, sizeof *l->ex)))
+      return fdl_fail(err, FDL_NOMEM, "out of memory");
+    if ((s = fdl_eng_bind_mat(b, NAME("mlp.gate.weight"), in->experts, h, &l->router, err)))
+      return s;
+    for (size_t e = 0; e < in->experts; e++) {
+      char part[64];
+      snprintf(part, sizeof part, "mlp.experts.%zu.gate_proj.weight", e);
+      if ((s = fdl_eng_bind_mat(b, NAME(part), mi, h, &l->ex[3 * e], err))) return s;
+      snprintf(part, sizeof part, "mlp.experts.%zu.up_proj.weight", e);
+      if ((s = fdl_eng_bind_mat(b, NAME(part), mi, h, &l->ex[3 * e + 1], err))) return s;
+      snprintf(part, sizeof part, "mlp.experts.%zu.down_proj.weight", e);
+      if ((s = fdl_eng_bind_mat(b, NAME(part), h, mi, &l->ex[3 * e + 2], err))) return s;
+    }
+  } else if ((s = fdl_eng_bind_mat(b, NAME("mlp.gate_proj.weight"), in->intermediate, h, &l->gate,
+                                   err)) ||
+             (s = fdl_eng_bind_mat(b, NAME("mlp.up_proj.weight"), in->intermediate, h, &l->up,
+                                   err)) ||
+             (s = fdl_eng_bind_mat(b, NAME("mlp.down_proj.weight"), h, in->intermediate, &l->down,
+                                   err))) {
+    return s;
+  }
   if (in->attn_bias &&
       ((s = fdl_eng_bind_vec(b, NAME("self_attn.q_proj.bias"), qd, &l->q_bias, err)) ||
        (s = fdl_eng_bind_vec(b, NAME("self_attn.k_proj.bias"), kd, &l->k_bias, err)) ||
