@@ -332,23 +332,21 @@ def refusals(base, weights):
     cases.append(("qzeros-shape", {"qzeros": ("I32", (inn // 16, out), b"\0" * (inn // 16 * out * 4))},
                   ["qzeros", "shape"]))
     for name, change, words in cases:
-        d = os.path.join(TMP, "bad-" + name)
-        p = dict(parts)
-        p.update(change)
-        over = {stem + ".weight": None}
-        over.update({stem + "." + k: v for k, v in p.items()})
-        # the other linear layers stay dense: a partly quantized checkpoint is valid
-        em.write_model(d, c, weights, dtype="F32", overrides=over)
-        rc, text = run("generate", "--model", d, "--ids", "[1, 2]", "--logits-out",
-                       os.path.join(TMP, name + ".npy"))
-        check(rc != 0 and all(w in text for w in words),
-              "%s: refused naming %s (rc %d: %s)" % (name, words, rc, text.strip()[-300:]))
+        expect_refused(name, c, weights, stem, dict(parts, **change), words)
 
 
-def write_bad(d, c, weights, stem, parts):
+def expect_refused(name, c, weights, stem, parts, words):
+    """A model whose matrix `stem` is stored as `parts` (a part None is left out; the other
+    linear layers stay dense, as a partly quantized checkpoint may) must be refused by generate
+    with every one of `words` in the message."""
+    d = os.path.join(TMP, "bad-" + name)
     over = {stem + ".weight": None}
     over.update({stem + "." + k: v for k, v in parts.items()})
     em.write_model(d, c, weights, dtype="F32", overrides=over)
+    rc, text = run("generate", "--model", d, "--ids", "[1, 2]", "--logits-out",
+                   os.path.join(TMP, name + ".npy"))
+    check(rc != 0 and all(w in text for w in words),
+          "%s: refused naming %s (rc %d: %s)" % (name, words, rc, text.strip()[-300:]))
 
 
 def ct_refusals(base, weights):
@@ -372,8 +370,7 @@ def ct_refusals(base, weights):
         ("ct-scale-dtype", ct_int(4, 16, False, True),
          dict(parts, weight_scale=("I32", (out, inn // 16), b"\0" * (out * inn // 16 * 4))),
          ["weight_scale must be BF16, F16 or F32"]),
-        ("ct-no-zero-point", ct_int(4, 16, False, True),
-         {k: v for k, v in parts.items() if k != "weight_zero_point"},
+        ("ct-no-zero-point", ct_int(4, 16, False, True), dict(parts, weight_zero_point=None),
          ["missing tensor %s.weight_zero_point" % stem]),
         ("ct-fp8-nan", ct_float(True), dict(fp8, weight=("F8_E4M3", (out, inn), bytes(nan))),
          ["%s.weight[0, 5] is the FP8 NaN code" % stem]),
@@ -381,12 +378,7 @@ def ct_refusals(base, weights):
     for name, qc, p, words in cases:
         c = copy.deepcopy(base)
         c["quantization_config"] = qc
-        d = os.path.join(TMP, "bad-" + name)
-        write_bad(d, c, weights, stem, p)
-        rc, text = run("generate", "--model", d, "--ids", "[1, 2]", "--logits-out",
-                       os.path.join(TMP, name + ".npy"))
-        check(rc != 0 and all(w in text for w in words),
-              "%s: refused naming %s (rc %d: %s)" % (name, words, rc, text.strip()[-300:]))
+        expect_refused(name, c, weights, stem, p, words)
 
 
 def awq_refusals(base, weights):
@@ -407,16 +399,7 @@ def awq_refusals(base, weights):
          ["missing tensor %s.qzeros" % stem, "AWQ checkpoint must hold"]),
     ]
     for name, change, words in cases:
-        d = os.path.join(TMP, "bad-" + name)
-        p = dict(parts)
-        p.update(change)
-        over = {stem + ".weight": None}
-        over.update({stem + "." + k: v for k, v in p.items()})
-        em.write_model(d, c, weights, dtype="F32", overrides=over)
-        rc, text = run("generate", "--model", d, "--ids", "[1, 2]", "--logits-out",
-                       os.path.join(TMP, name + ".npy"))
-        check(rc != 0 and all(w in text for w in words),
-              "%s: refused naming %s (rc %d: %s)" % (name, words, rc, text.strip()[-300:]))
+        expect_refused(name, c, weights, stem, dict(parts, **change), words)
 
 
 if __name__ == "__main__":
