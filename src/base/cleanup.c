@@ -73,17 +73,29 @@ bool fdl_cleanup_on_signals(void) {
   return true;
 }
 
-void fdl_cleanup_add(const char *path, bool dir) {
+void fdl_cleanup_hold(void) {
+  pthread_mutex_lock(&reg.mu);
+}
+
+void fdl_cleanup_release(void) {
+  pthread_mutex_unlock(&reg.mu);
+}
+
+void fdl_cleanup_add_held(const char *path, bool dir) {
   char *p = fdl_strdup(path);
   if (!p) return;
-  pthread_mutex_lock(&reg.mu);
   for (int i = 0; i < CLEANUP_SLOTS; i++)
     if (!reg.path[i]) {
       reg.path[i] = p, reg.dir[i] = dir, p = NULL;
       break;
     }
-  pthread_mutex_unlock(&reg.mu);
   free(p);
+}
+
+void fdl_cleanup_add(const char *path, bool dir) {
+  fdl_cleanup_hold();
+  fdl_cleanup_add_held(path, dir);
+  fdl_cleanup_release();
 }
 
 void fdl_cleanup_forget(const char *path) {

@@ -207,12 +207,16 @@ fdl_status fdl_out_open(fdl_out *o, const char *path, fdl_err *err) {
   /* The pid plus an attempt counter keeps concurrent writers in one directory apart. */
   for (unsigned attempt = 0; attempt < 100; attempt++) {
     snprintf(o->tmp_path, n, "%s.tmp-%ld-%u", path, (long)getpid(), attempt);
+    /* created and registered under the hold: a stopping signal that comes once the file
+     * exists finds it registered, and removes it */
+    fdl_cleanup_hold();
     o->fd = fdl_sys_open(o->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
                          0666 /* the umask decides who may read it */);
-    if (o->fd >= 0) {
-      fdl_cleanup_add(o->tmp_path, false); /* removed if a stopping signal comes first */
-      return FDL_OK;
-    }
+    int e = errno;
+    if (o->fd >= 0) fdl_cleanup_add_held(o->tmp_path, false);
+    fdl_cleanup_release();
+    if (o->fd >= 0) return FDL_OK;
+    errno = e;
     if (errno != EEXIST) break;
   }
   int e = errno;

@@ -280,6 +280,9 @@ fdl_status fdl_stage_open(fdl_stage *st, const char *target, unsigned flags, fdl
   if (s == FDL_OK) sweep(st->parent_fd, shown, notice, notice_arg);
   char name[sizeof FDL_STAGE_PREFIX + 48];
   int e = EEXIST;
+  /* from the directory's creation to its registration, a stopping signal's sweep waits, so it
+   * never misses a directory that exists */
+  fdl_cleanup_hold();
   for (unsigned a = 0; s == FDL_OK && a < FS_STAGE_ATTEMPTS && e == EEXIST; a++) {
     stage_name(name, sizeof name, a, st);
     /* 0777: the published output's mode is the umask's decision (mkdtemp would force 0700). */
@@ -303,9 +306,10 @@ fdl_status fdl_stage_open(fdl_stage *st, const char *target, unsigned flags, fdl
     } else {
       /* Held until the process ends, however it ends: the sweep of a later run sees it. */
       (void)flock(st->dirfd, LOCK_EX | LOCK_NB);
-      fdl_cleanup_add(st->path, true); /* removed if a stopping signal comes first */
+      fdl_cleanup_add_held(st->path, true); /* removed if a stopping signal comes first */
     }
   }
+  fdl_cleanup_release();
   free(parent);
   if (s != FDL_OK) stage_release(st);
   return s;
