@@ -87,11 +87,15 @@ static fdl_status plan_tensor(plan *p, const fdl_tensor *t, const fdl_gptq_opts 
                     t->name, fdl_gptq_scope_name(o->scope), fdl_dtype_name(t->dtype), t->ndim);
   p->out = (size_t)t->shape[0];
   p->in = (size_t)t->shape[1];
+  /* No --pad: zero rows or columns would change the model's shape (its config, every tensor
+   * that meets this one), so the quantized model would be another model. Say what works. */
   if (p->out % 8 || p->in % 8)
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "tensor %s [%zu, %zu]: GPTQ packs 8 values per int32, so in and out must be "
-                    "multiples of 8",
-                    t->name, p->out, p->in);
+                    "multiples of 8; leave it out of the scope (--scope mlp keeps attention "
+                    "dense), or quantize a model whose dimensions are (here [%zu, %zu]): fidelis "
+                    "does not pad, which would change the model's shape",
+                    t->name, p->out, p->in, (p->out + 7) / 8 * 8, (p->in + 7) / 8 * 8);
   if (p->in % o->group)
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "tensor %s [%zu, %zu]: group size %zu does not divide the input dimension "
