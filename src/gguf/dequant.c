@@ -281,7 +281,7 @@ fdl_status fdl_ggml_check_finite(uint32_t id, const void *src, uint64_t n, fdl_e
   const unsigned o0 = SCALES[id].off[0], o1 = SCALES[id].n > 1 ? SCALES[id].off[1] : o0;
   for (uint64_t b = 0; b < blocks; b++) {
     const uint8_t *blk = p + b * t->block_bytes;
-    if (!(f16_nonfinite(blk + o0) | f16_nonfinite(blk + o1))) continue;
+    if (!f16_nonfinite(blk + o0) && !f16_nonfinite(blk + o1)) continue;
     kernel(blk, 1, buf);
     const uint64_t at = first_nonfinite(buf, t->block_elems);
     if (at < t->block_elems) return refuse(t, b * t->block_elems + at, n, buf[at], err);
