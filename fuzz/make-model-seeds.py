@@ -135,9 +135,55 @@ def qwen35_cg(d):
     return SHARDED
 
 
+def llama_rope_yarn(d):
+    c = em.make_config(vocab=16, hidden=8, layers=1, heads=2, kv_heads=1, inter=8, max_pos=8,
+                       rope_scaling={"rope_type": "yarn", "factor": 2.0,
+                                     "original_max_position_embeddings": 4})
+    em.write_model(d, c, em.make_weights(c, 8))
+    return SINGLE
+
+
+def qwen2_window(d):
+    c = em.make_config(arch="Qwen2ForCausalLM", vocab=16, hidden=8, layers=2, heads=2,
+                       kv_heads=1, inter=8, max_pos=8, use_sliding_window=True,
+                       sliding_window=2, max_window_layers=1)
+    em.write_model(d, c, em.make_weights(c, 9))
+    return SINGLE
+
+
+def qwen3_moe(d):
+    c = em.make_config(arch="Qwen3MoeForCausalLM", vocab=16, hidden=8, layers=1, heads=2,
+                       kv_heads=1, head_dim=4, inter=8, max_pos=8, num_experts=3,
+                       num_experts_per_tok=2, moe_intermediate_size=8, norm_topk_prob=True)
+    em.write_model(d, c, em.make_weights(c, 10))
+    return SINGLE
+
+
+def ct_fp8(d):
+    """compressed-tensors FP8: every projection's weight as F8_E4M3 codes with a channel scale."""
+    c = em.make_config(vocab=16, hidden=8, layers=1, heads=2, kv_heads=2, inter=8, max_pos=8,
+                       quantization_config={
+                           "quant_method": "compressed-tensors", "format": "float-quantized",
+                           "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+                               "num_bits": 8, "type": "float", "strategy": "channel"}}}})
+    w = em.make_weights(c, 11)
+    rng = em.np.random.default_rng(11)
+    ov = {}
+    for name in [n for n in w if n.endswith("_proj.weight")]:
+        out_, in_ = w[name].shape
+        codes = rng.integers(0, 0x70, (out_, in_)).astype(em.np.uint8)
+        ov[name] = ("F8_E4M3", (out_, in_), codes.tobytes())
+        scale = (0.01 * (1 + rng.random((out_, 1)))).astype("<f4")
+        ov[name[:-len(".weight")] + ".weight_scale"] = ("F32", scale.shape, scale.tobytes())
+    em.write_model(d, c, w, overrides=ov)
+    return SINGLE
+
+
 SEEDS = {"llama": llama, "llama-sharded-tied": llama_sharded_tied, "qwen2": qwen2,
          "qwen3-qknorm": qwen3,
-         "llama-gptq": llama_gptq, "qwen35-causal": qwen35, "qwen35-cg-visual": qwen35_cg}
+         "llama-gptq": llama_gptq, "qwen35-causal": qwen35, "qwen35-cg-visual": qwen35_cg,
+         "llama-rope-yarn": llama_rope_yarn, "qwen2-window": qwen2_window,
+         "qwen3-moe": qwen3_moe, "llama-ct-fp8": ct_fp8}
 
 
 def main():
