@@ -166,7 +166,7 @@ def main():
     expect("hidden-act", ["hidden_act", "gelu", "silu"], cfg_edit=set_key("hidden_act", "gelu"))
     # RoPE scaling: the types transformers defines that the engine does not run, and malformed
     # parameters of the ones it does (tests/test_engine_oracle.py runs those).
-    expect("rope-scaling-longrope", ["rope_scaling.rope_type longrope", "not implemented"],
+    expect("rope-scaling-longrope", ["rope_scaling.rope_type longrope is refused", "yarn and llama3 only"],
            cfg_edit=set_key("rope_scaling", {"rope_type": "longrope", "short_factor": [1.0],
                                              "long_factor": [1.0]}))
     expect("rope-scaling-no-type", ["rope_scaling has no rope_type"],
@@ -205,7 +205,7 @@ def main():
     expect("layer-types-length", ["layer_types must be an array of num_hidden_layers (2)"],
            cfg_kw={"arch": "Qwen2ForCausalLM"},
            cfg_edit=set_key("layer_types", ["full_attention"]))
-    expect("rope-parameters", ["rope_parameters.rope_type ntk", "not implemented"],
+    expect("rope-parameters", ["rope_parameters.rope_type ntk is refused", "yarn and llama3 only"],
            cfg_edit=set_key("rope_parameters", {"rope_type": "ntk", "factor": 4.0}))
     expect("rope-both", ["both rope_scaling and rope_parameters"],
            cfg_edit=lambda c: c.update(rope_scaling={"rope_type": "linear", "factor": 2.0},

@@ -368,8 +368,6 @@ static fdl_status write_layers(const capture *c, const fdl_ds_panel *p, fdl_err 
 
 /* ---- the meta ---------------------------------------------------------------------------- */
 
-/* The reference's nine-class scope with the MLP classes quantized when the checkpoint says so
- * (the only scope `fidelis quantize` writes besides all-linear). */
 /* The codec of a quantized checkpoint's matrices ("int4", "int8", "fp8", ...) and its bits. */
 static json_int_t quant_codec(const fdl_model_info *in, char *codec, size_t cap) {
   bool fp8 = in->ct_format && !strcmp(in->ct_format, "float-quantized");
@@ -381,7 +379,8 @@ static json_int_t quant_codec(const fdl_model_info *in, char *codec, size_t cap)
   return bits;
 }
 
-/* Which tensor classes the checkpoint stores quantized, as the loader found them. */
+/* The reference's nine-class scope, with the classes the checkpoint stores quantized (as the
+ * loader found them) marked so. */
 static json_t *scope(const fdl_model_info *in) {
   static const char *const classes[] = {"embed_tokens", "attn.qkv", "attn.o", "mlp.gate",
                                         "mlp.up",       "mlp.down", "norm",   "lm_head"};

@@ -70,7 +70,7 @@ fdl_status fdl_eng_cfg_bool(const json_t *cfg, const char *path, const char *key
   return FDL_OK;
 }
 
-/* Which layers attend over a sliding window (docs/CAPTURE.md, as transformers' Qwen2/Qwen3
+/* Which layers attend over a sliding window (docs/SLIDING.md, as transformers' Qwen2/Qwen3
  * configs decide): the window is sliding_window when use_sliding_window is true; layer_types, when
  * given, names each layer full_attention or sliding_attention, and otherwise layers from
  * max_window_layers (default 28) on slide. Llama has no sliding window: a value there, or a
@@ -170,12 +170,12 @@ static fdl_status awq_config(const json_t *q, const char *path, fdl_model_info *
   return FDL_OK;
 }
 
-/* quantization_config: only what fdl_gptq_reconstruct or fdl_awq_reconstruct decodes exactly:
- * GPTQ with 2-, 4- or 8-bit weights in the v1 checkpoint format (`fidelis quantize` writes it;
- * AutoGPTQ and optimum do too) or v2 (GPTQModel), and AWQ's GEMM layout. Anything else (another
- * method, 3-bit packing) is refused by name. */
-static fdl_status gptq_config(const json_t *cfg, const char *path, fdl_model_info *info,
-                              fdl_err *err) {
+/* quantization_config: only what the engine decodes exactly (quant_load.c): GPTQ with 2-, 4- or
+ * 8-bit weights in the v1 checkpoint format (`fidelis quantize` writes it; AutoGPTQ and optimum
+ * do too) or v2 (GPTQModel), AWQ's GEMM layout, and compressed-tensors (ctensors_config.c).
+ * Anything else (another method, 3-bit packing) is refused by name. */
+static fdl_status quant_config(const json_t *cfg, const char *path, fdl_model_info *info,
+                               fdl_err *err) {
   const json_t *q = json_object_get(cfg, "quantization_config");
   if (!q || json_is_null(q)) return FDL_OK;
   if (!json_is_object(q))
@@ -299,7 +299,7 @@ fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *i
   const json_t *tc, *rope_src;
   fdl_status s = text_config(cfg, path, arch, &tc, err);
   if (!s) s = refusals(tc, path, moe, err);
-  if (!s) s = gptq_config(cfg, path, info, err);
+  if (!s) s = quant_config(cfg, path, info, err);
   if (!s) s = dims(tc, path, info, err);
   if (!s) s = fdl_eng_rope_config(tc, path, arch < 3, info, &rope_src, err);
   if (!s && arch < 3) s = windows(tc, path, arch, info, err);

@@ -15,6 +15,7 @@
 #include "fidelis/pool.h"
 #include "fidelis/tensor.h"
 #include "gguf/decoder.h"
+#include "gguf/qdot.h"
 
 /* Rows (or columns) of a GGUF tensor stored in another order than Hugging Face's: element r of
  * the Hugging Face axis is element fdl_eng_reorder_src(o, r) of the stored one. */
@@ -36,8 +37,7 @@ typedef struct {
   fdl_dq_kernel decode; /* row_bytes > 0: the block type's kernel for the model's isa */
   uint32_t block_elems; /* and its values per block */
   const eng_reorder *rows_from; /* NULL, or row r is stored row fdl_eng_reorder_src(rows_from, r) */
-  void (*qdot)(const float *const a[], size_t m, size_t k, const uint8_t *const rows[], size_t n,
-               float *const c[]); /* NULL, or the decoder's fused product (gguf/qdot.h) */
+  fdl_qdot_kernel qdot;         /* NULL, or the decoder's fused product */
 } eng_mat;
 
 typedef struct {
@@ -76,7 +76,9 @@ typedef struct {
   float *logits; /* [cap, experts] router */
   size_t *sel;   /* [cap, experts_per_tok] chosen experts, ascending */
   float *weight; /* [cap, experts_per_tok] their routing weights */
-  size_t *rows;  /* [cap] the positions one expert serves */
+  size_t *start; /* [experts + 1]: expert e's positions are rows[start[e] .. start[e + 1]) */
+  size_t *rows;  /* [cap, experts_per_tok] positions grouped by expert, ascending in each */
+  float *row_wt; /* [cap, experts_per_tok] the routing weight beside each of them */
   float *x, *y;  /* [cap, hidden] an expert's gathered inputs, its outputs */
   float *g, *u;  /* [cap, moe_intermediate] */
   float *out;    /* [cap, hidden] the weighted sum */

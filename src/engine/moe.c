@@ -62,7 +62,8 @@ fdl_status fdl_eng_moe_config(const json_t *cfg, const char *path, fdl_model_inf
 }
 
 void fdl_eng_moe_free(eng_moe_work *w) {
-  void *bufs[] = {w->logits, w->sel, w->weight, w->rows, w->x, w->y, w->g, w->u, w->out};
+  void *bufs[] = {w->logits, w->sel, w->weight, w->start, w->rows, w->row_wt,
+                  w->x,      w->y,   w->g,      w->u,     w->out};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
   memset(w, 0, sizeof *w);
 }
@@ -76,14 +77,16 @@ static fdl_status ensure(fdl_model *m, size_t n, fdl_err *err) {
   w->logits = malloc(n * E * sizeof *w->logits);
   w->sel = malloc(n * K * sizeof *w->sel);
   w->weight = malloc(n * K * sizeof *w->weight);
-  w->rows = malloc(n * sizeof *w->rows);
+  w->start = malloc((E + 1) * sizeof *w->start);
+  w->rows = malloc(n * K * sizeof *w->rows);
+  w->row_wt = malloc(n * K * sizeof *w->row_wt);
   w->x = malloc(n * H * sizeof *w->x);
   w->y = malloc(n * H * sizeof *w->y);
   w->g = malloc(n * I * sizeof *w->g);
   w->u = malloc(n * I * sizeof *w->u);
   w->out = malloc(n * H * sizeof *w->out);
-  if (!w->logits || !w->sel || !w->weight || !w->rows || !w->x || !w->y || !w->g || !w->u ||
-      !w->out) {
+  if (!w->logits || !w->sel || !w->weight || !w->start || !w->rows || !w->row_wt || !w->x ||
+      !w->y || !w->g || !w->u || !w->out) {
     fdl_eng_moe_free(w);
     return fdl_fail(err, FDL_NOMEM, "out of memory for the experts' scratch (%zu positions)", n);
   }
@@ -129,14 +132,25 @@ fdl_status fdl_eng_moe(fdl_model *m, size_t li, size_t rows, fdl_err *err) {
   float *xn = m->w.xn;
   if ((s = fdl_eng_gemm(m, xn, H, rows, &l->router, w->logits, E, err))) return s;
   for (size_t r = 0; r < rows; r++) route(in, w->logits + r * E, w->sel + r * K, w->weight + r * K);
+  /* positions grouped by expert in one counting pass, ascending within each expert */
+  memset(w->start, 0, (E + 1) * sizeof *w->start);
+  for (size_t i = 0; i < rows * K; i++) w->start[w->sel[i] + 1]++;
+  for (size_t e = 0; e < E; e++) w->start[e + 1] += w->start[e];
+  for (size_t r = 0; r < rows; r++)
+    for (size_t k = 0; k < K; k++) {
+      size_t at = w->start[w->sel[r * K + k]]++;
+      w->rows[at] = r;
+      w->row_wt[at] = w->weight[r * K + k];
+    }
+  for (size_t e = E; e > 0; e--) w->start[e] = w->start[e - 1]; /* back to each group's start */
+  w->start[0] = 0;
   memset(w->out, 0, rows * H * sizeof *w->out);
   for (size_t e = 0; e < E; e++) {
-    size_t n = 0;
-    for (size_t r = 0; r < rows; r++)
-      for (size_t k = 0; k < K; k++)
-        if (w->sel[r * K + k] == e) w->rows[n++] = r;
+    const size_t *pos = w->rows + w->start[e];
+    const float *wts = w->row_wt + w->start[e];
+    const size_t n = w->start[e + 1] - w->start[e];
     if (!n) continue;
-    for (size_t j = 0; j < n; j++) memcpy(w->x + j * H, xn + w->rows[j] * H, H * sizeof *xn);
+    for (size_t j = 0; j < n; j++) memcpy(w->x + j * H, xn + pos[j] * H, H * sizeof *xn);
     const eng_mat *ex = l->ex + 3 * e;
     if ((s = fdl_eng_gemm(m, w->x, H, n, &ex[0], w->g, I, err)) ||
         (s = fdl_eng_gemm(m, w->x, H, n, &ex[1], w->u, I, err)))
@@ -144,13 +158,9 @@ fdl_status fdl_eng_moe(fdl_model *m, size_t li, size_t rows, fdl_err *err) {
     fdl_eng_silu_mul(w->g, w->u, n * I);
     if ((s = fdl_eng_gemm(m, w->g, I, n, &ex[2], w->y, H, err))) return s;
     for (size_t j = 0; j < n; j++) {
-      size_t r = w->rows[j];
-      float wt = 0.0f;
-      for (size_t k = 0; k < K; k++)
-        if (w->sel[r * K + k] == e) wt = w->weight[r * K + k];
-      float *o = w->out + r * H;
+      float *o = w->out + pos[j] * H;
       const float *y = w->y + j * H;
-      for (size_t h = 0; h < H; h++) o[h] += wt * y[h];
+      for (size_t h = 0; h < H; h++) o[h] += wts[j] * y[h];
     }
   }
   memcpy(xn, w->out, rows * H * sizeof *xn);

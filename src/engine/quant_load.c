@@ -23,24 +23,26 @@ static const char *const CT_FP8[] = {"weight", "weight_scale", NULL, NULL, NULL}
 typedef struct {
   const char *const *suffix;
   size_t required;
-  const char *what;
+  char what[48];  /* the format, for messages */
   uint64_t bytes; /* what the first part holds for the config's [rows, cols] */
 } layout;
 
 static layout layout_of(const fdl_model_info *in, size_t rows, size_t cols) {
   uint64_t n = (uint64_t)rows * cols;
-  if (in->ct_format && !strcmp(in->ct_format, "float-quantized"))
-    return (layout){CT_FP8, 2, "compressed-tensors FP8", n};
-  if (in->ct_format) {
+  layout L;
+  if (in->ct_format && !strcmp(in->ct_format, "float-quantized")) {
+    L = (layout){CT_FP8, 2, "compressed-tensors FP8", n};
+  } else if (in->ct_format) {
     uint64_t per = 32 / in->ct.bits;
-    return (layout){CT_PACKED, in->ct.symmetric ? 2 : 3, "compressed-tensors pack-quantized",
-                    rows * ((cols + per - 1) / per) * 4};
+    L = (layout){CT_PACKED, in->ct.symmetric ? 2 : 3, "", rows * ((cols + per - 1) / per) * 4};
+    snprintf(L.what, sizeof L.what, "%u-bit compressed-tensors", in->ct.bits);
+  } else if (in->awq) {
+    L = (layout){GPTQ, 3, "AWQ", n / 2};
+  } else {
+    L = (layout){GPTQ, 4, "", n * in->gptq_bits / 8};
+    snprintf(L.what, sizeof L.what, "%u-bit GPTQ", in->gptq_bits);
   }
-  if (in->awq) return (layout){GPTQ, 3, "AWQ", n / 2};
-  static const char *const gptq_what[] = {"", "", "2-bit GPTQ", "",          "4-bit GPTQ",
-                                          "", "", "",           "8-bit GPTQ"};
-  return (layout){GPTQ, 4, in->gptq_bits <= 8 ? gptq_what[in->gptq_bits] : "GPTQ",
-                  n * in->gptq_bits / 8};
+  return L;
 }
 
 /* Where the rest of the model's quantized matrices live: MLP or attention. */

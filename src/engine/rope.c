@@ -80,8 +80,8 @@ static fdl_status locate(const json_t *tc, const char *path, const json_t **obj,
     if (!strcmp(json_string_value(t), TYPES[i])) *type = i;
   if (*type == 0 && strcmp(json_string_value(t), "default"))
     return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: %s.rope_type %s is not implemented (the engine runs default, linear, "
-                    "dynamic, yarn and llama3)",
+                    "%s: %s.rope_type %s is refused: the engine runs default, linear, dynamic, "
+                    "yarn and llama3 only",
                     path, *where, json_string_value(t));
   return FDL_OK;
 }

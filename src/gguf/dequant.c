@@ -47,7 +47,7 @@ static void dq_bf16(const uint8_t *restrict src, uint64_t n, float *restrict dst
 
 /* Q4_0, 18 bytes: f16 d, 16 bytes of nibbles. Byte j holds value j (low) and j + 16 (high);
  * y = (q - 8) * d. */
-void fdl_dq_q4_0(const uint8_t *restrict src, uint64_t blocks, float *restrict dst) {
+static void dq_q4_0(const uint8_t *restrict src, uint64_t blocks, float *restrict dst) {
   for (uint64_t b = 0; b < blocks; b++, src += 18, dst += 32) {
     const float d = fdl_dq_f16_at(src);
     const uint8_t *qs = src + 2;
@@ -102,7 +102,7 @@ static void dq_q5_1(const uint8_t *restrict src, uint64_t blocks, float *restric
 }
 
 /* Q8_0, 34 bytes: f16 d, 32 signed bytes; y = q * d. */
-void fdl_dq_q8_0(const uint8_t *restrict src, uint64_t blocks, float *restrict dst) {
+static void dq_q8_0(const uint8_t *restrict src, uint64_t blocks, float *restrict dst) {
   for (uint64_t b = 0; b < blocks; b++, src += 34, dst += 32) {
     const float d = fdl_dq_f16_at(src);
     for (int j = 0; j < 32; j++) dst[j] = (float)(int8_t)src[2 + j] * d;
@@ -114,8 +114,8 @@ void fdl_dq_q8_0(const uint8_t *restrict src, uint64_t blocks, float *restrict d
 /* Indexed by ggml type id; the plain types take a value count, the others a block count
  * (the same thing, their blocks being one value). */
 static const fdl_dq_kernel KERNELS[] = {
-    [0] = dq_f32,         [1] = dq_f16,        [2] = fdl_dq_q4_0,    [3] = dq_q4_1,
-    [6] = dq_q5_0,        [7] = dq_q5_1,       [8] = fdl_dq_q8_0,    [10] = fdl_dq_q2_k,
+    [0] = dq_f32,         [1] = dq_f16,        [2] = dq_q4_0,        [3] = dq_q4_1,
+    [6] = dq_q5_0,        [7] = dq_q5_1,       [8] = dq_q8_0,        [10] = fdl_dq_q2_k,
     [11] = fdl_dq_q3_k,   [12] = fdl_dq_q4_k,  [13] = fdl_dq_q5_k,   [14] = fdl_dq_q6_k,
     [20] = fdl_dq_iq4_nl, [21] = fdl_dq_iq3_s, [23] = fdl_dq_iq4_xs, [30] = dq_bf16,
     [34] = fdl_dq_tq1_0,  [35] = fdl_dq_tq2_0,

@@ -96,10 +96,6 @@ static inline void fdl_dq_q6_k_factors(const uint8_t *block, float ds[16]) {
   for (int g = 0; g < 16; g++) ds[g] = d * (float)(int8_t)block[192 + g];
 }
 
-/* dequant.c: the kernels of the legacy formats the AVX2 file also has */
-void fdl_dq_q4_0(const uint8_t *restrict src, uint64_t blocks, float *restrict dst);
-void fdl_dq_q8_0(const uint8_t *restrict src, uint64_t blocks, float *restrict dst);
-
 /* dequant_avx2.c: the same values, eight at a time, for the types most GGUF files are made
  * of; NULL-free only on x86-64 builds (FDL_DQ_HAVE_AVX2). */
 #if defined(__x86_64__) && defined(__GNUC__)
