@@ -115,6 +115,29 @@ def moe_layers(c):
     return [bool(E) and i not in only and (i + 1) % step == 0 for i in range(L)]
 
 
+def moe_weights(w, p, c, mat, fused=False):
+    """A routed MLP's tensors into w under prefix p: the router (scaled so the top choices are
+    clear), each expert's gate, up and down (fused: gate_up_proj [E, 2I, H], gate's rows first,
+    and down_proj [E, H, I], as Qwen3.5 MoE releases store them), and a shared expert with its
+    one-row gate when the config has shared_expert_intermediate_size."""
+    E, H, Im = c["num_experts"], c["hidden_size"], c["moe_intermediate_size"]
+    w[p + "mlp.gate.weight"] = mat(E, H) * 4.0
+    ex = [(mat(Im, H), mat(Im, H), mat(H, Im)) for _ in range(E)]
+    if fused:
+        w[p + "mlp.experts.gate_up_proj"] = np.stack([np.vstack([g, u]) for g, u, _ in ex])
+        w[p + "mlp.experts.down_proj"] = np.stack([d for _, _, d in ex])
+    else:
+        for e, (g, u, d) in enumerate(ex):
+            q = p + "mlp.experts.%d." % e
+            w[q + "gate_proj.weight"], w[q + "up_proj.weight"], w[q + "down_proj.weight"] = g, u, d
+    S = c.get("shared_expert_intermediate_size")
+    if S:
+        q = p + "mlp.shared_expert."
+        w[q + "gate_proj.weight"], w[q + "up_proj.weight"] = mat(S, H), mat(S, H)
+        w[q + "down_proj.weight"] = mat(H, S)
+        w[p + "mlp.shared_expert_gate.weight"] = mat(1, H) * 2.0
+
+
 def make_weights(c, seed):
     """name -> float32 array, in HF layout."""
     rng = np.random.default_rng(seed)
@@ -141,13 +164,7 @@ def make_weights(c, seed):
         w[p + "self_attn.v_proj.weight"] = mat(kd, H)
         w[p + "self_attn.o_proj.weight"] = mat(H, qd)
         if moe_layers(c)[i]:
-            Im = c["moe_intermediate_size"]
-            w[p + "mlp.gate.weight"] = mat(c["num_experts"], H) * 4.0
-            for e in range(c["num_experts"]):
-                q = p + "mlp.experts.%d." % e
-                w[q + "gate_proj.weight"] = mat(Im, H)
-                w[q + "up_proj.weight"] = mat(Im, H)
-                w[q + "down_proj.weight"] = mat(H, Im)
+            moe_weights(w, p, c, mat)
         else:
             w[p + "mlp.gate_proj.weight"] = mat(I, H)
             w[p + "mlp.up_proj.weight"] = mat(I, H)
@@ -266,24 +283,43 @@ def sliding(c):
     return w, [t == "sliding_attention" for t in lt]
 
 
-def moe(c, W, p, xn):
-    """Qwen3MoE's sparse block: softmax over the router logits, the num_experts_per_tok largest
-    probabilities (the lower expert index first among equals), renormalised when
-    norm_topk_prob, and the weighted sum of the chosen experts' SwiGLU MLPs."""
+def moe(c, W, p, xn, norm=None):
+    """The sparse MoE block (transformers' Qwen3MoeSparseMoeBlock, and Qwen3_5MoeSparseMoeBlock
+    with norm True): softmax over the router logits, the num_experts_per_tok largest
+    probabilities (the lower expert index first among equals), renormalised when norm (default:
+    the config's norm_topk_prob), the weighted sum of the chosen experts' SwiGLU MLPs, and a
+    shared expert's output times the sigmoid of its gate where the checkpoint has one."""
+    norm = c.get("norm_topk_prob") if norm is None else norm
     lg = xn @ W[p + "mlp.gate.weight"].T
     pr = np.exp(lg - lg.max(axis=1, keepdims=True))
     pr /= pr.sum(axis=1, keepdims=True)
+    Im = c["moe_intermediate_size"]
+
+    def expert(e):
+        if p + "mlp.experts.gate_up_proj" in W:
+            gu = W[p + "mlp.experts.gate_up_proj"][e]
+            return gu[:Im], gu[Im:], W[p + "mlp.experts.down_proj"][e]
+        q = p + "mlp.experts.%d." % e
+        return W[q + "gate_proj.weight"], W[q + "up_proj.weight"], W[q + "down_proj.weight"]
+
+    def swiglu(g, u, d, x):
+        a = g @ x
+        return d @ (a / (1.0 + np.exp(-a)) * (u @ x))
+
     out = np.zeros_like(xn)
     for t in range(xn.shape[0]):
         top = np.argsort(-pr[t], kind="stable")[:c["num_experts_per_tok"]]
         wt = pr[t, top]
-        if c.get("norm_topk_prob"):
+        if norm:
             wt = wt / wt.sum()
         for e, we in zip(top, wt):
-            q = p + "mlp.experts.%d." % e
-            g = W[q + "gate_proj.weight"] @ xn[t]
-            u = W[q + "up_proj.weight"] @ xn[t]
-            out[t] += we * (W[q + "down_proj.weight"] @ (g / (1.0 + np.exp(-g)) * u))
+            out[t] += we * swiglu(*expert(e), xn[t])
+        if p + "mlp.shared_expert_gate.weight" in W:
+            q = p + "mlp.shared_expert."
+            s = swiglu(W[q + "gate_proj.weight"], W[q + "up_proj.weight"],
+                       W[q + "down_proj.weight"], xn[t])
+            gl = float(W[p + "mlp.shared_expert_gate.weight"][0] @ xn[t])
+            out[t] += s / (1.0 + np.exp(-gl))
     return out
 
 

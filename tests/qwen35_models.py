@@ -74,11 +74,16 @@ def make_config(arch="Qwen3_5ForCausalLM", vocab=97, hidden=64, layer_types=None
     if mtp:
         t["mtp_num_hidden_layers"] = 1
     t.update(extra)
-    if arch == "Qwen3_5ForCausalLM":
+    moe = "Moe" in arch
+    if moe:  # every layer routes: no dense MLP, so no intermediate_size (as releases write)
+        del t["intermediate_size"]
+        t["model_type"] = "qwen3_5_moe_text"
+    if arch.endswith("ForCausalLM"):
         t["architectures"] = [arch]
         t["tie_word_embeddings"] = tied
         return t
-    c = {"architectures": [arch], "model_type": "qwen3_5", "text_config": t,
+    c = {"architectures": [arch], "model_type": "qwen3_5_moe" if moe else "qwen3_5",
+         "text_config": t,
          "vision_config": {"model_type": "qwen3_5_vision", "depth": 1, "hidden_size": 32,
                            "num_heads": 2, "intermediate_size": 48, "in_channels": 3,
                            "patch_size": 4, "temporal_patch_size": 2, "spatial_merge_size": 2,
@@ -92,14 +97,20 @@ def make_config(arch="Qwen3_5ForCausalLM", vocab=97, hidden=64, layer_types=None
     return c
 
 
+def wrapped(c):
+    return c["architectures"][0].endswith("ForConditionalGeneration")
+
+
+def is_moe(c):
+    return "Moe" in c["architectures"][0]
+
+
 def text_config(c):
-    return c["text_config"] if c["architectures"][0] == "Qwen3_5ForConditionalGeneration" else c
+    return c["text_config"] if wrapped(c) else c
 
 
 def prefix(c):
-    if c["architectures"][0] == "Qwen3_5ForConditionalGeneration":
-        return "model.language_model."
-    return "model."
+    return "model.language_model." if wrapped(c) else "model."
 
 
 def tied(c):
@@ -125,18 +136,20 @@ def rope_of(t):
 
 # ---- weights ------------------------------------------------------------------------------
 
-def make_weights(c, seed, vision=None, mtp=None):
+def make_weights(c, seed, vision=None, mtp=None, fused=None):
     """name -> float32 array in HF layout. Scales keep activations O(1): matrices 1/sqrt(fan_in),
     zero-centred norm weights near 0, the (not zero-centred) DeltaNet output norm near 1, A in
     [0.5, 8] and dt_bias near 1 so the decays range from slow to near-total forgetting. A layer
-    type other than linear attention gets attention tensors (so refusal tests have a full set)."""
+    type other than linear attention gets attention tensors (so refusal tests have a full set).
+    A MoE config's experts are fused (fused None: when the checkpoint wraps the text model, as
+    Qwen3.5 MoE releases do) or one tensor per expert."""
     rng = np.random.default_rng(seed)
     t = text_config(c)
     P = prefix(c)
-    is_cg = c["architectures"][0] == "Qwen3_5ForConditionalGeneration"
-    vision = is_cg if vision is None else vision
+    vision = wrapped(c) if vision is None else vision
+    fused = wrapped(c) if fused is None else fused
     mtp = bool(t.get("mtp_num_hidden_layers")) if mtp is None else mtp
-    H, I, V = t["hidden_size"], t["intermediate_size"], t["vocab_size"]
+    H, I, V = t["hidden_size"], t.get("intermediate_size"), t["vocab_size"]
     nh, nkv, hd = t["num_attention_heads"], t["num_key_value_heads"], t["head_dim"]
     nk, nv = t["linear_num_key_heads"], t["linear_num_value_heads"]
     dk, dv, K = t["linear_key_head_dim"], t["linear_value_head_dim"], t["linear_conv_kernel_dim"]
@@ -173,6 +186,9 @@ def make_weights(c, seed, vision=None, mtp=None):
             w[a + "o_proj.weight"] = mat(H, nh * hd)
             w[a + "q_norm.weight"] = znorm(hd)
             w[a + "k_norm.weight"] = znorm(hd)
+        if is_moe(c):
+            em.moe_weights(w, p, t, mat, fused)
+            continue
         w[p + "mlp.gate_proj.weight"] = mat(I, H)
         w[p + "mlp.up_proj.weight"] = mat(I, H)
         w[p + "mlp.down_proj.weight"] = mat(H, I)
@@ -340,6 +356,10 @@ def forward(c, stored, ids, deltanet="recurrent", chunk=CHUNK):
         else:
             raise ValueError("layer type %r" % lt)
         h = zrms(x, W[p + "post_attention_layernorm.weight"])
+        if is_moe(c):  # Qwen3.5 MoE: every layer routes, always renormalised
+            x = x + em.moe(t, W, p, h, norm=True)
+            bounds.append(x[-1].copy())
+            continue
         gt = h @ W[p + "mlp.gate_proj.weight"].T
         x = x + (_silu(gt) * (h @ W[p + "mlp.up_proj.weight"].T)) @ W[p + "mlp.down_proj.weight"].T
         bounds.append(x[-1].copy())

@@ -5,7 +5,8 @@ checkpoints: ForCausalLM and ForConditionalGeneration with a vision tower (and M
 tied and untied heads, several layer_types patterns and the full_attention_interval default,
 GQA ratios 1/2/4, DeltaNet nv/nk ratios 1/2, partial rotary 0.25/0.5/1.0 (and its default),
 RoPE keys in rope_parameters or beside the text fields, conv kernels 4 and 3, BF16/F16/F32 with
-the small DeltaNet vectors in F32, one file and sharded.
+the small DeltaNet vectors in F32, one file and sharded; and Qwen3.5 MoE (router, top-k
+renormalised, a sigmoid-gated shared expert) with experts stored one tensor each or fused.
 
 First the oracle checks itself: its recurrent DeltaNet and the chunked (chunk 64, UT transform)
 form of the same spec agree within 1e-10 on contexts 1, 63, 64, 65 and 300, so a disagreement
@@ -17,8 +18,9 @@ recurrent) agree with the oracle within 1e-4 (per row, max |c - o| / max |o|) on
 logits and the --layers boundaries; with each other within 1e-4 (float32 tolerance: the two
 DeltaNet forms round differently; observed up to 2e-5 on the 4-layer model); greedy is the argmax of the
 logits; every output is byte-identical across --threads 1/2/3 and every ISA this CPU runs.
-Finally an unknown layer type, attention_bias true, a MoE field and tie_word_embeddings
-disagreeing between the two levels are refused by name.
+Finally an unknown layer type, attention_bias true, a MoE field on the dense model,
+tie_word_embeddings disagreeing between the two levels, and a Qwen3.5 MoE config that does not
+route every layer, does not renormalise or has no shared expert size are refused by name.
 """
 import os
 import subprocess
@@ -42,6 +44,10 @@ SELF_CONTEXTS = (1, 63, 64, 65, 300)
 OUTS = ("hidden", "logits", "greedy", "layers")
 LIN, FULL = qm.LIN, qm.FULL
 CG = "Qwen3_5ForConditionalGeneration"
+# Qwen3.5 MoE: the ForCausalLM checkpoints here store one tensor per expert, the wrapped ones
+# fused tensors (qm.make_weights), with a shared expert either way.
+MOE = dict(num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
+           shared_expert_intermediate_size=48)
 
 
 def check(cond, what):
@@ -72,6 +78,14 @@ CASES = [
     ("causal-interval2-gqa4-nvnk1", dict(layers=4, interval=2, heads=8, kv_heads=2, head_dim=8,
                                        prf=0.5, nk=4, nv=4, dk=8, dv=8, theta=1e4),
      "F16", True, 1, [129]),
+    # MoE: top 2 of 8 over DeltaNet and full attention, experts one tensor each; then fused,
+    # top 1 of 4 (its weight renormalised to 1), tied, sharded, every ISA and thread count.
+    ("moe-causal-lin-full-bf16", dict(MOE, arch="Qwen3_5MoeForCausalLM", layer_types=[LIN, FULL],
+                                      nk=2, nv=4), "BF16", True, 1, [1, 65]),
+    ("moe-cg-fused-top1-f32", dict(MOE, arch="Qwen3_5MoeForConditionalGeneration",
+                                   layer_types=[LIN, LIN, FULL], num_experts=4,
+                                   num_experts_per_tok=1, moe_intermediate_size=24, tied=True,
+                                   tie_in="text", nk=1, nv=2), "F32", False, 2, [40]),
 ]
 
 
@@ -212,6 +226,15 @@ def refusals():
          "attention_bias"),
         ("refuse-cg-tie-conflict", dict(kw, arch=CG, tie_in="both"), tie_conflict,
          "tie_word_embeddings"),
+    ]
+    # Qwen3.5 MoE routes every layer and always renormalises; its shared expert has a size.
+    mk = dict(kw, arch="Qwen3_5MoeForCausalLM", **MOE)
+    muts += [
+        ("refuse-moe-norm-false", dict(mk, norm_topk_prob=False), None, "norm_topk_prob is false"),
+        ("refuse-moe-mlp-only", dict(mk, mlp_only_layers=[0]), None, "mlp_only_layers"),
+        ("refuse-moe-sparse-step", dict(mk, decoder_sparse_step=2), None, "decoder_sparse_step"),
+        ("refuse-moe-no-shared", dict(mk, shared_expert_intermediate_size=None), None,
+         "shared_expert_intermediate_size"),
     ]
     for name, mkw, edit, needle in muts:
         c = qm.make_config(**mkw)

@@ -70,13 +70,15 @@ typedef struct {
   fdl_ct_scheme ct;        /* pack-quantized's bits, group (0: per channel) and symmetry */
   bool quant_attn, quant_mlp; /* after loading: the checkpoint stores attention / MLP matrices
                                  quantized */
-  /* Mixture of experts (Qwen3MoeForCausalLM, docs/MOE.md); experts 0 for a dense model. */
+  /* Mixture of experts (Qwen3MoeForCausalLM and Qwen3.5 MoE, docs/MOE.md); experts 0 for a
+   * dense model. */
   size_t experts, experts_per_tok, moe_intermediate;
-  bool norm_topk_prob;      /* the chosen experts' weights renormalised to sum to 1 */
-  const unsigned char *moe; /* [layers]: 1 for a layer whose MLP is routed; NULL when none is */
-  size_t rotary_dim;        /* leading dimensions of each head that RoPE rotates (head_dim, or
-                               head_dim * partial_rotary_factor on Qwen3.5) */
-  fdl_rope_scaling rope;    /* for dynamic, max_positions is max_position_embeddings x factor */
+  size_t shared_intermediate; /* Qwen3.5 MoE's shared expert (sigmoid-gated); 0: none */
+  bool norm_topk_prob;        /* the chosen experts' weights renormalised to sum to 1 */
+  const unsigned char *moe;   /* [layers]: 1 for a layer whose MLP is routed; NULL when none is */
+  size_t rotary_dim;          /* leading dimensions of each head that RoPE rotates (head_dim, or
+                                 head_dim * partial_rotary_factor on Qwen3.5) */
+  fdl_rope_scaling rope;      /* for dynamic, max_positions is max_position_embeddings x factor */
   size_t sliding_window; /* keys a sliding layer's query sees: itself and the window - 1 before */
   const unsigned char *sliding; /* [layers]: 1 for a sliding-window layer; NULL when none is */
   /* Qwen3.5 (docs/QWEN35.md); all zero / NULL / false for the dense architectures. */

@@ -14,8 +14,14 @@ static const char *const k_arch[] = {"LlamaForCausalLM",
                                      "Qwen3ForCausalLM",
                                      "Qwen3_5ForCausalLM",
                                      "Qwen3_5ForConditionalGeneration",
-                                     "Qwen3MoeForCausalLM"};
+                                     "Qwen3MoeForCausalLM",
+                                     "Qwen3_5MoeForCausalLM",
+                                     "Qwen3_5MoeForConditionalGeneration"};
 #define N_ARCH (sizeof k_arch / sizeof *k_arch)
+#define ARCHS                                                                                      \
+  "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, "                    \
+  "Qwen3_5ForCausalLM, Qwen3_5ForConditionalGeneration, Qwen3_5MoeForCausalLM or "                 \
+  "Qwen3_5MoeForConditionalGeneration"
 
 /* Fields whose presence (non-null, non-false, non-zero) means a mixture of experts. */
 static const char *const k_moe[] = {
@@ -219,8 +225,8 @@ static fdl_status quant_config(const json_t *cfg, const char *path, fdl_model_in
 }
 
 /* The text model's config: the top level, or text_config for a checkpoint that wraps it. */
-static fdl_status text_config(const json_t *cfg, const char *path, int arch, const json_t **tc,
-                              fdl_err *err) {
+static fdl_status text_config(const json_t *cfg, const char *path, int arch, const char *name,
+                              const json_t **tc, fdl_err *err) {
   *tc = cfg;
   if (arch != 4) return FDL_OK;
   *tc = json_object_get(cfg, "text_config");
@@ -228,11 +234,12 @@ static fdl_status text_config(const json_t *cfg, const char *path, int arch, con
     return fdl_fail(err, FDL_PARSE,
                     "%s: text_config must be an object (%s keeps the text "
                     "model's fields there)",
-                    path, k_arch[arch]);
+                    path, name);
   return FDL_OK;
 }
 
-static fdl_status dims(const json_t *tc, const char *path, fdl_model_info *info, fdl_err *err) {
+static fdl_status dims(const json_t *tc, const char *path, bool no_mlp, fdl_model_info *info,
+                       fdl_err *err) {
   fdl_status s;
   if ((s = fdl_eng_cfg_size(tc, path, "vocab_size", true, 0, &info->vocab, err)) ||
       (s = fdl_eng_cfg_size(tc, path, "hidden_size", true, 0, &info->hidden, err)) ||
@@ -240,7 +247,7 @@ static fdl_status dims(const json_t *tc, const char *path, fdl_model_info *info,
       (s = fdl_eng_cfg_size(tc, path, "num_attention_heads", true, 0, &info->heads, err)) ||
       (s = fdl_eng_cfg_size(tc, path, "num_key_value_heads", false, info->heads, &info->kv_heads,
                             err)) ||
-      (s = fdl_eng_cfg_size(tc, path, "intermediate_size", true, 0, &info->intermediate, err)) ||
+      (s = fdl_eng_cfg_size(tc, path, "intermediate_size", !no_mlp, 0, &info->intermediate, err)) ||
       (s = fdl_eng_cfg_size(tc, path, "max_position_embeddings", true, 0, &info->max_positions,
                             err)))
     return s;
@@ -277,30 +284,26 @@ fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *i
   const json_t *archs = json_object_get(cfg, "architectures");
   if (!json_is_array(archs) || json_array_size(archs) != 1 ||
       !json_is_string(json_array_get(archs, 0)))
-    return fdl_fail(err, FDL_PARSE,
-                    "%s: architectures must be an array of one string (LlamaForCausalLM, "
-                    "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, Qwen3_5ForCausalLM "
-                    "or Qwen3_5ForConditionalGeneration)",
+    return fdl_fail(err, FDL_PARSE, "%s: architectures must be an array of one string (" ARCHS ")",
                     path);
   const char *a = json_string_value(json_array_get(archs, 0));
   int arch = -1;
   for (int i = 0; i < (int)N_ARCH; i++)
     if (strcmp(a, k_arch[i]) == 0) arch = i;
-  /* Qwen3's MoE sibling: Qwen3 in everything but the MLP (moe.c) */
-  bool moe = arch == 5;
-  if (moe) arch = 2;
+  /* The MoE siblings are their dense architecture in everything but the MLP (moe.c) */
+  int named = arch;
+  bool moe = arch >= 5;
+  if (moe) arch = arch == 5 ? 2 : arch - 3;
   if (arch < 0)
-    return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: unsupported architecture %s (expected LlamaForCausalLM, "
-                    "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, Qwen3_5ForCausalLM "
-                    "or Qwen3_5ForConditionalGeneration)",
+    return fdl_fail(err, FDL_UNSUPPORTED, "%s: unsupported architecture %s (expected " ARCHS ")",
                     path, a);
-  info->arch = k_arch[arch];
+  info->arch = k_arch[named];
   const json_t *tc, *rope_src;
-  fdl_status s = text_config(cfg, path, arch, &tc, err);
+  fdl_status s = text_config(cfg, path, arch, info->arch, &tc, err);
   if (!s) s = refusals(tc, path, moe, err);
   if (!s) s = quant_config(cfg, path, info, err);
-  if (!s) s = dims(tc, path, info, err);
+  /* Qwen3.5 MoE routes every layer: it has no dense MLP, so no intermediate_size */
+  if (!s) s = dims(tc, path, moe && arch >= 3, info, err);
   if (!s) s = fdl_eng_rope_config(tc, path, arch < 3, info, &rope_src, err);
   if (!s && arch < 3) s = windows(tc, path, arch, info, err);
   if (s) return s;
@@ -317,7 +320,10 @@ fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *i
                     "frequencies exceed 1 and the angles leave the range the engine computes)",
                     path, info->rope_theta);
   info->rotary_dim = info->head_dim;
-  if (arch >= 3) return fdl_eng_config_qwen35(cfg, tc, rope_src, path, info, err);
+  if (arch >= 3) {
+    if ((s = fdl_eng_config_qwen35(cfg, tc, rope_src, path, info, err))) return s;
+    return moe ? fdl_eng_moe_config(tc, path, true, info, err) : FDL_OK;
+  }
   bool ab = false;
   if ((s = fdl_eng_cfg_bool(cfg, path, "attention_bias", false, &ab, err))) return s;
   info->attn_bias = arch == 1 || ab;
@@ -325,9 +331,5 @@ fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *i
   info->qk_norm = arch == 2;
   info->prefix = "model.";
   info->head_tensor = info->tied ? "model.embed_tokens.weight" : "lm_head.weight";
-  if (moe) {
-    info->arch = k_arch[5];
-    return fdl_eng_moe_config(tc, path, info, err);
-  }
-  return FDL_OK;
+  return moe ? fdl_eng_moe_config(tc, path, false, info, err) : FDL_OK;
 }

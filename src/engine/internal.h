@@ -46,8 +46,13 @@ typedef struct {
   float *q_bias, *k_bias, *v_bias, *o_bias; /* or NULL */
   eng_mat q, k, v, o, gate, up, down;       /* q: [2 * heads * head_dim] rows with a gate */
   /* A mixture-of-experts layer (info.moe[i]) instead of gate/up/down: */
-  eng_mat router; /* [experts, hidden] */
-  eng_mat *ex;    /* [experts * 3]: expert e's gate, up and down at 3e, 3e + 1, 3e + 2 */
+  eng_mat router;      /* [experts, hidden] */
+  eng_mat *ex;         /* [experts * 3]: expert e's gate, up and down at 3e, 3e + 1, 3e + 2 */
+  fdl_tensor *ex_view; /* [experts * 3] or NULL: ex's tensors, when the checkpoint stores the
+                          experts fused (gate_up_proj [experts, 2 moe_inter, hidden] and
+                          down_proj [experts, hidden, moe_inter]): views into those */
+  eng_mat shared[3];   /* Qwen3.5 MoE: the shared expert's gate, up and down */
+  eng_mat shared_gate; /* [1, hidden]: its sigmoid gate */
   /* A Gated DeltaNet layer (Qwen3.5) instead of q/k/v/o: */
   eng_mat qkv, z, b, a, out;
   float *conv;    /* [conv_dim, conv_kernel] */
@@ -80,7 +85,8 @@ typedef struct {
   size_t *rows;  /* [cap, experts_per_tok] positions grouped by expert, ascending in each */
   float *row_wt; /* [cap, experts_per_tok] the routing weight beside each of them */
   float *x, *y;  /* [cap, hidden] an expert's gathered inputs, its outputs */
-  float *g, *u;  /* [cap, moe_intermediate] */
+  float *g, *u;  /* [cap, max(moe_intermediate, shared_intermediate)] */
+  float *sg;     /* [cap] the shared expert's gate logits */
   float *out;    /* [cap, hidden] the weighted sum */
   size_t cap;
 } eng_moe_work;
@@ -198,11 +204,15 @@ fdl_status fdl_eng_bound(eng_binder *b, const char *name, fdl_err *err);
  * the shard. */
 fdl_status fdl_eng_bind(eng_binder *b, const char *name, int nd, const size_t *dim, bool any_float,
                         const fdl_tensor **out, fdl_err *err);
+/* The GEMM's element type for a float dtype (BF16, F16, else F32). */
+fdl_gemm_type fdl_eng_gemm_type(fdl_dtype d);
 /* A [rows, cols] matrix as stored (ggml blocks included), or its GPTQ reconstruction. */
 fdl_status fdl_eng_bind_mat(eng_binder *b, const char *name, size_t rows, size_t cols, eng_mat *mat,
                             fdl_err *err);
 /* A vector widened to float32 (norm weights and biases are small and read element-wise). */
 fdl_status fdl_eng_bind_vec(eng_binder *b, const char *name, size_t n, float **out, fdl_err *err);
+/* Layer i's MLP, its tensors named `pre`mlp.*: dense, or routed (fdl_eng_bind_moe, moe.c). */
+fdl_status fdl_eng_bind_mlp(eng_binder *b, size_t i, const char *pre, fdl_err *err);
 /* weights_qwen35.c: layer i of a Qwen3.5 checkpoint. */
 fdl_status fdl_eng_bind_qwen35_layer(eng_binder *b, size_t i, fdl_err *err);
 /* w = 1 + w in float32, as Qwen3.5's zero-centred RMSNorm applies its weight. */
@@ -285,11 +295,13 @@ fdl_status fdl_eng_rows(fdl_model *m, eng_row_phase ph, size_t li, size_t p0, si
 /* deltanet.c: sizes the Qwen3.5 buffers for n positions; then a Gated DeltaNet layer over rows
  * [p0, p0 + rows): w->xn (normed input) -> w->xn (out_proj's output), chunked or recurrent. */
 fdl_status fdl_eng_gdn_work(fdl_model *m, size_t n, fdl_err *err);
-/* moe.c: which layers of a Qwen3MoeForCausalLM config route through experts (into info), and
- * layer li's routed MLP over rows [0, rows) of w->xn, written back to w->xn. */
-fdl_status fdl_eng_moe_config(const json_t *cfg, const char *path, fdl_model_info *info,
-                              fdl_err *err);
+/* moe.c: which layers of a Qwen3MoeForCausalLM or (qwen35) Qwen3.5 MoE text config route
+ * through experts, and their shapes (into info); layer li's routed MLP over rows [0, rows) of
+ * w->xn, written back to w->xn; and binding layer i's MLP (dense or routed) under `pre`. */
+fdl_status fdl_eng_moe_config(const json_t *cfg, const char *path, bool qwen35,
+                              fdl_model_info *info, fdl_err *err);
 fdl_status fdl_eng_moe(fdl_model *m, size_t li, size_t rows, fdl_err *err);
+fdl_status fdl_eng_bind_moe(eng_binder *b, eng_layer *l, const char *pre, fdl_err *err);
 void fdl_eng_moe_free(eng_moe_work *w);
 fdl_status fdl_eng_gdn_layer(fdl_model *m, size_t li, size_t p0, size_t rows, bool chunked,
                              fdl_err *err);

@@ -32,6 +32,7 @@ void fdl_model_free(fdl_model *m) {
       for (size_t j = 0; j < sizeof v / sizeof *v; j++) free(v[j]);
       free(l->decay);
       free(l->ex);
+      free(l->ex_view);
     }
   free(m->layer);
   free((void *)m->info.linear);

@@ -18,8 +18,29 @@
 
 #include "engine/internal.h"
 
-fdl_status fdl_eng_moe_config(const json_t *cfg, const char *path, fdl_model_info *info,
-                              fdl_err *err) {
+/* Qwen3.5 MoE's block (transformers' Qwen3_5MoeSparseMoeBlock) routes every layer, always
+ * renormalises the chosen weights, and adds a shared expert; a config that says otherwise
+ * describes another model and is refused by name. */
+static fdl_status qwen35_moe(const json_t *cfg, const char *path, size_t step, fdl_model_info *info,
+                             fdl_err *err) {
+  const json_t *only = json_object_get(cfg, "mlp_only_layers");
+  const json_t *norm = json_object_get(cfg, "norm_topk_prob");
+  const char *what = step != 1                                      ? "decoder_sparse_step is not 1"
+                     : json_is_array(only) && json_array_size(only) ? "mlp_only_layers is not empty"
+                     : json_is_false(norm)                          ? "norm_topk_prob is false"
+                                                                    : NULL;
+  if (what)
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: %s: Qwen3.5 MoE routes every layer and renormalises the chosen experts' "
+                    "weights",
+                    path, what);
+  info->norm_topk_prob = true;
+  return fdl_eng_cfg_size(cfg, path, "shared_expert_intermediate_size", true, 0,
+                          &info->shared_intermediate, err);
+}
+
+fdl_status fdl_eng_moe_config(const json_t *cfg, const char *path, bool qwen35,
+                              fdl_model_info *info, fdl_err *err) {
   fdl_status s;
   size_t step = 1;
   if ((s = fdl_eng_cfg_size(cfg, path, "num_experts", true, 0, &info->experts, err)) ||
@@ -36,9 +57,16 @@ fdl_status fdl_eng_moe_config(const json_t *cfg, const char *path, fdl_model_inf
                     "%s: num_experts_per_tok %zu must be at most num_experts %zu (at most 4096, "
                     "moe_intermediate_size at most 2^22)",
                     path, info->experts_per_tok, info->experts);
-  if (fdl_eng_cfg_set(json_object_get(cfg, "shared_expert_intermediate_size")))
+  if (qwen35) {
+    if ((s = qwen35_moe(cfg, path, step, info, err))) return s;
+    if (info->shared_intermediate > ((size_t)1 << 22))
+      return fdl_fail(err, FDL_PARSE, "%s: shared_expert_intermediate_size beyond 2^22", path);
+  } else if (fdl_eng_cfg_set(json_object_get(cfg, "shared_expert_intermediate_size"))) {
     return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: shared_expert_intermediate_size is set: shared experts are not run", path);
+                    "%s: shared_expert_intermediate_size is set: Qwen3MoeForCausalLM has no "
+                    "shared expert (a Qwen2-MoE or Qwen3-Next checkpoint?)",
+                    path);
+  }
   unsigned char *moe = calloc(info->layers ? info->layers : 1, 1);
   if (!moe) return fdl_fail(err, FDL_NOMEM, "out of memory");
   for (size_t i = 0; i < info->layers; i++) moe[i] = (i + 1) % step == 0;
@@ -61,9 +89,73 @@ fdl_status fdl_eng_moe_config(const json_t *cfg, const char *path, fdl_model_inf
   return FDL_OK;
 }
 
+/* Expert e's three matrices as views into the fused tensors (rows of gate_up_proj: gate's
+ * then up's, moe_inter each; down_proj's [hidden, moe_inter] block). */
+static void fused_views(const fdl_tensor *gu, const fdl_tensor *dn, const fdl_model_info *in,
+                        eng_layer *l) {
+  const size_t E = in->experts, I = in->moe_intermediate, H = in->hidden;
+  const size_t es = fdl_dtype_size(gu->dtype), block = I * H * es;
+  for (size_t e = 0; e < E; e++)
+    for (size_t j = 0; j < 3; j++) {
+      fdl_tensor *v = &l->ex_view[3 * e + j];
+      const fdl_tensor *src = j < 2 ? gu : dn;
+      size_t at = j < 2 ? (2 * e + j) * block : e * block;
+      *v = *src;
+      v->ndim = 2;
+      v->shape[0] = (int64_t)(j < 2 ? I : H);
+      v->shape[1] = (int64_t)(j < 2 ? H : I);
+      v->offset = src->offset + at;
+      v->nbytes = block;
+      v->data = src->data + at;
+      l->ex[3 * e + j].t = v;
+      l->ex[3 * e + j].type = fdl_eng_gemm_type(v->dtype);
+    }
+}
+
+fdl_status fdl_eng_bind_moe(eng_binder *b, eng_layer *l, const char *pre, fdl_err *err) {
+  const fdl_model_info *in = &b->m->info;
+  const size_t E = in->experts, I = in->moe_intermediate, H = in->hidden;
+  const size_t S = in->shared_intermediate;
+  char n[192];
+#define NAME(...) (snprintf(n, sizeof n, __VA_ARGS__), n)
+  fdl_status s;
+  if (!(l->ex = calloc(3 * E, sizeof *l->ex))) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  if ((s = fdl_eng_bind_mat(b, NAME("%smlp.gate.weight", pre), E, H, &l->router, err))) return s;
+  if (S && ((s = fdl_eng_bind_mat(b, NAME("%smlp.shared_expert.gate_proj.weight", pre), S, H,
+                                  &l->shared[0], err)) ||
+            (s = fdl_eng_bind_mat(b, NAME("%smlp.shared_expert.up_proj.weight", pre), S, H,
+                                  &l->shared[1], err)) ||
+            (s = fdl_eng_bind_mat(b, NAME("%smlp.shared_expert.down_proj.weight", pre), H, S,
+                                  &l->shared[2], err)) ||
+            (s = fdl_eng_bind_mat(b, NAME("%smlp.shared_expert_gate.weight", pre), 1, H,
+                                  &l->shared_gate, err))))
+    return s;
+  if (fdl_eng_find(b->m, NAME("%smlp.experts.gate_up_proj", pre))) {
+    const fdl_tensor *gu, *dn;
+    size_t dgu[3] = {E, 2 * I, H}, ddn[3] = {E, H, I};
+    if ((s = fdl_eng_bind(b, n, 3, dgu, false, &gu, err)) ||
+        (s = fdl_eng_bind(b, NAME("%smlp.experts.down_proj", pre), 3, ddn, false, &dn, err)))
+      return s;
+    if (!(l->ex_view = calloc(3 * E, sizeof *l->ex_view)))
+      return fdl_fail(err, FDL_NOMEM, "out of memory");
+    fused_views(gu, dn, in, l);
+    return FDL_OK;
+  }
+  for (size_t e = 0; e < E; e++)
+    if ((s = fdl_eng_bind_mat(b, NAME("%smlp.experts.%zu.gate_proj.weight", pre, e), I, H,
+                              &l->ex[3 * e], err)) ||
+        (s = fdl_eng_bind_mat(b, NAME("%smlp.experts.%zu.up_proj.weight", pre, e), I, H,
+                              &l->ex[3 * e + 1], err)) ||
+        (s = fdl_eng_bind_mat(b, NAME("%smlp.experts.%zu.down_proj.weight", pre, e), H, I,
+                              &l->ex[3 * e + 2], err)))
+      return s;
+  return FDL_OK;
+#undef NAME
+}
+
 void fdl_eng_moe_free(eng_moe_work *w) {
   void *bufs[] = {w->logits, w->sel, w->weight, w->start, w->rows, w->row_wt,
-                  w->x,      w->y,   w->g,      w->u,     w->out};
+                  w->x,      w->y,   w->g,      w->u,     w->sg,   w->out};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
   memset(w, 0, sizeof *w);
 }
@@ -73,7 +165,9 @@ static fdl_status ensure(fdl_model *m, size_t n, fdl_err *err) {
   if (w->cap >= n) return FDL_OK;
   const fdl_model_info *in = &m->info;
   fdl_eng_moe_free(w);
-  size_t E = in->experts, K = in->experts_per_tok, H = in->hidden, I = in->moe_intermediate;
+  size_t E = in->experts, K = in->experts_per_tok, H = in->hidden;
+  size_t I = in->moe_intermediate > in->shared_intermediate ? in->moe_intermediate
+                                                            : in->shared_intermediate;
   w->logits = malloc(n * E * sizeof *w->logits);
   w->sel = malloc(n * K * sizeof *w->sel);
   w->weight = malloc(n * K * sizeof *w->weight);
@@ -84,9 +178,10 @@ static fdl_status ensure(fdl_model *m, size_t n, fdl_err *err) {
   w->y = malloc(n * H * sizeof *w->y);
   w->g = malloc(n * I * sizeof *w->g);
   w->u = malloc(n * I * sizeof *w->u);
+  w->sg = malloc(n * sizeof *w->sg);
   w->out = malloc(n * H * sizeof *w->out);
   if (!w->logits || !w->sel || !w->weight || !w->start || !w->rows || !w->row_wt || !w->x ||
-      !w->y || !w->g || !w->u || !w->out) {
+      !w->y || !w->g || !w->u || !w->sg || !w->out) {
     fdl_eng_moe_free(w);
     return fdl_fail(err, FDL_NOMEM, "out of memory for the experts' scratch (%zu positions)", n);
   }
@@ -120,6 +215,29 @@ static void route(const fdl_model_info *in, const float *l, size_t *sel, float *
       k++;
     }
   for (k = 0; k < K; k++) weight[k] = (float)(in->norm_topk_prob ? p[k] / chosen : p[k]);
+}
+
+/* Qwen3.5 MoE's shared expert, added after the routed sum: out += (float)(sigmoid(g x) y), with
+ * y = down(silu(gate x) * up x) over every position and the gate one float64 expression
+ * rounded once (as fdl_eng_sigmoid_mul). */
+static fdl_status shared_expert(fdl_model *m, const eng_layer *l, size_t rows, fdl_err *err) {
+  const size_t H = m->info.hidden, S = m->info.shared_intermediate;
+  eng_moe_work *w = &m->w.moe;
+  const float *xn = m->w.xn;
+  fdl_status s;
+  if ((s = fdl_eng_gemm(m, xn, H, rows, &l->shared[0], w->g, S, err)) ||
+      (s = fdl_eng_gemm(m, xn, H, rows, &l->shared[1], w->u, S, err)) ||
+      (s = fdl_eng_gemm(m, xn, H, rows, &l->shared_gate, w->sg, 1, err)))
+    return s;
+  fdl_eng_silu_mul(w->g, w->u, rows * S);
+  if ((s = fdl_eng_gemm(m, w->g, S, rows, &l->shared[2], w->y, H, err))) return s;
+  for (size_t r = 0; r < rows; r++) {
+    float *y = w->y + r * H;
+    const double gate = fdl_eng_sigmoid(w->sg[r]);
+    for (size_t h = 0; h < H; h++) y[h] = (float)((double)y[h] * gate);
+    fdl_eng_add(w->out + r * H, y, H);
+  }
+  return FDL_OK;
 }
 
 fdl_status fdl_eng_moe(fdl_model *m, size_t li, size_t rows, fdl_err *err) {
@@ -163,6 +281,7 @@ fdl_status fdl_eng_moe(fdl_model *m, size_t li, size_t rows, fdl_err *err) {
       for (size_t h = 0; h < H; h++) o[h] += wts[j] * y[h];
     }
   }
+  if (in->shared_intermediate && (s = shared_expert(m, l, rows, err))) return s;
   memcpy(xn, w->out, rows * H * sizeof *xn);
   return FDL_OK;
 }

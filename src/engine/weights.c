@@ -246,6 +246,10 @@ fdl_status fdl_eng_bind(eng_binder *b, const char *name, int nd, const size_t *d
   return bind_any(b, name, nd, dim, any_float, false, out, err);
 }
 
+fdl_gemm_type fdl_eng_gemm_type(fdl_dtype d) {
+  return d == FDL_DTYPE_BF16 ? FDL_GEMM_BF16 : d == FDL_DTYPE_F16 ? FDL_GEMM_F16 : FDL_GEMM_F32;
+}
+
 fdl_status fdl_eng_bind_mat(eng_binder *b, const char *name, size_t rows, size_t cols, eng_mat *mat,
                             fdl_err *err) {
   /* stored quantized: no float .weight (its parts instead), or an FP8 one */
@@ -261,9 +265,7 @@ fdl_status fdl_eng_bind_mat(eng_binder *b, const char *name, size_t rows, size_t
   size_t dim[2] = {rows, cols};
   fdl_status s = bind_any(b, name, 2, dim, false, true, &mat->t, err);
   if (s) return s;
-  mat->type = mat->t->dtype == FDL_DTYPE_BF16  ? FDL_GEMM_BF16
-              : mat->t->dtype == FDL_DTYPE_F16 ? FDL_GEMM_F16
-                                               : FDL_GEMM_F32;
+  mat->type = fdl_eng_gemm_type(mat->t->dtype);
   mat->row_bytes = 0;
   if (!fdl_eng_gguf_blocks(b->m, mat->t, &mat->ggml_type, &mat->row_bytes)) return FDL_OK;
   mat->block_elems = fdl_ggml_type(mat->ggml_type)->block_elems;
@@ -283,6 +285,21 @@ fdl_status fdl_eng_bind_vec(eng_binder *b, const char *name, size_t n, float **o
   return FDL_OK;
 }
 
+fdl_status fdl_eng_bind_mlp(eng_binder *b, size_t i, const char *pre, fdl_err *err) {
+  const fdl_model_info *in = &b->m->info;
+  eng_layer *l = &b->m->layer[i];
+  if (in->moe && in->moe[i]) return fdl_eng_bind_moe(b, l, pre, err);
+  size_t h = in->hidden, I = in->intermediate;
+  char n[192];
+#define NAME(suffix) (snprintf(n, sizeof n, "%smlp.%s", pre, suffix), n)
+  fdl_status s;
+  if ((s = fdl_eng_bind_mat(b, NAME("gate_proj.weight"), I, h, &l->gate, err)) ||
+      (s = fdl_eng_bind_mat(b, NAME("up_proj.weight"), I, h, &l->up, err)))
+    return s;
+  return fdl_eng_bind_mat(b, NAME("down_proj.weight"), h, I, &l->down, err);
+#undef NAME
+}
+
 static fdl_status bind_layer(eng_binder *b, size_t i, fdl_err *err) {
   const fdl_model_info *in = &b->m->info;
   eng_layer *l = &b->m->layer[i];
@@ -297,30 +314,9 @@ static fdl_status bind_layer(eng_binder *b, size_t i, fdl_err *err) {
       (s = fdl_eng_bind_mat(b, NAME("self_attn.v_proj.weight"), kd, h, &l->v, err)) ||
       (s = fdl_eng_bind_mat(b, NAME("self_attn.o_proj.weight"), h, qd, &l->o, err)))
     return s;
-  if (in->moe && in->moe[i]) {
-    /* the router, then each expert's gate, up and down */
-    size_t mi = in->moe_intermediate;
-    if (!(l->ex = calloc(3 * in->experts, sizeof *l->ex)))
-      return fdl_fail(err, FDL_NOMEM, "out of memory");
-    if ((s = fdl_eng_bind_mat(b, NAME("mlp.gate.weight"), in->experts, h, &l->router, err)))
-      return s;
-    for (size_t e = 0; e < in->experts; e++) {
-      char part[64];
-      snprintf(part, sizeof part, "mlp.experts.%zu.gate_proj.weight", e);
-      if ((s = fdl_eng_bind_mat(b, NAME(part), mi, h, &l->ex[3 * e], err))) return s;
-      snprintf(part, sizeof part, "mlp.experts.%zu.up_proj.weight", e);
-      if ((s = fdl_eng_bind_mat(b, NAME(part), mi, h, &l->ex[3 * e + 1], err))) return s;
-      snprintf(part, sizeof part, "mlp.experts.%zu.down_proj.weight", e);
-      if ((s = fdl_eng_bind_mat(b, NAME(part), h, mi, &l->ex[3 * e + 2], err))) return s;
-    }
-  } else if ((s = fdl_eng_bind_mat(b, NAME("mlp.gate_proj.weight"), in->intermediate, h, &l->gate,
-                                   err)) ||
-             (s = fdl_eng_bind_mat(b, NAME("mlp.up_proj.weight"), in->intermediate, h, &l->up,
-                                   err)) ||
-             (s = fdl_eng_bind_mat(b, NAME("mlp.down_proj.weight"), h, in->intermediate, &l->down,
-                                   err))) {
-    return s;
-  }
+  char pre[48];
+  snprintf(pre, sizeof pre, "model.layers.%zu.", i);
+  if ((s = fdl_eng_bind_mlp(b, i, pre, err))) return s;
   if (in->attn_bias &&
       ((s = fdl_eng_bind_vec(b, NAME("self_attn.q_proj.bias"), qd, &l->q_bias, err)) ||
        (s = fdl_eng_bind_vec(b, NAME("self_attn.k_proj.bias"), kd, &l->k_bias, err)) ||

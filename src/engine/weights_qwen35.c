@@ -88,16 +88,14 @@ fdl_status fdl_eng_bind_qwen35_layer(eng_binder *b, size_t i, fdl_err *err) {
   fdl_model *m = b->m;
   const fdl_model_info *in = &m->info;
   eng_layer *l = &m->layer[i];
-  size_t H = in->hidden, I = in->intermediate;
+  size_t H = in->hidden;
   char pre[96], n[192];
   snprintf(pre, sizeof pre, "%slayers.%zu.", in->prefix, i);
 #define NAME(suffix) (snprintf(n, sizeof n, "%s%s", pre, suffix), n)
   fdl_status s;
   if ((s = fdl_eng_bind_vec(b, NAME("input_layernorm.weight"), H, &l->in_norm, err)) ||
       (s = fdl_eng_bind_vec(b, NAME("post_attention_layernorm.weight"), H, &l->post_norm, err)) ||
-      (s = fdl_eng_bind_mat(b, NAME("mlp.gate_proj.weight"), I, H, &l->gate, err)) ||
-      (s = fdl_eng_bind_mat(b, NAME("mlp.up_proj.weight"), I, H, &l->up, err)) ||
-      (s = fdl_eng_bind_mat(b, NAME("mlp.down_proj.weight"), H, I, &l->down, err)))
+      (s = fdl_eng_bind_mlp(b, i, pre, err)))
     return s;
 #undef NAME
   centre(m, l->in_norm, H);
