@@ -26,8 +26,11 @@ extern "C" {
 typedef struct {
   const char *name;         /* "tiny-random" */
   const char *architecture; /* "Qwen3ForCausalLM", "LlamaForCausalLM", "Qwen2ForCausalLM",
-                               "Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration" */
-  const char *model_type;   /* "qwen3", "llama", "qwen2", "qwen3_5_text", "qwen3_5" */
+                               "Qwen3MoeForCausalLM", "Qwen3_5ForCausalLM",
+                               "Qwen3_5ForConditionalGeneration",
+                               "Qwen3_5MoeForConditionalGeneration" */
+  const char *model_type;   /* "qwen3", "llama", "qwen2", "qwen3_moe", "qwen3_5_text",
+                               "qwen3_5", "qwen3_5_moe" */
   size_t vocab, hidden, intermediate, layers, heads, kv_heads, head_dim;
   size_t max_position;
   bool tied;     /* lm_head is the embedding (no lm_head.weight) */
@@ -44,6 +47,10 @@ typedef struct {
   double partial_rotary_factor;
   bool vision; /* Qwen3_5ForConditionalGeneration: text under text_config and
                   model.language_model., plus a token vision tower under model.visual. */
+  /* Mixture of experts (docs/MOE.md), every layer routed; experts 0 for a dense model. Qwen3
+   * MoE stores one tensor per expert; Qwen3.5 MoE fuses them (gate_up_proj, down_proj, as its
+   * releases do) and adds a shared expert of shared_intermediate. */
+  size_t experts, experts_per_tok, moe_intermediate, shared_intermediate;
 } fdl_model_preset;
 
 /* Every preset, in a fixed order. */

@@ -86,6 +86,26 @@ static const fdl_model_preset PRESETS[] = {
      .bos = 256,
      .eos = 257,
      .about = "Qwen2, same size: q/k/v bias, tied, GQA 4"},
+    {.name = "qwen3-moe-tiny-random",
+     .architecture = "Qwen3MoeForCausalLM",
+     .model_type = "qwen3_moe",
+     .vocab = 272,
+     .hidden = 64,
+     .intermediate = 128,
+     .layers = 2,
+     .heads = 4,
+     .kv_heads = 2,
+     .head_dim = 16,
+     .max_position = 4096,
+     .qk_norm = true,
+     .rope_theta = 1000000.0,
+     .rms_norm_eps = 1e-6,
+     .bos = 256,
+     .eos = 257,
+     .experts = 8,
+     .experts_per_tok = 2,
+     .moe_intermediate = 32,
+     .about = "Qwen3 MoE, same size: top 2 of 8 experts in every layer, untied"},
     {.name = "qwen3.5-tiny-random",
      .architecture = "Qwen3_5ForConditionalGeneration",
      .model_type = "qwen3_5",
@@ -111,6 +131,34 @@ static const fdl_model_preset PRESETS[] = {
      .partial_rotary_factor = 0.25,
      .vision = true,
      .about = "Qwen3.5 (3 Gated DeltaNet + 1 gated attention), untied, vision tower stub"},
+    {.name = "qwen3.5-moe-tiny-random",
+     .architecture = "Qwen3_5MoeForConditionalGeneration",
+     .model_type = "qwen3_5_moe",
+     .vocab = 272,
+     .hidden = 64,
+     .layers = 4,
+     .heads = 4,
+     .kv_heads = 2,
+     .head_dim = 16,
+     .max_position = 4096,
+     .qk_norm = true,
+     .rope_theta = 10000000.0,
+     .rms_norm_eps = 1e-6,
+     .bos = 256,
+     .eos = 257,
+     .full_attention_interval = 4,
+     .linear_key_heads = 2,
+     .linear_value_heads = 4,
+     .linear_key_dim = 16,
+     .linear_value_dim = 16,
+     .conv_kernel = 4,
+     .partial_rotary_factor = 0.25,
+     .vision = true,
+     .experts = 8,
+     .experts_per_tok = 2,
+     .moe_intermediate = 32,
+     .shared_intermediate = 64,
+     .about = "Qwen3.5 MoE, same size: top 2 of 8 fused experts and a shared expert"},
     {.name = "llama-100m",
      .architecture = "LlamaForCausalLM",
      .model_type = "llama",
@@ -170,6 +218,27 @@ static const fdl_model_preset PRESETS[] = {
      .conv_kernel = 4,
      .partial_rotary_factor = 0.25,
      .about = "Qwen3.5-4B's shapes (4.2B parameters, 8.4 GB; benchmarks)"},
+    {.name = "qwen3-30b-a3b-6l",
+     .architecture = "Qwen3MoeForCausalLM",
+     .model_type = "qwen3_moe",
+     .vocab = 151936,
+     .hidden = 2048,
+     .intermediate = 6144,
+     .layers = 6,
+     .heads = 32,
+     .kv_heads = 4,
+     .head_dim = 128,
+     .max_position = 40960,
+     .qk_norm = true,
+     .rope_theta = 1000000.0,
+     .rms_norm_eps = 1e-6,
+     .bos = 151643,
+     .eos = 151645,
+     .experts = 128,
+     .experts_per_tok = 8,
+     .moe_intermediate = 768,
+     .about = "Qwen3-30B-A3B's layer shapes, 6 of its 48 layers (4.4B parameters, 8.7 GB; the "
+              "MoE benchmark)"},
 };
 
 const fdl_model_preset *fdl_model_presets(size_t *n) {
@@ -276,9 +345,38 @@ static uint64_t numel(const spec *t) {
   return m;
 }
 
-/* Room for every preset's list: at most 14 tensors a layer, 6 outside the layers. */
+/* Room for every preset's list: at most 14 tensors a layer beside its experts, 6 outside the
+ * layers. */
 static size_t tensor_cap(const fdl_model_preset *p) {
-  return 8 + 16 * p->layers;
+  return 8 + (16 + 3 * p->experts + 5) * p->layers;
+}
+
+/* A routed MLP in the module order of transformers' sparse MoE blocks: the router, the experts
+ * (fused when there is a shared expert: Qwen3.5 MoE), then the shared expert and its gate. */
+static void list_moe(const fdl_model_preset *p, spec *t, size_t *n, const char *P, size_t l) {
+  int64_t h = (int64_t)p->hidden, e = (int64_t)p->experts, f = (int64_t)p->moe_intermediate,
+          sh = (int64_t)p->shared_intermediate;
+#define T(d0, d1, d2, fmt) put(t, n, K_PROJ, (const int64_t[SPEC_DIMS]){d0, d1, d2}, P, fmt, l)
+  T(e, h, 0, "layers.%zu.mlp.gate.weight");
+  if (sh) {
+    T(e, 2 * f, h, "layers.%zu.mlp.experts.gate_up_proj");
+    T(e, h, f, "layers.%zu.mlp.experts.down_proj");
+    T(sh, h, 0, "layers.%zu.mlp.shared_expert.gate_proj.weight");
+    T(sh, h, 0, "layers.%zu.mlp.shared_expert.up_proj.weight");
+    T(h, sh, 0, "layers.%zu.mlp.shared_expert.down_proj.weight");
+    T(1, h, 0, "layers.%zu.mlp.shared_expert_gate.weight");
+  } else {
+    for (size_t x = 0; x < p->experts; x++) {
+      char fmt[80];
+      snprintf(fmt, sizeof fmt, "layers.%%zu.mlp.experts.%zu.gate_proj.weight", x);
+      T(f, h, 0, fmt);
+      snprintf(fmt, sizeof fmt, "layers.%%zu.mlp.experts.%zu.up_proj.weight", x);
+      T(f, h, 0, fmt);
+      snprintf(fmt, sizeof fmt, "layers.%%zu.mlp.experts.%zu.down_proj.weight", x);
+      T(h, f, 0, fmt);
+    }
+  }
+#undef T
 }
 
 static void list_dense(const fdl_model_preset *p, spec *t, size_t *pn) {
@@ -301,6 +399,10 @@ static void list_dense(const fdl_model_preset *p, spec *t, size_t *pn) {
       add(t, &n, K_NORM, hd, 0, "model.layers.%zu.self_attn.k_norm.weight", l);
     }
     add(t, &n, K_NORM, h, 0, "model.layers.%zu.post_attention_layernorm.weight", l);
+    if (p->experts) {
+      list_moe(p, t, &n, "model.", l);
+      continue;
+    }
     add(t, &n, K_PROJ, f, h, "model.layers.%zu.mlp.gate_proj.weight", l);
     add(t, &n, K_PROJ, f, h, "model.layers.%zu.mlp.up_proj.weight", l);
     add(t, &n, K_PROJ, h, f, "model.layers.%zu.mlp.down_proj.weight", l);
@@ -364,6 +466,10 @@ static void list_qwen35(const fdl_model_preset *p, spec *t, size_t *pn) {
       T(K_PROJ, h, vdim, 0, "layers.%zu.linear_attn.out_proj.weight");
     }
     T(K_ZNORM, h, 0, 0, "layers.%zu.post_attention_layernorm.weight");
+    if (p->experts) {
+      list_moe(p, t, &n, P, l);
+      continue;
+    }
     T(K_PROJ, f, h, 0, "layers.%zu.mlp.gate_proj.weight");
     T(K_PROJ, f, h, 0, "layers.%zu.mlp.up_proj.weight");
     T(K_PROJ, h, f, 0, "layers.%zu.mlp.down_proj.weight");
@@ -424,8 +530,8 @@ static void generate(const fdl_model_preset *p, const spec *t, fdl_rng *r, uint6
   case K_EMBED:
     sd = 1.0;
     break;
-  case K_PROJ:
-    sd = 1.0 / sqrt((double)t->shape[1]);
+  case K_PROJ: /* fan-in: the last dimension (a fused expert tensor has three) */
+    sd = 1.0 / sqrt((double)t->shape[t->ndim - 1]);
     break;
   case K_HEAD:
     sd = 3.0 / sqrt((double)p->hidden);
@@ -516,11 +622,36 @@ static json_t *qwen35_text_config(const fdl_model_preset *p) {
       (json_int_t)p->eos);
 }
 
+/* A MoE preset's keys, as transformers' Qwen3MoeConfig / Qwen3_5MoeTextConfig write them;
+ * Qwen3.5 MoE has no dense MLP, so no intermediate_size. */
+static bool moe_keys(const fdl_model_preset *p, json_t *c) {
+  if (!p->experts) return true;
+  bool ok = !json_object_set_new(c, "num_experts", json_integer((json_int_t)p->experts)) &&
+            !json_object_set_new(c, "num_experts_per_tok",
+                                 json_integer((json_int_t)p->experts_per_tok)) &&
+            !json_object_set_new(c, "moe_intermediate_size",
+                                 json_integer((json_int_t)p->moe_intermediate)) &&
+            !json_object_set_new(c, "router_aux_loss_coef", json_real(0.001));
+  if (p->shared_intermediate)
+    return ok && !json_object_del(c, "intermediate_size") &&
+           !json_object_set_new(c, "model_type", json_string("qwen3_5_moe_text")) &&
+           !json_object_set_new(c, "shared_expert_intermediate_size",
+                                json_integer((json_int_t)p->shared_intermediate));
+  return ok && !json_object_set_new(c, "norm_topk_prob", json_true()) &&
+         !json_object_set_new(c, "decoder_sparse_step", json_integer(1)) &&
+         !json_object_set_new(c, "mlp_only_layers", json_array()) &&
+         !json_object_set_new(c, "output_router_logits", json_false());
+}
+
 /* Qwen3_5ForCausalLM: the text config at the top level. Qwen3_5ForConditionalGeneration: the
  * text config under text_config, the vision stub's under vision_config, and
  * tie_word_embeddings at the top level too (transformers reads it there for the head). */
 static json_t *qwen35_config(const fdl_model_preset *p, uint64_t seed) {
   json_t *text = qwen35_text_config(p), *c = NULL;
+  if (text && !moe_keys(p, text)) {
+    json_decref(text);
+    text = NULL;
+  }
   if (!text) return NULL;
   if (!p->vision) {
     c = text;
@@ -533,7 +664,7 @@ static json_t *qwen35_config(const fdl_model_preset *p, uint64_t seed) {
         "{s:[s], s:s, s:o, s:{s:s, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, "
         "s:I, s:f, s:[]}, s:b, s:s}",
         "architectures", p->architecture, "model_type", p->model_type, "text_config", text,
-        "vision_config", "model_type", "qwen3_5", "depth", (json_int_t)0, "hidden_size",
+        "vision_config", "model_type", p->model_type, "depth", (json_int_t)0, "hidden_size",
         (json_int_t)VIS_HIDDEN, "intermediate_size", (json_int_t)(2 * VIS_HIDDEN), "hidden_act",
         "gelu_pytorch_tanh", "num_heads", (json_int_t)2, "in_channels", (json_int_t)3, "patch_size",
         (json_int_t)VIS_PATCH, "temporal_patch_size", (json_int_t)VIS_TEMPORAL,
@@ -576,6 +707,7 @@ static json_t *config_json(const fdl_model_preset *p, uint64_t seed) {
          !json_object_set_new(c, "sliding_window", json_null()) &&
          !json_object_set_new(c, "max_window_layers", json_integer((json_int_t)p->layers));
   }
+  ok = ok && moe_keys(p, c);
   json_t *fi = fidelis_init(p, seed);
   ok = ok && fi && !json_object_set_new(c, "fidelis_init", fi);
   if (!ok) {
