@@ -2,7 +2,8 @@
  * process: prefill GFLOP/s against fidelis' GEMM peak (one large product of the model's own
  * widest shape, same threads), and decode tokens/s against the memory-bandwidth bound of
  * reading every weight once per token (bandwidth measured by a streaming read of a buffer
- * larger than the caches).
+ * larger than the caches); for a mixture of experts, every weight a token uses (its active
+ * parameters: the routed experts' bytes, not all experts').
  *
  *   bench_engine MODEL_DIR PREFILL_TOKENS DECODE_TOKENS THREADS
  *
@@ -16,16 +17,27 @@
 #include "fidelis/engine.h"
 #include "fidelis/gemm.h"
 
+/* Weight elements of layer l's MLP one position multiplies through: the dense MLP, or a routed
+ * one's active part (the router, the experts_per_tok chosen experts and a shared expert). */
+static double mlp_weights(const fdl_model_info *i, size_t l) {
+  double h = (double)i->hidden;
+  if (!i->moe || !i->moe[l]) return 3 * h * (double)i->intermediate;
+  double s = (double)i->shared_intermediate;
+  return h * (double)i->experts +
+         (double)i->experts_per_tok * 3 * h * (double)i->moe_intermediate + 3 * h * s +
+         (s > 0 ? h : 0);
+}
+
 /* Weight elements one position multiplies through in layer l: its projections and its MLP. */
 static double layer_weights(const fdl_model_info *i, size_t l) {
-  double h = (double)i->hidden, f = (double)i->intermediate;
+  double h = (double)i->hidden, mlp = mlp_weights(i, l);
   if (i->linear && i->linear[l]) {
     double kd = (double)(i->lin_k_heads * i->lin_k_dim),
            vd = (double)(i->lin_v_heads * i->lin_v_dim);
-    return h * (2 * kd + vd) + h * vd + 2 * h * (double)i->lin_v_heads + vd * h + 3 * h * f;
+    return h * (2 * kd + vd) + h * vd + 2 * h * (double)i->lin_v_heads + vd * h + mlp;
   }
   double q = (double)(i->heads * i->head_dim), kv = (double)(i->kv_heads * i->head_dim);
-  return h * q * (i->attn_gate ? 2 : 1) + 2 * h * kv + q * h + 3 * h * f;
+  return h * q * (i->attn_gate ? 2 : 1) + 2 * h * kv + q * h + mlp;
 }
 
 /* Multiply-adds of one forward over n tokens, as 2 flops each: the projections, the MLP, the
@@ -43,7 +55,8 @@ static double forward_flops(const fdl_model_info *i, size_t n) {
   return 2.0 * madds;
 }
 
-/* Bytes of weights read per decoded token: every layer's matrices and the head. */
+/* Bytes of weights read per decoded token: every layer's matrices (a routed MLP's active part
+ * only: the bound of a mixture of experts is its active parameters) and the head. */
 static double weight_bytes(const fdl_model_info *i) {
   double es = i->weight_dtype == FDL_DTYPE_F32 ? 4.0 : 2.0,
          w = (double)i->hidden * (double)i->vocab;
@@ -72,7 +85,8 @@ static double stream_gbps(void) {
 }
 
 static double gemm_peak(const fdl_model_info *i, unsigned threads, size_t m) {
-  size_t k = i->hidden, nn = i->intermediate;
+  /* the MLP's shape; an expert's for a mixture of experts (a routed layer's products) */
+  size_t k = i->hidden, nn = i->experts ? i->moe_intermediate : i->intermediate;
   float *a = malloc(m * k * sizeof *a), *c = malloc(m * nn * sizeof *c);
   uint16_t *b = malloc(nn * k * sizeof *b);
   fdl_gemm *g = NULL;

@@ -9,7 +9,12 @@
 #   env: FDL_BENCH_THREADS (default: all cores), FDL_BENCH_PREFILL (256), FDL_BENCH_DECODE (32),
 #        FDL_BENCH_PRESETS ("llama-100m qwen3-0.6b"), FDL_BENCH_Q35_DECODE (64),
 #        FDL_BENCH_Q35_MODEL (an existing qwen3.5-4b directory; default: made here, 8.4 GB, and
-#        removed after; "none" skips it), FDL_PYTHON
+#        removed after; "none" skips it), FDL_BENCH_MOE_MODEL (an existing qwen3-30b-a3b-6l
+#        directory; default: made here, 8.7 GB, and removed after; "none" skips it),
+#        FDL_BENCH_MOE_DECODE (32), FDL_PYTHON
+# Then (issue 23's benchmark) the mixture of experts: qwen3-30b-a3b-6l, Qwen3-30B-A3B's layer
+# shapes (128 experts, top 8) in 6 layers, decode against its active-parameter bound (the
+# routed experts' bytes per token, not all experts').
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,14 +42,20 @@ for preset in ${FDL_BENCH_PRESETS:-llama-100m qwen3-0.6b}; do
   rm -rf "${work:?}/$preset"
 done
 
-q35=${FDL_BENCH_Q35_MODEL:-}
-[ "$q35" = none ] && exit 0
-nq=${FDL_BENCH_Q35_DECODE:-64}
-echo "== qwen3.5-4b (prefill $np tokens, decode $nq tokens, $threads threads)"
-if [ -z "$q35" ]; then
-  q35="$work/qwen3.5-4b"
-  t0=$(date +%s.%N)
-  "$build/fidelis" model init --preset qwen3.5-4b --seed 0 "$q35" >/dev/null
-  awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "model init: %.2f s\n", b - a }'
-fi
-"$build/bench/bench_engine" "$q35" "$np" "$nq" "$threads"
+# big PRESET MODEL_DIR DECODE_TOKENS: bench_engine on MODEL_DIR, made here (and removed after)
+# when empty; "none" skips it.
+big() {
+  local preset=$1 dir=$2 n=$3
+  [ "$dir" = none ] && return 0
+  echo "== $preset (prefill $np tokens, decode $n tokens, $threads threads)"
+  if [ -z "$dir" ]; then
+    dir="$work/$preset"
+    t0=$(date +%s.%N)
+    "$build/fidelis" model init --preset "$preset" --seed 0 "$dir" >/dev/null
+    awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "model init: %.2f s\n", b - a }'
+  fi
+  "$build/bench/bench_engine" "$dir" "$np" "$n" "$threads"
+  rm -rf "${work:?}/$preset"
+}
+big qwen3.5-4b "${FDL_BENCH_Q35_MODEL:-}" "${FDL_BENCH_Q35_DECODE:-64}"
+big qwen3-30b-a3b-6l "${FDL_BENCH_MOE_MODEL:-}" "${FDL_BENCH_MOE_DECODE:-32}"

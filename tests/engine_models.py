@@ -275,7 +275,11 @@ def rope_tables(c, n):
 def sliding(c):
     """(window, [layer slides?]) as transformers' Qwen2/Qwen3 configs decide: the window is
     sliding_window when use_sliding_window is true; layer_types names each layer, or else layers
-    from max_window_layers (default 28) on slide."""
+    from max_window_layers (default 28) on slide. Mistral: every layer slides over
+    sliding_window (4096 when absent, none when null)."""
+    if c["architectures"][0] == "MistralForCausalLM":
+        w = c.get("sliding_window", 4096)
+        return w, [w is not None] * c["num_hidden_layers"]
     w = c.get("sliding_window") if c.get("use_sliding_window") else None
     lt = c.get("layer_types") or [
         "sliding_attention" if w is not None and i >= c.get("max_window_layers", 28)
@@ -454,6 +458,9 @@ DENSE_CASES = [
                                       use_sliding_window=True, sliding_window=5,
                                       layer_types=["sliding_attention", "full_attention",
                                                    "sliding_attention"]), "F32", 1, 25),
+    # Mistral: Llama with every layer over a window (no use_sliding_window switch)
+    ("mistral-window", dict(arch="MistralForCausalLM", kv_heads=2, layers=3, sliding_window=8,
+                            head_dim=32), "BF16", 1, 37),
     ("qwen2-window-long", dict(arch="Qwen2ForCausalLM", layers=1, hidden=128, heads=8,
                                kv_heads=2, inter=256, max_pos=512, use_sliding_window=True,
                                sliding_window=70, max_window_layers=0), "BF16", 1, 300),

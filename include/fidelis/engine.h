@@ -51,8 +51,10 @@ typedef struct {
 } fdl_rope_scaling;
 
 typedef struct {
-  const char *arch; /* "LlamaForCausalLM" | "Qwen2ForCausalLM" | "Qwen3ForCausalLM" |
-                       "Qwen3_5ForCausalLM" | "Qwen3_5ForConditionalGeneration" */
+  const char *arch; /* the config's architecture: "LlamaForCausalLM", "MistralForCausalLM",
+                       "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM",
+                       "Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration",
+                       "Qwen3_5MoeForCausalLM" or "Qwen3_5MoeForConditionalGeneration" */
   size_t vocab, hidden, layers, heads, kv_heads, head_dim, intermediate, max_positions;
   double rope_theta, rms_eps;
   bool tied;               /* lm_head is the embedding */

@@ -3,6 +3,7 @@
  * not implement is refused by name: computing something else under the same name would make a
  * capture lie about what it measured. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -16,7 +17,8 @@ static const char *const k_arch[] = {"LlamaForCausalLM",
                                      "Qwen3_5ForConditionalGeneration",
                                      "Qwen3MoeForCausalLM",
                                      "Qwen3_5MoeForCausalLM",
-                                     "Qwen3_5MoeForConditionalGeneration"};
+                                     "Qwen3_5MoeForConditionalGeneration",
+                                     "MistralForCausalLM"};
 #define N_ARCH (sizeof k_arch / sizeof *k_arch)
 #define ARCHS                                                                                      \
   "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, "                    \
@@ -132,6 +134,22 @@ static fdl_status windows(const json_t *cfg, const char *path, int arch, fdl_mod
   }
   info->sliding = slide;
   info->sliding_window = w;
+  return FDL_OK;
+}
+
+/* Mistral (transformers' MistralConfig): every layer attends over sliding_window keys; absent,
+ * the window is its default 4096; null, there is none. */
+static fdl_status mistral_window(const json_t *cfg, const char *path, fdl_model_info *info,
+                                 fdl_err *err) {
+  const json_t *v = json_object_get(cfg, "sliding_window");
+  if (v && json_is_null(v)) return FDL_OK;
+  fdl_status s =
+      fdl_eng_cfg_size(cfg, path, "sliding_window", false, 4096, &info->sliding_window, err);
+  if (s) return s;
+  unsigned char *slide = malloc(info->layers ? info->layers : 1);
+  if (!slide) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  memset(slide, 1, info->layers ? info->layers : 1);
+  info->sliding = slide;
   return FDL_OK;
 }
 
@@ -290,10 +308,12 @@ fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *i
   int arch = -1;
   for (int i = 0; i < (int)N_ARCH; i++)
     if (strcmp(a, k_arch[i]) == 0) arch = i;
-  /* The MoE siblings are their dense architecture in everything but the MLP (moe.c) */
+  /* The MoE siblings are their dense architecture in everything but the MLP (moe.c); Mistral
+   * is Llama with a sliding window on every layer */
   int named = arch;
-  bool moe = arch >= 5;
+  bool moe = arch >= 5 && arch <= 7, mistral = arch == 8;
   if (moe) arch = arch == 5 ? 2 : arch - 3;
+  if (mistral) arch = 0;
   if (arch < 0)
     return fdl_fail(err, FDL_UNSUPPORTED, "%s: unsupported architecture %s (expected " ARCHS ")",
                     path, a);
@@ -305,7 +325,8 @@ fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *i
   /* Qwen3.5 MoE routes every layer: it has no dense MLP, so no intermediate_size */
   if (!s) s = dims(tc, path, moe && arch >= 3, info, err);
   if (!s) s = fdl_eng_rope_config(tc, path, arch < 3, info, &rope_src, err);
-  if (!s && arch < 3) s = windows(tc, path, arch, info, err);
+  if (!s && arch < 3)
+    s = mistral ? mistral_window(tc, path, info, err) : windows(tc, path, arch, info, err);
   if (s) return s;
   if ((s = fdl_eng_cfg_real(rope_src, path, "rope_theta", 10000.0, &info->rope_theta, err)) ||
       (s = fdl_eng_cfg_real(tc, path, "rms_norm_eps", 1e-6, &info->rms_eps, err)) ||
