@@ -161,8 +161,8 @@ def main():
                       ("BF16", (2, 2), b"\0" * 8)})
     expect("qwen2-missing-bias", ["missing tensor", "self_attn.q_proj.bias"],
            cfg_edit=set_key("architectures", ["Qwen2ForCausalLM"]))
-    expect("arch", ["unsupported architecture", "MistralForCausalLM"],
-           cfg_edit=set_key("architectures", ["MistralForCausalLM"]))
+    expect("arch", ["unsupported architecture", "GemmaForCausalLM"],
+           cfg_edit=set_key("architectures", ["GemmaForCausalLM"]))
     expect("hidden-act", ["hidden_act", "gelu", "silu"], cfg_edit=set_key("hidden_act", "gelu"))
     # RoPE scaling: the types transformers defines that the engine does not run, and malformed
     # parameters of the ones it does (tests/test_engine_oracle.py runs those).
