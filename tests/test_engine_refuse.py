@@ -251,8 +251,8 @@ def main():
     expect("awq-no-zero", ["zero_point is false"],
            cfg_edit=set_key("quantization_config", {"quant_method": "awq", "bits": 4,
                                                     "group_size": 32, "zero_point": False}))
-    expect("gptq-3bit", ["bits", "3-bit GPTQ checkpoints are not read"],
-           cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 3,
+    expect("gptq-5bit", ["quantization_config.bits 5", "expected 2, 3, 4 or 8"],
+           cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 5,
                                                     "group_size": 32}))
     expect("gptq-format", ["checkpoint_format 'marlin'", "gptq_v2"],
            cfg_edit=set_key("quantization_config", {"quant_method": "gptq", "bits": 4,

@@ -4,20 +4,25 @@ integers, against a numpy transcription of each format's documented decode. GPTQ
 
     w[o, i] = scales[g, o] * (q[o, i] - zero[g, o]),  g = g_idx[i]
 
-with 32 / bits values per int32 (lowest bits first) in qweight [in / p, out] and qzeros
-[groups, out / p], zero = the stored field + 1 (checkpoint_format "gptq", v1) or the field as
-stored ("gptq_v2"), for bits 2, 4 and 8, sym and asymmetric zero points, act-order (desc_act)
-checkpoints whose g_idx permutes the inputs across groups, and the field extremes (q and the
-stored zero at 0 and 2^bits - 1). AWQ (AutoAWQ's GEMM layout): qweight [in, out / 8] and qzeros
-[in / group, out / 8] with output 8c + t of word c in nibble (0, 4, 1, 5, 2, 6, 3, 7)[t], zeros
-stored as is, scales [in / group, out], w[o, i] = scales[i // group, o] * (q - zero).
+with the values of a column of qweight [in * bits / 32, out] (or a row of qzeros
+[groups, out * bits / 32]) as one little-endian bit stream over its int32 words, lowest bits
+first: 32 / bits whole values per word for bits 2, 4 and 8, and for bits 3 thirty-two values in
+every three words, values 10 and 21 of each run straddling two words (low bits in the first).
+zero = the stored field + 1 (checkpoint_format "gptq", v1) or the field as stored ("gptq_v2"),
+for bits 2, 3, 4 and 8, sym and asymmetric zero points, act-order (desc_act) checkpoints whose
+g_idx permutes the inputs across groups, and the field extremes (q and the stored zero at 0 and
+2^bits - 1, for 3 bits also at the straddling values). AWQ (AutoAWQ's GEMM layout): qweight
+[in, out / 8] and qzeros [in / group, out / 8] with output 8c + t of word c in nibble
+(0, 4, 1, 5, 2, 6, 3, 7)[t], zeros stored as is, scales [in / group, out],
+w[o, i] = scales[i // group, o] * (q - zero).
 
 1. `tool_model reconstruct` of each matrix equals the numpy decode bit for bit.
 2. A whole tiny Llama with every linear layer packed gives, through `fidelis generate`,
    logits bit-identical to the same model written as an F32 Hugging Face directory of the numpy
    decode (the engine multiplies the exact float32 reconstruction).
 3. Malformed parts are refused by name: a g_idx that is not a permutation of the groups, a
-   qweight packed for other bits, a qzeros of the wrong shape.
+   qweight packed for other bits, a qzeros of the wrong shape; for 3 bits a qweight or qzeros in
+   the 4-bit layout or of the wrong shape, and dimensions that are not multiples of 32.
 """
 import copy
 import json
@@ -42,7 +47,9 @@ LINEAR = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn
 
 def pack(vals, bits, axis):
     """Packs integers in [0, 2^bits) along `axis` (0: rows, 1: columns), 32 / bits per int32,
-    value k of a word in bits [k * bits, (k + 1) * bits)."""
+    value k of a word in bits [k * bits, (k + 1) * bits). 3 bits: pack3."""
+    if bits == 3:
+        return pack3(vals, axis)
     per = 32 // bits
     v = np.moveaxis(vals.astype(np.uint64), axis, 0)
     v = v.reshape(v.shape[0] // per, per, *v.shape[1:])
@@ -50,6 +57,39 @@ def pack(vals, bits, axis):
     for k in range(per):
         word |= v[:, k] << np.uint64(bits * k)
     return np.moveaxis(word.astype(np.uint32), 0, axis).view("<i4")
+
+
+def pack3(vals, axis):
+    """3-bit values along `axis` as a bit stream: value k of a row (axis 1) or column (axis 0)
+    gives stream bits 3k, 3k + 1, 3k + 2 (its bits 0, 1, 2), and stream bit b is bit b % 32 of
+    int32 word b // 32 along the same axis. The length along `axis` must be a multiple of 32."""
+    v = np.moveaxis(vals.astype(np.uint64), axis, 0)  # [n, ...]
+    n = v.shape[0]
+    stream = np.stack([(v >> np.uint64(t)) & np.uint64(1) for t in range(3)], axis=1)
+    stream = stream.reshape(n * 3 // 32, 32, *v.shape[1:])  # [words, bit of word, ...]
+    word = np.zeros(stream.shape[:1] + stream.shape[2:], dtype=np.uint64)
+    for t in range(32):
+        word |= stream[:, t] << np.uint64(t)
+    return np.moveaxis(word.astype(np.uint32), 0, axis).view("<i4")
+
+
+def check_pack3():
+    """The straddling values land where AutoGPTQ's and GPTQModel's 3-bit pack put them: value 10
+    in bits 30-31 of word 0 (its low two bits) and bit 0 of word 1 (its high bit); value 21 in
+    bit 31 of word 1 (its low bit) and bits 0-1 of word 2; values 0-9, 11-20 and 22-31 at bits
+    3j, 3j + 1 and 3j + 2 of words 0, 1 and 2."""
+    def words(pos, val):
+        v = np.zeros((32, 1), dtype=np.int64)
+        v[pos, 0] = val
+        return [int(x) for x in pack(v, 3, 0).view(np.uint32)[:, 0]]
+    check(words(10, 0b110) == [0b10 << 30, 0b1, 0] and words(10, 0b001) == [0b01 << 30, 0, 0],
+          "pack3: value 10 has bits 0-1 in word 0 bits 30-31 and bit 2 in word 1 bit 0")
+    check(words(21, 0b110) == [0, 0, 0b11] and words(21, 0b011) == [0, 1 << 31, 0b01],
+          "pack3: value 21 has bit 0 in word 1 bit 31 and bits 1-2 in word 2 bits 0-1")
+    check(words(9, 7) == [7 << 27, 0, 0] and words(11, 7) == [0, 7 << 1, 0] and
+          words(20, 7) == [0, 7 << 28, 0] and words(22, 7) == [0, 0, 7 << 2] and
+          words(31, 7) == [0, 0, 7 << 29],
+          "pack3: the whole values of words 0, 1 and 2 at 3j, 3j + 1 and 3j + 2")
 
 
 def decode(q, zero_field, scales, g_idx, v2):
@@ -166,20 +206,24 @@ def gptq_matrix(rng, out, inn, bits, group, v2, sym, act_order):
     hi = (1 << bits) - 1
     q = rng.integers(0, hi + 1, size=(out, inn))
     q[0, 0], q[0, 1] = 0, hi  # the extremes of a field
+    if bits == 3:  # and those of the values that straddle two words
+        q[0, 10], q[0, 21], q[1, 10], q[1, 21] = hi, hi, 0, 0
     groups = inn // group
     if sym:  # symmetric: the zero point is the middle, 2^(bits-1), stored minus 1 in v1
         zf = np.full((groups, out), (1 << (bits - 1)) - (0 if v2 else 1))
     else:
         zf = rng.integers(0, hi + 1, size=(groups, out))
         zf[0, 0], zf[0, 1] = 0, hi
+        if bits == 3:
+            zf[0, 10], zf[0, 21], zf[1, 10], zf[1, 21] = hi, hi, 0, 0
     scales = (rng.uniform(0.001, 0.05, size=(groups, out))).astype(np.float16)
     g_idx = np.arange(inn) // group
     if act_order:  # desc_act: the inputs are visited in a permuted order
         g_idx = g_idx[rng.permutation(inn)]
     w = decode(q, zf, scales, g_idx, v2)
     parts = {
-        "qweight": ("I32", (inn // (32 // bits), out), pack(q.T, bits, 0).tobytes()),
-        "qzeros": ("I32", (groups, out // (32 // bits)), pack(zf, bits, 1).tobytes()),
+        "qweight": ("I32", (inn * bits // 32, out), pack(q.T, bits, 0).tobytes()),
+        "qzeros": ("I32", (groups, out * bits // 32), pack(zf, bits, 1).tobytes()),
         "scales": ("F16", (groups, out), scales.astype("<f2").tobytes()),
         "g_idx": ("I32", (inn,), g_idx.astype("<i4").tobytes()),
     }
@@ -231,6 +275,14 @@ FORMATS = [
      lambda r, o, i: gptq_matrix(r, o, i, 2, 16, False, False, True), (16, 2, "v1")),
     ("v2-2bit-sym", gptq_config(2, 32, True, True, False),
      lambda r, o, i: gptq_matrix(r, o, i, 2, 32, True, True, False), (32, 2, "v2")),
+    ("v1-3bit", gptq_config(3, 32, False, False, False),
+     lambda r, o, i: gptq_matrix(r, o, i, 3, 32, False, False, False), (32, 3, "v1")),
+    ("v1-3bit-sym-act-order", gptq_config(3, 16, False, True, True),
+     lambda r, o, i: gptq_matrix(r, o, i, 3, 16, False, True, True), (16, 3, "v1")),
+    ("v2-3bit-sym", gptq_config(3, 32, True, True, False),
+     lambda r, o, i: gptq_matrix(r, o, i, 3, 32, True, True, False), (32, 3, "v2")),
+    ("v2-3bit-act-order", gptq_config(3, 16, True, False, True),
+     lambda r, o, i: gptq_matrix(r, o, i, 3, 16, True, False, True), (16, 3, "v2")),
     ("awq-gemm", {"quant_method": "awq", "bits": 4, "group_size": 32, "zero_point": True,
                   "version": "gemm"},
      lambda r, o, i: awq_matrix(r, o, i, 32), (32, 4, "awq")),
@@ -262,6 +314,7 @@ def main():
     if not os.access(TOOL, os.X_OK):
         print("skip: %s is not built" % TOOL)
         sys.exit(77)
+    check_pack3()
     base = em.make_config(dtype="F32", hidden=64, heads=4, kv_heads=2, inter=128, layers=2)
     weights = em.make_weights(base, 3)
     ids = [int(x) for x in np.random.default_rng(5).integers(0, base["vocab_size"], 24)]
@@ -333,6 +386,37 @@ def refusals(base, weights):
                   ["qzeros", "shape"]))
     for name, change, words in cases:
         expect_refused(name, c, weights, stem, dict(parts, **change), words)
+    # 3 bits: the same matrix in the 4-bit layout, or the right bytes in the wrong shape
+    parts, _ = gptq_matrix(rng, out, inn, 3, 16, False, False, True)
+    c["quantization_config"] = gptq_config(3, 16, False, False, True)
+    groups, qrows, zcols = inn // 16, inn * 3 // 32, out * 3 // 32
+    cases = [
+        ("3bit-qweight-4bit-layout",
+         {"qweight": ("I32", (inn // 8, out), b"\0" * (inn * out // 2))},
+         ["qweight", "as 3-bit GPTQ takes %d" % (qrows * out * 4)]),
+        ("3bit-qweight-shape", {"qweight": ("I32", (qrows * 2, out // 2), parts["qweight"][2])},
+         ["qweight has shape [%d, %d], expected [%d, %d]" % (qrows * 2, out // 2, qrows, out)]),
+        ("3bit-qzeros-4bit-layout",
+         {"qzeros": ("I32", (groups, out // 8), b"\0" * (groups * out // 8 * 4))},
+         ["qzeros has shape [%d, %d], expected [%d, %d]" % (groups, out // 8, groups, zcols)]),
+    ]
+    for name, change, words in cases:
+        expect_refused(name, c, weights, stem, dict(parts, **change), words)
+    # dimensions that a 3-bit run cannot fill: in 48 (or out 48) is not a multiple of 32
+    for name, inn_, out_ in (("3bit-in-48", 48, 32), ("3bit-out-48", 64, 48)):
+        st = os.path.join(TMP, name + ".safetensors")
+        g = (np.arange(inn_) // 16).astype("<i4")
+        em.write_safetensors(st, [
+            ("x.qweight", "I32", (inn_ * 3 // 32, out_), b"\0" * (inn_ * 3 // 32 * out_ * 4)),
+            ("x.qzeros", "I32", (inn_ // 16, out_ * 3 // 32),
+             b"\0" * (inn_ // 16 * (out_ * 3 // 32) * 4)),
+            ("x.scales", "F16", (inn_ // 16, out_), b"\0" * (inn_ // 16 * out_ * 2)),
+            ("x.g_idx", "I32", (inn_,), g.tobytes())])
+        got, msg = reconstruct(st, "x", 16, 3, "v2")
+        want = "a [%d, %d] weight cannot hold 3-bit values: in and out must be multiples of 32" % (
+            out_, inn_)
+        check(got is None and want in msg, "%s: refused naming '%s' (%s)" % (name, want,
+                                                                              msg.strip()))
 
 
 def expect_refused(name, c, weights, stem, parts, words):

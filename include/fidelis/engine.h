@@ -65,7 +65,7 @@ typedef struct {
   size_t gptq_group;       /* 0: dense weights; else a GPTQ checkpoint with groups of this many
                               inputs, whose quantized matrices the engine multiplies as their
                               float32 reconstruction (q - zero) * scale */
-  unsigned gptq_bits;      /* 2, 4 or 8 */
+  unsigned gptq_bits;      /* 2, 3, 4 or 8 */
   bool gptq_v2;            /* checkpoint_format gptq_v2: zero points stored as is */
   bool awq;                /* an AWQ checkpoint (GEMM layout, 4-bit; gptq_group its group) */
   const char *ct_format;   /* compressed-tensors: NULL, "pack-quantized" or "float-quantized" */

@@ -111,9 +111,11 @@ FDL_API fdl_status fdl_gptq_quantize_matrix(const float *w, size_t out, size_t i
                                             uint32_t *qweight, uint32_t *qzeros, uint16_t *scales,
                                             int32_t *g_idx, fdl_err *err);
 
-/* How a GPTQ checkpoint packs its integers (quantization_config): bits 2, 4 or 8 per value, 32 /
- * bits values per int32, lowest bits first; v2 (checkpoint_format "gptq_v2", GPTQModel) stores
- * each zero point as is, v1 ("gptq", AutoGPTQ) stores zero - 1. */
+/* How a GPTQ checkpoint packs its integers (quantization_config): bits 2, 3, 4 or 8 per value,
+ * a run of values as one little-endian bit stream over consecutive int32 words, lowest bits
+ * first (32 / bits whole values per word for 2, 4 and 8; 32 values in 3 words for 3, two of them
+ * straddling words); v2 (checkpoint_format "gptq_v2", GPTQModel) stores each zero point as is,
+ * v1 ("gptq", AutoGPTQ) stores zero - 1. */
 typedef struct {
   size_t group;
   unsigned bits;
@@ -123,11 +125,11 @@ typedef struct {
 /* The affine decode the engine uses to load such a checkpoint: w[o * in + i] =
  * (q - zero) * scale in float32, exact (q - zero has at most bits + 1 bits and scale 11), where
  * q is value i of column o of qweight and zero = the stored field (+ 1 for v1, as the GPTQ-v1
- * reference loaders add it; v1 never masks the sum). Checks every shape and dtype (with
- * p = 32 / bits: qweight I32 [in/p, out], qzeros I32 [in/group, out/p], scales F16
- * [in/group, out], g_idx I32 [in]), every g_idx value (in [0, in/group)) and that g_idx gives
- * every group exactly `group` inputs (act-order checkpoints permute the inputs, never the group
- * sizes) before reading. Views may be unaligned. */
+ * reference loaders add it; v1 never masks the sum). Checks every shape and dtype (qweight I32
+ * [in*bits/32, out], qzeros I32 [in/group, out*bits/32], scales F16 [in/group, out], g_idx I32
+ * [in]; in and out multiples of 32 / bits, or of 32 for 3 bits), every g_idx value (in
+ * [0, in/group)) and that g_idx gives every group exactly `group` inputs (act-order checkpoints
+ * permute the inputs, never the group sizes) before reading. Views may be unaligned. */
 FDL_API fdl_status fdl_gptq_reconstruct(const fdl_tensor *qweight, const fdl_tensor *qzeros,
                                         const fdl_tensor *scales, const fdl_tensor *g_idx,
                                         size_t in, size_t out, const fdl_gptq_format *fmt, float *w,

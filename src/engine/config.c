@@ -3,6 +3,7 @@
  * not implement is refused by name: computing something else under the same name would make a
  * capture lie about what it measured. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -194,10 +195,10 @@ static fdl_status awq_config(const json_t *q, const char *path, fdl_model_info *
   return FDL_OK;
 }
 
-/* quantization_config: only what the engine decodes exactly (quant_load.c): GPTQ with 2-, 4- or
- * 8-bit weights in the v1 checkpoint format (`fidelis quantize` writes it; AutoGPTQ and optimum
- * do too) or v2 (GPTQModel), AWQ's GEMM layout, and compressed-tensors (ctensors_config.c).
- * Anything else (another method, 3-bit packing) is refused by name. */
+/* quantization_config: only what the engine decodes exactly (quant_load.c): GPTQ with 2-, 3-, 4-
+ * or 8-bit weights in the v1 checkpoint format (`fidelis quantize` writes it; AutoGPTQ and
+ * optimum do too) or v2 (GPTQModel), AWQ's GEMM layout, and compressed-tensors
+ * (ctensors_config.c). Anything else (another method, other bits) is refused by name. */
 static fdl_status quant_config(const json_t *cfg, const char *path, fdl_model_info *info,
                                fdl_err *err) {
   const json_t *q = json_object_get(cfg, "quantization_config");
@@ -216,11 +217,14 @@ static fdl_status quant_config(const json_t *cfg, const char *path, fdl_model_in
   if (s) return s;
   const json_t *bits = json_object_get(q, "bits");
   json_int_t b = json_is_integer(bits) ? json_integer_value(bits) : 0;
-  if (b != 2 && b != 4 && b != 8)
+  if (b != 2 && b != 3 && b != 4 && b != 8) {
+    char got[32] = "(missing or not an integer)";
+    if (json_is_integer(bits)) snprintf(got, sizeof got, "%lld", (long long)b);
     return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: quantization_config.bits: %s GPTQ checkpoints are not read (expected 2, "
-                    "4 or 8; 3-bit packing spans int32 words)",
-                    path, b == 3 ? "3-bit" : "these");
+                    "%s: quantization_config.bits %s: GPTQ checkpoints of these bits are not read "
+                    "(expected 2, 3, 4 or 8)",
+                    path, got);
+  }
   info->gptq_bits = (unsigned)b;
   const json_t *fv = info->awq ? NULL : json_object_get(q, "checkpoint_format");
   const char *fmt = json_string_value(fv);

@@ -1,5 +1,5 @@
 /* gptq.c - int4 round-to-nearest asymmetric quantization packed as a GPTQ-v1 checkpoint, and
- * the affine decode the engine loads such checkpoints with.
+ * the affine decode the engine loads GPTQ checkpoints of 2, 3, 4 or 8 bits with.
  *
  * Layout, as read in AutoGPTQ (AutoGPTQ/AutoGPTQ, auto_gptq/nn_modules/qlinear/
  * qlinear_cuda_old.py: QuantLinear.__init__, pack and the torch forward path):
@@ -9,6 +9,17 @@
  *   scales  float16 [in/group, out];
  *   g_idx   int32 [in], i // group_size;
  *   w[o][i] = scales[g][o] * (q[o][i] - zero[g][o]) with g = g_idx[i].
+ * That is the 4-bit case `fidelis quantize` writes. The decode reads 2, 3, 4 and 8 bits the same
+ * way: a run of values lies in consecutive int32 words as one little-endian bit stream, value k
+ * in bits bits*k .. bits*k + bits - 1 of word0 | word1 << 32 | ..., lowest first. For 2, 4 and 8
+ * bits a word holds 32 / bits whole values. For 3 bits, 3 words hold 32 values: values 0-9 lie
+ * in word 0, value 10 has its low two bits in bits 30-31 of word 0 and its high bit in bit 0 of
+ * word 1, values 11-20 lie in bits 1-30 of word 1, value 21 has its low bit in bit 31 of word 1
+ * and its high two bits in bits 0-1 of word 2, and values 22-31 lie in bits 2-31 of word 2. So
+ * qweight is [in * bits / 32, out] (the run of column o goes down the rows) and qzeros
+ * [in / group, out * bits / 32] (the run of group g goes along the columns), and a 3-bit matrix
+ * needs in and out to be multiples of 32 (AutoGPTQ's QuantLinear pack and its torch decode with
+ * `bits == 3`; GPTQModel's pack_block and dequantize_weight; both allocate in / 32 * bits rows).
  * The range rule (min and max widened to include 0; an all-zero group quantized over [-1, 1];
  * zero = round(-min / scale); q = clamp(round(w / scale) + zero, 0, 15)) is GPTQ's
  * Quantizer.find_params / quantize (auto_gptq/quantization/quantizer.py), with round half to
@@ -169,37 +180,47 @@ fdl_status fdl_model_check_part(const fdl_tensor *t, const char *what, fdl_dtype
   return FDL_OK;
 }
 
+/* Value k of a run packed `bits` wide, lowest bits first, into the int32 words at p,
+ * p + 4 * stride, p + 8 * stride, ... (little-endian, any alignment); a 3-bit value may
+ * straddle two words, the low bits in the first. */
+static unsigned packed_field(const uint8_t *p, size_t stride, unsigned bits, size_t k) {
+  size_t bit = (size_t)bits * k, word = bit / 32;
+  unsigned shift = (unsigned)(bit % 32);
+  uint64_t v = fdl_model_le32(p + 4 * stride * word);
+  if (shift + bits > 32) v |= (uint64_t)fdl_model_le32(p + 4 * stride * (word + 1)) << 32;
+  return (unsigned)(v >> shift) & ((1u << bits) - 1u);
+}
+
 fdl_status fdl_gptq_reconstruct(const fdl_tensor *qweight, const fdl_tensor *qzeros,
                                 const fdl_tensor *scales, const fdl_tensor *g_idx, size_t in,
                                 size_t out, const fdl_gptq_format *fmt, float *w, fdl_err *err) {
   if (!w || !fmt) return fdl_fail(err, FDL_INVALID, "gptq: no output buffer or format");
   const unsigned bits = fmt->bits;
-  if (bits != 2 && bits != 4 && bits != 8)
+  if (bits != 2 && bits != 3 && bits != 4 && bits != 8)
     return fdl_fail(err, FDL_UNSUPPORTED,
-                    "gptq: %u-bit values are not read (2, 4 and 8 pack whole values into an "
-                    "int32; 3-bit packing spans words)",
-                    bits);
-  const size_t per = 32 / bits, group = fmt->group;
-  const uint32_t mask = (1u << bits) - 1u;
+                    "gptq: %u-bit values are not read (expected 2, 3, 4 or 8 bits)", bits);
+  /* unit values fill `words` int32 exactly: 32 / bits values in one word, or 32 3-bit values
+   * in three */
+  const size_t unit = bits == 3 ? 32 : 32 / bits, words = unit * bits / 32, group = fmt->group;
   fdl_status s = FDL_OK;
   if (!out || !in || !group)
-    s = fdl_fail(err, FDL_INVALID, "gptq: empty matrix or group (out %zu, in %zu, group %zu)", out,
-                 in, group);
-  else if (in % per || out % per)
+    s = fdl_fail(err, FDL_INVALID, "empty matrix or group (out %zu, in %zu, group %zu)", out, in,
+                 group);
+  else if (in % unit || out % unit)
     s = fdl_fail(err, FDL_UNSUPPORTED,
-                 "gptq: a [%zu, %zu] weight cannot hold %u-bit values: in and out must be "
-                 "multiples of %zu (values per int32)",
-                 out, in, bits, per);
+                 "a [%zu, %zu] weight cannot hold %u-bit values: in and out must be "
+                 "multiples of %zu (%zu values of %u bits fill %zu int32)",
+                 out, in, bits, unit, unit, bits, words);
   else if (in % group)
-    s = fdl_fail(err, FDL_UNSUPPORTED,
-                 "gptq: group size %zu does not divide the input dimension %zu", group, in);
+    s = fdl_fail(err, FDL_UNSUPPORTED, "group size %zu does not divide the input dimension %zu",
+                 group, in);
   else if (out > SIZE_MAX / in)
-    s = fdl_fail(err, FDL_TOO_LARGE, "gptq: %zu x %zu overflows", out, in);
+    s = fdl_fail(err, FDL_TOO_LARGE, "%zu x %zu overflows", out, in);
   size_t groups = s == FDL_OK ? in / group : 0;
   if (s == FDL_OK)
-    s = fdl_model_check_part(qweight, "qweight", FDL_DTYPE_I32, 2, in / per, out, err);
+    s = fdl_model_check_part(qweight, "qweight", FDL_DTYPE_I32, 2, in / unit * words, out, err);
   if (s == FDL_OK)
-    s = fdl_model_check_part(qzeros, "qzeros", FDL_DTYPE_I32, 2, groups, out / per, err);
+    s = fdl_model_check_part(qzeros, "qzeros", FDL_DTYPE_I32, 2, groups, out / unit * words, err);
   if (s == FDL_OK) s = fdl_model_check_part(scales, "scales", FDL_DTYPE_F16, 2, groups, out, err);
   if (s == FDL_OK) s = fdl_model_check_part(g_idx, "g_idx", FDL_DTYPE_I32, 1, in, 0, err);
   if (s != FDL_OK) return fdl_err_prefix(err, "gptq");
@@ -227,17 +248,17 @@ fdl_status fdl_gptq_reconstruct(const fdl_tensor *qweight, const fdl_tensor *qze
     return fdl_fail(err, FDL_NONFINITE, "gptq: %s[%llu, %llu] is not finite",
                     scales->name ? scales->name : "scales", (unsigned long long)(bad / out),
                     (unsigned long long)(bad % out));
-  for (size_t r = 0; r < in / per; r++)
+  const size_t zcols = out / unit * words;
+  for (size_t b = 0; b < in / unit; b++) /* the unit values of inputs unit*b.. of each column */
     for (size_t o = 0; o < out; o++) {
-      uint32_t word = fdl_model_le32(qweight->data + 4 * (r * out + o));
-      for (size_t k = 0; k < per; k++) {
-        size_t i = per * r + k;
+      const uint8_t *run = qweight->data + 4 * (b * words * out + o);
+      for (size_t k = 0; k < unit; k++) {
+        size_t i = unit * b + k;
         size_t g = (size_t)fdl_model_le32(g_idx->data + 4 * i);
-        uint32_t zword = fdl_model_le32(qzeros->data + 4 * (g * (out / per) + o / per));
-        int zero = (int)((zword >> (bits * (o % per))) & mask) + (fmt->v2 ? 0 : 1);
+        int zero = (int)packed_field(qzeros->data + 4 * g * zcols, 1, bits, o) + (fmt->v2 ? 0 : 1);
         const uint8_t *sp = scales->data + 2 * (g * out + o);
         float scale = fdl_f16_to_f32((uint16_t)(sp[0] | sp[1] << 8));
-        int q = (int)((word >> (bits * k)) & mask);
+        int q = (int)packed_field(run, out, bits, k);
         w[o * in + i] = (float)(q - zero) * scale; /* bits + 1 bits times 11: exact */
       }
     }

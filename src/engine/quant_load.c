@@ -1,6 +1,6 @@
 /* quant_load.c - a quantized matrix of a checkpoint, reconstructed for the forward pass: GPTQ
- * (2-, 4- or 8-bit, v1 or v2 zero points), AWQ (GEMM) or compressed-tensors (pack-quantized int4
- * / int8, float-quantized FP8), whichever quantization_config declares (docs/MODELS.md).
+ * (2-, 3-, 4- or 8-bit, v1 or v2 zero points), AWQ (GEMM) or compressed-tensors (pack-quantized
+ * int4 / int8, float-quantized FP8), whichever quantization_config declares (docs/MODELS.md).
  *
  * The engine multiplies the reconstruction w = (q - zero) * scale (FP8: e4m3 * scale), computed
  * once at load in float32 by the format's decode (gptq.c, awq.c, ctensors.c). That is the
