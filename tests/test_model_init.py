@@ -394,8 +394,8 @@ Q35 = {
                                     model_type="qwen3_5_moe", vocab=272, hidden=64, inter=None,
                                     layers=4, heads=4, kv=2, hd=16, nk=2, nv=4, dk=16, dv=16, K=4,
                                     tied=False, vision=True, maxpos=4096, bos=256, eos=257,
-                                    types=[LIN, LIN, LIN, FULL], experts=8, topk=2, moe_inter=32,
-                                    shared=64, params=355784),
+                                    types=[LIN, LIN, LIN, FULL], experts=8, topk=2, moe_inter=16,
+                                    shared=64, params=257480),
     "qwen3.5-4b": dict(arch="Qwen3_5ForCausalLM", vocab=248320, hidden=2560, inter=9216,
                        layers=32, heads=16, kv=4, hd=256, nk=16, nv=32, dk=128, dv=128, K=4,
                        tied=True, vision=False, maxpos=262144, bos=248044, eos=248046,
@@ -422,7 +422,8 @@ def expected_q35_config(name, p, seed):
         del text["intermediate_size"]
         text.update(model_type="qwen3_5_moe_text", num_experts=p["experts"],
                     num_experts_per_tok=p["topk"], moe_intermediate_size=p["moe_inter"],
-                    shared_expert_intermediate_size=p["shared"], router_aux_loss_coef=0.001)
+                    shared_expert_intermediate_size=p["shared"], router_aux_loss_coef=0.001,
+                    output_router_logits=False)
     init = {"preset": name, "seed": seed, "init": "fidelis irwin-hall-4 v1 (docs/MODELS.md)"}
     if not p["vision"]:
         return dict(text, architectures=[p["arch"]], fidelis_init=init)

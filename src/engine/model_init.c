@@ -156,9 +156,9 @@ static const fdl_model_preset PRESETS[] = {
      .vision = true,
      .experts = 8,
      .experts_per_tok = 2,
-     .moe_intermediate = 32,
+     .moe_intermediate = 16, /* 2 x 16 != hidden: a transposed gate_up_proj shows */
      .shared_intermediate = 64,
-     .about = "Qwen3.5 MoE, same size: top 2 of 8 fused experts and a shared expert"},
+     .about = "Qwen3.5 MoE, same size: top 2 of 8 fused experts of 16 and a shared expert"},
     {.name = "llama-100m",
      .architecture = "LlamaForCausalLM",
      .model_type = "llama",
@@ -631,7 +631,8 @@ static bool moe_keys(const fdl_model_preset *p, json_t *c) {
                                  json_integer((json_int_t)p->experts_per_tok)) &&
             !json_object_set_new(c, "moe_intermediate_size",
                                  json_integer((json_int_t)p->moe_intermediate)) &&
-            !json_object_set_new(c, "router_aux_loss_coef", json_real(0.001));
+            !json_object_set_new(c, "router_aux_loss_coef", json_real(0.001)) &&
+            !json_object_set_new(c, "output_router_logits", json_false());
   if (p->shared_intermediate)
     return ok && !json_object_del(c, "intermediate_size") &&
            !json_object_set_new(c, "model_type", json_string("qwen3_5_moe_text")) &&
@@ -639,8 +640,7 @@ static bool moe_keys(const fdl_model_preset *p, json_t *c) {
                                 json_integer((json_int_t)p->shared_intermediate));
   return ok && !json_object_set_new(c, "norm_topk_prob", json_true()) &&
          !json_object_set_new(c, "decoder_sparse_step", json_integer(1)) &&
-         !json_object_set_new(c, "mlp_only_layers", json_array()) &&
-         !json_object_set_new(c, "output_router_logits", json_false());
+         !json_object_set_new(c, "mlp_only_layers", json_array());
 }
 
 /* Qwen3_5ForCausalLM: the text config at the top level. Qwen3_5ForConditionalGeneration: the
