@@ -48,6 +48,8 @@ typedef struct {
   double attention_factor;     /* cos and sin are scaled by it: yarn's mscale, 1 otherwise */
   double beta_fast, beta_slow; /* yarn */
   bool truncate;               /* yarn: the correction range in whole dimensions */
+  const float *freq_factors;   /* llama3 from a GGUF: [rotary_dim / 2] divisors of the inverse
+                                  frequencies (llama.cpp's rope_freqs tensor), or NULL */
 } fdl_rope_scaling;
 
 typedef struct {

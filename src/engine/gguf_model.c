@@ -129,6 +129,54 @@ static fdl_status meta_real(const fdl_gguf *g, const char *arch, const char *key
   return FDL_OK;
 }
 
+/* llama.cpp's RoPE scaling keys as the rope_scaling transformers would read (docs/ROPE.md):
+ * rope.scaling.type linear or yarn with its factor, yarn's original_context_length and betas.
+ * A key whose meaning differs from transformers' (attn_factor other than 1: llama.cpp multiplies
+ * yarn's own factor by it; DeepSeek's yarn_log_multiplier; ext_factor) is refused by name, and
+ * so is any other type. llama3 scaling arrives as a tensor instead (rope_freqs.weight, bound
+ * with the weights). */
+static fdl_status rope_scaling(const fdl_gguf *g, const char *arch, json_t *cfg, fdl_err *err) {
+  char k[128];
+  snprintf(k, sizeof k, "%s.rope.scaling.type", arch);
+  const fdl_gguf_kv *rs = fdl_gguf_find(g, k);
+  if (!rs) return FDL_OK;
+  const char *v;
+  size_t vl;
+  fdl_status s = fdl_gguf_get_str(g, rs, &v, &vl, err);
+  if (s || (vl == 4 && !memcmp(v, "none", 4))) return s;
+  bool yarn = vl == 4 && !memcmp(v, "yarn", 4);
+  if (!yarn && !(vl == 6 && !memcmp(v, "linear", 6)))
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: %s = %.*s: the engine reads linear and yarn RoPE scaling from GGUF",
+                    g->path, k, (int)vl, v);
+  static const char *const refused[] = {"rope.scaling.yarn_log_multiplier",
+                                        "rope.scaling.yarn_ext_factor"};
+  for (size_t i = 0; yarn && i < sizeof refused / sizeof *refused; i++) {
+    snprintf(k, sizeof k, "%s.%s", arch, refused[i]);
+    if (fdl_gguf_find(g, k))
+      return fdl_fail(err, FDL_UNSUPPORTED, "%s: %s is set: not read", g->path, k);
+  }
+  json_t *o = json_pack("{s:s}", "rope_type", yarn ? "yarn" : "linear"), *a = json_object();
+  if (!o || !a || json_object_set_new(cfg, "rope_scaling", o)) {
+    json_decref(a);
+    return fdl_fail(err, FDL_NOMEM, "out of memory");
+  }
+  if (!(s = meta_real(g, arch, "rope.scaling.factor", o, "factor", err)) && yarn &&
+      !(s = meta_int(g, arch, "rope.scaling.original_context_length", false, o,
+                     "original_max_position_embeddings", err)) &&
+      !(s = meta_real(g, arch, "rope.scaling.yarn_beta_fast", o, "beta_fast", err)) &&
+      !(s = meta_real(g, arch, "rope.scaling.yarn_beta_slow", o, "beta_slow", err)))
+    s = meta_real(g, arch, "rope.scaling.attn_factor", a, "f", err);
+  const json_t *f = json_object_get(a, "f");
+  if (!s && f && json_real_value(f) != 1.0)
+    s = fdl_fail(err, FDL_UNSUPPORTED,
+                 "%s: %s.rope.scaling.attn_factor is %g: llama.cpp multiplies yarn's attention "
+                 "factor by it, which transformers' yarn does not; not read",
+                 g->path, arch, json_real_value(f));
+  json_decref(a);
+  return s;
+}
+
 fdl_status fdl_eng_gguf_config(const fdl_gguf *g, json_t **out, fdl_err *err) {
   *out = NULL;
   const fdl_gguf_kv *ak = fdl_gguf_find(g, "general.architecture");
@@ -146,18 +194,6 @@ fdl_status fdl_eng_gguf_config(const fdl_gguf *g, json_t **out, fdl_err *err) {
                     "%s: general.architecture %s is not one the engine runs from GGUF (llama, "
                     "qwen2, qwen3, qwen35)",
                     g->path, arch);
-  char k[128];
-  snprintf(k, sizeof k, "%s.rope.scaling.type", arch);
-  const fdl_gguf_kv *rs = fdl_gguf_find(g, k);
-  if (rs) {
-    const char *v;
-    size_t vl;
-    if ((s = fdl_gguf_get_str(g, rs, &v, &vl, err))) return s;
-    if (!(vl == 4 && !memcmp(v, "none", 4)))
-      return fdl_fail(err, FDL_UNSUPPORTED,
-                      "%s: %s = %.*s: RoPE scaling from GGUF metadata is not read yet", g->path, k,
-                      (int)vl, v);
-  }
   json_t *cfg = json_object();
   if (!cfg) return fdl_fail(err, FDL_NOMEM, "out of memory");
   json_object_set_new(cfg, "architectures", json_pack("[s]", ARCHS[ai].hf_arch));
@@ -173,6 +209,7 @@ fdl_status fdl_eng_gguf_config(const fdl_gguf *g, json_t **out, fdl_err *err) {
       !(s = meta_real(g, arch, "attention.layer_norm_rms_epsilon", cfg, "rms_norm_eps", err)))
     s = meta_real(g, arch, "rope.freq_base", cfg, "rope_theta", err);
   if (!s && q35) s = fdl_eng_gguf_qwen35_config(g, cfg, err);
+  if (!s) s = rope_scaling(g, arch, cfg, err);
   const fdl_gguf_tensor *emb = s ? NULL : fdl_gguf_tensor_find(g, "token_embd.weight");
   if (!s && (!emb || emb->n_dims != 2))
     s = fdl_fail(err, FDL_PARSE, "%s: no 2-D token_embd.weight", g->path);

@@ -117,6 +117,7 @@ struct fdl_model {
   size_t nshards;
   eng_mat embed, head;
   float *final_norm;
+  float *rope_factors; /* a GGUF's rope_freqs (info.rope.freq_factors), or NULL */
   eng_layer *layer;
   double *inv_freq;  /* [rotary_dim / 2]: the current run's (fdl_eng_rope_freqs) */
   fdl_pool pool;     /* attention tasks and row-parallel kernels */

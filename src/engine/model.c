@@ -44,6 +44,7 @@ void fdl_model_free(fdl_model *m) {
   }
   free(m->owned);
   free(m->final_norm);
+  free(m->rope_factors);
   for (size_t i = 0; i < m->nshards; i++) fdl_safetensors_close(m->shards[i]);
   for (size_t i = 0; i < m->ngt; i++) free(m->gt_names[i]);
   free(m->gt_names);

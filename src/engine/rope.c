@@ -198,7 +198,9 @@ void fdl_eng_rope_freqs(const fdl_model_info *in, size_t n, double *inv) {
   }
   for (size_t i = 0; i < half; i++)
     inv[i] = fdl_eng_exp_neg(-((double)(2 * i) / (double)d) * lbase);
-  if (!strcmp(r->type, "linear")) {
+  if (r->freq_factors) { /* llama3 as a GGUF stores it: the factors computed once, in float32 */
+    for (size_t i = 0; i < half; i++) inv[i] /= (double)r->freq_factors[i];
+  } else if (!strcmp(r->type, "linear")) {
     for (size_t i = 0; i < half; i++) inv[i] /= r->factor;
   } else if (!strcmp(r->type, "llama3")) {
     const double L = (double)r->original_max;

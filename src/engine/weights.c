@@ -6,6 +6,7 @@
  * Every byte of a shard is read once: one pass per file digests it whole and checks the bound
  * tensors' elements in the same blocks, so a checkpoint's identity costs no second read. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,6 +360,30 @@ static bool ignorable(const fdl_model_info *in, const char *name) {
          (!strcmp(in->prefix, "model.language_model.") && starts_with(name, "model.visual."));
 }
 
+/* llama.cpp's converter stores llama3 RoPE scaling as a tensor, rope_freqs.weight: a divisor
+ * per frequency, computed from the formula in float32 (docs/ROPE.md). Positive and finite, or
+ * refused; beside another scaling type, refused. */
+static fdl_status gguf_rope_factors(eng_binder *b, fdl_err *err) {
+  fdl_model *m = b->m;
+  fdl_rope_scaling *r = &m->info.rope;
+  const size_t half = m->info.rotary_dim / 2;
+  if (!fdl_eng_find(m, "rope_freqs.weight")) return FDL_OK;
+  if (strcmp(r->type, "default"))
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "%s: rope_freqs.weight beside rope.scaling.type %s: two RoPE scalings",
+                    m->gguf->path, r->type);
+  fdl_status s = fdl_eng_bind_vec(b, "rope_freqs.weight", half, &m->rope_factors, err);
+  for (size_t i = 0; !s && i < half; i++)
+    if (!(m->rope_factors[i] > 0.0f && m->rope_factors[i] < INFINITY))
+      s = fdl_fail(err, FDL_PARSE,
+                   "%s: rope_freqs.weight[%zu] is %g, expected a positive finite divisor",
+                   m->gguf->path, i, (double)m->rope_factors[i]);
+  if (s) return s;
+  r->type = "llama3";
+  r->freq_factors = m->rope_factors;
+  return FDL_OK;
+}
+
 typedef struct {
   fdl_model *m;
   struct eng_file *files; /* the shards' entries, in shard order */
@@ -496,7 +521,9 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
   if ((s = fdl_eng_bind_mat(&b, emb_name, in->vocab, in->hidden, &m->embed, err))) goto out;
   for (size_t i = 0; i < in->layers && !s; i++)
     s = in->linear ? fdl_eng_bind_qwen35_layer(&b, i, err) : bind_layer(&b, i, err);
-  if (s || (s = fdl_eng_bind_vec(&b, norm_name, in->hidden, &m->final_norm, err))) goto out;
+  if (s || (s = fdl_eng_bind_vec(&b, norm_name, in->hidden, &m->final_norm, err)) ||
+      (m->gguf && (s = gguf_rope_factors(&b, err))))
+    goto out;
   if (in->zero_centred && !m->gguf_converted) fdl_eng_zero_centred(m->final_norm, in->hidden);
   if (!in->tied) {
     s = fdl_eng_bind_mat(&b, "lm_head.weight", in->vocab, in->hidden, &m->head, err);
