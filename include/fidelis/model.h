@@ -171,7 +171,10 @@ FDL_API fdl_status fdl_ct_reconstruct_fp8(const fdl_tensor *weight, const fdl_te
                                           size_t in, size_t out, float *w, fdl_err *err);
 
 typedef enum {
-  FDL_GPTQ_SCOPE_MLP = 0,    /* mlp.{gate,up,down}_proj */
+  FDL_GPTQ_SCOPE_MLP = 0,    /* mlp.{gate,up,down}_proj, and a MoE model's
+                                mlp.experts.E.{gate,up,down}_proj (fused experts split per
+                                expert) and mlp.shared_expert.{gate,up,down}_proj; never the
+                                router mlp.gate nor mlp.shared_expert_gate */
   FDL_GPTQ_SCOPE_ALL_LINEAR, /* those, self_attn.{q,k,v,o}_proj and Gated DeltaNet's
                                 linear_attn.{in_proj_qkv,in_proj_z,out_proj} */
 } fdl_gptq_scope;
@@ -189,20 +192,22 @@ typedef struct {
 } fdl_gptq_opts;
 
 typedef struct {
-  size_t quantized; /* Linear weights quantized */
+  size_t quantized; /* matrices quantized (a fused expert tensor counts each expert's) */
   size_t copied;    /* tensors copied unchanged */
   uint64_t params_quantized;
   uint64_t bytes; /* size of the output model.safetensors */
 } fdl_gptq_result;
 
 /* Quantizes every weight in scope of MODEL into OUT: each quantized X.weight becomes X.qweight,
- * X.qzeros, X.scales and X.g_idx, every other tensor is copied as stored, in model.safetensors
- * or, for a sharded checkpoint, in shards of the same names with model.safetensors.index.json
- * rewritten (weight_map, metadata.total_size). OUT/config.json is MODEL's with a
- * quantization_config; the other regular files of MODEL (generation_config.json, tokenizer
- * files, panel.jsonl) are copied byte for byte. Refuses (before OUT is created) a model already
- * quantized (FDL_REFUSED), an index that disagrees with its shards (FDL_PARSE), no weight in
- * scope (FDL_INVALID), and what fdl_gptq_quantize_matrix refuses. */
+ * X.qzeros, X.scales and X.g_idx (a fused mlp.experts.gate_up_proj or down_proj becomes those
+ * parts of each mlp.experts.E.{gate,up,down}_proj), every other tensor is copied as stored, in
+ * model.safetensors or, for a sharded checkpoint, in shards of the same names with
+ * model.safetensors.index.json rewritten (weight_map, metadata.total_size). OUT/config.json is
+ * MODEL's with a quantization_config; the other regular files of MODEL (generation_config.json,
+ * tokenizer files, panel.jsonl) are copied byte for byte. Refuses (before OUT is created) a model
+ * already quantized (FDL_REFUSED), an index that disagrees with its shards or an expert stored both
+ * fused and alone (FDL_PARSE), no weight in scope (FDL_INVALID), and what
+ * fdl_gptq_quantize_matrix refuses. */
 FDL_API fdl_status fdl_gptq_quantize_model(const fdl_gptq_opts *opts, fdl_gptq_result *res,
                                            fdl_err *err);
 

@@ -1,7 +1,9 @@
 /* model_quantize.c - `fidelis quantize`: a Hugging Face model directory into its int4 GPTQ-v1
  * twin. Every input problem (an existing quantization, a shape that cannot be packed, a weight
  * in scope that is not a float matrix) is found before the output is staged; the weights are
- * then streamed tensor by tensor, so memory holds one float32 matrix at a time.
+ * then streamed matrix by matrix, so memory holds one float32 matrix at a time (a fused expert
+ * tensor, [experts, out, in], one expert's matrix at a time: it is split into per-expert GPTQ
+ * tensors, see plan).
  *
  * Divisions: scope; planning; writing; the run. */
 #include <dirent.h>
@@ -22,6 +24,13 @@
 /* ---- scope -------------------------------------------------------------------------------- */
 
 static const char *const MLP[] = {"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
+/* Qwen3.5 MoE's shared expert: a SwiGLU MLP beside the routed ones, in scope as the dense MLP
+ * is. Its one-row sigmoid gate (mlp.shared_expert_gate) is not, nor is the router
+ * (mlp.gate.weight, [experts, hidden]): the published GPTQ MoE releases leave the router in
+ * float (it chooses the experts, and is a rounding error of the model's size), and int4 on
+ * either would move which experts are chosen and how much each counts. */
+static const char *const SHARED[] = {"mlp.shared_expert.gate_proj", "mlp.shared_expert.up_proj",
+                                     "mlp.shared_expert.down_proj"};
 static const char *const ATTN[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
                                    "self_attn.o_proj"};
 /* Gated DeltaNet's attention-sized projections (Qwen3.5). in_proj_a and in_proj_b, one row per
@@ -29,6 +38,19 @@ static const char *const ATTN[] = {"self_attn.q_proj", "self_attn.k_proj", "self
  * perturb the decay and the write strength of every head. */
 static const char *const DELTANET[] = {"linear_attn.in_proj_qkv", "linear_attn.in_proj_z",
                                        "linear_attn.out_proj"};
+/* The modules matched by their whole name, in the order quantization_config lists them. */
+typedef struct {
+  const char *const *names;
+  size_t n;
+  bool all_linear; /* only in scope all-linear */
+} module_set;
+static const module_set FIXED[] = {
+    {ATTN, 4, true}, {DELTANET, 3, true}, {MLP, 3, false}, {SHARED, 3, false}};
+#define NFIXED (sizeof FIXED / sizeof *FIXED)
+/* A routed expert's projections: "mlp.experts.E.<proj>.weight", one tensor each (Qwen3 MoE, and
+ * Qwen3.5 MoE as some writers store it), both scopes. */
+#define EXPERTS "mlp.experts."
+static const char *const PROJ[] = {"gate_proj", "up_proj", "down_proj"};
 /* Never quantized, whatever their names: a vision tower and multi-token-prediction heads,
  * which the engine does not run. */
 static const char *const FOREIGN[] = {"model.visual.", "mtp."};
@@ -42,81 +64,231 @@ static bool ends_with(const char *s, const char *suffix) {
   return n >= m && !memcmp(s + n - m, suffix, m);
 }
 
-/* True when name is "<prefix>.<module>.weight" for a module in scope. */
-static bool in_scope(const char *name, fdl_gptq_scope scope) {
-  char want[64];
+/* What a tensor is to the quantizer: a matrix in scope (a Linear's X.weight), one of Qwen3.5
+ * MoE's fused expert tensors (3-D, split into one matrix per expert and projection), or
+ * nothing (copied as stored). */
+typedef enum { KIND_NONE, KIND_MATRIX, KIND_GATE_UP, KIND_DOWN } kind;
+
+typedef struct {
+  kind k;
+  size_t module; /* where the block-relative module name ("mlp.up_proj") starts in the name */
+} match;
+
+/* The index of proj in PROJ, with the rest of the name exactly rest; or -1. */
+static int proj_index(const char *s, const char *rest) {
+  size_t m = strlen(rest);
+  for (int i = 0; i < 3; i++) {
+    size_t n = strlen(PROJ[i]);
+    if (!strncmp(s, PROJ[i], n) && !strncmp(s + n, rest, m) && !s[n + m]) return i;
+  }
+  return -1;
+}
+
+/* name's last ".mlp.experts." followed by "E.<proj>.weight", "gate_up_proj" or "down_proj".
+ * The router "mlp.gate.weight" and "mlp.shared_expert_gate.weight" never match here: the one
+ * has no "experts." and the other no "." after "shared_expert". */
+static match expert_match(const char *name) {
+  const char *at = NULL;
+  for (const char *p = strstr(name, "." EXPERTS); p; p = strstr(p + 1, "." EXPERTS)) at = p;
+  match none = {KIND_NONE, 0};
+  if (!at) return none;
+  const char *p = at + 1 + strlen(EXPERTS);
+  size_t module = (size_t)(at + 1 - name), d = strspn(p, "0123456789");
+  if (!strcmp(p, "gate_up_proj")) return (match){KIND_GATE_UP, module};
+  if (!strcmp(p, "down_proj")) return (match){KIND_DOWN, module};
+  if (d && p[d] == '.' && proj_index(p + d + 1, ".weight") >= 0)
+    return (match){KIND_MATRIX, module};
+  return none;
+}
+
+/* Whether name is in scope, and as what. Names are matched by suffix ("<prefix>.<module>.weight"),
+ * so model.language_model.layers.N.mlp.* qualifies as model.layers.N.mlp.* does. */
+static match scope_match(const char *name, fdl_gptq_scope scope) {
+  match none = {KIND_NONE, 0};
   for (size_t i = 0; i < sizeof FOREIGN / sizeof *FOREIGN; i++)
-    if (!strncmp(name, FOREIGN[i], strlen(FOREIGN[i]))) return false;
-  for (size_t i = 0; i < sizeof MLP / sizeof *MLP; i++) {
-    snprintf(want, sizeof want, ".%s.weight", MLP[i]);
-    if (ends_with(name, want)) return true;
-  }
-  for (size_t i = 0; scope == FDL_GPTQ_SCOPE_ALL_LINEAR && i < sizeof ATTN / sizeof *ATTN; i++) {
-    snprintf(want, sizeof want, ".%s.weight", ATTN[i]);
-    if (ends_with(name, want)) return true;
-  }
-  for (size_t i = 0; scope == FDL_GPTQ_SCOPE_ALL_LINEAR && i < sizeof DELTANET / sizeof *DELTANET;
-       i++) {
-    snprintf(want, sizeof want, ".%s.weight", DELTANET[i]);
-    if (ends_with(name, want)) return true;
-  }
-  return false;
+    if (!strncmp(name, FOREIGN[i], strlen(FOREIGN[i]))) return none;
+  char want[64];
+  size_t len = strlen(name);
+  for (size_t s = 0; s < NFIXED; s++)
+    for (size_t i = 0;
+         i < FIXED[s].n && (scope == FDL_GPTQ_SCOPE_ALL_LINEAR || !FIXED[s].all_linear); i++) {
+      snprintf(want, sizeof want, ".%s.weight", FIXED[s].names[i]);
+      if (ends_with(name, want)) return (match){KIND_MATRIX, len - strlen(want) + 1};
+    }
+  return expert_match(name);
+}
+
+/* Rank of a fixed module in FIXED's order; past the last for anything else (an expert). */
+static size_t fixed_rank(const char *m) {
+  size_t r = 0;
+  for (size_t s = 0; s < NFIXED; s++)
+    for (size_t i = 0; i < FIXED[s].n; i++, r++)
+      if (!strcmp(m, FIXED[s].names[i])) return r;
+  return r;
+}
+
+/* The order of quantization_config's module list: the fixed modules as FIXED lists them, then
+ * the experts by index (numerically: a shorter digit string first, so 2 before 10, with no
+ * overflow whatever the name holds), gate, up, down within an expert. */
+static int module_cmp(const void *pa, const void *pb) {
+  const char *a = *(const char *const *)pa, *b = *(const char *const *)pb;
+  size_t ra = fixed_rank(a), rb = fixed_rank(b);
+  if (ra != rb) return ra < rb ? -1 : 1;
+  if (strncmp(a, EXPERTS, strlen(EXPERTS)) || strncmp(b, EXPERTS, strlen(EXPERTS)))
+    return strcmp(a, b);
+  a += strlen(EXPERTS);
+  b += strlen(EXPERTS);
+  size_t da = strspn(a, "0123456789"), db = strspn(b, "0123456789");
+  if (da != db) return da < db ? -1 : 1;
+  int c = memcmp(a, b, da);
+  if (c) return c;
+  return proj_index(a + da + 1, "") - proj_index(b + db + 1, "");
 }
 
 /* ---- planning ----------------------------------------------------------------------------- */
 
 static const char *const PARTS[4] = {"qweight", "qzeros", "scales", "g_idx"};
 
+/* One input tensor: copied as stored, or quantized as nmat matrices [out, in], matrix m being
+ * elements [m * out * in, (m + 1) * out * in) of the tensor. A Linear's X.weight is one matrix.
+ * A fused gate_up_proj [E, 2I, H] holds expert e's gate in rows 0..I-1 of block e and its up
+ * in rows I..2I-1 (as moe.c reads it), so matrix m = 2e + j is e's gate (j 0) or up (j 1); a
+ * fused down_proj [E, H, I] holds expert m's down as block m. Each is written as the expert's
+ * own "mlp.experts.E.<proj>" parts, the names the engine binds a quantized expert by, and is
+ * quantized exactly as if it had been stored alone: RTN's groups never cross a row. */
 typedef struct {
   const fdl_tensor *src;
-  bool quant;
-  size_t out, in;
-  /* the output tensors: one copy, or the four GPTQ parts */
-  char *names[4];
+  kind k;         /* KIND_NONE: copied as stored */
+  size_t module;  /* where the block-relative module name starts in src's name */
+  size_t out, in; /* each matrix's shape */
+  size_t nmat;    /* matrices quantized from src */
+  char **names;   /* 4 per matrix, the GPTQ parts in PARTS' order; owned */
   int64_t shapes[4][2];
 } plan;
 
-static fdl_status plan_tensor(plan *p, const fdl_tensor *t, const fdl_gptq_opts *o, fdl_err *err) {
-  p->src = t;
-  p->quant = in_scope(t->name, o->scope);
-  if (!p->quant) return FDL_OK;
-  if (t->ndim != 2 || !fdl_tensor_widenable(t->dtype))
+static void plan_free(plan *p) {
+  for (size_t i = 0; p->names && i < 4 * p->nmat; i++) free(p->names[i]);
+  free(p->names);
+}
+
+/* Matrix m's part k: X.qweight for X.weight; <prefix>mlp.experts.E.up_proj.qweight for an
+ * expert's matrix in a fused tensor <prefix>mlp.experts.gate_up_proj. NULL when out of memory. */
+static char *part_name(const plan *p, size_t m, int k) {
+  const char *n = p->src->name;
+  bool fused = p->k != KIND_MATRIX;
+  size_t stem = fused ? p->module + strlen(EXPERTS) : strlen(n) - strlen("weight");
+  const char *proj = p->k == KIND_GATE_UP ? PROJ[m % 2] : PROJ[2];
+  size_t cap = stem + 24 + strlen(proj) + strlen(PARTS[k]) + 1;
+  char *s = fdl_malloc(cap);
+  if (!s) return NULL;
+  memcpy(s, n, stem);
+  if (fused)
+    snprintf(s + stem, cap - stem, "%zu.%s.%s", p->k == KIND_GATE_UP ? m / 2 : m, proj, PARTS[k]);
+  else
+    snprintf(s + stem, cap - stem, "%s", PARTS[k]);
+  return s;
+}
+
+/* Matrix m of p, for messages: the tensor's name, and for a fused tensor which expert and
+ * projection (at most 64 bytes, into buf). */
+static const char *matrix_label(const plan *p, size_t m, char *buf, size_t cap) {
+  if (p->k == KIND_MATRIX) return "";
+  snprintf(buf, cap, " (expert %zu's %s)", p->k == KIND_GATE_UP ? m / 2 : m,
+           p->k == KIND_GATE_UP ? PROJ[m % 2] : PROJ[2]);
+  return buf;
+}
+
+/* A fused expert tensor's matrices: 3-D, a float dtype, gate_up_proj with gate's and up's rows
+ * of one size. */
+static fdl_status plan_fused(plan *p, const fdl_tensor *t, const fdl_gptq_opts *o, fdl_err *err) {
+  if (t->ndim != 3 || !fdl_tensor_widenable(t->dtype))
     return fdl_fail(err, FDL_UNSUPPORTED,
-                    "tensor %s is in scope %s but is not a BF16, F16 or F32 matrix (%s, %d "
-                    "dimensions)",
+                    "tensor %s is in scope %s (fused experts) but is not a BF16, F16 or F32 "
+                    "[experts, out, in] tensor (%s, %d dimensions)",
                     t->name, fdl_gptq_scope_name(o->scope), fdl_dtype_name(t->dtype), t->ndim);
-  p->out = (size_t)t->shape[0];
-  p->in = (size_t)t->shape[1];
+  size_t experts = (size_t)t->shape[0], rows = (size_t)t->shape[1];
+  p->in = (size_t)t->shape[2];
+  if (p->k == KIND_GATE_UP && rows % 2)
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "tensor %s [%zu, %zu, %zu]: %zu rows per expert, not gate's and up's of one "
+                    "size",
+                    t->name, experts, rows, p->in, rows);
+  p->out = p->k == KIND_GATE_UP ? rows / 2 : rows;
+  p->nmat = p->k == KIND_GATE_UP ? 2 * experts : experts;
+  if (!p->nmat || !p->out || !p->in)
+    return fdl_fail(err, FDL_UNSUPPORTED,
+                    "tensor %s [%zu, %zu, %zu]: an empty dimension, no expert matrix to quantize",
+                    t->name, experts, rows, p->in);
+  return FDL_OK;
+}
+
+/* In and out multiples of 8, in a multiple of the group: what GPTQ packs. */
+static fdl_status check_packable(const plan *p, const fdl_gptq_opts *o, fdl_err *err) {
+  const char *what = p->k == KIND_GATE_UP ? " (each expert's gate_proj and up_proj)"
+                     : p->k == KIND_DOWN  ? " (each expert's down_proj)"
+                                          : "";
   /* No --pad: zero rows or columns would change the model's shape (its config, every tensor
    * that meets this one), so the quantized model would be another model. Say what works. */
   if (p->out % 8 || p->in % 8)
     return fdl_fail(err, FDL_UNSUPPORTED,
-                    "tensor %s [%zu, %zu]: GPTQ packs 8 values per int32, so in and out must be "
-                    "multiples of 8; leave it out of the scope (--scope mlp keeps attention "
+                    "tensor %s%s [%zu, %zu]: GPTQ packs 8 values per int32, so in and out must "
+                    "be multiples of 8; leave it out of the scope (--scope mlp keeps attention "
                     "dense), or quantize a model whose dimensions are (here [%zu, %zu]): fidelis "
                     "does not pad, which would change the model's shape",
-                    t->name, p->out, p->in, (p->out + 7) / 8 * 8, (p->in + 7) / 8 * 8);
+                    p->src->name, what, p->out, p->in, (p->out + 7) / 8 * 8, (p->in + 7) / 8 * 8);
   if (p->in % o->group)
     return fdl_fail(err, FDL_UNSUPPORTED,
-                    "tensor %s [%zu, %zu]: group size %zu does not divide the input dimension "
+                    "tensor %s%s [%zu, %zu]: group size %zu does not divide the input dimension "
                     "%zu",
-                    t->name, p->out, p->in, o->group, p->in);
-  size_t stem = strlen(t->name) - strlen("weight");
-  for (int k = 0; k < 4; k++) {
-    p->names[k] = fdl_malloc(stem + strlen(PARTS[k]) + 1);
-    if (!p->names[k]) return fdl_fail(err, FDL_NOMEM, "out of memory");
-    memcpy(p->names[k], t->name, stem);
-    strcpy(p->names[k] + stem, PARTS[k]);
+                    p->src->name, what, p->out, p->in, o->group, p->in);
+  return FDL_OK;
+}
+
+static fdl_status plan_tensor(plan *p, const fdl_tensor *t, const fdl_gptq_opts *o, fdl_err *err) {
+  match mt = scope_match(t->name, o->scope);
+  p->src = t;
+  p->k = mt.k;
+  p->module = mt.module;
+  if (p->k == KIND_NONE) return FDL_OK;
+  fdl_status s = FDL_OK;
+  if (p->k != KIND_MATRIX) {
+    s = plan_fused(p, t, o, err);
+  } else if (t->ndim != 2 || !fdl_tensor_widenable(t->dtype)) {
+    s = fdl_fail(err, FDL_UNSUPPORTED,
+                 "tensor %s is in scope %s but is not a BF16, F16 or F32 matrix (%s, %d "
+                 "dimensions)",
+                 t->name, fdl_gptq_scope_name(o->scope), fdl_dtype_name(t->dtype), t->ndim);
+  } else {
+    p->out = (size_t)t->shape[0];
+    p->in = (size_t)t->shape[1];
+    p->nmat = 1;
   }
+  if (s == FDL_OK) s = check_packable(p, o, err);
+  if (s != FDL_OK) return s;
+  if (!(p->names = fdl_calloc(p->nmat, 4 * sizeof *p->names)))
+    return fdl_fail(err, FDL_NOMEM, "out of memory");
+  for (size_t m = 0; m < p->nmat; m++)
+    for (int k = 0; k < 4; k++)
+      if (!(p->names[4 * m + (size_t)k] = part_name(p, m, k)))
+        return fdl_fail(err, FDL_NOMEM, "out of memory");
   int64_t in = (int64_t)p->in, out = (int64_t)p->out, g = (int64_t)(p->in / o->group);
   int64_t shapes[4][2] = {{in / 8, out}, {g, out / 8}, {g, out}, {in, 0}};
   memcpy(p->shapes, shapes, sizeof shapes);
   return FDL_OK;
 }
 
+/* The bytes of one matrix's four parts. */
+static uint64_t matrix_bytes(const plan *p, size_t group) {
+  uint64_t g = p->in / group;
+  return (uint64_t)p->in / 8 * p->out * 4 + g * (p->out / 8) * 4 + g * p->out * 2 +
+         (uint64_t)p->in * 4;
+}
+
 /* ---- writing ------------------------------------------------------------------------------ */
 
-static fdl_status write_quantized(fdl_out *f, const plan *p, size_t group, fdl_err *err) {
+/* Matrix m of p, widened, quantized and written: memory holds this one matrix in float32 and
+ * its parts, never the other experts of a fused tensor. */
+static fdl_status write_quantized(fdl_out *f, const plan *p, size_t m, size_t group, fdl_err *err) {
   size_t n = p->out * p->in, groups = p->in / group;
   size_t nq = p->in / 8 * p->out, nz = groups * (p->out / 8), ns = groups * p->out;
   float *w = fdl_malloc(n * sizeof *w);
@@ -124,13 +296,16 @@ static fdl_status write_quantized(fdl_out *f, const plan *p, size_t group, fdl_e
   uint16_t *sc = fdl_malloc(ns * sizeof *sc);
   int32_t *gi = fdl_malloc(p->in * sizeof *gi);
   uint8_t *bytes = fdl_malloc((nq > p->in ? nq : p->in) * 4 + ns * 2);
+  char label[64];
   fdl_status s = FDL_OK;
   if (!w || !qw || !qz || !sc || !gi || !bytes)
-    s = fdl_fail(err, FDL_NOMEM, "out of memory quantizing %s", p->src->name);
+    s = fdl_fail(err, FDL_NOMEM, "out of memory quantizing %s%s", p->src->name,
+                 matrix_label(p, m, label, sizeof label));
   if (s == FDL_OK) {
-    fdl_tensor_widen_f32(p->src, 0, n, w);
+    fdl_tensor_widen_f32(p->src, m * n, n, w);
     s = fdl_gptq_quantize_matrix(w, p->out, p->in, group, qw, qz, sc, gi, err);
-    if (s != FDL_OK) fdl_err_prefix(err, "%s", p->src->name);
+    if (s != FDL_OK)
+      fdl_err_prefix(err, "%s%s", p->src->name, matrix_label(p, m, label, sizeof label));
   }
   /* Serialized little-endian whatever the host, one part at a time. */
   if (s == FDL_OK) {
@@ -158,28 +333,39 @@ static fdl_status write_quantized(fdl_out *f, const plan *p, size_t group, fdl_e
   return s;
 }
 
+/* The output tensors of a shard in plan order, each quantized matrix as its four parts (the
+ * data pointers are placeholders: the header only needs dtypes and shapes). NULL when out of
+ * memory. */
+static fdl_tensor_in *output_tensors(const plan *pl, size_t n, size_t *nt) {
+  static const uint8_t any = 0;
+  static const fdl_dtype dts[4] = {FDL_DTYPE_I32, FDL_DTYPE_I32, FDL_DTYPE_F16, FDL_DTYPE_I32};
+  *nt = 0;
+  for (size_t i = 0; i < n; i++) *nt += pl[i].k != KIND_NONE ? 4 * pl[i].nmat : 1;
+  fdl_tensor_in *ti = fdl_calloc(*nt ? *nt : 1, sizeof *ti);
+  if (!ti) return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    const fdl_tensor *t = pl[i].src;
+    if (pl[i].k == KIND_NONE) {
+      ti[k++] = (fdl_tensor_in){t->name, t->dtype, t->ndim, t->shape, t->nbytes ? t->data : &any};
+      continue;
+    }
+    for (size_t j = 0; j < 4 * pl[i].nmat; j++)
+      ti[k++] = (fdl_tensor_in){pl[i].names[j], dts[j % 4], j % 4 == 3 ? 1 : 2, pl[i].shapes[j % 4],
+                                &any};
+  }
+  return ti;
+}
+
 static fdl_status write_weights(const char *path, plan *pl, size_t n, const fdl_gptq_opts *o,
                                 fdl_gptq_result *res, fdl_err *err) {
   size_t nt = 0;
-  for (size_t i = 0; i < n; i++) nt += pl[i].quant ? 4 : 1;
-  fdl_tensor_in *ti = fdl_calloc(nt ? nt : 1, sizeof *ti);
+  fdl_tensor_in *ti = output_tensors(pl, n, &nt);
   json_t *meta = fdl_model_st_metadata();
   if (!ti || !meta) {
     free(ti);
     json_decref(meta);
     return fdl_fail(err, FDL_NOMEM, "out of memory");
-  }
-  static const uint8_t any = 0;
-  static const fdl_dtype dts[4] = {FDL_DTYPE_I32, FDL_DTYPE_I32, FDL_DTYPE_F16, FDL_DTYPE_I32};
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++) {
-    const fdl_tensor *t = pl[i].src;
-    if (!pl[i].quant) {
-      ti[k++] = (fdl_tensor_in){t->name, t->dtype, t->ndim, t->shape, t->nbytes ? t->data : &any};
-      continue;
-    }
-    for (int j = 0; j < 4; j++)
-      ti[k++] = (fdl_tensor_in){pl[i].names[j], dts[j], j == 3 ? 1 : 2, pl[i].shapes[j], &any};
   }
   fdl_out f = {-1, NULL, NULL, false};
   fdl_status s = fdl_out_open(&f, path, err);
@@ -188,13 +374,14 @@ static fdl_status write_weights(const char *path, plan *pl, size_t n, const fdl_
   if (s == FDL_OK) s = fdl_model_st_header(&f, ti, nt, meta, &bytes, err);
   res->bytes += bytes;
   for (size_t i = 0; i < n && s == FDL_OK; i++) {
-    if (pl[i].quant) {
-      s = write_quantized(&f, &pl[i], o->group, err);
-      res->quantized++;
-      res->params_quantized += (uint64_t)pl[i].out * pl[i].in;
-    } else {
+    if (pl[i].k == KIND_NONE) {
       s = fdl_out_write(&f, pl[i].src->data, (size_t)pl[i].src->nbytes, err);
       res->copied++;
+    }
+    for (size_t m = 0; pl[i].k != KIND_NONE && m < pl[i].nmat && s == FDL_OK; m++) {
+      s = write_quantized(&f, &pl[i], m, o->group, err);
+      res->quantized++;
+      res->params_quantized += (uint64_t)pl[i].out * pl[i].in;
     }
   }
   if (s == FDL_OK)
@@ -206,15 +393,8 @@ static fdl_status write_weights(const char *path, plan *pl, size_t n, const fdl_
   return s;
 }
 
-/* deltanet: a Gated DeltaNet projection was quantized, so the loader must be told of them. */
-static json_t *quant_config(const fdl_gptq_opts *o, bool deltanet) {
-  json_t *mods = json_array();
-  for (size_t i = 0; o->scope == FDL_GPTQ_SCOPE_ALL_LINEAR && i < sizeof ATTN / sizeof *ATTN; i++)
-    json_array_append_new(mods, json_string(ATTN[i]));
-  for (size_t i = 0; deltanet && i < sizeof DELTANET / sizeof *DELTANET; i++)
-    json_array_append_new(mods, json_string(DELTANET[i]));
-  for (size_t i = 0; i < sizeof MLP / sizeof *MLP; i++)
-    json_array_append_new(mods, json_string(MLP[i]));
+/* mods: the block-relative modules quantized (block_modules); the reference is taken. */
+static json_t *quant_config(const fdl_gptq_opts *o, json_t *mods) {
   return json_pack(
       "{s:i, s:I, s:b, s:b, s:s, s:s, s:b, s:b, s:[o], s:{s:s, s:s, s:s, s:s, s:s}}", "bits", 4,
       "group_size", (json_int_t)o->group, "desc_act", 0, "sym", 0, "quant_method", "gptq",
@@ -319,6 +499,27 @@ static fdl_status list_shards(job *j, fdl_err *err) {
   return FDL_OK;
 }
 
+/* A fused tensor's expert must not also be stored alone: OUT would hold its parts twice (and
+ * the engine would not know which to run). */
+static fdl_status check_split(const job *j, const plan *p, fdl_err *err) {
+  for (size_t m = 0; p->k != KIND_NONE && p->k != KIND_MATRIX && m < p->nmat; m++) {
+    size_t stem = strlen(p->names[4 * m]) - strlen("qweight");
+    char *w = fdl_malloc(stem + strlen("weight") + 1), label[64];
+    if (!w) return fdl_fail(err, FDL_NOMEM, "out of memory");
+    memcpy(w, p->names[4 * m], stem);
+    strcpy(w + stem, "weight");
+    bool twice = false;
+    for (size_t k = 0; k < j->nshards && !twice; k++)
+      twice = fdl_safetensors_find(j->shards[k].st, w) != NULL;
+    if (twice)
+      fdl_fail(err, FDL_PARSE, "tensor %s and tensor %s%s are the same expert matrix, stored twice",
+               w, p->src->name, matrix_label(p, m, label, sizeof label));
+    free(w);
+    if (twice) return FDL_PARSE;
+  }
+  return FDL_OK;
+}
+
 /* Opens every shard and plans every tensor; for a sharded checkpoint, each tensor must be where
  * the index says, and the index must name no tensor that is missing. */
 static fdl_status plan_all(job *j, size_t *nq, fdl_err *err) {
@@ -349,13 +550,16 @@ static fdl_status plan_all(job *j, size_t *nq, fdl_err *err) {
                      o->model_dir, t->name, sh->name, where ? where : "nothing");
       else
         s = plan_tensor(&sh->pl[i], t, o, err);
-      *nq += sh->pl[i].quant;
+      *nq += sh->pl[i].k != KIND_NONE;
     }
   }
   if (s == FDL_OK && map && total != json_object_size(map))
     s = fdl_fail(err, FDL_PARSE,
                  "%s: model.safetensors.index.json names %zu tensors, the shards hold %zu",
                  o->model_dir, json_object_size(map), total);
+  for (size_t k = 0; k < j->nshards && s == FDL_OK; k++)
+    for (size_t i = 0; i < j->shards[k].n && s == FDL_OK; i++)
+      s = check_split(j, &j->shards[k].pl[i], err);
   return s;
 }
 
@@ -369,17 +573,12 @@ static fdl_status write_index(const job *j, const char *dir, fdl_err *err) {
     const shard *sh = &j->shards[k];
     for (size_t i = 0; i < sh->n && s == FDL_OK; i++) {
       const plan *p = &sh->pl[i];
-      int parts = p->quant ? 4 : 1;
-      for (int q = 0; q < parts; q++)
-        if (json_object_set_new(map, p->quant ? p->names[q] : p->src->name, json_string(sh->name)))
+      size_t parts = p->k != KIND_NONE ? 4 * p->nmat : 1;
+      for (size_t q = 0; q < parts; q++)
+        if (json_object_set_new(map, p->k != KIND_NONE ? p->names[q] : p->src->name,
+                                json_string(sh->name)))
           s = fdl_fail(err, FDL_NOMEM, "out of memory");
-      if (!p->quant) {
-        total += p->src->nbytes;
-      } else {
-        uint64_t g = p->in / j->o->group;
-        total += (uint64_t)p->in / 8 * p->out * 4 + g * (p->out / 8) * 4 + g * p->out * 2 +
-                 (uint64_t)p->in * 4;
-      }
+      total += p->k != KIND_NONE ? p->nmat * matrix_bytes(p, j->o->group) : p->src->nbytes;
     }
   }
   json_t *meta = s == FDL_OK ? json_object_get(idx, "metadata") : NULL;
@@ -399,6 +598,42 @@ static fdl_status write_index(const job *j, const char *dir, fdl_err *err) {
   json_decref(map);
   json_decref(idx);
   return s;
+}
+
+/* The block-relative names of the modules quantized ("mlp.experts.3.up_proj"), each once, in
+ * module_cmp's order: quantization_config.modules_in_block_to_quantize, so a loader that
+ * replaces exactly those Linears (optimum matches each name as a suffix of the module's) finds
+ * what was written and nothing else. Only modules that were quantized are listed: a MoE model
+ * without a dense MLP lists no mlp.gate_proj, and neither the router nor shared_expert_gate is
+ * ever listed. NULL when out of memory. */
+static json_t *block_modules(const job *j) {
+  size_t n = 0, k = 0;
+  for (size_t h = 0; h < j->nshards; h++)
+    for (size_t i = 0; i < j->shards[h].n; i++)
+      if (j->shards[h].pl[i].k != KIND_NONE) n += j->shards[h].pl[i].nmat;
+  char **mods = fdl_calloc(n ? n : 1, sizeof *mods);
+  json_t *arr = mods ? json_array() : NULL;
+  bool ok = arr != NULL;
+  for (size_t h = 0; ok && h < j->nshards; h++)
+    for (size_t i = 0; ok && i < j->shards[h].n; i++) {
+      const plan *p = &j->shards[h].pl[i];
+      for (size_t m = 0; ok && p->k != KIND_NONE && m < p->nmat; m++) {
+        const char *qw = p->names[4 * m] + p->module; /* "<module>.qweight" */
+        size_t len = strlen(qw) - strlen(".qweight");
+        char *mod = fdl_malloc(len + 1);
+        if (!(ok = mod != NULL)) break;
+        memcpy(mod, qw, len);
+        mod[len] = 0;
+        mods[k++] = mod;
+      }
+    }
+  if (ok) qsort(mods, k, sizeof *mods, module_cmp);
+  for (size_t i = 0; ok && i < k; i++)
+    if (!i || strcmp(mods[i - 1], mods[i])) ok = !json_array_append_new(arr, json_string(mods[i]));
+  for (size_t i = 0; i < k; i++) free(mods[i]);
+  free(mods);
+  if (!ok) json_decref(arr);
+  return ok ? arr : NULL;
 }
 
 /* Reads config.json and finds the checkpoint's files; every refusal about what MODEL holds. */
@@ -465,15 +700,12 @@ fdl_status fdl_gptq_quantize_model(const fdl_gptq_opts *o, fdl_gptq_result *res,
     s = fdl_stage_open(&stage, o->out_dir, 0, o->notice, o->notice_arg, err);
     if (s != FDL_OK) fdl_err_prefix(err, "quantize");
   }
-  bool deltanet = false;
-  for (size_t k = 0; k < j.nshards && s == FDL_OK; k++)
-    for (size_t i = 0; i < j.shards[k].n; i++)
-      deltanet = deltanet ||
-                 (j.shards[k].pl[i].quant && strstr(j.shards[k].pl[i].src->name, ".linear_attn."));
   if (s == FDL_OK) {
-    json_t *q = quant_config(o, deltanet);
+    json_t *mods = block_modules(&j);
+    json_t *q = mods ? quant_config(o, mods) : NULL;
     json_t *c = json_deep_copy(j.cfg);
     char *path = fdl_path_join(stage.path, "config.json");
+    if (!q || !c || !path) json_decref(q);
     if (!q || !c || !path || json_object_set_new(c, "quantization_config", q))
       s = fdl_fail(err, FDL_NOMEM, "out of memory");
     else
@@ -494,8 +726,7 @@ fdl_status fdl_gptq_quantize_model(const fdl_gptq_opts *o, fdl_gptq_result *res,
   if (s == FDL_OK) s = fdl_stage_commit(&stage, err);
   fdl_stage_abort(&stage);
   for (size_t k = 0; k < j.nshards; k++) {
-    for (size_t i = 0; j.shards[k].pl && i < j.shards[k].n; i++)
-      for (int q = 0; q < 4; q++) free(j.shards[k].pl[i].names[q]);
+    for (size_t i = 0; j.shards[k].pl && i < j.shards[k].n; i++) plan_free(&j.shards[k].pl[i]);
     free(j.shards[k].pl);
     fdl_safetensors_close(j.shards[k].st);
   }
