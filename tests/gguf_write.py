@@ -9,9 +9,11 @@ tied). Metadata: general.architecture (llama, qwen2, qwen3) and its <arch>.* hyp
 general.alignment 32. For `llama` the rows of attn_q and attn_k are permuted as the converter
 does (from rotate-half to interleaved RoPE order): within each head of d rows, GGUF row 2i + j
 holds HF row j*d/2 + i. Tensors keep their stored dtype (BF16 -> ggml type 30, F16 -> 1,
-F32 -> 0); ggml's ne is the row-major shape reversed. Written from the GGUF layout, not from
-fidelis' reader."""
+F32 -> 0); ggml's ne is the row-major shape reversed. RoPE scaling as the converter writes it:
+linear and yarn as rope.scaling.* keys, llama3 as a rope_freqs.weight tensor of divisors.
+Written from the GGUF layout, not from fidelis' reader."""
 import json
+import math
 import os
 import struct
 
@@ -88,7 +90,9 @@ def kv_str(key, val):
     return s(key) + struct.pack("<I", 8) + s(val)
 
 
-def hf_to_gguf(model_dir, out):
+def hf_to_gguf(model_dir, out, meta_extra=(), items_extra=()):
+    """meta_extra: more metadata entries (kv / kv_str); items_extra: more (name, shape, dtype,
+    bytes) tensors (tests of what a reader refuses)."""
     cfg = json.load(open(os.path.join(model_dir, "config.json")))
     if cfg["architectures"][0].startswith("Qwen3_5"):
         return qwen35_to_gguf(model_dir, cfg, out)
@@ -110,6 +114,17 @@ def hf_to_gguf(model_dir, out):
             kv(arch + ".rope.freq_base", 6, cfg.get("rope_theta", 10000.0)),
             kv_str("tokenizer.ggml.model", "none")]
     items = []
+    rs = cfg.get("rope_scaling") or {}
+    kind = rs.get("rope_type", rs.get("type"))
+    if kind in ("linear", "yarn"):
+        meta += [kv_str(arch + ".rope.scaling.type", kind),
+                 kv(arch + ".rope.scaling.factor", 6, rs["factor"])]
+        if "original_max_position_embeddings" in rs:
+            meta.append(kv(arch + ".rope.scaling.original_context_length", 4,
+                           rs["original_max_position_embeddings"]))
+    elif kind == "llama3":
+        items.append(("rope_freqs.weight", (head_dim // 2,), "F32",
+                      llama3_factors(cfg, head_dim).tobytes()))
     for hf in sorted(tensors):
         dt, shape, raw = tensors[hf]
         if hf == "lm_head.weight" and cfg.get("tie_word_embeddings"):
@@ -118,7 +133,26 @@ def hf_to_gguf(model_dir, out):
         if arch == "llama" and name.endswith(("attn_q.weight", "attn_k.weight")):
             raw = permute(raw, shape, SIZE[dt], head_dim)
         items.append((name, shape, dt, raw))
-    write_gguf(out, meta, items)
+    write_gguf(out, meta + list(meta_extra), items + list(items_extra))
+
+
+def llama3_factors(cfg, d):
+    """llama3 scaling as llama.cpp's converter stores it: one divisor per frequency, from the
+    transformers formula in float64, written as float32."""
+    rs = cfg["rope_scaling"]
+    f, lo, hi = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+    L = rs["original_max_position_embeddings"]
+    out = []
+    for i in range(0, d, 2):
+        wl = 2 * math.pi * cfg.get("rope_theta", 10000.0) ** (i / d)
+        if wl < L / hi:
+            out.append(1.0)
+        elif wl > L / lo:
+            out.append(f)
+        else:
+            sm = (L / wl - lo) / (hi - lo)
+            out.append(1.0 / ((1 - sm) / f + sm))
+    return np.array(out, dtype="<f4")
 
 
 def write_gguf(out, meta, items):

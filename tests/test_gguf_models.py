@@ -296,6 +296,81 @@ def presets(t):
             print(f"{preset}: GGUF and HF logits identical")
 
 
+def rope_scaled(t):
+    """Llama with RoPE scaling, as a Hugging Face directory and as the converter writes it in
+    GGUF (linear, yarn: metadata keys; llama3: the rope_freqs divisors in float32). Linear and
+    yarn are the same formula from the same numbers: bit-identical logits. llama3's divisors
+    were rounded to float32: within 1e-5 per row, the same argmax (and 5e-3 from plain RoPE, so
+    a GGUF whose scaling was ignored fails)."""
+    d0 = os.path.join(t, "rope-base")
+    rc, text = run("model", "init", "--preset", "llama-tiny-random", "--seed", "7", d0)
+    if not check(rc == 0, f"model init: {rc} {text[-200:]}"):
+        return
+    ids = json.dumps([(7 * i + 3) % 256 for i in range(120)])
+    plain = None
+    for kind, rs in (("none", None),
+                     ("linear", {"rope_type": "linear", "factor": 3.0}),
+                     ("yarn", {"rope_type": "yarn", "factor": 4.0,
+                               "original_max_position_embeddings": 32}),
+                     ("llama3", {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                 "high_freq_factor": 4.0,
+                                 "original_max_position_embeddings": 32})):
+        d = os.path.join(t, "rope-" + kind)
+        shutil.copytree(d0, d)
+        cfg = json.load(open(os.path.join(d, "config.json")))
+        cfg["rope_scaling"] = rs
+        json.dump(cfg, open(os.path.join(d, "config.json"), "w"))
+        g = d + ".gguf"
+        gguf_write.hf_to_gguf(d, g)
+        outs = []
+        for m, tag in ((d, "hf"), (g, "gguf")):
+            out = os.path.join(t, f"rope-{kind}-{tag}.npy")
+            rc, text = run("generate", "--model", m, "--ids", ids, "--rows", "all",
+                           "--logits-out", out)
+            outs.append(np.load(out) if check(rc == 0, f"rope {kind} {tag}: {rc} {text[-300:]}")
+                        else None)
+        if outs[0] is None or outs[1] is None:
+            continue
+        hf, gg = outs
+        if kind == "none":
+            plain = hf
+        moved = row_rel(hf, plain) if plain is not None else 0.0
+        if kind == "llama3":
+            e = row_rel(gg, hf)
+            check(e <= 1e-5 and np.array_equal(gg.argmax(1), hf.argmax(1)),
+                  f"rope llama3: GGUF vs HF rel {e:.2e} > 1e-5 or argmax differs")
+            print(f"rope llama3: GGUF (rope_freqs) vs HF rel {e:.2e}; {moved:.2e} from plain RoPE")
+        else:
+            check(np.array_equal(gg.view(np.uint32), hf.view(np.uint32)),
+                  f"rope {kind}: GGUF logits differ from the HF directory's")
+            print(f"rope {kind}: GGUF and HF logits identical; {moved:.2e} from plain RoPE")
+        check(kind == "none" or moved > 5e-3, f"rope {kind}: scaling moved the logits only "
+              f"{moved:.2e} from plain RoPE")
+    # What a transformers config cannot say, or says otherwise, is refused by name.
+    kv, kv_str = gguf_write.kv, gguf_write.kv_str
+    zero = np.zeros(8, dtype="<f4")
+    zero[1:] = 1.0
+    for name, d, meta, items, needle in (
+            ("longrope", "none", [kv_str("llama.rope.scaling.type", "longrope"),
+                                  kv("llama.rope.scaling.factor", 6, 2.0)], [], "longrope"),
+            ("attn-factor", "yarn", [kv("llama.rope.scaling.attn_factor", 6, 0.5)], [],
+             "attn_factor"),
+            ("log-multiplier", "yarn", [kv("llama.rope.scaling.yarn_log_multiplier", 6, 0.1)], [],
+             "yarn_log_multiplier"),
+            ("two-scalings", "linear", [], [("rope_freqs.weight", (8,), "F32",
+                                             np.ones(8, dtype="<f4").tobytes())],
+             "two RoPE scalings"),
+            ("zero-divisor", "none", [], [("rope_freqs.weight", (8,), "F32", zero.tobytes())],
+             "positive finite divisor")):
+        g = os.path.join(t, f"rope-refuse-{name}.gguf")
+        gguf_write.hf_to_gguf(os.path.join(t, "rope-" + d), g, meta, items)
+        rc, text = run("generate", "--model", g, "--ids", "[1, 2]", "--logits-out",
+                       os.path.join(t, "refused.npy"))
+        check(rc > 0 and needle in text,
+              f"rope refusal {name}: exit {rc}, expected one naming {needle!r}: {text[-300:]}")
+        print(f"rope refusal {name}: exit {rc}: {text.strip().splitlines()[-1][:160]}")
+
+
 def kld_workflow(t):
     k = os.path.join(G, "kld")
     base, panel, cand, cmp_out = (os.path.join(t, x) for x in ("kb", "kp.jsonl", "kq", "kc"))
@@ -386,6 +461,7 @@ def main():
         blocks_as_float32(t)
         knobs(t)
         presets(t)
+        rope_scaled(t)
         qwen35(t)
         kld_workflow(t)
         captures(t)
