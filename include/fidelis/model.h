@@ -25,12 +25,12 @@ extern "C" {
 
 typedef struct {
   const char *name;         /* "tiny-random" */
-  const char *architecture; /* "Qwen3ForCausalLM", "LlamaForCausalLM", "Qwen2ForCausalLM",
-                               "Qwen3MoeForCausalLM", "Qwen3_5ForCausalLM",
-                               "Qwen3_5ForConditionalGeneration",
+  const char *architecture; /* "Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM",
+                               "Qwen2ForCausalLM", "Qwen3MoeForCausalLM", "Qwen3_5ForCausalLM",
+                               "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM",
                                "Qwen3_5MoeForConditionalGeneration" */
-  const char *model_type;   /* "qwen3", "llama", "qwen2", "qwen3_moe", "qwen3_5_text",
-                               "qwen3_5", "qwen3_5_moe" */
+  const char *model_type;   /* "qwen3", "llama", "mistral", "qwen2", "qwen3_moe",
+                               "qwen3_5_text", "qwen3_5", "qwen3_5_moe_text", "qwen3_5_moe" */
   size_t vocab, hidden, intermediate, layers, heads, kv_heads, head_dim;
   size_t max_position;
   bool tied;     /* lm_head is the embedding (no lm_head.weight) */
@@ -51,6 +51,7 @@ typedef struct {
    * MoE stores one tensor per expert; Qwen3.5 MoE fuses them (gate_up_proj, down_proj, as its
    * releases do) and adds a shared expert of shared_intermediate. */
   size_t experts, experts_per_tok, moe_intermediate, shared_intermediate;
+  size_t sliding_window; /* Mistral: every layer's window; 0 for the others */
 } fdl_model_preset;
 
 /* Every preset, in a fixed order. */

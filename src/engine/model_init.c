@@ -68,6 +68,24 @@ static const fdl_model_preset PRESETS[] = {
      .bos = 256,
      .eos = 257,
      .about = "Llama, same size: untied lm_head, GQA 2"},
+    {.name = "mistral-tiny-random",
+     .architecture = "MistralForCausalLM",
+     .model_type = "mistral",
+     .vocab = 272,
+     .hidden = 64,
+     .intermediate = 128,
+     .layers = 2,
+     .heads = 4,
+     .kv_heads = 2,
+     .head_dim = 16,
+     .max_position = 4096,
+     .rope_theta = 1000000.0,
+     .rms_norm_eps = 1e-5,
+     .bos = 256,
+     .eos = 257,
+     .sliding_window = 16,
+     .about = "Mistral, same size: every layer over a window of 16 (the panel's 64 tokens "
+              "cross it)"},
     {.name = "qwen2-tiny-random",
      .architecture = "Qwen2ForCausalLM",
      .model_type = "qwen2",
@@ -218,6 +236,34 @@ static const fdl_model_preset PRESETS[] = {
      .conv_kernel = 4,
      .partial_rotary_factor = 0.25,
      .about = "Qwen3.5-4B's shapes (4.2B parameters, 8.4 GB; benchmarks)"},
+    {.name = "qwen3.5-35b-a3b-4l",
+     .architecture = "Qwen3_5MoeForCausalLM",
+     .model_type = "qwen3_5_moe_text",
+     .vocab = 248320,
+     .hidden = 2048,
+     .layers = 4,
+     .heads = 16,
+     .kv_heads = 2,
+     .head_dim = 256,
+     .max_position = 262144,
+     .qk_norm = true,
+     .rope_theta = 10000000.0,
+     .rms_norm_eps = 1e-6,
+     .bos = 248044,
+     .eos = 248046,
+     .full_attention_interval = 4,
+     .linear_key_heads = 16,
+     .linear_value_heads = 32,
+     .linear_key_dim = 128,
+     .linear_value_dim = 128,
+     .conv_kernel = 4,
+     .partial_rotary_factor = 0.25,
+     .experts = 256,
+     .experts_per_tok = 8,
+     .moe_intermediate = 512,
+     .shared_intermediate = 512,
+     .about = "Qwen3.5-35B-A3B's layer shapes, 4 of its 40 layers (3 DeltaNet + 1 gated "
+              "attention; 4.3B parameters, 8.7 GB)"},
     {.name = "qwen3-30b-a3b-6l",
      .architecture = "Qwen3MoeForCausalLM",
      .model_type = "qwen3_moe",
@@ -701,6 +747,8 @@ static json_t *config_json(const fdl_model_preset *p, uint64_t seed) {
   if (!strcmp(p->model_type, "llama")) {
     ok = !json_object_set_new(c, "mlp_bias", json_false()) &&
          !json_object_set_new(c, "pretraining_tp", json_integer(1));
+  } else if (p->sliding_window) { /* MistralConfig: a window on every layer, no switch */
+    ok = !json_object_set_new(c, "sliding_window", json_integer((json_int_t)p->sliding_window));
   } else {
     /* Qwen2 and Qwen3 spell out that no layer uses sliding-window attention. */
     ok = !json_object_set_new(c, "use_sliding_window", json_false()) &&
