@@ -260,29 +260,26 @@ def ct_float(per_channel):
     return c
 
 
+def gptq_case(name, bits, group, v2, sym, act):
+    """A GPTQ row of FORMATS: its config, its matrix maker and tool_model's view."""
+    return (name, gptq_config(bits, group, v2, sym, act),
+            lambda r, o, i: gptq_matrix(r, o, i, bits, group, v2, sym, act),
+            (group, bits, "v2" if v2 else "v1"))
+
+
 # name, quantization_config, a matrix maker (rng, out, in) -> (parts, w), tool_model's view
 # (group, bits, kind) for the per-matrix check or None
 FORMATS = [
-    ("v1-4bit", gptq_config(4, 32, False, False, False),
-     lambda r, o, i: gptq_matrix(r, o, i, 4, 32, False, False, False), (32, 4, "v1")),
-    ("v2-4bit-act-order", gptq_config(4, 16, True, False, True),
-     lambda r, o, i: gptq_matrix(r, o, i, 4, 16, True, False, True), (16, 4, "v2")),
-    ("v1-8bit-sym", gptq_config(8, 32, False, True, False),
-     lambda r, o, i: gptq_matrix(r, o, i, 8, 32, False, True, False), (32, 8, "v1")),
-    ("v2-8bit-act-order", gptq_config(8, 64, True, False, True),
-     lambda r, o, i: gptq_matrix(r, o, i, 8, 64, True, False, True), (64, 8, "v2")),
-    ("v1-2bit", gptq_config(2, 16, False, False, True),
-     lambda r, o, i: gptq_matrix(r, o, i, 2, 16, False, False, True), (16, 2, "v1")),
-    ("v2-2bit-sym", gptq_config(2, 32, True, True, False),
-     lambda r, o, i: gptq_matrix(r, o, i, 2, 32, True, True, False), (32, 2, "v2")),
-    ("v1-3bit", gptq_config(3, 32, False, False, False),
-     lambda r, o, i: gptq_matrix(r, o, i, 3, 32, False, False, False), (32, 3, "v1")),
-    ("v1-3bit-sym-act-order", gptq_config(3, 16, False, True, True),
-     lambda r, o, i: gptq_matrix(r, o, i, 3, 16, False, True, True), (16, 3, "v1")),
-    ("v2-3bit-sym", gptq_config(3, 32, True, True, False),
-     lambda r, o, i: gptq_matrix(r, o, i, 3, 32, True, True, False), (32, 3, "v2")),
-    ("v2-3bit-act-order", gptq_config(3, 16, True, False, True),
-     lambda r, o, i: gptq_matrix(r, o, i, 3, 16, True, False, True), (16, 3, "v2")),
+    gptq_case("v1-4bit", 4, 32, False, False, False),
+    gptq_case("v2-4bit-act-order", 4, 16, True, False, True),
+    gptq_case("v1-8bit-sym", 8, 32, False, True, False),
+    gptq_case("v2-8bit-act-order", 8, 64, True, False, True),
+    gptq_case("v1-2bit", 2, 16, False, False, True),
+    gptq_case("v2-2bit-sym", 2, 32, True, True, False),
+    gptq_case("v1-3bit", 3, 32, False, False, False),
+    gptq_case("v1-3bit-sym-act-order", 3, 16, False, True, True),
+    gptq_case("v2-3bit-sym", 3, 32, True, True, False),
+    gptq_case("v2-3bit-act-order", 3, 16, True, False, True),
     ("awq-gemm", {"quant_method": "awq", "bits": 4, "group_size": 32, "zero_point": True,
                   "version": "gemm"},
      lambda r, o, i: awq_matrix(r, o, i, 32), (32, 4, "awq")),
