@@ -25,6 +25,9 @@ FDL_API char *fdl_path_join(const char *dir, const char *name);
  * directory cannot be read. */
 FDL_API char *fdl_path_where(const char *path);
 
+/* True when the string s ends with suffix (a file or tensor name's extension or tail). */
+FDL_API bool fdl_ends_with(const char *s, const char *suffix);
+
 /* True when inner is outer or lies below it (both as fdl_path_where gives them). */
 FDL_API bool fdl_path_within(const char *inner, const char *outer);
 

@@ -10,14 +10,10 @@
 #include "fidelis/attr.h"
 #include "base/sys.h"
 #include "fidelis/file.h"
+#include "fidelis/path.h"
 
 /* The safetensors __metadata__ key that names the rows of a boundary matrix. */
 #define BOUNDARY_NAMES_KEY "boundary_names"
-
-static bool ends_with(const char *s, const char *tail) {
-  size_t n = strlen(s), m = strlen(tail);
-  return n >= m && !strcmp(s + n - m, tail);
-}
 
 /* Widens view t into m after checking dtype, rank, size and finiteness. */
 static fdl_status take(const fdl_tensor *t, const char *what, fdl_attr_matrix *m, fdl_err *err) {
@@ -115,7 +111,7 @@ fdl_status fdl_attr_matrix_read(const char *path, const char *tensor, fdl_attr_m
     return s;
   }
   bool npy = map.size >= 6 && !memcmp(map.data, "\x93NUMPY", 6);
-  bool raw = !npy && ends_with(path, ".f32");
+  bool raw = !npy && fdl_ends_with(path, ".f32");
   if (tensor && (npy || raw)) {
     s = fdl_fail(err, FDL_INVALID, "a tensor name was given, but the file is %s, which has one",
                  npy ? ".npy" : "raw float32");

@@ -103,3 +103,8 @@ bool fdl_path_within(const char *inner, const char *outer) {
   if (n == 1 && outer[0] == '/') return inner[0] == '/';
   return !strncmp(inner, outer, n) && (inner[n] == '\0' || inner[n] == '/');
 }
+
+bool fdl_ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && !memcmp(s + n - m, suffix, m);
+}

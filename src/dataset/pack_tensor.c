@@ -19,6 +19,7 @@
 #include "fidelis/file.h"
 #include "fidelis/json.h"
 #include "base/sys.h"
+#include "fidelis/path.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "pack copies little-endian tensor bytes verbatim; a big-endian host needs byte swaps"
@@ -70,11 +71,6 @@ static void input_close(pk_input *in) {
   memset(in, 0, sizeof *in);
 }
 
-static bool ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), k = strlen(suffix);
-  return n >= k && !strcmp(s + n - k, suffix);
-}
-
 /* Opens path and picks the tensor: the first of keys present, else the only tensor. */
 /* named: the path as the user gave it, whose extension picks the format (a resolved Hugging Face
  * cache link ends in a blob hash, not in ".npy"). */
@@ -82,7 +78,7 @@ static fdl_status input_open(pk_ctx *c, const char *path, const char *named,
                              const char *const *keys, pk_input *in, fdl_err *err) {
   memset(in, 0, sizeof *in);
   fdl_err e;
-  if (ends_with(named, ".npy")) {
+  if (fdl_ends_with(named, ".npy")) {
     if (fdl_npy_open(path, &in->npy, &e) != FDL_OK)
       return fdl_pk_refuse(c, err, "bad_tensor_file", FDL_PARSE, "%s", e.msg);
     in->t = fdl_npy_tensor(in->npy);

@@ -5,7 +5,7 @@
  * tensor, [experts, out, in], one expert's matrix at a time: it is split into per-expert GPTQ
  * tensors, see plan).
  *
- * Divisions: scope; planning; writing; the run. */
+ * Divisions: planning; writing; the run. What is in scope: quantize_scope.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -16,134 +16,11 @@
 
 #include "base/sys.h"
 #include "engine/model_internal.h"
+#include "engine/quantize_scope.h"
 #include "fidelis/json.h"
 #include "fidelis/model.h"
 #include "fidelis/path.h"
 #include "fidelis/quote.h"
-
-/* ---- scope -------------------------------------------------------------------------------- */
-
-static const char *const MLP[] = {"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
-/* Qwen3.5 MoE's shared expert: a SwiGLU MLP beside the routed ones, in scope as the dense MLP
- * is. Its one-row sigmoid gate (mlp.shared_expert_gate) is not, nor is the router
- * (mlp.gate.weight, [experts, hidden]): the published GPTQ MoE releases leave the router in
- * float (it chooses the experts, and is a rounding error of the model's size), and int4 on
- * either would move which experts are chosen and how much each counts. */
-static const char *const SHARED[] = {"mlp.shared_expert.gate_proj", "mlp.shared_expert.up_proj",
-                                     "mlp.shared_expert.down_proj"};
-static const char *const ATTN[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                                   "self_attn.o_proj"};
-/* Gated DeltaNet's attention-sized projections (Qwen3.5). in_proj_a and in_proj_b, one row per
- * value head, and the depthwise conv1d stay as stored: int4 buys nothing on them and would
- * perturb the decay and the write strength of every head. */
-static const char *const DELTANET[] = {"linear_attn.in_proj_qkv", "linear_attn.in_proj_z",
-                                       "linear_attn.out_proj"};
-/* The modules matched by their whole name, in the order quantization_config lists them. */
-typedef struct {
-  const char *const *names;
-  size_t n;
-  bool all_linear; /* only in scope all-linear */
-} module_set;
-static const module_set FIXED[] = {
-    {ATTN, 4, true}, {DELTANET, 3, true}, {MLP, 3, false}, {SHARED, 3, false}};
-#define NFIXED (sizeof FIXED / sizeof *FIXED)
-/* A routed expert's projections: "mlp.experts.E.<proj>.weight", one tensor each (Qwen3 MoE, and
- * Qwen3.5 MoE as some writers store it), both scopes. */
-#define EXPERTS "mlp.experts."
-static const char *const PROJ[] = {"gate_proj", "up_proj", "down_proj"};
-/* Never quantized, whatever their names: a vision tower and multi-token-prediction heads,
- * which the engine does not run. */
-static const char *const FOREIGN[] = {"model.visual.", "mtp."};
-
-const char *fdl_gptq_scope_name(fdl_gptq_scope s) {
-  return s == FDL_GPTQ_SCOPE_ALL_LINEAR ? "all-linear" : "mlp";
-}
-
-static bool ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), m = strlen(suffix);
-  return n >= m && !memcmp(s + n - m, suffix, m);
-}
-
-/* What a tensor is to the quantizer: a matrix in scope (a Linear's X.weight), one of Qwen3.5
- * MoE's fused expert tensors (3-D, split into one matrix per expert and projection), or
- * nothing (copied as stored). */
-typedef enum { KIND_NONE, KIND_MATRIX, KIND_GATE_UP, KIND_DOWN } kind;
-
-typedef struct {
-  kind k;
-  size_t module; /* where the block-relative module name ("mlp.up_proj") starts in the name */
-} match;
-
-/* The index of proj in PROJ, with the rest of the name exactly rest; or -1. */
-static int proj_index(const char *s, const char *rest) {
-  size_t m = strlen(rest);
-  for (int i = 0; i < 3; i++) {
-    size_t n = strlen(PROJ[i]);
-    if (!strncmp(s, PROJ[i], n) && !strncmp(s + n, rest, m) && !s[n + m]) return i;
-  }
-  return -1;
-}
-
-/* name's last ".mlp.experts." followed by "E.<proj>.weight", "gate_up_proj" or "down_proj".
- * The router "mlp.gate.weight" and "mlp.shared_expert_gate.weight" never match here: the one
- * has no "experts." and the other no "." after "shared_expert". */
-static match expert_match(const char *name) {
-  const char *at = NULL;
-  for (const char *p = strstr(name, "." EXPERTS); p; p = strstr(p + 1, "." EXPERTS)) at = p;
-  match none = {KIND_NONE, 0};
-  if (!at) return none;
-  const char *p = at + 1 + strlen(EXPERTS);
-  size_t module = (size_t)(at + 1 - name), d = strspn(p, "0123456789");
-  if (!strcmp(p, "gate_up_proj")) return (match){KIND_GATE_UP, module};
-  if (!strcmp(p, "down_proj")) return (match){KIND_DOWN, module};
-  if (d && p[d] == '.' && proj_index(p + d + 1, ".weight") >= 0)
-    return (match){KIND_MATRIX, module};
-  return none;
-}
-
-/* Whether name is in scope, and as what. Names are matched by suffix ("<prefix>.<module>.weight"),
- * so model.language_model.layers.N.mlp.* qualifies as model.layers.N.mlp.* does. */
-static match scope_match(const char *name, fdl_gptq_scope scope) {
-  match none = {KIND_NONE, 0};
-  for (size_t i = 0; i < sizeof FOREIGN / sizeof *FOREIGN; i++)
-    if (!strncmp(name, FOREIGN[i], strlen(FOREIGN[i]))) return none;
-  char want[64];
-  size_t len = strlen(name);
-  for (size_t s = 0; s < NFIXED; s++)
-    for (size_t i = 0;
-         i < FIXED[s].n && (scope == FDL_GPTQ_SCOPE_ALL_LINEAR || !FIXED[s].all_linear); i++) {
-      snprintf(want, sizeof want, ".%s.weight", FIXED[s].names[i]);
-      if (ends_with(name, want)) return (match){KIND_MATRIX, len - strlen(want) + 1};
-    }
-  return expert_match(name);
-}
-
-/* Rank of a fixed module in FIXED's order; past the last for anything else (an expert). */
-static size_t fixed_rank(const char *m) {
-  size_t r = 0;
-  for (size_t s = 0; s < NFIXED; s++)
-    for (size_t i = 0; i < FIXED[s].n; i++, r++)
-      if (!strcmp(m, FIXED[s].names[i])) return r;
-  return r;
-}
-
-/* The order of quantization_config's module list: the fixed modules as FIXED lists them, then
- * the experts by index (numerically: a shorter digit string first, so 2 before 10, with no
- * overflow whatever the name holds), gate, up, down within an expert. */
-static int module_cmp(const void *pa, const void *pb) {
-  const char *a = *(const char *const *)pa, *b = *(const char *const *)pb;
-  size_t ra = fixed_rank(a), rb = fixed_rank(b);
-  if (ra != rb) return ra < rb ? -1 : 1;
-  if (strncmp(a, EXPERTS, strlen(EXPERTS)) || strncmp(b, EXPERTS, strlen(EXPERTS)))
-    return strcmp(a, b);
-  a += strlen(EXPERTS);
-  b += strlen(EXPERTS);
-  size_t da = strspn(a, "0123456789"), db = strspn(b, "0123456789");
-  if (da != db) return da < db ? -1 : 1;
-  int c = memcmp(a, b, da);
-  if (c) return c;
-  return proj_index(a + da + 1, "") - proj_index(b + db + 1, "");
-}
 
 /* ---- planning ----------------------------------------------------------------------------- */
 
@@ -158,7 +35,7 @@ static const char *const PARTS[4] = {"qweight", "qzeros", "scales", "g_idx"};
  * quantized exactly as if it had been stored alone: RTN's groups never cross a row. */
 typedef struct {
   const fdl_tensor *src;
-  kind k;         /* KIND_NONE: copied as stored */
+  fdl_qs_kind k;  /* FDL_QS_NONE: copied as stored */
   size_t module;  /* where the block-relative module name starts in src's name */
   size_t out, in; /* each matrix's shape */
   size_t nmat;    /* matrices quantized from src */
@@ -175,15 +52,15 @@ static void plan_free(plan *p) {
  * expert's matrix in a fused tensor <prefix>mlp.experts.gate_up_proj. NULL when out of memory. */
 static char *part_name(const plan *p, size_t m, int k) {
   const char *n = p->src->name;
-  bool fused = p->k != KIND_MATRIX;
-  size_t stem = fused ? p->module + strlen(EXPERTS) : strlen(n) - strlen("weight");
-  const char *proj = p->k == KIND_GATE_UP ? PROJ[m % 2] : PROJ[2];
+  bool fused = p->k != FDL_QS_MATRIX;
+  size_t stem = fused ? p->module + strlen(FDL_QS_EXPERTS) : strlen(n) - strlen("weight");
+  const char *proj = p->k == FDL_QS_GATE_UP ? fdl_qs_proj(m % 2) : fdl_qs_proj(2);
   size_t cap = stem + 24 + strlen(proj) + strlen(PARTS[k]) + 1;
   char *s = fdl_malloc(cap);
   if (!s) return NULL;
   memcpy(s, n, stem);
   if (fused)
-    snprintf(s + stem, cap - stem, "%zu.%s.%s", p->k == KIND_GATE_UP ? m / 2 : m, proj, PARTS[k]);
+    snprintf(s + stem, cap - stem, "%zu.%s.%s", p->k == FDL_QS_GATE_UP ? m / 2 : m, proj, PARTS[k]);
   else
     snprintf(s + stem, cap - stem, "%s", PARTS[k]);
   return s;
@@ -192,9 +69,9 @@ static char *part_name(const plan *p, size_t m, int k) {
 /* Matrix m of p, for messages: the tensor's name, and for a fused tensor which expert and
  * projection (at most 64 bytes, into buf). */
 static const char *matrix_label(const plan *p, size_t m, char *buf, size_t cap) {
-  if (p->k == KIND_MATRIX) return "";
-  snprintf(buf, cap, " (expert %zu's %s)", p->k == KIND_GATE_UP ? m / 2 : m,
-           p->k == KIND_GATE_UP ? PROJ[m % 2] : PROJ[2]);
+  if (p->k == FDL_QS_MATRIX) return "";
+  snprintf(buf, cap, " (expert %zu's %s)", p->k == FDL_QS_GATE_UP ? m / 2 : m,
+           p->k == FDL_QS_GATE_UP ? fdl_qs_proj(m % 2) : fdl_qs_proj(2));
   return buf;
 }
 
@@ -208,13 +85,13 @@ static fdl_status plan_fused(plan *p, const fdl_tensor *t, const fdl_gptq_opts *
                     t->name, fdl_gptq_scope_name(o->scope), fdl_dtype_name(t->dtype), t->ndim);
   size_t experts = (size_t)t->shape[0], rows = (size_t)t->shape[1];
   p->in = (size_t)t->shape[2];
-  if (p->k == KIND_GATE_UP && rows % 2)
+  if (p->k == FDL_QS_GATE_UP && rows % 2)
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "tensor %s [%zu, %zu, %zu]: %zu rows per expert, not gate's and up's of one "
                     "size",
                     t->name, experts, rows, p->in, rows);
-  p->out = p->k == KIND_GATE_UP ? rows / 2 : rows;
-  p->nmat = p->k == KIND_GATE_UP ? 2 * experts : experts;
+  p->out = p->k == FDL_QS_GATE_UP ? rows / 2 : rows;
+  p->nmat = p->k == FDL_QS_GATE_UP ? 2 * experts : experts;
   if (!p->nmat || !p->out || !p->in)
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "tensor %s [%zu, %zu, %zu]: an empty dimension, no expert matrix to quantize",
@@ -224,9 +101,9 @@ static fdl_status plan_fused(plan *p, const fdl_tensor *t, const fdl_gptq_opts *
 
 /* In and out multiples of 8, in a multiple of the group: what GPTQ packs. */
 static fdl_status check_packable(const plan *p, const fdl_gptq_opts *o, fdl_err *err) {
-  const char *what = p->k == KIND_GATE_UP ? " (each expert's gate_proj and up_proj)"
-                     : p->k == KIND_DOWN  ? " (each expert's down_proj)"
-                                          : "";
+  const char *what = p->k == FDL_QS_GATE_UP ? " (each expert's gate_proj and up_proj)"
+                     : p->k == FDL_QS_DOWN  ? " (each expert's down_proj)"
+                                            : "";
   /* No --pad: zero rows or columns would change the model's shape (its config, every tensor
    * that meets this one), so the quantized model would be another model. Say what works. */
   if (p->out % 8 || p->in % 8)
@@ -245,13 +122,13 @@ static fdl_status check_packable(const plan *p, const fdl_gptq_opts *o, fdl_err 
 }
 
 static fdl_status plan_tensor(plan *p, const fdl_tensor *t, const fdl_gptq_opts *o, fdl_err *err) {
-  match mt = scope_match(t->name, o->scope);
+  fdl_qs_match mt = fdl_qs_match_name(t->name, o->scope);
   p->src = t;
   p->k = mt.k;
   p->module = mt.module;
-  if (p->k == KIND_NONE) return FDL_OK;
+  if (p->k == FDL_QS_NONE) return FDL_OK;
   fdl_status s = FDL_OK;
-  if (p->k != KIND_MATRIX) {
+  if (p->k != FDL_QS_MATRIX) {
     s = plan_fused(p, t, o, err);
   } else if (t->ndim != 2 || !fdl_tensor_widenable(t->dtype)) {
     s = fdl_fail(err, FDL_UNSUPPORTED,
@@ -340,13 +217,13 @@ static fdl_tensor_in *output_tensors(const plan *pl, size_t n, size_t *nt) {
   static const uint8_t any = 0;
   static const fdl_dtype dts[4] = {FDL_DTYPE_I32, FDL_DTYPE_I32, FDL_DTYPE_F16, FDL_DTYPE_I32};
   *nt = 0;
-  for (size_t i = 0; i < n; i++) *nt += pl[i].k != KIND_NONE ? 4 * pl[i].nmat : 1;
+  for (size_t i = 0; i < n; i++) *nt += pl[i].k != FDL_QS_NONE ? 4 * pl[i].nmat : 1;
   fdl_tensor_in *ti = fdl_calloc(*nt ? *nt : 1, sizeof *ti);
   if (!ti) return NULL;
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     const fdl_tensor *t = pl[i].src;
-    if (pl[i].k == KIND_NONE) {
+    if (pl[i].k == FDL_QS_NONE) {
       ti[k++] = (fdl_tensor_in){t->name, t->dtype, t->ndim, t->shape, t->nbytes ? t->data : &any};
       continue;
     }
@@ -374,11 +251,11 @@ static fdl_status write_weights(const char *path, plan *pl, size_t n, const fdl_
   if (s == FDL_OK) s = fdl_model_st_header(&f, ti, nt, meta, &bytes, err);
   res->bytes += bytes;
   for (size_t i = 0; i < n && s == FDL_OK; i++) {
-    if (pl[i].k == KIND_NONE) {
+    if (pl[i].k == FDL_QS_NONE) {
       s = fdl_out_write(&f, pl[i].src->data, (size_t)pl[i].src->nbytes, err);
       res->copied++;
     }
-    for (size_t m = 0; pl[i].k != KIND_NONE && m < pl[i].nmat && s == FDL_OK; m++) {
+    for (size_t m = 0; pl[i].k != FDL_QS_NONE && m < pl[i].nmat && s == FDL_OK; m++) {
       s = write_quantized(&f, &pl[i], m, o->group, err);
       res->quantized++;
       res->params_quantized += (uint64_t)pl[i].out * pl[i].in;
@@ -424,7 +301,8 @@ static bool skipped_file(const char *name) {
   if (name[0] == '.' || !strcmp(name, "config.json") || !strcmp(name, "quantize_config.json"))
     return true;
   for (size_t i = 0; i < sizeof weights / sizeof *weights; i++)
-    if (ends_with(name, weights[i]) || ends_with(name, ".safetensors.index.json")) return true;
+    if (fdl_ends_with(name, weights[i]) || fdl_ends_with(name, ".safetensors.index.json"))
+      return true;
   return false;
 }
 
@@ -487,7 +365,7 @@ static fdl_status list_shards(job *j, fdl_err *err) {
   json_t *v;
   json_object_foreach(map, key, v) {
     const char *f = json_string_value(v);
-    if (!f || !*f || strchr(f, '/') || f[0] == '.' || !ends_with(f, ".safetensors"))
+    if (!f || !*f || strchr(f, '/') || f[0] == '.' || !fdl_ends_with(f, ".safetensors"))
       return fdl_fail(err, FDL_PARSE,
                       "model.safetensors.index.json: weight_map[%s] is not a file name ending "
                       "in .safetensors",
@@ -502,7 +380,7 @@ static fdl_status list_shards(job *j, fdl_err *err) {
 /* A fused tensor's expert must not also be stored alone: OUT would hold its parts twice (and
  * the engine would not know which to run). */
 static fdl_status check_split(const job *j, const plan *p, fdl_err *err) {
-  for (size_t m = 0; p->k != KIND_NONE && p->k != KIND_MATRIX && m < p->nmat; m++) {
+  for (size_t m = 0; p->k != FDL_QS_NONE && p->k != FDL_QS_MATRIX && m < p->nmat; m++) {
     size_t stem = strlen(p->names[4 * m]) - strlen("qweight");
     char *w = fdl_malloc(stem + strlen("weight") + 1), label[64];
     if (!w) return fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -541,7 +419,7 @@ static fdl_status plan_all(job *j, size_t *nq, fdl_err *err) {
     for (size_t i = 0; i < sh->n && s == FDL_OK; i++) {
       const fdl_tensor *t = fdl_safetensors_at(sh->st, i);
       const char *where = map ? json_string_value(json_object_get(map, t->name)) : sh->name;
-      if (ends_with(t->name, ".qweight") || ends_with(t->name, ".qzeros"))
+      if (fdl_ends_with(t->name, ".qweight") || fdl_ends_with(t->name, ".qzeros"))
         s = fdl_fail(err, FDL_REFUSED, "%s is already quantized (tensor %s)", o->model_dir,
                      t->name);
       else if (!where || strcmp(where, sh->name))
@@ -550,7 +428,7 @@ static fdl_status plan_all(job *j, size_t *nq, fdl_err *err) {
                      o->model_dir, t->name, sh->name, where ? where : "nothing");
       else
         s = plan_tensor(&sh->pl[i], t, o, err);
-      *nq += sh->pl[i].k != KIND_NONE;
+      *nq += sh->pl[i].k != FDL_QS_NONE;
     }
   }
   if (s == FDL_OK && map && total != json_object_size(map))
@@ -573,12 +451,12 @@ static fdl_status write_index(const job *j, const char *dir, fdl_err *err) {
     const shard *sh = &j->shards[k];
     for (size_t i = 0; i < sh->n && s == FDL_OK; i++) {
       const plan *p = &sh->pl[i];
-      size_t parts = p->k != KIND_NONE ? 4 * p->nmat : 1;
+      size_t parts = p->k != FDL_QS_NONE ? 4 * p->nmat : 1;
       for (size_t q = 0; q < parts; q++)
-        if (json_object_set_new(map, p->k != KIND_NONE ? p->names[q] : p->src->name,
+        if (json_object_set_new(map, p->k != FDL_QS_NONE ? p->names[q] : p->src->name,
                                 json_string(sh->name)))
           s = fdl_fail(err, FDL_NOMEM, "out of memory");
-      total += p->k != KIND_NONE ? p->nmat * matrix_bytes(p, j->o->group) : p->src->nbytes;
+      total += p->k != FDL_QS_NONE ? p->nmat * matrix_bytes(p, j->o->group) : p->src->nbytes;
     }
   }
   json_t *meta = s == FDL_OK ? json_object_get(idx, "metadata") : NULL;
@@ -601,7 +479,7 @@ static fdl_status write_index(const job *j, const char *dir, fdl_err *err) {
 }
 
 /* The block-relative names of the modules quantized ("mlp.experts.3.up_proj"), each once, in
- * module_cmp's order: quantization_config.modules_in_block_to_quantize, so a loader that
+ * fdl_qs_module_cmp's order: quantization_config.modules_in_block_to_quantize, so a loader that
  * replaces exactly those Linears (optimum matches each name as a suffix of the module's) finds
  * what was written and nothing else. Only modules that were quantized are listed: a MoE model
  * without a dense MLP lists no mlp.gate_proj, and neither the router nor shared_expert_gate is
@@ -610,14 +488,14 @@ static json_t *block_modules(const job *j) {
   size_t n = 0, k = 0;
   for (size_t h = 0; h < j->nshards; h++)
     for (size_t i = 0; i < j->shards[h].n; i++)
-      if (j->shards[h].pl[i].k != KIND_NONE) n += j->shards[h].pl[i].nmat;
+      if (j->shards[h].pl[i].k != FDL_QS_NONE) n += j->shards[h].pl[i].nmat;
   char **mods = fdl_calloc(n ? n : 1, sizeof *mods);
   json_t *arr = mods ? json_array() : NULL;
   bool ok = arr != NULL;
   for (size_t h = 0; ok && h < j->nshards; h++)
     for (size_t i = 0; ok && i < j->shards[h].n; i++) {
       const plan *p = &j->shards[h].pl[i];
-      for (size_t m = 0; ok && p->k != KIND_NONE && m < p->nmat; m++) {
+      for (size_t m = 0; ok && p->k != FDL_QS_NONE && m < p->nmat; m++) {
         const char *qw = p->names[4 * m] + p->module; /* "<module>.qweight" */
         size_t len = strlen(qw) - strlen(".qweight");
         char *mod = fdl_malloc(len + 1);
@@ -627,7 +505,7 @@ static json_t *block_modules(const job *j) {
         mods[k++] = mod;
       }
     }
-  if (ok) qsort(mods, k, sizeof *mods, module_cmp);
+  if (ok) qsort(mods, k, sizeof *mods, fdl_qs_module_cmp);
   for (size_t i = 0; ok && i < k; i++)
     if (!i || strcmp(mods[i - 1], mods[i])) ok = !json_array_append_new(arr, json_string(mods[i]));
   for (size_t i = 0; i < k; i++) free(mods[i]);

@@ -15,6 +15,7 @@
 #include "fidelis/file.h"
 #include "fidelis/json.h"
 #include "tokenizer/internal.h"
+#include "fidelis/path.h"
 
 static fdl_status read_hashed(const char *path, const char *name, fdl_tok_file *f, char **text,
                               size_t *len, fdl_err *err) {
@@ -31,11 +32,6 @@ static fdl_status read_hashed(const char *path, const char *name, fdl_tok_file *
 static const char *base_name(const char *p) {
   const char *s = strrchr(p, '/');
   return s ? s + 1 : p;
-}
-
-static bool ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), k = strlen(suffix);
-  return n >= k && !strcmp(s + n - k, suffix);
 }
 
 static bool is_gguf(const char *path) {
@@ -101,7 +97,7 @@ fdl_status fdl_tok_load(const char *path, fdl_tok **out, fdl_err *err) {
     t->n_files = 1;
     snprintf(t->source, sizeof t->source, "gguf");
     snprintf(t->id, sizeof t->id, "gguf-sha256-%.16s", t->files[0].sha256);
-  } else if (ends_with(path, ".json")) {
+  } else if (fdl_ends_with(path, ".json")) {
     char dir[4096];
     if (!fdl_dirname(path, dir, sizeof dir) || !dir[0]) snprintf(dir, sizeof dir, ".");
     s = load_json(t, dir, path, err);
