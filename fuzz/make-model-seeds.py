@@ -159,6 +159,25 @@ def qwen3_moe(d):
     return SINGLE
 
 
+def qwen35_moe_fused(d):
+    """Qwen3.5 MoE with fused experts (views into gate_up_proj / down_proj) and a shared
+    expert."""
+    c = q35.make_config(arch="Qwen3_5MoeForCausalLM", vocab=16, hidden=8,
+                        layer_types=[q35.LIN, q35.FULL], heads=2, kv_heads=1, head_dim=4,
+                        prf=0.5, nk=1, nv=2, dk=4, dv=4, conv_k=4, max_pos=8, num_experts=3,
+                        num_experts_per_tok=2, moe_intermediate_size=8,
+                        shared_expert_intermediate_size=8)
+    q35.write_model(d, c, q35.make_weights(c, 12, fused=True), small_f32=True)
+    return SINGLE
+
+
+def mistral(d):
+    c = em.make_config(arch="MistralForCausalLM", vocab=16, hidden=8, layers=2, heads=2,
+                       kv_heads=1, inter=8, max_pos=8, sliding_window=2)
+    em.write_model(d, c, em.make_weights(c, 13))
+    return SINGLE
+
+
 def ct_fp8(d):
     """compressed-tensors FP8: every projection's weight as F8_E4M3 codes with a channel scale."""
     c = em.make_config(vocab=16, hidden=8, layers=1, heads=2, kv_heads=2, inter=8, max_pos=8,
@@ -183,7 +202,8 @@ SEEDS = {"llama": llama, "llama-sharded-tied": llama_sharded_tied, "qwen2": qwen
          "qwen3-qknorm": qwen3,
          "llama-gptq": llama_gptq, "qwen35-causal": qwen35, "qwen35-cg-visual": qwen35_cg,
          "llama-rope-yarn": llama_rope_yarn, "qwen2-window": qwen2_window,
-         "qwen3-moe": qwen3_moe, "llama-ct-fp8": ct_fp8}
+         "qwen3-moe": qwen3_moe, "llama-ct-fp8": ct_fp8, "qwen35-moe-fused": qwen35_moe_fused,
+         "mistral-window": mistral}
 
 
 def main():
