@@ -5,9 +5,10 @@ preset and seed: byte-identical trees; another seed: other weights, the same pan
 config.json keys; tensor names, shapes and dtypes in HF layout; the spread of each kind of
 weight; the built-in panel through fdl_ds_panel_check (tool_model) and its byte mapping; and the
 refusals (OUT exists, unknown preset, bad usage), which leave nothing behind. The MoE presets
-(Qwen3 MoE with one tensor per expert, Qwen3.5 MoE with fused experts and a shared expert) the
-same way, each tiny one also loaded by the engine (tool_engine prefill: finite logits); the big
-presets (qwen3.5-4b, qwen3-30b-a3b-6l) through --no-weights: config, tensor and parameter
+(Qwen3 MoE with one tensor per expert, Qwen3.5 MoE with fused experts and a shared expert) and
+Mistral (Llama's tensors, a sliding window on every layer) the same way, each tiny one also
+loaded by the engine (tool_engine prefill: finite logits); the big presets (qwen3.5-4b,
+qwen3.5-35b-a3b-4l, qwen3-30b-a3b-6l) through --no-weights: config, tensor and parameter
 counts."""
 import json
 import math
@@ -35,6 +36,13 @@ PRESETS = {
                               inter=128, layers=2, heads=4, kv=2, hd=16, tied=False,
                               qk_norm=False, bias=False, rope_theta=10000.0, eps=1e-5,
                               maxpos=4096, bos=256, eos=257, params=108864),
+    # Mistral: Llama's tensors (same names and shapes, so the same bits for a seed), rope_theta
+    # 1e6, and a window of 16 keys on every layer (MistralConfig's sliding_window, no switch).
+    "mistral-tiny-random": dict(arch="MistralForCausalLM", model_type="mistral", vocab=272,
+                                hidden=64, inter=128, layers=2, heads=4, kv=2, hd=16, tied=False,
+                                qk_norm=False, bias=False, rope_theta=1000000.0, eps=1e-5,
+                                maxpos=4096, bos=256, eos=257, window=16, params=108864,
+                                tensors=21),
     "qwen2-tiny-random": dict(arch="Qwen2ForCausalLM", model_type="qwen2", vocab=272, hidden=64,
                               inter=128, layers=2, heads=4, kv=1, hd=16, tied=True,
                               qk_norm=False, bias=True, rope_theta=1000000.0, eps=1e-6,
@@ -249,8 +257,12 @@ def check_tokenizer(name, files):
 
 
 def expected_dense_config(name, p, seed):
-    """config.json of the dense family, every key: transformers' LlamaConfig / Qwen2Config /
-    Qwen3Config names, plus Qwen3MoeConfig's for a routed model."""
+    """config.json of the dense family, every key: transformers' LlamaConfig / MistralConfig /
+    Qwen2Config / Qwen3Config names, plus Qwen3MoeConfig's for a routed model. Mistral gets the
+    family's common keys and its sliding_window, nothing else: MistralConfig has no
+    use_sliding_window / max_window_layers (the window is on every layer) and no mlp_bias /
+    pretraining_tp; attention_bias and rope_scaling, which MistralConfig does not take either,
+    are the family's common keys (transformers keeps them as plain attributes)."""
     c = {"architectures": [p["arch"]], "model_type": p["model_type"], "vocab_size": p["vocab"],
          "hidden_size": p["hidden"], "intermediate_size": p["inter"],
          "num_hidden_layers": p["layers"], "num_attention_heads": p["heads"],
@@ -264,6 +276,8 @@ def expected_dense_config(name, p, seed):
                           "init": "fidelis irwin-hall-4 v1 (docs/MODELS.md)"}}
     if p["model_type"] == "llama":
         c.update(mlp_bias=False, pretraining_tp=1)
+    elif p["model_type"] == "mistral":
+        c.update(sliding_window=p["window"])
     else:
         c.update(use_sliding_window=False, sliding_window=None, max_window_layers=p["layers"])
     if p.get("experts"):  # Qwen3MoeConfig: every layer routed (step 1, no MLP-only layer)
@@ -401,6 +415,23 @@ Q35 = {
                        tied=True, vision=False, maxpos=262144, bos=248044, eos=248046,
                        types=[FULL if (i + 1) % 4 == 0 else LIN for i in range(32)],
                        params=4205751296, tensors=426),
+    # Qwen3.5-35B-A3B's shapes, 4 of its 40 layers, no vision wrapper (the text config at the
+    # top level). Worked out by hand (h 2048, V 248320): embed and untied head 2 x 248320 x
+    # 2048 = 1017118720, final norm 2048. A DeltaNet layer: in_proj_qkv (2 x 16 x 128 + 32 x
+    # 128 = 8192) x 2048 = 16777216, in_proj_z 4096 x 2048 = 8388608, in_proj_b and in_proj_a
+    # 2 x 32 x 2048 = 131072, conv1d 8192 x 4 = 32768, dt_bias + A_log + norm 32 + 32 + 128,
+    # out_proj 2048 x 4096 = 8388608: 33718464. The gated-attention layer: q_proj (2 x 16 x
+    # 256) x 2048 = 16777216, k_proj and v_proj 2 x 512 x 2048 = 2097152, o_proj 2048 x 4096 =
+    # 8388608, q/k norms 512: 27263488. Each layer's MoE: router 256 x 2048 = 524288,
+    # gate_up_proj 256 x 1024 x 2048 = 536870912, down_proj 256 x 2048 x 512 = 268435456, the
+    # shared expert 3 x 512 x 2048 = 3145728 and its gate 2048: 808978432; its two norms 4096.
+    # 3 x (33718464 + 808978432 + 4096) + (27263488 + 808978432 + 4096) + 1017118720 + 2048 =
+    # 4381469760. Tensors: 3 x (2 + 9 + 7) + (2 + 6 + 7) + 3 = 72.
+    "qwen3.5-35b-a3b-4l": dict(arch="Qwen3_5MoeForCausalLM", vocab=248320, hidden=2048,
+                               inter=None, layers=4, heads=16, kv=2, hd=256, nk=16, nv=32,
+                               dk=128, dv=128, K=4, tied=False, vision=False, maxpos=262144,
+                               bos=248044, eos=248046, types=[LIN, LIN, LIN, FULL], experts=256,
+                               topk=8, moe_inter=512, shared=512, params=4381469760, tensors=72),
 }
 
 
@@ -409,7 +440,7 @@ def expected_q35_config(name, p, seed):
             "intermediate_size": p["inter"], "num_hidden_layers": p["layers"],
             "num_attention_heads": p["heads"], "num_key_value_heads": p["kv"], "head_dim": p["hd"],
             "hidden_act": "silu", "max_position_embeddings": p["maxpos"], "rms_norm_eps": 1e-6,
-            "rope_parameters": {"rope_type": "default", "rope_theta": 10000000,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000000.0,
                                 "partial_rotary_factor": 0.25, "mrope_section": [11, 11, 10],
                                 "mrope_interleaved": True},
             "tie_word_embeddings": p["tied"], "attention_bias": False, "attention_dropout": 0.0,
@@ -533,7 +564,7 @@ def check_q35_tiny(w, name):
     check(ta["config.json"].decode() == json.dumps(cfg, indent=2, sort_keys=True) + "\n",
           "%s: config.json is not in transformers' sorted, indented form" % name)
     want = expected_q35_config(name, p, 1)
-    check(cfg == want, "%s: config.json %r, expected %r" % (name, cfg, want))
+    check_config(name, cfg, want)
     tc = cfg["text_config"]
     check(type(tc["rms_norm_eps"]) is float and type(tc["vocab_size"]) is int
           and all(type(tc.get(k)) is int for k in ("num_experts", "num_experts_per_tok", "moe_intermediate_size",
@@ -618,8 +649,7 @@ def check_no_weights(w, name, p, q35):
     check(raw == json.dumps(cfg, indent=2, sort_keys=True) + "\n",
           "%s: config.json is not in transformers' sorted, indented form" % name)
     if q35:
-        want = expected_q35_config(name, p, 5)
-        check(cfg == want, "%s: config.json %r, expected %r" % (name, cfg, want))
+        check_config(name, cfg, expected_q35_config(name, p, 5))
     else:
         check_config(name, cfg, expected_dense_config(name, p, 5))
     gen = json.load(open(os.path.join(d, "generation_config.json")))
@@ -637,14 +667,20 @@ def check_q35_4b(w):
         return
     check(cfg["layer_types"].count(FULL) == 8 and cfg["layer_types"][3] == FULL and cfg["layer_types"][0] == LIN,
           "%s: layer_types" % name)
+    name = "qwen3.5-35b-a3b-4l"  # Qwen3_5MoeForCausalLM: the MoE text config at the top level
+    cfg = check_no_weights(w, name, Q35[name], True)
+    if cfg is not None:
+        check(cfg["layer_types"] == [LIN, LIN, LIN, FULL] and "text_config" not in cfg
+              and "intermediate_size" not in cfg and cfg["model_type"] == "qwen3_5_moe_text",
+              "%s: a top-level MoE text config with 3 DeltaNet layers and 1 attention layer" % name)
     rc, out, err = run("model", "init", "--preset", "tiny-random", "--no-weights", os.path.join(w, "nw"))
     check(rc == 0 and "no model.safetensors" in out and not os.path.exists(os.path.join(w, "nw", "model.safetensors")),
           "--no-weights text output: %s %s" % (out, err))
 
 
 def check_engine(w, name, d):
-    """The engine loads the tiny MoE checkpoint and runs a prefill: exit 0, finite logits of
-    [tokens, vocab], not all equal."""
+    """The engine loads the tiny checkpoint (MoE, Mistral) and runs a prefill: exit 0, finite
+    logits of [tokens, vocab], not all equal."""
     ids = [256, 83, 111, 119]
     out = os.path.join(w, "%s-logits.npy" % name)
     r = subprocess.run([ENGINE, d, "--ids", ",".join(map(str, ids)), "--path", "prefill", "--threads", "1",
@@ -674,8 +710,12 @@ def main():
         check_q35_4b(w)
         for name, p in DENSE_BIG.items():
             check_no_weights(w, name, p, False)
-        for name in ("qwen3-moe-tiny-random", "qwen3.5-moe-tiny-random"):
+        for name in ("qwen3-moe-tiny-random", "qwen3.5-moe-tiny-random", "mistral-tiny-random"):
             check_engine(w, name, os.path.join(w, name + "-s1"))
+        # Mistral's tensors are Llama's (names, shapes, kinds): the same seed, the same bits
+        check(tree(os.path.join(w, "mistral-tiny-random-s1"))["model.safetensors"]
+              == tree(os.path.join(w, "llama-tiny-random-s1"))["model.safetensors"],
+              "mistral-tiny-random: weights differ from llama-tiny-random's for the same seed")
         # every preset lists in --help, with its size
         rc, out, _ = run("model", "init", "--help")
         names = list(PRESETS) + list(Q35) + list(DENSE_BIG) + ["llama-100m", "qwen3-0.6b"]
