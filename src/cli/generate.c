@@ -24,7 +24,8 @@ static void usage(FILE *f) {
           "usage: fidelis generate --model DIR (--ids JSON|@FILE | --prompt TEXT|@FILE |\n"
           "         --request FILE | --panel FILE --context I --prompt-tokens N)\n"
           "         [--path prefill|decode]\n"
-          "         [--new N --tokens-out FILE] [--rows last|steps|all] [--logits-out FILE.npy]\n"
+          "         [--new N --tokens-out FILE [--stop IDS|none] [--stream]]\n"
+          "         [--rows last|steps|all] [--logits-out FILE.npy]\n"
           "         [--greedy-out FILE] [--ids-out FILE] [--precision float32|float64]\n"
           "         [options]\n\n"
           "Runs the model in DIR (as `fidelis capture` does) over the input ids: a JSON array\n"
@@ -43,8 +44,10 @@ static void usage(FILE *f) {
           "  --ids-out FILE      the input ids, a JSON array\n"
           "Row i holds what the model predicts after input token i. --rows: last (the last\n"
           "row; the default), steps (with --request: every forced step, from the last prompt\n"
-          "token to the end), all. Greedy ties go to the lowest token id. Continuations\n"
-          "re-run the whole sequence at each step: fine for tens of tokens.\n\n"
+          "token to the end), all. Greedy ties go to the lowest token id. A continuation runs\n"
+          "the prompt once and then one position per token, the KV cache carried: linear in\n"
+          "--new. It stops after the model's end-of-sequence token (generation_config.json's\n"
+          "eos_token_id, else config.json's, or the GGUF's), or after one of --stop.\n\n"
           "options:\n"
           "  --model DIR          the model directory\n"
           "  --ids JSON|@FILE     the input ids\n"
@@ -52,7 +55,11 @@ static void usage(FILE *f) {
           "  --request FILE       a kiln.hf-next-token-request.v1: its input_token_ids\n"
           "  --panel FILE         a pack panel (JSONL); with --context I and --prompt-tokens N\n"
           "  --path prefill|decode  the engine's path [prefill]\n"
-          "  --new N              greedy tokens to append, 1 to 4096 (needs --tokens-out)\n"
+          "  --new N              greedy tokens to append, at most; 1 to 4096 (needs\n"
+          "                       --tokens-out)\n"
+          "  --stop IDS|none      the ids that end a continuation, comma-separated, instead of\n"
+          "                       the model's end-of-sequence ids; none: always --new tokens\n"
+          "  --stream             print each new token as it is chosen\n"
           "  --rows WHICH         last, steps or all [last]\n"
           "  --precision P        float32 (the capture engine) or float64 (the oracle: the\n"
           "                       same model in double throughout, slow, for measuring the\n"
@@ -80,10 +87,10 @@ static const fdl_num_isa ISA_OF[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_N
 
 typedef struct {
   const char *model, *ids, *prompt, *request, *panel, *tokens_out, *logits_out, *greedy_out,
-      *ids_out;
+      *ids_out, *stop;
   uint64_t context, prompt_tokens, n_new, threads;
   int path, isa, rows, f64;
-  bool rows_given;
+  bool rows_given, stream;
 } args;
 
 static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
@@ -101,6 +108,8 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       {"--path", NULL, FDL_CLI_CHOICE, &a->path, 0, 0, PATHS},
       FDL_CLI_OPT_NUMBER("--new", &a->n_new, 1, 4096),
       FDL_CLI_OPT_OUT("--tokens-out", &a->tokens_out),
+      FDL_CLI_OPT_TEXT("--stop", &a->stop),
+      FDL_CLI_OPT_FLAG("--stream", &a->stream),
       {"--rows", NULL, FDL_CLI_CHOICE, &a->rows, 0, 0, ROWS},
       FDL_CLI_OPT_OUT("--logits-out", &a->logits_out),
       FDL_CLI_OPT_OUT("--greedy-out", &a->greedy_out),
@@ -133,6 +142,8 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
                                    "--greedy-out or --ids-out");
   if (!a->tokens_out != !a->n_new)
     return fdl_cli_usage_error(&s, "--new N and --tokens-out FILE go together");
+  if ((a->stop || a->stream) && !a->n_new)
+    return fdl_cli_usage_error(&s, "--stop and --stream apply to a continuation (--new N)");
   a->rows_given = a->rows >= 0;
   if (a->rows_given && !a->logits_out && !a->greedy_out)
     return fdl_cli_usage_error(&s, "--rows applies to --logits-out and --greedy-out");
@@ -309,9 +320,56 @@ static fdl_status write_ids(const char *path, const int32_t *v, size_t n, fdl_er
   return s;
 }
 
-/* The runs and their outputs; *cont receives the --new continuation (NULL without one). */
-static fdl_status run(const args *a, fdl_model *m, const int32_t *ids, size_t n, size_t first,
-                      int32_t **cont, fdl_err *err) {
+/* The ids that end a continuation: --stop's, none, or the model's own. */
+#define FDL_GEN_STOP_MAX 16
+static fdl_status stop_ids(const args *a, const fdl_model *m, int32_t *stop, size_t *n,
+                           fdl_err *err) {
+  *n = 0;
+  if (!a->stop) return fdl_model_eos(m, a->model, stop, FDL_GEN_STOP_MAX, n, err);
+  if (!strcmp(a->stop, "none")) return FDL_OK;
+  size_t vocab = fdl_model_get_info(m)->vocab;
+  for (const char *p = a->stop; *p;) {
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || (*end && *end != ',') || v < 0 || (unsigned long long)v >= vocab ||
+        *n == FDL_GEN_STOP_MAX)
+      return fdl_fail(err, FDL_REFUSED,
+                      "--stop %s: expected at most %d comma-separated token ids below %zu, or "
+                      "none",
+                      a->stop, FDL_GEN_STOP_MAX, vocab);
+    stop[(*n)++] = (int32_t)v;
+    p = *end ? end + 1 : end;
+  }
+  return FDL_OK;
+}
+
+typedef struct {
+  const fdl_tok *tok;
+  size_t k;
+} stream_ctx;
+
+/* --stream: one line per new token, its id and (with a tokenizer) its text, flushed. */
+static fdl_status stream_token(void *arg, int32_t id, fdl_err *err) {
+  stream_ctx *c = arg;
+  printf("  + %-6zu %d", c->k++, (int)id);
+  char *text = NULL;
+  size_t len = 0;
+  fdl_err ignored = {FDL_OK, ""};
+  if (c->tok && fdl_tok_decode(c->tok, &id, 1, &text, &len, &ignored) == FDL_OK) {
+    char shown[256];
+    printf("  %s", fdl_quote_text(text, len, shown, sizeof shown));
+  }
+  free(text);
+  putchar('\n');
+  if (fflush(stdout) || ferror(stdout))
+    return fdl_fail(err, FDL_IO, "--stream: writing to standard output failed");
+  return FDL_OK;
+}
+
+/* The runs and their outputs; *cont receives the --new continuation (NULL without one) and
+ * *n_cont its length (short of --new when a stop id came). */
+static fdl_status run(const args *a, fdl_model *m, const fdl_tok *tok, const int32_t *ids, size_t n,
+                      size_t first, int32_t **cont, size_t *n_cont, fdl_err *err) {
   fdl_engine_path path = a->path ? FDL_ENGINE_DECODE : FDL_ENGINE_PREFILL;
   size_t vocab = fdl_model_get_info(m)->vocab;
   for (size_t i = 0; i < n; i++)
@@ -321,10 +379,13 @@ static fdl_status run(const args *a, fdl_model *m, const int32_t *ids, size_t n,
   size_t from = a->rows == ROWS_ALL ? 0 : a->rows == ROWS_STEPS ? first : n - 1;
   fdl_status s = FDL_OK;
   if (a->tokens_out) {
-    int32_t *nw = malloc((size_t)a->n_new * sizeof *nw);
-    s = nw ? fdl_generate_greedy(m, ids, n, (size_t)a->n_new, path, nw, err)
-           : fdl_fail(err, FDL_NOMEM, "out of memory");
-    if (s == FDL_OK) s = write_ids(a->tokens_out, nw, (size_t)a->n_new, err);
+    int32_t stop[FDL_GEN_STOP_MAX], *nw = malloc((size_t)a->n_new * sizeof *nw);
+    fdl_generate_opts go = {.n_new = (size_t)a->n_new, .path = path, .stop = stop};
+    s = nw ? stop_ids(a, m, stop, &go.n_stop, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
+    stream_ctx sc = {tok, 0};
+    if (a->stream) go.on_token = stream_token, go.arg = &sc;
+    if (s == FDL_OK) s = fdl_generate_greedy(m, ids, n, &go, nw, n_cont, err);
+    if (s == FDL_OK) s = write_ids(a->tokens_out, nw, *n_cont, err);
     *cont = nw;
   }
   if (s == FDL_OK && a->f64 && a->logits_out) {
@@ -381,7 +442,7 @@ int fdl_cli_generate(int argc, char **argv) {
   fdl_tok *tok = NULL;
   if ((rc = load_tokenizer(&a, &tok))) return rc;
   int32_t *ids = NULL, *cont = NULL;
-  size_t n = 0, first = 0;
+  size_t n = 0, first = 0, n_cont = 0;
   if ((rc = input_ids(&a, tok, &ids, &n, &first))) {
     fdl_tok_free(tok);
     return rc;
@@ -391,7 +452,7 @@ int fdl_cli_generate(int argc, char **argv) {
   /* generate records no identity of the model: its files are not digested */
   fdl_model_opts mo = {.threads = (unsigned)a.threads, .isa = ISA_OF[a.isa], .skip_digests = true};
   fdl_status s = fdl_model_load(a.model, &mo, &m, &err);
-  if (s == FDL_OK) s = run(&a, m, ids, n, first, &cont, &err);
+  if (s == FDL_OK) s = run(&a, m, tok, ids, n, first, &cont, &n_cont, &err);
   fdl_model_free(m);
   if (s != FDL_OK) {
     free(ids);
@@ -409,6 +470,9 @@ int fdl_cli_generate(int argc, char **argv) {
          a.f64    ? "float64 oracle"
          : a.path ? "decode path"
                   : "prefill path");
+  if (cont && n_cont < a.n_new)
+    printf("  stopped at id %d after %zu of --new %llu tokens\n", (int)cont[n_cont - 1], n_cont,
+           (unsigned long long)a.n_new);
   for (size_t i = 0; i < sizeof outs / sizeof *outs; i++)
     if (outs[i][1]) {
       printf("  %-7s", outs[i][0]);
@@ -417,7 +481,7 @@ int fdl_cli_generate(int argc, char **argv) {
     }
   if (tok) {
     show_text(tok, "prompt", ids, n);
-    if (cont) show_text(tok, "continuation", cont, (size_t)a.n_new);
+    if (cont) show_text(tok, "continuation", cont, n_cont);
   }
   free(ids);
   free(cont);

@@ -241,14 +241,9 @@ fdl_status fdl_eng_check_ids(const fdl_model *m, const int32_t *ids, size_t n, f
   return FDL_OK;
 }
 
-fdl_status fdl_engine_run(fdl_model *m, const int32_t *ids, size_t n, fdl_engine_path path,
-                          const fdl_engine_out *out, fdl_err *err) {
+fdl_status fdl_eng_begin(fdl_model *m, size_t n, fdl_err *err) {
   const fdl_model_info *in = &m->info;
-  fdl_status s = fdl_eng_check_ids(m, ids, n, err);
-  if (s) return s;
-  if (path != FDL_ENGINE_PREFILL && path != FDL_ENGINE_DECODE)
-    return fdl_fail(err, FDL_INVALID, "engine run: unknown path %d", (int)path);
-  s = ensure_work(m, n, err);
+  fdl_status s = ensure_work(m, n, err);
   if (!s && in->linear) s = fdl_eng_gdn_work(m, n, err);
   if (s) return s;
   eng_work *w = &m->w;
@@ -262,10 +257,26 @@ fdl_status fdl_engine_run(fdl_model *m, const int32_t *ids, size_t n, fdl_engine
       w->cos_t[p * half + i] = (float)(cs * af);
       w->sin_t[p * half + i] = (float)(sn * af);
     }
-  /* On Qwen3.5 the path also picks the DeltaNet form: prefill chunked, decode recurrent. */
-  if (path == FDL_ENGINE_PREFILL) return step(m, ids, 0, n, n - 1, true, out, err);
-  for (size_t t = 0; t < n; t++)
-    if ((s = step(m, ids, t, 1, t + 1 == n ? 0 : 1, false, out, err)))
-      return fdl_err_prefix(err, "decode position %zu", t);
   return FDL_OK;
+}
+
+fdl_status fdl_eng_span(fdl_model *m, const int32_t *ids, size_t p0, size_t n, fdl_engine_path path,
+                        const fdl_engine_out *out, fdl_err *err) {
+  /* On Qwen3.5 the path also picks the DeltaNet form: prefill chunked, decode recurrent. */
+  if (path == FDL_ENGINE_PREFILL) return step(m, ids, p0, n - p0, n - 1 - p0, true, out, err);
+  for (size_t t = p0; t < n; t++) {
+    fdl_status s = step(m, ids, t, 1, t + 1 == n ? 0 : 1, false, out, err);
+    if (s) return fdl_err_prefix(err, "decode position %zu", t);
+  }
+  return FDL_OK;
+}
+
+fdl_status fdl_engine_run(fdl_model *m, const int32_t *ids, size_t n, fdl_engine_path path,
+                          const fdl_engine_out *out, fdl_err *err) {
+  fdl_status s = fdl_eng_check_ids(m, ids, n, err);
+  if (s) return s;
+  if (path != FDL_ENGINE_PREFILL && path != FDL_ENGINE_DECODE)
+    return fdl_fail(err, FDL_INVALID, "engine run: unknown path %d", (int)path);
+  if ((s = fdl_eng_begin(m, n, err))) return s;
+  return fdl_eng_span(m, ids, 0, n, path, out, err);
 }

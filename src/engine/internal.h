@@ -310,6 +310,14 @@ fdl_status fdl_eng_gdn_layer(fdl_model *m, size_t li, size_t p0, size_t rows, bo
 /* forward.c: the input checks every run makes (1 <= n <= max_positions, ids in the vocabulary),
  * shared by fdl_engine_run and fdl_engine_run_f64 so both refuse the same inputs alike. */
 fdl_status fdl_eng_check_ids(const fdl_model *m, const int32_t *ids, size_t n, fdl_err *err);
+/* A run in pieces (fdl_engine_run is begin(n), span(0, n); generation extends the context one
+ * token at a time): fdl_eng_begin sizes the scratch (the KV cache, Qwen3.5's states) and the RoPE
+ * table for contexts of up to n positions, keeping what the scratch holds when it is large
+ * enough already; fdl_eng_span runs positions [p0, n) of ids on the path, the caches holding
+ * [0, p0) from the spans before it since fdl_eng_begin. Outputs go to their rows p0 .. n - 1. */
+fdl_status fdl_eng_begin(fdl_model *m, size_t n, fdl_err *err);
+fdl_status fdl_eng_span(fdl_model *m, const int32_t *ids, size_t p0, size_t n, fdl_engine_path path,
+                        const fdl_engine_out *out, fdl_err *err);
 
 /* pgemm.c: products on the model's pool (bits as one fdl_gemm_run, whatever the cut). */
 fdl_status fdl_eng_gemm_args(fdl_model *m, const fdl_gemm_args *x, fdl_err *err);
