@@ -16,6 +16,7 @@
 #include "bench_clock.h"
 #include "fidelis/engine.h"
 #include "fidelis/gemm.h"
+#include "fidelis/pool.h"
 
 /* Weight elements of layer l's MLP one position multiplies through: the dense MLP, or a routed
  * one's active part (the router, the experts_per_tok chosen experts and a shared expert). */
@@ -23,9 +24,8 @@ static double mlp_weights(const fdl_model_info *i, size_t l) {
   double h = (double)i->hidden;
   if (!i->moe || !i->moe[l]) return 3 * h * (double)i->intermediate;
   double s = (double)i->shared_intermediate;
-  return h * (double)i->experts +
-         (double)i->experts_per_tok * 3 * h * (double)i->moe_intermediate + 3 * h * s +
-         (s > 0 ? h : 0);
+  return h * (double)i->experts + (double)i->experts_per_tok * 3 * h * (double)i->moe_intermediate +
+         3 * h * s + (s > 0 ? h : 0);
 }
 
 /* Weight elements one position multiplies through in layer l: its projections and its MLP. */
@@ -64,35 +64,72 @@ static double weight_bytes(const fdl_model_info *i) {
   return es * w;
 }
 
-static double stream_gbps(void) {
-  size_t n = (size_t)1 << 28; /* 1 GiB of floats... as 256 Mi floats */
+/* The bounds are measured on the work's own thread count: a streaming read split over the
+ * pool's workers (one slice each), and the GEMM as the engine runs it (column blocks on the
+ * pool, a single-thread context per worker), so a ratio compares like with like. */
+typedef struct {
+  const float *a;
+  size_t n, parts;
+  float sum[64];
+} stream_job;
+
+static fdl_status stream_part(void *arg, size_t i, unsigned worker, fdl_err *err) {
+  (void)worker, (void)err;
+  stream_job *j = arg;
+  size_t lo = j->n / j->parts * i, hi = i + 1 == j->parts ? j->n : j->n / j->parts * (i + 1);
+  float s = 0;
+  for (size_t k = lo; k < hi; k += 16) s += j->a[k];
+  j->sum[i % 64] = s;
+  return FDL_OK;
+}
+
+static double stream_gbps(fdl_pool *pool) {
+  size_t n = (size_t)1 << 28; /* 1 GiB of floats */
   float *a = malloc(n * sizeof *a);
   if (!a) return 0;
   memset(a, 1, n * sizeof *a);
+  stream_job j = {a, n, pool->threads < 64 ? pool->threads : 64, {0}};
+  fdl_err err;
   double best = 0;
   for (int r = 0; r < 3; r++) {
     double t0 = bench_now();
-    float s = 0;
-    for (size_t k = 0; k < n; k += 16) s += a[k];
-    double t = bench_now() - t0;
-    volatile float sink = s;
-    (void)sink;
-    double g = (double)n * sizeof *a / t / 1e9;
+    if (fdl_pool_run(pool, j.parts, stream_part, &j, &err) != FDL_OK) break;
+    double g = (double)n * sizeof *a / (bench_now() - t0) / 1e9;
     if (g > best) best = g;
   }
   free(a);
   return best;
 }
 
-static double gemm_peak(const fdl_model_info *i, unsigned threads, size_t m) {
+typedef struct {
+  fdl_gemm **g;
+  const fdl_gemm_args *x;
+  size_t cb;
+} peak_job;
+
+static fdl_status peak_part(void *arg, size_t i, unsigned worker, fdl_err *err) {
+  const peak_job *j = arg;
+  fdl_gemm_args y = *j->x;
+  size_t c0 = i * j->cb, c1 = c0 + j->cb < y.n ? c0 + j->cb : y.n;
+  y.n = c1 - c0;
+  y.b = (const uint16_t *)j->x->b + c0 * y.ldb;
+  y.c = j->x->c + c0;
+  return fdl_gemm_run(j->g[worker], &y, err);
+}
+
+static double gemm_peak(const fdl_model_info *i, fdl_pool *pool, size_t m) {
   /* the MLP's shape; an expert's for a mixture of experts (a routed layer's products) */
   size_t k = i->hidden, nn = i->experts ? i->moe_intermediate : i->intermediate;
   float *a = malloc(m * k * sizeof *a), *c = malloc(m * nn * sizeof *c);
   uint16_t *b = malloc(nn * k * sizeof *b);
-  fdl_gemm *g = NULL;
+  fdl_gemm *g[64] = {0};
+  unsigned nt = pool->threads < 64 ? pool->threads : 64;
   fdl_err err;
+  bool ok = a && b && c;
+  for (unsigned t = 0; ok && t < nt; t++)
+    ok = fdl_gemm_new(FDL_NUM_ISA_AUTO, 1, &g[t], &err) == FDL_OK;
   double best = 0;
-  if (a && b && c && fdl_gemm_new(FDL_NUM_ISA_AUTO, threads, &g, &err) == FDL_OK) {
+  if (ok) {
     for (size_t x = 0; x < m * k; x++) a[x] = (float)(x % 13) * 0.01f;
     for (size_t x = 0; x < nn * k; x++) b[x] = 0x3f80;
     fdl_gemm_args ar = {.m = m,
@@ -105,14 +142,18 @@ static double gemm_peak(const fdl_model_info *i, unsigned threads, size_t m) {
                         .b_type = FDL_GEMM_BF16,
                         .c = c,
                         .ldc = nn};
+    /* four column blocks per worker, whole 64-column tiles, as the engine cuts a product */
+    size_t cb = (nn + 4 * nt - 1) / (4 * nt);
+    cb = (cb + 63) / 64 * 64;
+    peak_job j = {g, &ar, cb};
     for (int r = 0; r < 3; r++) {
       double t0 = bench_now();
-      if (fdl_gemm_run(g, &ar, &err) != FDL_OK) break;
+      if (fdl_pool_run(pool, (nn + cb - 1) / cb, peak_part, &j, &err) != FDL_OK) break;
       double t = bench_now() - t0, gf = 2.0 * (double)m * (double)nn * (double)k / t / 1e9;
       if (gf > best) best = gf;
     }
   }
-  fdl_gemm_free(g);
+  for (unsigned t = 0; t < nt; t++) fdl_gemm_free(g[t]);
   free(a);
   free(b);
   free(c);
@@ -152,8 +193,14 @@ int main(int argc, char **argv) {
   if (fdl_engine_run(m, ids, nd, FDL_ENGINE_DECODE, &out, &err) == FDL_OK)
     best_d = bench_now() - t0;
   double gf = forward_flops(i, np) / best_p / 1e9;
-  double peak = gemm_peak(i, threads, np);
-  double bw = stream_gbps(), bound = bw * 1e9 / weight_bytes(i);
+  fdl_pool pool;
+  if (fdl_pool_init(&pool, threads, &err) != FDL_OK) {
+    fprintf(stderr, "bench_engine: %s\n", err.msg);
+    return 3;
+  }
+  double peak = gemm_peak(i, &pool, np);
+  double bw = stream_gbps(&pool), bound = bw * 1e9 / weight_bytes(i);
+  fdl_pool_free(&pool);
   double tps = (double)nd / best_d;
   printf("model=%s params_weights_gb=%.3f load_s=%.3f threads=%u\n", i->arch, weight_bytes(i) / 1e9,
          load, threads);
