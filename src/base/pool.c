@@ -1,9 +1,18 @@
 /* pool.c - fixed-size thread pool running indexed tasks (see fidelis/pool.h).
  *
- * Workers sleep on a condition variable until the generation counter moves, then claim task
- * indices from one atomic counter. Claims are strictly increasing, which is what makes the
- * "lowest failing task wins" rule exact: when a failure at index f is recorded, every index
- * below f has already been claimed and will run to completion. */
+ * Workers wait for the generation counter to move, then claim task indices from one atomic
+ * counter. Claims are strictly increasing, which is what makes the "lowest failing task wins"
+ * rule exact: when a failure at index f is recorded, every index below f has already been
+ * claimed and will run to completion.
+ *
+ * Waiting spins first, then sleeps. A decode step dispatches dozens of small runs a few
+ * microseconds apart; waking a sleeping thread through the kernel costs 10 to 50 us in a VM,
+ * more than such a run, so a pool that always slept made two threads slower than one
+ * (issue 24). A worker spins for about SPIN_ROUNDS pauses after its last run before it sleeps,
+ * and the caller spins as long for its workers to finish. The handshake: the caller publishes
+ * the run and then the generation, and wakes sleepers only when one has announced itself
+ * (sleepers); a worker announces itself before re-reading the generation under the mutex. Both
+ * sides use sequentially consistent atomics, so one of them always sees the other's write. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -14,15 +23,25 @@
 #include "fidelis/pool.h"
 #include "base/sys.h"
 
+/* About 30 to 100 us of pause instructions. */
+#define SPIN_ROUNDS 4096
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 struct fdl_pool_impl {
   pthread_mutex_t mu;
   pthread_cond_t wake; /* workers wait here for a new generation */
   pthread_cond_t idle; /* the caller waits here for the workers to finish */
   pthread_t *tids;
-  unsigned nworkers; /* threads - 1 */
-  unsigned long gen; /* bumped once per run; guarded by mu */
-  unsigned busy;     /* workers still inside the current run; guarded by mu */
-  int stop;          /* guarded by mu */
+  unsigned nworkers;    /* threads - 1 */
+  atomic_ulong gen;     /* bumped once per run, after the run is published */
+  atomic_uint busy;     /* workers still inside the current run */
+  atomic_uint sleepers; /* workers blocked (or about to block) on wake */
+  atomic_int stop;
   /* The current run; written by the caller before bumping gen. */
   fdl_pool_task fn;
   void *arg;
@@ -70,29 +89,43 @@ static void work(fdl_pool_impl *p, unsigned worker) {
   }
 }
 
+/* Waits for gen to move past seen (or stop): spinning, then asleep on the condition variable. */
+static bool wait_for_run(fdl_pool_impl *p, unsigned long seen) {
+  for (unsigned r = 0; r < SPIN_ROUNDS; r++) {
+    if (atomic_load(&p->stop)) return false;
+    if (atomic_load(&p->gen) != seen) return true;
+    cpu_relax();
+  }
+  pthread_mutex_lock(&p->mu);
+  atomic_fetch_add(&p->sleepers, 1);
+  while (!atomic_load(&p->stop) && atomic_load(&p->gen) == seen)
+    pthread_cond_wait(&p->wake, &p->mu);
+  atomic_fetch_sub(&p->sleepers, 1);
+  pthread_mutex_unlock(&p->mu);
+  return !atomic_load(&p->stop);
+}
+
 static void *worker_main(void *varg) {
   worker_arg *wa = varg;
   fdl_pool_impl *p = wa->impl;
   unsigned worker = wa->worker;
   free(wa);
   unsigned long seen = 0;
-  pthread_mutex_lock(&p->mu);
-  for (;;) {
-    while (!p->stop && p->gen == seen) pthread_cond_wait(&p->wake, &p->mu);
-    if (p->stop) break;
-    seen = p->gen;
-    pthread_mutex_unlock(&p->mu);
+  while (wait_for_run(p, seen)) {
+    seen = atomic_load(&p->gen);
     work(p, worker);
-    pthread_mutex_lock(&p->mu);
-    if (--p->busy == 0) pthread_cond_signal(&p->idle);
+    if (atomic_fetch_sub(&p->busy, 1) == 1) {
+      pthread_mutex_lock(&p->mu); /* the caller may be asleep on idle */
+      pthread_cond_signal(&p->idle);
+      pthread_mutex_unlock(&p->mu);
+    }
   }
-  pthread_mutex_unlock(&p->mu);
   return NULL;
 }
 
 static void stop_workers(fdl_pool_impl *p, unsigned started) {
   pthread_mutex_lock(&p->mu);
-  p->stop = 1;
+  atomic_store(&p->stop, 1);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   for (unsigned i = 0; i < started; i++) pthread_join(p->tids[i], NULL);
@@ -124,6 +157,10 @@ fdl_status fdl_pool_init(fdl_pool *pool, unsigned threads, fdl_err *err) {
   pthread_cond_init(&p->idle, NULL);
   atomic_init(&p->next, 0);
   atomic_init(&p->fail_index, SIZE_MAX);
+  atomic_init(&p->gen, 0);
+  atomic_init(&p->busy, 0);
+  atomic_init(&p->sleepers, 0);
+  atomic_init(&p->stop, 0);
   for (unsigned i = 0; i < p->nworkers; i++) {
     worker_arg *wa = fdl_malloc(sizeof *wa);
     int rc = wa ? 0 : -1;
@@ -156,17 +193,19 @@ fdl_status fdl_pool_run(fdl_pool *pool, size_t ntasks, fdl_pool_task fn, void *a
   atomic_store(&p->next, 0);
   atomic_store(&p->fail_index, SIZE_MAX);
   p->fail_status = FDL_OK;
-  /* Waking workers for a single task only costs latency; they find nothing and go back. */
   if (p->nworkers) {
-    pthread_mutex_lock(&p->mu);
-    p->busy = p->nworkers;
-    p->gen++;
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    atomic_store(&p->busy, p->nworkers);
+    atomic_fetch_add(&p->gen, 1);
+    if (atomic_load(&p->sleepers)) {
+      pthread_mutex_lock(&p->mu);
+      pthread_cond_broadcast(&p->wake);
+      pthread_mutex_unlock(&p->mu);
+    }
   }
   work(p, 0);
+  for (unsigned r = 0; r < SPIN_ROUNDS && atomic_load(&p->busy); r++) cpu_relax();
   pthread_mutex_lock(&p->mu);
-  while (p->busy) pthread_cond_wait(&p->idle, &p->mu);
+  while (atomic_load(&p->busy)) pthread_cond_wait(&p->idle, &p->mu);
   fdl_status s = p->fail_status;
   if (s != FDL_OK && err) memcpy(err, &p->fail_err, sizeof *err);
   pthread_mutex_unlock(&p->mu);
