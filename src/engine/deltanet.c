@@ -224,17 +224,61 @@ static void recurrent(const head_job *j, size_t h, float *S) {
   }
 }
 
-/* C[m][n] = C[m][n] + A[m][k] B[k][n], k ascending: each element one float32 chain. */
-static void mm_acc(float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb,
-                   size_t M, size_t Kn, size_t N) {
-  for (size_t mi = 0; mi < M; mi++) {
-    float *c = C + mi * ldc;
-    for (size_t k = 0; k < Kn; k++) {
-      float a = A[mi * lda + k];
-      const float *b = B + k * ldb;
-      for (size_t n = 0; n < N; n++) c[n] = c[n] + a * b[n];
-    }
+/* C[m][n] = C[m][n] + A[m][k] B[k][n], k ascending: each element one float32 chain of a
+ * multiply and an add, each rounded. Eight columns ride in one vector, each lane its own
+ * element's chain in the same order, so the bits are the scalar loop's (the build keeps the
+ * multiply and the add apart: -ffp-contract=off) whatever width the compiler gives it; an
+ * AVX2 build of the same body runs where the CPU has it. */
+typedef float v8f __attribute__((vector_size(32)));
+
+#define MM_ACC_BODY                                                                                \
+  for (size_t mi = 0; mi < M; mi++) {                                                              \
+    float *c = C + mi * ldc;                                                                       \
+    const float *a = A + mi * lda;                                                                 \
+    size_t n = 0;                                                                                  \
+    for (; n + 8 <= N; n += 8) {                                                                   \
+      v8f acc, b;                                                                                  \
+      memcpy(&acc, c + n, sizeof acc);                                                             \
+      for (size_t k = 0; k < Kn; k++) {                                                            \
+        memcpy(&b, B + k * ldb + n, sizeof b);                                                     \
+        acc = acc + a[k] * b;                                                                      \
+      }                                                                                            \
+      memcpy(c + n, &acc, sizeof acc);                                                             \
+    }                                                                                              \
+    for (; n < N; n++) {                                                                           \
+      float acc = c[n];                                                                            \
+      for (size_t k = 0; k < Kn; k++) acc = acc + a[k] * B[k * ldb + n];                           \
+      c[n] = acc;                                                                                  \
+    }                                                                                              \
   }
+
+#define MM_ACC_ARGS                                                                                \
+  float *restrict C, size_t ldc, const float *restrict A, size_t lda, const float *restrict B,     \
+      size_t ldb, size_t M, size_t Kn, size_t N
+
+static void mm_acc_plain(MM_ACC_ARGS) {
+  MM_ACC_BODY
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC target("avx2")
+static void mm_acc_avx2(MM_ACC_ARGS) {
+  MM_ACC_BODY
+}
+#pragma GCC pop_options
+static bool has_avx2(void) {
+  return __builtin_cpu_supports("avx2");
+}
+#else
+#define mm_acc_avx2 mm_acc_plain
+static bool has_avx2(void) {
+  return false;
+}
+#endif
+
+static void mm_acc(MM_ACC_ARGS) {
+  (has_avx2() ? mm_acc_avx2 : mm_acc_plain)(C, ldc, A, lda, B, ldb, M, Kn, N);
 }
 
 static void chunked(const head_job *j, size_t h, float *S, float *scr) {
