@@ -34,11 +34,11 @@ for preset in ${FDL_BENCH_PRESETS:-llama-100m qwen3-0.6b}; do
   # decode on one thread beside it: more threads must never be slower (issue 24)
   one=$("$build/bench/bench_engine" "$work/$preset" "$np" "$nd" 1)
   echo "$one" | sed -n 's/^decode /decode (1 thread) /p'
-  d1=$(echo "$one" | sed -n 's/^decode .*tokens_per_s=\([0-9.]*\).*/\1/p')
+  d1=$(echo "$one" | sed -n 's/^decode .* tokens_per_s=\([0-9.]*\).*/\1/p')
   tout=$("$py" "$here/engine_torch.py" "$work/$preset" "$np" "$nd" "$threads")
   echo "$tout"
   fp=$(echo "$out" | sed -n 's/^prefill .* seconds=\([0-9.]*\).*/\1/p')
-  fd=$(echo "$out" | sed -n 's/^decode .*tokens_per_s=\([0-9.]*\).*/\1/p')
+  fd=$(echo "$out" | sed -n 's/^decode .* tokens_per_s=\([0-9.]*\).*/\1/p')
   tp=$(echo "$tout" | sed -n 's/^torch prefill .*seconds=\([0-9.]*\).*/\1/p')
   td=$(echo "$tout" | sed -n 's/^torch decode .*tokens_per_s=\([0-9.]*\).*/\1/p')
   awk -v fp="$fp" -v tp="$tp" -v fd="$fd" -v td="$td" -v d1="$d1" -v t="$threads" 'BEGIN {
