@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fidelis/pool.h"
 #include "fidelis/quote.h"
 #include "compare/cmp.h"
 #include "base/sys.h"
@@ -100,6 +101,52 @@ static fdl_status own_payload(const cmp_side *s, size_t vocab, void **out, fdl_g
   return st;
 }
 
+/* Both sides' own payloads, read (and hashed, and copied) on two threads: the heads are the
+ * bulk of a hidden pair's input, and one thread reading both left the other core idle for most
+ * of a compare (issue 24). Each task keeps its own refusal; the reference's wins, as a serial
+ * read would have reported it first. */
+typedef struct {
+  const cmp_side *side[2];
+  size_t vocab;
+  void *w[2];
+  fdl_gemm_type type[2];
+  fdl_refusal r[2];
+  fdl_err e[2];
+  fdl_status s[2];
+} own_job;
+
+static fdl_status own_task(void *arg, size_t i, unsigned worker, fdl_err *err) {
+  (void)worker, (void)err;
+  own_job *j = arg;
+  j->s[i] = own_payload(j->side[i], j->vocab, &j->w[i], &j->type[i], &j->r[i], &j->e[i]);
+  return FDL_OK;
+}
+
+static fdl_status own_pair(const cmp_side *a, const cmp_side *b, unsigned threads, cmp_heads *h,
+                           fdl_refusal *r, fdl_err *err) {
+  own_job j = {{a, b},   h->vocab,     {NULL, NULL},    {FDL_GEMM_F32, FDL_GEMM_F32},
+               {*r, *r}, {*err, *err}, {FDL_OK, FDL_OK}};
+  fdl_pool pool;
+  fdl_status s = fdl_pool_init(&pool, threads == 1 ? 1 : 2, err);
+  if (s == FDL_OK) s = fdl_pool_run(&pool, 2, own_task, &j, err);
+  fdl_pool_free(&pool);
+  for (int i = 0; s == FDL_OK && i < 2; i++)
+    if (j.s[i] != FDL_OK) {
+      *r = j.r[i];
+      *err = j.e[i];
+      s = j.s[i];
+    }
+  if (s != FDL_OK) {
+    free(j.w[0]);
+    free(j.w[1]);
+    return s;
+  }
+  h->ref = j.w[0], h->ref_type = j.type[0];
+  h->cand = j.w[1], h->cand_type = j.type[1];
+  h->read[0] = h->read[1] = true;
+  return FDL_OK;
+}
+
 fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                               cmp_findings *f, cmp_heads *h, fdl_refusal *r, fdl_err *err) {
   memset(h, 0, sizeof *h);
@@ -114,6 +161,8 @@ fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_co
   h->hidden_cand = b->hidden ? (size_t)b->hidden_width : 0;
   fdl_status s;
   if (f->own_heads) {
+    if (a->hidden && b->hidden && strcmp(a->head_digest, b->head_digest))
+      return own_pair(a, b, o->threads, h, r, err);
     if (a->hidden && (s = own_payload(a, vocab, &h->ref, &h->ref_type, r, err)) != FDL_OK) return s;
     h->read[0] = a->hidden;
     if (b->hidden) {
