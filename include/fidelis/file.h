@@ -64,6 +64,11 @@ typedef struct {
  * faults of a fresh mapping cost more than copying a few megabytes (docs/PERFORMANCE.md). */
 #define FDL_MAP_COPY_MAX ((size_t)16 << 20)
 FDL_API fdl_status fdl_map_file(const char *path, fdl_map *m, fdl_err *err);
+/* Hands bytes [off, off + n) of a mapping back to the kernel (whole pages inside the range):
+ * they leave the process's resident set and are read again from the file if touched. A reader
+ * that moves forward through a file once calls it behind its cursor, so a file far larger than
+ * memory is read with a bounded footprint. A no-op for a copied file (its bytes would be lost). */
+FDL_API void fdl_map_release(const fdl_map *m, size_t off, size_t n);
 /* The same checks, but the file is always read into memory on huge pages, whatever its size: for
  * data that several threads stream many times (a model's weights), where reading a file mapping
  * of 4 KiB pages from two threads measured slower than from one (docs/PERFORMANCE.md). */

@@ -89,6 +89,8 @@ FDL_API uint64_t fdl_safetensors_file_size(const fdl_safetensors *st);
 /* The whole file as the handle holds it, header included: fdl_safetensors_file_size bytes, so
  * a caller can digest the very bytes the views point into. */
 FDL_API const uint8_t *fdl_safetensors_bytes(const fdl_safetensors *st);
+/* fdl_map_release of file bytes [off, off + n) when the handle maps its file; else nothing. */
+FDL_API void fdl_safetensors_release(const fdl_safetensors *st, uint64_t off, uint64_t n);
 
 /* One tensor to write. */
 typedef struct {

@@ -91,6 +91,14 @@ fdl_status fdl_map_file_resident(const char *path, fdl_map *m, fdl_err *err) {
   return map_file(path, SIZE_MAX, m, err);
 }
 
+void fdl_map_release(const fdl_map *m, size_t off, size_t n) {
+  if (!m || !m->priv_ || m->copied_ || off >= m->size) return;
+  long pg = sysconf(_SC_PAGESIZE);
+  size_t page = pg > 0 ? (size_t)pg : 4096, end = n > m->size - off ? m->size : off + n;
+  size_t a = (off + page - 1) / page * page, b = end / page * page;
+  if (b > a) (void)madvise((uint8_t *)m->priv_ + a, b - a, MADV_DONTNEED); /* a hint */
+}
+
 void fdl_unmap(fdl_map *m) {
   if (!m) return;
   if (m->priv_ && m->copied_)

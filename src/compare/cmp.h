@@ -104,8 +104,10 @@ char *fdl_cmp_path_join(const char *root, const char *rel, const char *rel2);
 /* One tensor file being read for compute; its digests come from the very bytes widened. */
 typedef struct {
   const fdl_tensor *t;
+  const fdl_safetensors *st;
   const uint8_t *base; /* file byte 0 in the mapping */
   uint64_t size, data_start, pos;
+  uint64_t released; /* file bytes before this went back to the kernel (fdl_safetensors_release) */
   bool payload_is_content;
   fdl_sha256_ctx *file, *payload, *content; /* payload NULL when it is the content */
 } cmp_vread;

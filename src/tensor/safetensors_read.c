@@ -332,3 +332,8 @@ uint64_t fdl_safetensors_file_size(const fdl_safetensors *st) {
 const uint8_t *fdl_safetensors_bytes(const fdl_safetensors *st) {
   return st ? st->base : NULL;
 }
+
+void fdl_safetensors_release(const fdl_safetensors *st, uint64_t off, uint64_t n) {
+  if (st && st->mapped && off <= SIZE_MAX && n <= SIZE_MAX)
+    fdl_map_release(&st->map, (size_t)off, (size_t)n);
+}
