@@ -31,10 +31,11 @@ fdl_status fdl_generate_greedy(fdl_model *m, const int32_t *prompt, size_t n,
   /* The last token is chosen, never run: the longest context is n + n_new - 1 positions. */
   const fdl_model_info *in = fdl_model_get_info(m);
   size_t total = n + o->n_new - 1;
-  if (total > in->max_positions)
+  /* fdl_eng_check_ids bounds every run the same way: positions below 2^20 too */
+  if (total > in->max_positions || total > ((size_t)1 << 20))
     return fdl_fail(err, FDL_INVALID,
                     "generate: %zu prompt tokens and %zu new ones need contexts of up to %zu "
-                    "positions, past max_position_embeddings %zu",
+                    "positions, past max_position_embeddings %zu (or 2^20)",
                     n, o->n_new, total, in->max_positions);
   fdl_status s = fdl_eng_check_ids(m, prompt, n, err);
   if (s) return s;
