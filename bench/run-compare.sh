@@ -67,6 +67,7 @@ row() { # label, then the compare arguments
   local label=$1 t rss bt brss
   shift
   read -r t rss < <(best "$cli" "$@")
+  last_t=$t
   printf '%-36s fidelis %6.2f s  %6.0f MiB' "$label" "$t" "$(awk "BEGIN{print $rss/1024}")"
   if [ -n "${FDL_BASELINE_CLI:-}" ]; then
     read -r bt brss < <(best "$FDL_BASELINE_CLI" "$@")
@@ -79,3 +80,39 @@ row() { # label, then the compare arguments
 echo "fidelis compare, end to end, best of 3 ($(nproc) cores), wall time and peak RSS:"
 row "logit, 128 x 248320 F32" "$work/logit-root" "$work/logit-quant"
 row "hidden, 256 x 2560 -> 248320 BF16" "$work/hidden/reference" "$work/hidden/candidate" --own-heads
+
+# The floor of a hidden compare: the bare products alone, each side's hidden states times its
+# own head, in numpy float32 (its OpenBLAS on every core), best of three; the heads widened
+# from BF16 beforehand and outside the timing. Issue 24's target: compare <= 1.3x this.
+bare=$("$py" - "$work/hidden" <<'PY'
+import glob, json, os, sys, time
+import numpy as np
+root = sys.argv[1]
+
+def tensor(path):
+    raw = open(path, "rb").read()
+    n = int.from_bytes(raw[:8], "little")
+    hdr = json.loads(raw[8:8 + n])
+    key = next(k for k in hdr if k != "__metadata__")
+    e = hdr[key]
+    b0, b1 = e["data_offsets"]
+    bits = np.frombuffer(raw[8 + n + b0:8 + n + b1], "<u2").astype(np.uint32) << 16
+    return bits.view(np.float32).reshape(e["shape"])
+
+sides = []
+for side in ("reference", "candidate"):
+    d = os.path.join(root, side)
+    h = np.concatenate([tensor(p) for p in sorted(glob.glob(os.path.join(d, "capture", "hidden_*.safetensors")))])
+    sides.append((np.ascontiguousarray(h), tensor(os.path.join(d, "head", "weight.safetensors"))))
+best = None
+for _ in range(3):
+    t0 = time.perf_counter()
+    for h, w in sides:
+        h @ w.T
+    t = time.perf_counter() - t0
+    best = t if best is None or t < best else best
+print("%.3f" % best)
+PY
+)
+awk -v c="$last_t" -v b="$bare" 'BEGIN {
+  printf "hidden compare vs its bare products (numpy float32, OpenBLAS): %.2f s vs %.2f s, %.2fx (target <= 1.3x)\n", c, b, c / b }'
