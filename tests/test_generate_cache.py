@@ -120,6 +120,10 @@ def main():
         rc, text = U.run("generate", "--model", m, "--ids", json.dumps(PROMPT), "--new", "4",
                          "--stop", "272", "--tokens-out", os.path.join(w, "bad.json"))
         U.check(rc == 3 and "--stop" in text, "--stop 272: exit %d %s" % (rc, text[-200:]))
+        for bad in ("+5", "5,,6", " 5", "5,"):
+            rc, text = U.run("generate", "--model", m, "--ids", json.dumps(PROMPT), "--new", "4",
+                             "--stop", bad, "--tokens-out", os.path.join(w, "bad2.json"))
+            U.check(rc == 3 and "--stop" in text, "--stop %r: exit %d %s" % (bad, rc, text[-200:]))
     U.finish()
 
 

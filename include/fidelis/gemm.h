@@ -25,6 +25,7 @@
 
 #include "num.h"
 #include "status.h"
+#include "tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,6 +71,8 @@ typedef struct fdl_gemm fdl_gemm;
 
 /* isa: FDL_NUM_ISA_AUTO for the best the CPU runs; forcing one it lacks is FDL_UNSUPPORTED.
  * threads: 0 = every online CPU. Neither changes a bit. */
+/* The element type the GEMM reads a matrix of this float dtype as (BF16, F16, else F32). */
+FDL_API fdl_gemm_type fdl_gemm_type_of(fdl_dtype d);
 FDL_API fdl_status fdl_gemm_new(fdl_num_isa isa, unsigned threads, fdl_gemm **out, fdl_err *err);
 FDL_API void fdl_gemm_free(fdl_gemm *g);
 /* The kernel in use: "scalar", "avx2" or "avx512". */

@@ -328,19 +328,21 @@ static fdl_status stop_ids(const args *a, const fdl_model *m, int32_t *stop, siz
   if (!a->stop) return fdl_model_eos(m, a->model, stop, FDL_GEN_STOP_MAX, n, err);
   if (!strcmp(a->stop, "none")) return FDL_OK;
   size_t vocab = fdl_model_get_info(m)->vocab;
-  for (const char *p = a->stop; *p;) {
-    char *end;
-    long long v = strtoll(p, &end, 10);
-    if (end == p || (*end && *end != ',') || v < 0 || (unsigned long long)v >= vocab ||
-        *n == FDL_GEN_STOP_MAX)
+  for (const char *p = a->stop;; p++) {
+    char id[24];
+    size_t len = strcspn(p, ",");
+    uint64_t v;
+    bool ok = len < sizeof id && *n < FDL_GEN_STOP_MAX;
+    if (ok) memcpy(id, p, len), id[len] = '\0';
+    if (!ok || fdl_cli_parse_u64(id, vocab - 1, &v))
       return fdl_fail(err, FDL_REFUSED,
                       "--stop %s: expected at most %d comma-separated token ids below %zu, or "
                       "none",
                       a->stop, FDL_GEN_STOP_MAX, vocab);
     stop[(*n)++] = (int32_t)v;
-    p = *end ? end + 1 : end;
+    p += len;
+    if (!*p) return FDL_OK;
   }
-  return FDL_OK;
 }
 
 typedef struct {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fidelis/gemm.h"
 #include "fidelis/pool.h"
 #include "fidelis/quote.h"
 #include "compare/cmp.h"
@@ -83,9 +84,7 @@ static fdl_status load_one(const char *path, const cmp_side *owner, const char *
     goto done;
   }
   *out = w;
-  *type = t->dtype == FDL_DTYPE_BF16  ? FDL_GEMM_BF16
-          : t->dtype == FDL_DTYPE_F16 ? FDL_GEMM_F16
-                                      : FDL_GEMM_F32;
+  *type = fdl_gemm_type_of(t->dtype);
 done:
   fdl_safetensors_close(st);
   return s;

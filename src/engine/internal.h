@@ -205,8 +205,6 @@ fdl_status fdl_eng_bound(eng_binder *b, const char *name, fdl_err *err);
  * the shard. */
 fdl_status fdl_eng_bind(eng_binder *b, const char *name, int nd, const size_t *dim, bool any_float,
                         const fdl_tensor **out, fdl_err *err);
-/* The GEMM's element type for a float dtype (BF16, F16, else F32). */
-fdl_gemm_type fdl_eng_gemm_type(fdl_dtype d);
 /* A [rows, cols] matrix as stored (ggml blocks included), or its GPTQ reconstruction. */
 fdl_status fdl_eng_bind_mat(eng_binder *b, const char *name, size_t rows, size_t cols, eng_mat *mat,
                             fdl_err *err);

@@ -119,7 +119,8 @@ static const fdl_model_preset PRESETS[] = {
      .conv_kernel = 4,
      .partial_rotary_factor = 0.25,
      .vision = true,
-     .about = "Qwen3.5 (3 Gated DeltaNet + 1 gated attention), untied, vision tower stub"},
+     .about = "Qwen3.5 (3 Gated DeltaNet + 1 gated attention), untied, a minimal vision tower the "
+              "engine skips"},
     {.name = "qwen3.5-moe-tiny-random",
      .architecture = "Qwen3_5MoeForConditionalGeneration",
      .model_type = "qwen3_5_moe",

@@ -108,7 +108,7 @@ static void fused_views(const fdl_tensor *gu, const fdl_tensor *dn, const fdl_mo
       v->nbytes = block;
       v->data = src->data + at;
       l->ex[3 * e + j].t = v;
-      l->ex[3 * e + j].type = fdl_eng_gemm_type(v->dtype);
+      l->ex[3 * e + j].type = fdl_gemm_type_of(v->dtype);
     }
 }
 

@@ -247,10 +247,6 @@ fdl_status fdl_eng_bind(eng_binder *b, const char *name, int nd, const size_t *d
   return bind_any(b, name, nd, dim, any_float, false, out, err);
 }
 
-fdl_gemm_type fdl_eng_gemm_type(fdl_dtype d) {
-  return d == FDL_DTYPE_BF16 ? FDL_GEMM_BF16 : d == FDL_DTYPE_F16 ? FDL_GEMM_F16 : FDL_GEMM_F32;
-}
-
 fdl_status fdl_eng_bind_mat(eng_binder *b, const char *name, size_t rows, size_t cols, eng_mat *mat,
                             fdl_err *err) {
   /* stored quantized: no float .weight (its parts instead), or an FP8 one */
@@ -266,7 +262,7 @@ fdl_status fdl_eng_bind_mat(eng_binder *b, const char *name, size_t rows, size_t
   size_t dim[2] = {rows, cols};
   fdl_status s = bind_any(b, name, 2, dim, false, true, &mat->t, err);
   if (s) return s;
-  mat->type = fdl_eng_gemm_type(mat->t->dtype);
+  mat->type = fdl_gemm_type_of(mat->t->dtype);
   mat->row_bytes = 0;
   if (!fdl_eng_gguf_blocks(b->m, mat->t, &mat->ggml_type, &mat->row_bytes)) return FDL_OK;
   mat->block_elems = fdl_ggml_type(mat->ggml_type)->block_elems;

@@ -264,6 +264,10 @@ void fdl_gemm_free(fdl_gemm *g) {
   free(g);
 }
 
+fdl_gemm_type fdl_gemm_type_of(fdl_dtype d) {
+  return d == FDL_DTYPE_BF16 ? FDL_GEMM_BF16 : d == FDL_DTYPE_F16 ? FDL_GEMM_F16 : FDL_GEMM_F32;
+}
+
 const char *fdl_gemm_isa_name(const fdl_gemm *g) {
   return fdl_num_isa_name(g->kern->isa);
 }

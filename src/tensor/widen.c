@@ -7,6 +7,13 @@
 
 #include "fidelis/tensor.h"
 
+/* A little-endian host reads stored elements in place (F32 widening, the finiteness pre-scan). */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define WIDEN_LE 1
+#else
+#define WIDEN_LE 0
+#endif
+
 bool fdl_tensor_widenable(fdl_dtype t) {
   return t == FDL_DTYPE_BF16 || t == FDL_DTYPE_F16 || t == FDL_DTYPE_F32;
 }
@@ -27,7 +34,7 @@ void fdl_tensor_widen_f32(const fdl_tensor *t, size_t first, size_t n, float *ou
     for (size_t i = 0; i < n; i++, p += 2) out[i] = fdl_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
     break;
   case FDL_DTYPE_F32:
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if WIDEN_LE
     memcpy(out, p, n * sizeof *out);
 #else
     for (size_t i = 0; i < n; i++, p += 4) {
@@ -43,12 +50,6 @@ void fdl_tensor_widen_f32(const fdl_tensor *t, size_t first, size_t n, float *ou
   }
 }
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define WIDEN_LE 1 /* the vector pre-scan reads elements in host order */
-#else
-#define WIDEN_LE 0
-#endif
-
 /* The element at p as a little-endian integer of its width (2, 4 or 8 bytes). */
 static uint64_t le_bits(const uint8_t *p, size_t width) {
   uint64_t v = 0;
@@ -56,42 +57,37 @@ static uint64_t le_bits(const uint8_t *p, size_t width) {
   return v;
 }
 
-/* Whether any of n little-endian 16- or 32-bit elements has every bit of exp set (infinite or
- * NaN), sixteen or eight lanes at a time: the load scans every weight byte with this, and the
- * byte-wise loop below ran at a third of a GB/s (issue 24). Only an answer of yes is looked at
- * element by element. */
+/* Elements per pre-scanned block: a multiple of every lane count below. */
+#define SCAN_BLOCK 8192
+
+/* Whether any of a block's little-endian 16- or 32-bit elements has every bit of exp set
+ * (infinite or NaN), sixteen or eight lanes at a time: the load scans every weight byte with
+ * this, and the element loop alone ran at a third of a GB/s (issue 24). Only a block that says
+ * yes, and a last partial one, is looked at element by element. */
 typedef uint16_t v16u16 __attribute__((vector_size(32)));
 typedef uint32_t v8u32 __attribute__((vector_size(32)));
 
-static bool any_exp16(const uint8_t *p, size_t n, uint16_t exp) {
+static bool block_has_exp16(const uint8_t *p, uint16_t exp) {
   v16u16 acc = {0}, x;
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
+  for (size_t i = 0; i < SCAN_BLOCK; i += 16) {
     memcpy(&x, p + 2 * i, sizeof x);
     acc |= (v16u16)((x & exp) == exp);
   }
   uint16_t any = 0;
   for (int k = 0; k < 16; k++) any |= acc[k];
-  for (; i < n; i++)
-    any |= (uint16_t)((((uint16_t)p[2 * i] | (uint16_t)(p[2 * i + 1] << 8)) & exp) == exp);
   return any != 0;
 }
 
-static bool any_exp32(const uint8_t *p, size_t n, uint32_t exp) {
+static bool block_has_exp32(const uint8_t *p, uint32_t exp) {
   v8u32 acc = {0}, x;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
+  for (size_t i = 0; i < SCAN_BLOCK; i += 8) {
     memcpy(&x, p + 4 * i, sizeof x);
     acc |= (v8u32)((x & exp) == exp);
   }
   uint32_t any = 0;
   for (int k = 0; k < 8; k++) any |= acc[k];
-  for (; i < n; i++) any |= (uint32_t)((le_bits(p + 4 * i, 4) & exp) == exp);
   return any != 0;
 }
-
-/* Elements per pre-scanned block. */
-#define SCAN_BLOCK 8192
 
 uint64_t fdl_tensor_first_nonfinite(const uint8_t *p, fdl_dtype t, uint64_t n, bool *nan) {
   uint64_t exp, man;
@@ -112,11 +108,12 @@ uint64_t fdl_tensor_first_nonfinite(const uint8_t *p, fdl_dtype t, uint64_t n, b
     return UINT64_MAX;
   }
   size_t w = fdl_dtype_size(t);
+  const bool lanes = WIDEN_LE && (w == 2 || w == 4);
   for (uint64_t b = 0; b < n; b += SCAN_BLOCK) {
     uint64_t e = n - b < SCAN_BLOCK ? n : b + SCAN_BLOCK;
-    bool little = WIDEN_LE && (w == 2 || w == 4);
-    if (little && !(w == 2 ? any_exp16(p + b * w, (size_t)(e - b), (uint16_t)exp)
-                           : any_exp32(p + b * w, (size_t)(e - b), (uint32_t)exp)))
+    if (lanes && e - b == SCAN_BLOCK &&
+        !(w == 2 ? block_has_exp16(p + b * w, (uint16_t)exp)
+                 : block_has_exp32(p + b * w, (uint32_t)exp)))
       continue;
     for (uint64_t i = b; i < e; i++) {
       uint64_t v = le_bits(p + i * w, w);
