@@ -5,13 +5,14 @@
  *       fused KL over all rows, best of 5.
  *   bench_kl hidden --vocab V --hidden H --rows R [--threads T] [--batch N]
  *       Generated BF16 head (read as stored) and BF16 hidden rows widened to float32, hidden <->
- *       hidden with a shared head. Times fidelis, then the bare GEMM tiles of the same blocks on
- *       the same threads, in the same process, alternating the two three times (best of each).
- *   bench_kl hidden ... --no-bare   skips the bare GEMM and streams rows, generated and compared
- *       `batch` at a time, so the memory held is the head plus one batch whatever the panel size
+ *       hidden, each side with its own head (the candidate's a perturbed copy of the
+ *       reference's, as a quantized model's would be). Times fidelis, then the bare GEMM tiles of
+ * the same blocks on the same threads, in the same process, alternating the two three times (best
+ * of each). bench_kl hidden ... --no-bare   skips the bare GEMM and streams rows, generated and
+ * compared `batch` at a time, so the memory held is the head plus one batch whatever the panel size
  *       (the RSS runs).
  *
- * Every run ends with peak_rss_mib (getrusage) and head_mib (the BF16 head). */
+ * Every run ends with peak_rss_mib (getrusage) and head_mib (the two BF16 heads). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,7 +159,7 @@ static int bench_logits(int argc, char **argv) {
 
 typedef struct {
   const float *rows_ref, *rows_cand;
-  const uint16_t *head;
+  const uint16_t *head[2];
   size_t rows, hidden, vocab, chunk;
   const gemm_kernel *kern;
   float *tiles; /* [threads][2][pb x chunk] */
@@ -182,7 +183,7 @@ static fdl_status bare_block(void *varg, size_t b, unsigned worker, fdl_err *err
                          a->hidden,
                          rows[i] + r0 * a->hidden,
                          a->hidden,
-                         a->head + c0 * a->hidden,
+                         a->head[i] + c0 * a->hidden,
                          a->hidden,
                          FDL_GEMM_BF16,
                          tile + i * pb * a->chunk,
@@ -197,14 +198,15 @@ static fdl_status bare_block(void *varg, size_t b, unsigned worker, fdl_err *err
   return FDL_OK;
 }
 
-static fdl_status run_hidden(fdl_num_ctx *ctx, float *hr, float *hc, uint16_t *head, size_t h,
-                             size_t n, double *kl, fdl_err *err) {
+static fdl_status run_hidden(fdl_num_ctx *ctx, float *hr, float *hc, uint16_t *const head[2],
+                             size_t h, size_t n, double *kl, fdl_err *err) {
   size_t nb;
   int64_t *tgt = targets(n, fdl_num_ctx_opts(ctx)->vocab);
   double *lp = malloc(2 * (n ? n : 1) * sizeof *lp);
-  fdl_num_block *b = cut(n, (size_t)FDL_NUM_TILE_ROWS,
-                         (fdl_num_side){FDL_NUM_HIDDEN, hr, h, head, h, FDL_GEMM_BF16},
-                         (fdl_num_side){FDL_NUM_HIDDEN, hc, h, head, h, FDL_GEMM_BF16}, tgt, &nb);
+  fdl_num_block *b =
+      cut(n, (size_t)FDL_NUM_TILE_ROWS,
+          (fdl_num_side){FDL_NUM_HIDDEN, hr, h, head[0], h, FDL_GEMM_BF16},
+          (fdl_num_side){FDL_NUM_HIDDEN, hc, h, head[1], h, FDL_GEMM_BF16}, tgt, &nb);
   fdl_status s = FDL_NOMEM;
   if (!b || !tgt || !lp) {
     s = fdl_fail(err, FDL_NOMEM, "out of memory for blocks");
@@ -239,12 +241,16 @@ static int bench_hidden(int argc, char **argv) {
    * processes hits both sides alike. */
   size_t batch =
       bare_too ? rows : num(argc, argv, "--batch", (size_t)threads * (size_t)FDL_NUM_TILE_ROWS * 2);
-  uint16_t *head = alloc_big(o.vocab * h);
+  uint16_t *head[2] = {alloc_big(o.vocab * h), alloc_big(o.vocab * h)};
   float *hr = malloc(batch * h * sizeof *hr), *hc = malloc(batch * h * sizeof *hc);
   double *kl = malloc(batch * sizeof *kl);
-  if (!head || !hr || !hc || !kl) return 2;
+  if (!head[0] || !head[1] || !hr || !hc || !kl) return 2;
   uint64_t seed = 1;
-  for (size_t i = 0; i < o.vocab * h; i++) head[i] = fdl_f32_to_bf16(uniform(&seed) * 0.2f);
+  for (size_t i = 0; i < o.vocab * h; i++) {
+    float w = uniform(&seed) * 0.2f;
+    head[0][i] = fdl_f32_to_bf16(w);
+    head[1][i] = fdl_f32_to_bf16(w + uniform(&seed) * 0.002f);
+  }
   double fid = 1e300, bare = 1e300, fid_cpu = 1e300, bare_cpu = 1e300, sum_kl = 0;
   if (!bare_too) {
     fid = 0;
@@ -261,7 +267,7 @@ static int bench_hidden(int argc, char **argv) {
     size_t nc = (size_t)FDL_NUM_VOCAB_CHUNK < o.vocab ? (size_t)FDL_NUM_VOCAB_CHUNK : o.vocab;
     bare_args a = {hr,
                    hc,
-                   head,
+                   {head[0], head[1]},
                    rows,
                    h,
                    o.vocab,
@@ -300,10 +306,10 @@ static int bench_hidden(int argc, char **argv) {
          "head_mib=%.1f peak_rss_mib=%.1f\n",
          threads, o.vocab, h, rows, (size_t)FDL_NUM_TILE_ROWS, (size_t)FDL_NUM_VOCAB_CHUNK, fid,
          bare_too ? bare : 0.0, bare_too ? fid / bare : 0.0, bare_too ? fid_cpu / bare_cpu : 0.0,
-         sum_kl / (double)rows, (double)(o.vocab * h * sizeof(uint16_t)) / 1048576.0,
+         sum_kl / (double)rows, (double)(2 * o.vocab * h * sizeof(uint16_t)) / 1048576.0,
          bench_peak_rss_mib());
   fdl_num_ctx_free(ctx);
-  free(head), free(hr), free(hc), free(kl);
+  free(head[0]), free(head[1]), free(hr), free(hc), free(kl);
   return 0;
 fail:
   fprintf(stderr, "bench_kl hidden: %s\n", err.msg);

@@ -24,6 +24,22 @@ np=${FDL_BENCH_PREFILL:-256}
 nd=${FDL_BENCH_DECODE:-32}
 work=$(mktemp -d "${TMPDIR:-/tmp}/fdl-engine-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+
+# load_line DIR BENCH_OUTPUT: the load (bench_engine's load_s: read into memory, file digests,
+# finiteness) against `cat` of the same files, page cache warm, and against the digest's floor:
+# SHA-256 is one sequential chain per file, so no load can beat `openssl dgst` of its largest
+# shard (issue 24: load <= 1.5x cat).
+load_line() {
+  local dir=$1 out=$2 ld ct fl big
+  ld=$(echo "$out" | sed -n 's/.* load_s=\([0-9.]*\).*/\1/p')
+  cat "$dir"/*.safetensors >/dev/null
+  ct=$({ /usr/bin/time -f %e cat "$dir"/*.safetensors >/dev/null; } 2>&1)
+  big=$(ls -S "$dir"/*.safetensors | head -n 1)
+  fl=$({ /usr/bin/time -f %e openssl dgst -sha256 "$big" >/dev/null; } 2>&1)
+  awk -v l="$ld" -v c="$ct" -v f="$fl" 'BEGIN {
+    printf "load %.2f s vs cat %.2f s: %.1fx (target <= 1.5x); SHA-256 floor (largest shard) %.2f s\n",
+      l, c, l / (c > 0.005 ? c : 0.005), f }'
+}
 for preset in ${FDL_BENCH_PRESETS:-llama-100m qwen3-0.6b}; do
   echo "== $preset (prefill $np tokens, decode $nd tokens, $threads threads)"
   t0=$(date +%s.%N)
@@ -31,6 +47,7 @@ for preset in ${FDL_BENCH_PRESETS:-llama-100m qwen3-0.6b}; do
   awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "model init: %.2f s\n", b - a }' 
   out=$("$build/bench/bench_engine" "$work/$preset" "$np" "$nd" "$threads")
   echo "$out"
+  load_line "$work/$preset" "$out"
   # decode on one thread beside it: more threads must never be slower (issue 24)
   one=$("$build/bench/bench_engine" "$work/$preset" "$np" "$nd" 1)
   echo "$one" | sed -n 's/^decode /decode (1 thread) /p'
@@ -59,7 +76,9 @@ big() {
     "$build/fidelis" model init --preset "$preset" --seed 0 "$dir" >/dev/null
     awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "model init: %.2f s\n", b - a }'
   fi
-  "$build/bench/bench_engine" "$dir" "$np" "$n" "$threads"
+  out=$("$build/bench/bench_engine" "$dir" "$np" "$n" "$threads")
+  echo "$out"
+  load_line "$dir" "$out"
   rm -rf "${work:?}/$preset"
 }
 big qwen3.5-4b "${FDL_BENCH_Q35_MODEL:-}" "${FDL_BENCH_Q35_DECODE:-64}"

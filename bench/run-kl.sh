@@ -54,10 +54,10 @@ hid=$("$bin" hidden --vocab "$V" --hidden 2560 --rows 256)
 echo "$hid"
 echo "ratio fidelis / bare GEMM: $(get ratio "$hid")x wall, $(get cpu_ratio "$hid")x CPU time (target <= 1.15)"
 
-echo "-- peak RSS, hidden form (vocab $V, hidden 2560 as docs/PERFORMANCE.md states, generated head), rows streamed in batches"
+echo "-- peak RSS, hidden form (vocab $V, hidden 2560 as docs/PERFORMANCE.md states, two generated heads), rows streamed in batches"
 for n in 1024 16384; do
   r=$("$bin" hidden --vocab "$V" --hidden 2560 --rows "$n" --no-bare)
   awk -v n="$n" -v rss="$(get peak_rss_mib "$r")" -v head="$(get head_mib "$r")" \
     -v s="$(get fidelis_s "$r")" \
-    'BEGIN{printf "positions %6d: peak RSS %.1f MiB = head %.1f MiB + %.1f MiB (%.1f s)\n", n, rss, head, rss-head, s}'
+    'BEGIN{printf "positions %6d: peak RSS %.1f MiB = heads %.1f MiB + %.1f MiB (%.1f s)\n", n, rss, head, rss-head, s}'
 done

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pool.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -71,8 +72,10 @@ FDL_API fdl_status fdl_map_file(const char *path, fdl_map *m, fdl_err *err);
 FDL_API void fdl_map_release(const fdl_map *m, size_t off, size_t n);
 /* The same checks, but the file is always read into memory on huge pages, whatever its size: for
  * data that several threads stream many times (a model's weights), where reading a file mapping
- * of 4 KiB pages from two threads measured slower than from one (docs/PERFORMANCE.md). */
-FDL_API fdl_status fdl_map_file_resident(const char *path, fdl_map *m, fdl_err *err);
+ * of 4 KiB pages from two threads measured slower than from one (docs/PERFORMANCE.md). The
+ * reading is spread over pool's workers (NULL: the calling thread alone). */
+FDL_API fdl_status fdl_map_file_resident(const char *path, fdl_pool *pool, fdl_map *m,
+                                         fdl_err *err);
 FDL_API void fdl_unmap(fdl_map *m);
 
 /* Reads a whole file into a malloc'd NUL-terminated buffer, refusing files above max_bytes. */

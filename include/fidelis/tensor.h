@@ -70,9 +70,10 @@ FDL_API uint64_t fdl_tensor_numel(const fdl_tensor *t);
 typedef struct fdl_safetensors fdl_safetensors;
 
 FDL_API fdl_status fdl_safetensors_open(const char *path, fdl_safetensors **out, fdl_err *err);
-/* As fdl_safetensors_open, with the file read into memory (fdl_map_file_resident). */
-FDL_API fdl_status fdl_safetensors_open_resident(const char *path, fdl_safetensors **out,
-                                                 fdl_err *err);
+/* As fdl_safetensors_open, with the file read into memory (fdl_map_file_resident) on pool's
+ * workers (NULL: the calling thread). */
+FDL_API fdl_status fdl_safetensors_open_resident(const char *path, fdl_pool *pool,
+                                                 fdl_safetensors **out, fdl_err *err);
 /* Same checks over a caller-owned buffer, which must outlive the handle (used by fuzzing). */
 FDL_API fdl_status fdl_safetensors_open_mem(const void *data, size_t size, fdl_safetensors **out,
                                             fdl_err *err);

@@ -3,8 +3,9 @@
  * exact shape, finite, aligned for the GEMM. A tensor nobody asked for is refused too, since an
  * unknown tensor means a model the engine would silently compute differently.
  *
- * Every byte of a shard is read once: one pass per file digests it whole and checks the bound
- * tensors' elements in the same blocks, so a checkpoint's identity costs no second read. */
+ * Every byte of a shard is read once from the file, into the resident copy the engine computes
+ * on; the file digest and the finiteness check then run over that copy as two tasks, side by
+ * side (a checkpoint's identity is computed on the bytes that are computed on). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,7 +25,7 @@
 
 #define INDEX_NAME "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"
-/* The pass's unit: the digest and the finiteness scan of a block run while it is in cache. */
+/* The finiteness scan's unit: the bound tensors' elements whose first byte lies in a block. */
 #define SCAN_BLOCK ((uint64_t)1 << 20)
 
 /* Appends name to the model's files; dg NULL leaves the digest to the shard pass. */
@@ -64,7 +65,7 @@ static fdl_status open_shard(fdl_model *m, const char *dir, const char *name, fd
                     m->nshards || strcmp(name, SINGLE_NAME) ? INDEX_NAME : "the model directory");
   /* Read, not mapped: decode streams every weight once per token from every worker, and on
    * 4 KiB file pages two workers read slower than one (docs/PERFORMANCE.md). */
-  s = fdl_safetensors_open_resident(p, &m->shards[m->nshards], err);
+  s = fdl_safetensors_open_resident(p, &m->pool, &m->shards[m->nshards], err);
   free(p);
   if (s) return fdl_err_prefix(err, "model shard %s", name);
   m->nshards++;
@@ -399,31 +400,27 @@ static fdl_status scan_block(const fdl_tensor *t, uint64_t lo, uint64_t hi, fdl_
                   t->name, (unsigned long long)(e0 + bad), nan ? "NaN" : "infinite");
 }
 
-/* One shard, start to end, once: every block is digested and the bound tensors' elements in it
- * are checked. The first non-finite element in file order is reported (the pool reports the
- * first shard's), so the error is the same whatever the thread count. */
-static fdl_status scan_shard(void *arg, size_t i, unsigned worker, fdl_err *err) {
-  (void)worker;
-  const scan_job *job = arg;
+/* The bound tensors of shard i, checked block by block in file order: the first non-finite
+ * element in file order is reported (the pool reports the lowest task's), so the error is the
+ * same whatever the thread count. */
+static fdl_status scan_shard(const scan_job *job, size_t i, fdl_err *err) {
   const fdl_safetensors *st = job->m->shards[i];
   size_t n = fdl_safetensors_count(st);
   bool *check = fdl_calloc(n ? n : 1, sizeof *check);
-  fdl_sha256_ctx *ctx = NULL;
-  fdl_status s = check ? fdl_sha256_new(&ctx, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (!check) return fdl_fail(err, FDL_NOMEM, "out of memory");
   /* The shard's entries are one array: a bound tensor of this shard is found by its address
    * (as integers: the other shards' entries are other objects), in O(bound) for the shard. */
   uintptr_t first = n ? (uintptr_t)fdl_safetensors_at(st, 0) : 0;
-  for (size_t j = 0; !s && n && j < job->m->nchecked; j++) {
+  for (size_t j = 0; n && j < job->m->nchecked; j++) {
     uintptr_t at = (uintptr_t)job->m->checked[j];
     if (at >= first && at < first + n * sizeof(fdl_tensor))
       check[(at - first) / sizeof(fdl_tensor)] = true;
   }
-  const uint8_t *base = fdl_safetensors_bytes(st);
   uint64_t size = fdl_safetensors_file_size(st);
   size_t next = 0; /* tensors before next end in blocks already scanned */
+  fdl_status s = FDL_OK;
   for (uint64_t lo = 0; !s && lo < size; lo += SCAN_BLOCK) {
     uint64_t hi = size - lo < SCAN_BLOCK ? size : lo + SCAN_BLOCK;
-    if (!job->m->skip_digests) s = fdl_sha256_update(ctx, base + lo, (size_t)(hi - lo), err);
     for (size_t k = next; !s && k < n; k++) {
       const fdl_tensor *t = fdl_safetensors_at(st, k);
       if (t->offset >= hi) break;
@@ -433,12 +430,26 @@ static fdl_status scan_shard(void *arg, size_t i, unsigned worker, fdl_err *err)
            fdl_safetensors_at(st, next)->offset + fdl_safetensors_at(st, next)->nbytes <= hi)
       next++;
   }
-  fdl_sha256 dg;
-  if (!s && !job->m->skip_digests && !(s = fdl_sha256_final(ctx, &dg, err)))
-    fdl_sha256_hex(&dg, job->files[i].hex);
-  fdl_sha256_free(ctx);
   free(check);
   return s;
+}
+
+/* Shard i's file digest, over the resident copy the engine computes on. */
+static fdl_status digest_shard(const scan_job *job, size_t i, fdl_err *err) {
+  const fdl_safetensors *st = job->m->shards[i];
+  fdl_sha256 dg;
+  fdl_status s = fdl_sha256_buf(fdl_safetensors_bytes(st), fdl_safetensors_file_size(st), &dg, err);
+  if (!s) fdl_sha256_hex(&dg, job->files[i].hex);
+  return s;
+}
+
+/* Tasks [0, nshards) scan the shards, [nshards, 2 nshards) digest them: a shard's SHA-256 is one
+ * sequential chain, so the scan runs beside it on another worker rather than after it. */
+static fdl_status shard_task(void *arg, size_t i, unsigned worker, fdl_err *err) {
+  (void)worker;
+  const scan_job *job = arg;
+  size_t n = job->m->nshards;
+  return i < n ? scan_shard(job, i, err) : digest_shard(job, i - n, err);
 }
 
 static int cmp_file(const void *a, const void *b) {
@@ -564,7 +575,8 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
   } else if (!s) {
     /* open_shard appended the shards' entries last, in shard order. */
     scan_job job = {m, m->files + m->nfiles - m->nshards};
-    s = fdl_pool_run(&m->pool, m->nshards, scan_shard, &job, err);
+    s = fdl_pool_run(&m->pool, m->skip_digests ? m->nshards : 2 * m->nshards, shard_task, &job,
+                     err);
   }
   if (!s) qsort(m->files, m->nfiles, sizeof *m->files, cmp_file);
 out:

@@ -260,11 +260,12 @@ fdl_status fdl_safetensors_open_mem(const void *data, size_t size, fdl_safetenso
   return open_common(st, MEM_LABEL, out, err);
 }
 
-static fdl_status open_file(const char *path, bool resident, fdl_safetensors **out, fdl_err *err) {
+static fdl_status open_file(const char *path, bool resident, fdl_pool *pool, fdl_safetensors **out,
+                            fdl_err *err) {
   fdl_safetensors *st = fdl_calloc(1, sizeof *st);
   if (!st) return fdl_fail(err, FDL_NOMEM, "%s: out of memory", path);
-  fdl_status s =
-      resident ? fdl_map_file_resident(path, &st->map, err) : fdl_map_file(path, &st->map, err);
+  fdl_status s = resident ? fdl_map_file_resident(path, pool, &st->map, err)
+                          : fdl_map_file(path, &st->map, err);
   if (s != FDL_OK) {
     free(st);
     return s;
@@ -276,11 +277,12 @@ static fdl_status open_file(const char *path, bool resident, fdl_safetensors **o
 }
 
 fdl_status fdl_safetensors_open(const char *path, fdl_safetensors **out, fdl_err *err) {
-  return open_file(path, false, out, err);
+  return open_file(path, false, NULL, out, err);
 }
 
-fdl_status fdl_safetensors_open_resident(const char *path, fdl_safetensors **out, fdl_err *err) {
-  return open_file(path, true, out, err);
+fdl_status fdl_safetensors_open_resident(const char *path, fdl_pool *pool, fdl_safetensors **out,
+                                         fdl_err *err) {
+  return open_file(path, true, pool, out, err);
 }
 
 void fdl_safetensors_close(fdl_safetensors *st) {
