@@ -24,6 +24,7 @@
 #include <stddef.h>
 
 #include "num.h"
+#include "pool.h"
 #include "status.h"
 #include "tensor.h"
 
@@ -80,6 +81,12 @@ FDL_API const char *fdl_gemm_isa_name(const fdl_gemm *g);
 
 /* Computes C, splitting the work over tiles of M and N across the pool (never over k). */
 FDL_API fdl_status fdl_gemm_run(fdl_gemm *g, const fdl_gemm_args *x, fdl_err *err);
+/* The same product on another pool's workers (not g's own, which stays idle), in column tasks
+ * of task_cols: for a caller whose pool is already running threads, with shapes for which the
+ * default tasks are too coarse. A is packed once per row task, whatever the column tasks. One
+ * run at a time per context and per pool; the bits are fdl_gemm_run's. */
+FDL_API fdl_status fdl_gemm_run_on(fdl_gemm *g, fdl_pool *pool, size_t task_cols,
+                                   const fdl_gemm_args *x, fdl_err *err);
 
 /* The contract itself, one element: the reference every kernel is tested against. */
 FDL_API float fdl_gemm_dot_ref(const float *a, const void *b, fdl_gemm_type b_type, size_t k);

@@ -220,8 +220,9 @@ struct fdl_gemm {
   const gemm_kernel *kern;
   fdl_pool pool;
   fdl_gemm_tuning tune;
-  int tuned;         /* tune was set by fdl_gemm_tuning_set */
-  float **acc;       /* [threads] accumulator blocks */
+  int tuned;   /* tune was set by fdl_gemm_tuning_set */
+  float **acc; /* [nacc] accumulator blocks, one per worker of the pool a run uses */
+  unsigned nacc;
   size_t acc_cap;    /* floats per worker */
   float *packed;     /* A packed once per run, shared by the tasks */
   size_t packed_cap; /* floats */
@@ -245,10 +246,6 @@ fdl_status fdl_gemm_new(fdl_num_isa isa, unsigned threads, fdl_gemm **out, fdl_e
     free(g);
     return s;
   }
-  if (!(g->acc = fdl_calloc(g->pool.threads, sizeof *g->acc))) {
-    fdl_gemm_free(g);
-    return fdl_fail(err, FDL_NOMEM, "out of memory for a GEMM context");
-  }
   *out = g;
   return FDL_OK;
 }
@@ -256,8 +253,7 @@ fdl_status fdl_gemm_new(fdl_num_isa isa, unsigned threads, fdl_gemm **out, fdl_e
 void fdl_gemm_free(fdl_gemm *g) {
   if (!g) return;
   /* The workspaces before the pool: fdl_pool_free sets pool.threads to 0. */
-  if (g->acc)
-    for (unsigned w = 0; w < g->pool.threads; w++) free(g->acc[w]);
+  for (unsigned w = 0; w < g->nacc; w++) free(g->acc[w]);
   fdl_pool_free(&g->pool);
   free(g->acc);
   free(g->packed);
@@ -344,21 +340,24 @@ int fdl_num_grow_floats(float **buf, size_t *cap, size_t need) {
   return 1;
 }
 
-/* Every worker's workspace at least need floats. */
-static fdl_status grow_acc(fdl_gemm *g, size_t need, fdl_err *err) {
-  if (need <= g->acc_cap) return FDL_OK;
-  for (unsigned w = 0; w < g->pool.threads; w++) {
-    free(g->acc[w]);
-    g->acc[w] = NULL;
+/* A workspace of at least need floats for each of workers workers (the pool the run uses). */
+static fdl_status grow_acc(fdl_gemm *g, size_t need, unsigned workers, fdl_err *err) {
+  if (need <= g->acc_cap && workers <= g->nacc) return FDL_OK;
+  size_t cap = need > g->acc_cap ? need : g->acc_cap;
+  unsigned n = workers > g->nacc ? workers : g->nacc;
+  for (unsigned w = 0; w < g->nacc; w++) free(g->acc[w]);
+  free(g->acc);
+  g->nacc = 0, g->acc_cap = 0;
+  if (!(g->acc = fdl_calloc(n, sizeof *g->acc)))
+    return fdl_fail(err, FDL_NOMEM, "out of memory for a GEMM context");
+  g->nacc = n;
+  for (unsigned w = 0; w < n; w++) {
+    size_t got = 0;
+    if (!fdl_num_grow_floats(&g->acc[w], &got, cap))
+      return fdl_fail(err, FDL_NOMEM, "out of memory for %u GEMM workspaces of %zu bytes", n,
+                      cap * sizeof(float));
   }
-  g->acc_cap = 0;
-  for (unsigned w = 0; w < g->pool.threads; w++) {
-    size_t cap = 0;
-    if (!fdl_num_grow_floats(&g->acc[w], &cap, need))
-      return fdl_fail(err, FDL_NOMEM, "out of memory for %u GEMM workspaces of %zu bytes",
-                      g->pool.threads, need * sizeof(float));
-  }
-  g->acc_cap = need;
+  g->acc_cap = cap;
   return FDL_OK;
 }
 
@@ -372,18 +371,19 @@ static fdl_status small_task(void *varg, size_t tj, unsigned worker, fdl_err *er
   return FDL_OK;
 }
 
-fdl_status fdl_gemm_run(fdl_gemm *g, const fdl_gemm_args *x, fdl_err *err) {
+/* The product on pool's workers, cut as t says; A is packed once per row task and shared by
+ * that row's column tasks. */
+static fdl_status run_on(fdl_gemm *g, fdl_pool *pool, const fdl_gemm_tuning *t,
+                         const fdl_gemm_args *x, fdl_err *err) {
   fdl_status s = check_args(x, err);
   if (s != FDL_OK || !x->m || !x->n) return s;
-  run_args ra = {g, x, {{0, 0}, 0, 0}, 0, 0};
-  fdl_gemm_tuning_get(g, x->k, &ra.t);
+  run_args ra = {g, x, *t, 0, 0};
   bool small = small_path(g->kern, x->m);
   size_t brows = fdl_gemm_brows_floats(g->kern, x, &ra.t.blk);
   size_t acc = small ? 0 : fdl_gemm_acc_floats(g->kern, ra.t.task_rows, &ra.t.blk);
-  if ((s = grow_acc(g, acc + brows, err))) return s;
+  if ((s = grow_acc(g, acc + brows, pool->threads, err))) return s;
   if (small)
-    return fdl_pool_run(&g->pool, (x->n + ra.t.task_cols - 1) / ra.t.task_cols, small_task, &ra,
-                        err);
+    return fdl_pool_run(pool, (x->n + ra.t.task_cols - 1) / ra.t.task_cols, small_task, &ra, err);
   ra.row_tasks = (x->m + ra.t.task_rows - 1) / ra.t.task_rows;
   ra.per_rows =
       fdl_gemm_packed_floats(g->kern, x->m < ra.t.task_rows ? x->m : ra.t.task_rows, x->k);
@@ -391,7 +391,21 @@ fdl_status fdl_gemm_run(fdl_gemm *g, const fdl_gemm_args *x, fdl_err *err) {
     return fdl_fail(err, FDL_TOO_LARGE, "GEMM: %zu x %zu is too large to pack", x->m, x->k);
   if (!fdl_num_grow_floats(&g->packed, &g->packed_cap, ra.per_rows * ra.row_tasks))
     return fdl_fail(err, FDL_NOMEM, "out of memory for the packed %zu x %zu A", x->m, x->k);
-  if ((s = fdl_pool_run(&g->pool, ra.row_tasks, pack_task, &ra, err)) != FDL_OK) return s;
+  if ((s = fdl_pool_run(pool, ra.row_tasks, pack_task, &ra, err)) != FDL_OK) return s;
   size_t col_tasks = (x->n + ra.t.task_cols - 1) / ra.t.task_cols;
-  return fdl_pool_run(&g->pool, ra.row_tasks * col_tasks, tile_task, &ra, err);
+  return fdl_pool_run(pool, ra.row_tasks * col_tasks, tile_task, &ra, err);
+}
+
+fdl_status fdl_gemm_run(fdl_gemm *g, const fdl_gemm_args *x, fdl_err *err) {
+  fdl_gemm_tuning t;
+  fdl_gemm_tuning_get(g, x->k, &t);
+  return run_on(g, &g->pool, &t, x, err);
+}
+
+fdl_status fdl_gemm_run_on(fdl_gemm *g, fdl_pool *pool, size_t task_cols, const fdl_gemm_args *x,
+                           fdl_err *err) {
+  fdl_gemm_tuning t;
+  fdl_gemm_tuning_get(g, x->k, &t);
+  t.task_cols = task_cols ? task_cols : 1;
+  return run_on(g, pool, &t, x, err);
 }
