@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # SHA-256 throughput of fdl_sha256_file against `openssl dgst -sha256` on the same 2 GB file,
 # page cache warm. Usage: bench/run-sha256.sh BUILD_DIR  (target: fidelis/openssl >= 0.9)
+# Then two digests of the same bytes (a file's and its tensor's), two libcrypto streams against
+# the interleaved pair (fdl_sha256_update2), in memory.
 set -euo pipefail
 build=${1:-build}
 bin="$build/bench/bench_sha256"
@@ -33,3 +35,6 @@ awk -v b="$bytes" -v s="$t_ssl" -v f="$t_fdl" 'BEGIN {
   printf "sha256 %.2f GB file: openssl %.3f GB/s, fidelis %.3f GB/s, ratio fidelis/openssl %.3f\n",
          b / 1e9, gs, gf, gf / gs
 }'
+"$bin" --pair 512 | awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+  printf "two digests of the same 512 MiB: two libcrypto streams %.2f GB/s, fdl_sha256_update2 %.2f GB/s, %.2fx\n",
+         v["separate_gbps"], v["update2_gbps"], v["ratio"] }'

@@ -54,14 +54,17 @@ void fdl_cmp_vread_free(cmp_vread *v) {
 /* Feeds the digests that cover file bytes [pos, pos + n), held in the private copy p. */
 static fdl_status feed(cmp_vread *v, const uint8_t *p, size_t n, fdl_err *err) {
   uint64_t pos = v->pos, c0 = v->t->offset, c1 = c0 + v->t->nbytes;
-  fdl_status s = fdl_sha256_update(v->file, p, n, err);
-  if (s == FDL_OK && v->payload && pos + n > v->data_start) {
+  fdl_status s = FDL_OK;
+  if (v->payload && pos + n > v->data_start) {
     uint64_t a = pos > v->data_start ? pos : v->data_start;
     s = fdl_sha256_update(v->payload, p + (a - pos), (size_t)(pos + n - a), err);
   }
+  /* The file and content digests of the same bytes, as one interleaved pair. */
   if (s == FDL_OK && pos < c1 && pos + n > c0) {
     uint64_t a = pos > c0 ? pos : c0, b = pos + n < c1 ? pos + n : c1;
-    s = fdl_sha256_update(v->content, p + (a - pos), (size_t)(b - a), err);
+    s = fdl_sha256_update2(v->file, p, n, v->content, p + (a - pos), (size_t)(b - a), err);
+  } else if (s == FDL_OK) {
+    s = fdl_sha256_update(v->file, p, n, err);
   }
   v->pos += n;
   if (v->pos - v->released >= VREAD_RELEASE) {

@@ -22,6 +22,7 @@
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
 #include "base/sys.h"
+#include "num/sha256x2.h"
 
 /* Large enough that syscall overhead vanishes next to hashing, small enough to stay in L2/L3. */
 #define FDL_SHA256_READ_CHUNK ((size_t)2 << 20)
@@ -29,6 +30,7 @@
 struct fdl_sha256_ctx {
   SHA256_CTX md;
   bool started;
+  bool x2; /* the CPU runs fdl_sha256x2_blocks (asked once, at fdl_sha256_new) */
 };
 
 void fdl_sha256_hex(const fdl_sha256 *d, char *hex) {
@@ -79,6 +81,7 @@ static fdl_status start(fdl_sha256_ctx *ctx, fdl_err *err) {
 fdl_status fdl_sha256_new(fdl_sha256_ctx **out, fdl_err *err) {
   fdl_sha256_ctx *ctx = fdl_calloc(1, sizeof *ctx);
   if (!ctx) return fdl_fail(err, FDL_NOMEM, "sha256: out of memory for a digest context");
+  ctx->x2 = fdl_sha256x2_available();
   fdl_status s = start(ctx, err);
   if (s != FDL_OK) {
     fdl_sha256_free(ctx);
@@ -95,6 +98,53 @@ fdl_status fdl_sha256_update(fdl_sha256_ctx *ctx, const void *p, size_t n, fdl_e
   fdl_status s = start(ctx, err);
   if (s != FDL_OK) return s;
   if (SHA256_Update(&ctx->md, p, n) != 1)
+    return fdl_fail(err, FDL_INVALID, "sha256: SHA256_Update failed");
+  return FDL_OK;
+}
+
+/* Feeds c through libcrypto until it holds no partial block, or p runs out; the bytes taken. */
+static size_t to_boundary(SHA256_CTX *c, const uint8_t *p, size_t n) {
+  size_t k = c->num ? SHA256_CBLOCK - c->num : 0;
+  if (k > n) k = n;
+  if (k) SHA256_Update(c, p, k);
+  return k;
+}
+
+/* The message length libcrypto keeps (in bits, mod 2^64, as two words) for blocks hashed
+ * around it. */
+static void count_blocks(SHA256_CTX *c, size_t blocks) {
+  uint64_t bits = ((uint64_t)c->Nh << 32 | c->Nl) + (uint64_t)blocks * SHA256_CBLOCK * 8;
+  c->Nl = (SHA_LONG)bits;
+  c->Nh = (SHA_LONG)(bits >> 32);
+}
+
+fdl_status fdl_sha256_update2(fdl_sha256_ctx *a, const void *pa, size_t na, fdl_sha256_ctx *b,
+                              const void *pb, size_t nb, fdl_err *err) {
+  if (!a || !b || a == b || !a->x2 || !b->x2 || na < SHA256_CBLOCK || nb < SHA256_CBLOCK) {
+    fdl_status s = fdl_sha256_update(a, pa, na, err);
+    return s == FDL_OK ? fdl_sha256_update(b, pb, nb, err) : s;
+  }
+  if (!pa || !pb) return fdl_fail(err, FDL_INVALID, "sha256: update with NULL data");
+  fdl_status s = start(a, err);
+  if (s == FDL_OK) s = start(b, err);
+  if (s != FDL_OK) return s;
+  /* libcrypto takes each stream to a block boundary, the pair of kernels takes the whole blocks
+   * both streams have, and libcrypto the rest: the states and counts stay libcrypto's, and
+   * SHA256_Final pads as always. */
+  const uint8_t *p = pa, *q = pb;
+  size_t ka = to_boundary(&a->md, p, na), kb = to_boundary(&b->md, q, nb);
+  size_t blocks = 0;
+  if (a->md.num == 0 && b->md.num == 0) {
+    size_t ba = (na - ka) / SHA256_CBLOCK, bb = (nb - kb) / SHA256_CBLOCK;
+    blocks = ba < bb ? ba : bb;
+    _Static_assert(sizeof a->md.h[0] == sizeof(uint32_t), "SHA_LONG is a 32-bit word");
+    fdl_sha256x2_blocks((uint32_t *)a->md.h, p + ka, (uint32_t *)b->md.h, q + kb, blocks);
+    count_blocks(&a->md, blocks);
+    count_blocks(&b->md, blocks);
+  }
+  size_t da = ka + blocks * SHA256_CBLOCK, db = kb + blocks * SHA256_CBLOCK;
+  if ((da < na && SHA256_Update(&a->md, p + da, na - da) != 1) ||
+      (db < nb && SHA256_Update(&b->md, q + db, nb - db) != 1))
     return fdl_fail(err, FDL_INVALID, "sha256: SHA256_Update failed");
   return FDL_OK;
 }
@@ -143,6 +193,10 @@ fdl_status fdl_sha256_fd_spans(int fd, const char *name, uint64_t lo, uint64_t h
     }
     if (r == 0) break; /* end of file: the caller judges a short read */
     uint64_t end = pos + (uint64_t)r;
+    /* The spans' parts of this chunk go to the digests two at a time (fdl_sha256_update2),
+     * each digest's parts still in order; held is a part waiting for its partner. */
+    size_t held = SIZE_MAX, held_n = 0;
+    const uint8_t *held_p = NULL;
     for (size_t i = 0; i < nspans && s == FDL_OK; i++) {
       /* The part of [pos, end) inside the span; spans may overlap or leave gaps. */
       uint64_t a = spans[i].offset,
@@ -151,8 +205,16 @@ fdl_status fdl_sha256_fd_spans(int fd, const char *name, uint64_t lo, uint64_t h
       if (z > end) z = end;
       if (a >= z) continue;
       if (spans[i].see) spans[i].see(spans[i].see_arg, b + (a - pos), (size_t)(z - a));
-      s = fdl_sha256_update(spans[i].ctx, b + (a - pos), (size_t)(z - a), err);
+      if (held == SIZE_MAX) {
+        held = i, held_p = b + (a - pos), held_n = (size_t)(z - a);
+        continue;
+      }
+      s = fdl_sha256_update2(spans[held].ctx, held_p, held_n, spans[i].ctx, b + (a - pos),
+                             (size_t)(z - a), err);
+      held = SIZE_MAX;
     }
+    if (s == FDL_OK && held != SIZE_MAX)
+      s = fdl_sha256_update(spans[held].ctx, held_p, held_n, err);
     if (s != FDL_OK) break;
     pos = end;
   }
