@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End to end: the whole `fidelis compare` a user runs, at realistic sizes, with its peak RSS.
 #   logit pair   128 positions x V 248320, F32 logits (254 MB per side)
-#   hidden pair  256 positions, H 2560, V 248320, BF16 hidden states and heads (--own-heads)
+#   hidden pair  256 positions, H 2560, V 248320 and 131072 (FDL_BENCH_COMPARE_VOCABS), BF16
+#                hidden states and heads (--own-heads), each against its bare products
 # Each compare runs three times; the best wall time and its peak RSS are printed. Hashing,
 # loading, widening, replay, KL, statistics and the sealed receipt are all inside the number.
 # With FDL_BASELINE_CLI set to another fidelis binary (an earlier build), both run on the same
@@ -40,8 +41,6 @@ for role in ("root", "quant"):
     if p.returncode not in (0, 2):
         sys.exit("pack failed: " + p.stderr)
 PY
-"$cli" synth --out "$work/hidden" --vocab 248320 --hidden 2560 --contexts 2 \
-  --tokens-per-context 129 >/dev/null
 
 # Prints "SECONDS RSS_KIB" of the best of three runs of BIN compare ARGS.
 best() {
@@ -67,7 +66,7 @@ row() { # label, then the compare arguments
   local label=$1 t rss bt brss
   shift
   read -r t rss < <(best "$cli" "$@")
-  last_t=$t
+  last_t=$t last_rss=$rss
   printf '%-36s fidelis %6.2f s  %6.0f MiB' "$label" "$t" "$(awk "BEGIN{print $rss/1024}")"
   if [ -n "${FDL_BASELINE_CLI:-}" ]; then
     read -r bt brss < <(best "$FDL_BASELINE_CLI" "$@")
@@ -79,7 +78,12 @@ row() { # label, then the compare arguments
 
 echo "fidelis compare, end to end, best of 3 ($(nproc) cores), wall time and peak RSS:"
 row "logit, 128 x 248320 F32" "$work/logit-root" "$work/logit-quant"
-row "hidden, 256 x 2560 -> 248320 BF16" "$work/hidden/reference" "$work/hidden/candidate" --own-heads
+# The hidden pair at each vocabulary (issue 24: the ratio and the RSS at V 131072 and 248320).
+for V in ${FDL_BENCH_COMPARE_VOCABS:-248320 131072}; do
+rm -rf "$work/hidden"
+"$cli" synth --out "$work/hidden" --vocab "$V" --hidden 2560 --contexts 2 \
+  --tokens-per-context 129 >/dev/null
+row "hidden, 256 x 2560 -> $V BF16" "$work/hidden/reference" "$work/hidden/candidate" --own-heads
 
 # The floor of a hidden compare: the bare products alone, each side's hidden states times its
 # own head, in numpy float32 (its OpenBLAS on every core), best of three; the heads widened
@@ -114,5 +118,7 @@ for _ in range(3):
 print("%.3f" % best)
 PY
 )
-awk -v c="$last_t" -v b="$bare" 'BEGIN {
-  printf "hidden compare vs its bare products (numpy float32, OpenBLAS): %.2f s vs %.2f s, %.2fx (target <= 1.3x)\n", c, b, c / b }'
+awk -v c="$last_t" -v b="$bare" -v v="$V" -v rss="$last_rss" 'BEGIN {
+  heads = 2 * v * 2560 * 2 / 1048576
+  printf "V %d: hidden compare vs its bare products (numpy float32, OpenBLAS): %.2f s vs %.2f s, %.2fx (target <= 1.3x); peak RSS %.0f MiB = the two heads %.0f MiB + %.0f MiB (target <= +256)\n", v, c, b, c / b, rss / 1024, heads, rss / 1024 - heads }'
+done
