@@ -14,6 +14,7 @@
  *   tensor.h  safetensors, .npy, BF16/F16 widening
  *   pool.h    a fixed thread pool for indexed tasks (results land in pre-assigned slots)
  *   num.h     fused float64 KL, head replay, deterministic driver, receipt statistics
+ *   vocab.h   the dataset format's enumerations (lanes, roles, forms, ...), each written once
  *   dataset.h malaiwah.fidelity-dataset.v1: load, validate, pack, inspect
  *   compare.h gates, classification and sealed comparison receipts
  *   engine.h  the inference engine's building blocks (the int4 quantizer)
@@ -49,6 +50,7 @@
 #include "tensor.h"
 #include "pool.h"
 #include "num.h"
+#include "vocab.h"
 #include "dataset.h"
 #include "compare.h"
 #include "engine.h"

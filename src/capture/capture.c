@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fidelis/vocab.h"
 #include "base/sys.h"
 #include "fidelis/capture.h"
 #include "fidelis/digest.h"
@@ -382,18 +383,18 @@ static json_int_t quant_codec(const fdl_model_info *in, char *codec, size_t cap)
 /* The reference's nine-class scope, with the classes the checkpoint stores quantized (as the
  * loader found them) marked so. */
 static json_t *scope(const fdl_model_info *in) {
-  static const char *const classes[] = {"embed_tokens", "attn.qkv", "attn.o", "mlp.gate",
-                                        "mlp.up",       "mlp.down", "norm",   "lm_head"};
   char fmt[16];
   json_int_t bits = quant_codec(in, fmt, sizeof fmt);
   json_t *a = json_array();
-  for (size_t i = 0; i < sizeof classes / sizeof *classes; i++) {
-    bool mlp = !strncmp(classes[i], "mlp.", 4), attn = !strncmp(classes[i], "attn.", 5);
+  for (int i = 0; i < FDL_TCLASS_COUNT; i++) {
+    if (i == FDL_TCLASS_MOE_EXPERTS) continue; /* the dense scope */
+    const char *cls = fdl_tensor_class_names[i];
+    bool mlp = !strncmp(cls, "mlp.", 4), attn = !strncmp(cls, "attn.", 5);
     bool qd = (mlp && in->quant_mlp) || (attn && in->quant_attn);
-    json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:I, s:n}", "tensor_class", classes[i],
-                                       "treatment", qd ? "quantized" : "native", "format",
-                                       qd ? fmt : "bf16", "bits_per_weight",
-                                       qd ? bits : (json_int_t)16, "layer_range"));
+    json_array_append_new(a,
+                          json_pack("{s:s, s:s, s:s, s:I, s:n}", "tensor_class", cls, "treatment",
+                                    qd ? "quantized" : "native", "format", qd ? fmt : "bf16",
+                                    "bits_per_weight", qd ? bits : (json_int_t)16, "layer_range"));
   }
   return json_pack("{s:o, s:s, s:s, s:s}", "assignments", a, "policy", "mixed", "head_policy",
                    "native", "kv_cache_dtype", "bf16");

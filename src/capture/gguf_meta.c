@@ -7,20 +7,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fidelis/vocab.h"
 #include "capture/gguf_meta.h"
 #include "fidelis/ggml_quant.h"
-
-static const char *const CLASSES[] = {"embed_tokens", "attn.qkv", "attn.o", "mlp.gate",
-                                      "mlp.up",       "mlp.down", "norm",   "lm_head"};
-#define N_CLASSES (sizeof CLASSES / sizeof *CLASSES)
 
 static int class_of(const char *name) {
   static const struct {
     const char *part;
     int cls;
-  } map[] = {{"embed_tokens.", 0}, {"q_proj.", 1},    {"k_proj.", 1},  {"v_proj.", 1},
-             {"o_proj.", 2},       {"gate_proj.", 3}, {"up_proj.", 4}, {"down_proj.", 5},
-             {"norm.", 6},         {"layernorm.", 6}, {"lm_head.", 7}};
+  } map[] = {{"embed_tokens.", FDL_TCLASS_EMBED}, {"q_proj.", FDL_TCLASS_ATTN_QKV},
+             {"k_proj.", FDL_TCLASS_ATTN_QKV},    {"v_proj.", FDL_TCLASS_ATTN_QKV},
+             {"o_proj.", FDL_TCLASS_ATTN_O},      {"gate_proj.", FDL_TCLASS_MLP_GATE},
+             {"up_proj.", FDL_TCLASS_MLP_UP},     {"down_proj.", FDL_TCLASS_MLP_DOWN},
+             {"norm.", FDL_TCLASS_NORM},          {"layernorm.", FDL_TCLASS_NORM},
+             {"lm_head.", FDL_TCLASS_LM_HEAD}};
   for (size_t i = 0; i < sizeof map / sizeof *map; i++)
     if (strstr(name, map[i].part)) return map[i].cls;
   return -1;
@@ -49,25 +49,26 @@ static void add(class_acc *a, uint32_t type, uint64_t n) {
 }
 
 json_t *fdl_capture_gguf_scope(const fdl_model *m) {
-  class_acc acc[N_CLASSES] = {{{0}, 0, 0, false, false}};
+  class_acc acc[FDL_TCLASS_COUNT] = {{{0}, 0, 0, false, false}};
   const char *name;
   uint32_t type;
   uint64_t n;
   for (size_t i = 0; fdl_model_gguf_tensor(m, i, &name, &type, &n); i++) {
     int c = class_of(name);
     if (c >= 0) add(&acc[c], type, n);
-    if (c == 0 && fdl_model_get_info(m)->tied) add(&acc[7], type, n);
+    if (c == FDL_TCLASS_EMBED && fdl_model_get_info(m)->tied)
+      add(&acc[FDL_TCLASS_LM_HEAD], type, n);
   }
   json_t *a = json_array();
   bool head_q = false;
-  for (size_t i = 0; i < N_CLASSES; i++) {
-    if (!acc[i].any) continue;
-    if (i == 7) head_q = acc[i].quantized;
-    json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:f, s:n}", "tensor_class", CLASSES[i],
-                                       "treatment", acc[i].quantized ? "quantized" : "native",
-                                       "format", acc[i].types, "bits_per_weight",
-                                       acc[i].elems ? acc[i].bits / acc[i].elems : 0.0,
-                                       "layer_range"));
+  for (size_t i = 0; i < FDL_TCLASS_COUNT; i++) {
+    if (!acc[i].any) continue; /* no tensor maps to moe.experts: GGUF models here are dense */
+    if (i == FDL_TCLASS_LM_HEAD) head_q = acc[i].quantized;
+    json_array_append_new(
+        a, json_pack("{s:s, s:s, s:s, s:f, s:n}", "tensor_class", fdl_tensor_class_names[i],
+                     "treatment", acc[i].quantized ? "quantized" : "native", "format", acc[i].types,
+                     "bits_per_weight", acc[i].elems ? acc[i].bits / acc[i].elems : 0.0,
+                     "layer_range"));
   }
   return json_pack("{s:o, s:s, s:s, s:s}", "assignments", a, "policy", "mixed", "head_policy",
                    head_q ? "quantized" : "native", "kv_cache_dtype", "f32");

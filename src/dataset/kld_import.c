@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fidelis/vocab.h"
 #include "base/sys.h"
 #include "fidelis/buf.h"
 #include "fidelis/digest.h"
@@ -566,14 +567,13 @@ static fdl_status write_records(kld_ctx *c, fdl_err *err) {
 /* ---- the meta ------------------------------------------------------------------------------ */
 
 static json_t *unknown_scope(void) {
-  static const char *const CLASSES[] = {"embed_tokens", "attn.qkv", "attn.o", "mlp.gate",
-                                        "mlp.up",       "mlp.down", "norm",   "lm_head"};
   json_t *a = json_array();
-  for (size_t i = 0; a && i < sizeof CLASSES / sizeof *CLASSES; i++)
-    if (json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:n, s:n, s:s}", "tensor_class",
-                                           CLASSES[i], "treatment", "unknown", "format", "unknown",
-                                           "bits_per_weight", "layer_range", "note",
-                                           "not recorded in a llama.cpp .kld file"))) {
+  for (int i = 0; a && i < FDL_TCLASS_COUNT; i++)
+    if (i != FDL_TCLASS_MOE_EXPERTS && /* a dense scope */
+        json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:n, s:n, s:s}", "tensor_class",
+                                           fdl_tensor_class_names[i], "treatment", "unknown",
+                                           "format", "unknown", "bits_per_weight", "layer_range",
+                                           "note", "not recorded in a llama.cpp .kld file"))) {
       json_decref(a);
       return NULL;
     }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fidelis/vocab.h"
 #include "fidelis/quote.h"
 #include "dataset/pack.h"
 #include "fidelis/json.h"
@@ -427,14 +428,11 @@ static fdl_status runtime_doc(pk_ctx *c, json_t **out, char *lane_hex, char *sta
 /* ---- the manifest ------------------------------------------------------------------------ */
 
 static json_t *native_scope(void) {
-  static const char *const CLASSES[] = {"embed_tokens", "attn.qkv", "attn.o",      "mlp.gate",
-                                        "mlp.up",       "mlp.down", "moe.experts", "norm",
-                                        "lm_head",      NULL};
   json_t *a = json_array();
-  for (size_t i = 0; a && CLASSES[i]; i++)
+  for (size_t i = 0; a && fdl_tensor_class_names[i]; i++)
     if (json_array_append_new(a, json_pack("{s:i, s:s, s:n, s:s, s:s}", "bits_per_weight", 16,
                                            "format", "bf16", "layer_range", "tensor_class",
-                                           CLASSES[i], "treatment", "native"))) {
+                                           fdl_tensor_class_names[i], "treatment", "native"))) {
       json_decref(a); /* out of memory: no scope rather than one missing a class */
       return NULL;
     }

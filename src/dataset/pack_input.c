@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fidelis/vocab.h"
 #include "base/order.h"
 #include "fidelis/quote.h"
 #include "dataset/pack.h"
@@ -122,12 +123,6 @@ static fdl_status want_obj(pk_ctx *c, const json_t *o, const char *key, bool req
   return FDL_OK;
 }
 
-static const char *const ROLES[] = {"root", "quant", "derived", NULL};
-static const char *const FORMS[] = {"hidden", "logit", NULL};
-static const char *const LANES[] = {"sealed-ep8",        "streaming", "local-mps",
-                                    "local-cuda-budget", "other",     NULL};
-static const char *const DTYPES[] = {"BF16", "F16", "F32", "F64", NULL};
-
 static fdl_status check_meta_blocks(pk_ctx *c, fdl_err *err) {
   static const char *const TOP[] = {"role",
                                     "form",
@@ -183,9 +178,9 @@ static fdl_status check_meta_blocks(pk_ctx *c, fdl_err *err) {
   const json_t *m = c->meta;
   fdl_status s = only_keys(c, m, "", TOP, err);
   const json_t *b;
-  if (s == FDL_OK) s = want_enum(c, m, "meta", "role", ROLES, true, err);
-  if (s == FDL_OK) s = want_enum(c, m, "meta", "form", FORMS, true, err);
-  if (s == FDL_OK) s = want_enum(c, m, "meta", "lane", LANES, true, err);
+  if (s == FDL_OK) s = want_enum(c, m, "meta", "role", fdl_role_names, true, err);
+  if (s == FDL_OK) s = want_enum(c, m, "meta", "form", fdl_form_names, true, err);
+  if (s == FDL_OK) s = want_enum(c, m, "meta", "lane", fdl_lane_names, true, err);
   if (s == FDL_OK) s = want_str(c, m, "meta", "device", true, err);
   if (s == FDL_OK) s = want_str(c, m, "meta", "device_name", false, err);
   if (s == FDL_OK) s = want_str(c, m, "meta", "created_utc", false, err);
@@ -209,7 +204,8 @@ static fdl_status check_meta_blocks(pk_ctx *c, fdl_err *err) {
   if (s == FDL_OK) s = want_str(c, b, "engine", "version", true, err);
   if (s == FDL_OK) s = want_obj(c, m, "dtypes", false, &b, err);
   if (s == FDL_OK && b) s = only_keys(c, b, "dtypes", DT, err);
-  if (s == FDL_OK && b) s = want_enum(c, b, "dtypes", "forward", DTYPES, false, err);
+  if (s == FDL_OK && b)
+    s = want_enum(c, b, "dtypes", "forward", fdl_capture_dtype_names, false, err);
   if (s == FDL_OK) s = want_obj(c, m, "tokenizer", true, &b, err);
   if (s == FDL_OK) s = only_keys(c, b, "tokenizer", TOK, err);
   if (s == FDL_OK) s = want_str(c, b, "tokenizer", "id", true, err);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fidelis/vocab.h"
 #include "fidelis/quote.h"
 #include "dataset/ds_internal.h"
 
@@ -287,33 +288,17 @@ static void relpath_or_null(sc *c, const json_t *o, const char *path, const char
 
 /* ---- the blocks -------------------------------------------------------------------------- */
 
-static const char *const ROLES[] = {"root", "quant", "derived", NULL};
 static const char *const STATUSES[] = {"draft", "structural", "sealed", NULL};
 static const char *const CLAIMS[] = {"replay_fidelity", "determinism", "both", NULL};
 static const char *const POLICIES[] = {"native", "uniform", "mixed", "unknown", NULL};
 static const char *const HEAD_POLICIES[] = {"native", "quantized", "unknown", NULL};
 static const char *const TREATMENTS[] = {"native", "quantized", "unknown", NULL};
-static const char *const FORMS[] = {"hidden", "logit", NULL};
 static const char *const POINTS[] = {"after_final_rmsnorm_before_lm_head",
                                      "lm_head_output_before_sampling",
                                      "live_lm_head_output_before_sampling", NULL};
 static const char *const KEYS[] = {"hidden_states", "logits", NULL};
-static const char *const CAPTURE_DTYPES[] = {"BF16", "F16", "F32", "F64", NULL};
-static const char *const HEAD_DTYPES[] = {"BF16", "F16", "F32", NULL};
 static const char *const SOURCES[] = {"native", "artifact_dequantized", "shared_reference_head",
                                       "unknown", NULL};
-static const char *const LANES[] = {"sealed-ep8",        "streaming", "local-mps",
-                                    "local-cuda-budget", "other",     NULL};
-static const char *const EVIDENCE[] = {"hidden_state_tensor_sha256",
-                                       "logits_tensor_sha256",
-                                       "tokenwise_kld_sha256",
-                                       "sealed_tokenwise_digest",
-                                       "run_mean_equality_only",
-                                       "none",
-                                       NULL};
-static const char *const CONTENT_EVIDENCE[] = {"hidden_state_tensor_sha256", "logits_tensor_sha256",
-                                               "tokenwise_kld_sha256", "sealed_tokenwise_digest",
-                                               NULL};
 static const char *const SEVERITIES[] = {"info", "caveat", "blocking", NULL};
 static const char *const SOURCE_FORMATS[] = {
     "k3v1", "k3v0-window", "llamacpp-kld", "malaiwah-serving-v2", "other", NULL};
@@ -322,7 +307,7 @@ static void dataset_block(sc *c, const json_t *d) {
   const char *p = "dataset";
   f_str(c, d, p, "id", REQ | MIN1, P_NONE);
   f_str(c, d, p, "name", REQ | MIN1, P_NONE);
-  f_enum(c, d, p, "role", REQ, ROLES);
+  f_enum(c, d, p, "role", REQ, fdl_role_names);
   f_enum(c, d, p, "structural_status", REQ, STATUSES);
   const json_t *q = f_obj(c, d, p, "qualification", NUL);
   if (q) {
@@ -449,10 +434,10 @@ static void capture_block(sc *c, const json_t *cp) {
   f_str(c, cp, p, "manifest_file", REQ | MIN1, P_REL);
   f_str(c, cp, p, "manifest_file_sha256", REQ, P_SHA);
   f_str(c, cp, p, "capture_content_digest", REQ, P_SHA);
-  f_enum(c, cp, p, "form", REQ, FORMS);
+  f_enum(c, cp, p, "form", REQ, fdl_form_names);
   f_enum(c, cp, p, "semantic_point", REQ, POINTS);
   f_enum(c, cp, p, "tensor_key", REQ, KEYS);
-  f_enum(c, cp, p, "dtype", REQ, CAPTURE_DTYPES);
+  f_enum(c, cp, p, "dtype", REQ, fdl_capture_dtype_names);
   f_bool(c, cp, p, "dtype_lossless", REQ);
   f_int(c, cp, p, "hidden_width", NUL, 1);
   f_int(c, cp, p, "vocab_size", REQ, 1);
@@ -488,7 +473,7 @@ static void head_block(sc *c, const json_t *h) {
     item_path(ip, "head.shape", i);
     v_int(c, d, ip, 0, 1);
   }
-  f_enum(c, h, p, "dtype", REQ, HEAD_DTYPES);
+  f_enum(c, h, p, "dtype", REQ, fdl_head_dtype_names);
   f_null(c, h, p, "bias");
   f_str(c, h, p, "file_sha256", REQ | NUL, P_SHA);
   f_str(c, h, p, "raw_tensor_sha256", REQ | NUL, P_SHA);
@@ -535,7 +520,7 @@ static void runtime_block(sc *c, const json_t *r) {
   const char *p = "runtime";
   f_str(c, r, p, "file", REQ | MIN1, P_REL);
   f_str(c, r, p, "file_sha256", REQ, P_SHA);
-  f_enum(c, r, p, "lane", REQ, LANES);
+  f_enum(c, r, p, "lane", REQ, fdl_lane_names);
   f_bool(c, r, p, "lane_inferred", NUL);
   sha_or_null(c, r, p, "lane_identity_sha256");
   f_str(c, r, p, "stack_fingerprint_sha256", REQ | NUL, P_SHA);
@@ -548,7 +533,7 @@ static void determinism_block(sc *c, const json_t *d) {
   const char *p = "determinism";
   f_int(c, d, p, "run_count", REQ, 1);
   f_bool(c, d, p, "cold_start_per_run", NUL);
-  f_enum(c, d, p, "evidence_kind", REQ, EVIDENCE);
+  f_enum(c, d, p, "evidence_kind", REQ, fdl_evidence_names);
   const json_t *h = f_arr(c, d, p, "evidence_hashes", 0, 0, 0);
   size_t i;
   const json_t *v;
@@ -578,7 +563,7 @@ static void determinism_block(sc *c, const json_t *d) {
   f_str(c, d, p, "note", 0, P_NONE);
   /* DET-D1 as the schema states it. */
   if (json_is_true(json_object_get(d, "identical_across_runs"))) {
-    f_enum(c, d, p, "evidence_kind", 0, CONTENT_EVIDENCE);
+    f_enum(c, d, p, "evidence_kind", 0, fdl_content_evidence_names);
     const json_t *rc = json_object_get(d, "run_count");
     if (json_is_integer(rc) && json_integer_value(rc) < 2)
       bad(c, "determinism.run_count", "must be at least 2 when identical_across_runs is true");

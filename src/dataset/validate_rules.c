@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fidelis/vocab.h"
 #include "fidelis/quote.h"
 #include "dataset/validate.h"
 #include "fidelis/path.h"
@@ -145,10 +146,7 @@ void fdl_ds_v_determinism(ds_vctx *v) {
   int64_t runs = 0;
   (void)fdl_ds_int(det, "run_count", &runs);
   if (fdl_py_truthy(json_object_get(det, "identical_across_runs"))) {
-    static const char *const CONTENT[] = {"hidden_state_tensor_sha256", "logits_tensor_sha256",
-                                          "tokenwise_kld_sha256", "sealed_tokenwise_digest", NULL};
-    bool content = false;
-    for (size_t k = 0; CONTENT[k]; k++) content |= is(kind, CONTENT[k]);
+    bool content = fdl_vocab_find(fdl_content_evidence_names, kind) >= 0;
     char q[FDL_QUOTE_CAP];
     if (!content)
       fdl_ds_report_error(v->rep, "schema_invalid", "DET-D1", W,
@@ -342,12 +340,9 @@ void fdl_ds_v_scope(ds_vctx *v) {
 /* ---- lane -------------------------------------------------------------------------------- */
 
 void fdl_ds_v_lane(ds_vctx *v) {
-  static const char *const LANES[] = {"sealed-ep8",        "streaming", "local-mps",
-                                      "local-cuda-budget", "other",     NULL};
   const json_t *rt = fdl_ds_obj(v->m, "runtime");
   const char *lane = fdl_ds_str(rt, "lane");
-  bool ok = false;
-  for (size_t i = 0; LANES[i] && !ok; i++) ok = is(lane, LANES[i]);
+  bool ok = fdl_vocab_find(fdl_lane_names, lane) >= 0;
   char q[FDL_QUOTE_CAP];
   if (!ok)
     fdl_ds_report_error(v->rep, "schema_invalid", "9.3", FDL_DS_MANIFEST_NAME,

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fidelis/vocab.h"
 #include "base/rng.h"
 #include "base/sys.h"
 #include "fidelis/dataset.h"
@@ -163,15 +164,14 @@ static fdl_status write_heads(synth *z, fdl_err *err) {
 /* ---- metas ------------------------------------------------------------------------------ */
 
 static json_t *scope(bool quant) {
-  static const char *const classes[] = {"embed_tokens", "attn.qkv", "attn.o", "mlp.gate",
-                                        "mlp.up",       "mlp.down", "norm",   "lm_head"};
   json_t *a = json_array();
-  for (size_t i = 0; i < sizeof classes / sizeof *classes; i++) {
-    bool q = quant && !strcmp(classes[i], "lm_head");
-    json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:i, s:n}", "tensor_class", classes[i],
-                                       "treatment", q ? "quantized" : "native", "format",
-                                       q ? "int4" : "bf16", "bits_per_weight", q ? 4 : 16,
-                                       "layer_range"));
+  for (int i = 0; i < FDL_TCLASS_COUNT; i++) {
+    if (i == FDL_TCLASS_MOE_EXPERTS) continue; /* a dense scope */
+    bool q = quant && i == FDL_TCLASS_LM_HEAD;
+    json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:i, s:n}", "tensor_class",
+                                       fdl_tensor_class_names[i], "treatment",
+                                       q ? "quantized" : "native", "format", q ? "int4" : "bf16",
+                                       "bits_per_weight", q ? 4 : 16, "layer_range"));
   }
   return json_pack("{s:o, s:s, s:s, s:s}", "assignments", a, "policy", quant ? "mixed" : "native",
                    "head_policy", quant ? "quantized" : "native", "kv_cache_dtype", "bf16");
