@@ -18,6 +18,8 @@ FDL_API bool fdl_relpath_ok(const char *path, size_t len, bool allow_dotdot);
 
 /* dir + "/" + name, newly allocated (free()); NULL when out of memory. */
 FDL_API char *fdl_path_join(const char *dir, const char *name);
+/* The same join into out[cap]; false (out cut) when it does not fit. */
+FDL_API bool fdl_path_join_to(const char *dir, const char *name, char *out, size_t cap);
 
 /* Where a path, existing or not, is on this machine: an absolute path with every existing
  * prefix resolved by realpath (symlinks, "." and "..") and the rest appended with "." and ".."

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fidelis/path.h"
 #include "attr/internal.h"
 #include "fidelis/attr.h"
 #include "fidelis/file.h"
@@ -25,10 +26,8 @@ static fdl_status model_file(const char *dir, const char *rel, bool *present, ch
                              uint64_t *size, dev_t *dev, ino_t *ino, fdl_err *err) {
   if (!fdl_kiln_rel_path_ok(rel, strlen(rel)) || strchr(rel, '\\'))
     return fdl_fail(err, FDL_PATH, "%s: \"%s\" is not a normalised relative path", dir, rel);
-  size_t n = strlen(dir) + strlen(rel) + 2;
-  char *full = fdl_malloc(n);
+  char *full = fdl_path_join(dir, rel);
   if (!full) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  snprintf(full, n, "%s/%s", dir, rel);
   struct stat st;
   fdl_status s = FDL_OK;
   /* every component below dir, the file itself included, is checked with lstat */

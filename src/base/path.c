@@ -39,8 +39,13 @@ bool fdl_relpath_ok(const char *path, size_t len, bool allow_dotdot) {
 char *fdl_path_join(const char *dir, const char *name) {
   size_t n = strlen(dir) + strlen(name) + 2;
   char *p = fdl_malloc(n);
-  if (p) snprintf(p, n, "%s/%s", dir, name);
+  if (p) (void)fdl_path_join_to(dir, name, p, n);
   return p;
+}
+
+bool fdl_path_join_to(const char *dir, const char *name, char *out, size_t cap) {
+  int n = snprintf(out, cap, "%s/%s", dir, name);
+  return n >= 0 && (size_t)n < cap;
 }
 
 /* abs (absolute, no trailing '/') resolved as far as it exists; the rest lexically. */

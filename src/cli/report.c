@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fidelis/path.h"
 #include "cli/cli.h"
 #include "fidelis/report.h"
 
@@ -81,8 +82,7 @@ static int inputs(const args *a) {
     int rc = fdl_cli_input_dir("report", a->pos[i]);
     if (rc) return rc;
     char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", a->pos[i], FDL_REPORT_RECEIPT) >=
-        sizeof path) {
+    if (!fdl_path_join_to(a->pos[i], FDL_REPORT_RECEIPT, path, sizeof path)) {
       char q[FDL_QUOTE_CAP];
       fprintf(stderr, "fidelis report: %s: path too long\n", fdl_quote_str(a->pos[i], q, sizeof q));
       return FDL_EXIT_USAGE;
@@ -121,7 +121,7 @@ int fdl_cli_report_page(int argc, char **argv) {
   char dflt[4096];
   const char *out = a.out;
   if (!out) {
-    if ((size_t)snprintf(dflt, sizeof dflt, "%s/%s", a.pos[0], FDL_REPORT_PAGE) >= sizeof dflt) {
+    if (!fdl_path_join_to(a.pos[0], FDL_REPORT_PAGE, dflt, sizeof dflt)) {
       char q[FDL_QUOTE_CAP];
       fprintf(stderr, "fidelis report: %s: path too long\n", fdl_quote_str(a.pos[0], q, sizeof q));
       return FDL_EXIT_USAGE;

@@ -5,19 +5,16 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fidelis/path.h"
 #include "compare/cmp.h"
 #include "base/sys.h"
 
 char *fdl_cmp_path_join(const char *root, const char *rel, const char *rel2) {
-  size_t n = strlen(root) + strlen(rel) + (rel2 ? strlen(rel2) + 1 : 0) + 2;
-  char *p = fdl_malloc(n);
-  if (!p) return NULL;
-  if (rel2 && *rel)
-    snprintf(p, n, "%s/%s/%s", root, rel, rel2);
-  else if (rel2)
-    snprintf(p, n, "%s/%s", root, rel2);
-  else
-    snprintf(p, n, "%s/%s", root, rel);
+  if (!rel2) return fdl_path_join(root, rel);
+  if (!*rel) return fdl_path_join(root, rel2);
+  char *dir = fdl_path_join(root, rel);
+  char *p = dir ? fdl_path_join(dir, rel2) : NULL;
+  free(dir);
   return p;
 }
 

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "fidelis/path.h"
 #include "dataset/pack.h"
 #include "fidelis/file.h"
 #include "fidelis/json.h"
@@ -23,8 +24,7 @@
 
 fdl_status fdl_pk_stage_path(const pk_ctx *c, const char *rel, char *out, size_t cap,
                              fdl_err *err) {
-  int n = snprintf(out, cap, "%s/%s", c->stage, rel);
-  if (n < 0 || (size_t)n >= cap)
+  if (!fdl_path_join_to(c->stage, rel, out, cap))
     return fdl_fail(err, FDL_BOUNDS, "%s/%s: path too long", c->stage, rel);
   return FDL_OK;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/lines.h"
 #include "fidelis/vocab.h"
 #include "base/order.h"
 #include "fidelis/quote.h"
@@ -451,16 +452,12 @@ fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *
   fdl_err e;
   size_t cap = 0;
   fdl_status s = FDL_OK;
-  size_t lineno = 0;
-  for (size_t pos = 0; pos < len && s == FDL_OK;) {
-    const char *nl = memchr(text + pos, '\n', len - pos);
-    size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
-    const char *line = text + pos;
-    pos += n + (nl ? 1 : 0);
-    lineno++;
-    size_t k = 0;
-    while (k < n && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r')) k++;
-    if (k == n) continue;
+  fdl_lines it = fdl_lines_of(text, len);
+  const char *line;
+  size_t n;
+  while (s == FDL_OK && fdl_lines_next(&it, &line, &n)) {
+    size_t lineno = it.lineno;
+    if (fdl_line_blank(line, n)) continue;
     if (c->n == cap) {
       cap = cap ? cap * 2 : 64;
       pk_record *p = fdl_realloc(c->recs, cap * sizeof *p);

@@ -28,8 +28,8 @@
 
 /* dir + "/" + rel into out. */
 static fdl_status path_in(const char *dir, const char *rel, char *out, size_t cap, fdl_err *err) {
-  int n = snprintf(out, cap, "%s/%s", dir, rel);
-  if (n < 0 || (size_t)n >= cap) return fdl_fail(err, FDL_BOUNDS, "%s/%s: path too long", dir, rel);
+  if (!fdl_path_join_to(dir, rel, out, cap))
+    return fdl_fail(err, FDL_BOUNDS, "%s/%s: path too long", dir, rel);
   return FDL_OK;
 }
 

@@ -9,6 +9,7 @@
 #include "fidelis/digest.h"
 #include "fidelis/path.h"
 #include "fidelis/quote.h"
+#include "base/lines.h"
 #include "base/sys.h"
 
 /* Bounds on untrusted input: PATH_MAX-sized paths and far more files than any dataset holds. */
@@ -68,13 +69,6 @@ fdl_status fdl_checksums_add(fdl_checksums *c, const char *hex, const char *path
                     "absolute, '..', a scheme, a line break, or over %u bytes)",
                     fdl_quote(path, plen, q, sizeof q), FDL_CHECKSUMS_MAX_PATH);
   return push(c, hex, path, plen, err);
-}
-
-/* Blank means nothing but spaces, tabs or a CR: what Python's str.strip() would discard. */
-static bool blank_line(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r') return false;
-  return true;
 }
 
 static fdl_status parse_line(const char *s, size_t n, size_t lineno, fdl_checksums *c,
@@ -145,14 +139,12 @@ fdl_status fdl_checksums_parse(const char *text, size_t len, fdl_checksums *c, f
   fdl_checksums_init(&tmp);
   size_t *lines = NULL, lines_cap = 0;
   fdl_status s = FDL_OK;
-  size_t lineno = 0;
-  for (size_t pos = 0; pos < len && s == FDL_OK;) {
-    const char *nl = memchr(text + pos, '\n', len - pos);
-    size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
-    const char *line = text + pos;
-    pos += n + (nl ? 1 : 0);
-    lineno++;
-    if (blank_line(line, n)) continue;
+  fdl_lines it = fdl_lines_of(text, len);
+  const char *line;
+  size_t n;
+  while (s == FDL_OK && fdl_lines_next(&it, &line, &n)) {
+    size_t lineno = it.lineno;
+    if (fdl_line_blank(line, n)) continue;
     if (n > FDL_SHA256_HEX_LEN + 2 + FDL_CHECKSUMS_MAX_PATH) {
       s = fdl_fail(err, FDL_TOO_LARGE,
                    "checksums line %zu: %zu characters, longer than the %u "

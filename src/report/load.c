@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fidelis/path.h"
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
 #include "fidelis/json.h"
@@ -67,7 +68,7 @@ static bool untrusted(fdl_rpt_receipt *r, const char *fmt, ...) {
 static bool read_array(fdl_rpt_receipt *r, const char *name, const char *want_hex, fdl_dtype dtype,
                        size_t *n_io, void **out, fdl_status *st, fdl_err *err) {
   char path[4096];
-  if ((size_t)snprintf(path, sizeof path, "%s/%s", r->dir, name) >= sizeof path)
+  if (!fdl_path_join_to(r->dir, name, path, sizeof path))
     return untrusted(r, "%s/%s: path too long", r->dir, name);
   char *data = NULL;
   size_t len = 0;
@@ -238,7 +239,7 @@ fdl_status fdl_rpt_load(const char *dir, fdl_rpt_receipt *r, fdl_err *err) {
   r->dir = fdl_strdup(dir);
   if (!r->dir) return fdl_fail(err, FDL_NOMEM, "out of memory");
   char path[4096];
-  if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, FDL_REPORT_RECEIPT) >= sizeof path)
+  if (!fdl_path_join_to(dir, FDL_REPORT_RECEIPT, path, sizeof path))
     return fdl_fail(err, FDL_BOUNDS, "%s: path too long", dir);
   fdl_err e = {FDL_OK, ""};
   fdl_status s = fdl_json_load_file(path, NULL, &r->doc, &e);
