@@ -65,7 +65,7 @@ static void test_streaming_million_a(void **state) {
 /* fdl_sha256_update2 against libcrypto's one-shot digest of each stream: streams of every
  * alignment (the two start 0-63 bytes into their blocks, as a file digest and a tensor's content
  * digest do), chunk sizes below, at and above a block, streams of different lengths. On a CPU
- * with the SHA extensions this runs the interleaved kernel (num/sha256x2.c). */
+ * with the SHA extensions this runs the interleaved kernel (digest/sha256x2.c). */
 static void test_update2_matches(void **state) {
   (void)state;
   enum { N = 1 << 18 };

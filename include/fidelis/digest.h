@@ -43,7 +43,7 @@ FDL_API fdl_status fdl_sha256_new(fdl_sha256_ctx **ctx, fdl_err *err);
 FDL_API fdl_status fdl_sha256_update(fdl_sha256_ctx *ctx, const void *p, size_t n, fdl_err *err);
 /* Two updates at once, of contexts a and b (distinct) with their own bytes: the same digests as
  * two fdl_sha256_update calls, about twice as fast where the CPU has the SHA extensions (the two
- * chains are interleaved; num/sha256x2.h). For the bytes of one read that feed two digests. */
+ * chains are interleaved; digest/sha256x2.h). For the bytes of one read that feed two digests. */
 FDL_API fdl_status fdl_sha256_update2(fdl_sha256_ctx *a, const void *pa, size_t na,
                                       fdl_sha256_ctx *b, const void *pb, size_t nb, fdl_err *err);
 /* Finishes and resets ctx so it can be reused. */

@@ -22,7 +22,7 @@
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
 #include "base/sys.h"
-#include "num/sha256x2.h"
+#include "digest/sha256x2.h"
 
 /* Large enough that syscall overhead vanishes next to hashing, small enough to stay in L2/L3. */
 #define FDL_SHA256_READ_CHUNK ((size_t)2 << 20)

@@ -5,7 +5,7 @@
  * operand's low half. The schedule W[16..63] comes four words at a time from `sha256msg1`
  * (W[t-16] + sigma0(W[t-15])), the four words W[t-7] (an align of the two previous groups) and
  * `sha256msg2` (adds sigma1(W[t-2])). The two streams share nothing but the instruction order. */
-#include "num/sha256x2.h"
+#include "digest/sha256x2.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>

@@ -1,4 +1,4 @@
-/* num/sha256x2.h - two SHA-256 compressions advanced together, on the SHA extensions.
+/* digest/sha256x2.h - two SHA-256 compressions advanced together, on the SHA extensions.
  *
  * SHA-256 is one sequential chain per message: `sha256rnds2` waits for the previous round's
  * result, and a single stream (libcrypto's too) runs at the instruction's latency. Two
@@ -7,8 +7,8 @@
  * whenever a file and its tensor are digested in one read (the file digest and the content
  * digest), so the pair is the common case. The output is SHA-256 itself: tested against
  * libcrypto block for block (tests/test_digest.c). */
-#ifndef FDL_NUM_SHA256X2_H
-#define FDL_NUM_SHA256X2_H
+#ifndef FDL_DIGEST_SHA256X2_H
+#define FDL_DIGEST_SHA256X2_H
 
 #include <stdbool.h>
 #include <stddef.h>
