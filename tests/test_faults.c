@@ -213,7 +213,7 @@ static void pack(outcome *oc) {
   fdl_ds_pack_result r;
   memset(&r, 0, sizeof r);
   oc->status = fdl_ds_pack(&o, &r, &oc->err);
-  snprintf(oc->code, sizeof oc->code, "%s", r.refusal.code);
+  snprintf(oc->code, sizeof oc->code, "%s", fdl_refusal_name(r.refusal.code));
   if (oc->status == FDL_OK) {
     char p[256];
     struct stat st;
@@ -260,7 +260,7 @@ static void compare(outcome *oc) {
   o.created_utc = "2026-01-01T00:00:00Z";
   fdl_compare_result r;
   oc->status = fdl_compare(&o, &r, &oc->err);
-  snprintf(oc->code, sizeof oc->code, "%s", r.refusal.code);
+  snprintf(oc->code, sizeof oc->code, "%s", fdl_refusal_name(r.refusal.code));
   if (oc->status == FDL_OK) {
     struct stat st;
     oc->complete = r.receipt && stat(r.receipt_path, &st) == 0 && stat(r.tokenwise_path, &st) == 0;

@@ -3,18 +3,37 @@
 
 #include "fidelis/refusal.h"
 
-fdl_status fdl_refusev(fdl_refusal *r, fdl_err *err, fdl_status status, const char *code,
+#define NAME_(id, name, meaning) name,
+#define MEANING_(id, name, meaning) meaning,
+static const char *const NAMES[] = {FDL_REFUSAL_MAP(NAME_)};
+static const char *const MEANINGS[] = {FDL_REFUSAL_MAP(MEANING_)};
+
+const char *fdl_refusal_name(fdl_refusal_code c) {
+  return (unsigned)c < FDL_REF_COUNT ? NAMES[c] : "";
+}
+
+const char *fdl_refusal_meaning(fdl_refusal_code c) {
+  return (unsigned)c < FDL_REF_COUNT ? MEANINGS[c] : "";
+}
+
+fdl_refusal_code fdl_refusal_code_for(fdl_status s, fdl_refusal_code otherwise) {
+  return s == FDL_EXISTS  ? FDL_REF_DESTINATION_EXISTS
+         : s == FDL_NOMEM ? FDL_REF_OUT_OF_MEMORY
+                          : otherwise;
+}
+
+fdl_status fdl_refusev(fdl_refusal *r, fdl_err *err, fdl_status status, fdl_refusal_code code,
                        const char *gate, const char *remedy, const char *fmt, va_list ap) {
   if (r) {
     r->status = status;
-    snprintf(r->code, sizeof r->code, "%s", code ? code : "");
+    r->code = code;
     snprintf(r->gate, sizeof r->gate, "%s", gate ? gate : "");
     snprintf(r->remedy, sizeof r->remedy, "%s", remedy ? remedy : "");
   }
   return fdl_failv(err, status, fmt, ap);
 }
 
-fdl_status fdl_refuse(fdl_refusal *r, fdl_err *err, fdl_status status, const char *code,
+fdl_status fdl_refuse(fdl_refusal *r, fdl_err *err, fdl_status status, fdl_refusal_code code,
                       const char *gate, const char *remedy, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -519,7 +519,7 @@ static fdl_status pack(capture *c, fdl_capture_result *r, fdl_err *err) {
     s = fdl_ds_pack(&po, &pr, err);
     r->refusal = pr.refusal;
     if (s != FDL_OK) {
-      fdl_err_prefix(err, "capture: packing [%s]", pr.refusal.code);
+      fdl_err_prefix(err, "capture: packing [%s]", fdl_refusal_name(pr.refusal.code));
     } else {
       memcpy(r->dataset_sha256, pr.dataset_sha256, sizeof r->dataset_sha256);
       memcpy(r->capture_content_digest, pr.capture_content_digest,

@@ -143,9 +143,7 @@ int fdl_cli_capture(int argc, char **argv) {
   if (s != FDL_OK) {
     fdl_refusal ref = r.refusal;
     ref.status = s;
-    if (!ref.code[0])
-      snprintf(ref.code, sizeof ref.code, "%s",
-               s == FDL_EXISTS ? "destination_exists" : "capture_failed");
+    if (ref.code == FDL_REF_NONE) ref.code = fdl_refusal_code_for(s, FDL_REF_CAPTURE_FAILED);
     fdl_cli_print_refusal("capture", &ref, &err);
     return fdl_cli_exit_for(s);
   }

@@ -349,7 +349,7 @@ static void headline_json(const fdl_compare_result *r, int exit_code, const fdl_
   json_object_set_new(o, "exit_code", json_integer(exit_code));
   if (!r->receipt) {
     json_t *f = json_object();
-    json_object_set_new(f, "code", json_string(r->refusal.code));
+    json_object_set_new(f, "code", json_string(fdl_refusal_name(r->refusal.code)));
     json_object_set_new(f, "gate", json_string(r->refusal.gate));
     json_object_set_new(f, "message", fdl_cli_json_text(err->msg));
     json_object_set_new(f, "remedy",

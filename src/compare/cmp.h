@@ -27,7 +27,7 @@
 
 /* Fills r and err ("message") and returns FDL_REFUSED (fdl_refuse with the status every gate
  * refusal has). remedy may be NULL (no remedy line). */
-fdl_status fdl_cmp_refuse(fdl_refusal *r, fdl_err *err, const char *code, const char *gate,
+fdl_status fdl_cmp_refuse(fdl_refusal *r, fdl_err *err, fdl_refusal_code code, const char *gate,
                           const char *remedy, const char *fmt, ...) FDL_PRINTF(6, 7);
 
 /* Remedy text of refusals that have no override by design. */

@@ -56,7 +56,7 @@ static fdl_status same_root(const fdl_compare_opts *o, fdl_refusal *r, fdl_err *
   free(rb);
   if (!same) return FDL_OK;
   return fdl_cmp_refuse(
-      r, err, "same_root", "cli",
+      r, err, FDL_REF_SAME_ROOT, "cli",
       "none: even a self-compare needs two separate captures of the same artifact",
       "the reference and the candidate are the same directory (%s)", o->reference);
 }
@@ -68,13 +68,13 @@ static fdl_status force_agrees(const cmp_estimate *e, fdl_refusal *r, fdl_err *e
     uint64_t w;
     memcpy(&w, &e->kl[i], sizeof w);
     if (w)
-      return fdl_cmp_refuse(r, err, "self_compare_disagreement", "compute", CMP_REMEDY_BUG,
+      return fdl_cmp_refuse(r, err, FDL_REF_SELF_COMPARE_DISAGREEMENT, "compute", CMP_REMEDY_BUG,
                             "--force-compute: row %zu of the computed array is %.17g, not +0.0, "
                             "although the capture content digests are equal",
                             i, e->kl[i]);
   }
   if (e->top1_matches != e->n_rows)
-    return fdl_cmp_refuse(r, err, "self_compare_disagreement", "compute", CMP_REMEDY_BUG,
+    return fdl_cmp_refuse(r, err, FDL_REF_SELF_COMPARE_DISAGREEMENT, "compute", CMP_REMEDY_BUG,
                           "--force-compute: top-1 agreement is %llu of %zu rows, not all",
                           (unsigned long long)e->top1_matches, e->n_rows);
   return FDL_OK;
@@ -131,7 +131,7 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
   char code[FDL_COMPARE_CHECK_CODE_LEN];
   fdl_err ce = {FDL_OK, ""};
   if (fdl_compare_check_receipt(z->rc, code, &ce) != FDL_OK)
-    return fdl_cmp_refuse(r, err, "receipt_invalid", "publish", CMP_REMEDY_BUG,
+    return fdl_cmp_refuse(r, err, FDL_REF_RECEIPT_INVALID, "publish", CMP_REMEDY_BUG,
                           "the built receipt fails its own checks [%s]: %s", code, ce.msg);
   s = fdl_cmp_stage_commit(&z->st, z->rc, o->out_dir, &res->receipt_path, &res->tokenwise_path, r,
                            err);
@@ -149,7 +149,7 @@ fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *res, fdl_e
   fdl_status s = check_opts(o, err);
   if (s != FDL_OK) {
     res->outcome = FDL_COMPARE_BAD_OPTS;
-    snprintf(res->refusal.code, sizeof res->refusal.code, "usage");
+    res->refusal.code = FDL_REF_USAGE;
     snprintf(res->refusal.gate, sizeof res->refusal.gate, "cli");
     res->refusal.status = s;
     return s;
@@ -157,14 +157,13 @@ fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *res, fdl_e
   run_state z;
   memset(&z, 0, sizeof z);
   fdl_cmp_findings_init(&z.f);
-  fdl_refusal r = {FDL_OK, "", "", ""};
+  fdl_refusal r = {FDL_OK, FDL_REF_NONE, "", ""};
   s = run(o, &z, res, &r, err);
   if (s != FDL_OK && s != FDL_REFUSED) {
     /* Every failure is reported with a code, as a refusal: nothing was written. */
-    snprintf(r.code, sizeof r.code, "%s",
-             s == FDL_NOMEM ? "out_of_memory"
-             : s == FDL_IO  ? "unreadable"
-                            : "internal_error");
+    r.code = s == FDL_NOMEM ? FDL_REF_OUT_OF_MEMORY
+             : s == FDL_IO  ? FDL_REF_UNREADABLE
+                            : FDL_REF_INTERNAL_ERROR;
     snprintf(r.gate, sizeof r.gate, "cli");
     r.status = s;
     snprintf(r.remedy, sizeof r.remedy, "%s",

@@ -9,12 +9,12 @@ fdl_status fdl_cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
                                           const fdl_compare_opts *o, cmp_findings *f,
                                           fdl_refusal *r, fdl_err *err) {
   if (a->vocab != b->vocab)
-    return fdl_cmp_refuse(r, err, "geometry_mismatch", "geometry",
+    return fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, "geometry",
                           "none: the vocabularies must be the same to compare distributions",
                           "capture.vocab_size differs: reference %lld, candidate %lld",
                           (long long)a->vocab, (long long)b->vocab);
   if (a->hidden && b->hidden && a->hidden_width != b->hidden_width)
-    return fdl_cmp_refuse(r, err, "geometry_mismatch", "geometry",
+    return fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, "geometry",
                           "none: hidden states of different widths do not come from the same model",
                           "capture.hidden_width differs: reference %lld, candidate %lld",
                           (long long)a->hidden_width, (long long)b->hidden_width);
@@ -30,7 +30,7 @@ fdl_status fdl_cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
   size_t na = a->ds.n_records, nb = b->ds.n_records;
   if (f->sets_differ) {
     if (!o->allow_partial)
-      return fdl_cmp_refuse(r, err, "coverage_mismatch", "coverage", "--allow-partial",
+      return fdl_cmp_refuse(r, err, FDL_REF_COVERAGE_MISMATCH, "coverage", "--allow-partial",
                             "the record index sets differ: %zu shared of %zu (reference) and %zu "
                             "(candidate)",
                             f->n_shared, na, nb);

@@ -19,7 +19,7 @@ fdl_status fdl_cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const f
     s = fdl_cmp_gate(f, "lane", true, NULL, err, "lane=%s vs %s", la, lb);
   } else {
     if (!o->allow_cross_lane)
-      return fdl_cmp_refuse(r, err, "lane_mismatch", "lane", "--allow-cross-lane",
+      return fdl_cmp_refuse(r, err, FDL_REF_LANE_MISMATCH, "lane", "--allow-cross-lane",
                             "the captures ran on different lanes (reference %s, candidate %s); "
                             "lanes are not interchangeable, so the difference would include the "
                             "lane's own offset",

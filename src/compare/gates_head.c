@@ -44,7 +44,7 @@ static fdl_status mixed(const cmp_side *a, const cmp_side *b, cmp_findings *f, f
   const char *da = a->head_digest, *db = b->head_digest;
   if (fdl_cmp_empty(da) || fdl_cmp_empty(db) || strcmp(da, db))
     return fdl_cmp_refuse(
-        r, err, "head_mismatch", "head",
+        r, err, FDL_REF_HEAD_MISMATCH, "head",
         "none: a mixed hidden/logit pair is only comparable through the same head; "
         "capture both sides in the same form, or with the same head",
         "HEAD-3: %s (hidden) and %s (logit) must declare the same non-empty "
@@ -78,7 +78,7 @@ static fdl_status both_hidden(const cmp_side *a, const cmp_side *b, const fdl_co
     const cmp_side *sides[2] = {a, b};
     for (int i = 0; i < 2; i++)
       if (!sides[i]->head_payload)
-        return fdl_cmp_refuse(r, err, "head_missing", "head",
+        return fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISSING, "head",
                               "none for --own-heads: that side must ship its head payload; drop "
                               "--own-heads to use a shared head if the digests allow it",
                               "HEAD-1d: --own-heads needs each hidden side's head payload, but the "
@@ -112,7 +112,7 @@ static fdl_status both_hidden(const cmp_side *a, const cmp_side *b, const fdl_co
                         da);
   }
   if (!o->disclose_head_substitution) /* HEAD-1b */
-    return fdl_cmp_refuse(r, err, "head_mismatch", "head",
+    return fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISMATCH, "head",
                           "--own-heads (replay each side through its own sealed head) or "
                           "--disclose-head-substitution (apply the reference head to both sides, "
                           "advisory with a blocking disclosure)",
@@ -148,7 +148,7 @@ fdl_status fdl_cmp_gate_head(const cmp_side *a, const cmp_side *b, const fdl_com
     const cmp_side *sides[2] = {a, b};
     for (int i = 0; i < 2; i++)
       if (sides[i]->hidden && fdl_cmp_empty(sides[i]->head_digest))
-        return fdl_cmp_refuse(r, err, "head_mismatch", "head",
+        return fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISMATCH, "head",
                               "none: a hidden-form dataset without a head identity cannot be "
                               "replayed; recapture it with its head recorded",
                               "HEAD-4: the %s side is hidden form but declares no "
@@ -156,7 +156,7 @@ fdl_status fdl_cmp_gate_head(const cmp_side *a, const cmp_side *b, const fdl_com
                               sides[i]->who);
     if (!fdl_cmp_empty(a->head_file_sha256) && !strcmp(a->head_file_sha256, b->head_file_sha256) &&
         strcmp(da, db))
-      return fdl_cmp_refuse(r, err, "head_mismatch", "head", CMP_NO_OVERRIDE_DATA,
+      return fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISMATCH, "head", CMP_NO_OVERRIDE_DATA,
                             "HEAD-IDENT/O-6: both sides declare head file %s but different content "
                             "digests (reference %s, candidate %s); one of them is wrong",
                             a->head_file_sha256, da, db);

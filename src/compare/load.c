@@ -38,19 +38,19 @@ static fdl_status validate(const char *root, const char *who, const fdl_compare_
   fdl_status s = fdl_ds_validate(root, &vo, &rep, &verr);
   if (s != FDL_OK) {
     fdl_ds_report_free(&rep);
-    return fdl_cmp_refuse(r, err, s == FDL_NOMEM ? "out_of_memory" : "unreadable", "cli",
-                          CMP_NO_OVERRIDE_DATA, "%s dataset %s: %s", who, root, verr.msg);
+    return fdl_cmp_refuse(r, err, s == FDL_NOMEM ? FDL_REF_OUT_OF_MEMORY : FDL_REF_UNREADABLE,
+                          "cli", CMP_NO_OVERRIDE_DATA, "%s dataset %s: %s", who, root, verr.msg);
   }
   if (rep.oom != FDL_OK) {
     fdl_ds_report_free(&rep);
-    return fdl_cmp_refuse(r, err, "out_of_memory", "seal", CMP_REMEDY_RESOURCES,
+    return fdl_cmp_refuse(r, err, FDL_REF_OUT_OF_MEMORY, "seal", CMP_REMEDY_RESOURCES,
                           "%s dataset %s: out of memory "
                           "while validating",
                           who, root);
   }
   if (rep.errors.count) {
     const fdl_ds_finding *e = &rep.errors.items[0];
-    fdl_cmp_refuse(r, err, "seal_failed", "seal",
+    fdl_cmp_refuse(r, err, FDL_REF_SEAL_FAILED, "seal",
                    "none: a dataset that does not validate is never compared; run `fidelis "
                    "validate` on it, then fix it or fetch it again",
                    "%s dataset %s does not validate (%zu error%s); first: [%s/%s] %s%s%s%s", who,
@@ -74,11 +74,11 @@ fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, con
   if (st != FDL_OK) return st;
   fdl_err lerr = {FDL_OK, ""};
   if ((st = fdl_dataset_load(root, &s->ds, &lerr)) != FDL_OK)
-    return fdl_cmp_refuse(r, err, "unreadable", "cli", CMP_NO_OVERRIDE_DATA, "%s dataset %s: %s",
-                          who, root, lerr.msg);
+    return fdl_cmp_refuse(r, err, FDL_REF_UNREADABLE, "cli", CMP_NO_OVERRIDE_DATA,
+                          "%s dataset %s: %s", who, root, lerr.msg);
   const json_t *m = s->ds.manifest;
   if (!m || !s->ds.capture || !s->ds.panel || !s->ds.runtime)
-    return fdl_cmp_refuse(r, err, "unreadable", "cli", CMP_NO_OVERRIDE_DATA,
+    return fdl_cmp_refuse(r, err, FDL_REF_UNREADABLE, "cli", CMP_NO_OVERRIDE_DATA,
                           "%s dataset %s: a sub-document (capture manifest, panel binding or "
                           "capture runtime) could not be read after validation",
                           who, root);
@@ -98,7 +98,7 @@ fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, con
   s->vocab = fdl_cmp_jint(m, "capture.vocab_size");
   s->hidden_width = fdl_cmp_jint(m, "capture.hidden_width");
   if (s->vocab < 1 || (s->hidden && s->hidden_width < 1))
-    return fdl_cmp_refuse(r, err, "geometry_mismatch", "geometry", CMP_NO_OVERRIDE_DATA,
+    return fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, "geometry", CMP_NO_OVERRIDE_DATA,
                           "%s dataset %s: capture.vocab_size%s is not a positive integer", who,
                           root, s->hidden ? " or capture.hidden_width" : "");
   /* Record files are relative to the capture manifest's directory. */

@@ -92,13 +92,13 @@ fdl_status fdl_pk_write_card(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err) {
                    "`checksums.txt`, which covers every other file.\n");
   if (fdl_buf_status(&b) != FDL_OK) {
     fdl_buf_free(&b);
-    return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "README.md: out of memory");
+    return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "README.md: out of memory");
   }
   char path[PATH_MAX];
   fdl_status s = fdl_pk_stage_path(c, "README.md", path, sizeof path, err);
   fdl_err e;
   if (s == FDL_OK && fdl_write_file(path, b.data, b.len, &e) != FDL_OK)
-    s = fdl_pk_refuse(c, err, "io_error", FDL_IO, "%s", e.msg);
+    s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_IO, "%s", e.msg);
   fdl_buf_free(&b);
   return s;
 }

@@ -240,10 +240,10 @@ typedef struct {
   char panel_hex[FDL_SHA256_HEX_LEN + 1];
 } kld_ctx;
 
-static fdl_status refuse(kld_ctx *c, fdl_err *err, const char *code, fdl_status st, const char *fmt,
-                         ...) FDL_PRINTF(5, 6);
-static fdl_status refuse(kld_ctx *c, fdl_err *err, const char *code, fdl_status st, const char *fmt,
-                         ...) {
+static fdl_status refuse(kld_ctx *c, fdl_err *err, fdl_refusal_code code, fdl_status st,
+                         const char *fmt, ...) FDL_PRINTF(5, 6);
+static fdl_status refuse(kld_ctx *c, fdl_err *err, fdl_refusal_code code, fdl_status st,
+                         const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fdl_status s = fdl_refusev(&c->r->pack.refusal, err, st, code, "pack", NULL, fmt, ap);
@@ -252,7 +252,7 @@ static fdl_status refuse(kld_ctx *c, fdl_err *err, const char *code, fdl_status 
 }
 
 /* A failure of a library call, kept with its own status under a refusal code. */
-static fdl_status refuse_err(kld_ctx *c, fdl_err *err, const char *code, const fdl_err *e) {
+static fdl_status refuse_err(kld_ctx *c, fdl_err *err, fdl_refusal_code code, const fdl_err *e) {
   return refuse(c, err, code, e->status, "%s", e->msg);
 }
 
@@ -282,9 +282,11 @@ static fdl_status read_overrides(kld_ctx *c, fdl_err *err) {
   free(real);
   if (s == FDL_OK) s = fdl_json_parse(text, len, NULL, &c->over, &e);
   free(text);
-  if (s != FDL_OK) return refuse(c, err, "bad_input", s, "meta %s: %s", c->o->meta_path, e.msg);
+  if (s != FDL_OK)
+    return refuse(c, err, FDL_REF_BAD_INPUT, s, "meta %s: %s", c->o->meta_path, e.msg);
   if (!json_is_object(c->over))
-    return refuse(c, err, "bad_input", FDL_PARSE, "meta %s: not a JSON object", c->o->meta_path);
+    return refuse(c, err, FDL_REF_BAD_INPUT, FDL_PARSE, "meta %s: not a JSON object",
+                  c->o->meta_path);
   static const char *const FIXED[] = {"form", "lossy_codec", "runtime_source", "vocab_size", NULL};
   static const char *const FIXED_IN[][2] = {{"tokenizer", "id"},
                                             {"tokenizer", "vocab_size"},
@@ -292,19 +294,19 @@ static fdl_status read_overrides(kld_ctx *c, fdl_err *err) {
                                             {"panel", "scoring_window"}};
   for (size_t i = 0; FIXED[i]; i++)
     if (json_object_get(c->over, FIXED[i]))
-      return refuse(c, err, "bad_input", FDL_INVALID,
+      return refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                     "meta %s: '%s' is decided by the .kld file and the tokenizer, not by the "
                     "meta (docs/LLAMACPP-KLD.md)",
                     c->o->meta_path, FIXED[i]);
   for (size_t i = 0; i < sizeof FIXED_IN / sizeof *FIXED_IN; i++)
     if (json_object_get(json_object_get(c->over, FIXED_IN[i][0]), FIXED_IN[i][1]))
-      return refuse(c, err, "bad_input", FDL_INVALID,
+      return refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                     "meta %s: '%s.%s' is decided by the .kld file and the tokenizer, not by the "
                     "meta (docs/LLAMACPP-KLD.md)",
                     c->o->meta_path, FIXED_IN[i][0], FIXED_IN[i][1]);
   const json_t *d = json_object_get(c->over, "disclosures");
   if (d && !json_is_array(d))
-    return refuse(c, err, "bad_input", FDL_INVALID, "meta %s: 'disclosures' must be an array",
+    return refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID, "meta %s: 'disclosures' must be an array",
                   c->o->meta_path);
   return FDL_OK;
 }
@@ -313,13 +315,13 @@ static fdl_status read_overrides(kld_ctx *c, fdl_err *err) {
 static fdl_status check_tokenizer(kld_ctx *c, fdl_err *err) {
   fdl_err e;
   if (fdl_tok_load(c->o->tokenizer, &c->tok, &e) != FDL_OK)
-    return refuse_err(c, err, "bad_input", &e);
+    return refuse_err(c, err, FDL_REF_BAD_INPUT, &e);
   fdl_tok_get_info(c->tok, &c->ti);
   snprintf(c->r->tokenizer_id, sizeof c->r->tokenizer_id, "%s", c->ti.id);
   const fdl_kld_info *in = &c->k.info;
   char q[FDL_QUOTE_CAP];
   if (c->ti.vocab != in->n_vocab)
-    return refuse(c, err, "panel_binding", FDL_MISMATCH,
+    return refuse(c, err, FDL_REF_PANEL_BINDING, FDL_MISMATCH,
                   "%s: n_vocab is %" PRIu32 " but tokenizer %s (%s) has %zu tokens: the file "
                   "was written by a model with another vocabulary (give that model's tokenizer, "
                   "e.g. its .gguf)",
@@ -328,7 +330,7 @@ static fdl_status check_tokenizer(kld_ctx *c, fdl_err *err) {
   c->bos = -1;
   if (c->ti.add_bos) {
     if (c->ti.bos < 0)
-      return refuse(c, err, "bad_input", FDL_REFUSED,
+      return refuse(c, err, FDL_REF_BAD_INPUT, FDL_REFUSED,
                     "tokenizer %s adds a BOS but names no BOS token",
                     fdl_quote_str(c->o->tokenizer, q, sizeof q));
     c->bos = c->ti.bos;
@@ -338,7 +340,7 @@ static fdl_status check_tokenizer(kld_ctx *c, fdl_err *err) {
   for (uint64_t i = 0; i < n; i++) {
     int32_t t = fdl_kld_token(&c->k, i);
     if (t < 0 || (uint32_t)t >= in->n_vocab)
-      return refuse(c, err, "panel_binding", FDL_REFUSED,
+      return refuse(c, err, FDL_REF_PANEL_BINDING, FDL_REFUSED,
                     "%s: token %" PRIu64 " (chunk %" PRIu64 ", position %" PRIu64 ") is id %" PRId32
                     ", outside the vocabulary of %" PRIu32,
                     c->k.path, i, i / in->n_ctx, i % in->n_ctx, t, in->n_vocab);
@@ -346,7 +348,7 @@ static fdl_status check_tokenizer(kld_ctx *c, fdl_err *err) {
   /* llama-perplexity tokenizes with add_special: with a BOS the text starts with it. */
   int32_t t0 = fdl_kld_token(&c->k, 0);
   if (c->bos >= 0 && t0 != c->bos)
-    return refuse(c, err, "panel_binding", FDL_MISMATCH,
+    return refuse(c, err, FDL_REF_PANEL_BINDING, FDL_MISMATCH,
                   "%s: the first token is %" PRId32 ", but tokenizer %s adds BOS %" PRId32
                   ": llama-perplexity puts the BOS first, so the file was not made with this "
                   "tokenizer",
@@ -364,7 +366,8 @@ static fdl_status check_rows(kld_ctx *c, fdl_err *err) {
       fdl_kld_row_at(&c->k, ch, j, &row);
       fdl_err e;
       if (check_row(&c->k, ch, j, &row, &e) != FDL_OK)
-        return refuse_err(c, err, e.status == FDL_NONFINITE ? "non_finite" : "bad_input", &e);
+        return refuse_err(c, err,
+                          e.status == FDL_NONFINITE ? FDL_REF_NON_FINITE : FDL_REF_BAD_INPUT, &e);
     }
   return FDL_OK;
 }
@@ -488,12 +491,12 @@ static fdl_status build_panel(kld_ctx *c, fdl_err *err) {
   fdl_sha256 d;
   if (s == FDL_OK && (s = fdl_sha256_buf(c->panel.data, c->panel.len, &d, &e)) == FDL_OK)
     fdl_sha256_hex(&d, c->panel_hex);
-  if (s != FDL_OK) return refuse_err(c, err, "io_error", &e);
+  if (s != FDL_OK) return refuse_err(c, err, FDL_REF_IO_ERROR, &e);
   char *path = fdl_path_join(c->inputs, "panel.jsonl");
   s = path ? fdl_write_file(path, c->panel.data, c->panel.len, &e)
            : fdl_fail(&e, FDL_NOMEM, "out of memory");
   free(path);
-  return s == FDL_OK ? FDL_OK : refuse_err(c, err, "io_error", &e);
+  return s == FDL_OK ? FDL_OK : refuse_err(c, err, FDL_REF_IO_ERROR, &e);
 }
 
 /* ---- the records --------------------------------------------------------------------------- */
@@ -543,7 +546,7 @@ static fdl_status write_chunk(kld_ctx *c, uint32_t ch, const char *dir, float *b
   fdl_buf_free(&head);
   free(path);
   if (s == FDL_OK) return FDL_OK;
-  return refuse_err(c, err, e.status == FDL_NONFINITE ? "non_finite" : "io_error", &e);
+  return refuse_err(c, err, e.status == FDL_NONFINITE ? FDL_REF_NON_FINITE : FDL_REF_IO_ERROR, &e);
 }
 
 static fdl_status write_records(kld_ctx *c, fdl_err *err) {
@@ -556,7 +559,7 @@ static fdl_status write_records(kld_ctx *c, fdl_err *err) {
   float *buf = fdl_malloc(per * row_bytes);
   fdl_err e;
   fdl_status s = dir && buf ? fdl_mkdirs(dir, &e) : fdl_fail(&e, FDL_NOMEM, "out of memory");
-  if (s != FDL_OK) s = refuse_err(c, err, "io_error", &e);
+  if (s != FDL_OK) s = refuse_err(c, err, FDL_REF_IO_ERROR, &e);
   for (uint32_t ch = 0; s == FDL_OK && ch < in->n_chunk; ch++)
     s = write_chunk(c, ch, dir, buf, per, err);
   free(buf);
@@ -714,7 +717,7 @@ static fdl_status pack(kld_ctx *c, fdl_err *err) {
                      : fdl_fail(&e, FDL_NOMEM, "out of memory");
   json_decref(m);
   if (s != FDL_OK) {
-    s = refuse_err(c, err, "io_error", &e);
+    s = refuse_err(c, err, FDL_REF_IO_ERROR, &e);
   } else {
     fdl_ds_pack_opts po = {.panel_path = panel_path,
                            .tensor_dir = tensors,
@@ -726,7 +729,7 @@ static fdl_status pack(kld_ctx *c, fdl_err *err) {
                            .notice_arg = c->o->notice_arg};
     s = fdl_ds_pack(&po, &c->r->pack, err);
     if (s == FDL_OK && (s = fdl_rename_noreplace(out, c->o->out_dir, &e)) != FDL_OK)
-      s = refuse_err(c, err, s == FDL_EXISTS ? "destination_exists" : "io_error", &e);
+      s = refuse_err(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, &e);
   }
   free(meta_path);
   free(panel_path);
@@ -739,42 +742,43 @@ static fdl_status run(kld_ctx *c, fdl_err *err) {
   const fdl_kld_import_opts *o = c->o;
   fdl_err e;
   if (fdl_path_exists(o->out_dir))
-    return refuse(c, err, "destination_exists", FDL_EXISTS,
+    return refuse(c, err, FDL_REF_DESTINATION_EXISTS, FDL_EXISTS,
                   "%s already exists; pack never overwrites (choose a new directory)", o->out_dir);
   if (o->panel_out && fdl_path_exists(o->panel_out))
-    return refuse(c, err, "destination_exists", FDL_EXISTS,
+    return refuse(c, err, FDL_REF_DESTINATION_EXISTS, FDL_EXISTS,
                   "--panel-out %s already exists; pack never overwrites", o->panel_out);
   names_of(c, o->kld_path);
   fdl_status s = read_overrides(c, err);
   if (s != FDL_OK) return s;
   if ((s = fdl_kld_open(o->kld_path, &c->k, &e)) != FDL_OK)
-    return refuse_err(c, err, s == FDL_NOMEM || s == FDL_IO ? "io_error" : "bad_input", &e);
+    return refuse_err(c, err, s == FDL_NOMEM || s == FDL_IO ? FDL_REF_IO_ERROR : FDL_REF_BAD_INPUT,
+                      &e);
   c->r->info = c->k.info;
   if ((s = check_tokenizer(c, err)) != FDL_OK) return s;
   if ((s = check_rows(c, err)) != FDL_OK) return s;
   find_hidden(c);
   if (!c->hidden_from[0])
-    return refuse(c, err, "bad_input", FDL_INVALID,
+    return refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                   "the head's width (hidden size) is in neither the .kld nor tokenizer %s: give "
                   "the model's .gguf or its directory (with config.json) as --tokenizer, or "
                   "--meta with head.shape [%" PRIu32 ", hidden]",
                   o->tokenizer, c->k.info.n_vocab);
   fdl_sha256 d;
   if ((s = fdl_sha256_buf(c->k.map.data, c->k.map.size, &d, &e)) != FDL_OK)
-    return refuse_err(c, err, "io_error", &e);
+    return refuse_err(c, err, FDL_REF_IO_ERROR, &e);
   fdl_sha256_hex(&d, c->kld_hex);
   /* Staged beside --out: the inputs pack reads and the dataset it builds. */
   if ((s = fdl_stage_open(&c->st, o->out_dir, 0, o->notice, o->notice_arg, &e)) != FDL_OK)
-    return refuse_err(c, err, s == FDL_EXISTS ? "destination_exists" : "io_error", &e);
+    return refuse_err(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, &e);
   c->inputs = fdl_path_join(c->st.path, ".inputs");
   s = c->inputs ? fdl_mkdirs(c->inputs, &e) : fdl_fail(&e, FDL_NOMEM, "out of memory");
-  if (s != FDL_OK) return refuse_err(c, err, "io_error", &e);
+  if (s != FDL_OK) return refuse_err(c, err, FDL_REF_IO_ERROR, &e);
   if ((s = build_panel(c, err)) != FDL_OK) return s;
   if ((s = write_records(c, err)) != FDL_OK) return s;
   if ((s = pack(c, err)) != FDL_OK) return s;
   /* The dataset is in place; the panel file follows it (staged, never over an existing file). */
   if (o->panel_out && (s = fdl_write_file(o->panel_out, c->panel.data, c->panel.len, &e)) != FDL_OK)
-    return refuse(c, err, s == FDL_EXISTS ? "destination_exists" : "io_error", s,
+    return refuse(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, s,
                   "the dataset %s was written, but not the panel: %s", o->out_dir, e.msg);
   return FDL_OK;
 }
@@ -789,14 +793,13 @@ fdl_status fdl_kld_import(const fdl_kld_import_opts *o, fdl_kld_import_result *r
   c.bos = -1;
   fdl_status s;
   if (!o || !o->kld_path || !o->tokenizer || !o->out_dir)
-    s = refuse(&c, err, "bad_usage", FDL_INVALID,
+    s = refuse(&c, err, FDL_REF_BAD_USAGE, FDL_INVALID,
                "the import needs a .kld file, a tokenizer and an output directory");
   else
     s = run(&c, err);
   fdl_stage_abort(&c.st); /* removes the inputs, and the dataset unless it was moved out */
   if (s != FDL_OK) {
-    if (!res.pack.refusal.code[0])
-      snprintf(res.pack.refusal.code, sizeof res.pack.refusal.code, "io_error");
+    if (res.pack.refusal.code == FDL_REF_NONE) res.pack.refusal.code = FDL_REF_IO_ERROR;
     res.pack.refusal.status = s;
   }
   free(c.inputs);

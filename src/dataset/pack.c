@@ -56,7 +56,7 @@ static fdl_status write_hashed(pk_ctx *c, const char *rel, const fdl_buf *b, cha
   fdl_status s = fdl_pk_stage_path(c, rel, path, sizeof path, err);
   fdl_err e;
   if (s == FDL_OK && fdl_write_file(path, b->data, b->len, &e) != FDL_OK)
-    s = fdl_pk_refuse(c, err, "io_error", FDL_IO, "%s", e.msg);
+    s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_IO, "%s", e.msg);
   fdl_sha256 d;
   if (s == FDL_OK && fdl_sha256_buf(b->data, b->len, &d, err) != FDL_OK) s = FDL_NOMEM;
   if (s == FDL_OK) fdl_sha256_hex(&d, hex);
@@ -105,23 +105,23 @@ static fdl_status reconcile(pk_ctx *c, fdl_err *err) {
   bool hidden = !strcmp(c->form, "hidden");
   int64_t vocab = hidden ? c->head.shape[0] : c->width;
   if (c->vocab > 0 && c->vocab != vocab)
-    return fdl_pk_refuse(c, err, "head_mismatch", FDL_MISMATCH,
+    return fdl_pk_refuse(c, err, FDL_REF_HEAD_MISMATCH, FDL_MISMATCH,
                          "meta vocab_size %" PRId64 " but the %s says %" PRId64, c->vocab,
                          hidden ? "head's first dimension" : "logit width", vocab);
   c->vocab = vocab;
   if (hidden && c->head.shape[1] != c->width)
-    return fdl_pk_refuse(c, err, "head_mismatch", FDL_MISMATCH,
+    return fdl_pk_refuse(c, err, FDL_REF_HEAD_MISMATCH, FDL_MISMATCH,
                          "hidden states are %" PRId64 " wide but the head is [%" PRId64 ", %" PRId64
                          "]; replay multiplies one by the other",
                          c->width, c->head.shape[0], c->head.shape[1]);
   if (!hidden && c->head.shape[0] != vocab)
-    return fdl_pk_refuse(c, err, "head_mismatch", FDL_MISMATCH,
+    return fdl_pk_refuse(c, err, FDL_REF_HEAD_MISMATCH, FDL_MISMATCH,
                          "logits are %" PRId64 " wide but the head has %" PRId64 " rows", vocab,
                          c->head.shape[0]);
   for (size_t i = 0; i < c->n; i++)
     for (size_t k = 0; k < c->recs[i].ntok; k++)
       if (c->recs[i].tokens[k] >= vocab)
-        return fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
+        return fdl_pk_refuse(c, err, FDL_REF_PANEL_BINDING, FDL_REFUSED,
                              "record %" PRId64 " token %zu is id %" PRId64
                              ", outside the vocabulary of %" PRId64 " (14.1)",
                              c->recs[i].index, k, c->recs[i].tokens[k], vocab);
@@ -130,7 +130,7 @@ static fdl_status reconcile(pk_ctx *c, fdl_err *err) {
 
 static fdl_status content_digest(pk_ctx *c, fdl_err *err) {
   fdl_ds_content_item *items = fdl_calloc(c->n, sizeof *items);
-  if (!items) return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
+  if (!items) return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "out of memory");
   size_t k = 0;
   for (size_t i = 0; i < c->n; i++)
     if (c->recs[i].present)
@@ -147,12 +147,12 @@ static fdl_status precheck(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err) {
   fdl_ds_check_manifest_schema(docs->manifest, &rep);
   fdl_status s = FDL_OK;
   if (rep.errors.count)
-    s = fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
+    s = fdl_pk_refuse(c, err, FDL_REF_SCHEMA_INVALID, FDL_REFUSED,
                       "the manifest built from the meta is "
                       "not schema-valid: %s",
                       rep.errors.items[0].message);
   else if (rep.oom != FDL_OK)
-    s = fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
+    s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "out of memory");
   fdl_ds_report_free(&rep);
   return s;
 }
@@ -169,11 +169,11 @@ static fdl_status validate_stage(pk_ctx *c, fdl_err *err) {
   if (s == FDL_OK && rep.errors.count) {
     const fdl_ds_finding *f = &rep.errors.items[0];
     s = fdl_pk_refuse(
-        c, err, "dataset_invalid", FDL_REFUSED,
+        c, err, FDL_REF_DATASET_INVALID, FDL_REFUSED,
         "the packed dataset fails validation with %zu error(s); first: [%s/%s] %s (%s)",
         rep.errors.count, f->code, f->rule, f->message, f->where);
   } else if (s != FDL_OK) {
-    snprintf(c->res->refusal.code, sizeof c->res->refusal.code, "io_error");
+    c->res->refusal.code = FDL_REF_IO_ERROR;
   }
   fdl_ds_report_free(&rep);
   return s;
@@ -184,11 +184,11 @@ static fdl_status make_stage(pk_ctx *c, fdl_err *err) {
   fdl_err e;
   fdl_status s = fdl_stage_open(&c->st, c->o->out_dir, 0, c->o->notice, c->o->notice_arg, &e);
   if (s != FDL_OK)
-    return fdl_pk_refuse(c, err, s == FDL_EXISTS ? "destination_exists" : "io_error", s, "%s",
-                         e.msg);
+    return fdl_pk_refuse(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, s,
+                         "%s", e.msg);
   int w = snprintf(c->stage, sizeof c->stage, "%s", c->st.path);
   if (w < 0 || (size_t)w >= sizeof c->stage)
-    return fdl_pk_refuse(c, err, "bad_input", FDL_BOUNDS, "%s: path too long", c->st.path);
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_BOUNDS, "%s: path too long", c->st.path);
   return FDL_OK;
 }
 
@@ -212,7 +212,7 @@ static fdl_status run(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err) {
   }
   if (s != FDL_OK) return s;
   if (!c->present)
-    return fdl_pk_refuse(c, err, "missing_file", FDL_REFUSED, "no record tensor found in %s",
+    return fdl_pk_refuse(c, err, FDL_REF_MISSING_FILE, FDL_REFUSED, "no record tensor found in %s",
                          c->o->tensor_dir);
   s = reconcile(c, err);
   if (s == FDL_OK) s = content_digest(c, err);
@@ -222,16 +222,16 @@ static fdl_status run(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err) {
   if (s == FDL_OK) {
     fdl_err e;
     if (fdl_ds_write_sealed(c->stage, docs, c->res->dataset_sha256, &e) != FDL_OK)
-      s = fdl_pk_refuse(c, err, "io_error", e.status, "sealing: %s", e.msg);
+      s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, e.status, "sealing: %s", e.msg);
   }
   if (s == FDL_OK) s = validate_stage(c, err);
   if (s == FDL_OK) {
     fdl_err e;
     fdl_status r = fdl_stage_commit(&c->st, &e); /* one rename: whole or not at all */
     if (r == FDL_EXISTS)
-      s = fdl_pk_refuse(c, err, "destination_exists", r, "%s", e.msg);
+      s = fdl_pk_refuse(c, err, FDL_REF_DESTINATION_EXISTS, r, "%s", e.msg);
     else if (r != FDL_OK)
-      s = fdl_pk_refuse(c, err, "io_error", r, "%s", e.msg);
+      s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, r, "%s", e.msg);
   }
   return s;
 }
@@ -246,10 +246,10 @@ fdl_status fdl_ds_pack(const fdl_ds_pack_opts *o, fdl_ds_pack_result *res, fdl_e
   fdl_status s;
   if (!o || !o->panel_path || !o->tensor_dir || !o->meta_path || !o->out_dir) {
     s = fdl_pk_refuse(
-        &c, err, "bad_usage", FDL_INVALID,
+        &c, err, FDL_REF_BAD_USAGE, FDL_INVALID,
         "pack needs a panel, a tensor directory, a meta file and an output directory");
   } else if (fdl_path_exists(o->out_dir)) {
-    s = fdl_pk_refuse(&c, err, "destination_exists", FDL_EXISTS,
+    s = fdl_pk_refuse(&c, err, FDL_REF_DESTINATION_EXISTS, FDL_EXISTS,
                       "%s already exists; pack never overwrites (choose a new directory)",
                       o->out_dir);
   } else {
@@ -263,9 +263,9 @@ fdl_status fdl_ds_pack(const fdl_ds_pack_opts *o, fdl_ds_pack_result *res, fdl_e
     memcpy(r.capture_content_digest, c.content_digest, sizeof r.capture_content_digest);
     r.records = c.present;
     r.scored_rows = (uint64_t)c.total_rows;
-    r.refusal.code[0] = '\0';
+    r.refusal.code = FDL_REF_NONE;
   } else {
-    if (!r.refusal.code[0]) snprintf(r.refusal.code, sizeof r.refusal.code, "io_error");
+    if (r.refusal.code == FDL_REF_NONE) r.refusal.code = FDL_REF_IO_ERROR;
     r.refusal.status = s;
   }
   if (res) *res = r;

@@ -71,7 +71,7 @@ typedef struct {
 #define PK_PANEL_HEADER_SCHEMA "fidelis.text-panel.v1"
 
 /* Records a refusal: res->code and the error message. Returns status. */
-fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, const char *code, fdl_status status,
+fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, fdl_refusal_code code, fdl_status status,
                          const char *fmt, ...) FDL_PRINTF(5, 6);
 
 /* pack_input.c */

@@ -47,8 +47,8 @@ static fdl_status built(pk_ctx *c, json_t *doc, const json_error_t *je, const ch
   /* jansson also fails on a NULL member or a string that is not UTF-8; only its own out-of-memory
    * code is a memory fault. */
   if (je && json_error_code(je) != json_error_out_of_memory)
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "building %s: %s", what, je->text);
-  return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "building %s: %s", what,
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID, "building %s: %s", what, je->text);
+  return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "building %s: %s", what,
                        je ? je->text : "out of memory");
 }
 
@@ -176,7 +176,7 @@ static fdl_status panel_doc(pk_ctx *c, json_t **out, char *suite, char *legacy, 
   if (!hexes || !records) {
     free(hexes);
     json_decref(records);
-    return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
+    return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "out of memory");
   }
   int64_t total = 0;
   for (size_t i = 0; i < c->n; i++) {
@@ -186,7 +186,7 @@ static fdl_status panel_doc(pk_ctx *c, json_t **out, char *suite, char *legacy, 
     if (!r || json_array_append_new(records, r) != 0) {
       free(hexes);
       json_decref(records);
-      return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "building panel record %zu", i);
+      return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "building panel record %zu", i);
     }
   }
   fdl_status s = fdl_ds_suite_token_hash(hexes, c->n, false, suite, err);
@@ -251,7 +251,7 @@ static json_t *capture_record(const pk_ctx *c, const pk_record *r) {
 
 static fdl_status capture_doc(pk_ctx *c, json_t **out, fdl_err *err) {
   json_t *records = json_array();
-  if (!records) return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
+  if (!records) return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "out of memory");
   int64_t first_rows = -1;
   for (size_t i = 0; i < c->n; i++) {
     if (!c->recs[i].present) continue;
@@ -259,7 +259,7 @@ static fdl_status capture_doc(pk_ctx *c, json_t **out, fdl_err *err) {
     json_t *r = capture_record(c, &c->recs[i]);
     if (!r || json_array_append_new(records, r) != 0) {
       json_decref(records);
-      return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "building capture record %zu", i);
+      return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "building capture record %zu", i);
     }
   }
   const char *run = fdl_ds_str(c->meta, "run_name");
@@ -443,19 +443,19 @@ static json_t *native_scope(void) {
 static fdl_status scope_block(pk_ctx *c, json_t **out, fdl_err *err) {
   const json_t *ms = fdl_ds_obj(c->meta, "scope");
   json_t *scope = ms ? json_deep_copy(ms) : native_scope();
-  if (!scope) return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
+  if (!scope) return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "out of memory");
   fdl_buf b;
   fdl_buf_init(&b, 0);
   fdl_err e;
   if (fdl_ds_scope_digest(scope, &b, &e) != FDL_OK) {
     fdl_buf_free(&b);
     json_decref(scope);
-    return fdl_pk_refuse(c, err, "schema_invalid", FDL_INVALID, "meta scope: %s", e.msg);
+    return fdl_pk_refuse(c, err, FDL_REF_SCHEMA_INVALID, FDL_INVALID, "meta scope: %s", e.msg);
   }
   const char *given = fdl_ds_str(scope, "scope_digest");
   if (given && strcmp(given, b.data)) {
     char q[FDL_QUOTE_CAP];
-    fdl_status s = fdl_pk_refuse(c, err, "schema_invalid", FDL_MISMATCH,
+    fdl_status s = fdl_pk_refuse(c, err, FDL_REF_SCHEMA_INVALID, FDL_MISMATCH,
                                  "meta scope.scope_digest %s is not the digest of its own "
                                  "assignments ('%s')",
                                  fdl_quote_str(given, q, sizeof q), b.data);
@@ -467,7 +467,7 @@ static fdl_status scope_block(pk_ctx *c, json_t **out, fdl_err *err) {
   fdl_buf_free(&b);
   if (lost) {
     json_decref(scope);
-    return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
+    return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "out of memory");
   }
   *out = scope;
   return FDL_OK;

@@ -28,7 +28,7 @@
 #define PK_MAX_PANEL_BYTES ((size_t)4 << 30)
 #define PK_MAX_META_BYTES ((size_t)16 << 20)
 
-fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, const char *code, fdl_status status,
+fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, fdl_refusal_code code, fdl_status status,
                          const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -58,7 +58,7 @@ static fdl_status only_keys(pk_ctx *c, const json_t *o, const char *where,
   json_object_foreach((json_t *)o, key, v) {
     char q[FDL_QUOTE_CAP];
     if (!in_list(key, allowed))
-      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+      return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                            "meta %s: unknown key %s (see fidelis pack --help)", where,
                            fdl_quote_str(key, q, sizeof q));
   }
@@ -71,18 +71,19 @@ static fdl_status want_str(pk_ctx *c, const json_t *o, const char *where, const 
   const json_t *v = json_object_get(o, key);
   if (!v || json_is_null(v)) {
     if (required)
-      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s is required", where, key);
+      return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID, "meta %s.%s is required", where,
+                           key);
     return FDL_OK;
   }
   if (!json_is_string(v) || (required && json_string_length(v) == 0))
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s must be a%s string", where,
-                         key, required ? " non-empty" : "");
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID, "meta %s.%s must be a%s string",
+                         where, key, required ? " non-empty" : "");
   /* Identifiers and labels are printed by validate, inspect and compare; a control byte sealed
    * into one would reach every terminal that shows the dataset. Free text is escaped instead. */
   bool free_text = !strcmp(key, "subset_detail") || !strcmp(key, "numeric_policy");
   if (!free_text && fdl_quote_has_control(json_string_value(v), json_string_length(v))) {
     char q[FDL_QUOTE_CAP];
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "meta %s.%s %s contains a control character (identifiers and labels "
                          "must be printable text)",
                          where, key,
@@ -103,8 +104,8 @@ static fdl_status want_enum(pk_ctx *c, const json_t *o, const char *where, const
       snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", vals[i]);
     }
     char q[FDL_QUOTE_CAP];
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta %s.%s %s is not one of %s", where,
-                         key, fdl_quote_str(v, q, sizeof q), list);
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID, "meta %s.%s %s is not one of %s",
+                         where, key, fdl_quote_str(v, q, sizeof q), list);
   }
   return FDL_OK;
 }
@@ -115,11 +116,11 @@ static fdl_status want_obj(pk_ctx *c, const json_t *o, const char *key, bool req
   *out = NULL;
   if (!v || json_is_null(v)) {
     if (required)
-      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta.%s is required", key);
+      return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID, "meta.%s is required", key);
     return FDL_OK;
   }
   if (!json_is_object(v))
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta.%s must be an object", key);
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID, "meta.%s must be an object", key);
   *out = v;
   return FDL_OK;
 }
@@ -197,7 +198,7 @@ static fdl_status check_meta_blocks(pk_ctx *c, fdl_err *err) {
   if (s == FDL_OK) s = only_keys(c, b, "weights", WEIGHTS, err);
   if (s == FDL_OK) s = want_str(c, b, "weights", "repository", true, err);
   if (s == FDL_OK && !json_object_get(b, "revision"))
-    s = fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+    s = fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                       "meta weights.revision is required (a commit hash, or null when unknown)");
   if (s == FDL_OK) s = want_obj(c, m, "engine", true, &b, err);
   if (s == FDL_OK) s = only_keys(c, b, "engine", ENGINE, err);
@@ -232,13 +233,14 @@ fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err) {
   size_t len;
   fdl_err e;
   if (read_named(c->o->meta_path, PK_MAX_META_BYTES, &text, &len, &e) != FDL_OK)
-    return fdl_pk_refuse(c, err, "bad_input", FDL_IO, "meta: %s", e.msg);
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_IO, "meta: %s", e.msg);
   fdl_status s = fdl_json_parse(text, len, NULL, &c->meta, &e);
   free(text);
   if (s != FDL_OK)
-    return fdl_pk_refuse(c, err, "bad_input", FDL_PARSE, "meta %s: %s", c->o->meta_path, e.msg);
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_PARSE, "meta %s: %s", c->o->meta_path,
+                         e.msg);
   if (!json_is_object(c->meta))
-    return fdl_pk_refuse(c, err, "bad_input", FDL_PARSE, "meta %s: not a JSON object",
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_PARSE, "meta %s: not a JSON object",
                          c->o->meta_path);
   s = check_meta_blocks(c, err);
   if (s != FDL_OK) return s;
@@ -253,37 +255,37 @@ fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err) {
   const json_t *w = fdl_ds_obj(c->meta, "weights");
   const json_t *q = json_object_get(w, "quantized");
   if (q && !json_is_boolean(q))
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "meta weights.quantized must be a boolean");
   if (!strcmp(c->role, "root") && json_is_true(q))
-    return fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
+    return fdl_pk_refuse(c, err, FDL_REF_SCHEMA_INVALID, FDL_REFUSED,
                          "role root captures unquantized weights (ROOT-1); use role quant");
   if (strcmp(c->role, "root") && !fdl_ds_obj(c->meta, "scope"))
     return fdl_pk_refuse(
-        c, err, "schema_invalid", FDL_REFUSED,
+        c, err, FDL_REF_SCHEMA_INVALID, FDL_REFUSED,
         "role %s needs an explicit meta.scope (what is quantized, what is native); "
         "only a root may default to the native scope",
         c->role);
   const json_t *bc = json_object_get(fdl_ds_obj(c->meta, "dataset"), "base_capture");
   if (!strcmp(c->role, "derived") && (!bc || json_is_null(bc)))
-    return fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
+    return fdl_pk_refuse(c, err, FDL_REF_SCHEMA_INVALID, FDL_REFUSED,
                          "role derived must name its base_capture (meta dataset.base_capture)");
   if (!strcmp(c->role, "root") && bc && !json_is_null(bc))
-    return fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
+    return fdl_pk_refuse(c, err, FDL_REF_SCHEMA_INVALID, FDL_REFUSED,
                          "a root's base_capture must be null");
   if (!strcmp(c->role, "root") && json_object_get(c->meta, "lossy_codec") &&
       !json_is_null(json_object_get(c->meta, "lossy_codec")))
-    return fdl_pk_refuse(c, err, "schema_invalid", FDL_REFUSED,
+    return fdl_pk_refuse(c, err, FDL_REF_SCHEMA_INVALID, FDL_REFUSED,
                          "a root's lossy_codec must be null");
 
   const json_t *sw = fdl_ds_obj(fdl_ds_obj(c->meta, "panel"), "scoring_window");
   c->score_from = 0;
   if (sw && json_object_get(sw, "score_from") &&
       (!fdl_ds_int(sw, "score_from", &c->score_from) || c->score_from < 0))
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "meta panel.scoring_window.score_from must be an integer >= 0");
   if (c->score_from > 0 && !fdl_ds_str(sw, "policy"))
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "a scoring window with score_from > 0 needs its own policy string (it is "
                          "part of the panel's identity)");
   int64_t vocab;
@@ -291,14 +293,14 @@ fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err) {
   c->vocab = -1;
   if (vv && !json_is_null(vv)) {
     if (!fdl_ds_int(c->meta, "vocab_size", &vocab) || vocab < 1)
-      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+      return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                            "meta vocab_size must be an integer >= 1");
     c->vocab = vocab;
   }
   const char *created = fdl_ds_str(c->meta, "created_utc");
   if (created) {
     if (!fdl_utc_valid(created))
-      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+      return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                            "meta created_utc '%s' is not a real UTC time written "
                            "YYYY-MM-DDTHH:MM:SSZ",
                            created);
@@ -319,46 +321,46 @@ static const char *const LINE_KEYS[] = {"index",          "tokens",
 static fdl_status parse_line(pk_ctx *c, pk_record *r, size_t lineno, fdl_err *err) {
   const json_t *o = r->line;
   if (!json_is_object(o))
-    return fdl_pk_refuse(c, err, "bad_input", FDL_PARSE, "panel line %zu: not a JSON object",
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_PARSE, "panel line %zu: not a JSON object",
                          lineno);
   const char *key;
   const json_t *v;
   json_object_foreach((json_t *)o, key, v) {
     char q[FDL_QUOTE_CAP];
     if (!in_list(key, LINE_KEYS))
-      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+      return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                            "panel line %zu: unknown key %s (expected index, tokens, mask, domain, "
                            "window_id, allocation_stratum, document_id, role, semantic_class, "
                            "source_cluster_id, partition)",
                            lineno, fdl_quote_str(key, q, sizeof q));
     if (strcmp(key, "index") && strcmp(key, "tokens") && strcmp(key, "mask") &&
         !json_is_string(v) && !json_is_null(v))
-      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+      return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                            "panel line %zu: '%s' must be a string or null", lineno, key);
     if (json_is_string(v) && fdl_quote_has_control(json_string_value(v), json_string_length(v)))
-      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+      return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                            "panel line %zu: '%s' %s contains a control character (domains, "
                            "window ids and labels must be printable text)",
                            lineno, key,
                            fdl_quote(json_string_value(v), json_string_length(v), q, sizeof q));
   }
   if (!fdl_ds_int(o, "index", &r->index) || r->index < 0 || r->index >= FDL_DS_MAX_INDEX)
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "panel line %zu: 'index' must be an integer >= 0", lineno);
   const json_t *toks = fdl_ds_arr(o, "tokens");
   if (!toks || json_array_size(toks) < 2)
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "panel line %zu (index %" PRId64
                          "): 'tokens' must be an array of at least "
                          "2 token ids",
                          lineno, r->index);
   r->ntok = json_array_size(toks);
   r->tokens = fdl_malloc(r->ntok * sizeof *r->tokens);
-  if (!r->tokens) return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "panel: out of memory");
+  if (!r->tokens) return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "panel: out of memory");
   for (size_t i = 0; i < r->ntok; i++) {
     const json_t *t = json_array_get(toks, i);
     if (!json_is_integer(t) || json_integer_value(t) < 0)
-      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+      return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                            "panel line %zu (index %" PRId64
                            "): token %zu is not an integer id >= 0",
                            lineno, r->index, i);
@@ -367,13 +369,13 @@ static fdl_status parse_line(pk_ctx *c, pk_record *r, size_t lineno, fdl_err *er
   const json_t *mask = json_object_get(o, "mask");
   if (mask && !json_is_null(mask)) {
     if (!json_is_array(mask) || json_array_size(mask) != r->ntok)
-      return fdl_pk_refuse(c, err, "panel_binding", FDL_INVALID,
+      return fdl_pk_refuse(c, err, FDL_REF_PANEL_BINDING, FDL_INVALID,
                            "panel line %zu (index %" PRId64 "): 'mask' must be an array of %zu "
                            "entries (one per token), got %zu",
                            lineno, r->index, r->ntok,
                            json_is_array(mask) ? json_array_size(mask) : 0);
     r->mask = fdl_malloc(r->ntok);
-    if (!r->mask) return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "panel: out of memory");
+    if (!r->mask) return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "panel: out of memory");
     for (size_t i = 0; i < r->ntok; i++) {
       const json_t *m = json_array_get(mask, i);
       if (json_is_boolean(m))
@@ -381,7 +383,7 @@ static fdl_status parse_line(pk_ctx *c, pk_record *r, size_t lineno, fdl_err *er
       else if (json_is_integer(m) && (json_integer_value(m) == 0 || json_integer_value(m) == 1))
         r->mask[i] = (uint8_t)json_integer_value(m);
       else
-        return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+        return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                              "panel line %zu (index %" PRId64 "): mask entry %zu is not 0, 1, true "
                              "or false",
                              lineno, r->index, i);
@@ -403,23 +405,23 @@ static fdl_status parse_header(pk_ctx *c, json_t *line, fdl_err *err) {
   const char *schema = json_string_value(json_object_get(h, "schema"));
   if (json_object_size(line) != 1 || !json_is_object(h) || !schema ||
       strcmp(schema, PK_PANEL_HEADER_SCHEMA))
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "panel line 1: a header line is {\"header\": {\"schema\": \"%s\", ...}}",
                          PK_PANEL_HEADER_SCHEMA);
   int64_t from = 0;
   if (sw && (!json_is_object(sw) || !fdl_ds_int(sw, "score_from", &from) || from < 0 ||
              !json_is_string(json_object_get(sw, "policy"))))
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "panel header: scoring_window needs score_from (an integer >= 0) and a "
                          "policy string");
   const char *id = json_string_value(json_object_get(tok, "id"));
   if (tok && (!json_is_object(tok) || !id || fdl_quote_has_control(id, strlen(id))))
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "panel header: tokenizer needs an id string of printable text");
   size_t i;
   const json_t *f, *files = json_object_get(tok, "files");
   if (files && !json_is_array(files))
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "panel header: tokenizer.files must be an array");
   json_array_foreach(files, i, f) {
     const char *name = json_string_value(json_object_get(f, "name")),
@@ -428,19 +430,19 @@ static fdl_status parse_header(pk_ctx *c, json_t *line, fdl_err *err) {
     if (json_object_size(f) != 3 || !name || !*name || fdl_quote_has_control(name, strlen(name)) ||
         !sha || !fdl_sha256_hex_ok(sha, strlen(sha)) || !fdl_ds_int(f, "bytes", &bytes) ||
         bytes < 0)
-      return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+      return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                            "panel header: tokenizer.files[%zu] must be {bytes, name, sha256}", i);
   }
   const json_t *msw = fdl_ds_obj(fdl_ds_obj(c->meta, "panel"), "scoring_window");
   if (sw && msw && !fdl_py_equal(sw, msw))
-    return fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
+    return fdl_pk_refuse(c, err, FDL_REF_PANEL_BINDING, FDL_REFUSED,
                          "the panel was cut for another scoring window than meta "
                          "panel.scoring_window (score_from %" PRId64 " in the panel header)",
                          from);
   const char *mid = fdl_pk_meta_str(c, "tokenizer", "id");
   char q1[FDL_QUOTE_CAP], q2[FDL_QUOTE_CAP];
   if (id && mid && strcmp(id, mid))
-    return fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
+    return fdl_pk_refuse(c, err, FDL_REF_PANEL_BINDING, FDL_REFUSED,
                          "the panel's ids come from tokenizer %s but meta tokenizer.id is %s",
                          fdl_quote_str(id, q1, sizeof q1), fdl_quote_str(mid, q2, sizeof q2));
   if (sw && !msw) c->score_from = from;
@@ -462,7 +464,7 @@ fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *
       cap = cap ? cap * 2 : 64;
       pk_record *p = fdl_realloc(c->recs, cap * sizeof *p);
       if (!p) {
-        s = fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "panel: out of memory");
+        s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "panel: out of memory");
         break;
       }
       c->recs = p;
@@ -470,7 +472,7 @@ fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *
     pk_record *r = &c->recs[c->n++];
     memset(r, 0, sizeof *r);
     if (fdl_json_parse(line, n, NULL, &r->line, &e) != FDL_OK) {
-      s = fdl_pk_refuse(c, err, "bad_input", FDL_PARSE, "panel line %zu: %s", lineno, e.msg);
+      s = fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_PARSE, "panel line %zu: %s", lineno, e.msg);
       break;
     }
     if (c->n == 1 && !c->header && json_object_get(r->line, "header")) {
@@ -483,14 +485,14 @@ fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *
   }
   if (s != FDL_OK) return s;
   if (c->n == 0)
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "the panel holds no context");
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID, "the panel holds no context");
   qsort(c->recs, c->n, sizeof *c->recs, cmp_rec);
   for (size_t i = 0; i < c->n; i++) {
     if (i && c->recs[i].index == c->recs[i - 1].index)
-      return fdl_pk_refuse(c, err, "digest_mismatch", FDL_REFUSED,
+      return fdl_pk_refuse(c, err, FDL_REF_DIGEST_MISMATCH, FDL_REFUSED,
                            "panel: duplicate record index %" PRId64 " (REC-1)", c->recs[i].index);
     if (c->recs[i].index != (int64_t)i)
-      return fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
+      return fdl_pk_refuse(c, err, FDL_REF_PANEL_BINDING, FDL_REFUSED,
                            "panel: indices must be exactly 0..%zu; index %zu is missing", c->n - 1,
                            i);
   }
@@ -498,7 +500,7 @@ fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *
   for (size_t i = 0; i < c->n; i++) {
     pk_record *r = &c->recs[i];
     if ((int64_t)r->ntok != c->context_length)
-      return fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
+      return fdl_pk_refuse(c, err, FDL_REF_PANEL_BINDING, FDL_REFUSED,
                            "panel: record %" PRId64 " has %zu tokens but record 0 has %" PRId64
                            "; a panel is not ragged (pad it and pass a mask)",
                            r->index, r->ntok, c->context_length);
@@ -508,7 +510,7 @@ fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *
     pk_record *r = &c->recs[i];
     r->scored = fdl_ds_scored_rows(r->mask, (int64_t)r->ntok, c->score_from, NULL);
     if (r->scored == 0)
-      return fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
+      return fdl_pk_refuse(c, err, FDL_REF_PANEL_BINDING, FDL_REFUSED,
                            "panel: record %" PRId64 " scores no position (its mask leaves no two "
                            "adjacent attended tokens)",
                            r->index);
@@ -521,7 +523,7 @@ fdl_status fdl_pk_read_panel(pk_ctx *c, fdl_err *err) {
   size_t len;
   fdl_err e;
   if (read_named(c->o->panel_path, PK_MAX_PANEL_BYTES, &text, &len, &e) != FDL_OK)
-    return fdl_pk_refuse(c, err, "bad_input", FDL_IO, "panel: %s", e.msg);
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_IO, "panel: %s", e.msg);
   fdl_status s = fdl_pk_parse_panel(c, text, len, err);
   free(text);
   if (s != FDL_OK) fdl_err_prefix(err, "%s", c->o->panel_path);
@@ -557,8 +559,8 @@ fdl_status fdl_ds_panel_check(const char *text, size_t len, size_t *records,
     for (size_t i = 0; i < c.n; i++) total += c.recs[i].scored;
     if (records) *records = c.n;
     if (scored_positions) *scored_positions = total;
-  } else if (r.refusal.code[0]) {
-    fdl_err_prefix(err, "%s", r.refusal.code);
+  } else if (r.refusal.code != FDL_REF_NONE) {
+    fdl_err_prefix(err, "%s", fdl_refusal_name(r.refusal.code));
   }
   fdl_pk_free_panel(&c);
   return s;
@@ -582,8 +584,8 @@ fdl_status fdl_ds_panel_load(const char *path, fdl_ds_panel *p, fdl_err *err) {
   if (s == FDL_OK) {
     p->lines = fdl_calloc(h->c.n, sizeof *p->lines);
     if (!p->lines) s = fdl_fail(err, FDL_NOMEM, "%s: out of memory", path);
-  } else if (h->r.refusal.code[0]) {
-    fdl_err_prefix(err, "%s", h->r.refusal.code);
+  } else if (h->r.refusal.code != FDL_REF_NONE) {
+    fdl_err_prefix(err, "%s", fdl_refusal_name(h->r.refusal.code));
   }
   if (s != FDL_OK) {
     fdl_pk_free_panel(&h->c);
@@ -621,7 +623,7 @@ void fdl_ds_panel_free(fdl_ds_panel *p) {
 fdl_status fdl_pk_check_tensor_dir(pk_ctx *c, fdl_err *err) {
   DIR *d = opendir(c->o->tensor_dir);
   if (!d)
-    return fdl_pk_refuse(c, err, "bad_input", FDL_IO, "tensor directory %s cannot be read",
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_IO, "tensor directory %s cannot be read",
                          c->o->tensor_dir);
   fdl_status s = FDL_OK;
   struct dirent *e;
@@ -633,7 +635,7 @@ fdl_status fdl_pk_check_tensor_dir(pk_ctx *c, fdl_err *err) {
     if (strcmp(ext, ".safetensors") && strcmp(ext, ".npy")) continue;
     int64_t idx = strtoll(name, NULL, 10);
     if (idx >= (int64_t)c->n)
-      s = fdl_pk_refuse(c, err, "panel_binding", FDL_REFUSED,
+      s = fdl_pk_refuse(c, err, FDL_REF_PANEL_BINDING, FDL_REFUSED,
                         "%s/%s: index %" PRId64 " has no panel record (the panel holds 0..%zu)",
                         c->o->tensor_dir, name, idx, c->n - 1);
   }

@@ -46,11 +46,11 @@ static fdl_status check_finite(pk_ctx *c, const pk_record *r, const uint8_t *dat
   const char *what = nan ? "NaN" : "an infinity";
   int64_t row = (int64_t)(at / (uint64_t)width), col = (int64_t)(at % (uint64_t)width);
   if (!r)
-    return fdl_pk_refuse(c, err, "non_finite", FDL_NONFINITE,
+    return fdl_pk_refuse(c, err, FDL_REF_NON_FINITE, FDL_NONFINITE,
                          "head %s: row %" PRId64 " column %" PRId64
                          " is %s%s; a head must be finite",
                          label, row, col, what, when);
-  return fdl_pk_refuse(c, err, "non_finite", FDL_NONFINITE,
+  return fdl_pk_refuse(c, err, FDL_REF_NON_FINITE, FDL_NONFINITE,
                        "record %" PRId64 " row %" PRId64 " (predicting from token position %" PRId64
                        "), column %" PRId64 ": %s%s in %s; a capture must be finite",
                        r->index, row, row_position(c, r, row), col, what, when, label);
@@ -80,13 +80,13 @@ static fdl_status input_open(pk_ctx *c, const char *path, const char *named,
   fdl_err e;
   if (fdl_ends_with(named, ".npy")) {
     if (fdl_npy_open(path, &in->npy, &e) != FDL_OK)
-      return fdl_pk_refuse(c, err, "bad_tensor_file", FDL_PARSE, "%s", e.msg);
+      return fdl_pk_refuse(c, err, FDL_REF_BAD_TENSOR_FILE, FDL_PARSE, "%s", e.msg);
     in->t = fdl_npy_tensor(in->npy);
     in->key = "";
     return FDL_OK;
   }
   if (fdl_safetensors_open(path, &in->st, &e) != FDL_OK)
-    return fdl_pk_refuse(c, err, "bad_tensor_file", FDL_PARSE, "%s", e.msg);
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_TENSOR_FILE, FDL_PARSE, "%s", e.msg);
   for (size_t i = 0; keys[i] && !in->t; i++)
     if ((in->t = fdl_safetensors_find(in->st, keys[i]))) in->key = keys[i];
   if (!in->t && fdl_safetensors_count(in->st) == 1) {
@@ -96,7 +96,7 @@ static fdl_status input_open(pk_ctx *c, const char *path, const char *named,
   if (!in->t) {
     size_t n = fdl_safetensors_count(in->st);
     input_close(in);
-    return fdl_pk_refuse(c, err, "bad_tensor_file", FDL_PARSE,
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_TENSOR_FILE, FDL_PARSE,
                          "%s holds %zu tensors and none is named %s%s%s; give one tensor per file",
                          path, n, keys[0], keys[1] ? " or " : "", keys[1] ? keys[1] : "");
   }
@@ -111,10 +111,10 @@ static fdl_status find_record_file(pk_ctx *c, const pk_record *r, char *path, si
   int a = snprintf(st, sizeof st, "%s/%04" PRId64 ".safetensors", c->o->tensor_dir, r->index);
   int b = snprintf(np, sizeof np, "%s/%04" PRId64 ".npy", c->o->tensor_dir, r->index);
   if (a < 0 || b < 0 || (size_t)a >= sizeof st || (size_t)b >= sizeof np || (size_t)a >= cap)
-    return fdl_pk_refuse(c, err, "bad_input", FDL_BOUNDS, "tensor directory path too long");
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_BOUNDS, "tensor directory path too long");
   bool has_st = fdl_path_exists(st), has_np = fdl_path_exists(np);
   if (has_st && has_np)
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID,
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "record %" PRId64 ": both %s and %s exist; keep one", r->index, st, np);
   *found = has_st || has_np;
   snprintf(path, cap, "%s", has_np ? np : st);
@@ -155,18 +155,19 @@ static fdl_status write_record(pk_ctx *c, pk_record *r, const void *data, int64_
           : (hidden ? "after_final_rmsnorm_before_lm_head" : "lm_head_output_before_sampling"),
       "window_id", wid ? wid : "", "cold_run", run ? run : c->dataset_id, "dtype",
       dtype_word(c->stored));
-  if (!meta) return fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "out of memory");
+  if (!meta) return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "out of memory");
   int64_t shape[2] = {rows, c->width};
   fdl_tensor_in tin = {key, c->stored, 2, shape, data};
   fdl_err e;
   s = fdl_safetensors_write(path, &tin, 1, meta, &e);
   json_decref(meta);
-  if (s != FDL_OK) return fdl_pk_refuse(c, err, "io_error", s, "%s", e.msg);
+  if (s != FDL_OK) return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, s, "%s", e.msg);
   fdl_ds_tensor_digests dg;
   if (fdl_ds_tensor_file_digests(path, key, &dg, &e) != FDL_OK)
-    return fdl_pk_refuse(c, err, "io_error", FDL_IO, "re-reading %s: %s", rel, e.msg);
+    return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_IO, "re-reading %s: %s", rel, e.msg);
   if (dg.dtype != c->stored || dg.ndim != 2 || dg.shape[0] != rows || dg.shape[1] != c->width)
-    return fdl_pk_refuse(c, err, "io_error", FDL_MISMATCH, "%s does not read back as written", rel);
+    return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_MISMATCH, "%s does not read back as written",
+                         rel);
   memcpy(r->file_hex, dg.file_sha256, sizeof r->file_hex);
   memcpy(r->payload_hex, dg.payload_sha256, sizeof r->payload_hex);
   memcpy(r->content_hex, dg.content_sha256, sizeof r->content_hex);
@@ -181,7 +182,7 @@ fdl_status fdl_pk_pack_record(pk_ctx *c, pk_record *r, fdl_err *err) {
   if (s != FDL_OK) return s;
   if (!found) {
     if (c->o->allow_partial) return FDL_OK;
-    return fdl_pk_refuse(c, err, "missing_file", FDL_REFUSED,
+    return fdl_pk_refuse(c, err, FDL_REF_MISSING_FILE, FDL_REFUSED,
                          "record %" PRId64 ": no %04" PRId64 ".safetensors or %04" PRId64
                          ".npy in %s (a partial pack may leave records out)",
                          r->index, r->index, r->index, c->o->tensor_dir);
@@ -198,45 +199,45 @@ fdl_status fdl_pk_pack_record(pk_ctx *c, pk_record *r, fdl_err *err) {
   uint16_t *converted = NULL;
   const void *data = t->data;
   if (t->ndim != 2) {
-    s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_INVALID,
+    s = fdl_pk_refuse(c, err, FDL_REF_BAD_TENSOR_FILE, FDL_INVALID,
                       "%s: a record tensor is 2-D [scored_rows, %s], not %d-D", path,
                       hidden ? "hidden" : "vocab", t->ndim);
   } else if (rows != r->scored) {
     s = fdl_pk_refuse(
-        c, err, "panel_binding", FDL_REFUSED,
+        c, err, FDL_REF_PANEL_BINDING, FDL_REFUSED,
         "record %" PRId64 ": %s has %" PRId64 " rows but the panel record scores %" PRId64
         " positions (positions i < %zu-1 with mask[i] and mask[i+1]%s)",
         r->index, path, rows, r->scored, r->ntok, c->score_from ? " and i >= score_from" : "");
   } else if (width < 1 || (c->width > 0 && width != c->width)) {
-    s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_INVALID,
+    s = fdl_pk_refuse(c, err, FDL_REF_BAD_TENSOR_FILE, FDL_INVALID,
                       "record %" PRId64 ": %s is %" PRId64 " wide but earlier records are %" PRId64,
                       r->index, path, width, c->width);
   } else if (hidden && c->o->hidden_f32 && t->dtype != FDL_DTYPE_F32) {
-    s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_UNSUPPORTED,
+    s = fdl_pk_refuse(c, err, FDL_REF_BAD_TENSOR_FILE, FDL_UNSUPPORTED,
                       "%s: F32 hidden-state storage was asked for (--hidden-dtype f32) but this "
                       "record is %s; widening would claim a precision it never had",
                       path, fdl_dtype_name(t->dtype));
   } else if (hidden && t->dtype != FDL_DTYPE_BF16 && t->dtype != FDL_DTYPE_F32) {
     s = fdl_pk_refuse(
-        c, err, "bad_tensor_file", FDL_UNSUPPORTED,
+        c, err, FDL_REF_BAD_TENSOR_FILE, FDL_UNSUPPORTED,
         "%s: hidden states come as BF16 (stored as is) or F32 (rounded to BF16), not %s", path,
         fdl_dtype_name(t->dtype));
   } else if (!hidden && t->dtype != FDL_DTYPE_BF16 && t->dtype != FDL_DTYPE_F16 &&
              t->dtype != FDL_DTYPE_F32 && t->dtype != FDL_DTYPE_F64) {
-    s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_UNSUPPORTED,
+    s = fdl_pk_refuse(c, err, FDL_REF_BAD_TENSOR_FILE, FDL_UNSUPPORTED,
                       "%s: logits come as F32, BF16, F16 or F64, not %s", path,
                       fdl_dtype_name(t->dtype));
   }
   fdl_dtype stored = hidden && !c->o->hidden_f32 ? FDL_DTYPE_BF16 : t->dtype;
   if (s == FDL_OK && c->stored != FDL_DTYPE_COUNT && stored != c->stored)
-    s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_INVALID,
+    s = fdl_pk_refuse(c, err, FDL_REF_BAD_TENSOR_FILE, FDL_INVALID,
                       "record %" PRId64
                       ": %s is %s but earlier records were stored as %s; one dtype "
                       "per capture",
                       r->index, path, fdl_dtype_name(t->dtype), fdl_dtype_name(c->stored));
   bool narrow = hidden && !c->o->hidden_f32 && t->dtype == FDL_DTYPE_F32;
   if (s == FDL_OK && c->present && hidden && narrow != c->narrowed)
-    s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_INVALID,
+    s = fdl_pk_refuse(c, err, FDL_REF_BAD_TENSOR_FILE, FDL_INVALID,
                       "record %" PRId64 ": %s mixes F32 and BF16 inputs across records", r->index,
                       path);
   if (s == FDL_OK) s = check_finite(c, r, t->data, t->dtype, rows, width, path, "", err);
@@ -245,7 +246,7 @@ fdl_status fdl_pk_pack_record(pk_ctx *c, pk_record *r, fdl_err *err) {
     float *f = fdl_malloc(n ? n * sizeof *f : 1);
     converted = fdl_malloc(n ? n * sizeof *converted : 1);
     if (!f || !converted) {
-      s = fdl_pk_refuse(c, err, "io_error", FDL_NOMEM, "record %" PRId64 ": out of memory",
+      s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "record %" PRId64 ": out of memory",
                         r->index);
     } else {
       memcpy(f, t->data, n * sizeof *f);
@@ -282,10 +283,10 @@ static fdl_status declared_head(pk_ctx *c, fdl_err *err) {
   const char *dtype = fdl_ds_str(h, "dtype");
   bool hidden = !strcmp(c->form, "hidden");
   if (!strcmp(c->role, "root"))
-    return fdl_pk_refuse(c, err, "head_mismatch", FDL_REFUSED,
+    return fdl_pk_refuse(c, err, FDL_REF_HEAD_MISMATCH, FDL_REFUSED,
                          "role root ships its head (HEAD-6): give its head file");
   if (hidden && !(content && fdl_sha256_hex_ok(content, strlen(content))))
-    return fdl_pk_refuse(c, err, "head_mismatch", FDL_REFUSED,
+    return fdl_pk_refuse(c, err, FDL_REF_HEAD_MISMATCH, FDL_REFUSED,
                          "a hidden-form dataset needs its head's content digest (HEAD-4): give "
                          "the head file, or meta head.tensor_content_sha256 with head.shape and "
                          "head.dtype");
@@ -293,7 +294,7 @@ static fdl_status declared_head(pk_ctx *c, fdl_err *err) {
       !json_is_integer(json_array_get(shape, 1)) || !dtype ||
       (strcmp(dtype, "BF16") && strcmp(dtype, "F16") && strcmp(dtype, "F32")))
     return fdl_pk_refuse(
-        c, err, "bad_input", FDL_INVALID,
+        c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
         "without a head file, meta head.shape [vocab, hidden] and head.dtype (BF16, F16 "
         "or F32) describe the head the capture used");
   c->head.present = false;
@@ -301,7 +302,8 @@ static fdl_status declared_head(pk_ctx *c, fdl_err *err) {
   c->head.shape[1] = (int64_t)json_integer_value(json_array_get(shape, 1));
   c->head.dtype = !strcmp(dtype, "BF16") ? "BF16" : !strcmp(dtype, "F16") ? "F16" : "F32";
   if (c->head.shape[0] < 1 || c->head.shape[1] < 1)
-    return fdl_pk_refuse(c, err, "bad_input", FDL_INVALID, "meta head.shape must be positive");
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
+                         "meta head.shape must be positive");
   snprintf(c->head.content_hex, sizeof c->head.content_hex, "%s", content ? content : "");
   const char *file = fdl_ds_str(h, "file_sha256");
   snprintf(c->head.file_hex, sizeof c->head.file_hex, "%s", file ? file : "");
@@ -312,7 +314,7 @@ fdl_status fdl_pk_pack_head(pk_ctx *c, fdl_err *err) {
   if (!c->o->head_path) return declared_head(c, err);
   if (fdl_ds_str(fdl_ds_obj(c->meta, "head"), "tensor_content_sha256"))
     return fdl_pk_refuse(
-        c, err, "bad_input", FDL_INVALID,
+        c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
         "meta head.tensor_content_sha256 is computed from the head file; drop one of them");
   static const char *const KEYS[] = {"lm_head.weight", "weight", NULL};
   pk_input in;
@@ -321,16 +323,16 @@ fdl_status fdl_pk_pack_head(pk_ctx *c, fdl_err *err) {
   char *real = NULL;
   fdl_err e;
   if (fdl_resolve_named(c->o->head_path, &real, &e) != FDL_OK)
-    return fdl_pk_refuse(c, err, "bad_tensor_file", e.status, "head: %s", e.msg);
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_TENSOR_FILE, e.status, "head: %s", e.msg);
   fdl_status s = input_open(c, real, c->o->head_path, KEYS, &in, err);
   free(real);
   if (s != FDL_OK) return s;
   const fdl_tensor *t = in.t;
   if (t->ndim != 2 || t->shape[0] < 1 || t->shape[1] < 1)
-    s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_INVALID, "%s: the head is 2-D [vocab, hidden]",
-                      c->o->head_path);
+    s = fdl_pk_refuse(c, err, FDL_REF_BAD_TENSOR_FILE, FDL_INVALID,
+                      "%s: the head is 2-D [vocab, hidden]", c->o->head_path);
   else if (t->dtype != FDL_DTYPE_BF16 && t->dtype != FDL_DTYPE_F16 && t->dtype != FDL_DTYPE_F32)
-    s = fdl_pk_refuse(c, err, "bad_tensor_file", FDL_UNSUPPORTED,
+    s = fdl_pk_refuse(c, err, FDL_REF_BAD_TENSOR_FILE, FDL_UNSUPPORTED,
                       "%s: a head is BF16, F16 or F32, not %s", c->o->head_path,
                       fdl_dtype_name(t->dtype));
   if (s == FDL_OK)
@@ -342,11 +344,11 @@ fdl_status fdl_pk_pack_head(pk_ctx *c, fdl_err *err) {
   if (s == FDL_OK) {
     fdl_tensor_in tin = {"lm_head.weight", t->dtype, 2, t->shape, t->data};
     if (fdl_safetensors_write(path, &tin, 1, NULL, &e) != FDL_OK)
-      s = fdl_pk_refuse(c, err, "io_error", FDL_IO, "%s", e.msg);
+      s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_IO, "%s", e.msg);
   }
   fdl_ds_tensor_digests dg;
   if (s == FDL_OK && fdl_ds_tensor_file_digests(path, "lm_head.weight", &dg, &e) != FDL_OK)
-    s = fdl_pk_refuse(c, err, "io_error", FDL_IO, "re-reading the head: %s", e.msg);
+    s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_IO, "re-reading the head: %s", e.msg);
   if (s == FDL_OK) {
     c->head.present = true;
     c->head.shape[0] = t->shape[0];

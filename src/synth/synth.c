@@ -288,7 +288,7 @@ static fdl_status pack_side(synth *z, bool cand, fdl_synth_result *res, fdl_err 
     s = fdl_ds_pack(&po, &pr, err);
     if (s != FDL_OK)
       fdl_err_prefix(err, "synth: packing the %s [%s]", cand ? "candidate" : "reference",
-                     pr.refusal.code);
+                     fdl_refusal_name(pr.refusal.code));
     else {
       memcpy(cand ? res->candidate_sha256 : res->reference_sha256, pr.dataset_sha256,
              FDL_SHA256_HEX_BUF);
