@@ -62,18 +62,40 @@ extern "C" {
 #define FDL_REFUSAL_ID_(id, name, meaning) FDL_REF_##id,
 typedef enum { FDL_REFUSAL_MAP(FDL_REFUSAL_ID_) FDL_REF_COUNT } fdl_refusal_code;
 
-/* Gates are short stage names ("panel", "coverage", "publish"). */
-#define FDL_REFUSAL_GATE_MAX 24
+/* The gates, the stages that refuse: first the nine every comparison receipt reports (its
+ * "gates" object, in the receipt's order), then decode (reported when a side declares a weights
+ * decode), then the stages before and after them. X(ID, "name"). */
+#define FDL_RECEIPT_GATES(X)                                                                       \
+  X(SEAL, "seal")                                                                                  \
+  X(FORM, "form")                                                                                  \
+  X(PANEL, "panel")                                                                                \
+  X(HEAD, "head")                                                                                  \
+  X(LANE, "lane")                                                                                  \
+  X(STACK, "stack") X(GEOMETRY, "geometry") X(COVERAGE, "coverage") X(LOSSY, "lossy")
+#define FDL_GATES(X)                                                                               \
+  X(NONE, "")                                                                                      \
+  FDL_RECEIPT_GATES(X)                                                                             \
+  X(DECODE, "decode")                                                                              \
+  X(CLI, "cli")                                                                                    \
+  X(PACK, "pack") X(COMPUTE, "compute") X(SELF_COMPARE, "self-compare") X(PUBLISH, "publish")
+
+#define FDL_GATE_ID_(id, name) FDL_GATE_##id,
+typedef enum { FDL_GATES(FDL_GATE_ID_) FDL_GATE_COUNT } fdl_gate;
+#define FDL_GATE_NAME_(id, name) +1
+enum { FDL_RECEIPT_GATE_COUNT = 0 FDL_RECEIPT_GATES(FDL_GATE_NAME_) };
+
 /* Remedies name override flags or say why there is none, in one or two sentences. */
 #define FDL_REFUSAL_REMEDY_MAX 640
 
 typedef struct {
   fdl_status status;                   /* the cause; FDL_OK while nothing was refused */
   fdl_refusal_code code;               /* FDL_REF_NONE when none */
-  char gate[FDL_REFUSAL_GATE_MAX];     /* the stage that refused; "" when none */
+  fdl_gate gate;                       /* the stage that refused; FDL_GATE_NONE when none */
   char remedy[FDL_REFUSAL_REMEDY_MAX]; /* "" when there is nothing to suggest */
 } fdl_refusal;
 
+/* A gate's name ("" for FDL_GATE_NONE and anything out of range). */
+FDL_API const char *fdl_gate_name(fdl_gate g);
 /* The code's name ("" for FDL_REF_NONE and anything out of range) and its meaning. */
 FDL_API const char *fdl_refusal_name(fdl_refusal_code c);
 FDL_API const char *fdl_refusal_meaning(fdl_refusal_code c);
@@ -85,10 +107,10 @@ FDL_API fdl_refusal_code fdl_refusal_code_for(fdl_status s, fdl_refusal_code oth
 /* Fills r (code, gate, remedy; NULL gate or remedy is "") and err (status and the message), and
  * returns status. Texts longer than their field are cut. */
 FDL_API fdl_status fdl_refuse(fdl_refusal *r, fdl_err *err, fdl_status status,
-                              fdl_refusal_code code, const char *gate, const char *remedy,
+                              fdl_refusal_code code, fdl_gate gate, const char *remedy,
                               const char *fmt, ...) FDL_PRINTF(7, 8);
 FDL_API fdl_status fdl_refusev(fdl_refusal *r, fdl_err *err, fdl_status status,
-                               fdl_refusal_code code, const char *gate, const char *remedy,
+                               fdl_refusal_code code, fdl_gate gate, const char *remedy,
                                const char *fmt, va_list ap);
 
 #ifdef __cplusplus

@@ -8,6 +8,13 @@
 static const char *const NAMES[] = {FDL_REFUSAL_MAP(NAME_)};
 static const char *const MEANINGS[] = {FDL_REFUSAL_MAP(MEANING_)};
 
+#define GATE_NAME_(id, name) name,
+static const char *const GATE_NAMES[] = {FDL_GATES(GATE_NAME_)};
+
+const char *fdl_gate_name(fdl_gate g) {
+  return (unsigned)g < FDL_GATE_COUNT ? GATE_NAMES[g] : "";
+}
+
 const char *fdl_refusal_name(fdl_refusal_code c) {
   return (unsigned)c < FDL_REF_COUNT ? NAMES[c] : "";
 }
@@ -23,18 +30,18 @@ fdl_refusal_code fdl_refusal_code_for(fdl_status s, fdl_refusal_code otherwise) 
 }
 
 fdl_status fdl_refusev(fdl_refusal *r, fdl_err *err, fdl_status status, fdl_refusal_code code,
-                       const char *gate, const char *remedy, const char *fmt, va_list ap) {
+                       fdl_gate gate, const char *remedy, const char *fmt, va_list ap) {
   if (r) {
     r->status = status;
     r->code = code;
-    snprintf(r->gate, sizeof r->gate, "%s", gate ? gate : "");
+    r->gate = gate;
     snprintf(r->remedy, sizeof r->remedy, "%s", remedy ? remedy : "");
   }
   return fdl_failv(err, status, fmt, ap);
 }
 
 fdl_status fdl_refuse(fdl_refusal *r, fdl_err *err, fdl_status status, fdl_refusal_code code,
-                      const char *gate, const char *remedy, const char *fmt, ...) {
+                      fdl_gate gate, const char *remedy, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fdl_status s = fdl_refusev(r, err, status, code, gate, remedy, fmt, ap);

@@ -86,7 +86,7 @@ void fdl_cli_print_refusal(const char *cmd, const fdl_refusal *r, const fdl_err 
   fprintf(stderr,
           "%s [%s]: ", fdl_cli_exit_for(err->status) == FDL_EXIT_REFUSED ? "REFUSED" : "FAILED",
           r->code != FDL_REF_NONE ? fdl_refusal_name(r->code) : fdl_status_name(err->status));
-  if (r->gate[0]) fprintf(stderr, "gate %s: ", r->gate);
+  if (r->gate != FDL_GATE_NONE) fprintf(stderr, "gate %s: ", fdl_gate_name(r->gate));
   fdl_cli_put_text(stderr, err->msg);
   fputc('\n', stderr);
   if (r->remedy[0]) {

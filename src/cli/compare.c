@@ -350,7 +350,7 @@ static void headline_json(const fdl_compare_result *r, int exit_code, const fdl_
   if (!r->receipt) {
     json_t *f = json_object();
     json_object_set_new(f, "code", json_string(fdl_refusal_name(r->refusal.code)));
-    json_object_set_new(f, "gate", json_string(r->refusal.gate));
+    json_object_set_new(f, "gate", json_string(fdl_gate_name(r->refusal.gate)));
     json_object_set_new(f, "message", fdl_cli_json_text(err->msg));
     json_object_set_new(f, "remedy",
                         *r->refusal.remedy ? json_string(r->refusal.remedy) : json_null());

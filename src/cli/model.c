@@ -92,7 +92,7 @@ int fdl_cli_model(int argc, char **argv) {
   fdl_status s = fdl_model_init(&o, &r, &err);
   double dt = fdl_cli_now() - t0;
   if (s != FDL_OK) {
-    fdl_refusal ref = {s, fdl_refusal_code_for(s, FDL_REF_MODEL_INIT_FAILED), "", ""};
+    fdl_refusal ref = {s, fdl_refusal_code_for(s, FDL_REF_MODEL_INIT_FAILED), FDL_GATE_NONE, ""};
     fdl_cli_print_refusal("model init", &ref, &err);
     return fdl_cli_exit_for(s);
   }

@@ -89,7 +89,7 @@ int fdl_cli_quantize(int argc, char **argv) {
   fdl_status s = fdl_gptq_quantize_model(&o, &r, &err);
   double dt = fdl_cli_now() - t0;
   if (s != FDL_OK) {
-    fdl_refusal ref = {s, fdl_refusal_code_for(s, FDL_REF_QUANTIZE_REFUSED), "", ""};
+    fdl_refusal ref = {s, fdl_refusal_code_for(s, FDL_REF_QUANTIZE_REFUSED), FDL_GATE_NONE, ""};
     fdl_cli_print_refusal("quantize", &ref, &err);
     return fdl_cli_exit_for(s);
   }

@@ -117,8 +117,8 @@ int fdl_cli_synth(int argc, char **argv) {
   fdl_status s = fdl_synth(&o, &r, &err);
   if (s != FDL_OK) {
     fdl_refusal ref = {
-        s, fdl_refusal_code_for(s, s == FDL_INVALID ? FDL_REF_BAD_USAGE : FDL_REF_SYNTH_FAILED), "",
-        ""};
+        s, fdl_refusal_code_for(s, s == FDL_INVALID ? FDL_REF_BAD_USAGE : FDL_REF_SYNTH_FAILED),
+        FDL_GATE_NONE, ""};
     fdl_cli_print_refusal("synth", &ref, &err);
     return s == FDL_INVALID ? FDL_EXIT_USAGE : fdl_cli_exit_for(s);
   }

@@ -31,7 +31,7 @@ fdl_status fdl_cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_comp
   if (f->capture_equal && (a->hidden || b->hidden) && !f->head_digest_equal) {
     if (!o->own_heads)
       return fdl_cmp_refuse(
-          r, err, FDL_REF_HEAD_SUBSTITUTION_VACUOUS, "head",
+          r, err, FDL_REF_HEAD_SUBSTITUTION_VACUOUS, FDL_GATE_HEAD,
           "none: with identical hidden states the only difference is the head; "
           "use --own-heads to measure exactly that head difference",
           "HEAD-1c: the capture content digests are equal (%s) but the heads "
@@ -58,7 +58,7 @@ fdl_status fdl_cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_comp
     f->kind = "measurement";
   }
   if (o->self_compare && strcmp(f->kind, "reproduction_confirmation"))
-    return fdl_cmp_refuse(r, err, FDL_REF_NOT_A_SELF_COMPARE, "self-compare",
+    return fdl_cmp_refuse(r, err, FDL_REF_NOT_A_SELF_COMPARE, FDL_GATE_SELF_COMPARE,
                           "drop --self-compare to measure this pair",
                           "--self-compare asserts a reproduction, but this pair is a %s (capture "
                           "content digests %s)",

@@ -27,7 +27,7 @@
 
 /* Fills r and err ("message") and returns FDL_REFUSED (fdl_refuse with the status every gate
  * refusal has). remedy may be NULL (no remedy line). */
-fdl_status fdl_cmp_refuse(fdl_refusal *r, fdl_err *err, fdl_refusal_code code, const char *gate,
+fdl_status fdl_cmp_refuse(fdl_refusal *r, fdl_err *err, fdl_refusal_code code, fdl_gate gate,
                           const char *remedy, const char *fmt, ...) FDL_PRINTF(6, 7);
 
 /* Remedy text of refusals that have no override by design. */
@@ -173,7 +173,7 @@ typedef struct {
 void fdl_cmp_findings_init(cmp_findings *f);
 void fdl_cmp_findings_free(cmp_findings *f);
 /* Records a gate result; overridden_by may be NULL. */
-fdl_status fdl_cmp_gate(cmp_findings *f, const char *name, bool passed, const char *overridden_by,
+fdl_status fdl_cmp_gate(cmp_findings *f, fdl_gate gate, bool passed, const char *overridden_by,
                         fdl_err *err, const char *fmt, ...) FDL_PRINTF(6, 7);
 /* Appends a disclosure; affects < 0 writes null. */
 fdl_status fdl_cmp_disclose(cmp_findings *f, const char *code, const char *severity, int affects,

@@ -79,7 +79,7 @@ fdl_status fdl_cmp_comparability(const cmp_side *a, const cmp_findings *f, json_
     if (!bad && fdl_compare_key(ki, key, &ke) != FDL_OK) {
       json_decref(ki);
       json_decref(c);
-      return fdl_cmp_refuse(r, err, FDL_REF_RECEIPT_INVALID, "publish", CMP_REMEDY_BUG, "%s",
+      return fdl_cmp_refuse(r, err, FDL_REF_RECEIPT_INVALID, FDL_GATE_PUBLISH, CMP_REMEDY_BUG, "%s",
                             ke.msg);
     }
     /* The reference's exact text: readers match on it. */

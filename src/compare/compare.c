@@ -56,7 +56,7 @@ static fdl_status same_root(const fdl_compare_opts *o, fdl_refusal *r, fdl_err *
   free(rb);
   if (!same) return FDL_OK;
   return fdl_cmp_refuse(
-      r, err, FDL_REF_SAME_ROOT, "cli",
+      r, err, FDL_REF_SAME_ROOT, FDL_GATE_CLI,
       "none: even a self-compare needs two separate captures of the same artifact",
       "the reference and the candidate are the same directory (%s)", o->reference);
 }
@@ -68,13 +68,15 @@ static fdl_status force_agrees(const cmp_estimate *e, fdl_refusal *r, fdl_err *e
     uint64_t w;
     memcpy(&w, &e->kl[i], sizeof w);
     if (w)
-      return fdl_cmp_refuse(r, err, FDL_REF_SELF_COMPARE_DISAGREEMENT, "compute", CMP_REMEDY_BUG,
+      return fdl_cmp_refuse(r, err, FDL_REF_SELF_COMPARE_DISAGREEMENT, FDL_GATE_COMPUTE,
+                            CMP_REMEDY_BUG,
                             "--force-compute: row %zu of the computed array is %.17g, not +0.0, "
                             "although the capture content digests are equal",
                             i, e->kl[i]);
   }
   if (e->top1_matches != e->n_rows)
-    return fdl_cmp_refuse(r, err, FDL_REF_SELF_COMPARE_DISAGREEMENT, "compute", CMP_REMEDY_BUG,
+    return fdl_cmp_refuse(r, err, FDL_REF_SELF_COMPARE_DISAGREEMENT, FDL_GATE_COMPUTE,
+                          CMP_REMEDY_BUG,
                           "--force-compute: top-1 agreement is %llu of %zu rows, not all",
                           (unsigned long long)e->top1_matches, e->n_rows);
   return FDL_OK;
@@ -131,7 +133,7 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
   char code[FDL_COMPARE_CHECK_CODE_LEN];
   fdl_err ce = {FDL_OK, ""};
   if (fdl_compare_check_receipt(z->rc, code, &ce) != FDL_OK)
-    return fdl_cmp_refuse(r, err, FDL_REF_RECEIPT_INVALID, "publish", CMP_REMEDY_BUG,
+    return fdl_cmp_refuse(r, err, FDL_REF_RECEIPT_INVALID, FDL_GATE_PUBLISH, CMP_REMEDY_BUG,
                           "the built receipt fails its own checks [%s]: %s", code, ce.msg);
   s = fdl_cmp_stage_commit(&z->st, z->rc, o->out_dir, &res->receipt_path, &res->tokenwise_path, r,
                            err);
@@ -150,21 +152,21 @@ fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *res, fdl_e
   if (s != FDL_OK) {
     res->outcome = FDL_COMPARE_BAD_OPTS;
     res->refusal.code = FDL_REF_USAGE;
-    snprintf(res->refusal.gate, sizeof res->refusal.gate, "cli");
+    res->refusal.gate = FDL_GATE_CLI;
     res->refusal.status = s;
     return s;
   }
   run_state z;
   memset(&z, 0, sizeof z);
   fdl_cmp_findings_init(&z.f);
-  fdl_refusal r = {FDL_OK, FDL_REF_NONE, "", ""};
+  fdl_refusal r = {FDL_OK, FDL_REF_NONE, FDL_GATE_NONE, ""};
   s = run(o, &z, res, &r, err);
   if (s != FDL_OK && s != FDL_REFUSED) {
     /* Every failure is reported with a code, as a refusal: nothing was written. */
     r.code = s == FDL_NOMEM ? FDL_REF_OUT_OF_MEMORY
              : s == FDL_IO  ? FDL_REF_UNREADABLE
                             : FDL_REF_INTERNAL_ERROR;
-    snprintf(r.gate, sizeof r.gate, "cli");
+    r.gate = FDL_GATE_CLI;
     r.status = s;
     snprintf(r.remedy, sizeof r.remedy, "%s",
              s == FDL_NOMEM ? CMP_REMEDY_RESOURCES

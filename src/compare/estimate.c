@@ -93,7 +93,7 @@ static fdl_status open_side(const plan *p, int i, size_t ctx, rec_open *ro, fdl_
   fdl_err e = {FDL_OK, ""};
   fdl_status st = fdl_safetensors_open(path, &ro->st[i], &e);
   if (st != FDL_OK) {
-    fdl_cmp_refuse(r, err, FDL_REF_BAD_TENSOR_FILE, "compute", CMP_NO_OVERRIDE_DATA,
+    fdl_cmp_refuse(r, err, FDL_REF_BAD_TENSOR_FILE, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_DATA,
                    "%s record %lld (%s): %s", s->who, idx, path, e.msg);
     free(path);
     return FDL_REFUSED;
@@ -101,16 +101,16 @@ static fdl_status open_side(const plan *p, int i, size_t ctx, rec_open *ro, fdl_
   const fdl_tensor *t = fdl_safetensors_find(ro->st[i], rec->key ? rec->key : "");
   char q[FDL_QUOTE_CAP];
   if (!t)
-    st = fdl_cmp_refuse(r, err, FDL_REF_BAD_TENSOR_FILE, "compute", CMP_NO_OVERRIDE_DATA,
+    st = fdl_cmp_refuse(r, err, FDL_REF_BAD_TENSOR_FILE, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_DATA,
                         "%s record %lld (%s): tensor key %s is absent", s->who, idx, path,
                         fdl_quote_str(rec->key ? rec->key : "", q, sizeof q));
   else if (!fdl_tensor_widenable(t->dtype))
-    st = fdl_cmp_refuse(r, err, FDL_REF_BAD_TENSOR_FILE, "compute", CMP_NO_OVERRIDE_DATA,
+    st = fdl_cmp_refuse(r, err, FDL_REF_BAD_TENSOR_FILE, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_DATA,
                         "%s record %lld (%s): dtype %s is not read by the float32 estimator "
                         "(BF16, F16 or F32 expected)",
                         s->who, idx, path, fdl_dtype_name(t->dtype));
   else if (t->ndim != 2 || t->shape[0] != rec->scored_rows || (uint64_t)t->shape[1] != p->width[i])
-    st = fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, "compute", CMP_NO_OVERRIDE_DATA,
+    st = fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_DATA,
                         "%s record %lld (%s): tensor shape [%lld, %lld], expected [%lld, %zu] "
                         "(scored_rows, %s)",
                         s->who, idx, path, t->ndim > 0 ? (long long)t->shape[0] : -1LL,
@@ -277,14 +277,14 @@ static fdl_status locate_nonfinite(runner *rn, window *w, const fdl_err *first, 
       size_t ctx = w->opens[b->open].ctx;
       const cmp_side *s = w->p.side[0];
       const fdl_ds_capture_record *rec = &s->ds.records[w->p.f->ref_at[ctx]];
-      return fdl_cmp_refuse(r, err, FDL_REF_NON_FINITE, "compute",
+      return fdl_cmp_refuse(r, err, FDL_REF_NON_FINITE, FDL_GATE_COMPUTE,
                             "none: a non-finite value is never clamped or skipped; fix the capture",
                             "record %lld (window_id %s), row %zu of %lld: %s",
                             (long long)rec->index, rec->window_id ? rec->window_id : "None",
                             b->row0 + row, (long long)rec->scored_rows, e.msg);
     }
   }
-  return fdl_cmp_refuse(r, err, FDL_REF_NON_FINITE, "compute",
+  return fdl_cmp_refuse(r, err, FDL_REF_NON_FINITE, FDL_GATE_COMPUTE,
                         "none: a non-finite value is never clamped or skipped; fix the capture",
                         "rows %zu..%zu: %s", w->first_slot, w->first_slot + w->rows_used - 1,
                         first->msg);
@@ -319,7 +319,7 @@ static fdl_status flush(runner *rn, window *w, fdl_refusal *r, fdl_err *err) {
   if (s == FDL_NONFINITE) return locate_nonfinite(rn, w, &ne, r, err);
   if (s != FDL_OK)
     return fdl_cmp_refuse(r, err, s == FDL_NOMEM ? FDL_REF_OUT_OF_MEMORY : FDL_REF_ESTIMATOR_FAILED,
-                          "compute", CMP_REMEDY_RESOURCES, "estimator: %s", ne.msg);
+                          FDL_GATE_COMPUTE, CMP_REMEDY_RESOURCES, "estimator: %s", ne.msg);
   /* Reductions in row order, so they are independent of the window size. */
   for (size_t i = 0; i < w->rows_used; i++) {
     e->top1_matches += e->top1[w->first_slot + i];
@@ -407,7 +407,7 @@ static fdl_status load_targets(const cmp_side *a, const cmp_findings *f, cmp_est
     size_t rows = e->ctx_off[c + 1] - e->ctx_off[c], at = 0, n = 0;
     if (!rows) continue;
     if (!panel_record(a, f->shared[c], &at))
-      return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, "compute", CMP_NO_OVERRIDE_PANEL,
+      return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_PANEL,
                             "reference record %lld has no panel record", (long long)f->shared[c]);
     int64_t *t = NULL;
     fdl_err te = {FDL_OK, ""};
@@ -415,16 +415,18 @@ static fdl_status load_targets(const cmp_side *a, const cmp_findings *f, cmp_est
     if (s == FDL_NOMEM) return fdl_fail(err, FDL_NOMEM, "%s", te.msg);
     if (s != FDL_OK)
       return fdl_cmp_refuse(r, err, s == FDL_MISMATCH ? FDL_REF_SEAL_FAILED : FDL_REF_UNREADABLE,
-                            "compute", CMP_NO_OVERRIDE_DATA, "reference panel record %lld (%s): %s",
-                            (long long)f->shared[c], a->root, te.msg);
+                            FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_DATA,
+                            "reference panel record %lld (%s): %s", (long long)f->shared[c],
+                            a->root, te.msg);
     for (size_t j = 0; s == FDL_OK && j < n && j < rows; j++)
       if (t[j] < 0 || t[j] >= a->vocab)
-        s = fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, "compute", CMP_NO_OVERRIDE_DATA,
+        s = fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, FDL_GATE_COMPUTE,
+                           CMP_NO_OVERRIDE_DATA,
                            "reference panel record %lld: row %zu predicts token %lld, outside the "
                            "logits' vocabulary 0..%lld (capture.vocab_size)",
                            (long long)f->shared[c], j, (long long)t[j], (long long)a->vocab - 1);
     if (s == FDL_OK && n != rows)
-      s = fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, "compute", CMP_NO_OVERRIDE_PANEL,
+      s = fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_PANEL,
                          "reference panel record %lld scores %zu positions, its capture %zu rows",
                          (long long)f->shared[c], n, rows);
     if (s == FDL_OK) memcpy(e->target + e->ctx_off[c], t, rows * sizeof *t);
@@ -443,7 +445,7 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
   if (batch > FDL_COMPARE_POSITION_BLOCK_MAX) {
     snprintf(remedy, sizeof remedy, "a batch of 1 to %d positions (it never changes a number)",
              FDL_COMPARE_POSITION_BLOCK_MAX);
-    return fdl_cmp_refuse(r, err, FDL_REF_BAD_POSITION_BLOCK, "compute", remedy,
+    return fdl_cmp_refuse(r, err, FDL_REF_BAD_POSITION_BLOCK, FDL_GATE_COMPUTE, remedy,
                           "a batch of %zu positions is above %d", batch,
                           FDL_COMPARE_POSITION_BLOCK_MAX);
   }
@@ -476,7 +478,7 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
   if (fdl_num_ctx_new(&no, &rn.ctx, &ne) != FDL_OK)
     return fdl_cmp_refuse(r, err,
                           ne.status == FDL_NOMEM ? FDL_REF_OUT_OF_MEMORY : FDL_REF_ESTIMATOR_FAILED,
-                          "compute", CMP_REMEDY_RESOURCES, "estimator: %s", ne.msg);
+                          FDL_GATE_COMPUTE, CMP_REMEDY_RESOURCES, "estimator: %s", ne.msg);
   e->isa = fdl_num_isa_name(fdl_num_ctx_opts(rn.ctx)->isa);
   unsigned threads = fdl_num_ctx_opts(rn.ctx)->threads;
   fdl_status s = fdl_pool_init(&rn.pool, threads, err);

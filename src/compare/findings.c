@@ -32,7 +32,7 @@ static json_t *vformat(const char *fmt, va_list ap) {
   return fdl_cmp_json_text(buf);
 }
 
-fdl_status fdl_cmp_gate(cmp_findings *f, const char *name, bool passed, const char *overridden_by,
+fdl_status fdl_cmp_gate(cmp_findings *f, fdl_gate gate, bool passed, const char *overridden_by,
                         fdl_err *err, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -48,13 +48,13 @@ fdl_status fdl_cmp_gate(cmp_findings *f, const char *name, bool passed, const ch
   }
   ok = ok && !fdl_cmp_set_str(g, "overridden_by", overridden_by);
   if (ok) {
-    ok = !json_object_set_new(f->gates, name, g);
+    ok = !json_object_set_new(f->gates, fdl_gate_name(gate), g);
     g = NULL;
   }
   if (!ok) {
     json_decref(detail);
     json_decref(g);
-    return fdl_fail(err, FDL_NOMEM, "out of memory recording gate %s", name);
+    return fdl_fail(err, FDL_NOMEM, "out of memory recording gate %s", fdl_gate_name(gate));
   }
   return FDL_OK;
 }

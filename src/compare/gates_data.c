@@ -9,12 +9,12 @@ fdl_status fdl_cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
                                           const fdl_compare_opts *o, cmp_findings *f,
                                           fdl_refusal *r, fdl_err *err) {
   if (a->vocab != b->vocab)
-    return fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, "geometry",
+    return fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, FDL_GATE_GEOMETRY,
                           "none: the vocabularies must be the same to compare distributions",
                           "capture.vocab_size differs: reference %lld, candidate %lld",
                           (long long)a->vocab, (long long)b->vocab);
   if (a->hidden && b->hidden && a->hidden_width != b->hidden_width)
-    return fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, "geometry",
+    return fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, FDL_GATE_GEOMETRY,
                           "none: hidden states of different widths do not come from the same model",
                           "capture.hidden_width differs: reference %lld, candidate %lld",
                           (long long)a->hidden_width, (long long)b->hidden_width);
@@ -23,14 +23,14 @@ fdl_status fdl_cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
     snprintf(width, sizeof width, "%lld", (long long)a->hidden_width);
   else
     snprintf(width, sizeof width, "None");
-  fdl_status s = fdl_cmp_gate(f, "geometry", true, NULL, err,
+  fdl_status s = fdl_cmp_gate(f, FDL_GATE_GEOMETRY, true, NULL, err,
                               "vocab_size %lld equal; hidden_width %s", (long long)a->vocab, width);
   if (s != FDL_OK) return s;
 
   size_t na = a->ds.n_records, nb = b->ds.n_records;
   if (f->sets_differ) {
     if (!o->allow_partial)
-      return fdl_cmp_refuse(r, err, FDL_REF_COVERAGE_MISMATCH, "coverage", "--allow-partial",
+      return fdl_cmp_refuse(r, err, FDL_REF_COVERAGE_MISMATCH, FDL_GATE_COVERAGE, "--allow-partial",
                             "the record index sets differ: %zu shared of %zu (reference) and %zu "
                             "(candidate)",
                             f->n_shared, na, nb);
@@ -53,7 +53,7 @@ fdl_status fdl_cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
         f->n_shared);
     if (s != FDL_OK) return s;
   }
-  return fdl_cmp_gate(f, "coverage", true, f->sets_differ ? "--allow-partial" : NULL, err,
+  return fdl_cmp_gate(f, FDL_GATE_COVERAGE, true, f->sets_differ ? "--allow-partial" : NULL, err,
                       "%zu of %zu/%zu declared records shared", f->n_shared, na, nb);
 }
 
@@ -89,7 +89,7 @@ static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_co
                               cmp_findings *f, fdl_err *err) {
   if (o->self_compare)
     return fdl_cmp_gate(
-        f, "decode", true, NULL, err,
+        f, FDL_GATE_DECODE, true, NULL, err,
         "self-compare: both sides are the same artifact; the weights-decode caveats "
         "apply to a measurement against a reference, not to SC-1");
   const cmp_side *sides[2] = {a, b};
@@ -128,8 +128,8 @@ static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_co
                          act);
     if (s != FDL_OK) return s;
   }
-  return fdl_cmp_gate(f, "decode", true, NULL, err, "weights_decode reference %s; candidate %s",
-                      method[0], method[1]);
+  return fdl_cmp_gate(f, FDL_GATE_DECODE, true, NULL, err,
+                      "weights_decode reference %s; candidate %s", method[0], method[1]);
 }
 
 fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b,
@@ -163,17 +163,17 @@ fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b,
     if (s != FDL_OK) return s;
   }
   if (*lossy)
-    s = fdl_cmp_gate(f, "lossy", true, NULL, err, "lossy_codec on %s", lossy);
+    s = fdl_cmp_gate(f, FDL_GATE_LOSSY, true, NULL, err, "lossy_codec on %s", lossy);
   else
-    s = fdl_cmp_gate(f, "lossy", true, NULL, err, "lossy_codec null on both sides");
+    s = fdl_cmp_gate(f, FDL_GATE_LOSSY, true, NULL, err, "lossy_codec null on both sides");
   if (s != FDL_OK) return s;
   return decode_gate(a, b, o, f, err);
 }
 
 fdl_status fdl_cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                              cmp_findings *f, fdl_refusal *r, fdl_err *err) {
-  fdl_status s = fdl_cmp_gate(f, "form", true, NULL, err, "%s vs %s", a->form ? a->form : "None",
-                              b->form ? b->form : "None");
+  fdl_status s = fdl_cmp_gate(f, FDL_GATE_FORM, true, NULL, err, "%s vs %s",
+                              a->form ? a->form : "None", b->form ? b->form : "None");
   if (s == FDL_OK) s = fdl_cmp_gate_provenance(a, b, f, err);
   if (s == FDL_OK) s = fdl_cmp_gate_panel(a, b, f, r, err);
   if (s == FDL_OK) s = fdl_cmp_gate_head(a, b, o, f, r, err);
@@ -181,7 +181,7 @@ fdl_status fdl_cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_com
   if (s == FDL_OK) s = fdl_cmp_gate_geometry_coverage(a, b, o, f, r, err);
   if (s == FDL_OK) s = fdl_cmp_gate_lossy_decode(a, b, o, f, err);
   if (s != FDL_OK) return s;
-  return fdl_cmp_gate(f, "seal", true, NULL, err,
+  return fdl_cmp_gate(f, FDL_GATE_SEAL, true, NULL, err,
                       "both manifests self-seal and checksums.txt verified; every "
                       "tensor_content_sha256 recomputed");
 }

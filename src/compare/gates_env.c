@@ -16,17 +16,17 @@ fdl_status fdl_cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const f
   const char *la = a->lane ? a->lane : "None", *lb = b->lane ? b->lane : "None";
   f->same_lane = !strcmp(la, lb);
   if (f->same_lane) {
-    s = fdl_cmp_gate(f, "lane", true, NULL, err, "lane=%s vs %s", la, lb);
+    s = fdl_cmp_gate(f, FDL_GATE_LANE, true, NULL, err, "lane=%s vs %s", la, lb);
   } else {
     if (!o->allow_cross_lane)
-      return fdl_cmp_refuse(r, err, FDL_REF_LANE_MISMATCH, "lane", "--allow-cross-lane",
+      return fdl_cmp_refuse(r, err, FDL_REF_LANE_MISMATCH, FDL_GATE_LANE, "--allow-cross-lane",
                             "the captures ran on different lanes (reference %s, candidate %s); "
                             "lanes are not interchangeable, so the difference would include the "
                             "lane's own offset",
                             la, lb);
     f->advisory = true;
     f->not_floor = true;
-    s = fdl_cmp_gate(f, "lane", true, "--allow-cross-lane", err, "lane=%s vs %s", la, lb);
+    s = fdl_cmp_gate(f, FDL_GATE_LANE, true, "--allow-cross-lane", err, "lane=%s vs %s", la, lb);
     if (s == FDL_OK)
       s = fdl_cmp_disclose(
           f, "cross_engine_capture", "caveat", 1, err,
@@ -55,7 +55,7 @@ fdl_status fdl_cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const f
   /* null == null prints "equal", as in the reference. */
   const char *w_li = eq_word(lia, lib), *w_sf = eq_word(sfpa, sfpb);
   const char *w_src = same_sources ? "equal" : "differ or unrecorded";
-  s = fdl_cmp_gate(f, "stack", true, NULL, err,
+  s = fdl_cmp_gate(f, FDL_GATE_STACK, true, NULL, err,
                    "lane_identity %s / stack_fingerprint %s / source_files %s -> %s%s", w_li, w_sf,
                    w_src, rel, same_dataset ? " (same dataset)" : "");
   if (s != FDL_OK || same_stack) return s;

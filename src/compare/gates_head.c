@@ -32,7 +32,7 @@ static fdl_status both_logit(const cmp_side *a, const cmp_side *b, cmp_findings 
   fdl_cmp_short(da, sa);
   fdl_cmp_short(db, sb);
   return fdl_cmp_gate(
-      f, "head", true, NULL, err,
+      f, FDL_GATE_HEAD, true, NULL, err,
       "HEAD-2: logit vs logit; each side's own head was applied in capture (%s vs %s)",
       fdl_cmp_empty(da) ? "unrecorded" : sa, fdl_cmp_empty(db) ? "unrecorded" : sb);
 }
@@ -44,7 +44,7 @@ static fdl_status mixed(const cmp_side *a, const cmp_side *b, cmp_findings *f, f
   const char *da = a->head_digest, *db = b->head_digest;
   if (fdl_cmp_empty(da) || fdl_cmp_empty(db) || strcmp(da, db))
     return fdl_cmp_refuse(
-        r, err, FDL_REF_HEAD_MISMATCH, "head",
+        r, err, FDL_REF_HEAD_MISMATCH, FDL_GATE_HEAD,
         "none: a mixed hidden/logit pair is only comparable through the same head; "
         "capture both sides in the same form, or with the same head",
         "HEAD-3: %s (hidden) and %s (logit) must declare the same non-empty "
@@ -61,7 +61,7 @@ static fdl_status mixed(const cmp_side *a, const cmp_side *b, cmp_findings *f, f
       "declare; the %s side's logits came from the same head in capture.",
       a->hidden ? "reference" : "candidate", sa, a->hidden ? "candidate" : "reference");
   if (s != FDL_OK) return s;
-  return fdl_cmp_gate(f, "head", true, NULL, err,
+  return fdl_cmp_gate(f, FDL_GATE_HEAD, true, NULL, err,
                       "HEAD-3: mixed %s vs %s; the hidden side replayed through the shared head %s",
                       a->form, b->form, sa);
 }
@@ -78,7 +78,7 @@ static fdl_status both_hidden(const cmp_side *a, const cmp_side *b, const fdl_co
     const cmp_side *sides[2] = {a, b};
     for (int i = 0; i < 2; i++)
       if (!sides[i]->head_payload)
-        return fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISSING, "head",
+        return fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISSING, FDL_GATE_HEAD,
                               "none for --own-heads: that side must ship its head payload; drop "
                               "--own-heads to use a shared head if the digests allow it",
                               "HEAD-1d: --own-heads needs each hidden side's head payload, but the "
@@ -95,8 +95,8 @@ static fdl_status both_hidden(const cmp_side *a, const cmp_side *b, const fdl_co
         "equal live/native head execution. %s",
         sa, sb, same ? "The heads are content-identical." : "The heads differ in content.");
     if (s != FDL_OK) return s;
-    return fdl_cmp_gate(f, "head", true, NULL, err, "HEAD-1d: own heads on both sides (%s vs %s)",
-                        sa, sb);
+    return fdl_cmp_gate(f, FDL_GATE_HEAD, true, NULL, err,
+                        "HEAD-1d: own heads on both sides (%s vs %s)", sa, sb);
   }
   if (same) { /* HEAD-1a */
     f->head_policy = "shared_reference_head";
@@ -106,13 +106,13 @@ static fdl_status both_hidden(const cmp_side *a, const cmp_side *b, const fdl_co
                          "head erases nothing.",
                          sa);
     if (s != FDL_OK) return s;
-    return fdl_cmp_gate(f, "head", true, NULL, err,
+    return fdl_cmp_gate(f, FDL_GATE_HEAD, true, NULL, err,
                         "HEAD-1a: both sides declare head.tensor_content_sha256 %s; that head is "
                         "applied to both",
                         da);
   }
   if (!o->disclose_head_substitution) /* HEAD-1b */
-    return fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISMATCH, "head",
+    return fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISMATCH, FDL_GATE_HEAD,
                           "--own-heads (replay each side through its own sealed head) or "
                           "--disclose-head-substitution (apply the reference head to both sides, "
                           "advisory with a blocking disclosure)",
@@ -137,7 +137,7 @@ static fdl_status both_hidden(const cmp_side *a, const cmp_side *b, const fdl_co
                          sa, sb);
   if (s != FDL_OK) return s;
   return fdl_cmp_gate(
-      f, "head", true, "--disclose-head-substitution", err,
+      f, FDL_GATE_HEAD, true, "--disclose-head-substitution", err,
       "HEAD-1b: heads differ (%s vs %s); reference head %s substituted on both sides", sa, sb, sa);
 }
 
@@ -148,7 +148,7 @@ fdl_status fdl_cmp_gate_head(const cmp_side *a, const cmp_side *b, const fdl_com
     const cmp_side *sides[2] = {a, b};
     for (int i = 0; i < 2; i++)
       if (sides[i]->hidden && fdl_cmp_empty(sides[i]->head_digest))
-        return fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISMATCH, "head",
+        return fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISMATCH, FDL_GATE_HEAD,
                               "none: a hidden-form dataset without a head identity cannot be "
                               "replayed; recapture it with its head recorded",
                               "HEAD-4: the %s side is hidden form but declares no "
@@ -156,7 +156,7 @@ fdl_status fdl_cmp_gate_head(const cmp_side *a, const cmp_side *b, const fdl_com
                               sides[i]->who);
     if (!fdl_cmp_empty(a->head_file_sha256) && !strcmp(a->head_file_sha256, b->head_file_sha256) &&
         strcmp(da, db))
-      return fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISMATCH, "head", CMP_NO_OVERRIDE_DATA,
+      return fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISMATCH, FDL_GATE_HEAD, CMP_NO_OVERRIDE_DATA,
                             "HEAD-IDENT/O-6: both sides declare head file %s but different content "
                             "digests (reference %s, candidate %s); one of them is wrong",
                             a->head_file_sha256, da, db);

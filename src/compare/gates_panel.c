@@ -87,14 +87,14 @@ fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings
   const char *ha = fdl_cmp_jstr(ma, "panel.suite_token_hash_sha256");
   const char *hb = fdl_cmp_jstr(mb, "panel.suite_token_hash_sha256");
   if (fdl_cmp_empty(ha) || !fdl_cmp_streq(ha, hb))
-    return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, "panel", CMP_NO_OVERRIDE_PANEL,
+    return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_PANEL, CMP_NO_OVERRIDE_PANEL,
                           "panel.suite_token_hash_sha256 differs: reference %s, candidate %s; the "
                           "two captures were not made over the same token panel",
                           fdl_cmp_empty(ha) ? "(absent)" : ha, fdl_cmp_empty(hb) ? "(absent)" : hb);
   const json_t *swa = fdl_json_get_path(ma, "panel.scoring_window");
   const json_t *swb = fdl_json_get_path(mb, "panel.scoring_window");
   if (!swa || !swb || !fdl_py_equal(swa, swb))
-    return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, "panel", CMP_NO_OVERRIDE_PANEL,
+    return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_PANEL, CMP_NO_OVERRIDE_PANEL,
                           "panel.scoring_window differs between the sides (every key is compared, "
                           "including the policy text and dropped_positions_total): a different "
                           "scoring window is a different panel");
@@ -122,7 +122,7 @@ fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings
                fdl_quote_str(fdl_cmp_jstr0(ta, "id"), id, sizeof id));
     else
       snprintf(remedy, sizeof remedy, "%s", CMP_NO_OVERRIDE_PANEL);
-    return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, "panel", remedy,
+    return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_PANEL, remedy,
                           "panel.tokenizer.%s differs: reference %s, candidate %s (PANEL-D6: "
                           "both sides state it, so the token ids do not mean the same text)",
                           field, va, vb);
@@ -130,7 +130,7 @@ fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings
   fdl_status s = intersect(a, b, f, err);
   if (s != FDL_OK) return s;
   if (f->n_shared == 0)
-    return fdl_cmp_refuse(r, err, FDL_REF_EMPTY_INTERSECTION, "coverage",
+    return fdl_cmp_refuse(r, err, FDL_REF_EMPTY_INTERSECTION, FDL_GATE_COVERAGE,
                           "none: not even --allow-partial can compare two captures that share no "
                           "record; capture overlapping records",
                           "the sides share no record index (reference %zu records, candidate %zu)",
@@ -141,7 +141,7 @@ fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings
     if (!fdl_cmp_streq(ra->token_ids_json_sha256, rb->token_ids_json_sha256) ||
         fdl_cmp_empty(ra->token_ids_json_sha256))
       return fdl_cmp_refuse(
-          r, err, FDL_REF_PANEL_MISMATCH, "panel", CMP_NO_OVERRIDE_PANEL,
+          r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_PANEL, CMP_NO_OVERRIDE_PANEL,
           "record %lld: token_ids_json_sha256 differs (reference %s, candidate %s)",
           (long long)f->shared[k],
           fdl_cmp_empty(ra->token_ids_json_sha256) ? "(absent)" : ra->token_ids_json_sha256,
@@ -149,17 +149,17 @@ fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings
     if (!fdl_cmp_empty(ra->attention_mask_sha256) && !fdl_cmp_empty(rb->attention_mask_sha256) &&
         strcmp(ra->attention_mask_sha256, rb->attention_mask_sha256))
       return fdl_cmp_refuse(
-          r, err, FDL_REF_PANEL_MISMATCH, "panel", CMP_NO_OVERRIDE_PANEL,
+          r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_PANEL, CMP_NO_OVERRIDE_PANEL,
           "record %lld: attention_mask_sha256 differs (reference %s, candidate %s)",
           (long long)f->shared[k], ra->attention_mask_sha256, rb->attention_mask_sha256);
     if (ra->scored_rows != rb->scored_rows || ra->scored_rows < 0)
-      return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, "panel", CMP_NO_OVERRIDE_PANEL,
+      return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_PANEL, CMP_NO_OVERRIDE_PANEL,
                             "record %lld: scored_rows differs (reference %lld, candidate %lld)",
                             (long long)f->shared[k], (long long)ra->scored_rows,
                             (long long)rb->scored_rows);
   }
   return fdl_cmp_gate(
-      f, "panel", true, NULL, err,
+      f, FDL_GATE_PANEL, true, NULL, err,
       "suite_token_hash_sha256 equal; %zu shared records; per-record token and mask "
       "digests equal; scoring_window equal",
       f->n_shared);

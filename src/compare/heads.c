@@ -32,25 +32,25 @@ static fdl_status load_one(const char *path, const cmp_side *owner, const char *
   fdl_safetensors *st = NULL;
   fdl_err e = {FDL_OK, ""};
   if (fdl_safetensors_open(path, &st, &e) != FDL_OK)
-    return fdl_cmp_refuse(r, err, FDL_REF_BAD_TENSOR_FILE, "compute", CMP_NO_OVERRIDE_DATA,
+    return fdl_cmp_refuse(r, err, FDL_REF_BAD_TENSOR_FILE, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_DATA,
                           "head payload %s: %s", path, e.msg);
   fdl_status s = FDL_OK;
   char q[FDL_QUOTE_CAP];
   const fdl_tensor *t = find_key(st, key);
   if (!t) {
-    s = fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISSING, "compute", CMP_NO_OVERRIDE_DATA,
+    s = fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISSING, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_DATA,
                        "head payload %s has none of the keys %s%slm_head.weight, weight", path,
                        fdl_cmp_empty(key) ? "" : key, fdl_cmp_empty(key) ? "" : ", ");
     goto done;
   }
   if (!fdl_tensor_widenable(t->dtype)) {
-    s = fdl_cmp_refuse(r, err, FDL_REF_BAD_TENSOR_FILE, "compute", CMP_NO_OVERRIDE_DATA,
+    s = fdl_cmp_refuse(r, err, FDL_REF_BAD_TENSOR_FILE, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_DATA,
                        "head payload %s tensor %s has dtype %s; BF16, F16 or F32 expected", path,
                        fdl_quote_str(t->name, q, sizeof q), fdl_dtype_name(t->dtype));
     goto done;
   }
   if (t->ndim != 2 || (uint64_t)t->shape[0] != vocab || (uint64_t)t->shape[1] != hidden) {
-    s = fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, "compute",
+    s = fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, FDL_GATE_COMPUTE,
                        "none: the head must be [vocab_size, hidden_width] of the capture",
                        "head payload %s tensor %s has shape [%lld, %lld], expected [%zu, %zu]",
                        path, fdl_quote_str(t->name, q, sizeof q),
@@ -75,7 +75,7 @@ static fdl_status load_one(const char *path, const cmp_side *owner, const char *
    * that is intact but not the head the gate chose is a head mismatch. */
   if (s == FDL_OK && owner) s = fdl_cmp_check_head(owner, &d, r, err);
   if (s == FDL_OK && strcmp(d.content, want_digest))
-    s = fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISMATCH, "compute", CMP_NO_OVERRIDE_DATA,
+    s = fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISMATCH, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_DATA,
                        "head payload %s tensor %s has content digest %s, but the head gate "
                        "resolved %s",
                        path, fdl_quote_str(t->name, q, sizeof q), d.content, want_digest);
@@ -151,7 +151,7 @@ fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_co
   memset(h, 0, sizeof *h);
   if (!a->hidden && !b->hidden) return FDL_OK;
   if (o->head_path && o->own_heads)
-    return fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISMATCH, "compute",
+    return fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISMATCH, FDL_GATE_COMPUTE,
                           "use either --head or --own-heads",
                           "--head replaces the head of both sides, --own-heads keeps each side's "
                           "own; they cannot be combined");
@@ -184,9 +184,10 @@ fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_co
      * resolved once; the target is opened without following further. */
     fdl_err e = {FDL_OK, ""};
     if (fdl_resolve_named(o->head_path, &path, &e) != FDL_OK)
-      return e.status == FDL_NOMEM ? fdl_fail(err, FDL_NOMEM, "%s", e.msg)
-                                   : fdl_cmp_refuse(r, err, FDL_REF_BAD_TENSOR_FILE, "compute",
-                                                    CMP_NO_OVERRIDE_DATA, "--head %s", e.msg);
+      return e.status == FDL_NOMEM
+                 ? fdl_fail(err, FDL_NOMEM, "%s", e.msg)
+                 : fdl_cmp_refuse(r, err, FDL_REF_BAD_TENSOR_FILE, FDL_GATE_COMPUTE,
+                                  CMP_NO_OVERRIDE_DATA, "--head %s", e.msg);
   } else {
     const cmp_side *sides[2] = {a, b};
     for (int i = 0; i < 2 && !path; i++)
@@ -196,7 +197,7 @@ fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_co
         h->read[i] = true;
       }
     if (!path)
-      return fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISSING, "compute",
+      return fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISSING, FDL_GATE_COMPUTE,
                             "--head PATH naming a payload whose content digest is the applied head",
                             "no head payload with content digest %s is available: neither dataset "
                             "ships it",

@@ -7,7 +7,7 @@
 #include "fidelis/quote.h"
 #include "compare/cmp.h"
 
-fdl_status fdl_cmp_refuse(fdl_refusal *r, fdl_err *err, fdl_refusal_code code, const char *gate,
+fdl_status fdl_cmp_refuse(fdl_refusal *r, fdl_err *err, fdl_refusal_code code, fdl_gate gate,
                           const char *remedy, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -168,7 +168,7 @@ fdl_status fdl_cmp_llamacpp_add(const cmp_estimate *e, const cmp_tokenwise_info 
   if (n) sums(e, tmp, a, b, dp, &g);
   if (!all_finite(&g)) {
     free(buf);
-    return fdl_cmp_refuse(r, err, FDL_REF_NON_FINITE, "compute",
+    return fdl_cmp_refuse(r, err, FDL_REF_NON_FINITE, FDL_GATE_COMPUTE,
                           "none: the logits give a perplexity beyond float64; the KL receipt "
                           "needs no perplexity, but fidelis never writes a non-finite number",
                           "a llama.cpp-compatible statistic is not finite (mean NLL %.17g of the "

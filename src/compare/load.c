@@ -39,18 +39,19 @@ static fdl_status validate(const char *root, const char *who, const fdl_compare_
   if (s != FDL_OK) {
     fdl_ds_report_free(&rep);
     return fdl_cmp_refuse(r, err, s == FDL_NOMEM ? FDL_REF_OUT_OF_MEMORY : FDL_REF_UNREADABLE,
-                          "cli", CMP_NO_OVERRIDE_DATA, "%s dataset %s: %s", who, root, verr.msg);
+                          FDL_GATE_CLI, CMP_NO_OVERRIDE_DATA, "%s dataset %s: %s", who, root,
+                          verr.msg);
   }
   if (rep.oom != FDL_OK) {
     fdl_ds_report_free(&rep);
-    return fdl_cmp_refuse(r, err, FDL_REF_OUT_OF_MEMORY, "seal", CMP_REMEDY_RESOURCES,
+    return fdl_cmp_refuse(r, err, FDL_REF_OUT_OF_MEMORY, FDL_GATE_SEAL, CMP_REMEDY_RESOURCES,
                           "%s dataset %s: out of memory "
                           "while validating",
                           who, root);
   }
   if (rep.errors.count) {
     const fdl_ds_finding *e = &rep.errors.items[0];
-    fdl_cmp_refuse(r, err, FDL_REF_SEAL_FAILED, "seal",
+    fdl_cmp_refuse(r, err, FDL_REF_SEAL_FAILED, FDL_GATE_SEAL,
                    "none: a dataset that does not validate is never compared; run `fidelis "
                    "validate` on it, then fix it or fetch it again",
                    "%s dataset %s does not validate (%zu error%s); first: [%s/%s] %s%s%s%s", who,
@@ -74,11 +75,11 @@ fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, con
   if (st != FDL_OK) return st;
   fdl_err lerr = {FDL_OK, ""};
   if ((st = fdl_dataset_load(root, &s->ds, &lerr)) != FDL_OK)
-    return fdl_cmp_refuse(r, err, FDL_REF_UNREADABLE, "cli", CMP_NO_OVERRIDE_DATA,
+    return fdl_cmp_refuse(r, err, FDL_REF_UNREADABLE, FDL_GATE_CLI, CMP_NO_OVERRIDE_DATA,
                           "%s dataset %s: %s", who, root, lerr.msg);
   const json_t *m = s->ds.manifest;
   if (!m || !s->ds.capture || !s->ds.panel || !s->ds.runtime)
-    return fdl_cmp_refuse(r, err, FDL_REF_UNREADABLE, "cli", CMP_NO_OVERRIDE_DATA,
+    return fdl_cmp_refuse(r, err, FDL_REF_UNREADABLE, FDL_GATE_CLI, CMP_NO_OVERRIDE_DATA,
                           "%s dataset %s: a sub-document (capture manifest, panel binding or "
                           "capture runtime) could not be read after validation",
                           who, root);
@@ -98,7 +99,8 @@ fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, con
   s->vocab = fdl_cmp_jint(m, "capture.vocab_size");
   s->hidden_width = fdl_cmp_jint(m, "capture.hidden_width");
   if (s->vocab < 1 || (s->hidden && s->hidden_width < 1))
-    return fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, "geometry", CMP_NO_OVERRIDE_DATA,
+    return fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, FDL_GATE_GEOMETRY,
+                          CMP_NO_OVERRIDE_DATA,
                           "%s dataset %s: capture.vocab_size%s is not a positive integer", who,
                           root, s->hidden ? " or capture.hidden_width" : "");
   /* Record files are relative to the capture manifest's directory. */

@@ -23,10 +23,10 @@ fdl_status fdl_cmp_stage_open(const fdl_compare_opts *o, cmp_stage *st, fdl_refu
   fdl_status s =
       fdl_stage_open(&st->st, o->out_dir, FDL_STAGE_MAKE_PARENTS, o->notice, o->notice_arg, &we);
   if (s == FDL_EXISTS)
-    return fdl_cmp_refuse(r, err, FDL_REF_DESTINATION_EXISTS, "cli", NO_REPLACE_REMEDY, "--out %s",
-                          we.msg);
+    return fdl_cmp_refuse(r, err, FDL_REF_DESTINATION_EXISTS, FDL_GATE_CLI, NO_REPLACE_REMEDY,
+                          "--out %s", we.msg);
   if (s != FDL_OK)
-    return fdl_cmp_refuse(r, err, FDL_REF_WRITE_FAILED, "cli", CMP_REMEDY_WRITE,
+    return fdl_cmp_refuse(r, err, FDL_REF_WRITE_FAILED, FDL_GATE_CLI, CMP_REMEDY_WRITE,
                           "--out %s cannot be created (checked before any work): %s", o->out_dir,
                           we.msg);
   st->npy = fdl_cmp_path_join(st->st.path, FDL_COMPARE_TOKENWISE_NAME, NULL);
@@ -48,7 +48,8 @@ static fdl_status write_npy(const char *path, fdl_dtype dt, size_t n, const void
   uint64_t size = 0;
   if (fdl_npy_write(path, dt, 1, shape, data, &we) != FDL_OK ||
       fdl_sha256_file(path, &d, &size, &we) != FDL_OK)
-    return fdl_cmp_refuse(r, err, FDL_REF_WRITE_FAILED, "publish", CMP_REMEDY_WRITE, "%s", we.msg);
+    return fdl_cmp_refuse(r, err, FDL_REF_WRITE_FAILED, FDL_GATE_PUBLISH, CMP_REMEDY_WRITE, "%s",
+                          we.msg);
   fdl_sha256_hex(&d, hex);
   if (bytes) *bytes = size;
   return FDL_OK;
@@ -76,7 +77,8 @@ fdl_status fdl_cmp_stage_commit(cmp_stage *st, const json_t *receipt, const char
                                 fdl_err *err) {
   fdl_err we = {FDL_OK, ""};
   if (fdl_json_write_file(st->receipt, receipt, FDL_JSON_PRETTY, &we) != FDL_OK)
-    return fdl_cmp_refuse(r, err, FDL_REF_WRITE_FAILED, "publish", CMP_REMEDY_WRITE, "%s", we.msg);
+    return fdl_cmp_refuse(r, err, FDL_REF_WRITE_FAILED, FDL_GATE_PUBLISH, CMP_REMEDY_WRITE, "%s",
+                          we.msg);
   char *tp = fdl_cmp_path_join(out_dir, FDL_COMPARE_TOKENWISE_NAME, NULL);
   char *rp = fdl_cmp_path_join(out_dir, FDL_COMPARE_RECEIPT_NAME, NULL);
   fdl_status s = FDL_OK;
@@ -85,7 +87,7 @@ fdl_status fdl_cmp_stage_commit(cmp_stage *st, const json_t *receipt, const char
   } else if (fdl_stage_commit(&st->st, &we) != FDL_OK) {
     s = fdl_cmp_refuse(r, err,
                        we.status == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_WRITE_FAILED,
-                       "publish", NO_REPLACE_REMEDY, "%s", we.msg);
+                       FDL_GATE_PUBLISH, NO_REPLACE_REMEDY, "%s", we.msg);
   }
   if (s == FDL_OK) {
     *receipt_path = rp;

@@ -21,8 +21,8 @@ static const char *const REQUIRED[] = {"schema",        "format_version",  "rece
                                        "estimator",     "determinism",     "measurement_scope",
                                        "comparability", "disclosures"};
 
-static const char *const GATES[] = {"seal",  "form",     "panel",    "head", "lane",
-                                    "stack", "geometry", "coverage", "lossy"};
+/* The gates every receipt reports: FDL_RECEIPT_GATES, which start the gate enum. */
+#define RECEIPT_GATE(i) fdl_gate_name((fdl_gate)(FDL_GATE_SEAL + (i)))
 
 static bool is_hex64(const json_t *v) {
   return json_is_string(v) && fdl_sha256_hex_ok(json_string_value(v), json_string_length(v));
@@ -45,15 +45,16 @@ static fdl_status structure(const json_t *rc, char *code, fdl_err *err) {
                 strcmp(kind, "run_to_run_floor")))
     return bad(code, "schema_invalid", err, "comparison_kind is not one of the three kinds", NULL);
   const json_t *gates = json_object_get(rc, "gates");
-  for (size_t i = 0; i < sizeof GATES / sizeof *GATES; i++)
-    if (!json_is_boolean(fdl_json_get_path(json_object_get(gates, GATES[i]), "passed")))
+  for (int i = 0; i < FDL_RECEIPT_GATE_COUNT; i++)
+    if (!json_is_boolean(fdl_json_get_path(json_object_get(gates, RECEIPT_GATE(i)), "passed")))
       return bad(code, "schema_invalid", err,
-                 "gate missing or without a boolean passed: ", GATES[i]);
+                 "gate missing or without a boolean passed: ", RECEIPT_GATE(i));
   const char *k;
   const json_t *v;
   json_object_foreach((json_t *)gates, k, v) {
-    bool known = !strcmp(k, "decode"); /* documented relaxation (section 10) */
-    for (size_t i = 0; i < sizeof GATES / sizeof *GATES; i++) known |= !strcmp(k, GATES[i]);
+    bool known =
+        !strcmp(k, fdl_gate_name(FDL_GATE_DECODE)); /* documented relaxation (section 10) */
+    for (int i = 0; i < FDL_RECEIPT_GATE_COUNT; i++) known |= !strcmp(k, RECEIPT_GATE(i));
     if (!known) return bad(code, "schema_invalid", err, "unknown gate: ", k);
   }
   static const char *const stats[] = {"mean", "median", "p95", "p99", "p99_9", "max"};

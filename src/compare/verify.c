@@ -23,7 +23,7 @@
 static fdl_status mismatch(fdl_refusal *r, fdl_err *err, const char *who, const char *what,
                            const char *rel, const char *got, const char *want) {
   char q[FDL_QUOTE_CAP];
-  return fdl_cmp_refuse(r, err, FDL_REF_SEAL_FAILED, "seal", REMEDY_CHANGED,
+  return fdl_cmp_refuse(r, err, FDL_REF_SEAL_FAILED, FDL_GATE_SEAL, REMEDY_CHANGED,
                         "%s %s (%s): the bytes as read hash to %s, the manifest says %s", who, what,
                         fdl_quote_str(rel, q, sizeof q), got, want && *want ? want : "(none)");
 }
@@ -157,7 +157,7 @@ fdl_status fdl_cmp_verify_rest(const cmp_side *sides[2], const bool *const read[
       s = fdl_fail(err, FDL_NOMEM, "out of memory verifying the unread tensors");
     } else if (j->st != FDL_OK) {
       const char *rel = j->at == SIZE_MAX ? j->side->head_file : j->side->ds.records[j->at].file;
-      s = fdl_cmp_refuse(r, err, FDL_REF_SEAL_FAILED, "seal", REMEDY_CHANGED, "%s %s: %s",
+      s = fdl_cmp_refuse(r, err, FDL_REF_SEAL_FAILED, FDL_GATE_SEAL, REMEDY_CHANGED, "%s %s: %s",
                          j->side->who, rel ? rel : "", j->why);
     } else {
       s = j->at == SIZE_MAX ? fdl_cmp_check_head(j->side, &j->d, r, err)

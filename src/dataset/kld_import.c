@@ -246,7 +246,7 @@ static fdl_status refuse(kld_ctx *c, fdl_err *err, fdl_refusal_code code, fdl_st
                          const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fdl_status s = fdl_refusev(&c->r->pack.refusal, err, st, code, "pack", NULL, fmt, ap);
+  fdl_status s = fdl_refusev(&c->r->pack.refusal, err, st, code, FDL_GATE_PACK, NULL, fmt, ap);
   va_end(ap);
   return s;
 }

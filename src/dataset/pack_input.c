@@ -32,7 +32,7 @@ fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, fdl_refusal_code code, fdl_sta
                          const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fdl_refusev(&c->res->refusal, err, status, code, "pack", NULL, fmt, ap);
+  fdl_refusev(&c->res->refusal, err, status, code, FDL_GATE_PACK, NULL, fmt, ap);
   va_end(ap);
   return status;
 }
