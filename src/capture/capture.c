@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/check.h"
 #include "base/sys.h"
 #include "fidelis/capture.h"
 #include "fidelis/digest.h"
@@ -279,7 +280,8 @@ static fdl_status write_records(capture *c, const fdl_ds_panel *p, fdl_err *err)
   for (size_t i = 0; i < p->n; i++)
     longest = p->lines[i].ntok > longest ? p->lines[i].ntok : longest;
   size_t width = c->o->form == FDL_CAPTURE_HIDDEN ? c->info->hidden : c->info->vocab;
-  if (longest > SIZE_MAX / sizeof(float) / width)
+  size_t t;
+  if (!fdl_size_mul(longest, width, &t) || !fdl_size_mul(t, sizeof(float), &t))
     return fdl_fail(err, FDL_TOO_LARGE, "a context of %zu tokens x %zu floats does not fit",
                     longest, width);
   size_t per = (c->info->layers + 2) * c->info->hidden;

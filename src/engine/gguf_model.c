@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/check.h"
 #include "base/sys.h"
 #include "engine/internal.h"
 #include "fidelis/digest.h"
@@ -300,8 +301,10 @@ static fdl_status view(fdl_model *m, const fdl_gguf_tensor *gt, bool widen, fdl_
     return FDL_OK;
   }
   size_t es = fdl_dtype_size(t->dtype);
-  if (n > SIZE_MAX / es) return fdl_fail(err, FDL_TOO_LARGE, "tensor %s: too large", gt->name);
-  uint8_t *buf = fdl_malloc((size_t)n * es);
+  size_t bytes;
+  if (!fdl_size_mul(n, es, &bytes))
+    return fdl_fail(err, FDL_TOO_LARGE, "tensor %s: too large", gt->name);
+  uint8_t *buf = fdl_malloc(bytes);
   fdl_tensor **grown = buf ? fdl_realloc(m->owned, (m->nowned + 1) * sizeof *grown) : NULL;
   fdl_tensor *own = grown ? fdl_calloc(1, sizeof *own) : NULL;
   if (grown) m->owned = grown;
