@@ -15,11 +15,13 @@
  *   float types, or any is quantized, the float ones are held in float32.
  * Vectors (norms, biases) are widened to float32 by the engine whatever their type, as always;
  * a quantized vector is dequantized at load. */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/check.h"
 #include "base/sys.h"
@@ -69,10 +71,10 @@ static const struct {
 bool fdl_eng_is_gguf(const char *path) {
   struct stat st;
   if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  FILE *f = fopen(path, "rb");
+  int fd = fdl_sys_open(path, O_RDONLY | O_CLOEXEC);
   char magic[4] = {0};
-  bool yes = f && fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4);
-  if (f) fclose(f);
+  bool yes = fd >= 0 && fdl_sys_read(fd, magic, 4) == 4 && !memcmp(magic, "GGUF", 4);
+  if (fd >= 0) close(fd);
   return yes;
 }
 
