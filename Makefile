@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test check-asan install fuzz fuzz-run fuzz-long bench demo format clean
+.PHONY: all deps build test check-asan check-tsan install fuzz fuzz-run fuzz-long bench demo format clean
 
 all: build
 
@@ -25,6 +25,18 @@ check-asan: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DFDL_WERROR=ON -DFDL_SANITIZE=ON
 	cmake --build build-asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+# The tests that run the library on more than one thread, under ThreadSanitizer: every parallel
+# path goes through base/pool.c (KL and GEMM workers, the engine's attention and row tasks,
+# compare's estimator, capture's contexts), and each test below drives it with 2 or more
+# threads. The whole suite would take an hour under TSan on 2 cores; these cover the pool's
+# users in about 5 minutes. The oracle tests that run large models single-threaded are left out.
+TSAN_TESTS ?= ^(test_num|test_gemm|test_compare|test_compare_tamper|test_num_oracle_py|test_gemm_oracle_py|test_model_init_py|test_capture_py|test_compare_repro_py|test_generate_cache_py)$$
+check-tsan: deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFDL_WERROR=ON -DFDL_TSAN=ON
+	cmake --build build-tsan -j $(JOBS)
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir build-tsan \
+	  --output-on-failure -j $(JOBS) -R '$(TSAN_TESTS)' $(CTEST_ARGS)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
@@ -58,4 +70,4 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-asan build-fuzz build-release
+	rm -rf build build-asan build-tsan build-fuzz build-release
