@@ -122,7 +122,8 @@ static void test_silu(void **state) {
   }
 }
 
-/* The FMA build of softmax and SiLU gives the plain build's bits (where this CPU has FMA). */
+/* The FMA build of softmax, SiLU and the multiply-accumulate gives the plain build's bits (where
+ * this CPU has FMA). */
 static void test_fma_clone_bits(void **state) {
   (void)state;
   enum { N = 4099 };
@@ -150,6 +151,12 @@ static void test_fma_clone_bits(void **state) {
     assert_true(fdl_num_softmax_fma(a, rep % 3, N - rep, N, 0.125 * (rep + 1), e));
     fdl_num_softmax_plain(b, rep % 3, N - rep, N, 0.125 * (rep + 1), e);
     assert_memory_equal(a, b, N * sizeof *a);
+    /* the DeltaNet multiply-accumulate: C[7, 37] += A[7, 61] B[61, 37] (columns past the last
+     * 8-wide block included), AVX2 against plain */
+    memcpy(b, a, 7 * 37 * sizeof *a);
+    assert_true(fdl_num_mm_acc_avx2(a, 37, u, 61, u + 7 * 61, 37, 7, 61, 37));
+    fdl_num_mm_acc_plain(b, 37, u, 61, u + 7 * 61, 37, 7, 61, 37);
+    assert_memory_equal(a, b, 7 * 37 * sizeof *a);
   }
   free(a), free(b), free(u), free(e);
 }
