@@ -13,6 +13,7 @@
 #include "engine/internal.h"
 
 void *fdl_eng_scratch(eng_scratch *s, size_t a, size_t b, size_t c, size_t size) {
+  FDL_ASSERT(size > 0);
   size_t n;
   if (!fdl_size_mul(a, b, &n) || !fdl_size_mul(n, c, &n) || !fdl_size_mul(n, size, &n)) {
     s->too_large = true;

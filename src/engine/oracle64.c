@@ -23,11 +23,6 @@ typedef struct {
   float *row;            /* [workers][maxk] one weight row as widened */
 } o64;
 
-/* [a, b] doubles, or NULL (calloc refuses a * b overflowing). */
-static double *dalloc(size_t a, size_t b) {
-  return b > SIZE_MAX / sizeof(double) ? NULL : fdl_calloc(a ? a : 1, (b ? b : 1) * sizeof(double));
-}
-
 static void o64_free(o64 *o) {
   double *v[] = {o->x, o->xn, o->q, o->att, o->k, o->v, o->g, o->u, o->cos_t, o->sin_t, o->sc};
   for (size_t i = 0; i < sizeof v / sizeof *v; i++) free(v[i]);
@@ -41,16 +36,20 @@ static fdl_status o64_alloc(const fdl_model *m, size_t n, o64 *o, fdl_err *err) 
   o->n = n;
   o->maxk = in->hidden > qd ? in->hidden : qd;
   if (in->intermediate > o->maxk) o->maxk = in->intermediate;
-  o->x = dalloc(n, in->hidden), o->xn = dalloc(n, in->hidden);
-  o->q = dalloc(n, qd), o->att = dalloc(n, qd);
-  o->k = dalloc(n, kd), o->v = dalloc(n, kd);
-  o->g = dalloc(n, in->intermediate), o->u = dalloc(n, in->intermediate);
-  o->cos_t = dalloc(n, in->head_dim / 2), o->sin_t = dalloc(n, in->head_dim / 2);
-  o->sc = dalloc(w, n);
-  o->row = o->maxk > SIZE_MAX / sizeof(float) ? NULL : fdl_calloc(w, o->maxk * sizeof(float));
-  if (o->x && o->xn && o->q && o->att && o->k && o->v && o->g && o->u && o->cos_t && o->sin_t &&
-      o->sc && o->row)
-    return FDL_OK;
+  eng_scratch s = {0};
+  o->x = fdl_eng_scratch(&s, n, in->hidden, 1, sizeof *o->x);
+  o->xn = fdl_eng_scratch(&s, n, in->hidden, 1, sizeof *o->xn);
+  o->q = fdl_eng_scratch(&s, n, qd, 1, sizeof *o->q);
+  o->att = fdl_eng_scratch(&s, n, qd, 1, sizeof *o->att);
+  o->k = fdl_eng_scratch(&s, n, kd, 1, sizeof *o->k);
+  o->v = fdl_eng_scratch(&s, n, kd, 1, sizeof *o->v);
+  o->g = fdl_eng_scratch(&s, n, in->intermediate, 1, sizeof *o->g);
+  o->u = fdl_eng_scratch(&s, n, in->intermediate, 1, sizeof *o->u);
+  o->cos_t = fdl_eng_scratch(&s, n, in->head_dim / 2, 1, sizeof *o->cos_t);
+  o->sin_t = fdl_eng_scratch(&s, n, in->head_dim / 2, 1, sizeof *o->sin_t);
+  o->sc = fdl_eng_scratch(&s, w, n, 1, sizeof *o->sc);
+  o->row = fdl_eng_scratch(&s, w, o->maxk, 1, sizeof *o->row);
+  if (!s.too_large && !s.nomem) return FDL_OK;
   o64_free(o);
   return fdl_fail(err, FDL_NOMEM, "float64 oracle: out of memory for a context of %zu positions",
                   n);
