@@ -31,10 +31,10 @@ check-asan: deps
 # driver (test_num, test_num_oracle_py), the GEMM at 1-3 threads (test_gemm,
 # test_gemm_oracle_py), the engine's attention and row tasks (test_generate_cache_py,
 # test_model_init_py), capture at 1-3 threads and a compare of its output (test_capture_py),
-# compare's estimator and hashing (test_compare on every CPU, test_compare_tamper on 2). The whole suite would take over an
-# hour under TSan on 2 cores; these take about 6 minutes there. test_compare_repro_py (the same
-# compare at 1-3 threads, 6.5 minutes alone under TSan) and the single-threaded oracles of big
-# models are left out.
+# compare's estimator and hashing (test_compare on every CPU, test_compare_tamper on 2). The
+# whole suite would take over an hour under TSan on 2 cores; these take about 6 minutes there.
+# test_compare_repro_py (the same compare at 1-3 threads, 6.5 minutes alone under TSan) and the
+# single-threaded oracles of big models are left out.
 TSAN_TESTS ?= ^(test_num|test_gemm|test_compare|test_compare_tamper|test_num_oracle_py|test_gemm_oracle_py|test_model_init_py|test_capture_py|test_generate_cache_py)$$
 check-tsan: deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFDL_WERROR=ON -DFDL_TSAN=ON
