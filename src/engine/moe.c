@@ -169,20 +169,20 @@ static fdl_status ensure(fdl_model *m, size_t n, fdl_err *err) {
   size_t E = in->experts, K = in->experts_per_tok, H = in->hidden;
   size_t I = in->moe_intermediate > in->shared_intermediate ? in->moe_intermediate
                                                             : in->shared_intermediate;
-  w->logits = fdl_malloc(n * E * sizeof *w->logits);
-  w->sel = fdl_malloc(n * K * sizeof *w->sel);
-  w->weight = fdl_malloc(n * K * sizeof *w->weight);
-  w->start = fdl_malloc((E + 1) * sizeof *w->start);
-  w->rows = fdl_malloc(n * K * sizeof *w->rows);
-  w->row_wt = fdl_malloc(n * K * sizeof *w->row_wt);
-  w->x = fdl_malloc(n * H * sizeof *w->x);
-  w->y = fdl_malloc(n * H * sizeof *w->y);
-  w->g = fdl_malloc(n * I * sizeof *w->g);
-  w->u = fdl_malloc(n * I * sizeof *w->u);
-  w->sg = fdl_malloc(n * sizeof *w->sg);
-  w->out = fdl_malloc(n * H * sizeof *w->out);
-  if (!w->logits || !w->sel || !w->weight || !w->start || !w->rows || !w->row_wt || !w->x ||
-      !w->y || !w->g || !w->u || !w->sg || !w->out) {
+  eng_scratch sc = {0};
+  w->logits = fdl_eng_scratch(&sc, n, E, 1, sizeof *w->logits);
+  w->sel = fdl_eng_scratch(&sc, n, K, 1, sizeof *w->sel);
+  w->weight = fdl_eng_scratch(&sc, n, K, 1, sizeof *w->weight);
+  w->start = fdl_eng_scratch(&sc, E + 1, 1, 1, sizeof *w->start);
+  w->rows = fdl_eng_scratch(&sc, n, K, 1, sizeof *w->rows);
+  w->row_wt = fdl_eng_scratch(&sc, n, K, 1, sizeof *w->row_wt);
+  w->x = fdl_eng_scratch(&sc, n, H, 1, sizeof *w->x);
+  w->y = fdl_eng_scratch(&sc, n, H, 1, sizeof *w->y);
+  w->g = fdl_eng_scratch(&sc, n, I, 1, sizeof *w->g);
+  w->u = fdl_eng_scratch(&sc, n, I, 1, sizeof *w->u);
+  w->sg = fdl_eng_scratch(&sc, n, 1, 1, sizeof *w->sg);
+  w->out = fdl_eng_scratch(&sc, n, H, 1, sizeof *w->out);
+  if (sc.too_large || sc.nomem) {
     fdl_eng_moe_free(w);
     return fdl_fail(err, FDL_NOMEM, "out of memory for the experts' scratch (%zu positions)", n);
   }
