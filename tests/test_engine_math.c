@@ -64,7 +64,7 @@ static void test_rope_freqs(void **state) {
   for (size_t t = 0; t < 3; t++)
     for (size_t i = 0; i < 64; i++) {
       double want = pow(thetas[t], -(double)(2 * i) / 128.0);
-      double got = fdl_eng_exp_neg(-((double)(2 * i) / 128.0) * fdl_eng_log(thetas[t]));
+      double got = fdl_num_exp_neg(-((double)(2 * i) / 128.0) * fdl_eng_log(thetas[t]));
       assert_true(fabs(got - want) <= 4e-15 * want);
     }
 }
@@ -94,14 +94,14 @@ static void test_softmax(void **state) {
   float ref[10];
   memcpy(ref, s, sizeof s);
   double e[10];
-  fdl_eng_softmax_row(s, 0, 5, 10, scale, e);
+  fdl_num_softmax_row(s, 0, 5, 10, scale, e);
   double sum = 0;
   for (int j = 0; j < 5; j++) sum += exp(scale * (ref[j] - 3.0));
   for (int j = 0; j < 5; j++) assert_true(fabs(s[j] - exp(scale * (ref[j] - 3.0)) / sum) <= 1e-7);
   for (int j = 5; j < 10; j++) assert_true(s[j] == 0.0f && !signbit(s[j]));
   /* a sliding window: keys [2, 5) only, the max taken over them (3, not 99 past the query) */
   memcpy(s, ref, sizeof s);
-  fdl_eng_softmax_row(s, 2, 5, 10, scale, e);
+  fdl_num_softmax_row(s, 2, 5, 10, scale, e);
   sum = 0;
   for (int j = 2; j < 5; j++) sum += exp(scale * (ref[j] - 3.0));
   for (int j = 2; j < 5; j++) assert_true(fabs(s[j] - exp(scale * (ref[j] - 3.0)) / sum) <= 1e-7);
@@ -115,14 +115,15 @@ static void test_silu(void **state) {
   float u[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
   float ref[9];
   memcpy(ref, g, sizeof g);
-  fdl_eng_silu_mul(g, u, 9);
+  fdl_num_silu_mul(g, u, 9);
   for (int i = 0; i < 9; i++) {
     double want = ref[i] / (1.0 + exp(-(double)ref[i])) * u[i];
     assert_true(fabs(g[i] - want) <= 1e-7 * fabs(want) + 1e-40);
   }
 }
 
-/* The FMA build of softmax and SiLU gives the plain build's bits (where this CPU has FMA). */
+/* The FMA build of softmax, SiLU and the multiply-accumulate gives the plain build's bits (where
+ * this CPU has FMA). */
 static void test_fma_clone_bits(void **state) {
   (void)state;
   enum { N = 4099 };
@@ -140,16 +141,22 @@ static void test_fma_clone_bits(void **state) {
       u[i] = (float)((double)(x & 0xffff) / 65536.0 - 0.5);
     }
     memcpy(b, a, N * sizeof *a);
-    if (!fdl_eng_silu_fma(a, u, N)) {
+    if (!fdl_num_silu_fma(a, u, N)) {
       printf("no FMA build on this CPU: the plain copy is the only one\n");
       break;
     }
-    fdl_eng_silu_plain(b, u, N);
+    fdl_num_silu_plain(b, u, N);
     assert_memory_equal(a, b, N * sizeof *a);
     memcpy(b, a, N * sizeof *a);
-    assert_true(fdl_eng_softmax_fma(a, rep % 3, N - rep, N, 0.125 * (rep + 1), e));
-    fdl_eng_softmax_plain(b, rep % 3, N - rep, N, 0.125 * (rep + 1), e);
+    assert_true(fdl_num_softmax_fma(a, rep % 3, N - rep, N, 0.125 * (rep + 1), e));
+    fdl_num_softmax_plain(b, rep % 3, N - rep, N, 0.125 * (rep + 1), e);
     assert_memory_equal(a, b, N * sizeof *a);
+    /* the DeltaNet multiply-accumulate: C[7, 37] += A[7, 61] B[61, 37] (columns past the last
+     * 8-wide block included), AVX2 against plain */
+    memcpy(b, a, 7 * 37 * sizeof *a);
+    assert_true(fdl_num_mm_acc_avx2(a, 37, u, 61, u + 7 * 61, 37, 7, 61, 37));
+    fdl_num_mm_acc_plain(b, 37, u, 61, u + 7 * 61, 37, 7, 61, 37);
+    assert_memory_equal(a, b, 7 * 37 * sizeof *a);
   }
   free(a), free(b), free(u), free(e);
 }

@@ -1,5 +1,6 @@
-/* test_faults.c - every allocation and every I/O call of a pack, a validate and a compare can
- * fail, and each failure gives a clean error with nothing left behind.
+/* test_faults.c - every allocation and every I/O call of a pack, a validate, a compare, a report,
+ * a model load, a generate, a quantize, a capture, a divergence request and a path attribution
+ * can fail, and each failure gives a clean error with nothing left behind.
  *
  * For each operation the test first counts the calls a clean run makes through base/sys.c (with
  * the fault hook of base/fault.h armed to count only), then re-runs it once per N failing the
@@ -13,10 +14,14 @@
  * instead, so that a leak names the N that caused it (slower).
  *
  * The pack packs inputs the test writes (panel, hidden states, head, meta); validate and compare
- * read a pair made once by fdl_synth. Everything lives under /dev/shm where it exists: the
- * library fsyncs every file it writes, and thousands of runs on a disk would take minutes.
- * FDL_FAULT_STRIDE=K (default 1) tries every Kth N only, for a quick local run;
- * FDL_FAULT_OPS=compare (or pack, validate, a list) sweeps those operations only.
+ * read a pair made once by fdl_synth; load, generate, quantize and capture use the tiny-random
+ * model made once by fdl_model_init (generate on a model loaded before the fault is armed, so
+ * its sweep is the run's own scratch and cache); divergence and attribute build Kiln records
+ * from the shared first-divergence request ($FDL_SHARED/vectors/kiln), written to a file.
+ * Everything lives under /dev/shm where it exists: the library fsyncs every file it writes, and
+ * thousands of runs on a disk would take minutes. FDL_FAULT_STRIDE=K (default 1) tries every Kth N
+ * only, for a quick local run; FDL_FAULT_OPS=compare (or pack, validate, load, generate, quantize,
+ * capture, divergence, attribute, report, a list) sweeps those operations only.
  * FDL_FAULT_ONLY=OP:KIND:N (e.g. compare:alloc:4201) runs that one case, to debug it (a
  * breakpoint on the fault_fired store in base/sys.c shows the failing call). */
 #include <dirent.h>
@@ -31,9 +36,13 @@
 #include <unistd.h>
 
 #include "base/fault.h"
+#include "fidelis/capture.h"
 #include "fidelis/compare.h"
 #include "fidelis/dataset.h"
 #include "fidelis/fidelis.h"
+#include "fidelis/generate.h"
+#include "fidelis/kiln.h"
+#include "fidelis/model.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define FDL_TEST_LSAN 1
@@ -137,8 +146,9 @@ static void remove_new(const char *dir, const char *keep) {
 
 static char work[64];
 static char ref_dir[128], cand_dir[128];
-static char pack_seal[FDL_SHA256_HEX_LEN + 1]; /* the clean pack's dataset_sha256 */
-static char *clean_receipt;                    /* the clean compare's receipt, compact */
+static char model_dir[128];  /* the tiny-random model, made once */
+static json_t *kiln_request; /* the shared first-divergence request */
+static fdl_model *loaded;    /* generate's model, loaded before each run with faults off */
 
 typedef struct {
   fdl_status status;
@@ -147,6 +157,7 @@ typedef struct {
   bool complete;                     /* on FDL_OK: the whole output is there */
   char seal[FDL_SHA256_HEX_LEN + 1]; /* pack: the dataset seal */
   json_t *receipt;                   /* compare: the receipt (owned) */
+  char *result;                      /* the others: what a clean run must reproduce (owned) */
   char where[128];                   /* the directory that must hold nothing new after a failure */
   char out[160];                     /* the output to remove after a success */
 } outcome;
@@ -281,19 +292,195 @@ static void report(outcome *oc) {
   oc->complete = oc->status == FDL_OK && r.trusted && stat(oc->out, &st) == 0;
 }
 
+static void load(outcome *oc) {
+  fdl_model_opts o = {.threads = 1};
+  fdl_model *m = NULL;
+  oc->status = fdl_model_load(model_dir, &o, &m, &oc->err);
+  if (oc->status == FDL_OK) {
+    const fdl_model_info *in = fdl_model_get_info(m);
+    char hex[65];
+    const char *name;
+    uint64_t bytes;
+    oc->complete = in->vocab == 272 && fdl_model_file_digest(m, 0, &name, &bytes, hex);
+    oc->result = strdup(hex);
+  }
+  fdl_model_free(m);
+}
+
+static void load_model(void) {
+  fdl_model_opts o = {.threads = 1};
+  fdl_err err = {FDL_OK, ""};
+  if (fdl_model_load(model_dir, &o, &loaded, &err) != FDL_OK) FAIL("cannot load: %s", err.msg);
+}
+
+static void free_model(void) {
+  fdl_model_free(loaded);
+  loaded = NULL;
+}
+
+static void generate(outcome *oc) {
+  const int32_t prompt[5] = {256, 17, 99, 3, 200};
+  int32_t out[6];
+  size_t n = 0;
+  fdl_generate_opts o = {.n_new = 6, .path = FDL_ENGINE_DECODE};
+  if (!loaded) {
+    oc->status = fdl_fail(&oc->err, FDL_INVALID, "no model");
+    return;
+  }
+  oc->status = fdl_generate_greedy(loaded, prompt, 5, &o, out, &n, &oc->err);
+  if (oc->status == FDL_OK) {
+    char text[128], *w = text;
+    for (size_t i = 0; i < n; i++) w += sprintf(w, "%d,", (int)out[i]);
+    oc->complete = n == 6;
+    oc->result = strdup(text);
+  }
+}
+
+static void quantize(outcome *oc) {
+  snprintf(oc->where, sizeof oc->where, "%s/quant", work);
+  snprintf(oc->out, sizeof oc->out, "%s/q", oc->where);
+  fdl_gptq_opts o = {
+      .model_dir = model_dir, .out_dir = oc->out, .group = 32, .scope = FDL_GPTQ_SCOPE_ALL_LINEAR};
+  fdl_gptq_result r;
+  memset(&r, 0, sizeof r);
+  oc->status = fdl_gptq_quantize_model(&o, &r, &oc->err);
+  if (oc->status == FDL_OK) {
+    char p[256], text[64];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/config.json", oc->out);
+    oc->complete = stat(p, &st) == 0 && r.quantized > 0;
+    snprintf(text, sizeof text, "%zu quantized, %zu copied", r.quantized, r.copied);
+    oc->result = strdup(text);
+  }
+}
+
+static void capture(outcome *oc) {
+  snprintf(oc->where, sizeof oc->where, "%s/cap", work);
+  snprintf(oc->out, sizeof oc->out, "%s/ds", oc->where);
+  char panel[256];
+  snprintf(panel, sizeof panel, "%s/inputs/capture.jsonl", work);
+  fdl_capture_opts o = {.model_dir = model_dir,
+                        .panel_path = panel,
+                        .out_dir = oc->out,
+                        .form = FDL_CAPTURE_HIDDEN,
+                        .path = FDL_ENGINE_PREFILL,
+                        .threads = 1,
+                        .created_utc = "2026-01-01T00:00:00Z"};
+  fdl_capture_result r;
+  memset(&r, 0, sizeof r);
+  oc->status = fdl_capture(&o, &r, &oc->err);
+  snprintf(oc->code, sizeof oc->code, "%s", fdl_refusal_name(r.refusal.code));
+  if (oc->status == FDL_OK) {
+    char p[256];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", oc->out, FDL_DS_MANIFEST_NAME);
+    oc->complete = stat(p, &st) == 0 && r.records == 2;
+    oc->result = strdup(r.dataset_sha256);
+  }
+}
+
+/* Writes v to oc->out (staged, as the CLI does) and keeps it as the result. */
+static void publish(outcome *oc, json_t *v) {
+  if (oc->status == FDL_OK)
+    oc->status = fdl_json_write_file(oc->out, v, FDL_JSON_ASCII | FDL_JSON_PRETTY, &oc->err);
+  if (oc->status == FDL_OK) {
+    struct stat st;
+    oc->complete = stat(oc->out, &st) == 0;
+    oc->receipt = json_incref(v);
+  }
+  json_decref(v);
+}
+
+static void divergence(outcome *oc) {
+  snprintf(oc->where, sizeof oc->where, "%s/kiln", work);
+  snprintf(oc->out, sizeof oc->out, "%s/request.json", oc->where);
+  const json_t *q = kiln_request, *pre = json_object_get(q, "continuation_prefix");
+  const json_t *cands = json_object_get(q, "candidates"), *src = json_object_get(q, "source");
+  const json_t *prompt = json_object_get(q, "prompt"), *gen = json_object_get(prompt, "generator");
+  json_t *ref = json_array(), *cand = json_array();
+  size_t i;
+  const json_t *t;
+  json_array_foreach(pre, i, t) {
+    json_array_append(ref, json_object_get(t, "token_id"));
+    json_array_append(cand, json_object_get(t, "token_id"));
+  }
+  json_array_append(ref, json_object_get(json_array_get(cands, 1), "token_id"));
+  json_array_append_new(ref, json_integer(42));
+  json_array_append(cand, json_object_get(json_array_get(cands, 0), "token_id"));
+  fdl_kiln_divergence_in in = {
+      .prompt_ids = json_object_get(prompt, "token_ids"),
+      .reference_ids = ref,
+      .candidate_ids = cand,
+      .prompt_text = json_string_value(
+          json_object_get(json_array_get(json_object_get(prompt, "messages"), 0), "content")),
+      .id = json_string_value(json_object_get(q, "id")),
+      .source_commit = json_string_value(json_object_get(src, "source_commit")),
+      .run_id = json_string_value(json_object_get(gen, "run_id")),
+      .phase = json_string_value(json_object_get(gen, "phase")),
+      .kiln_receipt = json_object_get(src, "kiln_receipt"),
+      .vllm_receipt = json_object_get(src, "vllm_receipt"),
+      .model_identity = json_object_get(q, "model_identity")};
+  json_t *out = NULL;
+  size_t step = 0;
+  oc->status = fdl_kiln_divergence(&in, &out, &step, &oc->err);
+  json_decref(ref);
+  json_decref(cand);
+  publish(oc, out);
+}
+
+#define KILN_V 32768 /* the reference's width: above every token id of the request */
+
+static void attribute(outcome *oc) {
+  snprintf(oc->where, sizeof oc->where, "%s/kiln", work);
+  snprintf(oc->out, sizeof oc->out, "%s/attribution.json", oc->where);
+  float *ref = malloc(KILN_V * sizeof *ref), *full = malloc(KILN_V * sizeof *full);
+  json_t *ids = json_array();
+  const json_t *cands = json_object_get(kiln_request, "candidates");
+  for (size_t i = 0; ref && full && i < KILN_V; i++)
+    ref[i] = full[i] = (float)((i * 7919) % 1009) / 64.0f;
+  if (ref && full) {
+    json_int_t kiln_id = json_integer_value(json_object_get(json_array_get(cands, 0), "token_id"));
+    json_int_t vllm_id = json_integer_value(json_object_get(json_array_get(cands, 1), "token_id"));
+    ref[vllm_id] = 100.0f;                             /* the reference picks vllm's token */
+    full[vllm_id] = 90.0f;                             /* the full path does too */
+    json_array_append_new(ids, json_integer(kiln_id)); /* the greedy path diverges */
+  }
+  fdl_kiln_path_in paths[2] = {{.name = "eager_full", .full = true, .rows = full, .nrows = 1},
+                               {.name = "graph_greedy", .full = false, .ids = ids}};
+  json_t *out = NULL;
+  oc->status = ref && full
+                   ? fdl_kiln_attribute(kiln_request, ref, KILN_V, paths, 2, NULL, &out, &oc->err)
+                   : fdl_fail(&oc->err, FDL_NOMEM, "out of memory");
+  json_decref(ids);
+  free(ref);
+  free(full);
+  publish(oc, out);
+}
+
 typedef struct {
   const char *name;
   void (*run)(outcome *);
   bool refusal_code; /* its failures must carry a refusal code */
   bool refused;      /* ... and be FDL_REFUSED, whatever the cause (fdl_compare's contract) */
+  const char *dir;   /* the directory under work that must hold nothing new after a failure
+                        (NULL: validate's candidate) */
+  void (*before)(void), (*after)(void); /* around each run, with faults off */
 } operation;
 
 static const operation OPS[] = {
-    {"pack", pack, true, false},
-    {"validate", validate, false, false},
-    {"compare", compare, true, true},
-    {"report", report, false, false},
+    {"pack", pack, true, false, "pack", NULL, NULL},
+    {"validate", validate, false, false, NULL, NULL, NULL},
+    {"compare", compare, true, true, "cmp", NULL, NULL},
+    {"report", report, false, false, "rpt", NULL, NULL},
+    {"load", load, false, false, "load", NULL, NULL},
+    {"generate", generate, false, false, "load", load_model, free_model},
+    {"quantize", quantize, false, false, "quant", NULL, NULL},
+    {"capture", capture, false, false, "cap", NULL, NULL},
+    {"divergence", divergence, false, false, "kiln", NULL, NULL},
+    {"attribute", attribute, false, false, "kiln", NULL, NULL},
 };
+#define N_OPS (sizeof OPS / sizeof *OPS)
+static char *clean_result[N_OPS]; /* each operation's clean result */
 
 /* ---- the loop --------------------------------------------------------------------------- */
 
@@ -313,31 +500,30 @@ static void one_run(const operation *op, fdl_fault_kind kind, uint64_t n, uint64
   memset(&oc, 0, sizeof oc);
   char before[4096], after[4096];
   char where[128];
-  if (op->run == validate)
+  if (!op->dir)
     snprintf(where, sizeof where, "%s", cand_dir);
   else
-    snprintf(where, sizeof where, "%s/%s", work,
-             op->run == pack     ? "pack"
-             : op->run == report ? "rpt"
-                                 : "cmp");
+    snprintf(where, sizeof where, "%s/%s", work, op->dir);
   size_t nb = list_dir(where, before, sizeof before);
+  if (op->before) op->before();
   fdl_fault_arm(kind, n);
   op->run(&oc);
   bool fired = fdl_fault_fired();
   if (count) *count = fdl_fault_count(kind);
   fdl_fault_disarm();
-  /* The result as a comparable string: the seal of a pack, the receipt of a compare. */
-  char *result = oc.receipt ? json_dumps(oc.receipt, JSON_COMPACT | JSON_SORT_KEYS)
-                            : strdup(oc.seal[0] ? oc.seal : "");
+  if (op->after) op->after();
+  /* The result as a comparable string: the seal of a pack, the receipt of a compare, ... */
+  char *result = oc.result    ? oc.result
+                 : oc.receipt ? json_dumps(oc.receipt, JSON_COMPACT | JSON_SORT_KEYS)
+                              : strdup(oc.seal[0] ? oc.seal : "");
   json_decref(oc.receipt);
-  const char *clean = op->run == pack ? pack_seal : op->run == compare ? clean_receipt : "";
+  char **clean_slot = &clean_result[op - OPS];
+  const char *clean = *clean_slot ? *clean_slot : "";
   if (n == 0) {
     if (oc.status != FDL_OK || !oc.complete)
       FAIL("%s without a fault: %s %s", op->name, fdl_status_name(oc.status), oc.err.msg);
-    else if (op->run == pack && !pack_seal[0])
-      snprintf(pack_seal, sizeof pack_seal, "%s", result);
-    else if (op->run == compare && !clean_receipt)
-      clean_receipt = strdup(result);
+    else if (!*clean_slot)
+      *clean_slot = strdup(result);
     else if (strcmp(result, clean))
       FAIL("%s: two clean runs differ", op->name);
   } else if (!fired) {
@@ -348,6 +534,7 @@ static void one_run(const operation *op, fdl_fault_kind kind, uint64_t n, uint64
      * whole, as if nothing happened. */
     absorbed++;
     printf("note: %s: failing %s %" PRIu64 " was absorbed\n", op->name, kind_name(kind), n);
+    if (getenv("FDL_FAULT_ONLY")) printf("result: %s\n", result);
     fflush(stdout);
     if (!oc.complete) FAIL("%s: %s %" PRIu64 ": OK but incomplete", op->name, kind_name(kind), n);
     if (strcmp(result, clean))
@@ -372,7 +559,8 @@ static void one_run(const operation *op, fdl_fault_kind kind, uint64_t n, uint64
   if (leak_each && leaked())
     FAIL("%s: %s %" PRIu64 ": leak (see the report above)", op->name, kind_name(kind), n);
   if (oc.status == FDL_OK && oc.out[0]) {
-    if (op->run == report)
+    struct stat st;
+    if (stat(oc.out, &st) == 0 && !S_ISDIR(st.st_mode))
       unlink(oc.out);
     else
       rm_tree(oc.out);
@@ -419,8 +607,11 @@ int main(void) {
   char p[256];
   snprintf(p, sizeof p, "%s/pack", work);
   mkdir(p, 0755);
-  snprintf(p, sizeof p, "%s/cmp", work);
-  mkdir(p, 0755);
+  static const char *const dirs[] = {"cmp", "load", "quant", "cap", "kiln"};
+  for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+    snprintf(p, sizeof p, "%s/%s", work, dirs[i]);
+    mkdir(p, 0755);
+  }
   /* The pair that validate and compare read, made once with faults off. */
   fdl_synth_opts so;
   fdl_synth_opts_default(&so);
@@ -462,10 +653,31 @@ int main(void) {
     return 1;
   }
 
+  /* The tiny-random model and a two-record panel for capture; the Kiln request. */
+  snprintf(model_dir, sizeof model_dir, "%s/model", work);
+  fdl_model_init_opts mo = {.preset = "tiny-random", .out_dir = model_dir};
+  fdl_model_init_result mr;
+  const char *shared = getenv("FDL_SHARED");
+  char req_path[512];
+  snprintf(req_path, sizeof req_path,
+           "%s/vectors/kiln/rocm-strix-halo-greedy-c1-first-divergence-v1.json",
+           shared ? shared : "../shared");
+  static const char CAP_PANEL[] = "{\"index\":0,\"tokens\":[256,17,99,3,200,41,7,88]}\n"
+                                  "{\"index\":1,\"tokens\":[256,5,6,7,8,9,10,11]}\n";
+  snprintf(p, sizeof p, "%s/inputs/capture.jsonl", work);
+  if (fdl_model_init(&mo, &mr, &err) != FDL_OK ||
+      fdl_write_file(p, CAP_PANEL, sizeof CAP_PANEL - 1, &err) != FDL_OK ||
+      fdl_json_load_file(req_path, NULL, &kiln_request, &err) != FDL_OK) {
+    printf("FAIL: cannot make the model, the capture panel or read the Kiln request: %s\n",
+           err.msg);
+    rm_tree(work);
+    return 1;
+  }
+
   const char *only = getenv("FDL_FAULT_ONLY");
   const char *ops = getenv("FDL_FAULT_OPS"); /* e.g. "compare": sweep only those */
   leak_each = only || getenv("FDL_FAULT_LEAK_EACH");
-  for (size_t i = 0; i < sizeof OPS / sizeof *OPS; i++) {
+  for (size_t i = 0; i < N_OPS; i++) {
     if (only) {
       char kind[16];
       unsigned long long n;
@@ -479,10 +691,11 @@ int main(void) {
     }
     if (ops && !strstr(ops, OPS[i].name)) continue;
     sweep(&OPS[i], FDL_FAULT_ALLOC, stride);
-    sweep(&OPS[i], FDL_FAULT_IO, stride);
+    if (OPS[i].run != generate) sweep(&OPS[i], FDL_FAULT_IO, stride); /* generate does no I/O */
   }
   rm_tree(work);
-  free(clean_receipt);
+  for (size_t i = 0; i < N_OPS; i++) free(clean_result[i]);
+  json_decref(kiln_request);
   printf("%d failure(s), %d absorbed fault(s)\n", failures, absorbed);
   return failures ? 1 : 0;
 }

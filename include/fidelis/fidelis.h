@@ -1,7 +1,8 @@
 /* fidelis.h - the public API of libfidelis.
  *
  * fidelis proves, with numbers anyone can re-check, how faithfully an LLM inference stack
- * reproduces a reference. This header pulls in every module:
+ * reproduces a reference. This header pulls in every module (an include order, not the layers:
+ * which module may use which is docs/layers.tsv, shown in docs/ARCHITECTURE.md):
  *
  *   status.h  one status enum (fdl_status) and the error record (fdl_err)
  *   refusal.h the refusal record (code, gate, remedy, cause) of pack and compare

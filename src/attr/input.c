@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/check.h"
 #include "fidelis/attr.h"
 #include "base/sys.h"
 #include "fidelis/file.h"
@@ -33,10 +34,11 @@ static fdl_status take(const fdl_tensor *t, const char *what, fdl_attr_matrix *m
                     "%s: element %llu (row %llu, column %llu) is %s, expected a finite value", what,
                     (unsigned long long)bad, (unsigned long long)(bad / cols),
                     (unsigned long long)(bad % cols), nan ? "NaN" : "infinite");
-  if (n > SIZE_MAX / sizeof(float))
+  size_t bytes;
+  if (n > SIZE_MAX || !fdl_size_mul((size_t)n, sizeof(float), &bytes))
     return fdl_fail(err, FDL_TOO_LARGE, "%s: %llu elements do not fit in memory", what,
                     (unsigned long long)n);
-  m->data = fdl_huge_alloc((size_t)n * sizeof(float));
+  m->data = fdl_huge_alloc(bytes);
   if (!m->data)
     return fdl_fail(err, FDL_NOMEM, "%s: out of memory for %llu floats", what,
                     (unsigned long long)n);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sys.h"
 #include "attr/kiln_check.h"
 #include "fidelis/json.h"
 #include "fidelis/quote.h"
@@ -63,7 +64,7 @@ static fdl_status decode_text(const fdl_kiln_ctx *c, const char *path, const jso
   *out = NULL;
   if (!json_is_string(v)) return fdl_kiln_bad(c, path, "expected a base64 string");
   size_t n = json_string_length(v);
-  *out = malloc(n / 4 * 3 + 1);
+  *out = fdl_malloc(n / 4 * 3 + 1);
   if (!*out) return fdl_fail(c->err, FDL_NOMEM, "%s: out of memory", c->name);
   if (!b64_strict(json_string_value(v), n, *out, len))
     return fdl_kiln_bad(c, path, "expected strict base64 (the standard alphabet, '=' padding)");
@@ -178,7 +179,7 @@ static fdl_status check_receipt(const fdl_kiln_ctx *c, const json_t *rc, const j
   const json_t *ct =
       json_object_get(json_array_get(json_object_get(req, "candidates"), engine), "text");
   wn += json_string_length(ct);
-  char *want = malloc(wn + 1);
+  char *want = fdl_malloc(wn + 1);
   if (!want) return fdl_fail(c->err, FDL_NOMEM, "%s: out of memory", c->name);
   size_t o = 0;
   for (size_t i = 0; i < json_array_size(cp); i++) {

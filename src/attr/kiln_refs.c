@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/sys.h"
 #include "attr/internal.h"
 #include "attr/kiln_check.h"
 #include "fidelis/file.h"
@@ -60,7 +61,7 @@ fdl_status fdl_kiln_read_ref(const fdl_kiln_ctx *c, const char *jpath, const jso
                     c->name, jpath);
   const char *root = c->refs->root;
   size_t n = strlen(root) + 1 + strlen(r) + 1;
-  char *joined = malloc(n);
+  char *joined = fdl_malloc(n);
   if (!joined) return fdl_fail(c->err, FDL_NOMEM, "%s: out of memory", c->name);
   snprintf(joined, n, "%s/%s", root, r);
   fdl_status s = stat_ref(c, jpath, what, r, joined, max);

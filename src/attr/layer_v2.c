@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sys.h"
+#include "base/check.h"
 #include "attr/internal.h"
 #include "fidelis/attr.h"
 #include "fidelis/json.h"
@@ -117,7 +119,7 @@ static bool str_is(const json_t *v, const char *want) {
 static fdl_status compare_rows(const float *reference, const float *actual, size_t rows,
                                size_t hidden, fdl_attr_boundary *bs, size_t *gi, double *gd,
                                fdl_err *err) {
-  double *rel = malloc(rows * sizeof *rel);
+  double *rel = fdl_malloc(rows * sizeof *rel);
   if (!rel) return fdl_fail(err, FDL_NOMEM, "out of memory");
   fdl_status s = FDL_OK;
   for (size_t i = 0; s == FDL_OK && i < rows; i++) {
@@ -284,7 +286,8 @@ static fdl_status check_inputs(const fdl_attr_layer_v2_in *in, fdl_err *err) {
                     "rows: %zu boundaries, expected the %u of §13 (embedding, 32 layers, "
                     "final_norm)",
                     in->rows, FDL_ATTR_LAYER_BOUNDARIES);
-  if (in->hidden == 0 || in->hidden > SIZE_MAX / sizeof(float) / FDL_ATTR_LAYER_BOUNDARIES)
+  size_t t;
+  if (in->hidden == 0 || !fdl_size_mul(in->hidden, sizeof(float) * FDL_ATTR_LAYER_BOUNDARIES, &t))
     return fdl_fail(err, FDL_BOUNDS, "rows: width %zu, expected 1..%zu", in->hidden,
                     SIZE_MAX / sizeof(float) / FDL_ATTR_LAYER_BOUNDARIES);
   bool known = false;
@@ -331,7 +334,7 @@ fdl_status fdl_attr_layer_v2(const fdl_attr_layer_v2_in *in, json_t **out, fdl_e
   if ((s = check_evidence(json_object_get(ref, "evidence"), ref, rows_sha, in->rows, in->hidden,
                           rq.identity, in->request, err)) != FDL_OK)
     return s;
-  fdl_attr_boundary *bs = calloc(in->rows, sizeof *bs);
+  fdl_attr_boundary *bs = fdl_calloc(in->rows, sizeof *bs);
   if (!bs) return fdl_fail(err, FDL_NOMEM, "out of memory");
   size_t gi = 0;
   double gd = 0.0;
@@ -429,7 +432,9 @@ fdl_status fdl_attr_layer_recompute(const json_t *doc, const char *name, const f
     return fdl_fail(err, FDL_REFUSED,
                     "%s: $.worker.boundaries holds %zu boundaries, but the rows are %zu", name,
                     json_array_size(bl), rows);
-  if (rows == 0 || hidden == 0 || hidden > SIZE_MAX / sizeof(float) / rows)
+  size_t t;
+  if (rows == 0 || hidden == 0 || !fdl_size_mul(rows, hidden, &t) ||
+      !fdl_size_mul(t, sizeof(float), &t))
     return fdl_fail(err, FDL_BOUNDS, "%s: %zu rows of %zu, expected a nonempty matrix", name, rows,
                     hidden);
   char rows_sha[FDL_SEAL_BUF], p[160];
@@ -455,7 +460,7 @@ fdl_status fdl_attr_layer_recompute(const json_t *doc, const char *name, const f
                        json_object_get(w, "final_logits_sha256"), lsha, err)) != FDL_OK)
       return s;
   }
-  fdl_attr_boundary *bs = calloc(rows, sizeof *bs);
+  fdl_attr_boundary *bs = fdl_calloc(rows, sizeof *bs);
   if (!bs) return fdl_fail(err, FDL_NOMEM, "out of memory");
   size_t gi = 0;
   double gd = 0.0;

@@ -49,4 +49,8 @@ int fdl_sys_mkdirat(int dirfd, const char *path, mode_t mode);
 int fdl_sys_unlinkat(int dirfd, const char *path, int flags);
 void *fdl_sys_mmap(void *addr, size_t n, int prot, int flags, int fd, off_t off);
 
+/* The CPU's "model name" from /proc/cpuinfo into out, or "unknown": best effort, never failed
+ * by fault injection (it only describes the machine; num/replay_id.c). */
+void fdl_sys_cpu_name(char *out, size_t cap);
+
 #endif

@@ -13,11 +13,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/check.h"
 #include "fidelis/vocab.h"
 #include "base/sys.h"
 #include "fidelis/capture.h"
 #include "fidelis/digest.h"
-#include "fidelis/fidelis.h"
+#include "fidelis/file.h"
+#include "fidelis/model.h"
 #include "fidelis/json.h"
 #include "capture/gguf_meta.h"
 #include "fidelis/gguf.h"
@@ -121,8 +123,9 @@ static fdl_status checkpoint_identity(capture *c, fdl_err *err) {
     }
     /* a GGUF's metadata is its config: config_sha256 names the file */
     if (!strcmp(names[i], "config.json") || gguf) memcpy(c->config_hex, hex, sizeof hex);
-    json_array_append_new(list, json_pack("{s:I, s:s, s:s}", "bytes", (json_int_t)size, "path",
-                                          names[i], "sha256", hex));
+    if (json_array_append_new(list, json_pack("{s:I, s:s, s:s}", "bytes", (json_int_t)size, "path",
+                                              names[i], "sha256", hex)))
+      s = fdl_fail(err, FDL_NOMEM, "out of memory for the checkpoint's file list");
   }
   for (size_t i = 0; i < n; i++) free(names[i]);
   free(names);
@@ -280,7 +283,8 @@ static fdl_status write_records(capture *c, const fdl_ds_panel *p, fdl_err *err)
   for (size_t i = 0; i < p->n; i++)
     longest = p->lines[i].ntok > longest ? p->lines[i].ntok : longest;
   size_t width = c->o->form == FDL_CAPTURE_HIDDEN ? c->info->hidden : c->info->vocab;
-  if (longest > SIZE_MAX / sizeof(float) / width)
+  size_t t;
+  if (!fdl_size_mul(longest, width, &t) || !fdl_size_mul(t, sizeof(float), &t))
     return fdl_fail(err, FDL_TOO_LARGE, "a context of %zu tokens x %zu floats does not fit",
                     longest, width);
   size_t per = (c->info->layers + 2) * c->info->hidden;
@@ -402,8 +406,12 @@ static json_t *scope(const fdl_model_info *in) {
 
 static json_t *source_files(void) {
   json_t *o = json_object();
-  for (size_t i = 0; i < FDL_SOURCE_DIGEST_COUNT; i++)
-    json_object_set_new(o, fdl_source_digests[i].path, json_string(fdl_source_digests[i].sha256));
+  for (size_t i = 0; o && i < FDL_SOURCE_DIGEST_COUNT; i++)
+    if (json_object_set_new(o, fdl_source_digests[i].path,
+                            json_string(fdl_source_digests[i].sha256))) {
+      json_decref(o);
+      return NULL;
+    }
   return o;
 }
 
@@ -433,41 +441,47 @@ static json_t *meta(const capture *c) {
       c->tokenizer, "vocab_size", (json_int_t)c->info->vocab, "panel", "panel_id", panel_id,
       "runtime_source", gguf ? "gguf" : "safetensors", "source_files", source_files());
   if (!m) return NULL;
+  int bad = 0; /* an allocation failed inside jansson: no meta, never a partial one */
   const json_t *ast =
       json_object_get(json_object_get(c->panel->header, "tokenizer"), "add_special_tokens");
   if (json_is_boolean(ast))
-    json_object_set_new(json_object_get(m, "tokenizer"), "add_special_tokens",
-                        json_copy((json_t *)ast));
-  json_object_set_new(m, "dataset", json_pack("{s:s}", "id", id));
+    bad |= json_object_set_new(json_object_get(m, "tokenizer"), "add_special_tokens",
+                               json_copy((json_t *)ast));
+  bad |= json_object_set_new(m, "dataset", json_pack("{s:s}", "id", id));
   json_t *w =
       json_pack("{s:s, s:n, s:b, s:s, s:s}", "repository", repo, "revision", "quantized", quant,
                 "config_sha256", c->config_hex, "checkpoint_identity_sha256", c->ckpt_hex);
   if (gguf_quant) {
-    json_object_set_new(w, "codec", json_string(gguf_codec));
-    json_object_set_new(m, "scope", fdl_capture_gguf_scope(c->m));
-    json_object_set_new(m, "weights_decode", fdl_capture_gguf_decode(c->m));
+    bad |= json_object_set_new(w, "codec", json_string(gguf_codec));
+    bad |= json_object_set_new(m, "scope", fdl_capture_gguf_scope(c->m));
+    bad |= json_object_set_new(m, "weights_decode", fdl_capture_gguf_decode(c->m));
   } else if (quant) {
     char codec[16];
     json_int_t bits = quant_codec(c->info, codec, sizeof codec);
-    json_object_set_new(w, "codec", json_string(codec));
-    json_object_set_new(w, "declared_bits", json_real((double)bits));
-    json_object_set_new(w, "declared_head_bits", json_integer(16));
-    json_object_set_new(m, "scope", scope(c->info));
-    json_object_set_new(m, "weights_decode",
-                        json_pack("{s:s, s:s, s:s, s:O}", "method", "affine-weight-reconstruction",
-                                  "scope", "weights_reconstructed", "output_dtype", "float32",
-                                  "quantization_config", c->quant));
+    bad |= json_object_set_new(w, "codec", json_string(codec));
+    bad |= json_object_set_new(w, "declared_bits", json_real((double)bits));
+    bad |= json_object_set_new(w, "declared_head_bits", json_integer(16));
+    bad |= json_object_set_new(m, "scope", scope(c->info));
+    bad |= json_object_set_new(m, "weights_decode",
+                               json_pack("{s:s, s:s, s:s, s:O}", "method",
+                                         "affine-weight-reconstruction", "scope",
+                                         "weights_reconstructed", "output_dtype", "float32",
+                                         "quantization_config", c->quant));
   }
-  json_object_set_new(m, "weights", w);
+  bad |= json_object_set_new(m, "weights", w);
   if (o->created_utc) json_object_set_new(m, "created_utc", json_string(o->created_utc));
   if (c->info->vision_tower)
-    json_object_set_new(
+    bad |= json_object_set_new(
         m, "disclosures",
         json_pack("[{s:b, s:s, s:s, s:s}]", "affects_comparability", 0, "code",
                   "vision_tower_ignored", "detail",
                   "the checkpoint carries a vision tower; fidelis ran its text model only "
                   "(token inputs, text positions), as for any text-only panel",
                   "severity", "info"));
+  if (bad) {
+    json_decref(m);
+    return NULL;
+  }
   return m;
 }
 

@@ -182,8 +182,8 @@ static json_t *row_names(const char *list, const char *meta, uint64_t n, int *rc
       p = end + 1;
     }
   } else if (meta) {
-    a = json_loads(meta, JSON_REJECT_DUPLICATES, NULL);
-    bool ok = json_is_array(a);
+    fdl_err perr = {FDL_OK, ""};
+    bool ok = fdl_json_parse(meta, strlen(meta), NULL, &a, &perr) == FDL_OK && json_is_array(a);
     for (size_t i = 0; ok && i < json_array_size(a); i++) ok = json_is_string(json_array_get(a, i));
     if (!ok) {
       json_decref(a);

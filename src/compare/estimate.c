@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "base/check.h"
 #include "fidelis/quote.h"
 #include "fidelis/pool.h"
 #include "compare/cmp.h"
@@ -30,7 +31,8 @@ fdl_status fdl_cmp_estimate_layout(const cmp_side *a, const cmp_findings *f, cmp
   for (size_t c = 0; c < f->n_shared; c++) {
     e->ctx_off[c] = n;
     int64_t rows = a->ds.records[f->ref_at[c]].scored_rows;
-    if (rows < 0 || (uint64_t)rows > SIZE_MAX / 16 - n)
+    size_t t;
+    if (rows < 0 || !fdl_size_add(n, (size_t)rows, &t) || !fdl_size_mul(t, 16, &t))
       return fdl_fail(err, FDL_INVALID, "record %lld: scored_rows %lld is out of range",
                       (long long)f->shared[c], (long long)rows);
     n += (size_t)rows;

@@ -13,6 +13,7 @@
  * round it to float16 (docs/MODELS.md). */
 #include <stdio.h>
 
+#include "base/check.h"
 #include "engine/model_internal.h"
 #include "fidelis/model.h"
 
@@ -24,6 +25,7 @@ fdl_status fdl_awq_reconstruct(const fdl_tensor *qweight, const fdl_tensor *qzer
                                float *w, fdl_err *err) {
   if (!w) return fdl_fail(err, FDL_INVALID, "awq: no output buffer");
   fdl_status s = FDL_OK;
+  size_t n;
   if (!out || !in || !group)
     s = fdl_fail(err, FDL_INVALID, "awq: empty matrix or group (out %zu, in %zu, group %zu)", out,
                  in, group);
@@ -33,7 +35,7 @@ fdl_status fdl_awq_reconstruct(const fdl_tensor *qweight, const fdl_tensor *qzer
   else if (in % group)
     s = fdl_fail(err, FDL_UNSUPPORTED,
                  "awq: group size %zu does not divide the input dimension %zu", group, in);
-  else if (out > SIZE_MAX / in)
+  else if (!fdl_size_mul(out, in, &n))
     s = fdl_fail(err, FDL_TOO_LARGE, "awq: %zu x %zu overflows", out, in);
   size_t groups = s == FDL_OK ? in / group : 0;
   if (!s) s = fdl_model_check_part(qweight, "qweight", FDL_DTYPE_I32, 2, in, out / 8, err);

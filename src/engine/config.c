@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/sys.h"
 #include "engine/internal.h"
 #include "fidelis/quote.h"
 
@@ -107,7 +108,7 @@ static fdl_status windows(const json_t *cfg, const char *path, int arch, fdl_mod
     return fdl_fail(err, FDL_PARSE,
                     "%s: layer_types must be an array of num_hidden_layers (%zu) strings", path,
                     info->layers);
-  unsigned char *slide = calloc(info->layers ? info->layers : 1, 1);
+  unsigned char *slide = fdl_calloc(info->layers ? info->layers : 1, 1);
   if (!slide) return fdl_fail(err, FDL_NOMEM, "out of memory");
   size_t n = 0;
   for (size_t i = 0; i < info->layers; i++) {
@@ -147,7 +148,7 @@ static fdl_status mistral_window(const json_t *cfg, const char *path, fdl_model_
   fdl_status s =
       fdl_eng_cfg_size(cfg, path, "sliding_window", false, 4096, &info->sliding_window, err);
   if (s) return s;
-  unsigned char *slide = malloc(info->layers ? info->layers : 1);
+  unsigned char *slide = fdl_malloc(info->layers ? info->layers : 1);
   if (!slide) return fdl_fail(err, FDL_NOMEM, "out of memory");
   memset(slide, 1, info->layers ? info->layers : 1);
   info->sliding = slide;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sys.h"
+#include "base/check.h"
 #include "engine/internal.h"
 
 /* transformers' defaults for the fields a config may leave out. */
@@ -18,7 +20,7 @@
 
 static fdl_status layer_kinds(const json_t *tc, const char *path, fdl_model_info *info,
                               fdl_err *err) {
-  unsigned char *kind = calloc(info->layers, 1);
+  unsigned char *kind = fdl_calloc(info->layers, 1);
   if (!kind) return fdl_fail(err, FDL_NOMEM, "out of memory");
   info->linear = kind;
   const json_t *lt = json_object_get(tc, "layer_types");
@@ -117,7 +119,8 @@ fdl_status fdl_eng_config_qwen35(const json_t *cfg, const json_t *tc, const json
   size_t H = info->hidden, nk = info->lin_k_heads, nv = info->lin_v_heads;
   size_t dk = info->lin_k_dim, dv = info->lin_v_dim; /* each <= 4096: no product overflows */
   size_t state = nv * dk * dv, per = 2 * nk * dk + 2 * nv * dv;
-  size_t proj = per && H > SIZE_MAX / per ? SIZE_MAX : H * per; /* hidden_size < 2^40 */
+  size_t proj;
+  if (!fdl_size_mul(H, per, &proj)) proj = SIZE_MAX; /* hidden_size < 2^40 */
   if (state > proj)
     return fdl_fail(err, FDL_PARSE,
                     "%s: a Gated DeltaNet layer's recurrent state would be %zu floats "

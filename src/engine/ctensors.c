@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sys.h"
 #include "engine/model_internal.h"
 #include "fidelis/model.h"
 
@@ -97,7 +98,7 @@ fdl_status fdl_ct_reconstruct_packed(const fdl_ct_parts *p, size_t in, size_t ou
   bool column_order = !p->g_idx;
   for (size_t i = 0; p->g_idx && i < in; i++)
     if ((int32_t)fdl_model_le32(p->g_idx->data + 4 * i) == -1) column_order = true;
-  size_t *count = column_order ? NULL : calloc(groups, sizeof *count);
+  size_t *count = column_order ? NULL : fdl_calloc(groups, sizeof *count);
   if (!column_order && !count) return fdl_fail(err, FDL_NOMEM, "out of memory");
   for (size_t i = 0; !column_order && i < in && !s; i++) {
     int32_t g = (int32_t)fdl_model_le32(p->g_idx->data + 4 * i);
@@ -113,7 +114,7 @@ fdl_status fdl_ct_reconstruct_packed(const fdl_ct_parts *p, size_t in, size_t ou
                    "%s is not a permutation of the groups: group %zu has %zu inputs, expected %zu",
                    p->g_idx->name, g, count[g], group);
   free(count);
-  float *scale = s ? NULL : malloc(out * groups * sizeof *scale);
+  float *scale = s ? NULL : fdl_malloc(out * groups * sizeof *scale);
   if (!s && !scale) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   if (!s) s = scales_f32(p->scale, out * groups, scale, err);
   for (size_t o = 0; o < out && !s; o++)
@@ -149,7 +150,7 @@ fdl_status fdl_ct_reconstruct_fp8(const fdl_tensor *weight, const fdl_tensor *sc
     return fdl_fail(err, FDL_MISMATCH,
                     "%s: expected one scale ([1]) or one per output channel ([%zu, 1])",
                     scale_t->name ? scale_t->name : "weight_scale", out);
-  float *scale = malloc(n * sizeof *scale);
+  float *scale = fdl_malloc(n * sizeof *scale);
   if (!scale) return fdl_fail(err, FDL_NOMEM, "out of memory");
   s = scales_f32(scale_t, n, scale, err);
   for (size_t o = 0; o < out && !s; o++) {

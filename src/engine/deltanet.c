@@ -33,43 +33,42 @@ static size_t chunk_floats(const gdn_dims *d) {
   return 2 * d->dk * C + 4 * C * C + 3 * C * d->dv + C * d->dk;
 }
 
-static bool mul_ok(size_t a, size_t b, size_t *out) {
-  if (a && b > SIZE_MAX / a) return false;
-  *out = a * b;
-  return true;
+void fdl_eng_gdn_free(eng_q35_work *q) {
+  free(q->qg), free(q->mixed), free(q->conv_out), free(q->zg), free(q->ba), free(q->beta);
+  free(q->gdec), free(q->core), free(q->state), free(q->chunk);
+  memset(q, 0, sizeof *q);
 }
 
 fdl_status fdl_eng_gdn_work(fdl_model *m, size_t n, fdl_err *err) {
   const fdl_model_info *in = &m->info;
-  eng_work *w = &m->w;
-  if (w->q35.cap >= n) return FDL_OK;
+  eng_q35_work *q = &m->w.q35;
+  if (q->cap >= n) return FDL_OK;
   gdn_dims d = dims_of(in);
-  size_t qd = in->heads * in->head_dim, nl = in->linear_layers, sz[9];
-  bool ok = mul_ok(n, 2 * qd, &sz[0]) && mul_ok(n, d.cd, &sz[2]) && mul_ok(sz[2], nl, &sz[1]) &&
-            mul_ok(n, d.vd, &sz[3]) && mul_ok(n, 2 * d.nv, &sz[4]) && mul_ok(n, d.nv, &sz[5]) &&
-            mul_ok(d.nv * d.dk * d.dv, nl, &sz[7]) &&
-            mul_ok(chunk_floats(&d), m->pool.threads, &sz[8]);
-  if (!ok) return fdl_fail(err, FDL_TOO_LARGE, "a context of %zu positions overflows sizes", n);
-  float **dst[11] = {&w->q35.qg,   &w->q35.mixed, &w->q35.conv_out, &w->q35.zg,    &w->q35.ba,
-                     &w->q35.beta, &w->q35.gdec,  &w->q35.core,     &w->q35.state, &w->q35.chunk,
-                     NULL};
-  size_t len[10] = {sz[0], sz[1], sz[2], sz[3], sz[4], sz[5], sz[5], sz[3], sz[7], sz[8]};
-  for (int i = 0; dst[i]; i++) {
-    free(*dst[i]);
-    *dst[i] = NULL;
+  size_t qd = in->heads * in->head_dim, nl = in->linear_layers;
+  fdl_eng_gdn_free(q);
+  eng_scratch s = {0};
+  q->qg = fdl_eng_scratch(&s, n, 2 * qd, 1, sizeof *q->qg);
+  q->mixed = fdl_eng_scratch(&s, n, d.cd, nl, sizeof *q->mixed);
+  q->conv_out = fdl_eng_scratch(&s, n, d.cd, 1, sizeof *q->conv_out);
+  q->zg = fdl_eng_scratch(&s, n, d.vd, 1, sizeof *q->zg);
+  q->ba = fdl_eng_scratch(&s, n, 2 * d.nv, 1, sizeof *q->ba);
+  q->beta = fdl_eng_scratch(&s, n, d.nv, 1, sizeof *q->beta);
+  q->gdec = fdl_eng_scratch(&s, n, d.nv, 1, sizeof *q->gdec);
+  q->core = fdl_eng_scratch(&s, n, d.vd, 1, sizeof *q->core);
+  q->state = fdl_eng_scratch(&s, d.nv * d.dk * d.dv, nl, 1, sizeof *q->state);
+  q->chunk = fdl_eng_scratch(&s, chunk_floats(&d), m->pool.threads, 1, sizeof *q->chunk);
+  if (!s.too_large && !s.nomem) {
+    q->cap = n;
+    return FDL_OK;
   }
-  w->q35.cap = 0;
-  double mib = 0; /* what was asked, for a message that says why */
-  for (int i = 0; dst[i]; i++) mib += (double)len[i] * sizeof(float) / (1024.0 * 1024.0);
-  for (int i = 0; dst[i]; i++)
-    if (len[i] > SIZE_MAX / sizeof(float) ||
-        !(*dst[i] = calloc(len[i] ? len[i] : 1, sizeof(float))))
-      return fdl_fail(err, FDL_NOMEM,
-                      "out of memory: the Gated DeltaNet scratch for a context of %zu positions "
-                      "is %.0f MiB, of which the recurrent state of %zu layers is %.0f MiB",
-                      n, mib, nl, (double)sz[7] * sizeof(float) / (1024.0 * 1024.0));
-  w->q35.cap = n;
-  return FDL_OK;
+  fdl_eng_gdn_free(q);
+  if (s.too_large)
+    return fdl_fail(err, FDL_TOO_LARGE, "a context of %zu positions overflows sizes", n);
+  return fdl_fail(err, FDL_NOMEM,
+                  "out of memory: the Gated DeltaNet scratch for a context of %zu positions "
+                  "is %.0f MiB, of which the recurrent state of %zu layers is %.0f MiB",
+                  n, s.mib, nl,
+                  (double)(d.nv * d.dk * d.dv) * nl * sizeof(float) / (1024.0 * 1024.0));
 }
 
 /* ---- per row: convolution, SiLU, L2 norms, gates ------------------------------------------
@@ -90,7 +89,7 @@ static double silu(double x) {
 
 /* softplus(x) = max(x, 0) + log(1 + e^-|x|). */
 static double softplus(double x) {
-  return (x > 0 ? x : 0.0) + fdl_eng_log(1.0 + fdl_eng_exp_neg(-fabs(x)));
+  return (x > 0 ? x : 0.0) + fdl_eng_log(1.0 + fdl_num_exp_neg(-fabs(x)));
 }
 
 /* x / sqrt(sum(x^2) + eps) * scale, the sum in float64 in index order. */
@@ -201,7 +200,7 @@ static void recurrent(const head_job *j, size_t h, float *S) {
   float kv[4096], delta[4096]; /* dv <= 4096 (config_qwen35.c) */
   for (size_t r = 0; r < j->rows; r++) {
     const float *q = x.q + r * x.ld, *k = x.k + r * x.ld, *v = x.v + r * x.ld;
-    float e = (float)fdl_eng_exp_neg((double)w->q35.gdec[r * d->nv + h]);
+    float e = (float)fdl_num_exp_neg((double)w->q35.gdec[r * d->nv + h]);
     float beta = w->q35.beta[r * d->nv + h];
     float *o = w->q35.core + r * d->vd + h * dv;
     for (size_t c = 0; c < dv; c++) kv[c] = 0.0f;
@@ -224,63 +223,6 @@ static void recurrent(const head_job *j, size_t h, float *S) {
   }
 }
 
-/* C[m][n] = C[m][n] + A[m][k] B[k][n], k ascending: each element one float32 chain of a
- * multiply and an add, each rounded. Eight columns ride in one vector, each lane its own
- * element's chain in the same order, so the bits are the scalar loop's (the build keeps the
- * multiply and the add apart: -ffp-contract=off) whatever width the compiler gives it; an
- * AVX2 build of the same body runs where the CPU has it. */
-typedef float v8f __attribute__((vector_size(32)));
-
-#define MM_ACC_BODY                                                                                \
-  for (size_t mi = 0; mi < M; mi++) {                                                              \
-    float *c = C + mi * ldc;                                                                       \
-    const float *a = A + mi * lda;                                                                 \
-    size_t n = 0;                                                                                  \
-    for (; n + 8 <= N; n += 8) {                                                                   \
-      v8f acc, b;                                                                                  \
-      memcpy(&acc, c + n, sizeof acc);                                                             \
-      for (size_t k = 0; k < Kn; k++) {                                                            \
-        memcpy(&b, B + k * ldb + n, sizeof b);                                                     \
-        acc = acc + a[k] * b;                                                                      \
-      }                                                                                            \
-      memcpy(c + n, &acc, sizeof acc);                                                             \
-    }                                                                                              \
-    for (; n < N; n++) {                                                                           \
-      float acc = c[n];                                                                            \
-      for (size_t k = 0; k < Kn; k++) acc = acc + a[k] * B[k * ldb + n];                           \
-      c[n] = acc;                                                                                  \
-    }                                                                                              \
-  }
-
-#define MM_ACC_ARGS                                                                                \
-  float *restrict C, size_t ldc, const float *restrict A, size_t lda, const float *restrict B,     \
-      size_t ldb, size_t M, size_t Kn, size_t N
-
-static void mm_acc_plain(MM_ACC_ARGS) {
-  MM_ACC_BODY
-}
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#pragma GCC push_options
-#pragma GCC target("avx2")
-static void mm_acc_avx2(MM_ACC_ARGS) {
-  MM_ACC_BODY
-}
-#pragma GCC pop_options
-static bool has_avx2(void) {
-  return __builtin_cpu_supports("avx2");
-}
-#else
-#define mm_acc_avx2 mm_acc_plain
-static bool has_avx2(void) {
-  return false;
-}
-#endif
-
-static void mm_acc(MM_ACC_ARGS) {
-  (has_avx2() ? mm_acc_avx2 : mm_acc_plain)(C, ldc, A, lda, B, ldb, M, Kn, N);
-}
-
 static void chunked(const head_job *j, size_t h, float *S, float *scr) {
   const gdn_dims *d = &j->d;
   const eng_work *w = &j->m->w;
@@ -297,7 +239,7 @@ static void chunked(const head_job *j, size_t h, float *S, float *scr) {
     for (size_t t = 0; t < L; t++) {
       acc += (double)g[t * d->nv];
       cs[t] = acc;
-      ec[t] = fdl_eng_exp_neg(acc);
+      ec[t] = fdl_num_exp_neg(acc);
     }
     for (size_t t = 0; t < L; t++)
       for (size_t i = 0; i < dk; i++) KT[i * C + t] = k[t * x.ld + i];
@@ -314,7 +256,7 @@ static void chunked(const head_job *j, size_t h, float *S, float *scr) {
       }
     for (size_t t = 0; t < L; t++)
       for (size_t s = 0; s <= t; s++) {
-        double dec = fdl_eng_exp_neg(cs[t] - cs[s]);
+        double dec = fdl_num_exp_neg(cs[t] - cs[s]);
         A[t * C + s] = s < t ? (float)((double)beta[t * d->nv] * (double)KK[t * C + s] * dec) : 0;
         M[t * C + s] = (float)((double)QK[t * C + s] * dec);
       }
@@ -333,23 +275,23 @@ static void chunked(const head_job *j, size_t h, float *S, float *scr) {
     /* v' = U - W S (into U); R = Q S. */
     memset(P, 0, L * dv * sizeof *P);
     memset(R, 0, L * dv * sizeof *R);
-    mm_acc(P, dv, W, dk, S, dv, L, dk, dv);
-    mm_acc(R, dv, q, x.ld, S, dv, L, dk, dv);
+    fdl_num_mm_acc(P, dv, W, dk, S, dv, L, dk, dv);
+    fdl_num_mm_acc(R, dv, q, x.ld, S, dv, L, dk, dv);
     for (size_t t = 0; t < L * dv; t++) U[t] = U[t] - P[t];
     /* o = e^c (Q S) + M v'. */
     for (size_t t = 0; t < L; t++) {
       float *o = w->q35.core + (t0 + t) * d->vd + h * dv;
       for (size_t c = 0; c < dv; c++) o[c] = (float)(ec[t] * (double)R[t * dv + c]);
-      mm_acc(o, 0, M + t * C, C, U, dv, 1, t + 1, dv);
+      fdl_num_mm_acc(o, 0, M + t * C, C, U, dv, 1, t + 1, dv);
     }
     /* S = e^c_last S + (e^(c_last - c) k)^T v'. */
     float el = (float)ec[L - 1];
     double tail[GDN_CHUNK];
-    for (size_t t = 0; t < L; t++) tail[t] = fdl_eng_exp_neg(cs[L - 1] - cs[t]);
+    for (size_t t = 0; t < L; t++) tail[t] = fdl_num_exp_neg(cs[L - 1] - cs[t]);
     for (size_t i = 0; i < dk; i++)
       for (size_t t = 0; t < L; t++) KdT[i * C + t] = (float)(tail[t] * (double)k[t * x.ld + i]);
     for (size_t t = 0; t < dk * dv; t++) S[t] = S[t] * el;
-    mm_acc(S, dv, KdT, C, U, dv, dk, L, dv);
+    fdl_num_mm_acc(S, dv, KdT, C, U, dv, dk, L, dv);
   }
 }
 

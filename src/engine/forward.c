@@ -8,12 +8,66 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/check.h"
+#include "base/sys.h"
 #include "engine/internal.h"
 
-static bool mul_ok(size_t a, size_t b, size_t *out) {
-  if (a && b > SIZE_MAX / a) return false;
-  *out = a * b;
-  return true;
+void *fdl_eng_scratch(eng_scratch *s, size_t a, size_t b, size_t c, size_t size) {
+  FDL_ASSERT(size > 0);
+  size_t n;
+  if (!fdl_size_mul(a, b, &n) || !fdl_size_mul(n, c, &n) || !fdl_size_mul(n, size, &n)) {
+    s->too_large = true;
+    return NULL;
+  }
+  s->mib += (double)n / (1024.0 * 1024.0);
+  void *p = s->too_large || s->nomem ? NULL : fdl_calloc(n ? n / size : 1, size);
+  s->nomem |= !p && !s->too_large;
+  return p;
+}
+
+static void dense_free(eng_work *w) {
+  free(w->x), free(w->xn), free(w->q), free(w->att), free(w->kc), free(w->vtmp), free(w->vt);
+  free(w->g), free(w->u), free(w->cos_t), free(w->sin_t), free(w->tile), free(w->scores);
+  free(w->exps);
+}
+
+void fdl_eng_work_free(eng_work *w) {
+  dense_free(w);
+  fdl_eng_gdn_free(&w->q35);
+  fdl_eng_moe_free(&w->moe);
+  memset(w, 0, sizeof *w);
+}
+
+/* The decoder's scratch for n positions (eng_work), one line per buffer; nothing kept on
+ * failure. */
+static fdl_status dense_alloc(eng_work *w, const fdl_model_info *in, unsigned threads, size_t n,
+                              fdl_err *err) {
+  size_t qd = in->heads * in->head_dim, kd = in->kv_heads * in->head_dim;
+  size_t half = in->rotary_dim / 2, I = in->intermediate;
+  eng_scratch s = {0};
+  w->x = fdl_eng_scratch(&s, n, in->hidden, 1, sizeof *w->x);
+  w->xn = fdl_eng_scratch(&s, n, in->hidden, 1, sizeof *w->xn);
+  w->q = fdl_eng_scratch(&s, n, qd, 1, sizeof *w->q);
+  w->att = fdl_eng_scratch(&s, n, qd, 1, sizeof *w->att);
+  w->kc = fdl_eng_scratch(&s, n, kd, in->layers, sizeof *w->kc);
+  w->vtmp = fdl_eng_scratch(&s, n, kd, 1, sizeof *w->vtmp);
+  w->vt = fdl_eng_scratch(&s, n, kd, in->layers, sizeof *w->vt);
+  w->g = fdl_eng_scratch(&s, n, I, 1, sizeof *w->g);
+  w->u = fdl_eng_scratch(&s, n, I, 1, sizeof *w->u);
+  w->cos_t = fdl_eng_scratch(&s, n, half, 1, sizeof *w->cos_t);
+  w->sin_t = fdl_eng_scratch(&s, n, half, 1, sizeof *w->sin_t);
+  w->tile = fdl_eng_scratch(&s, FDL_NUM_TILE_ROWS, FDL_NUM_VOCAB_CHUNK, 1, sizeof *w->tile);
+  w->scores = fdl_eng_scratch(&s, threads, ENG_ATT_ROWS, n, sizeof *w->scores);
+  double mib = s.mib; /* what was asked, for a message that says why */
+  w->exps = fdl_eng_scratch(&s, threads, n, 1, sizeof *w->exps);
+  if (!s.too_large && !s.nomem) return FDL_OK;
+  dense_free(w);
+  if (s.too_large)
+    return fdl_fail(err, FDL_TOO_LARGE, "a context of %zu positions overflows sizes", n);
+  return fdl_fail(err, FDL_NOMEM,
+                  "out of memory: the forward pass's scratch for a context of %zu positions "
+                  "is %.0f MiB (the KV cache of %zu layers included)",
+                  n, mib, in->layers);
 }
 
 /* Allocates (or grows) the scratch for a context of n positions; nothing is allocated after. */
@@ -22,35 +76,9 @@ static fdl_status ensure_work(fdl_model *m, size_t n, fdl_err *err) {
   if (w->cap >= n) return FDL_OK;
   const fdl_model_info *in = &m->info;
   size_t qd = in->heads * in->head_dim, kd = in->kv_heads * in->head_dim;
-  size_t sz[13];
-  bool ok = mul_ok(n, in->hidden, &sz[0]) && mul_ok(n, qd, &sz[2]) && mul_ok(n, kd, &sz[5]) &&
-            mul_ok(sz[5], in->layers, &sz[4]) && mul_ok(n, in->intermediate, &sz[7]) &&
-            mul_ok(n, in->rotary_dim / 2, &sz[9]) &&
-            mul_ok((size_t)m->pool.threads * ENG_ATT_ROWS, n, &sz[12]);
-  if (!ok) return fdl_fail(err, FDL_TOO_LARGE, "a context of %zu positions overflows sizes", n);
-  sz[1] = sz[0];
-  sz[3] = sz[2];
-  sz[6] = sz[4];
-  sz[8] = sz[7];
-  sz[10] = sz[9];
-  sz[11] = (size_t)FDL_NUM_TILE_ROWS * FDL_NUM_VOCAB_CHUNK;
   eng_work nw = {0};
-  if (!(nw.exps = calloc(sz[12] / ENG_ATT_ROWS, sizeof(double))))
-    return fdl_fail(err, FDL_NOMEM, "out of memory for a context of %zu positions", n);
-  float **dst[13] = {&nw.x, &nw.xn, &nw.q,     &nw.att,   &nw.kc,   &nw.vtmp,  &nw.vt,
-                     &nw.g, &nw.u,  &nw.cos_t, &nw.sin_t, &nw.tile, &nw.scores};
-  double mib = 0; /* what was asked, for a message that says why */
-  for (int i = 0; i < 13; i++) mib += (double)sz[i] * sizeof(float) / (1024.0 * 1024.0);
-  for (int i = 0; i < 13; i++) {
-    if (sz[i] > SIZE_MAX / sizeof(float) || !(*dst[i] = calloc(sz[i] ? sz[i] : 1, sizeof(float)))) {
-      for (int j = 0; j <= i; j++) free(*dst[j]);
-      free(nw.exps);
-      return fdl_fail(err, FDL_NOMEM,
-                      "out of memory: the forward pass's scratch for a context of %zu positions "
-                      "is %.0f MiB (the KV cache of %zu layers included)",
-                      n, mib, in->layers);
-    }
-  }
+  fdl_status s = dense_alloc(&nw, in, m->pool.threads, n, err);
+  if (s) return s;
   /* The attention GEMMs' workspaces grow with k; sizing them here for the largest products a
    * context of n positions forms keeps decode free of allocations after its first step. */
   size_t mr = n < ENG_ATT_ROWS ? n : ENG_ATT_ROWS, hd = in->head_dim;
@@ -59,18 +87,14 @@ static fdl_status ensure_work(fdl_model *m, size_t n, fdl_err *err) {
                         FDL_GEMM_F32, nw.scores, n,  NULL, NULL, 0,     NULL};
     fdl_gemm_args pv = {mr,           hd,     n,  nw.scores, n,    nw.vt, n,
                         FDL_GEMM_F32, nw.att, qd, NULL,      NULL, 0,     NULL};
-    fdl_status s = fdl_gemm_run(fdl_eng_ctx(m, t, mr), &qk, err);
+    s = fdl_gemm_run(fdl_eng_ctx(m, t, mr), &qk, err);
     if (!s) s = fdl_gemm_run(fdl_eng_ctx(m, t, mr), &pv, err);
     if (s) {
-      for (int i = 0; i < 13; i++) free(*dst[i]);
-      free(nw.exps);
+      dense_free(&nw);
       return s;
     }
   }
-  float *old[13] = {w->x, w->xn, w->q,     w->att,   w->kc,   w->vtmp,  w->vt,
-                    w->g, w->u,  w->cos_t, w->sin_t, w->tile, w->scores};
-  for (int i = 0; i < 13; i++) free(old[i]);
-  free(w->exps);
+  dense_free(w);
   nw.cap = n;
   nw.q35 = w->q35; /* sized on its own (fdl_eng_gdn_work) */
   nw.moe = w->moe; /* and so is this (moe.c) */
@@ -112,7 +136,7 @@ static fdl_status att_task(void *arg, size_t index, unsigned worker, fdl_err *er
   size_t win = in->sliding && in->sliding[j->layer] ? in->sliding_window : 0;
   for (size_t r = 0; r < b1 - b0; r++) {
     size_t valid = j->p0 + b0 + r + 1, first = win && valid > win ? valid - win : 0;
-    fdl_eng_softmax_row(sc + r * nk, first, valid, nk, j->scale, w->exps + (size_t)worker * w->cap);
+    fdl_num_softmax_row(sc + r * nk, first, valid, nk, j->scale, w->exps + (size_t)worker * w->cap);
   }
   fdl_gemm_args y = {.m = b1 - b0,
                      .n = hd,
@@ -137,7 +161,7 @@ static fdl_status silu_task(void *arg, size_t index, unsigned worker, fdl_err *e
   (void)worker, (void)err;
   const silu_job *j = arg;
   size_t i0 = index * j->chunk, i1 = i0 + j->chunk < j->n ? i0 + j->chunk : j->n;
-  fdl_eng_silu_mul(j->g + i0, j->u + i0, i1 - i0);
+  fdl_num_silu_mul(j->g + i0, j->u + i0, i1 - i0);
   return FDL_OK;
 }
 

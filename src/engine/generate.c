@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/check.h"
 #include "base/sys.h"
 #include "engine/internal.h"
 #include "fidelis/generate.h"
@@ -26,7 +27,8 @@ fdl_status fdl_generate_greedy(fdl_model *m, const int32_t *prompt, size_t n,
   if (o->path != FDL_ENGINE_PREFILL && o->path != FDL_ENGINE_DECODE)
     return fdl_fail(err, FDL_INVALID, "generate: unknown path %d", (int)o->path);
   if (!o->n_new) return fdl_eng_check_ids(m, prompt, n, err);
-  if (o->n_new > SIZE_MAX / sizeof(int32_t) / 2 - n)
+  size_t cap;
+  if (!fdl_size_add(n, o->n_new, &cap) || !fdl_size_mul(cap, 2 * sizeof(int32_t), &cap))
     return fdl_fail(err, FDL_TOO_LARGE, "generate: %zu new tokens is too many", o->n_new);
   /* The last token is chosen, never run: the longest context is n + n_new - 1 positions. */
   const fdl_model_info *in = fdl_model_get_info(m);

@@ -15,12 +15,15 @@
  *   float types, or any is quantized, the float ones are held in float32.
  * Vectors (norms, biases) are widened to float32 by the engine whatever their type, as always;
  * a quantized vector is dequantized at load. */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "base/check.h"
 #include "base/sys.h"
 #include "engine/internal.h"
 #include "fidelis/digest.h"
@@ -68,10 +71,10 @@ static const struct {
 bool fdl_eng_is_gguf(const char *path) {
   struct stat st;
   if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  FILE *f = fopen(path, "rb");
+  int fd = fdl_sys_open(path, O_RDONLY | O_CLOEXEC);
   char magic[4] = {0};
-  bool yes = f && fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4);
-  if (f) fclose(f);
+  bool yes = fd >= 0 && fdl_sys_read(fd, magic, 4) == 4 && !memcmp(magic, "GGUF", 4);
+  if (fd >= 0) close(fd);
   return yes;
 }
 
@@ -300,8 +303,10 @@ static fdl_status view(fdl_model *m, const fdl_gguf_tensor *gt, bool widen, fdl_
     return FDL_OK;
   }
   size_t es = fdl_dtype_size(t->dtype);
-  if (n > SIZE_MAX / es) return fdl_fail(err, FDL_TOO_LARGE, "tensor %s: too large", gt->name);
-  uint8_t *buf = fdl_malloc((size_t)n * es);
+  size_t bytes;
+  if (!fdl_size_mul(n, es, &bytes))
+    return fdl_fail(err, FDL_TOO_LARGE, "tensor %s: too large", gt->name);
+  uint8_t *buf = fdl_malloc(bytes);
   fdl_tensor **grown = buf ? fdl_realloc(m->owned, (m->nowned + 1) * sizeof *grown) : NULL;
   fdl_tensor *own = grown ? fdl_calloc(1, sizeof *own) : NULL;
   if (grown) m->owned = grown;

@@ -43,6 +43,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/check.h"
 #include "base/sys.h"
 #include "engine/model_internal.h"
 #include "fidelis/json.h"
@@ -98,7 +99,8 @@ static fdl_status check_dims(size_t out, size_t in, size_t group, fdl_err *err) 
   if (in % group)
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "gptq: group size %zu does not divide the input dimension %zu", group, in);
-  if (out > SIZE_MAX / in)
+  size_t t;
+  if (!fdl_size_mul(out, in, &t))
     return fdl_fail(err, FDL_TOO_LARGE, "gptq: %zu x %zu overflows", out, in);
   return FDL_OK;
 }
@@ -203,6 +205,7 @@ fdl_status fdl_gptq_reconstruct(const fdl_tensor *qweight, const fdl_tensor *qze
    * in three */
   const size_t unit = bits == 3 ? 32 : 32 / bits, words = unit * bits / 32, group = fmt->group;
   fdl_status s = FDL_OK;
+  size_t n;
   if (!out || !in || !group)
     s = fdl_fail(err, FDL_INVALID, "empty matrix or group (out %zu, in %zu, group %zu)", out, in,
                  group);
@@ -214,7 +217,7 @@ fdl_status fdl_gptq_reconstruct(const fdl_tensor *qweight, const fdl_tensor *qze
   else if (in % group)
     s = fdl_fail(err, FDL_UNSUPPORTED, "group size %zu does not divide the input dimension %zu",
                  group, in);
-  else if (out > SIZE_MAX / in)
+  else if (!fdl_size_mul(out, in, &n))
     s = fdl_fail(err, FDL_TOO_LARGE, "%zu x %zu overflows", out, in);
   size_t groups = s == FDL_OK ? in / group : 0;
   if (s == FDL_OK)
@@ -225,7 +228,7 @@ fdl_status fdl_gptq_reconstruct(const fdl_tensor *qweight, const fdl_tensor *qze
   if (s == FDL_OK) s = fdl_model_check_part(g_idx, "g_idx", FDL_DTYPE_I32, 1, in, 0, err);
   if (s != FDL_OK) return fdl_err_prefix(err, "gptq");
   const char *gname = g_idx->name ? g_idx->name : "g_idx";
-  size_t *count = calloc(groups, sizeof *count);
+  size_t *count = fdl_calloc(groups, sizeof *count);
   if (!count) return fdl_fail(err, FDL_NOMEM, "out of memory");
   for (size_t i = 0; i < in && !s; i++) {
     int32_t g = (int32_t)fdl_model_le32(g_idx->data + 4 * i);

@@ -16,6 +16,7 @@
 #include "fidelis/tensor.h"
 #include "gguf/decoder.h"
 #include "gguf/qdot.h"
+#include "num/vec.h"
 
 /* Rows (or columns) of a GGUF tensor stored in another order than Hugging Face's: element r of
  * the Hugging Face axis is element fdl_eng_reorder_src(o, r) of the stored one. */
@@ -246,20 +247,10 @@ fdl_status fdl_eng_rope_config(const json_t *tc, const char *path, bool scaling_
 void fdl_eng_rope_freqs(const fdl_model_info *in, size_t n, double *inv);
 double fdl_eng_log(double x);                        /* x > 0 finite; ~1 ulp */
 void fdl_eng_sincos(double x, double *s, double *c); /* |x| < 2^20; ~1 ulp */
-double fdl_eng_exp_neg(double d);                    /* d <= 0; kl_exp */
 
 /* kernels.c: the scalar kernels (fixed order, float64 accumulators). */
 void fdl_eng_rmsnorm(const float *x, const float *w, size_t n, double eps, float *y);
 void fdl_eng_rope(float *v, const float *cos_t, const float *sin_t, size_t head_dim);
-void fdl_eng_softmax_row(float *s, size_t first, size_t valid, size_t len, double scale, double *e);
-void fdl_eng_silu_mul(float *g, const float *u, size_t n);
-/* The portable copies the two above fall back to (tests compare them with the FMA build). */
-void fdl_eng_softmax_plain(float *s, size_t first, size_t valid, size_t len, double scale,
-                           double *e);
-void fdl_eng_silu_plain(float *g, const float *u, size_t n);
-/* kernels_fma.c: the same two kernels built for FMA; false (nothing done) where unavailable. */
-bool fdl_eng_softmax_fma(float *s, size_t first, size_t valid, size_t len, double scale, double *e);
-bool fdl_eng_silu_fma(float *g, const float *u, size_t n);
 void fdl_eng_add(float *y, const float *x, size_t n);
 /* y *= sigmoid(g), each one float64 expression rounded once. */
 void fdl_eng_sigmoid_mul(float *y, const float *g, size_t n);
@@ -294,6 +285,17 @@ fdl_status fdl_eng_rows(fdl_model *m, eng_row_phase ph, size_t li, size_t p0, si
 /* deltanet.c: sizes the Qwen3.5 buffers for n positions; then a Gated DeltaNet layer over rows
  * [p0, p0 + rows): w->xn (normed input) -> w->xn (out_proj's output), chunked or recurrent. */
 fdl_status fdl_eng_gdn_work(fdl_model *m, size_t n, fdl_err *err);
+void fdl_eng_gdn_free(eng_q35_work *q);
+/* forward.c: the scratch's allocator, one call per buffer: a * b * c zeroed elements of size
+ * bytes (at least one), or NULL. After an overflow or a failed allocation it allocates nothing
+ * more but still adds what each buffer asks to mib, so a message can say what the whole scratch
+ * would take. fdl_eng_work_free releases every kind's scratch (dense, Qwen3.5, MoE). */
+typedef struct {
+  bool too_large, nomem;
+  double mib;
+} eng_scratch;
+void *fdl_eng_scratch(eng_scratch *s, size_t a, size_t b, size_t c, size_t size);
+void fdl_eng_work_free(eng_work *w);
 /* moe.c: which layers of a Qwen3MoeForCausalLM or (qwen35) Qwen3.5 MoE text config route
  * through experts, and their shapes (into info); layer li's routed MLP over rows [0, rows) of
  * w->xn, written back to w->xn; and binding layer i's MLP (dense or routed) under `pre`. */

@@ -1,11 +1,10 @@
-/* kernels.c - the forward pass's non-GEMM kernels, each a plain scalar loop in a written order
- * (docs/NUMERICS.md section 8). Reductions run in index order in float64, so a result never
- * depends on a vector width, a thread count or the compiler's mood (ISO C: no contraction). */
+/* kernels.c - the forward pass's non-GEMM kernels (softmax and SiLU·mul: num/vec.h), each a plain
+ * scalar loop in a written order (docs/NUMERICS.md section 8). Reductions run in index order in
+ * float64, so a result never depends on a vector width, a thread count or the compiler's mood (ISO
+ * C: no contraction). */
 #include <math.h>
 
 #include "engine/internal.h"
-#include "engine/kernels_body.h"
-#include "num/kl.h"
 
 /* y = x / sqrt(mean(x^2) + eps) * w: the sum of squares in float64 in index order, each output
  * one float64 product rounded once to float32. x and y may alias. */
@@ -27,27 +26,8 @@ void fdl_eng_rope(float *v, const float *cos_t, const float *sin_t, size_t head_
   }
 }
 
-void fdl_eng_softmax_plain(float *s, size_t first, size_t valid, size_t len, double scale,
-                           double *e) {
-  SOFTMAX_BODY
-}
-void fdl_eng_silu_plain(float *g, const float *u, size_t n) {
-  SILU_BODY
-}
-
-void fdl_eng_softmax_row(float *s, size_t first, size_t valid, size_t len, double scale,
-                         double *e) {
-  if (fdl_eng_softmax_fma(s, first, valid, len, scale, e)) return;
-  fdl_eng_softmax_plain(s, first, valid, len, scale, e);
-}
-
-void fdl_eng_silu_mul(float *g, const float *u, size_t n) {
-  if (fdl_eng_silu_fma(g, u, n)) return;
-  fdl_eng_silu_plain(g, u, n);
-}
-
 double fdl_eng_sigmoid(double x) {
-  double e = fdl_eng_exp_neg(-fabs(x));
+  double e = fdl_num_exp_neg(-fabs(x));
   return x >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
 }
 

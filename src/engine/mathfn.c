@@ -7,11 +7,6 @@
 #include <string.h>
 
 #include "engine/internal.h"
-#include "num/kl.h"
-
-double fdl_eng_exp_neg(double d) {
-  return kl_exp(d);
-}
 
 /* ln 2 split so that e * LN2_HI is exact for |e| < 2^11 (LN2_HI ends in 11 zero bits). */
 #define LN2_HI 0x1.62e42fee00000p-1

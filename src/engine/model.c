@@ -4,23 +4,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/check.h"
 #include "base/sys.h"
 #include "engine/internal.h"
 #include "fidelis/quote.h"
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
 #include "fidelis/json.h"
-
-static void free_work(eng_work *w) {
-  float *bufs[] = {w->x,        w->xn,       w->q,         w->att,          w->kc,       w->vtmp,
-                   w->vt,       w->g,        w->u,         w->cos_t,        w->sin_t,    w->tile,
-                   w->scores,   w->q35.qg,   w->q35.mixed, w->q35.conv_out, w->q35.zg,   w->q35.ba,
-                   w->q35.beta, w->q35.gdec, w->q35.core,  w->q35.state,    w->q35.chunk};
-  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
-  free(w->exps);
-  fdl_eng_moe_free(&w->moe);
-  memset(w, 0, sizeof *w);
-}
 
 void fdl_model_free(fdl_model *m) {
   if (!m) return;
@@ -67,7 +57,7 @@ void fdl_model_free(fdl_model *m) {
     for (unsigned i = 0; i < m->pool.threads; i++) fdl_gemm_free(m->sgemm[i]);
   free(m->sgemm);
   fdl_pool_free(&m->pool);
-  free_work(&m->w);
+  fdl_eng_work_free(&m->w);
   free(m);
 }
 
@@ -80,12 +70,15 @@ fdl_status fdl_model_head(const fdl_model *m, fdl_tensor *out, void **owned, fdl
   *owned = NULL;
   if (!m->head.row_bytes) return FDL_OK;
   size_t rows = (size_t)out->shape[0], k = (size_t)out->shape[1];
-  float *f = rows && k <= SIZE_MAX / sizeof(float) / rows ? fdl_malloc(rows * k * sizeof *f) : NULL;
+  size_t n, bytes;
+  float *f = rows && fdl_size_mul(rows, k, &n) && fdl_size_mul(n, sizeof *f, &bytes)
+                 ? fdl_malloc(bytes)
+                 : NULL;
   if (!f) return fdl_fail(err, FDL_NOMEM, "out of memory for the float32 head %s", out->name);
   fdl_eng_mat_rows(&m->head, 0, rows, f);
   out->dtype = FDL_DTYPE_F32;
   out->data = (const uint8_t *)f;
-  out->nbytes = rows * k * sizeof *f;
+  out->nbytes = bytes;
   *owned = f;
   return FDL_OK;
 }
@@ -134,7 +127,7 @@ static fdl_status load_config(fdl_model *m, const char *path, fdl_err *err) {
   if ((s = fdl_json_parse(data, len, NULL, &m->config, err))) {
     fdl_err_prefix(err, "%s", path);
   } else if (!(s = fdl_sha256_buf(data, len, &dg, err))) {
-    if (!(m->files = calloc(1, sizeof *m->files)) ||
+    if (!(m->files = fdl_calloc(1, sizeof *m->files)) ||
         !(m->files->name = fdl_strdup("config.json"))) {
       s = fdl_fail(err, FDL_NOMEM, "out of memory");
     } else {
@@ -153,7 +146,7 @@ static fdl_status load_config(fdl_model *m, const char *path, fdl_err *err) {
 static fdl_status small_contexts(fdl_model *m, fdl_num_isa isa, fdl_err *err) {
   if (isa != FDL_NUM_ISA_AUTO || strcmp(fdl_gemm_isa_name(m->wgemm[0]), "avx512") != 0)
     return FDL_OK;
-  if (!(m->sgemm = calloc(m->pool.threads, sizeof *m->sgemm)))
+  if (!(m->sgemm = fdl_calloc(m->pool.threads, sizeof *m->sgemm)))
     return fdl_fail(err, FDL_NOMEM, "out of memory");
   for (unsigned i = 0; i < m->pool.threads; i++) {
     fdl_err e2;
@@ -171,7 +164,7 @@ fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **
   *out = NULL;
   fdl_model_opts def = {.threads = 0, .isa = FDL_NUM_ISA_AUTO};
   if (!o) o = &def;
-  fdl_model *m = calloc(1, sizeof *m);
+  fdl_model *m = fdl_calloc(1, sizeof *m);
   if (!m) return fdl_fail(err, FDL_NOMEM, "out of memory");
   /* A GGUF file: its metadata is the config (gguf_model.c). Otherwise config.json by the one
    * model-file rule (fdl_model_member); a directory without it holds no model: a finding about
@@ -209,7 +202,7 @@ fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **
   m->isa = o->isa;
   m->skip_digests = o->skip_digests;
   if (!s) s = fdl_pool_init(&m->pool, o->threads, err);
-  if (!s && !(m->wgemm = calloc(m->pool.threads, sizeof *m->wgemm)))
+  if (!s && !(m->wgemm = fdl_calloc(m->pool.threads, sizeof *m->wgemm)))
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
   for (unsigned i = 0; !s && i < m->pool.threads; i++)
     s = fdl_gemm_new(o->isa, 1, &m->wgemm[i], err);
@@ -217,7 +210,7 @@ fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **
   if (!s) s = fdl_eng_weights(m, dir, m->config, err);
   free(cp);
   if (s) goto fail;
-  if (!(m->inv_freq = malloc(m->info.rotary_dim / 2 * sizeof *m->inv_freq))) {
+  if (!(m->inv_freq = fdl_malloc(m->info.rotary_dim / 2 * sizeof *m->inv_freq))) {
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
     goto fail;
   }

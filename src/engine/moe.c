@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sys.h"
 #include "engine/internal.h"
 
 /* Qwen3.5 MoE's block (transformers' Qwen3_5MoeSparseMoeBlock) routes every layer, always
@@ -67,7 +68,7 @@ fdl_status fdl_eng_moe_config(const json_t *cfg, const char *path, bool qwen35,
                     "shared expert (a Qwen2-MoE or Qwen3-Next checkpoint?)",
                     path);
   }
-  unsigned char *moe = calloc(info->layers ? info->layers : 1, 1);
+  unsigned char *moe = fdl_calloc(info->layers ? info->layers : 1, 1);
   if (!moe) return fdl_fail(err, FDL_NOMEM, "out of memory");
   for (size_t i = 0; i < info->layers; i++) moe[i] = (i + 1) % step == 0;
   const json_t *only = json_object_get(cfg, "mlp_only_layers");
@@ -119,7 +120,7 @@ fdl_status fdl_eng_bind_moe(eng_binder *b, eng_layer *l, const char *pre, fdl_er
   char n[192];
 #define NAME(...) (snprintf(n, sizeof n, __VA_ARGS__), n)
   fdl_status s;
-  if (!(l->ex = calloc(3 * E, sizeof *l->ex))) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (!(l->ex = fdl_calloc(3 * E, sizeof *l->ex))) return fdl_fail(err, FDL_NOMEM, "out of memory");
   if ((s = fdl_eng_bind_mat(b, NAME("%smlp.gate.weight", pre), E, H, &l->router, err))) return s;
   if (S && ((s = fdl_eng_bind_mat(b, NAME("%smlp.shared_expert.gate_proj.weight", pre), S, H,
                                   &l->shared[0], err)) ||
@@ -136,7 +137,7 @@ fdl_status fdl_eng_bind_moe(eng_binder *b, eng_layer *l, const char *pre, fdl_er
     if ((s = fdl_eng_bind(b, n, 3, dgu, false, &gu, err)) ||
         (s = fdl_eng_bind(b, NAME("%smlp.experts.down_proj", pre), 3, ddn, false, &dn, err)))
       return s;
-    if (!(l->ex_view = calloc(3 * E, sizeof *l->ex_view)))
+    if (!(l->ex_view = fdl_calloc(3 * E, sizeof *l->ex_view)))
       return fdl_fail(err, FDL_NOMEM, "out of memory");
     fused_views(gu, dn, in, l);
     return FDL_OK;
@@ -168,20 +169,20 @@ static fdl_status ensure(fdl_model *m, size_t n, fdl_err *err) {
   size_t E = in->experts, K = in->experts_per_tok, H = in->hidden;
   size_t I = in->moe_intermediate > in->shared_intermediate ? in->moe_intermediate
                                                             : in->shared_intermediate;
-  w->logits = malloc(n * E * sizeof *w->logits);
-  w->sel = malloc(n * K * sizeof *w->sel);
-  w->weight = malloc(n * K * sizeof *w->weight);
-  w->start = malloc((E + 1) * sizeof *w->start);
-  w->rows = malloc(n * K * sizeof *w->rows);
-  w->row_wt = malloc(n * K * sizeof *w->row_wt);
-  w->x = malloc(n * H * sizeof *w->x);
-  w->y = malloc(n * H * sizeof *w->y);
-  w->g = malloc(n * I * sizeof *w->g);
-  w->u = malloc(n * I * sizeof *w->u);
-  w->sg = malloc(n * sizeof *w->sg);
-  w->out = malloc(n * H * sizeof *w->out);
-  if (!w->logits || !w->sel || !w->weight || !w->start || !w->rows || !w->row_wt || !w->x ||
-      !w->y || !w->g || !w->u || !w->sg || !w->out) {
+  eng_scratch sc = {0};
+  w->logits = fdl_eng_scratch(&sc, n, E, 1, sizeof *w->logits);
+  w->sel = fdl_eng_scratch(&sc, n, K, 1, sizeof *w->sel);
+  w->weight = fdl_eng_scratch(&sc, n, K, 1, sizeof *w->weight);
+  w->start = fdl_eng_scratch(&sc, E + 1, 1, 1, sizeof *w->start);
+  w->rows = fdl_eng_scratch(&sc, n, K, 1, sizeof *w->rows);
+  w->row_wt = fdl_eng_scratch(&sc, n, K, 1, sizeof *w->row_wt);
+  w->x = fdl_eng_scratch(&sc, n, H, 1, sizeof *w->x);
+  w->y = fdl_eng_scratch(&sc, n, H, 1, sizeof *w->y);
+  w->g = fdl_eng_scratch(&sc, n, I, 1, sizeof *w->g);
+  w->u = fdl_eng_scratch(&sc, n, I, 1, sizeof *w->u);
+  w->sg = fdl_eng_scratch(&sc, n, 1, 1, sizeof *w->sg);
+  w->out = fdl_eng_scratch(&sc, n, H, 1, sizeof *w->out);
+  if (sc.too_large || sc.nomem) {
     fdl_eng_moe_free(w);
     return fdl_fail(err, FDL_NOMEM, "out of memory for the experts' scratch (%zu positions)", n);
   }
@@ -195,7 +196,7 @@ static void route(const fdl_model_info *in, const float *l, size_t *sel, float *
   float mx = l[0];
   for (size_t e = 1; e < E; e++) mx = l[e] > mx ? l[e] : mx;
   double sum = 0.0, chosen = 0.0;
-  for (size_t e = 0; e < E; e++) sum += fdl_eng_exp_neg((double)l[e] - (double)mx);
+  for (size_t e = 0; e < E; e++) sum += fdl_num_exp_neg((double)l[e] - (double)mx);
   /* the K largest logits, the lowest index first among equals: a strict > never displaces an
    * earlier expert (softmax is monotonic, so these are the K largest probabilities) */
   unsigned char taken[4096] = {0};
@@ -210,7 +211,7 @@ static void route(const fdl_model_info *in, const float *l, size_t *sel, float *
   for (size_t e = 0; e < E && k < K; e++)
     if (taken[e]) {
       sel[k] = e;
-      p[k] = fdl_eng_exp_neg((double)l[e] - (double)mx) / sum;
+      p[k] = fdl_num_exp_neg((double)l[e] - (double)mx) / sum;
       chosen += p[k];
       k++;
     }
@@ -229,7 +230,7 @@ static fdl_status shared_expert(fdl_model *m, const eng_layer *l, size_t rows, f
       (s = fdl_eng_gemm(m, xn, H, rows, &l->shared[1], w->u, S, err)) ||
       (s = fdl_eng_gemm(m, xn, H, rows, &l->shared_gate, w->sg, 1, err)))
     return s;
-  fdl_eng_silu_mul(w->g, w->u, rows * S);
+  fdl_num_silu_mul(w->g, w->u, rows * S);
   if ((s = fdl_eng_gemm(m, w->g, S, rows, &l->shared[2], w->y, H, err))) return s;
   for (size_t r = 0; r < rows; r++) {
     float *y = w->y + r * H;
@@ -273,7 +274,7 @@ fdl_status fdl_eng_moe(fdl_model *m, size_t li, size_t rows, fdl_err *err) {
     if ((s = fdl_eng_gemm(m, w->x, H, n, &ex[0], w->g, I, err)) ||
         (s = fdl_eng_gemm(m, w->x, H, n, &ex[1], w->u, I, err)))
       return s;
-    fdl_eng_silu_mul(w->g, w->u, n * I);
+    fdl_num_silu_mul(w->g, w->u, n * I);
     if ((s = fdl_eng_gemm(m, w->g, I, n, &ex[2], w->y, H, err))) return s;
     for (size_t j = 0; j < n; j++) {
       float *o = w->out + pos[j] * H;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sys.h"
 #include "engine/internal.h"
 
 typedef struct {
@@ -21,11 +22,6 @@ typedef struct {
   double *sc;            /* [workers][n] one query row's scores, then exponentials */
   float *row;            /* [workers][maxk] one weight row as widened */
 } o64;
-
-/* [a, b] doubles, or NULL (calloc refuses a * b overflowing). */
-static double *dalloc(size_t a, size_t b) {
-  return b > SIZE_MAX / sizeof(double) ? NULL : calloc(a ? a : 1, (b ? b : 1) * sizeof(double));
-}
 
 static void o64_free(o64 *o) {
   double *v[] = {o->x, o->xn, o->q, o->att, o->k, o->v, o->g, o->u, o->cos_t, o->sin_t, o->sc};
@@ -40,16 +36,20 @@ static fdl_status o64_alloc(const fdl_model *m, size_t n, o64 *o, fdl_err *err) 
   o->n = n;
   o->maxk = in->hidden > qd ? in->hidden : qd;
   if (in->intermediate > o->maxk) o->maxk = in->intermediate;
-  o->x = dalloc(n, in->hidden), o->xn = dalloc(n, in->hidden);
-  o->q = dalloc(n, qd), o->att = dalloc(n, qd);
-  o->k = dalloc(n, kd), o->v = dalloc(n, kd);
-  o->g = dalloc(n, in->intermediate), o->u = dalloc(n, in->intermediate);
-  o->cos_t = dalloc(n, in->head_dim / 2), o->sin_t = dalloc(n, in->head_dim / 2);
-  o->sc = dalloc(w, n);
-  o->row = o->maxk > SIZE_MAX / sizeof(float) ? NULL : calloc(w, o->maxk * sizeof(float));
-  if (o->x && o->xn && o->q && o->att && o->k && o->v && o->g && o->u && o->cos_t && o->sin_t &&
-      o->sc && o->row)
-    return FDL_OK;
+  eng_scratch s = {0};
+  o->x = fdl_eng_scratch(&s, n, in->hidden, 1, sizeof *o->x);
+  o->xn = fdl_eng_scratch(&s, n, in->hidden, 1, sizeof *o->xn);
+  o->q = fdl_eng_scratch(&s, n, qd, 1, sizeof *o->q);
+  o->att = fdl_eng_scratch(&s, n, qd, 1, sizeof *o->att);
+  o->k = fdl_eng_scratch(&s, n, kd, 1, sizeof *o->k);
+  o->v = fdl_eng_scratch(&s, n, kd, 1, sizeof *o->v);
+  o->g = fdl_eng_scratch(&s, n, in->intermediate, 1, sizeof *o->g);
+  o->u = fdl_eng_scratch(&s, n, in->intermediate, 1, sizeof *o->u);
+  o->cos_t = fdl_eng_scratch(&s, n, in->head_dim / 2, 1, sizeof *o->cos_t);
+  o->sin_t = fdl_eng_scratch(&s, n, in->head_dim / 2, 1, sizeof *o->sin_t);
+  o->sc = fdl_eng_scratch(&s, w, n, 1, sizeof *o->sc);
+  o->row = fdl_eng_scratch(&s, w, o->maxk, 1, sizeof *o->row);
+  if (!s.too_large && !s.nomem) return FDL_OK;
   o64_free(o);
   return fdl_fail(err, FDL_NOMEM, "float64 oracle: out of memory for a context of %zu positions",
                   n);
@@ -135,7 +135,7 @@ static fdl_status att_task(void *arg, size_t index, unsigned worker, fdl_err *er
     e[t] = d * scale;
     if (t == t0 || e[t] > mx) mx = e[t];
   }
-  for (size_t t = t0; t <= r; t++) sum += e[t] = fdl_eng_exp_neg(e[t] - mx);
+  for (size_t t = t0; t <= r; t++) sum += e[t] = fdl_num_exp_neg(e[t] - mx);
   memset(out, 0, hd * sizeof *out);
   for (size_t t = t0; t <= r; t++) {
     const double *v = o->v + t * kd + kvh * hd;
@@ -179,7 +179,7 @@ static fdl_status layer(fdl_model *m, o64 *o, const eng_layer *l, size_t li, fdl
     return s;
   /* sigmoid from e = exp(-|x|) <= 1, so no exponential overflows. */
   for (size_t i = 0; i < n * I; i++) {
-    double x = o->g[i], e = fdl_eng_exp_neg(-fabs(x));
+    double x = o->g[i], e = fdl_num_exp_neg(-fabs(x));
     o->g[i] = x * (x >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e)) * o->u[i];
   }
   if ((s = matmul(m, o, o->g, I, &l->down, NULL, H, o->xn, err))) return s;

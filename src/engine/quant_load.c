@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sys.h"
+#include "base/check.h"
 #include "engine/internal.h"
 #include "fidelis/model.h"
 
@@ -75,7 +77,8 @@ fdl_status fdl_eng_quant_mat(fdl_model *m, const char *weight_name, size_t rows,
   /* the parts that exist are bound (named as read), so none counts as unexpected */
   for (size_t i = 0, k = 0; i < FDL_ENG_QUANT_PARTS; i++)
     if (t[i]) parts[k++] = t[i]->name;
-  if (rows > SIZE_MAX / sizeof(float) / (cols ? cols : 1))
+  size_t fl;
+  if (!fdl_size_mul(rows, cols ? cols : 1, &fl) || !fdl_size_mul(fl, sizeof(float), &fl))
     return fdl_fail(err, FDL_TOO_LARGE, "%s: [%zu, %zu] does not fit in memory", weight_name, rows,
                     cols);
   /* The reconstruction is allocated from the config's dimensions: bound it by the bytes stored
@@ -86,11 +89,11 @@ fdl_status fdl_eng_quant_mat(fdl_model *m, const char *weight_name, size_t rows,
                     "tensor %s: %llu bytes, but the config's [%zu, %zu] matrix as %s takes %llu",
                     t[0]->name, (unsigned long long)t[0]->nbytes, rows, cols, L.what,
                     (unsigned long long)L.bytes);
-  fdl_tensor **grown = realloc(m->owned, (m->nowned + 1) * sizeof *grown);
+  fdl_tensor **grown = fdl_realloc(m->owned, (m->nowned + 1) * sizeof *grown);
   if (!grown) return fdl_fail(err, FDL_NOMEM, "out of memory");
   m->owned = grown;
-  fdl_tensor *w = calloc(1, sizeof *w);
-  float *data = malloc(rows * cols * sizeof *data);
+  fdl_tensor *w = fdl_calloc(1, sizeof *w);
+  float *data = fdl_malloc(rows * cols * sizeof *data);
   if (!w || !data) {
     free(w);
     free(data);

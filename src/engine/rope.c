@@ -197,7 +197,7 @@ void fdl_eng_rope_freqs(const fdl_model_info *in, size_t n, double *inv) {
     lbase += (double)d / (double)(d - 2) * fdl_eng_log(grow);
   }
   for (size_t i = 0; i < half; i++)
-    inv[i] = fdl_eng_exp_neg(-((double)(2 * i) / (double)d) * lbase);
+    inv[i] = fdl_num_exp_neg(-((double)(2 * i) / (double)d) * lbase);
   if (r->freq_factors) { /* llama3 as a GGUF stores it: the factors computed once, in float32 */
     for (size_t i = 0; i < half; i++) inv[i] /= (double)r->freq_factors[i];
   } else if (!strcmp(r->type, "linear")) {

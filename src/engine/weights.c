@@ -113,7 +113,7 @@ static fdl_status open_index(fdl_model *m, const char *dir, fdl_err *err) {
     s = fdl_fail(err, FDL_PARSE, "%s: weight_map must be a non-empty object", INDEX_NAME);
     goto out;
   }
-  names = calloc(json_object_size(wm), sizeof *names);
+  names = fdl_calloc(json_object_size(wm), sizeof *names);
   if (!names) {
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
     goto out;
@@ -135,7 +135,7 @@ static fdl_status open_index(fdl_model *m, const char *dir, fdl_err *err) {
   size_t u = 0;
   for (size_t i = 0; i < nn; i++)
     if (!u || strcmp(names[u - 1], names[i])) names[u++] = names[i];
-  if (!(m->shards = calloc(u, sizeof *m->shards))) {
+  if (!(m->shards = fdl_calloc(u, sizeof *m->shards))) {
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
     goto out;
   }
@@ -185,7 +185,7 @@ const fdl_tensor *fdl_eng_find(const fdl_model *m, const char *name) {
 fdl_status fdl_eng_bound(eng_binder *b, const char *name, fdl_err *err) {
   if (b->nbound == b->capbound) {
     size_t nc = b->capbound ? 2 * b->capbound : 64;
-    const char **nb = realloc(b->bound, nc * sizeof *nb);
+    const char **nb = fdl_realloc(b->bound, nc * sizeof *nb);
     if (!nb) return fdl_fail(err, FDL_NOMEM, "out of memory");
     b->bound = nb;
     b->capbound = nc;
@@ -278,7 +278,7 @@ fdl_status fdl_eng_bind_vec(eng_binder *b, const char *name, size_t n, float **o
   /* GGUF keeps norms in F32 beside F16/BF16 matrices; a vector is widened either way */
   fdl_status s = fdl_eng_bind(b, name, 1, &n, b->m->gguf != NULL, &t, err);
   if (s) return s;
-  if (!(*out = malloc(n * sizeof **out))) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (!(*out = fdl_malloc(n * sizeof **out))) return fdl_fail(err, FDL_NOMEM, "out of memory");
   fdl_tensor_widen_f32(t, 0, n, *out);
   return FDL_OK;
 }
@@ -472,7 +472,7 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
                       INDEX_NAME);
     if ((s = open_index(m, dir, err))) return s;
   } else {
-    if (!(m->shards = calloc(1, sizeof *m->shards)))
+    if (!(m->shards = fdl_calloc(1, sizeof *m->shards)))
       return fdl_fail(err, FDL_NOMEM, "out of memory");
     if ((s = open_shard(m, dir, SINGLE_NAME, err))) return s;
   }
@@ -523,7 +523,7 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
                     in->layers, stored);
 
   eng_binder b = {m, NULL, 0, 0};
-  if (!(m->layer = calloc(in->layers, sizeof *m->layer)))
+  if (!(m->layer = fdl_calloc(in->layers, sizeof *m->layer)))
     return fdl_fail(err, FDL_NOMEM, "out of memory");
   if ((s = fdl_eng_bind_mat(&b, emb_name, in->vocab, in->hidden, &m->embed, err))) goto out;
   for (size_t i = 0; i < in->layers && !s; i++)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/sys.h"
 #include "engine/internal.h"
 
 void fdl_eng_zero_centred(float *w, size_t n) {
@@ -38,10 +39,10 @@ static fdl_status deltanet(eng_binder *b, eng_layer *l, const char *pre, fdl_err
       (s = fdl_eng_bind_mat(b, NAME("out_proj.weight"), H, vd, &l->out, err)) ||
       (s = fdl_eng_bind_vec(b, NAME("norm.weight"), in->lin_v_dim, &l->gnorm, err)))
     return s;
-  float *alog = malloc(nv * sizeof *alog);
-  l->conv = malloc(cd * K * sizeof *l->conv);
-  l->dt_bias = malloc(nv * sizeof *l->dt_bias);
-  l->decay = malloc(nv * sizeof *l->decay);
+  float *alog = fdl_malloc(nv * sizeof *alog);
+  l->conv = fdl_malloc(cd * K * sizeof *l->conv);
+  l->dt_bias = fdl_malloc(nv * sizeof *l->dt_bias);
+  l->decay = fdl_malloc(nv * sizeof *l->decay);
   size_t conv_dim[3] = {cd, 1, K};
   if (!alog || !l->conv || !l->dt_bias || !l->decay) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   if (!s) s = bind_small(b, NAME("conv1d.weight"), 3, conv_dim, l->conv, err);
@@ -58,8 +59,8 @@ static fdl_status deltanet(eng_binder *b, eng_layer *l, const char *pre, fdl_err
     else if (b->m->gguf_converted)
       l->decay[h] = -(double)alog[h];
     else
-      l->decay[h] = alog[h] <= 0.0f ? fdl_eng_exp_neg((double)alog[h])
-                                    : 1.0 / fdl_eng_exp_neg(-(double)alog[h]);
+      l->decay[h] = alog[h] <= 0.0f ? fdl_num_exp_neg((double)alog[h])
+                                    : 1.0 / fdl_num_exp_neg(-(double)alog[h]);
   }
   free(alog);
   return s;

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdbool.h>
 
+#include "base/check.h"
 #include "fidelis/ggml_quant.h"
 #include "gguf/dequant_internal.h"
 #include "num/isa.h"
@@ -213,7 +214,8 @@ static fdl_status request(uint32_t id, const void *src, uint64_t n, const float 
   uint64_t bytes;
   fdl_status s = fdl_ggml_row_bytes(id, n, &bytes, err);
   if (s) return s;
-  if (bytes > SIZE_MAX || n > SIZE_MAX / sizeof *dst)
+  size_t nb;
+  if (bytes > SIZE_MAX || n > SIZE_MAX || !fdl_size_mul((size_t)n, sizeof *dst, &nb))
     return fdl_fail(err, FDL_BOUNDS, "ggml type %s: %" PRIu64 " values do not fit in memory",
                     t->name, n);
   if (n && (!src || !dst))

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/check.h"
 #include "fidelis/pool.h"
 #include "num/kl.h"
 #include "num/replay.h"
@@ -138,7 +139,8 @@ static fdl_status check_side(const fdl_num_opts *o, const fdl_num_side *sd, size
  * hidden. Runs before the workers start. */
 static fdl_status ensure_scratch(fdl_num_ctx *c, int i, size_t hidden, fdl_err *err) {
   size_t pb = FDL_NUM_TILE_ROWS;
-  if (hidden > SIZE_MAX / sizeof(float) / pb / 2)
+  size_t bytes;
+  if (!fdl_size_mul(hidden, sizeof(float) * pb * 2, &bytes))
     return fdl_fail(err, FDL_TOO_LARGE, "hidden width %zu is too large", hidden);
   size_t packed = fdl_replay_packed_floats(c->gk, hidden);
   size_t acc = fdl_replay_acc_floats(c->gk, hidden);

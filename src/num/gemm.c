@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "base/check.h"
 #include "fidelis/pool.h"
 #include "fidelis/tensor.h"
 #include "num/gemm.h"
@@ -325,7 +326,8 @@ static fdl_status check_args(const fdl_gemm_args *x, fdl_err *err) {
                     x->lda, x->ldb, x->ldc, x->k, x->n);
   if (x->m && x->n && (!x->c || (x->k && (!x->a || !(x->b || x->b_rows)))))
     return fdl_fail(err, FDL_INVALID, "GEMM: A, B and C are required");
-  if (x->k > SIZE_MAX / 64 / sizeof(float) || x->m > SIZE_MAX / (x->ldc ? x->ldc : 1))
+  size_t t;
+  if (!fdl_size_mul(x->k, 64 * sizeof(float), &t) || !fdl_size_mul(x->m, x->ldc ? x->ldc : 1, &t))
     return fdl_fail(err, FDL_TOO_LARGE, "GEMM: %zu x %zu x %zu is too large", x->m, x->n, x->k);
   return FDL_OK;
 }
@@ -387,9 +389,10 @@ static fdl_status run_on(fdl_gemm *g, fdl_pool *pool, const fdl_gemm_tuning *t,
   ra.row_tasks = (x->m + ra.t.task_rows - 1) / ra.t.task_rows;
   ra.per_rows =
       fdl_gemm_packed_floats(g->kern, x->m < ra.t.task_rows ? x->m : ra.t.task_rows, x->k);
-  if (ra.per_rows > SIZE_MAX / sizeof(float) / ra.row_tasks)
+  size_t need, bytes;
+  if (!fdl_size_mul(ra.per_rows, ra.row_tasks, &need) || !fdl_size_mul(need, sizeof(float), &bytes))
     return fdl_fail(err, FDL_TOO_LARGE, "GEMM: %zu x %zu is too large to pack", x->m, x->k);
-  if (!fdl_num_grow_floats(&g->packed, &g->packed_cap, ra.per_rows * ra.row_tasks))
+  if (!fdl_num_grow_floats(&g->packed, &g->packed_cap, need))
     return fdl_fail(err, FDL_NOMEM, "out of memory for the packed %zu x %zu A", x->m, x->k);
   if ((s = fdl_pool_run(pool, ra.row_tasks, pack_task, &ra, err)) != FDL_OK) return s;
   size_t col_tasks = (x->n + ra.t.task_cols - 1) / ra.t.task_cols;
