@@ -1,0 +1,201 @@
+/* cache.c - the Hugging Face cache as it is on disk: where it is, what a snapshot is, and the
+ * one rule for following a snapshot's links (into the same repository's blobs/, nowhere else).
+ *
+ * Divisions: the cache folder; snapshots; the link rule; refs. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/sys.h"
+#include "fidelis/digest.h"
+#include "fidelis/path.h"
+#include "fidelis/quote.h"
+#include "hub/hub_internal.h"
+
+/* ---- the cache folder --------------------------------------------------------------------- */
+
+static const char *env_nonempty(const char *name) {
+  const char *v = getenv(name);
+  return v && *v ? v : NULL;
+}
+
+fdl_status fdl_hub_cache_dir(const char *override, char **dir, fdl_err *err) {
+  *dir = NULL;
+  const char *v = override ? override : env_nonempty("HF_HUB_CACHE");
+  char buf[PATH_MAX];
+  int n = 0;
+  if (v)
+    n = snprintf(buf, sizeof buf, "%s", v);
+  else if ((v = env_nonempty("HF_HOME")))
+    n = snprintf(buf, sizeof buf, "%s/hub", v);
+  else if ((v = env_nonempty("XDG_CACHE_HOME")))
+    n = snprintf(buf, sizeof buf, "%s/huggingface/hub", v);
+  else if ((v = env_nonempty("HOME")))
+    n = snprintf(buf, sizeof buf, "%s/.cache/huggingface/hub", v);
+  else
+    return fdl_fail(err, FDL_INVALID,
+                    "no Hugging Face cache: set HF_HUB_CACHE or HF_HOME (HOME is not set)");
+  if (n <= 0 || (size_t)n >= sizeof buf)
+    return fdl_fail(err, FDL_BOUNDS, "the Hugging Face cache path is longer than %d bytes",
+                    PATH_MAX - 1);
+  if (!(*dir = fdl_strdup(buf))) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  return FDL_OK;
+}
+
+/* ---- snapshots ---------------------------------------------------------------------------- */
+
+static bool repo_folder_name(const char *s, size_t n) {
+  static const char *const kinds[] = {"models--", "datasets--", "spaces--"};
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+    size_t k = strlen(kinds[i]);
+    if (n > k && !strncmp(s, kinds[i], k)) return true;
+  }
+  return false;
+}
+
+/* In an absolute resolved path, the first <repo folder>/snapshots/<rev>: *repo_end is the
+ * length up to the repository folder's end, *snap_end up to the revision's end. */
+static bool snapshot_root(const char *real, size_t *repo_end, size_t *snap_end) {
+  static const char mark[] = "/snapshots/";
+  for (const char *p = strstr(real, mark); p; p = strstr(p + 1, mark)) {
+    const char *start = p;
+    while (start > real && start[-1] != '/') start--;
+    const char *rev = p + sizeof mark - 1;
+    size_t rn = strcspn(rev, "/");
+    if (!rn || !repo_folder_name(start, (size_t)(p - start))) continue;
+    *repo_end = (size_t)(p - real);
+    *snap_end = (size_t)(rev + rn - real);
+    return true;
+  }
+  return false;
+}
+
+bool fdl_hub_snapshot_identity(const char *path, char repo[2 * FDL_HUB_NAME_MAX + 2],
+                               char commit[FDL_HUB_COMMIT_LEN + 1]) {
+  char real[PATH_MAX];
+  size_t repo_end, snap_end;
+  if (!realpath(path, real) || !snapshot_root(real, &repo_end, &snap_end)) return false;
+  const char *rev = real + repo_end + sizeof "/snapshots/" - 1;
+  size_t rn = snap_end - (size_t)(rev - real);
+  if (rn != FDL_HUB_COMMIT_LEN || !fdl_hex_lower(rev, rn)) return false;
+  const char *folder = real + repo_end;
+  while (folder > real && folder[-1] != '/') folder--;
+  const char *org = strstr(folder, "--") + 2; /* after the kind: repo_folder_name checked it */
+  const char *sep = strstr(org, "--");
+  if (!sep || sep >= real + repo_end) return false;
+  size_t on = (size_t)(sep - org), nn = (size_t)(real + repo_end - sep - 2);
+  if (!on || !nn || on > FDL_HUB_NAME_MAX || nn > FDL_HUB_NAME_MAX) return false;
+  snprintf(repo, 2 * FDL_HUB_NAME_MAX + 2, "%.*s/%.*s", (int)on, org, (int)nn, sep + 2);
+  memcpy(commit, rev, FDL_HUB_COMMIT_LEN);
+  commit[FDL_HUB_COMMIT_LEN] = '\0';
+  return true;
+}
+
+/* ---- the link rule ------------------------------------------------------------------------ */
+
+bool fdl_hub_blob_target_ok(const char *snap_real, const char *real) {
+  size_t repo_end, snap_end;
+  if (!snapshot_root(snap_real, &repo_end, &snap_end)) return false;
+  char blobs[PATH_MAX];
+  if (repo_end + sizeof "/blobs" > sizeof blobs) return false;
+  memcpy(blobs, snap_real, repo_end);
+  memcpy(blobs + repo_end, "/blobs", sizeof "/blobs");
+  return fdl_path_within(real, blobs) && strcmp(real, blobs);
+}
+
+fdl_status fdl_hub_check_named(const char *path, const char *real, fdl_err *err) {
+  char dir[PATH_MAX], dir_real[PATH_MAX], q[FDL_QUOTE_CAP], q2[FDL_QUOTE_CAP];
+  size_t repo_end, snap_end;
+  struct stat st;
+  bool in_snapshot = fdl_dirname(path, dir, sizeof dir) && realpath(dir[0] ? dir : ".", dir_real) &&
+                     snapshot_root(dir_real, &repo_end, &snap_end);
+  if (in_snapshot && lstat(path, &st) == 0 && S_ISLNK(st.st_mode) &&
+      !fdl_hub_blob_target_ok(dir_real, real))
+    return fdl_fail(err, FDL_PATH,
+                    "%s is a link in a Hugging Face cache snapshot that leads to %s, outside its "
+                    "repository's blobs/ (refused as an escape: a snapshot's files are links "
+                    "into blobs/ and nothing else)",
+                    fdl_quote_str(path, q, sizeof q), fdl_quote_str(real, q2, sizeof q2));
+  return fdl_hub_blob_check_file(real, err);
+}
+
+/* ---- refs --------------------------------------------------------------------------------- */
+
+static bool is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool fdl_hub_local_commit(const char *repo_dir, const char *rev,
+                          char commit[FDL_HUB_COMMIT_LEN + 1]) {
+  char p[PATH_MAX];
+  size_t rn = strlen(rev);
+  if (rn == FDL_HUB_COMMIT_LEN && fdl_hex_lower(rev, rn)) {
+    snprintf(p, sizeof p, "%s/snapshots/%s", repo_dir, rev);
+    if (is_dir(p)) {
+      memcpy(commit, rev, FDL_HUB_COMMIT_LEN + 1);
+      return true;
+    }
+  }
+  if ((size_t)snprintf(p, sizeof p, "%s/refs/%s", repo_dir, rev) >= sizeof p) return false;
+  int fd = -1;
+  if (fdl_open_regular(p, false, &fd, NULL, NULL) != FDL_OK) return false;
+  char buf[FDL_HUB_COMMIT_LEN + 8];
+  ssize_t n = fdl_sys_read(fd, buf, sizeof buf);
+  close(fd);
+  while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ')) n--;
+  if (n != FDL_HUB_COMMIT_LEN || !fdl_hex_lower(buf, FDL_HUB_COMMIT_LEN)) return false;
+  snprintf(p, sizeof p, "%s/snapshots/%.40s", repo_dir, buf);
+  if (!is_dir(p)) return false;
+  memcpy(commit, buf, FDL_HUB_COMMIT_LEN);
+  commit[FDL_HUB_COMMIT_LEN] = '\0';
+  return true;
+}
+
+fdl_status fdl_hub_write_ref(const char *repo_dir, const char *rev, const char *commit,
+                             fdl_err *err) {
+  char dir[PATH_MAX], tmp[PATH_MAX], dst[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/refs", repo_dir);
+  if ((size_t)snprintf(dst, sizeof dst, "%s/%s", dir, rev) >= sizeof dst ||
+      (size_t)snprintf(tmp, sizeof tmp, "%s/.%s.%ld.tmp", dir, rev, (long)getpid()) >= sizeof tmp)
+    return fdl_fail(err, FDL_BOUNDS, "%s: path too long", dir);
+  fdl_status s = fdl_mkdirs(dir, err);
+  if (s != FDL_OK) return s;
+  int fd = fdl_sys_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+  if (fd < 0) return fdl_fail(err, FDL_IO, "%s: cannot create: %s", tmp, strerror(errno));
+  bool ok = fdl_sys_write(fd, commit, FDL_HUB_COMMIT_LEN) == FDL_HUB_COMMIT_LEN;
+  int e = errno;
+  if (close(fd) != 0 && ok) {
+    ok = false;
+    e = errno;
+  }
+  if (ok && fdl_sys_rename(tmp, dst) != 0) {
+    ok = false;
+    e = errno;
+  }
+  if (!ok) {
+    unlink(tmp);
+    return fdl_fail(err, FDL_IO, "%s: cannot write the branch's commit: %s", dst, strerror(e));
+  }
+  return FDL_OK;
+}
+
+bool fdl_hub_snapshot_has(const char *snapshot, const char *name) {
+  char *p = fdl_path_join(snapshot, name);
+  char snap_real[PATH_MAX], real[PATH_MAX];
+  struct stat st;
+  bool ok = false;
+  if (p && lstat(p, &st) == 0) {
+    if (S_ISREG(st.st_mode))
+      ok = true;
+    else if (S_ISLNK(st.st_mode) && realpath(snapshot, snap_real) && realpath(p, real))
+      ok = fdl_hub_blob_target_ok(snap_real, real) && stat(real, &st) == 0 && S_ISREG(st.st_mode);
+  }
+  free(p);
+  return ok;
+}
