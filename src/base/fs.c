@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fidelis/file.h"
+#include "fidelis/hub.h"
 #include "fidelis/path.h"
 #include "fidelis/quote.h"
 #include "base/cleanup.h"
@@ -72,6 +73,9 @@ fdl_status fdl_resolve_named(const char *path, char **resolved, fdl_err *err) {
   char buf[PATH_MAX];
   if (!realpath(path, buf))
     return fdl_fail(err, FDL_IO, "%s: cannot resolve: %s", path, strerror(errno));
+  /* a file of a Hugging Face cache snapshot: a link into its blobs/ only, the bytes its name */
+  fdl_status s = fdl_hub_check_named(path, buf, err);
+  if (s != FDL_OK) return s;
   if (!(*resolved = fdl_strdup(buf))) return fdl_fail(err, FDL_NOMEM, "%s: out of memory", path);
   return FDL_OK;
 }
@@ -352,20 +356,11 @@ fdl_status fdl_stage_commit(fdl_stage *st, fdl_err *err) {
 
 /* ---- files of a model directory ----------------------------------------------------------- */
 
-/* real (resolved) lies inside dir_real, or in <repo>/blobs when dir_real is
- * <repo>/snapshots/<rev>. */
+/* real (resolved) lies inside dir_real, or in the repository's blobs/ when dir_real is a
+ * Hugging Face cache snapshot (the link rule is the cache's: fdl_hub_blob_target_ok). */
 static bool member_target_ok(const char *dir_real, const char *real) {
   if (fdl_path_within(real, dir_real) && strcmp(real, dir_real)) return true;
-  const char *rev = strrchr(dir_real, '/');
-  static const char snapshots[] = "/snapshots";
-  size_t k = sizeof snapshots - 1;
-  if (!rev || (size_t)(rev - dir_real) < k || memcmp(rev - k, snapshots, k)) return false;
-  size_t repo_len = (size_t)(rev - dir_real) - k;
-  char blobs[PATH_MAX];
-  if (repo_len == 0 || repo_len + sizeof "/blobs" > sizeof blobs) return false;
-  memcpy(blobs, dir_real, repo_len);
-  memcpy(blobs + repo_len, "/blobs", sizeof "/blobs");
-  return fdl_path_within(real, blobs) && strcmp(real, blobs);
+  return fdl_hub_blob_target_ok(dir_real, real);
 }
 
 fdl_status fdl_model_member(const char *dir, const char *name, char **path, fdl_err *err) {
@@ -397,9 +392,9 @@ fdl_status fdl_model_member(const char *dir, const char *name, char **path, fdl_
                  strerror(errno));
   else if (!member_target_ok(dir_real, real))
     s = fdl_fail(err, FDL_PATH,
-                 "%s is a link to %s, outside the model directory (and not a Hugging Face cache "
-                 "blob of it): model files must be inside MODEL; copy the file in, or the whole "
-                 "model with `cp -rL`",
+                 "%s is a link to %s, outside the model directory and not a blob of its Hugging "
+                 "Face cache repository: refused as an escape (model files are inside MODEL, or "
+                 "links from a cache snapshot into its own blobs/)",
                  fdl_quote_str(p, q, sizeof q), fdl_quote_str(real, q2, sizeof q2));
   else if (stat(real, &st) != 0 || !S_ISREG(st.st_mode))
     s = fdl_fail(err, FDL_IO, "%s: the link does not lead to a regular file",

@@ -8,6 +8,7 @@
 #include "engine/internal.h"
 #include "fidelis/file.h"
 #include "fidelis/generate.h"
+#include "fidelis/hub.h"
 #include "fidelis/json.h"
 
 /* v (an id or an array of ids) into ids; where names it in messages. */

@@ -9,6 +9,7 @@
 #include "fidelis/quote.h"
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
+#include "fidelis/hub.h"
 #include "fidelis/json.h"
 
 static void free_work(eng_work *w) {

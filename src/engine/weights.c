@@ -19,6 +19,7 @@
 #include "fidelis/quote.h"
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
+#include "fidelis/hub.h"
 #include "fidelis/json.h"
 #include "fidelis/path.h"
 
@@ -64,11 +65,20 @@ static fdl_status open_shard(fdl_model *m, const char *dir, const char *name, fd
                     m->nshards || strcmp(name, SINGLE_NAME) ? INDEX_NAME : "the model directory");
   /* Read, not mapped: decode streams every weight once per token from every worker, and on
    * 4 KiB file pages two workers read slower than one (docs/PERFORMANCE.md). */
-  s = fdl_safetensors_open_resident(p, &m->shards[m->nshards], err);
+  /* A cache blob named by its sha256 is checked by the pass that digests the shard; one named
+   * by a git blob id (a small file the Hub keeps out of LFS) by a pass of its own. */
+  char blob[65] = "";
+  if (fdl_hub_blob_kind(p, blob) == 40) {
+    blob[0] = '\0';
+    s = fdl_hub_blob_check_file(p, err);
+  }
+  if (!s) s = fdl_safetensors_open_resident(p, &m->shards[m->nshards], err);
   free(p);
   if (s) return fdl_err_prefix(err, "model shard %s", name);
   m->nshards++;
-  return add_file(m, name, fdl_safetensors_file_size(m->shards[m->nshards - 1]), NULL, err);
+  s = add_file(m, name, fdl_safetensors_file_size(m->shards[m->nshards - 1]), NULL, err);
+  if (!s) memcpy(m->files[m->nfiles - 1].blob, blob, sizeof blob);
+  return s;
 }
 
 static bool plain_name(const char *f) {
@@ -420,10 +430,12 @@ static fdl_status scan_shard(void *arg, size_t i, unsigned worker, fdl_err *err)
   }
   const uint8_t *base = fdl_safetensors_bytes(st);
   uint64_t size = fdl_safetensors_file_size(st);
+  /* a cache blob is digested even when the digests are not wanted: its name is checked */
+  bool digest = !job->m->skip_digests || job->files[i].blob[0];
   size_t next = 0; /* tensors before next end in blocks already scanned */
   for (uint64_t lo = 0; !s && lo < size; lo += SCAN_BLOCK) {
     uint64_t hi = size - lo < SCAN_BLOCK ? size : lo + SCAN_BLOCK;
-    if (!job->m->skip_digests) s = fdl_sha256_update(ctx, base + lo, (size_t)(hi - lo), err);
+    if (digest) s = fdl_sha256_update(ctx, base + lo, (size_t)(hi - lo), err);
     for (size_t k = next; !s && k < n; k++) {
       const fdl_tensor *t = fdl_safetensors_at(st, k);
       if (t->offset >= hi) break;
@@ -434,8 +446,13 @@ static fdl_status scan_shard(void *arg, size_t i, unsigned worker, fdl_err *err)
       next++;
   }
   fdl_sha256 dg;
-  if (!s && !job->m->skip_digests && !(s = fdl_sha256_final(ctx, &dg, err)))
+  if (!s && digest && !(s = fdl_sha256_final(ctx, &dg, err)))
     fdl_sha256_hex(&dg, job->files[i].hex);
+  if (!s && job->files[i].blob[0] && strcmp(job->files[i].hex, job->files[i].blob))
+    s = fdl_fail(err, FDL_MISMATCH,
+                 "model shard %s: the bytes read have sha256 %s, but the Hugging Face cache "
+                 "names its blob %s: corrupt (remove the blob and fetch again)",
+                 job->files[i].name, job->files[i].hex, job->files[i].blob);
   fdl_sha256_free(ctx);
   free(check);
   return s;
