@@ -39,6 +39,10 @@ typedef struct {
   fdl_num_isa isa;          /* FDL_NUM_ISA_AUTO: the best the CPU has; no bit depends on it */
   const char *dataset_id;   /* NULL: derived from the model directory's name and the form */
   const char *repository;   /* weights.repository; NULL: "local/<model directory name>" */
+  const char *revision;     /* weights.revision, a commit (a Hub snapshot's); NULL: null. The
+                               model's own tokenizer is recorded with the same two */
+  const char *panel_repository; /* panel.repository / panel.revision (a Hub snapshot's file) */
+  const char *panel_revision;
   const char *tokenizer_id; /* tokenizer.id; NULL: from tokenizer.json's digest (docs/CAPTURE.md) */
   const char *created_utc;  /* "YYYY-MM-DDTHH:MM:SSZ"; NULL: the wall clock */
   fdl_notice_fn notice;     /* optional: stale staging directories removed */

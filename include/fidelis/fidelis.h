@@ -57,5 +57,6 @@
 #include "report.h"
 #include "attr.h"
 #include "kiln.h"
+#include "hub.h"
 
 #endif
