@@ -80,8 +80,8 @@ FDL_API fdl_status fdl_hub_check_named(const char *path, const char *real, fdl_e
 /* ---- blobs -------------------------------------------------------------------------------- */
 
 /* The digest a blob's name promises: 64 for an LFS sha256, 40 for a git blob id (sha1 of
- * "blob <size>\0" + bytes), 0 when real is not <repo folder>/blobs/<hex> (models--, datasets--). hex
- * receives the name (may be NULL). */
+ * "blob <size>\0" + bytes), 0 when real is not <repo folder>/blobs/<hex> (models--, datasets--).
+ * hex receives the name (may be NULL). */
 FDL_API int fdl_hub_blob_kind(const char *real, char hex[65]);
 /* The bytes read from real, checked against its blob name (FDL_MISMATCH naming both digests);
  * FDL_OK at once when real is not a blob. */
@@ -102,24 +102,24 @@ FDL_API fdl_status fdl_hub_git_blob_id(const void *data, size_t n, char hex[41],
 typedef void (*fdl_hub_progress_fn)(void *arg, const char *file, uint64_t done, uint64_t total);
 
 typedef struct {
-  const char *endpoint;          /* NULL: $HF_ENDPOINT, else https://huggingface.co */
-  const char *cache;             /* NULL: fdl_hub_cache_dir's rule */
-  bool offline;                  /* never reach the network (also $HF_HUB_OFFLINE=1) */
-  const char *const *include;    /* globs (fnmatch, '*' crosses '/'); NULL: every file */
+  const char *endpoint;       /* NULL: $HF_ENDPOINT, else https://huggingface.co */
+  const char *cache;          /* NULL: fdl_hub_cache_dir's rule */
+  bool offline;               /* never reach the network (also $HF_HUB_OFFLINE=1) */
+  const char *const *include; /* globs (fnmatch, '*' crosses '/'); NULL: every file */
   size_t n_include;
-  bool always_ask;               /* contact the endpoint even when the snapshot is cached */
-  fdl_hub_progress_fn progress;  /* optional */
+  bool always_ask;              /* contact the endpoint even when the snapshot is cached */
+  fdl_hub_progress_fn progress; /* optional */
   void *progress_arg;
-  fdl_notice_fn notice;          /* optional: retries, resumed downloads */
+  fdl_notice_fn notice; /* optional: retries, resumed downloads */
   void *notice_arg;
 } fdl_hub_opts;
 
 typedef struct {
   char commit[FDL_HUB_COMMIT_LEN + 1];
-  char *snapshot;    /* <cache>/<repo folder>/snapshots/<commit> (free()) */
-  char *path;        /* the snapshot, or the file or folder the reference names in it (free()) */
-  size_t files;      /* files of the snapshot that match (present or fetched) */
-  size_t fetched;    /* of which downloaded now */
+  char *snapshot; /* <cache>/<repo folder>/snapshots/<commit> (free()) */
+  char *path;     /* the snapshot, or the file or folder the reference names in it (free()) */
+  size_t files;   /* files of the snapshot that match (present or fetched) */
+  size_t fetched; /* of which downloaded now */
   uint64_t fetched_bytes;
   bool from_network; /* the endpoint was asked */
 } fdl_hub_result;
@@ -129,8 +129,8 @@ typedef struct {
  * endpoint and the missing files (matching include, and ref->path when set) are downloaded into
  * the cache, each verified against its sha256 or git blob id. Offline, a snapshot or a file
  * that is not in the cache is FDL_IO naming it. */
-FDL_API fdl_status fdl_hub_resolve(const fdl_hub_ref *ref, const fdl_hub_opts *o,
-                                   fdl_hub_result *r, fdl_err *err);
+FDL_API fdl_status fdl_hub_resolve(const fdl_hub_ref *ref, const fdl_hub_opts *o, fdl_hub_result *r,
+                                   fdl_err *err);
 FDL_API void fdl_hub_result_free(fdl_hub_result *r);
 
 #ifdef __cplusplus

@@ -20,6 +20,7 @@
 #include "fidelis/json.h"
 #include "capture/gguf_meta.h"
 #include "fidelis/gguf.h"
+#include "fidelis/hub.h"
 #include "fidelis/tensor.h"
 #include "fidelis/tokenizer.h"
 #include "fidelis/path.h"
@@ -191,8 +192,9 @@ static fdl_status tokenizer_id(capture *c, fdl_err *err) {
     fdl_sha256 d;
     char hex[FDL_SHA256_HEX_BUF];
     s = fdl_sha256_file(path, &d, NULL, err);
+    if (s == FDL_OK) fdl_sha256_hex(&d, hex);
+    if (s == FDL_OK) s = fdl_hub_blob_check_sha256(path, hex, err);
     if (s == FDL_OK) {
-      fdl_sha256_hex(&d, hex);
       snprintf(c->tokenizer, sizeof c->tokenizer, "tokenizer.json-sha256-%.16s", hex);
     }
   } else {
@@ -418,7 +420,8 @@ static void provenance(const capture *c, json_t *m) {
   bool own = !o->tokenizer_id && !json_object_get(ht, "id");
   if (json_is_string(hr)) {
     json_object_set_new(tok, "repository", json_copy((json_t *)hr));
-    json_object_set_new(tok, "revision", json_is_string(hv) ? json_copy((json_t *)hv) : json_null());
+    json_object_set_new(tok, "revision",
+                        json_is_string(hv) ? json_copy((json_t *)hv) : json_null());
   } else if (own && o->revision && o->repository) {
     json_object_set_new(tok, "repository", json_string(o->repository));
     json_object_set_new(tok, "revision", json_string(o->revision));

@@ -52,8 +52,7 @@ static void usage(FILE *f) {
           "                       depends on it\n"
           "  --progress           a progress line on stderr even when it is not a terminal\n"
           "  --quiet              no progress line\n"
-          "  --json               print the result as JSON\n"
-          FDL_CLI_HUB_HELP
+          "  --json               print the result as JSON\n" FDL_CLI_HUB_HELP
           "  -h, --help           show this help\n\n"
           "exit codes: 0 written; 3 refused (nothing written: DATASET exists, an unsupported or\n"
           "corrupt model, a panel or record pack refuses); 4 bad usage, an input that cannot be\n"

@@ -263,7 +263,7 @@ typedef struct {
   FDL_CLI_OPT_FLAG("--offline", &(h)->offline), FDL_CLI_OPT_TEXT("--endpoint", &(h)->endpoint)
 /* The --help lines of FDL_CLI_HUB_OPTS. */
 #define FDL_CLI_HUB_HELP                                                                           \
-  "  --offline            never reach the network for an hf:// input (also HF_HUB_OFFLINE=1)\n"  \
+  "  --offline            never reach the network for an hf:// input (also HF_HUB_OFFLINE=1)\n"    \
   "  --endpoint URL       the Hub or a mirror [HF_ENDPOINT, else https://huggingface.co]\n"
 
 /* Resolves the reference uri (fdl_hub_resolve with h's options and a download bar); include

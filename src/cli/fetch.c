@@ -56,12 +56,9 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   bool progress = false, quiet = false;
   const char *pos[1];
   const fdl_cli_opt opts[] = {
-      FDL_CLI_OPT_TEXT("--include", &a->include),
-      FDL_CLI_HUB_OPTS(&a->hub),
-      FDL_CLI_OPT_PATH("--cache", &a->hub.cache),
-      FDL_CLI_OPT_FLAG("--progress", &progress),
-      FDL_CLI_OPT_FLAG("--quiet", &quiet),
-      FDL_CLI_OPT_FLAG("--json", &a->json),
+      FDL_CLI_OPT_TEXT("--include", &a->include), FDL_CLI_HUB_OPTS(&a->hub),
+      FDL_CLI_OPT_PATH("--cache", &a->hub.cache), FDL_CLI_OPT_FLAG("--progress", &progress),
+      FDL_CLI_OPT_FLAG("--quiet", &quiet),        FDL_CLI_OPT_FLAG("--json", &a->json),
   };
   static const char *const conflicts[] = {"--progress", "--quiet"};
   fdl_cli_spec s = {"fetch", usage, opts, sizeof opts / sizeof *opts, conflicts, 1, pos, 1, 0,
@@ -76,8 +73,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   a->hub.always_ask = true;
   if (a->include) {
     if (strlen(a->include) >= sizeof a->globs_buf)
-      return fdl_cli_usage_error(&s, "--include is longer than %zu bytes",
-                                 sizeof a->globs_buf - 1);
+      return fdl_cli_usage_error(&s, "--include is longer than %zu bytes", sizeof a->globs_buf - 1);
     memcpy(a->globs_buf, a->include, strlen(a->include) + 1);
     for (char *p = a->globs_buf, *next; p; p = next) {
       next = strchr(p, ',');
@@ -101,16 +97,15 @@ int fdl_cli_fetch(int argc, char **argv) {
   int rc = parse(&a, argc, argv, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
   fdl_hub_result r;
-  rc = fdl_cli_hub_resolve("fetch", &a.hub, a.ref, false, a.n_globs ? a.globs : NULL, a.n_globs,
-                           &r);
+  rc =
+      fdl_cli_hub_resolve("fetch", &a.hub, a.ref, false, a.n_globs ? a.globs : NULL, a.n_globs, &r);
   if (rc) return rc;
   if (a.json) {
     json_t *j = json_pack("{s:o, s:s, s:o, s:o, s:I, s:I, s:I, s:b}", "ref",
                           fdl_cli_json_text(a.ref), "commit", r.commit, "snapshot",
-                          fdl_cli_json_text(r.snapshot), "path", fdl_cli_json_text(r.path),
-                          "files", (json_int_t)r.files, "fetched", (json_int_t)r.fetched,
-                          "fetched_bytes", (json_int_t)r.fetched_bytes, "asked_endpoint",
-                          r.from_network);
+                          fdl_cli_json_text(r.snapshot), "path", fdl_cli_json_text(r.path), "files",
+                          (json_int_t)r.files, "fetched", (json_int_t)r.fetched, "fetched_bytes",
+                          (json_int_t)r.fetched_bytes, "asked_endpoint", r.from_network);
     rc = fdl_cli_print_json(j);
   } else {
     printf("fidelis fetch: ");

@@ -12,8 +12,7 @@
 /* The files an implicit fetch of a whole model repository takes: what a model directory is read
  * from (config, index, shards, tokenizer, chat template, generation config), not the other
  * formats a repository may also carry (.bin, .onnx, .gguf quantizations). */
-static const char *const MODEL_FILES[] = {"*.json", "*.safetensors", "*.txt", "*.model",
-                                          "*.jinja"};
+static const char *const MODEL_FILES[] = {"*.json", "*.safetensors", "*.txt", "*.model", "*.jinja"};
 
 void fdl_cli_download_cb(void *arg, const char *file, uint64_t done, uint64_t total) {
   fdl_cli_download *d = arg;
@@ -36,9 +35,9 @@ void fdl_cli_download_cb(void *arg, const char *file, uint64_t done, uint64_t to
   double dt = t - d->p.t0, rate = dt > 0 ? (double)(done - d->first) / dt : 0.0;
   double eta = rate > 0 && total > done ? (double)(total - done) / rate : 0.0;
   snprintf(shown, sizeof shown, "%s", fdl_quote_text(file, strlen(file), q, sizeof q));
-  fprintf(stderr, "\r%s: %-32.32s [%s] %3d%%  %.1f/%.1f MB  %.1f MB/s  ETA %.0f s ", d->p.label,
-          shown, bar, total ? (int)(100.0 * (double)done / (double)total) : 100,
-          (double)done / 1e6, (double)total / 1e6, rate / 1e6, eta);
+  fprintf(stderr, "\r%s %-32.32s [%s] %3d%%  %.1f/%.1f MB  %.1f MB/s  ETA %.0f s ", d->p.label,
+          shown, bar, total ? (int)(100.0 * (double)done / (double)total) : 100, (double)done / 1e6,
+          (double)total / 1e6, rate / 1e6, eta);
   fflush(stderr);
   d->p.drawn = true;
 }
@@ -64,7 +63,7 @@ int fdl_cli_hub_resolve(const char *cmd, const fdl_cli_hub *h, const char *uri, 
     n_include = sizeof MODEL_FILES / sizeof *MODEL_FILES;
   }
   char label[64];
-  snprintf(label, sizeof label, "%s: fetch", cmd);
+  snprintf(label, sizeof label, "%s:%s", cmd, strcmp(cmd, "fetch") ? " fetch" : "");
   fdl_cli_download d;
   fdl_cli_download_init(&d, label, h->progress);
   fdl_hub_opts o = {.endpoint = h->endpoint,

@@ -101,6 +101,7 @@ static fdl_status load_index(fdl_model *m, const char *dir, json_t **idx, fdl_er
   fdl_sha256 dg;
   fdl_status s = fdl_read_file(p, FDL_JSON_MAX_FILE_BYTES, &data, &len, err);
   if (!s && (s = fdl_json_parse(data, len, NULL, idx, err))) fdl_err_prefix(err, "%s", p);
+  if (!s) s = fdl_hub_blob_check_buf(p, data, len, err);
   if (!s) s = fdl_sha256_buf(data, len, &dg, err);
   if (!s) s = add_file(m, INDEX_NAME, len, &dg, err);
   free(data);

@@ -77,9 +77,13 @@ static bool snapshot_root(const char *real, size_t *repo_end, size_t *snap_end) 
 
 bool fdl_hub_snapshot_identity(const char *path, char repo[2 * FDL_HUB_NAME_MAX + 2],
                                char commit[FDL_HUB_COMMIT_LEN + 1]) {
-  char real[PATH_MAX];
+  char real[PATH_MAX], dir[PATH_MAX];
   size_t repo_end, snap_end;
-  if (!realpath(path, real) || !snapshot_root(real, &repo_end, &snap_end)) return false;
+  /* a file of a snapshot resolves into blobs/: its folder says which snapshot it is in */
+  bool found = realpath(path, real) && snapshot_root(real, &repo_end, &snap_end);
+  if (!found && fdl_dirname(path, dir, sizeof dir))
+    found = realpath(dir[0] ? dir : ".", real) && snapshot_root(real, &repo_end, &snap_end);
+  if (!found) return false;
   const char *rev = real + repo_end + sizeof "/snapshots/" - 1;
   size_t rn = snap_end - (size_t)(rev - real);
   if (rn != FDL_HUB_COMMIT_LEN || !fdl_hex_lower(rev, rn)) return false;

@@ -181,9 +181,10 @@ static fdl_status answer_failed(const ctx *c, const char *what, long status, fdl
                     "only)",
                     what, status, c->ref->repo, c->endpoint);
   if (status == 404)
-    return fdl_fail(err, FDL_IO, "%s: the endpoint answered 404: no such repository, revision "
-                                 "or file at %s (a private repository also answers 404 without "
-                                 "a token)",
+    return fdl_fail(err, FDL_IO,
+                    "%s: the endpoint answered 404: no such repository, revision "
+                    "or file at %s (a private repository also answers 404 without "
+                    "a token)",
                     what, c->endpoint);
   return fdl_fail(err, FDL_IO, "%s: the endpoint answered %ld", what, status);
 }
@@ -247,9 +248,10 @@ static bool write_sink(void *arg, const fdl_hub_reply *rep, const void *p, size_
   if (!w->started) {
     w->started = true;
     if (rep->status == 206 && (!rep->has_range || rep->range_start != w->from)) {
-      w->s = fdl_fail(w->err, FDL_PARSE, "%s: a partial answer from byte %" PRIu64
-                                         ", but byte %" PRIu64 " was asked for",
-                      w->file, rep->range_start, w->from);
+      w->s =
+          fdl_fail(w->err, FDL_PARSE,
+                   "%s: a partial answer from byte %" PRIu64 ", but byte %" PRIu64 " was asked for",
+                   w->file, rep->range_start, w->from);
       return false;
     }
     if (rep->status != 206 && w->have) { /* the whole file again: start over */
@@ -262,14 +264,13 @@ static bool write_sink(void *arg, const fdl_hub_reply *rep, const void *p, size_
     }
   }
   if (n > w->size - w->have) {
-    w->s = fdl_fail(w->err, FDL_BOUNDS, "%s: the endpoint sent more than the %" PRIu64
-                                        " bytes it announced",
-                    w->file, w->size);
+    w->s = fdl_fail(w->err, FDL_BOUNDS,
+                    "%s: the endpoint sent more than the %" PRIu64 " bytes it announced", w->file,
+                    w->size);
     return false;
   }
   if (fdl_sys_write(w->fd, p, n) != (ssize_t)n) {
-    w->s = fdl_fail(w->err, FDL_IO, "%s: cannot write the download: %s", w->file,
-                    strerror(errno));
+    w->s = fdl_fail(w->err, FDL_IO, "%s: cannot write the download: %s", w->file, strerror(errno));
     return false;
   }
   w->have += n;
@@ -311,7 +312,8 @@ static fdl_status head_file(ctx *c, const char *url, const char *file, fdl_hub_r
 static fdl_status download(ctx *c, const char *url, const char *file, int fd, uint64_t size,
                            fdl_err *err) {
   struct stat st;
-  if (fstat(fd, &st) != 0) return fdl_fail(err, FDL_IO, "%s: cannot stat: %s", file, strerror(errno));
+  if (fstat(fd, &st) != 0)
+    return fdl_fail(err, FDL_IO, "%s: cannot stat: %s", file, strerror(errno));
   sink_state w = {.c = c, .file = file, .fd = fd, .size = size, .err = err};
   w.have = (uint64_t)st.st_size;
   if (w.have > size) {
@@ -358,7 +360,8 @@ static fdl_status download(ctx *c, const char *url, const char *file, int fd, ui
     if (!again(c, file, k, &rep, &e)) {
       if (s == FDL_OK) return answer_failed(c, file, rep.status, err);
       *err = e;
-      return fdl_err_prefix(err, "after %d tries (the partial download is kept and resumed next time)", k + 1);
+      return fdl_err_prefix(
+          err, "after %d tries (the partial download is kept and resumed next time)", k + 1);
     }
     if (size == 0) break;
   }
@@ -377,7 +380,8 @@ static fdl_status link_file(const char *snapshot, const char *file, const char *
       (size_t)snprintf(tmp, sizeof tmp, "%s.fidelis-link-%ld", dst, (long)getpid()) >= sizeof tmp ||
       3 * (depth + 2) + 7 + strlen(etag) >= sizeof target)
     return fdl_fail(err, FDL_BOUNDS, "%s: path too long for the cache", file);
-  for (size_t i = 0; i < depth + 2; i++) t += (size_t)snprintf(target + t, sizeof target - t, "../");
+  for (size_t i = 0; i < depth + 2; i++)
+    t += (size_t)snprintf(target + t, sizeof target - t, "../");
   snprintf(target + t, sizeof target - t, "blobs/%s", etag);
   fdl_dirname(dst, dir, sizeof dir);
   fdl_status s = fdl_mkdirs(dir, err);
@@ -419,9 +423,8 @@ static fdl_status fetch_file(ctx *c, const char *commit, const char *snapshot, c
   fdl_hub_reply rep;
   if ((s = head_file(c, url, file, &rep, err)) != FDL_OK) return s;
   if (rep.repo_commit[0] && strcmp(rep.repo_commit, commit))
-    return fdl_fail(err, FDL_MISMATCH,
-                    "%s: the endpoint answered for commit %s, but %s is at %s", file,
-                    rep.repo_commit, c->text, commit);
+    return fdl_fail(err, FDL_MISMATCH, "%s: the endpoint answered for commit %s, but %s is at %s",
+                    file, rep.repo_commit, c->text, commit);
   if ((size_t)snprintf(blobs, sizeof blobs, "%s/blobs", c->repo_dir) >= sizeof blobs ||
       (size_t)snprintf(blob, sizeof blob, "%s/%s", blobs, rep.etag) >= sizeof blob ||
       (size_t)snprintf(tmp, sizeof tmp, "%s.incomplete", blob) >= sizeof tmp)

@@ -119,7 +119,8 @@ static size_t on_header(char *line, size_t size, size_t nitems, void *arg) {
   if (len >= 5 && !strncmp(line, "HTTP/", 5)) { /* a new answer */
     const char *sp = memchr(line, ' ', len);
     uint64_t code = 0;
-    r->status = sp && (size_t)(line + len - sp) >= 4 && parse_u64(sp + 1, 3, &code) ? (long)code : 0;
+    r->status =
+        sp && (size_t)(line + len - sp) >= 4 && parse_u64(sp + 1, 3, &code) ? (long)code : 0;
     r->location[0] = '\0';
     r->rep->has_range = false;
     return n;
@@ -264,9 +265,8 @@ static fdl_status set_options(fdl_hub_http *h, const char *url, bool head, uint6
   return FDL_OK;
 }
 
-fdl_status fdl_hub_http_get(fdl_hub_http *h, const char *url, bool head, bool follow,
-                            uint64_t from, fdl_hub_sink sink, void *arg, fdl_hub_reply *rep,
-                            fdl_err *err) {
+fdl_status fdl_hub_http_get(fdl_hub_http *h, const char *url, bool head, bool follow, uint64_t from,
+                            fdl_hub_sink sink, void *arg, fdl_hub_reply *rep, fdl_err *err) {
   memset(rep, 0, sizeof *rep);
   req r = {.rep = rep, .sink = sink, .arg = arg};
   char cur[HTTP_URL_MAX], next[HTTP_URL_MAX], q[FDL_QUOTE_CAP];
@@ -282,20 +282,22 @@ fdl_status fdl_hub_http_get(fdl_hub_http *h, const char *url, bool head, bool fo
     curl_slist_free_all(hdrs);
     if (s != FDL_OK) return s;
     rep->status = r.status;
-    if (r.sink_stopped) return fdl_fail(err, FDL_IO, "%s: the transfer was stopped", fdl_quote_str(cur, q, sizeof q));
+    if (r.sink_stopped)
+      return fdl_fail(err, FDL_IO, "%s: the transfer was stopped", fdl_quote_str(cur, q, sizeof q));
     if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && r.dropped > HTTP_DROP_MAX)) {
       rep->retryable = transport_retryable(cc);
       return fdl_fail(err, FDL_IO, "%s: %s", fdl_quote_str(cur, q, sizeof q),
                       h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc));
     }
-    bool redirect = r.status == 301 || r.status == 302 || r.status == 303 || r.status == 307 ||
-                    r.status == 308;
+    bool redirect =
+        r.status == 301 || r.status == 302 || r.status == 303 || r.status == 307 || r.status == 308;
     if (!redirect || !follow) {
       rep->retryable = r.status == 429 || (r.status >= 500 && r.status <= 599);
       return FDL_OK;
     }
     if (!r.location[0])
-      return fdl_fail(err, FDL_PARSE, "%s: a redirect (%ld) without a Location", fdl_quote_str(cur, q, sizeof q), r.status);
+      return fdl_fail(err, FDL_PARSE, "%s: a redirect (%ld) without a Location",
+                      fdl_quote_str(cur, q, sizeof q), r.status);
     if (r.hop + 1 >= HTTP_MAX_HOPS)
       return fdl_fail(err, FDL_IO, "%s: more than %d redirects", url, HTTP_MAX_HOPS);
     if ((s = resolve_location(cur, r.location, next, sizeof next, err)) != FDL_OK) return s;

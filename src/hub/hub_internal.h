@@ -88,10 +88,10 @@ void fdl_hub_revision_free(fdl_hub_revision *r);
 typedef struct fdl_hub_http fdl_hub_http;
 
 typedef struct {
-  long status;                                 /* of the last hop */
-  char repo_commit[FDL_HUB_COMMIT_LEN + 1];    /* X-Repo-Commit of the first hop, or "" */
-  char etag[72];                               /* X-Linked-Etag, else ETag, of the first hop */
-  uint64_t size;                               /* X-Linked-Size, else Content-Length (first) */
+  long status;                              /* of the last hop */
+  char repo_commit[FDL_HUB_COMMIT_LEN + 1]; /* X-Repo-Commit of the first hop, or "" */
+  char etag[72];                            /* X-Linked-Etag, else ETag, of the first hop */
+  uint64_t size;                            /* X-Linked-Size, else Content-Length (first) */
   bool has_size;
   uint64_t range_start; /* Content-Range of a 206 */
   bool has_range;
@@ -110,9 +110,8 @@ void fdl_hub_http_close(fdl_hub_http *h);
  * 8) when follow, each judged by fdl_hub_host_allowed before any connection to it (FDL_PATH
  * otherwise). The status is in rep; FDL_IO for a transport error (rep->retryable says whether
  * trying again may help). The body of a non-2xx answer is dropped. */
-fdl_status fdl_hub_http_get(fdl_hub_http *h, const char *url, bool head, bool follow,
-                            uint64_t from, fdl_hub_sink sink, void *arg, fdl_hub_reply *rep,
-                            fdl_err *err);
+fdl_status fdl_hub_http_get(fdl_hub_http *h, const char *url, bool head, bool follow, uint64_t from,
+                            fdl_hub_sink sink, void *arg, fdl_hub_reply *rep, fdl_err *err);
 /* URL-escapes one path segment into a new string (free()); NULL when out of memory. */
 char *fdl_hub_http_escape(fdl_hub_http *h, const char *s);
 

@@ -109,6 +109,6 @@ bool fdl_hub_repo_folder(const fdl_hub_ref *ref, char *out, size_t cap) {
 }
 
 void fdl_hub_ref_text(const fdl_hub_ref *ref, char *out, size_t cap) {
-  snprintf(out, cap, "hf://%s%s@%s%s%s", ref->kind == FDL_HUB_DATASET ? "datasets/" : "",
-           ref->repo, ref->rev, ref->path[0] ? "/" : "", ref->path);
+  snprintf(out, cap, "hf://%s%s@%s%s%s", ref->kind == FDL_HUB_DATASET ? "datasets/" : "", ref->repo,
+           ref->rev, ref->path[0] ? "/" : "", ref->path);
 }
