@@ -202,6 +202,25 @@ def capture_end_to_end(hub, t, model, snap):
         w = json.load(open(os.path.join(b, "fidelity-dataset.json")))["weights"]
         U.check(w["repository"] == "acme/tiny" and w["revision"] == repo.commit,
                 f"a snapshot path records its repository and commit: {w['repository']} {w['revision']}")
+    # panel, tokenize and generate take hf:// too; the panel's header names the tokenizer's
+    # repository and commit
+    txt = os.path.join(t, "text.txt")
+    with open(txt, "w") as f:
+        f.write("a short text for one window of eight tokens, and then some more words\n" * 3)
+    pout = os.path.join(t, "cut.jsonl")
+    rc, out = run(env, "panel", "--tokenizer", "hf://acme/tiny@main", "--text", txt, "--context",
+                  "8", "--out", pout)
+    U.check(rc == 0, f"panel --tokenizer hf://: {rc} {out}")
+    if rc == 0:
+        head = json.loads(open(pout).readline())["header"]["tokenizer"]
+        U.check(head.get("repository") == "acme/tiny" and head.get("revision") == repo.commit,
+                f"the panel header names the tokenizer's repository and commit: {head}")
+    rc, out = run(env, "tokenize", "--tokenizer", "hf://acme/tiny@main", "--string", "hello",
+                  "--offline")
+    U.check(rc == 0 and out.strip(), f"tokenize --tokenizer hf://: {rc} {out}")
+    rc, out = run(env, "generate", "--model", "hf://acme/tiny@main", "--ids", "[256, 83]",
+                  "--greedy-out", os.path.join(t, "greedy.json"), "--offline")
+    U.check(rc == 0, f"generate --model hf://: {rc} {out}")
     # cached and offline: no request at all
     n0 = len(hub.log)
     c = os.path.join(t, "offline-ok")
