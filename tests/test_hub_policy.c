@@ -180,24 +180,26 @@ static void test_cache_dir(void **state) {
   (void)state;
   char *d = NULL;
   fdl_err err;
-  setenv("HF_HUB_CACHE", "/x/hub", 1);
-  setenv("HF_HOME", "/y", 1);
-  assert_int_equal(fdl_hub_cache_dir(NULL, &d, &err), FDL_OK);
+  fdl_hub_env env = {.hub_cache = "/x/hub", .hf_home = "/y", .home = "/home/u"};
+  assert_int_equal(fdl_hub_cache_dir(&env, NULL, &d, &err), FDL_OK);
   assert_string_equal(d, "/x/hub");
   free(d);
-  unsetenv("HF_HUB_CACHE");
-  assert_int_equal(fdl_hub_cache_dir(NULL, &d, &err), FDL_OK);
+  env.hub_cache = "";
+  assert_int_equal(fdl_hub_cache_dir(&env, NULL, &d, &err), FDL_OK);
   assert_string_equal(d, "/y/hub");
   free(d);
-  unsetenv("HF_HOME");
-  unsetenv("XDG_CACHE_HOME");
-  setenv("HOME", "/home/u", 1);
-  assert_int_equal(fdl_hub_cache_dir(NULL, &d, &err), FDL_OK);
+  env.hf_home = NULL;
+  assert_int_equal(fdl_hub_cache_dir(&env, NULL, &d, &err), FDL_OK);
   assert_string_equal(d, "/home/u/.cache/huggingface/hub");
   free(d);
-  assert_int_equal(fdl_hub_cache_dir("/z", &d, &err), FDL_OK);
+  env.xdg_cache_home = "/xdg";
+  assert_int_equal(fdl_hub_cache_dir(&env, NULL, &d, &err), FDL_OK);
+  assert_string_equal(d, "/xdg/huggingface/hub");
+  free(d);
+  assert_int_equal(fdl_hub_cache_dir(&env, "/z", &d, &err), FDL_OK);
   assert_string_equal(d, "/z");
   free(d);
+  assert_int_equal(fdl_hub_cache_dir(NULL, NULL, &d, &err), FDL_INVALID);
 }
 
 static void test_snapshot(void **state) {

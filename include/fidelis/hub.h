@@ -55,11 +55,28 @@ FDL_API fdl_status fdl_hub_parse(const char *uri, fdl_hub_ref *ref, fdl_err *err
  * byte. */
 FDL_API bool fdl_hub_file_name_ok(const char *name, size_t n);
 
+/* ---- the environment ---------------------------------------------------------------------- */
+
+/* What the environment says, as the front end read it (the library reads no environment): each
+ * the variable's value, or NULL when unset. huggingface_hub's variables, same meanings. */
+typedef struct {
+  const char *hub_cache;      /* HF_HUB_CACHE: the cache folder */
+  const char *hf_home;        /* HF_HOME: the cache is $HF_HOME/hub, the token $HF_HOME/token */
+  const char *xdg_cache_home; /* XDG_CACHE_HOME: else $XDG_CACHE_HOME/huggingface/... */
+  const char *home;           /* HOME: else ~/.cache/huggingface/... */
+  const char *endpoint;       /* HF_ENDPOINT: the Hub or a mirror */
+  const char *token;          /* HF_TOKEN */
+  const char *token_path;     /* HF_TOKEN_PATH: the token file */
+  const char *offline;        /* HF_HUB_OFFLINE: 1, true, yes or on forbid the network */
+} fdl_hub_env;
+
 /* ---- the cache ---------------------------------------------------------------------------- */
 
-/* The cache folder: override if not NULL, else $HF_HUB_CACHE, $HF_HOME/hub or
- * $HOME/.cache/huggingface/hub. Newly allocated (free()). */
-FDL_API fdl_status fdl_hub_cache_dir(const char *override, char **dir, fdl_err *err);
+/* The cache folder: override if not NULL, else HF_HUB_CACHE, HF_HOME/hub,
+ * XDG_CACHE_HOME/huggingface/hub or HOME/.cache/huggingface/hub from env (may be NULL). Newly
+ * allocated (free()). */
+FDL_API fdl_status fdl_hub_cache_dir(const fdl_hub_env *env, const char *override, char **dir,
+                                     fdl_err *err);
 
 /* What a cache snapshot says about itself: for a directory at (or a path below)
  * <cache>/models--ORG--NAME/snapshots/<commit>, repo "ORG/NAME" and the commit; false for any
@@ -71,6 +88,14 @@ FDL_API bool fdl_hub_snapshot_identity(const char *path, char repo[2 * FDL_HUB_N
  * read as a file of the snapshot whose resolved directory is snap_real when it is a regular
  * file's path inside <repo>/blobs of that snapshot's repository. */
 FDL_API bool fdl_hub_blob_target_ok(const char *snap_real, const char *real);
+
+/* The one rule for a file of a model directory (config, index, shards, tokenizer, ...), in
+ * every command: dir/name is a regular file, or a symlink that resolves to a regular file
+ * inside dir or, when dir is a Hugging Face cache snapshot (<repo>/snapshots/<rev>), inside
+ * <repo>/blobs. *path receives the path to open (resolved when it was a link; free()), or NULL
+ * when dir/name does not exist. A link anywhere else is FDL_PATH naming where it leads, so
+ * nothing from outside the model is read as part of it; a non-regular file is FDL_IO. */
+FDL_API fdl_status fdl_model_member(const char *dir, const char *name, char **path, fdl_err *err);
 
 /* A named file (the user typed path, real is its realpath): when path is a link inside a cache
  * snapshot, real must be a blob of that repository (FDL_PATH otherwise, as an escape) and its
@@ -102,9 +127,10 @@ FDL_API fdl_status fdl_hub_git_blob_id(const void *data, size_t n, char hex[41],
 typedef void (*fdl_hub_progress_fn)(void *arg, const char *file, uint64_t done, uint64_t total);
 
 typedef struct {
-  const char *endpoint;       /* NULL: $HF_ENDPOINT, else https://huggingface.co */
+  const fdl_hub_env *env;     /* the environment's values (NULL: none) */
+  const char *endpoint;       /* NULL: env->endpoint, else https://huggingface.co */
   const char *cache;          /* NULL: fdl_hub_cache_dir's rule */
-  bool offline;               /* never reach the network (also $HF_HUB_OFFLINE=1) */
+  bool offline;               /* never reach the network (also env->offline true) */
   const char *const *include; /* globs (fnmatch, '*' crosses '/'); NULL: every file */
   size_t n_include;
   bool always_ask;              /* contact the endpoint even when the snapshot is cached */

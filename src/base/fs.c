@@ -1,5 +1,6 @@
 /* fs.c - the library's one copy of each file-system helper (see fidelis/file.h): the regular-file
- * open, resolving a named file, dirname, mkdir -p, remove-tree and the staging directory.
+ * open, resolving a named file, dirname, mkdir -p, remove-tree and the staging directory. (The
+ * rule for a file of a model directory, which knows the Hugging Face cache, is in src/hub/.)
  *
  * Divisions: opening; paths and directories; staging directories. */
 #include <dirent.h>
@@ -17,7 +18,6 @@
 #include <unistd.h>
 
 #include "fidelis/file.h"
-#include "fidelis/hub.h"
 #include "fidelis/path.h"
 #include "fidelis/quote.h"
 #include "base/cleanup.h"
@@ -73,9 +73,6 @@ fdl_status fdl_resolve_named(const char *path, char **resolved, fdl_err *err) {
   char buf[PATH_MAX];
   if (!realpath(path, buf))
     return fdl_fail(err, FDL_IO, "%s: cannot resolve: %s", path, strerror(errno));
-  /* a file of a Hugging Face cache snapshot: a link into its blobs/ only, the bytes its name */
-  fdl_status s = fdl_hub_check_named(path, buf, err);
-  if (s != FDL_OK) return s;
   if (!(*resolved = fdl_strdup(buf))) return fdl_fail(err, FDL_NOMEM, "%s: out of memory", path);
   return FDL_OK;
 }
@@ -352,54 +349,4 @@ fdl_status fdl_stage_commit(fdl_stage *st, fdl_err *err) {
   }
   stage_release(st);
   return FDL_OK;
-}
-
-/* ---- files of a model directory ----------------------------------------------------------- */
-
-/* real (resolved) lies inside dir_real, or in the repository's blobs/ when dir_real is a
- * Hugging Face cache snapshot (the link rule is the cache's: fdl_hub_blob_target_ok). */
-static bool member_target_ok(const char *dir_real, const char *real) {
-  if (fdl_path_within(real, dir_real) && strcmp(real, dir_real)) return true;
-  return fdl_hub_blob_target_ok(dir_real, real);
-}
-
-fdl_status fdl_model_member(const char *dir, const char *name, char **path, fdl_err *err) {
-  *path = NULL;
-  char *p = fdl_path_join(dir, name);
-  if (!p) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  char q[FDL_QUOTE_CAP], q2[FDL_QUOTE_CAP];
-  struct stat st;
-  if (lstat(p, &st) != 0) {
-    int e = errno;
-    free(p);
-    return e == ENOENT ? FDL_OK
-                       : fdl_fail(err, FDL_IO, "%s: cannot stat: %s",
-                                  fdl_quote_str(name, q, sizeof q), strerror(e));
-  }
-  if (S_ISREG(st.st_mode)) {
-    *path = p;
-    return FDL_OK;
-  }
-  if (!S_ISLNK(st.st_mode)) {
-    fdl_status s = fdl_fail(err, FDL_IO, "%s: not a regular file", fdl_quote_str(p, q, sizeof q));
-    free(p);
-    return s;
-  }
-  char dir_real[PATH_MAX], real[PATH_MAX];
-  fdl_status s = FDL_OK;
-  if (!realpath(dir, dir_real) || !realpath(p, real))
-    s = fdl_fail(err, FDL_IO, "%s: cannot resolve the link: %s", fdl_quote_str(p, q, sizeof q),
-                 strerror(errno));
-  else if (!member_target_ok(dir_real, real))
-    s = fdl_fail(err, FDL_PATH,
-                 "%s is a link to %s, outside the model directory and not a blob of its Hugging "
-                 "Face cache repository: refused as an escape (model files are inside MODEL, or "
-                 "links from a cache snapshot into its own blobs/)",
-                 fdl_quote_str(p, q, sizeof q), fdl_quote_str(real, q2, sizeof q2));
-  else if (stat(real, &st) != 0 || !S_ISREG(st.st_mode))
-    s = fdl_fail(err, FDL_IO, "%s: the link does not lead to a regular file",
-                 fdl_quote_str(p, q, sizeof q));
-  free(p);
-  if (s == FDL_OK && !(*path = fdl_strdup(real))) s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  return s;
 }

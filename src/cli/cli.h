@@ -275,5 +275,8 @@ int fdl_cli_hub_resolve(const char *cmd, const fdl_cli_hub *h, const char *uri, 
  * owned by h. 0, or the exit code after a report. */
 int fdl_cli_hub_input(const char *cmd, fdl_cli_hub *h, const char **path, bool model);
 void fdl_cli_hub_free(fdl_cli_hub *h);
+/* The Hugging Face variables of the environment (HF_HUB_CACHE, HF_HOME, HF_ENDPOINT, HF_TOKEN,
+ * HF_TOKEN_PATH, HF_HUB_OFFLINE, XDG_CACHE_HOME, HOME) for the library's options. */
+void fdl_cli_hub_env(fdl_hub_env *e);
 
 #endif

@@ -47,6 +47,17 @@ void fdl_cli_download_init(fdl_cli_download *d, const char *label, int mode) {
   fdl_cli_progress_init(&d->p, label, mode);
 }
 
+void fdl_cli_hub_env(fdl_hub_env *e) {
+  e->hub_cache = getenv("HF_HUB_CACHE");
+  e->hf_home = getenv("HF_HOME");
+  e->xdg_cache_home = getenv("XDG_CACHE_HOME");
+  e->home = getenv("HOME");
+  e->endpoint = getenv("HF_ENDPOINT");
+  e->token = getenv("HF_TOKEN");
+  e->token_path = getenv("HF_TOKEN_PATH");
+  e->offline = getenv("HF_HUB_OFFLINE");
+}
+
 int fdl_cli_hub_resolve(const char *cmd, const fdl_cli_hub *h, const char *uri, bool model,
                         const char *const *include, size_t n_include, fdl_hub_result *r) {
   fdl_err err = {FDL_OK, ""};
@@ -66,7 +77,10 @@ int fdl_cli_hub_resolve(const char *cmd, const fdl_cli_hub *h, const char *uri, 
   snprintf(label, sizeof label, "%s:%s", cmd, strcmp(cmd, "fetch") ? " fetch" : "");
   fdl_cli_download d;
   fdl_cli_download_init(&d, label, h->progress);
-  fdl_hub_opts o = {.endpoint = h->endpoint,
+  fdl_hub_env env;
+  fdl_cli_hub_env(&env);
+  fdl_hub_opts o = {.env = &env,
+                    .endpoint = h->endpoint,
                     .cache = h->cache,
                     .offline = h->offline,
                     .include = include,

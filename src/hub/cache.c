@@ -1,7 +1,7 @@
 /* cache.c - the Hugging Face cache as it is on disk: where it is, what a snapshot is, and the
  * one rule for following a snapshot's links (into the same repository's blobs/, nowhere else).
  *
- * Divisions: the cache folder; snapshots; the link rule; refs. */
+ * Divisions: the cache folder; snapshots; the link rule; files of a model directory; refs. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -19,23 +19,25 @@
 
 /* ---- the cache folder --------------------------------------------------------------------- */
 
-static const char *env_nonempty(const char *name) {
-  const char *v = getenv(name);
+static const char *set(const char *v) {
   return v && *v ? v : NULL;
 }
 
-fdl_status fdl_hub_cache_dir(const char *override, char **dir, fdl_err *err) {
+fdl_status fdl_hub_cache_dir(const fdl_hub_env *env, const char *override, char **dir,
+                             fdl_err *err) {
+  static const fdl_hub_env none;
+  if (!env) env = &none;
   *dir = NULL;
-  const char *v = override ? override : env_nonempty("HF_HUB_CACHE");
+  const char *v = override ? override : set(env->hub_cache);
   char buf[PATH_MAX];
   int n = 0;
   if (v)
     n = snprintf(buf, sizeof buf, "%s", v);
-  else if ((v = env_nonempty("HF_HOME")))
+  else if ((v = set(env->hf_home)))
     n = snprintf(buf, sizeof buf, "%s/hub", v);
-  else if ((v = env_nonempty("XDG_CACHE_HOME")))
+  else if ((v = set(env->xdg_cache_home)))
     n = snprintf(buf, sizeof buf, "%s/huggingface/hub", v);
-  else if ((v = env_nonempty("HOME")))
+  else if ((v = set(env->home)))
     n = snprintf(buf, sizeof buf, "%s/.cache/huggingface/hub", v);
   else
     return fdl_fail(err, FDL_INVALID,
@@ -126,6 +128,56 @@ fdl_status fdl_hub_check_named(const char *path, const char *real, fdl_err *err)
                     "into blobs/ and nothing else)",
                     fdl_quote_str(path, q, sizeof q), fdl_quote_str(real, q2, sizeof q2));
   return fdl_hub_blob_check_file(real, err);
+}
+
+/* ---- files of a model directory ----------------------------------------------------------- */
+
+/* real (resolved) lies inside dir_real, or in the repository's blobs/ when dir_real is a
+ * Hugging Face cache snapshot. */
+static bool member_target_ok(const char *dir_real, const char *real) {
+  if (fdl_path_within(real, dir_real) && strcmp(real, dir_real)) return true;
+  return fdl_hub_blob_target_ok(dir_real, real);
+}
+
+fdl_status fdl_model_member(const char *dir, const char *name, char **path, fdl_err *err) {
+  *path = NULL;
+  char *p = fdl_path_join(dir, name);
+  if (!p) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  char q[FDL_QUOTE_CAP], q2[FDL_QUOTE_CAP];
+  struct stat st;
+  if (lstat(p, &st) != 0) {
+    int e = errno;
+    free(p);
+    return e == ENOENT ? FDL_OK
+                       : fdl_fail(err, FDL_IO, "%s: cannot stat: %s",
+                                  fdl_quote_str(name, q, sizeof q), strerror(e));
+  }
+  if (S_ISREG(st.st_mode)) {
+    *path = p;
+    return FDL_OK;
+  }
+  if (!S_ISLNK(st.st_mode)) {
+    fdl_status s = fdl_fail(err, FDL_IO, "%s: not a regular file", fdl_quote_str(p, q, sizeof q));
+    free(p);
+    return s;
+  }
+  char dir_real[PATH_MAX], real[PATH_MAX];
+  fdl_status s = FDL_OK;
+  if (!realpath(dir, dir_real) || !realpath(p, real))
+    s = fdl_fail(err, FDL_IO, "%s: cannot resolve the link: %s", fdl_quote_str(p, q, sizeof q),
+                 strerror(errno));
+  else if (!member_target_ok(dir_real, real))
+    s = fdl_fail(err, FDL_PATH,
+                 "%s is a link to %s, outside the model directory and not a blob of its Hugging "
+                 "Face cache repository: refused as an escape (model files are inside MODEL, or "
+                 "links from a cache snapshot into its own blobs/)",
+                 fdl_quote_str(p, q, sizeof q), fdl_quote_str(real, q2, sizeof q2));
+  else if (stat(real, &st) != 0 || !S_ISREG(st.st_mode))
+    s = fdl_fail(err, FDL_IO, "%s: the link does not lead to a regular file",
+                 fdl_quote_str(p, q, sizeof q));
+  free(p);
+  if (s == FDL_OK && !(*path = fdl_strdup(real))) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  return s;
 }
 
 /* ---- refs --------------------------------------------------------------------------------- */

@@ -53,8 +53,7 @@ typedef struct {
   fdl_hub_result *r;
 } ctx;
 
-static bool env_true(const char *name) {
-  const char *v = getenv(name);
+static bool env_true(const char *v) {
   return v && (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
                !strcasecmp(v, "on"));
 }
@@ -71,7 +70,7 @@ static void notice(const ctx *c, const char *fmt, ...) {
 }
 
 static fdl_status setup(ctx *c, fdl_err *err) {
-  fdl_status s = fdl_hub_cache_dir(c->o->cache, &c->cache, err);
+  fdl_status s = fdl_hub_cache_dir(c->o->env, c->o->cache, &c->cache, err);
   if (s != FDL_OK) return s;
   char folder[2 * FDL_HUB_NAME_MAX + 16];
   if (!fdl_hub_repo_folder(c->ref, folder, sizeof folder) ||
@@ -79,7 +78,7 @@ static fdl_status setup(ctx *c, fdl_err *err) {
           sizeof c->repo_dir)
     return fdl_fail(err, FDL_BOUNDS, "%s: the cache path is too long", c->cache);
   fdl_hub_ref_text(c->ref, c->text, sizeof c->text);
-  const char *ep = c->o->endpoint ? c->o->endpoint : getenv("HF_ENDPOINT");
+  const char *ep = c->o->endpoint ? c->o->endpoint : c->o->env ? c->o->env->endpoint : NULL;
   if (!ep || !*ep) ep = HUB_DEFAULT_ENDPOINT;
   size_t n = strlen(ep);
   while (n && ep[n - 1] == '/') n--;
@@ -471,7 +470,7 @@ static fdl_status set_paths(ctx *c, const char *commit, fdl_err *err) {
 
 static fdl_status from_network(ctx *c, fdl_err *err) {
   char *token = NULL;
-  fdl_status s = fdl_hub_token(&token, err);
+  fdl_status s = fdl_hub_token(c->o->env, &token, err);
   if (s == FDL_OK) s = fdl_hub_http_open(c->endpoint, token, &c->http, err);
   fdl_hub_token_free(token);
   if (s != FDL_OK) return s;
@@ -500,7 +499,7 @@ fdl_status fdl_hub_resolve(const fdl_hub_ref *ref, const fdl_hub_opts *o, fdl_hu
   memset(r, 0, sizeof *r);
   ctx c = {.ref = ref, .o = o, .r = r};
   fdl_status s = setup(&c, err);
-  bool offline = o->offline || env_true("HF_HUB_OFFLINE");
+  bool offline = o->offline || (o->env && env_true(o->env->offline));
   char commit[FDL_HUB_COMMIT_LEN + 1];
   bool cached = s == FDL_OK && fdl_hub_local_commit(c.repo_dir, ref->rev, commit);
   if (s == FDL_OK && cached && (offline || !o->always_ask)) {

@@ -63,7 +63,7 @@ bool fdl_hub_host_allowed(const fdl_hub_origin *ep, const fdl_hub_origin *target
  * ~/.cache/huggingface/token. *token NULL when there is none. A token that is not printable
  * ASCII without spaces is FDL_INVALID (the message never shows it). Release with
  * fdl_hub_token_free, which wipes it. */
-fdl_status fdl_hub_token(char **token, fdl_err *err);
+fdl_status fdl_hub_token(const fdl_hub_env *env, char **token, fdl_err *err);
 void fdl_hub_token_free(char *token);
 
 /* ---- revision.c --------------------------------------------------------------------------- */

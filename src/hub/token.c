@@ -1,6 +1,6 @@
-/* token.c - the Hub token: $HF_TOKEN, else the token file huggingface_hub writes ($HF_TOKEN_PATH,
- * else $HF_HOME/token, else ~/.cache/huggingface/token). The token is a credential: no message
- * shows it, and its memory is wiped when released. */
+/* token.c - the Hub token: HF_TOKEN, else the token file huggingface_hub writes (HF_TOKEN_PATH,
+ * else HF_HOME/token, else ~/.cache/huggingface/token), as the front end read them. The token is a
+ * credential: no message shows it, and its memory is wiped when released. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,9 +24,11 @@ static void wipe(char *p, size_t n) {
   while (n--) *v++ = 0;
 }
 
-fdl_status fdl_hub_token(char **token, fdl_err *err) {
+fdl_status fdl_hub_token(const fdl_hub_env *e, char **token, fdl_err *err) {
+  static const fdl_hub_env none;
+  if (!e) e = &none;
   *token = NULL;
-  const char *env = getenv("HF_TOKEN");
+  const char *env = e->token;
   if (env && *env) {
     size_t n = strlen(env);
     if (!token_ok(env, n))
@@ -38,14 +40,14 @@ fdl_status fdl_hub_token(char **token, fdl_err *err) {
     return FDL_OK;
   }
   char path[PATH_MAX];
-  const char *p = getenv("HF_TOKEN_PATH"), *home = getenv("HF_HOME");
+  const char *p = e->token_path, *home = e->hf_home;
   if (p && *p)
     snprintf(path, sizeof path, "%s", p);
   else if (home && *home)
     snprintf(path, sizeof path, "%s/token", home);
-  else if ((home = getenv("XDG_CACHE_HOME")) && *home)
+  else if ((home = e->xdg_cache_home) && *home)
     snprintf(path, sizeof path, "%s/huggingface/token", home);
-  else if ((home = getenv("HOME")) && *home)
+  else if ((home = e->home) && *home)
     snprintf(path, sizeof path, "%s/.cache/huggingface/token", home);
   else
     return FDL_OK;
