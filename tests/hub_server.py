@@ -44,6 +44,7 @@ class Hub:
         self.log = []
         self.drop_once = set()    # sha256 of blobs whose first full GET is cut mid-file
         self.fail_api_once = 0    # an HTTP status for the next revision request, once
+        self.renamed = {}         # old "ORG/NAME" -> new: the Hub's 307 for a renamed repository
         self.lock = threading.Lock()
         self.server = None
 
@@ -105,6 +106,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with hub.lock:
             hub.log.append((self.command, self.path, dict(self.headers.items())))
         parts = self.path.split("?")[0].split("/")[1:]
+        for old, new in self.hub.renamed.items():  # a renamed repository: 307 to its new name
+            o, n = old.split("/"), new.split("/")
+            for i in range(len(parts) - 1):
+                if parts[i:i + 2] == o:
+                    loc = "/" + "/".join(parts[:i] + n + parts[i + 2:])
+                    return self.send(307, b"", [("Location", loc)])
         if parts[:1] == ["api"] and len(parts) == 6 and parts[4] == "revision":
             return self.revision(parts[1], parts[2] + "/" + parts[3], parts[5])
         if parts[:1] == ["cdn"] and len(parts) == 2:

@@ -1,10 +1,11 @@
 """test_hub.py - Hugging Face Hub inputs (docs/HUB.md), against a Hub stand-in on 127.0.0.1
 (tests/hub_server.py); nothing here reaches another address (proxies are switched off).
 
-* `fidelis fetch` of a model: refs/main holds the commit, snapshots/COMMIT/* are relative links
-  into blobs/<etag>, the blobs are the bytes served; an LFS download cut mid-file by the server
-  is resumed with an HTTP Range and completes; a 429 on the revision API is retried; the bar
-  shows bytes, rate and ETA; a second fetch downloads nothing;
+* `fidelis fetch` of a model (and of a renamed one, through the endpoint's 307): refs/main holds
+  the commit, snapshots/COMMIT/* are relative links into blobs/<etag>, the blobs are the bytes
+  served; an LFS download cut mid-file by the server is resumed with an HTTP Range and
+  completes; a 429 on the revision API is retried; the bar shows bytes, rate and ETA; a second
+  fetch downloads nothing;
 * a corrupted byte (LFS and git file) is refused by its digest and leaves no blob or link;
 * a private repository: 401 without a token (exit 3), 200 with HF_TOKEN and with the token file;
   the token is in no output, no cached file, and reaches the server only in the endpoint's
@@ -98,6 +99,13 @@ def fetch_and_layout(hub, t, model):
     rc, out = run(env, "fetch", "hf://acme/tiny@" + repo.commit, "--endpoint", hub.url, "--quiet",
                   "--include", "config.json")
     U.check(rc == 0 and "1 (0 downloaded" in out, f"fetch by commit with --include: {out}")
+    # a renamed repository: the endpoint's 307s are followed within its origin
+    hub.renamed["acme/old-tiny"] = "acme/tiny"
+    rc, out = run(env, "fetch", "hf://acme/old-tiny@main", "--endpoint", hub.url, "--quiet",
+                  "--include", "config.json,model.safetensors")
+    old = os.path.join(cache, "models--acme--old-tiny", "snapshots", repo.commit)
+    U.check(rc == 0 and open(os.path.join(old, "model.safetensors"), "rb").read() == shard,
+            f"a renamed repository is followed by its redirects: {rc} {out}")
     return cache, snap
 
 

@@ -39,6 +39,8 @@
 #define HUB_FILE_MAX ((uint64_t)1 << 40)
 #define HUB_WALK_DEPTH 32
 #define HUB_FILE_URL_MAX 8192
+/* Redirects of the endpoint's own (a renamed repository) followed for a file's HEAD. */
+#define HUB_HEAD_HOPS 4
 
 /* ---- the context -------------------------------------------------------------------------- */
 
@@ -278,7 +280,7 @@ static bool write_sink(void *arg, const fdl_hub_reply *rep, const void *p, size_
 }
 
 /* HEAD of the file at the commit: its etag and size, from the endpoint's own answer. */
-static fdl_status head_file(ctx *c, const char *url, const char *file, fdl_hub_reply *rep,
+static fdl_status head_once(ctx *c, const char *url, const char *file, fdl_hub_reply *rep,
                             fdl_err *err) {
   fdl_status s;
   for (int k = 0;; k++) {
@@ -290,7 +292,28 @@ static fdl_status head_file(ctx *c, const char *url, const char *file, fdl_hub_r
       break;
     }
   }
-  if (s != FDL_OK) return s;
+  return s;
+}
+
+/* The endpoint's own answer for the file: its LFS redirect is not followed (its headers name the
+ * file), but a redirect without an etag (a renamed repository) is, within the endpoint's
+ * origin. */
+static fdl_status head_file(ctx *c, const char *url, const char *file, fdl_hub_reply *rep,
+                            fdl_err *err) {
+  char cur[HUB_FILE_URL_MAX];
+  snprintf(cur, sizeof cur, "%s", url);
+  fdl_status s = FDL_OK;
+  for (int hop = 0; s == FDL_OK; hop++) {
+    if ((s = head_once(c, cur, file, rep, err)) != FDL_OK) return s;
+    if (rep->status < 300 || rep->status >= 400 || rep->etag[0]) break;
+    if (hop >= HUB_HEAD_HOPS || !rep->location[0] || !fdl_hub_http_at_endpoint(c->http, rep->location))
+      return fdl_fail(err, FDL_PARSE,
+                      "%s: the endpoint redirects (%ld) without naming the file's etag, to %s "
+                      "(followed only within the endpoint, at most %d times)",
+                      file, rep->status, rep->location[0] ? rep->location : "nowhere",
+                      HUB_HEAD_HOPS);
+    snprintf(cur, sizeof cur, "%s", rep->location);
+  }
   if (rep->status != 200 && !(rep->status >= 300 && rep->status < 400))
     return answer_failed(c, file, rep->status, err);
   size_t en = strlen(rep->etag);

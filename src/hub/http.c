@@ -82,6 +82,11 @@ void fdl_hub_http_close(fdl_hub_http *h) {
   free(h);
 }
 
+bool fdl_hub_http_at_endpoint(const fdl_hub_http *h, const char *url) {
+  fdl_hub_origin o;
+  return fdl_hub_origin_of(url, &o, NULL) == FDL_OK && fdl_hub_same_origin(&o, &h->ep);
+}
+
 char *fdl_hub_http_escape(fdl_hub_http *h, const char *s) {
   char *e = curl_easy_escape(h->c, s, 0);
   char *r = e ? fdl_strdup(e) : NULL;
@@ -293,6 +298,10 @@ fdl_status fdl_hub_http_get(fdl_hub_http *h, const char *url, bool head, bool fo
         r.status == 301 || r.status == 302 || r.status == 303 || r.status == 307 || r.status == 308;
     if (!redirect || !follow) {
       rep->retryable = r.status == 429 || (r.status >= 500 && r.status <= 599);
+      if (redirect && r.location[0] &&
+          resolve_location(cur, r.location, next, sizeof next, NULL) == FDL_OK &&
+          strlen(next) < sizeof rep->location)
+        memcpy(rep->location, next, strlen(next) + 1);
       return FDL_OK;
     }
     if (!r.location[0])

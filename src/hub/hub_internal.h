@@ -97,6 +97,7 @@ typedef struct {
   bool has_range;
   unsigned retry_after; /* seconds, of a 429 or 503 */
   bool retryable;       /* a transport error or a status worth another try */
+  char location[2048];  /* a redirect not followed: where it leads, resolved; else "" */
 } fdl_hub_reply;
 
 /* Gets the body bytes of a 2xx answer; returns false to stop the transfer. */
@@ -112,6 +113,8 @@ void fdl_hub_http_close(fdl_hub_http *h);
  * trying again may help). The body of a non-2xx answer is dropped. */
 fdl_status fdl_hub_http_get(fdl_hub_http *h, const char *url, bool head, bool follow, uint64_t from,
                             fdl_hub_sink sink, void *arg, fdl_hub_reply *rep, fdl_err *err);
+/* True when url is at the endpoint's origin (where the token may go). */
+bool fdl_hub_http_at_endpoint(const fdl_hub_http *h, const char *url);
 /* URL-escapes one path segment into a new string (free()); NULL when out of memory. */
 char *fdl_hub_http_escape(fdl_hub_http *h, const char *s);
 
