@@ -306,7 +306,8 @@ static fdl_status head_file(ctx *c, const char *url, const char *file, fdl_hub_r
   for (int hop = 0; s == FDL_OK; hop++) {
     if ((s = head_once(c, cur, file, rep, err)) != FDL_OK) return s;
     if (rep->status < 300 || rep->status >= 400 || rep->etag[0]) break;
-    if (hop >= HUB_HEAD_HOPS || !rep->location[0] || !fdl_hub_http_at_endpoint(c->http, rep->location))
+    if (hop >= HUB_HEAD_HOPS || !rep->location[0] ||
+        !fdl_hub_http_at_endpoint(c->http, rep->location))
       return fdl_fail(err, FDL_PARSE,
                       "%s: the endpoint redirects (%ld) without naming the file's etag, to %s "
                       "(followed only within the endpoint, at most %d times)",
