@@ -4,7 +4,8 @@
 * `fidelis fetch` of a model (and of a renamed one, through the endpoint's 307): refs/main holds
   the commit, snapshots/COMMIT/* are relative links into blobs/<etag>, the blobs are the bytes
   served; an LFS download cut mid-file by the server is resumed with an HTTP Range and
-  completes; a 429 on the revision API is retried; the bar shows bytes, rate and ETA; a second
+  completes, and a partial blob left by an earlier run is resumed from its length; a 429 on
+  the revision API is retried; the bar shows bytes, rate and ETA; a second
   fetch downloads nothing;
 * a corrupted byte (LFS and git file) is refused by its digest and leaves no blob or link;
 * a private repository: 401 without a token (exit 3), 200 with HF_TOKEN and with the token file;
@@ -107,6 +108,24 @@ def fetch_and_layout(hub, t, model):
     U.check(rc == 0 and open(os.path.join(old, "model.safetensors"), "rb").read() == shard,
             f"a renamed repository is followed by its redirects: {rc} {out}")
     return cache, snap
+
+
+def resume_across_runs(hub, t):
+    """A partial blob left by an earlier run (or a Python tool) is resumed from its length."""
+    cache = os.path.join(t, "cache-resume")
+    shard = hub.repos[("models", "acme/tiny")].files["model.safetensors"]
+    digest = hashlib.sha256(shard).hexdigest()
+    blobs = os.path.join(cache, "models--acme--tiny", "blobs")
+    os.makedirs(blobs)
+    with open(os.path.join(blobs, digest + ".incomplete"), "wb") as f:
+        f.write(shard[:1000])
+    n0 = len(hub.log)
+    rc, out = run(env_for(cache), "fetch", "hf://acme/tiny@main", "--endpoint", hub.url,
+                  "--include", "model.safetensors")
+    ranges = [h.get("Range") for _, p, h in hub.log[n0:] if p.startswith("/cdn/")]
+    U.check(rc == 0 and "resuming at byte 1000" in out and ranges == ["bytes=1000-"],
+            f"a partial blob resumed with Range bytes=1000-: {rc} {ranges} {out}")
+    U.check(open(os.path.join(blobs, digest), "rb").read() == shard, "the resumed blob is whole")
 
 
 def corrupt(hub, t):
@@ -331,6 +350,7 @@ def main():
     hub.start()
     try:
         cache, snap = fetch_and_layout(hub, t, model)
+        resume_across_runs(hub, t)
         corrupt(hub, t)
         token(hub, t)
         foreign(hub, t)

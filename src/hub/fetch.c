@@ -348,6 +348,7 @@ static fdl_status download(ctx *c, const char *url, const char *file, int fd, ui
     notice(c, "%s: resuming at byte %" PRIu64 " of %" PRIu64, file, w.have, size);
   if (lseek(fd, (off_t)w.have, SEEK_SET) < 0)
     return fdl_fail(err, FDL_IO, "%s: cannot seek: %s", file, strerror(errno));
+  bool restarted = false;
   for (int k = 0; w.have < size || size == 0; k++) {
     fdl_hub_reply rep;
     fdl_err e = {FDL_OK, ""};
@@ -363,7 +364,8 @@ static fdl_status download(ctx *c, const char *url, const char *file, int fd, ui
     if (s == FDL_OK && (rep.status == 200 || rep.status == 206) && w.have == size) break;
     if (s == FDL_OK && rep.status == 416 && w.have == size) break;
     if (s == FDL_OK && !rep.retryable && rep.status != 200 && rep.status != 206) {
-      if (rep.status == 416) { /* the partial file is not a prefix of this one */
+      if (rep.status == 416 && w.from && !restarted) { /* the partial file is not a prefix */
+        restarted = true;
         if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0)
           return fdl_fail(err, FDL_IO, "%s: cannot restart: %s", file, strerror(errno));
         w.have = 0;
