@@ -3,7 +3,7 @@
 It serves the Hub's URL layout from memory:
   GET  /api/{models|datasets}/ORG/NAME/revision/REV   {"sha": COMMIT, "siblings": [...]}
   HEAD/GET /[datasets/]ORG/NAME/resolve/REV/PATH       a git file: 200, ETag "<git blob id>";
-                                                       an LFS file (*.safetensors): 302 to
+                                                       an LFS file (*.safetensors, *.gguf): 302 to
                                                        /cdn/<sha256>, X-Linked-Etag, X-Linked-Size
   GET  /cdn/SHA256                                     the bytes, with HTTP Range (206)
 with X-Repo-Commit on every resolve answer. Faults on demand: a connection dropped mid-file (once
@@ -21,7 +21,7 @@ def git_blob_id(data):
 
 
 class Repo:
-    def __init__(self, files, private=False, lfs_suffixes=(".safetensors",), branch="main"):
+    def __init__(self, files, private=False, lfs_suffixes=(".safetensors", ".gguf"), branch="main"):
         self.files = dict(files)
         self.private = private
         self.lfs = {n for n in self.files if n.endswith(lfs_suffixes)}

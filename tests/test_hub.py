@@ -29,6 +29,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cli_util as U  # noqa: E402
+import gguf_write  # noqa: E402
 import hub_server  # noqa: E402
 
 TOKEN = "hf_fidelisTESTtoken0123456789secret"
@@ -248,6 +249,16 @@ def capture_end_to_end(hub, t, model, snap):
     rc, out = run(env, "generate", "--model", "hf://acme/tiny@main", "--ids", "[256, 83]",
                   "--greedy-out", os.path.join(t, "greedy.json"), "--offline")
     U.check(rc == 0, f"generate --model hf://: {rc} {out}")
+    # a GGUF file of a repository, fetched alone and read through its snapshot link
+    rc, out = run(env, "capture", "--model", "hf://acme/tiny-GGUF@main/tiny-f32.gguf", "--panel",
+                  os.path.join(model, "panel.jsonl"), "--out", os.path.join(t, "from-gguf"),
+                  "--created-utc", UTC, "--quiet")
+    U.check(rc == 0, f"capture --model hf://ORG/NAME@REV/FILE.gguf: {rc} {out}")
+    if rc == 0:
+        w = json.load(open(os.path.join(t, "from-gguf", "fidelity-dataset.json")))["weights"]
+        g = hub.repos[("models", "acme/tiny-GGUF")]
+        U.check(w["repository"] == "acme/tiny-GGUF" and w["revision"] == g.commit,
+                f"a GGUF's repository and commit: {w['repository']} {w['revision']}")
     # cached and offline: no request at all
     n0 = len(hub.log)
     c = os.path.join(t, "offline-ok")
@@ -345,6 +356,10 @@ def main():
                                                          "model.safetensors": files["model.safetensors"][:-8] + b"\0" * 8}))
     bad.corrupt = {"model.safetensors", "config.json"}
     hub.add("models", "acme/evil", hub_server.Repo({"model.safetensors": files["model.safetensors"] + b"x" * 8}))
+    gguf = os.path.join(t, "tiny-f32.gguf")
+    gguf_write.hf_to_gguf(model, gguf)
+    hub.add("models", "acme/tiny-GGUF", hub_server.Repo({"tiny-f32.gguf": open(gguf, "rb").read(),
+                                                         "README.md": b"# gguf\n"}))
     hub.add("datasets", "acme/panels",
             hub_server.Repo({"panel.jsonl": open(os.path.join(model, "panel.jsonl"), "rb").read()}))
     hub.start()

@@ -152,6 +152,10 @@ int fdl_cli_capture(int argc, char **argv) {
     a.o.panel_repository = a.panel_repo;
     a.o.panel_revision = a.panel_commit;
   }
+  if ((rc = fdl_cli_hub_file_real(&a.hub, &a.o.model_dir))) {
+    fdl_cli_hub_free(&a.hub);
+    return rc;
+  }
   fdl_cli_progress pr;
   fdl_cli_progress_init(&pr, "capture: records", a.progress);
   a.o.progress = fdl_cli_progress_cb;

@@ -255,7 +255,7 @@ typedef struct {
   const char *cache;    /* --cache DIR (fetch), or NULL */
   bool always_ask;      /* fetch: ask the endpoint even when the snapshot is cached */
   int progress;         /* the command's --progress (1) / --quiet (-1) */
-  char *owned[4];
+  char *owned[6];
   size_t n;
 } fdl_cli_hub;
 /* The two options every command with hf:// inputs takes. */
@@ -275,6 +275,10 @@ int fdl_cli_hub_resolve(const char *cmd, const fdl_cli_hub *h, const char *uri, 
  * owned by h. 0, or the exit code after a report. */
 int fdl_cli_hub_input(const char *cmd, fdl_cli_hub *h, const char **path, bool model);
 void fdl_cli_hub_free(fdl_cli_hub *h);
+/* A model that is one file reached through a link (a GGUF in a cache snapshot): *path becomes
+ * the file's resolved path (owned by h), which the library opens without following links. Call
+ * after the named-input check and after reading the snapshot's identity. 0 or the exit code. */
+int fdl_cli_hub_file_real(fdl_cli_hub *h, const char **path);
 /* The Hugging Face variables of the environment (HF_HUB_CACHE, HF_HOME, HF_ENDPOINT, HF_TOKEN,
  * HF_TOKEN_PATH, HF_HUB_OFFLINE, XDG_CACHE_HOME, HOME) for the library's options. */
 void fdl_cli_hub_env(fdl_hub_env *e);

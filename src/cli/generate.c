@@ -499,7 +499,9 @@ int fdl_cli_generate(int argc, char **argv) {
   if (rc != FDL_CLI_GO) return rc;
   a.hub.progress = -(int)a.stream; /* the stream owns stderr's lines then */
   if (!(rc = fdl_cli_hub_input("generate", &a.hub, &a.model, true)) &&
-      !(rc = fdl_cli_hub_input("generate", &a.hub, &a.panel, false)))
+      !(rc = fdl_cli_hub_input("generate", &a.hub, &a.panel, false)) &&
+      !(rc = fdl_cli_input_model("generate", a.model)) &&
+      !(rc = fdl_cli_hub_file_real(&a.hub, &a.model)))
     rc = generate(&a);
   fdl_cli_hub_free(&a.hub);
   return rc;

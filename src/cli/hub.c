@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "fidelis/hub.h"
@@ -111,6 +112,23 @@ int fdl_cli_hub_input(const char *cmd, fdl_cli_hub *h, const char **path, bool m
   *path = r.path;
   r.path = NULL;
   fdl_hub_result_free(&r);
+  return 0;
+}
+
+int fdl_cli_hub_file_real(fdl_cli_hub *h, const char **path) {
+  struct stat st;
+  if (lstat(*path, &st) != 0 || !S_ISLNK(st.st_mode) || stat(*path, &st) != 0 ||
+      !S_ISREG(st.st_mode))
+    return 0;
+  if (h->n == sizeof h->owned / sizeof *h->owned) return FDL_EXIT_USAGE;
+  fdl_err err = {FDL_OK, ""};
+  char *real = NULL;
+  if (fdl_resolve_named(*path, &real, &err) != FDL_OK) {
+    fdl_cli_report(&err);
+    return FDL_EXIT_USAGE;
+  }
+  h->owned[h->n++] = real;
+  *path = real;
   return 0;
 }
 
