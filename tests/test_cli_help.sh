@@ -7,7 +7,7 @@ pass=0 fail=0
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
-for c in verify json tensor pack validate inspect compare synth logits layers check divergence attribute model quantize capture generate report; do
+for c in verify json tensor pack validate inspect compare synth logits layers check divergence attribute model quantize capture generate report fetch; do
   out=$("$FDL_CLI" "$c" --help 2>/dev/null)
   rc=$?
   if [ $rc -eq 0 ] && grep -q "usage: fidelis $c" <<<"$out"; then ok; else bad "$c --help (exit $rc)"; fi
@@ -30,7 +30,7 @@ done
 [ $? -eq 4 ] && ok || bad "unknown command should exit 4"
 "$FDL_CLI" >/dev/null 2>&1
 [ $? -eq 4 ] && ok || bad "no command should exit 4"
-for c in verify validate inspect compare pack synth json tensor logits layers check divergence attribute model quantize capture generate report; do
+for c in verify validate inspect compare pack synth json tensor logits layers check divergence attribute model quantize capture generate report fetch; do
   "$FDL_CLI" "$c" >/dev/null 2>&1
   [ $? -eq 4 ] && ok || bad "$c without arguments should exit 4"
 done

@@ -164,7 +164,13 @@ def main():
                  "check": "kiln", "divergence": "ids", "attribute": "kiln",
                  "model init": "out", "quantize": "model", "capture": "model",
                  "generate": "model", "report": "receipt", "tokenize": "tokenizer",
-                 "panel": "text"}
+                 "panel": "text", "fetch": "ref"}
+        # fetch's input is a Hub reference, checked offline against a cache made here
+        commit = "0123456789abcdef0123456789abcdef01234567"
+        os.makedirs(P("hfcache", "models--acme--tiny", "refs"))
+        os.makedirs(P("hfcache", "models--acme--tiny", "snapshots", commit))
+        with open(P("hfcache", "models--acme--tiny", "refs", "main"), "w") as f:
+            f.write(commit)
         with open(P("good.txt"), "w") as f:
             f.write("a short text, long enough for one window of eight tokens\n")
         with open(P("bad.txt"), "wb") as f:  # not UTF-8 at byte 6
@@ -189,11 +195,11 @@ def main():
         good = {"dataset": ref, "json": receipt, "tensor": tensor, "panel": pin["panel"],
                 "vector": P("good.f32"), "kiln": kiln_req, "ids": P("ids.json"),
                 "model": P("tiny"), "receipt": P("cmp"), "tokenizer": P("tiny"),
-                "text": P("good.txt")}
+                "text": P("good.txt"), "ref": "hf://acme/tiny@main"}
         malformed = {"dataset": P("badds"), "json": P("bad.json"), "tensor": P("bad.bin"),
                      "panel": P("bad.jsonl"), "vector": P("bad.bin"), "kiln": P("bad.json"),
                      "ids": P("bad.json"), "model": P("badmodel"), "receipt": P("badrcpt"),
-                     "tokenizer": P("bad.json"), "text": P("bad.txt")}
+                     "tokenizer": P("bad.json"), "text": P("bad.txt"), "ref": "hf://acme/../x"}
         unreadable = {"dataset": P("unrds"), "json": P("unr.json"), "tensor": P("unr.bin"),
                       "panel": P("unr.jsonl"), "vector": P("unr.bin"), "kiln": P("unr-kiln.json"),
                       "ids": P("unr-ids.json"), "model": P("unrmodel"),
@@ -233,6 +239,10 @@ def main():
             if cmd == "panel":  # --text is the input under test
                 return ["panel", "--tokenizer", P("tiny"), "--text", path, "--context", "8",
                         "--out", fresh(), *extra]
+            if cmd == "fetch":  # the reference is the input under test; never the network
+                if path == P("missing"):
+                    path = "hf://acme/missing@main"
+                return ["fetch", path, "--offline", "--cache", P("hfcache"), *extra]
             if cmd in ("logits diff", "layers diff"):  # REF is the input under test
                 return cmd.split() + [path, P("good.f32"), *extra]
             return cmd.split() + list(extra) + [path]
@@ -246,12 +256,13 @@ def main():
                     "attribute": ["--no-such-flag"], "model init": ["--seed", "x"],
                     "quantize": ["--group-size", "0"], "capture": ["--form", "nope"],
                     "generate": ["--new", "0"], "report": ["--no-such-flag"],
-                    "tokenize": ["--no-such-flag"], "panel": ["--context", "1"]}
+                    "tokenize": ["--no-such-flag"], "panel": ["--context", "1"],
+                    "fetch": ["--no-such-flag"]}
         json_flag = {"validate": ["--json"], "compare": ["--json"], "inspect": ["--json"],
                      "verify": ["--json"], "tensor ls": ["--json"], "synth": ["--json"],
                      "logits diff": ["--json"], "layers diff": ["--json"],
                      "model init": ["--json"], "quantize": ["--json"], "capture": ["--json"],
-                     "report": ["--markdown"], "tokenize": ["--json"]}
+                     "report": ["--markdown"], "tokenize": ["--json"], "fetch": ["--json"]}
         nobody = drop_privileges()
 
         for cmd, row in table.items():

@@ -34,11 +34,15 @@ typedef struct {
   const char *panel_path; /* JSONL, as `pack` reads it (docs/PACK.md) */
   const char *out_dir;    /* must not exist */
   fdl_capture_form form;
-  fdl_engine_path path;     /* prefill or decode */
-  unsigned threads;         /* 0: every online CPU */
-  fdl_num_isa isa;          /* FDL_NUM_ISA_AUTO: the best the CPU has; no bit depends on it */
-  const char *dataset_id;   /* NULL: derived from the model directory's name and the form */
-  const char *repository;   /* weights.repository; NULL: "local/<model directory name>" */
+  fdl_engine_path path;         /* prefill or decode */
+  unsigned threads;             /* 0: every online CPU */
+  fdl_num_isa isa;              /* FDL_NUM_ISA_AUTO: the best the CPU has; no bit depends on it */
+  const char *dataset_id;       /* NULL: derived from the model directory's name and the form */
+  const char *repository;       /* weights.repository; NULL: "local/<model directory name>" */
+  const char *revision;         /* weights.revision, a commit (a Hub snapshot's); NULL: null. The
+                                   model's own tokenizer is recorded with the same two */
+  const char *panel_repository; /* panel.repository / panel.revision (a Hub snapshot's file) */
+  const char *panel_revision;
   const char *tokenizer_id; /* tokenizer.id; NULL: from tokenizer.json's digest (docs/CAPTURE.md) */
   const char *created_utc;  /* "YYYY-MM-DDTHH:MM:SSZ"; NULL: the wall clock */
   fdl_notice_fn notice;     /* optional: stale staging directories removed */

@@ -60,5 +60,6 @@
 #include "report.h"
 #include "attr.h"
 #include "kiln.h"
+#include "hub.h"
 
 #endif

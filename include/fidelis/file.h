@@ -2,7 +2,8 @@
  *
  * This header is the one place for the library's file-system rules (docs/DATASET.md, "Files
  * and directories"): one regular-file open, one way to resolve a file the user named, one
- * dirname, one mkdir -p, one remove-tree, one staging directory.
+ * dirname, one mkdir -p, one remove-tree, one staging directory. (A model directory's files,
+ * which may be links into the Hugging Face cache: fdl_model_member in fidelis/hub.h.)
  *
  * Single files are staged in a temporary file beside the target (same directory, O_EXCL, mode
  * 0666 less the umask), fsynced, and linked into place only if the target does not exist; an
@@ -44,13 +45,8 @@ FDL_API fdl_status fdl_open_regular(const char *path, bool follow, int *fd, uint
  * resolved (missing, a loop). Release *resolved with free(). */
 FDL_API fdl_status fdl_resolve_named(const char *path, char **resolved, fdl_err *err);
 
-/* The one rule for a file of a model directory (config, index, shards, tokenizer, ...), in
- * every command: dir/name is a regular file, or a symlink that resolves to a regular file
- * inside dir or, when dir is a Hugging Face cache snapshot (<repo>/snapshots/<rev>), inside
- * <repo>/blobs. *path receives the path to open (resolved when it was a link; free()), or NULL
- * when dir/name does not exist. A link anywhere else is FDL_PATH naming where it leads, so
- * nothing from outside the model is read as part of it; a non-regular file is FDL_IO. */
-FDL_API fdl_status fdl_model_member(const char *dir, const char *name, char **path, fdl_err *err);
+/* The rule for a file of a model directory (which may be a Hugging Face cache snapshot) is
+ * fdl_model_member, in fidelis/hub.h. */
 
 /* A read-only view of a whole file. */
 typedef struct {

@@ -36,6 +36,8 @@ typedef struct {
   fdl_panel_bos bos;
   bool like_llama; /* llama-perplexity's chunks (stride and score_from must be 0) */
   const char *out; /* the panel file; must not exist */
+  const char *tokenizer_repository; /* optional: the header's tokenizer.repository and */
+  const char *tokenizer_revision;   /* .revision (a Hub snapshot's repository and commit) */
 } fdl_panel_opts;
 
 typedef struct {

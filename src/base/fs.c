@@ -1,5 +1,6 @@
 /* fs.c - the library's one copy of each file-system helper (see fidelis/file.h): the regular-file
- * open, resolving a named file, dirname, mkdir -p, remove-tree and the staging directory.
+ * open, resolving a named file, dirname, mkdir -p, remove-tree and the staging directory. (The
+ * rule for a file of a model directory, which knows the Hugging Face cache, is in src/hub/.)
  *
  * Divisions: opening; paths and directories; staging directories. */
 #include <dirent.h>
@@ -348,63 +349,4 @@ fdl_status fdl_stage_commit(fdl_stage *st, fdl_err *err) {
   }
   stage_release(st);
   return FDL_OK;
-}
-
-/* ---- files of a model directory ----------------------------------------------------------- */
-
-/* real (resolved) lies inside dir_real, or in <repo>/blobs when dir_real is
- * <repo>/snapshots/<rev>. */
-static bool member_target_ok(const char *dir_real, const char *real) {
-  if (fdl_path_within(real, dir_real) && strcmp(real, dir_real)) return true;
-  const char *rev = strrchr(dir_real, '/');
-  static const char snapshots[] = "/snapshots";
-  size_t k = sizeof snapshots - 1;
-  if (!rev || (size_t)(rev - dir_real) < k || memcmp(rev - k, snapshots, k)) return false;
-  size_t repo_len = (size_t)(rev - dir_real) - k;
-  char blobs[PATH_MAX];
-  if (repo_len == 0 || repo_len + sizeof "/blobs" > sizeof blobs) return false;
-  memcpy(blobs, dir_real, repo_len);
-  memcpy(blobs + repo_len, "/blobs", sizeof "/blobs");
-  return fdl_path_within(real, blobs) && strcmp(real, blobs);
-}
-
-fdl_status fdl_model_member(const char *dir, const char *name, char **path, fdl_err *err) {
-  *path = NULL;
-  char *p = fdl_path_join(dir, name);
-  if (!p) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  char q[FDL_QUOTE_CAP], q2[FDL_QUOTE_CAP];
-  struct stat st;
-  if (lstat(p, &st) != 0) {
-    int e = errno;
-    free(p);
-    return e == ENOENT ? FDL_OK
-                       : fdl_fail(err, FDL_IO, "%s: cannot stat: %s",
-                                  fdl_quote_str(name, q, sizeof q), strerror(e));
-  }
-  if (S_ISREG(st.st_mode)) {
-    *path = p;
-    return FDL_OK;
-  }
-  if (!S_ISLNK(st.st_mode)) {
-    fdl_status s = fdl_fail(err, FDL_IO, "%s: not a regular file", fdl_quote_str(p, q, sizeof q));
-    free(p);
-    return s;
-  }
-  char dir_real[PATH_MAX], real[PATH_MAX];
-  fdl_status s = FDL_OK;
-  if (!realpath(dir, dir_real) || !realpath(p, real))
-    s = fdl_fail(err, FDL_IO, "%s: cannot resolve the link: %s", fdl_quote_str(p, q, sizeof q),
-                 strerror(errno));
-  else if (!member_target_ok(dir_real, real))
-    s = fdl_fail(err, FDL_PATH,
-                 "%s is a link to %s, outside the model directory (and not a Hugging Face cache "
-                 "blob of it): model files must be inside MODEL; copy the file in, or the whole "
-                 "model with `cp -rL`",
-                 fdl_quote_str(p, q, sizeof q), fdl_quote_str(real, q2, sizeof q2));
-  else if (stat(real, &st) != 0 || !S_ISREG(st.st_mode))
-    s = fdl_fail(err, FDL_IO, "%s: the link does not lead to a regular file",
-                 fdl_quote_str(p, q, sizeof q));
-  free(p);
-  if (s == FDL_OK && !(*path = fdl_strdup(real))) s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  return s;
 }

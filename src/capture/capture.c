@@ -23,6 +23,7 @@
 #include "fidelis/json.h"
 #include "capture/gguf_meta.h"
 #include "fidelis/gguf.h"
+#include "fidelis/hub.h"
 #include "fidelis/tensor.h"
 #include "fidelis/tokenizer.h"
 #include "fidelis/path.h"
@@ -195,8 +196,9 @@ static fdl_status tokenizer_id(capture *c, fdl_err *err) {
     fdl_sha256 d;
     char hex[FDL_SHA256_HEX_BUF];
     s = fdl_sha256_file(path, &d, NULL, err);
+    if (s == FDL_OK) fdl_sha256_hex(&d, hex);
+    if (s == FDL_OK) s = fdl_hub_blob_check_sha256(path, hex, err);
     if (s == FDL_OK) {
-      fdl_sha256_hex(&d, hex);
       snprintf(c->tokenizer, sizeof c->tokenizer, "tokenizer.json-sha256-%.16s", hex);
     }
   } else {
@@ -415,6 +417,31 @@ static json_t *source_files(void) {
   return o;
 }
 
+/* Where the tokenizer and the panel came from, as the reference records them: the panel
+ * header's tokenizer repository/revision when it names them, else the model's own Hub
+ * repository and commit when the tokenizer is the model's; the panel's, when it was a file of a
+ * Hub snapshot. */
+static void provenance(const capture *c, json_t *m) {
+  const fdl_capture_opts *o = c->o;
+  json_t *tok = json_object_get(m, "tokenizer"), *panel = json_object_get(m, "panel");
+  const json_t *ht = json_object_get(c->panel->header, "tokenizer");
+  const json_t *hr = json_object_get(ht, "repository"), *hv = json_object_get(ht, "revision");
+  bool own = !o->tokenizer_id && !json_object_get(ht, "id");
+  if (json_is_string(hr)) {
+    json_object_set_new(tok, "repository", json_copy((json_t *)hr));
+    json_object_set_new(tok, "revision",
+                        json_is_string(hv) ? json_copy((json_t *)hv) : json_null());
+  } else if (own && o->revision && o->repository) {
+    json_object_set_new(tok, "repository", json_string(o->repository));
+    json_object_set_new(tok, "revision", json_string(o->revision));
+  }
+  if (o->panel_repository) {
+    json_object_set_new(panel, "repository", json_string(o->panel_repository));
+    json_object_set_new(panel, "revision",
+                        o->panel_revision ? json_string(o->panel_revision) : json_null());
+  }
+}
+
 static json_t *meta(const capture *c) {
   const fdl_capture_opts *o = c->o;
   const char *gguf_codec = NULL;
@@ -451,6 +478,8 @@ static json_t *meta(const capture *c) {
   json_t *w =
       json_pack("{s:s, s:n, s:b, s:s, s:s}", "repository", repo, "revision", "quantized", quant,
                 "config_sha256", c->config_hex, "checkpoint_identity_sha256", c->ckpt_hex);
+  if (o->revision) json_object_set_new(w, "revision", json_string(o->revision));
+  provenance(c, m);
   if (gguf_quant) {
     bad |= json_object_set_new(w, "codec", json_string(gguf_codec));
     bad |= json_object_set_new(m, "scope", fdl_capture_gguf_scope(c->m));
@@ -503,6 +532,9 @@ static fdl_status prepare(capture *c, fdl_ds_panel *p, fdl_err *err) {
   c->config = json_incref((json_t *)fdl_model_config(c->m));
   c->quant = json_object_get(c->config, "quantization_config");
   dir_name(o->model_dir, c->name, sizeof c->name);
+  /* a Hub snapshot's folder is its commit: the repository's name names the model better */
+  const char *slash = o->revision && o->repository ? strrchr(o->repository, '/') : NULL;
+  if (slash && slash[1]) snprintf(c->name, sizeof c->name, "%s", slash + 1);
   s = tokenizer_id(c, err);
   return s == FDL_OK ? checkpoint_identity(c, err) : s;
 }

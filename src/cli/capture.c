@@ -25,8 +25,12 @@ static void usage(FILE *f) {
           "reconstruction, and says so (role quant, weights_decode: compare discloses\n"
           "weights_reconstructed).\n\n"
           "options (default in brackets):\n"
-          "  --model DIR          the model directory\n"
-          "  --panel FILE         the panel, JSONL (docs/PACK.md); masks must be right padding\n"
+          "  --model DIR          the model directory, a Hugging Face cache snapshot read in\n"
+          "                       place, or hf://ORG/NAME@REV (from the cache, fetched into\n"
+          "                       it when missing: docs/HUB.md); a snapshot's repository and\n"
+          "                       commit become weights.repository and weights.revision\n"
+          "  --panel FILE         the panel, JSONL (docs/PACK.md); masks must be right padding;\n"
+          "                       or hf://datasets/ORG/NAME@REV/FILE\n"
           "  --out DATASET        where the dataset goes (must not exist)\n"
           "  --form hidden|logit  what to store [hidden]\n"
           "  --hidden-dtype bf16|f32  hidden form: the stored dtype [bf16]; f32 keeps the\n"
@@ -48,7 +52,7 @@ static void usage(FILE *f) {
           "                       depends on it\n"
           "  --progress           a progress line on stderr even when it is not a terminal\n"
           "  --quiet              no progress line\n"
-          "  --json               print the result as JSON\n"
+          "  --json               print the result as JSON\n" FDL_CLI_HUB_HELP
           "  -h, --help           show this help\n\n"
           "exit codes: 0 written; 3 refused (nothing written: DATASET exists, an unsupported or\n"
           "corrupt model, a panel or record pack refuses); 4 bad usage, an input that cannot be\n"
@@ -65,6 +69,9 @@ static const fdl_num_isa ISA_OF[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_N
 
 typedef struct {
   fdl_capture_opts o;
+  fdl_cli_hub hub;
+  char repo[2 * FDL_HUB_NAME_MAX + 2], commit[FDL_HUB_COMMIT_LEN + 1];
+  char panel_repo[2 * FDL_HUB_NAME_MAX + 2], panel_commit[FDL_HUB_COMMIT_LEN + 1];
   bool json;
   int progress;
   char created[FDL_CLI_UTC_LEN + 1];
@@ -93,6 +100,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_FLAG("--progress", &progress),
       FDL_CLI_OPT_FLAG("--quiet", &quiet),
       FDL_CLI_OPT_FLAG("--json", &a->json),
+      FDL_CLI_HUB_OPTS(&a->hub),
   };
   static const char *const conflicts[] = {"--progress", "--quiet"};
   fdl_cli_spec s = {"capture", usage, opts, sizeof opts / sizeof *opts, conflicts, 1, NULL, 0, 0,
@@ -115,6 +123,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   a->o.isa = ISA_OF[isa];
   a->o.threads = (unsigned)threads;
   a->progress = progress ? 1 : quiet ? -1 : 0;
+  a->hub.progress = a->progress;
   return FDL_CLI_GO;
 }
 
@@ -127,9 +136,26 @@ int fdl_cli_capture(int argc, char **argv) {
   args a;
   int rc = parse(&a, argc, argv, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
-  if ((rc = fdl_cli_input_model("capture", a.o.model_dir)) ||
-      (rc = fdl_cli_input_file("capture", a.o.panel_path)))
+  if ((rc = fdl_cli_hub_input("capture", &a.hub, &a.o.model_dir, true)) ||
+      (rc = fdl_cli_hub_input("capture", &a.hub, &a.o.panel_path, false)) ||
+      (rc = fdl_cli_input_model("capture", a.o.model_dir)) ||
+      (rc = fdl_cli_input_file("capture", a.o.panel_path))) {
+    fdl_cli_hub_free(&a.hub);
     return rc;
+  }
+  /* a Hub snapshot (named by hf:// or by its path) records where it came from */
+  if (!a.o.repository && fdl_hub_snapshot_identity(a.o.model_dir, a.repo, a.commit)) {
+    a.o.repository = a.repo;
+    a.o.revision = a.commit;
+  }
+  if (fdl_hub_snapshot_identity(a.o.panel_path, a.panel_repo, a.panel_commit)) {
+    a.o.panel_repository = a.panel_repo;
+    a.o.panel_revision = a.panel_commit;
+  }
+  if ((rc = fdl_cli_hub_file_real(&a.hub, &a.o.model_dir))) {
+    fdl_cli_hub_free(&a.hub);
+    return rc;
+  }
   fdl_cli_progress pr;
   fdl_cli_progress_init(&pr, "capture: records", a.progress);
   a.o.progress = fdl_cli_progress_cb;
@@ -145,6 +171,7 @@ int fdl_cli_capture(int argc, char **argv) {
     ref.status = s;
     if (ref.code == FDL_REF_NONE) ref.code = fdl_refusal_code_for(s, FDL_REF_CAPTURE_FAILED);
     fdl_cli_print_refusal("capture", &ref, &err);
+    fdl_cli_hub_free(&a.hub);
     return fdl_cli_exit_for(s);
   }
   if (a.json) {
@@ -162,5 +189,6 @@ int fdl_cli_capture(int argc, char **argv) {
     printf("  dataset_sha256          %s\n", r.dataset_sha256);
     printf("  capture_content_digest  %s\n", r.capture_content_digest);
   }
+  fdl_cli_hub_free(&a.hub);
   return rc;
 }

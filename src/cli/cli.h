@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "fidelis/fidelis.h"
+#include "fidelis/hub.h"
 #include "fidelis/refusal.h"
 
 /* Exit codes shared with the reference tools (README.md, "Exit codes"). */
@@ -60,6 +61,7 @@ int fdl_cli_quantize(int argc, char **argv);
 int fdl_cli_report_page(int argc, char **argv);
 int fdl_cli_tokenize(int argc, char **argv);
 int fdl_cli_panel(int argc, char **argv);
+int fdl_cli_fetch(int argc, char **argv);
 int fdl_cli_verify_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_json_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_tensor_check(int argc, char **argv, FILE *out, FILE *diag);
@@ -80,6 +82,7 @@ int fdl_cli_quantize_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_report_page_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_tokenize_check(int argc, char **argv, FILE *out, FILE *diag);
 int fdl_cli_panel_check(int argc, char **argv, FILE *out, FILE *diag);
+int fdl_cli_fetch_check(int argc, char **argv, FILE *out, FILE *diag);
 
 /* ---- option tables and the one parser (opt.c) ------------------------------------------- */
 
@@ -233,5 +236,51 @@ void fdl_cli_progress_init(fdl_cli_progress *p, const char *label, int mode);
 void fdl_cli_progress_cb(void *arg, uint64_t done, uint64_t total);
 /* Ends the line if one was drawn. */
 void fdl_cli_progress_end(fdl_cli_progress *p);
+
+/* ---- Hub inputs (hub.c, docs/HUB.md) ------------------------------------------------------ */
+
+/* A download's bar: one line per file with bytes, rate and ETA (fdl_hub_progress_fn). */
+typedef struct {
+  fdl_cli_progress p;
+  char file[256];
+  uint64_t first; /* bytes the file had when its line began (a resumed download) */
+} fdl_cli_download;
+void fdl_cli_download_init(fdl_cli_download *d, const char *label, int mode);
+void fdl_cli_download_cb(void *arg, const char *file, uint64_t done, uint64_t total);
+
+/* What a command that takes hf:// inputs was told, and the paths it resolved them to. */
+typedef struct {
+  bool offline;         /* --offline */
+  const char *endpoint; /* --endpoint URL, or NULL */
+  const char *cache;    /* --cache DIR (fetch), or NULL */
+  bool always_ask;      /* fetch: ask the endpoint even when the snapshot is cached */
+  int progress;         /* the command's --progress (1) / --quiet (-1) */
+  char *owned[6];
+  size_t n;
+} fdl_cli_hub;
+/* The two options every command with hf:// inputs takes. */
+#define FDL_CLI_HUB_OPTS(h)                                                                        \
+  FDL_CLI_OPT_FLAG("--offline", &(h)->offline), FDL_CLI_OPT_TEXT("--endpoint", &(h)->endpoint)
+/* The --help lines of FDL_CLI_HUB_OPTS. */
+#define FDL_CLI_HUB_HELP                                                                           \
+  "  --offline            never reach the network for an hf:// input (also HF_HUB_OFFLINE=1)\n"    \
+  "  --endpoint URL       the Hub or a mirror [HF_ENDPOINT, else https://huggingface.co]\n"
+
+/* Resolves the reference uri (fdl_hub_resolve with h's options and a download bar); include
+ * NULL and model: the files a model is read from. 0, or the exit code after a report. */
+int fdl_cli_hub_resolve(const char *cmd, const fdl_cli_hub *h, const char *uri, bool model,
+                        const char *const *include, size_t n_include, fdl_hub_result *r);
+/* When *path is hf://...: resolves it (docs/HUB.md; model: an implicit fetch of a whole
+ * repository takes the files a model is read from) and points *path at the local snapshot path,
+ * owned by h. 0, or the exit code after a report. */
+int fdl_cli_hub_input(const char *cmd, fdl_cli_hub *h, const char **path, bool model);
+void fdl_cli_hub_free(fdl_cli_hub *h);
+/* A model that is one file reached through a link (a GGUF in a cache snapshot): *path becomes
+ * the file's resolved path (owned by h), which the library opens without following links. Call
+ * after the named-input check and after reading the snapshot's identity. 0 or the exit code. */
+int fdl_cli_hub_file_real(fdl_cli_hub *h, const char **path);
+/* The Hugging Face variables of the environment (HF_HUB_CACHE, HF_HOME, HF_ENDPOINT, HF_TOKEN,
+ * HF_TOKEN_PATH, HF_HUB_OFFLINE, XDG_CACHE_HOME, HOME) for the library's options. */
+void fdl_cli_hub_env(fdl_hub_env *e);
 
 #endif

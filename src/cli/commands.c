@@ -40,6 +40,8 @@ static const fdl_cli_command COMMANDS[] = {
      fdl_cli_quantize, fdl_cli_quantize_check},
     {"report", "an HTML page (or Markdown table) of verified comparison receipts",
      fdl_cli_report_page, fdl_cli_report_page_check},
+    {"fetch", "a Hugging Face Hub repository into the Hugging Face cache (hf://ORG/NAME@REV)",
+     fdl_cli_fetch, fdl_cli_fetch_check},
 };
 
 const fdl_cli_command *fdl_cli_commands(size_t *n) {

@@ -161,6 +161,8 @@ int fdl_cli_input_file(const char *cmd, const char *path) {
   int fd = -1;
   uint64_t size;
   fdl_status s = fdl_resolve_named(path, &real, &err);
+  /* a file of a Hugging Face cache snapshot: a link into its blobs/ only, the bytes its name */
+  if (s == FDL_OK) s = fdl_hub_check_named(path, real, &err);
   if (s == FDL_OK) s = fdl_open_regular(real, false, &fd, &size, &err);
   free(real);
   if (s != FDL_OK) {

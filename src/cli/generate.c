@@ -49,7 +49,8 @@ static void usage(FILE *f) {
           "--new. It stops after the model's end-of-sequence token (generation_config.json's\n"
           "eos_token_id, else config.json's, or the GGUF's), or after one of --stop.\n\n"
           "options:\n"
-          "  --model DIR          the model directory\n"
+          "  --model DIR          the model directory, a Hugging Face cache snapshot, or\n"
+          "                       hf://ORG/NAME@REV (docs/HUB.md)\n"
           "  --ids JSON|@FILE     the input ids\n"
           "  --prompt TEXT|@FILE  the input as UTF-8 text (@FILE: the file's bytes as is)\n"
           "  --request FILE       a kiln.hf-next-token-request.v1: its input_token_ids\n"
@@ -67,8 +68,8 @@ static void usage(FILE *f) {
           "                       and --ids-out only and refuses --new, --tokens-out,\n"
           "                       --greedy-out and --path decode) [float32]\n"
           "  --threads N          1 to %d [all cores]; no bit depends on it\n"
-          "  --isa NAME           auto, scalar, avx2, avx512 [auto]; no bit depends on it\n"
-          "  -h, --help           show this help\n\n"
+          "  --isa NAME           auto, scalar, avx2, avx512 [auto]; no bit depends on "
+          "it\n" FDL_CLI_HUB_HELP "  -h, --help           show this help\n\n"
           "outputs are written whole or not at all and never overwrite a file.\n\n"
           "exit codes: 0 written; 3 refused (an unsupported or corrupt model, ids outside the\n"
           "vocabulary, a malformed request, text that is not UTF-8 or a model without a\n"
@@ -91,6 +92,7 @@ typedef struct {
   uint64_t context, prompt_tokens, n_new, threads;
   int path, isa, rows, f64;
   bool rows_given, stream;
+  fdl_cli_hub hub;
 } args;
 
 static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
@@ -99,6 +101,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   a->rows = -1;
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--model", &a->model),
+      FDL_CLI_HUB_OPTS(&a->hub),
       FDL_CLI_OPT_TEXT("--ids", &a->ids),
       FDL_CLI_OPT_TEXT("--prompt", &a->prompt),
       FDL_CLI_OPT_PATH("--request", &a->request),
@@ -436,10 +439,9 @@ static void show_text(const fdl_tok *tok, const char *what, const int32_t *ids, 
   free(text);
 }
 
-int fdl_cli_generate(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
+static int generate(const args *given) {
+  args a = *given;
+  int rc;
   if ((rc = fdl_cli_input_model("generate", a.model))) return rc;
   fdl_tok *tok = NULL;
   if ((rc = load_tokenizer(&a, &tok))) return rc;
@@ -489,4 +491,18 @@ int fdl_cli_generate(int argc, char **argv) {
   free(cont);
   fdl_tok_free(tok);
   return FDL_EXIT_OK;
+}
+
+int fdl_cli_generate(int argc, char **argv) {
+  args a;
+  int rc = parse(&a, argc, argv, NULL, NULL);
+  if (rc != FDL_CLI_GO) return rc;
+  a.hub.progress = -(int)a.stream; /* the stream owns stderr's lines then */
+  if (!(rc = fdl_cli_hub_input("generate", &a.hub, &a.model, true)) &&
+      !(rc = fdl_cli_hub_input("generate", &a.hub, &a.panel, false)) &&
+      !(rc = fdl_cli_input_model("generate", a.model)) &&
+      !(rc = fdl_cli_hub_file_real(&a.hub, &a.model)))
+    rc = generate(&a);
+  fdl_cli_hub_free(&a.hub);
+  return rc;
 }

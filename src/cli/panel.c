@@ -14,7 +14,9 @@ static void usage(FILE *f) {
         "parsing) and cuts it into records of N tokens: the JSONL panel `fidelis capture` and\n"
         "`fidelis pack` read, after a header line naming the tokenizer's files (name, bytes,\n"
         "sha256) and the scoring window, which the dataset then records (docs/PANEL.md).\n\n"
-        "  --tokenizer PATH  a model directory, a tokenizer.json or a .gguf\n"
+        "  --tokenizer PATH  a model directory, a tokenizer.json or a .gguf; or hf://ORG/NAME@REV\n"
+        "                    (docs/HUB.md): a Hub snapshot's repository and commit are\n"
+        "                    recorded as the tokenizer's repository and revision\n"
         "  --text FILE       a UTF-8 text; repeat for more (at most 16), records in that order\n"
         "  --domain NAME     the domain of the matching --text, in order [the file's name\n"
         "                    without its extension]\n"
@@ -31,6 +33,8 @@ static void usage(FILE *f) {
         "                    BOS (when the tokenizer adds one) + text cut into N-token chunks,\n"
         "                    position 0 of every chunk a BOS, positions N/2..N-2 scored\n"
         "                    (not with --stride, --score-from or --bos)\n"
+        "  --offline         never reach the network for an hf:// input (also HF_HUB_OFFLINE=1)\n"
+        "  --endpoint URL    the Hub or a mirror [HF_ENDPOINT, else https://huggingface.co]\n"
         "  -h, --help        show this help\n\n"
         "exit codes: 0 written; 3 refused (a text that is not UTF-8 - the message names the byte\n"
         "offset -, too short for one record, a tokenizer fidelis does not run, --bos always\n"
@@ -44,6 +48,8 @@ static const char *const BOS[] = {"auto", "always", "never", NULL};
 typedef struct {
   fdl_panel_opts o;
   fdl_panel_text texts[MAX_TEXTS];
+  fdl_cli_hub hub;
+  char repo[2 * FDL_HUB_NAME_MAX + 2], commit[FDL_HUB_COMMIT_LEN + 1];
 } args;
 
 /* --text and --domain repeat, which the option table does not: they are taken out of argv
@@ -82,6 +88,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   bool like = false;
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--tokenizer", &a->o.tokenizer),
+      FDL_CLI_HUB_OPTS(&a->hub),
       FDL_CLI_OPT_NUMBER("--context", &context, 2, 1u << 24),
       FDL_CLI_OPT_OUT("--out", &a->o.out),
       FDL_CLI_OPT_NUMBER("--chunks", &chunks, 1, UINT32_MAX),
@@ -131,12 +138,24 @@ int fdl_cli_panel(int argc, char **argv) {
   args a;
   int rc = parse(&a, argc, argv, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
-  if ((rc = fdl_cli_input_tokenizer("panel", a.o.tokenizer)) != 0) return rc;
+  if ((rc = fdl_cli_hub_input("panel", &a.hub, &a.o.tokenizer, true)) ||
+      (rc = fdl_cli_input_tokenizer("panel", a.o.tokenizer))) {
+    fdl_cli_hub_free(&a.hub);
+    return rc;
+  }
+  if (fdl_hub_snapshot_identity(a.o.tokenizer, a.repo, a.commit)) {
+    a.o.tokenizer_repository = a.repo;
+    a.o.tokenizer_revision = a.commit;
+  }
   for (size_t i = 0; i < a.o.n_texts; i++)
-    if ((rc = fdl_cli_input_file("panel", a.texts[i].path)) != 0) return rc;
+    if ((rc = fdl_cli_input_file("panel", a.texts[i].path)) != 0) {
+      fdl_cli_hub_free(&a.hub);
+      return rc;
+    }
   fdl_panel_result r;
   fdl_err err = {FDL_OK, ""};
   fdl_status s = fdl_panel_from_text(&a.o, &r, &err);
+  fdl_cli_hub_free(&a.hub);
   if (s != FDL_OK) {
     fdl_err_prefix(&err, "panel");
     fdl_cli_report(&err);

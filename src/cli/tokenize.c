@@ -19,7 +19,7 @@ static void usage(FILE *f) {
       "Encodes UTF-8 text into the token ids the model's own tokenizer gives (docs/TOKENIZER.md)\n"
       "or decodes ids back into text. PATH is a model directory (its tokenizer.json and\n"
       "tokenizer_config.json), a tokenizer.json, or a .gguf file.\n\n"
-      "  --tokenizer PATH  the tokenizer\n"
+      "  --tokenizer PATH  the tokenizer; or hf://ORG/NAME@REV (docs/HUB.md)\n"
       "  --text FILE       the text to encode, byte for byte (- reads standard input)\n"
       "  --string S        the text to encode, given on the command line\n"
       "  --decode IDS      ids to decode, separated by commas or spaces (or @FILE holding\n"
@@ -29,6 +29,8 @@ static void usage(FILE *f) {
       "                    tokenizer's BOS/EOS are added and special tokens are matched\n"
       "  --json            print {\"ids\": [...]} (or {\"text\": \"...\"} for --decode) with the\n"
       "                    tokenizer's id\n"
+      "  --offline         never reach the network for an hf:// input (also HF_HUB_OFFLINE=1)\n"
+      "  --endpoint URL    the Hub or a mirror [HF_ENDPOINT, else https://huggingface.co]\n"
       "  -h, --help        show this help\n\n"
       "Without --json the ids are printed on one line, separated by spaces.\n"
       "exit codes: 0 done; 3 refused (a tokenizer fidelis does not run, a malformed tokenizer\n"
@@ -41,12 +43,14 @@ static void usage(FILE *f) {
 typedef struct {
   const char *tokenizer, *text, *string, *decode;
   bool json, no_special;
+  fdl_cli_hub hub;
 } args;
 
 static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--tokenizer", &a->tokenizer),
+      FDL_CLI_HUB_OPTS(&a->hub),
       FDL_CLI_OPT_TEXT("--text", &a->text),
       FDL_CLI_OPT_TEXT("--string", &a->string),
       FDL_CLI_OPT_TEXT("--decode", &a->decode),
@@ -186,10 +190,9 @@ static int print_json(const fdl_tok *t, const int32_t *ids, size_t n) {
   return fdl_cli_print_json(o);
 }
 
-int fdl_cli_tokenize(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
+static int tokenize(const args *given) {
+  args a = *given;
+  int rc;
   if ((rc = fdl_cli_input_tokenizer("tokenize", a.tokenizer)) != 0) return rc;
   char *text = NULL;
   size_t len = 0;
@@ -263,5 +266,14 @@ int fdl_cli_tokenize(int argc, char **argv) {
   free(ids);
   free(text);
   fdl_tok_free(t);
+  return rc;
+}
+
+int fdl_cli_tokenize(int argc, char **argv) {
+  args a;
+  int rc = parse(&a, argc, argv, NULL, NULL);
+  if (rc != FDL_CLI_GO) return rc;
+  if (!(rc = fdl_cli_hub_input("tokenize", &a.hub, &a.tokenizer, true))) rc = tokenize(&a);
+  fdl_cli_hub_free(&a.hub);
   return rc;
 }

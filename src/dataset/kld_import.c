@@ -20,6 +20,7 @@
 #include "fidelis/buf.h"
 #include "fidelis/digest.h"
 #include "fidelis/gguf.h"
+#include "fidelis/hub.h"
 #include "fidelis/json.h"
 #include "fidelis/llamacpp_kld.h"
 #include "fidelis/path.h"

@@ -8,6 +8,7 @@
 #include "engine/internal.h"
 #include "fidelis/file.h"
 #include "fidelis/generate.h"
+#include "fidelis/hub.h"
 #include "fidelis/json.h"
 
 /* v (an id or an array of ids) into ids; where names it in messages. */
@@ -49,6 +50,7 @@ fdl_status fdl_model_eos(const fdl_model *m, const char *dir, int32_t *ids, size
   char *path = NULL;
   fdl_status s = fdl_model_member(dir, "generation_config.json", &path, err);
   json_t *gc = NULL;
+  if (!s && path) s = fdl_hub_blob_check_file(path, err); /* small: a separate pass */
   if (!s && path) s = fdl_json_load_file(path, NULL, &gc, err);
   free(path);
   if (s) return s;

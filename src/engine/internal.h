@@ -135,6 +135,7 @@ struct fdl_model {
     char *name;
     uint64_t bytes;
     char hex[65];
+    char blob[65]; /* a Hugging Face cache blob's sha256 name, checked by the shard pass, or "" */
   } * files;
   size_t nfiles;
   const fdl_tensor **checked; /* the tensors fdl_eng_bind bound: the ones checked for finiteness */

@@ -10,6 +10,7 @@
 #include "fidelis/quote.h"
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
+#include "fidelis/hub.h"
 #include "fidelis/json.h"
 
 void fdl_model_free(fdl_model *m) {
@@ -126,6 +127,8 @@ static fdl_status load_config(fdl_model *m, const char *path, fdl_err *err) {
   if (s) return s;
   if ((s = fdl_json_parse(data, len, NULL, &m->config, err))) {
     fdl_err_prefix(err, "%s", path);
+  } else if ((s = fdl_hub_blob_check_buf(path, data, len, err))) {
+    /* a Hugging Face cache blob whose bytes are not what its name says */
   } else if (!(s = fdl_sha256_buf(data, len, &dg, err))) {
     if (!(m->files = fdl_calloc(1, sizeof *m->files)) ||
         !(m->files->name = fdl_strdup("config.json"))) {

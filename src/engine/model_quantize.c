@@ -17,6 +17,7 @@
 #include "base/sys.h"
 #include "engine/model_internal.h"
 #include "engine/quantize_scope.h"
+#include "fidelis/hub.h"
 #include "fidelis/json.h"
 #include "fidelis/model.h"
 #include "fidelis/path.h"

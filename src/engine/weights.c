@@ -20,6 +20,7 @@
 #include "fidelis/quote.h"
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
+#include "fidelis/hub.h"
 #include "fidelis/json.h"
 #include "fidelis/path.h"
 
@@ -65,11 +66,20 @@ static fdl_status open_shard(fdl_model *m, const char *dir, const char *name, fd
                     m->nshards || strcmp(name, SINGLE_NAME) ? INDEX_NAME : "the model directory");
   /* Read, not mapped: decode streams every weight once per token from every worker, and on
    * 4 KiB file pages two workers read slower than one (docs/PERFORMANCE.md). */
-  s = fdl_safetensors_open_resident(p, &m->pool, &m->shards[m->nshards], err);
+  /* A cache blob named by its sha256 is checked by the pass that digests the shard; one named
+   * by a git blob id (a small file the Hub keeps out of LFS) by a pass of its own. */
+  char blob[65] = "";
+  if (fdl_hub_blob_kind(p, blob) == 40) {
+    blob[0] = '\0';
+    s = fdl_hub_blob_check_file(p, err);
+  }
+  if (!s) s = fdl_safetensors_open_resident(p, &m->pool, &m->shards[m->nshards], err);
   free(p);
   if (s) return fdl_err_prefix(err, "model shard %s", name);
   m->nshards++;
-  return add_file(m, name, fdl_safetensors_file_size(m->shards[m->nshards - 1]), NULL, err);
+  s = add_file(m, name, fdl_safetensors_file_size(m->shards[m->nshards - 1]), NULL, err);
+  if (!s) memcpy(m->files[m->nfiles - 1].blob, blob, sizeof blob);
+  return s;
 }
 
 static bool plain_name(const char *f) {
@@ -92,6 +102,7 @@ static fdl_status load_index(fdl_model *m, const char *dir, json_t **idx, fdl_er
   fdl_sha256 dg;
   fdl_status s = fdl_read_file(p, FDL_JSON_MAX_FILE_BYTES, &data, &len, err);
   if (!s && (s = fdl_json_parse(data, len, NULL, idx, err))) fdl_err_prefix(err, "%s", p);
+  if (!s) s = fdl_hub_blob_check_buf(p, data, len, err);
   if (!s) s = fdl_sha256_buf(data, len, &dg, err);
   if (!s) s = add_file(m, INDEX_NAME, len, &dg, err);
   free(data);
@@ -434,12 +445,20 @@ static fdl_status scan_shard(const scan_job *job, size_t i, fdl_err *err) {
   return s;
 }
 
-/* Shard i's file digest, over the resident copy the engine computes on. */
+/* Shard i's file digest, over the resident copy the engine computes on; a Hugging Face cache
+ * blob is digested even when the digests are not wanted, since its name is checked. */
 static fdl_status digest_shard(const scan_job *job, size_t i, fdl_err *err) {
   const fdl_safetensors *st = job->m->shards[i];
+  struct eng_file *f = &job->files[i];
+  if (job->m->skip_digests && !f->blob[0]) return FDL_OK;
   fdl_sha256 dg;
   fdl_status s = fdl_sha256_buf(fdl_safetensors_bytes(st), fdl_safetensors_file_size(st), &dg, err);
-  if (!s) fdl_sha256_hex(&dg, job->files[i].hex);
+  if (!s) fdl_sha256_hex(&dg, f->hex);
+  if (!s && f->blob[0] && strcmp(f->hex, f->blob))
+    s = fdl_fail(err, FDL_MISMATCH,
+                 "model shard %s: the bytes read have sha256 %s, but the Hugging Face cache "
+                 "names its blob %s: corrupt (remove the blob and fetch again)",
+                 f->name, f->hex, f->blob);
   return s;
 }
 
@@ -575,8 +594,7 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
   } else if (!s) {
     /* open_shard appended the shards' entries last, in shard order. */
     scan_job job = {m, m->files + m->nfiles - m->nshards};
-    s = fdl_pool_run(&m->pool, m->skip_digests ? m->nshards : 2 * m->nshards, shard_task, &job,
-                     err);
+    s = fdl_pool_run(&m->pool, 2 * m->nshards, shard_task, &job, err);
   }
   if (!s) qsort(m->files, m->nfiles, sizeof *m->files, cmp_file);
 out:

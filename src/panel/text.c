@@ -152,9 +152,16 @@ static json_t *tokenizer_block(const ctx *c) {
     json_array_append_new(files, json_pack("{s:I, s:s, s:s}", "bytes", (json_int_t)f->bytes, "name",
                                            f->name, "sha256", f->sha256));
   }
-  return json_pack("{s:s, s:I, s:o, s:b, s:b}", "id", c->info.id, "vocab_size",
-                   (json_int_t)c->info.vocab, "files", files, "add_special_tokens", c->bos >= 0,
-                   "chat_template_applied", 0);
+  json_t *t = json_pack("{s:s, s:I, s:o, s:b, s:b}", "id", c->info.id, "vocab_size",
+                        (json_int_t)c->info.vocab, "files", files, "add_special_tokens",
+                        c->bos >= 0, "chat_template_applied", 0);
+  if (t && c->o->tokenizer_repository) {
+    json_object_set_new(t, "repository", json_string(c->o->tokenizer_repository));
+    json_object_set_new(t, "revision",
+                        c->o->tokenizer_revision ? json_string(c->o->tokenizer_revision)
+                                                 : json_null());
+  }
+  return t;
 }
 
 static json_t *window(const ctx *c) {

@@ -13,6 +13,7 @@
 
 #include "base/sys.h"
 #include "fidelis/file.h"
+#include "fidelis/hub.h"
 #include "fidelis/json.h"
 #include "tokenizer/internal.h"
 #include "fidelis/path.h"
@@ -24,6 +25,8 @@ static fdl_status read_hashed(const char *path, const char *name, fdl_tok_file *
   fdl_sha256 d;
   if ((s = fdl_sha256_buf(*text, *len, &d, err)) != FDL_OK) return s;
   fdl_sha256_hex(&d, f->sha256);
+  /* a Hugging Face cache blob: the bytes read are the bytes its name promises */
+  if ((s = fdl_hub_blob_check_buf(path, *text, *len, err)) != FDL_OK) return s;
   f->bytes = *len;
   snprintf(f->name, sizeof f->name, "%s", name);
   return FDL_OK;
