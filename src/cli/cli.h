@@ -15,6 +15,7 @@
 
 #include "fidelis/fidelis.h"
 #include "fidelis/refusal.h"
+#include "scale/scale.h"
 
 /* Exit codes shared with the reference tools (README.md, "Exit codes"). */
 enum {
@@ -233,5 +234,26 @@ void fdl_cli_progress_init(fdl_cli_progress *p, const char *label, int mode);
 void fdl_cli_progress_cb(void *arg, uint64_t done, uint64_t total);
 /* Ends the line if one was drawn. */
 void fdl_cli_progress_end(fdl_cli_progress *p);
+
+/* ---- ranks (ranks.c; docs/SCALE.md) --------------------------------------------------- */
+
+/* compare and capture under mpirun: the group, and what the --json summary states of it. */
+typedef struct {
+  fdl_scale *sc; /* NULL: one process */
+  int size;
+  bool lead;       /* rank 0: the only rank that prints and writes */
+  unsigned threads; /* worker threads per rank */
+  double *secs;     /* rank 0: every rank's seconds */
+} fdl_cli_ranks;
+
+/* Joins the group; every rank but 0 then prints nothing (stdout and stderr go to /dev/null).
+ * 0, or an exit code after a report. */
+int fdl_cli_ranks_open(const char *cmd, fdl_cli_ranks *rk);
+/* Collective: rank 0 learns every rank's seconds. */
+void fdl_cli_ranks_time(fdl_cli_ranks *rk, double secs, unsigned threads);
+/* Adds ranks, threads_per_rank and rank_seconds to a --json summary (the MPI build only). */
+void fdl_cli_ranks_json(const fdl_cli_ranks *rk, json_t *o);
+/* Collective: leaves the group; returns rank 0's rc, the job's one exit code. */
+int fdl_cli_ranks_close(fdl_cli_ranks *rk, int rc);
 
 #endif

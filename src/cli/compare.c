@@ -344,7 +344,7 @@ static void print_json(json_t *o) {
 }
 
 static void headline_json(const fdl_compare_result *r, int exit_code, const fdl_err *err,
-                          double secs) {
+                          double secs, const fdl_cli_ranks *ranks) {
   json_t *o = json_object();
   json_object_set_new(o, "exit_code", json_integer(exit_code));
   if (!r->receipt) {
@@ -375,17 +375,34 @@ static void headline_json(const fdl_compare_result *r, int exit_code, const fdl_
     json_object_set_new(o, "disclosures", codes);
   }
   json_object_set_new(o, "duration_seconds", json_real(secs));
+  fdl_cli_ranks_json(ranks, o);
   print_json(o);
   json_decref(o);
 }
+
+static int compare_in(cli_opts *c, fdl_cli_ranks *ranks);
 
 int fdl_cli_compare(int argc, char **argv) {
   cli_opts c;
   int rc = parse(argc, argv, &c, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
-  if ((rc = fdl_cli_input_dataset("compare", c.o.reference, false)) != 0) return rc;
-  if ((rc = fdl_cli_input_dataset("compare", c.o.candidate, false)) != 0) return rc;
-  if (c.o.head_path && (rc = fdl_cli_input_file("compare", c.o.head_path)) != 0) return rc;
+  fdl_cli_ranks ranks;
+  if ((rc = fdl_cli_ranks_open("compare", &ranks)) != 0) return rc;
+  if ((rc = fdl_cli_input_dataset("compare", c.o.reference, false)) == 0 &&
+      (rc = fdl_cli_input_dataset("compare", c.o.candidate, false)) == 0 &&
+      (!c.o.head_path || (rc = fdl_cli_input_file("compare", c.o.head_path)) == 0)) {
+    c.o.scale = ranks.sc;
+    c.o.threads = fdl_scale_threads(ranks.sc, c.o.threads);
+    rc = compare_in(&c, &ranks);
+  }
+  return fdl_cli_ranks_close(&ranks, rc);
+}
+
+/* One rank's compare: rank 0 alone shows progress and prints (see fdl_cli_ranks). */
+static int compare_in(cli_opts *cp, fdl_cli_ranks *ranks) {
+  cli_opts c = *cp;
+  int rc;
+  if (!ranks->lead) c.progress = -1, c.json = false, c.quiet = true;
   fdl_cli_progress prog;
   fdl_cli_progress_init(&prog, "compare", c.progress);
   c.o.progress = fdl_cli_progress_cb;
@@ -398,6 +415,11 @@ int fdl_cli_compare(int argc, char **argv) {
   fdl_status s = fdl_compare(&c.o, &r, &err);
   fdl_cli_progress_end(&prog);
   double secs = fdl_cli_now() - t0;
+  fdl_cli_ranks_time(ranks, secs, c.o.threads ? c.o.threads : fdl_pool_cpu_count());
+  if (!ranks->lead) {
+    fdl_compare_result_free(&r);
+    return 0; /* the exit code is rank 0's (fdl_cli_ranks_close) */
+  }
   if (s == FDL_INVALID) {
     fdl_compare_result_free(&r);
     fputs("fidelis compare: ", stderr);
@@ -410,7 +432,7 @@ int fdl_cli_compare(int argc, char **argv) {
   rc = s == FDL_OK ? exit_code(&r) : fdl_cli_exit_for(r.refusal.status ? r.refusal.status : s);
   if (s != FDL_OK) fdl_cli_print_refusal(NULL, &r.refusal, &err);
   if (c.json)
-    headline_json(&r, rc, &err, secs);
+    headline_json(&r, rc, &err, secs, ranks);
   else if (s == FDL_OK && !c.quiet)
     summary(&r, secs);
   fdl_compare_result_free(&r);
