@@ -4,7 +4,8 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test check-asan install fuzz fuzz-run fuzz-long bench demo format clean
+.PHONY: all deps build test check-asan build-mpi check-mpi install fuzz fuzz-run fuzz-long bench demo \
+	format clean
 
 all: build
 
@@ -25,6 +26,17 @@ check-asan: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DFDL_WERROR=ON -DFDL_SANITIZE=ON
 	cmake --build build-asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+# The MPI build (docs/SCALE.md): `fidelis` with Open MPI and `fidelis-serial` beside it, in
+# build-mpi. check-mpi runs its tests (ctest label mpi): mpirun of compare and capture against
+# fidelis-serial, byte for byte, and a failing rank.
+MPI_BUILD ?= build-mpi
+build-mpi: deps
+	cmake -S . -B $(MPI_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFDL_MPI=ON $(CMAKE_FLAGS)
+	cmake --build $(MPI_BUILD) -j $(JOBS) --target fidelis fidelis-serial
+
+check-mpi: build-mpi
+	ctest --test-dir $(MPI_BUILD) --output-on-failure -j $(JOBS) -L mpi
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
@@ -47,9 +59,9 @@ fuzz-long: fuzz
 	fuzz/run-long build-fuzz $(FUZZ_LONG_SECONDS) $(FUZZ_TARGETS)
 
 # torch is the second baseline of the KL benchmark; only the benchmark installs it.
-bench: build
+bench: build build-mpi
 	@FDL_WITH_TORCH=1 scripts/install-deps --check >/dev/null 2>&1 || FDL_WITH_TORCH=1 scripts/install-deps
-	bench/run $(BUILD)
+	FDL_MPI_BUILD=$(MPI_BUILD) bench/run $(BUILD)
 
 demo: build
 	scripts/demo $(BUILD)
@@ -58,4 +70,4 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-asan build-fuzz build-release
+	rm -rf build build-asan build-fuzz build-release build-mpi

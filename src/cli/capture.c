@@ -123,13 +123,28 @@ int fdl_cli_capture_check(int argc, char **argv, FILE *out, FILE *diag) {
   return parse(&a, argc, argv, out, diag);
 }
 
+static int capture_in(args *a, fdl_cli_ranks *ranks);
+
 int fdl_cli_capture(int argc, char **argv) {
   args a;
   int rc = parse(&a, argc, argv, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
-  if ((rc = fdl_cli_input_model("capture", a.o.model_dir)) ||
-      (rc = fdl_cli_input_file("capture", a.o.panel_path)))
-    return rc;
+  fdl_cli_ranks ranks;
+  if ((rc = fdl_cli_ranks_open("capture", &ranks)) != 0) return rc;
+  if ((rc = fdl_cli_input_model("capture", a.o.model_dir)) == 0 &&
+      (rc = fdl_cli_input_file("capture", a.o.panel_path)) == 0) {
+    a.o.scale = ranks.sc;
+    a.o.threads = fdl_scale_threads(ranks.sc, a.o.threads);
+    rc = capture_in(&a, &ranks);
+  }
+  return fdl_cli_ranks_close(&ranks, rc);
+}
+
+/* One rank's capture: rank 0 alone shows progress and prints (see fdl_cli_ranks). */
+static int capture_in(args *ap, fdl_cli_ranks *ranks) {
+  args a = *ap;
+  int rc = FDL_EXIT_OK;
+  if (!ranks->lead) a.progress = -1;
   fdl_cli_progress pr;
   fdl_cli_progress_init(&pr, "capture: records", a.progress);
   a.o.progress = fdl_cli_progress_cb;
@@ -138,8 +153,10 @@ int fdl_cli_capture(int argc, char **argv) {
   a.o.notice_arg = "capture";
   fdl_capture_result r;
   fdl_err err = {FDL_OK, ""};
+  double t0 = fdl_cli_now();
   fdl_status s = fdl_capture(&a.o, &r, &err);
   fdl_cli_progress_end(&pr);
+  fdl_cli_ranks_time(ranks, fdl_cli_now() - t0, a.o.threads ? a.o.threads : fdl_pool_cpu_count());
   if (s != FDL_OK) {
     fdl_refusal ref = r.refusal;
     ref.status = s;
@@ -149,11 +166,13 @@ int fdl_cli_capture(int argc, char **argv) {
     fdl_cli_print_refusal("capture", &ref, &err);
     return fdl_cli_exit_for(s);
   }
+  if (!ranks->lead) return rc;
   if (a.json) {
     json_t *j = json_pack("{s:o, s:s, s:s, s:I, s:I, s:b}", "out", fdl_cli_json_text(a.o.out_dir),
                           "dataset_sha256", r.dataset_sha256, "capture_content_digest",
                           r.capture_content_digest, "records", (json_int_t)r.records, "scored_rows",
                           (json_int_t)r.scored_rows, "quantized", r.quantized);
+    if (j) fdl_cli_ranks_json(ranks, j);
     rc = fdl_cli_print_json(j);
   } else {
     char shown[FDL_QUOTE_CAP];

@@ -1,0 +1,82 @@
+"""What the MPI tests share (docs/SCALE.md): `mpirun` with the settings Open MPI needs in a
+container and as root, set in this process's children only, never globally; the program built
+without MPI beside the MPI one (fidelis-serial), whose bytes every MPI run must equal; and a
+fault put into one rank only."""
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import compare_util as U  # noqa: E402,F401
+
+MPI_CLI = os.environ.get("FDL_CLI", "build-mpi/fidelis")
+SERIAL_CLI = os.environ.get("FDL_CLI_SERIAL",
+                            os.path.join(os.path.dirname(MPI_CLI), "fidelis-serial"))
+MPIRUN = shutil.which("mpirun")
+
+
+def mpi_env(extra=None):
+    e = dict(os.environ)
+    # root in CI; a container without ptrace for the single-copy path; more ranks than cores
+    e.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+              "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
+              "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_btl": "self,vader",
+              "OMPI_MCA_hwloc_base_binding_policy": "none"})
+    e.pop("FDL_MPI_FAULT", None)
+    if extra:
+        e.update(extra)
+    return e
+
+
+def need_mpi():
+    for p in (MPI_CLI, SERIAL_CLI):
+        if not os.access(p, os.X_OK):
+            print(f"skip: {p} is not an executable (configure with -DFDL_MPI=ON)")
+            sys.exit(77)
+    if not MPIRUN:
+        print("skip: no mpirun (apt-get install openmpi-bin libopenmpi-dev)")
+        sys.exit(77)
+
+
+def mpirun(n, args, fault=None, timeout=600):
+    """`mpirun -n N fidelis ARGS` as a CompletedProcess. fault: (rank, FDL_MPI_FAULT value), set
+    in that rank's environment only."""
+    cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-n", str(n)]
+    if fault:
+        rank, value = fault
+        cmd += ["sh", "-c", 'if [ "$OMPI_COMM_WORLD_RANK" = "%d" ]; then export FDL_MPI_FAULT=%s; '
+                'fi; exec "$@"' % (rank, value), "sh"]
+    cmd += [MPI_CLI, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=mpi_env(), timeout=timeout)
+
+
+def serial(args, timeout=600):
+    return subprocess.run([SERIAL_CLI, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def tree(root):
+    """{relative path: bytes} of every file under root."""
+    out = {}
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = fh.read()
+    return out
+
+
+def same_tree(a, b):
+    ta, tb = tree(a), tree(b)
+    return sorted(ta) == sorted(tb) and all(ta[k] == tb[k] for k in ta), sorted(ta)
+
+
+def leftovers(parent):
+    """Staging directories or anything else a refused run left in parent."""
+    return sorted(os.listdir(parent))
+
+
+def none_running(marker):
+    """No process whose command line holds marker (a rank that outlived its job)."""
+    p = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    return p.stdout.strip() == ""
