@@ -51,6 +51,7 @@
 #include "num.h"
 #include "dataset.h"
 #include "compare.h"
+#include "scale.h"
 #include "engine.h"
 #include "model.h"
 #include "synth.h"

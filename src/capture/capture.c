@@ -23,7 +23,7 @@
 #include "fidelis/tensor.h"
 #include "fidelis/tokenizer.h"
 #include "fidelis/path.h"
-#include "scale/scale.h"
+#include "fidelis/scale.h"
 #include "fdl_source_digests.h"
 
 /* The numeric policy recorded in the stack fingerprint: what fixes the bits. */
@@ -226,9 +226,9 @@ static fdl_status real_length(const fdl_ds_panel_line *l, size_t *n, fdl_err *er
 }
 
 /* One record's rows as stored (BF16, or F32), from the engine: *t names them, in buf or bf. */
-static fdl_status compute_record(capture *c, const fdl_ds_panel_line *l, float *bounds,
-                                 float *buf, uint16_t *bf, int32_t *ids, fdl_tensor_in *t,
-                                 int64_t shape[2], fdl_err *err) {
+static fdl_status compute_record(capture *c, const fdl_ds_panel_line *l, float *bounds, float *buf,
+                                 uint16_t *bf, int32_t *ids, fdl_tensor_in *t, int64_t shape[2],
+                                 fdl_err *err) {
   size_t n = 0;
   fdl_status s = real_length(l, &n, err);
   if (s != FDL_OK) return s;

@@ -15,7 +15,7 @@
 
 #include "fidelis/fidelis.h"
 #include "fidelis/refusal.h"
-#include "scale/scale.h"
+#include "fidelis/scale.h"
 
 /* Exit codes shared with the reference tools (README.md, "Exit codes"). */
 enum {
@@ -241,7 +241,7 @@ void fdl_cli_progress_end(fdl_cli_progress *p);
 typedef struct {
   fdl_scale *sc; /* NULL: one process */
   int size;
-  bool lead;       /* rank 0: the only rank that prints and writes */
+  bool lead;        /* rank 0: the only rank that prints and writes */
   unsigned threads; /* worker threads per rank */
   double *secs;     /* rank 0: every rank's seconds */
 } fdl_cli_ranks;

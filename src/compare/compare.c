@@ -10,7 +10,7 @@
 #include "compare/cmp.h"
 #include "fidelis/utc.h"
 #include "base/sys.h"
-#include "scale/scale.h"
+#include "fidelis/scale.h"
 
 void fdl_compare_opts_default(fdl_compare_opts *o) {
   memset(o, 0, sizeof *o);

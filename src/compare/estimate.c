@@ -18,7 +18,7 @@
 #include "fidelis/pool.h"
 #include "compare/cmp.h"
 #include "base/sys.h"
-#include "scale/scale.h"
+#include "fidelis/scale.h"
 
 /* ---- layout and the hash proof ---------------------------------------------------------- */
 
@@ -520,11 +520,11 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
 enum { ROW_ARRAYS = 7 };
 
 static void row_arrays(cmp_estimate *e, void **p[ROW_ARRAYS], size_t width[ROW_ARRAYS]) {
-  void **a[ROW_ARRAYS] = {(void **)&e->kl,          (void **)&e->js,         (void **)&e->lp_ref,
-                          (void **)&e->lp_cand,     (void **)&e->top1,       (void **)&e->abs_row_sum,
+  void **a[ROW_ARRAYS] = {(void **)&e->kl,         (void **)&e->js,   (void **)&e->lp_ref,
+                          (void **)&e->lp_cand,    (void **)&e->top1, (void **)&e->abs_row_sum,
                           (void **)&e->abs_row_max};
-  const size_t w[ROW_ARRAYS] = {sizeof *e->kl,      sizeof *e->js,          sizeof *e->lp_ref,
-                                sizeof *e->lp_cand, sizeof *e->top1,        sizeof *e->abs_row_sum,
+  const size_t w[ROW_ARRAYS] = {sizeof *e->kl,         sizeof *e->js,   sizeof *e->lp_ref,
+                                sizeof *e->lp_cand,    sizeof *e->top1, sizeof *e->abs_row_sum,
                                 sizeof *e->abs_row_max};
   for (int i = 0; i < ROW_ARRAYS; i++) p[i] = a[i], width[i] = w[i];
 }

@@ -1,11 +1,12 @@
-/* mpi.c - the group as MPI_COMM_WORLD (see scale.h), linked into the `fidelis` program of the
- * MPI build only (-DFDL_MPI=ON). MPI's default error handler aborts the job on a communication
+/* mpi.c - the group as MPI_COMM_WORLD (see fidelis/scale.h), linked into the `fidelis` program of
+ * the MPI build only (-DFDL_MPI=ON). MPI's default error handler aborts the job on a communication
  * failure, and Open MPI aborts every rank when one dies: a lost rank never leaves the others
  * waiting, and rank 0 never publishes without every rank's agreement.
  *
- * Test hook (docs/SCALE.md): FDL_MPI_FAULT in one rank's environment makes that rank fail on
- * purpose: "alloc:N" or "io:N" fails its Nth allocation or I/O call (base/fault.h), "kill" makes
- * it die by SIGKILL when it first reaches an agreement. */
+ * Test hook (docs/SCALE.md): the fault fdl_scale_open is given (the CLI passes FDL_MPI_FAULT
+ * from one rank's environment) makes that rank fail on purpose at its first agreement: "oom"
+ * as exhausted memory would, "alloc:N" or "io:N" at its Nth allocation or I/O call from there
+ * (base/fault.h), "kill" by SIGKILL there. */
 #include <limits.h>
 #include <mpi.h>
 #include <sched.h>
@@ -18,11 +19,19 @@
 #include "base/fault.h"
 #include "base/sys.h"
 #include "fidelis/pool.h"
-#include "scale/scale.h"
+#include "fidelis/scale.h"
+
+/* The test hook's fault, armed when the rank first reaches an agreement: after every rank has
+ * loaded its inputs, so the failure lands in the rank's own records. */
+typedef struct {
+  bool pending, kill, oom;
+  fdl_fault_kind kind;
+  uint64_t n;
+} scale_fault;
 
 struct fdl_scale {
   int rank, size, local_size;
-  bool kill; /* FDL_MPI_FAULT=kill */
+  scale_fault *fault; /* NULL: none */
 };
 
 /* Messages go in pieces MPI's int counts can hold. */
@@ -35,25 +44,39 @@ static fdl_status mpi_failed(fdl_err *err, int rc, const char *what) {
   return fdl_fail(err, FDL_IO, "MPI %s failed: %s", what, text);
 }
 
-static fdl_status arm_fault(fdl_scale *sc, fdl_err *err) {
-  const char *f = getenv("FDL_MPI_FAULT");
+static fdl_status parse_fault(fdl_scale *sc, const char *f, fdl_err *err) {
   if (!f || !*f) return FDL_OK;
-  if (!strcmp(f, "kill")) {
-    sc->kill = true;
-    return FDL_OK;
-  }
   char *end = NULL;
-  bool alloc = !strncmp(f, "alloc:", 6), io = !strncmp(f, "io:", 3);
+  bool kill = !strcmp(f, "kill"), oom = !strcmp(f, "oom"), alloc = !strncmp(f, "alloc:", 6),
+       io = !strncmp(f, "io:", 3);
   unsigned long long n = alloc || io ? strtoull(f + (alloc ? 6 : 3), &end, 10) : 0;
-  if (!n || !end || *end)
-    return fdl_fail(err, FDL_INVALID, "FDL_MPI_FAULT '%s': expected alloc:N, io:N or kill", f);
-  fdl_fault_arm(alloc ? FDL_FAULT_ALLOC : FDL_FAULT_IO, n);
+  if (!kill && !oom && (!n || !end || *end))
+    return fdl_fail(err, FDL_INVALID, "FDL_MPI_FAULT '%s': expected oom, alloc:N, io:N or kill", f);
+  if (!(sc->fault = fdl_calloc(1, sizeof *sc->fault)))
+    return fdl_fail(err, FDL_NOMEM, "out of memory");
+  *sc->fault = (scale_fault){.pending = true,
+                             .kill = kill,
+                             .oom = oom,
+                             .kind = alloc ? FDL_FAULT_ALLOC : FDL_FAULT_IO,
+                             .n = (uint64_t)n};
   return FDL_OK;
 }
 
-fdl_status fdl_scale_open(int *argc, char ***argv, fdl_scale **out, fdl_err *err) {
+/* Returns the status the rank now has: "oom" fails it as exhausted memory would. */
+static fdl_status fire_fault(const fdl_scale *sc, fdl_status s, fdl_err *err) {
+  scale_fault *f = sc->fault;
+  if (!f || !f->pending) return s;
+  f->pending = false;
+  if (f->kill) raise(SIGKILL);
+  if (f->oom)
+    return s != FDL_OK ? s : fdl_fail(err, FDL_NOMEM, "out of memory (FDL_MPI_FAULT=oom)");
+  fdl_fault_arm(f->kind, f->n);
+  return s;
+}
+
+fdl_status fdl_scale_open(const char *fault, fdl_scale **out, fdl_err *err) {
   *out = NULL;
-  int provided = 0, rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  int provided = 0, rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
   if (rc != MPI_SUCCESS) return mpi_failed(err, rc, "MPI_Init_thread");
   fdl_scale *sc = fdl_calloc(1, sizeof *sc);
   if (!sc) {
@@ -69,7 +92,7 @@ fdl_status fdl_scale_open(int *argc, char ***argv, fdl_scale **out, fdl_err *err
     MPI_Comm_size(local, &sc->local_size);
     MPI_Comm_free(&local);
   }
-  fdl_status s = arm_fault(sc, err);
+  fdl_status s = parse_fault(sc, fault, err);
   if (s != FDL_OK) {
     fdl_scale_close(sc);
     return s;
@@ -80,15 +103,23 @@ fdl_status fdl_scale_open(int *argc, char ***argv, fdl_scale **out, fdl_err *err
 
 void fdl_scale_close(fdl_scale *sc) {
   if (!sc) return;
+  if (sc->fault) fdl_fault_disarm();
+  free(sc->fault);
   free(sc);
   MPI_Finalize();
 }
 
-bool fdl_scale_built(void) { return true; }
+bool fdl_scale_built(void) {
+  return true;
+}
 
-int fdl_scale_rank(const fdl_scale *sc) { return sc ? sc->rank : 0; }
+int fdl_scale_rank(const fdl_scale *sc) {
+  return sc ? sc->rank : 0;
+}
 
-int fdl_scale_size(const fdl_scale *sc) { return sc ? sc->size : 1; }
+int fdl_scale_size(const fdl_scale *sc) {
+  return sc ? sc->size : 1;
+}
 
 unsigned fdl_scale_threads(const fdl_scale *sc, unsigned requested) {
   if (requested || !sc) return requested;
@@ -110,7 +141,7 @@ typedef struct {
 
 fdl_status fdl_scale_agree(const fdl_scale *sc, fdl_status s, fdl_refusal *r, fdl_err *err) {
   if (!sc) return s;
-  if (sc->kill) raise(SIGKILL);
+  s = fire_fault(sc, s, err);
   int me = s != FDL_OK ? sc->rank : sc->size, first = sc->size;
   int rc = MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (rc != MPI_SUCCESS) return mpi_failed(err, rc, "MPI_Allreduce");
@@ -139,16 +170,16 @@ fdl_status fdl_scale_agree(const fdl_scale *sc, fdl_status s, fdl_refusal *r, fd
 fdl_status fdl_scale_same(const fdl_scale *sc, const char *text, int *differs, fdl_err *err) {
   *differs = -1;
   if (!sc || sc->size == 1) return FDL_OK;
-  char mine[SCALE_TEXT] = {0};
+  char mine[SCALE_TEXT] = {0}, first[SCALE_TEXT] = {0};
   snprintf(mine, sizeof mine, "%s", text);
-  char *all = fdl_malloc((size_t)sc->size * SCALE_TEXT);
-  if (!all) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  int rc = MPI_Allgather(mine, SCALE_TEXT, MPI_CHAR, all, SCALE_TEXT, MPI_CHAR, MPI_COMM_WORLD);
-  if (rc == MPI_SUCCESS)
-    for (int k = 1; k < sc->size && *differs < 0; k++)
-      if (memcmp(all, all + (size_t)k * SCALE_TEXT, SCALE_TEXT)) *differs = k;
-  free(all);
-  return rc == MPI_SUCCESS ? FDL_OK : mpi_failed(err, rc, "MPI_Allgather");
+  memcpy(first, mine, sizeof first);
+  int rc = MPI_Bcast(first, SCALE_TEXT, MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (rc != MPI_SUCCESS) return mpi_failed(err, rc, "MPI_Bcast");
+  int me = memcmp(mine, first, SCALE_TEXT) ? sc->rank : sc->size, low = sc->size;
+  rc = MPI_Allreduce(&me, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (rc != MPI_SUCCESS) return mpi_failed(err, rc, "MPI_Allreduce");
+  if (low < sc->size) *differs = low;
+  return FDL_OK;
 }
 
 fdl_status fdl_scale_or(const fdl_scale *sc, void *bytes, size_t n, fdl_err *err) {

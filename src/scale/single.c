@@ -1,18 +1,22 @@
-/* single.c - the group of one process (see scale.h): the plain build's implementation, and the
- * library's in every build. */
+/* single.c - the group of one process (see fidelis/scale.h): the plain build's implementation, and
+ * the library's in every build. */
 #include <string.h>
 
-#include "scale/scale.h"
+#include "fidelis/scale.h"
 
-fdl_status fdl_scale_open(int *argc, char ***argv, fdl_scale **out, fdl_err *err) {
-  (void)argc, (void)argv, (void)err;
+fdl_status fdl_scale_open(const char *fault, fdl_scale **out, fdl_err *err) {
+  (void)fault, (void)err;
   *out = NULL;
   return FDL_OK;
 }
 
-void fdl_scale_close(fdl_scale *sc) { (void)sc; }
+void fdl_scale_close(fdl_scale *sc) {
+  (void)sc;
+}
 
-bool fdl_scale_built(void) { return false; }
+bool fdl_scale_built(void) {
+  return false;
+}
 
 int fdl_scale_rank(const fdl_scale *sc) {
   (void)sc;
