@@ -43,13 +43,16 @@ static void usage(FILE *f) {
           "  --tokenizer-id ID    tokenizer.id [tokenizer.json-sha256-<16 hex> of the model's\n"
           "                       tokenizer.json; unknown-tokenizer-vocab-<N> without one]\n"
           "  --created-utc T      created_utc, YYYY-MM-DDTHH:MM:SSZ [SOURCE_DATE_EPOCH, else now]\n"
-          "  --threads N          1 to %d [all cores]; no bit depends on it\n"
+          "  --threads N          1 to %d [all cores; under mpirun, per rank: its bound cores,\n"
+          "                       or its share of the machine's]; no bit depends on it\n"
           "  --isa NAME           GEMM kernels: auto, scalar, avx2, avx512 [auto]; no bit\n"
           "                       depends on it\n"
           "  --progress           a progress line on stderr even when it is not a terminal\n"
           "  --quiet              no progress line\n"
           "  --json               print the result as JSON\n"
           "  -h, --help           show this help\n\n"
+          "The MPI build runs as `mpirun -n R fidelis capture ...`: records dealt to the ranks\n"
+          "in turn, the same dataset bytes as one process (docs/SCALE.md).\n\n"
           "exit codes: 0 written; 3 refused (nothing written: DATASET exists, an unsupported or\n"
           "corrupt model, a panel or record pack refuses); 4 bad usage, an input that cannot be\n"
           "opened, a write that failed, out of memory\n",
@@ -146,7 +149,8 @@ static int capture_in(args *ap, fdl_cli_ranks *ranks) {
   int rc = FDL_EXIT_OK;
   if (!ranks->lead) a.progress = -1;
   fdl_cli_progress pr;
-  fdl_cli_progress_init(&pr, "capture: records", a.progress);
+  fdl_cli_progress_init(&pr, "capture", a.progress);
+  pr.unit = "records";
   a.o.progress = fdl_cli_progress_cb;
   a.o.progress_arg = &pr;
   a.o.notice = fdl_cli_notice;

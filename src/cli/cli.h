@@ -220,10 +220,11 @@ bool fdl_cli_put(const char *s, size_t n);
 
 /* ---- compare / synth helpers (progress.c) ---------------------------------------------- */
 
-/* A progress line on stderr: shown when mode > 0 (--progress), or mode == 0 and stderr is a
- * terminal; never when mode < 0 (--quiet). */
+/* A progress line on stderr (done/total, elapsed, rate and ETA): shown when mode > 0 (--progress),
+ * or mode == 0 and stderr is a terminal; never when mode < 0 (--quiet). */
 typedef struct {
   const char *label;
+  const char *unit; /* what done counts ("rows" when NULL) */
   bool enabled, drawn;
   double t0, last;
 } fdl_cli_progress;
