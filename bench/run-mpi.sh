@@ -23,6 +23,7 @@ mpi=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl=self,vader
   mpirun --allow-run-as-root --oversubscribe --bind-to none)
 contexts=${FDL_MPI_BENCH_CONTEXTS:-8}
+export SOURCE_DATE_EPOCH=1767225600 # one created_utc, so the outputs can be compared byte for byte
 "$cli" synth --out "$work/hidden" --vocab 248320 --hidden 2560 --contexts "$contexts" \
   --tokens-per-context 33 >/dev/null
 args=("$work/hidden/reference" "$work/hidden/candidate" --own-heads --quiet)
