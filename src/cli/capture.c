@@ -126,27 +126,24 @@ int fdl_cli_capture_check(int argc, char **argv, FILE *out, FILE *diag) {
   return parse(&a, argc, argv, out, diag);
 }
 
-static int capture_in(args *a, fdl_cli_ranks *ranks);
+static int capture_in(void *arg, fdl_cli_ranks *ranks);
 
 int fdl_cli_capture(int argc, char **argv) {
   args a;
   int rc = parse(&a, argc, argv, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
-  fdl_cli_ranks ranks;
-  if ((rc = fdl_cli_ranks_open("capture", &ranks)) != 0) return rc;
-  if ((rc = fdl_cli_input_model("capture", a.o.model_dir)) == 0 &&
-      (rc = fdl_cli_input_file("capture", a.o.panel_path)) == 0) {
-    a.o.scale = ranks.sc;
-    a.o.threads = fdl_scale_threads(ranks.sc, a.o.threads);
-    rc = capture_in(&a, &ranks);
-  }
-  return fdl_cli_ranks_close(&ranks, rc);
+  return fdl_cli_ranks_main("capture", capture_in, &a);
 }
 
 /* One rank's capture: rank 0 alone shows progress and prints (see fdl_cli_ranks). */
-static int capture_in(args *ap, fdl_cli_ranks *ranks) {
-  args a = *ap;
-  int rc = FDL_EXIT_OK;
+static int capture_in(void *arg, fdl_cli_ranks *ranks) {
+  args a = *(args *)arg;
+  int rc;
+  if ((rc = fdl_cli_input_model("capture", a.o.model_dir)) != 0 ||
+      (rc = fdl_cli_input_file("capture", a.o.panel_path)) != 0)
+    return rc;
+  a.o.scale = ranks->sc;
+  a.o.threads = fdl_scale_threads(ranks->sc, a.o.threads);
   if (!ranks->lead) a.progress = -1;
   fdl_cli_progress pr;
   fdl_cli_progress_init(&pr, "capture", a.progress);
@@ -161,6 +158,7 @@ static int capture_in(args *ap, fdl_cli_ranks *ranks) {
   fdl_status s = fdl_capture(&a.o, &r, &err);
   fdl_cli_progress_end(&pr);
   fdl_cli_ranks_time(ranks, fdl_cli_now() - t0, a.o.threads ? a.o.threads : fdl_pool_cpu_count());
+  rc = FDL_EXIT_OK;
   if (s != FDL_OK) {
     fdl_refusal ref = r.refusal;
     ref.status = s;

@@ -247,14 +247,12 @@ typedef struct {
   double *secs;     /* rank 0: every rank's seconds */
 } fdl_cli_ranks;
 
-/* Joins the group; every rank but 0 then prints nothing (stdout and stderr go to /dev/null).
- * 0, or an exit code after a report. */
-int fdl_cli_ranks_open(const char *cmd, fdl_cli_ranks *rk);
+/* Joins the group (every rank but 0 then prints nothing: stdout and stderr go to /dev/null),
+ * runs body on this rank, and leaves the group with rank 0's exit code, the job's one code. */
+int fdl_cli_ranks_main(const char *cmd, int (*body)(void *arg, fdl_cli_ranks *rk), void *arg);
 /* Collective: rank 0 learns every rank's seconds. */
 void fdl_cli_ranks_time(fdl_cli_ranks *rk, double secs, unsigned threads);
 /* Adds ranks, threads_per_rank and rank_seconds to a --json summary (the MPI build only). */
 void fdl_cli_ranks_json(const fdl_cli_ranks *rk, json_t *o);
-/* Collective: leaves the group; returns rank 0's rc, the job's one exit code. */
-int fdl_cli_ranks_close(fdl_cli_ranks *rk, int rc);
 
 #endif

@@ -384,28 +384,25 @@ static void headline_json(const fdl_compare_result *r, int exit_code, const fdl_
   json_decref(o);
 }
 
-static int compare_in(cli_opts *c, fdl_cli_ranks *ranks);
+static int compare_in(void *arg, fdl_cli_ranks *ranks);
 
 int fdl_cli_compare(int argc, char **argv) {
   cli_opts c;
   int rc = parse(argc, argv, &c, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
-  fdl_cli_ranks ranks;
-  if ((rc = fdl_cli_ranks_open("compare", &ranks)) != 0) return rc;
-  if ((rc = fdl_cli_input_dataset("compare", c.o.reference, false)) == 0 &&
-      (rc = fdl_cli_input_dataset("compare", c.o.candidate, false)) == 0 &&
-      (!c.o.head_path || (rc = fdl_cli_input_file("compare", c.o.head_path)) == 0)) {
-    c.o.scale = ranks.sc;
-    c.o.threads = fdl_scale_threads(ranks.sc, c.o.threads);
-    rc = compare_in(&c, &ranks);
-  }
-  return fdl_cli_ranks_close(&ranks, rc);
+  return fdl_cli_ranks_main("compare", compare_in, &c);
 }
 
 /* One rank's compare: rank 0 alone shows progress and prints (see fdl_cli_ranks). */
-static int compare_in(cli_opts *cp, fdl_cli_ranks *ranks) {
-  cli_opts c = *cp;
+static int compare_in(void *arg, fdl_cli_ranks *ranks) {
+  cli_opts c = *(cli_opts *)arg;
   int rc;
+  if ((rc = fdl_cli_input_dataset("compare", c.o.reference, false)) != 0 ||
+      (rc = fdl_cli_input_dataset("compare", c.o.candidate, false)) != 0 ||
+      (c.o.head_path && (rc = fdl_cli_input_file("compare", c.o.head_path)) != 0))
+    return rc;
+  c.o.scale = ranks->sc;
+  c.o.threads = fdl_scale_threads(ranks->sc, c.o.threads);
   if (!ranks->lead) c.progress = -1, c.json = false, c.quiet = true;
   fdl_cli_progress prog;
   fdl_cli_progress_init(&prog, "compare", c.progress);

@@ -7,7 +7,7 @@
 
 #include "cli/cli.h"
 
-int fdl_cli_ranks_open(const char *cmd, fdl_cli_ranks *rk) {
+static int ranks_open(const char *cmd, fdl_cli_ranks *rk) {
   memset(rk, 0, sizeof *rk);
   fdl_err err = {FDL_OK, ""};
   /* FDL_MPI_FAULT: the MPI tests' failing rank (docs/SCALE.md); one process ignores it. */
@@ -46,10 +46,17 @@ void fdl_cli_ranks_json(const fdl_cli_ranks *rk, json_t *o) {
   json_object_set_new(o, "rank_seconds", a ? a : json_null());
 }
 
-int fdl_cli_ranks_close(fdl_cli_ranks *rk, int rc) {
+static int ranks_close(fdl_cli_ranks *rk, int rc) {
   rc = fdl_scale_bcast_int(rk->sc, rc);
   free(rk->secs);
   fdl_scale_close(rk->sc);
   memset(rk, 0, sizeof *rk);
   return rc;
+}
+
+int fdl_cli_ranks_main(const char *cmd, int (*body)(void *arg, fdl_cli_ranks *rk), void *arg) {
+  fdl_cli_ranks rk;
+  int rc = ranks_open(cmd, &rk);
+  if (rc != 0) return rc;
+  return ranks_close(&rk, body(arg, &rk));
 }

@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import compare_util as U  # noqa: E402,F401
+import compare_util as U  # noqa: E402
+import numpy as np  # noqa: E402
 
 MPI_CLI = os.environ.get("FDL_CLI", "build-mpi/fidelis")
 SERIAL_CLI = os.environ.get("FDL_CLI_SERIAL",
@@ -55,20 +56,18 @@ def serial(args, timeout=600):
     return subprocess.run([SERIAL_CLI, *args], capture_output=True, text=True, timeout=timeout)
 
 
-def tree(root):
-    """{relative path: bytes} of every file under root."""
-    out = {}
-    for d, _, files in os.walk(root):
-        for f in files:
-            p = os.path.join(d, f)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, root)] = fh.read()
-    return out
-
-
 def same_tree(a, b):
-    ta, tb = tree(a), tree(b)
+    ta, tb = U.tree(a), U.tree(b)
     return sorted(ta) == sorted(tb) and all(ta[k] == tb[k] for k in ta), sorted(ta)
+
+
+def hidden_pair(B, noise=0.3):
+    """(reference, candidate): B's random hidden states and head, and the candidate's states
+    with noise, packed as a root and a quant dataset over one head."""
+    H0 = B.random_hidden()
+    H1 = [h + (B.rng.standard_normal(h.shape) * noise).astype(np.float32) for h in H0]
+    W = B.random_head()
+    return B.pack("R", tensors=H0, head=W), B.pack("Q", tensors=H1, head=W, role="quant")
 
 
 def leftovers(parent):

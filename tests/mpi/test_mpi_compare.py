@@ -66,11 +66,7 @@ def main():
     check_pair("hash-proof", R, R2, ["--self-compare"])
 
     T = U.Builder(vocab=48, hidden=16, contexts=2, tokens=25, seed=9)
-    T0 = T.random_hidden()
-    T1 = [h + (T.rng.standard_normal(h.shape) * 0.3).astype(np.float32) for h in T0]
-    TW = T.random_head()
-    TA = T.pack("TA", tensors=T0, head=TW)
-    TB = T.pack("TB", tensors=T1, head=TW, role="quant")
+    TA, TB = M.hidden_pair(T)
     check_pair("idle-rank", TA, TB, [], ranks=(3,))
     U.finish("test_mpi_compare")
 

@@ -15,8 +15,6 @@ import os
 import shutil
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpi_util as M  # noqa: E402
 
@@ -47,11 +45,7 @@ def main():
     M.need_mpi()
     U.require_shared()
     B = U.Builder(vocab=48, hidden=16, contexts=4, tokens=19, seed=3)
-    H0 = B.random_hidden()
-    H1 = [h + (B.rng.standard_normal(h.shape) * 0.3).astype(np.float32) for h in H0]
-    W = B.random_head()
-    R = B.pack("R", tensors=H0, head=W)
-    Q = B.pack("Q", tensors=H1, head=W, role="quant")
+    R, Q = M.hidden_pair(B)
     outs = os.path.join(B.dir, "outs")
     os.makedirs(outs)
 
