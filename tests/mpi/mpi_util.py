@@ -76,6 +76,15 @@ def leftovers(parent):
 
 
 def none_running(marker):
-    """No process whose command line holds marker (a rank that outlived its job)."""
-    p = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
-    return p.stdout.strip() == ""
+    """No live process whose command line holds marker (a rank that outlived its job)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmd:
+            return False
+    return True
