@@ -4,7 +4,8 @@
 # built without MPI, then the MPI program at R = 1 and R = 2 ranks on this machine. Each runs
 # three times; the best wall time and the peak RSS of the biggest process are printed, with
 # R=1 vs the plain program (target: within 5 %) and R=2 vs R=1 (target: >= 1.8x on two idle
-# cores). Every output is checked byte-identical to the plain program's.
+# cores; FDL_MPI_BENCH_EXTRA="3 4" adds oversubscribed runs). Every output is checked
+# byte-identical to the plain program's.
 # Usage: bench/run-mpi.sh BUILD_DIR (the MPI program is taken from $FDL_MPI_BUILD, default
 # build-mpi; `make bench` builds it).
 set -euo pipefail
@@ -68,4 +69,14 @@ printf '  mpirun -n 1        %6.2f s  %6s MiB   vs plain %.3fx (target within 5%
   "$(mib "$r1")" "$(awk "BEGIN{print $t0/$t1}")"
 printf '  mpirun -n 2        %6.2f s  %6s MiB   vs R=1 %.2fx (target >= 1.8x)\n' "$t2" \
   "$(mib "$r2")" "$(awk "BEGIN{print $t1/$t2}")"
+# Oversubscribed runs on request (FDL_MPI_BENCH_EXTRA="3 4"): more ranks than cores.
+for n in ${FDL_MPI_BENCH_EXTRA:-}; do
+  read -r tn rn < <(best "r$n" "${mpi[@]}" -n "$n" "$mcli")
+  diff -r "$work/out-plain" "$work/out-r$n" >/dev/null || {
+    echo "FAIL: the r$n output differs from the plain program's" >&2
+    exit 1
+  }
+  printf '  mpirun -n %-2s       %6.2f s  %6s MiB   vs R=1 %.2fx (oversubscribed)\n' "$n" "$tn" \
+    "$(mib "$rn")" "$(awk "BEGIN{print $t1/$tn}")"
+done
 echo "  outputs byte-identical to the plain program's"
