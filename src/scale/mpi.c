@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/fault.h"
@@ -34,6 +35,12 @@ struct fdl_scale {
   scale_fault *fault; /* NULL: none */
 };
 
+/* A rank that waits for the others (its share done first, or rank 0 still writing) polls its
+ * request this often and sleeps in between, rather than spinning a core the busy ranks need:
+ * MPI's blocking calls poll without sleeping, and with more ranks than cores that spinning
+ * takes the computing ranks' time. */
+#define SCALE_POLL_NS 200000L
+
 /* Messages go in pieces MPI's int counts can hold. */
 #define SCALE_PIECE ((size_t)1 << 30)
 
@@ -42,6 +49,17 @@ static fdl_status mpi_failed(fdl_err *err, int rc, const char *what) {
   int len = 0;
   if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "error %d", rc);
   return fdl_fail(err, FDL_IO, "MPI %s failed: %s", what, text);
+}
+
+/* Completes a nonblocking call started with rc, sleeping between polls. */
+static fdl_status wait_quietly(int rc, MPI_Request *req, const char *what, fdl_err *err) {
+  int done = 0;
+  while (rc == MPI_SUCCESS && (rc = MPI_Test(req, &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS &&
+         !done) {
+    struct timespec ts = {0, SCALE_POLL_NS};
+    nanosleep(&ts, NULL);
+  }
+  return rc == MPI_SUCCESS ? FDL_OK : mpi_failed(err, rc, what);
 }
 
 static fdl_status parse_fault(fdl_scale *sc, const char *f, fdl_err *err) {
@@ -143,8 +161,11 @@ fdl_status fdl_scale_agree(const fdl_scale *sc, fdl_status s, fdl_refusal *r, fd
   if (!sc) return s;
   s = fire_fault(sc, s, err);
   int me = s != FDL_OK ? sc->rank : sc->size, first = sc->size;
-  int rc = MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (rc != MPI_SUCCESS) return mpi_failed(err, rc, "MPI_Allreduce");
+  MPI_Request req;
+  fdl_status ws =
+      wait_quietly(MPI_Iallreduce(&me, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &req), &req,
+                   "MPI_Iallreduce", err);
+  if (ws != FDL_OK) return ws;
   if (first >= sc->size) return FDL_OK;
   agree_packet pk;
   memset(&pk, 0, sizeof pk);
@@ -153,7 +174,7 @@ fdl_status fdl_scale_agree(const fdl_scale *sc, fdl_status s, fdl_refusal *r, fd
     if (r) pk.r = *r;
     if (err) snprintf(pk.msg, sizeof pk.msg, "%s", err->msg);
   }
-  rc = MPI_Bcast(&pk, (int)sizeof pk, MPI_BYTE, first, MPI_COMM_WORLD);
+  int rc = MPI_Bcast(&pk, (int)sizeof pk, MPI_BYTE, first, MPI_COMM_WORLD);
   if (rc != MPI_SUCCESS) return mpi_failed(err, rc, "MPI_Bcast");
   if (r) *r = pk.r;
   fdl_status got = (fdl_status)pk.status;
@@ -197,8 +218,11 @@ fdl_status fdl_scale_send(const fdl_scale *sc, int to, const void *p, size_t n, 
   if (!sc) return fdl_fail(err, FDL_INVALID, "no rank %d in a group of one process", to);
   for (size_t at = 0; at < n; at += SCALE_PIECE) {
     int len = (int)(n - at < SCALE_PIECE ? n - at : SCALE_PIECE);
-    int rc = MPI_Send((const unsigned char *)p + at, len, MPI_BYTE, to, 0, MPI_COMM_WORLD);
-    if (rc != MPI_SUCCESS) return mpi_failed(err, rc, "MPI_Send");
+    MPI_Request req;
+    fdl_status ws = wait_quietly(
+        MPI_Isend((const unsigned char *)p + at, len, MPI_BYTE, to, 0, MPI_COMM_WORLD, &req), &req,
+        "MPI_Isend", err);
+    if (ws != FDL_OK) return ws;
   }
   return FDL_OK;
 }
@@ -207,9 +231,11 @@ fdl_status fdl_scale_recv(const fdl_scale *sc, int from, void *p, size_t n, fdl_
   if (!sc) return fdl_fail(err, FDL_INVALID, "no rank %d in a group of one process", from);
   for (size_t at = 0; at < n; at += SCALE_PIECE) {
     int len = (int)(n - at < SCALE_PIECE ? n - at : SCALE_PIECE);
-    int rc = MPI_Recv((unsigned char *)p + at, len, MPI_BYTE, from, 0, MPI_COMM_WORLD,
-                      MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) return mpi_failed(err, rc, "MPI_Recv");
+    MPI_Request req;
+    fdl_status ws = wait_quietly(
+        MPI_Irecv((unsigned char *)p + at, len, MPI_BYTE, from, 0, MPI_COMM_WORLD, &req), &req,
+        "MPI_Irecv", err);
+    if (ws != FDL_OK) return ws;
   }
   return FDL_OK;
 }
@@ -219,12 +245,15 @@ fdl_status fdl_scale_gather_f64(const fdl_scale *sc, double v, double *all, fdl_
     if (all) all[0] = v;
     return FDL_OK;
   }
-  int rc = MPI_Gather(&v, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  return rc == MPI_SUCCESS ? FDL_OK : mpi_failed(err, rc, "MPI_Gather");
+  MPI_Request req;
+  return wait_quietly(MPI_Igather(&v, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD, &req),
+                      &req, "MPI_Igather", err);
 }
 
 int fdl_scale_bcast_int(const fdl_scale *sc, int v) {
   if (!sc || sc->size == 1) return v;
-  MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Request req;
+  /* A failure keeps this rank's own v (MPI's default error handler has ended the job first). */
+  (void)wait_quietly(MPI_Ibcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD, &req), &req, "MPI_Ibcast", NULL);
   return v;
 }
