@@ -4,7 +4,8 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test check-asan check-tsan install fuzz fuzz-run fuzz-long bench demo format clean
+.PHONY: all deps build test check-asan check-tsan build-mpi check-mpi install fuzz fuzz-run fuzz-long \
+	bench demo format clean
 
 all: build
 
@@ -42,6 +43,17 @@ check-tsan: deps
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir build-tsan \
 	  --output-on-failure -j $(JOBS) -R '$(TSAN_TESTS)' $(CTEST_ARGS)
 
+# The MPI build (docs/SCALE.md): `fidelis` with Open MPI and `fidelis-serial` beside it, in
+# build-mpi. check-mpi runs its tests (ctest label mpi): mpirun of compare and capture against
+# fidelis-serial, byte for byte, and a failing rank.
+MPI_BUILD ?= build-mpi
+build-mpi: deps
+	cmake -S . -B $(MPI_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFDL_MPI=ON $(CMAKE_FLAGS)
+	cmake --build $(MPI_BUILD) -j $(JOBS) --target fidelis fidelis-serial
+
+check-mpi: build-mpi
+	ctest --test-dir $(MPI_BUILD) --output-on-failure -j $(JOBS) -L mpi
+
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
@@ -63,9 +75,9 @@ fuzz-long: fuzz
 	fuzz/run-long build-fuzz $(FUZZ_LONG_SECONDS) $(FUZZ_TARGETS)
 
 # torch is the second baseline of the KL benchmark; only the benchmark installs it.
-bench: build
+bench: build build-mpi
 	@FDL_WITH_TORCH=1 scripts/install-deps --check >/dev/null 2>&1 || FDL_WITH_TORCH=1 scripts/install-deps
-	bench/run $(BUILD)
+	FDL_MPI_BUILD=$(MPI_BUILD) bench/run $(BUILD)
 
 demo: build
 	scripts/demo $(BUILD)
@@ -74,4 +86,4 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-asan build-tsan build-fuzz build-release
+	rm -rf build build-asan build-tsan build-fuzz build-release build-mpi

@@ -196,6 +196,17 @@ class Builder:
         return self.path(name)
 
 
+def tree(root):
+    """{relative path: bytes} of every file under root."""
+    out = {}
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = fh.read()
+    return out
+
+
 def load_manifest(ds):
     with open(os.path.join(ds, "fidelity-dataset.json"), encoding="utf-8") as f:
         return json.load(f)

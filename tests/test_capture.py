@@ -42,15 +42,7 @@ def capture(model, panel, out, *extra):
                "--quiet", *extra)
 
 
-def tree(root):
-    """{relative path: bytes} of every file under root."""
-    out = {}
-    for d, _, files in os.walk(root):
-        for f in files:
-            p = os.path.join(d, f)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, root)] = fh.read()
-    return out
+tree = U.tree
 
 
 def isas():

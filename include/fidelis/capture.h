@@ -53,6 +53,10 @@ typedef struct {
   void *progress_arg;
   bool hidden_f32; /* hidden form: store the engine's F32 hidden states as F32 (dtype_lossless)
                       rather than BF16; ignored for logits, which are always F32 */
+  /* NULL: one process. The MPI build's program passes its group (docs/SCALE.md): every rank
+   * runs its share of the records, and rank 0 alone writes the dataset, the same bytes as one
+   * process. */
+  const struct fdl_scale *scale;
 } fdl_capture_opts;
 
 typedef struct {

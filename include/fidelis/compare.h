@@ -96,6 +96,10 @@ typedef struct {
   void *on_validated_arg;
   fdl_notice_fn notice; /* optional: told about stale staging directories removed */
   void *notice_arg;
+  /* NULL: one process. The MPI build's program passes its group (docs/SCALE.md): every rank
+   * calls fdl_compare with the same options, computes its share of the records, and rank 0
+   * alone writes the output, the same bytes as one process. */
+  const struct fdl_scale *scale;
 } fdl_compare_opts;
 
 /* The defaults: bootstrap on, js -1, seed 0, everything else zero/NULL. */

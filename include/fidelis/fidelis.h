@@ -54,6 +54,7 @@
 #include "vocab.h"
 #include "dataset.h"
 #include "compare.h"
+#include "scale.h"
 #include "engine.h"
 #include "model.h"
 #include "synth.h"

@@ -27,6 +27,7 @@
 #include "fidelis/tensor.h"
 #include "fidelis/tokenizer.h"
 #include "fidelis/path.h"
+#include "fidelis/scale.h"
 #include "fdl_source_digests.h"
 
 /* The numeric policy recorded in the stack fingerprint: what fixes the bits. */
@@ -230,8 +231,10 @@ static fdl_status real_length(const fdl_ds_panel_line *l, size_t *n, fdl_err *er
   return FDL_OK;
 }
 
-static fdl_status write_record(capture *c, const fdl_ds_panel_line *l, float *bounds, float *buf,
-                               uint16_t *bf, int32_t *ids, fdl_err *err) {
+/* One record's rows as stored (BF16, or F32), from the engine: *t names them, in buf or bf. */
+static fdl_status compute_record(capture *c, const fdl_ds_panel_line *l, float *bounds, float *buf,
+                                 uint16_t *bf, int32_t *ids, fdl_tensor_in *t, int64_t shape[2],
+                                 fdl_err *err) {
   size_t n = 0;
   fdl_status s = real_length(l, &n, err);
   if (s != FDL_OK) return s;
@@ -260,47 +263,110 @@ static fdl_status write_record(capture *c, const fdl_ds_panel_line *l, float *bo
     return fdl_fail(err, FDL_INVALID, "panel record %" PRId64 ": %zu rows but %" PRId64 " scored",
                     l->index, rows, l->scored);
   buf += from * width;
-  int64_t shape[2] = {(int64_t)rows, (int64_t)width};
+  shape[0] = (int64_t)rows;
+  shape[1] = (int64_t)width;
   bool narrow = hidden && !c->o->hidden_f32;
-  fdl_tensor_in t = {.name = hidden ? "hidden_states" : "logits",
-                     .dtype = narrow ? FDL_DTYPE_BF16 : FDL_DTYPE_F32,
-                     .ndim = 2,
-                     .shape = shape,
-                     .data = buf};
+  *t = (fdl_tensor_in){.name = hidden ? "hidden_states" : "logits",
+                       .dtype = narrow ? FDL_DTYPE_BF16 : FDL_DTYPE_F32,
+                       .ndim = 2,
+                       .shape = shape,
+                       .data = buf};
   if (narrow) {
     fdl_f32_to_bf16_n(buf, bf, rows * width);
-    t.data = bf;
+    t->data = bf;
   }
+  return FDL_OK;
+}
+
+static fdl_status store_record(capture *c, const fdl_ds_panel_line *l, const fdl_tensor_in *t,
+                               fdl_err *err) {
   char name[64];
   snprintf(name, sizeof name, "tensors/%04" PRId64 ".safetensors", l->index);
   char *path = fdl_path_join(c->inputs, name);
-  s = path ? fdl_safetensors_write(path, &t, 1, NULL, err)
-           : fdl_fail(err, FDL_NOMEM, "out of memory");
+  fdl_status s = path ? fdl_safetensors_write(path, t, 1, NULL, err)
+                      : fdl_fail(err, FDL_NOMEM, "out of memory");
   free(path);
   return s;
 }
 
+/* Bytes of record l's stored rows: what its owner sends rank 0. */
+static size_t record_bytes(const capture *c, const fdl_ds_panel_line *l) {
+  bool hidden = c->o->form == FDL_CAPTURE_HIDDEN;
+  size_t width = hidden ? c->info->hidden : c->info->vocab;
+  size_t elem = hidden && !c->o->hidden_f32 ? sizeof(uint16_t) : sizeof(float);
+  return (size_t)(l->scored > 0 ? l->scored : 0) * width * elem;
+}
+
+/* Rank 0's copy of record l from rank k: its stored rows into buf (or bf) as compute_record
+ * would have left them, and its layer boundaries. */
+static fdl_status receive_record(capture *c, const fdl_ds_panel_line *l, int k, float *bounds,
+                                 float *buf, uint16_t *bf, fdl_tensor_in *t, int64_t shape[2],
+                                 fdl_err *err) {
+  bool hidden = c->o->form == FDL_CAPTURE_HIDDEN, narrow = hidden && !c->o->hidden_f32;
+  shape[0] = l->scored;
+  shape[1] = (int64_t)(hidden ? c->info->hidden : c->info->vocab);
+  *t = (fdl_tensor_in){.name = hidden ? "hidden_states" : "logits",
+                       .dtype = narrow ? FDL_DTYPE_BF16 : FDL_DTYPE_F32,
+                       .ndim = 2,
+                       .shape = shape,
+                       .data = narrow ? (void *)bf : (void *)buf};
+  fdl_status s = fdl_scale_recv(c->o->scale, k, (void *)t->data, record_bytes(c, l), err);
+  if (s == FDL_OK && bounds)
+    s = fdl_scale_recv(c->o->scale, k, bounds,
+                       (c->info->layers + 2) * c->info->hidden * sizeof *bounds, err);
+  return s;
+}
+
+/* Records are dealt to the ranks in turn (record i to rank i mod R) and run in rounds of R:
+ * every rank runs its record of the round, the ranks agree, and the others send theirs to rank
+ * 0, which writes them all. One process: a round is one record. */
 static fdl_status write_records(capture *c, const fdl_ds_panel *p, fdl_err *err) {
+  const fdl_scale *sc = c->o->scale;
+  size_t size = (size_t)fdl_scale_size(sc), rank = (size_t)fdl_scale_rank(sc);
   size_t longest = 0;
   for (size_t i = 0; i < p->n; i++)
     longest = p->lines[i].ntok > longest ? p->lines[i].ntok : longest;
   size_t width = c->o->form == FDL_CAPTURE_HIDDEN ? c->info->hidden : c->info->vocab;
-  size_t t;
-  if (!fdl_size_mul(longest, width, &t) || !fdl_size_mul(t, sizeof(float), &t))
-    return fdl_fail(err, FDL_TOO_LARGE, "a context of %zu tokens x %zu floats does not fit",
-                    longest, width);
+  fdl_status s = FDL_OK;
+  size_t bytes;
+  if (!fdl_size_mul(longest, width, &bytes) || !fdl_size_mul(bytes, sizeof(float), &bytes))
+    s = fdl_fail(err, FDL_TOO_LARGE, "a context of %zu tokens x %zu floats does not fit", longest,
+                 width);
   size_t per = (c->info->layers + 2) * c->info->hidden;
-  if (c->o->layers_path && !(c->bounds = fdl_calloc(p->n, per * sizeof *c->bounds)))
-    return fdl_fail(err, FDL_NOMEM, "out of memory for the layer boundaries");
-  float *buf = fdl_huge_alloc(longest * width * sizeof *buf);
-  uint16_t *bf = fdl_malloc(longest * width * sizeof *bf);
-  int32_t *ids = fdl_malloc(longest * sizeof *ids);
-  char *dir = fdl_path_join(c->inputs, "tensors");
-  fdl_status s =
-      buf && bf && ids && dir ? fdl_mkdirs(dir, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
-  for (size_t i = 0; s == FDL_OK && i < p->n; i++) {
-    s = write_record(c, &p->lines[i], c->bounds ? c->bounds + i * per : NULL, buf, bf, ids, err);
-    if (s == FDL_OK && c->o->progress) c->o->progress(c->o->progress_arg, i + 1, p->n);
+  if (s == FDL_OK && c->o->layers_path && !(c->bounds = fdl_calloc(p->n, per * sizeof *c->bounds)))
+    s = fdl_fail(err, FDL_NOMEM, "out of memory for the layer boundaries");
+  float *buf = s == FDL_OK ? fdl_huge_alloc(longest * width * sizeof *buf) : NULL;
+  uint16_t *bf = s == FDL_OK ? fdl_malloc(longest * width * sizeof *bf) : NULL;
+  int32_t *ids = s == FDL_OK ? fdl_malloc(longest * sizeof *ids) : NULL;
+  char *dir = rank == 0 && s == FDL_OK ? fdl_path_join(c->inputs, "tensors") : NULL;
+  if (s == FDL_OK && (!buf || !bf || !ids || (rank == 0 && !dir)))
+    s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (s == FDL_OK && rank == 0) s = fdl_mkdirs(dir, err);
+  for (size_t r0 = 0; (s = fdl_scale_agree(sc, s, NULL, err)) == FDL_OK && r0 < p->n; r0 += size) {
+    fdl_tensor_in t;
+    int64_t shape[2];
+    size_t i = r0 + rank;
+    float *bounds = c->bounds && i < p->n ? c->bounds + i * per : NULL;
+    if (i < p->n) s = compute_record(c, &p->lines[i], bounds, buf, bf, ids, &t, shape, err);
+    if ((s = fdl_scale_agree(sc, s, NULL, err)) != FDL_OK) break;
+    if (rank == 0) {
+      if (r0 < p->n) s = store_record(c, &p->lines[r0], &t, err);
+      /* Every record of the round is taken, even after a failed write: its sender waits. */
+      fdl_status got = FDL_OK;
+      for (size_t k = 1; got == FDL_OK && k < size && r0 + k < p->n; k++) {
+        const fdl_ds_panel_line *l = &p->lines[r0 + k];
+        float *kb = c->bounds ? c->bounds + (r0 + k) * per : NULL;
+        fdl_err re = {FDL_OK, ""};
+        got = receive_record(c, l, (int)k, kb, buf, bf, &t, shape, &re);
+        if (got != FDL_OK && s == FDL_OK) s = fdl_fail(err, got, "%s", re.msg);
+        if (got == FDL_OK && s == FDL_OK) s = store_record(c, l, &t, err);
+      }
+      size_t done = r0 + size < p->n ? r0 + size : p->n;
+      if (s == FDL_OK && c->o->progress) c->o->progress(c->o->progress_arg, done, p->n);
+    } else if (i < p->n) {
+      s = fdl_scale_send(sc, 0, t.data, record_bytes(c, &p->lines[i]), err);
+      if (s == FDL_OK && bounds) s = fdl_scale_send(sc, 0, bounds, per * sizeof *bounds, err);
+    }
   }
   free(buf);
   free(bf);
@@ -574,9 +640,6 @@ static fdl_status pack(capture *c, fdl_capture_result *r, fdl_err *err) {
       r->scored_rows = pr.scored_rows;
     }
   }
-  /* The dataset leaves the staging directory by one no-replace rename; the inputs stay behind
-   * and go with it. */
-  if (s == FDL_OK) s = fdl_rename_noreplace(out, c->o->out_dir, err);
   free(meta_path);
   free(tensors);
   free(head);
@@ -584,29 +647,65 @@ static fdl_status pack(capture *c, fdl_capture_result *r, fdl_err *err) {
   return s;
 }
 
+/* The dataset leaves the staging directory by one no-replace rename; the inputs stay behind
+ * and go with it. */
+static fdl_status publish(capture *c, fdl_err *err) {
+  char *out = fdl_path_join(c->st.path, "dataset");
+  fdl_status s = out ? fdl_rename_noreplace(out, c->o->out_dir, err)
+                     : fdl_fail(err, FDL_NOMEM, "out of memory");
+  free(out);
+  return s;
+}
+
+/* What this rank loaded as the model and the panel: every rank must have read the same. */
+static fdl_status same_inputs(const capture *c, fdl_status s, fdl_err *err) {
+  char text[3 * FDL_SHA256_HEX_BUF + 8] = "", hex[FDL_SHA256_HEX_BUF] = "";
+  fdl_sha256 dg;
+  if (s == FDL_OK) {
+    snprintf(text, sizeof text, "%s|%s|%s", c->panel_hex, c->ckpt_hex, c->config_hex);
+    if ((s = fdl_sha256_buf(text, strlen(text), &dg, err)) == FDL_OK) fdl_sha256_hex(&dg, hex);
+  }
+  if ((s = fdl_scale_agree(c->o->scale, s, NULL, err)) != FDL_OK) return s;
+  int differs = -1;
+  if ((s = fdl_scale_same(c->o->scale, hex, &differs, err)) != FDL_OK || differs < 0) return s;
+  return fdl_fail(err, FDL_MISMATCH,
+                  "rank %d read another model or panel than rank 0 (their digests differ); put "
+                  "them on a filesystem every rank reads alike",
+                  differs);
+}
+
+/* Every rank loads the model and runs its records; rank 0 alone stages, writes, packs and
+ * publishes, after the ranks' last agreement (docs/SCALE.md). */
 fdl_status fdl_capture(const fdl_capture_opts *o, fdl_capture_result *r, fdl_err *err) {
   memset(r, 0, sizeof *r);
   if (!o->model_dir || !o->panel_path || !o->out_dir)
     return fdl_fail(err, FDL_INVALID, "capture: --model, --panel and --out are required");
   capture c = {.o = o};
   fdl_ds_panel p = {0};
+  bool lead = fdl_scale_rank(o->scale) == 0;
   /* Staged beside --out before any work: an existing --out or an unwritable parent is found
    * before the model is loaded. */
-  fdl_status s = o->layers_path && fdl_path_exists(o->layers_path)
-                     ? fdl_fail(err, FDL_EXISTS, "capture: --layers %s exists (never overwritten)",
-                                o->layers_path)
-                     : fdl_stage_open(&c.st, o->out_dir, 0, o->notice, o->notice_arg, err);
-  if (s == FDL_OK) {
-    c.inputs = fdl_path_join(c.st.path, ".inputs");
-    s = c.inputs ? fdl_mkdirs(c.inputs, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
-    if (s == FDL_OK) s = prepare(&c, &p, err);
-    if (s == FDL_OK) s = write_records(&c, &p, err);
-    if (s == FDL_OK) s = write_head(&c, err);
-    if (s == FDL_OK) s = pack(&c, r, err);
-    if (s == FDL_OK && o->layers_path) s = write_layers(&c, &p, err);
-    r->quantized = c.quant != NULL;
-    fdl_stage_abort(&c.st);
+  fdl_status s = FDL_OK;
+  if (lead) {
+    s = o->layers_path && fdl_path_exists(o->layers_path)
+            ? fdl_fail(err, FDL_EXISTS, "capture: --layers %s exists (never overwritten)",
+                       o->layers_path)
+            : fdl_stage_open(&c.st, o->out_dir, 0, o->notice, o->notice_arg, err);
+    if (s == FDL_OK) {
+      c.inputs = fdl_path_join(c.st.path, ".inputs");
+      s = c.inputs ? fdl_mkdirs(c.inputs, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
+    }
   }
+  if (s == FDL_OK) s = prepare(&c, &p, err);
+  if ((s = same_inputs(&c, s, err)) == FDL_OK) s = write_records(&c, &p, err);
+  if (s == FDL_OK && lead) s = write_head(&c, err);
+  if (s == FDL_OK && lead) s = pack(&c, r, err);
+  /* The last agreement: nothing is published unless every rank reached here. */
+  s = fdl_scale_agree(o->scale, s, lead ? &r->refusal : NULL, err);
+  if (s == FDL_OK && lead) s = publish(&c, err);
+  if (s == FDL_OK && lead && o->layers_path) s = write_layers(&c, &p, err);
+  r->quantized = c.quant != NULL;
+  fdl_stage_abort(&c.st);
   if (s != FDL_OK && err && strncmp(err->msg, "capture", 7)) fdl_err_prefix(err, "capture");
   fdl_ds_panel_free(&p);
   fdl_model_free(c.m);

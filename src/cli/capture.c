@@ -47,13 +47,16 @@ static void usage(FILE *f) {
           "  --tokenizer-id ID    tokenizer.id [tokenizer.json-sha256-<16 hex> of the model's\n"
           "                       tokenizer.json; unknown-tokenizer-vocab-<N> without one]\n"
           "  --created-utc T      created_utc, YYYY-MM-DDTHH:MM:SSZ [SOURCE_DATE_EPOCH, else now]\n"
-          "  --threads N          1 to %d [all cores]; no bit depends on it\n"
+          "  --threads N          1 to %d [all cores; under mpirun, per rank: its bound cores,\n"
+          "                       or its share of the machine's]; no bit depends on it\n"
           "  --isa NAME           GEMM kernels: auto, scalar, avx2, avx512 [auto]; no bit\n"
           "                       depends on it\n"
           "  --progress           a progress line on stderr even when it is not a terminal\n"
           "  --quiet              no progress line\n"
           "  --json               print the result as JSON\n" FDL_CLI_HUB_HELP
           "  -h, --help           show this help\n\n"
+          "The MPI build runs as `mpirun -n R fidelis capture ...`: records dealt to the ranks\n"
+          "in turn, the same dataset bytes as one process (docs/SCALE.md).\n\n"
           "exit codes: 0 written; 3 refused (nothing written: DATASET exists, an unsupported or\n"
           "corrupt model, a panel or record pack refuses); 4 bad usage, an input that cannot be\n"
           "opened, a write that failed, out of memory\n",
@@ -132,10 +135,20 @@ int fdl_cli_capture_check(int argc, char **argv, FILE *out, FILE *diag) {
   return parse(&a, argc, argv, out, diag);
 }
 
+static int capture_in(void *arg, fdl_cli_ranks *ranks);
+
 int fdl_cli_capture(int argc, char **argv) {
   args a;
   int rc = parse(&a, argc, argv, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
+  return fdl_cli_ranks_main("capture", capture_in, &a);
+}
+
+/* One rank's capture: rank 0 alone shows progress and prints (see fdl_cli_ranks). Every rank
+ * resolves an hf:// input itself (docs/HUB.md: under mpirun, fetch first). */
+static int capture_in(void *arg, fdl_cli_ranks *ranks) {
+  args a = *(args *)arg;
+  int rc;
   if ((rc = fdl_cli_hub_input("capture", &a.hub, &a.o.model_dir, true)) ||
       (rc = fdl_cli_hub_input("capture", &a.hub, &a.o.panel_path, false)) ||
       (rc = fdl_cli_input_model("capture", a.o.model_dir)) ||
@@ -156,16 +169,23 @@ int fdl_cli_capture(int argc, char **argv) {
     fdl_cli_hub_free(&a.hub);
     return rc;
   }
+  a.o.scale = ranks->sc;
+  a.o.threads = fdl_scale_threads(ranks->sc, a.o.threads);
+  if (!ranks->lead) a.progress = -1;
   fdl_cli_progress pr;
-  fdl_cli_progress_init(&pr, "capture: records", a.progress);
+  fdl_cli_progress_init(&pr, "capture", a.progress);
+  pr.unit = "records";
   a.o.progress = fdl_cli_progress_cb;
   a.o.progress_arg = &pr;
   a.o.notice = fdl_cli_notice;
   a.o.notice_arg = "capture";
   fdl_capture_result r;
   fdl_err err = {FDL_OK, ""};
+  double t0 = fdl_cli_now();
   fdl_status s = fdl_capture(&a.o, &r, &err);
   fdl_cli_progress_end(&pr);
+  fdl_cli_ranks_time(ranks, fdl_cli_now() - t0, a.o.threads ? a.o.threads : fdl_pool_cpu_count());
+  rc = FDL_EXIT_OK;
   if (s != FDL_OK) {
     fdl_refusal ref = r.refusal;
     ref.status = s;
@@ -174,11 +194,16 @@ int fdl_cli_capture(int argc, char **argv) {
     fdl_cli_hub_free(&a.hub);
     return fdl_cli_exit_for(s);
   }
+  if (!ranks->lead) {
+    fdl_cli_hub_free(&a.hub);
+    return rc;
+  }
   if (a.json) {
     json_t *j = json_pack("{s:o, s:s, s:s, s:I, s:I, s:b}", "out", fdl_cli_json_text(a.o.out_dir),
                           "dataset_sha256", r.dataset_sha256, "capture_content_digest",
                           r.capture_content_digest, "records", (json_int_t)r.records, "scored_rows",
                           (json_int_t)r.scored_rows, "quantized", r.quantized);
+    if (j) fdl_cli_ranks_json(ranks, j);
     rc = fdl_cli_print_json(j);
   } else {
     char shown[FDL_QUOTE_CAP];

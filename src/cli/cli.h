@@ -16,6 +16,7 @@
 #include "fidelis/fidelis.h"
 #include "fidelis/hub.h"
 #include "fidelis/refusal.h"
+#include "fidelis/scale.h"
 
 /* Exit codes shared with the reference tools (README.md, "Exit codes"). */
 enum {
@@ -222,10 +223,11 @@ bool fdl_cli_put(const char *s, size_t n);
 
 /* ---- compare / synth helpers (progress.c) ---------------------------------------------- */
 
-/* A progress line on stderr: shown when mode > 0 (--progress), or mode == 0 and stderr is a
- * terminal; never when mode < 0 (--quiet). */
+/* A progress line on stderr (done/total, elapsed, rate and ETA): shown when mode > 0 (--progress),
+ * or mode == 0 and stderr is a terminal; never when mode < 0 (--quiet). */
 typedef struct {
   const char *label;
+  const char *unit; /* what done counts ("rows" when NULL) */
   bool enabled, drawn;
   double t0, last;
 } fdl_cli_progress;
@@ -282,5 +284,24 @@ int fdl_cli_hub_file_real(fdl_cli_hub *h, const char **path);
 /* The Hugging Face variables of the environment (HF_HUB_CACHE, HF_HOME, HF_ENDPOINT, HF_TOKEN,
  * HF_TOKEN_PATH, HF_HUB_OFFLINE, XDG_CACHE_HOME, HOME) for the library's options. */
 void fdl_cli_hub_env(fdl_hub_env *e);
+
+/* ---- ranks (ranks.c; docs/SCALE.md) --------------------------------------------------- */
+
+/* compare and capture under mpirun: the group, and what the --json summary states of it. */
+typedef struct {
+  fdl_scale *sc; /* NULL: one process */
+  int size;
+  bool lead;        /* rank 0: the only rank that prints and writes */
+  unsigned threads; /* worker threads per rank */
+  double *secs;     /* rank 0: every rank's seconds */
+} fdl_cli_ranks;
+
+/* Joins the group (every rank but 0 then prints nothing: stdout and stderr go to /dev/null),
+ * runs body on this rank, and leaves the group with rank 0's exit code, the job's one code. */
+int fdl_cli_ranks_main(const char *cmd, int (*body)(void *arg, fdl_cli_ranks *rk), void *arg);
+/* Collective: rank 0 learns every rank's seconds. */
+void fdl_cli_ranks_time(fdl_cli_ranks *rk, double secs, unsigned threads);
+/* Adds ranks, threads_per_rank and rank_seconds to a --json summary (the MPI build only). */
+void fdl_cli_ranks_json(const fdl_cli_ranks *rk, json_t *o);
 
 #endif

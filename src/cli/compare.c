@@ -46,7 +46,9 @@ static void usage(FILE *f) {
       "  --vocab-chunk N           accepted for compatibility and not used: the vocabulary\n"
       "                            chunk (%d) and replay tile (%d rows) are fixed by the\n"
       "                            arithmetic contract, so no flag can move a number\n"
-      "  --threads N               worker threads, 1 to %d [all cores]; never changes a number\n"
+      "  --threads N               worker threads, 1 to %d [all cores; under mpirun, per rank:\n"
+      "                            its bound cores, or its share of the machine's]; never\n"
+      "                            changes a number\n"
       "  --bootstrap N             context-cluster bootstrap resamples [%d]\n"
       "  --seed S                  bootstrap seed [0]\n"
       "  --no-bootstrap            no confidence interval (uncertainty.method none)\n"
@@ -60,6 +62,8 @@ static void usage(FILE *f) {
       "  --quiet                   print nothing but errors: no progress bar, no summary\n"
       "  -h, --help                show this help\n\n"
       "SOURCE_DATE_EPOCH, when set, fixes created_utc.\n"
+      "The MPI build runs as `mpirun -n R fidelis compare ...`: whole records split among\n"
+      "the ranks, the same bytes as one process (docs/SCALE.md).\n"
       "exit codes: 0 strict receipt; 2 advisory receipt; 3 refused by a gate, a seal or the\n"
       "data (nothing written; also when DIR exists); 4 bad usage, a REFERENCE or CANDIDATE\n"
       "that cannot be opened as a directory, an unreadable --head, a read or\n"
@@ -344,7 +348,7 @@ static void print_json(json_t *o) {
 }
 
 static void headline_json(const fdl_compare_result *r, int exit_code, const fdl_err *err,
-                          double secs) {
+                          double secs, const fdl_cli_ranks *ranks) {
   json_t *o = json_object();
   json_object_set_new(o, "exit_code", json_integer(exit_code));
   if (!r->receipt) {
@@ -375,17 +379,31 @@ static void headline_json(const fdl_compare_result *r, int exit_code, const fdl_
     json_object_set_new(o, "disclosures", codes);
   }
   json_object_set_new(o, "duration_seconds", json_real(secs));
+  fdl_cli_ranks_json(ranks, o);
   print_json(o);
   json_decref(o);
 }
+
+static int compare_in(void *arg, fdl_cli_ranks *ranks);
 
 int fdl_cli_compare(int argc, char **argv) {
   cli_opts c;
   int rc = parse(argc, argv, &c, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
-  if ((rc = fdl_cli_input_dataset("compare", c.o.reference, false)) != 0) return rc;
-  if ((rc = fdl_cli_input_dataset("compare", c.o.candidate, false)) != 0) return rc;
-  if (c.o.head_path && (rc = fdl_cli_input_file("compare", c.o.head_path)) != 0) return rc;
+  return fdl_cli_ranks_main("compare", compare_in, &c);
+}
+
+/* One rank's compare: rank 0 alone shows progress and prints (see fdl_cli_ranks). */
+static int compare_in(void *arg, fdl_cli_ranks *ranks) {
+  cli_opts c = *(cli_opts *)arg;
+  int rc;
+  if ((rc = fdl_cli_input_dataset("compare", c.o.reference, false)) != 0 ||
+      (rc = fdl_cli_input_dataset("compare", c.o.candidate, false)) != 0 ||
+      (c.o.head_path && (rc = fdl_cli_input_file("compare", c.o.head_path)) != 0))
+    return rc;
+  c.o.scale = ranks->sc;
+  c.o.threads = fdl_scale_threads(ranks->sc, c.o.threads);
+  if (!ranks->lead) c.progress = -1, c.json = false, c.quiet = true;
   fdl_cli_progress prog;
   fdl_cli_progress_init(&prog, "compare", c.progress);
   c.o.progress = fdl_cli_progress_cb;
@@ -398,6 +416,11 @@ int fdl_cli_compare(int argc, char **argv) {
   fdl_status s = fdl_compare(&c.o, &r, &err);
   fdl_cli_progress_end(&prog);
   double secs = fdl_cli_now() - t0;
+  fdl_cli_ranks_time(ranks, secs, c.o.threads ? c.o.threads : fdl_pool_cpu_count());
+  if (!ranks->lead) {
+    fdl_compare_result_free(&r);
+    return 0; /* the exit code is rank 0's (fdl_cli_ranks_close) */
+  }
   if (s == FDL_INVALID) {
     fdl_compare_result_free(&r);
     fputs("fidelis compare: ", stderr);
@@ -410,7 +433,7 @@ int fdl_cli_compare(int argc, char **argv) {
   rc = s == FDL_OK ? exit_code(&r) : fdl_cli_exit_for(r.refusal.status ? r.refusal.status : s);
   if (s != FDL_OK) fdl_cli_print_refusal(NULL, &r.refusal, &err);
   if (c.json)
-    headline_json(&r, rc, &err, secs);
+    headline_json(&r, rc, &err, secs, ranks);
   else if (s == FDL_OK && !c.quiet)
     summary(&r, secs);
   fdl_compare_result_free(&r);

@@ -31,9 +31,15 @@ void fdl_cli_progress_cb(void *arg, uint64_t done, uint64_t total) {
   char bar[WIDTH + 1];
   for (int i = 0; i < WIDTH; i++) bar[i] = i < fill ? '#' : '.';
   bar[WIDTH] = '\0';
-  fprintf(stderr, "\r%s [%s] %3d%%  %llu/%llu rows  %.1f s", p->label, bar,
+  double secs = t - p->t0, rate = secs > 0 ? (double)done / secs : 0.0;
+  fprintf(stderr, "\r%s [%s] %3d%%  %llu/%llu %s  %.1f s", p->label, bar,
           total ? (int)(100.0 * (double)done / (double)total) : 100, (unsigned long long)done,
-          (unsigned long long)total, t - p->t0);
+          (unsigned long long)total, p->unit ? p->unit : "rows", secs);
+  /* The rate and what is left at that rate, once there is a rate to tell. */
+  if (done && done < total && rate > 0)
+    fprintf(stderr, "  %.1f/s  ETA %.0f s ", rate, (double)(total - done) / rate);
+  else
+    fputs("                    ", stderr);
   fflush(stderr);
   p->drawn = true;
 }

@@ -240,6 +240,11 @@ typedef struct {
   uint8_t *top1;
   double abs_err_sum; /* sum over rows, in row order, of sum_v |t - s| (Neumaier) */
   double abs_err_max;
+  double *abs_row_sum, *abs_row_max; /* per row: sum_v |t - s| and max_v |t - s| */
+  /* With more than one rank (docs/SCALE.md) a rank computes only the contexts it owns, into
+   * rows [0, n_local) of the arrays above in context order; fdl_cmp_estimate_finish moves them
+   * to their slots on rank 0. One process: n_local == n_rows and the two layouts agree. */
+  size_t n_local;
   bool computed;   /* false for the hash proof */
   const char *isa; /* kernel that ran */
   bool *read[2];   /* per record of each side: read for compute and its digests matched */
@@ -254,6 +259,11 @@ fdl_status fdl_cmp_estimate_zero(cmp_estimate *e, fdl_err *err);
 fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                                 cmp_findings *f, const cmp_heads *h, bool want_js, cmp_estimate *e,
                                 fdl_refusal *r, fdl_err *err);
+/* Collective: rank 0 gathers every rank's rows into their slots (a no-op for one process),
+ * then takes the row-order reductions (top-1 matches, the absolute error's compensated sum and
+ * maximum). Every rank returns the same status. */
+fdl_status fdl_cmp_estimate_finish(const struct fdl_scale *sc, const cmp_findings *f,
+                                   cmp_estimate *e, fdl_refusal *r, fdl_err *err);
 void fdl_cmp_estimate_free(cmp_estimate *e);
 
 /* ---- statistics, receipt, output -------------------------------------------------------- */

@@ -9,6 +9,8 @@
 #include "fidelis/pool.h"
 #include "compare/cmp.h"
 #include "fidelis/utc.h"
+#include "base/sys.h"
+#include "fidelis/scale.h"
 
 void fdl_compare_opts_default(fdl_compare_opts *o) {
   memset(o, 0, sizeof *o);
@@ -91,18 +93,83 @@ typedef struct {
   json_t *rc;
 } run_state;
 
+/* What this rank read as both sides' identity: rank 0 refuses unless every rank saw the same
+ * sealed manifests (docs/SCALE.md). */
+static fdl_status same_manifests(const fdl_compare_opts *o, const run_state *z, fdl_status s,
+                                 fdl_refusal *r, fdl_err *err) {
+  char hex[FDL_SHA256_HEX_BUF] = "";
+  if (s == FDL_OK) {
+    fdl_buf b;
+    fdl_buf_init(&b, 0);
+    const cmp_side *sd[2] = {&z->a, &z->b};
+    for (int i = 0; i < 2; i++)
+      fdl_buf_printf(&b, "%s|%s|%zu|", sd[i]->dataset_sha256 ? sd[i]->dataset_sha256 : "",
+                     sd[i]->capture_digest ? sd[i]->capture_digest : "", sd[i]->ds.n_records);
+    fdl_sha256 dg;
+    s = fdl_buf_status(&b) != FDL_OK ? fdl_fail(err, FDL_NOMEM, "out of memory")
+                                     : fdl_sha256_buf(b.data, b.len, &dg, err);
+    if (s == FDL_OK) fdl_sha256_hex(&dg, hex);
+    fdl_buf_free(&b);
+  }
+  int differs = -1;
+  if ((s = fdl_scale_agree(o->scale, s, r, err)) != FDL_OK) return s;
+  if ((s = fdl_scale_same(o->scale, hex, &differs, err)) != FDL_OK) return s;
+  if (differs < 0) return FDL_OK;
+  return fdl_cmp_refuse(r, err, FDL_REF_SEAL_FAILED, FDL_GATE_SEAL,
+                        "none: put both datasets on a filesystem every rank reads alike",
+                        "rank %d read other sealed manifests than rank 0 (dataset_sha256 and "
+                        "capture content digests of both sides differ)",
+                        differs);
+}
+
+/* The files compute did not read are hashed, shared among the ranks: every rank first learns
+ * what all of them read, then hashes the records at positions i with i mod size == rank (rank 0
+ * also the heads). */
+static fdl_status verify_share(const fdl_compare_opts *o, run_state *z, fdl_refusal *r,
+                               fdl_err *err) {
+  const cmp_side *sides[2] = {&z->a, &z->b};
+  bool *skip[2] = {NULL, NULL};
+  fdl_status s = FDL_OK;
+  for (int i = 0; s == FDL_OK && i < 2; i++) {
+    size_t n = sides[i]->ds.n_records;
+    if (!(skip[i] = fdl_calloc(n + 1, sizeof *skip[i])))
+      s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    else if (z->e.read[i])
+      memcpy(skip[i], z->e.read[i], n * sizeof *skip[i]);
+  }
+  if ((s = fdl_scale_agree(o->scale, s, r, err)) == FDL_OK)
+    for (int i = 0; s == FDL_OK && i < 2; i++)
+      s = fdl_scale_or(o->scale, skip[i], sides[i]->ds.n_records * sizeof *skip[i], err);
+  if (s == FDL_OK) {
+    for (int i = 0; i < 2; i++)
+      for (size_t at = 0; at < sides[i]->ds.n_records; at++)
+        if (!fdl_scale_mine(o->scale, at)) skip[i][at] = true;
+    bool lead = fdl_scale_rank(o->scale) == 0;
+    const bool heads[2] = {z->h.read[0] || !lead, z->h.read[1] || !lead};
+    const bool *const read[2] = {skip[0], skip[1]};
+    s = fdl_cmp_verify_rest(sides, read, heads, o->threads, r, err);
+  }
+  free(skip[0]);
+  free(skip[1]);
+  return fdl_scale_agree(o->scale, s, r, err);
+}
+
+/* Every rank runs the same steps up to the statistics, sharing each step's failure
+ * (fdl_scale_agree); rank 0 alone stages, builds and publishes, after a last agreement. */
 static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_result *res,
                       fdl_refusal *r, fdl_err *err) {
-  fdl_status s;
-  if ((s = same_root(o, r, err)) != FDL_OK) return s;
-  if ((s = fdl_cmp_stage_open(o, &z->st, r, err)) != FDL_OK) return s;
+  const fdl_scale *sc = o->scale;
+  bool lead = fdl_scale_rank(sc) == 0;
+  fdl_status s = same_root(o, r, err);
+  if (s == FDL_OK && lead) s = fdl_cmp_stage_open(o, &z->st, r, err);
   const char *la = o->reference_label ? o->reference_label : "reference";
   const char *lb = o->candidate_label ? o->candidate_label : "candidate";
-  if ((s = fdl_cmp_side_load(&z->a, o->reference, "reference", la, o, r, err)) != FDL_OK) return s;
-  if ((s = fdl_cmp_side_load(&z->b, o->candidate, "candidate", lb, o, r, err)) != FDL_OK) return s;
-  if ((s = fdl_cmp_gates_run(&z->a, &z->b, o, &z->f, r, err)) != FDL_OK) return s;
-  if ((s = fdl_cmp_classify(&z->a, &z->b, o, &z->f, r, err)) != FDL_OK) return s;
-  if ((s = fdl_cmp_estimate_layout(&z->a, &z->f, &z->e, err)) != FDL_OK) return s;
+  if (s == FDL_OK) s = fdl_cmp_side_load(&z->a, o->reference, "reference", la, o, r, err);
+  if (s == FDL_OK) s = fdl_cmp_side_load(&z->b, o->candidate, "candidate", lb, o, r, err);
+  if (s == FDL_OK) s = fdl_cmp_gates_run(&z->a, &z->b, o, &z->f, r, err);
+  if (s == FDL_OK) s = fdl_cmp_classify(&z->a, &z->b, o, &z->f, r, err);
+  if (s == FDL_OK) s = fdl_cmp_estimate_layout(&z->a, &z->f, &z->e, err);
+  if ((s = same_manifests(o, z, s, r, err)) != FDL_OK) return s;
   bool repro = !strcmp(z->f.kind, "reproduction_confirmation"), agreed = false;
   if (o->on_validated) o->on_validated(o->on_validated_arg);
   if (repro && !o->force_compute) {
@@ -112,29 +179,33 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
     s = fdl_cmp_heads_load(&z->a, &z->b, o, &z->f, &z->h, r, err);
     if (s == FDL_OK) s = fdl_cmp_estimate_run(&z->a, &z->b, o, &z->f, &z->h, js, &z->e, r, err);
     fdl_cmp_heads_free(&z->h);
-    if (s == FDL_OK && repro) {
-      s = force_agrees(&z->e, r, err);
-      agreed = s == FDL_OK;
-    }
   }
+  if ((s = fdl_scale_agree(sc, s, r, err)) != FDL_OK) return s;
+  if ((s = fdl_cmp_estimate_finish(sc, &z->f, &z->e, r, err)) != FDL_OK) return s;
+  if (lead && repro && z->e.computed) {
+    s = force_agrees(&z->e, r, err);
+    agreed = s == FDL_OK;
+  }
+  if ((s = fdl_scale_agree(sc, s, r, err)) != FDL_OK) return s;
   /* Whatever compute did not read (all of it for a hash proof) is hashed now: no listed tensor
    * goes unverified, and nothing is written before this passes. */
-  const cmp_side *sides[2] = {&z->a, &z->b};
-  const bool *const read[2] = {z->e.read[0], z->e.read[1]};
-  if (s == FDL_OK) s = fdl_cmp_verify_rest(sides, read, z->h.read, o->threads, r, err);
-  if (s != FDL_OK) return s;
-  if (!(z->rc = json_object())) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  if ((s = fdl_cmp_stats_build(&z->a, &z->f, &z->e, o, repro, z->rc, err)) != FDL_OK) return s;
+  if ((s = verify_share(o, z, r, err)) != FDL_OK) return s;
   cmp_tokenwise_info tw;
-  if ((s = fdl_cmp_stage_tokenwise(&z->st, &z->e, &tw, r, err)) != FDL_OK) return s;
-  if ((s = fdl_cmp_llamacpp_add(&z->e, &tw, z->rc, r, err)) != FDL_OK) return s;
-  s = fdl_cmp_receipt_build(&z->a, &z->b, o, &z->f, &z->e, agreed, &tw, z->rc, r, err);
-  if (s != FDL_OK) return s;
-  char code[FDL_COMPARE_CHECK_CODE_LEN];
-  fdl_err ce = {FDL_OK, ""};
-  if (fdl_compare_check_receipt(z->rc, code, &ce) != FDL_OK)
-    return fdl_cmp_refuse(r, err, FDL_REF_RECEIPT_INVALID, FDL_GATE_PUBLISH, CMP_REMEDY_BUG,
-                          "the built receipt fails its own checks [%s]: %s", code, ce.msg);
+  if (lead) {
+    if (!(z->rc = json_object())) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+    if (s == FDL_OK) s = fdl_cmp_stats_build(&z->a, &z->f, &z->e, o, repro, z->rc, err);
+    if (s == FDL_OK) s = fdl_cmp_stage_tokenwise(&z->st, &z->e, &tw, r, err);
+    if (s == FDL_OK) s = fdl_cmp_llamacpp_add(&z->e, &tw, z->rc, r, err);
+    if (s == FDL_OK)
+      s = fdl_cmp_receipt_build(&z->a, &z->b, o, &z->f, &z->e, agreed, &tw, z->rc, r, err);
+    char code[FDL_COMPARE_CHECK_CODE_LEN];
+    fdl_err ce = {FDL_OK, ""};
+    if (s == FDL_OK && fdl_compare_check_receipt(z->rc, code, &ce) != FDL_OK)
+      s = fdl_cmp_refuse(r, err, FDL_REF_RECEIPT_INVALID, FDL_GATE_PUBLISH, CMP_REMEDY_BUG,
+                         "the built receipt fails its own checks [%s]: %s", code, ce.msg);
+  }
+  /* The last agreement: nothing is published unless every rank reached here. */
+  if ((s = fdl_scale_agree(sc, s, r, err)) != FDL_OK || !lead) return s;
   s = fdl_cmp_stage_commit(&z->st, z->rc, o->out_dir, &res->receipt_path, &res->tokenwise_path, r,
                            err);
   if (s != FDL_OK) return s;

@@ -19,6 +19,7 @@
 #include "fidelis/pool.h"
 #include "compare/cmp.h"
 #include "base/sys.h"
+#include "fidelis/scale.h"
 
 /* ---- layout and the hash proof ---------------------------------------------------------- */
 
@@ -62,6 +63,8 @@ void fdl_cmp_estimate_free(cmp_estimate *e) {
   free(e->lp_ref);
   free(e->lp_cand);
   free(e->top1);
+  free(e->abs_row_sum);
+  free(e->abs_row_max);
   memset(e, 0, sizeof *e);
 }
 
@@ -171,8 +174,7 @@ typedef struct {
   size_t nblocks, rows_used;
   rec_open *opens;
   size_t nopens;
-  size_t first_slot; /* global slot of the window's first row */
-  double *abs_sum, *abs_max;
+  size_t first_slot; /* slot of the window's first row (in the rank's rows, see n_local) */
 } window;
 
 typedef struct {
@@ -204,8 +206,6 @@ static void window_free(window *w) {
   free(w->blocks);
   free(w->nblk);
   free(w->opens);
-  free(w->abs_sum);
-  free(w->abs_max);
 }
 
 /* The window holds two batches per thread, in whole tiles, within FDL_COMPARE_WINDOW_BYTES. */
@@ -225,10 +225,7 @@ static fdl_status window_init(window *w, const plan *p, size_t batch, unsigned t
   w->blocks = fdl_malloc(w->cap_blocks * sizeof *w->blocks);
   w->nblk = fdl_malloc(w->cap_blocks * sizeof *w->nblk);
   w->opens = fdl_calloc(w->cap_blocks + 1, sizeof *w->opens);
-  w->abs_sum = fdl_malloc(cap * sizeof *w->abs_sum);
-  w->abs_max = fdl_malloc(cap * sizeof *w->abs_max);
-  if (!w->buf[0] || !w->buf[1] || !w->blocks || !w->nblk || !w->opens || !w->abs_sum ||
-      !w->abs_max) {
+  if (!w->buf[0] || !w->buf[1] || !w->blocks || !w->nblk || !w->opens) {
     window_free(w);
     return fdl_fail(err, FDL_NOMEM, "out of memory for an estimator window of %zu rows", cap);
   }
@@ -243,7 +240,6 @@ typedef struct {
   fdl_num_ctx *ctx;
   fdl_pool pool;
   cmp_estimate *e;
-  fdl_num_neumaier abs_err; /* e->abs_err_sum, compensated; the value is taken at the end */
   uint64_t done;
 } runner;
 
@@ -313,8 +309,8 @@ static fdl_status flush(runner *rn, window *w, fdl_refusal *r, fdl_err *err) {
                      .top1 = e->top1 + w->first_slot,
                      .ref_logprob = e->lp_ref + w->first_slot,
                      .cand_logprob = e->lp_cand + w->first_slot,
-                     .abs_err_sum = w->abs_sum,
-                     .abs_err_max = w->abs_max,
+                     .abs_err_sum = e->abs_row_sum + w->first_slot,
+                     .abs_err_max = e->abs_row_max + w->first_slot,
                      .js = e->js ? e->js + w->first_slot : NULL};
   fdl_err ne = {FDL_OK, ""};
   s = fdl_num_run(rn->ctx, w->nblk, w->nblocks, &out, &ne);
@@ -322,17 +318,18 @@ static fdl_status flush(runner *rn, window *w, fdl_refusal *r, fdl_err *err) {
   if (s != FDL_OK)
     return fdl_cmp_refuse(r, err, s == FDL_NOMEM ? FDL_REF_OUT_OF_MEMORY : FDL_REF_ESTIMATOR_FAILED,
                           FDL_GATE_COMPUTE, CMP_REMEDY_RESOURCES, "estimator: %s", ne.msg);
-  /* Reductions in row order, so they are independent of the window size. */
-  for (size_t i = 0; i < w->rows_used; i++) {
-    e->top1_matches += e->top1[w->first_slot + i];
-    fdl_num_neumaier_add(&rn->abs_err, w->abs_sum[i]);
-    if (w->abs_max[i] > e->abs_err_max) e->abs_err_max = w->abs_max[i];
-  }
   rn->done += w->rows_used;
   w->first_slot += w->rows_used;
   w->nblocks = 0;
   w->rows_used = 0;
-  if (rn->o->progress) rn->o->progress(rn->o->progress_arg, rn->done, e->n_rows);
+  /* With several ranks, rank 0 tells its own share scaled to the whole panel: the ranks' shares
+   * are alike (whole records dealt in turn), so the estimate and its ETA hold. */
+  if (rn->o->progress && e->n_local)
+    rn->o->progress(rn->o->progress_arg,
+                    e->n_local == e->n_rows
+                        ? rn->done
+                        : (uint64_t)((double)rn->done / (double)e->n_local * (double)e->n_rows),
+                    e->n_rows);
   return FDL_OK;
 }
 
@@ -358,6 +355,7 @@ static fdl_status run_all(runner *rn, window *w, const plan *p, fdl_refusal *r, 
   for (size_t c = 0; c < p->f->n_shared; c++) {
     size_t rows = rn->e->ctx_off[c + 1] - rn->e->ctx_off[c];
     if (!rows) continue; /* no row to compute: verified with the unread files */
+    if (!fdl_scale_mine(rn->o->scale, c)) continue; /* another rank's */
     rec_open *ro = &w->opens[w->nopens];
     ro->ctx = c;
     w->nopens++;
@@ -401,13 +399,14 @@ static const fdl_ds_panel_record *panel_record(const cmp_side *a, int64_t index,
 
 /* The token every row predicts, from the reference's panel (the panel gate proved both sides'
  * tokens equal), laid out like kl. */
-static fdl_status load_targets(const cmp_side *a, const cmp_findings *f, cmp_estimate *e,
-                               fdl_refusal *r, fdl_err *err) {
-  e->target = fdl_malloc((e->n_rows ? e->n_rows : 1) * sizeof *e->target);
-  if (!e->target) return fdl_fail(err, FDL_NOMEM, "out of memory for %zu targets", e->n_rows);
+static fdl_status load_targets(const cmp_side *a, const cmp_findings *f, const fdl_scale *sc,
+                               const size_t *loc_off, cmp_estimate *e, fdl_refusal *r,
+                               fdl_err *err) {
+  e->target = fdl_malloc((e->n_local ? e->n_local : 1) * sizeof *e->target);
+  if (!e->target) return fdl_fail(err, FDL_NOMEM, "out of memory for %zu targets", e->n_local);
   for (size_t c = 0; c < f->n_shared; c++) {
     size_t rows = e->ctx_off[c + 1] - e->ctx_off[c], at = 0, n = 0;
-    if (!rows) continue;
+    if (!rows || !fdl_scale_mine(sc, c)) continue;
     if (!panel_record(a, f->shared[c], &at))
       return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_PANEL,
                             "reference record %lld has no panel record", (long long)f->shared[c]);
@@ -431,7 +430,7 @@ static fdl_status load_targets(const cmp_side *a, const cmp_findings *f, cmp_est
       s = fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_PANEL,
                          "reference panel record %lld scores %zu positions, its capture %zu rows",
                          (long long)f->shared[c], n, rows);
-    if (s == FDL_OK) memcpy(e->target + e->ctx_off[c], t, rows * sizeof *t);
+    if (s == FDL_OK) memcpy(e->target + loc_off[c], t, rows * sizeof *t);
     free(t);
     if (s != FDL_OK) return s;
   }
@@ -451,19 +450,34 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
                           "a batch of %zu positions is above %d", batch,
                           FDL_COMPARE_POSITION_BLOCK_MAX);
   }
-  e->kl = fdl_calloc(e->n_rows ? e->n_rows : 1, sizeof *e->kl);
-  if (want_js) e->js = fdl_calloc(e->n_rows ? e->n_rows : 1, sizeof *e->js);
+  /* This rank's contexts, and where their rows start among its own rows. */
+  size_t *loc_off = fdl_malloc((f->n_shared + 1) * sizeof *loc_off);
+  if (!loc_off) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  e->n_local = 0;
+  for (size_t c = 0; c < f->n_shared; c++) {
+    loc_off[c] = e->n_local;
+    if (fdl_scale_mine(o->scale, c)) e->n_local += e->ctx_off[c + 1] - e->ctx_off[c];
+  }
+  size_t nr = e->n_local ? e->n_local : 1;
+  e->kl = fdl_calloc(nr, sizeof *e->kl);
+  if (want_js) e->js = fdl_calloc(nr, sizeof *e->js);
   e->read[0] = fdl_calloc(a->ds.n_records + 1, sizeof *e->read[0]);
   e->read[1] = fdl_calloc(b->ds.n_records + 1, sizeof *e->read[1]);
-  size_t nr = e->n_rows ? e->n_rows : 1;
   e->lp_ref = fdl_calloc(nr, sizeof *e->lp_ref);
   e->lp_cand = fdl_calloc(nr, sizeof *e->lp_cand);
   e->top1 = fdl_calloc(nr, sizeof *e->top1);
+  e->abs_row_sum = fdl_calloc(nr, sizeof *e->abs_row_sum);
+  e->abs_row_max = fdl_calloc(nr, sizeof *e->abs_row_max);
   if (!e->kl || (want_js && !e->js) || !e->read[0] || !e->read[1] || !e->lp_ref || !e->lp_cand ||
-      !e->top1)
-    return fdl_fail(err, FDL_NOMEM, "out of memory for %zu per-row values", e->n_rows);
-  fdl_status ts = load_targets(a, f, e, r, err);
-  if (ts != FDL_OK) return ts;
+      !e->top1 || !e->abs_row_sum || !e->abs_row_max) {
+    free(loc_off);
+    return fdl_fail(err, FDL_NOMEM, "out of memory for %zu per-row values", e->n_local);
+  }
+  fdl_status ts = load_targets(a, f, o->scale, loc_off, e, r, err);
+  if (ts != FDL_OK) {
+    free(loc_off);
+    return ts;
+  }
   e->computed = true;
   e->top1_matches = 0;
   e->abs_err_sum = 0.0;
@@ -486,6 +500,7 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
   fdl_status s = fdl_pool_init(&rn.pool, threads, err);
   if (s != FDL_OK) {
     fdl_num_ctx_free(rn.ctx);
+    free(loc_off);
     return s;
   }
   plan p = {.side = {a, b}, .f = f, .hidden = {a->hidden, b->hidden}};
@@ -496,10 +511,114 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
     s = run_all(&rn, &w, &p, r, err);
     window_free(&w);
   }
-  if (s == FDL_OK) e->abs_err_sum = fdl_num_neumaier_value(&rn.abs_err);
+  free(loc_off);
   free(e->target); /* only the run needs it */
   e->target = NULL;
   fdl_pool_free(&rn.pool);
   fdl_num_ctx_free(rn.ctx);
   return s;
+}
+
+/* ---- gathering the ranks' rows ---------------------------------------------------------- */
+
+/* The per-row arrays of one estimate, as a list the gather walks. */
+enum { ROW_ARRAYS = 7 };
+
+static void row_arrays(cmp_estimate *e, void **p[ROW_ARRAYS], size_t width[ROW_ARRAYS]) {
+  void **a[ROW_ARRAYS] = {(void **)&e->kl,         (void **)&e->js,   (void **)&e->lp_ref,
+                          (void **)&e->lp_cand,    (void **)&e->top1, (void **)&e->abs_row_sum,
+                          (void **)&e->abs_row_max};
+  const size_t w[ROW_ARRAYS] = {sizeof *e->kl,         sizeof *e->js,   sizeof *e->lp_ref,
+                                sizeof *e->lp_cand,    sizeof *e->top1, sizeof *e->abs_row_sum,
+                                sizeof *e->abs_row_max};
+  for (int i = 0; i < ROW_ARRAYS; i++) p[i] = a[i], width[i] = w[i];
+}
+
+/* Rows rank k owns, in its own order. */
+static size_t rank_rows(const cmp_findings *f, const cmp_estimate *e, size_t k, size_t size) {
+  size_t n = 0;
+  for (size_t c = k; c < f->n_shared; c += size) n += e->ctx_off[c + 1] - e->ctx_off[c];
+  return n;
+}
+
+/* Rank 0: moves rank k's rows (src, in k's order) into their slots of dst. */
+static void place(const cmp_findings *f, const cmp_estimate *e, size_t k, size_t size,
+                  const uint8_t *src, uint8_t *dst, size_t width) {
+  size_t at = 0;
+  for (size_t c = k; c < f->n_shared; c += size) {
+    size_t rows = e->ctx_off[c + 1] - e->ctx_off[c];
+    memcpy(dst + e->ctx_off[c] * width, src + at * width, rows * width);
+    at += rows;
+  }
+}
+
+static fdl_status gather(const fdl_scale *sc, const cmp_findings *f, cmp_estimate *e,
+                         fdl_refusal *r, fdl_err *err) {
+  size_t size = (size_t)fdl_scale_size(sc), most = 0;
+  void **arr[ROW_ARRAYS];
+  size_t width[ROW_ARRAYS];
+  row_arrays(e, arr, width);
+  bool lead = fdl_scale_rank(sc) == 0;
+  void *whole[ROW_ARRAYS] = {NULL};
+  uint8_t *in = NULL;
+  fdl_status s = FDL_OK;
+  if (lead) { /* the whole arrays, and room for the largest share */
+    for (size_t k = 1; k < size; k++) {
+      size_t n = rank_rows(f, e, k, size);
+      most = n > most ? n : most;
+    }
+    in = fdl_malloc((most ? most : 1) * sizeof(double));
+    bool ok = in != NULL;
+    for (int i = 0; i < ROW_ARRAYS; i++)
+      if (*arr[i] && !(whole[i] = fdl_calloc(e->n_rows ? e->n_rows : 1, width[i]))) ok = false;
+    if (!ok) s = fdl_fail(err, FDL_NOMEM, "out of memory for %zu per-row values", e->n_rows);
+  }
+  /* No rank sends before rank 0 can take every share. */
+  if ((s = fdl_scale_agree(sc, s, r, err)) == FDL_OK) {
+    for (int i = 0; s == FDL_OK && i < ROW_ARRAYS; i++) {
+      if (!*arr[i]) continue;
+      if (!lead) {
+        s = fdl_scale_send(sc, 0, *arr[i], e->n_local * width[i], err);
+        continue;
+      }
+      place(f, e, 0, size, *arr[i], whole[i], width[i]);
+      for (size_t k = 1; s == FDL_OK && k < size; k++) {
+        s = fdl_scale_recv(sc, (int)k, in, rank_rows(f, e, k, size) * width[i], err);
+        if (s == FDL_OK) place(f, e, k, size, in, whole[i], width[i]);
+      }
+    }
+  }
+  for (int i = 0; i < ROW_ARRAYS; i++) {
+    if (s == FDL_OK && lead) {
+      free(*arr[i]);
+      *arr[i] = whole[i];
+    } else {
+      free(whole[i]);
+    }
+  }
+  free(in);
+  if (s == FDL_OK && lead) e->n_local = e->n_rows;
+  return s;
+}
+
+fdl_status fdl_cmp_estimate_finish(const fdl_scale *sc, const cmp_findings *f, cmp_estimate *e,
+                                   fdl_refusal *r, fdl_err *err) {
+  if (!e->computed) return FDL_OK;
+  if (fdl_scale_size(sc) > 1) {
+    fdl_status s = gather(sc, f, e, r, err);
+    if ((s = fdl_scale_agree(sc, s, r, err)) != FDL_OK) return s;
+    if (fdl_scale_rank(sc) != 0) return FDL_OK;
+  }
+  /* Reductions in row order, so they depend on neither the window nor the ranks. */
+  fdl_num_neumaier abs_err;
+  memset(&abs_err, 0, sizeof abs_err);
+  e->top1_matches = 0;
+  e->abs_err_max = 0.0;
+  for (size_t i = 0; i < e->n_rows; i++) {
+    e->top1_matches += e->top1[i];
+    fdl_num_neumaier_add(&abs_err, e->abs_row_sum[i]);
+    if (e->abs_row_max[i] > e->abs_err_max) e->abs_err_max = e->abs_row_max[i];
+  }
+  e->abs_err_sum = fdl_num_neumaier_value(&abs_err);
+  return FDL_OK;
 }
