@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fidelis/path.h"
 #include "base/sys.h"
 #include "attr/internal.h"
 #include "attr/kiln_check.h"
@@ -60,10 +61,8 @@ fdl_status fdl_kiln_read_ref(const fdl_kiln_ctx *c, const char *jpath, const jso
                     "absolute, without \"..\"",
                     c->name, jpath);
   const char *root = c->refs->root;
-  size_t n = strlen(root) + 1 + strlen(r) + 1;
-  char *joined = fdl_malloc(n);
+  char *joined = fdl_path_join(root, r);
   if (!joined) return fdl_fail(c->err, FDL_NOMEM, "%s: out of memory", c->name);
-  snprintf(joined, n, "%s/%s", root, r);
   fdl_status s = stat_ref(c, jpath, what, r, joined, max);
   if (s == FDL_OK) {
     /* A link in a directory component may still lead out of the root; the resolved path shows. */
