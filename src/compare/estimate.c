@@ -491,10 +491,12 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
   no.isa = o->isa;
   runner rn = {.o = o, .h = h, .e = e};
   fdl_err ne = {FDL_OK, ""};
-  if (fdl_num_ctx_new(&no, &rn.ctx, &ne) != FDL_OK)
+  if (fdl_num_ctx_new(&no, &rn.ctx, &ne) != FDL_OK) {
+    free(loc_off);
     return fdl_cmp_refuse(r, err,
                           ne.status == FDL_NOMEM ? FDL_REF_OUT_OF_MEMORY : FDL_REF_ESTIMATOR_FAILED,
                           FDL_GATE_COMPUTE, CMP_REMEDY_RESOURCES, "estimator: %s", ne.msg);
+  }
   e->isa = fdl_num_isa_name(fdl_num_ctx_opts(rn.ctx)->isa);
   unsigned threads = fdl_num_ctx_opts(rn.ctx)->threads;
   fdl_status s = fdl_pool_init(&rn.pool, threads, err);
