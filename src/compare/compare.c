@@ -199,10 +199,9 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
     if (s == FDL_OK)
       s = fdl_cmp_receipt_build(&z->a, &z->b, o, &z->f, &z->e, agreed, &tw, z->rc, r, err);
     char code[FDL_COMPARE_CHECK_CODE_LEN];
-    fdl_err ce = {FDL_OK, ""};
-    if (s == FDL_OK && fdl_compare_check_receipt(z->rc, code, &ce) != FDL_OK)
+    if (s == FDL_OK && fdl_compare_check_receipt(z->rc, code, err) != FDL_OK)
       s = fdl_cmp_refuse(r, err, FDL_REF_RECEIPT_INVALID, FDL_GATE_PUBLISH, CMP_REMEDY_BUG,
-                         "the built receipt fails its own checks [%s]: %s", code, ce.msg);
+                         "the built receipt fails its own checks [%s]: %s", code, fdl_err_msg(err));
   }
   /* The last agreement: nothing is published unless every rank reached here. */
   if ((s = fdl_scale_agree(sc, s, r, err)) != FDL_OK || !lead) return s;
