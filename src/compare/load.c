@@ -54,9 +54,10 @@ static fdl_status validate(const char *root, const char *who, const fdl_compare_
                    "none: a dataset that does not validate is never compared; run `fidelis "
                    "validate` on it, then fix it or fetch it again",
                    "%s dataset %s does not validate (%zu error%s); first: [%s/%s] %s%s%s%s", who,
-                   root, rep.errors.count, rep.errors.count == 1 ? "" : "s", e->code, e->rule,
-                   e->message, fdl_cmp_empty(e->where) ? "" : " (",
-                   fdl_cmp_empty(e->where) ? "" : e->where, fdl_cmp_empty(e->where) ? "" : ")");
+                   root, rep.errors.count, rep.errors.count == 1 ? "" : "s",
+                   fdl_ds_code_name(e->code), e->rule, e->message,
+                   fdl_cmp_empty(e->where) ? "" : " (", fdl_cmp_empty(e->where) ? "" : e->where,
+                   fdl_cmp_empty(e->where) ? "" : ")");
     fdl_ds_report_free(&rep);
     return FDL_REFUSED;
   }

@@ -170,7 +170,7 @@ static fdl_status validate_stage(pk_ctx *c, fdl_err *err) {
     s = fdl_pk_refuse(
         c, err, FDL_REF_DATASET_INVALID, FDL_REFUSED,
         "the packed dataset fails validation with %zu error(s); first: [%s/%s] %s (%s)",
-        rep.errors.count, f->code, f->rule, f->message, f->where);
+        rep.errors.count, fdl_ds_code_name(f->code), f->rule, f->message, f->where);
   } else if (s != FDL_OK) {
     c->res->refusal.code = FDL_REF_IO_ERROR;
   }
