@@ -19,7 +19,7 @@ static void as_manifest(const char *text, size_t size) {
   fdl_ds_report rep;
   fdl_ds_report_init(&rep);
   fdl_ds_check_manifest(doc, &rep);
-  if (rep.errors.count && !rep.errors.items[0].code) abort();
+  if (rep.errors.count && !*fdl_ds_code_name(rep.errors.items[0].code)) abort();
   json_t *out = NULL;
   if (fdl_ds_report_to_json(&rep, true, &out, NULL) != FDL_OK && rep.oom == FDL_OK) abort();
   json_decref(out);

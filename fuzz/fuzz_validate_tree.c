@@ -326,7 +326,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memset(&err, 0, sizeof err);
   if (fdl_ds_validate(root, &o, &rep, &err) == FDL_OK) {
     for (size_t i = 0; i < rep.errors.count; i++)
-      if (!rep.errors.items[i].code || !rep.errors.items[i].message) abort();
+      if (!*fdl_ds_code_name(rep.errors.items[i].code) || !rep.errors.items[i].message) abort();
     fdl_ds_verdict v = fdl_ds_report_verdict(&rep);
     if (v != FDL_DS_VERDICT_OK && v != FDL_DS_VERDICT_WARNINGS && v != FDL_DS_VERDICT_ERRORS)
       abort();

@@ -112,7 +112,8 @@ static void test_join_norm(void **state) {
 
 static size_t count_code(const fdl_ds_report *r, const char *code) {
   size_t n = 0;
-  for (size_t i = 0; i < r->errors.count; i++) n += !strcmp(r->errors.items[i].code, code);
+  for (size_t i = 0; i < r->errors.count; i++)
+    n += !strcmp(fdl_ds_code_name(r->errors.items[i].code), code);
   return n;
 }
 
@@ -200,12 +201,13 @@ static void test_report(void **state) {
   fdl_ds_report_check(&r, "seal.manifest");
   fdl_ds_report_check(&r, "coverage");
   assert_int_equal(fdl_ds_report_verdict(&r), FDL_DS_VERDICT_OK);
-  fdl_ds_report_warn(&r, "reduced_run_count", "DET-D4", "", "run_count %d < 5", 1);
+  fdl_ds_report_warn(&r, FDL_DSC_REDUCED_RUN_COUNT, "DET-D4", "", "run_count %d < 5", 1);
   assert_int_equal(fdl_ds_report_verdict(&r), FDL_DS_VERDICT_WARNINGS);
-  fdl_ds_report_error(&r, "seal_failed", "SEAL-1(a)", "fidelity-dataset.json", "bad %s", "seal");
+  fdl_ds_report_error(&r, FDL_DSC_SEAL_FAILED, "SEAL-1(a)", "fidelity-dataset.json", "bad %s",
+                      "seal");
   assert_int_equal(fdl_ds_report_verdict(&r), FDL_DS_VERDICT_ERRORS);
-  assert_true(fdl_ds_report_has(&r, "reduced_run_count"));
-  assert_false(fdl_ds_report_has(&r, "symlink"));
+  assert_true(fdl_ds_report_has(&r, FDL_DSC_REDUCED_RUN_COUNT));
+  assert_false(fdl_ds_report_has(&r, FDL_DSC_SYMLINK));
   json_t *doc;
   assert_int_equal(fdl_ds_report_to_json(&r, true, &doc, NULL), FDL_OK);
   const json_t *checks = json_object_get(doc, "checks_run");

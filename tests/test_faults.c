@@ -245,7 +245,7 @@ static void validate_side(outcome *oc, const char *dir) {
     /* The fault surfaced as a finding: the run is invalid and says why. */
     const fdl_ds_finding *f = &rep.errors.items[0];
     oc->status = FDL_REFUSED;
-    snprintf(oc->code, sizeof oc->code, "%s", f->code);
+    snprintf(oc->code, sizeof oc->code, "%s", fdl_ds_code_name(f->code));
     snprintf(oc->err.msg, sizeof oc->err.msg, "%s", f->message ? f->message : "");
   } else if (oc->status == FDL_OK) {
     oc->complete = rep.level == FDL_DS_LEVEL_SEALED;

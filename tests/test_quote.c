@@ -180,8 +180,9 @@ static void test_report_serialises(void **state) {
   long_path[sizeof long_path - 3] = '\xe2'; /* ends inside a sequence */
   long_path[sizeof long_path - 2] = '\x82';
   long_path[sizeof long_path - 1] = '\0';
-  fdl_ds_report_error(&rep, "path_escape", "PATH-1", long_path, "raw %.601s and \x07", long_path);
-  fdl_ds_report_warn(&rep, "w", "R", "a\xc3", "%s", "\xc3");
+  fdl_ds_report_error(&rep, FDL_DSC_PATH_ESCAPE, "PATH-1", long_path, "raw %.601s and \x07",
+                      long_path);
+  fdl_ds_report_warn(&rep, FDL_DSC_REDUCED_RUN_COUNT, "R", "a\xc3", "%s", "\xc3");
   json_t *doc = NULL;
   fdl_err err;
   assert_int_equal(fdl_ds_report_to_json(&rep, true, &doc, &err), FDL_OK);

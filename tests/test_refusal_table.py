@@ -3,7 +3,9 @@ refusal code fidelis can give, and README.md's "Refusal codes" table is generate
 Checks that the README block is exactly the table (run with --write to regenerate it), that
 every name is unique and spelt as a code (lowercase, underscores), and that no source file
 spells a refusal code as a string where a refusal is made (the codes are an enum since issue
-25: a literal would be a code outside the table)."""
+25: a literal would be a code outside the table). The same for validate's finding codes:
+FDL_DS_CODES in include/fidelis/dataset.h is every one, docs/DATASET.md's codes table names
+exactly those, and no finding is made with a code spelt as a string."""
 import os
 import re
 import sys
@@ -12,6 +14,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
 HEADER = os.path.join(ROOT, "include", "fidelis", "refusal.h")
 README = os.path.join(ROOT, "README.md")
+DS_HEADER = os.path.join(ROOT, "include", "fidelis", "dataset.h")
+DS_DOC = os.path.join(ROOT, "docs", "DATASET.md")
 BEGIN, END = "<!-- refusal-codes:begin -->\n", "<!-- refusal-codes:end -->\n"
 
 
@@ -30,6 +34,40 @@ def block(rows):
     lines = ["| code | meaning |", "|---|---|"]
     lines += ["| `%s` | %s |" % (name, meaning) for _, name, meaning in rows if name]
     return "\n".join(lines) + "\n"
+
+
+def finding_codes():
+    """FDL_DS_CODES against docs/DATASET.md and the finding call sites."""
+    text = open(DS_HEADER, encoding="utf-8").read()
+    m = re.search(r"#define FDL_DS_CODES\(X\)(.*?)\n\n", text, re.S)
+    rows = re.findall(r'X\(([A-Z0-9_]+), "([a-z0-9_]+)"\)', m.group(1) if m else "")
+    names = [n for _, n in rows]
+    out = []
+    if len(rows) < 20:
+        out.append("FDL_DS_CODES did not parse (%d entries)" % len(rows))
+    if len(set(names)) != len(names):
+        out.append("a finding code appears twice in FDL_DS_CODES")
+    out += ["finding code %s: name %r is not the lowercase of its id" % (i, n)
+            for i, n in rows if n.upper() != i]
+    doc = open(DS_DOC, encoding="utf-8").read()
+    sec = doc[doc.find("### Codes, rules and where they are tested"):]
+    sec = sec[:sec.find("\n#", 1)] if "\n#" in sec[1:] else sec
+    documented = set()
+    for line in sec.splitlines():
+        if line.startswith("| `"):
+            documented.update(re.findall(r"`([a-z0-9_]+)`", line.split("|")[1]))
+    if documented != set(names):
+        out.append("docs/DATASET.md's codes table and FDL_DS_CODES differ: %s" %
+                   sorted(documented.symmetric_difference(names)))
+    call = re.compile(r"\bfdl_ds_report_(?:error|warn)\)?\(([^;]*?)\);", re.S)
+    for d, _, files in os.walk(os.path.join(ROOT, "src")):
+        for f in files:
+            if f.endswith(".c"):
+                for c in call.finditer(open(os.path.join(d, f), encoding="utf-8").read()):
+                    for lit in re.findall(r'"([a-z_]+)"', c.group(1)):
+                        if lit in names:
+                            out.append("%s: a finding spells %r as a string" % (f, lit))
+    return out
 
 
 def main():
@@ -67,11 +105,13 @@ def main():
                         failures.append("%s: a refusal spells %r as a string" % (f, lit))
             if re.search(r"refusal\.code\s*,\s*sizeof", body):
                 failures.append("%s: writes a refusal code as text" % f)
+    failures += finding_codes()
     for x in failures:
         print("FAIL:", x)
     if failures:
         return 1
-    print("%d refusal codes; README table matches" % (len(rows) - 1))
+    print("%d refusal codes; README table matches; finding codes match docs/DATASET.md" %
+          (len(rows) - 1))
     return 0
 
 

@@ -121,21 +121,22 @@ typedef enum {
 } fdl_compare_outcome;
 
 typedef struct {
-  fdl_compare_outcome outcome;
   fdl_refusal refusal;  /* why nothing was written: code ("panel_mismatch", ...), gate ("panel",
                          * "head", "compute", "cli", ...), remedy (the override flag(s) that
-                         * would allow it, or why there is none) and the cause; code "" when a
-                         * receipt was written */
+                         * would allow it, or why there is none) and the cause (never FDL_OK
+                         * after a failure); code "" when a receipt was written */
   json_t *receipt;      /* owned: the sealed receipt as written; NULL when refused */
   char *receipt_path;   /* owned */
   char *tokenwise_path; /* owned */
 } fdl_compare_result;
 
 FDL_API void fdl_compare_result_free(fdl_compare_result *r);
+/* How the compare ended, read from the result itself: its receipt's class, or its refusal. */
+FDL_API fdl_compare_outcome fdl_compare_outcome_of(const fdl_compare_result *r);
 
 /* ---- compare ---------------------------------------------------------------------------- */
 
-/* Runs the whole comparison. FDL_OK: a receipt was written (r->outcome strict or advisory).
+/* Runs the whole comparison. FDL_OK: a receipt was written (outcome strict or advisory).
  * FDL_REFUSED: nothing was written; r->code/gate/remedy and err->msg say why (every failure,
  * including an unreadable input or an output that cannot be written, is reported this way with a
  * code). FDL_INVALID: bad options (usage). r is always initialised; free it with

@@ -96,8 +96,44 @@ FDL_API fdl_status fdl_ds_tensor_file_digests(const char *path, const char *key,
 
 /* ---- findings and the validation report (§12.2, §12.3) --------------------------------- */
 
+/* The codes of validation findings, each once: X(ID, "name"). The name is what reports and the
+ * CLI print; docs/DATASET.md's "Codes, rules and where they are tested" table names every one
+ * (tests/test_refusal_table.py checks the two agree). */
+#define FDL_DS_CODES(X)                                                                            \
+  X(BAD_SCHEMA, "bad_schema")                                                                      \
+  X(SCHEMA_INVALID, "schema_invalid")                                                              \
+  X(SEAL_FAILED, "seal_failed")                                                                    \
+  X(PATH_ESCAPE, "path_escape")                                                                    \
+  X(SYMLINK, "symlink")                                                                            \
+  X(CREDENTIAL_IN_TREE, "credential_in_tree")                                                      \
+  X(MISSING_FILE, "missing_file")                                                                  \
+  X(UNLISTED_FILE, "unlisted_file")                                                                \
+  X(TENSOR_MISMATCH, "tensor_mismatch")                                                            \
+  X(SIZE_MISMATCH, "size_mismatch")                                                                \
+  X(NON_FINITE, "non_finite")                                                                      \
+  X(TREE_UNREADABLE, "tree_unreadable")                                                            \
+  X(HEADERLESS_MASK, "headerless_mask")                                                            \
+  X(BAD_TIMESTAMP, "bad_timestamp")                                                                \
+  X(DIGEST_MISMATCH, "digest_mismatch")                                                            \
+  X(BAD_TENSOR_FILE, "bad_tensor_file")                                                            \
+  X(PANEL_DIGEST_MISMATCH, "panel_digest_mismatch")                                                \
+  X(PANEL_BINDING, "panel_binding")                                                                \
+  X(INCOMPLETE, "incomplete")                                                                      \
+  X(HEAD_MISMATCH, "head_mismatch")                                                                \
+  X(REMAP_INVALID, "remap_invalid")                                                                \
+  X(SCOPE_DUPLICATE_ASSIGNMENT, "scope_duplicate_assignment")                                      \
+  X(SCOPE_ASSIGNMENT_KEYS, "scope_assignment_keys")                                                \
+  X(SCOPE_COVERAGE, "scope_coverage")                                                              \
+  X(REDUCED_RUN_COUNT, "reduced_run_count")
+
+#define FDL_DS_CODE_ID_(id, name) FDL_DSC_##id,
+typedef enum { FDL_DS_CODES(FDL_DS_CODE_ID_) FDL_DSC_COUNT } fdl_ds_code;
+
+/* A code's name ("" for anything out of range). */
+FDL_API const char *fdl_ds_code_name(fdl_ds_code c);
+
 typedef struct {
-  char *code;    /* e.g. "seal_failed" */
+  fdl_ds_code code;
   char *rule;    /* e.g. "SEAL-1(a)" */
   char *message; /* what failed and what was expected */
   char *where;   /* dataset-relative file or file:key; "" when global */
@@ -133,14 +169,14 @@ typedef struct {
 
 FDL_API void fdl_ds_report_init(fdl_ds_report *r);
 FDL_API void fdl_ds_report_free(fdl_ds_report *r);
-FDL_API void fdl_ds_report_error(fdl_ds_report *r, const char *code, const char *rule,
+FDL_API void fdl_ds_report_error(fdl_ds_report *r, fdl_ds_code code, const char *rule,
                                  const char *where, const char *fmt, ...) FDL_PRINTF(5, 6);
-FDL_API void fdl_ds_report_warn(fdl_ds_report *r, const char *code, const char *rule,
+FDL_API void fdl_ds_report_warn(fdl_ds_report *r, fdl_ds_code code, const char *rule,
                                 const char *where, const char *fmt, ...) FDL_PRINTF(5, 6);
 FDL_API void fdl_ds_report_check(fdl_ds_report *r, const char *fmt, ...) FDL_PRINTF(2, 3);
 FDL_API void fdl_ds_report_set_subject(fdl_ds_report *r, const char *subject);
 /* True when some finding (error or warning) carries this code. */
-FDL_API bool fdl_ds_report_has(const fdl_ds_report *r, const char *code);
+FDL_API bool fdl_ds_report_has(const fdl_ds_report *r, fdl_ds_code code);
 
 /* The sealed report document of §12.3 (keys schema, format_version, receipt_sha256, subject,
  * structural_status, checks_run sorted, errors, warnings, error_count, warning_count), plus

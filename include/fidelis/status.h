@@ -56,11 +56,16 @@ typedef struct {
   char msg[FDL_ERR_MSG_MAX];
 } fdl_err;
 
-/* Fills *err (if non-NULL) with a printf-style message and returns s. */
+/* Fills *err (if non-NULL) with a printf-style message and returns s. The arguments may hold
+ * err's own message: a callee's failure is re-wrapped in place, never through a second record,
+ * as fdl_fail(err, FDL_IO, "meta %s: %s", path, fdl_err_msg(err)). */
 FDL_API fdl_status fdl_fail(fdl_err *err, fdl_status s, const char *fmt, ...) FDL_PRINTF(3, 4);
 FDL_API fdl_status fdl_failv(fdl_err *err, fdl_status s, const char *fmt, va_list ap);
-/* Prefixes an existing message with context ("capture/hidden_0001.safetensors: ..."). */
+/* Prefixes an existing message with context and ": " ("capture/hidden_0001.safetensors: ...")
+ * and returns its status. */
 FDL_API fdl_status fdl_err_prefix(fdl_err *err, const char *fmt, ...) FDL_PRINTF(2, 3);
+/* err's message; "" for a NULL err. */
+FDL_API const char *fdl_err_msg(const fdl_err *err);
 
 /* Library version string, e.g. "0.1.0". */
 FDL_API const char *fdl_version(void);

@@ -28,8 +28,10 @@ const char *fdl_status_name(fdl_status s) {
 
 fdl_status fdl_failv(fdl_err *err, fdl_status s, const char *fmt, va_list ap) {
   if (err) {
+    char msg[FDL_ERR_MSG_MAX]; /* the arguments may be err->msg itself */
+    vsnprintf(msg, sizeof msg, fmt, ap);
     err->status = s;
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    memcpy(err->msg, msg, strlen(msg) + 1);
   }
   return s;
 }
@@ -44,27 +46,16 @@ fdl_status fdl_fail(fdl_err *err, fdl_status s, const char *fmt, ...) {
 
 fdl_status fdl_err_prefix(fdl_err *err, const char *fmt, ...) {
   if (!err) return FDL_OK;
-  char joined[FDL_ERR_MSG_MAX];
+  char prefix[FDL_ERR_MSG_MAX];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(joined, sizeof joined, fmt, ap);
+  vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
-  size_t used = n < 0 ? 0 : (size_t)n;
-  if (used > sizeof joined - 1) used = sizeof joined - 1;
-  /* Keep as much of the old message as fits after "prefix: "; truncation is silent by design. */
-  size_t room = sizeof joined - 1 - used;
-  size_t old_len = strlen(err->msg);
-  if (room >= 2) {
-    memcpy(joined + used, ": ", 2);
-    used += 2;
-    room -= 2;
-    size_t take = old_len < room ? old_len : room;
-    memcpy(joined + used, err->msg, take);
-    used += take;
-  }
-  joined[used] = '\0';
-  memcpy(err->msg, joined, used + 1);
-  return err->status;
+  return fdl_fail(err, err->status, "%s: %s", prefix, err->msg);
+}
+
+const char *fdl_err_msg(const fdl_err *err) {
+  return err ? err->msg : "";
 }
 
 const char *fdl_version(void) {

@@ -356,9 +356,8 @@ static fdl_status write_records(capture *c, const fdl_ds_panel *p, fdl_err *err)
       for (size_t k = 1; got == FDL_OK && k < size && r0 + k < p->n; k++) {
         const fdl_ds_panel_line *l = &p->lines[r0 + k];
         float *kb = c->bounds ? c->bounds + (r0 + k) * per : NULL;
-        fdl_err re = {FDL_OK, ""};
-        got = receive_record(c, l, (int)k, kb, buf, bf, &t, shape, &re);
-        if (got != FDL_OK && s == FDL_OK) s = fdl_fail(err, got, "%s", re.msg);
+        got = receive_record(c, l, (int)k, kb, buf, bf, &t, shape, s == FDL_OK ? err : NULL);
+        if (got != FDL_OK && s == FDL_OK) s = got;
         if (got == FDL_OK && s == FDL_OK) s = store_record(c, l, &t, err);
       }
       size_t done = r0 + size < p->n ? r0 + size : p->n;

@@ -214,9 +214,10 @@ static json_t *at(const json_t *o, const char *a, const char *b) {
   return json_object_get(json_object_get(o, a), b);
 }
 
-/* The exit code of an outcome (README: 0 strict, 2 advisory, 3 refused, 4 usage). */
+/* The exit code of an outcome (README: 0 strict, 2 advisory, 3 refused, 4 usage). A refusal's
+ * follows its cause, so an I/O failure or exhausted memory is 4 like in every other command. */
 static int exit_code(const fdl_compare_result *r) {
-  switch (r->outcome) {
+  switch (fdl_compare_outcome_of(r)) {
   case FDL_COMPARE_STRICT:
     return FDL_EXIT_OK;
   case FDL_COMPARE_ADVISORY:
@@ -226,7 +227,7 @@ static int exit_code(const fdl_compare_result *r) {
   case FDL_COMPARE_REFUSED:
     break;
   }
-  return FDL_EXIT_REFUSED;
+  return fdl_cli_exit_for(r->refusal.status);
 }
 
 static void pm(const char *label, const json_t *o, const char *v, const char *e, double scale,
@@ -428,9 +429,7 @@ static int compare_in(void *arg, fdl_cli_ranks *ranks) {
     fputs("\n(see 'fidelis compare --help')\n", stderr);
     return FDL_EXIT_USAGE;
   }
-  /* A receipt: 0 strict or 2 advisory, as the library classed it. A refusal: by its cause, so an
-   * I/O failure or exhausted memory is 4 like in every other command, a refusal 3. */
-  rc = s == FDL_OK ? exit_code(&r) : fdl_cli_exit_for(r.refusal.status ? r.refusal.status : s);
+  rc = exit_code(&r);
   if (s != FDL_OK) fdl_cli_print_refusal(NULL, &r.refusal, &err);
   if (c.json)
     headline_json(&r, rc, &err, secs, ranks);

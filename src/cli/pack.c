@@ -201,7 +201,7 @@ static int pack_kld(fdl_kld_import_opts *k) {
   fdl_status st = fdl_kld_import(k, &r, &err);
   if (st != FDL_OK) {
     fdl_cli_print_refusal("pack", &r.pack.refusal, &err);
-    return fdl_cli_exit_for(r.pack.refusal.status ? r.pack.refusal.status : st);
+    return fdl_cli_exit_for(r.pack.refusal.status);
   }
   print_packed(k->out_dir, &r.pack);
   printf("llama.cpp .kld          n_ctx %u, n_vocab %u, %u chunk(s) of %u scored row(s)\n",
@@ -238,7 +238,7 @@ int fdl_cli_pack(int argc, char **argv) {
   fdl_status st = fdl_ds_pack(&o, &res, &err);
   if (st != FDL_OK) {
     fdl_cli_print_refusal("pack", &res.refusal, &err);
-    return fdl_cli_exit_for(res.refusal.status ? res.refusal.status : st);
+    return fdl_cli_exit_for(res.refusal.status);
   }
   print_packed(o.out_dir, &res);
   return FDL_EXIT_OK;

@@ -41,7 +41,7 @@ static void usage(FILE *f) {
 static void print_findings(const fdl_ds_findings *f, const char *label) {
   for (size_t i = 0; i < f->count; i++) {
     const fdl_ds_finding *x = &f->items[i];
-    printf("%s [%s/%s] ", label, x->code, x->rule);
+    printf("%s [%s/%s] ", label, fdl_ds_code_name(x->code), x->rule);
     fdl_cli_put_text(stdout, x->message);
     if (x->where[0]) {
       fputs("  (", stdout);

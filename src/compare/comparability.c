@@ -75,12 +75,11 @@ fdl_status fdl_cmp_comparability(const cmp_side *a, const cmp_findings *f, json_
            fdl_cmp_set_str(ki, "stack_relation", f->cross_stack ? "cross_stack" : "same_stack") |
            fdl_cmp_set_str(ki, "head_policy", f->head_policy);
     char key[FDL_COMPARE_KEY_LEN + 1] = "";
-    fdl_err ke = {FDL_OK, ""};
-    if (!bad && fdl_compare_key(ki, key, &ke) != FDL_OK) {
+    if (!bad && fdl_compare_key(ki, key, err) != FDL_OK) {
       json_decref(ki);
       json_decref(c);
       return fdl_cmp_refuse(r, err, FDL_REF_RECEIPT_INVALID, FDL_GATE_PUBLISH, CMP_REMEDY_BUG, "%s",
-                            ke.msg);
+                            fdl_err_msg(err));
     }
     /* The reference's exact text: readers match on it. */
     bad |= fdl_cmp_set_str(ki, "note",

@@ -26,6 +26,14 @@ void fdl_compare_result_free(fdl_compare_result *r) {
   memset(r, 0, sizeof *r);
 }
 
+fdl_compare_outcome fdl_compare_outcome_of(const fdl_compare_result *r) {
+  if (r->receipt)
+    return fdl_cmp_streq(fdl_cmp_jstr(r->receipt, "comparability.class"), "strict")
+               ? FDL_COMPARE_STRICT
+               : FDL_COMPARE_ADVISORY;
+  return r->refusal.code == FDL_REF_USAGE ? FDL_COMPARE_BAD_OPTS : FDL_COMPARE_REFUSED;
+}
+
 static fdl_status check_opts(const fdl_compare_opts *o, fdl_err *err) {
   if (!o->reference || !o->candidate || !o->out_dir)
     return fdl_fail(err, FDL_INVALID,
@@ -199,29 +207,23 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
     if (s == FDL_OK)
       s = fdl_cmp_receipt_build(&z->a, &z->b, o, &z->f, &z->e, agreed, &tw, z->rc, r, err);
     char code[FDL_COMPARE_CHECK_CODE_LEN];
-    fdl_err ce = {FDL_OK, ""};
-    if (s == FDL_OK && fdl_compare_check_receipt(z->rc, code, &ce) != FDL_OK)
+    if (s == FDL_OK && fdl_compare_check_receipt(z->rc, code, err) != FDL_OK)
       s = fdl_cmp_refuse(r, err, FDL_REF_RECEIPT_INVALID, FDL_GATE_PUBLISH, CMP_REMEDY_BUG,
-                         "the built receipt fails its own checks [%s]: %s", code, ce.msg);
+                         "the built receipt fails its own checks [%s]: %s", code, fdl_err_msg(err));
   }
   /* The last agreement: nothing is published unless every rank reached here. */
   if ((s = fdl_scale_agree(sc, s, r, err)) != FDL_OK || !lead) return s;
   s = fdl_cmp_stage_commit(&z->st, z->rc, o->out_dir, &res->receipt_path, &res->tokenwise_path, r,
                            err);
   if (s != FDL_OK) return s;
-  res->outcome = fdl_cmp_streq(fdl_cmp_jstr(z->rc, "comparability.class"), "strict")
-                     ? FDL_COMPARE_STRICT
-                     : FDL_COMPARE_ADVISORY;
   res->receipt = json_incref(z->rc);
   return FDL_OK;
 }
 
 fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *res, fdl_err *err) {
   memset(res, 0, sizeof *res);
-  res->outcome = FDL_COMPARE_REFUSED;
   fdl_status s = check_opts(o, err);
   if (s != FDL_OK) {
-    res->outcome = FDL_COMPARE_BAD_OPTS;
     res->refusal.code = FDL_REF_USAGE;
     res->refusal.gate = FDL_GATE_CLI;
     res->refusal.status = s;
@@ -246,10 +248,8 @@ fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *res, fdl_e
                             : CMP_REMEDY_BUG);
     s = FDL_REFUSED;
   }
-  if (s == FDL_REFUSED) {
-    res->outcome = FDL_COMPARE_REFUSED;
-    res->refusal = r;
-  }
+  if (s == FDL_REFUSED) res->refusal = r;
+  if (s != FDL_OK && !res->refusal.status) res->refusal.status = s;
   fdl_cmp_stage_cleanup(&z.st);
   json_decref(z.rc);
   fdl_cmp_estimate_free(&z.e);

@@ -95,11 +95,10 @@ static fdl_status open_side(const plan *p, int i, size_t ctx, rec_open *ro, fdl_
   long long idx = (long long)rec->index;
   char *path = fdl_cmp_path_join(s->root, s->capture_dir, rec->file ? rec->file : "");
   if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  fdl_err e = {FDL_OK, ""};
-  fdl_status st = fdl_safetensors_open(path, &ro->st[i], &e);
+  fdl_status st = fdl_safetensors_open(path, &ro->st[i], err);
   if (st != FDL_OK) {
     fdl_cmp_refuse(r, err, FDL_REF_BAD_TENSOR_FILE, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_DATA,
-                   "%s record %lld (%s): %s", s->who, idx, path, e.msg);
+                   "%s record %lld (%s): %s", s->who, idx, path, fdl_err_msg(err));
     free(path);
     return FDL_REFUSED;
   }
@@ -258,8 +257,7 @@ static void describe_block(const window *w, size_t bi, fdl_num_block *nb) {
 
 /* Re-runs the failing window one block, then one row, at a time to name the exact record and
  * row (only on the failure path). */
-static fdl_status locate_nonfinite(runner *rn, window *w, const fdl_err *first, fdl_refusal *r,
-                                   fdl_err *err) {
+static fdl_status locate_nonfinite(runner *rn, window *w, fdl_refusal *r, fdl_err *err) {
   double kl, js;
   fdl_num_out out = {.kl = &kl, .js = fdl_num_ctx_opts(rn->ctx)->js ? &js : NULL};
   for (size_t bi = 0; bi < w->nblocks; bi++) {
@@ -285,7 +283,7 @@ static fdl_status locate_nonfinite(runner *rn, window *w, const fdl_err *first, 
   return fdl_cmp_refuse(r, err, FDL_REF_NON_FINITE, FDL_GATE_COMPUTE,
                         "none: a non-finite value is never clamped or skipped; fix the capture",
                         "rows %zu..%zu: %s", w->first_slot, w->first_slot + w->rows_used - 1,
-                        first->msg);
+                        fdl_err_msg(err));
 }
 
 static fdl_status flush(runner *rn, window *w, fdl_refusal *r, fdl_err *err) {
@@ -312,12 +310,12 @@ static fdl_status flush(runner *rn, window *w, fdl_refusal *r, fdl_err *err) {
                      .abs_err_sum = e->abs_row_sum + w->first_slot,
                      .abs_err_max = e->abs_row_max + w->first_slot,
                      .js = e->js ? e->js + w->first_slot : NULL};
-  fdl_err ne = {FDL_OK, ""};
-  s = fdl_num_run(rn->ctx, w->nblk, w->nblocks, &out, &ne);
-  if (s == FDL_NONFINITE) return locate_nonfinite(rn, w, &ne, r, err);
+  s = fdl_num_run(rn->ctx, w->nblk, w->nblocks, &out, err);
+  if (s == FDL_NONFINITE) return locate_nonfinite(rn, w, r, err);
   if (s != FDL_OK)
     return fdl_cmp_refuse(r, err, s == FDL_NOMEM ? FDL_REF_OUT_OF_MEMORY : FDL_REF_ESTIMATOR_FAILED,
-                          FDL_GATE_COMPUTE, CMP_REMEDY_RESOURCES, "estimator: %s", ne.msg);
+                          FDL_GATE_COMPUTE, CMP_REMEDY_RESOURCES, "estimator: %s",
+                          fdl_err_msg(err));
   rn->done += w->rows_used;
   w->first_slot += w->rows_used;
   w->nblocks = 0;
@@ -411,14 +409,13 @@ static fdl_status load_targets(const cmp_side *a, const cmp_findings *f, const f
       return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_PANEL,
                             "reference record %lld has no panel record", (long long)f->shared[c]);
     int64_t *t = NULL;
-    fdl_err te = {FDL_OK, ""};
-    fdl_status s = fdl_ds_panel_targets(a->root, &a->ds, at, &t, &n, &te);
-    if (s == FDL_NOMEM) return fdl_fail(err, FDL_NOMEM, "%s", te.msg);
+    fdl_status s = fdl_ds_panel_targets(a->root, &a->ds, at, &t, &n, err);
+    if (s == FDL_NOMEM) return s;
     if (s != FDL_OK)
       return fdl_cmp_refuse(r, err, s == FDL_MISMATCH ? FDL_REF_SEAL_FAILED : FDL_REF_UNREADABLE,
                             FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_DATA,
                             "reference panel record %lld (%s): %s", (long long)f->shared[c],
-                            a->root, te.msg);
+                            a->root, fdl_err_msg(err));
     for (size_t j = 0; s == FDL_OK && j < n && j < rows; j++)
       if (t[j] < 0 || t[j] >= a->vocab)
         s = fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, FDL_GATE_COMPUTE,
@@ -490,16 +487,16 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
   no.js = want_js;
   no.isa = o->isa;
   runner rn = {.o = o, .h = h, .e = e};
-  fdl_err ne = {FDL_OK, ""};
-  if (fdl_num_ctx_new(&no, &rn.ctx, &ne) != FDL_OK) {
+  fdl_status s = fdl_num_ctx_new(&no, &rn.ctx, err);
+  if (s != FDL_OK) {
     free(loc_off);
-    return fdl_cmp_refuse(r, err,
-                          ne.status == FDL_NOMEM ? FDL_REF_OUT_OF_MEMORY : FDL_REF_ESTIMATOR_FAILED,
-                          FDL_GATE_COMPUTE, CMP_REMEDY_RESOURCES, "estimator: %s", ne.msg);
+    return fdl_cmp_refuse(r, err, s == FDL_NOMEM ? FDL_REF_OUT_OF_MEMORY : FDL_REF_ESTIMATOR_FAILED,
+                          FDL_GATE_COMPUTE, CMP_REMEDY_RESOURCES, "estimator: %s",
+                          fdl_err_msg(err));
   }
   e->isa = fdl_num_isa_name(fdl_num_ctx_opts(rn.ctx)->isa);
   unsigned threads = fdl_num_ctx_opts(rn.ctx)->threads;
-  fdl_status s = fdl_pool_init(&rn.pool, threads, err);
+  s = fdl_pool_init(&rn.pool, threads, err);
   if (s != FDL_OK) {
     fdl_num_ctx_free(rn.ctx);
     free(loc_off);

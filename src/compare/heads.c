@@ -30,10 +30,9 @@ static fdl_status load_one(const char *path, const cmp_side *owner, const char *
                            const char *want_digest, size_t vocab, size_t hidden, void **out,
                            fdl_gemm_type *type, fdl_refusal *r, fdl_err *err) {
   fdl_safetensors *st = NULL;
-  fdl_err e = {FDL_OK, ""};
-  if (fdl_safetensors_open(path, &st, &e) != FDL_OK)
+  if (fdl_safetensors_open(path, &st, err) != FDL_OK)
     return fdl_cmp_refuse(r, err, FDL_REF_BAD_TENSOR_FILE, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_DATA,
-                          "head payload %s: %s", path, e.msg);
+                          "head payload %s: %s", path, fdl_err_msg(err));
   fdl_status s = FDL_OK;
   char q[FDL_QUOTE_CAP];
   const fdl_tensor *t = find_key(st, key);
@@ -182,12 +181,10 @@ fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_co
   if (o->head_path) {
     /* --head is a file the user named: it may be a link (a Hugging Face cache snapshot),
      * resolved once; the target is opened without following further. */
-    fdl_err e = {FDL_OK, ""};
-    if (fdl_resolve_named(o->head_path, &path, &e) != FDL_OK)
-      return e.status == FDL_NOMEM
-                 ? fdl_fail(err, FDL_NOMEM, "%s", e.msg)
-                 : fdl_cmp_refuse(r, err, FDL_REF_BAD_TENSOR_FILE, FDL_GATE_COMPUTE,
-                                  CMP_NO_OVERRIDE_DATA, "--head %s", e.msg);
+    if ((s = fdl_resolve_named(o->head_path, &path, err)) != FDL_OK)
+      return s == FDL_NOMEM ? s
+                            : fdl_cmp_refuse(r, err, FDL_REF_BAD_TENSOR_FILE, FDL_GATE_COMPUTE,
+                                             CMP_NO_OVERRIDE_DATA, "--head %s", fdl_err_msg(err));
   } else {
     const cmp_side *sides[2] = {a, b};
     for (int i = 0; i < 2 && !path; i++)

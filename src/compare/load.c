@@ -34,13 +34,12 @@ static fdl_status validate(const char *root, const char *who, const fdl_compare_
       .defer_tensor_hashes = true, .allow_partial = o->allow_partial, .threads = o->threads};
   fdl_ds_report rep;
   fdl_ds_report_init(&rep);
-  fdl_err verr = {FDL_OK, ""};
-  fdl_status s = fdl_ds_validate(root, &vo, &rep, &verr);
+  fdl_status s = fdl_ds_validate(root, &vo, &rep, err);
   if (s != FDL_OK) {
     fdl_ds_report_free(&rep);
     return fdl_cmp_refuse(r, err, s == FDL_NOMEM ? FDL_REF_OUT_OF_MEMORY : FDL_REF_UNREADABLE,
                           FDL_GATE_CLI, CMP_NO_OVERRIDE_DATA, "%s dataset %s: %s", who, root,
-                          verr.msg);
+                          fdl_err_msg(err));
   }
   if (rep.oom != FDL_OK) {
     fdl_ds_report_free(&rep);
@@ -55,9 +54,10 @@ static fdl_status validate(const char *root, const char *who, const fdl_compare_
                    "none: a dataset that does not validate is never compared; run `fidelis "
                    "validate` on it, then fix it or fetch it again",
                    "%s dataset %s does not validate (%zu error%s); first: [%s/%s] %s%s%s%s", who,
-                   root, rep.errors.count, rep.errors.count == 1 ? "" : "s", e->code, e->rule,
-                   e->message, fdl_cmp_empty(e->where) ? "" : " (",
-                   fdl_cmp_empty(e->where) ? "" : e->where, fdl_cmp_empty(e->where) ? "" : ")");
+                   root, rep.errors.count, rep.errors.count == 1 ? "" : "s",
+                   fdl_ds_code_name(e->code), e->rule, e->message,
+                   fdl_cmp_empty(e->where) ? "" : " (", fdl_cmp_empty(e->where) ? "" : e->where,
+                   fdl_cmp_empty(e->where) ? "" : ")");
     fdl_ds_report_free(&rep);
     return FDL_REFUSED;
   }
@@ -73,10 +73,9 @@ fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, con
   s->label = label;
   fdl_status st = validate(root, who, o, r, err);
   if (st != FDL_OK) return st;
-  fdl_err lerr = {FDL_OK, ""};
-  if ((st = fdl_dataset_load(root, &s->ds, &lerr)) != FDL_OK)
+  if ((st = fdl_dataset_load(root, &s->ds, err)) != FDL_OK)
     return fdl_cmp_refuse(r, err, FDL_REF_UNREADABLE, FDL_GATE_CLI, CMP_NO_OVERRIDE_DATA,
-                          "%s dataset %s: %s", who, root, lerr.msg);
+                          "%s dataset %s: %s", who, root, fdl_err_msg(err));
   const json_t *m = s->ds.manifest;
   if (!m || !s->ds.capture || !s->ds.panel || !s->ds.runtime)
     return fdl_cmp_refuse(r, err, FDL_REF_UNREADABLE, FDL_GATE_CLI, CMP_NO_OVERRIDE_DATA,

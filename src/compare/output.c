@@ -18,17 +18,16 @@
 fdl_status fdl_cmp_stage_open(const fdl_compare_opts *o, cmp_stage *st, fdl_refusal *r,
                               fdl_err *err) {
   memset(st, 0, sizeof *st);
-  fdl_err we = {FDL_OK, ""};
   /* The reference creates the parent of --out when needed. */
   fdl_status s =
-      fdl_stage_open(&st->st, o->out_dir, FDL_STAGE_MAKE_PARENTS, o->notice, o->notice_arg, &we);
+      fdl_stage_open(&st->st, o->out_dir, FDL_STAGE_MAKE_PARENTS, o->notice, o->notice_arg, err);
   if (s == FDL_EXISTS)
     return fdl_cmp_refuse(r, err, FDL_REF_DESTINATION_EXISTS, FDL_GATE_CLI, NO_REPLACE_REMEDY,
-                          "--out %s", we.msg);
+                          "--out %s", fdl_err_msg(err));
   if (s != FDL_OK)
     return fdl_cmp_refuse(r, err, FDL_REF_WRITE_FAILED, FDL_GATE_CLI, CMP_REMEDY_WRITE,
                           "--out %s cannot be created (checked before any work): %s", o->out_dir,
-                          we.msg);
+                          fdl_err_msg(err));
   st->npy = fdl_cmp_path_join(st->st.path, FDL_COMPARE_TOKENWISE_NAME, NULL);
   st->receipt = fdl_cmp_path_join(st->st.path, FDL_COMPARE_RECEIPT_NAME, NULL);
   static const char *const names[3] = {FDL_COMPARE_LOGPROB_REF_NAME, FDL_COMPARE_LOGPROB_CAND_NAME,
@@ -43,13 +42,12 @@ fdl_status fdl_cmp_stage_open(const fdl_compare_opts *o, cmp_stage *st, fdl_refu
 static fdl_status write_npy(const char *path, fdl_dtype dt, size_t n, const void *data, char *hex,
                             uint64_t *bytes, fdl_refusal *r, fdl_err *err) {
   int64_t shape[1] = {(int64_t)n};
-  fdl_err we = {FDL_OK, ""};
   fdl_sha256 d;
   uint64_t size = 0;
-  if (fdl_npy_write(path, dt, 1, shape, data, &we) != FDL_OK ||
-      fdl_sha256_file(path, &d, &size, &we) != FDL_OK)
+  if (fdl_npy_write(path, dt, 1, shape, data, err) != FDL_OK ||
+      fdl_sha256_file(path, &d, &size, err) != FDL_OK)
     return fdl_cmp_refuse(r, err, FDL_REF_WRITE_FAILED, FDL_GATE_PUBLISH, CMP_REMEDY_WRITE, "%s",
-                          we.msg);
+                          fdl_err_msg(err));
   fdl_sha256_hex(&d, hex);
   if (bytes) *bytes = size;
   return FDL_OK;
@@ -75,19 +73,17 @@ fdl_status fdl_cmp_stage_tokenwise(cmp_stage *st, const cmp_estimate *e, cmp_tok
 fdl_status fdl_cmp_stage_commit(cmp_stage *st, const json_t *receipt, const char *out_dir,
                                 char **receipt_path, char **tokenwise_path, fdl_refusal *r,
                                 fdl_err *err) {
-  fdl_err we = {FDL_OK, ""};
-  if (fdl_json_write_file(st->receipt, receipt, FDL_JSON_PRETTY, &we) != FDL_OK)
+  if (fdl_json_write_file(st->receipt, receipt, FDL_JSON_PRETTY, err) != FDL_OK)
     return fdl_cmp_refuse(r, err, FDL_REF_WRITE_FAILED, FDL_GATE_PUBLISH, CMP_REMEDY_WRITE, "%s",
-                          we.msg);
+                          fdl_err_msg(err));
   char *tp = fdl_cmp_path_join(out_dir, FDL_COMPARE_TOKENWISE_NAME, NULL);
   char *rp = fdl_cmp_path_join(out_dir, FDL_COMPARE_RECEIPT_NAME, NULL);
   fdl_status s = FDL_OK;
   if (!tp || !rp) {
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  } else if (fdl_stage_commit(&st->st, &we) != FDL_OK) {
-    s = fdl_cmp_refuse(r, err,
-                       we.status == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_WRITE_FAILED,
-                       FDL_GATE_PUBLISH, NO_REPLACE_REMEDY, "%s", we.msg);
+  } else if ((s = fdl_stage_commit(&st->st, err)) != FDL_OK) {
+    s = fdl_cmp_refuse(r, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_WRITE_FAILED,
+                       FDL_GATE_PUBLISH, NO_REPLACE_REMEDY, "%s", fdl_err_msg(err));
   }
   if (s == FDL_OK) {
     *receipt_path = rp;

@@ -136,8 +136,7 @@ static fdl_status conditionals(const json_t *rc, char *code, fdl_err *err) {
   const json_t *key = json_object_get(cmpb, "key");
   if (json_is_string(key)) {
     char want[FDL_COMPARE_KEY_LEN + 1];
-    fdl_err ke;
-    if (fdl_compare_key(json_object_get(cmpb, "key_inputs"), want, &ke) != FDL_OK ||
+    if (fdl_compare_key(json_object_get(cmpb, "key_inputs"), want, NULL) != FDL_OK ||
         strcmp(want, json_string_value(key)))
       return bad(code, "schema_invalid", err,
                  "comparability.key does not recompute from key_inputs", NULL);
@@ -203,9 +202,8 @@ fdl_status fdl_compare_check_receipt(const json_t *rc, char *code, fdl_err *err)
   fdl_status s = structure(rc, code, err);
   if (s != FDL_OK) return s;
   fdl_seal_check chk;
-  fdl_err se = {FDL_OK, ""};
-  if (fdl_seal_verify(rc, &chk, &se) != FDL_OK)
-    return bad(code, "seal_failed", err, "SEAL-1: ", se.msg);
+  if (fdl_seal_verify(rc, &chk, err) != FDL_OK)
+    return bad(code, "seal_failed", err, "SEAL-1: ", fdl_err_msg(err));
   if (!chk.ok)
     return bad(code, "seal_failed", err, "SEAL-1: receipt_sha256 does not recompute", NULL);
   if ((s = conditionals(rc, code, err)) != FDL_OK) return s;

@@ -96,9 +96,8 @@ fdl_status fdl_pk_write_card(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err) {
   }
   char path[PATH_MAX];
   fdl_status s = fdl_pk_stage_path(c, "README.md", path, sizeof path, err);
-  fdl_err e;
-  if (s == FDL_OK && fdl_write_file(path, b.data, b.len, &e) != FDL_OK)
-    s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_IO, "%s", e.msg);
+  if (s == FDL_OK && fdl_write_file(path, b.data, b.len, err) != FDL_OK)
+    s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_IO, "%s", fdl_err_msg(err));
   fdl_buf_free(&b);
   return s;
 }

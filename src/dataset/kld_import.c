@@ -253,8 +253,8 @@ static fdl_status refuse(kld_ctx *c, fdl_err *err, fdl_refusal_code code, fdl_st
 }
 
 /* A failure of a library call, kept with its own status under a refusal code. */
-static fdl_status refuse_err(kld_ctx *c, fdl_err *err, fdl_refusal_code code, const fdl_err *e) {
-  return refuse(c, err, code, e->status, "%s", e->msg);
+static fdl_status refuse_err(kld_ctx *c, fdl_err *err, fdl_refusal_code code, fdl_status st) {
+  return refuse(c, err, code, st, "%s", fdl_err_msg(err));
 }
 
 /* The last path component, and without its extension; anything outside [A-Za-z0-9._-] becomes
@@ -277,14 +277,13 @@ static fdl_status read_overrides(kld_ctx *c, fdl_err *err) {
   if (!c->o->meta_path) return FDL_OK;
   char *real = NULL, *text = NULL;
   size_t len = 0;
-  fdl_err e;
-  fdl_status s = fdl_resolve_named(c->o->meta_path, &real, &e);
-  if (s == FDL_OK) s = fdl_read_file(real, (size_t)16 << 20, &text, &len, &e);
+  fdl_status s = fdl_resolve_named(c->o->meta_path, &real, err);
+  if (s == FDL_OK) s = fdl_read_file(real, (size_t)16 << 20, &text, &len, err);
   free(real);
-  if (s == FDL_OK) s = fdl_json_parse(text, len, NULL, &c->over, &e);
+  if (s == FDL_OK) s = fdl_json_parse(text, len, NULL, &c->over, err);
   free(text);
   if (s != FDL_OK)
-    return refuse(c, err, FDL_REF_BAD_INPUT, s, "meta %s: %s", c->o->meta_path, e.msg);
+    return refuse(c, err, FDL_REF_BAD_INPUT, s, "meta %s: %s", c->o->meta_path, fdl_err_msg(err));
   if (!json_is_object(c->over))
     return refuse(c, err, FDL_REF_BAD_INPUT, FDL_PARSE, "meta %s: not a JSON object",
                   c->o->meta_path);
@@ -314,9 +313,8 @@ static fdl_status read_overrides(kld_ctx *c, fdl_err *err) {
 
 /* The tokenizer: its vocabulary is the file's, and its BOS rule decides position 0. */
 static fdl_status check_tokenizer(kld_ctx *c, fdl_err *err) {
-  fdl_err e;
-  if (fdl_tok_load(c->o->tokenizer, &c->tok, &e) != FDL_OK)
-    return refuse_err(c, err, FDL_REF_BAD_INPUT, &e);
+  fdl_status s = fdl_tok_load(c->o->tokenizer, &c->tok, err);
+  if (s != FDL_OK) return refuse_err(c, err, FDL_REF_BAD_INPUT, s);
   fdl_tok_get_info(c->tok, &c->ti);
   snprintf(c->r->tokenizer_id, sizeof c->r->tokenizer_id, "%s", c->ti.id);
   const fdl_kld_info *in = &c->k.info;
@@ -365,10 +363,9 @@ static fdl_status check_rows(kld_ctx *c, fdl_err *err) {
     for (uint32_t j = 0; j < c->k.info.rows; j++) {
       fdl_kld_row row;
       fdl_kld_row_at(&c->k, ch, j, &row);
-      fdl_err e;
-      if (check_row(&c->k, ch, j, &row, &e) != FDL_OK)
-        return refuse_err(c, err,
-                          e.status == FDL_NONFINITE ? FDL_REF_NON_FINITE : FDL_REF_BAD_INPUT, &e);
+      fdl_status s = check_row(&c->k, ch, j, &row, err);
+      if (s != FDL_OK)
+        return refuse_err(c, err, s == FDL_NONFINITE ? FDL_REF_NON_FINITE : FDL_REF_BAD_INPUT, s);
     }
   return FDL_OK;
 }
@@ -466,9 +463,8 @@ static json_t *panel_header(const kld_ctx *c) {
  * one, as llama-perplexity evaluates the chunk. */
 static fdl_status build_panel(kld_ctx *c, fdl_err *err) {
   const fdl_kld_info *in = &c->k.info;
-  fdl_err e;
   fdl_buf_init(&c->panel, 0);
-  fdl_status s = put_line(&c->panel, panel_header(c), &e);
+  fdl_status s = put_line(&c->panel, panel_header(c), err);
   for (uint32_t ch = 0; s == FDL_OK && ch < in->n_chunk; ch++) {
     json_t *t = json_array();
     for (uint32_t j = 0; t && j < in->n_ctx; j++) {
@@ -485,19 +481,19 @@ static fdl_status build_panel(kld_ctx *c, fdl_err *err) {
                  t ? json_pack("{s:I, s:o, s:s, s:s, s:s}", "index", (json_int_t)ch, "tokens", t,
                                "domain", c->stem, "document_id", c->base, "window_id", wid)
                    : NULL,
-                 &e);
+                 err);
   }
   if (s == FDL_OK && fdl_buf_status(&c->panel) != FDL_OK)
-    s = fdl_fail(&e, FDL_NOMEM, "out of memory building the panel");
+    s = fdl_fail(err, FDL_NOMEM, "out of memory building the panel");
   fdl_sha256 d;
-  if (s == FDL_OK && (s = fdl_sha256_buf(c->panel.data, c->panel.len, &d, &e)) == FDL_OK)
+  if (s == FDL_OK && (s = fdl_sha256_buf(c->panel.data, c->panel.len, &d, err)) == FDL_OK)
     fdl_sha256_hex(&d, c->panel_hex);
-  if (s != FDL_OK) return refuse_err(c, err, FDL_REF_IO_ERROR, &e);
+  if (s != FDL_OK) return refuse_err(c, err, FDL_REF_IO_ERROR, s);
   char *path = fdl_path_join(c->inputs, "panel.jsonl");
-  s = path ? fdl_write_file(path, c->panel.data, c->panel.len, &e)
-           : fdl_fail(&e, FDL_NOMEM, "out of memory");
+  s = path ? fdl_write_file(path, c->panel.data, c->panel.len, err)
+           : fdl_fail(err, FDL_NOMEM, "out of memory");
   free(path);
-  return s == FDL_OK ? FDL_OK : refuse_err(c, err, FDL_REF_IO_ERROR, &e);
+  return s == FDL_OK ? FDL_OK : refuse_err(c, err, FDL_REF_IO_ERROR, s);
 }
 
 /* ---- the records --------------------------------------------------------------------------- */
@@ -516,19 +512,18 @@ static fdl_status write_chunk(kld_ctx *c, uint32_t ch, const char *dir, float *b
   char *path = fdl_path_join(dir, name);
   fdl_buf head;
   fdl_buf_init(&head, 0);
-  fdl_err e;
   fdl_out out;
   bool open = false;
-  fdl_status s = path ? fdl_safetensors_header(&t, 1, NULL, &head, &e)
-                      : fdl_fail(&e, FDL_NOMEM, "out of memory");
-  if (s == FDL_OK && (s = fdl_out_open(&out, path, &e)) == FDL_OK) open = true;
-  if (s == FDL_OK) s = fdl_out_write(&out, head.data, head.len, &e);
+  fdl_status s = path ? fdl_safetensors_header(&t, 1, NULL, &head, err)
+                      : fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (s == FDL_OK && (s = fdl_out_open(&out, path, err)) == FDL_OK) open = true;
+  if (s == FDL_OK) s = fdl_out_write(&out, head.data, head.len, err);
   for (uint32_t j = 0; s == FDL_OK && j < in->rows;) {
     size_t n = 0;
     for (; s == FDL_OK && n < per && j < in->rows; n++, j++) {
       uint64_t floors = 0;
       float *row = buf + n * in->n_vocab;
-      s = fdl_kld_decode_row(&c->k, ch, j, row, &floors, &e);
+      s = fdl_kld_decode_row(&c->k, ch, j, row, &floors, err);
       if (s != FDL_OK) break;
       c->r->floor_entries += floors;
       /* row j predicts the token at position first + j + 1 (never position 0) */
@@ -538,16 +533,16 @@ static fdl_status write_chunk(kld_ctx *c, uint32_t ch, const char *dir, float *b
       fdl_kld_row_at(&c->k, ch, j, &r);
       c->r->floor_targets += (r.q[2 * (size_t)target] | r.q[2 * (size_t)target + 1]) == 0;
     }
-    if (s == FDL_OK) s = fdl_out_write(&out, buf, n * in->n_vocab * sizeof *buf, &e);
+    if (s == FDL_OK) s = fdl_out_write(&out, buf, n * in->n_vocab * sizeof *buf, err);
   }
   if (open && s == FDL_OK)
-    s = fdl_out_commit(&out, &e);
+    s = fdl_out_commit(&out, err);
   else if (open)
     fdl_out_abort(&out);
   fdl_buf_free(&head);
   free(path);
   if (s == FDL_OK) return FDL_OK;
-  return refuse_err(c, err, e.status == FDL_NONFINITE ? FDL_REF_NON_FINITE : FDL_REF_IO_ERROR, &e);
+  return refuse_err(c, err, s == FDL_NONFINITE ? FDL_REF_NON_FINITE : FDL_REF_IO_ERROR, s);
 }
 
 static fdl_status write_records(kld_ctx *c, fdl_err *err) {
@@ -558,9 +553,8 @@ static fdl_status write_records(kld_ctx *c, fdl_err *err) {
   if (per > in->rows) per = in->rows;
   char *dir = fdl_path_join(c->inputs, "tensors");
   float *buf = fdl_malloc(per * row_bytes);
-  fdl_err e;
-  fdl_status s = dir && buf ? fdl_mkdirs(dir, &e) : fdl_fail(&e, FDL_NOMEM, "out of memory");
-  if (s != FDL_OK) s = refuse_err(c, err, FDL_REF_IO_ERROR, &e);
+  fdl_status s = dir && buf ? fdl_mkdirs(dir, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (s != FDL_OK) s = refuse_err(c, err, FDL_REF_IO_ERROR, s);
   for (uint32_t ch = 0; s == FDL_OK && ch < in->n_chunk; ch++)
     s = write_chunk(c, ch, dir, buf, per, err);
   free(buf);
@@ -712,13 +706,12 @@ static fdl_status pack(kld_ctx *c, fdl_err *err) {
   char *meta_path = fdl_path_join(c->inputs, "meta.json"),
        *panel_path = fdl_path_join(c->inputs, "panel.jsonl"),
        *tensors = fdl_path_join(c->inputs, "tensors"), *out = fdl_path_join(c->st.path, "dataset");
-  fdl_err e;
   fdl_status s = m && meta_path && panel_path && tensors && out
-                     ? fdl_json_write_file(meta_path, m, FDL_JSON_PRETTY, &e)
-                     : fdl_fail(&e, FDL_NOMEM, "out of memory");
+                     ? fdl_json_write_file(meta_path, m, FDL_JSON_PRETTY, err)
+                     : fdl_fail(err, FDL_NOMEM, "out of memory");
   json_decref(m);
   if (s != FDL_OK) {
-    s = refuse_err(c, err, FDL_REF_IO_ERROR, &e);
+    s = refuse_err(c, err, FDL_REF_IO_ERROR, s);
   } else {
     fdl_ds_pack_opts po = {.panel_path = panel_path,
                            .tensor_dir = tensors,
@@ -729,8 +722,8 @@ static fdl_status pack(kld_ctx *c, fdl_err *err) {
                            .notice = c->o->notice,
                            .notice_arg = c->o->notice_arg};
     s = fdl_ds_pack(&po, &c->r->pack, err);
-    if (s == FDL_OK && (s = fdl_rename_noreplace(out, c->o->out_dir, &e)) != FDL_OK)
-      s = refuse_err(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, &e);
+    if (s == FDL_OK && (s = fdl_rename_noreplace(out, c->o->out_dir, err)) != FDL_OK)
+      s = refuse_err(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, s);
   }
   free(meta_path);
   free(panel_path);
@@ -741,7 +734,6 @@ static fdl_status pack(kld_ctx *c, fdl_err *err) {
 
 static fdl_status run(kld_ctx *c, fdl_err *err) {
   const fdl_kld_import_opts *o = c->o;
-  fdl_err e;
   if (fdl_path_exists(o->out_dir))
     return refuse(c, err, FDL_REF_DESTINATION_EXISTS, FDL_EXISTS,
                   "%s already exists; pack never overwrites (choose a new directory)", o->out_dir);
@@ -751,9 +743,9 @@ static fdl_status run(kld_ctx *c, fdl_err *err) {
   names_of(c, o->kld_path);
   fdl_status s = read_overrides(c, err);
   if (s != FDL_OK) return s;
-  if ((s = fdl_kld_open(o->kld_path, &c->k, &e)) != FDL_OK)
+  if ((s = fdl_kld_open(o->kld_path, &c->k, err)) != FDL_OK)
     return refuse_err(c, err, s == FDL_NOMEM || s == FDL_IO ? FDL_REF_IO_ERROR : FDL_REF_BAD_INPUT,
-                      &e);
+                      s);
   c->r->info = c->k.info;
   if ((s = check_tokenizer(c, err)) != FDL_OK) return s;
   if ((s = check_rows(c, err)) != FDL_OK) return s;
@@ -765,22 +757,24 @@ static fdl_status run(kld_ctx *c, fdl_err *err) {
                   "--meta with head.shape [%" PRIu32 ", hidden]",
                   o->tokenizer, c->k.info.n_vocab);
   fdl_sha256 d;
-  if ((s = fdl_sha256_buf(c->k.map.data, c->k.map.size, &d, &e)) != FDL_OK)
-    return refuse_err(c, err, FDL_REF_IO_ERROR, &e);
+  if ((s = fdl_sha256_buf(c->k.map.data, c->k.map.size, &d, err)) != FDL_OK)
+    return refuse_err(c, err, FDL_REF_IO_ERROR, s);
   fdl_sha256_hex(&d, c->kld_hex);
   /* Staged beside --out: the inputs pack reads and the dataset it builds. */
-  if ((s = fdl_stage_open(&c->st, o->out_dir, 0, o->notice, o->notice_arg, &e)) != FDL_OK)
-    return refuse_err(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, &e);
+  if ((s = fdl_stage_open(&c->st, o->out_dir, 0, o->notice, o->notice_arg, err)) != FDL_OK)
+    return refuse_err(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, s);
   c->inputs = fdl_path_join(c->st.path, ".inputs");
-  s = c->inputs ? fdl_mkdirs(c->inputs, &e) : fdl_fail(&e, FDL_NOMEM, "out of memory");
-  if (s != FDL_OK) return refuse_err(c, err, FDL_REF_IO_ERROR, &e);
+  s = c->inputs ? fdl_mkdirs(c->inputs, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (s != FDL_OK) return refuse_err(c, err, FDL_REF_IO_ERROR, s);
   if ((s = build_panel(c, err)) != FDL_OK) return s;
   if ((s = write_records(c, err)) != FDL_OK) return s;
   if ((s = pack(c, err)) != FDL_OK) return s;
   /* The dataset is in place; the panel file follows it (staged, never over an existing file). */
-  if (o->panel_out && (s = fdl_write_file(o->panel_out, c->panel.data, c->panel.len, &e)) != FDL_OK)
+  if (o->panel_out &&
+      (s = fdl_write_file(o->panel_out, c->panel.data, c->panel.len, err)) != FDL_OK)
     return refuse(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, s,
-                  "the dataset %s was written, but not the panel: %s", o->out_dir, e.msg);
+                  "the dataset %s was written, but not the panel: %s", o->out_dir,
+                  fdl_err_msg(err));
   return FDL_OK;
 }
 

@@ -54,9 +54,8 @@ static fdl_status write_hashed(pk_ctx *c, const char *rel, const fdl_buf *b, cha
                                fdl_err *err) {
   char path[PATH_MAX];
   fdl_status s = fdl_pk_stage_path(c, rel, path, sizeof path, err);
-  fdl_err e;
-  if (s == FDL_OK && fdl_write_file(path, b->data, b->len, &e) != FDL_OK)
-    s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_IO, "%s", e.msg);
+  if (s == FDL_OK && fdl_write_file(path, b->data, b->len, err) != FDL_OK)
+    s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_IO, "%s", fdl_err_msg(err));
   fdl_sha256 d;
   if (s == FDL_OK && fdl_sha256_buf(b->data, b->len, &d, err) != FDL_OK) s = FDL_NOMEM;
   if (s == FDL_OK) fdl_sha256_hex(&d, hex);
@@ -171,7 +170,7 @@ static fdl_status validate_stage(pk_ctx *c, fdl_err *err) {
     s = fdl_pk_refuse(
         c, err, FDL_REF_DATASET_INVALID, FDL_REFUSED,
         "the packed dataset fails validation with %zu error(s); first: [%s/%s] %s (%s)",
-        rep.errors.count, f->code, f->rule, f->message, f->where);
+        rep.errors.count, fdl_ds_code_name(f->code), f->rule, f->message, f->where);
   } else if (s != FDL_OK) {
     c->res->refusal.code = FDL_REF_IO_ERROR;
   }
@@ -181,11 +180,10 @@ static fdl_status validate_stage(pk_ctx *c, fdl_err *err) {
 
 /* Created before any input is read: it is the check that OUT can be written at all. */
 static fdl_status make_stage(pk_ctx *c, fdl_err *err) {
-  fdl_err e;
-  fdl_status s = fdl_stage_open(&c->st, c->o->out_dir, 0, c->o->notice, c->o->notice_arg, &e);
+  fdl_status s = fdl_stage_open(&c->st, c->o->out_dir, 0, c->o->notice, c->o->notice_arg, err);
   if (s != FDL_OK)
     return fdl_pk_refuse(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, s,
-                         "%s", e.msg);
+                         "%s", fdl_err_msg(err));
   int w = snprintf(c->stage, sizeof c->stage, "%s", c->st.path);
   if (w < 0 || (size_t)w >= sizeof c->stage)
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_BOUNDS, "%s: path too long", c->st.path);
@@ -219,20 +217,14 @@ static fdl_status run(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err) {
   if (s == FDL_OK) s = fdl_pk_build_docs(c, docs, err);
   if (s == FDL_OK) s = precheck(c, docs, err);
   if (s == FDL_OK) s = fdl_pk_write_card(c, docs, err);
-  if (s == FDL_OK) {
-    fdl_err e;
-    if (fdl_ds_write_sealed(c->stage, docs, c->res->dataset_sha256, &e) != FDL_OK)
-      s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, e.status, "sealing: %s", e.msg);
-  }
+  if (s == FDL_OK &&
+      (s = fdl_ds_write_sealed(c->stage, docs, c->res->dataset_sha256, err)) != FDL_OK)
+    s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, s, "sealing: %s", fdl_err_msg(err));
   if (s == FDL_OK) s = validate_stage(c, err);
-  if (s == FDL_OK) {
-    fdl_err e;
-    fdl_status r = fdl_stage_commit(&c->st, &e); /* one rename: whole or not at all */
-    if (r == FDL_EXISTS)
-      s = fdl_pk_refuse(c, err, FDL_REF_DESTINATION_EXISTS, r, "%s", e.msg);
-    else if (r != FDL_OK)
-      s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, r, "%s", e.msg);
-  }
+  /* one rename: whole or not at all */
+  if (s == FDL_OK && (s = fdl_stage_commit(&c->st, err)) != FDL_OK)
+    s = fdl_pk_refuse(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, s,
+                      "%s", fdl_err_msg(err));
   return s;
 }
 

@@ -446,11 +446,11 @@ static fdl_status scope_block(pk_ctx *c, json_t **out, fdl_err *err) {
   if (!scope) return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "out of memory");
   fdl_buf b;
   fdl_buf_init(&b, 0);
-  fdl_err e;
-  if (fdl_ds_scope_digest(scope, &b, &e) != FDL_OK) {
+  if (fdl_ds_scope_digest(scope, &b, err) != FDL_OK) {
     fdl_buf_free(&b);
     json_decref(scope);
-    return fdl_pk_refuse(c, err, FDL_REF_SCHEMA_INVALID, FDL_INVALID, "meta scope: %s", e.msg);
+    return fdl_pk_refuse(c, err, FDL_REF_SCHEMA_INVALID, FDL_INVALID, "meta scope: %s",
+                         fdl_err_msg(err));
   }
   const char *given = fdl_ds_str(scope, "scope_digest");
   if (given && strcmp(given, b.data)) {

@@ -231,14 +231,13 @@ static fdl_status read_named(const char *path, size_t max, char **text, size_t *
 fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err) {
   char *text;
   size_t len;
-  fdl_err e;
-  if (read_named(c->o->meta_path, PK_MAX_META_BYTES, &text, &len, &e) != FDL_OK)
-    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_IO, "meta: %s", e.msg);
-  fdl_status s = fdl_json_parse(text, len, NULL, &c->meta, &e);
+  if (read_named(c->o->meta_path, PK_MAX_META_BYTES, &text, &len, err) != FDL_OK)
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_IO, "meta: %s", fdl_err_msg(err));
+  fdl_status s = fdl_json_parse(text, len, NULL, &c->meta, err);
   free(text);
   if (s != FDL_OK)
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_PARSE, "meta %s: %s", c->o->meta_path,
-                         e.msg);
+                         fdl_err_msg(err));
   if (!json_is_object(c->meta))
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_PARSE, "meta %s: not a JSON object",
                          c->o->meta_path);
@@ -451,7 +450,6 @@ static fdl_status parse_header(pk_ctx *c, json_t *line, fdl_err *err) {
 }
 
 fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *err) {
-  fdl_err e;
   size_t cap = 0;
   fdl_status s = FDL_OK;
   fdl_lines it = fdl_lines_of(text, len);
@@ -471,8 +469,9 @@ fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *
     }
     pk_record *r = &c->recs[c->n++];
     memset(r, 0, sizeof *r);
-    if (fdl_json_parse(line, n, NULL, &r->line, &e) != FDL_OK) {
-      s = fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_PARSE, "panel line %zu: %s", lineno, e.msg);
+    if (fdl_json_parse(line, n, NULL, &r->line, err) != FDL_OK) {
+      s = fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_PARSE, "panel line %zu: %s", lineno,
+                        fdl_err_msg(err));
       break;
     }
     if (c->n == 1 && !c->header && json_object_get(r->line, "header")) {
@@ -521,9 +520,8 @@ fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *
 fdl_status fdl_pk_read_panel(pk_ctx *c, fdl_err *err) {
   char *text;
   size_t len;
-  fdl_err e;
-  if (read_named(c->o->panel_path, PK_MAX_PANEL_BYTES, &text, &len, &e) != FDL_OK)
-    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_IO, "panel: %s", e.msg);
+  if (read_named(c->o->panel_path, PK_MAX_PANEL_BYTES, &text, &len, err) != FDL_OK)
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_IO, "panel: %s", fdl_err_msg(err));
   fdl_status s = fdl_pk_parse_panel(c, text, len, err);
   free(text);
   if (s != FDL_OK) fdl_err_prefix(err, "%s", c->o->panel_path);

@@ -77,16 +77,15 @@ static void input_close(pk_input *in) {
 static fdl_status input_open(pk_ctx *c, const char *path, const char *named,
                              const char *const *keys, pk_input *in, fdl_err *err) {
   memset(in, 0, sizeof *in);
-  fdl_err e;
   if (fdl_ends_with(named, ".npy")) {
-    if (fdl_npy_open(path, &in->npy, &e) != FDL_OK)
-      return fdl_pk_refuse(c, err, FDL_REF_BAD_TENSOR_FILE, FDL_PARSE, "%s", e.msg);
+    if (fdl_npy_open(path, &in->npy, err) != FDL_OK)
+      return fdl_pk_refuse(c, err, FDL_REF_BAD_TENSOR_FILE, FDL_PARSE, "%s", fdl_err_msg(err));
     in->t = fdl_npy_tensor(in->npy);
     in->key = "";
     return FDL_OK;
   }
-  if (fdl_safetensors_open(path, &in->st, &e) != FDL_OK)
-    return fdl_pk_refuse(c, err, FDL_REF_BAD_TENSOR_FILE, FDL_PARSE, "%s", e.msg);
+  if (fdl_safetensors_open(path, &in->st, err) != FDL_OK)
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_TENSOR_FILE, FDL_PARSE, "%s", fdl_err_msg(err));
   for (size_t i = 0; keys[i] && !in->t; i++)
     if ((in->t = fdl_safetensors_find(in->st, keys[i]))) in->key = keys[i];
   if (!in->t && fdl_safetensors_count(in->st) == 1) {
@@ -158,13 +157,13 @@ static fdl_status write_record(pk_ctx *c, pk_record *r, const void *data, int64_
   if (!meta) return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "out of memory");
   int64_t shape[2] = {rows, c->width};
   fdl_tensor_in tin = {key, c->stored, 2, shape, data};
-  fdl_err e;
-  s = fdl_safetensors_write(path, &tin, 1, meta, &e);
+  s = fdl_safetensors_write(path, &tin, 1, meta, err);
   json_decref(meta);
-  if (s != FDL_OK) return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, s, "%s", e.msg);
+  if (s != FDL_OK) return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, s, "%s", fdl_err_msg(err));
   fdl_ds_tensor_digests dg;
-  if (fdl_ds_tensor_file_digests(path, key, &dg, &e) != FDL_OK)
-    return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_IO, "re-reading %s: %s", rel, e.msg);
+  if (fdl_ds_tensor_file_digests(path, key, &dg, err) != FDL_OK)
+    return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_IO, "re-reading %s: %s", rel,
+                         fdl_err_msg(err));
   if (dg.dtype != c->stored || dg.ndim != 2 || dg.shape[0] != rows || dg.shape[1] != c->width)
     return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_MISMATCH, "%s does not read back as written",
                          rel);
@@ -321,10 +320,10 @@ fdl_status fdl_pk_pack_head(pk_ctx *c, fdl_err *err) {
   /* A file the user named may be a link (docs/DATASET.md, "Files and directories"): resolved
    * once, the target is opened without following anything further. */
   char *real = NULL;
-  fdl_err e;
-  if (fdl_resolve_named(c->o->head_path, &real, &e) != FDL_OK)
-    return fdl_pk_refuse(c, err, FDL_REF_BAD_TENSOR_FILE, e.status, "head: %s", e.msg);
-  fdl_status s = input_open(c, real, c->o->head_path, KEYS, &in, err);
+  fdl_status s = fdl_resolve_named(c->o->head_path, &real, err);
+  if (s != FDL_OK)
+    return fdl_pk_refuse(c, err, FDL_REF_BAD_TENSOR_FILE, s, "head: %s", fdl_err_msg(err));
+  s = input_open(c, real, c->o->head_path, KEYS, &in, err);
   free(real);
   if (s != FDL_OK) return s;
   const fdl_tensor *t = in.t;
@@ -343,12 +342,13 @@ fdl_status fdl_pk_pack_head(pk_ctx *c, fdl_err *err) {
   if (s == FDL_OK) s = fdl_pk_stage_path(c, "head/weight.safetensors", path, sizeof path, err);
   if (s == FDL_OK) {
     fdl_tensor_in tin = {"lm_head.weight", t->dtype, 2, t->shape, t->data};
-    if (fdl_safetensors_write(path, &tin, 1, NULL, &e) != FDL_OK)
-      s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_IO, "%s", e.msg);
+    if (fdl_safetensors_write(path, &tin, 1, NULL, err) != FDL_OK)
+      s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_IO, "%s", fdl_err_msg(err));
   }
   fdl_ds_tensor_digests dg;
-  if (s == FDL_OK && fdl_ds_tensor_file_digests(path, "lm_head.weight", &dg, &e) != FDL_OK)
-    s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_IO, "re-reading the head: %s", e.msg);
+  if (s == FDL_OK && fdl_ds_tensor_file_digests(path, "lm_head.weight", &dg, err) != FDL_OK)
+    s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_IO, "re-reading the head: %s",
+                      fdl_err_msg(err));
   if (s == FDL_OK) {
     c->head.present = true;
     c->head.shape[0] = t->shape[0];

@@ -67,7 +67,7 @@ static void check_one(const char *key, const json_t *v, const char *where, fdl_d
   fdl_py_shown(v, shown, sizeof shown);
   bool ok = n < DS_MAX_PATH && (allow_parent ? string_rules_ok(s, n) : fdl_relpath_ok(s, n, false));
   if (!ok) {
-    fdl_ds_report_error(rep, "path_escape", "PATH-1/PATH-3", at,
+    fdl_ds_report_error(rep, FDL_DSC_PATH_ESCAPE, "PATH-1/PATH-3", at,
                         "%s is not a relative path that stays inside the dataset root%s", shown,
                         allow_parent ? ""
                                      : " ('..' is permitted only under compat/ and on "
@@ -77,7 +77,7 @@ static void check_one(const char *key, const json_t *v, const char *where, fdl_d
   char base[DS_MAX_PATH], joined[DS_MAX_PATH];
   fdl_ds_path_base(where, key, base, sizeof base);
   if (!fdl_ds_join_norm(base, s, joined, sizeof joined))
-    fdl_ds_report_error(rep, "path_escape", "PATH-1/PATH-3", at,
+    fdl_ds_report_error(rep, FDL_DSC_PATH_ESCAPE, "PATH-1/PATH-3", at,
                         "%s resolves outside the dataset root (from %s)", shown,
                         fdl_quote_str(base[0] ? base : ".", q, sizeof q));
 }

@@ -13,6 +13,13 @@
 #include "dataset/ds_internal.h"
 #include "base/sys.h"
 
+#define CODE_NAME_(id, name) name,
+static const char *const CODE_NAMES[] = {FDL_DS_CODES(CODE_NAME_)};
+
+const char *fdl_ds_code_name(fdl_ds_code c) {
+  return (unsigned)c < FDL_DSC_COUNT ? CODE_NAMES[c] : "";
+}
+
 const char *fdl_ds_level_name(fdl_ds_level l) {
   switch (l) {
   case FDL_DS_LEVEL_INVALID:
@@ -33,7 +40,6 @@ void fdl_ds_report_init(fdl_ds_report *r) {
 
 static void free_findings(fdl_ds_findings *f) {
   for (size_t i = 0; i < f->count; i++) {
-    free(f->items[i].code);
     free(f->items[i].rule);
     free(f->items[i].message);
     free(f->items[i].where);
@@ -67,7 +73,7 @@ void fdl_ds_report_set_subject(fdl_ds_report *r, const char *subject) {
 /* Messages quote values from untrusted files; a bound keeps one finding readable. */
 #define DS_MSG_MAX 2048
 
-static void add(fdl_ds_report *r, fdl_ds_findings *f, const char *code, const char *rule,
+static void add(fdl_ds_report *r, fdl_ds_findings *f, fdl_ds_code code, const char *rule,
                 const char *where, const char *fmt, va_list ap) {
   /* Call sites quote what they insert (fdl_quote); passing the whole line and its location
    * through the same escaping as well means no finding can ever stop the report from becoming
@@ -88,9 +94,8 @@ static void add(fdl_ds_report *r, fdl_ds_findings *f, const char *code, const ch
     f->items = p;
     f->cap_ = cap;
   }
-  fdl_ds_finding x = {fdl_strdup(code), fdl_strdup(rule), fdl_strdup(msg), fdl_strdup(at)};
-  if (!x.code || !x.rule || !x.message || !x.where) {
-    free(x.code);
+  fdl_ds_finding x = {code, fdl_strdup(rule), fdl_strdup(msg), fdl_strdup(at)};
+  if (!x.rule || !x.message || !x.where) {
     free(x.rule);
     free(x.message);
     free(x.where);
@@ -100,7 +105,7 @@ static void add(fdl_ds_report *r, fdl_ds_findings *f, const char *code, const ch
   f->items[f->count++] = x;
 }
 
-void fdl_ds_report_error(fdl_ds_report *r, const char *code, const char *rule, const char *where,
+void fdl_ds_report_error(fdl_ds_report *r, fdl_ds_code code, const char *rule, const char *where,
                          const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -108,7 +113,7 @@ void fdl_ds_report_error(fdl_ds_report *r, const char *code, const char *rule, c
   va_end(ap);
 }
 
-void fdl_ds_report_warn(fdl_ds_report *r, const char *code, const char *rule, const char *where,
+void fdl_ds_report_warn(fdl_ds_report *r, fdl_ds_code code, const char *rule, const char *where,
                         const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -140,11 +145,11 @@ void fdl_ds_report_check(fdl_ds_report *r, const char *fmt, ...) {
   r->checks[r->n_checks++] = c;
 }
 
-bool fdl_ds_report_has(const fdl_ds_report *r, const char *code) {
+bool fdl_ds_report_has(const fdl_ds_report *r, fdl_ds_code code) {
   for (size_t i = 0; i < r->errors.count; i++)
-    if (!strcmp(r->errors.items[i].code, code)) return true;
+    if (r->errors.items[i].code == code) return true;
   for (size_t i = 0; i < r->warnings.count; i++)
-    if (!strcmp(r->warnings.items[i].code, code)) return true;
+    if (r->warnings.items[i].code == code) return true;
   return false;
 }
 
@@ -190,7 +195,7 @@ static fdl_status findings_json(const fdl_ds_findings *f, const char *list, json
   for (size_t i = 0; s == FDL_OK && i < f->count; i++) {
     const fdl_ds_finding *x = &f->items[i];
     static const char *const keys[] = {"code", "rule", "message", "where"};
-    const char *vals[] = {x->code, x->rule, x->message, x->where};
+    const char *vals[] = {fdl_ds_code_name(x->code), x->rule, x->message, x->where};
     json_t *o = json_object();
     if (!o) s = fdl_fail(err, FDL_NOMEM, "report: out of memory for %s[%zu]", list, i);
     for (size_t k = 0; s == FDL_OK && k < 4; k++) {

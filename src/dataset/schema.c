@@ -33,8 +33,8 @@ static void bad(sc *c, const char *path, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fdl_ds_report_error(c->rep, "schema_invalid", "SCHEMA", FDL_DS_MANIFEST_NAME, "%s: %s", path,
-                      msg);
+  fdl_ds_report_error(c->rep, FDL_DSC_SCHEMA_INVALID, "SCHEMA", FDL_DS_MANIFEST_NAME, "%s: %s",
+                      path, msg);
 }
 
 static const char *type_name(const json_t *v) {

@@ -26,7 +26,7 @@ json_t *fdl_ds_v_load_sub(ds_vctx *v, const char *rel, const char *label, char *
                           bool missing_ok) {
   if (!rel || !fdl_relpath_ok(rel, strlen(rel), false) || strlen(rel) >= DS_MAX_PATH) {
     char q[FDL_QUOTE_CAP];
-    fdl_ds_report_error(v->rep, "path_escape", label, rel ? rel : "",
+    fdl_ds_report_error(v->rep, FDL_DSC_PATH_ESCAPE, label, rel ? rel : "",
                         "%s is not a relative path inside the dataset root",
                         fdl_quote_str(rel, q, sizeof q));
     return NULL;
@@ -39,9 +39,9 @@ json_t *fdl_ds_v_load_sub(ds_vctx *v, const char *rel, const char *label, char *
   if (s != FDL_OK) {
     char q[FDL_QUOTE_CAP];
     if (s == FDL_PATH)
-      fdl_ds_report_error(v->rep, "symlink", label, rel, "%s", e.msg);
+      fdl_ds_report_error(v->rep, FDL_DSC_SYMLINK, label, rel, "%s", e.msg);
     else if (!(missing && missing_ok))
-      fdl_ds_report_error(v->rep, "missing_file", label, rel, "%s is missing (%s)",
+      fdl_ds_report_error(v->rep, FDL_DSC_MISSING_FILE, label, rel, "%s is missing (%s)",
                           fdl_quote_str(rel, q, sizeof q), e.msg);
     return NULL;
   }
@@ -56,11 +56,11 @@ json_t *fdl_ds_v_load_sub(ds_vctx *v, const char *rel, const char *label, char *
   s = fdl_json_parse(text, len, NULL, &doc, &e);
   free(text);
   if (s != FDL_OK) {
-    fdl_ds_report_error(v->rep, "bad_schema", label, rel, "unparseable JSON: %s", e.msg);
+    fdl_ds_report_error(v->rep, FDL_DSC_BAD_SCHEMA, label, rel, "unparseable JSON: %s", e.msg);
     return NULL;
   }
   if (!json_is_object(doc)) {
-    fdl_ds_report_error(v->rep, "bad_schema", label, rel, "not an object");
+    fdl_ds_report_error(v->rep, FDL_DSC_BAD_SCHEMA, label, rel, "not an object");
     json_decref(doc);
     return NULL;
   }
@@ -72,13 +72,14 @@ static void check_sub_seal(ds_vctx *v, const json_t *doc, const char *rel) {
   bool ok, present;
   fdl_err e;
   if (fdl_ds_seal_ok(doc, "receipt_sha256", &ok, &present, &e) != FDL_OK) {
-    fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(g)", rel, "cannot recompute: %s", e.msg);
+    fdl_ds_report_error(v->rep, FDL_DSC_SEAL_FAILED, "SEAL-1(g)", rel, "cannot recompute: %s",
+                        e.msg);
     return;
   }
   if (!present)
-    fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(g)", rel, "no receipt_sha256");
+    fdl_ds_report_error(v->rep, FDL_DSC_SEAL_FAILED, "SEAL-1(g)", rel, "no receipt_sha256");
   else if (!ok)
-    fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(g)", rel,
+    fdl_ds_report_error(v->rep, FDL_DSC_SEAL_FAILED, "SEAL-1(g)", rel,
                         "receipt_sha256 does not recompute");
 }
 
@@ -87,7 +88,7 @@ static void check_sub_schema(ds_vctx *v, const json_t *doc, const char *rel, con
   const char *got = fdl_ds_str(doc, "schema");
   char q[FDL_QUOTE_CAP];
   if (!got || strcmp(got, want))
-    fdl_ds_report_error(v->rep, "bad_schema", label, rel, "schema is %s; expected '%s'",
+    fdl_ds_report_error(v->rep, FDL_DSC_BAD_SCHEMA, label, rel, "schema is %s; expected '%s'",
                         got ? fdl_quote_str(got, q, sizeof q) : "(missing)", want);
 }
 
@@ -100,7 +101,7 @@ static bool load_manifest(ds_vctx *v, const char *root) {
   fdl_status s = fdl_ds_read_at(v->rootfd, FDL_DS_MANIFEST_NAME, FDL_JSON_MAX_FILE_BYTES, &text,
                                 &len, &missing, &e);
   if (s != FDL_OK) {
-    fdl_ds_report_error(v->rep, "bad_schema", "SCHEMA", FDL_DS_MANIFEST_NAME,
+    fdl_ds_report_error(v->rep, FDL_DSC_BAD_SCHEMA, "SCHEMA", FDL_DS_MANIFEST_NAME,
                         "%s is missing or unreadable in %s (%s)", FDL_DS_MANIFEST_NAME, root,
                         e.msg);
     return false;
@@ -108,14 +109,14 @@ static bool load_manifest(ds_vctx *v, const char *root) {
   s = fdl_json_parse(text, len, NULL, &v->m, &e);
   free(text);
   if (s != FDL_OK) {
-    fdl_ds_report_error(v->rep, "bad_schema", "SCHEMA", FDL_DS_MANIFEST_NAME,
+    fdl_ds_report_error(v->rep, FDL_DSC_BAD_SCHEMA, "SCHEMA", FDL_DS_MANIFEST_NAME,
                         "unparseable JSON (NaN, Infinity and duplicate keys are refused): %s",
                         e.msg);
     return false;
   }
   if (!json_is_object(v->m)) {
-    fdl_ds_report_error(v->rep, "bad_schema", "SCHEMA", FDL_DS_MANIFEST_NAME, "%s is not an object",
-                        FDL_DS_MANIFEST_NAME);
+    fdl_ds_report_error(v->rep, FDL_DSC_BAD_SCHEMA, "SCHEMA", FDL_DS_MANIFEST_NAME,
+                        "%s is not an object", FDL_DS_MANIFEST_NAME);
     return false;
   }
   const char *id = fdl_ds_str(fdl_ds_obj(v->m, "dataset"), "id");
@@ -130,7 +131,7 @@ static bool load_manifest(ds_vctx *v, const char *root) {
   if (!schema || strcmp(schema, FDL_DS_SCHEMA)) {
     char shown[128];
     fdl_py_shown(json_object_get(v->m, "schema"), shown, sizeof shown);
-    fdl_ds_report_error(v->rep, "bad_schema", "SCHEMA", FDL_DS_MANIFEST_NAME,
+    fdl_ds_report_error(v->rep, FDL_DSC_BAD_SCHEMA, "SCHEMA", FDL_DS_MANIFEST_NAME,
                         "schema is %s; this tool reads only '%s'", shown, FDL_DS_SCHEMA);
     return false;
   }
@@ -138,7 +139,7 @@ static bool load_manifest(ds_vctx *v, const char *root) {
   if (!fdl_ds_int(v->m, "format_version", &fv) || fv != 1) {
     char shown[64];
     fdl_py_shown(json_object_get(v->m, "format_version"), shown, sizeof shown);
-    fdl_ds_report_error(v->rep, "bad_schema", "SCHEMA", FDL_DS_MANIFEST_NAME,
+    fdl_ds_report_error(v->rep, FDL_DSC_BAD_SCHEMA, "SCHEMA", FDL_DS_MANIFEST_NAME,
                         "format_version is %s, expected 1", shown);
     return false;
   }
@@ -195,8 +196,8 @@ static void load_subdocs(ds_vctx *v) {
     const char *want = fdl_ds_str(digests[i].block, digests[i].key);
     if (!want || !want[0] || !digests[i].d->doc || !digests[i].d->file_sha256[0]) continue;
     if (strcmp(want, digests[i].d->file_sha256))
-      fdl_ds_report_error(v->rep, "digest_mismatch", "SEAL-1", digests[i].d->rel, "%s: %s != %s",
-                          digests[i].label, digests[i].d->file_sha256, want);
+      fdl_ds_report_error(v->rep, FDL_DSC_DIGEST_MISMATCH, "SEAL-1", digests[i].d->rel,
+                          "%s: %s != %s", digests[i].label, digests[i].d->file_sha256, want);
   }
 
   /* The capture manifest names the runtime document by digest too (§5.4). */
@@ -208,11 +209,11 @@ static void load_subdocs(ds_vctx *v) {
     if (fdl_ds_join_norm(v->capture_dir, rm, resolved, sizeof resolved) &&
         fdl_ds_join_norm("", v->runtime.rel, want_rel, sizeof want_rel)) {
       if (strcmp(resolved, want_rel))
-        fdl_ds_report_error(v->rep, "digest_mismatch", "SEAL-1", v->capture.rel,
+        fdl_ds_report_error(v->rep, FDL_DSC_DIGEST_MISMATCH, "SEAL-1", v->capture.rel,
                             "runtime_manifest names %s but the manifest's runtime file is %s",
                             resolved, want_rel);
       else if (strcmp(rm_sha, v->runtime.file_sha256))
-        fdl_ds_report_error(v->rep, "digest_mismatch", "SEAL-1", v->capture.rel,
+        fdl_ds_report_error(v->rep, FDL_DSC_DIGEST_MISMATCH, "SEAL-1", v->capture.rel,
                             "runtime_manifest_sha256 %s != %s, the digest of %s", rm_sha,
                             v->runtime.file_sha256, want_rel);
     }
@@ -223,7 +224,7 @@ static void load_subdocs(ds_vctx *v) {
 static void check_created(const json_t *manifest, fdl_ds_report *rep) {
   const char *when = fdl_ds_str(manifest, "created_utc");
   if (when && !fdl_utc_valid(when))
-    fdl_ds_report_error(rep, "bad_timestamp", "created_utc", FDL_DS_MANIFEST_NAME,
+    fdl_ds_report_error(rep, FDL_DSC_BAD_TIMESTAMP, "created_utc", FDL_DS_MANIFEST_NAME,
                         "created_utc '%s' is not a real UTC time written YYYY-MM-DDTHH:MM:SSZ",
                         when);
 }
@@ -244,7 +245,6 @@ static void finish(ds_vctx *v) {
     }
     fdl_ds_findings *w = &v->rep->warnings;
     for (size_t i = 0; i < w->count; i++) {
-      free(w->items[i].code);
       free(w->items[i].rule);
       free(w->items[i].message);
       free(w->items[i].where);
@@ -273,7 +273,8 @@ fdl_status fdl_ds_validate(const char *root, const fdl_ds_validate_opts *opts, f
   fdl_status s = FDL_OK;
   v.rootfd = fdl_sys_open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (v.rootfd < 0) {
-    fdl_ds_report_error(rep, "bad_schema", "SCHEMA", "", "%s is not a readable directory", root);
+    fdl_ds_report_error(rep, FDL_DSC_BAD_SCHEMA, "SCHEMA", "", "%s is not a readable directory",
+                        root);
     finish(&v);
     return rep->oom != FDL_OK ? fdl_fail(err, FDL_NOMEM, "validate: out of memory") : FDL_OK;
   }
@@ -286,10 +287,10 @@ fdl_status fdl_ds_validate(const char *root, const fdl_ds_validate_opts *opts, f
   bool ok, present; /* step 3 */
   fdl_err e;
   if (fdl_ds_seal_ok(v.m, "dataset_sha256", &ok, &present, &e) != FDL_OK)
-    fdl_ds_report_error(rep, "seal_failed", "SEAL-1(a)", FDL_DS_MANIFEST_NAME,
+    fdl_ds_report_error(rep, FDL_DSC_SEAL_FAILED, "SEAL-1(a)", FDL_DS_MANIFEST_NAME,
                         "cannot recompute dataset_sha256: %s", e.msg);
   else if (!ok)
-    fdl_ds_report_error(rep, "seal_failed", "SEAL-1(a)", FDL_DS_MANIFEST_NAME,
+    fdl_ds_report_error(rep, FDL_DSC_SEAL_FAILED, "SEAL-1(a)", FDL_DS_MANIFEST_NAME,
                         "dataset_sha256 does not recompute over the self-blanked manifest");
   fdl_ds_report_check(rep, "seal.manifest");
 

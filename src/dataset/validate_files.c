@@ -37,22 +37,22 @@ void fdl_ds_v_tree(ds_vctx *v) {
   if (fdl_ds_tree_walk(v->rootfd, &v->tree, &e) != FDL_OK) {
     /* Nothing below is checked against an incomplete listing: the whole tree is refused, and
      * the finding names the entry the walk could not get past. */
-    fdl_ds_report_error(v->rep, "tree_unreadable", "PATH-4", v->tree.fail_at,
+    fdl_ds_report_error(v->rep, FDL_DSC_TREE_UNREADABLE, "PATH-4", v->tree.fail_at,
                         "cannot list the whole dataset: %s", e.msg);
     return;
   }
   v->have_tree = true;
   for (size_t i = 0; i < v->tree.n_symlinks; i++)
-    fdl_ds_report_error(v->rep, "symlink", "PATH-4", v->tree.symlinks[i],
+    fdl_ds_report_error(v->rep, FDL_DSC_SYMLINK, "PATH-4", v->tree.symlinks[i],
                         "symlink %s (no symlinks anywhere in a dataset, PATH-4)",
                         v->tree.symlinks[i]);
   for (size_t i = 0; i < v->tree.n_others; i++)
-    fdl_ds_report_error(v->rep, "symlink", "PATH-4", v->tree.others[i],
+    fdl_ds_report_error(v->rep, FDL_DSC_SYMLINK, "PATH-4", v->tree.others[i],
                         "%s is neither a regular file nor a directory (refused like a symlink)",
                         v->tree.others[i]);
   for (size_t i = 0; i < v->tree.n_files; i++)
     if (!excluded(v->tree.files[i]) && fdl_ds_is_credential(v->tree.files[i]))
-      fdl_ds_report_error(v->rep, "credential_in_tree", "CREDENTIAL", v->tree.files[i],
+      fdl_ds_report_error(v->rep, FDL_DSC_CREDENTIAL_IN_TREE, "CREDENTIAL", v->tree.files[i],
                           "%s looks like a credential; sealing it would publish a secret",
                           v->tree.files[i]);
 }
@@ -184,7 +184,8 @@ static void check_deferred(ds_vctx *v, const plan *p) {
     const char *want =
         t->record ? fdl_ds_str(t->record, "sha256") : fdl_ds_str(head, "file_sha256");
     if (ce && want && *want && strcmp(want, ce->hex))
-      fdl_ds_report_error(v->rep, "digest_mismatch", t->record ? "SEAL-1(d)" : "HEAD-IDENT", t->rel,
+      fdl_ds_report_error(v->rep, FDL_DSC_DIGEST_MISMATCH, t->record ? "SEAL-1(d)" : "HEAD-IDENT",
+                          t->rel,
                           "%s: the manifest's file digest %s differs from checksums.txt's %s",
                           t->rel, want, ce->hex);
   }
@@ -199,7 +200,7 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
   fdl_err e;
   if (fdl_ds_read_at(v->rootfd, FDL_DS_CHECKSUMS_NAME, DS_MAX_CHECKSUMS_BYTES, &text, &len,
                      &missing, &e) != FDL_OK) {
-    fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(b)", FDL_DS_CHECKSUMS_NAME,
+    fdl_ds_report_error(v->rep, FDL_DSC_SEAL_FAILED, "SEAL-1(b)", FDL_DS_CHECKSUMS_NAME,
                         "checksums.txt is missing or unreadable (%s)", e.msg);
     return FDL_OK;
   }
@@ -212,7 +213,7 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
   fdl_sha256_hex(&d, hex);
   const char *want = fdl_ds_str(seal, "checksums_sha256");
   if (!want || strcmp(want, hex))
-    fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(b)", FDL_DS_CHECKSUMS_NAME,
+    fdl_ds_report_error(v->rep, FDL_DSC_SEAL_FAILED, "SEAL-1(b)", FDL_DS_CHECKSUMS_NAME,
                         "sha256(checksums.txt) %s != seal.checksums_sha256 %s", hex,
                         want ? want : "(missing)");
   fdl_checksums_init(&p->sums);
@@ -220,8 +221,8 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
   free(text);
   if (s != FDL_OK) {
     if (s == FDL_NOMEM) return fdl_fail(err, s, "%s", e.msg);
-    fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(c)/SEAL-2", FDL_DS_CHECKSUMS_NAME, "%s",
-                        e.msg);
+    fdl_ds_report_error(v->rep, FDL_DSC_SEAL_FAILED, "SEAL-1(c)/SEAL-2", FDL_DS_CHECKSUMS_NAME,
+                        "%s", e.msg);
     return FDL_OK;
   }
   p->have_sums = true;
@@ -237,7 +238,7 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
     const char *f = v->tree.files[i];
     char q[FDL_QUOTE_CAP];
     if (!excluded(f) && !find_sum(p, f))
-      fdl_ds_report_error(v->rep, "unlisted_file", "SEAL-1(c)/SEAL-2", f,
+      fdl_ds_report_error(v->rep, FDL_DSC_UNLISTED_FILE, "SEAL-1(c)/SEAL-2", f,
                           "%s is present but not listed in checksums.txt",
                           fdl_quote_str(f, q, sizeof q));
   }
@@ -247,7 +248,7 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
     if (!fdl_ds_tree_has(&v->tree, f)) {
       char q[FDL_QUOTE_CAP];
       if (!(v->o->allow_partial && !strncmp(f, "capture/", 8)))
-        fdl_ds_report_error(v->rep, "missing_file", "SEAL-1(c)/SEAL-2", f,
+        fdl_ds_report_error(v->rep, FDL_DSC_MISSING_FILE, "SEAL-1(c)/SEAL-2", f,
                             "%s is listed in checksums.txt but absent%s",
                             fdl_quote_str(f, q, sizeof q),
                             v->o->allow_partial ? "" : " (--allow-partial covers capture/ only)");
@@ -281,10 +282,10 @@ static fdl_status plan_tensor(ds_vctx *v, plan *p, tensor_check *t, fdl_err *err
     /* Absent files are findings of the listing (or tolerated by --allow-partial). */
     char q[FDL_QUOTE_CAP];
     if (t->record && missing && !find_sum(p, t->rel) && !v->o->allow_partial)
-      fdl_ds_report_error(v->rep, "missing_file", label, t->rel, "%s is missing",
+      fdl_ds_report_error(v->rep, FDL_DSC_MISSING_FILE, label, t->rel, "%s is missing",
                           fdl_quote_str(t->rel, q, sizeof q));
     else if (!missing)
-      fdl_ds_report_error(v->rep, "bad_tensor_file", label, t->rel, "%s", e.msg);
+      fdl_ds_report_error(v->rep, FDL_DSC_BAD_TENSOR_FILE, label, t->rel, "%s", e.msg);
     return FDL_OK;
   }
   struct stat st;
@@ -300,10 +301,10 @@ static fdl_status plan_tensor(ds_vctx *v, plan *p, tensor_check *t, fdl_err *err
   fdl_status ps = map == MAP_FAILED ? fdl_fail(&e, FDL_IO, "empty or unmappable file")
                                     : fdl_safetensors_open_mem(map, size, &sf, &e);
   if (ps != FDL_OK) {
-    fdl_ds_report_error(v->rep, "bad_tensor_file", label, t->rel, "%s: %s", t->rel, e.msg);
+    fdl_ds_report_error(v->rep, FDL_DSC_BAD_TENSOR_FILE, label, t->rel, "%s: %s", t->rel, e.msg);
   } else if (!key || !fdl_safetensors_find(sf, key)) {
     char q[FDL_QUOTE_CAP];
-    fdl_ds_report_error(v->rep, "bad_tensor_file", label, t->rel, "%s: tensor key %s absent",
+    fdl_ds_report_error(v->rep, FDL_DSC_BAD_TENSOR_FILE, label, t->rel, "%s: tensor key %s absent",
                         t->rel, fdl_quote_str(key, q, sizeof q));
   } else {
     const fdl_tensor *tn = fdl_safetensors_find(sf, key);
@@ -313,7 +314,7 @@ static fdl_status plan_tensor(ds_vctx *v, plan *p, tensor_check *t, fdl_err *err
     const json_t *shape = json_object_get(t->record ? t->record : head, "shape");
     char q[FDL_QUOTE_CAP];
     if (dt && strcmp(dt, fdl_dtype_name(tn->dtype)))
-      fdl_ds_report_error(v->rep, "tensor_mismatch", label, t->rel,
+      fdl_ds_report_error(v->rep, FDL_DSC_TENSOR_MISMATCH, label, t->rel,
                           "%s declares dtype %s but the safetensors header says '%s'", t->rel,
                           fdl_quote_str(dt, q, sizeof q), fdl_dtype_name(tn->dtype));
     if (json_is_array(shape)) {
@@ -323,7 +324,7 @@ static fdl_status plan_tensor(ds_vctx *v, plan *p, tensor_check *t, fdl_err *err
         same = json_is_integer(d) && json_integer_value(d) == tn->shape[k];
       }
       if (!same)
-        fdl_ds_report_error(v->rep, "tensor_mismatch", label, t->rel,
+        fdl_ds_report_error(v->rep, FDL_DSC_TENSOR_MISMATCH, label, t->rel,
                             "%s: declared shape differs from the safetensors header's", t->rel);
     }
     t->header_ok = true;
@@ -382,7 +383,7 @@ static void check_sizes(ds_vctx *v, const plan *p) {
     int64_t want;
     if (t->record) {
       if (fdl_ds_int(t->record, "size_bytes", &want) && want >= 0 && (uint64_t)want != size)
-        fdl_ds_report_error(v->rep, "size_mismatch", "SEAL-1(d)", t->rel,
+        fdl_ds_report_error(v->rep, FDL_DSC_SIZE_MISMATCH, "SEAL-1(d)", t->rel,
                             "%s is %llu bytes, its record declares size_bytes %lld", t->rel,
                             (unsigned long long)size, (long long)want);
       continue;
@@ -401,7 +402,7 @@ static void check_sizes(ds_vctx *v, const plan *p) {
       need *= (uint64_t)x;
     }
     if (need && need <= UINT64_MAX - 8 && size < need + 8)
-      fdl_ds_report_error(v->rep, "size_mismatch", "HEAD-IDENT", t->rel,
+      fdl_ds_report_error(v->rep, FDL_DSC_SIZE_MISMATCH, "HEAD-IDENT", t->rel,
                           "%s is %llu bytes, but the head's declared shape and dtype need at "
                           "least %llu",
                           t->rel, (unsigned long long)size, (unsigned long long)(need + 8));
@@ -416,12 +417,12 @@ static void report_checksums(ds_vctx *v, plan *p) {
     const char *f = p->sums.items[i].path;
     bool tensor = !strncmp(f, "capture/", 8);
     if (j->status != FDL_OK)
-      fdl_ds_report_error(v->rep, tensor ? "tensor_mismatch" : "seal_failed", "SEAL-1(c)/SEAL-2", f,
-                          "%s cannot be hashed: %s", f, j->msg);
+      fdl_ds_report_error(v->rep, tensor ? FDL_DSC_TENSOR_MISMATCH : FDL_DSC_SEAL_FAILED,
+                          "SEAL-1(c)/SEAL-2", f, "%s cannot be hashed: %s", f, j->msg);
     else if (strcmp(j->hex, p->sums.items[i].hex))
-      fdl_ds_report_error(v->rep, tensor ? "tensor_mismatch" : "seal_failed", "SEAL-1(c)/SEAL-2", f,
-                          "%s hashes to %s, checksums.txt says %s", f, j->hex,
-                          p->sums.items[i].hex);
+      fdl_ds_report_error(v->rep, tensor ? FDL_DSC_TENSOR_MISMATCH : FDL_DSC_SEAL_FAILED,
+                          "SEAL-1(c)/SEAL-2", f, "%s hashes to %s, checksums.txt says %s", f,
+                          j->hex, p->sums.items[i].hex);
   }
 }
 
@@ -430,10 +431,10 @@ static void compare(ds_vctx *v, const char *label, const char *rel, const char *
                     const ds_hash_job *j, bool second, const char *want) {
   const char *got = second ? j->hex2 : j->hex;
   if (j->status != FDL_OK)
-    fdl_ds_report_error(v->rep, "bad_tensor_file", label, rel, "%s: %s", rel, j->msg);
+    fdl_ds_report_error(v->rep, FDL_DSC_BAD_TENSOR_FILE, label, rel, "%s: %s", rel, j->msg);
   else if (!want || strcmp(got, want))
-    fdl_ds_report_error(v->rep, "tensor_mismatch", label, rel, "%s %s %s != manifest %s", rel, what,
-                        got, want ? want : "(none)");
+    fdl_ds_report_error(v->rep, FDL_DSC_TENSOR_MISMATCH, label, rel, "%s %s %s != manifest %s", rel,
+                        what, got, want ? want : "(none)");
 }
 
 static void report_nonfinite(ds_vctx *v, const tensor_check *t, const ds_hash_job *j) {
@@ -443,12 +444,12 @@ static void report_nonfinite(ds_vctx *v, const tensor_check *t, const ds_hash_jo
   int64_t idx = -1;
   if (t->record) fdl_ds_int(t->record, "index", &idx);
   if (t->record)
-    fdl_ds_report_error(v->rep, "non_finite", "SEAL-1(d)", t->rel,
+    fdl_ds_report_error(v->rep, FDL_DSC_NON_FINITE, "SEAL-1(d)", t->rel,
                         "%s: record %lld holds a NaN or infinity at row %llu, column %llu (the "
                         "first one); pack and compare refuse it",
                         t->rel, (long long)idx, (unsigned long long)row, (unsigned long long)col);
   else
-    fdl_ds_report_error(v->rep, "non_finite", "HEAD-IDENT", t->rel,
+    fdl_ds_report_error(v->rep, FDL_DSC_NON_FINITE, "HEAD-IDENT", t->rel,
                         "%s: the head holds a NaN or infinity at row %llu, column %llu (the first "
                         "one); compare refuses it",
                         t->rel, (unsigned long long)row, (unsigned long long)col);

@@ -62,18 +62,18 @@ static void aggregate(ds_vctx *v, const indexed *recs, size_t n) {
     const char *doc_agg = fdl_ds_str(v->panel.doc, "suite_token_hash_sha256");
     const char *top_agg = fdl_ds_str(panel, "suite_token_hash_sha256");
     if (!doc_agg || strcmp(agg, doc_agg))
-      fdl_ds_report_error(v->rep, "panel_digest_mismatch", "BIND-6", v->panel.rel,
+      fdl_ds_report_error(v->rep, FDL_DSC_PANEL_DIGEST_MISMATCH, "BIND-6", v->panel.rel,
                           "suite_token_hash_sha256 does not recompute from the record digests "
                           "(%s)",
                           agg);
     if (!top_agg || strcmp(agg, top_agg))
-      fdl_ds_report_error(v->rep, "panel_digest_mismatch", "BIND-6", FDL_DS_MANIFEST_NAME,
+      fdl_ds_report_error(v->rep, FDL_DSC_PANEL_DIGEST_MISMATCH, "BIND-6", FDL_DS_MANIFEST_NAME,
                           "manifest panel.suite_token_hash_sha256 disagrees with panel.json");
     const json_t *doc_legacy = json_object_get(v->panel.doc, "panel_token_sha256_legacy");
     if (fdl_py_truthy(doc_legacy) &&
         fdl_py_truthy(json_object_get(v->panel.doc, "token_digest_algorithm")) &&
         !(json_is_string(doc_legacy) && !strcmp(json_string_value(doc_legacy), legacy)))
-      fdl_ds_report_warn(v->rep, "panel_digest_mismatch", "5.1", v->panel.rel,
+      fdl_ds_report_warn(v->rep, FDL_DSC_PANEL_DIGEST_MISMATCH, "5.1", v->panel.rel,
                          "panel_token_sha256_legacy does not recompute under the legacy join; it "
                          "is a historical value carried for cross-check only");
   }
@@ -93,12 +93,13 @@ static int64_t *read_tokens(ds_vctx *v, const char *rel, size_t *n, bool *absent
       *absent = true;
       char q[FDL_QUOTE_CAP];
       if (!v->o->allow_partial)
-        fdl_ds_report_error(v->rep, "missing_file", "3", rel, "panel token file %s is missing",
-                            fdl_quote_str(rel, q, sizeof q));
+        fdl_ds_report_error(v->rep, FDL_DSC_MISSING_FILE, "3", rel,
+                            "panel token file %s is missing", fdl_quote_str(rel, q, sizeof q));
     } else if (s == FDL_PATH) {
-      fdl_ds_report_error(v->rep, "symlink", "PATH-4", rel, "%s", e.msg);
+      fdl_ds_report_error(v->rep, FDL_DSC_SYMLINK, "PATH-4", rel, "%s", e.msg);
     } else {
-      fdl_ds_report_error(v->rep, "bad_schema", "BIND-6", rel, "unparseable token file: %s", e.msg);
+      fdl_ds_report_error(v->rep, FDL_DSC_BAD_SCHEMA, "BIND-6", rel, "unparseable token file: %s",
+                          e.msg);
     }
     return NULL;
   }
@@ -113,7 +114,7 @@ static int64_t *read_tokens(ds_vctx *v, const char *rel, size_t *n, bool *absent
   json_decref(doc);
   if (!ok) {
     free(ids);
-    fdl_ds_report_error(v->rep, "bad_schema", "BIND-6", rel,
+    fdl_ds_report_error(v->rep, FDL_DSC_BAD_SCHEMA, "BIND-6", rel,
                         "a token file holds one JSON array of integer ids");
     return NULL;
   }
@@ -154,29 +155,29 @@ static void token_files(ds_vctx *v, const indexed *recs, size_t n) {
     }
     const char *want = fdl_ds_str(r, "token_ids_json_sha256");
     if (!want || strcmp(got, want))
-      fdl_ds_report_error(v->rep, "panel_digest_mismatch", "BIND-6", rel,
+      fdl_ds_report_error(v->rep, FDL_DSC_PANEL_DIGEST_MISMATCH, "BIND-6", rel,
                           "%s hashes to %s, record says %s", rel, got, want ? want : "(none)");
     const json_t *lg = json_object_get(r, "token_ids_sha256_legacy");
     if (fdl_py_truthy(lg) && !(json_is_string(lg) && !strcmp(json_string_value(lg), legacy)))
-      fdl_ds_report_error(v->rep, "panel_digest_mismatch", "5.1/P8", rel,
+      fdl_ds_report_error(v->rep, FDL_DSC_PANEL_DIGEST_MISMATCH, "5.1/P8", rel,
                           "%s legacy digest does not recompute", rel);
     int64_t nt;
     const json_t *ntv = json_object_get(r, "num_tokens");
     if (ntv && !json_is_null(ntv) && !(fdl_ds_int(r, "num_tokens", &nt) && nt == (int64_t)len))
-      fdl_ds_report_error(v->rep, "panel_binding", "BIND-6", rel,
+      fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "BIND-6", rel,
                           "%s has %zu tokens, the record says otherwise", rel, len);
     const json_t *f16 = fdl_ds_arr(r, "token_ids_first16"),
                  *l16 = fdl_ds_arr(r, "token_ids_last16");
     size_t head_n = len < 16 ? len : 16;
     if (f16 && !ids_equal(f16, ids, head_n))
-      fdl_ds_report_error(v->rep, "panel_binding", "BIND-6", rel,
+      fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "BIND-6", rel,
                           "token_ids_first16 differs from the token file");
     if (l16 && !ids_equal(l16, ids + (len - head_n), head_n))
-      fdl_ds_report_error(v->rep, "panel_binding", "BIND-6", rel,
+      fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "BIND-6", rel,
                           "token_ids_last16 differs from the token file");
     for (size_t i = 0; vocab > 0 && i < len; i++)
       if (ids[i] < 0 || ids[i] >= vocab) {
-        fdl_ds_report_error(v->rep, "panel_binding", "14.1", rel,
+        fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "14.1", rel,
                             "token %zu is id %" PRId64 ", outside [0, %" PRId64 ")", i, ids[i],
                             vocab);
         break;
@@ -241,7 +242,7 @@ static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
       /* No mask: every causal position is scored (§7.3 with an all-ones mask). */
       if (score_from == 0 && num_tokens >= 0 && have_pp &&
           fdl_ds_scored_rows(NULL, num_tokens, 0, NULL) != positions)
-        fdl_ds_report_error(v->rep, "panel_binding", "7.3", v->panel.rel,
+        fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "7.3", v->panel.rel,
                             "record %" PRId64 ": %" PRId64 " tokens without a mask score %" PRId64
                             " positions, not %" PRId64,
                             recs[k].index, num_tokens, num_tokens > 0 ? num_tokens - 1 : 0,
@@ -256,10 +257,10 @@ static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
     fdl_err e;
     if (fdl_ds_read_at(v->rootfd, rel, DS_MAX_SMALL_FILE, &bytes, &len, &missing, &e) != FDL_OK) {
       if (!missing)
-        fdl_ds_report_error(v->rep, "panel_binding", "BIND-3", rel, "%s", e.msg);
+        fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "BIND-3", rel, "%s", e.msg);
       else if (!v->o->allow_partial) {
         char q[FDL_QUOTE_CAP];
-        fdl_ds_report_error(v->rep, "missing_file", "3", rel, "mask file %s is missing",
+        fdl_ds_report_error(v->rep, FDL_DSC_MISSING_FILE, "3", rel, "mask file %s is missing",
                             fdl_quote_str(rel, q, sizeof q));
       }
       continue;
@@ -270,25 +271,25 @@ static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
     fdl_sha256_hex(&d, hex);
     const char *want = fdl_ds_str(r, "attention_mask_sha256");
     if (want && strcmp(want, hex))
-      fdl_ds_report_error(v->rep, "panel_digest_mismatch", "BIND-3", rel,
+      fdl_ds_report_error(v->rep, FDL_DSC_PANEL_DIGEST_MISMATCH, "BIND-3", rel,
                           "%s hashes to %s, record says %s", rel, hex, want);
     uint8_t *mask;
     int64_t mlen;
     bool headerless = false;
     if (fdl_ds_mask_load(bytes, len, num_tokens, rel, &mask, &mlen, &headerless, &e) != FDL_OK) {
-      fdl_ds_report_error(v->rep, "panel_binding", "BIND-3", rel, "%s", e.msg);
+      fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "BIND-3", rel, "%s", e.msg);
     } else {
       if (headerless)
-        fdl_ds_report_warn(v->rep, "headerless_mask", "BIND-3", rel,
+        fdl_ds_report_warn(v->rep, FDL_DSC_HEADERLESS_MASK, "BIND-3", rel,
                            "%s has no .npy header: read as %" PRId64 " raw little-endian %s "
                            "values, all 0 or 1 (the reference dataset builder writes masks so)",
                            rel, mlen, len == (size_t)mlen ? "uint8" : "int64");
       if (num_tokens >= 0 && mlen != num_tokens)
-        fdl_ds_report_error(v->rep, "panel_binding", "BIND-3", rel,
+        fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "BIND-3", rel,
                             "mask has %" PRId64 " entries for %" PRId64 " tokens", mlen,
                             num_tokens);
       else if (score_from == 0 && have_pp && fdl_ds_scored_rows(mask, mlen, 0, NULL) != positions)
-        fdl_ds_report_error(v->rep, "panel_binding", "7.3", rel,
+        fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "7.3", rel,
                             "record %" PRId64 ": the mask scores %" PRId64
                             " positions, prediction_positions says %" PRId64,
                             recs[k].index, fdl_ds_scored_rows(mask, mlen, 0, NULL), positions);
@@ -313,19 +314,19 @@ static void mirror(ds_vctx *v, const indexed *recs, size_t n) {
   for (size_t i = 0; panel && KEYS[i]; i++) {
     const json_t *a = json_object_get(panel, KEYS[i]), *b = json_object_get(v->panel.doc, KEYS[i]);
     if (a && b && !fdl_py_equal(a, b))
-      fdl_ds_report_error(v->rep, "panel_binding", "7.2", v->panel.rel,
+      fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "7.2", v->panel.rel,
                           "%s differs between panel.json and the manifest's panel block", KEYS[i]);
   }
   int64_t contexts, total, sum = 0;
   if (fdl_ds_int(v->panel.doc, "contexts", &contexts) && contexts != (int64_t)n)
-    fdl_ds_report_error(v->rep, "panel_binding", "7.2", v->panel.rel,
+    fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "7.2", v->panel.rel,
                         "contexts %" PRId64 " != %zu panel records", contexts, n);
   for (size_t k = 0; k < n; k++) {
     int64_t pp;
     if (fdl_ds_int(recs[k].rec, "prediction_positions", &pp)) sum += pp;
   }
   if (fdl_ds_int(v->panel.doc, "scored_positions_total", &total) && total != sum)
-    fdl_ds_report_error(v->rep, "panel_binding", "7.2", v->panel.rel,
+    fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "7.2", v->panel.rel,
                         "scored_positions_total %" PRId64 " != sum(prediction_positions) %" PRId64,
                         total, sum);
 }
@@ -339,7 +340,7 @@ static void receipt(ds_vctx *v) {
   bool missing;
   fdl_err e;
   if (fdl_ds_load_json_at(v->rootfd, rf, &doc, &missing, &e) != FDL_OK) {
-    if (!missing) fdl_ds_report_error(v->rep, "bad_schema", "PANEL-RECEIPT", rf, "%s", e.msg);
+    if (!missing) fdl_ds_report_error(v->rep, FDL_DSC_BAD_SCHEMA, "PANEL-RECEIPT", rf, "%s", e.msg);
     return;
   }
   bool ok, present;
@@ -348,10 +349,10 @@ static void receipt(ds_vctx *v) {
   if (s == FDL_NOMEM)
     v->rep->oom = FDL_NOMEM; /* cannot compute is not a mismatch (no false tamper report) */
   else if (s != FDL_OK || !ok)
-    fdl_ds_report_error(v->rep, "panel_digest_mismatch", "PANEL-RECEIPT", rf,
+    fdl_ds_report_error(v->rep, FDL_DSC_PANEL_DIGEST_MISMATCH, "PANEL-RECEIPT", rf,
                         "the shipped panel receipt's receipt_sha256 does not recompute");
   else if (strcmp(stored, want))
-    fdl_ds_report_error(v->rep, "panel_digest_mismatch", "PANEL-RECEIPT", rf,
+    fdl_ds_report_error(v->rep, FDL_DSC_PANEL_DIGEST_MISMATCH, "PANEL-RECEIPT", rf,
                         "panel receipt is sealed as %s, the manifest cites %s", stored, want);
   json_decref(doc);
 }
@@ -369,22 +370,22 @@ static void binding(ds_vctx *v, const indexed *recs, size_t n) {
     indexed key = {idx, NULL};
     const indexed *hit = n ? bsearch(&key, recs, n, sizeof key, cmp_indexed) : NULL;
     if (!hit) {
-      fdl_ds_report_error(v->rep, "panel_binding", "BIND-1", where,
+      fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "BIND-1", where,
                           "capture record %" PRId64 " has no panel record", idx);
       continue;
     }
     const json_t *p = hit->rec;
     if (!fdl_py_equal(json_object_get(r, "token_ids_json_sha256"),
                       json_object_get(p, "token_ids_json_sha256")))
-      fdl_ds_report_error(v->rep, "panel_binding", "BIND-2", where,
+      fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "BIND-2", where,
                           "record %" PRId64 " token digest differs between capture and panel", idx);
     const json_t *a = json_object_get(r, "attention_mask_sha256"),
                  *b = json_object_get(p, "attention_mask_sha256");
     if (a && b && !json_is_null(a) && !json_is_null(b) && !fdl_py_equal(a, b))
-      fdl_ds_report_error(v->rep, "panel_binding", "BIND-3", where,
+      fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "BIND-3", where,
                           "record %" PRId64 " attention_mask_sha256 differs", idx);
     if (b && !json_is_null(b) && (!a || json_is_null(a)))
-      fdl_ds_report_error(v->rep, "panel_binding", "REC-5", where,
+      fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "REC-5", where,
                           "record %" PRId64 " has no attention_mask_sha256 but the panel ships "
                           "a mask",
                           idx);
@@ -394,7 +395,7 @@ static void binding(ds_vctx *v, const indexed *recs, size_t n) {
       char s1[32], s2[32];
       fdl_py_shown(sr, s1, sizeof s1);
       fdl_py_shown(pp, s2, sizeof s2);
-      fdl_ds_report_error(v->rep, "panel_binding", "BIND-4", where,
+      fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "BIND-4", where,
                           "record %" PRId64 " scored_rows %s != panel prediction_positions %s", idx,
                           s1, s2);
     }
@@ -404,7 +405,7 @@ static void binding(ds_vctx *v, const indexed *recs, size_t n) {
   if (fdl_py_truthy(json_object_get(fdl_ds_obj(v->m, "coverage"), "complete"))) {
     int64_t want;
     if (!fdl_ds_int(panel, "scored_positions_total", &want) || want != total)
-      fdl_ds_report_error(v->rep, "panel_binding", "BIND-5", FDL_DS_MANIFEST_NAME,
+      fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "BIND-5", FDL_DS_MANIFEST_NAME,
                           "sum(scored_rows) %" PRId64 " != panel.scored_positions_total", total);
   }
   fdl_ds_report_check(v->rep, "panel.binding");
@@ -429,13 +430,13 @@ void fdl_ds_v_panel(ds_vctx *v) {
   const char *pr = fdl_ds_str(panel, "panel_receipt_sha256");
   const char *sh = fdl_ds_str(panel, "suite_token_hash_sha256");
   if (pr && pr[0] && sh && !strcmp(pr, sh))
-    fdl_ds_report_error(v->rep, "schema_invalid", "PANEL-D2", FDL_DS_MANIFEST_NAME,
+    fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "PANEL-D2", FDL_DS_MANIFEST_NAME,
                         "panel_receipt_sha256 reused as the token identity");
   size_t i;
   json_t *r;
   json_array_foreach(fdl_ds_arr(v->panel.doc, "records"), i, r) {
     if (!fdl_ds_int(r, "index", NULL))
-      fdl_ds_report_error(v->rep, "schema_invalid", "REC-1", v->panel.rel,
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "REC-1", v->panel.rel,
                           "panel record %zu without an integer index", i);
   }
   if (v->capture.doc) binding(v, recs, n);

@@ -35,18 +35,18 @@ void fdl_ds_v_capture_digest(ds_vctx *v) {
   free(items);
   const json_t *capture = fdl_ds_obj(v->m, "capture");
   if (s == FDL_MISMATCH) {
-    fdl_ds_report_error(v->rep, "digest_mismatch", "5.2", v->capture.rel, "%s", e.msg);
+    fdl_ds_report_error(v->rep, FDL_DSC_DIGEST_MISMATCH, "5.2", v->capture.rel, "%s", e.msg);
   } else if (s != FDL_OK) {
     v->rep->oom = FDL_NOMEM;
   } else {
     const char *top = fdl_ds_str(capture, "capture_content_digest");
     if (!top || strcmp(derived, top))
-      fdl_ds_report_error(v->rep, "digest_mismatch", "5.2", FDL_DS_MANIFEST_NAME,
+      fdl_ds_report_error(v->rep, FDL_DSC_DIGEST_MISMATCH, "5.2", FDL_DS_MANIFEST_NAME,
                           "capture_content_digest %s != manifest %s", derived,
                           top ? top : "(missing)");
     const json_t *own = json_object_get(v->capture.doc, "capture_content_digest");
     if (fdl_py_truthy(own) && !(json_is_string(own) && !strcmp(json_string_value(own), derived)))
-      fdl_ds_report_error(v->rep, "digest_mismatch", "5.2", v->capture.rel,
+      fdl_ds_report_error(v->rep, FDL_DSC_DIGEST_MISMATCH, "5.2", v->capture.rel,
                           "capture/manifest.json disagrees with its own records");
   }
   fdl_ds_report_check(v->rep, "digest.capture_content");
@@ -64,7 +64,7 @@ static void check_mirror(ds_vctx *v) {
       char sa[64], sb[64];
       fdl_py_shown(a, sa, sizeof sa);
       fdl_py_shown(b, sb, sizeof sb);
-      fdl_ds_report_error(v->rep, "schema_invalid", "6", v->capture.rel,
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "6", v->capture.rel,
                           "%s is %s here but %s in the manifest's capture block", MIRRORED[i], sb,
                           sa);
     }
@@ -79,23 +79,23 @@ static void check_mirror(ds_vctx *v) {
     if (fdl_ds_int(r, "size_bytes", &x)) total_size += x;
   }
   if (fdl_ds_int(top, "records_count", &want) && want != (int64_t)json_array_size(records))
-    fdl_ds_report_error(v->rep, "schema_invalid", "6", FDL_DS_MANIFEST_NAME,
+    fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "6", FDL_DS_MANIFEST_NAME,
                         "capture.records_count %" PRId64 " != %zu records", want,
                         json_array_size(records));
   if (fdl_ds_int(top, "total_size_bytes", &want) && want != total_size)
-    fdl_ds_report_error(v->rep, "schema_invalid", "6", FDL_DS_MANIFEST_NAME,
+    fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "6", FDL_DS_MANIFEST_NAME,
                         "capture.total_size_bytes %" PRId64 " != sum(size_bytes) %" PRId64, want,
                         total_size);
   if (fdl_ds_int(top, "scored_rows_total", &want) && want != total_rows)
-    fdl_ds_report_error(v->rep, "schema_invalid", "6", FDL_DS_MANIFEST_NAME,
+    fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "6", FDL_DS_MANIFEST_NAME,
                         "capture.scored_rows_total %" PRId64 " != sum(scored_rows) %" PRId64, want,
                         total_rows);
   if (fdl_ds_int(v->capture.doc, "total_scored_rows", &want) && want != total_rows)
-    fdl_ds_report_error(v->rep, "schema_invalid", "6", v->capture.rel,
+    fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "6", v->capture.rel,
                         "total_scored_rows %" PRId64 " != sum(scored_rows) %" PRId64, want,
                         total_rows);
   if (fdl_ds_int(v->capture.doc, "total_size_bytes", &want) && want != total_size)
-    fdl_ds_report_error(v->rep, "schema_invalid", "6", v->capture.rel,
+    fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "6", v->capture.rel,
                         "total_size_bytes %" PRId64 " != sum(size_bytes) %" PRId64, want,
                         total_size);
 }
@@ -123,11 +123,12 @@ void fdl_ds_v_records(ds_vctx *v) {
     char idx[64];
     fdl_py_shown(index, idx, sizeof idx);
     if (!json_is_object(r)) {
-      fdl_ds_report_error(v->rep, "schema_invalid", "REC-1", where, "record is not an object");
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "REC-1", where,
+                          "record is not an object");
       continue;
     }
     if (!json_is_integer(index) || json_integer_value(index) < 0) {
-      fdl_ds_report_error(v->rep, "schema_invalid", "REC-1", where,
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "REC-1", where,
                           "record index %s is not an integer >= 0", idx);
     } else {
       seen[n_seen++] = (int64_t)json_integer_value(index);
@@ -137,7 +138,7 @@ void fdl_ds_v_records(ds_vctx *v) {
       char k1[64], k2[64];
       fdl_py_shown(key, k1, sizeof k1);
       fdl_py_shown(tensor_key, k2, sizeof k2);
-      fdl_ds_report_error(v->rep, "schema_invalid", "REC-2", where,
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "REC-2", where,
                           "record %s key %s != header tensor_key %s", idx, k1, k2);
     }
     const json_t *shape = json_object_get(r, "shape");
@@ -148,30 +149,30 @@ void fdl_ds_v_records(ds_vctx *v) {
         char a[32], b[32];
         fdl_py_shown(rows, a, sizeof a);
         fdl_py_shown(scored, b, sizeof b);
-        fdl_ds_report_error(v->rep, "schema_invalid", "REC-3", where,
+        fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "REC-3", where,
                             "record %s shape[0] %s != scored_rows %s", idx, a, b);
       }
       if (want_width && !json_is_null(want_width) && !fdl_py_equal(width, want_width)) {
         char a[32], b[32];
         fdl_py_shown(width, a, sizeof a);
         fdl_py_shown(want_width, b, sizeof b);
-        fdl_ds_report_error(v->rep, "schema_invalid", "REC-3", where, "record %s shape[1] %s != %s",
-                            idx, a, b);
+        fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "REC-3", where,
+                            "record %s shape[1] %s != %s", idx, a, b);
       }
     }
     const json_t *pp = json_object_get(r, "prediction_positions"),
                  *sr = json_object_get(r, "scored_rows");
     if (pp && sr && !fdl_py_equal(pp, sr))
-      fdl_ds_report_error(v->rep, "schema_invalid", "REC-3", where,
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "REC-3", where,
                           "record %s prediction_positions != scored_rows", idx);
     if (json_is_true(json_object_get(r, "raw_chunks_retained")))
-      fdl_ds_report_error(v->rep, "path_escape", "REC-4", where,
+      fdl_ds_report_error(v->rep, FDL_DSC_PATH_ESCAPE, "REC-4", where,
                           "record %s retains host-local chunk keys (PATH-2)", idx);
   }
   if (n_seen) qsort(seen, n_seen, sizeof *seen, fdl_order_i64);
   for (size_t k = 1; k < n_seen; k++)
     if (seen[k] == seen[k - 1] && (k < 2 || seen[k - 2] != seen[k]))
-      fdl_ds_report_error(v->rep, "digest_mismatch", "REC-1", v->capture.rel,
+      fdl_ds_report_error(v->rep, FDL_DSC_DIGEST_MISMATCH, "REC-1", v->capture.rel,
                           "duplicate record index %" PRId64, seen[k]);
   free(seen);
   check_mirror(v);
@@ -202,22 +203,22 @@ void fdl_ds_v_coverage(ds_vctx *v) {
     bool complete = (int64_t)present == declared && contiguous;
     const json_t *claimed = json_object_get(coverage, "complete");
     if (fdl_py_truthy(claimed) != complete)
-      fdl_ds_report_error(v->rep, "incomplete", "COV-1", FDL_DS_MANIFEST_NAME,
+      fdl_ds_report_error(v->rep, FDL_DSC_INCOMPLETE, "COV-1", FDL_DS_MANIFEST_NAME,
                           "coverage.complete is %s but present=%zu declared=%" PRId64
                           " contiguous=%s",
                           fdl_py_truthy(claimed) ? "true" : "false", present, declared,
                           contiguous ? "true" : "false");
     int64_t pr;
     if (!fdl_ds_int(coverage, "present_records", &pr) || pr != (int64_t)present)
-      fdl_ds_report_error(v->rep, "incomplete", "COV-1", FDL_DS_MANIFEST_NAME,
+      fdl_ds_report_error(v->rep, FDL_DSC_INCOMPLETE, "COV-1", FDL_DS_MANIFEST_NAME,
                           "coverage.present_records != %zu records in the capture manifest",
                           present);
     if (!complete && !fdl_py_truthy(json_object_get(coverage, "shard_of")) &&
         !fdl_py_truthy(json_object_get(coverage, "subset_detail")))
-      fdl_ds_report_error(v->rep, "incomplete", "COV-2", FDL_DS_MANIFEST_NAME,
+      fdl_ds_report_error(v->rep, FDL_DSC_INCOMPLETE, "COV-2", FDL_DS_MANIFEST_NAME,
                           "an incomplete capture needs shard_of or subset_detail");
     if (!complete && !v->o->allow_partial)
-      fdl_ds_report_error(v->rep, "incomplete", "COV-3", FDL_DS_MANIFEST_NAME,
+      fdl_ds_report_error(v->rep, FDL_DSC_INCOMPLETE, "COV-3", FDL_DS_MANIFEST_NAME,
                           "incomplete dataset; pass --allow-partial to accept it as a shard");
   }
   fdl_ds_report_check(v->rep, "coverage");

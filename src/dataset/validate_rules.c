@@ -39,7 +39,7 @@ static void head_json_mirror(ds_vctx *v, const json_t *head) {
   for (size_t i = 0; KEYS[i]; i++) {
     const json_t *a = json_object_get(head, KEYS[i]), *b = json_object_get(v->head.doc, KEYS[i]);
     if (a && b && !fdl_py_equal(a, b))
-      fdl_ds_report_error(v->rep, "head_mismatch", "HEAD-JSON", v->head.rel,
+      fdl_ds_report_error(v->rep, FDL_DSC_HEAD_MISMATCH, "HEAD-JSON", v->head.rel,
                           "%s differs between head.json and the manifest's head block", KEYS[i]);
   }
 }
@@ -51,38 +51,38 @@ void fdl_ds_v_head(ds_vctx *v) {
   const char *W = FDL_DS_MANIFEST_NAME;
   if (is(form, "hidden")) {
     if (fdl_py_truthy(json_object_get(head, "applied_in_capture")))
-      fdl_ds_report_error(v->rep, "schema_invalid", "HEAD-5", W,
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "HEAD-5", W,
                           "hidden form declares the cut BEFORE the head, but "
                           "head.applied_in_capture is true");
     if (!fdl_py_truthy(json_object_get(head, "tensor_content_sha256")))
-      fdl_ds_report_error(v->rep, "head_mismatch", "HEAD-4", W,
+      fdl_ds_report_error(v->rep, FDL_DSC_HEAD_MISMATCH, "HEAD-4", W,
                           "a hidden-form dataset with a null head content digest cannot be "
                           "scored through anyone's head; there is no override");
   }
   if (is(form, "logit") && fdl_py_truthy(json_object_get(head, "present")) &&
       json_is_false(json_object_get(head, "applied_in_capture")))
-    fdl_ds_report_error(v->rep, "schema_invalid", "4.2", W,
+    fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "4.2", W,
                         "logit form must declare head.applied_in_capture true");
   const char *raw = fdl_ds_str(head, "raw_tensor_sha256"),
              *content = fdl_ds_str(head, "tensor_content_sha256"),
              *file = fdl_ds_str(head, "file_sha256");
   if (raw && raw[0] && content && content[0] && strcmp(raw, content))
-    fdl_ds_report_error(v->rep, "schema_invalid", "HEAD-IDENT", W,
+    fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "HEAD-IDENT", W,
                         "raw_tensor_sha256 is a REQUIRED byte-equal alias of "
                         "tensor_content_sha256; they differ");
   if (file && file[0] && content && content[0] && !strcmp(file, content))
-    fdl_ds_report_warn(v->rep, "schema_invalid", "HEAD-IDENT/O-6", W,
+    fdl_ds_report_warn(v->rep, FDL_DSC_SCHEMA_INVALID, "HEAD-IDENT/O-6", W,
                        "head file_sha256 equals tensor_content_sha256; a container digest and a "
                        "content digest coinciding is almost certainly one convention pasted "
                        "twice");
   const json_t *fn = fdl_ds_obj(head, "final_norm");
   if (is(fdl_ds_str(capture, "semantic_point"), "after_final_rmsnorm_before_lm_head") &&
       fdl_py_truthy(json_object_get(fn, "applied_at_replay")))
-    fdl_ds_report_error(v->rep, "schema_invalid", "HEAD-7", W,
+    fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "HEAD-7", W,
                         "the capture is already after the final norm; replay applies the head "
                         "only");
   if (is(fdl_ds_str(dataset, "role"), "root") && !fdl_py_truthy(json_object_get(head, "present")))
-    fdl_ds_report_error(v->rep, "schema_invalid", "HEAD-6", W,
+    fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "HEAD-6", W,
                         "a root that ships no head cannot be replayed against");
   head_json_mirror(v, head);
   fdl_ds_report_check(v->rep, "head");
@@ -141,7 +141,7 @@ void fdl_ds_v_determinism(ds_vctx *v) {
   json_decref(distinct);
   const json_t *dc = json_object_get(det, "distinct_evidence_hash_count");
   if (dc && !json_is_null(dc) && !(json_is_integer(dc) && (size_t)json_integer_value(dc) == nd))
-    fdl_ds_report_error(v->rep, "schema_invalid", "DET-D1", W,
+    fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "DET-D1", W,
                         "distinct_evidence_hash_count != %zu distinct hashes", nd);
   int64_t runs = 0;
   (void)fdl_ds_int(det, "run_count", &runs);
@@ -149,14 +149,14 @@ void fdl_ds_v_determinism(ds_vctx *v) {
     bool content = fdl_vocab_find(fdl_content_evidence_names, kind) >= 0;
     char q[FDL_QUOTE_CAP];
     if (!content)
-      fdl_ds_report_error(v->rep, "schema_invalid", "DET-D1", W,
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "DET-D1", W,
                           "identical_across_runs requires content-level evidence, not %s",
                           kind ? fdl_quote_str(kind, q, sizeof q) : "None");
     if (runs < 2)
-      fdl_ds_report_error(v->rep, "schema_invalid", "DET-D1", W,
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "DET-D1", W,
                           "identical_across_runs requires run_count >= 2");
     if (nd != 1)
-      fdl_ds_report_error(v->rep, "schema_invalid", "DET-D1", W,
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "DET-D1", W,
                           "identical_across_runs with %zu distinct evidence hashes", nd);
   }
   json_t *containers = json_object();
@@ -171,7 +171,7 @@ void fdl_ds_v_determinism(ds_vctx *v) {
   }
   json_array_foreach(hashes, i, h) {
     if (json_is_string(h) && json_object_get(containers, json_string_value(h)))
-      fdl_ds_report_error(v->rep, "schema_invalid", "DET-D2", W,
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "DET-D2", W,
                           "evidence hash %.12s is a container (file) digest; file digests differ "
                           "between bitwise-identical runs",
                           json_string_value(h));
@@ -180,7 +180,7 @@ void fdl_ds_v_determinism(ds_vctx *v) {
   const char *pr = fdl_ds_str(panel, "panel_receipt_sha256");
   json_array_foreach(hashes, i, h) {
     if (pr && json_is_string(h) && !strcmp(pr, json_string_value(h))) {
-      fdl_ds_report_error(v->rep, "schema_invalid", "DET-D3", W,
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "DET-D3", W,
                           "panel_receipt_sha256 may never be determinism evidence");
       break;
     }
@@ -190,7 +190,7 @@ void fdl_ds_v_determinism(ds_vctx *v) {
     json_array_foreach(fdl_ds_arr(v->m, "disclosures"), i, h) declared |=
         is(fdl_ds_str(h, "code"), "reduced_run_count");
     if (!declared)
-      fdl_ds_report_warn(v->rep, "reduced_run_count", "DET-D4", W,
+      fdl_ds_report_warn(v->rep, FDL_DSC_REDUCED_RUN_COUNT, "DET-D4", W,
                          "run_count %lld < 5 and no reduced_run_count disclosure is present; a "
                          "published dataset carries one",
                          (long long)runs);
@@ -204,7 +204,7 @@ static void validation_report(ds_vctx *v) {
   json_t *doc = fdl_ds_v_load_sub(v, FDL_DS_VALIDATION_FILE, "VALIDATION", NULL, true);
   if (!doc) return;
   if (!is(fdl_ds_str(doc, "schema"), FDL_DS_VALIDATION_SCHEMA))
-    fdl_ds_report_error(v->rep, "bad_schema", "VALIDATION", FDL_DS_VALIDATION_FILE,
+    fdl_ds_report_error(v->rep, FDL_DSC_BAD_SCHEMA, "VALIDATION", FDL_DS_VALIDATION_FILE,
                         "schema is not '%s'", FDL_DS_VALIDATION_SCHEMA);
   bool ok, present;
   /* A seal that cannot be computed (out of memory) fails the run; it is not a seal that
@@ -213,7 +213,7 @@ static void validation_report(ds_vctx *v) {
   if (s == FDL_NOMEM)
     v->rep->oom = FDL_NOMEM;
   else if (s != FDL_OK || !ok)
-    fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(g)", FDL_DS_VALIDATION_FILE,
+    fdl_ds_report_error(v->rep, FDL_DSC_SEAL_FAILED, "SEAL-1(g)", FDL_DS_VALIDATION_FILE,
                         "receipt_sha256 does not recompute");
   json_decref(doc);
 }
@@ -231,7 +231,7 @@ void fdl_ds_v_role(ds_vctx *v) {
                   {"README.md", "the dataset card carrying x_fidelity"}};
     for (size_t i = 0; i < 2; i++) {
       if (fdl_ds_kind_at(v->rootfd, NEEDED[i].rel) == DS_REGULAR) continue;
-      (sealed ? fdl_ds_report_error : fdl_ds_report_warn)(v->rep, "missing_file", "3",
+      (sealed ? fdl_ds_report_error : fdl_ds_report_warn)(v->rep, FDL_DSC_MISSING_FILE, "3",
                                                           NEEDED[i].rel, "%s is missing (%s)",
                                                           NEEDED[i].rel, NEEDED[i].why);
     }
@@ -244,30 +244,33 @@ void fdl_ds_v_role(ds_vctx *v) {
     json_array_foreach(fdl_ds_arr(scope, "assignments"), i, a) native &=
         is(fdl_ds_str(a, "treatment"), "native");
     if (!native)
-      fdl_ds_report_error(v->rep, "schema_invalid", "ROOT-1", W,
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "ROOT-1", W,
                           "a root declares scope.policy native with every tensor class native; a "
                           "quantized-weight capture is a quant dataset even if its author calls "
                           "it a reference");
     if (fdl_py_truthy(json_object_get(head, "quantized")))
-      fdl_ds_report_error(v->rep, "schema_invalid", "ROOT-1", W, "a root's head is not quantized");
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "ROOT-1", W,
+                          "a root's head is not quantized");
     const json_t *bc = json_object_get(dataset, "base_capture");
     if (bc && !json_is_null(bc))
-      fdl_ds_report_error(v->rep, "schema_invalid", "3", W, "a root's base_capture must be null");
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "3", W,
+                          "a root's base_capture must be null");
     const json_t *lc = json_object_get(capture, "lossy_codec");
     if (lc && !json_is_null(lc))
-      fdl_ds_report_error(v->rep, "schema_invalid", "3", W, "a root's lossy_codec must be null");
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "3", W,
+                          "a root's lossy_codec must be null");
     const char *hf = fdl_ds_str(head, "file");
     char q[FDL_QUOTE_CAP];
     if (v->payload && hf && hf[0] && fdl_relpath_ok(hf, strlen(hf), false) &&
         fdl_ds_kind_at(v->rootfd, hf) != DS_REGULAR)
-      fdl_ds_report_warn(v->rep, "missing_file", "3", hf,
+      fdl_ds_report_warn(v->rep, FDL_DSC_MISSING_FILE, "3", hf,
                          "root declares head.file %s but it is not present",
                          fdl_quote_str(hf, q, sizeof q));
   }
   if (is(role, "derived")) {
     const json_t *bc = json_object_get(dataset, "base_capture");
     if (!bc || json_is_null(bc))
-      fdl_ds_report_error(v->rep, "schema_invalid", "3", W,
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "3", W,
                           "a derived dataset must name its base_capture");
   }
   fdl_ds_report_check(v->rep, "role");
@@ -299,7 +302,7 @@ void fdl_ds_v_scope(ds_vctx *v) {
       char c1[96], c2[64];
       fdl_py_shown(cls, c1, sizeof c1);
       fdl_py_shown(lr, c2, sizeof c2);
-      fdl_ds_report_error(v->rep, "scope_duplicate_assignment", "SCOPE-004", W,
+      fdl_ds_report_error(v->rep, FDL_DSC_SCOPE_DUPLICATE_ASSIGNMENT, "SCOPE-004", W,
                           "scope.assignments has %zu rows for (tensor_class=%s, layer_range=%s); "
                           "the registry admits one row per class and layer_range",
                           count, c1, c2);
@@ -311,7 +314,7 @@ void fdl_ds_v_scope(ds_vctx *v) {
       for (size_t k = 0; ALLOWED[k] && !ok; k++) ok = !strcmp(key, ALLOWED[k]);
       char q[FDL_QUOTE_CAP];
       if (!ok)
-        fdl_ds_report_error(v->rep, "scope_assignment_keys", "SCOPE-004", W,
+        fdl_ds_report_error(v->rep, FDL_DSC_SCOPE_ASSIGNMENT_KEYS, "SCOPE-004", W,
                             "scope assignment %zu carries key %s, which the registry schema "
                             "does not admit",
                             i, fdl_quote_str(key, q, sizeof q));
@@ -324,16 +327,16 @@ void fdl_ds_v_scope(ds_vctx *v) {
     mlp |= !strncmp(c, "mlp.", 4) || !strncmp(c, "moe.", 4);
   }
   if (!embed)
-    fdl_ds_report_error(v->rep, "scope_coverage", "SCOPE-004", W,
+    fdl_ds_report_error(v->rep, FDL_DSC_SCOPE_COVERAGE, "SCOPE-004", W,
                         "scope.assignments does not cover embed_tokens");
   if (!lm_head)
-    fdl_ds_report_error(v->rep, "scope_coverage", "SCOPE-004", W,
+    fdl_ds_report_error(v->rep, FDL_DSC_SCOPE_COVERAGE, "SCOPE-004", W,
                         "scope.assignments does not cover lm_head");
   if (!attn)
-    fdl_ds_report_error(v->rep, "scope_coverage", "SCOPE-004", W,
+    fdl_ds_report_error(v->rep, FDL_DSC_SCOPE_COVERAGE, "SCOPE-004", W,
                         "scope.assignments covers no attention class");
   if (!mlp)
-    fdl_ds_report_error(v->rep, "scope_coverage", "SCOPE-004", W,
+    fdl_ds_report_error(v->rep, FDL_DSC_SCOPE_COVERAGE, "SCOPE-004", W,
                         "scope.assignments covers no mlp/moe class");
 }
 
@@ -345,7 +348,7 @@ void fdl_ds_v_lane(ds_vctx *v) {
   bool ok = fdl_vocab_find(fdl_lane_names, lane) >= 0;
   char q[FDL_QUOTE_CAP];
   if (!ok)
-    fdl_ds_report_error(v->rep, "schema_invalid", "9.3", FDL_DS_MANIFEST_NAME,
+    fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "9.3", FDL_DS_MANIFEST_NAME,
                         "lane %s is not a registry lane",
                         lane ? fdl_quote_str(lane, q, sizeof q) : "None");
   static const char *const COPIED[] = {"lane", "lane_identity_sha256", "stack_fingerprint_sha256",
@@ -354,7 +357,7 @@ void fdl_ds_v_lane(ds_vctx *v) {
     const json_t *a = json_object_get(rt, COPIED[i]),
                  *b = json_object_get(v->runtime.doc, COPIED[i]);
     if (a && b && !fdl_py_equal(a, b))
-      fdl_ds_report_error(v->rep, "schema_invalid", "9.1", v->runtime.rel,
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "9.1", v->runtime.rel,
                           "runtime.%s differs between the manifest and the runtime document",
                           COPIED[i]);
   }
@@ -373,7 +376,7 @@ void fdl_ds_v_remap(ds_vctx *v) {
   if (s == FDL_NOMEM)
     v->rep->oom = FDL_NOMEM; /* as in validation_report: not a mismatch */
   else if (s != FDL_OK || !ok)
-    fdl_ds_report_error(v->rep, "seal_failed", "SEAL-1(g)", rf,
+    fdl_ds_report_error(v->rep, FDL_DSC_SEAL_FAILED, "SEAL-1(g)", rf,
                         present ? "receipt_sha256 does not recompute" : "no receipt_sha256");
   const json_t *entries = fdl_ds_obj(remap, "entries");
   const char *digest;
@@ -381,16 +384,17 @@ void fdl_ds_v_remap(ds_vctx *v) {
   json_object_foreach((json_t *)entries, digest, target) {
     const char *t = json_is_string(target) ? json_string_value(target) : NULL;
     if (!t || !fdl_relpath_ok(t, strlen(t), false)) {
-      fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-2", rf,
+      fdl_ds_report_error(v->rep, FDL_DSC_REMAP_INVALID, "REMAP-2", rf,
                           "remap target for %.12s is not a relative path inside the root", digest);
       continue;
     }
     if (!v->payload) continue;
     char hex[DS_HEX_LEN + 1];
     if (fdl_ds_kind_at(v->rootfd, t) != DS_REGULAR) {
-      fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-2", t, "remap target %s is missing", t);
+      fdl_ds_report_error(v->rep, FDL_DSC_REMAP_INVALID, "REMAP-2", t, "remap target %s is missing",
+                          t);
     } else if (fdl_ds_sha256_at(v->rootfd, t, hex, NULL, NULL) != FDL_OK || strcmp(hex, digest)) {
-      fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-2", t,
+      fdl_ds_report_error(v->rep, FDL_DSC_REMAP_INVALID, "REMAP-2", t,
                           "remap target %s does not hash to its key %.12s", t, digest);
     }
   }
@@ -403,14 +407,14 @@ void fdl_ds_v_remap(ds_vctx *v) {
                         : fdl_ds_join_norm(dir, for_file, rel, sizeof rel);
     json_t *sealed = resolved ? fdl_ds_v_load_sub(v, rel, "REMAP-3", NULL, false) : NULL;
     if (!resolved)
-      fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-3", rf,
+      fdl_ds_report_error(v->rep, FDL_DSC_REMAP_INVALID, "REMAP-3", rf,
                           "for_receipt_file resolves outside the dataset root");
     if (sealed) {
       s = fdl_ds_seal_ok(sealed, "receipt_sha256", &ok, &present, NULL);
       if (s == FDL_NOMEM)
         v->rep->oom = FDL_NOMEM; /* as in validation_report: not a mismatch */
       else if (s != FDL_OK || !ok)
-        fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-3", rel,
+        fdl_ds_report_error(v->rep, FDL_DSC_REMAP_INVALID, "REMAP-3", rel,
                             "the copied sealed receipt no longer verifies; it must be verbatim");
       size_t i, missing = 0;
       json_t *a;
@@ -419,7 +423,7 @@ void fdl_ds_v_remap(ds_vctx *v) {
         if (d && d[0] && !json_object_get(entries, d)) missing++;
       }
       if (missing)
-        fdl_ds_report_error(v->rep, "remap_invalid", "REMAP-1", rf,
+        fdl_ds_report_error(v->rep, FDL_DSC_REMAP_INVALID, "REMAP-1", rf,
                             "%zu sealed artifact digest(s) have no remap entry", missing);
       json_decref(sealed);
     }

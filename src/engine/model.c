@@ -152,8 +152,7 @@ static fdl_status small_contexts(fdl_model *m, fdl_num_isa isa, fdl_err *err) {
   if (!(m->sgemm = fdl_calloc(m->pool.threads, sizeof *m->sgemm)))
     return fdl_fail(err, FDL_NOMEM, "out of memory");
   for (unsigned i = 0; i < m->pool.threads; i++) {
-    fdl_err e2;
-    if (fdl_gemm_new(FDL_NUM_ISA_AVX2, 1, &m->sgemm[i], &e2) != FDL_OK) {
+    if (fdl_gemm_new(FDL_NUM_ISA_AVX2, 1, &m->sgemm[i], NULL) != FDL_OK) {
       for (unsigned j = 0; j < i; j++) fdl_gemm_free(m->sgemm[j]);
       free(m->sgemm);
       m->sgemm = NULL; /* no AVX2 here: the AVX-512 contexts serve every product */

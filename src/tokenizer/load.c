@@ -39,8 +39,7 @@ static const char *base_name(const char *p) {
 
 static bool is_gguf(const char *path) {
   int fd;
-  fdl_err e;
-  if (fdl_open_regular(path, true, &fd, NULL, &e) != FDL_OK) return false;
+  if (fdl_open_regular(path, true, &fd, NULL, NULL) != FDL_OK) return false;
   char magic[4];
   bool yes = fdl_sys_read(fd, magic, 4) == 4 && !memcmp(magic, "GGUF", 4);
   close(fd);
