@@ -420,12 +420,12 @@ static fdl_status load_targets(const cmp_side *a, const cmp_findings *f, const f
                             "reference panel record %lld (%s): %s", (long long)f->shared[c],
                             a->root, te.msg);
     for (size_t j = 0; s == FDL_OK && j < n && j < rows; j++)
-      if (t[j] < 0 || t[j] >= a->vocab)
-        s = fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, FDL_GATE_COMPUTE,
-                           CMP_NO_OVERRIDE_DATA,
-                           "reference panel record %lld: row %zu predicts token %lld, outside the "
-                           "logits' vocabulary 0..%lld (capture.vocab_size)",
-                           (long long)f->shared[c], j, (long long)t[j], (long long)a->vocab - 1);
+      if (t[j] < 0 || t[j] >= a->m->capture.vocab_size)
+        s = fdl_cmp_refuse(
+            r, err, FDL_REF_GEOMETRY_MISMATCH, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_DATA,
+            "reference panel record %lld: row %zu predicts token %lld, outside the "
+            "logits' vocabulary 0..%lld (capture.vocab_size)",
+            (long long)f->shared[c], j, (long long)t[j], (long long)a->m->capture.vocab_size - 1);
     if (s == FDL_OK && n != rows)
       s = fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_PANEL,
                          "reference panel record %lld scores %zu positions, its capture %zu rows",
@@ -485,7 +485,7 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
 
   fdl_num_opts no;
   fdl_num_opts_default(&no);
-  no.vocab = (size_t)a->vocab;
+  no.vocab = (size_t)a->m->capture.vocab_size;
   no.threads = o->threads;
   no.js = want_js;
   no.isa = o->isa;
@@ -506,8 +506,8 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
     return s;
   }
   plan p = {.side = {a, b}, .f = f, .hidden = {a->hidden, b->hidden}};
-  p.width[0] = a->hidden ? (size_t)a->hidden_width : (size_t)a->vocab;
-  p.width[1] = b->hidden ? (size_t)b->hidden_width : (size_t)b->vocab;
+  p.width[0] = a->hidden ? (size_t)a->m->capture.hidden_width : (size_t)a->m->capture.vocab_size;
+  p.width[1] = b->hidden ? (size_t)b->m->capture.hidden_width : (size_t)b->m->capture.vocab_size;
   window w;
   if ((s = window_init(&w, &p, batch, threads, err)) == FDL_OK) {
     s = run_all(&rn, &w, &p, r, err);

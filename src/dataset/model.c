@@ -18,6 +18,65 @@ static int64_t int_or(const json_t *o, const char *key, int64_t dflt) {
   return fdl_ds_int(o, key, &v) ? v : dflt;
 }
 
+static fdl_role role_of(const char *s) {
+  int i = fdl_vocab_find(fdl_role_names, s);
+  return i < 0 ? FDL_ROLE_COUNT : (fdl_role)i;
+}
+
+static fdl_form form_of(const char *s) {
+  int i = fdl_vocab_find(fdl_form_names, s);
+  return i < 0 ? FDL_FORM_COUNT : (fdl_form)i;
+}
+
+static fdl_lane lane_of(const char *s) {
+  int i = fdl_vocab_find(fdl_lane_names, s);
+  return i < 0 ? FDL_LANE_COUNT : (fdl_lane)i;
+}
+
+void fdl_ds_manifest_decode(const json_t *m, fdl_ds_manifest *d) {
+  const json_t *ds = fdl_ds_obj(m, "dataset"), *w = fdl_ds_obj(m, "weights"),
+               *p = fdl_ds_obj(m, "panel"), *c = fdl_ds_obj(m, "capture"),
+               *h = fdl_ds_obj(m, "head"), *r = fdl_ds_obj(m, "runtime"),
+               *pv = fdl_ds_obj(m, "preview");
+  d->dataset.id = fdl_ds_str(ds, "id");
+  d->dataset.repository = fdl_ds_str(ds, "repository");
+  d->dataset.revision = fdl_ds_str(ds, "revision");
+  d->dataset.role = role_of(fdl_ds_str(ds, "role"));
+  d->dataset_sha256 = fdl_ds_str(m, "dataset_sha256");
+  d->not_submittable = json_is_true(json_object_get(m, "not_submittable"));
+  d->preview = json_object_size(pv) > 0;
+  d->weights.model_revision = fdl_ds_str(w, "model_revision");
+  d->weights.checkpoint_identity_sha256 = fdl_ds_str(w, "checkpoint_identity_sha256");
+  d->scope.scope_digest = fdl_ds_str(fdl_ds_obj(m, "scope"), "scope_digest");
+  d->panel.panel_id = fdl_ds_str(p, "panel_id");
+  d->panel.panel_file = fdl_ds_str(p, "panel_file");
+  d->panel.panel_file_sha256 = fdl_ds_str(p, "panel_file_sha256");
+  d->panel.suite_token_hash_sha256 = fdl_ds_str(p, "suite_token_hash_sha256");
+  d->panel.panel_token_sha256_legacy = fdl_ds_str(p, "panel_token_sha256_legacy");
+  d->capture.form = form_of(fdl_ds_str(c, "form"));
+  d->capture.manifest_file = fdl_ds_str(c, "manifest_file");
+  d->capture.manifest_file_sha256 = fdl_ds_str(c, "manifest_file_sha256");
+  d->capture.capture_content_digest = fdl_ds_str(c, "capture_content_digest");
+  d->capture.dtype = fdl_ds_str(c, "dtype");
+  d->capture.dtype_lossy = json_is_false(json_object_get(c, "dtype_lossless"));
+  const json_t *lc = json_object_get(c, "lossy_codec");
+  d->capture.lossy_codec = lc && !json_is_null(lc);
+  d->capture.vocab_size = int_or(c, "vocab_size", -1);
+  d->capture.hidden_width = int_or(c, "hidden_width", -1);
+  d->head.head_json = fdl_ds_str(h, "head_json");
+  d->head.file = fdl_ds_str(h, "file");
+  d->head.file_sha256 = fdl_ds_str(h, "file_sha256");
+  d->head.tensor_key = fdl_ds_str(h, "tensor_key");
+  d->head.tensor_content_sha256 = fdl_ds_str(h, "tensor_content_sha256");
+  d->head.raw_tensor_sha256 = fdl_ds_str(h, "raw_tensor_sha256");
+  d->runtime.lane = lane_of(fdl_ds_str(r, "lane"));
+  d->runtime.file = fdl_ds_str(r, "file");
+  d->runtime.file_sha256 = fdl_ds_str(r, "file_sha256");
+  d->runtime.lane_identity_sha256 = fdl_ds_str(r, "lane_identity_sha256");
+  d->runtime.stack_fingerprint_sha256 = fdl_ds_str(r, "stack_fingerprint_sha256");
+  d->coverage.complete = json_is_true(json_object_get(fdl_ds_obj(m, "coverage"), "complete"));
+}
+
 static json_t *load_opt(int rootfd, const char *rel) {
   json_t *doc = NULL;
   if (!rel) return NULL;
@@ -115,14 +174,13 @@ fdl_status fdl_dataset_load(const char *root, fdl_dataset *ds, fdl_err *err) {
     return fdl_fail(err, FDL_UNSUPPORTED, "%s/%s: schema is not %s (bad_schema)", root,
                     FDL_DS_MANIFEST_NAME, FDL_DS_SCHEMA);
   }
-  const json_t *m = tmp.manifest;
-  const char *rel = fdl_ds_str(fdl_ds_obj(m, "capture"), "manifest_file");
-  tmp.capture = load_opt(fd, rel ? rel : "capture/manifest.json");
-  rel = fdl_ds_str(fdl_ds_obj(m, "panel"), "panel_file");
-  tmp.panel = load_opt(fd, rel ? rel : "panel/panel.json");
-  tmp.head = load_opt(fd, fdl_ds_str(fdl_ds_obj(m, "head"), "head_json"));
-  rel = fdl_ds_str(fdl_ds_obj(m, "runtime"), "file");
-  tmp.runtime = load_opt(fd, rel ? rel : "runtime/capture-runtime.json");
+  const fdl_ds_manifest *m = &tmp.m;
+  fdl_ds_manifest_decode(tmp.manifest, &tmp.m);
+  tmp.capture =
+      load_opt(fd, m->capture.manifest_file ? m->capture.manifest_file : "capture/manifest.json");
+  tmp.panel = load_opt(fd, m->panel.panel_file ? m->panel.panel_file : "panel/panel.json");
+  tmp.head = load_opt(fd, m->head.head_json);
+  tmp.runtime = load_opt(fd, m->runtime.file ? m->runtime.file : "runtime/capture-runtime.json");
   close(fd);
   s = capture_views(&tmp, err);
   if (s == FDL_OK) s = panel_views(&tmp, err);
