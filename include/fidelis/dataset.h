@@ -193,10 +193,13 @@ FDL_API void fdl_ds_check_manifest(const json_t *manifest, fdl_ds_report *rep);
  * field that is absent or mistyped reads as NULL, -1 or false, an enum as its _COUNT. */
 typedef struct {
   struct {
-    const char *id, *repository, *revision; /* revision: NULL when null */
+    const char *id, *repository, *revision, *structural_status;
     fdl_role role;
   } dataset;
   const char *dataset_sha256;
+  struct {
+    const char *checksums_sha256;
+  } seal;
   bool not_submittable; /* not_submittable is true */
   bool preview;         /* preview is a non-empty object */
   struct {
@@ -208,6 +211,12 @@ typedef struct {
   struct {
     const char *panel_id, *panel_file, *panel_file_sha256, *suite_token_hash_sha256,
         *panel_token_sha256_legacy;
+    struct {
+      int64_t score_from; /* 0 when absent */
+    } scoring_window;
+    struct {
+      int64_t vocab_size;
+    } tokenizer;
   } panel;
   struct {
     fdl_form form;

@@ -404,6 +404,7 @@ static fdl_status load_targets(const cmp_side *a, const cmp_findings *f, const f
                                fdl_err *err) {
   e->target = fdl_malloc((e->n_local ? e->n_local : 1) * sizeof *e->target);
   if (!e->target) return fdl_fail(err, FDL_NOMEM, "out of memory for %zu targets", e->n_local);
+  int64_t vocab = a->m->capture.vocab_size;
   for (size_t c = 0; c < f->n_shared; c++) {
     size_t rows = e->ctx_off[c + 1] - e->ctx_off[c], at = 0, n = 0;
     if (!rows || !fdl_scale_mine(sc, c)) continue;
@@ -420,12 +421,12 @@ static fdl_status load_targets(const cmp_side *a, const cmp_findings *f, const f
                             "reference panel record %lld (%s): %s", (long long)f->shared[c],
                             a->root, te.msg);
     for (size_t j = 0; s == FDL_OK && j < n && j < rows; j++)
-      if (t[j] < 0 || t[j] >= a->m->capture.vocab_size)
-        s = fdl_cmp_refuse(
-            r, err, FDL_REF_GEOMETRY_MISMATCH, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_DATA,
-            "reference panel record %lld: row %zu predicts token %lld, outside the "
-            "logits' vocabulary 0..%lld (capture.vocab_size)",
-            (long long)f->shared[c], j, (long long)t[j], (long long)a->m->capture.vocab_size - 1);
+      if (t[j] < 0 || t[j] >= vocab)
+        s = fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, FDL_GATE_COMPUTE,
+                           CMP_NO_OVERRIDE_DATA,
+                           "reference panel record %lld: row %zu predicts token %lld, outside the "
+                           "logits' vocabulary 0..%lld (capture.vocab_size)",
+                           (long long)f->shared[c], j, (long long)t[j], (long long)vocab - 1);
     if (s == FDL_OK && n != rows)
       s = fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_PANEL,
                          "reference panel record %lld scores %zu positions, its capture %zu rows",

@@ -8,25 +8,25 @@
 fdl_status fdl_cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
                                           const fdl_compare_opts *o, cmp_findings *f,
                                           fdl_refusal *r, fdl_err *err) {
-  if (a->m->capture.vocab_size != b->m->capture.vocab_size)
+  const fdl_ds_manifest *ma = a->m, *mb = b->m;
+  if (ma->capture.vocab_size != mb->capture.vocab_size)
     return fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, FDL_GATE_GEOMETRY,
                           "none: the vocabularies must be the same to compare distributions",
                           "capture.vocab_size differs: reference %lld, candidate %lld",
-                          (long long)a->m->capture.vocab_size, (long long)b->m->capture.vocab_size);
-  if (a->hidden && b->hidden && a->m->capture.hidden_width != b->m->capture.hidden_width)
+                          (long long)ma->capture.vocab_size, (long long)mb->capture.vocab_size);
+  if (a->hidden && b->hidden && ma->capture.hidden_width != mb->capture.hidden_width)
     return fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, FDL_GATE_GEOMETRY,
                           "none: hidden states of different widths do not come from the same model",
                           "capture.hidden_width differs: reference %lld, candidate %lld",
-                          (long long)a->m->capture.hidden_width,
-                          (long long)b->m->capture.hidden_width);
+                          (long long)ma->capture.hidden_width, (long long)mb->capture.hidden_width);
   char width[48];
   if (a->hidden)
-    snprintf(width, sizeof width, "%lld", (long long)a->m->capture.hidden_width);
+    snprintf(width, sizeof width, "%lld", (long long)ma->capture.hidden_width);
   else
     snprintf(width, sizeof width, "None");
   fdl_status s =
       fdl_cmp_gate(f, FDL_GATE_GEOMETRY, true, NULL, err, "vocab_size %lld equal; hidden_width %s",
-                   (long long)a->m->capture.vocab_size, width);
+                   (long long)ma->capture.vocab_size, width);
   if (s != FDL_OK) return s;
 
   size_t na = a->ds.n_records, nb = b->ds.n_records;

@@ -221,7 +221,7 @@ void fdl_ds_v_role(ds_vctx *v) {
                *head = fdl_ds_obj(v->m, "head");
   fdl_role role = v->mf.dataset.role;
   const char *W = FDL_DS_MANIFEST_NAME;
-  bool sealed = is(fdl_ds_str(dataset, "structural_status"), "sealed");
+  bool sealed = is(v->mf.dataset.structural_status, "sealed");
   if (v->payload) {
     static const struct {
       const char *rel, *why;
