@@ -120,12 +120,69 @@ typedef enum {
   FDL_COMPARE_BAD_OPTS = 3, /* the options were unusable (FDL_INVALID) */
 } fdl_compare_outcome;
 
+/* A value and its standard error. */
+typedef struct {
+  double value, se;
+} fdl_compare_pm;
+
+typedef struct {
+  const char *severity, *code, *detail;
+} fdl_compare_disclosure;
+
+typedef struct {
+  int64_t index, scored_rows;
+  const char *window_id, *domain;
+  double mean, max;
+} fdl_compare_context;
+
+/* fidelis_extensions.llamacpp_compatible */
+typedef struct {
+  bool present; /* the block is an object */
+  fdl_compare_pm ppl_candidate, ppl_reference, ln_ppl_ratio, ppl_ratio, same_top;
+  double logprob_correlation;
+  struct {
+    double mean, se, max, min, percentiles[9]; /* 99.9 99 95 90 50 10 5 1 0.1 */
+  } kld;
+  struct {
+    double mean, mean_se, rms, rms_se, max, min,
+        percentiles[11]; /* 99.9 99 95 90 75 50 25 10 5 1 0.1 */
+  } delta_p;
+} fdl_compare_llamacpp;
+
+/* The receipt's fields that a summary shows, decoded from the receipt as written. Strings are
+ * borrowed from fdl_compare_result.receipt; a string that is absent or not a string reads as
+ * NULL, a number as 0. */
+typedef struct {
+  const char *comparison_kind, *comparability_class, *receipt_sha256;
+  struct {
+    const char *label, *dataset_id, *form, *lane;
+  } side[2]; /* reference, candidate */
+  fdl_compare_disclosure *disclosures;
+  size_t n_disclosures;
+  struct {
+    double mean, median, p95, p99, p99_9, max;
+  } kl;
+  int64_t scored_positions, contexts; /* measurement_scope */
+  struct {
+    const char *method;
+    bool has_ci; /* ci95_low is a number */
+    double ci95_low, ci95_high;
+    int64_t samples, clusters, seed;
+  } uncertainty;
+  bool has_top1, has_js; /* top1_agreement is a number, js an object */
+  double top1_agreement, js_mean;
+  fdl_compare_llamacpp llamacpp;
+  fdl_compare_context *high_kld_contexts;
+  size_t n_high_kld_contexts;
+} fdl_compare_receipt;
+
 typedef struct {
   fdl_refusal refusal;  /* why nothing was written: code ("panel_mismatch", ...), gate ("panel",
                          * "head", "compute", "cli", ...), remedy (the override flag(s) that
                          * would allow it, or why there is none) and the cause (never FDL_OK
                          * after a failure); code "" when a receipt was written */
   json_t *receipt;      /* owned: the sealed receipt as written; NULL when refused */
+  fdl_compare_receipt fields; /* its decoded fields (owned arrays); zero when refused */
   char *receipt_path;   /* owned */
   char *tokenwise_path; /* owned */
 } fdl_compare_result;

@@ -26,6 +26,7 @@
 #include "refusal.h"
 #include "status.h"
 #include "tensor.h"
+#include "vocab.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -222,6 +223,57 @@ FDL_API void fdl_ds_check_manifest(const json_t *manifest, fdl_ds_report *rep);
 
 /* ---- the document model ----------------------------------------------------------------- */
 
+/* The top manifest's fields (§3-§11), decoded once by fdl_dataset_load: its loader and
+ * compare's gates read these, never the tree. Members mirror the document's keys
+ * (capture.vocab_size is capture.vocab_size). Strings are borrowed from the manifest tree; a
+ * field that is absent or mistyped reads as NULL, -1 or false, an enum as its _COUNT. */
+typedef struct {
+  struct {
+    const char *id, *repository, *revision, *structural_status;
+    fdl_role role;
+  } dataset;
+  const char *dataset_sha256;
+  struct {
+    const char *checksums_sha256;
+  } seal;
+  bool not_submittable; /* not_submittable is true */
+  bool preview;         /* preview is a non-empty object */
+  struct {
+    const char *model_revision, *checkpoint_identity_sha256;
+  } weights;
+  struct {
+    const char *scope_digest;
+  } scope;
+  struct {
+    const char *panel_id, *panel_file, *panel_file_sha256, *suite_token_hash_sha256,
+        *panel_token_sha256_legacy;
+    struct {
+      int64_t score_from; /* 0 when absent */
+    } scoring_window;
+    struct {
+      int64_t vocab_size;
+    } tokenizer;
+  } panel;
+  struct {
+    fdl_form form;
+    const char *manifest_file, *manifest_file_sha256, *capture_content_digest, *dtype;
+    bool dtype_lossy; /* dtype_lossless is false */
+    bool lossy_codec; /* lossy_codec is set (not null) */
+    int64_t vocab_size, hidden_width;
+  } capture;
+  struct {
+    const char *head_json, *file, *file_sha256, *tensor_key, *tensor_content_sha256,
+        *raw_tensor_sha256;
+  } head;
+  struct {
+    fdl_lane lane;
+    const char *file, *file_sha256, *lane_identity_sha256, *stack_fingerprint_sha256;
+  } runtime;
+  struct {
+    bool complete; /* complete is true */
+  } coverage;
+} fdl_ds_manifest;
+
 /* One capture record (§6), borrowed from the capture manifest. Absent or mistyped fields read
  * as NULL / -1. */
 typedef struct {
@@ -264,6 +316,7 @@ typedef struct {
   json_t *panel;                  /* panel/panel.json */
   json_t *head;                   /* head/head.json */
   json_t *runtime;                /* runtime/capture-runtime.json */
+  fdl_ds_manifest m;              /* the manifest's fields */
   fdl_ds_capture_record *records; /* sorted by index */
   size_t n_records;
   fdl_ds_panel_record *panel_records; /* sorted by index */

@@ -205,9 +205,9 @@ static void wrapped(const char *s, int indent, int width) {
   putchar('\n');
 }
 
-static double num(const json_t *rc, const char *path) {
-  const json_t *v = json_object_get(rc, path);
-  return json_number_value(v);
+/* fdl_cli_shown of a decoded string (NULL shows as "-"). */
+static const char *shown(const char *v, char *buf, size_t cap) {
+  return fdl_cli_shown(v, v ? strlen(v) : 0, buf, cap);
 }
 
 static json_t *at(const json_t *o, const char *a, const char *b) {
@@ -230,111 +230,83 @@ static int exit_code(const fdl_compare_result *r) {
   return fdl_cli_exit_for(r->refusal.status);
 }
 
-static void pm(const char *label, const json_t *o, const char *v, const char *e, double scale,
-               const char *unit) {
-  printf("  %-30s %.6f +/- %.6f%s\n", label, scale * num(o, v), scale * num(o, e), unit);
+static void pm(const char *label, fdl_compare_pm v, double scale, const char *unit) {
+  printf("  %-30s %.6f +/- %.6f%s\n", label, scale * v.value, scale * v.se, unit);
 }
 
 /* llama-perplexity's KL-divergence table, with its labels, from the receipt's exact block. */
-static void llamacpp_section(const json_t *x) {
-  if (!json_is_object(x)) return;
-  const json_t *dp = json_object_get(x, "delta_p"), *kl = json_object_get(x, "kld");
-  const json_t *dpp = json_object_get(dp, "percentiles"), *klp = json_object_get(kl, "percentiles");
+static void llamacpp_section(const fdl_compare_receipt *rc) {
+  if (!rc->llamacpp.present) return;
+  const fdl_compare_llamacpp *x = &rc->llamacpp;
   printf("\nllama.cpp-compatible statistics, exact float64 (iid errors; the bootstrap CI above is "
          "the headline):\n");
-  pm("Mean PPL(Q)", json_object_get(x, "ppl_candidate"), "value", "stderr", 1.0, "");
-  pm("Mean PPL(base)", json_object_get(x, "ppl_reference"), "value", "stderr", 1.0, "");
-  printf("  %-30s %.2f%%\n", "Cor(ln PPL(Q), ln PPL(base))", 100.0 * num(x, "logprob_correlation"));
-  pm("Mean ln(PPL(Q)/PPL(base))", json_object_get(x, "ln_ppl_ratio"), "value", "stderr", 1.0, "");
-  pm("Mean PPL(Q)/PPL(base)", json_object_get(x, "ppl_ratio"), "value", "stderr", 1.0, "");
-  printf("  %-30s %.6e +/- %.6e\n", "Mean KLD", num(kl, "mean"), num(kl, "stderr"));
-  static const char *const kk[] = {"99.9", "99", "95", "90", "50", "10", "5", "1", "0.1"};
-  printf("  KLD max 99.9 99 95 90 median 10 5 1 0.1%% min:\n   %.3e", num(kl, "max"));
-  for (size_t i = 0; i < sizeof kk / sizeof *kk; i++) printf(" %.3e", num(klp, kk[i]));
-  printf(" %.3e\n", num(kl, "min"));
-  pm("Mean dp", dp, "mean", "mean_stderr", 100.0, " %");
-  pm("RMS dp", dp, "rms", "rms_stderr", 100.0, " %");
-  static const char *const dk[] = {"99.9", "99", "95", "90", "75", "50",
-                                   "25",   "10", "5",  "1",  "0.1"};
+  pm("Mean PPL(Q)", x->ppl_candidate, 1.0, "");
+  pm("Mean PPL(base)", x->ppl_reference, 1.0, "");
+  printf("  %-30s %.2f%%\n", "Cor(ln PPL(Q), ln PPL(base))", 100.0 * x->logprob_correlation);
+  pm("Mean ln(PPL(Q)/PPL(base))", x->ln_ppl_ratio, 1.0, "");
+  pm("Mean PPL(Q)/PPL(base)", x->ppl_ratio, 1.0, "");
+  printf("  %-30s %.6e +/- %.6e\n", "Mean KLD", x->kld.mean, x->kld.se);
+  printf("  KLD max 99.9 99 95 90 median 10 5 1 0.1%% min:\n   %.3e", x->kld.max);
+  for (size_t i = 0; i < 9; i++) printf(" %.3e", x->kld.percentiles[i]);
+  printf(" %.3e\n", x->kld.min);
+  pm("Mean dp", (fdl_compare_pm){x->delta_p.mean, x->delta_p.mean_se}, 100.0, " %");
+  pm("RMS dp", (fdl_compare_pm){x->delta_p.rms, x->delta_p.rms_se}, 100.0, " %");
   printf("  dp (%%) max 99.9 99 95 90 75 median 25 10 5 1 0.1%% min:\n   %.3f",
-         100.0 * num(dp, "max"));
-  for (size_t i = 0; i < sizeof dk / sizeof *dk; i++) printf(" %.3f", 100.0 * num(dpp, dk[i]));
-  printf(" %.3f\n", 100.0 * num(dp, "min"));
-  pm("Same top p", json_object_get(x, "same_top"), "value", "stderr", 100.0, " %");
+         100.0 * x->delta_p.max);
+  for (size_t i = 0; i < 11; i++) printf(" %.3f", 100.0 * x->delta_p.percentiles[i]);
+  printf(" %.3f\n", 100.0 * x->delta_p.min);
+  pm("Same top p", x->same_top, 100.0, " %");
 }
 
 static void summary(const fdl_compare_result *r, double secs) {
-  const json_t *rc = r->receipt;
-  const char *kind = json_string_value(json_object_get(rc, "comparison_kind"));
-  const char *cls = json_string_value(at(rc, "comparability", "class"));
-  printf("fidelis compare: %s, %s (exit %d)\n", kind, cls, exit_code(r));
+  const fdl_compare_receipt *rc = &r->fields;
+  printf("fidelis compare: %s, %s (exit %d)\n", rc->comparison_kind, rc->comparability_class,
+         exit_code(r));
   const char *sides[2] = {"reference", "candidate"};
   for (int i = 0; i < 2; i++) {
-    const json_t *s = json_object_get(rc, sides[i]);
-    const json_t *label = json_object_get(s, "label"), *id = json_object_get(s, "dataset_id"),
-                 *form = json_object_get(s, "form"), *lane = json_object_get(s, "lane");
     char b1[FDL_QUOTE_CAP], b2[FDL_QUOTE_CAP], b3[FDL_QUOTE_CAP], b4[FDL_QUOTE_CAP];
     printf("  %-9s  %s  %s  (%s form, lane %s)\n", sides[i],
-           fdl_cli_shown(json_string_value(label), json_string_length(label), b1, sizeof b1),
-           json_is_string(id)
-               ? fdl_cli_shown(json_string_value(id), json_string_length(id), b2, sizeof b2)
-               : "(no id)",
-           fdl_cli_shown(json_string_value(form), json_string_length(form), b3, sizeof b3),
-           fdl_cli_shown(json_string_value(lane), json_string_length(lane), b4, sizeof b4));
+           shown(rc->side[i].label, b1, sizeof b1),
+           rc->side[i].dataset_id ? shown(rc->side[i].dataset_id, b2, sizeof b2) : "(no id)",
+           shown(rc->side[i].form, b3, sizeof b3), shown(rc->side[i].lane, b4, sizeof b4));
   }
-  const json_t *disc = json_object_get(rc, "disclosures");
-  printf("\ndisclosures (%zu):\n", json_array_size(disc));
-  for (size_t i = 0; i < json_array_size(disc); i++) {
-    const json_t *d = json_array_get(disc, i);
-    const json_t *sev = json_object_get(d, "severity"), *code = json_object_get(d, "code"),
-                 *detail = json_object_get(d, "detail");
+  printf("\ndisclosures (%zu):\n", rc->n_disclosures);
+  for (size_t i = 0; i < rc->n_disclosures; i++) {
+    const char *detail = rc->disclosures[i].detail;
     char b1[FDL_QUOTE_CAP], b2[FDL_QUOTE_CAP], b3[4096];
-    printf("  [%s] %s\n",
-           fdl_cli_shown(json_string_value(sev), json_string_length(sev), b1, sizeof b1),
-           fdl_cli_shown(json_string_value(code), json_string_length(code), b2, sizeof b2));
-    wrapped(fdl_quote_text(json_string_value(detail), json_string_length(detail), b3, sizeof b3), 6,
-            94);
+    printf("  [%s] %s\n", shown(rc->disclosures[i].severity, b1, sizeof b1),
+           shown(rc->disclosures[i].code, b2, sizeof b2));
+    wrapped(fdl_quote_text(detail, detail ? strlen(detail) : 0, b3, sizeof b3), 6, 94);
   }
-  const json_t *kl = json_object_get(rc, "kl"), *u = json_object_get(rc, "uncertainty");
-  long long n = (long long)json_integer_value(at(rc, "measurement_scope", "scored_positions"));
-  long long nc = (long long)json_integer_value(at(rc, "measurement_scope", "contexts"));
-  printf("\nKL(reference || candidate) in nats over %lld positions in %lld contexts:\n", n, nc);
-  printf("  mean     %-14.6e", num(kl, "mean"));
-  if (json_is_number(json_object_get(u, "ci95_low")))
+  printf("\nKL(reference || candidate) in nats over %lld positions in %lld contexts:\n",
+         (long long)rc->scored_positions, (long long)rc->contexts);
+  printf("  mean     %-14.6e", rc->kl.mean);
+  if (rc->uncertainty.has_ci)
     printf("  CI95 [%.6e, %.6e]  (%s, %lld resamples of %lld contexts, seed %lld)",
-           num(u, "ci95_low"), num(u, "ci95_high"), json_string_value(json_object_get(u, "method")),
-           (long long)json_integer_value(json_object_get(u, "samples")),
-           (long long)json_integer_value(json_object_get(u, "clusters")),
-           (long long)json_integer_value(json_object_get(u, "seed")));
+           rc->uncertainty.ci95_low, rc->uncertainty.ci95_high, rc->uncertainty.method,
+           (long long)rc->uncertainty.samples, (long long)rc->uncertainty.clusters,
+           (long long)rc->uncertainty.seed);
   else
-    printf("  no CI (uncertainty.method %s)", json_string_value(json_object_get(u, "method")));
+    printf("  no CI (uncertainty.method %s)", rc->uncertainty.method);
   printf("\n  median   %.6e\n  p95      %.6e\n  p99      %.6e\n  p99.9    %.6e\n  max      %.6e\n",
-         num(kl, "median"), num(kl, "p95"), num(kl, "p99"), num(kl, "p99_9"), num(kl, "max"));
-  const json_t *t1 = json_object_get(rc, "top1_agreement");
-  if (json_is_number(t1)) printf("top-1 agreement  %.4f%%\n", 100.0 * json_number_value(t1));
-  const json_t *js = json_object_get(rc, "js");
-  if (json_is_object(js)) printf("JS mean          %.6e nats\n", num(js, "mean"));
-  llamacpp_section(
-      json_object_get(json_object_get(rc, "fidelis_extensions"), "llamacpp_compatible"));
-  const json_t *high = json_object_get(rc, "high_kld_contexts");
+         rc->kl.median, rc->kl.p95, rc->kl.p99, rc->kl.p99_9, rc->kl.max);
+  if (rc->has_top1) printf("top-1 agreement  %.4f%%\n", 100.0 * rc->top1_agreement);
+  if (rc->has_js) printf("JS mean          %.6e nats\n", rc->js_mean);
+  llamacpp_section(rc);
   printf("\nhighest-KL contexts:\n");
-  for (size_t i = 0; i < json_array_size(high); i++) {
-    const json_t *c = json_array_get(high, i);
-    const json_t *dom = json_object_get(c, "domain"), *wid = json_object_get(c, "window_id");
+  for (size_t i = 0; i < rc->n_high_kld_contexts; i++) {
+    const fdl_compare_context *c = &rc->high_kld_contexts[i];
     char b1[FDL_QUOTE_CAP], b2[FDL_QUOTE_CAP];
-    printf("  #%-5lld %-14s %-14s mean %.6e  max %.6e  (%lld rows)\n",
-           (long long)json_integer_value(json_object_get(c, "index")),
-           fdl_cli_shown(json_string_value(wid), json_string_length(wid), b1, sizeof b1),
-           fdl_cli_shown(json_string_value(dom), json_string_length(dom), b2, sizeof b2),
-           num(c, "mean"), num(c, "max"),
-           (long long)json_integer_value(json_object_get(c, "scored_rows")));
+    printf("  #%-5lld %-14s %-14s mean %.6e  max %.6e  (%lld rows)\n", (long long)c->index,
+           shown(c->window_id, b1, sizeof b1), shown(c->domain, b2, sizeof b2), c->mean, c->max,
+           (long long)c->scored_rows);
   }
   printf("\nwritten (%.1f s):\n  receipt    ", secs);
   fdl_cli_put_text(stdout, r->receipt_path);
   fputs("\n  tokenwise  ", stdout);
   fdl_cli_put_text(stdout, r->tokenwise_path);
   fputc('\n', stdout);
-  printf("  receipt_sha256 %s\n", json_string_value(json_object_get(rc, "receipt_sha256")));
+  printf("  receipt_sha256 %s\n", rc->receipt_sha256);
 }
 
 static void print_json(json_t *o) {

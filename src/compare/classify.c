@@ -5,27 +5,31 @@
 
 #include "compare/cmp.h"
 
-/* The weights identity triple (model_revision, checkpoint identity, scope digest). */
-static const char *const TRIPLE[3] = {"weights.model_revision",
-                                      "weights.checkpoint_identity_sha256", "scope.scope_digest"};
-
+/* The weights identity triple (model_revision, checkpoint identity, scope digest); NULL is
+ * null or absent. */
 static void weights_identity(const cmp_side *a, const cmp_side *b, bool *equal, bool *any_null) {
+  const fdl_ds_manifest *m[2] = {a->m, b->m};
+  const char *v[2][3];
+  for (int i = 0; i < 2; i++) {
+    v[i][0] = m[i]->weights.model_revision;
+    v[i][1] = m[i]->weights.checkpoint_identity_sha256;
+    v[i][2] = m[i]->scope.scope_digest;
+  }
   *equal = true;
   *any_null = false;
   for (int i = 0; i < 3; i++) {
-    const json_t *va = fdl_json_get_path(a->ds.manifest, TRIPLE[i]);
-    const json_t *vb = fdl_json_get_path(b->ds.manifest, TRIPLE[i]);
-    if (!va || json_is_null(va) || !vb || json_is_null(vb)) *any_null = true;
-    bool na = !va || json_is_null(va), nb = !vb || json_is_null(vb);
-    if (na != nb || (!na && !fdl_py_equal(va, vb))) *equal = false;
+    if (!v[0][i] || !v[1][i]) *any_null = true;
+    if (!v[0][i] != !v[1][i] || (v[0][i] && strcmp(v[0][i], v[1][i]))) *equal = false;
   }
 }
 
 fdl_status fdl_cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                             cmp_findings *f, fdl_refusal *r, fdl_err *err) {
   f->capture_equal =
-      !fdl_cmp_empty(a->capture_digest) && fdl_cmp_streq(a->capture_digest, b->capture_digest);
-  f->head_digest_equal = fdl_cmp_streq(a->head_digest, b->head_digest);
+      !fdl_cmp_empty(a->m->capture.capture_content_digest) &&
+      fdl_cmp_streq(a->m->capture.capture_content_digest, b->m->capture.capture_content_digest);
+  f->head_digest_equal =
+      fdl_cmp_streq(a->m->head.tensor_content_sha256, b->m->head.tensor_content_sha256);
   bool any_null;
   weights_identity(a, b, &f->weights_identity_equal, &any_null);
   if (f->capture_equal && (a->hidden || b->hidden) && !f->head_digest_equal) {
@@ -37,18 +41,18 @@ fdl_status fdl_cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_comp
           "HEAD-1c: the capture content digests are equal (%s) but the heads "
           "differ; replaying identical hidden states through one head is a vacuous "
           "zero",
-          a->capture_digest);
+          a->m->capture.capture_content_digest);
     f->kind = "measurement";
     char sa[13], sb[13];
-    fdl_cmp_short(a->head_digest, sa);
-    fdl_cmp_short(b->head_digest, sb);
+    fdl_cmp_short(a->m->head.tensor_content_sha256, sa);
+    fdl_cmp_short(b->m->head.tensor_content_sha256, sb);
     fdl_status s =
         fdl_cmp_disclose(f, "head_only_difference", "info", 0, err,
                          "HEAD-1c: both sides carry the same hidden states (capture "
                          "content digest %s); with --own-heads the measured difference is "
                          "exactly the difference between the heads (reference %s, "
                          "candidate %s).",
-                         a->capture_digest, sa, sb);
+                         a->m->capture.capture_content_digest, sa, sb);
     if (s != FDL_OK) return s;
   } else if (f->capture_equal) {
     f->kind = "reproduction_confirmation";

@@ -49,12 +49,10 @@ fdl_status fdl_cmp_refuse(fdl_refusal *r, fdl_err *err, fdl_refusal_code code, f
  * fdl_py_equal, fdl_py_str, fdl_py_truthy); these are typed conveniences on top. */
 /* The string at path, or NULL when absent / not a string. */
 const char *fdl_cmp_jstr(const json_t *o, const char *path);
-/* The string at path, or "" when absent / null / not a string. */
-const char *fdl_cmp_jstr0(const json_t *o, const char *path);
+/* s, or "" when s is NULL. */
+const char *fdl_cmp_str0(const char *s);
 /* Python truthiness of the value at path (absent is false). */
 bool fdl_cmp_jtruthy(const json_t *o, const char *path);
-/* The integer at path, or -1 when absent / not an integer. */
-int64_t fdl_cmp_jint(const json_t *o, const char *path);
 /* A deep copy of the value at path, or a new null when absent. Never NULL except on OOM. */
 json_t *fdl_cmp_jcopy(const json_t *o, const char *path);
 /* Sets key to a new real / integer / string / bool (string NULL gives null). */
@@ -79,17 +77,10 @@ typedef struct {
   const char *label; /* side block label */
   const char *who;   /* "reference" / "candidate" */
   fdl_dataset ds;
-  /* borrowed from ds trees; NULL when absent */
-  const char *dataset_id, *dataset_sha256, *capture_digest, *role, *form, *lane;
-  const char *head_digest;      /* manifest head.tensor_content_sha256 ("" when absent) */
-  const char *head_file_sha256; /* manifest head.file_sha256 ("" when absent) */
-  const char *head_file;        /* manifest head.file (root-relative) or NULL */
-  const char *head_key;         /* manifest head.tensor_key or NULL */
-  bool head_payload;            /* head.file exists as a regular file */
-  const char *capture_dtype;    /* capture.dtype */
-  bool hidden;                  /* capture.form == "hidden" */
-  int64_t vocab, hidden_width;  /* capture.vocab_size, capture.hidden_width (-1 absent) */
-  const char *capture_dir;      /* directory of capture.manifest_file, root-relative */
+  const fdl_ds_manifest *m; /* &ds.m: the manifest's fields */
+  bool head_payload;        /* head.file exists as a regular file */
+  bool hidden;              /* capture.form is hidden */
+  const char *capture_dir;  /* directory of capture.manifest_file, root-relative */
 } cmp_side;
 
 /* Validates the dataset (refusal seal_failed with the validator's first error) and loads it. */
@@ -297,6 +288,11 @@ fdl_status fdl_cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl
                                  cmp_findings *f, const cmp_estimate *e, bool force_agreed,
                                  const cmp_tokenwise_info *tw, json_t *receipt, fdl_refusal *r,
                                  fdl_err *err);
+
+/* Decodes a built receipt's summary fields (decode.c); strings stay borrowed from rc. On
+ * failure (out of memory) d is empty. */
+fdl_status fdl_cmp_receipt_decode(const json_t *rc, fdl_compare_receipt *d, fdl_err *err);
+void fdl_cmp_receipt_free(fdl_compare_receipt *d);
 
 /* The comparability block (section 11.7): class, floor, lane, bias, and for a measurement the
  * key and its inputs. Refuses receipt_invalid when a key input contains '|'. */

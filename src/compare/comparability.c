@@ -63,12 +63,13 @@ fdl_status fdl_cmp_comparability(const cmp_side *a, const cmp_findings *f, json_
     bad |= json_object_set_new(c, "key", json_null()) |
            json_object_set_new(c, "key_inputs", json_null());
   } else {
-    const char *panel_id = fdl_cmp_jstr(a->ds.manifest, "panel.panel_id");
+    const char *panel_id = a->m->panel.panel_id;
     json_t *ki = json_object();
     bad |= !ki;
     bad |= fdl_cmp_set_str(ki, "panel_id", !fdl_cmp_empty(panel_id) ? panel_id : "panel--unknown") |
            fdl_cmp_set_str(ki, "reference_id",
-                           !fdl_cmp_empty(a->dataset_id) ? a->dataset_id : "reference--unknown") |
+                           !fdl_cmp_empty(a->m->dataset.id) ? a->m->dataset.id
+                                                            : "reference--unknown") |
            fdl_cmp_set_str(ki, "metric_name", "mean_tokenwise_kld") |
            fdl_cmp_set_str(ki, "direction", "reference_to_candidate") |
            fdl_cmp_set_str(ki, "accumulation_dtype", "float64") |

@@ -20,6 +20,7 @@ void fdl_compare_opts_default(fdl_compare_opts *o) {
 
 void fdl_compare_result_free(fdl_compare_result *r) {
   if (!r) return;
+  fdl_cmp_receipt_free(&r->fields);
   json_decref(r->receipt);
   free(r->receipt_path);
   free(r->tokenwise_path);
@@ -28,7 +29,7 @@ void fdl_compare_result_free(fdl_compare_result *r) {
 
 fdl_compare_outcome fdl_compare_outcome_of(const fdl_compare_result *r) {
   if (r->receipt)
-    return fdl_cmp_streq(fdl_cmp_jstr(r->receipt, "comparability.class"), "strict")
+    return fdl_cmp_streq(r->fields.comparability_class, "strict")
                ? FDL_COMPARE_STRICT
                : FDL_COMPARE_ADVISORY;
   return r->refusal.code == FDL_REF_USAGE ? FDL_COMPARE_BAD_OPTS : FDL_COMPARE_REFUSED;
@@ -111,8 +112,10 @@ static fdl_status same_manifests(const fdl_compare_opts *o, const run_state *z, 
     fdl_buf_init(&b, 0);
     const cmp_side *sd[2] = {&z->a, &z->b};
     for (int i = 0; i < 2; i++)
-      fdl_buf_printf(&b, "%s|%s|%zu|", sd[i]->dataset_sha256 ? sd[i]->dataset_sha256 : "",
-                     sd[i]->capture_digest ? sd[i]->capture_digest : "", sd[i]->ds.n_records);
+      fdl_buf_printf(
+          &b, "%s|%s|%zu|", sd[i]->m->dataset_sha256 ? sd[i]->m->dataset_sha256 : "",
+          sd[i]->m->capture.capture_content_digest ? sd[i]->m->capture.capture_content_digest : "",
+          sd[i]->ds.n_records);
     fdl_sha256 dg;
     s = fdl_buf_status(&b) != FDL_OK ? fdl_fail(err, FDL_NOMEM, "out of memory")
                                      : fdl_sha256_buf(b.data, b.len, &dg, err);
@@ -210,6 +213,7 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
     if (s == FDL_OK && fdl_compare_check_receipt(z->rc, code, err) != FDL_OK)
       s = fdl_cmp_refuse(r, err, FDL_REF_RECEIPT_INVALID, FDL_GATE_PUBLISH, CMP_REMEDY_BUG,
                          "the built receipt fails its own checks [%s]: %s", code, fdl_err_msg(err));
+    if (s == FDL_OK) s = fdl_cmp_receipt_decode(z->rc, &res->fields, err);
   }
   /* The last agreement: nothing is published unless every rank reached here. */
   if ((s = fdl_scale_agree(sc, s, r, err)) != FDL_OK || !lead) return s;
@@ -248,7 +252,10 @@ fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *res, fdl_e
                             : CMP_REMEDY_BUG);
     s = FDL_REFUSED;
   }
-  if (s == FDL_REFUSED) res->refusal = r;
+  if (s == FDL_REFUSED) {
+    res->refusal = r;
+    fdl_cmp_receipt_free(&res->fields);
+  }
   if (s != FDL_OK && !res->refusal.status) res->refusal.status = s;
   fdl_cmp_stage_cleanup(&z.st);
   json_decref(z.rc);

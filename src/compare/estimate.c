@@ -402,6 +402,7 @@ static fdl_status load_targets(const cmp_side *a, const cmp_findings *f, const f
                                fdl_err *err) {
   e->target = fdl_malloc((e->n_local ? e->n_local : 1) * sizeof *e->target);
   if (!e->target) return fdl_fail(err, FDL_NOMEM, "out of memory for %zu targets", e->n_local);
+  int64_t vocab = a->m->capture.vocab_size;
   for (size_t c = 0; c < f->n_shared; c++) {
     size_t rows = e->ctx_off[c + 1] - e->ctx_off[c], at = 0, n = 0;
     if (!rows || !fdl_scale_mine(sc, c)) continue;
@@ -417,12 +418,12 @@ static fdl_status load_targets(const cmp_side *a, const cmp_findings *f, const f
                             "reference panel record %lld (%s): %s", (long long)f->shared[c],
                             a->root, fdl_err_msg(err));
     for (size_t j = 0; s == FDL_OK && j < n && j < rows; j++)
-      if (t[j] < 0 || t[j] >= a->vocab)
+      if (t[j] < 0 || t[j] >= vocab)
         s = fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, FDL_GATE_COMPUTE,
                            CMP_NO_OVERRIDE_DATA,
                            "reference panel record %lld: row %zu predicts token %lld, outside the "
                            "logits' vocabulary 0..%lld (capture.vocab_size)",
-                           (long long)f->shared[c], j, (long long)t[j], (long long)a->vocab - 1);
+                           (long long)f->shared[c], j, (long long)t[j], (long long)vocab - 1);
     if (s == FDL_OK && n != rows)
       s = fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_PANEL,
                          "reference panel record %lld scores %zu positions, its capture %zu rows",
@@ -482,7 +483,7 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
 
   fdl_num_opts no;
   fdl_num_opts_default(&no);
-  no.vocab = (size_t)a->vocab;
+  no.vocab = (size_t)a->m->capture.vocab_size;
   no.threads = o->threads;
   no.js = want_js;
   no.isa = o->isa;
@@ -503,8 +504,8 @@ fdl_status fdl_cmp_estimate_run(const cmp_side *a, const cmp_side *b, const fdl_
     return s;
   }
   plan p = {.side = {a, b}, .f = f, .hidden = {a->hidden, b->hidden}};
-  p.width[0] = a->hidden ? (size_t)a->hidden_width : (size_t)a->vocab;
-  p.width[1] = b->hidden ? (size_t)b->hidden_width : (size_t)b->vocab;
+  p.width[0] = a->hidden ? (size_t)a->m->capture.hidden_width : (size_t)a->m->capture.vocab_size;
+  p.width[1] = b->hidden ? (size_t)b->m->capture.hidden_width : (size_t)b->m->capture.vocab_size;
   window w;
   if ((s = window_init(&w, &p, batch, threads, err)) == FDL_OK) {
     s = run_all(&rn, &w, &p, r, err);

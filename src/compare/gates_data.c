@@ -8,23 +8,25 @@
 fdl_status fdl_cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
                                           const fdl_compare_opts *o, cmp_findings *f,
                                           fdl_refusal *r, fdl_err *err) {
-  if (a->vocab != b->vocab)
+  const fdl_ds_manifest *ma = a->m, *mb = b->m;
+  if (ma->capture.vocab_size != mb->capture.vocab_size)
     return fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, FDL_GATE_GEOMETRY,
                           "none: the vocabularies must be the same to compare distributions",
                           "capture.vocab_size differs: reference %lld, candidate %lld",
-                          (long long)a->vocab, (long long)b->vocab);
-  if (a->hidden && b->hidden && a->hidden_width != b->hidden_width)
+                          (long long)ma->capture.vocab_size, (long long)mb->capture.vocab_size);
+  if (a->hidden && b->hidden && ma->capture.hidden_width != mb->capture.hidden_width)
     return fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, FDL_GATE_GEOMETRY,
                           "none: hidden states of different widths do not come from the same model",
                           "capture.hidden_width differs: reference %lld, candidate %lld",
-                          (long long)a->hidden_width, (long long)b->hidden_width);
+                          (long long)ma->capture.hidden_width, (long long)mb->capture.hidden_width);
   char width[48];
   if (a->hidden)
-    snprintf(width, sizeof width, "%lld", (long long)a->hidden_width);
+    snprintf(width, sizeof width, "%lld", (long long)ma->capture.hidden_width);
   else
     snprintf(width, sizeof width, "None");
-  fdl_status s = fdl_cmp_gate(f, FDL_GATE_GEOMETRY, true, NULL, err,
-                              "vocab_size %lld equal; hidden_width %s", (long long)a->vocab, width);
+  fdl_status s =
+      fdl_cmp_gate(f, FDL_GATE_GEOMETRY, true, NULL, err, "vocab_size %lld equal; hidden_width %s",
+                   (long long)ma->capture.vocab_size, width);
   if (s != FDL_OK) return s;
 
   size_t na = a->ds.n_records, nb = b->ds.n_records;
@@ -42,9 +44,7 @@ fdl_status fdl_cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
         f->n_shared, na, nb);
     if (s != FDL_OK) return s;
   }
-  f->covers_full_panel = json_is_true(fdl_json_get_path(a->ds.manifest, "coverage.complete")) &&
-                         json_is_true(fdl_json_get_path(b->ds.manifest, "coverage.complete")) &&
-                         !f->sets_differ;
+  f->covers_full_panel = a->m->coverage.complete && b->m->coverage.complete && !f->sets_differ;
   if (!f->covers_full_panel && !f->sets_differ) {
     s = fdl_cmp_disclose(
         f, "subset_of_panel", "caveat", 1, err,
@@ -137,8 +137,7 @@ fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b,
   const cmp_side *sides[2] = {a, b};
   char lossy[64] = "";
   for (int i = 0; i < 2; i++) {
-    const json_t *lc = fdl_json_get_path(sides[i]->ds.manifest, "capture.lossy_codec");
-    if (lc && !json_is_null(lc))
+    if (sides[i]->m->capture.lossy_codec)
       snprintf(lossy + strlen(lossy), sizeof lossy - strlen(lossy), "%s%s", *lossy ? ", " : "",
                sides[i]->who);
   }
@@ -152,14 +151,14 @@ fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b,
     if (s != FDL_OK) return s;
   }
   for (int i = 0; i < 2; i++) {
-    if (!json_is_false(fdl_json_get_path(sides[i]->ds.manifest, "capture.dtype_lossless")))
-      continue;
+    if (!sides[i]->m->capture.dtype_lossy) continue;
     f->advisory = true;
     s = fdl_cmp_disclose(f, "quantized_capture_dtype", "caveat", 1, err,
                          "FORM-1: the %s capture's stored dtype (%s) is narrower than the value's "
                          "dtype in the forward pass (dtype_lossless false); storage rounding is "
                          "inside this number.",
-                         sides[i]->who, sides[i]->capture_dtype ? sides[i]->capture_dtype : "?");
+                         sides[i]->who,
+                         sides[i]->m->capture.dtype ? sides[i]->m->capture.dtype : "?");
     if (s != FDL_OK) return s;
   }
   if (*lossy)
@@ -170,10 +169,15 @@ fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b,
   return decode_gate(a, b, o, f, err);
 }
 
+static const char *form_name(const cmp_side *s) {
+  const char *n = fdl_form_names[s->m->capture.form];
+  return n ? n : "None";
+}
+
 fdl_status fdl_cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                              cmp_findings *f, fdl_refusal *r, fdl_err *err) {
-  fdl_status s = fdl_cmp_gate(f, FDL_GATE_FORM, true, NULL, err, "%s vs %s",
-                              a->form ? a->form : "None", b->form ? b->form : "None");
+  fdl_status s =
+      fdl_cmp_gate(f, FDL_GATE_FORM, true, NULL, err, "%s vs %s", form_name(a), form_name(b));
   if (s == FDL_OK) s = fdl_cmp_gate_provenance(a, b, f, err);
   if (s == FDL_OK) s = fdl_cmp_gate_panel(a, b, f, r, err);
   if (s == FDL_OK) s = fdl_cmp_gate_head(a, b, o, f, r, err);

@@ -13,7 +13,8 @@ static const char *eq_word(const char *x, const char *y) {
 fdl_status fdl_cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                                    cmp_findings *f, fdl_refusal *r, fdl_err *err) {
   fdl_status s;
-  const char *la = a->lane ? a->lane : "None", *lb = b->lane ? b->lane : "None";
+  const char *la = fdl_lane_names[a->m->runtime.lane], *lb = fdl_lane_names[b->m->runtime.lane];
+  la = la ? la : "None", lb = lb ? lb : "None";
   f->same_lane = !strcmp(la, lb);
   if (f->same_lane) {
     s = fdl_cmp_gate(f, FDL_GATE_LANE, true, NULL, err, "lane=%s vs %s", la, lb);
@@ -37,17 +38,15 @@ fdl_status fdl_cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const f
   }
   if (s != FDL_OK) return s;
 
-  const json_t *ma = a->ds.manifest, *mb = b->ds.manifest;
-  bool same_dataset =
-      !fdl_cmp_empty(a->dataset_sha256) && fdl_cmp_streq(a->dataset_sha256, b->dataset_sha256);
+  bool same_dataset = !fdl_cmp_empty(a->m->dataset_sha256) &&
+                      fdl_cmp_streq(a->m->dataset_sha256, b->m->dataset_sha256);
   const json_t *sfa = json_object_get(a->ds.runtime, "source_files");
   const json_t *sfb = json_object_get(b->ds.runtime, "source_files");
   bool same_sources = json_is_object(sfa) && json_is_object(sfb) && json_object_size(sfa) &&
                       json_object_size(sfb) && fdl_py_equal(sfa, sfb);
-  const char *lia = fdl_cmp_jstr(ma, "runtime.lane_identity_sha256");
-  const char *lib = fdl_cmp_jstr(mb, "runtime.lane_identity_sha256");
-  const char *sfpa = fdl_cmp_jstr(ma, "runtime.stack_fingerprint_sha256");
-  const char *sfpb = fdl_cmp_jstr(mb, "runtime.stack_fingerprint_sha256");
+  const char *lia = a->m->runtime.lane_identity_sha256, *lib = b->m->runtime.lane_identity_sha256;
+  const char *sfpa = a->m->runtime.stack_fingerprint_sha256,
+             *sfpb = b->m->runtime.stack_fingerprint_sha256;
   bool same_stack = same_dataset || (lia && lib && !strcmp(lia, lib) && sfpa && sfpb &&
                                      !strcmp(sfpa, sfpb) && same_sources);
   f->cross_stack = !same_stack;

@@ -14,7 +14,8 @@ static void set_applied(cmp_findings *f, const char *single, const char *ra, con
 
 /* HEAD-2: both sides carry logits, so each side's own head was applied inside its capture. */
 static fdl_status both_logit(const cmp_side *a, const cmp_side *b, cmp_findings *f, fdl_err *err) {
-  const char *da = a->head_digest, *db = b->head_digest;
+  const char *da = fdl_cmp_str0(a->m->head.tensor_content_sha256),
+             *db = fdl_cmp_str0(b->m->head.tensor_content_sha256);
   f->head_policy = "native_head";
   set_applied(f, NULL, NULL, NULL);
   fdl_status s = FDL_OK;
@@ -41,7 +42,8 @@ static fdl_status both_logit(const cmp_side *a, const cmp_side *b, cmp_findings 
  * other side's logits. */
 static fdl_status mixed(const cmp_side *a, const cmp_side *b, cmp_findings *f, fdl_refusal *r,
                         fdl_err *err) {
-  const char *da = a->head_digest, *db = b->head_digest;
+  const char *da = fdl_cmp_str0(a->m->head.tensor_content_sha256),
+             *db = fdl_cmp_str0(b->m->head.tensor_content_sha256);
   if (fdl_cmp_empty(da) || fdl_cmp_empty(db) || strcmp(da, db))
     return fdl_cmp_refuse(
         r, err, FDL_REF_HEAD_MISMATCH, FDL_GATE_HEAD,
@@ -63,12 +65,13 @@ static fdl_status mixed(const cmp_side *a, const cmp_side *b, cmp_findings *f, f
   if (s != FDL_OK) return s;
   return fdl_cmp_gate(f, FDL_GATE_HEAD, true, NULL, err,
                       "HEAD-3: mixed %s vs %s; the hidden side replayed through the shared head %s",
-                      a->form, b->form, sa);
+                      fdl_form_names[a->m->capture.form], fdl_form_names[b->m->capture.form], sa);
 }
 
 static fdl_status both_hidden(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                               cmp_findings *f, fdl_refusal *r, fdl_err *err) {
-  const char *da = a->head_digest, *db = b->head_digest;
+  const char *da = fdl_cmp_str0(a->m->head.tensor_content_sha256),
+             *db = fdl_cmp_str0(b->m->head.tensor_content_sha256);
   char sa[13], sb[13];
   fdl_cmp_short(da, sa);
   fdl_cmp_short(db, sb);
@@ -84,7 +87,7 @@ static fdl_status both_hidden(const cmp_side *a, const cmp_side *b, const fdl_co
                               "HEAD-1d: --own-heads needs each hidden side's head payload, but the "
                               "%s dataset has no head file (head.file %s)",
                               sides[i]->who,
-                              fdl_cmp_empty(sides[i]->head_file) ? "is null" : "does not exist");
+                              fdl_cmp_empty(sides[i]->m->head.file) ? "is null" : "does not exist");
     f->own_heads = true;
     f->head_policy = "native_head";
     set_applied(f, NULL, da, db);
@@ -143,23 +146,24 @@ static fdl_status both_hidden(const cmp_side *a, const cmp_side *b, const fdl_co
 
 fdl_status fdl_cmp_gate_head(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                              cmp_findings *f, fdl_refusal *r, fdl_err *err) {
-  const char *da = a->head_digest, *db = b->head_digest;
+  const char *da = fdl_cmp_str0(a->m->head.tensor_content_sha256),
+             *db = fdl_cmp_str0(b->m->head.tensor_content_sha256);
   if (a->hidden || b->hidden) {
     const cmp_side *sides[2] = {a, b};
     for (int i = 0; i < 2; i++)
-      if (sides[i]->hidden && fdl_cmp_empty(sides[i]->head_digest))
+      if (sides[i]->hidden && fdl_cmp_empty(sides[i]->m->head.tensor_content_sha256))
         return fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISMATCH, FDL_GATE_HEAD,
                               "none: a hidden-form dataset without a head identity cannot be "
                               "replayed; recapture it with its head recorded",
                               "HEAD-4: the %s side is hidden form but declares no "
                               "head.tensor_content_sha256",
                               sides[i]->who);
-    if (!fdl_cmp_empty(a->head_file_sha256) && !strcmp(a->head_file_sha256, b->head_file_sha256) &&
-        strcmp(da, db))
+    if (!fdl_cmp_empty(a->m->head.file_sha256) &&
+        fdl_cmp_streq(a->m->head.file_sha256, b->m->head.file_sha256) && strcmp(da, db))
       return fdl_cmp_refuse(r, err, FDL_REF_HEAD_MISMATCH, FDL_GATE_HEAD, CMP_NO_OVERRIDE_DATA,
                             "HEAD-IDENT/O-6: both sides declare head file %s but different content "
                             "digests (reference %s, candidate %s); one of them is wrong",
-                            a->head_file_sha256, da, db);
+                            a->m->head.file_sha256, da, db);
   }
   if (!a->hidden && !b->hidden) return both_logit(a, b, f, err);
   if (a->hidden != b->hidden) return mixed(a, b, f, r, err);

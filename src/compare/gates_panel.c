@@ -14,11 +14,7 @@ fdl_status fdl_cmp_gate_provenance(const cmp_side *a, const cmp_side *b, cmp_fin
   const cmp_side *sides[2] = {a, b};
   char names[64] = "";
   for (int i = 0; i < 2; i++) {
-    const json_t *m = sides[i]->ds.manifest;
-    const json_t *pv = fdl_json_get_path(m, "preview");
-    bool preview = json_is_true(fdl_json_get_path(m, "not_submittable")) ||
-                   (json_is_object(pv) && json_object_size(pv) > 0);
-    if (!preview) continue;
+    if (!sides[i]->m->not_submittable && !sides[i]->m->preview) continue;
     snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", *names ? " and " : "",
              sides[i]->who);
   }
@@ -84,8 +80,7 @@ static fdl_status intersect(const cmp_side *a, const cmp_side *b, cmp_findings *
 fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings *f, fdl_refusal *r,
                               fdl_err *err) {
   const json_t *ma = a->ds.manifest, *mb = b->ds.manifest;
-  const char *ha = fdl_cmp_jstr(ma, "panel.suite_token_hash_sha256");
-  const char *hb = fdl_cmp_jstr(mb, "panel.suite_token_hash_sha256");
+  const char *ha = a->m->panel.suite_token_hash_sha256, *hb = b->m->panel.suite_token_hash_sha256;
   if (fdl_cmp_empty(ha) || !fdl_cmp_streq(ha, hb))
     return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_PANEL, CMP_NO_OVERRIDE_PANEL,
                           "panel.suite_token_hash_sha256 differs: reference %s, candidate %s; the "
@@ -116,10 +111,11 @@ fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings
     else
       fdl_py_str(jb, vb, sizeof vb);
     if ((diff & ~3u) == 0) /* only id and/or repository */
-      snprintf(remedy, sizeof remedy,
-               "none (no override); if both sides really used the same tokenizer, recapture the "
-               "candidate declaring the reference's tokenizer id %s",
-               fdl_quote_str(fdl_cmp_jstr0(ta, "id"), id, sizeof id));
+      snprintf(
+          remedy, sizeof remedy,
+          "none (no override); if both sides really used the same tokenizer, recapture the "
+          "candidate declaring the reference's tokenizer id %s",
+          fdl_quote_str(fdl_cmp_str0(json_string_value(json_object_get(ta, "id"))), id, sizeof id));
     else
       snprintf(remedy, sizeof remedy, "%s", CMP_NO_OVERRIDE_PANEL);
     return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_PANEL, remedy,

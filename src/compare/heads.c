@@ -91,10 +91,11 @@ done:
 
 static fdl_status own_payload(const cmp_side *s, size_t vocab, void **out, fdl_gemm_type *type,
                               fdl_refusal *r, fdl_err *err) {
-  char *path = fdl_cmp_path_join(s->root, s->head_file ? s->head_file : "", NULL);
+  char *path = fdl_cmp_path_join(s->root, s->m->head.file ? s->m->head.file : "", NULL);
   if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  fdl_status st = load_one(path, s, s->head_key, s->head_digest, vocab, (size_t)s->hidden_width,
-                           out, type, r, err);
+  fdl_status st =
+      load_one(path, s, s->m->head.tensor_key, fdl_cmp_str0(s->m->head.tensor_content_sha256),
+               vocab, (size_t)s->m->capture.hidden_width, out, type, r, err);
   free(path);
   return st;
 }
@@ -154,18 +155,20 @@ fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_co
                           "use either --head or --own-heads",
                           "--head replaces the head of both sides, --own-heads keeps each side's "
                           "own; they cannot be combined");
-  size_t vocab = (size_t)a->vocab;
+  size_t vocab = (size_t)a->m->capture.vocab_size;
   h->vocab = vocab;
-  h->hidden_ref = a->hidden ? (size_t)a->hidden_width : 0;
-  h->hidden_cand = b->hidden ? (size_t)b->hidden_width : 0;
+  h->hidden_ref = a->hidden ? (size_t)a->m->capture.hidden_width : 0;
+  h->hidden_cand = b->hidden ? (size_t)b->m->capture.hidden_width : 0;
   fdl_status s;
   if (f->own_heads) {
-    if (a->hidden && b->hidden && strcmp(a->head_digest, b->head_digest))
+    if (a->hidden && b->hidden &&
+        !fdl_cmp_streq(a->m->head.tensor_content_sha256, b->m->head.tensor_content_sha256))
       return own_pair(a, b, o->threads, h, r, err);
     if (a->hidden && (s = own_payload(a, vocab, &h->ref, &h->ref_type, r, err)) != FDL_OK) return s;
     h->read[0] = a->hidden;
     if (b->hidden) {
-      if (a->hidden && !strcmp(a->head_digest, b->head_digest)) {
+      if (a->hidden &&
+          fdl_cmp_streq(a->m->head.tensor_content_sha256, b->m->head.tensor_content_sha256)) {
         h->cand = h->ref; /* the candidate's own file is still verified, with the unread ones */
         h->cand_type = h->ref_type;
       } else if ((s = own_payload(b, vocab, &h->cand, &h->cand_type, r, err)) != FDL_OK)
@@ -188,8 +191,9 @@ fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_co
   } else {
     const cmp_side *sides[2] = {a, b};
     for (int i = 0; i < 2 && !path; i++)
-      if (sides[i]->head_payload && !strcmp(sides[i]->head_digest, applied)) {
-        path = fdl_cmp_path_join(sides[i]->root, sides[i]->head_file, NULL);
+      if (sides[i]->head_payload &&
+          fdl_cmp_streq(sides[i]->m->head.tensor_content_sha256, applied)) {
+        path = fdl_cmp_path_join(sides[i]->root, sides[i]->m->head.file, NULL);
         owner = sides[i];
         h->read[i] = true;
       }
@@ -201,11 +205,12 @@ fdl_status fdl_cmp_heads_load(const cmp_side *a, const cmp_side *b, const fdl_co
                             applied);
   }
   if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  size_t hidden = a->hidden ? (size_t)a->hidden_width : (size_t)b->hidden_width;
+  size_t hidden =
+      a->hidden ? (size_t)a->m->capture.hidden_width : (size_t)b->m->capture.hidden_width;
   void *w = NULL;
   fdl_gemm_type type = FDL_GEMM_F32;
-  s = load_one(path, owner, owner ? owner->head_key : a->head_key, applied, vocab, hidden, &w,
-               &type, r, err);
+  s = load_one(path, owner, owner ? owner->m->head.tensor_key : a->m->head.tensor_key, applied,
+               vocab, hidden, &w, &type, r, err);
   free(path);
   if (s != FDL_OK) return s;
   h->ref_type = h->cand_type = type;

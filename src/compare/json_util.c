@@ -20,18 +20,12 @@ const char *fdl_cmp_jstr(const json_t *o, const char *path) {
   return json_string_value(fdl_json_get_path(o, path));
 }
 
-const char *fdl_cmp_jstr0(const json_t *o, const char *path) {
-  const char *s = fdl_cmp_jstr(o, path);
+const char *fdl_cmp_str0(const char *s) {
   return s ? s : "";
 }
 
 bool fdl_cmp_jtruthy(const json_t *o, const char *path) {
   return fdl_py_truthy(fdl_json_get_path(o, path));
-}
-
-int64_t fdl_cmp_jint(const json_t *o, const char *path) {
-  const json_t *v = fdl_json_get_path(o, path);
-  return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
 }
 
 json_t *fdl_cmp_jcopy(const json_t *o, const char *path) {

@@ -76,34 +76,21 @@ fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, con
   if ((st = fdl_dataset_load(root, &s->ds, err)) != FDL_OK)
     return fdl_cmp_refuse(r, err, FDL_REF_UNREADABLE, FDL_GATE_CLI, CMP_NO_OVERRIDE_DATA,
                           "%s dataset %s: %s", who, root, fdl_err_msg(err));
-  const json_t *m = s->ds.manifest;
-  if (!m || !s->ds.capture || !s->ds.panel || !s->ds.runtime)
+  const fdl_ds_manifest *m = s->m = &s->ds.m;
+  if (!s->ds.capture || !s->ds.panel || !s->ds.runtime)
     return fdl_cmp_refuse(r, err, FDL_REF_UNREADABLE, FDL_GATE_CLI, CMP_NO_OVERRIDE_DATA,
                           "%s dataset %s: a sub-document (capture manifest, panel binding or "
                           "capture runtime) could not be read after validation",
                           who, root);
-  s->dataset_id = fdl_cmp_jstr(m, "dataset.id");
-  s->dataset_sha256 = fdl_cmp_jstr(m, "dataset_sha256");
-  s->capture_digest = fdl_cmp_jstr(m, "capture.capture_content_digest");
-  s->role = fdl_cmp_jstr(m, "dataset.role");
-  s->form = fdl_cmp_jstr(m, "capture.form");
-  s->lane = fdl_cmp_jstr(m, "runtime.lane");
-  s->head_digest = fdl_cmp_jstr0(m, "head.tensor_content_sha256");
-  s->head_file_sha256 = fdl_cmp_jstr0(m, "head.file_sha256");
-  s->head_file = fdl_cmp_jstr(m, "head.file");
-  s->head_key = fdl_cmp_jstr(m, "head.tensor_key");
-  s->head_payload = regular_file(root, s->head_file);
-  s->capture_dtype = fdl_cmp_jstr(m, "capture.dtype");
-  s->hidden = fdl_cmp_streq(s->form, "hidden");
-  s->vocab = fdl_cmp_jint(m, "capture.vocab_size");
-  s->hidden_width = fdl_cmp_jint(m, "capture.hidden_width");
-  if (s->vocab < 1 || (s->hidden && s->hidden_width < 1))
+  s->head_payload = regular_file(root, m->head.file);
+  s->hidden = m->capture.form == FDL_FORM_HIDDEN;
+  if (m->capture.vocab_size < 1 || (s->hidden && m->capture.hidden_width < 1))
     return fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, FDL_GATE_GEOMETRY,
                           CMP_NO_OVERRIDE_DATA,
                           "%s dataset %s: capture.vocab_size%s is not a positive integer", who,
                           root, s->hidden ? " or capture.hidden_width" : "");
   /* Record files are relative to the capture manifest's directory. */
-  const char *mf = fdl_cmp_jstr0(m, "capture.manifest_file");
+  const char *mf = m->capture.manifest_file ? m->capture.manifest_file : "";
   size_t cap = strlen(mf) + 1;
   char *dir = fdl_malloc(cap);
   if (!dir) return fdl_fail(err, FDL_NOMEM, "out of memory");

@@ -30,23 +30,19 @@ static json_t *side_block(const cmp_side *s) {
     snprintf(path, sizeof path, "head.%s", head_keys[i]);
     bad |= json_object_set_new(h, head_keys[i], fdl_cmp_jcopy(m, path));
   }
-  bad |= fdl_cmp_set_str(o, "label", s->label) |
-         json_object_set_new(o, "dataset_id", fdl_cmp_jcopy(m, "dataset.id")) |
-         json_object_set_new(o, "dataset_sha256", fdl_cmp_jcopy(m, "dataset_sha256")) |
-         json_object_set_new(o, "capture_content_digest",
-                             fdl_cmp_jcopy(m, "capture.capture_content_digest")) |
-         json_object_set_new(o, "role", fdl_cmp_jcopy(m, "dataset.role")) |
-         json_object_set_new(o, "form", fdl_cmp_jcopy(m, "capture.form")) |
-         json_object_set_new(o, "lane", fdl_cmp_jcopy(m, "runtime.lane")) |
-         json_object_set_new(o, "repository", fdl_cmp_jcopy(m, "dataset.repository")) |
-         json_object_set_new(o, "revision", fdl_cmp_jcopy(m, "dataset.revision")) |
-         json_object_set_new(o, "head", h) |
-         json_object_set_new(o, "stack_fingerprint_sha256",
-                             fdl_cmp_jcopy(m, "runtime.stack_fingerprint_sha256")) |
-         json_object_set_new(o, "lane_identity_sha256",
-                             fdl_cmp_jcopy(m, "runtime.lane_identity_sha256")) |
+  const fdl_ds_manifest *d = s->m;
+  bad |= fdl_cmp_set_str(o, "label", s->label) | fdl_cmp_set_str(o, "dataset_id", d->dataset.id) |
+         fdl_cmp_set_str(o, "dataset_sha256", d->dataset_sha256) |
+         fdl_cmp_set_str(o, "capture_content_digest", d->capture.capture_content_digest) |
+         fdl_cmp_set_str(o, "role", fdl_role_names[d->dataset.role]) |
+         fdl_cmp_set_str(o, "form", fdl_form_names[d->capture.form]) |
+         fdl_cmp_set_str(o, "lane", fdl_lane_names[d->runtime.lane]) |
+         fdl_cmp_set_str(o, "repository", d->dataset.repository) |
+         fdl_cmp_set_str(o, "revision", d->dataset.revision) | json_object_set_new(o, "head", h) |
+         fdl_cmp_set_str(o, "stack_fingerprint_sha256", d->runtime.stack_fingerprint_sha256) |
+         fdl_cmp_set_str(o, "lane_identity_sha256", d->runtime.lane_identity_sha256) |
          json_object_set_new(o, "weights", fdl_cmp_jcopy(m, "weights")) |
-         json_object_set_new(o, "scope_digest", fdl_cmp_jcopy(m, "scope.scope_digest"));
+         fdl_cmp_set_str(o, "scope_digest", d->scope.scope_digest);
   if (bad) {
     json_decref(o);
     return NULL;
@@ -62,11 +58,9 @@ static json_t *panel_block(const cmp_side *a, const cmp_side *b, const cmp_findi
   json_t *o = json_object();
   if (!o) return NULL;
   int bad =
-      json_object_set_new(o, "panel_id", fdl_cmp_jcopy(pa, "panel_id")) |
-      json_object_set_new(o, "suite_token_hash_sha256",
-                          fdl_cmp_jcopy(pa, "suite_token_hash_sha256")) |
-      json_object_set_new(o, "panel_token_sha256_legacy",
-                          fdl_cmp_jcopy(pa, "panel_token_sha256_legacy")) |
+      fdl_cmp_set_str(o, "panel_id", a->m->panel.panel_id) |
+      fdl_cmp_set_str(o, "suite_token_hash_sha256", a->m->panel.suite_token_hash_sha256) |
+      fdl_cmp_set_str(o, "panel_token_sha256_legacy", a->m->panel.panel_token_sha256_legacy) |
       fdl_cmp_set_int(o, "contexts", (int64_t)f->n_shared) |
       fdl_cmp_set_int(o, "scored_positions", (int64_t)e->n_rows) |
       json_object_set_new(o, "context_length", fdl_cmp_jcopy(pa, "context_length")) |
@@ -139,9 +133,9 @@ static json_t *estimator_block(const cmp_side *a, const cmp_side *b, const cmp_f
                                const cmp_estimate *e) {
   bool replay = e->computed && (a->hidden || b->hidden);
   char dtype[16], hdtype[16];
-  lower(a->capture_dtype, dtype, sizeof dtype);
+  lower(a->m->capture.dtype, dtype, sizeof dtype);
   const cmp_side *hs = a->hidden ? a : b->hidden ? b : NULL;
-  lower(hs ? hs->capture_dtype : NULL, hdtype, sizeof hdtype);
+  lower(hs ? hs->m->capture.dtype : NULL, hdtype, sizeof hdtype);
   bool repro = !strcmp(f->kind, "reproduction_confirmation");
   json_t *o = json_object();
   if (!o) return NULL;
@@ -176,8 +170,8 @@ static json_t *determinism_block(const cmp_side *a, const cmp_side *b, double me
     json_decref(means);
     return NULL;
   }
-  const char *x = a->capture_digest ? a->capture_digest : "";
-  const char *y = b->capture_digest ? b->capture_digest : "";
+  const char *x = a->m->capture.capture_content_digest ? a->m->capture.capture_content_digest : "";
+  const char *y = b->m->capture.capture_content_digest ? b->m->capture.capture_content_digest : "";
   int c = strcmp(x, y);
   /* A failed append (out of memory) must fail the block, not shorten its arrays. */
   int bad = json_array_append_new(hashes, json_string(c <= 0 ? x : y)) |

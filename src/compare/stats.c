@@ -242,9 +242,10 @@ fdl_status fdl_cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_est
         json_object_set_new(rc, "top1_agreement",
                             n ? json_real((double)e->top1_matches / (double)n) : json_null()) |
         json_object_set_new(rc, "js", js ? json_incref(js) : json_null()) |
-        json_object_set_new(rc, "logit_absolute_error_mean",
-                            have_err ? json_real(e->abs_err_sum / ((double)n * (double)a->vocab))
-                                     : json_null()) |
+        json_object_set_new(
+            rc, "logit_absolute_error_mean",
+            have_err ? json_real(e->abs_err_sum / ((double)n * (double)a->m->capture.vocab_size))
+                     : json_null()) |
         json_object_set_new(rc, "logit_absolute_error_max",
                             have_err ? json_real(e->abs_err_max) : json_null()) |
         json_object_set_new(rc, "kl_macro_stratum_mean",

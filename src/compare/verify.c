@@ -45,11 +45,12 @@ fdl_status fdl_cmp_check_record(const cmp_side *s, size_t at, const cmp_vread_di
 
 fdl_status fdl_cmp_check_head(const cmp_side *s, const cmp_vread_digests *d, fdl_refusal *r,
                               fdl_err *err) {
-  const char *rel = s->head_file ? s->head_file : "";
-  if (!fdl_cmp_streq(d->content, s->head_digest))
-    return mismatch(r, err, s->who, "head", rel, d->content, s->head_digest);
-  if (!fdl_cmp_empty(s->head_file_sha256) && !fdl_cmp_streq(d->file, s->head_file_sha256))
-    return mismatch(r, err, s->who, "head", rel, d->file, s->head_file_sha256);
+  const char *rel = s->m->head.file ? s->m->head.file : "";
+  if (!fdl_cmp_streq(d->content, s->m->head.tensor_content_sha256))
+    return mismatch(r, err, s->who, "head", rel, d->content,
+                    fdl_cmp_str0(s->m->head.tensor_content_sha256));
+  if (!fdl_cmp_empty(s->m->head.file_sha256) && !fdl_cmp_streq(d->file, s->m->head.file_sha256))
+    return mismatch(r, err, s->who, "head", rel, d->file, s->m->head.file_sha256);
   return FDL_OK;
 }
 
@@ -113,8 +114,8 @@ static fdl_status rest_task(void *arg, size_t i, unsigned worker, fdl_err *err) 
   const char *rel, *key;
   char *path;
   if (j->at == SIZE_MAX) {
-    rel = s->head_file ? s->head_file : "";
-    key = s->head_key;
+    rel = s->m->head.file ? s->m->head.file : "";
+    key = s->m->head.tensor_key;
     path = fdl_cmp_path_join(s->root, rel, NULL);
   } else {
     const fdl_ds_capture_record *rec = &s->ds.records[j->at];
@@ -156,7 +157,7 @@ fdl_status fdl_cmp_verify_rest(const cmp_side *sides[2], const bool *const read[
     if (j->st == FDL_NOMEM) {
       s = fdl_fail(err, FDL_NOMEM, "out of memory verifying the unread tensors");
     } else if (j->st != FDL_OK) {
-      const char *rel = j->at == SIZE_MAX ? j->side->head_file : j->side->ds.records[j->at].file;
+      const char *rel = j->at == SIZE_MAX ? j->side->m->head.file : j->side->ds.records[j->at].file;
       s = fdl_cmp_refuse(r, err, FDL_REF_SEAL_FAILED, FDL_GATE_SEAL, REMEDY_CHANGED, "%s %s: %s",
                          j->side->who, rel ? rel : "", j->why);
     } else {

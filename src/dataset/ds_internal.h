@@ -82,6 +82,9 @@ bool fdl_ds_int(const json_t *o, const char *key, int64_t *v);
 /* o[key] when it is an object / array, else NULL. */
 json_t *fdl_ds_obj(const json_t *o, const char *key);
 json_t *fdl_ds_arr(const json_t *o, const char *key);
+/* The manifest decoder (model.c): the one place the top manifest's fields are read into
+ * fdl_ds_manifest, for fdl_dataset_load and validate's rules. Never fails. */
+void fdl_ds_manifest_decode(const json_t *m, fdl_ds_manifest *d);
 /* Python's truthiness, == and repr() are fdl_py_truthy, fdl_py_equal and fdl_py_repr
  * (json/py.h, included above), the same rules compare uses. */
 

@@ -46,7 +46,7 @@ static json_t *domains(const fdl_dataset *ds) {
 static json_t *seal_status(const char *root, const fdl_dataset *ds) {
   bool ok = false, present = false;
   (void)fdl_ds_seal_ok(ds->manifest, "dataset_sha256", &ok, &present, NULL);
-  const char *want = fdl_ds_str(fdl_ds_obj(ds->manifest, "seal"), "checksums_sha256");
+  const char *want = ds->m.seal.checksums_sha256;
   const char *checksums = "absent";
   int fd = fdl_sys_open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   char hex[DS_HEX_LEN + 1];
@@ -61,10 +61,8 @@ static json_t *seal_status(const char *root, const fdl_dataset *ds) {
                    : ok     ? "recomputes"
                             : "MISMATCH",
                    "checksums_txt", checksums, "claimed_status",
-                   fdl_ds_str(fdl_ds_obj(ds->manifest, "dataset"), "structural_status")
-                       ? fdl_ds_str(fdl_ds_obj(ds->manifest, "dataset"), "structural_status")
-                       : "unknown",
-                   "dataset_sha256", str_or_null(fdl_ds_str(ds->manifest, "dataset_sha256")));
+                   ds->m.dataset.structural_status ? ds->m.dataset.structural_status : "unknown",
+                   "dataset_sha256", str_or_null(ds->m.dataset_sha256));
 }
 
 fdl_status fdl_ds_inspect(const char *root, json_t **out, fdl_err *err) {

@@ -13,9 +13,77 @@
 #include "dataset/ds_internal.h"
 #include "base/sys.h"
 
-static int64_t int_or(const json_t *o, const char *key, int64_t dflt) {
-  int64_t v;
-  return fdl_ds_int(o, key, &v) ? v : dflt;
+/* A string member of a decoded struct, named as its document's (dotted) key path. */
+typedef struct {
+  const char *path;
+  size_t at; /* offsetof the const char * member */
+} str_field;
+#define STR_FIELD(type, member)                                                                    \
+  { #member, offsetof(type, member) }
+
+/* Sets every string member listed in f from o (NULL when absent or not a string). */
+static void decode_strings(const json_t *o, const str_field *f, size_t n, void *out) {
+  for (size_t i = 0; i < n; i++)
+    *(const char **)((char *)out + f[i].at) = json_string_value(fdl_json_get_path(o, f[i].path));
+}
+
+/* The integer at path, or dflt when absent or not an integer. */
+static int64_t int_at(const json_t *o, const char *path, int64_t dflt) {
+  const json_t *v = fdl_json_get_path(o, path);
+  return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
+}
+
+/* The enum of the name at path in a vocab.h list, or count when absent or not listed. */
+static int enum_at(const json_t *o, const char *path, const char *const *names, int count) {
+  int i = fdl_vocab_find(names, json_string_value(fdl_json_get_path(o, path)));
+  return i < 0 ? count : i;
+}
+
+#define MF(member) STR_FIELD(fdl_ds_manifest, member)
+static const str_field MANIFEST_STRINGS[] = {MF(dataset.id),
+                                             MF(dataset.repository),
+                                             MF(dataset.revision),
+                                             MF(dataset.structural_status),
+                                             MF(dataset_sha256),
+                                             MF(seal.checksums_sha256),
+                                             MF(weights.model_revision),
+                                             MF(weights.checkpoint_identity_sha256),
+                                             MF(scope.scope_digest),
+                                             MF(panel.panel_id),
+                                             MF(panel.panel_file),
+                                             MF(panel.panel_file_sha256),
+                                             MF(panel.suite_token_hash_sha256),
+                                             MF(panel.panel_token_sha256_legacy),
+                                             MF(capture.manifest_file),
+                                             MF(capture.manifest_file_sha256),
+                                             MF(capture.capture_content_digest),
+                                             MF(capture.dtype),
+                                             MF(head.head_json),
+                                             MF(head.file),
+                                             MF(head.file_sha256),
+                                             MF(head.tensor_key),
+                                             MF(head.tensor_content_sha256),
+                                             MF(head.raw_tensor_sha256),
+                                             MF(runtime.file),
+                                             MF(runtime.file_sha256),
+                                             MF(runtime.lane_identity_sha256),
+                                             MF(runtime.stack_fingerprint_sha256)};
+
+void fdl_ds_manifest_decode(const json_t *m, fdl_ds_manifest *d) {
+  decode_strings(m, MANIFEST_STRINGS, sizeof MANIFEST_STRINGS / sizeof *MANIFEST_STRINGS, d);
+  d->dataset.role = (fdl_role)enum_at(m, "dataset.role", fdl_role_names, FDL_ROLE_COUNT);
+  d->capture.form = (fdl_form)enum_at(m, "capture.form", fdl_form_names, FDL_FORM_COUNT);
+  d->runtime.lane = (fdl_lane)enum_at(m, "runtime.lane", fdl_lane_names, FDL_LANE_COUNT);
+  d->not_submittable = json_is_true(json_object_get(m, "not_submittable"));
+  d->preview = json_object_size(fdl_ds_obj(m, "preview")) > 0;
+  const json_t *c = fdl_ds_obj(m, "capture"), *lc = json_object_get(c, "lossy_codec");
+  d->capture.dtype_lossy = json_is_false(json_object_get(c, "dtype_lossless"));
+  d->capture.lossy_codec = lc && !json_is_null(lc);
+  d->capture.vocab_size = int_at(c, "vocab_size", -1);
+  d->capture.hidden_width = int_at(c, "hidden_width", -1);
+  d->panel.scoring_window.score_from = int_at(m, "panel.scoring_window.score_from", 0);
+  d->panel.tokenizer.vocab_size = int_at(m, "panel.tokenizer.vocab_size", -1);
+  d->coverage.complete = json_is_true(fdl_json_get_path(m, "coverage.complete"));
 }
 
 static json_t *load_opt(int rootfd, const char *rel) {
@@ -39,6 +107,26 @@ static int cmp_panel(const void *a, const void *b) {
                            ((const fdl_ds_panel_record *)b)->index);
 }
 
+#define CR(member) STR_FIELD(fdl_ds_capture_record, member)
+static const str_field CAPTURE_STRINGS[] = {CR(file),
+                                            CR(key),
+                                            CR(dtype),
+                                            CR(sha256),
+                                            CR(payload_sha256),
+                                            CR(tensor_content_sha256),
+                                            CR(token_ids_json_sha256),
+                                            CR(attention_mask_sha256),
+                                            CR(window_id),
+                                            CR(domain),
+                                            CR(allocation_stratum)};
+#define PR(member) STR_FIELD(fdl_ds_panel_record, member)
+static const str_field PANEL_STRINGS[] = {PR(token_file),
+                                          PR(attention_mask_file),
+                                          PR(token_ids_json_sha256),
+                                          PR(attention_mask_sha256),
+                                          PR(window_id),
+                                          PR(domain)};
+
 static fdl_status capture_views(fdl_dataset *ds, fdl_err *err) {
   const json_t *records = fdl_ds_arr(ds->capture, "records");
   size_t n = json_array_size(records);
@@ -49,25 +137,15 @@ static fdl_status capture_views(fdl_dataset *ds, fdl_err *err) {
   json_array_foreach(records, i, r) {
     fdl_ds_capture_record *c = &ds->records[ds->n_records++];
     c->json = r;
-    c->index = int_or(r, "index", -1);
-    c->file = fdl_ds_str(r, "file");
-    c->key = fdl_ds_str(r, "key");
-    c->dtype = fdl_ds_str(r, "dtype");
+    c->index = int_at(r, "index", -1);
     const json_t *shape = fdl_ds_arr(r, "shape");
     for (size_t k = 0; k < 2; k++) {
       const json_t *d = json_array_get(shape, k);
       c->shape[k] = json_is_integer(d) ? (int64_t)json_integer_value(d) : -1;
     }
-    c->scored_rows = int_or(r, "scored_rows", -1);
-    c->size_bytes = int_or(r, "size_bytes", -1);
-    c->sha256 = fdl_ds_str(r, "sha256");
-    c->payload_sha256 = fdl_ds_str(r, "payload_sha256");
-    c->tensor_content_sha256 = fdl_ds_str(r, "tensor_content_sha256");
-    c->token_ids_json_sha256 = fdl_ds_str(r, "token_ids_json_sha256");
-    c->attention_mask_sha256 = fdl_ds_str(r, "attention_mask_sha256");
-    c->window_id = fdl_ds_str(r, "window_id");
-    c->domain = fdl_ds_str(r, "domain");
-    c->allocation_stratum = fdl_ds_str(r, "allocation_stratum");
+    c->scored_rows = int_at(r, "scored_rows", -1);
+    c->size_bytes = int_at(r, "size_bytes", -1);
+    decode_strings(r, CAPTURE_STRINGS, sizeof CAPTURE_STRINGS / sizeof *CAPTURE_STRINGS, c);
   }
   if (ds->n_records) qsort(ds->records, ds->n_records, sizeof *ds->records, cmp_capture);
   return FDL_OK;
@@ -83,15 +161,10 @@ static fdl_status panel_views(fdl_dataset *ds, fdl_err *err) {
   json_array_foreach(records, i, r) {
     fdl_ds_panel_record *p = &ds->panel_records[ds->n_panel_records++];
     p->json = r;
-    p->index = int_or(r, "index", -1);
-    p->token_file = fdl_ds_str(r, "token_file");
-    p->attention_mask_file = fdl_ds_str(r, "attention_mask_file");
-    p->token_ids_json_sha256 = fdl_ds_str(r, "token_ids_json_sha256");
-    p->attention_mask_sha256 = fdl_ds_str(r, "attention_mask_sha256");
-    p->num_tokens = int_or(r, "num_tokens", -1);
-    p->prediction_positions = int_or(r, "prediction_positions", -1);
-    p->window_id = fdl_ds_str(r, "window_id");
-    p->domain = fdl_ds_str(r, "domain");
+    p->index = int_at(r, "index", -1);
+    p->num_tokens = int_at(r, "num_tokens", -1);
+    p->prediction_positions = int_at(r, "prediction_positions", -1);
+    decode_strings(r, PANEL_STRINGS, sizeof PANEL_STRINGS / sizeof *PANEL_STRINGS, p);
   }
   if (ds->n_panel_records)
     qsort(ds->panel_records, ds->n_panel_records, sizeof *ds->panel_records, cmp_panel);
@@ -115,14 +188,13 @@ fdl_status fdl_dataset_load(const char *root, fdl_dataset *ds, fdl_err *err) {
     return fdl_fail(err, FDL_UNSUPPORTED, "%s/%s: schema is not %s (bad_schema)", root,
                     FDL_DS_MANIFEST_NAME, FDL_DS_SCHEMA);
   }
-  const json_t *m = tmp.manifest;
-  const char *rel = fdl_ds_str(fdl_ds_obj(m, "capture"), "manifest_file");
-  tmp.capture = load_opt(fd, rel ? rel : "capture/manifest.json");
-  rel = fdl_ds_str(fdl_ds_obj(m, "panel"), "panel_file");
-  tmp.panel = load_opt(fd, rel ? rel : "panel/panel.json");
-  tmp.head = load_opt(fd, fdl_ds_str(fdl_ds_obj(m, "head"), "head_json"));
-  rel = fdl_ds_str(fdl_ds_obj(m, "runtime"), "file");
-  tmp.runtime = load_opt(fd, rel ? rel : "runtime/capture-runtime.json");
+  const fdl_ds_manifest *m = &tmp.m;
+  fdl_ds_manifest_decode(tmp.manifest, &tmp.m);
+  tmp.capture =
+      load_opt(fd, m->capture.manifest_file ? m->capture.manifest_file : "capture/manifest.json");
+  tmp.panel = load_opt(fd, m->panel.panel_file ? m->panel.panel_file : "panel/panel.json");
+  tmp.head = load_opt(fd, m->head.head_json);
+  tmp.runtime = load_opt(fd, m->runtime.file ? m->runtime.file : "runtime/capture-runtime.json");
   close(fd);
   s = capture_views(&tmp, err);
   if (s == FDL_OK) s = panel_views(&tmp, err);

@@ -80,9 +80,7 @@ fdl_status fdl_ds_panel_targets(const char *root, const fdl_dataset *ds, size_t 
     return fdl_fail(err, FDL_INVALID,
                     "panel record %" PRId64 ": attention_mask_file is not a usable path",
                     pr->index);
-  int64_t score_from = 0;
-  (void)fdl_ds_int(fdl_ds_obj(fdl_ds_obj(ds->manifest, "panel"), "scoring_window"), "score_from",
-                   &score_from);
+  int64_t score_from = ds->m.panel.scoring_window.score_from;
   int rootfd = fdl_sys_open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (rootfd < 0) return fdl_fail(err, FDL_IO, "cannot open dataset %s: %s", root, strerror(errno));
   int64_t *ids = NULL, *rows = NULL;

@@ -119,7 +119,8 @@ static bool load_manifest(ds_vctx *v, const char *root) {
                         "%s is not an object", FDL_DS_MANIFEST_NAME);
     return false;
   }
-  const char *id = fdl_ds_str(fdl_ds_obj(v->m, "dataset"), "id");
+  fdl_ds_manifest_decode(v->m, &v->mf);
+  const char *id = v->mf.dataset.id;
   if (id) {
     fdl_buf b;
     fdl_buf_init(&b, 0);
@@ -152,16 +153,11 @@ json_t *fdl_ds_v_records_of(const ds_vctx *v) {
 
 /* Steps 7-8: the four sealed sub-documents and the file digests the manifest claims. */
 static void load_subdocs(ds_vctx *v) {
-  const json_t *capture = fdl_ds_obj(v->m, "capture"), *panel = fdl_ds_obj(v->m, "panel"),
-               *head = fdl_ds_obj(v->m, "head"), *runtime = fdl_ds_obj(v->m, "runtime");
-  v->capture.rel = fdl_ds_str(capture, "manifest_file");
-  if (!v->capture.rel) v->capture.rel = "capture/manifest.json";
-  v->panel.rel = fdl_ds_str(panel, "panel_file");
-  if (!v->panel.rel) v->panel.rel = "panel/panel.json";
-  v->head.rel =
-      fdl_py_truthy(json_object_get(head, "head_json")) ? fdl_ds_str(head, "head_json") : NULL;
-  v->runtime.rel = fdl_ds_str(runtime, "file");
-  if (!v->runtime.rel) v->runtime.rel = "runtime/capture-runtime.json";
+  const fdl_ds_manifest *m = &v->mf;
+  v->capture.rel = m->capture.manifest_file ? m->capture.manifest_file : "capture/manifest.json";
+  v->panel.rel = m->panel.panel_file ? m->panel.panel_file : "panel/panel.json";
+  v->head.rel = m->head.head_json && *m->head.head_json ? m->head.head_json : NULL;
+  v->runtime.rel = m->runtime.file ? m->runtime.file : "runtime/capture-runtime.json";
 
   v->capture.doc = fdl_ds_v_load_sub(v, v->capture.rel, "CAPTURE", v->capture.file_sha256, false);
   v->panel.doc = fdl_ds_v_load_sub(v, v->panel.rel, "PANEL", v->panel.file_sha256, false);
@@ -186,14 +182,13 @@ static void load_subdocs(ds_vctx *v) {
   fdl_ds_report_check(v->rep, "seal.submanifests");
 
   struct {
-    const char *label, *key;
-    const json_t *block;
+    const char *label, *want;
     ds_subdoc *d;
-  } digests[] = {{"capture.manifest_file_sha256", "manifest_file_sha256", capture, &v->capture},
-                 {"panel.panel_file_sha256", "panel_file_sha256", panel, &v->panel},
-                 {"runtime.file_sha256", "file_sha256", runtime, &v->runtime}};
+  } digests[] = {{"capture.manifest_file_sha256", m->capture.manifest_file_sha256, &v->capture},
+                 {"panel.panel_file_sha256", m->panel.panel_file_sha256, &v->panel},
+                 {"runtime.file_sha256", m->runtime.file_sha256, &v->runtime}};
   for (size_t i = 0; i < sizeof digests / sizeof digests[0]; i++) {
-    const char *want = fdl_ds_str(digests[i].block, digests[i].key);
+    const char *want = digests[i].want;
     if (!want || !want[0] || !digests[i].d->doc || !digests[i].d->file_sha256[0]) continue;
     if (strcmp(want, digests[i].d->file_sha256))
       fdl_ds_report_error(v->rep, FDL_DSC_DIGEST_MISMATCH, "SEAL-1", digests[i].d->rel,

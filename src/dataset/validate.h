@@ -22,8 +22,9 @@ typedef struct {
   int rootfd;
   const fdl_ds_validate_opts *o;
   fdl_ds_report *rep;
-  bool payload; /* false in --manifests-only: payload files are not read */
-  json_t *m;    /* the top manifest (owned) */
+  bool payload;       /* false in --manifests-only: payload files are not read */
+  json_t *m;          /* the top manifest (owned) */
+  fdl_ds_manifest mf; /* its fields, once it is an object */
   ds_subdoc capture, panel, head, runtime;
   ds_tree tree; /* every entry below the root (payload and manifests-only modes) */
   bool have_tree;

@@ -153,8 +153,7 @@ static fdl_status collect_tensors(ds_vctx *v, plan *p, fdl_err *err) {
     snprintf(t->rel, sizeof t->rel, "%s", rel);
     t->file_job = t->content_job = t->payload_job = SIZE_MAX;
   }
-  const json_t *head = fdl_ds_obj(v->m, "head");
-  const char *hf = fdl_ds_str(head, "file");
+  const char *hf = v->mf.head.file;
   if (hf && fdl_relpath_ok(hf, strlen(hf), false) && fdl_ds_join_norm("", hf, rel, sizeof rel)) {
     tensor_check *t = &p->tensors[p->n_tensors++];
     t->record = NULL;
@@ -177,12 +176,10 @@ static bool is_tensor(const plan *p, const char *rel) {
  * against must agree with checksums.txt: the record's sha256 (the head's file_sha256) is the
  * file's listed digest. */
 static void check_deferred(ds_vctx *v, const plan *p) {
-  const json_t *head = fdl_ds_obj(v->m, "head");
   for (size_t i = 0; i < p->n_tensors; i++) {
     const tensor_check *t = &p->tensors[i];
     const fdl_checksum_entry *ce = find_sum(p, t->rel);
-    const char *want =
-        t->record ? fdl_ds_str(t->record, "sha256") : fdl_ds_str(head, "file_sha256");
+    const char *want = t->record ? fdl_ds_str(t->record, "sha256") : v->mf.head.file_sha256;
     if (ce && want && *want && strcmp(want, ce->hex))
       fdl_ds_report_error(v->rep, FDL_DSC_DIGEST_MISMATCH, t->record ? "SEAL-1(d)" : "HEAD-IDENT",
                           t->rel,
@@ -193,7 +190,6 @@ static void check_deferred(ds_vctx *v, const plan *p) {
 
 /* checksums.txt: SEAL-1(b) digest, then the listing against the tree (SEAL-1(c)/SEAL-2). */
 static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
-  const json_t *seal = fdl_ds_obj(v->m, "seal");
   char *text;
   size_t len;
   bool missing;
@@ -211,7 +207,7 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
     return err ? err->status : FDL_NOMEM;
   }
   fdl_sha256_hex(&d, hex);
-  const char *want = fdl_ds_str(seal, "checksums_sha256");
+  const char *want = v->mf.seal.checksums_sha256;
   if (!want || strcmp(want, hex))
     fdl_ds_report_error(v->rep, FDL_DSC_SEAL_FAILED, "SEAL-1(b)", FDL_DS_CHECKSUMS_NAME,
                         "sha256(checksums.txt) %s != seal.checksums_sha256 %s", hex,
@@ -273,7 +269,7 @@ static void scan_floats(ds_hash_job *j, const fdl_tensor *tn) {
  * content, payload and file digests. */
 static fdl_status plan_tensor(ds_vctx *v, plan *p, tensor_check *t, fdl_err *err) {
   const json_t *head = fdl_ds_obj(v->m, "head");
-  const char *key = t->record ? fdl_ds_str(t->record, "key") : fdl_ds_str(head, "tensor_key");
+  const char *key = t->record ? fdl_ds_str(t->record, "key") : v->mf.head.tensor_key;
   const char *label = t->record ? "SEAL-1(d)" : "HEAD-IDENT";
   int fd;
   bool missing;
@@ -457,14 +453,13 @@ static void report_nonfinite(ds_vctx *v, const tensor_check *t, const ds_hash_jo
 
 static void report_tensors(ds_vctx *v, plan *p) {
   size_t checked = 0;
-  const json_t *head = fdl_ds_obj(v->m, "head");
   for (size_t i = 0; i < p->n_tensors; i++) {
     tensor_check *t = &p->tensors[i];
     if (!t->header_ok) continue;
     report_nonfinite(v, t, &p->jobs[t->content_job]);
     if (!t->record) {
       compare(v, "HEAD-IDENT", t->rel, "head tensor content", &p->jobs[t->content_job], true,
-              fdl_ds_str(head, "tensor_content_sha256"));
+              v->mf.head.tensor_content_sha256);
       continue;
     }
     compare(v, "SEAL-1(d)", t->rel, "tensor content", &p->jobs[t->content_job], true,

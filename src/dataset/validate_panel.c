@@ -133,8 +133,7 @@ static bool ids_equal(const json_t *arr, const int64_t *ids, size_t n) {
 
 static void token_files(ds_vctx *v, const indexed *recs, size_t n) {
   size_t checked = 0;
-  int64_t vocab = -1;
-  (void)fdl_ds_int(fdl_ds_obj(fdl_ds_obj(v->m, "panel"), "tokenizer"), "vocab_size", &vocab);
+  int64_t vocab = v->mf.panel.tokenizer.vocab_size;
   for (size_t k = 0; k < n; k++) {
     const json_t *r = recs[k].rec;
     const char *tf = fdl_ds_str(r, "token_file");
@@ -228,9 +227,7 @@ fdl_status fdl_ds_mask_load(const char *bytes, size_t len, int64_t num_tokens, c
 
 static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
   size_t checked = 0;
-  int64_t score_from = 0;
-  (void)fdl_ds_int(fdl_ds_obj(fdl_ds_obj(v->m, "panel"), "scoring_window"), "score_from",
-                   &score_from);
+  int64_t score_from = v->mf.panel.scoring_window.score_from;
   for (size_t k = 0; k < n; k++) {
     const json_t *r = recs[k].rec;
     const char *mf = fdl_ds_str(r, "attention_mask_file");

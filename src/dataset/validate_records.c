@@ -104,9 +104,8 @@ void fdl_ds_v_records(ds_vctx *v) {
   if (!v->capture.doc) return;
   json_t *records = fdl_ds_v_records_of(v);
   const json_t *tensor_key = json_object_get(v->capture.doc, "tensor_key");
-  const char *form = fdl_ds_str(fdl_ds_obj(v->m, "capture"), "form");
   const json_t *want_width = json_object_get(
-      v->capture.doc, form && !strcmp(form, "hidden") ? "hidden_width" : "vocab_size");
+      v->capture.doc, v->mf.capture.form == FDL_FORM_HIDDEN ? "hidden_width" : "vocab_size");
   size_t n = json_array_size(records);
   int64_t *seen = fdl_malloc((n ? n : 1) * sizeof *seen);
   if (!seen) {

@@ -45,11 +45,10 @@ static void head_json_mirror(ds_vctx *v, const json_t *head) {
 }
 
 void fdl_ds_v_head(ds_vctx *v) {
-  const json_t *head = fdl_ds_obj(v->m, "head"), *capture = fdl_ds_obj(v->m, "capture"),
-               *dataset = fdl_ds_obj(v->m, "dataset");
-  const char *form = fdl_ds_str(capture, "form");
+  const json_t *head = fdl_ds_obj(v->m, "head"), *capture = fdl_ds_obj(v->m, "capture");
+  const fdl_ds_manifest *m = &v->mf;
   const char *W = FDL_DS_MANIFEST_NAME;
-  if (is(form, "hidden")) {
+  if (m->capture.form == FDL_FORM_HIDDEN) {
     if (fdl_py_truthy(json_object_get(head, "applied_in_capture")))
       fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "HEAD-5", W,
                           "hidden form declares the cut BEFORE the head, but "
@@ -59,13 +58,12 @@ void fdl_ds_v_head(ds_vctx *v) {
                           "a hidden-form dataset with a null head content digest cannot be "
                           "scored through anyone's head; there is no override");
   }
-  if (is(form, "logit") && fdl_py_truthy(json_object_get(head, "present")) &&
+  if (m->capture.form == FDL_FORM_LOGIT && fdl_py_truthy(json_object_get(head, "present")) &&
       json_is_false(json_object_get(head, "applied_in_capture")))
     fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "4.2", W,
                         "logit form must declare head.applied_in_capture true");
-  const char *raw = fdl_ds_str(head, "raw_tensor_sha256"),
-             *content = fdl_ds_str(head, "tensor_content_sha256"),
-             *file = fdl_ds_str(head, "file_sha256");
+  const char *raw = m->head.raw_tensor_sha256, *content = m->head.tensor_content_sha256,
+             *file = m->head.file_sha256;
   if (raw && raw[0] && content && content[0] && strcmp(raw, content))
     fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "HEAD-IDENT", W,
                         "raw_tensor_sha256 is a REQUIRED byte-equal alias of "
@@ -81,7 +79,7 @@ void fdl_ds_v_head(ds_vctx *v) {
     fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "HEAD-7", W,
                         "the capture is already after the final norm; replay applies the head "
                         "only");
-  if (is(fdl_ds_str(dataset, "role"), "root") && !fdl_py_truthy(json_object_get(head, "present")))
+  if (m->dataset.role == FDL_ROLE_ROOT && !fdl_py_truthy(json_object_get(head, "present")))
     fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "HEAD-6", W,
                         "a root that ships no head cannot be replayed against");
   head_json_mirror(v, head);
@@ -220,10 +218,10 @@ static void validation_report(ds_vctx *v) {
 
 void fdl_ds_v_role(ds_vctx *v) {
   const json_t *dataset = fdl_ds_obj(v->m, "dataset"), *scope = fdl_ds_obj(v->m, "scope"),
-               *head = fdl_ds_obj(v->m, "head"), *capture = fdl_ds_obj(v->m, "capture");
-  const char *role = fdl_ds_str(dataset, "role");
+               *head = fdl_ds_obj(v->m, "head");
+  fdl_role role = v->mf.dataset.role;
   const char *W = FDL_DS_MANIFEST_NAME;
-  bool sealed = is(fdl_ds_str(dataset, "structural_status"), "sealed");
+  bool sealed = is(v->mf.dataset.structural_status, "sealed");
   if (v->payload) {
     static const struct {
       const char *rel, *why;
@@ -237,7 +235,7 @@ void fdl_ds_v_role(ds_vctx *v) {
     }
     validation_report(v);
   }
-  if (is(role, "root")) {
+  if (role == FDL_ROLE_ROOT) {
     bool native = is(fdl_ds_str(scope, "policy"), "native");
     size_t i;
     json_t *a;
@@ -253,13 +251,10 @@ void fdl_ds_v_role(ds_vctx *v) {
                           "a root's head is not quantized");
     const json_t *bc = json_object_get(dataset, "base_capture");
     if (bc && !json_is_null(bc))
-      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "3", W,
-                          "a root's base_capture must be null");
-    const json_t *lc = json_object_get(capture, "lossy_codec");
-    if (lc && !json_is_null(lc))
-      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "3", W,
-                          "a root's lossy_codec must be null");
-    const char *hf = fdl_ds_str(head, "file");
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "3", W, "a root's base_capture must be null");
+    if (v->mf.capture.lossy_codec)
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "3", W, "a root's lossy_codec must be null");
+    const char *hf = v->mf.head.file;
     char q[FDL_QUOTE_CAP];
     if (v->payload && hf && hf[0] && fdl_relpath_ok(hf, strlen(hf), false) &&
         fdl_ds_kind_at(v->rootfd, hf) != DS_REGULAR)
@@ -267,7 +262,7 @@ void fdl_ds_v_role(ds_vctx *v) {
                          "root declares head.file %s but it is not present",
                          fdl_quote_str(hf, q, sizeof q));
   }
-  if (is(role, "derived")) {
+  if (role == FDL_ROLE_DERIVED) {
     const json_t *bc = json_object_get(dataset, "base_capture");
     if (!bc || json_is_null(bc))
       fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "3", W,
