@@ -29,9 +29,8 @@ void fdl_compare_result_free(fdl_compare_result *r) {
 
 fdl_compare_outcome fdl_compare_outcome_of(const fdl_compare_result *r) {
   if (r->receipt)
-    return fdl_cmp_streq(r->fields.comparability_class, "strict")
-               ? FDL_COMPARE_STRICT
-               : FDL_COMPARE_ADVISORY;
+    return fdl_cmp_streq(r->fields.comparability_class, "strict") ? FDL_COMPARE_STRICT
+                                                                  : FDL_COMPARE_ADVISORY;
   return r->refusal.code == FDL_REF_USAGE ? FDL_COMPARE_BAD_OPTS : FDL_COMPARE_REFUSED;
 }
 
