@@ -1,0 +1,118 @@
+/* schema.h - one interpreter for the JSON schemas fidelis transcribes (internal to libfidelis).
+ *
+ * A schema is data: an object table (fdl_schema_obj) lists its fields (fdl_schema_field), each
+ * a key, a type, flags (required, nullable, non-empty), and what the type takes: a pattern, an
+ * enum list, a minimum, item counts, the items' descriptor, a nested object table. A table may be
+ * closed (no key but its fields) and may end with a C rule over the whole object: the cross-field
+ * rules that are not a field's own. fdl_schema_check walks a parsed document against a table and
+ * reports every violation to the run's sink as JSON-Schema findings ("PATH: is required", "PATH:
+ * 'x' is not one of [a, b]"), each naming the dotted path it is about. */
+#ifndef FIDELIS_JSON_SCHEMA_H
+#define FIDELIS_JSON_SCHEMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "fidelis/status.h"
+
+/* A path labels a finding; a longer one is cut. */
+#define FDL_SCHEMA_PATH_CAP 256
+
+typedef enum {
+  FDL_SCHEMA_STR,   /* a string: flags NUL, MIN1; pattern */
+  FDL_SCHEMA_INT,   /* an integer >= min */
+  FDL_SCHEMA_NUM,   /* any number */
+  FDL_SCHEMA_BOOL,  /* a boolean */
+  FDL_SCHEMA_NULL,  /* null only */
+  FDL_SCHEMA_ENUM,  /* one of vals (a string) */
+  FDL_SCHEMA_TRUE,  /* the boolean true */
+  FDL_SCHEMA_FALSE, /* the boolean false */
+  FDL_SCHEMA_OBJ,   /* an object: obj */
+  FDL_SCHEMA_ARR,   /* an array of min..max items (max 0: unbounded), each checked by items */
+  FDL_SCHEMA_EACH, /* when an array, each item checked by items (an earlier ARR checked the rest) */
+  FDL_SCHEMA_RULE  /* rule(value) */
+} fdl_schema_type;
+
+enum { FDL_SCHEMA_REQ = 1u, FDL_SCHEMA_NUL = 2u, FDL_SCHEMA_MIN1 = 4u };
+
+/* A string pattern: a predicate and the words a finding says it wanted. */
+typedef struct {
+  bool (*ok)(const char *s, size_t n);
+  const char *text;
+} fdl_schema_pattern;
+
+typedef struct fdl_schema_run fdl_schema_run;
+typedef struct fdl_schema_obj fdl_schema_obj;
+
+typedef struct fdl_schema_field {
+  const char *key; /* NULL in an array's items descriptor */
+  unsigned char type, flags;
+  const fdl_schema_pattern *pattern;    /* STR: NULL for any string */
+  const char *const *vals;              /* ENUM: NULL-terminated */
+  int64_t min, max;                     /* INT: the minimum; ARR: the item counts */
+  const struct fdl_schema_field *items; /* ARR (NULL: any items), EACH */
+  const fdl_schema_obj *obj;            /* OBJ */
+  void (*rule)(fdl_schema_run *r, const json_t *v, const char *path); /* RULE */
+} fdl_schema_field;
+
+struct fdl_schema_obj {
+  const fdl_schema_field *fields;
+  size_t n;
+  bool closed; /* additionalProperties: false, the fields' keys being the properties */
+  /* The cross-field rules, after the fields (NULL: none). */
+  void (*after)(fdl_schema_run *r, const json_t *o, const char *path);
+};
+
+/* Where findings go: bad(user, path, message). */
+struct fdl_schema_run {
+  void (*bad)(void *user, const char *path, const char *msg);
+  void *user;
+};
+
+#define FDL_SCHEMA_N(a) (sizeof(a) / sizeof((a)[0]))
+#define FDL_SCHEMA_TABLE(fields, closed, after)                                                    \
+  { (fields), FDL_SCHEMA_N(fields), (closed), (after) }
+#define FDL_SF_STR(k, fl, pat)                                                                     \
+  { .key = (k), .type = FDL_SCHEMA_STR, .flags = (fl), .pattern = (pat) }
+#define FDL_SF_INT(k, fl, lo)                                                                      \
+  { .key = (k), .type = FDL_SCHEMA_INT, .flags = (fl), .min = (lo) }
+#define FDL_SF_NUM(k, fl)                                                                          \
+  { .key = (k), .type = FDL_SCHEMA_NUM, .flags = (fl) }
+#define FDL_SF_BOOL(k, fl)                                                                         \
+  { .key = (k), .type = FDL_SCHEMA_BOOL, .flags = (fl) }
+#define FDL_SF_NULL(k)                                                                             \
+  { .key = (k), .type = FDL_SCHEMA_NULL }
+#define FDL_SF_ENUM(k, fl, v)                                                                      \
+  { .key = (k), .type = FDL_SCHEMA_ENUM, .flags = (fl), .vals = (v) }
+#define FDL_SF_CONST(k, fl, s)                                                                     \
+  {                                                                                                \
+    .key = (k), .type = FDL_SCHEMA_ENUM, .flags = (fl), .vals = (const char *const[]) {            \
+      (s), NULL                                                                                    \
+    }                                                                                              \
+  }
+#define FDL_SF_IS(k, b)                                                                            \
+  { .key = (k), .type = (b) ? FDL_SCHEMA_TRUE : FDL_SCHEMA_FALSE }
+#define FDL_SF_OBJ(k, fl, t)                                                                       \
+  { .key = (k), .type = FDL_SCHEMA_OBJ, .flags = (fl), .obj = (t) }
+#define FDL_SF_ARR(k, fl, lo, hi, it)                                                              \
+  { .key = (k), .type = FDL_SCHEMA_ARR, .flags = (fl), .min = (lo), .max = (hi), .items = (it) }
+#define FDL_SF_EACH(k, it)                                                                         \
+  { .key = (k), .type = FDL_SCHEMA_EACH, .items = (it) }
+#define FDL_SF_RULE(k, fl, fn)                                                                     \
+  { .key = (k), .type = FDL_SCHEMA_RULE, .flags = (fl), .rule = (fn) }
+
+/* The fields of object o (at path, "" for the root) against t: closed keys, then each field in
+ * table order, then t->after. */
+void fdl_schema_check(fdl_schema_run *r, const json_t *o, const char *path,
+                      const fdl_schema_obj *t);
+/* One finding: "fmt" formatted, at path. */
+void fdl_schema_bad(fdl_schema_run *r, const char *path, const char *fmt, ...) FDL_PRINTF(3, 4);
+/* "an object", "a string", "an integer", "a float", "a boolean", "null". */
+const char *fdl_schema_type_name(const json_t *v);
+/* out = path + "." + key (just key at the root), cut to FDL_SCHEMA_PATH_CAP. */
+void fdl_schema_path(char *out, const char *path, const char *key);
+
+#endif
