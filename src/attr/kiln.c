@@ -68,9 +68,9 @@ bool fdl_kiln_token_ok(const json_t *v) {
 }
 
 fdl_status fdl_kiln_want_token(const fdl_kiln_ctx *c, const char *path, const json_t *v) {
-  return fdl_kiln_token_ok(v)
-             ? FDL_OK
-             : fdl_kiln_bad(c, path, "expected a token id, an integer in 0..248319");
+  return fdl_kiln_token_ok(v) ? FDL_OK
+                              : fdl_kiln_bad(c, path, "expected a token id, an integer in 0..%u",
+                                             FDL_KILN_VOCAB_SIZE - 1);
 }
 
 fdl_status fdl_kiln_want_tokens(const fdl_kiln_ctx *c, const char *path, const json_t *v, size_t lo,

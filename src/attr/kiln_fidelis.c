@@ -13,7 +13,8 @@ static fdl_status check_fa_reference(const fdl_kiln_ctx *c, const json_t *ref, c
   const json_t *vs = json_object_get(ref, "vocab_size"), *am = json_object_get(ref, "argmax");
   if (!fdl_kiln_is_int(vs) || json_integer_value(vs) < 2 ||
       json_integer_value(vs) > (json_int_t)FDL_KILN_VOCAB_SIZE)
-    return fdl_kiln_bad(c, "$.reference.vocab_size", "expected an integer in 2..248320");
+    return fdl_kiln_bad(c, "$.reference.vocab_size", "expected an integer in 2..%u",
+                        FDL_KILN_VOCAB_SIZE);
   *vocab = json_integer_value(vs);
   if (!fdl_kiln_is_int(am) || json_integer_value(am) < 0 || json_integer_value(am) >= *vocab)
     return fdl_kiln_bad(c, "$.reference.argmax", "expected a token id below vocab_size %lld",

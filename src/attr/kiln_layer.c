@@ -17,8 +17,9 @@ static fdl_status check_layer_worker(const fdl_kiln_ctx *c, const json_t *w, boo
   if (!json_is_array(bs) || json_array_size(bs) == 0)
     return fdl_kiln_bad(c, "$.worker.boundaries", "expected a nonempty array");
   size_t n = json_array_size(bs);
-  if (v2 && n != 34)
-    return fdl_kiln_bad(c, "$.worker.boundaries", "expected 34 boundaries, found %zu", n);
+  if (v2 && n != FDL_ATTR_LAYER_BOUNDARIES)
+    return fdl_kiln_bad(c, "$.worker.boundaries", "expected %u boundaries, found %zu",
+                        FDL_ATTR_LAYER_BOUNDARIES, n);
   double *rel = fdl_malloc(n * sizeof *rel);
   if (!rel) return fdl_fail(c->err, FDL_NOMEM, "%s: out of memory", c->name);
   fdl_status s = FDL_OK;
@@ -163,7 +164,8 @@ fdl_status fdl_kiln_check_layer_v2(const fdl_kiln_ctx *c, const json_t *doc) {
   if ((s = fdl_kiln_want_const_str(c, "$.worker", w, "schema",
                                    "kiln.rocm-hf-layer-attribution.v2")) ||
       (s = check_layer_worker(c, w, true)) ||
-      (s = fdl_kiln_want_int_in(c, "$.worker", w, "input_token_count", 166, 166)))
+      (s = fdl_kiln_want_int_in(c, "$.worker", w, "input_token_count", FDL_KILN_INPUT_TOKENS,
+                                FDL_KILN_INPUT_TOKENS)))
     return s;
   bool known = false;
   size_t npol = 0;

@@ -48,8 +48,8 @@ fdl_status fdl_kiln_check_hf_evidence(const fdl_kiln_ctx *c, const char *path, c
   if ((s = fdl_kiln_want_int_in(c, path, ev, "vocab", FDL_KILN_VOCAB_SIZE, FDL_KILN_VOCAB_SIZE)) ||
       (s = fdl_kiln_want_int_in(c, path, ev, "output_bytes", 1, INT64_MAX)) ||
       (s = fdl_kiln_want_int_in(c, path, ev, "memory_peak_bytes", 1, INT64_MAX)) ||
-      (s = fdl_kiln_want_int_in(c, path, ev, "input_token_count", layer ? 166 : 1,
-                                layer ? 166 : FDL_KILN_MAX_INPUT)))
+      (s = fdl_kiln_want_int_in(c, path, ev, "input_token_count", layer ? FDL_KILN_INPUT_TOKENS : 1,
+                                layer ? FDL_KILN_INPUT_TOKENS : FDL_KILN_MAX_INPUT)))
     return s;
   /* §14.3 wants the memory counters 0 in a layer result; §9 leaves them to the oracle's runner. */
   static const char *const mem[] = {"memory_high_events", "memory_max_events", "memory_oom_events",
@@ -132,20 +132,22 @@ fdl_status fdl_kiln_check_hf_evidence(const fdl_kiln_ctx *c, const char *path, c
     const json_t *rk = json_object_get(e, "rank");
     if (!fdl_kiln_is_int(rk) || json_integer_value(rk) < 1 ||
         json_integer_value(rk) > (json_int_t)FDL_KILN_VOCAB_SIZE)
-      return fdl_kiln_bad(c, p, "rank: expected an integer in 1..248320");
+      return fdl_kiln_bad(c, p, "rank: expected an integer in 1..%u", FDL_KILN_VOCAB_SIZE);
   }
   if (json_equal(json_object_get(json_array_get(ct, 0), "token_id"),
                  json_object_get(json_array_get(ct, 1), "token_id")))
     return fdl_kiln_bad(c, p, "expected two distinct token ids");
   if (!layer) return FDL_OK;
-  if ((s = fdl_kiln_want_int_in(c, path, ev, "boundary_count", 34, 34)) ||
-      (s = fdl_kiln_want_int_in(c, path, ev, "hidden_size", 2560, 2560)))
+  if ((s = fdl_kiln_want_int_in(c, path, ev, "boundary_count", FDL_ATTR_LAYER_BOUNDARIES,
+                                FDL_ATTR_LAYER_BOUNDARIES)) ||
+      (s = fdl_kiln_want_int_in(c, path, ev, "hidden_size", FDL_KILN_HIDDEN_SIZE,
+                                FDL_KILN_HIDDEN_SIZE)))
     return s;
   const json_t *names = json_object_get(ev, "boundary_names");
   snprintf(p, sizeof p, "%s.boundary_names", path);
-  if (!json_is_array(names) || json_array_size(names) != 34)
-    return fdl_kiln_bad(c, p, "expected the 34 boundary names");
-  for (size_t i = 0; i < 34; i++) {
+  if (!json_is_array(names) || json_array_size(names) != FDL_ATTR_LAYER_BOUNDARIES)
+    return fdl_kiln_bad(c, p, "expected the %u boundary names", FDL_ATTR_LAYER_BOUNDARIES);
+  for (size_t i = 0; i < FDL_ATTR_LAYER_BOUNDARIES; i++) {
     const char *want = fdl_attr_layer_boundary_name(i);
     if (!fdl_kiln_str_eq(json_array_get(names, i), want)) {
       snprintf(p, sizeof p, "%s.boundary_names[%zu]", path, i);

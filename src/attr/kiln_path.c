@@ -9,10 +9,11 @@
 fdl_status fdl_kiln_check_observed(const fdl_kiln_ctx *c, const char *path, const json_t *obs) {
   fdl_status s = fdl_kiln_want_tokens(c, path, obs, 4, 4);
   if (s != FDL_OK) return s;
-  static const json_int_t prefix[3] = {1206, 5517, 264};
+  static const json_int_t prefix[3] = FDL_KILN_CONTINUATION;
   for (size_t i = 0; i < 3; i++)
     if (json_integer_value(json_array_get(obs, i)) != prefix[i])
-      return fdl_kiln_bad(c, path, "expected to start with the continuation [1206,5517,264]");
+      return fdl_kiln_bad(c, path, "expected to start with the continuation [%lld,%lld,%lld]",
+                          (long long)prefix[0], (long long)prefix[1], (long long)prefix[2]);
   return FDL_OK;
 }
 
@@ -62,7 +63,7 @@ fdl_status fdl_kiln_check_comparison(const fdl_kiln_ctx *c, const char *path, co
       return fdl_kiln_bad(c, p, "logit: expected a finite number");
     if (!fdl_kiln_is_int(rk) || json_integer_value(rk) < 1 ||
         json_integer_value(rk) > (json_int_t)FDL_KILN_VOCAB_SIZE)
-      return fdl_kiln_bad(c, p, "rank: expected an integer in 1..248320");
+      return fdl_kiln_bad(c, p, "rank: expected an integer in 1..%u", FDL_KILN_VOCAB_SIZE);
     if (!fdl_kiln_token_ok(json_object_get(e, "token_id")))
       return fdl_kiln_bad(c, p, "token_id: expected a token id");
   }
@@ -246,8 +247,9 @@ fdl_status fdl_kiln_check_path_v2(const fdl_kiln_ctx *c, const json_t *doc) {
   if (!fdl_kiln_str_eq(json_object_get(w, "kernel_policy"), "qualified"))
     return fdl_kiln_bad(c, "$.worker.kernel_policy", "expected \"qualified\"");
   const json_t *cnt = json_object_get(w, "input_token_count");
-  if (!fdl_kiln_is_int(cnt) || json_integer_value(cnt) != 166)
-    return fdl_kiln_bad(c, "$.worker.input_token_count", "expected 166 (prompt + continuation)");
+  if (!fdl_kiln_is_int(cnt) || json_integer_value(cnt) != FDL_KILN_INPUT_TOKENS)
+    return fdl_kiln_bad(c, "$.worker.input_token_count", "expected %d (prompt + continuation)",
+                        FDL_KILN_INPUT_TOKENS);
   if ((s = fdl_kiln_want_sha(c, "$.worker.input_token_ids_sha256",
                              json_object_get(w, "input_token_ids_sha256"))) != FDL_OK)
     return s;

@@ -187,7 +187,7 @@ fdl_status fdl_kiln_check_request(const fdl_kiln_ctx *c, const json_t *r) {
   if ((s = check_prompt(c, prompt)) != FDL_OK) return s;
   const json_t *cp = json_object_get(r, "continuation_prefix");
   if (!json_is_array(cp) || json_array_size(cp) < 1 || json_array_size(cp) > FDL_KILN_MAX_PREFIX)
-    return fdl_kiln_bad(c, "$.continuation_prefix", "expected 1..64 tokens");
+    return fdl_kiln_bad(c, "$.continuation_prefix", "expected 1..%u tokens", FDL_KILN_MAX_PREFIX);
   char p[96];
   for (size_t i = 0; i < json_array_size(cp); i++) {
     const json_t *t = json_array_get(cp, i);
