@@ -38,6 +38,38 @@ fdl_status fdl_kiln_bad(const fdl_kiln_ctx *c, const char *path, const char *fmt
   return fdl_fail(c->err, FDL_INVALID, "%s: %s: %s", c->name, path, msg);
 }
 
+static void kiln_sink(void *user, const char *path, const char *msg) {
+  fdl_kiln_bad(user, path, "%s", msg);
+}
+
+fdl_status fdl_kiln_walk(const fdl_kiln_ctx *c, const json_t *o, const char *path,
+                         const fdl_schema_obj *t) {
+  fdl_schema_run r = {kiln_sink, (void *)c, true, false, FDL_OK};
+  fdl_schema_check(&r, o, path, t);
+  return r.status;
+}
+
+static bool sha_ok(const char *s, size_t n) {
+  size_t p = sizeof FDL_SEAL_KILN_PREFIX - 1;
+  return n == p + 64 && memcmp(s, FDL_SEAL_KILN_PREFIX, p) == 0 && fdl_hex_lower(s + p, 64);
+}
+static bool hex40_ok(const char *s, size_t n) {
+  return n == 40 && fdl_hex_lower(s, 40);
+}
+/* §14: Kiln's _path_from_repository: nonempty, no NUL, not absolute, no ".." component. */
+static bool repo_rel_ok(const char *s, size_t n) {
+  return n && strlen(s) == n && s[0] != '/' && !fdl_kiln_has_dotdot(s);
+}
+const fdl_schema_pattern fdl_kiln_sha_pattern = {sha_ok, NULL},
+                         fdl_kiln_hex40_pattern = {hex40_ok, NULL},
+                         fdl_kiln_repo_rel_pattern = {repo_rel_ok, NULL},
+                         fdl_kiln_norm_rel_pattern = {fdl_kiln_rel_path_ok, NULL};
+
+void fdl_kiln_tokens_rule(fdl_schema_run *r, const fdl_schema_field *f, const json_t *v,
+                          const char *path) {
+  fdl_kiln_rule(r, fdl_kiln_want_tokens(r->user, path, v, (size_t)f->min, (size_t)f->max));
+}
+
 /* The key set of obj is exactly keys[0..n). */
 fdl_status fdl_kiln_closed(const fdl_kiln_ctx *c, const char *path, const json_t *obj,
                            const char *const *keys, size_t n) {
@@ -239,8 +271,8 @@ fdl_status fdl_kiln_check_doc_ctx(const fdl_kiln_ctx *c, const json_t *doc, fdl_
     fdl_status s = self_hash(c, doc, "result_sha256", res);
     if (s == FDL_OK) s = check_request_ref(c, doc);
     if (s == FDL_OK)
-      s = fdl_kiln_check_model_identity(c, "$.model_identity",
-                                        json_object_get(doc, "model_identity"));
+      s = fdl_kiln_walk(c, json_object_get(doc, "model_identity"), "$.model_identity",
+                        &fdl_kiln_schema_model_identity);
     if (s == FDL_OK) s = KINDS[i].check(c, doc);
     if (s == FDL_OK && c->refs) {
       s = KINDS[i].refs(c, doc);

@@ -14,6 +14,7 @@
 #include "fidelis/digest.h"
 #include "fidelis/kiln.h"
 #include "fidelis/status.h"
+#include "json/schema.h"
 
 /* Records a check is inside, outermost first: a path result names an oracle result, which names
  * a request, which names two receipts. Only result records enter the chain (requests and receipts
@@ -38,6 +39,66 @@ typedef struct {
 /* FDL_INVALID "NAME: PATH: message". */
 fdl_status fdl_kiln_bad(const fdl_kiln_ctx *c, const char *path, const char *fmt, ...)
     FDL_PRINTF(3, 4);
+
+/* Kiln's tables (json/schema.h, first-violation dialect): o at path against t, stopping at the
+ * first violation, reported as fdl_kiln_bad does. A rule reads the context as r->user. */
+fdl_status fdl_kiln_walk(const fdl_kiln_ctx *c, const json_t *o, const char *path,
+                         const fdl_schema_obj *t);
+/* A rule's status: stops the walk unless FDL_OK. */
+static inline void fdl_kiln_rule(fdl_schema_run *r, fdl_status s) {
+  if (s != FDL_OK) fdl_schema_stop(r, s);
+}
+extern const fdl_schema_pattern fdl_kiln_sha_pattern, fdl_kiln_hex40_pattern,
+    fdl_kiln_repo_rel_pattern, fdl_kiln_norm_rel_pattern;
+/* Kiln's fields, each with the words its violation says. */
+#define FDL_KF(k, t, fl, lo, hi, m)                                                                \
+  { .key = (k), .type = (t), .flags = (fl), .min = (lo), .max = (hi), .msg = (m) }
+#define FDL_KF_SHA(k)                                                                              \
+  {                                                                                                \
+    .key = (k), .type = FDL_SCHEMA_STR, .pattern = &fdl_kiln_sha_pattern,                          \
+    .msg = "expected \"sha256:\" and 64 lowercase hex digits"                                      \
+  }
+#define FDL_KF_HEX40(k)                                                                            \
+  {                                                                                                \
+    .key = (k), .type = FDL_SCHEMA_STR, .pattern = &fdl_kiln_hex40_pattern,                        \
+    .msg = "expected 40 lowercase hex digits"                                                      \
+  }
+#define FDL_KF_REL(k)                                                                              \
+  {                                                                                                \
+    .key = (k), .type = FDL_SCHEMA_STR, .pattern = &fdl_kiln_repo_rel_pattern,                     \
+    .msg = "expected a nonempty repo-relative path, not absolute, without \"..\""                  \
+  }
+#define FDL_KF_NONEMPTY(k)                                                                         \
+  FDL_KF(k, FDL_SCHEMA_STR, FDL_SCHEMA_MIN1, 0, 0, "expected a nonempty string")
+#define FDL_KF_STRING(k) FDL_KF(k, FDL_SCHEMA_STR, 0, 0, 0, "expected a string")
+#define FDL_KF_CONST(k, s)                                                                         \
+  {                                                                                                \
+    .key = (k), .type = FDL_SCHEMA_ENUM, .vals = (const char *const[]){(s), NULL},                 \
+    .msg = "expected \"" s "\""                                                                    \
+  }
+#define FDL_KF_TRUE(k) FDL_KF(k, FDL_SCHEMA_TRUE, 0, 0, 0, "expected true")
+#define FDL_KF_FALSE(k) FDL_KF(k, FDL_SCHEMA_FALSE, 0, 0, 0, "expected false")
+#define FDL_KF_BOOL(k) FDL_KF(k, FDL_SCHEMA_BOOL, 0, 0, 0, "expected a bool")
+#define FDL_KF_INT(k, lo, hi, m) FDL_KF(k, FDL_SCHEMA_INT, FDL_SCHEMA_MAX, lo, hi, m)
+#define FDL_KF_INT_MIN(k, lo) FDL_KF(k, FDL_SCHEMA_INT, 0, lo, 0, "expected an integer >= %lld")
+#define FDL_KF_TOKEN(k)                                                                            \
+  FDL_KF_INT(k, 0, FDL_KILN_VOCAB_SIZE - 1, "expected a token id, an integer in %lld..%lld")
+#define FDL_KF_POSITIVE(k)                                                                         \
+  FDL_KF(k, FDL_SCHEMA_NUM, FDL_SCHEMA_XMIN, 0, 0, "expected a finite number > 0")
+#define FDL_KF_OBJ(k, t)                                                                           \
+  { .key = (k), .type = FDL_SCHEMA_OBJ, .obj = (t) }
+/* A rule at its place in the order: over the field k's value, or over the object (k NULL). */
+#define FDL_KF_RULE(k, fn)                                                                         \
+  { .key = (k), .type = FDL_SCHEMA_RULE, .rule = (fn) }
+/* An array of lo..hi token ids (fdl_kiln_want_tokens's words). */
+#define FDL_KF_TOKENS(k, lo, hi)                                                                   \
+  { .key = (k), .type = FDL_SCHEMA_RULE, .min = (lo), .max = (hi), .rule = fdl_kiln_tokens_rule }
+void fdl_kiln_tokens_rule(fdl_schema_run *r, const fdl_schema_field *f, const json_t *v,
+                          const char *path);
+/* The tables more than one kind uses (kiln_prov.c, kiln_request.c). */
+extern const fdl_schema_obj fdl_kiln_schema_process, fdl_kiln_schema_arm_process,
+    fdl_kiln_schema_arm_service, fdl_kiln_schema_v2_common, fdl_kiln_schema_binary_request,
+    fdl_kiln_schema_source_pair, fdl_kiln_schema_model_identity;
 
 /* jansson never reads a bool as an integer, so this is Kiln's "int, not bool" (§1). */
 static inline bool fdl_kiln_is_int(const json_t *v) {
@@ -100,15 +161,6 @@ bool fdl_kiln_has_dotdot(const char *s);
 
 /* ---- the request (kiln_request.c, §5, §6) ---------------------------------------------------- */
 fdl_status fdl_kiln_check_request(const fdl_kiln_ctx *c, const json_t *r);
-fdl_status fdl_kiln_check_source_pair(const fdl_kiln_ctx *c, const char *path, const json_t *src);
-fdl_status fdl_kiln_check_model_identity(const fdl_kiln_ctx *c, const char *path, const json_t *m);
-
-/* ---- provenance blocks of v2 results (kiln_prov.c, §10, §12-§14) ---------------------------- */
-fdl_status fdl_kiln_check_process(const fdl_kiln_ctx *c, const char *path, const json_t *pr);
-fdl_status fdl_kiln_check_arm(const fdl_kiln_ctx *c, const char *path, const json_t *a,
-                              const char *proc);
-fdl_status fdl_kiln_check_v2_common(const fdl_kiln_ctx *c, const json_t *doc);
-fdl_status fdl_kiln_check_binary_request(const fdl_kiln_ctx *c, const json_t *doc);
 
 /* ---- the record kinds ------------------------------------------------------------------------ */
 /* HF evidence (§8; layer mode adds the four boundary keys) (kiln_oracle.c). */

@@ -137,8 +137,8 @@ fdl_status fdl_kiln_check_layer_v2(const fdl_kiln_ctx *c, const json_t *doc) {
                  "source", "binary", "implementation", "request", "model_identity",
                  "model_fingerprint", "reference", "containment", "worker");
   if (s != FDL_OK) return s;
-  if ((s = fdl_kiln_check_v2_common(c, doc)) != FDL_OK ||
-      (s = fdl_kiln_check_binary_request(c, doc)) != FDL_OK)
+  if ((s = fdl_kiln_walk(c, doc, "$", &fdl_kiln_schema_v2_common)) != FDL_OK ||
+      (s = fdl_kiln_walk(c, doc, "$", &fdl_kiln_schema_binary_request)) != FDL_OK)
     return s;
   const json_t *im = json_object_get(doc, "implementation");
   if ((s = FDL_DIGESTS(c, "$.implementation", im, "guarded_exec_sha256", "hf_worker_sha256",
@@ -150,10 +150,10 @@ fdl_status fdl_kiln_check_layer_v2(const fdl_kiln_ctx *c, const json_t *doc) {
                         "expected $.implementation.python_sha256");
   const json_t *ct = json_object_get(doc, "containment");
   if ((s = FDL_CLOSED(c, "$.containment", ct, "hf", "kiln")) != FDL_OK ||
-      (s = fdl_kiln_check_arm(c, "$.containment.hf", json_object_get(ct, "hf"), "process")) !=
-          FDL_OK ||
-      (s = fdl_kiln_check_arm(c, "$.containment.kiln", json_object_get(ct, "kiln"), "process")) !=
-          FDL_OK)
+      (s = fdl_kiln_walk(c, json_object_get(ct, "hf"), "$.containment.hf",
+                         &fdl_kiln_schema_arm_process)) != FDL_OK ||
+      (s = fdl_kiln_walk(c, json_object_get(ct, "kiln"), "$.containment.kiln",
+                         &fdl_kiln_schema_arm_process)) != FDL_OK)
     return s;
   const json_t *w = json_object_get(doc, "worker");
   if ((s = FDL_CLOSED(c, "$.worker", w, "boundaries", "final_logits_sha256",

@@ -202,7 +202,7 @@ fdl_status fdl_kiln_check_oracle_v2(const fdl_kiln_ctx *c, const json_t *doc) {
                  "source", "implementation", "request", "model_identity", "model_fingerprint",
                  "containment", "oracle", "reference_artifact", "verdict");
   if (s != FDL_OK) return s;
-  if ((s = fdl_kiln_check_v2_common(c, doc)) != FDL_OK) return s;
+  if ((s = fdl_kiln_walk(c, doc, "$", &fdl_kiln_schema_v2_common)) != FDL_OK) return s;
   const json_t *im = json_object_get(doc, "implementation");
   if ((s = FDL_DIGESTS(c, "$.implementation", im, "hf_worker_sha256", "process_runner_sha256",
                        "python_sha256")) != FDL_OK)
@@ -216,11 +216,13 @@ fdl_status fdl_kiln_check_oracle_v2(const fdl_kiln_ctx *c, const json_t *doc) {
       (s = fdl_kiln_want_rel_path(c, "$.request.contract_path",
                                   json_object_get(rq, "contract_path"))) ||
       (s = fdl_kiln_want_sha(c, "$.request.sha256", json_object_get(rq, "sha256"))) ||
-      (s = fdl_kiln_check_source_pair(c, "$.request.source", json_object_get(rq, "source"))))
+      (s = fdl_kiln_walk(c, json_object_get(rq, "source"), "$.request.source",
+                         &fdl_kiln_schema_source_pair)))
     return s;
   if (!fdl_kiln_nonempty_str(json_object_get(rq, "id")))
     return fdl_kiln_bad(c, "$.request.id", "expected a nonempty string");
-  if ((s = fdl_kiln_check_arm(c, "$.containment", json_object_get(doc, "containment"), "service")))
+  if ((s = fdl_kiln_walk(c, json_object_get(doc, "containment"), "$.containment",
+                         &fdl_kiln_schema_arm_service)))
     return s;
   const json_t *o = json_object_get(doc, "oracle");
   if ((s = fdl_kiln_check_hf_evidence(c, "$.oracle", o, false)) != FDL_OK) return s;

@@ -206,8 +206,8 @@ fdl_status fdl_kiln_check_path_v2(const fdl_kiln_ctx *c, const json_t *doc) {
                  "source", "binary", "implementation", "request", "model_identity",
                  "model_fingerprint", "oracle_reference", "containment", "worker");
   if (s != FDL_OK) return s;
-  if ((s = fdl_kiln_check_v2_common(c, doc)) != FDL_OK ||
-      (s = fdl_kiln_check_binary_request(c, doc)) != FDL_OK)
+  if ((s = fdl_kiln_walk(c, doc, "$", &fdl_kiln_schema_v2_common)) != FDL_OK ||
+      (s = fdl_kiln_walk(c, doc, "$", &fdl_kiln_schema_binary_request)) != FDL_OK)
     return s;
   if ((s = FDL_DIGESTS(c, "$.implementation", json_object_get(doc, "implementation"),
                        "guarded_exec_sha256", "process_runner_sha256", "runner_sha256")) != FDL_OK)
@@ -228,8 +228,8 @@ fdl_status fdl_kiln_check_path_v2(const fdl_kiln_ctx *c, const json_t *doc) {
     return s;
   if (!fdl_kiln_str_eq(json_object_get(orf, "raw_location"), "local_ignored"))
     return fdl_kiln_bad(c, "$.oracle_reference.raw_location", "expected \"local_ignored\"");
-  if ((s = fdl_kiln_check_arm(c, "$.containment", json_object_get(doc, "containment"),
-                              "process")) != FDL_OK)
+  if ((s = fdl_kiln_walk(c, json_object_get(doc, "containment"), "$.containment",
+                         &fdl_kiln_schema_arm_process)) != FDL_OK)
     return s;
   const json_t *w = json_object_get(doc, "worker");
   if ((s = FDL_CLOSED(c, "$.worker", w, "schema", "attribution", "eager_full", "eager_greedy",

@@ -233,11 +233,15 @@ static const fdl_schema_field RUNTIME_F[] = {
 static const fdl_schema_obj RUNTIME = T(RUNTIME_F, false);
 
 /* DET-D1 as the schema states it: identical runs are content evidence of two or more runs. */
-static void det_run_count(fdl_schema_run *r, const json_t *v, const char *path) {
+static void det_run_count(fdl_schema_run *r, const fdl_schema_field *f, const json_t *v,
+                          const char *path) {
+  (void)f;
   if (json_is_integer(v) && json_integer_value(v) < 2)
     fdl_schema_bad(r, path, "must be at least 2 when identical_across_runs is true");
 }
-static void det_distinct(fdl_schema_run *r, const json_t *v, const char *path) {
+static void det_distinct(fdl_schema_run *r, const fdl_schema_field *f, const json_t *v,
+                         const char *path) {
+  (void)f;
   if (!(json_is_integer(v) && json_integer_value(v) == 1))
     fdl_schema_bad(r, path, "must be 1 when identical_across_runs is true");
 }
@@ -326,7 +330,9 @@ static bool str_is(const json_t *o, const char *key, const char *want) {
   return s && !strcmp(s, want);
 }
 
-static void root_unquantized(fdl_schema_run *r, const json_t *v, const char *path) {
+static void root_unquantized(fdl_schema_run *r, const fdl_schema_field *f, const json_t *v,
+                             const char *path) {
+  (void)f;
   if (!json_is_false(v)) fdl_schema_bad(r, path, "must be false for role root (ROOT-1)");
 }
 /* ROOT-1, by block. */
@@ -402,7 +408,9 @@ static void conditionals(fdl_schema_run *r, const json_t *m, const char *path) {
 
 /* ---- the document ------------------------------------------------------------------------ */
 
-static void format_version(fdl_schema_run *r, const json_t *v, const char *path) {
+static void format_version(fdl_schema_run *r, const fdl_schema_field *f, const json_t *v,
+                           const char *path) {
+  (void)f;
   if (!(json_is_integer(v) && json_integer_value(v) == 1)) fdl_schema_bad(r, path, "must be 1");
 }
 
@@ -430,7 +438,7 @@ static void report(void *user, const char *path, const char *msg) {
 }
 
 void fdl_ds_check_manifest_schema(const json_t *m, fdl_ds_report *rep) {
-  fdl_schema_run r = {report, rep};
+  fdl_schema_run r = {report, rep, false, false, FDL_OK};
   static const char *const top_required[] = {
       "schema", "format_version", "dataset_sha256", "created_utc", "dataset", "weights",
       "scope",  "panel",          "capture",        "head",        "runtime", "determinism",
