@@ -163,9 +163,11 @@ bool fdl_kiln_has_dotdot(const char *s);
 fdl_status fdl_kiln_check_request(const fdl_kiln_ctx *c, const json_t *r);
 
 /* ---- the record kinds ------------------------------------------------------------------------ */
-/* HF evidence (§8; layer mode adds the four boundary keys) (kiln_oracle.c). */
-fdl_status fdl_kiln_check_hf_evidence(const fdl_kiln_ctx *c, const char *path, const json_t *ev,
-                                      bool layer);
+/* kiln_oracle.c: the HF evidence of a layer result (§8 and §14.3's four boundary keys); the model
+ * fingerprint's python_sha256 is the implementation's. */
+extern const fdl_schema_obj fdl_kiln_schema_hf_layer;
+void fdl_kiln_same_python(fdl_schema_run *r, const fdl_schema_field *f, const json_t *doc,
+                          const char *path);
 fdl_status fdl_kiln_check_oracle_v1(const fdl_kiln_ctx *c, const json_t *doc);
 fdl_status fdl_kiln_check_oracle_v2(const fdl_kiln_ctx *c, const json_t *doc);
 /* kiln_path.c */

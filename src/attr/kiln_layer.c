@@ -178,7 +178,7 @@ fdl_status fdl_kiln_check_layer_v2(const fdl_kiln_ctx *c, const json_t *doc) {
   if ((s = FDL_CLOSED(c, "$.reference", ref, "bytes", "evidence", "location", "sha256")) ||
       (s = fdl_kiln_want_const_str(c, "$.reference", ref, "location", "local_ignored")) ||
       (s = fdl_kiln_want_sha(c, "$.reference.sha256", json_object_get(ref, "sha256"))) ||
-      (s = fdl_kiln_check_hf_evidence(c, "$.reference.evidence", ev, true)))
+      (s = fdl_kiln_walk(c, ev, "$.reference.evidence", &fdl_kiln_schema_hf_layer)))
     return s;
   if (!json_equal(json_object_get(ref, "bytes"), json_object_get(ev, "output_bytes")))
     return fdl_kiln_bad(c, "$.reference.bytes", "expected $.reference.evidence.output_bytes");

@@ -256,8 +256,11 @@ void fdl_schema_check(fdl_schema_run *r, const json_t *o, const char *path,
   }
   for (size_t i = 0; i < t->n && !r->stop; i++) {
     const fdl_schema_field *f = &t->fields[i];
-    if (!f->key) {
-      f->rule(r, f, o, path);
+    if (!f->key) { /* a rule over the object, or more of its fields in another table */
+      if (f->type == FDL_SCHEMA_RULE)
+        f->rule(r, f, o, path);
+      else
+        fdl_schema_check(r, o, path, f->obj);
       continue;
     }
     char full[FDL_SCHEMA_PATH_CAP];

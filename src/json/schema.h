@@ -34,7 +34,7 @@ typedef enum {
   FDL_SCHEMA_ENUM,  /* one of vals (a string) */
   FDL_SCHEMA_TRUE,  /* the boolean true */
   FDL_SCHEMA_FALSE, /* the boolean false */
-  FDL_SCHEMA_OBJ,   /* an object: obj */
+  FDL_SCHEMA_OBJ,   /* an object: obj; with no key, the object itself against obj too */
   FDL_SCHEMA_ARR,   /* an array of min..max items (max 0: unbounded), each checked by items */
   FDL_SCHEMA_EACH, /* when an array, each item checked by items (an earlier ARR checked the rest) */
   FDL_SCHEMA_RULE  /* rule(value); with no key, rule(the object) */
