@@ -171,10 +171,12 @@ void fdl_kiln_same_python(fdl_schema_run *r, const fdl_schema_field *f, const js
 fdl_status fdl_kiln_check_oracle_v1(const fdl_kiln_ctx *c, const json_t *doc);
 fdl_status fdl_kiln_check_oracle_v2(const fdl_kiln_ctx *c, const json_t *doc);
 /* kiln_path.c */
-fdl_status fdl_kiln_check_observed(const fdl_kiln_ctx *c, const char *path, const json_t *obs);
+/* 4 token ids starting with the continuation prefix (a rule). */
+void fdl_kiln_observed(fdl_schema_run *r, const fdl_schema_field *f, const json_t *obs,
+                       const char *path);
 fdl_status fdl_kiln_check_comparison(const fdl_kiln_ctx *c, const char *path, const json_t *cmp,
                                      json_int_t hf_argmax);
-fdl_status fdl_kiln_check_graph(const fdl_kiln_ctx *c, const char *path, const json_t *g);
+extern const fdl_schema_obj fdl_kiln_schema_graph;
 fdl_status fdl_kiln_check_path_v1(const fdl_kiln_ctx *c, const json_t *doc);
 fdl_status fdl_kiln_check_path_v2(const fdl_kiln_ctx *c, const json_t *doc);
 /* kiln_layer.c */

@@ -171,7 +171,8 @@ fdl_status fdl_kiln_check_fidelis_attr(const fdl_kiln_ctx *c, const json_t *doc)
       }
     if (div && !first) first = name;
   }
-  if (has_counters && (s = fdl_kiln_check_graph(c, "$.counters", json_object_get(doc, "counters"))))
+  if (has_counters && (s = fdl_kiln_walk(c, json_object_get(doc, "counters"), "$.counters",
+                                         &fdl_kiln_schema_graph)))
     return s;
   const json_t *at = json_object_get(doc, "attribution");
   if ((s = FDL_CLOSED(c, "$.attribution", at, "label", "path")) != FDL_OK) return s;
