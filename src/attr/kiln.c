@@ -65,48 +65,19 @@ const fdl_schema_pattern fdl_kiln_sha_pattern = {sha_ok, NULL},
                          fdl_kiln_repo_rel_pattern = {repo_rel_ok, NULL},
                          fdl_kiln_norm_rel_pattern = {fdl_kiln_rel_path_ok, NULL};
 
-void fdl_kiln_tokens_rule(fdl_schema_run *r, const fdl_schema_field *f, const json_t *v,
-                          const char *path) {
-  fdl_kiln_rule(r, fdl_kiln_want_tokens(r->user, path, v, (size_t)f->min, (size_t)f->max));
-}
-
-/* The key set of obj is exactly keys[0..n). */
-fdl_status fdl_kiln_closed(const fdl_kiln_ctx *c, const char *path, const json_t *obj,
-                           const char *const *keys, size_t n) {
-  if (!json_is_object(obj)) return fdl_kiln_bad(c, path, "expected an object");
-  for (size_t i = 0; i < n; i++)
-    if (!json_object_get(obj, keys[i])) return fdl_kiln_bad(c, path, "missing key \"%s\"", keys[i]);
-  if (json_object_size(obj) != n) {
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)obj, k, v) {
-      bool known = false;
-      for (size_t i = 0; i < n && !known; i++) known = strcmp(k, keys[i]) == 0;
-      if (!known) return fdl_kiln_bad(c, path, "unexpected key \"%s\" (the object is closed)", k);
-    }
-  }
-  return FDL_OK;
-}
-
-fdl_status fdl_kiln_want_sha(const fdl_kiln_ctx *c, const char *path, const json_t *v) {
-  return fdl_kiln_is_sha(v)
-             ? FDL_OK
-             : fdl_kiln_bad(c, path, "expected \"sha256:\" and 64 lowercase hex digits");
-}
-
 bool fdl_kiln_token_ok(const json_t *v) {
   return fdl_kiln_is_int(v) && json_integer_value(v) >= 0 &&
          json_integer_value(v) < (json_int_t)FDL_KILN_VOCAB_SIZE;
 }
 
-fdl_status fdl_kiln_want_token(const fdl_kiln_ctx *c, const char *path, const json_t *v) {
+static fdl_status want_token(const fdl_kiln_ctx *c, const char *path, const json_t *v) {
   return fdl_kiln_token_ok(v) ? FDL_OK
                               : fdl_kiln_bad(c, path, "expected a token id, an integer in 0..%u",
                                              FDL_KILN_VOCAB_SIZE - 1);
 }
 
-fdl_status fdl_kiln_want_tokens(const fdl_kiln_ctx *c, const char *path, const json_t *v, size_t lo,
-                                size_t hi) {
+static fdl_status want_tokens(const fdl_kiln_ctx *c, const char *path, const json_t *v, size_t lo,
+                              size_t hi) {
   if (!json_is_array(v)) return fdl_kiln_bad(c, path, "expected an array of token ids");
   size_t n = json_array_size(v);
   if (n < lo || n > hi)
@@ -115,9 +86,14 @@ fdl_status fdl_kiln_want_tokens(const fdl_kiln_ctx *c, const char *path, const j
     if (!fdl_kiln_token_ok(json_array_get(v, i))) {
       char p[96];
       snprintf(p, sizeof p, "%s[%zu]", path, i);
-      return fdl_kiln_want_token(c, p, json_array_get(v, i));
+      return want_token(c, p, json_array_get(v, i));
     }
   return FDL_OK;
+}
+
+void fdl_kiln_tokens_rule(fdl_schema_run *r, const fdl_schema_field *f, const json_t *v,
+                          const char *path) {
+  fdl_kiln_rule(r, want_tokens(r->user, path, v, (size_t)f->min, (size_t)f->max));
 }
 
 bool fdl_kiln_rel_path_ok(const char *s, size_t n) {
@@ -142,63 +118,16 @@ bool fdl_kiln_has_dotdot(const char *s) {
   return false;
 }
 
-fdl_status fdl_kiln_want_positive(const fdl_kiln_ctx *c, const char *path, const json_t *v) {
-  return fdl_kiln_finite_num(v) && fdl_kiln_num(v) > 0
-             ? FDL_OK
-             : fdl_kiln_bad(c, path, "expected a finite number > 0");
-}
-
-fdl_status fdl_kiln_want_rel_path(const fdl_kiln_ctx *c, const char *path, const json_t *v) {
-  /* §14: Kiln's _path_from_repository: nonempty, no NUL, not absolute, no ".." component. */
-  const char *t = json_string_value(v);
-  if (t && json_string_length(v) && strlen(t) == json_string_length(v) && t[0] != '/' &&
-      !fdl_kiln_has_dotdot(t))
-    return FDL_OK;
-  return fdl_kiln_bad(c, path,
-                      "expected a nonempty repo-relative path, not absolute, without \"..\"");
-}
-
-/* An object of exactly the given keys, each a canonical digest. */
-fdl_status fdl_kiln_digests(const fdl_kiln_ctx *c, const char *path, const json_t *o,
-                            const char *const *keys, size_t n) {
-  fdl_status s = fdl_kiln_closed(c, path, o, keys, n);
-  char p[128];
-  for (size_t i = 0; i < n && s == FDL_OK; i++) {
-    snprintf(p, sizeof p, "%s.%s", path, keys[i]);
-    s = fdl_kiln_want_sha(c, p, json_object_get(o, keys[i]));
-  }
-  return s;
-}
-
-/* A string member equal to want; names path.key. */
-fdl_status fdl_kiln_want_const_str(const fdl_kiln_ctx *c, const char *path, const json_t *o,
-                                   const char *key, const char *want) {
-  if (fdl_kiln_str_eq(json_object_get(o, key), want)) return FDL_OK;
-  char p[128];
-  snprintf(p, sizeof p, "%s.%s", path, key);
-  return fdl_kiln_bad(c, p, "expected \"%s\"", want);
-}
-
-/* An integer member in lo..hi. */
-fdl_status fdl_kiln_want_int_in(const fdl_kiln_ctx *c, const char *path, const json_t *o,
-                                const char *key, json_int_t lo, json_int_t hi) {
-  const json_t *v = json_object_get(o, key);
-  if (fdl_kiln_is_int(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi)
-    return FDL_OK;
-  char p[128];
-  snprintf(p, sizeof p, "%s.%s", path, key);
-  if (lo == hi) return fdl_kiln_bad(c, p, "expected %lld", (long long)lo);
-  if (hi == INT64_MAX) return fdl_kiln_bad(c, p, "expected an integer >= %lld", (long long)lo);
-  return fdl_kiln_bad(c, p, "expected an integer in %lld..%lld", (long long)lo, (long long)hi);
-}
-
 /* The self-hash rule (§2) under key `key` ("result_sha256", or fidelis' "record_sha256"). */
 static fdl_status self_hash(const fdl_kiln_ctx *c, const json_t *doc, const char *key,
                             fdl_kiln_checked *res) {
+  static const fdl_schema_field seal_f[] = {FDL_KF_SHA("result_sha256"),
+                                            FDL_KF_SHA("record_sha256")};
+  const fdl_schema_obj seal = {&seal_f[strcmp(key, "result_sha256") != 0], 1, false, NULL, NULL};
   const json_t *stored = json_object_get(doc, key);
   char p[40];
   snprintf(p, sizeof p, "$.%s", key);
-  fdl_status s = fdl_kiln_want_sha(c, p, stored);
+  fdl_status s = fdl_kiln_walk(c, doc, "$", &seal);
   if (s != FDL_OK) return s;
   s = fdl_seal_compute(doc, FDL_SEAL_KILN_REMOVE, key, res->identity, c->err);
   if (s != FDL_OK) return s;
@@ -213,9 +142,9 @@ static fdl_status self_hash(const fdl_kiln_ctx *c, const json_t *doc, const char
 static fdl_status check_request_ref(const fdl_kiln_ctx *c, const json_t *doc) {
   const json_t *rq = json_object_get(doc, "request");
   if (!json_is_object(rq)) return fdl_kiln_bad(c, "$.request", "expected an object");
-  const json_t *sha = json_object_get(rq, "sha256");
-  if (sha) return fdl_kiln_want_sha(c, "$.request.sha256", sha);
-  return FDL_OK;
+  static const fdl_schema_field sha_f[] = {FDL_KF_SHA("sha256")};
+  static const fdl_schema_obj sha = FDL_SCHEMA_OPEN(sha_f);
+  return json_object_get(rq, "sha256") ? fdl_kiln_walk(c, rq, "$.request", &sha) : FDL_OK;
 }
 
 typedef struct {

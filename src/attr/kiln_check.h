@@ -105,17 +105,6 @@ static inline bool fdl_kiln_is_int(const json_t *v) {
   return json_is_integer(v);
 }
 
-static inline bool fdl_kiln_is_sha(const json_t *v) {
-  if (!json_is_string(v)) return false;
-  const char *s = json_string_value(v);
-  size_t n = json_string_length(v), p = sizeof FDL_SEAL_KILN_PREFIX - 1;
-  return n == p + 64 && memcmp(s, FDL_SEAL_KILN_PREFIX, p) == 0 && fdl_hex_lower(s + p, 64);
-}
-
-static inline bool fdl_kiln_nonempty_str(const json_t *v) {
-  return json_is_string(v) && json_string_length(v) > 0;
-}
-
 static inline bool fdl_kiln_str_eq(const json_t *v, const char *want) {
   return json_is_string(v) && json_string_length(v) == strlen(want) &&
          strcmp(json_string_value(v), want) == 0;
@@ -130,32 +119,6 @@ static inline double fdl_kiln_num(const json_t *v) {
   return json_is_integer(v) ? (double)json_integer_value(v) : json_real_value(v);
 }
 
-/* The key set of obj is exactly keys[0..n). */
-fdl_status fdl_kiln_closed(const fdl_kiln_ctx *c, const char *path, const json_t *obj,
-                           const char *const *keys, size_t n);
-#define FDL_CLOSED(c, path, obj, ...)                                                              \
-  fdl_kiln_closed((c), (path), (obj), (const char *const[]){__VA_ARGS__},                          \
-                  sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
-/* An object of exactly the given keys, each a canonical digest. */
-fdl_status fdl_kiln_digests(const fdl_kiln_ctx *c, const char *path, const json_t *o,
-                            const char *const *keys, size_t n);
-#define FDL_DIGESTS(c, path, obj, ...)                                                             \
-  fdl_kiln_digests((c), (path), (obj), (const char *const[]){__VA_ARGS__},                         \
-                   sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
-
-fdl_status fdl_kiln_want_sha(const fdl_kiln_ctx *c, const char *path, const json_t *v);
-fdl_status fdl_kiln_want_token(const fdl_kiln_ctx *c, const char *path, const json_t *v);
-fdl_status fdl_kiln_want_tokens(const fdl_kiln_ctx *c, const char *path, const json_t *v, size_t lo,
-                                size_t hi);
-fdl_status fdl_kiln_want_positive(const fdl_kiln_ctx *c, const char *path, const json_t *v);
-/* §14's _path_from_repository text rule: nonempty, no NUL, not absolute, no ".." component. */
-fdl_status fdl_kiln_want_rel_path(const fdl_kiln_ctx *c, const char *path, const json_t *v);
-/* A string member equal to want; names path.key. */
-fdl_status fdl_kiln_want_const_str(const fdl_kiln_ctx *c, const char *path, const json_t *o,
-                                   const char *key, const char *want);
-/* An integer member in lo..hi. */
-fdl_status fdl_kiln_want_int_in(const fdl_kiln_ctx *c, const char *path, const json_t *o,
-                                const char *key, json_int_t lo, json_int_t hi);
 /* A ".." component anywhere ("..", "../a", "a/..", "a/../b"); "a..b" is a plain name. */
 bool fdl_kiln_has_dotdot(const char *s);
 

@@ -52,7 +52,8 @@ static fdl_status check_layer_worker(const fdl_kiln_ctx *c, const json_t *w, boo
       s = fdl_kiln_bad(c, p, "index: expected %zu (its position)", i);
       break;
     }
-    if (!fdl_kiln_nonempty_str(json_object_get(b, "name"))) {
+    const json_t *nm = json_object_get(b, "name");
+    if (!json_is_string(nm) || !json_string_length(nm)) {
       s = fdl_kiln_bad(c, p, "name: expected a nonempty string");
       break;
     }

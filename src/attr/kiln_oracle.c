@@ -173,14 +173,23 @@ const fdl_schema_obj fdl_kiln_schema_hf_layer =
     FDL_SCHEMA_CLOSED(HF_LAYER_F, HF_KEYS, "boundary_count", "boundary_names", "hidden_size",
                       "layer_last_rows_sha256");
 
+static const fdl_schema_obj VERDICT = {NULL, 0, false,
+                                       (const char *const[]){"argmax_candidate", "argmax_token_id",
+                                                             "candidate_attribution_complete",
+                                                             NULL},
+                                       NULL};
+static const fdl_schema_field ORACLE_ARGMAX_F[] = {FDL_KF_TOKEN("argmax")};
+static const fdl_schema_field ORACLE_SHAS_F[] = {FDL_KF_SHA("logits_sha256"),
+                                                 FDL_KF_SHA("request_sha256")};
+static const fdl_schema_obj ORACLE_ARGMAX = FDL_SCHEMA_OPEN(ORACLE_ARGMAX_F),
+                            ORACLE_SHAS = FDL_SCHEMA_OPEN(ORACLE_SHAS_F);
+
 fdl_status fdl_kiln_check_oracle_v1(const fdl_kiln_ctx *c, const json_t *doc) {
   const json_t *o = json_object_get(doc, "oracle"), *v = json_object_get(doc, "verdict");
   if (!json_is_object(o)) return fdl_kiln_bad(c, "$.oracle", "expected an object");
-  fdl_status s = FDL_CLOSED(c, "$.verdict", v, "argmax_candidate", "argmax_token_id",
-                            "candidate_attribution_complete");
-  if (s != FDL_OK) return s;
+  fdl_status s = fdl_kiln_walk(c, v, "$.verdict", &VERDICT);
+  if (s != FDL_OK || (s = fdl_kiln_walk(c, o, "$.oracle", &ORACLE_ARGMAX)) != FDL_OK) return s;
   const json_t *am = json_object_get(o, "argmax");
-  if ((s = fdl_kiln_want_token(c, "$.oracle.argmax", am)) != FDL_OK) return s;
   if (!json_equal(json_object_get(v, "argmax_token_id"), am))
     return fdl_kiln_bad(c, "$.verdict.argmax_token_id", "expected oracle.argmax %lld",
                         (long long)json_integer_value(am));
@@ -200,12 +209,7 @@ fdl_status fdl_kiln_check_oracle_v1(const fdl_kiln_ctx *c, const json_t *doc) {
                         winner ? "\"" : "", winner ? winner : "null", winner ? "\"" : "");
   if (!json_is_boolean(json_object_get(v, "candidate_attribution_complete")))
     return fdl_kiln_bad(c, "$.verdict.candidate_attribution_complete", "expected a bool");
-  if ((s = fdl_kiln_want_sha(c, "$.oracle.logits_sha256", json_object_get(o, "logits_sha256"))) !=
-      FDL_OK)
-    return s;
-  if ((s = fdl_kiln_want_sha(c, "$.oracle.request_sha256", json_object_get(o, "request_sha256"))) !=
-      FDL_OK)
-    return s;
+  if ((s = fdl_kiln_walk(c, o, "$.oracle", &ORACLE_SHAS)) != FDL_OK) return s;
   const json_t *rs = json_object_get(json_object_get(doc, "request"), "sha256");
   if (!json_equal(rs, json_object_get(o, "request_sha256")))
     return fdl_kiln_bad(c, "$.oracle.request_sha256", "expected request.sha256");
@@ -286,11 +290,6 @@ static const fdl_schema_obj REQUEST =
 static const fdl_schema_field ARTIFACT_F[] = {FDL_KF_CONST("location", "local_ignored"),
                                               FDL_KF_SHA("sha256")};
 static const fdl_schema_obj ARTIFACT = FDL_SCHEMA_CLOSED(ARTIFACT_F, "bytes", "location", "sha256");
-static const fdl_schema_obj VERDICT = {NULL, 0, false,
-                                       (const char *const[]){"argmax_candidate", "argmax_token_id",
-                                                             "candidate_attribution_complete",
-                                                             NULL},
-                                       NULL};
 static const fdl_schema_field ORACLE_V2_F[] = {
     FDL_KF_OBJ(NULL, &fdl_kiln_schema_v2_common),
     FDL_KF_OBJ("implementation", &IMPLEMENTATION),

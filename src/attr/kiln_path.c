@@ -12,7 +12,8 @@ void fdl_kiln_observed(fdl_schema_run *r, const fdl_schema_field *f, const json_
                        const char *path) {
   (void)f;
   static const json_int_t prefix[3] = FDL_KILN_CONTINUATION;
-  fdl_kiln_rule(r, fdl_kiln_want_tokens(r->user, path, obs, 4, 4));
+  static const fdl_schema_field four = FDL_KF_TOKENS(NULL, 4, 4);
+  fdl_kiln_tokens_rule(r, &four, obs, path);
   for (size_t i = 0; i < 3 && !r->stop; i++)
     if (json_integer_value(json_array_get(obs, i)) != prefix[i])
       fdl_schema_bad(r, path, "expected to start with the continuation [%lld,%lld,%lld]",
