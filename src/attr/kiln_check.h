@@ -50,32 +50,25 @@ static inline void fdl_kiln_rule(fdl_schema_run *r, fdl_status s) {
 }
 extern const fdl_schema_pattern fdl_kiln_sha_pattern, fdl_kiln_hex40_pattern,
     fdl_kiln_repo_rel_pattern, fdl_kiln_norm_rel_pattern;
-/* Kiln's fields, each with the words its violation says. */
-#define FDL_KF(k, t, fl, lo, hi, m)                                                                \
-  { .key = (k), .type = (t), .flags = (fl), .min = (lo), .max = (hi), .msg = (m) }
+/* Kiln's fields, each with the words its violation says (positional: key, type, flags, pattern,
+ * vals, min, max, items, msg). */
+#define FDL_KF_P(k, t, fl, pat, v, lo, hi, it, m)                                                  \
+  { k, t, fl, pat, v, lo, hi, it, NULL, NULL, m }
+#define FDL_KF(k, t, fl, lo, hi, m) FDL_KF_P(k, t, fl, NULL, NULL, lo, hi, NULL, m)
+#define FDL_KF_PAT(k, fl, pat, m) FDL_KF_P(k, FDL_SCHEMA_STR, fl, pat, NULL, 0, 0, NULL, m)
+#define FDL_KF_ARR(k, lo, hi, it, m) FDL_KF_P(k, FDL_SCHEMA_ARR, 0, NULL, NULL, lo, hi, it, m)
+#define FDL_KF_ONE(k, fl, s, m)                                                                    \
+  FDL_KF_P(k, FDL_SCHEMA_ENUM, fl, NULL, ((const char *const[]){s, NULL}), 0, 0, NULL, m)
+#define FDL_KF_CONST(k, s) FDL_KF_ONE(k, 0, s, "expected \"" s "\"")
 #define FDL_KF_SHA(k)                                                                              \
-  {                                                                                                \
-    .key = (k), .type = FDL_SCHEMA_STR, .pattern = &fdl_kiln_sha_pattern,                          \
-    .msg = "expected \"sha256:\" and 64 lowercase hex digits"                                      \
-  }
+  FDL_KF_PAT(k, 0, &fdl_kiln_sha_pattern, "expected \"sha256:\" and 64 lowercase hex digits")
 #define FDL_KF_HEX40(k)                                                                            \
-  {                                                                                                \
-    .key = (k), .type = FDL_SCHEMA_STR, .pattern = &fdl_kiln_hex40_pattern,                        \
-    .msg = "expected 40 lowercase hex digits"                                                      \
-  }
+  FDL_KF_PAT(k, 0, &fdl_kiln_hex40_pattern, "expected 40 lowercase hex digits")
 #define FDL_KF_REL(k)                                                                              \
-  {                                                                                                \
-    .key = (k), .type = FDL_SCHEMA_STR, .pattern = &fdl_kiln_repo_rel_pattern,                     \
-    .msg = "expected a nonempty repo-relative path, not absolute, without \"..\""                  \
-  }
-#define FDL_KF_NONEMPTY(k)                                                                         \
-  FDL_KF(k, FDL_SCHEMA_STR, FDL_SCHEMA_MIN1, 0, 0, "expected a nonempty string")
-#define FDL_KF_STRING(k) FDL_KF(k, FDL_SCHEMA_STR, 0, 0, 0, "expected a string")
-#define FDL_KF_CONST(k, s)                                                                         \
-  {                                                                                                \
-    .key = (k), .type = FDL_SCHEMA_ENUM, .vals = (const char *const[]){(s), NULL},                 \
-    .msg = "expected \"" s "\""                                                                    \
-  }
+  FDL_KF_PAT(k, 0, &fdl_kiln_repo_rel_pattern,                                                     \
+             "expected a nonempty repo-relative path, not absolute, without \"..\"")
+#define FDL_KF_NONEMPTY(k) FDL_KF_PAT(k, FDL_SCHEMA_MIN1, NULL, "expected a nonempty string")
+#define FDL_KF_STRING(k) FDL_KF_PAT(k, 0, NULL, "expected a string")
 #define FDL_KF_TRUE(k) FDL_KF(k, FDL_SCHEMA_TRUE, 0, 0, 0, "expected true")
 #define FDL_KF_FALSE(k) FDL_KF(k, FDL_SCHEMA_FALSE, 0, 0, 0, "expected false")
 #define FDL_KF_BOOL(k) FDL_KF(k, FDL_SCHEMA_BOOL, 0, 0, 0, "expected a bool")
@@ -85,12 +78,23 @@ extern const fdl_schema_pattern fdl_kiln_sha_pattern, fdl_kiln_hex40_pattern,
   FDL_KF_INT(k, 0, FDL_KILN_VOCAB_SIZE - 1, "expected a token id, an integer in %lld..%lld")
 #define FDL_KF_POSITIVE(k)                                                                         \
   FDL_KF(k, FDL_SCHEMA_NUM, FDL_SCHEMA_XMIN, 0, 0, "expected a finite number > 0")
+/* A candidate's entries, named in its object's message ("logit: expected ..."). */
+#define FDL_KF_ENGINE(e)                                                                           \
+  FDL_KF_ONE("engine", FDL_SCHEMA_KEYMSG, e, "expected \"" e "\" (request order kiln, vllm)")
+#define FDL_KF_LOGIT                                                                               \
+  FDL_KF("logit", FDL_SCHEMA_NUM, FDL_SCHEMA_KEYMSG, 0, 0, "expected a finite number")
+#define FDL_KF_RANK                                                                                \
+  FDL_KF("rank", FDL_SCHEMA_INT, FDL_SCHEMA_KEYMSG | FDL_SCHEMA_MAX, 1, FDL_KILN_VOCAB_SIZE,       \
+         "expected an integer in %lld..%lld")
+#define FDL_KF_TOKEN_ID                                                                            \
+  FDL_KF("token_id", FDL_SCHEMA_INT, FDL_SCHEMA_KEYMSG | FDL_SCHEMA_MAX, 0,                        \
+         FDL_KILN_VOCAB_SIZE - 1, "expected a token id")
 #define FDL_KF_OBJ(k, t)                                                                           \
   { .key = (k), .type = FDL_SCHEMA_OBJ, .obj = (t) }
 /* A rule at its place in the order: over the field k's value, or over the object (k NULL). */
 #define FDL_KF_RULE(k, fn)                                                                         \
   { .key = (k), .type = FDL_SCHEMA_RULE, .rule = (fn) }
-/* An array of lo..hi token ids (fdl_kiln_want_tokens's words). */
+/* An array of lo..hi token ids (kiln.c words its violations). */
 #define FDL_KF_TOKENS(k, lo, hi)                                                                   \
   { .key = (k), .type = FDL_SCHEMA_RULE, .min = (lo), .max = (hi), .rule = fdl_kiln_tokens_rule }
 void fdl_kiln_tokens_rule(fdl_schema_run *r, const fdl_schema_field *f, const json_t *v,

@@ -12,21 +12,13 @@ static const fdl_schema_obj REF_HEAD = FDL_SCHEMA_CLOSED(REF_HEAD_F, "argmax", "
 static const fdl_schema_field REF_SHA_F[] = {FDL_KF_SHA("logits_sha256")};
 static const fdl_schema_obj REF_SHA = FDL_SCHEMA_OPEN(REF_SHA_F);
 #define CANDIDATE_F(engine)                                                                        \
-  {                                                                                                \
-    {.key = "engine",                                                                              \
-     .type = FDL_SCHEMA_ENUM,                                                                      \
-     .flags = FDL_SCHEMA_KEYMSG,                                                                   \
-     .vals = (const char *const[]){engine, NULL},                                                  \
-     .msg = "expected \"" engine "\" (request order kiln, vllm)"},                                 \
-        FDL_KF("logit", FDL_SCHEMA_NUM, FDL_SCHEMA_KEYMSG, 0, 0, "expected a finite number")       \
-  }
+  { FDL_KF_ENGINE(engine), FDL_KF_LOGIT }
 static const fdl_schema_field KILN_F[] = CANDIDATE_F("kiln"), VLLM_F[] = CANDIDATE_F("vllm");
 static const fdl_schema_obj CANDIDATES[2] = {
     FDL_SCHEMA_CLOSED(KILN_F, "engine", "logit", "rank", "token_id"),
     FDL_SCHEMA_CLOSED(VLLM_F, "engine", "logit", "rank", "token_id")};
-static const fdl_schema_obj VERDICT = {
-    NULL, 0, false,
-    (const char *const[]){"argmax_candidate", "margin", "preferred_candidate", NULL}, NULL};
+static const fdl_schema_obj VERDICT =
+    FDL_SCHEMA_KEYS("argmax_candidate", "margin", "preferred_candidate");
 
 static fdl_status check_fa_reference(const fdl_kiln_ctx *c, const json_t *ref, const json_t *cids,
                                      json_int_t *argmax, json_int_t *vocab) {
@@ -154,8 +146,7 @@ static const fdl_schema_obj RECORD =
                             RECORD_COUNTERS = FDL_SCHEMA_CLOSED(RECORD_F, "attribution", "counters",
                                                                 "paths", "record_sha256",
                                                                 "reference", "request", "schema");
-static const fdl_schema_obj ATTRIBUTION = {NULL, 0, false,
-                                           (const char *const[]){"label", "path", NULL}, NULL};
+static const fdl_schema_obj ATTRIBUTION = FDL_SCHEMA_KEYS("label", "path");
 
 fdl_status fdl_kiln_check_fidelis_attr(const fdl_kiln_ctx *c, const json_t *doc) {
   bool has_counters = json_object_get(doc, "counters") != NULL;

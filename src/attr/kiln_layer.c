@@ -10,18 +10,15 @@
 #include "fidelis/attr.h"
 #include "base/sys.h"
 
-static const fdl_schema_obj BOUNDARY = {
-    NULL, 0, false,
-    (const char *const[]){"cosine_similarity", "hf_sha256", "index", "kiln_sha256", "max_abs_error",
-                          "mean_abs_error", "name", "reference_root_mean_square",
-                          "relative_root_mean_square_error", "root_mean_square_error", NULL},
-    NULL};
+static const fdl_schema_obj BOUNDARY =
+    FDL_SCHEMA_KEYS("cosine_similarity", "hf_sha256", "index", "kiln_sha256", "max_abs_error",
+                    "mean_abs_error", "name", "reference_root_mean_square",
+                    "relative_root_mean_square_error", "root_mean_square_error");
 static const fdl_schema_field BOUNDARY_SHAS_F[] = {FDL_KF_SHA("hf_sha256"),
                                                    FDL_KF_SHA("kiln_sha256")};
 static const fdl_schema_obj BOUNDARY_SHAS = FDL_SCHEMA_OPEN(BOUNDARY_SHAS_F);
-static const fdl_schema_obj GROWTH = {
-    NULL, 0, false,
-    (const char *const[]){"index", "name", "relative_root_mean_square_error_delta", NULL}, NULL};
+static const fdl_schema_obj GROWTH =
+    FDL_SCHEMA_KEYS("index", "name", "relative_root_mean_square_error_delta");
 static const fdl_schema_field WORKER_TAIL_F[] = {
     FDL_KF_RULE("observed_next_tokens", fdl_kiln_observed), FDL_KF_SHA("final_logits_sha256"),
     FDL_KF_SHA("hf_layer_last_rows_sha256"), FDL_KF_SHA("input_token_ids_sha256"),
@@ -123,8 +120,7 @@ static fdl_status check_layer_worker(const fdl_kiln_ctx *c, const json_t *w, boo
 
 static void worker_v1(fdl_schema_run *r, const fdl_schema_field *f, const json_t *w,
                       const char *path) {
-  (void)f;
-  (void)path;
+  (void)f, (void)path;
   fdl_kiln_rule(r, check_layer_worker(r->user, w, false));
 }
 static const fdl_schema_field WORKER_V1_F[] = {
@@ -139,8 +135,7 @@ fdl_status fdl_kiln_check_layer_v1(const fdl_kiln_ctx *c, const json_t *doc) {
 
 static void worker_v2(fdl_schema_run *r, const fdl_schema_field *f, const json_t *w,
                       const char *path) {
-  (void)f;
-  (void)path;
+  (void)f, (void)path;
   fdl_kiln_rule(r, check_layer_worker(r->user, w, true));
 }
 
@@ -158,8 +153,7 @@ static void kernel_policy(fdl_schema_run *r, const fdl_schema_field *f, const js
 /* The reference evidence is the request's and the worker's. */
 static void bindings(fdl_schema_run *r, const fdl_schema_field *f, const json_t *doc,
                      const char *path) {
-  (void)f;
-  (void)path;
+  (void)f, (void)path;
   const json_t *ref = json_object_get(doc, "reference"), *ev = json_object_get(ref, "evidence"),
                *w = json_object_get(doc, "worker"), *rq = json_object_get(doc, "request");
   if (!json_equal(json_object_get(ref, "bytes"), json_object_get(ev, "output_bytes")))

@@ -12,10 +12,8 @@
 
 /* The top-10: closed entries, sorted by logit, distinct ids. */
 static const fdl_schema_field TOP_F[] = {
-    FDL_KF("logit", FDL_SCHEMA_NUM, FDL_SCHEMA_KEYMSG, 0, 0, "expected a finite number"),
-    FDL_KF("text", FDL_SCHEMA_STR, FDL_SCHEMA_KEYMSG, 0, 0, "expected a string"),
-    FDL_KF("token_id", FDL_SCHEMA_INT, FDL_SCHEMA_KEYMSG | FDL_SCHEMA_MAX, 0,
-           FDL_KILN_VOCAB_SIZE - 1, "expected a token id")};
+    FDL_KF_LOGIT, FDL_KF("text", FDL_SCHEMA_STR, FDL_SCHEMA_KEYMSG, 0, 0, "expected a string"),
+    FDL_KF_TOKEN_ID};
 static const fdl_schema_obj TOP = FDL_SCHEMA_CLOSED(TOP_F, "logit", "text", "token_id");
 
 static void top_tokens(fdl_schema_run *r, const fdl_schema_field *f, const json_t *top,
@@ -70,17 +68,9 @@ static void argmax_margin(fdl_schema_run *r, const fdl_schema_field *f, const js
 /* The two candidates in request order, kiln then vllm, with distinct ids. */
 #define CANDIDATE_F(engine)                                                                        \
   {                                                                                                \
-    {.key = "engine",                                                                              \
-     .type = FDL_SCHEMA_ENUM,                                                                      \
-     .flags = FDL_SCHEMA_KEYMSG,                                                                   \
-     .vals = (const char *const[]){engine, NULL},                                                  \
-     .msg = "expected \"" engine "\" (request order kiln, vllm)"},                                 \
-        FDL_KF("logit", FDL_SCHEMA_NUM, FDL_SCHEMA_KEYMSG, 0, 0, "expected a finite number"),      \
+    FDL_KF_ENGINE(engine), FDL_KF_LOGIT,                                                           \
         FDL_KF("text", FDL_SCHEMA_STR, FDL_SCHEMA_KEYMSG, 0, 0, "expected a string"),              \
-        FDL_KF("token_id", FDL_SCHEMA_INT, FDL_SCHEMA_KEYMSG | FDL_SCHEMA_MAX, 0,                  \
-               FDL_KILN_VOCAB_SIZE - 1, "expected a token id"),                                    \
-        FDL_KF("rank", FDL_SCHEMA_INT, FDL_SCHEMA_KEYMSG | FDL_SCHEMA_MAX, 1, FDL_KILN_VOCAB_SIZE, \
-               "expected an integer in %lld..%lld")                                                \
+        FDL_KF_TOKEN_ID, FDL_KF_RANK                                                               \
   }
 static const fdl_schema_field KILN_F[] = CANDIDATE_F("kiln"), VLLM_F[] = CANDIDATE_F("vllm");
 static const fdl_schema_obj CANDIDATES[2] = {
@@ -173,11 +163,8 @@ const fdl_schema_obj fdl_kiln_schema_hf_layer =
     FDL_SCHEMA_CLOSED(HF_LAYER_F, HF_KEYS, "boundary_count", "boundary_names", "hidden_size",
                       "layer_last_rows_sha256");
 
-static const fdl_schema_obj VERDICT = {NULL, 0, false,
-                                       (const char *const[]){"argmax_candidate", "argmax_token_id",
-                                                             "candidate_attribution_complete",
-                                                             NULL},
-                                       NULL};
+static const fdl_schema_obj VERDICT =
+    FDL_SCHEMA_KEYS("argmax_candidate", "argmax_token_id", "candidate_attribution_complete");
 static const fdl_schema_field ORACLE_ARGMAX_F[] = {FDL_KF_TOKEN("argmax")};
 static const fdl_schema_field ORACLE_SHAS_F[] = {FDL_KF_SHA("logits_sha256"),
                                                  FDL_KF_SHA("request_sha256")};
@@ -220,8 +207,7 @@ fdl_status fdl_kiln_check_oracle_v1(const fdl_kiln_ctx *c, const json_t *doc) {
 
 void fdl_kiln_same_python(fdl_schema_run *r, const fdl_schema_field *f, const json_t *doc,
                           const char *path) {
-  (void)f;
-  (void)path;
+  (void)f, (void)path;
   if (!json_equal(json_object_get(json_object_get(doc, "model_fingerprint"), "python_sha256"),
                   json_object_get(json_object_get(doc, "implementation"), "python_sha256")))
     fdl_schema_bad(r, "$.model_fingerprint.python_sha256",
@@ -231,8 +217,7 @@ void fdl_kiln_same_python(fdl_schema_run *r, const fdl_schema_field *f, const js
 /* The oracle answers the request the record names. */
 static void oracle_request(fdl_schema_run *r, const fdl_schema_field *f, const json_t *doc,
                            const char *path) {
-  (void)f;
-  (void)path;
+  (void)f, (void)path;
   const json_t *o = json_object_get(doc, "oracle"), *rq = json_object_get(doc, "request");
   if (!json_equal(json_object_get(o, "request_id"), json_object_get(rq, "id")))
     fdl_schema_bad(r, "$.oracle.request_id", "expected $.request.id");
@@ -242,8 +227,7 @@ static void oracle_request(fdl_schema_run *r, const fdl_schema_field *f, const j
 
 static void artifact_bytes(fdl_schema_run *r, const fdl_schema_field *f, const json_t *doc,
                            const char *path) {
-  (void)f;
-  (void)path;
+  (void)f, (void)path;
   if (!json_equal(json_object_get(json_object_get(doc, "reference_artifact"), "bytes"),
                   json_object_get(json_object_get(doc, "oracle"), "output_bytes")))
     fdl_schema_bad(r, "$.reference_artifact.bytes", "expected $.oracle.output_bytes");
@@ -252,8 +236,7 @@ static void artifact_bytes(fdl_schema_run *r, const fdl_schema_field *f, const j
 /* §9's verdict, rebuilt and compared exactly. */
 static void verdict(fdl_schema_run *r, const fdl_schema_field *f, const json_t *doc,
                     const char *path) {
-  (void)f;
-  (void)path;
+  (void)f, (void)path;
   const json_t *o = json_object_get(doc, "oracle"), *v = json_object_get(doc, "verdict"),
                *am = json_object_get(o, "argmax"), *cands = json_object_get(o, "candidate_tokens");
   const char *match = "neither";

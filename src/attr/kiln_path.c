@@ -38,12 +38,7 @@ static void mean_max(fdl_schema_run *r, const fdl_schema_field *f, const json_t 
       fdl_kiln_num(mn) > fdl_kiln_num(mx))
     fdl_schema_bad(r, p, "expected finite numbers with 0 <= mean_abs_error <= max_abs_error");
 }
-static const fdl_schema_field CANDIDATE_F[] = {
-    FDL_KF("logit", FDL_SCHEMA_NUM, FDL_SCHEMA_KEYMSG, 0, 0, "expected a finite number"),
-    FDL_KF("rank", FDL_SCHEMA_INT, FDL_SCHEMA_KEYMSG | FDL_SCHEMA_MAX, 1, FDL_KILN_VOCAB_SIZE,
-           "expected an integer in %lld..%lld"),
-    FDL_KF("token_id", FDL_SCHEMA_INT, FDL_SCHEMA_KEYMSG | FDL_SCHEMA_MAX, 0,
-           FDL_KILN_VOCAB_SIZE - 1, "expected a token id")};
+static const fdl_schema_field CANDIDATE_F[] = {FDL_KF_LOGIT, FDL_KF_RANK, FDL_KF_TOKEN_ID};
 static const fdl_schema_obj CANDIDATE = FDL_SCHEMA_CLOSED(CANDIDATE_F, "logit", "rank", "token_id");
 static const fdl_schema_field CANDIDATE_ITEM = FDL_KF_OBJ(NULL, &CANDIDATE);
 static const fdl_schema_field CMP_TAIL_F[] = {
@@ -52,12 +47,7 @@ static const fdl_schema_field CMP_TAIL_F[] = {
     FDL_KF("cosine_similarity", FDL_SCHEMA_NUM, FDL_SCHEMA_MIN | FDL_SCHEMA_MAX, -1, 1,
            "expected a finite number in [-1, 1]"),
     FDL_KF_RULE(NULL, mean_max),
-    {.key = "candidate_tokens",
-     .type = FDL_SCHEMA_ARR,
-     .min = 2,
-     .max = 2,
-     .items = &CANDIDATE_ITEM,
-     .msg = "expected exactly 2 candidates"}};
+    FDL_KF_ARR("candidate_tokens", 2, 2, &CANDIDATE_ITEM, "expected exactly 2 candidates")};
 static const fdl_schema_obj CMP_TAIL = FDL_SCHEMA_OPEN(CMP_TAIL_F);
 
 fdl_status fdl_kiln_check_comparison(const fdl_kiln_ctx *c, const char *path, const json_t *cmp,
@@ -87,8 +77,7 @@ static const fdl_schema_obj GREEDY =
 /* The two full and two greedy worker paths of a v1 or v2 path worker, against w's hf_argmax. */
 static void worker_paths(fdl_schema_run *r, const fdl_schema_field *f, const json_t *w,
                          const char *path) {
-  (void)f;
-  (void)path;
+  (void)f, (void)path;
   static const char *const full[] = {"eager_full", "graph_full"};
   static const char *const greedy[] = {"eager_greedy", "graph_greedy"};
   const fdl_kiln_ctx *c = r->user;
@@ -175,8 +164,7 @@ const fdl_kiln_v2_path fdl_kiln_v2_paths[4] = {
 /* worker.attribution recomputed from the four paths by §12's first-match precedence (v1 and
  * v2 share the paths and the labels): a resealed record cannot claim another verdict. */
 static void label(fdl_schema_run *r, const fdl_schema_field *f, const json_t *w, const char *path) {
-  (void)f;
-  (void)path;
+  (void)f, (void)path;
   const char *want = FDL_KILN_LABEL_NONE;
   for (size_t i = 0; i < 4; i++) {
     const json_t *e = json_object_get(w, fdl_kiln_v2_paths[i].name);

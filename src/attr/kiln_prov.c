@@ -32,8 +32,7 @@ const fdl_schema_obj fdl_kiln_schema_arm_process = FDL_SCHEMA_CLOSED(
 /* What every v2 result has: duration, created_at_utc, source, model_fingerprint. */
 static void same_commit(fdl_schema_run *r, const fdl_schema_field *f, const json_t *src,
                         const char *path) {
-  (void)f;
-  (void)path;
+  (void)f, (void)path;
   if (!json_equal(json_object_get(src, "commit"), json_object_get(src, "origin_main")))
     fdl_schema_bad(r, "$.source.origin_main", "expected equal to $.source.commit");
 }

@@ -73,9 +73,8 @@ static fdl_status decode_text(const fdl_kiln_ctx *c, const char *path, const jso
   return FDL_OK;
 }
 
-static const fdl_schema_obj EXACT_OUTPUT = {
-    NULL, 0, false, (const char *const[]){"content_base64", "reasoning_content_base64", NULL},
-    NULL};
+static const fdl_schema_obj EXACT_OUTPUT =
+    FDL_SCHEMA_KEYS("content_base64", "reasoning_content_base64");
 static const fdl_schema_field SEAL_F[] = {FDL_KF_SHA("receipt_sha256")};
 static const fdl_schema_obj SEAL = FDL_SCHEMA_OPEN(SEAL_F);
 

@@ -9,12 +9,9 @@
 
 /* A request's source (§5): {source_commit (40 hex), kiln_receipt, vllm_receipt}. */
 static const fdl_schema_field RECEIPT_REF_F[] = {
-    {.key = "path",
-     .type = FDL_SCHEMA_STR,
-     .pattern = &fdl_kiln_norm_rel_pattern,
-     .msg = "expected a nonempty normalised relative POSIX path without \"..\""},
-    FDL_KF_SHA("file_sha256"),
-    FDL_KF_SHA("content_sha256")};
+    FDL_KF_PAT("path", 0, &fdl_kiln_norm_rel_pattern,
+               "expected a nonempty normalised relative POSIX path without \"..\""),
+    FDL_KF_SHA("file_sha256"), FDL_KF_SHA("content_sha256")};
 static const fdl_schema_obj RECEIPT_REF =
     FDL_SCHEMA_CLOSED(RECEIPT_REF_F, "path", "file_sha256", "content_sha256");
 static const fdl_schema_field SOURCE_PAIR_F[] = {FDL_KF_HEX40("source_commit"),
@@ -30,11 +27,8 @@ static bool weight_path_ok(const char *s, size_t n) {
 }
 static const fdl_schema_pattern WEIGHT_PATH = {weight_path_ok, NULL};
 static const fdl_schema_field WEIGHT_FILE_F[] = {
-    {.key = "path",
-     .type = FDL_SCHEMA_STR,
-     .flags = FDL_SCHEMA_KEYMSG,
-     .pattern = &WEIGHT_PATH,
-     .msg = "expected a nonempty relative path without \"..\""},
+    FDL_KF_PAT("path", FDL_SCHEMA_KEYMSG, &WEIGHT_PATH,
+               "expected a nonempty relative path without \"..\""),
     FDL_KF("bytes", FDL_SCHEMA_INT, FDL_SCHEMA_KEYMSG, 1, 0, "expected an integer greater than 0"),
     FDL_KF_SHA("sha256")};
 static const fdl_schema_obj WEIGHT_FILE =
@@ -113,8 +107,7 @@ static const fdl_schema_field MESSAGE_ITEM = FDL_KF_OBJ(NULL, &MESSAGE);
 /* utf8_sha256 is the SHA-256 of messages[0].content's UTF-8 bytes. */
 static void utf8_hash(fdl_schema_run *r, const fdl_schema_field *f, const json_t *p,
                       const char *path) {
-  (void)f;
-  (void)path;
+  (void)f, (void)path;
   const fdl_kiln_ctx *c = r->user;
   const json_t *content =
       json_object_get(json_array_get(json_object_get(p, "messages"), 0), "content");
@@ -134,8 +127,7 @@ static void utf8_hash(fdl_schema_run *r, const fdl_schema_field *f, const json_t
 
 static void token_count(fdl_schema_run *r, const fdl_schema_field *f, const json_t *p,
                         const char *path) {
-  (void)f;
-  (void)path;
+  (void)f, (void)path;
   const json_t *tc = json_object_get(p, "token_count");
   size_t n = json_array_size(json_object_get(p, "token_ids"));
   if (!fdl_kiln_is_int(tc) || (size_t)json_integer_value(tc) != n)
@@ -143,19 +135,15 @@ static void token_count(fdl_schema_run *r, const fdl_schema_field *f, const json
                    n);
 }
 
-static const fdl_schema_field PROMPT_F[] = {FDL_KF_OBJ("generator", &GENERATOR),
-                                            FDL_KF_TRUE("add_generation_prompt"),
-                                            FDL_KF_OBJ("template_kwargs", &KWARGS),
-                                            {.key = "messages",
-                                             .type = FDL_SCHEMA_ARR,
-                                             .min = 1,
-                                             .max = 1,
-                                             .items = &MESSAGE_ITEM,
-                                             .msg = "expected exactly one message"},
-                                            FDL_KF_SHA("utf8_sha256"),
-                                            FDL_KF_RULE(NULL, utf8_hash),
-                                            FDL_KF_TOKENS("token_ids", 1, FDL_KILN_MAX_INPUT),
-                                            FDL_KF_RULE(NULL, token_count)};
+static const fdl_schema_field PROMPT_F[] = {
+    FDL_KF_OBJ("generator", &GENERATOR),
+    FDL_KF_TRUE("add_generation_prompt"),
+    FDL_KF_OBJ("template_kwargs", &KWARGS),
+    FDL_KF_ARR("messages", 1, 1, &MESSAGE_ITEM, "expected exactly one message"),
+    FDL_KF_SHA("utf8_sha256"),
+    FDL_KF_RULE(NULL, utf8_hash),
+    FDL_KF_TOKENS("token_ids", 1, FDL_KILN_MAX_INPUT),
+    FDL_KF_RULE(NULL, token_count)};
 static const fdl_schema_obj PROMPT =
     FDL_SCHEMA_CLOSED(PROMPT_F, "generator", "messages", "add_generation_prompt", "template_kwargs",
                       "utf8_sha256", "token_count", "token_ids");
@@ -181,8 +169,7 @@ static const fdl_schema_field PREFIX_ITEM = FDL_KF_OBJ(NULL, &PREFIX);
 /* input_token_ids is prompt.token_ids followed by the prefix's ids. */
 static void input_ids(fdl_schema_run *r, const fdl_schema_field *f, const json_t *q,
                       const char *path) {
-  (void)f;
-  (void)path;
+  (void)f, (void)path;
   const json_t *in = json_object_get(q, "input_token_ids"),
                *pids = json_object_get(json_object_get(q, "prompt"), "token_ids"),
                *cp = json_object_get(q, "continuation_prefix");
@@ -202,8 +189,7 @@ static void input_ids(fdl_schema_run *r, const fdl_schema_field *f, const json_t
 
 static void input_hash(fdl_schema_run *r, const fdl_schema_field *f, const json_t *q,
                        const char *path) {
-  (void)f;
-  (void)path;
+  (void)f, (void)path;
   const fdl_kiln_ctx *c = r->user;
   const char *stored = json_string_value(json_object_get(q, "input_token_ids_sha256"));
   char h[FDL_SEAL_BUF];
@@ -216,10 +202,8 @@ static void input_hash(fdl_schema_run *r, const fdl_schema_field *f, const json_
 
 #define CANDIDATE_F(engine)                                                                        \
   {                                                                                                \
-    {.key = "engine",                                                                              \
-     .type = FDL_SCHEMA_ENUM,                                                                      \
-     .vals = (const char *const[]){engine, NULL},                                                  \
-     .msg = "expected \"" engine "\" (the engines are [\"kiln\",\"vllm\"] in order)"},             \
+    FDL_KF_ONE("engine", 0, engine,                                                                \
+               "expected \"" engine "\" (the engines are [\"kiln\",\"vllm\"] in order)"),          \
         FDL_KF_TOKEN("token_id"), FDL_KF_STRING("text")                                            \
   }
 static const fdl_schema_field KILN_F[] = CANDIDATE_F("kiln"), VLLM_F[] = CANDIDATE_F("vllm");
@@ -247,19 +231,12 @@ static void candidates(fdl_schema_run *r, const fdl_schema_field *f, const json_
 }
 
 static const fdl_schema_field REQUEST_F[] = {
-    {.key = "id",
-     .type = FDL_SCHEMA_STR,
-     .pattern = &REQUEST_ID,
-     .msg = "expected a string matching [a-z0-9][a-z0-9._-]{2,127}"},
+    FDL_KF_PAT("id", 0, &REQUEST_ID, "expected a string matching [a-z0-9][a-z0-9._-]{2,127}"),
     FDL_KF_OBJ("source", &fdl_kiln_schema_source_pair),
     FDL_KF_OBJ("model_identity", &fdl_kiln_schema_model_identity),
     FDL_KF_OBJ("prompt", &PROMPT),
-    {.key = "continuation_prefix",
-     .type = FDL_SCHEMA_ARR,
-     .min = 1,
-     .max = FDL_KILN_MAX_PREFIX,
-     .items = &PREFIX_ITEM,
-     .msg = "expected %lld..%lld tokens"},
+    FDL_KF_ARR("continuation_prefix", 1, FDL_KILN_MAX_PREFIX, &PREFIX_ITEM,
+               "expected %lld..%lld tokens"),
     FDL_KF_TOKENS("input_token_ids", 1, FDL_KILN_MAX_INPUT),
     FDL_KF_RULE(NULL, input_ids),
     FDL_KF_SHA("input_token_ids_sha256"),

@@ -32,7 +32,7 @@ void fdl_schema_stop(fdl_schema_run *r, fdl_status s) {
   r->status = s;
 }
 
-const char *fdl_schema_type_name(const json_t *v) {
+static const char *type_name(const json_t *v) {
   switch (json_typeof(v)) {
   case JSON_OBJECT:
     return "an object";
@@ -60,10 +60,6 @@ static void join3(char *out, const char *a, const char *sep, const char *b) {
   for (int i = 0; i < 3; i++)
     for (const char *q = parts[i]; *q && n + 1 < FDL_SCHEMA_PATH_CAP; q++) out[n++] = *q;
   out[n] = '\0';
-}
-
-void fdl_schema_path(char *out, const char *path, const char *key) {
-  join3(out, path, path[0] ? "." : "", key);
 }
 
 /* ---- values ------------------------------------------------------------------------------ */
@@ -102,7 +98,7 @@ static bool typed(fdl_schema_run *r, const fdl_schema_field *f, const json_t *v,
   if (r->first)
     fail(r, f, a, "expected %s", want);
   else
-    fail(r, f, a, "is %s; expected %s%s", fdl_schema_type_name(v), want,
+    fail(r, f, a, "is %s; expected %s%s", type_name(v), want,
          (f->flags & FDL_SCHEMA_NUL) ? " or null" : "");
   return false;
 }
@@ -264,7 +260,7 @@ void fdl_schema_check(fdl_schema_run *r, const json_t *o, const char *path,
       continue;
     }
     char full[FDL_SCHEMA_PATH_CAP];
-    fdl_schema_path(full, path, f->key);
+    join3(full, path, path[0] ? "." : "", f->key);
     const json_t *v = json_object_get(o, f->key);
     if (v || r->first)
       check_value(r, f, v, (at){full, path});

@@ -98,6 +98,8 @@ struct fdl_schema_run {
   { (fields), FDL_SCHEMA_N(fields), false, (const char *const[]){__VA_ARGS__, NULL}, NULL }
 #define FDL_SCHEMA_OPEN(fields)                                                                    \
   { (fields), FDL_SCHEMA_N(fields), false, NULL, NULL }
+#define FDL_SCHEMA_KEYS(...)                                                                       \
+  { NULL, 0, false, (const char *const[]){__VA_ARGS__, NULL}, NULL }
 #define FDL_SF_STR(k, fl, pat)                                                                     \
   { .key = (k), .type = FDL_SCHEMA_STR, .flags = (fl), .pattern = (pat) }
 #define FDL_SF_INT(k, fl, lo)                                                                      \
@@ -135,9 +137,5 @@ void fdl_schema_check(fdl_schema_run *r, const json_t *o, const char *path,
 void fdl_schema_bad(fdl_schema_run *r, const char *path, const char *fmt, ...) FDL_PRINTF(3, 4);
 /* Stops the walk with status s (a rule's failure that is not a finding; s already reported). */
 void fdl_schema_stop(fdl_schema_run *r, fdl_status s);
-/* "an object", "a string", "an integer", "a float", "a boolean", "null". */
-const char *fdl_schema_type_name(const json_t *v);
-/* out = path + "." + key (just key at the root), cut to FDL_SCHEMA_PATH_CAP. */
-void fdl_schema_path(char *out, const char *path, const char *key);
 
 #endif
