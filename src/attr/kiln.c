@@ -149,17 +149,21 @@ static fdl_status check_request_ref(const fdl_kiln_ctx *c, const json_t *doc) {
 
 typedef struct {
   const char *schema;
-  fdl_status (*check)(const fdl_kiln_ctx *, const json_t *);
-  fdl_status (*refs)(const fdl_kiln_ctx *, const json_t *); /* the rules that need other files */
+  const fdl_schema_obj *table;                               /* the kind's rules as a table, or */
+  fdl_status (*check)(const fdl_kiln_ctx *, const json_t *); /* as C */
+  fdl_status (*refs)(const fdl_kiln_ctx *, const json_t *);  /* the rules that need other files */
 } kind;
 
 static const kind KINDS[] = {
-    {"kiln.rocm-hf-next-token-oracle.v1", fdl_kiln_check_oracle_v1, fdl_kiln_refs_oracle},
-    {"kiln.rocm-hf-path-attribution-result.v1", fdl_kiln_check_path_v1, fdl_kiln_refs_path_v1},
-    {"kiln.rocm-hf-layer-attribution-result.v1", fdl_kiln_check_layer_v1, fdl_kiln_refs_layer},
-    {FDL_KILN_PATH_V2_SCHEMA, fdl_kiln_check_path_v2, fdl_kiln_refs_path_v2},
-    {"kiln.rocm-hf-layer-attribution-result.v2", fdl_kiln_check_layer_v2, fdl_kiln_refs_layer},
-    {"kiln.rocm-hf-next-token-oracle.v2", fdl_kiln_check_oracle_v2, fdl_kiln_refs_oracle},
+    {"kiln.rocm-hf-next-token-oracle.v1", NULL, fdl_kiln_check_oracle_v1, fdl_kiln_refs_oracle},
+    {"kiln.rocm-hf-path-attribution-result.v1", &fdl_kiln_schema_path_v1, NULL,
+     fdl_kiln_refs_path_v1},
+    {"kiln.rocm-hf-layer-attribution-result.v1", &fdl_kiln_schema_layer_v1, NULL,
+     fdl_kiln_refs_layer},
+    {FDL_KILN_PATH_V2_SCHEMA, &fdl_kiln_schema_path_v2, NULL, fdl_kiln_refs_path_v2},
+    {"kiln.rocm-hf-layer-attribution-result.v2", &fdl_kiln_schema_layer_v2, NULL,
+     fdl_kiln_refs_layer},
+    {"kiln.rocm-hf-next-token-oracle.v2", &fdl_kiln_schema_oracle_v2, NULL, fdl_kiln_refs_oracle},
 };
 
 fdl_status fdl_kiln_check_doc_ctx(const fdl_kiln_ctx *c, const json_t *doc, fdl_kiln_checked *res) {
@@ -202,7 +206,8 @@ fdl_status fdl_kiln_check_doc_ctx(const fdl_kiln_ctx *c, const json_t *doc, fdl_
     if (s == FDL_OK)
       s = fdl_kiln_walk(c, json_object_get(doc, "model_identity"), "$.model_identity",
                         &fdl_kiln_schema_model_identity);
-    if (s == FDL_OK) s = KINDS[i].check(c, doc);
+    if (s == FDL_OK)
+      s = KINDS[i].table ? fdl_kiln_walk(c, doc, "$", KINDS[i].table) : KINDS[i].check(c, doc);
     if (s == FDL_OK && c->refs) {
       s = KINDS[i].refs(c, doc);
       res->refs_checked = s == FDL_OK;

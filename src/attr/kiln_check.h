@@ -57,6 +57,11 @@ extern const fdl_schema_pattern fdl_kiln_sha_pattern, fdl_kiln_hex40_pattern,
 #define FDL_KF(k, t, fl, lo, hi, m) FDL_KF_P(k, t, fl, NULL, NULL, lo, hi, NULL, m)
 #define FDL_KF_PAT(k, fl, pat, m) FDL_KF_P(k, FDL_SCHEMA_STR, fl, pat, NULL, 0, 0, NULL, m)
 #define FDL_KF_ARR(k, lo, hi, it, m) FDL_KF_P(k, FDL_SCHEMA_ARR, 0, NULL, NULL, lo, hi, it, m)
+/* Exactly the kiln and the vllm candidate, in order, as tables kiln and vllm. */
+#define FDL_KF_CANDIDATES(k, kiln, vllm)                                                           \
+  FDL_KF_P(k, FDL_SCHEMA_ARR, FDL_SCHEMA_TUPLE, NULL, NULL, 2, 2,                                  \
+           ((const fdl_schema_field[]){FDL_KF_OBJ(NULL, kiln), FDL_KF_OBJ(NULL, vllm)}),           \
+           "expected exactly 2 candidates")
 #define FDL_KF_ONE(k, fl, s, m)                                                                    \
   FDL_KF_P(k, FDL_SCHEMA_ENUM, fl, NULL, ((const char *const[]){s, NULL}), 0, 0, NULL, m)
 #define FDL_KF_CONST(k, s) FDL_KF_ONE(k, 0, s, "expected \"" s "\"")
@@ -136,7 +141,9 @@ extern const fdl_schema_obj fdl_kiln_schema_hf_layer;
 void fdl_kiln_same_python(fdl_schema_run *r, const fdl_schema_field *f, const json_t *doc,
                           const char *path);
 fdl_status fdl_kiln_check_oracle_v1(const fdl_kiln_ctx *c, const json_t *doc);
-fdl_status fdl_kiln_check_oracle_v2(const fdl_kiln_ctx *c, const json_t *doc);
+/* The result kinds checked by a table alone (kiln_oracle.c, kiln_path.c, kiln_layer.c). */
+extern const fdl_schema_obj fdl_kiln_schema_oracle_v2, fdl_kiln_schema_path_v1,
+    fdl_kiln_schema_path_v2, fdl_kiln_schema_layer_v1, fdl_kiln_schema_layer_v2;
 /* kiln_path.c */
 /* 4 token ids starting with the continuation prefix (a rule). */
 void fdl_kiln_observed(fdl_schema_run *r, const fdl_schema_field *f, const json_t *obs,
@@ -144,11 +151,7 @@ void fdl_kiln_observed(fdl_schema_run *r, const fdl_schema_field *f, const json_
 fdl_status fdl_kiln_check_comparison(const fdl_kiln_ctx *c, const char *path, const json_t *cmp,
                                      json_int_t hf_argmax);
 extern const fdl_schema_obj fdl_kiln_schema_graph;
-fdl_status fdl_kiln_check_path_v1(const fdl_kiln_ctx *c, const json_t *doc);
-fdl_status fdl_kiln_check_path_v2(const fdl_kiln_ctx *c, const json_t *doc);
 /* kiln_layer.c */
-fdl_status fdl_kiln_check_layer_v1(const fdl_kiln_ctx *c, const json_t *doc);
-fdl_status fdl_kiln_check_layer_v2(const fdl_kiln_ctx *c, const json_t *doc);
 /* kiln_refs.c: the rules that need another file under the root (§5's source receipts, §14.1-§14.3's
  * request and oracle bindings), by kind; each is called only with c->refs set. */
 /* Reads the file a record names at field jpath (rel, a JSON string) under c->refs->root, as

@@ -127,11 +127,7 @@ static const fdl_schema_field WORKER_V1_F[] = {
     FDL_KF_CONST("schema", "kiln.rocm-hf-layer-attribution.v1"), FDL_KF_RULE(NULL, worker_v1)};
 static const fdl_schema_obj WORKER_V1 = FDL_SCHEMA_OPEN(WORKER_V1_F);
 static const fdl_schema_field LAYER_V1_F[] = {FDL_KF_OBJ("worker", &WORKER_V1)};
-static const fdl_schema_obj LAYER_V1 = FDL_SCHEMA_OPEN(LAYER_V1_F);
-
-fdl_status fdl_kiln_check_layer_v1(const fdl_kiln_ctx *c, const json_t *doc) {
-  return fdl_kiln_walk(c, doc, "$", &LAYER_V1);
-}
+const fdl_schema_obj fdl_kiln_schema_layer_v1 = FDL_SCHEMA_OPEN(LAYER_V1_F);
 
 static void worker_v2(fdl_schema_run *r, const fdl_schema_field *f, const json_t *w,
                       const char *path) {
@@ -202,11 +198,7 @@ static const fdl_schema_field LAYER_V2_F[] = {FDL_KF_OBJ(NULL, &fdl_kiln_schema_
                                               FDL_KF_OBJ("worker", &WORKER_V2),
                                               FDL_KF_OBJ("reference", &REFERENCE),
                                               FDL_KF_RULE(NULL, bindings)};
-static const fdl_schema_obj LAYER_V2 =
+const fdl_schema_obj fdl_kiln_schema_layer_v2 =
     FDL_SCHEMA_CLOSED(LAYER_V2_F, "schema", "result_sha256", "created_at_utc", "duration_seconds",
                       "source", "binary", "implementation", "request", "model_identity",
                       "model_fingerprint", "reference", "containment", "worker");
-
-fdl_status fdl_kiln_check_layer_v2(const fdl_kiln_ctx *c, const json_t *doc) {
-  return fdl_kiln_walk(c, doc, "$", &LAYER_V2);
-}

@@ -77,20 +77,14 @@ static const fdl_schema_obj CANDIDATES[2] = {
     FDL_SCHEMA_CLOSED(KILN_F, "engine", "logit", "rank", "text", "token_id"),
     FDL_SCHEMA_CLOSED(VLLM_F, "engine", "logit", "rank", "text", "token_id")};
 
-static void candidates(fdl_schema_run *r, const fdl_schema_field *f, const json_t *ct,
-                       const char *path) {
+static void distinct(fdl_schema_run *r, const fdl_schema_field *f, const json_t *ev,
+                     const char *path) {
   (void)f;
-  if (!json_is_array(ct) || json_array_size(ct) != 2) {
-    fdl_schema_bad(r, path, "expected exactly 2 candidates");
-    return;
-  }
+  const json_t *ct = json_object_get(ev, "candidate_tokens");
   char p[FDL_SCHEMA_PATH_CAP];
-  for (size_t i = 0; i < 2; i++) {
-    snprintf(p, sizeof p, "%s[%zu]", path, i);
-    fdl_schema_check(r, json_array_get(ct, i), p, &CANDIDATES[i]);
-  }
-  if (!r->stop && json_equal(json_object_get(json_array_get(ct, 0), "token_id"),
-                             json_object_get(json_array_get(ct, 1), "token_id")))
+  snprintf(p, sizeof p, "%s.candidate_tokens[1]", path);
+  if (json_equal(json_object_get(json_array_get(ct, 0), "token_id"),
+                 json_object_get(json_array_get(ct, 1), "token_id")))
     fdl_schema_bad(r, p, "expected two distinct token ids");
 }
 
@@ -138,7 +132,8 @@ static void boundary_names(fdl_schema_run *r, const fdl_schema_field *f, const j
   FDL_KF_NONEMPTY("device"), FDL_KF_NONEMPTY("request_id"), FDL_KF_NONEMPTY("torch_hip_version"),  \
       FDL_KF_NONEMPTY("argmax_text"), FDL_KF_POSITIVE("duration_seconds"), FDL_KF_TOKEN("argmax"), \
       FDL_KF_RULE("top_tokens", top_tokens), FDL_KF_RULE(NULL, argmax_margin),                     \
-      FDL_KF_RULE("candidate_tokens", candidates)
+      FDL_KF_CANDIDATES("candidate_tokens", &CANDIDATES[0], &CANDIDATES[1]),                       \
+      FDL_KF_RULE(NULL, distinct)
 #define HF_KEYS                                                                                    \
   "argmax", "argmax_text", "attention_implementation", "candidate_tokens", "configuration_sha256", \
       "deterministic_algorithms", "device", "dtype", "duration_seconds", "input_token_count",      \
@@ -285,11 +280,7 @@ static const fdl_schema_field ORACLE_V2_F[] = {
     FDL_KF_RULE(NULL, artifact_bytes),
     FDL_KF_OBJ("verdict", &VERDICT),
     FDL_KF_RULE(NULL, verdict)};
-static const fdl_schema_obj ORACLE_V2 =
+const fdl_schema_obj fdl_kiln_schema_oracle_v2 =
     FDL_SCHEMA_CLOSED(ORACLE_V2_F, "schema", "result_sha256", "created_at_utc", "duration_seconds",
                       "source", "implementation", "request", "model_identity", "model_fingerprint",
                       "containment", "oracle", "reference_artifact", "verdict");
-
-fdl_status fdl_kiln_check_oracle_v2(const fdl_kiln_ctx *c, const json_t *doc) {
-  return fdl_kiln_walk(c, doc, "$", &ORACLE_V2);
-}

@@ -190,11 +190,7 @@ static const fdl_schema_field WORKER_V1_F[] = {
     FDL_KF_NONEMPTY("request_id")};
 static const fdl_schema_obj WORKER_V1 = FDL_SCHEMA_OPEN(WORKER_V1_F);
 static const fdl_schema_field PATH_V1_F[] = {FDL_KF_OBJ("worker", &WORKER_V1)};
-static const fdl_schema_obj PATH_V1 = FDL_SCHEMA_OPEN(PATH_V1_F);
-
-fdl_status fdl_kiln_check_path_v1(const fdl_kiln_ctx *c, const json_t *doc) {
-  return fdl_kiln_walk(c, doc, "$", &PATH_V1);
-}
+const fdl_schema_obj fdl_kiln_schema_path_v1 = FDL_SCHEMA_OPEN(PATH_V1_F);
 
 static const fdl_schema_field IMPLEMENTATION_F[] = {FDL_KF_SHA("guarded_exec_sha256"),
                                                     FDL_KF_SHA("process_runner_sha256"),
@@ -230,11 +226,7 @@ static const fdl_schema_field PATH_V2_F[] = {
     FDL_KF_OBJ("oracle_reference", &ORACLE_REF),
     FDL_KF_OBJ("containment", &fdl_kiln_schema_arm_process),
     FDL_KF_OBJ("worker", &WORKER_V2)};
-static const fdl_schema_obj PATH_V2 =
+const fdl_schema_obj fdl_kiln_schema_path_v2 =
     FDL_SCHEMA_CLOSED(PATH_V2_F, "schema", "result_sha256", "created_at_utc", "duration_seconds",
                       "source", "binary", "implementation", "request", "model_identity",
                       "model_fingerprint", "oracle_reference", "containment", "worker");
-
-fdl_status fdl_kiln_check_path_v2(const fdl_kiln_ctx *c, const json_t *doc) {
-  return fdl_kiln_walk(c, doc, "$", &PATH_V2);
-}

@@ -211,21 +211,13 @@ static const fdl_schema_obj CANDIDATES[2] = {
     FDL_SCHEMA_CLOSED(KILN_F, "engine", "token_id", "text"),
     FDL_SCHEMA_CLOSED(VLLM_F, "engine", "token_id", "text")};
 
-/* Exactly the kiln and the vllm candidate, in order, with different tokens. */
-static void candidates(fdl_schema_run *r, const fdl_schema_field *f, const json_t *cands,
-                       const char *path) {
-  (void)f;
-  if (!json_is_array(cands) || json_array_size(cands) != 2) {
-    fdl_schema_bad(r, path, "expected exactly 2 candidates");
-    return;
-  }
-  for (size_t i = 0; i < 2; i++) {
-    char p[FDL_SCHEMA_PATH_CAP];
-    snprintf(p, sizeof p, "%s[%zu]", path, i);
-    fdl_schema_check(r, json_array_get(cands, i), p, &CANDIDATES[i]);
-  }
-  if (!r->stop && json_integer_value(json_object_get(json_array_get(cands, 0), "token_id")) ==
-                      json_integer_value(json_object_get(json_array_get(cands, 1), "token_id")))
+/* The two candidates' tokens differ. */
+static void distinct(fdl_schema_run *r, const fdl_schema_field *f, const json_t *q,
+                     const char *path) {
+  (void)f, (void)path;
+  const json_t *cands = json_object_get(q, "candidates");
+  if (json_integer_value(json_object_get(json_array_get(cands, 0), "token_id")) ==
+      json_integer_value(json_object_get(json_array_get(cands, 1), "token_id")))
     fdl_schema_bad(r, "$.candidates[1].token_id",
                    "expected a token id different from the kiln candidate's");
 }
@@ -241,7 +233,8 @@ static const fdl_schema_field REQUEST_F[] = {
     FDL_KF_RULE(NULL, input_ids),
     FDL_KF_SHA("input_token_ids_sha256"),
     FDL_KF_RULE(NULL, input_hash),
-    FDL_KF_RULE("candidates", candidates)};
+    FDL_KF_CANDIDATES("candidates", &CANDIDATES[0], &CANDIDATES[1]),
+    FDL_KF_RULE(NULL, distinct)};
 static const fdl_schema_obj REQUEST = FDL_SCHEMA_CLOSED(
     REQUEST_F, "schema", "id", "source", "model_identity", "prompt", "continuation_prefix",
     "input_token_ids", "input_token_ids_sha256", "candidates");

@@ -143,7 +143,10 @@ static void check_each(fdl_schema_run *r, const fdl_schema_field *f, const json_
     char idx[32], ip[FDL_SCHEMA_PATH_CAP];
     snprintf(idx, sizeof idx, "[%zu]", i);
     join3(ip, a.path, "", idx);
-    check_value(r, f->items, json_array_get(v, i), (at){ip, a.path});
+    if (!(f->flags & FDL_SCHEMA_TUPLE))
+      check_value(r, f->items, json_array_get(v, i), (at){ip, a.path});
+    else if (i < (size_t)f->max)
+      check_value(r, &f->items[i], json_array_get(v, i), (at){ip, a.path});
   }
 }
 

@@ -41,13 +41,14 @@ typedef enum {
 } fdl_schema_type;
 
 enum {
-  FDL_SCHEMA_REQ = 1u,    /* findings: a missing key is a finding */
-  FDL_SCHEMA_NUL = 2u,    /* null is allowed */
-  FDL_SCHEMA_MIN1 = 4u,   /* a non-empty string */
-  FDL_SCHEMA_MIN = 8u,    /* NUM: >= min */
-  FDL_SCHEMA_XMIN = 16u,  /* NUM: > min */
-  FDL_SCHEMA_MAX = 32u,   /* INT, NUM: <= max */
-  FDL_SCHEMA_KEYMSG = 64u /* first: reported at the object's path as "key: msg" */
+  FDL_SCHEMA_REQ = 1u,     /* findings: a missing key is a finding */
+  FDL_SCHEMA_NUL = 2u,     /* null is allowed */
+  FDL_SCHEMA_MIN1 = 4u,    /* a non-empty string */
+  FDL_SCHEMA_MIN = 8u,     /* NUM: >= min */
+  FDL_SCHEMA_XMIN = 16u,   /* NUM: > min */
+  FDL_SCHEMA_MAX = 32u,    /* INT, NUM: <= max */
+  FDL_SCHEMA_KEYMSG = 64u, /* first: reported at the object's path as "key: msg" */
+  FDL_SCHEMA_TUPLE = 128u  /* ARR: item i checked by items[i] (prefixItems), max items */
 };
 
 /* A string pattern: a predicate and the words a finding says it wanted. */
