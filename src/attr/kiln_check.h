@@ -52,18 +52,16 @@ extern const fdl_schema_pattern fdl_kiln_sha_pattern, fdl_kiln_hex40_pattern,
     fdl_kiln_repo_rel_pattern, fdl_kiln_norm_rel_pattern;
 /* Kiln's fields, each with the words its violation says (positional: key, type, flags, pattern,
  * vals, min, max, items, msg). */
-#define FDL_KF_P(k, t, fl, pat, v, lo, hi, it, m)                                                  \
-  { k, t, fl, pat, v, lo, hi, it, NULL, NULL, m }
-#define FDL_KF(k, t, fl, lo, hi, m) FDL_KF_P(k, t, fl, NULL, NULL, lo, hi, NULL, m)
-#define FDL_KF_PAT(k, fl, pat, m) FDL_KF_P(k, FDL_SCHEMA_STR, fl, pat, NULL, 0, 0, NULL, m)
-#define FDL_KF_ARR(k, lo, hi, it, m) FDL_KF_P(k, FDL_SCHEMA_ARR, 0, NULL, NULL, lo, hi, it, m)
+#define FDL_KF(k, t, fl, lo, hi, m) FDL_SF_P(k, t, fl, NULL, NULL, lo, hi, NULL, m)
+#define FDL_KF_PAT(k, fl, pat, m) FDL_SF_P(k, FDL_SCHEMA_STR, fl, pat, NULL, 0, 0, NULL, m)
+#define FDL_KF_ARR(k, lo, hi, it, m) FDL_SF_P(k, FDL_SCHEMA_ARR, 0, NULL, NULL, lo, hi, it, m)
 /* Exactly the kiln and the vllm candidate, in order, as tables kiln and vllm. */
 #define FDL_KF_CANDIDATES(k, kiln, vllm)                                                           \
-  FDL_KF_P(k, FDL_SCHEMA_ARR, FDL_SCHEMA_TUPLE, NULL, NULL, 2, 2,                                  \
+  FDL_SF_P(k, FDL_SCHEMA_ARR, FDL_SCHEMA_TUPLE, NULL, NULL, 2, 2,                                  \
            ((const fdl_schema_field[]){FDL_KF_OBJ(NULL, kiln), FDL_KF_OBJ(NULL, vllm)}),           \
            "expected exactly 2 candidates")
 #define FDL_KF_ONE(k, fl, s, m)                                                                    \
-  FDL_KF_P(k, FDL_SCHEMA_ENUM, fl, NULL, ((const char *const[]){s, NULL}), 0, 0, NULL, m)
+  FDL_SF_P(k, FDL_SCHEMA_ENUM, fl, NULL, ((const char *const[]){s, NULL}), 0, 0, NULL, m)
 #define FDL_KF_CONST(k, s) FDL_KF_ONE(k, 0, s, "expected \"" s "\"")
 #define FDL_KF_SHA(k)                                                                              \
   FDL_KF_PAT(k, 0, &fdl_kiln_sha_pattern, "expected \"sha256:\" and 64 lowercase hex digits")
@@ -94,14 +92,12 @@ extern const fdl_schema_pattern fdl_kiln_sha_pattern, fdl_kiln_hex40_pattern,
 #define FDL_KF_TOKEN_ID                                                                            \
   FDL_KF("token_id", FDL_SCHEMA_INT, FDL_SCHEMA_KEYMSG | FDL_SCHEMA_MAX, 0,                        \
          FDL_KILN_VOCAB_SIZE - 1, "expected a token id")
-#define FDL_KF_OBJ(k, t)                                                                           \
-  { .key = (k), .type = FDL_SCHEMA_OBJ, .obj = (t) }
+#define FDL_KF_OBJ(k, t) FDL_SF_OBJ(k, 0, t)
 /* A rule at its place in the order: over the field k's value, or over the object (k NULL). */
-#define FDL_KF_RULE(k, fn)                                                                         \
-  { .key = (k), .type = FDL_SCHEMA_RULE, .rule = (fn) }
+#define FDL_KF_RULE(k, fn) FDL_SF_RULE(k, 0, fn)
 /* An array of lo..hi token ids (kiln.c words its violations). */
 #define FDL_KF_TOKENS(k, lo, hi)                                                                   \
-  { .key = (k), .type = FDL_SCHEMA_RULE, .min = (lo), .max = (hi), .rule = fdl_kiln_tokens_rule }
+  FDL_SF_FULL(k, FDL_SCHEMA_RULE, 0, NULL, NULL, lo, hi, NULL, NULL, fdl_kiln_tokens_rule, NULL)
 void fdl_kiln_tokens_rule(fdl_schema_run *r, const fdl_schema_field *f, const json_t *v,
                           const char *path);
 /* The tables more than one kind uses (kiln_prov.c, kiln_request.c). */

@@ -101,34 +101,26 @@ struct fdl_schema_run {
   { (fields), FDL_SCHEMA_N(fields), false, NULL, NULL }
 #define FDL_SCHEMA_KEYS(...)                                                                       \
   { NULL, 0, false, (const char *const[]){__VA_ARGS__, NULL}, NULL }
-#define FDL_SF_STR(k, fl, pat)                                                                     \
-  { .key = (k), .type = FDL_SCHEMA_STR, .flags = (fl), .pattern = (pat) }
-#define FDL_SF_INT(k, fl, lo)                                                                      \
-  { .key = (k), .type = FDL_SCHEMA_INT, .flags = (fl), .min = (lo) }
-#define FDL_SF_NUM(k, fl)                                                                          \
-  { .key = (k), .type = FDL_SCHEMA_NUM, .flags = (fl) }
-#define FDL_SF_BOOL(k, fl)                                                                         \
-  { .key = (k), .type = FDL_SCHEMA_BOOL, .flags = (fl) }
-#define FDL_SF_NULL(k)                                                                             \
-  { .key = (k), .type = FDL_SCHEMA_NULL }
-#define FDL_SF_ENUM(k, fl, v)                                                                      \
-  { .key = (k), .type = FDL_SCHEMA_ENUM, .flags = (fl), .vals = (v) }
-#define FDL_SF_CONST(k, fl, s)                                                                     \
-  {                                                                                                \
-    .key = (k), .type = FDL_SCHEMA_ENUM, .flags = (fl), .vals = (const char *const[]) {            \
-      (s), NULL                                                                                    \
-    }                                                                                              \
-  }
+/* A field, positional: key, type, flags, pattern, vals, min, max, items, obj, rule, msg. */
+#define FDL_SF_FULL(k, t, fl, pat, v, lo, hi, it, o, fn, m)                                        \
+  { k, t, fl, pat, v, lo, hi, it, o, fn, m }
+#define FDL_SF_P(k, t, fl, pat, v, lo, hi, it, m)                                                  \
+  FDL_SF_FULL(k, t, fl, pat, v, lo, hi, it, NULL, NULL, m)
+#define FDL_SF_STR(k, fl, pat) FDL_SF_P(k, FDL_SCHEMA_STR, fl, pat, NULL, 0, 0, NULL, NULL)
+#define FDL_SF_INT(k, fl, lo) FDL_SF_P(k, FDL_SCHEMA_INT, fl, NULL, NULL, lo, 0, NULL, NULL)
+#define FDL_SF_NUM(k, fl) FDL_SF_P(k, FDL_SCHEMA_NUM, fl, NULL, NULL, 0, 0, NULL, NULL)
+#define FDL_SF_BOOL(k, fl) FDL_SF_P(k, FDL_SCHEMA_BOOL, fl, NULL, NULL, 0, 0, NULL, NULL)
+#define FDL_SF_NULL(k) FDL_SF_P(k, FDL_SCHEMA_NULL, 0, NULL, NULL, 0, 0, NULL, NULL)
+#define FDL_SF_ENUM(k, fl, v) FDL_SF_P(k, FDL_SCHEMA_ENUM, fl, NULL, v, 0, 0, NULL, NULL)
+#define FDL_SF_CONST(k, fl, s) FDL_SF_ENUM(k, fl, ((const char *const[]){s, NULL}))
 #define FDL_SF_IS(k, b)                                                                            \
-  { .key = (k), .type = (b) ? FDL_SCHEMA_TRUE : FDL_SCHEMA_FALSE }
+  FDL_SF_P(k, (b) ? FDL_SCHEMA_TRUE : FDL_SCHEMA_FALSE, 0, NULL, NULL, 0, 0, NULL, NULL)
 #define FDL_SF_OBJ(k, fl, t)                                                                       \
-  { .key = (k), .type = FDL_SCHEMA_OBJ, .flags = (fl), .obj = (t) }
-#define FDL_SF_ARR(k, fl, lo, hi, it)                                                              \
-  { .key = (k), .type = FDL_SCHEMA_ARR, .flags = (fl), .min = (lo), .max = (hi), .items = (it) }
-#define FDL_SF_EACH(k, it)                                                                         \
-  { .key = (k), .type = FDL_SCHEMA_EACH, .items = (it) }
+  FDL_SF_FULL(k, FDL_SCHEMA_OBJ, fl, NULL, NULL, 0, 0, NULL, t, NULL, NULL)
+#define FDL_SF_ARR(k, fl, lo, hi, it) FDL_SF_P(k, FDL_SCHEMA_ARR, fl, NULL, NULL, lo, hi, it, NULL)
+#define FDL_SF_EACH(k, it) FDL_SF_P(k, FDL_SCHEMA_EACH, 0, NULL, NULL, 0, 0, it, NULL)
 #define FDL_SF_RULE(k, fl, fn)                                                                     \
-  { .key = (k), .type = FDL_SCHEMA_RULE, .flags = (fl), .rule = (fn) }
+  FDL_SF_FULL(k, FDL_SCHEMA_RULE, fl, NULL, NULL, 0, 0, NULL, NULL, fn, NULL)
 
 /* The fields of object o (at path, "" for the root) against t: closed keys, then each field in
  * table order, then t->after. */
