@@ -20,6 +20,12 @@ extern "C" {
 
 #define FDL_KILN_REQUEST_SCHEMA "kiln.hf-next-token-request.v1"
 #define FDL_KILN_VOCAB_SIZE 248320u
+/* The attribution state of §12-§14: 166 input ids (the prompt, then the continuation prefix
+ * 1206, 5517, 264 every worker path starts with), a model of hidden size 2560. */
+#define FDL_KILN_INPUT_TOKENS 166
+#define FDL_KILN_CONTINUATION                                                                      \
+  { 1206, 5517, 264 }
+#define FDL_KILN_HIDDEN_SIZE 2560
 #define FDL_KILN_MAX_INPUT 4096u /* prompt and input token ids, each at most */
 #define FDL_KILN_MAX_PREFIX 64u  /* continuation prefix entries */
 #define FDL_KILN_REQUEST_MAX_BYTES (256u * 1024u)

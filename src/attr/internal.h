@@ -31,7 +31,7 @@ typedef struct {
 } fdl_kiln_v2_path;
 extern const fdl_kiln_v2_path fdl_kiln_v2_paths[4];
 
-/* A token id (§1): a JSON integer, not a bool, in 0..248319. */
+/* A token id (§1): a JSON integer, not a bool, below FDL_KILN_VOCAB_SIZE. */
 bool fdl_kiln_token_ok(const json_t *v);
 /* A POSIX path of n bytes that is relative, has no ".." and is already normalised (no "./",
  * "//", trailing "/"). */

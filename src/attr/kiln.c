@@ -38,43 +38,46 @@ fdl_status fdl_kiln_bad(const fdl_kiln_ctx *c, const char *path, const char *fmt
   return fdl_fail(c->err, FDL_INVALID, "%s: %s: %s", c->name, path, msg);
 }
 
-/* The key set of obj is exactly keys[0..n). */
-fdl_status fdl_kiln_closed(const fdl_kiln_ctx *c, const char *path, const json_t *obj,
-                           const char *const *keys, size_t n) {
-  if (!json_is_object(obj)) return fdl_kiln_bad(c, path, "expected an object");
-  for (size_t i = 0; i < n; i++)
-    if (!json_object_get(obj, keys[i])) return fdl_kiln_bad(c, path, "missing key \"%s\"", keys[i]);
-  if (json_object_size(obj) != n) {
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)obj, k, v) {
-      bool known = false;
-      for (size_t i = 0; i < n && !known; i++) known = strcmp(k, keys[i]) == 0;
-      if (!known) return fdl_kiln_bad(c, path, "unexpected key \"%s\" (the object is closed)", k);
-    }
-  }
-  return FDL_OK;
+static void kiln_sink(void *user, const char *path, const char *msg) {
+  fdl_kiln_bad(user, path, "%s", msg);
 }
 
-fdl_status fdl_kiln_want_sha(const fdl_kiln_ctx *c, const char *path, const json_t *v) {
-  return fdl_kiln_is_sha(v)
-             ? FDL_OK
-             : fdl_kiln_bad(c, path, "expected \"sha256:\" and 64 lowercase hex digits");
+fdl_status fdl_kiln_walk(const fdl_kiln_ctx *c, const json_t *o, const char *path,
+                         const fdl_schema_obj *t) {
+  fdl_schema_run r = {kiln_sink, (void *)c, true, false, FDL_OK};
+  fdl_schema_check(&r, o, path, t);
+  return r.status;
 }
+
+static bool sha_ok(const char *s, size_t n) {
+  size_t p = sizeof FDL_SEAL_KILN_PREFIX - 1;
+  return n == p + 64 && memcmp(s, FDL_SEAL_KILN_PREFIX, p) == 0 && fdl_hex_lower(s + p, 64);
+}
+static bool hex40_ok(const char *s, size_t n) {
+  return n == 40 && fdl_hex_lower(s, 40);
+}
+/* §14: Kiln's _path_from_repository: nonempty, no NUL, not absolute, no ".." component. */
+static bool repo_rel_ok(const char *s, size_t n) {
+  return n && strlen(s) == n && s[0] != '/' && !fdl_kiln_has_dotdot(s);
+}
+const fdl_schema_pattern fdl_kiln_sha_pattern = {sha_ok, NULL},
+                         fdl_kiln_hex40_pattern = {hex40_ok, NULL},
+                         fdl_kiln_repo_rel_pattern = {repo_rel_ok, NULL},
+                         fdl_kiln_norm_rel_pattern = {fdl_kiln_rel_path_ok, NULL};
 
 bool fdl_kiln_token_ok(const json_t *v) {
   return fdl_kiln_is_int(v) && json_integer_value(v) >= 0 &&
          json_integer_value(v) < (json_int_t)FDL_KILN_VOCAB_SIZE;
 }
 
-fdl_status fdl_kiln_want_token(const fdl_kiln_ctx *c, const char *path, const json_t *v) {
-  return fdl_kiln_token_ok(v)
-             ? FDL_OK
-             : fdl_kiln_bad(c, path, "expected a token id, an integer in 0..248319");
+static fdl_status want_token(const fdl_kiln_ctx *c, const char *path, const json_t *v) {
+  return fdl_kiln_token_ok(v) ? FDL_OK
+                              : fdl_kiln_bad(c, path, "expected a token id, an integer in 0..%u",
+                                             FDL_KILN_VOCAB_SIZE - 1);
 }
 
-fdl_status fdl_kiln_want_tokens(const fdl_kiln_ctx *c, const char *path, const json_t *v, size_t lo,
-                                size_t hi) {
+static fdl_status want_tokens(const fdl_kiln_ctx *c, const char *path, const json_t *v, size_t lo,
+                              size_t hi) {
   if (!json_is_array(v)) return fdl_kiln_bad(c, path, "expected an array of token ids");
   size_t n = json_array_size(v);
   if (n < lo || n > hi)
@@ -83,9 +86,14 @@ fdl_status fdl_kiln_want_tokens(const fdl_kiln_ctx *c, const char *path, const j
     if (!fdl_kiln_token_ok(json_array_get(v, i))) {
       char p[96];
       snprintf(p, sizeof p, "%s[%zu]", path, i);
-      return fdl_kiln_want_token(c, p, json_array_get(v, i));
+      return want_token(c, p, json_array_get(v, i));
     }
   return FDL_OK;
+}
+
+void fdl_kiln_tokens_rule(fdl_schema_run *r, const fdl_schema_field *f, const json_t *v,
+                          const char *path) {
+  fdl_kiln_rule(r, want_tokens(r->user, path, v, (size_t)f->min, (size_t)f->max));
 }
 
 bool fdl_kiln_rel_path_ok(const char *s, size_t n) {
@@ -110,63 +118,16 @@ bool fdl_kiln_has_dotdot(const char *s) {
   return false;
 }
 
-fdl_status fdl_kiln_want_positive(const fdl_kiln_ctx *c, const char *path, const json_t *v) {
-  return fdl_kiln_finite_num(v) && fdl_kiln_num(v) > 0
-             ? FDL_OK
-             : fdl_kiln_bad(c, path, "expected a finite number > 0");
-}
-
-fdl_status fdl_kiln_want_rel_path(const fdl_kiln_ctx *c, const char *path, const json_t *v) {
-  /* §14: Kiln's _path_from_repository: nonempty, no NUL, not absolute, no ".." component. */
-  const char *t = json_string_value(v);
-  if (t && json_string_length(v) && strlen(t) == json_string_length(v) && t[0] != '/' &&
-      !fdl_kiln_has_dotdot(t))
-    return FDL_OK;
-  return fdl_kiln_bad(c, path,
-                      "expected a nonempty repo-relative path, not absolute, without \"..\"");
-}
-
-/* An object of exactly the given keys, each a canonical digest. */
-fdl_status fdl_kiln_digests(const fdl_kiln_ctx *c, const char *path, const json_t *o,
-                            const char *const *keys, size_t n) {
-  fdl_status s = fdl_kiln_closed(c, path, o, keys, n);
-  char p[128];
-  for (size_t i = 0; i < n && s == FDL_OK; i++) {
-    snprintf(p, sizeof p, "%s.%s", path, keys[i]);
-    s = fdl_kiln_want_sha(c, p, json_object_get(o, keys[i]));
-  }
-  return s;
-}
-
-/* A string member equal to want; names path.key. */
-fdl_status fdl_kiln_want_const_str(const fdl_kiln_ctx *c, const char *path, const json_t *o,
-                                   const char *key, const char *want) {
-  if (fdl_kiln_str_eq(json_object_get(o, key), want)) return FDL_OK;
-  char p[128];
-  snprintf(p, sizeof p, "%s.%s", path, key);
-  return fdl_kiln_bad(c, p, "expected \"%s\"", want);
-}
-
-/* An integer member in lo..hi. */
-fdl_status fdl_kiln_want_int_in(const fdl_kiln_ctx *c, const char *path, const json_t *o,
-                                const char *key, json_int_t lo, json_int_t hi) {
-  const json_t *v = json_object_get(o, key);
-  if (fdl_kiln_is_int(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi)
-    return FDL_OK;
-  char p[128];
-  snprintf(p, sizeof p, "%s.%s", path, key);
-  if (lo == hi) return fdl_kiln_bad(c, p, "expected %lld", (long long)lo);
-  if (hi == INT64_MAX) return fdl_kiln_bad(c, p, "expected an integer >= %lld", (long long)lo);
-  return fdl_kiln_bad(c, p, "expected an integer in %lld..%lld", (long long)lo, (long long)hi);
-}
-
 /* The self-hash rule (§2) under key `key` ("result_sha256", or fidelis' "record_sha256"). */
 static fdl_status self_hash(const fdl_kiln_ctx *c, const json_t *doc, const char *key,
                             fdl_kiln_checked *res) {
+  static const fdl_schema_field seal_f[] = {FDL_KF_SHA("result_sha256"),
+                                            FDL_KF_SHA("record_sha256")};
+  const fdl_schema_obj seal = {&seal_f[strcmp(key, "result_sha256") != 0], 1, false, NULL, NULL};
   const json_t *stored = json_object_get(doc, key);
   char p[40];
   snprintf(p, sizeof p, "$.%s", key);
-  fdl_status s = fdl_kiln_want_sha(c, p, stored);
+  fdl_status s = fdl_kiln_walk(c, doc, "$", &seal);
   if (s != FDL_OK) return s;
   s = fdl_seal_compute(doc, FDL_SEAL_KILN_REMOVE, key, res->identity, c->err);
   if (s != FDL_OK) return s;
@@ -181,24 +142,28 @@ static fdl_status self_hash(const fdl_kiln_ctx *c, const json_t *doc, const char
 static fdl_status check_request_ref(const fdl_kiln_ctx *c, const json_t *doc) {
   const json_t *rq = json_object_get(doc, "request");
   if (!json_is_object(rq)) return fdl_kiln_bad(c, "$.request", "expected an object");
-  const json_t *sha = json_object_get(rq, "sha256");
-  if (sha) return fdl_kiln_want_sha(c, "$.request.sha256", sha);
-  return FDL_OK;
+  static const fdl_schema_field sha_f[] = {FDL_KF_SHA("sha256")};
+  static const fdl_schema_obj sha = FDL_SCHEMA_OPEN(sha_f);
+  return json_object_get(rq, "sha256") ? fdl_kiln_walk(c, rq, "$.request", &sha) : FDL_OK;
 }
 
 typedef struct {
   const char *schema;
-  fdl_status (*check)(const fdl_kiln_ctx *, const json_t *);
-  fdl_status (*refs)(const fdl_kiln_ctx *, const json_t *); /* the rules that need other files */
+  const fdl_schema_obj *table;                               /* the kind's rules as a table, or */
+  fdl_status (*check)(const fdl_kiln_ctx *, const json_t *); /* as C */
+  fdl_status (*refs)(const fdl_kiln_ctx *, const json_t *);  /* the rules that need other files */
 } kind;
 
 static const kind KINDS[] = {
-    {"kiln.rocm-hf-next-token-oracle.v1", fdl_kiln_check_oracle_v1, fdl_kiln_refs_oracle},
-    {"kiln.rocm-hf-path-attribution-result.v1", fdl_kiln_check_path_v1, fdl_kiln_refs_path_v1},
-    {"kiln.rocm-hf-layer-attribution-result.v1", fdl_kiln_check_layer_v1, fdl_kiln_refs_layer},
-    {FDL_KILN_PATH_V2_SCHEMA, fdl_kiln_check_path_v2, fdl_kiln_refs_path_v2},
-    {"kiln.rocm-hf-layer-attribution-result.v2", fdl_kiln_check_layer_v2, fdl_kiln_refs_layer},
-    {"kiln.rocm-hf-next-token-oracle.v2", fdl_kiln_check_oracle_v2, fdl_kiln_refs_oracle},
+    {"kiln.rocm-hf-next-token-oracle.v1", NULL, fdl_kiln_check_oracle_v1, fdl_kiln_refs_oracle},
+    {"kiln.rocm-hf-path-attribution-result.v1", &fdl_kiln_schema_path_v1, NULL,
+     fdl_kiln_refs_path_v1},
+    {"kiln.rocm-hf-layer-attribution-result.v1", &fdl_kiln_schema_layer_v1, NULL,
+     fdl_kiln_refs_layer},
+    {FDL_KILN_PATH_V2_SCHEMA, &fdl_kiln_schema_path_v2, NULL, fdl_kiln_refs_path_v2},
+    {"kiln.rocm-hf-layer-attribution-result.v2", &fdl_kiln_schema_layer_v2, NULL,
+     fdl_kiln_refs_layer},
+    {"kiln.rocm-hf-next-token-oracle.v2", &fdl_kiln_schema_oracle_v2, NULL, fdl_kiln_refs_oracle},
 };
 
 fdl_status fdl_kiln_check_doc_ctx(const fdl_kiln_ctx *c, const json_t *doc, fdl_kiln_checked *res) {
@@ -239,9 +204,10 @@ fdl_status fdl_kiln_check_doc_ctx(const fdl_kiln_ctx *c, const json_t *doc, fdl_
     fdl_status s = self_hash(c, doc, "result_sha256", res);
     if (s == FDL_OK) s = check_request_ref(c, doc);
     if (s == FDL_OK)
-      s = fdl_kiln_check_model_identity(c, "$.model_identity",
-                                        json_object_get(doc, "model_identity"));
-    if (s == FDL_OK) s = KINDS[i].check(c, doc);
+      s = fdl_kiln_walk(c, json_object_get(doc, "model_identity"), "$.model_identity",
+                        &fdl_kiln_schema_model_identity);
+    if (s == FDL_OK)
+      s = KINDS[i].table ? fdl_kiln_walk(c, doc, "$", KINDS[i].table) : KINDS[i].check(c, doc);
     if (s == FDL_OK && c->refs) {
       s = KINDS[i].refs(c, doc);
       res->refs_checked = s == FDL_OK;

@@ -14,6 +14,7 @@
 #include "fidelis/digest.h"
 #include "fidelis/kiln.h"
 #include "fidelis/status.h"
+#include "json/schema.h"
 
 /* Records a check is inside, outermost first: a path result names an oracle result, which names
  * a request, which names two receipts. Only result records enter the chain (requests and receipts
@@ -39,20 +40,74 @@ typedef struct {
 fdl_status fdl_kiln_bad(const fdl_kiln_ctx *c, const char *path, const char *fmt, ...)
     FDL_PRINTF(3, 4);
 
+/* Kiln's tables (json/schema.h, first-violation dialect): o at path against t, stopping at the
+ * first violation, reported as fdl_kiln_bad does. A rule reads the context as r->user. */
+fdl_status fdl_kiln_walk(const fdl_kiln_ctx *c, const json_t *o, const char *path,
+                         const fdl_schema_obj *t);
+/* A rule's status: stops the walk unless FDL_OK. */
+static inline void fdl_kiln_rule(fdl_schema_run *r, fdl_status s) {
+  if (s != FDL_OK) fdl_schema_stop(r, s);
+}
+extern const fdl_schema_pattern fdl_kiln_sha_pattern, fdl_kiln_hex40_pattern,
+    fdl_kiln_repo_rel_pattern, fdl_kiln_norm_rel_pattern;
+/* Kiln's fields, each with the words its violation says (positional: key, type, flags, pattern,
+ * vals, min, max, items, msg). */
+#define FDL_KF(k, t, fl, lo, hi, m) FDL_SF_P(k, t, fl, NULL, NULL, lo, hi, NULL, m)
+#define FDL_KF_PAT(k, fl, pat, m) FDL_SF_P(k, FDL_SCHEMA_STR, fl, pat, NULL, 0, 0, NULL, m)
+#define FDL_KF_ARR(k, lo, hi, it, m) FDL_SF_P(k, FDL_SCHEMA_ARR, 0, NULL, NULL, lo, hi, it, m)
+/* Exactly the kiln and the vllm candidate, in order, as tables kiln and vllm. */
+#define FDL_KF_CANDIDATES(k, kiln, vllm)                                                           \
+  FDL_SF_P(k, FDL_SCHEMA_ARR, FDL_SCHEMA_TUPLE, NULL, NULL, 2, 2,                                  \
+           ((const fdl_schema_field[]){FDL_KF_OBJ(NULL, kiln), FDL_KF_OBJ(NULL, vllm)}),           \
+           "expected exactly 2 candidates")
+#define FDL_KF_ONE(k, fl, s, m)                                                                    \
+  FDL_SF_P(k, FDL_SCHEMA_ENUM, fl, NULL, ((const char *const[]){s, NULL}), 0, 0, NULL, m)
+#define FDL_KF_CONST(k, s) FDL_KF_ONE(k, 0, s, "expected \"" s "\"")
+#define FDL_KF_SHA(k)                                                                              \
+  FDL_KF_PAT(k, 0, &fdl_kiln_sha_pattern, "expected \"sha256:\" and 64 lowercase hex digits")
+#define FDL_KF_HEX40(k)                                                                            \
+  FDL_KF_PAT(k, 0, &fdl_kiln_hex40_pattern, "expected 40 lowercase hex digits")
+#define FDL_KF_REL(k)                                                                              \
+  FDL_KF_PAT(k, 0, &fdl_kiln_repo_rel_pattern,                                                     \
+             "expected a nonempty repo-relative path, not absolute, without \"..\"")
+#define FDL_KF_NONEMPTY(k) FDL_KF_PAT(k, FDL_SCHEMA_MIN1, NULL, "expected a nonempty string")
+#define FDL_KF_STRING(k) FDL_KF_PAT(k, 0, NULL, "expected a string")
+#define FDL_KF_TRUE(k) FDL_KF(k, FDL_SCHEMA_TRUE, 0, 0, 0, "expected true")
+#define FDL_KF_FALSE(k) FDL_KF(k, FDL_SCHEMA_FALSE, 0, 0, 0, "expected false")
+#define FDL_KF_BOOL(k) FDL_KF(k, FDL_SCHEMA_BOOL, 0, 0, 0, "expected a bool")
+#define FDL_KF_INT(k, lo, hi, m) FDL_KF(k, FDL_SCHEMA_INT, FDL_SCHEMA_MAX, lo, hi, m)
+#define FDL_KF_INT_MIN(k, lo) FDL_KF(k, FDL_SCHEMA_INT, 0, lo, 0, "expected an integer >= %lld")
+#define FDL_KF_TOKEN(k)                                                                            \
+  FDL_KF_INT(k, 0, FDL_KILN_VOCAB_SIZE - 1, "expected a token id, an integer in %lld..%lld")
+#define FDL_KF_POSITIVE(k)                                                                         \
+  FDL_KF(k, FDL_SCHEMA_NUM, FDL_SCHEMA_XMIN, 0, 0, "expected a finite number > 0")
+/* A candidate's entries, named in its object's message ("logit: expected ..."). */
+#define FDL_KF_ENGINE(e)                                                                           \
+  FDL_KF_ONE("engine", FDL_SCHEMA_KEYMSG, e, "expected \"" e "\" (request order kiln, vllm)")
+#define FDL_KF_LOGIT                                                                               \
+  FDL_KF("logit", FDL_SCHEMA_NUM, FDL_SCHEMA_KEYMSG, 0, 0, "expected a finite number")
+#define FDL_KF_RANK                                                                                \
+  FDL_KF("rank", FDL_SCHEMA_INT, FDL_SCHEMA_KEYMSG | FDL_SCHEMA_MAX, 1, FDL_KILN_VOCAB_SIZE,       \
+         "expected an integer in %lld..%lld")
+#define FDL_KF_TOKEN_ID                                                                            \
+  FDL_KF("token_id", FDL_SCHEMA_INT, FDL_SCHEMA_KEYMSG | FDL_SCHEMA_MAX, 0,                        \
+         FDL_KILN_VOCAB_SIZE - 1, "expected a token id")
+#define FDL_KF_OBJ(k, t) FDL_SF_OBJ(k, 0, t)
+/* A rule at its place in the order: over the field k's value, or over the object (k NULL). */
+#define FDL_KF_RULE(k, fn) FDL_SF_RULE(k, 0, fn)
+/* An array of lo..hi token ids (kiln.c words its violations). */
+#define FDL_KF_TOKENS(k, lo, hi)                                                                   \
+  FDL_SF_FULL(k, FDL_SCHEMA_RULE, 0, NULL, NULL, lo, hi, NULL, NULL, fdl_kiln_tokens_rule, NULL)
+void fdl_kiln_tokens_rule(fdl_schema_run *r, const fdl_schema_field *f, const json_t *v,
+                          const char *path);
+/* The tables more than one kind uses (kiln_prov.c, kiln_request.c). */
+extern const fdl_schema_obj fdl_kiln_schema_process, fdl_kiln_schema_arm_process,
+    fdl_kiln_schema_arm_service, fdl_kiln_schema_v2_common, fdl_kiln_schema_binary_request,
+    fdl_kiln_schema_source_pair, fdl_kiln_schema_model_identity;
+
 /* jansson never reads a bool as an integer, so this is Kiln's "int, not bool" (§1). */
 static inline bool fdl_kiln_is_int(const json_t *v) {
   return json_is_integer(v);
-}
-
-static inline bool fdl_kiln_is_sha(const json_t *v) {
-  if (!json_is_string(v)) return false;
-  const char *s = json_string_value(v);
-  size_t n = json_string_length(v), p = sizeof FDL_SEAL_KILN_PREFIX - 1;
-  return n == p + 64 && memcmp(s, FDL_SEAL_KILN_PREFIX, p) == 0 && fdl_hex_lower(s + p, 64);
-}
-
-static inline bool fdl_kiln_nonempty_str(const json_t *v) {
-  return json_is_string(v) && json_string_length(v) > 0;
 }
 
 static inline bool fdl_kiln_str_eq(const json_t *v, const char *want) {
@@ -69,63 +124,30 @@ static inline double fdl_kiln_num(const json_t *v) {
   return json_is_integer(v) ? (double)json_integer_value(v) : json_real_value(v);
 }
 
-/* The key set of obj is exactly keys[0..n). */
-fdl_status fdl_kiln_closed(const fdl_kiln_ctx *c, const char *path, const json_t *obj,
-                           const char *const *keys, size_t n);
-#define FDL_CLOSED(c, path, obj, ...)                                                              \
-  fdl_kiln_closed((c), (path), (obj), (const char *const[]){__VA_ARGS__},                          \
-                  sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
-/* An object of exactly the given keys, each a canonical digest. */
-fdl_status fdl_kiln_digests(const fdl_kiln_ctx *c, const char *path, const json_t *o,
-                            const char *const *keys, size_t n);
-#define FDL_DIGESTS(c, path, obj, ...)                                                             \
-  fdl_kiln_digests((c), (path), (obj), (const char *const[]){__VA_ARGS__},                         \
-                   sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
-
-fdl_status fdl_kiln_want_sha(const fdl_kiln_ctx *c, const char *path, const json_t *v);
-fdl_status fdl_kiln_want_token(const fdl_kiln_ctx *c, const char *path, const json_t *v);
-fdl_status fdl_kiln_want_tokens(const fdl_kiln_ctx *c, const char *path, const json_t *v, size_t lo,
-                                size_t hi);
-fdl_status fdl_kiln_want_positive(const fdl_kiln_ctx *c, const char *path, const json_t *v);
-/* §14's _path_from_repository text rule: nonempty, no NUL, not absolute, no ".." component. */
-fdl_status fdl_kiln_want_rel_path(const fdl_kiln_ctx *c, const char *path, const json_t *v);
-/* A string member equal to want; names path.key. */
-fdl_status fdl_kiln_want_const_str(const fdl_kiln_ctx *c, const char *path, const json_t *o,
-                                   const char *key, const char *want);
-/* An integer member in lo..hi. */
-fdl_status fdl_kiln_want_int_in(const fdl_kiln_ctx *c, const char *path, const json_t *o,
-                                const char *key, json_int_t lo, json_int_t hi);
 /* A ".." component anywhere ("..", "../a", "a/..", "a/../b"); "a..b" is a plain name. */
 bool fdl_kiln_has_dotdot(const char *s);
 
 /* ---- the request (kiln_request.c, §5, §6) ---------------------------------------------------- */
 fdl_status fdl_kiln_check_request(const fdl_kiln_ctx *c, const json_t *r);
-fdl_status fdl_kiln_check_source_pair(const fdl_kiln_ctx *c, const char *path, const json_t *src);
-fdl_status fdl_kiln_check_model_identity(const fdl_kiln_ctx *c, const char *path, const json_t *m);
-
-/* ---- provenance blocks of v2 results (kiln_prov.c, §10, §12-§14) ---------------------------- */
-fdl_status fdl_kiln_check_process(const fdl_kiln_ctx *c, const char *path, const json_t *pr);
-fdl_status fdl_kiln_check_arm(const fdl_kiln_ctx *c, const char *path, const json_t *a,
-                              const char *proc);
-fdl_status fdl_kiln_check_v2_common(const fdl_kiln_ctx *c, const json_t *doc);
-fdl_status fdl_kiln_check_binary_request(const fdl_kiln_ctx *c, const json_t *doc);
 
 /* ---- the record kinds ------------------------------------------------------------------------ */
-/* HF evidence (§8; layer mode adds the four boundary keys) (kiln_oracle.c). */
-fdl_status fdl_kiln_check_hf_evidence(const fdl_kiln_ctx *c, const char *path, const json_t *ev,
-                                      bool layer);
+/* kiln_oracle.c: the HF evidence of a layer result (§8 and §14.3's four boundary keys); the model
+ * fingerprint's python_sha256 is the implementation's. */
+extern const fdl_schema_obj fdl_kiln_schema_hf_layer;
+void fdl_kiln_same_python(fdl_schema_run *r, const fdl_schema_field *f, const json_t *doc,
+                          const char *path);
 fdl_status fdl_kiln_check_oracle_v1(const fdl_kiln_ctx *c, const json_t *doc);
-fdl_status fdl_kiln_check_oracle_v2(const fdl_kiln_ctx *c, const json_t *doc);
+/* The result kinds checked by a table alone (kiln_oracle.c, kiln_path.c, kiln_layer.c). */
+extern const fdl_schema_obj fdl_kiln_schema_oracle_v2, fdl_kiln_schema_path_v1,
+    fdl_kiln_schema_path_v2, fdl_kiln_schema_layer_v1, fdl_kiln_schema_layer_v2;
 /* kiln_path.c */
-fdl_status fdl_kiln_check_observed(const fdl_kiln_ctx *c, const char *path, const json_t *obs);
+/* 4 token ids starting with the continuation prefix (a rule). */
+void fdl_kiln_observed(fdl_schema_run *r, const fdl_schema_field *f, const json_t *obs,
+                       const char *path);
 fdl_status fdl_kiln_check_comparison(const fdl_kiln_ctx *c, const char *path, const json_t *cmp,
                                      json_int_t hf_argmax);
-fdl_status fdl_kiln_check_graph(const fdl_kiln_ctx *c, const char *path, const json_t *g);
-fdl_status fdl_kiln_check_path_v1(const fdl_kiln_ctx *c, const json_t *doc);
-fdl_status fdl_kiln_check_path_v2(const fdl_kiln_ctx *c, const json_t *doc);
+extern const fdl_schema_obj fdl_kiln_schema_graph;
 /* kiln_layer.c */
-fdl_status fdl_kiln_check_layer_v1(const fdl_kiln_ctx *c, const json_t *doc);
-fdl_status fdl_kiln_check_layer_v2(const fdl_kiln_ctx *c, const json_t *doc);
 /* kiln_refs.c: the rules that need another file under the root (§5's source receipts, §14.1-§14.3's
  * request and oracle bindings), by kind; each is called only with c->refs set. */
 /* Reads the file a record names at field jpath (rel, a JSON string) under c->refs->root, as

@@ -26,8 +26,8 @@ static fdl_status ids_ok(const json_t *v, const char *what, fdl_err *err) {
     return fdl_fail(err, FDL_INVALID, "%s: expected a JSON array of token ids", what);
   for (size_t i = 0; i < json_array_size(v); i++)
     if (!fdl_kiln_token_ok(json_array_get(v, i)))
-      return fdl_fail(err, FDL_INVALID, "%s[%zu]: expected a token id, an integer in 0..248319",
-                      what, i);
+      return fdl_fail(err, FDL_INVALID, "%s[%zu]: expected a token id, an integer in 0..%u", what,
+                      i, FDL_KILN_VOCAB_SIZE - 1);
   return FDL_OK;
 }
 

@@ -5,37 +5,41 @@
 
 #include "attr/kiln_check.h"
 
+static const fdl_schema_field REF_HEAD_F[] = {
+    FDL_KF_INT("vocab_size", 2, FDL_KILN_VOCAB_SIZE, "expected an integer in %lld..%lld")};
+static const fdl_schema_obj REF_HEAD = FDL_SCHEMA_CLOSED(REF_HEAD_F, "argmax", "candidate_tokens",
+                                                         "logits_sha256", "verdict", "vocab_size");
+static const fdl_schema_field REF_SHA_F[] = {FDL_KF_SHA("logits_sha256")};
+static const fdl_schema_obj REF_SHA = FDL_SCHEMA_OPEN(REF_SHA_F);
+#define CANDIDATE_F(engine)                                                                        \
+  { FDL_KF_ENGINE(engine), FDL_KF_LOGIT }
+static const fdl_schema_field KILN_F[] = CANDIDATE_F("kiln"), VLLM_F[] = CANDIDATE_F("vllm");
+static const fdl_schema_obj CANDIDATES[2] = {
+    FDL_SCHEMA_CLOSED(KILN_F, "engine", "logit", "rank", "token_id"),
+    FDL_SCHEMA_CLOSED(VLLM_F, "engine", "logit", "rank", "token_id")};
+static const fdl_schema_obj VERDICT =
+    FDL_SCHEMA_KEYS("argmax_candidate", "margin", "preferred_candidate");
+
 static fdl_status check_fa_reference(const fdl_kiln_ctx *c, const json_t *ref, const json_t *cids,
                                      json_int_t *argmax, json_int_t *vocab) {
-  fdl_status s = FDL_CLOSED(c, "$.reference", ref, "argmax", "candidate_tokens", "logits_sha256",
-                            "verdict", "vocab_size");
+  fdl_status s = fdl_kiln_walk(c, ref, "$.reference", &REF_HEAD);
   if (s != FDL_OK) return s;
   const json_t *vs = json_object_get(ref, "vocab_size"), *am = json_object_get(ref, "argmax");
-  if (!fdl_kiln_is_int(vs) || json_integer_value(vs) < 2 ||
-      json_integer_value(vs) > (json_int_t)FDL_KILN_VOCAB_SIZE)
-    return fdl_kiln_bad(c, "$.reference.vocab_size", "expected an integer in 2..248320");
   *vocab = json_integer_value(vs);
   if (!fdl_kiln_is_int(am) || json_integer_value(am) < 0 || json_integer_value(am) >= *vocab)
     return fdl_kiln_bad(c, "$.reference.argmax", "expected a token id below vocab_size %lld",
                         (long long)*vocab);
   *argmax = json_integer_value(am);
-  if ((s = fdl_kiln_want_sha(c, "$.reference.logits_sha256",
-                             json_object_get(ref, "logits_sha256"))))
-    return s;
+  if ((s = fdl_kiln_walk(c, ref, "$.reference", &REF_SHA))) return s;
   const json_t *ct = json_object_get(ref, "candidate_tokens");
   if (!json_is_array(ct) || json_array_size(ct) != 2)
     return fdl_kiln_bad(c, "$.reference.candidate_tokens", "expected exactly 2 candidates");
-  static const char *const engines[2] = {"kiln", "vllm"};
   double lg[2];
   char p[96];
   for (size_t i = 0; i < 2; i++) {
     const json_t *e = json_array_get(ct, i);
     snprintf(p, sizeof p, "$.reference.candidate_tokens[%zu]", i);
-    if ((s = FDL_CLOSED(c, p, e, "engine", "logit", "rank", "token_id")) != FDL_OK) return s;
-    if (!fdl_kiln_str_eq(json_object_get(e, "engine"), engines[i]))
-      return fdl_kiln_bad(c, p, "engine: expected \"%s\" (request order kiln, vllm)", engines[i]);
-    if (!fdl_kiln_finite_num(json_object_get(e, "logit")))
-      return fdl_kiln_bad(c, p, "logit: expected a finite number");
+    if ((s = fdl_kiln_walk(c, e, p, &CANDIDATES[i])) != FDL_OK) return s;
     lg[i] = fdl_kiln_num(json_object_get(e, "logit"));
     const json_t *rk = json_object_get(e, "rank");
     if (!fdl_kiln_is_int(rk) || json_integer_value(rk) < 1 || json_integer_value(rk) > *vocab)
@@ -44,9 +48,7 @@ static fdl_status check_fa_reference(const fdl_kiln_ctx *c, const json_t *ref, c
       return fdl_kiln_bad(c, p, "token_id: expected $.request.candidate_token_ids[%zu]", i);
   }
   const json_t *v = json_object_get(ref, "verdict");
-  if ((s = FDL_CLOSED(c, "$.reference.verdict", v, "argmax_candidate", "margin",
-                      "preferred_candidate")) != FDL_OK)
-    return s;
+  if ((s = fdl_kiln_walk(c, v, "$.reference.verdict", &VERDICT)) != FDL_OK) return s;
   json_int_t k0 = json_integer_value(json_array_get(cids, 0)),
              k1 = json_integer_value(json_array_get(cids, 1));
   const char *arg = k0 == *argmax ? "kiln" : k1 == *argmax ? "vllm" : "neither";
@@ -66,6 +68,14 @@ static fdl_status check_fa_reference(const fdl_kiln_ctx *c, const json_t *ref, c
   return FDL_OK;
 }
 
+#define PATH_F                                                                                     \
+  { FDL_KF_NONEMPTY("name"), FDL_KF_TOKENS("observed_tokens", 1, FDL_KILN_MAX_INPUT) }
+static const fdl_schema_field FULL_F[] = PATH_F, GREEDY_F[] = PATH_F;
+static const fdl_schema_obj FULL = FDL_SCHEMA_CLOSED(FULL_F, "argmax_equal", "comparison", "kind",
+                                                     "name", "observed_tokens"),
+                            GREEDY = FDL_SCHEMA_CLOSED(GREEDY_F, "final_token_matches_reference",
+                                                       "kind", "name", "observed_tokens");
+
 /* One path; *diverges: full, its comparison argmax differs from the reference argmax; greedy,
  * its final observed token does. */
 static fdl_status check_fa_path(const fdl_kiln_ctx *c, size_t i, const json_t *e,
@@ -79,17 +89,9 @@ static fdl_status check_fa_path(const fdl_kiln_ctx *c, size_t i, const json_t *e
     snprintf(q, sizeof q, "%s.kind", p);
     return fdl_kiln_bad(c, q, "expected \"full\" or \"greedy\"");
   }
-  fdl_status s =
-      full
-          ? FDL_CLOSED(c, p, e, "argmax_equal", "comparison", "kind", "name", "observed_tokens")
-          : FDL_CLOSED(c, p, e, "final_token_matches_reference", "kind", "name", "observed_tokens");
+  fdl_status s = fdl_kiln_walk(c, e, p, full ? &FULL : &GREEDY);
   if (s != FDL_OK) return s;
-  snprintf(q, sizeof q, "%s.name", p);
-  if (!fdl_kiln_nonempty_str(json_object_get(e, "name")))
-    return fdl_kiln_bad(c, q, "expected a nonempty string");
   const json_t *obs = json_object_get(e, "observed_tokens");
-  snprintf(q, sizeof q, "%s.observed_tokens", p);
-  if ((s = fdl_kiln_want_tokens(c, q, obs, 1, FDL_KILN_MAX_INPUT)) != FDL_OK) return s;
   json_int_t last = json_integer_value(json_array_get(obs, json_array_size(obs) - 1));
   if (full) {
     const json_t *cmp = json_object_get(e, "comparison");
@@ -126,28 +128,31 @@ static fdl_status check_fa_path(const fdl_kiln_ctx *c, size_t i, const json_t *e
   return FDL_OK;
 }
 
+static void distinct(fdl_schema_run *r, const fdl_schema_field *f, const json_t *cids,
+                     const char *path) {
+  (void)f;
+  if (json_equal(json_array_get(cids, 0), json_array_get(cids, 1)))
+    fdl_schema_bad(r, path, "expected two distinct tokens");
+}
+static const fdl_schema_field REQUEST_F[] = {
+    FDL_KF_NONEMPTY("id"), FDL_KF_SHA("sha256"), FDL_KF_SHA("input_token_ids_sha256"),
+    FDL_KF_TOKENS("candidate_token_ids", 2, 2), FDL_KF_RULE("candidate_token_ids", distinct)};
+static const fdl_schema_obj REQUEST =
+    FDL_SCHEMA_CLOSED(REQUEST_F, "candidate_token_ids", "id", "input_token_ids_sha256", "sha256");
+static const fdl_schema_field RECORD_F[] = {FDL_KF_OBJ("request", &REQUEST)};
+static const fdl_schema_obj RECORD =
+                                FDL_SCHEMA_CLOSED(RECORD_F, "attribution", "paths", "record_sha256",
+                                                  "reference", "request", "schema"),
+                            RECORD_COUNTERS = FDL_SCHEMA_CLOSED(RECORD_F, "attribution", "counters",
+                                                                "paths", "record_sha256",
+                                                                "reference", "request", "schema");
+static const fdl_schema_obj ATTRIBUTION = FDL_SCHEMA_KEYS("label", "path");
+
 fdl_status fdl_kiln_check_fidelis_attr(const fdl_kiln_ctx *c, const json_t *doc) {
   bool has_counters = json_object_get(doc, "counters") != NULL;
-  fdl_status s = has_counters ? FDL_CLOSED(c, "$", doc, "attribution", "counters", "paths",
-                                           "record_sha256", "reference", "request", "schema")
-                              : FDL_CLOSED(c, "$", doc, "attribution", "paths", "record_sha256",
-                                           "reference", "request", "schema");
+  fdl_status s = fdl_kiln_walk(c, doc, "$", has_counters ? &RECORD_COUNTERS : &RECORD);
   if (s != FDL_OK) return s;
-  const json_t *rq = json_object_get(doc, "request");
-  if ((s = FDL_CLOSED(c, "$.request", rq, "candidate_token_ids", "id", "input_token_ids_sha256",
-                      "sha256")) != FDL_OK)
-    return s;
-  if (!fdl_kiln_nonempty_str(json_object_get(rq, "id")))
-    return fdl_kiln_bad(c, "$.request.id", "expected a nonempty string");
-  if ((s = fdl_kiln_want_sha(c, "$.request.sha256", json_object_get(rq, "sha256"))) ||
-      (s = fdl_kiln_want_sha(c, "$.request.input_token_ids_sha256",
-                             json_object_get(rq, "input_token_ids_sha256"))))
-    return s;
-  const json_t *cids = json_object_get(rq, "candidate_token_ids");
-  if ((s = fdl_kiln_want_tokens(c, "$.request.candidate_token_ids", cids, 2, 2)) != FDL_OK)
-    return s;
-  if (json_equal(json_array_get(cids, 0), json_array_get(cids, 1)))
-    return fdl_kiln_bad(c, "$.request.candidate_token_ids", "expected two distinct tokens");
+  const json_t *cids = json_object_get(json_object_get(doc, "request"), "candidate_token_ids");
   json_int_t argmax = 0, vocab = 0;
   if ((s = check_fa_reference(c, json_object_get(doc, "reference"), cids, &argmax, &vocab)))
     return s;
@@ -170,10 +175,11 @@ fdl_status fdl_kiln_check_fidelis_attr(const fdl_kiln_ctx *c, const json_t *doc)
       }
     if (div && !first) first = name;
   }
-  if (has_counters && (s = fdl_kiln_check_graph(c, "$.counters", json_object_get(doc, "counters"))))
+  if (has_counters && (s = fdl_kiln_walk(c, json_object_get(doc, "counters"), "$.counters",
+                                         &fdl_kiln_schema_graph)))
     return s;
   const json_t *at = json_object_get(doc, "attribution");
-  if ((s = FDL_CLOSED(c, "$.attribution", at, "label", "path")) != FDL_OK) return s;
+  if ((s = fdl_kiln_walk(c, at, "$.attribution", &ATTRIBUTION)) != FDL_OK) return s;
   const char *label = first ? FDL_KILN_LABEL_PATH : FDL_KILN_LABEL_NONE;
   if (!fdl_kiln_str_eq(json_object_get(at, "label"), label))
     return fdl_kiln_bad(c, "$.attribution.label", "expected \"%s\" (recomputed from the paths)",

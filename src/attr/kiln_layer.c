@@ -10,6 +10,21 @@
 #include "fidelis/attr.h"
 #include "base/sys.h"
 
+static const fdl_schema_obj BOUNDARY =
+    FDL_SCHEMA_KEYS("cosine_similarity", "hf_sha256", "index", "kiln_sha256", "max_abs_error",
+                    "mean_abs_error", "name", "reference_root_mean_square",
+                    "relative_root_mean_square_error", "root_mean_square_error");
+static const fdl_schema_field BOUNDARY_SHAS_F[] = {FDL_KF_SHA("hf_sha256"),
+                                                   FDL_KF_SHA("kiln_sha256")};
+static const fdl_schema_obj BOUNDARY_SHAS = FDL_SCHEMA_OPEN(BOUNDARY_SHAS_F);
+static const fdl_schema_obj GROWTH =
+    FDL_SCHEMA_KEYS("index", "name", "relative_root_mean_square_error_delta");
+static const fdl_schema_field WORKER_TAIL_F[] = {
+    FDL_KF_RULE("observed_next_tokens", fdl_kiln_observed), FDL_KF_SHA("final_logits_sha256"),
+    FDL_KF_SHA("hf_layer_last_rows_sha256"), FDL_KF_SHA("input_token_ids_sha256"),
+    FDL_KF_NONEMPTY("request_id")};
+static const fdl_schema_obj WORKER_TAIL = FDL_SCHEMA_OPEN(WORKER_TAIL_F);
+
 /* A layer worker's boundaries, growth, observed ids, shas and request id; v2 also wants the 34
  * boundaries by §13's names. */
 static fdl_status check_layer_worker(const fdl_kiln_ctx *c, const json_t *w, bool v2) {
@@ -17,8 +32,9 @@ static fdl_status check_layer_worker(const fdl_kiln_ctx *c, const json_t *w, boo
   if (!json_is_array(bs) || json_array_size(bs) == 0)
     return fdl_kiln_bad(c, "$.worker.boundaries", "expected a nonempty array");
   size_t n = json_array_size(bs);
-  if (v2 && n != 34)
-    return fdl_kiln_bad(c, "$.worker.boundaries", "expected 34 boundaries, found %zu", n);
+  if (v2 && n != FDL_ATTR_LAYER_BOUNDARIES)
+    return fdl_kiln_bad(c, "$.worker.boundaries", "expected %u boundaries, found %zu",
+                        FDL_ATTR_LAYER_BOUNDARIES, n);
   double *rel = fdl_malloc(n * sizeof *rel);
   if (!rel) return fdl_fail(c->err, FDL_NOMEM, "%s: out of memory", c->name);
   fdl_status s = FDL_OK;
@@ -26,16 +42,15 @@ static fdl_status check_layer_worker(const fdl_kiln_ctx *c, const json_t *w, boo
   for (size_t i = 0; i < n && s == FDL_OK; i++) {
     const json_t *b = json_array_get(bs, i);
     snprintf(p, sizeof p, "$.worker.boundaries[%zu]", i);
-    s = FDL_CLOSED(c, p, b, "cosine_similarity", "hf_sha256", "index", "kiln_sha256",
-                   "max_abs_error", "mean_abs_error", "name", "reference_root_mean_square",
-                   "relative_root_mean_square_error", "root_mean_square_error");
+    s = fdl_kiln_walk(c, b, p, &BOUNDARY);
     if (s != FDL_OK) break;
     const json_t *ix = json_object_get(b, "index");
     if (!fdl_kiln_is_int(ix) || json_integer_value(ix) != (json_int_t)i) {
       s = fdl_kiln_bad(c, p, "index: expected %zu (its position)", i);
       break;
     }
-    if (!fdl_kiln_nonempty_str(json_object_get(b, "name"))) {
+    const json_t *nm = json_object_get(b, "name");
+    if (!json_is_string(nm) || !json_string_length(nm)) {
       s = fdl_kiln_bad(c, p, "name: expected a nonempty string");
       break;
     }
@@ -44,13 +59,7 @@ static fdl_status check_layer_worker(const fdl_kiln_ctx *c, const json_t *w, boo
       s = fdl_kiln_bad(c, p, "name: expected \"%s\" (§13's boundary %zu)", bname, i);
       break;
     }
-    static const char *const shas[] = {"hf_sha256", "kiln_sha256"};
-    for (size_t k = 0; k < 2 && s == FDL_OK; k++) {
-      char q[160];
-      snprintf(q, sizeof q, "%s.%s", p, shas[k]);
-      s = fdl_kiln_want_sha(c, q, json_object_get(b, shas[k]));
-    }
-    if (s != FDL_OK) break;
+    if ((s = fdl_kiln_walk(c, b, p, &BOUNDARY_SHAS)) != FDL_OK) break;
     const json_t *cs = json_object_get(b, "cosine_similarity"),
                  *mx = json_object_get(b, "max_abs_error"),
                  *mn = json_object_get(b, "mean_abs_error"),
@@ -86,8 +95,7 @@ static fdl_status check_layer_worker(const fdl_kiln_ctx *c, const json_t *w, boo
     double delta;
     fdl_attr_largest_growth(rel, n, &idx, &delta);
     const json_t *g = json_object_get(w, "largest_relative_error_growth");
-    s = FDL_CLOSED(c, "$.worker.largest_relative_error_growth", g, "index", "name",
-                   "relative_root_mean_square_error_delta");
+    s = fdl_kiln_walk(c, g, "$.worker.largest_relative_error_growth", &GROWTH);
     if (s == FDL_OK) {
       const json_t *gi = json_object_get(g, "index"),
                    *gd = json_object_get(g, "relative_root_mean_square_error_delta");
@@ -107,91 +115,90 @@ static fdl_status check_layer_worker(const fdl_kiln_ctx *c, const json_t *w, boo
     }
   }
   free(rel);
-  if (s != FDL_OK) return s;
-  if ((s = fdl_kiln_check_observed(c, "$.worker.observed_next_tokens",
-                                   json_object_get(w, "observed_next_tokens"))) != FDL_OK)
-    return s;
-  static const char *const shas[] = {"final_logits_sha256", "hf_layer_last_rows_sha256",
-                                     "input_token_ids_sha256"};
-  for (size_t k = 0; k < 3; k++) {
-    snprintf(p, sizeof p, "$.worker.%s", shas[k]);
-    if ((s = fdl_kiln_want_sha(c, p, json_object_get(w, shas[k]))) != FDL_OK) return s;
-  }
-  if (!fdl_kiln_nonempty_str(json_object_get(w, "request_id")))
-    return fdl_kiln_bad(c, "$.worker.request_id", "expected a nonempty string");
-  return FDL_OK;
+  return s != FDL_OK ? s : fdl_kiln_walk(c, w, "$.worker", &WORKER_TAIL);
 }
 
-fdl_status fdl_kiln_check_layer_v1(const fdl_kiln_ctx *c, const json_t *doc) {
-  const json_t *w = json_object_get(doc, "worker");
-  if (!json_is_object(w)) return fdl_kiln_bad(c, "$.worker", "expected an object");
-  if (!fdl_kiln_str_eq(json_object_get(w, "schema"), "kiln.rocm-hf-layer-attribution.v1"))
-    return fdl_kiln_bad(c, "$.worker.schema", "expected \"kiln.rocm-hf-layer-attribution.v1\"");
-  return check_layer_worker(c, w, false);
+static void worker_v1(fdl_schema_run *r, const fdl_schema_field *f, const json_t *w,
+                      const char *path) {
+  (void)f, (void)path;
+  fdl_kiln_rule(r, check_layer_worker(r->user, w, false));
+}
+static const fdl_schema_field WORKER_V1_F[] = {
+    FDL_KF_CONST("schema", "kiln.rocm-hf-layer-attribution.v1"), FDL_KF_RULE(NULL, worker_v1)};
+static const fdl_schema_obj WORKER_V1 = FDL_SCHEMA_OPEN(WORKER_V1_F);
+static const fdl_schema_field LAYER_V1_F[] = {FDL_KF_OBJ("worker", &WORKER_V1)};
+const fdl_schema_obj fdl_kiln_schema_layer_v1 = FDL_SCHEMA_OPEN(LAYER_V1_F);
+
+static void worker_v2(fdl_schema_run *r, const fdl_schema_field *f, const json_t *w,
+                      const char *path) {
+  (void)f, (void)path;
+  fdl_kiln_rule(r, check_layer_worker(r->user, w, true));
 }
 
-fdl_status fdl_kiln_check_layer_v2(const fdl_kiln_ctx *c, const json_t *doc) {
-  fdl_status s =
-      FDL_CLOSED(c, "$", doc, "schema", "result_sha256", "created_at_utc", "duration_seconds",
-                 "source", "binary", "implementation", "request", "model_identity",
-                 "model_fingerprint", "reference", "containment", "worker");
-  if (s != FDL_OK) return s;
-  if ((s = fdl_kiln_check_v2_common(c, doc)) != FDL_OK ||
-      (s = fdl_kiln_check_binary_request(c, doc)) != FDL_OK)
-    return s;
-  const json_t *im = json_object_get(doc, "implementation");
-  if ((s = FDL_DIGESTS(c, "$.implementation", im, "guarded_exec_sha256", "hf_worker_sha256",
-                       "process_runner_sha256", "python_sha256", "runner_sha256")) != FDL_OK)
-    return s;
-  if (!json_equal(json_object_get(json_object_get(doc, "model_fingerprint"), "python_sha256"),
-                  json_object_get(im, "python_sha256")))
-    return fdl_kiln_bad(c, "$.model_fingerprint.python_sha256",
-                        "expected $.implementation.python_sha256");
-  const json_t *ct = json_object_get(doc, "containment");
-  if ((s = FDL_CLOSED(c, "$.containment", ct, "hf", "kiln")) != FDL_OK ||
-      (s = fdl_kiln_check_arm(c, "$.containment.hf", json_object_get(ct, "hf"), "process")) !=
-          FDL_OK ||
-      (s = fdl_kiln_check_arm(c, "$.containment.kiln", json_object_get(ct, "kiln"), "process")) !=
-          FDL_OK)
-    return s;
-  const json_t *w = json_object_get(doc, "worker");
-  if ((s = FDL_CLOSED(c, "$.worker", w, "boundaries", "final_logits_sha256",
-                      "hf_layer_last_rows_sha256", "input_token_count", "input_token_ids_sha256",
-                      "kernel_policy", "largest_relative_error_growth", "observed_next_tokens",
-                      "request_id", "schema")) != FDL_OK)
-    return s;
-  if ((s = fdl_kiln_want_const_str(c, "$.worker", w, "schema",
-                                   "kiln.rocm-hf-layer-attribution.v2")) ||
-      (s = check_layer_worker(c, w, true)) ||
-      (s = fdl_kiln_want_int_in(c, "$.worker", w, "input_token_count", 166, 166)))
-    return s;
-  bool known = false;
+/* One of §13's kernel profiles. */
+static void kernel_policy(fdl_schema_run *r, const fdl_schema_field *f, const json_t *v,
+                          const char *path) {
+  (void)f;
   size_t npol = 0;
   const char *const *pol = fdl_attr_layer_kernel_policies(&npol);
-  for (size_t i = 0; i < npol && !known; i++)
-    known = fdl_kiln_str_eq(json_object_get(w, "kernel_policy"), pol[i]);
-  if (!known)
-    return fdl_kiln_bad(c, "$.worker.kernel_policy", "expected one of §13's kernel profiles");
-  const json_t *ref = json_object_get(doc, "reference"), *ev = json_object_get(ref, "evidence");
-  if ((s = FDL_CLOSED(c, "$.reference", ref, "bytes", "evidence", "location", "sha256")) ||
-      (s = fdl_kiln_want_const_str(c, "$.reference", ref, "location", "local_ignored")) ||
-      (s = fdl_kiln_want_sha(c, "$.reference.sha256", json_object_get(ref, "sha256"))) ||
-      (s = fdl_kiln_check_hf_evidence(c, "$.reference.evidence", ev, true)))
-    return s;
-  if (!json_equal(json_object_get(ref, "bytes"), json_object_get(ev, "output_bytes")))
-    return fdl_kiln_bad(c, "$.reference.bytes", "expected $.reference.evidence.output_bytes");
-  const json_t *rq = json_object_get(doc, "request");
-  if (!json_equal(json_object_get(ev, "request_sha256"), json_object_get(rq, "sha256")))
-    return fdl_kiln_bad(c, "$.reference.evidence.request_sha256", "expected $.request.sha256");
-  if (!json_equal(json_object_get(ev, "request_id"), json_object_get(w, "request_id")))
-    return fdl_kiln_bad(c, "$.reference.evidence.request_id", "expected $.worker.request_id");
-  if (!json_equal(json_object_get(ev, "input_token_ids_sha256"),
-                  json_object_get(w, "input_token_ids_sha256")))
-    return fdl_kiln_bad(c, "$.reference.evidence.input_token_ids_sha256",
-                        "expected $.worker.input_token_ids_sha256");
-  if (!json_equal(json_object_get(w, "hf_layer_last_rows_sha256"),
-                  json_object_get(ev, "layer_last_rows_sha256")))
-    return fdl_kiln_bad(c, "$.worker.hf_layer_last_rows_sha256",
-                        "expected $.reference.evidence.layer_last_rows_sha256");
-  return FDL_OK;
+  for (size_t i = 0; i < npol; i++)
+    if (fdl_kiln_str_eq(v, pol[i])) return;
+  fdl_schema_bad(r, path, "expected one of §13's kernel profiles");
 }
+
+/* The reference evidence is the request's and the worker's. */
+static void bindings(fdl_schema_run *r, const fdl_schema_field *f, const json_t *doc,
+                     const char *path) {
+  (void)f, (void)path;
+  const json_t *ref = json_object_get(doc, "reference"), *ev = json_object_get(ref, "evidence"),
+               *w = json_object_get(doc, "worker"), *rq = json_object_get(doc, "request");
+  if (!json_equal(json_object_get(ref, "bytes"), json_object_get(ev, "output_bytes")))
+    fdl_schema_bad(r, "$.reference.bytes", "expected $.reference.evidence.output_bytes");
+  else if (!json_equal(json_object_get(ev, "request_sha256"), json_object_get(rq, "sha256")))
+    fdl_schema_bad(r, "$.reference.evidence.request_sha256", "expected $.request.sha256");
+  else if (!json_equal(json_object_get(ev, "request_id"), json_object_get(w, "request_id")))
+    fdl_schema_bad(r, "$.reference.evidence.request_id", "expected $.worker.request_id");
+  else if (!json_equal(json_object_get(ev, "input_token_ids_sha256"),
+                       json_object_get(w, "input_token_ids_sha256")))
+    fdl_schema_bad(r, "$.reference.evidence.input_token_ids_sha256",
+                   "expected $.worker.input_token_ids_sha256");
+  else if (!json_equal(json_object_get(w, "hf_layer_last_rows_sha256"),
+                       json_object_get(ev, "layer_last_rows_sha256")))
+    fdl_schema_bad(r, "$.worker.hf_layer_last_rows_sha256",
+                   "expected $.reference.evidence.layer_last_rows_sha256");
+}
+
+static const fdl_schema_field IMPLEMENTATION_F[] = {
+    FDL_KF_SHA("guarded_exec_sha256"), FDL_KF_SHA("hf_worker_sha256"),
+    FDL_KF_SHA("process_runner_sha256"), FDL_KF_SHA("python_sha256"), FDL_KF_SHA("runner_sha256")};
+static const fdl_schema_obj IMPLEMENTATION =
+    FDL_SCHEMA_CLOSED(IMPLEMENTATION_F, "guarded_exec_sha256", "hf_worker_sha256",
+                      "process_runner_sha256", "python_sha256", "runner_sha256");
+static const fdl_schema_field CONTAINMENT_F[] = {FDL_KF_OBJ("hf", &fdl_kiln_schema_arm_process),
+                                                 FDL_KF_OBJ("kiln", &fdl_kiln_schema_arm_process)};
+static const fdl_schema_obj CONTAINMENT = FDL_SCHEMA_CLOSED(CONTAINMENT_F, "hf", "kiln");
+static const fdl_schema_field WORKER_V2_F[] = {
+    FDL_KF_CONST("schema", FDL_ATTR_LAYER_V2_WORKER), FDL_KF_RULE(NULL, worker_v2),
+    FDL_KF_INT("input_token_count", FDL_KILN_INPUT_TOKENS, FDL_KILN_INPUT_TOKENS, "expected %lld"),
+    FDL_KF_RULE("kernel_policy", kernel_policy)};
+static const fdl_schema_obj WORKER_V2 = FDL_SCHEMA_CLOSED(
+    WORKER_V2_F, "boundaries", "final_logits_sha256", "hf_layer_last_rows_sha256",
+    "input_token_count", "input_token_ids_sha256", "kernel_policy", "largest_relative_error_growth",
+    "observed_next_tokens", "request_id", "schema");
+static const fdl_schema_field REFERENCE_F[] = {FDL_KF_CONST("location", "local_ignored"),
+                                               FDL_KF_SHA("sha256"),
+                                               FDL_KF_OBJ("evidence", &fdl_kiln_schema_hf_layer)};
+static const fdl_schema_obj REFERENCE =
+    FDL_SCHEMA_CLOSED(REFERENCE_F, "bytes", "evidence", "location", "sha256");
+static const fdl_schema_field LAYER_V2_F[] = {FDL_KF_OBJ(NULL, &fdl_kiln_schema_v2_common),
+                                              FDL_KF_OBJ(NULL, &fdl_kiln_schema_binary_request),
+                                              FDL_KF_OBJ("implementation", &IMPLEMENTATION),
+                                              FDL_KF_RULE(NULL, fdl_kiln_same_python),
+                                              FDL_KF_OBJ("containment", &CONTAINMENT),
+                                              FDL_KF_OBJ("worker", &WORKER_V2),
+                                              FDL_KF_OBJ("reference", &REFERENCE),
+                                              FDL_KF_RULE(NULL, bindings)};
+const fdl_schema_obj fdl_kiln_schema_layer_v2 =
+    FDL_SCHEMA_CLOSED(LAYER_V2_F, "schema", "result_sha256", "created_at_utc", "duration_seconds",
+                      "source", "binary", "implementation", "request", "model_identity",
+                      "model_fingerprint", "reference", "containment", "worker");

@@ -73,6 +73,11 @@ static fdl_status decode_text(const fdl_kiln_ctx *c, const char *path, const jso
   return FDL_OK;
 }
 
+static const fdl_schema_obj EXACT_OUTPUT =
+    FDL_SCHEMA_KEYS("content_base64", "reasoning_content_base64");
+static const fdl_schema_field SEAL_F[] = {FDL_KF_SHA("receipt_sha256")};
+static const fdl_schema_obj SEAL = FDL_SCHEMA_OPEN(SEAL_F);
+
 /* The run's exact output: reasoning empty, content starting with want[0..wn). */
 static fdl_status check_output(const fdl_kiln_ctx *c, const json_t *run, const char *want,
                                size_t wn) {
@@ -81,8 +86,7 @@ static fdl_status check_output(const fdl_kiln_ctx *c, const json_t *run, const c
     return fdl_kiln_bad(c, "$.runs[0].output_evidence", "expected exactly one row, found %zu",
                         json_array_size(oe));
   const json_t *ex = json_object_get(json_array_get(oe, 0), "exact_output");
-  fdl_status s = FDL_CLOSED(c, "$.runs[0].output_evidence[0].exact_output", ex, "content_base64",
-                            "reasoning_content_base64");
+  fdl_status s = fdl_kiln_walk(c, ex, "$.runs[0].output_evidence[0].exact_output", &EXACT_OUTPUT);
   if (s != FDL_OK) return s;
   unsigned char *content = NULL, *reasoning = NULL;
   size_t cn = 0, rn = 0;
@@ -112,7 +116,7 @@ static fdl_status check_receipt(const fdl_kiln_ctx *c, const json_t *rc, const j
                                 const json_t *ref, size_t engine) {
   if (!json_is_object(rc)) return fdl_kiln_bad(c, "$", "expected an object");
   const json_t *stored = json_object_get(rc, "receipt_sha256");
-  fdl_status s = fdl_kiln_want_sha(c, "$.receipt_sha256", stored);
+  fdl_status s = fdl_kiln_walk(c, rc, "$", &SEAL);
   char self[FDL_SEAL_BUF];
   if (!s) s = fdl_seal_compute(rc, FDL_SEAL_KILN_REMOVE, "receipt_sha256", self, c->err);
   if (!s && strcmp(self, json_string_value(stored)) != 0)
