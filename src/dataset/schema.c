@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "fidelis/vocab.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "dataset/ds_internal.h"
 
 enum { REQ = 1u, NUL = 2u, MIN1 = 4u };
