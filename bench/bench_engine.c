@@ -15,7 +15,7 @@
 
 #include "bench_clock.h"
 #include "fidelis/engine.h"
-#include "fidelis/gemm.h"
+#include "num/gemm_run.h"
 #include "fidelis/pool.h"
 
 /* Weight elements of layer l's MLP one position multiplies through: the dense MLP, or a routed

@@ -40,7 +40,7 @@
 #include <time.h>
 
 #include "bench_clock.h"
-#include "fidelis/gemm.h"
+#include "num/gemm_run.h"
 #include "fidelis/pool.h"
 #include "fidelis/tensor.h"
 #include "num/gemm.h"

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "fidelis/dataset.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "fidelis/synth.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

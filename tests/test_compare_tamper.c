@@ -1,10 +1,10 @@
 /* test_compare_tamper.c - compare computes only on bytes it verified.
  *
  * A small synthetic pair is compared while a capture tensor or a head payload is changed between
- * validation and compute (through the on_validated hook): in place, by a rename that replaces
- * the file, a panel token file (it gives each row's target), and for files the estimator never
- * reads (a hash-proof self-compare). Every case must
- * be a seal_failed refusal that writes nothing; the untouched pair must compare. */
+ * validation and compute (through the on_validated hook of compare/hooks.h, the private tier):
+ * in place, by a rename that replaces the file, a panel token file (it gives each row's target),
+ * and for files the estimator never reads (a hash-proof self-compare). Every case must be a
+ * seal_failed refusal that writes nothing; the untouched pair must compare. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "fidelis/fidelis.h"
+#include "compare/hooks.h"
 
 typedef struct {
   char root[256]; /* temporary directory holding pair/ */
@@ -110,9 +111,8 @@ static fdl_status run(const fixture *f, bool self, tamper *t, fdl_compare_result
   o.own_heads = true;
   o.threads = 2;
   o.bootstrap = false;
-  o.on_validated = t ? do_tamper : NULL;
-  o.on_validated_arg = t;
-  return fdl_compare(&o, r, err);
+  fdl_compare_hooks h = {t ? do_tamper : NULL, t};
+  return fdl_compare_hooked(&o, &h, r, err);
 }
 
 static void expect_refused(const fixture *f, bool self, tamper *t) {
@@ -190,9 +190,8 @@ static void test_hash_proof_still_hashes(void **state) {
   o.out_dir = f->out;
   o.self_compare = true;
   o.bootstrap = false;
-  o.on_validated = do_tamper;
-  o.on_validated_arg = &t;
-  fdl_status s = fdl_compare(&o, &r, &err);
+  fdl_compare_hooks h = {do_tamper, &t};
+  fdl_status s = fdl_compare_hooked(&o, &h, &r, &err);
   assert_true(t.ran);
   if (s != FDL_REFUSED) fail_msg("hash proof: expected a refusal, got %s", fdl_status_name(s));
   assert_int_equal(r.refusal.code, FDL_REF_SEAL_FAILED);

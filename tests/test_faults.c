@@ -15,7 +15,7 @@
  *
  * The pack packs inputs the test writes (panel, hidden states, head, meta); validate and compare
  * read a pair made once by fdl_synth; load, generate, quantize and capture use the tiny-random
- * model made once by fdl_model_init (generate on a model loaded before the fault is armed, so
+ * model made once by fdl_model_write (generate on a model loaded before the fault is armed, so
  * its sweep is the run's own scratch and cache); divergence and attribute build Kiln records
  * from the shared first-divergence request ($FDL_SHARED/vectors/kiln), written to a file.
  * Everything lives under /dev/shm where it exists: the library fsyncs every file it writes, and
@@ -655,8 +655,8 @@ int main(void) {
 
   /* The tiny-random model and a two-record panel for capture; the Kiln request. */
   snprintf(model_dir, sizeof model_dir, "%s/model", work);
-  fdl_model_init_opts mo = {.preset = "tiny-random", .out_dir = model_dir};
-  fdl_model_init_result mr;
+  fdl_model_write_opts mo = {.preset = "tiny-random", .out_dir = model_dir};
+  fdl_model_write_result mr;
   const char *shared = getenv("FDL_SHARED");
   char req_path[512];
   snprintf(req_path, sizeof req_path,
@@ -665,7 +665,7 @@ int main(void) {
   static const char CAP_PANEL[] = "{\"index\":0,\"tokens\":[256,17,99,3,200,41,7,88]}\n"
                                   "{\"index\":1,\"tokens\":[256,5,6,7,8,9,10,11]}\n";
   snprintf(p, sizeof p, "%s/inputs/capture.jsonl", work);
-  if (fdl_model_init(&mo, &mr, &err) != FDL_OK ||
+  if (fdl_model_write(&mo, &mr, &err) != FDL_OK ||
       fdl_write_file(p, CAP_PANEL, sizeof CAP_PANEL - 1, &err) != FDL_OK ||
       fdl_json_load_file(req_path, NULL, &kiln_request, &err) != FDL_OK) {
     printf("FAIL: cannot make the model, the capture panel or read the Kiln request: %s\n",

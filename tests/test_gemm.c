@@ -1,4 +1,4 @@
-/* test_gemm.c - unit tests of fidelis' own GEMM (contract fdl-gemm-1, include/fidelis/gemm.h):
+/* test_gemm.c - unit tests of fidelis' own GEMM (contract fdl-gemm-1, src/num/gemm_run.h):
  * every kernel against fdl_gemm_dot_ref bit for bit over shapes, leading dimensions and value
  * families (huge, tiny, subnormal, signed zeros, exact cancellation, infinities), determinism over
  * every cut (threads, k-blocks, B blocks, pool tasks, direct sub-range tiles), the float64 error
@@ -26,7 +26,7 @@
 #include <fenv.h>
 #endif
 
-#include "fidelis/gemm.h"
+#include "num/gemm_run.h"
 #include "fidelis/tensor.h"
 #include "num/gemm.h"
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `make install PREFIX=...` must give a usable library: headers, libfidelis, and a fidelis.pc
-# that points at the prefix it was installed to (not the configure-time one).
+# that points at the prefix it was installed to (not the configure-time one). The installed
+# headers are the public tier alone (docs/layers.tsv): each compiles by itself in strict C17 with
+# nothing but the installed tree, and fidelis.h includes every one of them.
 set -euo pipefail
 # Not registered in the sanitizer build (tests/CMakeLists.txt): a sanitized library cannot be
 # linked by a plain program.
@@ -24,4 +26,19 @@ out=$(LD_LIBRARY_PATH="$tmp/inst/lib" "$tmp/t")
 [ "${out#* }" = "1e-05" ] || { echo "unexpected output: $out"; exit 1; }
 [ -x "$tmp/inst/bin/fidelis" ] || { echo "fidelis binary not installed"; exit 1; }
 "$tmp/inst/bin/fidelis" --version >/dev/null
-echo "1 passed, 0 failed"
+# Each installed header alone, and the umbrella names each.
+inc="$tmp/inst/include/fidelis"
+n=0
+for h in "$inc"/*.h; do
+  b=$(basename "$h")
+  printf '#include <fidelis/%s>\nint main(void) { return 0; }\n' "$b" > "$tmp/h.c"
+  cc -std=c17 -Wall -Wextra -Wpedantic -Werror -c "$tmp/h.c" -o "$tmp/h.o" $(pkg-config --cflags fidelis) ||
+    { echo "FAIL: the installed <fidelis/$b> does not compile alone"; exit 1; }
+  if [ "$b" != fidelis.h ] && ! grep -q "^#include \"$b\"" "$inc/fidelis.h"; then
+    echo "FAIL: the installed fidelis.h does not include $b"
+    exit 1
+  fi
+  n=$((n + 1))
+done
+[ "$n" -ge 2 ] || { echo "FAIL: only $n headers installed"; exit 1; }
+echo "3 passed, 0 failed"

@@ -15,6 +15,8 @@ headers) checked against the sources and the built objects.
    jansson's parser only where json = yes (everyone else: the strict reader); getenv, exit and
    abort only where process allows; the CPU-feature probe only where simd = yes.
 5. docs/ARCHITECTURE.md's layer table is the one `--write` renders from docs/layers.tsv.
+6. The two API tiers: a public header includes public headers only; fidelis/fidelis.h includes
+   every public header and lists each in its top comment; FDL_API appears in no file of src/.
 
 Run `python3 tests/test_layers.py --write` after editing docs/layers.tsv to refresh
 docs/ARCHITECTURE.md. Each violation is printed as one line: file, what, and the rule."""
@@ -152,6 +154,28 @@ def main():
             got |= pub_areas(i, seen)
         return got
 
+    # the two tiers: a public header includes public headers only (the installed tree compiles
+    # alone), the umbrella includes every public header and lists each at its top, and FDL_API
+    # (an exported symbol) is written in public headers only
+    for h in pub_files:
+        with open(os.path.join(PUB, h), encoding="utf-8") as f:
+            raw = INCLUDE.findall(strip_comments(f.read()))
+        for i in raw:
+            if i not in pub_files:
+                bad(f"include/fidelis/{h}", f'#include "{i}"',
+                    "a public header includes public headers only (the private tier is src/)")
+    with open(os.path.join(PUB, "fidelis.h"), encoding="utf-8") as f:
+        umbrella = f.read()
+    top = umbrella[:umbrella.index("*/")]
+    for h in pub_files:
+        if h == "fidelis.h":
+            continue
+        if h not in pub_inc["fidelis.h"]:
+            bad("include/fidelis/fidelis.h", f"does not include {h}", "the umbrella includes every public header")
+        if not re.search(r"^ \*\s+%s\s" % re.escape(h), top, re.M):
+            bad("include/fidelis/fidelis.h", f"its top comment does not list {h}",
+                "the umbrella documents every public header")
+
     for h in pub_files:
         if h in owner:
             a = owner[h]
@@ -173,6 +197,9 @@ def main():
         with open(path, encoding="utf-8") as f:
             text = f.read()
         code = strip_comments(text)
+        if re.search(r"\bFDL_API\b", code):
+            bad(rel(path), "FDL_API", "the private tier (src/) is not exported; public API lives in "
+                "include/fidelis/")
         for inc in INCLUDE.findall(code):
             if inc.startswith("fidelis/"):
                 h = inc[len("fidelis/"):]

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fidelis/fidelis.h"
+#include "base/quote.h"
 
 /* jansson's UTF-8 check is the one a report has to pass, so it is the oracle here. */
 static void assert_safe(const char *q) {

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "fidelis/fidelis.h"
+#include "base/utc.h"
 
 static void test_real_times(void **state) {
   (void)state;

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fidelis/gemm.h"
+#include "num/gemm_run.h"
 
 static int usage(const char *why) {
   fprintf(stderr,

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "fidelis/num.h"
-#include "fidelis/gemm.h"
+#include "num/gemm_run.h"
 
 static void *slurp(const char *path, size_t want) {
   FILE *f = fopen(path, "rb");

@@ -89,11 +89,6 @@ typedef struct {
   const char *created_utc;  /* NULL: the wall clock at receipt build (YYYY-MM-DDTHH:MM:SSZ) */
   fdl_compare_progress progress;
   void *progress_arg;
-  /* Called once both sides have validated and before any tensor is read for compute (tests use
-   * it to change a file in between). Every tensor is hashed in the read that computes on it, so
-   * such a change is always refused (seal_failed). */
-  void (*on_validated)(void *arg);
-  void *on_validated_arg;
   fdl_notice_fn notice; /* optional: told about stale staging directories removed */
   void *notice_arg;
   /* NULL: one process. The MPI build's program passes its group (docs/SCALE.md): every rank

@@ -1,25 +1,42 @@
 /* fidelis.h - the public API of libfidelis.
  *
  * fidelis proves, with numbers anyone can re-check, how faithfully an LLM inference stack
- * reproduces a reference. This header pulls in every module (an include order, not the layers:
- * which module may use which is docs/layers.tsv, shown in docs/ARCHITECTURE.md):
+ * reproduces a reference. This header is the public tier, whole: it includes every installed
+ * header (an include order, not the layers: which module may use which is docs/layers.tsv,
+ * shown in docs/ARCHITECTURE.md):
  *
- *   status.h  one status enum (fdl_status) and the error record (fdl_err)
- *   refusal.h the refusal record (code, gate, remedy, cause) of pack and compare
- *   buf.h     bounded growable byte buffers
- *   file.h    mapped inputs, staged outputs that never overwrite
- *   path.h    the relative-path rules manifests obey
- *   quote.h   bounded, escaped quotes of untrusted bytes in messages
- *   json.h    strict reader, Python-compatible canonical writer
- *   digest.h  SHA-256, seal recipes, checksums.txt
- *   tensor.h  safetensors, .npy, BF16/F16 widening
- *   pool.h    a fixed thread pool for indexed tasks (results land in pre-assigned slots)
- *   num.h     fused float64 KL, head replay, deterministic driver, receipt statistics
- *   vocab.h   the dataset format's enumerations (lanes, roles, forms, ...), each written once
- *   dataset.h malaiwah.fidelity-dataset.v1: load, validate, pack, inspect
- *   compare.h gates, classification and sealed comparison receipts
- *   engine.h  the inference engine's building blocks (the int4 quantizer)
- *   synth.h   a synthetic, honest dataset pair to compare
+ *   status.h       one status enum (fdl_status), the error record (fdl_err), fdl_version
+ *   refusal.h      the refusal record (code, gate, remedy, cause) of pack and compare
+ *   buf.h          bounded growable byte buffers
+ *   pool.h         a fixed thread pool for indexed tasks (results land in pre-assigned slots)
+ *   file.h         mapped inputs, staged outputs that never overwrite
+ *   json.h         strict reader, Python-compatible canonical writer
+ *   digest.h       SHA-256, seal recipes, checksums.txt
+ *   tensor.h       safetensors, .npy, BF16/F16 widening
+ *   num.h          fused float64 KL, head replay, deterministic driver, receipt statistics
+ *   scale.h        the seam to a distributed run (one process, or the MPI build's ranks)
+ *   hub.h          hf:// references, the Hugging Face cache read in place, fetching into it
+ *   ggml_quant.h   ggml's tensor types and their exact float32 dequantization
+ *   gguf.h         llama.cpp's GGUF files: header, metadata, tensors
+ *   tokenizer.h    text to token ids and back, as the model's own tokenizer does
+ *   vocab.h        the dataset format's enumerations (lanes, roles, forms, ...), each written once
+ *   dataset.h      malaiwah.fidelity-dataset.v1: load, validate, pack, inspect
+ *   llamacpp_kld.h llama-perplexity --kl-divergence-base files, read and imported as a dataset
+ *   panel.h        a pack panel cut from text with the model's tokenizer
+ *   model.h        deterministic random models in Hugging Face layout, int4 GPTQ quantization
+ *   engine.h       the inference engine: load a model, run the forward pass
+ *   generate.h     greedy generation and per-position logits over the engine
+ *   capture.h      the engine over a panel, sealed as a fidelity dataset
+ *   compare.h      gates, classification and sealed comparison receipts
+ *   report.h       the HTML page and Markdown of a comparison receipt
+ *   synth.h        a synthetic, honest dataset pair to compare
+ *   attr.h         Kiln's attribution diffs (logits, layer boundaries)
+ *   kiln.h         Kiln requests and records: identities, checks, first divergence
+ *
+ * Everything else (path rules, quoting, UTC stamps, the GEMM, kernels, test hooks) is the private
+ * tier: headers under src/, not installed, not exported by libfidelis.so (only libfidelis.a
+ * has them, for the fidelis program and the tests). tests/exported_symbols.txt is the exported
+ * list; every name in it is declared FDL_API in one of the headers above.
  *
  * A first program:
  *
@@ -42,25 +59,29 @@
 #include "status.h"
 #include "refusal.h"
 #include "buf.h"
+#include "pool.h"
 #include "file.h"
-#include "path.h"
-#include "utc.h"
-#include "quote.h"
 #include "json.h"
 #include "digest.h"
 #include "tensor.h"
-#include "pool.h"
 #include "num.h"
+#include "scale.h"
+#include "hub.h"
+#include "ggml_quant.h"
+#include "gguf.h"
+#include "tokenizer.h"
 #include "vocab.h"
 #include "dataset.h"
-#include "compare.h"
-#include "scale.h"
-#include "engine.h"
+#include "llamacpp_kld.h"
+#include "panel.h"
 #include "model.h"
-#include "synth.h"
+#include "engine.h"
+#include "generate.h"
+#include "capture.h"
+#include "compare.h"
 #include "report.h"
+#include "synth.h"
 #include "attr.h"
 #include "kiln.h"
-#include "hub.h"
 
 #endif

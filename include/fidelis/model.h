@@ -71,20 +71,20 @@ typedef struct {
   void *notice_arg;
   bool no_weights; /* everything but model.safetensors: a big preset's config, checked in
                       seconds (the result still counts its tensors and parameters) */
-} fdl_model_init_opts;
+} fdl_model_write_opts;
 
 typedef struct {
   uint64_t params; /* parameters written (with no_weights: that would be written) */
   uint64_t bytes;  /* size of model.safetensors; 0 with no_weights */
   size_t tensors;  /* tensors in it */
   size_t panel_contexts, panel_tokens;
-} fdl_model_init_result;
+} fdl_model_write_result;
 
 /* Writes OUT/config.json, OUT/generation_config.json, OUT/model.safetensors (BF16, HF names;
  * Qwen3.5's A_log F32) and OUT/panel.jsonl (the built-in panel), streaming one tensor chunk at a
  * time. FDL_INVALID for an unknown preset, FDL_EXISTS when OUT exists. */
-FDL_API fdl_status fdl_model_init(const fdl_model_init_opts *opts, fdl_model_init_result *res,
-                                  fdl_err *err);
+FDL_API fdl_status fdl_model_write(const fdl_model_write_opts *opts, fdl_model_write_result *res,
+                                   fdl_err *err);
 
 /* Appends the built-in panel (JSONL in the format `fidelis pack` reads, docs/PACK.md): 4
  * contexts x 64 tokens, domains garden, arithmetic, code and instructions. Token 256 (bos)

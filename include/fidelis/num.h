@@ -27,7 +27,7 @@
  *  - inputs are float32, every operation after loading is float64;
  *  - KL(reference || candidate) per row in one streaming pass over vocabulary chunks;
  *    bitwise-equal rows give exactly +0.0, and no row ever yields -0.0;
- *  - a hidden row is replayed through fidelis' own GEMM (fidelis/gemm.h): every logit is one
+ *  - a hidden row is replayed through fidelis' own GEMM (num/gemm_run.h): every logit is one
  *    float32 fma chain over the hidden index, whatever the block, the tile, the thread or the
  *    CPU. A row's result depends only on its own floats (and its head), never on the thread
  *    count, on how many rows share its block, or on the instruction set (scalar, AVX2 and
@@ -77,10 +77,10 @@ FDL_API void fdl_num_opts_default(fdl_num_opts *o);
 
 typedef enum {
   FDL_NUM_LOGITS = 0, /* data rows are vocab floats of logits */
-  FDL_NUM_HIDDEN = 1  /* data rows are `hidden` floats; logits = row . head^T (fidelis/gemm.h) */
+  FDL_NUM_HIDDEN = 1  /* data rows are `hidden` floats; logits = row . head^T (num/gemm_run.h) */
 } fdl_num_form;
 
-/* How a matrix the GEMM reads (include/fidelis/gemm.h) is stored, e.g. a head. */
+/* How a matrix the GEMM reads (src/num/gemm_run.h) is stored, e.g. a head. */
 typedef enum {
   FDL_GEMM_F32 = 0, /* IEEE binary32, little-endian */
   FDL_GEMM_BF16,    /* bfloat16: the high half of a binary32 */

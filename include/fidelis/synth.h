@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "digest.h"
+#include "file.h"
 #include "status.h"
 
 #ifdef __cplusplus

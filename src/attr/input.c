@@ -11,7 +11,7 @@
 #include "fidelis/attr.h"
 #include "base/sys.h"
 #include "fidelis/file.h"
-#include "fidelis/path.h"
+#include "base/path.h"
 
 /* The safetensors __metadata__ key that names the rows of a boundary matrix. */
 #define BOUNDARY_NAMES_KEY "boundary_names"

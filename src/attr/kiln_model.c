@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fidelis/path.h"
+#include "base/path.h"
 #include "attr/internal.h"
 #include "fidelis/attr.h"
 #include "fidelis/file.h"

@@ -11,7 +11,7 @@
 #include "base/sys.h"
 #include "attr/kiln_check.h"
 #include "fidelis/json.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 
 static int b64_value(unsigned char ch) {
   if (ch >= 'A' && ch <= 'Z') return ch - 'A';

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fidelis/path.h"
+#include "base/path.h"
 #include "base/sys.h"
 #include "attr/internal.h"
 #include "attr/kiln_check.h"

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "fidelis/file.h"
-#include "fidelis/path.h"
-#include "fidelis/quote.h"
+#include "base/path.h"
+#include "base/quote.h"
 #include "base/cleanup.h"
 #include "base/sys.h"
 

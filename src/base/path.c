@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fidelis/path.h"
+#include "base/path.h"
 #include "base/sys.h"
 
 bool fdl_relpath_ok(const char *path, size_t len, bool allow_dotdot) {

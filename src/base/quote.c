@@ -1,4 +1,4 @@
-/* quote.c - bounded, escaped quotes of untrusted bytes for messages (fidelis/quote.h).
+/* quote.c - bounded, escaped quotes of untrusted bytes for messages (base/quote.h).
  *
  * The input is cut into units, each a whole UTF-8 character or one byte that is not part of a
  * valid sequence, and each unit is rendered as itself or as an escape. Truncation only ever
@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fidelis/quote.h"
+#include "base/quote.h"
 
 #define ELLIPSIS "\xe2\x80\xa6"
 

@@ -1,7 +1,7 @@
 /* utc.c - timestamps checked by shape and by calendar. */
 #include <string.h>
 
-#include "fidelis/utc.h"
+#include "base/utc.h"
 
 /* Digits at s[0..n) as a number, or -1 when any is not a digit. Checked character by
  * character: sscanf's %u would also take a sign, spaces and short fields. */

@@ -26,7 +26,7 @@
 #include "fidelis/hub.h"
 #include "fidelis/tensor.h"
 #include "fidelis/tokenizer.h"
-#include "fidelis/path.h"
+#include "base/path.h"
 #include "fidelis/scale.h"
 #include "fdl_source_digests.h"
 

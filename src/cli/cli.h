@@ -17,6 +17,9 @@
 #include "fidelis/hub.h"
 #include "fidelis/refusal.h"
 #include "fidelis/scale.h"
+#include "base/path.h"
+#include "base/quote.h"
+#include "base/utc.h"
 
 /* Exit codes shared with the reference tools (README.md, "Exit codes"). */
 enum {

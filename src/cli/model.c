@@ -1,5 +1,5 @@
 /* model.c - `fidelis model init --preset NAME --seed S OUT`: a deterministic random model in
- * Hugging Face layout (fdl_model_init), with the built-in panel beside it. */
+ * Hugging Face layout (fdl_model_write), with the built-in panel beside it. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,7 +41,7 @@ static void usage(FILE *f) {
 }
 
 typedef struct {
-  fdl_model_init_opts o;
+  fdl_model_write_opts o;
   bool json;
 } args;
 
@@ -83,13 +83,13 @@ int fdl_cli_model(int argc, char **argv) {
   args a;
   int rc = parse(&a, argc, argv, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
-  fdl_model_init_opts o = a.o;
+  fdl_model_write_opts o = a.o;
   o.notice = fdl_cli_notice;
   o.notice_arg = "model init";
-  fdl_model_init_result r;
+  fdl_model_write_result r;
   fdl_err err = {FDL_OK, ""};
   double t0 = fdl_cli_now();
-  fdl_status s = fdl_model_init(&o, &r, &err);
+  fdl_status s = fdl_model_write(&o, &r, &err);
   double dt = fdl_cli_now() - t0;
   if (s != FDL_OK) {
     fdl_refusal ref = {s, fdl_refusal_code_for(s, FDL_REF_MODEL_INIT_FAILED), FDL_GATE_NONE, ""};

@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "fidelis/path.h"
-#include "fidelis/quote.h"
+#include "base/path.h"
+#include "base/quote.h"
 
 int fdl_cli_parse_u64(const char *s, uint64_t max, uint64_t *out) {
   /* Digits only: strtoull alone would take leading blanks, a sign ("-1" wraps to 2^64-1) and

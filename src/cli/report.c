@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fidelis/path.h"
+#include "base/path.h"
 #include "cli/cli.h"
 #include "fidelis/report.h"
 

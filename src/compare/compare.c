@@ -8,7 +8,8 @@
 
 #include "fidelis/pool.h"
 #include "compare/cmp.h"
-#include "fidelis/utc.h"
+#include "compare/hooks.h"
+#include "base/utc.h"
 #include "base/sys.h"
 #include "fidelis/scale.h"
 
@@ -166,8 +167,8 @@ static fdl_status verify_share(const fdl_compare_opts *o, run_state *z, fdl_refu
 
 /* Every rank runs the same steps up to the statistics, sharing each step's failure
  * (fdl_scale_agree); rank 0 alone stages, builds and publishes, after a last agreement. */
-static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_result *res,
-                      fdl_refusal *r, fdl_err *err) {
+static fdl_status run(const fdl_compare_opts *o, const fdl_compare_hooks *h, run_state *z,
+                      fdl_compare_result *res, fdl_refusal *r, fdl_err *err) {
   const fdl_scale *sc = o->scale;
   bool lead = fdl_scale_rank(sc) == 0;
   fdl_status s = same_root(o, r, err);
@@ -181,7 +182,7 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
   if (s == FDL_OK) s = fdl_cmp_estimate_layout(&z->a, &z->f, &z->e, err);
   if ((s = same_manifests(o, z, s, r, err)) != FDL_OK) return s;
   bool repro = !strcmp(z->f.kind, "reproduction_confirmation"), agreed = false;
-  if (o->on_validated) o->on_validated(o->on_validated_arg);
+  if (h && h->on_validated) h->on_validated(h->on_validated_arg);
   if (repro && !o->force_compute) {
     s = fdl_cmp_estimate_zero(&z->e, err);
   } else {
@@ -224,6 +225,11 @@ static fdl_status run(const fdl_compare_opts *o, run_state *z, fdl_compare_resul
 }
 
 fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *res, fdl_err *err) {
+  return fdl_compare_hooked(o, NULL, res, err);
+}
+
+fdl_status fdl_compare_hooked(const fdl_compare_opts *o, const fdl_compare_hooks *h,
+                              fdl_compare_result *res, fdl_err *err) {
   memset(res, 0, sizeof *res);
   fdl_status s = check_opts(o, err);
   if (s != FDL_OK) {
@@ -236,7 +242,7 @@ fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *res, fdl_e
   memset(&z, 0, sizeof z);
   fdl_cmp_findings_init(&z.f);
   fdl_refusal r = {FDL_OK, FDL_REF_NONE, FDL_GATE_NONE, ""};
-  s = run(o, &z, res, &r, err);
+  s = run(o, h, &z, res, &r, err);
   if (s != FDL_OK && s != FDL_REFUSED) {
     /* Every failure is reported with a code, as a refusal: nothing was written. */
     r.code = s == FDL_NOMEM ? FDL_REF_OUT_OF_MEMORY

@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 
 #include "base/check.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "fidelis/pool.h"
 #include "compare/cmp.h"
 #include "base/sys.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "compare/cmp.h"
 #include "base/sys.h"
 

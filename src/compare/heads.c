@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fidelis/gemm.h"
+#include "num/gemm_run.h"
 #include "fidelis/pool.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "compare/cmp.h"
 #include "base/sys.h"
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "compare/cmp.h"
 
 fdl_status fdl_cmp_refuse(fdl_refusal *r, fdl_err *err, fdl_refusal_code code, fdl_gate gate,

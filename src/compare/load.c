@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fidelis/path.h"
+#include "base/path.h"
 #include "compare/cmp.h"
 #include "base/sys.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fidelis/gemm.h"
+#include "num/gemm_run.h"
 #include "compare/cmp.h"
 
 #define REPLAY_BACKEND FDL_GEMM_CONTRACT ":cpu:float32"

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "compare/cmp.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "fidelis/pool.h"
 #include "base/sys.h"
 

@@ -17,7 +17,7 @@
 
 #include "dataset/ds_internal.h"
 #include "fidelis/json.h"
-#include "fidelis/path.h"
+#include "base/path.h"
 #include "base/sys.h"
 
 /* ---- opening and reading ------------------------------------------------------------------ */

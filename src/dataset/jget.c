@@ -9,7 +9,7 @@
 
 #include "dataset/ds_internal.h"
 #include "fidelis/json.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "base/sys.h"
 
 const char *fdl_ds_str(const json_t *o, const char *key) {

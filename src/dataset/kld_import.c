@@ -23,8 +23,8 @@
 #include "fidelis/hub.h"
 #include "fidelis/json.h"
 #include "fidelis/llamacpp_kld.h"
-#include "fidelis/path.h"
-#include "fidelis/quote.h"
+#include "base/path.h"
+#include "base/quote.h"
 #include "fidelis/tensor.h"
 #include "fidelis/tokenizer.h"
 

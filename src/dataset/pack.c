@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "fidelis/path.h"
+#include "base/path.h"
 #include "dataset/pack.h"
 #include "fidelis/file.h"
 #include "fidelis/json.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "fidelis/vocab.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "dataset/pack.h"
 #include "fidelis/json.h"
 #include "base/sys.h"

@@ -19,7 +19,7 @@
 #include "fidelis/file.h"
 #include "fidelis/json.h"
 #include "base/sys.h"
-#include "fidelis/path.h"
+#include "base/path.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "pack copies little-endian tensor bytes verbatim; a big-endian host needs byte swaps"

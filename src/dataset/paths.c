@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "dataset/ds_internal.h"
 #include "fidelis/json.h"
-#include "fidelis/path.h"
+#include "base/path.h"
 
 static const char *const PATH_KEYS[] = {"file",
                                         "token_file",

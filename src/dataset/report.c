@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "base/order.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "dataset/ds_internal.h"
 #include "base/sys.h"
 

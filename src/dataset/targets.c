@@ -11,7 +11,7 @@
 
 #include "dataset/ds_internal.h"
 #include "fidelis/json.h"
-#include "fidelis/path.h"
+#include "base/path.h"
 #include "base/sys.h"
 
 static fdl_status read_ids(int rootfd, const char *rel, int64_t **ids, size_t *n, fdl_err *err) {

@@ -13,11 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "dataset/validate.h"
-#include "fidelis/utc.h"
+#include "base/utc.h"
 #include "fidelis/json.h"
-#include "fidelis/path.h"
+#include "base/path.h"
 #include "base/sys.h"
 
 /* ---- loading documents ------------------------------------------------------------------- */

@@ -20,9 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "dataset/validate.h"
-#include "fidelis/path.h"
+#include "base/path.h"
 #include "fidelis/tensor.h"
 #include "base/sys.h"
 

@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include "base/order.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "dataset/validate.h"
 #include "fidelis/json.h"
-#include "fidelis/path.h"
+#include "base/path.h"
 #include "base/sys.h"
 
 typedef struct {

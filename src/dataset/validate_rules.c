@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "fidelis/vocab.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "dataset/validate.h"
-#include "fidelis/path.h"
+#include "base/path.h"
 
 static bool is(const char *s, const char *want) {
   return s && !strcmp(s, want);

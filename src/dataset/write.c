@@ -19,11 +19,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "dataset/ds_internal.h"
 #include "fidelis/file.h"
 #include "fidelis/json.h"
-#include "fidelis/path.h"
+#include "base/path.h"
 #include "base/sys.h"
 
 /* dir + "/" + rel into out. */

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "fidelis/digest.h"
-#include "fidelis/path.h"
-#include "fidelis/quote.h"
+#include "base/path.h"
+#include "base/quote.h"
 #include "base/lines.h"
 #include "base/sys.h"
 

@@ -10,7 +10,7 @@
 
 #include "base/sys.h"
 #include "engine/internal.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 
 static const char *const k_arch[] = {"LlamaForCausalLM",
                                      "Qwen2ForCausalLM",

@@ -10,7 +10,7 @@
 #include <jansson.h>
 
 #include "fidelis/engine.h"
-#include "fidelis/gemm.h"
+#include "num/gemm_run.h"
 #include "fidelis/gguf.h"
 #include "fidelis/pool.h"
 #include "fidelis/tensor.h"

@@ -7,7 +7,7 @@
 #include "base/check.h"
 #include "base/sys.h"
 #include "engine/internal.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
 #include "fidelis/hub.h"

@@ -29,7 +29,7 @@
 #include "engine/model_internal.h"
 #include "fidelis/json.h"
 #include "fidelis/model.h"
-#include "fidelis/path.h"
+#include "base/path.h"
 
 /* ---- the panel ---------------------------------------------------------------------------- */
 
@@ -513,7 +513,7 @@ static fdl_status write_json(const char *dir, const char *name, json_t *v, fdl_e
 #define CHUNK ((size_t)1 << 20) /* elements generated and written at a time */
 
 static fdl_status write_weights(const fdl_model_preset *p, uint64_t seed, const char *dir,
-                                fdl_model_init_result *res, fdl_err *err) {
+                                fdl_model_write_result *res, fdl_err *err) {
   size_t cap = tensor_cap(p);
   spec *t = fdl_calloc(cap, sizeof *t);
   fdl_tensor_in *ti = fdl_calloc(cap, sizeof *ti);
@@ -567,7 +567,7 @@ static fdl_status write_weights(const fdl_model_preset *p, uint64_t seed, const 
   return s;
 }
 
-static fdl_status count_weights(const fdl_model_preset *p, fdl_model_init_result *res,
+static fdl_status count_weights(const fdl_model_preset *p, fdl_model_write_result *res,
                                 fdl_err *err) {
   spec *t = fdl_calloc(tensor_cap(p), sizeof *t);
   if (!t) return fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -577,7 +577,8 @@ static fdl_status count_weights(const fdl_model_preset *p, fdl_model_init_result
   return FDL_OK;
 }
 
-fdl_status fdl_model_init(const fdl_model_init_opts *o, fdl_model_init_result *res, fdl_err *err) {
+fdl_status fdl_model_write(const fdl_model_write_opts *o, fdl_model_write_result *res,
+                           fdl_err *err) {
   memset(res, 0, sizeof *res);
   const fdl_model_preset *p = fdl_model_preset_find(o->preset);
   if (!p) {

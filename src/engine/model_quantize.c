@@ -20,8 +20,8 @@
 #include "fidelis/hub.h"
 #include "fidelis/json.h"
 #include "fidelis/model.h"
-#include "fidelis/path.h"
-#include "fidelis/quote.h"
+#include "base/path.h"
+#include "base/quote.h"
 
 /* ---- planning ----------------------------------------------------------------------------- */
 

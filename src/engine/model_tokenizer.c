@@ -13,7 +13,7 @@
 
 #include "engine/model_internal.h"
 #include "fidelis/json.h"
-#include "fidelis/path.h"
+#include "base/path.h"
 
 #define BYTES 256
 #define SPECIALS 16

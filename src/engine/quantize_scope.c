@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "engine/quantize_scope.h"
-#include "fidelis/path.h"
+#include "base/path.h"
 
 static const char *const MLP[] = {"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
 /* Qwen3.5 MoE's shared expert: a SwiGLU MLP beside the routed ones, in scope as the dense MLP

@@ -17,7 +17,7 @@
 
 #include "base/sys.h"
 #include "fidelis/digest.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "hub/hub_internal.h"
 
 #define BLOB_READ_CHUNK ((size_t)1 << 20)

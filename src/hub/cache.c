@@ -13,8 +13,8 @@
 
 #include "base/sys.h"
 #include "fidelis/digest.h"
-#include "fidelis/path.h"
-#include "fidelis/quote.h"
+#include "base/path.h"
+#include "base/quote.h"
 #include "hub/hub_internal.h"
 
 /* ---- the cache folder --------------------------------------------------------------------- */

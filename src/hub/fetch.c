@@ -27,8 +27,8 @@
 #include "base/sys.h"
 #include "fidelis/buf.h"
 #include "fidelis/digest.h"
-#include "fidelis/path.h"
-#include "fidelis/quote.h"
+#include "base/path.h"
+#include "base/quote.h"
 #include "hub/hub_internal.h"
 
 #define HUB_DEFAULT_ENDPOINT "https://huggingface.co"

@@ -16,7 +16,7 @@
 #include "fidelis/buf.h"
 #include "fidelis/digest.h"
 #include "fidelis/status.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "hub/hub_internal.h"
 
 #define HTTP_MAX_HOPS 8

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fidelis/json.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "json/py.h"
 
 bool fdl_py_truthy(const json_t *v) {

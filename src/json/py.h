@@ -21,7 +21,7 @@ bool fdl_py_equal(const json_t *a, const json_t *b);
 /* repr(v) into out (cap bytes, NUL-terminated): 'text', None, True, 63, 63.0, [1, 'a'],
  * {'k': 1}. Cut with "..." when it does not fit. */
 void fdl_py_repr(const json_t *v, char *out, size_t cap);
-/* A value as a message shows it: a string by the one quoting rule (fidelis/quote.h: escaped,
+/* A value as a message shows it: a string by the one quoting rule (base/quote.h: escaped,
  * cut at a character boundary with its full length), anything else as repr(). */
 void fdl_py_shown(const json_t *v, char *out, size_t cap);
 /* str(v): a string as it is, anything else as repr(v). Cut with "..." when it does not fit. */

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "json/py.h"
 
 /* ---- paths and findings ------------------------------------------------------------------ */

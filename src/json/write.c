@@ -6,7 +6,7 @@
 
 #include "fidelis/file.h"
 #include "fidelis/json.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "base/sys.h"
 
 /* The writer recurses once per level. jansson's parser stops at 2048 levels, so every parsed

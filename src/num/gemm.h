@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "fidelis/gemm.h"
+#include "num/gemm_run.h"
 
 typedef void (*gemm_micro)(size_t nr, size_t k0, size_t kc, const float *ap, const void *b,
                            size_t ldb, float *acc, int first);

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "base/sys.h"
-#include "fidelis/gemm.h"
+#include "num/gemm_run.h"
 #include "fidelis/num.h"
 
 void fdl_num_replay_identity_get(fdl_num_replay_identity *id) {

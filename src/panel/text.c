@@ -12,7 +12,7 @@
 #include "fidelis/file.h"
 #include "fidelis/json.h"
 #include "fidelis/panel.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "fidelis/tokenizer.h"
 
 #define TEXT_MAX ((size_t)1 << 30)

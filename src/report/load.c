@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fidelis/path.h"
+#include "base/path.h"
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
 #include "fidelis/json.h"

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "report/rpt.h"
 
 static void cell(fdl_buf *b, const char *s) {

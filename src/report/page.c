@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fidelis/quote.h"
+#include "base/quote.h"
 #include "report/rpt.h"
 
 /* Okabe & Ito's palette, told apart under the common colour-vision deficiencies; the order puts

@@ -34,7 +34,7 @@
 #include "fidelis/json.h"
 #include "fidelis/synth.h"
 #include "fidelis/tensor.h"
-#include "fidelis/path.h"
+#include "base/path.h"
 
 /* ---- random numbers --------------------------------------------------------------------- */
 

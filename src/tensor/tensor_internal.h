@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "fidelis/tensor.h"
-#include "fidelis/quote.h"
+#include "base/quote.h"
 
 /* Element count and byte size of a shape, overflow-checked. False (outputs untouched) when a
  * dimension is negative, ndim is outside [0, FDL_MAX_DIMS], the dtype is invalid, or a product

@@ -16,7 +16,7 @@
 #include "fidelis/hub.h"
 #include "fidelis/json.h"
 #include "tokenizer/internal.h"
-#include "fidelis/path.h"
+#include "base/path.h"
 
 static fdl_status read_hashed(const char *path, const char *name, fdl_tok_file *f, char **text,
                               size_t *len, fdl_err *err) {

@@ -1,4 +1,4 @@
-/* fidelis/quote.h - the one way a message shows bytes that came from a user or a file.
+/* base/quote.h - the one way a message shows bytes that came from a user or a file.
  *
  * Paths, ids, keys, values and tensor names reach messages from untrusted files, and those
  * messages end up on terminals and inside JSON reports. A quote made here is therefore always
@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "fidelis/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,27 +32,27 @@ extern "C" {
 
 /* Writes the quote of the n bytes at s (NUL bytes included) into out, at most cap bytes with
  * the terminating NUL, and returns out. s == NULL shows as (none). */
-FDL_API const char *fdl_quote(const char *s, size_t n, char *out, size_t cap);
+const char *fdl_quote(const char *s, size_t n, char *out, size_t cap);
 /* fdl_quote of a NUL-terminated string. */
-FDL_API const char *fdl_quote_str(const char *s, char *out, size_t cap);
+const char *fdl_quote_str(const char *s, char *out, size_t cap);
 
 /* The same escaping without the quote marks, and leaving backslash and ' alone: for whole
  * lines that are already made of quotes (a finding's message, a location) and only need to be
  * made safe for a terminal or a JSON string. Bounded like fdl_quote ("…" + " (N bytes)"). */
-FDL_API const char *fdl_quote_text(const char *s, size_t n, char *out, size_t cap);
+const char *fdl_quote_text(const char *s, size_t n, char *out, size_t cap);
 
 /* True when the n bytes at s hold a C0 control (NUL included), DEL, a C1 control or an invalid
  * UTF-8 sequence: what an identifier may never contain. */
-FDL_API bool fdl_quote_has_control(const char *s, size_t n);
+bool fdl_quote_has_control(const char *s, size_t n);
 
 /* True when the n bytes at s are valid UTF-8 (no overlongs, surrogates or code points past
  * U+10FFFF): exactly what a JSON string accepts. */
-FDL_API bool fdl_utf8_valid(const char *s, size_t n);
+bool fdl_utf8_valid(const char *s, size_t n);
 
 /* Length (1 to 4) of the UTF-8 sequence at p[0..left) and its code point in *cp, or 0 when it
  * is not valid UTF-8 (overlong forms, surrogates, code points past U+10FFFF, a cut sequence).
  * The one decoder: quoting, the JSON writer and the validity check all read text through it. */
-FDL_API size_t fdl_utf8_decode(const unsigned char *p, size_t left, uint32_t *cp);
+size_t fdl_utf8_decode(const unsigned char *p, size_t left, uint32_t *cp);
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,11 @@
-/* fidelis/path.h - the path rules every manifest and listing obeys (FIDELITY-DATASET §2.1). */
+/* base/path.h - the path rules every manifest and listing obeys (FIDELITY-DATASET §2.1). */
 #ifndef FIDELIS_PATH_H
 #define FIDELIS_PATH_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "status.h"
+#include "fidelis/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -14,24 +14,24 @@ extern "C" {
 /* PATH-1 for a relative path string: refuses empty, absolute ('/' or '\\'), a ':' in the first
  * segment, "://", a path that normalises to "." or starts with "..". When allow_dotdot is false
  * any ".." segment is refused. Returns true when acceptable. */
-FDL_API bool fdl_relpath_ok(const char *path, size_t len, bool allow_dotdot);
+bool fdl_relpath_ok(const char *path, size_t len, bool allow_dotdot);
 
 /* dir + "/" + name, newly allocated (free()); NULL when out of memory. */
-FDL_API char *fdl_path_join(const char *dir, const char *name);
+char *fdl_path_join(const char *dir, const char *name);
 /* The same join into out[cap]; false (out cut) when it does not fit. */
-FDL_API bool fdl_path_join_to(const char *dir, const char *name, char *out, size_t cap);
+bool fdl_path_join_to(const char *dir, const char *name, char *out, size_t cap);
 
 /* Where a path, existing or not, is on this machine: an absolute path with every existing
  * prefix resolved by realpath (symlinks, "." and "..") and the rest appended with "." and ".."
  * applied lexically. Newly allocated (free()); NULL when out of memory or the working
  * directory cannot be read. */
-FDL_API char *fdl_path_where(const char *path);
+char *fdl_path_where(const char *path);
 
 /* True when the string s ends with suffix (a file or tensor name's extension or tail). */
-FDL_API bool fdl_ends_with(const char *s, const char *suffix);
+bool fdl_ends_with(const char *s, const char *suffix);
 
 /* True when inner is outer or lies below it (both as fdl_path_where gives them). */
-FDL_API bool fdl_path_within(const char *inner, const char *outer);
+bool fdl_path_within(const char *inner, const char *outer);
 
 #ifdef __cplusplus
 }

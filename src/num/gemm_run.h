@@ -1,4 +1,4 @@
-/* fidelis/gemm.h - fidelis' own matrix product, with bits fixed by a written contract.
+/* num/gemm_run.h - fidelis' own matrix product, with bits fixed by a written contract.
  *
  *   C[i][j] = sum over k of A[i][k] * B[j][k]        (C = A . B^T)
  *
@@ -23,10 +23,10 @@
 
 #include <stddef.h>
 
-#include "num.h"
-#include "pool.h"
-#include "status.h"
-#include "tensor.h"
+#include "fidelis/num.h"
+#include "fidelis/pool.h"
+#include "fidelis/status.h"
+#include "fidelis/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -73,23 +73,23 @@ typedef struct fdl_gemm fdl_gemm;
 /* isa: FDL_NUM_ISA_AUTO for the best the CPU runs; forcing one it lacks is FDL_UNSUPPORTED.
  * threads: 0 = every online CPU. Neither changes a bit. */
 /* The element type the GEMM reads a matrix of this float dtype as (BF16, F16, else F32). */
-FDL_API fdl_gemm_type fdl_gemm_type_of(fdl_dtype d);
-FDL_API fdl_status fdl_gemm_new(fdl_num_isa isa, unsigned threads, fdl_gemm **out, fdl_err *err);
-FDL_API void fdl_gemm_free(fdl_gemm *g);
+fdl_gemm_type fdl_gemm_type_of(fdl_dtype d);
+fdl_status fdl_gemm_new(fdl_num_isa isa, unsigned threads, fdl_gemm **out, fdl_err *err);
+void fdl_gemm_free(fdl_gemm *g);
 /* The kernel in use: "scalar", "avx2" or "avx512". */
-FDL_API const char *fdl_gemm_isa_name(const fdl_gemm *g);
+const char *fdl_gemm_isa_name(const fdl_gemm *g);
 
 /* Computes C, splitting the work over tiles of M and N across the pool (never over k). */
-FDL_API fdl_status fdl_gemm_run(fdl_gemm *g, const fdl_gemm_args *x, fdl_err *err);
+fdl_status fdl_gemm_run(fdl_gemm *g, const fdl_gemm_args *x, fdl_err *err);
 /* The same product on another pool's workers (not g's own, which stays idle), in column tasks
  * of task_cols: for a caller whose pool is already running threads, with shapes for which the
  * default tasks are too coarse. A is packed once per row task, whatever the column tasks. One
  * run at a time per context and per pool; the bits are fdl_gemm_run's. */
-FDL_API fdl_status fdl_gemm_run_on(fdl_gemm *g, fdl_pool *pool, size_t task_cols,
-                                   const fdl_gemm_args *x, fdl_err *err);
+fdl_status fdl_gemm_run_on(fdl_gemm *g, fdl_pool *pool, size_t task_cols, const fdl_gemm_args *x,
+                           fdl_err *err);
 
 /* The contract itself, one element: the reference every kernel is tested against. */
-FDL_API float fdl_gemm_dot_ref(const float *a, const void *b, fdl_gemm_type b_type, size_t k);
+float fdl_gemm_dot_ref(const float *a, const void *b, fdl_gemm_type b_type, size_t k);
 
 #ifdef __cplusplus
 }
