@@ -172,14 +172,14 @@ typedef struct {
 } fdl_compare_receipt;
 
 typedef struct {
-  fdl_refusal refusal;  /* why nothing was written: code ("panel_mismatch", ...), gate ("panel",
-                         * "head", "compute", "cli", ...), remedy (the override flag(s) that
-                         * would allow it, or why there is none) and the cause (never FDL_OK
-                         * after a failure); code "" when a receipt was written */
-  json_t *receipt;      /* owned: the sealed receipt as written; NULL when refused */
+  fdl_refusal refusal; /* why nothing was written: code ("panel_mismatch", ...), gate ("panel",
+                        * "head", "compute", "cli", ...), remedy (the override flag(s) that
+                        * would allow it, or why there is none) and the cause (never FDL_OK
+                        * after a failure); code "" when a receipt was written */
+  json_t *receipt;     /* owned: the sealed receipt as written; NULL when refused */
   fdl_compare_receipt fields; /* its decoded fields (owned arrays); zero when refused */
-  char *receipt_path;   /* owned */
-  char *tokenwise_path; /* owned */
+  char *receipt_path;         /* owned */
+  char *tokenwise_path;       /* owned */
 } fdl_compare_result;
 
 FDL_API void fdl_compare_result_free(fdl_compare_result *r);

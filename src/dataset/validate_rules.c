@@ -251,9 +251,11 @@ void fdl_ds_v_role(ds_vctx *v) {
                           "a root's head is not quantized");
     const json_t *bc = json_object_get(dataset, "base_capture");
     if (bc && !json_is_null(bc))
-      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "3", W, "a root's base_capture must be null");
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "3", W,
+                          "a root's base_capture must be null");
     if (v->mf.capture.lossy_codec)
-      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "3", W, "a root's lossy_codec must be null");
+      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "3", W,
+                          "a root's lossy_codec must be null");
     const char *hf = v->mf.head.file;
     char q[FDL_QUOTE_CAP];
     if (v->payload && hf && hf[0] && fdl_relpath_ok(hf, strlen(hf), false) &&
