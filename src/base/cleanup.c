@@ -92,12 +92,6 @@ void fdl_cleanup_add_held(const char *path, bool dir) {
   free(p);
 }
 
-void fdl_cleanup_add(const char *path, bool dir) {
-  fdl_cleanup_hold();
-  fdl_cleanup_add_held(path, dir);
-  fdl_cleanup_release();
-}
-
 void fdl_cleanup_forget(const char *path) {
   pthread_mutex_lock(&reg.mu);
   for (int i = 0; i < CLEANUP_SLOTS; i++)

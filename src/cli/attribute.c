@@ -46,29 +46,6 @@ typedef struct {
   size_t npaths;
 } args;
 
-/* Takes every "--path VALUE" out of argv (the one option that repeats) into a->paths and leaves
- * the rest, in order, in rest (argc entries). Options after "--" are left alone. */
-static int split_paths(int argc, char **argv, char **rest, int *nrest, args *a, FILE *diag) {
-  int k = 0;
-  bool ended = false;
-  for (int i = 0; i < argc; i++) {
-    if (!ended && strcmp(argv[i], "--") == 0) ended = true;
-    if (!ended && i > 0 && strcmp(argv[i], "--path") == 0) {
-      if (i + 1 >= argc || !argv[i + 1][0]) {
-        fprintf(diag ? diag : stderr,
-                "fidelis attribute: --path needs a value NAME=full:FILE or NAME=greedy:FILE\n\n"
-                "(see 'fidelis attribute --help')\n");
-        return FDL_EXIT_USAGE;
-      }
-      a->paths[a->npaths++] = argv[++i];
-      continue;
-    }
-    rest[k++] = argv[i];
-  }
-  *nrest = k;
-  return FDL_CLI_GO;
-}
-
 static const char *const FORMATS[] = {"fidelis", "kiln-v2", NULL};
 
 static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
@@ -83,7 +60,8 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
   char **rest = calloc((size_t)argc + 1, sizeof *rest);
   if (!rest) return FDL_EXIT_USAGE;
   int nrest = 0;
-  int rc = split_paths(argc, argv, rest, &nrest, a, diag);
+  int rc = fdl_cli_split_paths("attribute", "NAME=full:FILE or NAME=greedy:FILE", argc, argv, rest,
+                               &nrest, a->paths, &a->npaths, diag);
   fdl_cli_spec s = {"attribute", usage, opts, sizeof opts / sizeof opts[0], NULL, 0, NULL, 0, 0,
                     out,         diag,  0};
   if (rc == FDL_CLI_GO) rc = fdl_cli_parse(&s, 1, nrest, rest);

@@ -155,6 +155,11 @@ int fdl_cli_parse(fdl_cli_spec *s, int first, int argc, char **argv);
 int fdl_cli_parse_sub(fdl_cli_spec *s, int argc, char **argv);
 /* Prints "fidelis CMD: message" and a pointer to --help on diag; returns FDL_EXIT_USAGE. */
 int fdl_cli_usage_error(const fdl_cli_spec *s, const char *fmt, ...) FDL_PRINTF(2, 3);
+/* Takes every "--path VALUE" out of argv (the one option that repeats) into paths[*npaths...]
+ * and leaves the rest, in order, in rest (argc entries; *nrest of them). Options after "--" are
+ * left alone. A --path without a value: a usage error naming what the value is (value). */
+int fdl_cli_split_paths(const char *cmd, const char *value, int argc, char **argv, char **rest,
+                        int *nrest, const char **paths, size_t *npaths, FILE *diag);
 /* A decimal integer in [0, max], digits only; 0 ok, -1 otherwise. */
 int fdl_cli_parse_u64(const char *s, uint64_t max, uint64_t *out);
 

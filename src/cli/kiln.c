@@ -99,20 +99,11 @@ static int check_parse(int argc, char **argv, FILE *out, FILE *diag, check_args 
   char **rest = calloc((size_t)argc + 1, sizeof *rest);
   if (!rest) return FDL_EXIT_USAGE;
   int k = 0;
-  bool ended = false;
-  for (int i = 0; i < argc; i++) {
-    if (!ended && strcmp(argv[i], "--") == 0) ended = true;
-    if (!ended && i > 0 && strcmp(argv[i], "--path") == 0) {
-      if (i + 1 >= argc || !argv[i + 1][0]) {
-        free(rest);
-        fprintf(diag ? diag : stderr, "fidelis check: --path needs a value NAME=FILE\n\n"
-                                      "(see 'fidelis check --help')\n");
-        return FDL_EXIT_USAGE;
-      }
-      a->paths[a->npaths++] = argv[++i];
-      continue;
-    }
-    rest[k++] = argv[i];
+  int rc =
+      fdl_cli_split_paths("check", "NAME=FILE", argc, argv, rest, &k, a->paths, &a->npaths, diag);
+  if (rc != FDL_CLI_GO) {
+    free(rest);
+    return rc;
   }
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--reference", &a->reference),
@@ -122,7 +113,7 @@ static int check_parse(int argc, char **argv, FILE *out, FILE *diag, check_args 
   fdl_cli_spec s = {"check", check_usage, opts,     sizeof opts / sizeof opts[0],
                     NULL,    0,           a->files, (size_t)argc,
                     0,       out,         diag,     0};
-  int rc = fdl_cli_parse(&s, 1, k, rest);
+  rc = fdl_cli_parse(&s, 1, k, rest);
   free(rest);
   if (rc != FDL_CLI_GO) return rc;
   if (!s.npos) return fdl_cli_usage_error(&s, "no FILE given");

@@ -48,6 +48,28 @@ int fdl_cli_usage_error(const fdl_cli_spec *s, const char *fmt, ...) {
   return FDL_EXIT_USAGE;
 }
 
+int fdl_cli_split_paths(const char *cmd, const char *value, int argc, char **argv, char **rest,
+                        int *nrest, const char **paths, size_t *npaths, FILE *diag) {
+  int k = 0;
+  bool ended = false;
+  for (int i = 0; i < argc; i++) {
+    if (!ended && strcmp(argv[i], "--") == 0) ended = true;
+    if (!ended && i > 0 && strcmp(argv[i], "--path") == 0) {
+      if (i + 1 >= argc || !argv[i + 1][0]) {
+        fprintf(diag ? diag : stderr,
+                "fidelis %s: --path needs a value %s\n\n(see 'fidelis %s --help')\n", cmd, value,
+                cmd);
+        return FDL_EXIT_USAGE;
+      }
+      paths[(*npaths)++] = argv[++i];
+      continue;
+    }
+    rest[k++] = argv[i];
+  }
+  *nrest = k;
+  return FDL_CLI_GO;
+}
+
 static bool is_help(const char *a) {
   return !strcmp(a, "--help") || !strcmp(a, "-h");
 }

@@ -13,13 +13,6 @@ static bool printable(unsigned b) {
   return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
 }
 
-uint32_t fdl_tk_byte_cp(uint8_t b) {
-  if (printable(b)) return b;
-  unsigned rank = 0;
-  for (unsigned c = 0; c < b; c++) rank += !printable(c);
-  return 256 + rank;
-}
-
 int fdl_tk_cp_byte(uint32_t cp) {
   if (cp < 256) return printable(cp) ? (int)cp : -1;
   if (cp >= 256 + 68) return -1; /* 68 bytes are not printable */

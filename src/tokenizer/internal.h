@@ -209,8 +209,8 @@ static inline const char *tk_ptr(const fdl_tok *t, tk_str s) {
   return t->pool + s.off;
 }
 /* Indexes text[0..n) in map; a text seen twice keeps its first id (as the loaders' references
- * do) unless dup_fails, then FDL_PARSE naming both ids. */
-fdl_status fdl_tk_build_map(fdl_tok *t, const char *what, fdl_err *err);
+ * do). */
+fdl_status fdl_tk_build_map(fdl_tok *t, fdl_err *err);
 int32_t fdl_tk_lookup(const fdl_tok *t, const char *p, size_t len);
 fdl_status fdl_tk_merge_add(fdl_tok *t, uint32_t a, uint32_t b, uint32_t rank, uint32_t merged,
                             fdl_err *err);
@@ -219,7 +219,6 @@ void fdl_tk_release(fdl_tok *t);
 uint64_t fdl_tk_hash(const void *p, size_t n);
 
 /* bytes.c: GPT-2's byte <-> code point table. */
-uint32_t fdl_tk_byte_cp(uint8_t b);
 int fdl_tk_cp_byte(uint32_t cp); /* -1: not in the table */
 /* Decodes a byte-level token text into raw bytes in out (at most len bytes); false when some
  * code point is not in the table. */

@@ -240,7 +240,7 @@ fdl_status fdl_tk_load_gguf(fdl_tok *t, const char *path, fdl_tok_file *f, fdl_e
   t->byte_level = gpt2;
   t->model = gpt2 ? TK_MODEL_BPE : TK_MODEL_SPM;
   if (s == FDL_OK) s = tokens(t, &g, tk, ty, sc, err);
-  if (s == FDL_OK) s = fdl_tk_build_map(t, "tokenizer.ggml.tokens", err);
+  if (s == FDL_OK) s = fdl_tk_build_map(t, err);
   if (s == FDL_OK && gpt2) s = merges(t, &g, mg, err);
   if (s == FDL_OK && gpt2) s = splits(t, &g, err);
   bool prefix = true, extra_ws = false;

@@ -286,7 +286,7 @@ fdl_status fdl_tk_load_hf(fdl_tok *t, const tk_source *js, const tk_source *cfg,
   if (s == FDL_OK) s = fdl_tk_parse_decoder(t, json_object_get(doc, "decoder"), err);
   if (s == FDL_OK && has_bytelevel_decoder(json_object_get(doc, "decoder"))) t->byte_level = true;
   if (s == FDL_OK) s = vocab(t, m, added, err);
-  if (s == FDL_OK) s = fdl_tk_build_map(t, W, err);
+  if (s == FDL_OK) s = fdl_tk_build_map(t, err);
   if (s == FDL_OK) s = added_tokens(t, added, err);
   if (s == FDL_OK) s = merges(t, m, err);
   if (s == FDL_OK) {

@@ -60,8 +60,7 @@ static size_t table_size(size_t n) {
   return cap;
 }
 
-fdl_status fdl_tk_build_map(fdl_tok *t, const char *what, fdl_err *err) {
-  (void)what;
+fdl_status fdl_tk_build_map(fdl_tok *t, fdl_err *err) {
   size_t cap = table_size(t->n);
   free(t->map.slot);
   t->map.slot = fdl_calloc(cap, sizeof *t->map.slot);
