@@ -32,76 +32,15 @@ INL __m512 bcast(const fdl_gemm_type t, const int at_zero, const void *row, size
       _mm512_and_si512(_mm512_set1_epi32((int)w), _mm512_set1_epi32((int)0xFFFF0000u)));
 }
 
-INL void body(const fdl_gemm_type t, const size_t nr, size_t k0, size_t kc, const float *ap,
-              const void *b, size_t ldb, float *acc, int first) {
-  __m512 c[NR][V];
-  const void *row[NR];
-  size_t es = t == FDL_GEMM_F32 ? 4 : 2;
-#pragma GCC unroll 6
-  for (size_t j = 0; j < nr; j++) {
-    row[j] = (const uint8_t *)b + j * ldb * es;
-#pragma GCC unroll 4
-    for (int v = 0; v < V; v++)
-      c[j][v] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + j * MR + v * 16);
-  }
-  size_t k = 0;
-  if (k0 == 0 && kc) {
-    __m512 a[V];
-#pragma GCC unroll 4
-    for (int v = 0; v < V; v++) a[v] = _mm512_load_ps(ap + v * 16);
-#pragma GCC unroll 6
-    for (size_t j = 0; j < nr; j++) {
-      __m512 bj = bcast(t, 1, row[j], 0);
-#pragma GCC unroll 4
-      for (int v = 0; v < V; v++) c[j][v] = _mm512_fmadd_ps(a[v], bj, c[j][v]);
-    }
-    k = 1;
-  }
-  for (; k < kc; k++) {
-    const float *ak = ap + k * MR;
-    __m512 a[V];
-#pragma GCC unroll 4
-    for (int v = 0; v < V; v++) a[v] = _mm512_load_ps(ak + v * 16);
-#pragma GCC unroll 6
-    for (size_t j = 0; j < nr; j++) {
-      __m512 bj = bcast(t, 0, row[j], k0 + k);
-#pragma GCC unroll 4
-      for (int v = 0; v < V; v++) c[j][v] = _mm512_fmadd_ps(a[v], bj, c[j][v]);
-    }
-  }
-#pragma GCC unroll 6
-  for (size_t j = 0; j < nr; j++)
-#pragma GCC unroll 4
-    for (int v = 0; v < V; v++) _mm512_store_ps(acc + j * MR + v * 16, c[j][v]);
-}
-
-#define MICRO(name, type)                                                                          \
-  static T512 void name(size_t nr, size_t k0, size_t kc, const float *ap, const void *b,           \
-                        size_t ldb, float *acc, int first) {                                       \
-    switch (nr) {                                                                                  \
-    case 6:                                                                                        \
-      body(type, 6, k0, kc, ap, b, ldb, acc, first);                                               \
-      break;                                                                                       \
-    case 5:                                                                                        \
-      body(type, 5, k0, kc, ap, b, ldb, acc, first);                                               \
-      break;                                                                                       \
-    case 4:                                                                                        \
-      body(type, 4, k0, kc, ap, b, ldb, acc, first);                                               \
-      break;                                                                                       \
-    case 3:                                                                                        \
-      body(type, 3, k0, kc, ap, b, ldb, acc, first);                                               \
-      break;                                                                                       \
-    case 2:                                                                                        \
-      body(type, 2, k0, kc, ap, b, ldb, acc, first);                                               \
-      break;                                                                                       \
-    default:                                                                                       \
-      body(type, 1, k0, kc, ap, b, ldb, acc, first);                                               \
-      break;                                                                                       \
-    }                                                                                              \
-  }
-MICRO(micro_f32, FDL_GEMM_F32)
-MICRO(micro_bf16, FDL_GEMM_BF16)
-MICRO(micro_f16, FDL_GEMM_F16)
+#define TGT T512
+#define VEC __m512
+#define W 16
+#define UNROLL_V _Pragma("GCC unroll 4")
+#define VZERO _mm512_setzero_ps
+#define VLOAD _mm512_load_ps
+#define VSTORE _mm512_store_ps
+#define VFMADD _mm512_fmadd_ps
+#include "num/gemm_body.h"
 
 static const gemm_kernel avx512_kernel = {
     FDL_NUM_ISA_AVX512, MR, NR, {micro_f32, micro_bf16, micro_f16}, SMALL_M, fdl_gemm_small_avx512};

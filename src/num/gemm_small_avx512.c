@@ -79,31 +79,13 @@ INL __m512 widen_hi(const fdl_gemm_type t, __m512i w) {
   return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(w, 16)));
 }
 
-/* The fmas of one transposed block for ks [kk, kk + kc), A rows 0..m-1, k ascending. */
-INL void feed(const fdl_gemm_type t, const size_t m, const float *const a[4], size_t kk, size_t kc,
-              const __m512i r[LANES], __m512 c[4]) {
-  if (t == FDL_GEMM_F32) {
-#pragma GCC unroll 16
-    for (size_t s = 0; s < kc; s++) {
-      __m512 bk = _mm512_castsi512_ps(r[s]);
-#pragma GCC unroll 4
-      for (size_t i = 0; i < m; i++) c[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i][kk + s]), bk, c[i]);
-    }
-    return;
-  }
-#pragma GCC unroll 16
-  for (size_t s = 0; s < kc; s += 2) {
-    __m512 lo = widen_lo(t, r[s / 2]);
-#pragma GCC unroll 4
-    for (size_t i = 0; i < m; i++) c[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i][kk + s]), lo, c[i]);
-    if (s + 1 < kc) {
-      __m512 hi = widen_hi(t, r[s / 2]);
-#pragma GCC unroll 4
-      for (size_t i = 0; i < m; i++)
-        c[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i][kk + s + 1]), hi, c[i]);
-    }
-  }
-}
+#define TGT T512
+#define VEC __m512
+#define VECI __m512i
+#define VCAST _mm512_castsi512_ps
+#define VFMADD _mm512_fmadd_ps
+#define VSET1 _mm512_set1_ps
+#include "num/gemm_small_body.h"
 
 INL void body(const fdl_gemm_type t, const size_t m, const fdl_gemm_args *x, size_t m0, size_t n0,
               size_t n1) {
@@ -156,26 +138,6 @@ INL void body(const fdl_gemm_type t, const size_t m, const fdl_gemm_args *x, siz
   }
 }
 
-#define SMALL(name, type)                                                                          \
-  static T512 void name(const fdl_gemm_args *x, size_t m0, size_t m1, size_t n0, size_t n1) {      \
-    for (; m0 < m1; m0 += 4) {                                                                     \
-      switch (m1 - m0) {                                                                           \
-      case 1:                                                                                      \
-        body(type, 1, x, m0, n0, n1);                                                              \
-        break;                                                                                     \
-      case 2:                                                                                      \
-        body(type, 2, x, m0, n0, n1);                                                              \
-        break;                                                                                     \
-      case 3:                                                                                      \
-        body(type, 3, x, m0, n0, n1);                                                              \
-        break;                                                                                     \
-      default:                                                                                     \
-        body(type, 4, x, m0, n0, n1);                                                              \
-        break;                                                                                     \
-      }                                                                                            \
-      if (m1 - m0 <= 4) break;                                                                     \
-    }                                                                                              \
-  }
 SMALL(small_f32, FDL_GEMM_F32)
 SMALL(small_bf16, FDL_GEMM_BF16)
 SMALL(small_f16, FDL_GEMM_F16)
