@@ -16,12 +16,6 @@ static bool str_is(const json_t *v, const char *want) {
   return json_is_string(v) && strcmp(json_string_value(v), want) == 0;
 }
 
-static void sha_text(const fdl_sha256 *d, char out[FDL_SEAL_BUF]) {
-  char hex[FDL_SHA256_HEX_BUF];
-  fdl_sha256_hex(d, hex);
-  snprintf(out, FDL_SEAL_BUF, FDL_SEAL_KILN_PREFIX "%s", hex);
-}
-
 /* [{logit, rank, token_id}] (engine too when engines is not NULL), or NULL when out of memory. */
 static json_t *candidates(const fdl_attr_candidate *c, const char *const *engines) {
   json_t *list = json_array();
@@ -42,7 +36,7 @@ static json_t *candidates(const fdl_attr_candidate *c, const char *const *engine
 
 static json_t *comparison(const fdl_attr_logits *r, const fdl_attr_candidate *c) {
   char digest[FDL_SEAL_BUF];
-  sha_text(&r->logits_sha256, digest);
+  fdl_attr_sha_text(&r->logits_sha256, digest);
   json_t *list = candidates(c, NULL);
   return list ? json_pack("{s:I, s:b, s:f, s:f, s:f, s:I, s:s, s:o}", "argmax",
                           (json_int_t)r->argmax, "argmax_equal", r->argmax_equal,
@@ -63,7 +57,7 @@ static json_t *reference_block(const fdl_attr_logits *r, const fdl_attr_candidat
   const char *pref = lk > lv ? "kiln" : lv > lk ? "vllm" : "tie";
   double margin = lk > lv ? lk - lv : lv - lk;
   char digest[FDL_SEAL_BUF];
-  sha_text(&r->logits_sha256, digest);
+  fdl_attr_sha_text(&r->logits_sha256, digest);
   json_t *list = candidates(c, engines);
   return list ? json_pack("{s:I, s:I, s:s, s:o, s:{s:s, s:s, s:f}}", "vocab_size", (json_int_t)n,
                           "argmax", (json_int_t)r->argmax, "logits_sha256", digest,

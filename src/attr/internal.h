@@ -22,6 +22,8 @@ double fdl_attr_cosine(double dot, double aa, double bb, bool same);
 
 /* The spec's vector digest (§1): SHA-256 over the little-endian binary32 bytes of v[0..n). */
 fdl_status fdl_attr_sha256_f32(const float *v, size_t n, fdl_sha256 *out, fdl_err *err);
+/* d as the records write a digest: "sha256:" and its hex. */
+void fdl_attr_sha_text(const fdl_sha256 *d, char out[FDL_SEAL_BUF]);
 
 /* The four Kiln paths of kiln.rocm-hf-path-attribution-result.v2 in §12's precedence order:
  * the worker key, whether it is a full-logits path, and the label it earns when it diverges. */

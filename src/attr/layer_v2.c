@@ -96,7 +96,7 @@ fdl_status fdl_attr_layer_names_check(const json_t *names, const char *what, fdl
   return FDL_OK;
 }
 
-static void sha_text(const fdl_sha256 *d, char out[FDL_SEAL_BUF]) {
+void fdl_attr_sha_text(const fdl_sha256 *d, char out[FDL_SEAL_BUF]) {
   char hex[FDL_SHA256_HEX_BUF];
   fdl_sha256_hex(d, hex);
   snprintf(out, FDL_SEAL_BUF, FDL_SEAL_KILN_PREFIX "%s", hex);
@@ -105,7 +105,7 @@ static void sha_text(const fdl_sha256 *d, char out[FDL_SEAL_BUF]) {
 static fdl_status digest_text(const float *v, size_t n, char out[FDL_SEAL_BUF], fdl_err *err) {
   fdl_sha256 d;
   fdl_status s = fdl_attr_sha256_f32(v, n, &d, err);
-  if (s == FDL_OK) sha_text(&d, out);
+  if (s == FDL_OK) fdl_attr_sha_text(&d, out);
   return s;
 }
 
@@ -137,8 +137,8 @@ static fdl_status compare_rows(const float *reference, const float *actual, size
 
 static json_t *boundary_obj(size_t i, const char *name, const fdl_attr_boundary *b) {
   char h[FDL_SEAL_BUF], k[FDL_SEAL_BUF];
-  sha_text(&b->hf_sha256, h);
-  sha_text(&b->kiln_sha256, k);
+  fdl_attr_sha_text(&b->hf_sha256, h);
+  fdl_attr_sha_text(&b->kiln_sha256, k);
   return json_pack("{s:f, s:s, s:I, s:s, s:f, s:f, s:s, s:f, s:f, s:f}", "cosine_similarity",
                    b->cosine_similarity, "hf_sha256", h, "index", (json_int_t)i, "kiln_sha256", k,
                    "max_abs_error", b->max_abs_error, "mean_abs_error", b->mean_abs_error, "name",
@@ -480,8 +480,8 @@ fdl_status fdl_attr_layer_recompute(const json_t *doc, const char *name, const f
     snprintf(p, sizeof p, "$.worker.boundaries[%zu].name", i);
     if (v2 && (s = same_text(name, p, nm, NAMES[i], err)) != FDL_OK) break;
     char h[FDL_SEAL_BUF], k[FDL_SEAL_BUF];
-    sha_text(&r->hf_sha256, h);
-    sha_text(&r->kiln_sha256, k);
+    fdl_attr_sha_text(&r->hf_sha256, h);
+    fdl_attr_sha_text(&r->kiln_sha256, k);
     const struct {
       const char *key;
       double v;

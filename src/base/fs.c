@@ -96,9 +96,8 @@ bool fdl_dirname(const char *path, char *out, size_t cap) {
 fdl_status fdl_mkdirs(const char *path, fdl_err *err) {
   size_t n = strlen(path);
   if (n == 0) return fdl_fail(err, FDL_INVALID, "mkdir: empty path");
-  char *p = fdl_malloc(n + 1);
+  char *p = fdl_strdup(path);
   if (!p) return fdl_fail(err, FDL_NOMEM, "%s: out of memory", path);
-  memcpy(p, path, n + 1);
   fdl_status s = FDL_OK;
   for (size_t i = 1; i <= n && s == FDL_OK; i++) {
     if (p[i] != '/' && p[i] != '\0') continue;

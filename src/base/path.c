@@ -59,10 +59,8 @@ static char *where_abs(const char *abs) {
     parent = fdl_malloc(2);
     if (parent) memcpy(parent, "/", 2);
   } else {
-    char *head = fdl_malloc((size_t)(slash - abs) + 1);
+    char *head = fdl_strndup(abs, (size_t)(slash - abs));
     if (!head) return NULL;
-    memcpy(head, abs, (size_t)(slash - abs));
-    head[slash - abs] = '\0';
     parent = where_abs(head);
     free(head);
   }
@@ -84,8 +82,7 @@ static char *where_abs(const char *abs) {
 char *fdl_path_where(const char *path) {
   char *abs;
   if (path[0] == '/') {
-    abs = fdl_malloc(strlen(path) + 1);
-    if (abs) memcpy(abs, path, strlen(path) + 1);
+    abs = fdl_strdup(path);
   } else {
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd)) return NULL;

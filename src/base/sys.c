@@ -124,6 +124,12 @@ char *fdl_strdup(const char *s) {
   return d;
 }
 
+char *fdl_strndup(const char *s, size_t n) {
+  char *d = fdl_malloc(n + 1);
+  if (d) memcpy(d, s, n), d[n] = '\0';
+  return d;
+}
+
 /* The huge page size transparent huge pages use on x86-64. */
 #define FDL_HUGE_PAGE ((size_t)2 << 20)
 

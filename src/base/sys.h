@@ -21,6 +21,7 @@ void *fdl_malloc(size_t n);
 void *fdl_calloc(size_t n, size_t size);
 void *fdl_realloc(void *p, size_t n);
 char *fdl_strdup(const char *s);
+char *fdl_strndup(const char *s, size_t n); /* s[0..n) and a NUL */
 void *fdl_aligned_alloc(size_t align, size_t n);
 /* n bytes (0 is fine) on transparent huge pages where the kernel grants them: a buffer of
  * hundreds of megabytes written once (the estimator window, a float32 head) otherwise costs a

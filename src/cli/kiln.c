@@ -174,10 +174,8 @@ static int load_check_logits(const check_args *a, check_logits *lg) {
   if (!lg->mats || !lg->rows || !lg->names) rc = FDL_EXIT_USAGE;
   for (size_t i = 0; !rc && i < a->npaths; i++) {
     const char *v = a->paths[i], *eq = strchr(v, '=');
-    lg->names[i] = malloc((size_t)(eq - v) + 1);
+    lg->names[i] = strndup(v, (size_t)(eq - v));
     if (!lg->names[i]) return FDL_EXIT_USAGE;
-    memcpy(lg->names[i], v, (size_t)(eq - v));
-    lg->names[i][eq - v] = '\0';
     lg->n = i + 1;
     rc = load_matrix("--path", eq + 1, &lg->mats[i]);
     if (!rc && (lg->mats[i].cols != lg->ref.cols || lg->mats[i].rows == 0)) {

@@ -45,10 +45,8 @@ static fdl_status push(fdl_checksums *c, const char *hex, const char *path, size
     c->items = p;
     c->cap_ = cap;
   }
-  char *copy = fdl_malloc(plen + 1);
+  char *copy = fdl_strndup(path, plen);
   if (!copy) return fdl_fail(err, FDL_NOMEM, "checksums: out of memory for a path");
-  memcpy(copy, path, plen);
-  copy[plen] = '\0';
   fdl_checksum_entry *e = &c->items[c->count++];
   memcpy(e->hex, hex, FDL_SHA256_HEX_LEN);
   e->hex[FDL_SHA256_HEX_LEN] = '\0';

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/path.h"
 #include "engine/internal.h"
 
 static fdl_status get(const fdl_gguf *g, const char *key, bool required, int64_t *v, fdl_err *err) {
@@ -76,11 +77,6 @@ fdl_status fdl_eng_gguf_qwen35_config(const fdl_gguf *g, json_t *cfg, fdl_err *e
   return FDL_OK;
 }
 
-static bool ends(const char *s, const char *tail) {
-  size_t n = strlen(s), t = strlen(tail);
-  return n >= t && !strcmp(s + n - t, tail);
-}
-
 void fdl_eng_gguf_qwen35_reorder(const fdl_model_info *in, const char *hf, eng_reorder *o) {
   size_t nk = in->lin_k_heads, nv = in->lin_v_heads, qk = 2 * nk * in->lin_k_dim;
   if (!nk || nk == nv || !strstr(hf, ".linear_attn.")) return;
@@ -92,7 +88,7 @@ void fdl_eng_gguf_qwen35_reorder(const fdl_model_info *in, const char *hf, eng_r
            {"in_proj_a.weight", false, false, false}, {"A_log", false, false, false},
            {"dt_bias", false, false, false},          {"out_proj.weight", false, true, true}};
   for (size_t i = 0; i < sizeof T / sizeof *T; i++)
-    if (ends(hf, T[i].tail)) {
+    if (fdl_ends_with(hf, T[i].tail)) {
       o->v_first = T[i].qk_first ? qk : 0;
       o->v_nk = nk;
       o->v_r = nv / nk;

@@ -499,10 +499,8 @@ static json_t *block_modules(const job *j) {
       for (size_t m = 0; ok && p->k != FDL_QS_NONE && m < p->nmat; m++) {
         const char *qw = p->names[4 * m] + p->module; /* "<module>.qweight" */
         size_t len = strlen(qw) - strlen(".qweight");
-        char *mod = fdl_malloc(len + 1);
+        char *mod = fdl_strndup(qw, len);
         if (!(ok = mod != NULL)) break;
-        memcpy(mod, qw, len);
-        mod[len] = 0;
         mods[k++] = mod;
       }
     }

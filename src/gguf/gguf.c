@@ -65,10 +65,8 @@ static fdl_status read_kv(cursor *c, fdl_gguf_kv *kv, uint64_t index, fdl_err *e
                     "%s: metadata entry %" PRIu64 " at offset %" PRIu64
                     " has an empty key or one that is not UTF-8",
                     c->path, index, start);
-  char *key = fdl_malloc(klen + 1);
+  char *key = fdl_strndup((const char *)c->p + koff, klen);
   if (!key) return fdl_fail(err, FDL_NOMEM, "%s: out of memory for a metadata key", c->path);
-  memcpy(key, c->p + koff, klen);
-  key[klen] = '\0';
   kv->key = key;
   uint32_t t;
   if ((s = u32_at(c, &t, key, err)) != FDL_OK) return s;

@@ -39,10 +39,8 @@ static fdl_status read_one(fdl_gguf *g, cursor *c, uint64_t i, fdl_gguf_tensor *
                     "%s: tensor %" PRIu64 " at offset %" PRIu64
                     " has an empty, over-long or non-UTF-8 name",
                     g->path, i, start);
-  char *name = fdl_malloc(nlen + 1);
+  char *name = fdl_strndup((const char *)c->p + noff, nlen);
   if (!name) return fdl_fail(err, FDL_NOMEM, "%s: out of memory", g->path);
-  memcpy(name, c->p + noff, nlen);
-  name[nlen] = '\0';
   t->name = name;
   if ((s = u32_at(c, &t->n_dims, name, err)) != FDL_OK) return s;
   if (t->n_dims < 1 || t->n_dims > 4)

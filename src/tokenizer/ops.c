@@ -28,15 +28,6 @@ static fdl_status text_of(const json_t *o, const char *key, const char *where, c
   return FDL_OK;
 }
 
-static char *dup_n(const char *s, size_t n) {
-  char *d = fdl_malloc(n + 1);
-  if (d) {
-    memcpy(d, s, n);
-    d[n] = '\0';
-  }
-  return d;
-}
-
 /* {"String": s} or {"Regex": r} */
 static fdl_status pattern(const json_t *o, const char *where, tk_pattern *pt, fdl_err *err) {
   const json_t *p = json_object_get(o, "pattern");
@@ -90,21 +81,27 @@ static fdl_status refuse(const char *where, const char *type, fdl_err *err) {
                   where, type ? type : "(missing)");
 }
 
+/* A Sequence: each of its key's members through parse, in order. */
+static fdl_status sequence(fdl_tok *t, const json_t *o, const char *key, const char *where,
+                           fdl_status (*parse)(fdl_tok *, const json_t *, fdl_err *),
+                           fdl_err *err) {
+  const json_t *a = json_object_get(o, key);
+  size_t i;
+  const json_t *e;
+  if (!json_is_array(a)) return fdl_fail(err, FDL_PARSE, "%s: Sequence needs %s", where, key);
+  json_array_foreach(a, i, e) {
+    fdl_status s = parse(t, e, err);
+    if (s != FDL_OK) return s;
+  }
+  return FDL_OK;
+}
+
 fdl_status fdl_tk_parse_normalizer(fdl_tok *t, const json_t *o, fdl_err *err) {
   static const char W[] = "tokenizer.json normalizer";
   if (!o || json_is_null(o)) return FDL_OK;
   const char *ty = type_of(o);
-  if (ty && !strcmp(ty, "Sequence")) {
-    const json_t *a = json_object_get(o, "normalizers");
-    size_t i;
-    const json_t *e;
-    if (!json_is_array(a)) return fdl_fail(err, FDL_PARSE, "%s: Sequence needs normalizers", W);
-    json_array_foreach(a, i, e) {
-      fdl_status s = fdl_tk_parse_normalizer(t, e, err);
-      if (s != FDL_OK) return s;
-    }
-    return FDL_OK;
-  }
+  if (ty && !strcmp(ty, "Sequence"))
+    return sequence(t, o, "normalizers", W, fdl_tk_parse_normalizer, err);
   if (t->n_norm == TK_MAX_OPS) return too_many(W, err);
   tk_norm *op = &t->norm[t->n_norm];
   memset(op, 0, sizeof *op);
@@ -128,12 +125,12 @@ fdl_status fdl_tk_parse_normalizer(fdl_tok *t, const json_t *o, fdl_err *err) {
     op->right = flag(o, "strip_right", true);
   } else if (!strcmp(ty, "Prepend")) {
     op->kind = TK_N_PREPEND;
-    if ((st = text_of(o, "prepend", W, &s, &n, err)) == FDL_OK && !(op->a = dup_n(s, n)))
+    if ((st = text_of(o, "prepend", W, &s, &n, err)) == FDL_OK && !(op->a = fdl_strndup(s, n)))
       st = fdl_fail(err, FDL_NOMEM, "out of memory");
     op->a_len = n;
   } else if (!strcmp(ty, "Replace")) {
     op->kind = TK_N_REPLACE;
-    if ((st = text_of(o, "content", W, &s, &n, err)) == FDL_OK && !(op->a = dup_n(s, n)))
+    if ((st = text_of(o, "content", W, &s, &n, err)) == FDL_OK && !(op->a = fdl_strndup(s, n)))
       st = fdl_fail(err, FDL_NOMEM, "out of memory");
     op->a_len = n;
     if (st == FDL_OK) st = pattern(o, W, &op->pat, err);
@@ -148,17 +145,8 @@ fdl_status fdl_tk_parse_pretokenizer(fdl_tok *t, const json_t *o, fdl_err *err) 
   static const char W[] = "tokenizer.json pre_tokenizer";
   if (!o || json_is_null(o)) return FDL_OK;
   const char *ty = type_of(o);
-  if (ty && !strcmp(ty, "Sequence")) {
-    const json_t *a = json_object_get(o, "pretokenizers");
-    size_t i;
-    const json_t *e;
-    if (!json_is_array(a)) return fdl_fail(err, FDL_PARSE, "%s: Sequence needs pretokenizers", W);
-    json_array_foreach(a, i, e) {
-      fdl_status s = fdl_tk_parse_pretokenizer(t, e, err);
-      if (s != FDL_OK) return s;
-    }
-    return FDL_OK;
-  }
+  if (ty && !strcmp(ty, "Sequence"))
+    return sequence(t, o, "pretokenizers", W, fdl_tk_parse_pretokenizer, err);
   if (t->n_pre == TK_MAX_OPS) return too_many(W, err);
   tk_pre *op = &t->pre[t->n_pre];
   memset(op, 0, sizeof *op);
@@ -206,17 +194,8 @@ fdl_status fdl_tk_parse_decoder(fdl_tok *t, const json_t *o, fdl_err *err) {
   static const char W[] = "tokenizer.json decoder";
   if (!o || json_is_null(o)) return FDL_OK;
   const char *ty = type_of(o);
-  if (ty && !strcmp(ty, "Sequence")) {
-    const json_t *a = json_object_get(o, "decoders");
-    size_t i;
-    const json_t *e;
-    if (!json_is_array(a)) return fdl_fail(err, FDL_PARSE, "%s: Sequence needs decoders", W);
-    json_array_foreach(a, i, e) {
-      fdl_status s = fdl_tk_parse_decoder(t, e, err);
-      if (s != FDL_OK) return s;
-    }
-    return FDL_OK;
-  }
+  if (ty && !strcmp(ty, "Sequence"))
+    return sequence(t, o, "decoders", W, fdl_tk_parse_decoder, err);
   if (t->n_dec == TK_MAX_OPS) return too_many(W, err);
   tk_dec *op = &t->dec[t->n_dec];
   memset(op, 0, sizeof *op);
@@ -236,9 +215,9 @@ fdl_status fdl_tk_parse_decoder(fdl_tok *t, const json_t *o, fdl_err *err) {
     if (!json_is_string(str))
       return fdl_fail(err, FDL_UNSUPPORTED, "%s: Replace takes a String pattern here", W);
     if ((st = text_of(o, "content", W, &s, &n, err)) != FDL_OK) return st;
-    op->a = dup_n(json_string_value(str), json_string_length(str));
+    op->a = fdl_strndup(json_string_value(str), json_string_length(str));
     op->a_len = json_string_length(str);
-    op->b = dup_n(s, n);
+    op->b = fdl_strndup(s, n);
     op->b_len = n;
     if (!op->a || !op->b) st = fdl_fail(err, FDL_NOMEM, "out of memory");
   } else if (!strcmp(ty, "Strip")) {

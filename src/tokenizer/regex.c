@@ -75,10 +75,8 @@ fdl_status fdl_tk_pattern_regex(tk_pattern *pt, const char *re, size_t len, cons
 
 fdl_status fdl_tk_pattern_literal(tk_pattern *pt, const char *s, size_t len, fdl_err *err) {
   memset(pt, 0, sizeof *pt);
-  pt->lit = fdl_malloc(len + 1);
+  pt->lit = fdl_strndup(s, len);
   if (!pt->lit) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  memcpy(pt->lit, s, len);
-  pt->lit[len] = '\0';
   pt->lit_len = len;
   return FDL_OK;
 }
