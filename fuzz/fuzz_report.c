@@ -24,6 +24,7 @@
 
 #include "fidelis/fidelis.h"
 #include "digest/seal_json.h"
+#include "json/json.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
