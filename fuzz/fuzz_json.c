@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fidelis/fidelis.h"
+#include "json/json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

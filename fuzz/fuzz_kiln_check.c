@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "fidelis/fidelis.h"
+#include "attr/kiln_json.h"
+#include "json/json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

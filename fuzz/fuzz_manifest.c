@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "fidelis/dataset.h"
-#include "fidelis/json.h"
+#include "json/json.h"
+#include "digest/seal_json.h"
+#include "dataset/dataset_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

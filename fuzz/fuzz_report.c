@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include "fidelis/fidelis.h"
+#include "digest/seal_json.h"
+#include "json/json.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "fidelis/fidelis.h"
+#include "tensor/safetensors_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

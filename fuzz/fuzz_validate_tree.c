@@ -24,6 +24,7 @@
 #include "fidelis/dataset.h"
 #include "base/quote.h"
 #include "fidelis/synth.h"
+#include "dataset/dataset_json.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -15,6 +15,9 @@
 
 #include "fidelis/compare.h"
 #include "fidelis/fidelis.h"
+#include "digest/seal_json.h"
+#include "compare/compare_json.h"
+#include "json/json.h"
 
 static const char *shared_dir(void) {
   const char *shared = getenv("FDL_SHARED");

@@ -17,8 +17,10 @@
 #include "dataset/ds_internal.h"
 #include "fidelis/dataset.h"
 #include "fidelis/file.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "fidelis/tensor.h"
+#include "digest/seal_json.h"
+#include "tensor/safetensors_json.h"
 
 static json_t *parse(const char *text) {
   json_t *v = NULL;

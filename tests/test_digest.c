@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "fidelis/fidelis.h"
+#include "digest/seal_json.h"
+#include "json/json.h"
 
 static void expect_hex(const fdl_sha256 *d, const char *want) {
   char hex[FDL_SHA256_HEX_LEN + 1];

@@ -43,6 +43,9 @@
 #include "fidelis/generate.h"
 #include "fidelis/kiln.h"
 #include "fidelis/model.h"
+#include "tensor/safetensors_json.h"
+#include "attr/kiln_json.h"
+#include "json/json.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define FDL_TEST_LSAN 1
@@ -275,7 +278,7 @@ static void compare(outcome *oc) {
   if (oc->status == FDL_OK) {
     struct stat st;
     oc->complete = r.receipt && stat(r.receipt_path, &st) == 0 && stat(r.tokenwise_path, &st) == 0;
-    oc->receipt = json_incref(r.receipt);
+    oc->receipt = json_incref((json_t *)r.receipt);
   }
   fdl_compare_result_free(&r);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fidelis/fidelis.h"
+#include "json/json.h"
 
 static const fdl_json_read_opts KILN = {0, true, false};
 static const fdl_json_read_opts NUL_OK = {0, false, true};

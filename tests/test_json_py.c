@@ -11,6 +11,7 @@
 
 #include "fidelis/fidelis.h"
 #include "json/py.h"
+#include "json/json.h"
 
 static json_t *parse(const char *text) {
   json_t *v = NULL;

@@ -15,6 +15,9 @@
 #include <unistd.h>
 
 #include "fidelis/fidelis.h"
+#include "digest/seal_json.h"
+#include "attr/kiln_json.h"
+#include "json/json.h"
 
 static json_t *parse(const char *text, bool kiln) {
   fdl_json_read_opts o = {0, kiln, false};

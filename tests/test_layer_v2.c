@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "fidelis/fidelis.h"
+#include "attr/layer_json.h"
 
 static void test_names(void **state) {
   (void)state;

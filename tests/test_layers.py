@@ -16,7 +16,8 @@ headers) checked against the sources and the built objects.
    abort only where process allows; the CPU-feature probe only where simd = yes.
 5. docs/ARCHITECTURE.md's layer table is the one `--write` renders from docs/layers.tsv.
 6. The two API tiers: a public header includes public headers only; fidelis/fidelis.h includes
-   every public header and lists each in its top comment; FDL_API appears in no file of src/.
+   every public header and lists each in its top comment; FDL_API appears in no file of src/;
+   no public header names jansson or json_t (parsed trees are the private tier: json/json.h).
 
 Run `python3 tests/test_layers.py --write` after editing docs/layers.tsv to refresh
 docs/ARCHITECTURE.md. Each violation is printed as one line: file, what, and the rule."""
@@ -159,7 +160,10 @@ def main():
     # (an exported symbol) is written in public headers only
     for h in pub_files:
         with open(os.path.join(PUB, h), encoding="utf-8") as f:
-            raw = INCLUDE.findall(strip_comments(f.read()))
+            text = f.read()
+        raw = INCLUDE.findall(strip_comments(text))
+        for m in sorted(set(re.findall(r"\bjansson\b|\bjson_t\b", text))):
+            bad(f"include/fidelis/{h}", m, "jansson stays out of the installed headers (json/json.h)")
         for i in raw:
             if i not in pub_files:
                 bad(f"include/fidelis/{h}", f'#include "{i}"',

@@ -12,6 +12,7 @@
 
 #include "fidelis/fidelis.h"
 #include "base/quote.h"
+#include "dataset/dataset_json.h"
 
 /* jansson's UTF-8 check is the one a report has to pass, so it is the oracle here. */
 static void assert_safe(const char *q) {

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "fidelis/fidelis.h"
+#include "digest/seal_json.h"
+#include "json/json.h"
 
 static char vectors[4096];
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fidelis/fidelis.h"
+#include "tensor/safetensors_json.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 

@@ -28,8 +28,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "file.h"
 #include "num.h"
 #include "refusal.h"
@@ -171,15 +169,19 @@ typedef struct {
   size_t n_high_kld_contexts;
 } fdl_compare_receipt;
 
+/* The sealed receipt as a parsed tree: opaque here, so the installed headers need no JSON
+ * library; compare/compare_json.h (the private tier) reads it. */
+struct fdl_compare_doc;
+
 typedef struct {
   fdl_refusal refusal; /* why nothing was written: code ("panel_mismatch", ...), gate ("panel",
                         * "head", "compute", "cli", ...), remedy (the override flag(s) that
                         * would allow it, or why there is none) and the cause (never FDL_OK
                         * after a failure); code "" when a receipt was written */
-  json_t *receipt;     /* owned: the sealed receipt as written; NULL when refused */
-  fdl_compare_receipt fields; /* its decoded fields (owned arrays); zero when refused */
-  char *receipt_path;         /* owned */
-  char *tokenwise_path;       /* owned */
+  struct fdl_compare_doc *receipt; /* owned: the sealed receipt as written; NULL when refused */
+  fdl_compare_receipt fields;      /* its decoded fields (owned arrays); zero when refused */
+  char *receipt_path;              /* owned */
+  char *tokenwise_path;            /* owned */
 } fdl_compare_result;
 
 FDL_API void fdl_compare_result_free(fdl_compare_result *r);
@@ -198,19 +200,6 @@ FDL_API fdl_status fdl_compare(const fdl_compare_opts *o, fdl_compare_result *r,
 /* ---- receipt helpers -------------------------------------------------------------------- */
 
 #define FDL_COMPARE_KEY_LEN 21 /* "cmp--" + 16 hex */
-
-/* The registry comparability key of a key_inputs object (section 11.7): "cmp--" and the first
- * 16 hex digits of SHA-256 over panel_id|reference_id|metric_name|direction|
- * accumulation_dtype|stack_relation|head_policy. A "note" key is ignored. FDL_INVALID when a
- * value is missing, not a string, or contains '|'. */
-FDL_API fdl_status fdl_compare_key(const json_t *key_inputs, char *out /* [22] */, fdl_err *err);
-
-/* The checks of section 10 on a receipt (schema string, required keys and the schema's
- * conditionals, seal, SC-1, SC-2, SC-3, BIAS-006, BIAS-001). FDL_OK when it passes; otherwise
- * FDL_MISMATCH with code (FDL_COMPARE_CHECK_CODE_LEN bytes) set to the reference code (bad_schema,
- * schema_invalid, seal_failed, self_compare_invalid, not_submittable, bias_invalid) and err naming
- * the field. */
-FDL_API fdl_status fdl_compare_check_receipt(const json_t *receipt, char *code, fdl_err *err);
 
 #ifdef __cplusplus
 }

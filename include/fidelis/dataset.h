@@ -6,20 +6,19 @@
  * (fdl_ds_validate: every rule of spec §12 with the spec's codes), produces them from any
  * engine's per-record dumps (fdl_ds_pack), and summarises them (fdl_ds_inspect).
  *
- * Documents stay jansson trees: unknown keys are kept (v1 readers must ignore, never drop them),
+ * Documents stay parsed trees: unknown keys are kept (v1 readers must ignore, never drop them),
  * so a document that is re-serialised keeps every key it was read with. Typed views borrow
- * strings from those trees.
+ * strings from those trees. The trees and the calls on them (fdl_dataset_load, fdl_ds_inspect,
+ * the document writer, the pack panel reader) are the private tier: dataset/dataset_json.h.
  *
  * Divisions: names and constants; digests (§5); findings and the validation report (§12.3);
- * validate; the document model; the seal-chain writer (§5.4); pack; inspect. */
+ * validate; the document model (its typed view); pack. */
 #ifndef FIDELIS_DATASET_H
 #define FIDELIS_DATASET_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include <jansson.h>
 
 #include "buf.h"
 #include "digest.h"
@@ -74,10 +73,6 @@ typedef struct {
  * duplicate index or an empty content digest; the message names the index. */
 FDL_API fdl_status fdl_ds_capture_content_digest(const fdl_ds_content_item *items, size_t n,
                                                  char *hex, fdl_err *err);
-
-/* The registry's scope_digest string (§11) of a scope block: FDL_INVALID when a field it needs
- * is missing or mistyped. Appends to out (not hashed: the digest is the string itself). */
-FDL_API fdl_status fdl_ds_scope_digest(const json_t *scope, fdl_buf *out, fdl_err *err);
 
 /* The three tensor-file digests of §5.1 plus what the safetensors header declares for key. */
 typedef struct {
@@ -179,11 +174,6 @@ FDL_API void fdl_ds_report_set_subject(fdl_ds_report *r, const char *subject);
 /* True when some finding (error or warning) carries this code. */
 FDL_API bool fdl_ds_report_has(const fdl_ds_report *r, fdl_ds_code code);
 
-/* The sealed report document of §12.3 (keys schema, format_version, receipt_sha256, subject,
- * structural_status, checks_run sorted, errors, warnings, error_count, warning_count), plus
- * "conformance_level" when with_level is true. */
-FDL_API fdl_status fdl_ds_report_to_json(const fdl_ds_report *r, bool with_level, json_t **out,
-                                         fdl_err *err);
 /* The report's verdict (§12.2). The CLI maps it to its exit codes (0, 2, 3); the library has
  * none of its own. */
 typedef enum {
@@ -216,10 +206,6 @@ typedef struct {
  * status only for a fault of the run itself (out of memory, root not a directory). */
 FDL_API fdl_status fdl_ds_validate(const char *root, const fdl_ds_validate_opts *opts,
                                    fdl_ds_report *rep, fdl_err *err);
-
-/* The checks that need the top manifest alone (validate's schema layer and path rules, steps 2
- * and 4), adding findings to rep. */
-FDL_API void fdl_ds_check_manifest(const json_t *manifest, fdl_ds_report *rep);
 
 /* ---- the document model ----------------------------------------------------------------- */
 
@@ -274,94 +260,6 @@ typedef struct {
   } coverage;
 } fdl_ds_manifest;
 
-/* One capture record (§6), borrowed from the capture manifest. Absent or mistyped fields read
- * as NULL / -1. */
-typedef struct {
-  int64_t index;
-  const char *file;    /* relative to the capture manifest's directory */
-  const char *key;     /* tensor key */
-  const char *dtype;   /* safetensors dtype name */
-  int64_t shape[2];    /* [scored_rows, width] */
-  int64_t scored_rows; /* == prediction_positions */
-  int64_t size_bytes;
-  const char *sha256; /* file digest */
-  const char *payload_sha256;
-  const char *tensor_content_sha256; /* the content identity */
-  const char *token_ids_json_sha256;
-  const char *attention_mask_sha256; /* NULL when the panel has no masks */
-  const char *window_id;
-  const char *domain;
-  const char *allocation_stratum;
-  json_t *json; /* the record object itself (borrowed) */
-} fdl_ds_capture_record;
-
-/* One panel record (§7.2), borrowed from panel/panel.json. */
-typedef struct {
-  int64_t index;
-  const char *token_file;          /* root-relative */
-  const char *attention_mask_file; /* root-relative or NULL */
-  const char *token_ids_json_sha256;
-  const char *attention_mask_sha256;
-  int64_t num_tokens;
-  int64_t prediction_positions;
-  const char *window_id;
-  const char *domain;
-  json_t *json;
-} fdl_ds_panel_record;
-
-/* A dataset's documents. Each json_t is owned (NULL when the file is absent or unreadable). */
-typedef struct {
-  json_t *manifest;               /* fidelity-dataset.json */
-  json_t *capture;                /* capture/manifest.json */
-  json_t *panel;                  /* panel/panel.json */
-  json_t *head;                   /* head/head.json */
-  json_t *runtime;                /* runtime/capture-runtime.json */
-  fdl_ds_manifest m;              /* the manifest's fields */
-  fdl_ds_capture_record *records; /* sorted by index */
-  size_t n_records;
-  fdl_ds_panel_record *panel_records; /* sorted by index */
-  size_t n_panel_records;
-} fdl_dataset;
-
-/* Loads the top manifest (which must parse and carry the v1 schema) and every sub-document it
- * names that can be read; a sub-document that cannot be read stays NULL (validate says why).
- * Never follows a symlink inside the root. */
-FDL_API fdl_status fdl_dataset_load(const char *root, fdl_dataset *ds, fdl_err *err);
-FDL_API void fdl_dataset_free(fdl_dataset *ds);
-
-/* The token that each scored row of panel record ds->panel_records[at] predicts: row j of the
- * stored tensor is kept position i_j (section 7.3: both i and i+1 attended, i >= score_from)
- * and predicts token i_j + 1. The token file and the mask are read once and checked, in that
- * read, against the record's token_ids_json_sha256 and attention_mask_sha256 (FDL_MISMATCH);
- * a row count other than prediction_positions is FDL_MISMATCH too. *targets is malloc'd with
- * *n entries. */
-FDL_API fdl_status fdl_ds_panel_targets(const char *root, const fdl_dataset *ds, size_t at,
-                                        int64_t **targets, size_t *n, fdl_err *err);
-
-/* ---- the seal-chain writer (§5.4) ------------------------------------------------------ */
-
-/* The five documents of a dataset, before sealing. The writer fills every digest the chain
- * names (panel.panel_file_sha256, runtime.file_sha256, capture.manifest_file_sha256,
- * runtime_manifest_sha256, seal.checksums_sha256) and every seal field. */
-typedef struct {
-  json_t *manifest;   /* top manifest, with its panel/capture/runtime/seal blocks present */
-  json_t *panel;      /* written to manifest.panel.panel_file */
-  json_t *runtime;    /* written to manifest.runtime.file */
-  json_t *head;       /* written to manifest.head.head_json; NULL when that is null */
-  json_t *capture;    /* written to manifest.capture.manifest_file */
-  json_t *validation; /* NULL: the reference pre-seal stub for manifest.dataset.id */
-} fdl_ds_docs;
-
-/* Writes the documents into dir, where every payload file (tokens, masks, tensors, head payload,
- * README.md) already lies, in the required order: panel, runtime, head, capture manifest,
- * validation report, checksums.txt, fidelity-dataset.json. Each file is staged and never
- * overwrites. dataset_sha256 (optional, hex[FDL_SHA256_HEX_BUF]) receives the final seal. */
-FDL_API fdl_status fdl_ds_write_sealed(const char *dir, fdl_ds_docs *docs, char *dataset_sha256,
-                                       fdl_err *err);
-
-/* The reference pre-seal validation stub for a dataset id (§12.3), sealed. */
-FDL_API fdl_status fdl_ds_preseal_report(const char *dataset_id, json_t **out, fdl_err *err);
-
 /* ---- pack ------------------------------------------------------------------------------- */
 
 /* The scoring-window policy of a panel that scores every position: the reference capture's
@@ -406,35 +304,6 @@ FDL_API fdl_status fdl_ds_pack(const fdl_ds_pack_opts *opts, fdl_ds_pack_result 
  * failure the message starts with the refusal code ("panel_binding: ..."). */
 FDL_API fdl_status fdl_ds_panel_check(const char *text, size_t len, size_t *records,
                                       int64_t *scored_positions, fdl_err *err);
-
-/* One context of a pack panel, as fdl_ds_panel_load read it. */
-typedef struct {
-  int64_t index;
-  const int64_t *tokens; /* ntok token ids */
-  size_t ntok;
-  const uint8_t *mask; /* 0/1 per token; NULL: all ones */
-  int64_t scored;      /* rows §7.3 keeps (row i predicts token i+1) from score_from on */
-} fdl_ds_panel_line;
-
-typedef struct {
-  fdl_ds_panel_line *lines; /* sorted by index: lines[i].index == i */
-  size_t n;
-  void *priv_;          /* private */
-  int64_t score_from;   /* rows i >= score_from are scored (the header's scoring window, else 0) */
-  const json_t *header; /* the header `fidelis panel` writes (docs/PANEL.md), or NULL */
-} fdl_ds_panel;
-
-/* Reads and checks a pack panel file exactly as pack does (the same parser and rules); the
- * message of a refusal starts with its code. Free with fdl_ds_panel_free. */
-FDL_API fdl_status fdl_ds_panel_load(const char *path, fdl_ds_panel *p, fdl_err *err);
-FDL_API void fdl_ds_panel_free(fdl_ds_panel *p);
-
-/* ---- inspect ---------------------------------------------------------------------------- */
-
-/* A summary of a dataset as a JSON object: role, form, records and positions, vocab and hidden
- * sizes, dtype, head digest, lane and stack, seal status (manifest seal and checksums digest
- * recomputed) and per-domain position counts. */
-FDL_API fdl_status fdl_ds_inspect(const char *root, json_t **out, fdl_err *err);
 
 #ifdef __cplusplus
 }

@@ -10,8 +10,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "buf.h"
 #include "status.h"
 
@@ -87,11 +85,6 @@ typedef enum {
 /* Recipe name as written in shared/vectors/SEALS.tsv. */
 FDL_API const char *fdl_seal_recipe_name(fdl_seal_recipe r);
 
-/* Finds the recipe and seal field of a document from its "schema" string.
- * FDL_UNSUPPORTED (with a message naming the schema) when the kind is unknown. */
-FDL_API fdl_status fdl_seal_kind(const json_t *doc, fdl_seal_recipe *recipe, const char **field,
-                                 fdl_err *err);
-
 /* Kiln's spelling of a seal is this prefix and the hex digest. */
 #define FDL_SEAL_KILN_PREFIX "sha256:"
 /* The longer of the two spellings, "sha256:" + 64 hex, and its NUL: every seal fits. */
@@ -99,14 +92,6 @@ FDL_API fdl_status fdl_seal_kind(const json_t *doc, fdl_seal_recipe *recipe, con
 /* Room kept for a stored value in fdl_seal_check: any seal and a few bytes more, so a stored
  * value that is too long still shows as longer than a seal when displayed. */
 #define FDL_SEAL_STORED_SHOWN 80
-
-/* Computes the seal value of doc under recipe into out (at least FDL_SEAL_BUF bytes): 64 hex
- * for fidelity, "sha256:" + 64 hex for kiln. doc is not modified. */
-FDL_API fdl_status fdl_seal_compute(const json_t *doc, fdl_seal_recipe recipe, const char *field,
-                                    char *out, fdl_err *err);
-/* Computes the seal and stores it in doc[field]. */
-FDL_API fdl_status fdl_seal_apply(json_t *doc, fdl_seal_recipe recipe, const char *field,
-                                  fdl_err *err);
 
 typedef struct {
   fdl_seal_recipe recipe;
@@ -118,12 +103,6 @@ typedef struct {
   bool stored_present; /* the document has the seal field at all */
   bool stored_string;  /* ... and it is a string */
 } fdl_seal_check;
-
-/* Recomputes a document's seal (kind from its schema) and compares with the stored value.
- * The document must already be read the way its dialect hashes values: for a kiln.* document
- * that is fdl_json_read_opts.kiln_strict (-0.0 read as 0.0). Prefer fdl_seal_verify_file,
- * which does that itself. */
-FDL_API fdl_status fdl_seal_verify(const json_t *doc, fdl_seal_check *res, fdl_err *err);
 
 /* Reads the file at path and verifies its seal whichever dialect it is: the schema names the
  * recipe, and a kiln.* document is re-read in Kiln-strict mode before hashing, as Kiln's own

@@ -132,9 +132,6 @@ FDL_API bool fdl_model_is_gguf(const fdl_model *m, const char **codec, bool *qua
  * element count. False past the last, or for a model not from GGUF. */
 FDL_API bool fdl_model_gguf_tensor(const fdl_model *m, size_t i, const char **name,
                                    uint32_t *ggml_type, uint64_t *n_elems);
-/* config.json as the loader parsed it (for a GGUF, the config its metadata stands for), from the
- * bytes fdl_model_file_digest digests. Borrowed: lives as long as the model. */
-FDL_API const json_t *fdl_model_config(const fdl_model *m);
 
 typedef enum {
   FDL_ENGINE_PREFILL = 0, /* the whole context at once, causal mask */

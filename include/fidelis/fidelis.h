@@ -10,7 +10,7 @@
  *   buf.h          bounded growable byte buffers
  *   pool.h         a fixed thread pool for indexed tasks (results land in pre-assigned slots)
  *   file.h         mapped inputs, staged outputs that never overwrite
- *   json.h         strict reader, Python-compatible canonical writer
+ *   float_repr.h   Python's repr() of a double, the form of every JSON float
  *   digest.h       SHA-256, seal recipes, checksums.txt
  *   tensor.h       safetensors, .npy, BF16/F16 widening
  *   num.h          fused float64 KL, head replay, deterministic driver, receipt statistics
@@ -33,10 +33,11 @@
  *   attr.h         Kiln's attribution diffs (logits, layer boundaries)
  *   kiln.h         Kiln requests and records: identities, checks, first divergence
  *
- * Everything else (path rules, quoting, UTC stamps, the GEMM, kernels, test hooks) is the private
- * tier: headers under src/, not installed, not exported by libfidelis.so (only libfidelis.a
- * has them, for the fidelis program and the tests). tests/exported_symbols.txt is the exported
- * list; every name in it is declared FDL_API in one of the headers above.
+ * Everything else (parsed JSON trees and the calls on them, path rules, quoting, UTC stamps, the
+ * GEMM, kernels, test hooks) is the private tier: headers under src/, not installed, not exported
+ * by libfidelis.so (only libfidelis.a has them, for the fidelis program and the tests).
+ * tests/exported_symbols.txt is the exported list; every name in it is declared FDL_API in one of
+ * the headers above.
  *
  * A first program:
  *
@@ -61,7 +62,7 @@
 #include "buf.h"
 #include "pool.h"
 #include "file.h"
-#include "json.h"
+#include "float_repr.h"
 #include "digest.h"
 #include "tensor.h"
 #include "num.h"

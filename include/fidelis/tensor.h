@@ -10,8 +10,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "buf.h"
 #include "file.h"
 #include "status.h"
@@ -82,8 +80,6 @@ FDL_API void fdl_safetensors_close(fdl_safetensors *st);
 FDL_API size_t fdl_safetensors_count(const fdl_safetensors *st);
 FDL_API const fdl_tensor *fdl_safetensors_at(const fdl_safetensors *st, size_t i);
 FDL_API const fdl_tensor *fdl_safetensors_find(const fdl_safetensors *st, const char *name);
-/* The __metadata__ object (string values only), or NULL when absent. Borrowed. */
-FDL_API const json_t *fdl_safetensors_metadata(const fdl_safetensors *st);
 /* Byte offset of the data section (8 + header length) and the file size. */
 FDL_API uint64_t fdl_safetensors_data_start(const fdl_safetensors *st);
 FDL_API uint64_t fdl_safetensors_file_size(const fdl_safetensors *st);
@@ -101,15 +97,6 @@ typedef struct {
   const int64_t *shape;
   const void *data; /* little-endian bytes, nbytes = numel * dtype size */
 } fdl_tensor_in;
-
-/* Writes a safetensors file laid out as the upstream fidelity writer does: u64le header length,
- * compact sorted-key JSON header with no padding, tensors in the given order. metadata may be
- * NULL or an object of strings. Staged; never overwrites. */
-FDL_API fdl_status fdl_safetensors_write(const char *path, const fdl_tensor_in *tensors, size_t n,
-                                         const json_t *metadata, fdl_err *err);
-/* Appends the header bytes (length prefix included) that fdl_safetensors_write would write. */
-FDL_API fdl_status fdl_safetensors_header(const fdl_tensor_in *tensors, size_t n,
-                                          const json_t *metadata, fdl_buf *out, fdl_err *err);
 
 /* ---- .npy (format 1.0, C order) --------------------------------------------------------- */
 

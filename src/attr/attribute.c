@@ -9,8 +9,10 @@
 
 #include "attr/internal.h"
 #include "fidelis/attr.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "fidelis/kiln.h"
+#include "digest/seal_json.h"
+#include "attr/kiln_json.h"
 
 static bool str_is(const json_t *v, const char *want) {
   return json_is_string(v) && strcmp(json_string_value(v), want) == 0;

@@ -12,6 +12,7 @@
 #include "base/sys.h"
 #include "fidelis/file.h"
 #include "base/path.h"
+#include "tensor/safetensors_json.h"
 
 /* The safetensors __metadata__ key that names the rows of a boundary matrix. */
 #define BOUNDARY_NAMES_KEY "boundary_names"

@@ -12,8 +12,9 @@
 
 #include "attr/internal.h"
 #include "attr/kiln_check.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "fidelis/kiln.h"
+#include "digest/seal_json.h"
 
 fdl_status fdl_kiln_canonical_sha256(const json_t *v, char *out, fdl_err *err) {
   fdl_buf b;

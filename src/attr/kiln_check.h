@@ -15,6 +15,7 @@
 #include "fidelis/kiln.h"
 #include "fidelis/status.h"
 #include "json/schema.h"
+#include "attr/kiln_json.h"
 
 /* Records a check is inside, outermost first: a path result names an oracle result, which names
  * a request, which names two receipts. Only result records enter the chain (requests and receipts

@@ -14,10 +14,11 @@
 #include "attr/internal.h"
 #include "fidelis/attr.h"
 #include "fidelis/file.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "fidelis/kiln.h"
 #include "base/order.h"
 #include "base/sys.h"
+#include "attr/kiln_json.h"
 
 /* ---- first divergence (§5) ------------------------------------------------------------------- */
 

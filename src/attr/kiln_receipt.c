@@ -10,8 +10,9 @@
 
 #include "base/sys.h"
 #include "attr/kiln_check.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "base/quote.h"
+#include "digest/seal_json.h"
 
 static int b64_value(unsigned char ch) {
   if (ch >= 'A' && ch <= 'Z') return ch - 'A';

@@ -16,7 +16,7 @@
 #include "attr/internal.h"
 #include "attr/kiln_check.h"
 #include "fidelis/file.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "json/py.h"
 
 /* lstat's view of joined (r as the record names it) as the rule it breaks. A missing or

@@ -15,8 +15,11 @@
 #include "base/check.h"
 #include "attr/internal.h"
 #include "fidelis/attr.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "fidelis/kiln.h"
+#include "digest/seal_json.h"
+#include "attr/layer_json.h"
+#include "attr/kiln_json.h"
 
 static const char *const NAMES[FDL_ATTR_LAYER_BOUNDARIES] = {
     "embedding",

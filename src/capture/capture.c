@@ -20,7 +20,7 @@
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
 #include "fidelis/model.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "capture/gguf_meta.h"
 #include "fidelis/gguf.h"
 #include "fidelis/hub.h"
@@ -29,6 +29,9 @@
 #include "base/path.h"
 #include "fidelis/scale.h"
 #include "fdl_source_digests.h"
+#include "tensor/safetensors_json.h"
+#include "engine/config_json.h"
+#include "dataset/dataset_json.h"
 
 /* The numeric policy recorded in the stack fingerprint: what fixes the bits. */
 #define CAPTURE_NUMERIC_POLICY                                                                     \

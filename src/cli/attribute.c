@@ -7,8 +7,8 @@
 
 #include "cli/cli.h"
 #include "fidelis/attr.h"
-#include "fidelis/json.h"
 #include "fidelis/kiln.h"
+#include "attr/kiln_json.h"
 
 static void usage(FILE *f) {
   fprintf(f,

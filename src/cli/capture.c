@@ -6,7 +6,6 @@
 
 #include "cli/cli.h"
 #include "fidelis/capture.h"
-#include "fidelis/json.h"
 #include "fidelis/pool.h"
 
 static void usage(FILE *f) {

@@ -20,6 +20,7 @@
 #include "base/path.h"
 #include "base/quote.h"
 #include "base/utc.h"
+#include "json/json.h"
 
 /* Exit codes shared with the reference tools (README.md, "Exit codes"). */
 enum {

@@ -333,7 +333,7 @@ static void headline_json(const fdl_compare_result *r, int exit_code, const fdl_
                         *r->refusal.remedy ? json_string(r->refusal.remedy) : json_null());
     json_object_set_new(o, "refused", f);
   } else {
-    const json_t *rc = r->receipt;
+    const json_t *rc = (const json_t *)r->receipt;
     json_object_set_new(o, "refused", json_null());
     json_object_set_new(o, "receipt", fdl_cli_json_text(r->receipt_path));
     json_object_set_new(o, "tokenwise", fdl_cli_json_text(r->tokenwise_path));

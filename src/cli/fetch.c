@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/json.h"
 
 /* The most --include patterns (comma-separated). */
 #define FETCH_MAX_GLOBS 32

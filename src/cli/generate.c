@@ -13,11 +13,12 @@
 #include "fidelis/dataset.h"
 #include "fidelis/generate.h"
 #include "fidelis/gguf.h"
-#include "fidelis/json.h"
 #include "fidelis/kiln.h"
 #include "fidelis/pool.h"
 #include "fidelis/tensor.h"
 #include "fidelis/tokenizer.h"
+#include "attr/kiln_json.h"
+#include "dataset/dataset_json.h"
 
 static void usage(FILE *f) {
   fprintf(f,

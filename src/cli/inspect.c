@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "fidelis/dataset.h"
+#include "dataset/dataset_json.h"
 
 static void usage(FILE *f) {
   fprintf(f, "usage: fidelis inspect DIR [--json]\n\n"

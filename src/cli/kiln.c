@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "fidelis/attr.h"
 #include "fidelis/kiln.h"
+#include "attr/kiln_json.h"
 
 static void check_usage(FILE *f) {
   fprintf(f,

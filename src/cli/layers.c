@@ -13,8 +13,9 @@
 
 #include "cli/cli.h"
 #include "fidelis/attr.h"
-#include "fidelis/json.h"
 #include "fidelis/kiln.h"
+#include "attr/layer_json.h"
+#include "attr/kiln_json.h"
 
 static void usage(FILE *f) {
   fprintf(f,

@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "fidelis/tensor.h"
+#include "tensor/safetensors_json.h"
 
 static void usage(FILE *f) {
   fprintf(

@@ -17,11 +17,12 @@
 
 #include "fidelis/compare.h"
 #include "fidelis/dataset.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "fidelis/num.h"
 #include "fidelis/file.h"
 #include "json/py.h"
 #include "fidelis/refusal.h"
+#include "dataset/dataset_json.h"
 
 /* ---- refusals --------------------------------------------------------------------------- */
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "compare/cmp.h"
+#include "compare/compare_json.h"
 
 static const char *const KEY_FIELDS[7] = {"panel_id",   "reference_id",       "metric_name",
                                           "direction",  "accumulation_dtype", "stack_relation",

@@ -12,6 +12,7 @@
 #include "base/utc.h"
 #include "base/sys.h"
 #include "fidelis/scale.h"
+#include "compare/compare_json.h"
 
 void fdl_compare_opts_default(fdl_compare_opts *o) {
   memset(o, 0, sizeof *o);
@@ -22,7 +23,7 @@ void fdl_compare_opts_default(fdl_compare_opts *o) {
 void fdl_compare_result_free(fdl_compare_result *r) {
   if (!r) return;
   fdl_cmp_receipt_free(&r->fields);
-  json_decref(r->receipt);
+  json_decref((json_t *)r->receipt);
   free(r->receipt_path);
   free(r->tokenwise_path);
   memset(r, 0, sizeof *r);
@@ -220,7 +221,7 @@ static fdl_status run(const fdl_compare_opts *o, const fdl_compare_hooks *h, run
   s = fdl_cmp_stage_commit(&z->st, z->rc, o->out_dir, &res->receipt_path, &res->tokenwise_path, r,
                            err);
   if (s != FDL_OK) return s;
-  res->receipt = json_incref(z->rc);
+  res->receipt = (struct fdl_compare_doc *)json_incref(z->rc);
   return FDL_OK;
 }
 

@@ -10,6 +10,7 @@
 
 #include "num/gemm_run.h"
 #include "compare/cmp.h"
+#include "digest/seal_json.h"
 
 #define REPLAY_BACKEND FDL_GEMM_CONTRACT ":cpu:float32"
 #define ESTIMATOR_BACKEND "c:fp64-fused"

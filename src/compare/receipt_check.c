@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "compare/cmp.h"
+#include "digest/seal_json.h"
+#include "compare/compare_json.h"
 
 static fdl_status bad(char *code, const char *c, fdl_err *err, const char *msg, const char *what) {
   snprintf(code, FDL_COMPARE_CHECK_CODE_LEN, "%s", c);

@@ -11,7 +11,7 @@
 
 #include "dataset/pack.h"
 #include "fidelis/file.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 
 /* A YAML-safe scalar: JSON text of a string (ASCII-escaped), or null. */
 static void scalar(fdl_buf *b, const char *s) {

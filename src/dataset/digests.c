@@ -12,7 +12,7 @@
 
 #include "base/order.h"
 #include "dataset/ds_internal.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "base/sys.h"
 
 static fdl_status hash_buf(const fdl_buf *b, char *hex, fdl_err *err) {

@@ -18,6 +18,7 @@
 #include "fidelis/status.h"
 #include "fidelis/tensor.h"
 #include "json/py.h"
+#include "dataset/dataset_json.h"
 
 #define DS_HEX_LEN FDL_SHA256_HEX_LEN
 /* Largest relative path a dataset may name (the checksums parser has its own, similar bound). */

@@ -8,9 +8,10 @@
 #include <string.h>
 
 #include "dataset/ds_internal.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "base/quote.h"
 #include "base/sys.h"
+#include "digest/seal_json.h"
 
 const char *fdl_ds_str(const json_t *o, const char *key) {
   const json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;

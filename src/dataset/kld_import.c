@@ -21,12 +21,13 @@
 #include "fidelis/digest.h"
 #include "fidelis/gguf.h"
 #include "fidelis/hub.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "fidelis/llamacpp_kld.h"
 #include "base/path.h"
 #include "base/quote.h"
 #include "fidelis/tensor.h"
 #include "fidelis/tokenizer.h"
+#include "tensor/safetensors_json.h"
 
 /* `fidelis panel --like-llama-perplexity`'s scoring-window policy (src/panel/text.c): the
  * comparator requires the exact string of the panel it compares with, and

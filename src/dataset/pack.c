@@ -17,7 +17,7 @@
 #include "base/path.h"
 #include "dataset/pack.h"
 #include "fidelis/file.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "base/sys.h"
 
 /* ---- staging helpers --------------------------------------------------------------------- */

@@ -12,7 +12,7 @@
 #include "fidelis/vocab.h"
 #include "base/quote.h"
 #include "dataset/pack.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "base/sys.h"
 
 #define ZERO64 "0000000000000000000000000000000000000000000000000000000000000000"

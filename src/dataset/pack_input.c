@@ -19,7 +19,7 @@
 #include "dataset/pack.h"
 #include "base/utc.h"
 #include "fidelis/file.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "base/sys.h"
 #include "fidelis/digest.h"
 #include "json/py.h"

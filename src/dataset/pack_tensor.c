@@ -17,9 +17,10 @@
 
 #include "dataset/pack.h"
 #include "fidelis/file.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "base/sys.h"
 #include "base/path.h"
+#include "tensor/safetensors_json.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "pack copies little-endian tensor bytes verbatim; a big-endian host needs byte swaps"

@@ -12,7 +12,7 @@
 
 #include "base/quote.h"
 #include "dataset/ds_internal.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "base/path.h"
 
 static const char *const PATH_KEYS[] = {"file",

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "dataset/ds_internal.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "base/path.h"
 #include "base/sys.h"
 

@@ -16,7 +16,7 @@
 #include "base/quote.h"
 #include "dataset/validate.h"
 #include "base/utc.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "base/path.h"
 #include "base/sys.h"
 

@@ -10,7 +10,7 @@
 #include "base/order.h"
 #include "base/quote.h"
 #include "dataset/validate.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "base/path.h"
 #include "base/sys.h"
 

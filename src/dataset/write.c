@@ -22,7 +22,7 @@
 #include "base/quote.h"
 #include "dataset/ds_internal.h"
 #include "fidelis/file.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "base/path.h"
 #include "base/sys.h"
 

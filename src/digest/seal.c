@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "fidelis/digest.h"
-#include "fidelis/json.h"
+#include "json/json.h"
+#include "digest/seal_json.h"
 
 const char *fdl_seal_recipe_name(fdl_seal_recipe r) {
   switch (r) {

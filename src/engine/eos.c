@@ -9,7 +9,7 @@
 #include "fidelis/file.h"
 #include "fidelis/generate.h"
 #include "fidelis/hub.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 
 /* v (an id or an array of ids) into ids; where names it in messages. */
 static fdl_status take(const fdl_model *m, const json_t *v, const char *where, int32_t *ids,

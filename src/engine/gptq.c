@@ -46,7 +46,7 @@
 #include "base/check.h"
 #include "base/sys.h"
 #include "engine/model_internal.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "fidelis/model.h"
 
 /* ---- F16 rounding ------------------------------------------------------------------------- */

@@ -11,7 +11,8 @@
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
 #include "fidelis/hub.h"
-#include "fidelis/json.h"
+#include "json/json.h"
+#include "engine/config_json.h"
 
 void fdl_model_free(fdl_model *m) {
   if (!m) return;

@@ -27,7 +27,7 @@
 #include "base/rng.h"
 #include "base/sys.h"
 #include "engine/model_internal.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "fidelis/model.h"
 #include "base/path.h"
 

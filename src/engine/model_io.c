@@ -8,6 +8,7 @@
 #include "base/sys.h"
 #include "engine/model_internal.h"
 #include "fidelis/buf.h"
+#include "tensor/safetensors_json.h"
 
 json_t *fdl_model_st_metadata(void) {
   return json_pack("{s:s}", "format", "pt");

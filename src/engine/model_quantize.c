@@ -18,7 +18,7 @@
 #include "engine/model_internal.h"
 #include "engine/quantize_scope.h"
 #include "fidelis/hub.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "fidelis/model.h"
 #include "base/path.h"
 #include "base/quote.h"

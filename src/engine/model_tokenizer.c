@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "engine/model_internal.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "base/path.h"
 
 #define BYTES 256

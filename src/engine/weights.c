@@ -21,7 +21,7 @@
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
 #include "fidelis/hub.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "base/path.h"
 
 #define INDEX_NAME "model.safetensors.index.json"

@@ -7,7 +7,7 @@
 
 #include "base/sys.h"
 #include "fidelis/digest.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "hub/hub_internal.h"
 
 static int cmp_str(const void *a, const void *b) {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fidelis/json.h"
+#include "json/json.h"
 
 enum { MAX_DIGITS = 17 };
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "base/quote.h"
 #include "json/py.h"
 

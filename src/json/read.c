@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "fidelis/file.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "json/number.h"
 #include "base/sys.h"
 

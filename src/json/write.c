@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "fidelis/file.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "base/quote.h"
 #include "base/sys.h"
 

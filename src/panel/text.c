@@ -10,7 +10,7 @@
 #include "fidelis/buf.h"
 #include "fidelis/dataset.h"
 #include "fidelis/file.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "fidelis/panel.h"
 #include "base/quote.h"
 #include "fidelis/tokenizer.h"

@@ -14,10 +14,11 @@
 #include "base/path.h"
 #include "fidelis/digest.h"
 #include "fidelis/file.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "fidelis/tensor.h"
 #include "base/sys.h"
 #include "report/rpt.h"
+#include "digest/seal_json.h"
 
 #define RECEIPT_SCHEMA "malaiwah.fidelity-comparison-receipt.v1"
 #define LLAMA_SCHEMA "fidelis.llamacpp-compatible.v1"

@@ -31,10 +31,11 @@
 #include "fidelis/digest.h"
 #include "fidelis/engine.h"
 #include "fidelis/file.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "fidelis/synth.h"
 #include "fidelis/tensor.h"
 #include "base/path.h"
+#include "tensor/safetensors_json.h"
 
 /* ---- random numbers --------------------------------------------------------------------- */
 

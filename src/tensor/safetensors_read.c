@@ -10,10 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "fidelis/tensor.h"
 #include "tensor/tensor_internal.h"
 #include "base/sys.h"
+#include "tensor/safetensors_json.h"
 
 /* ---- the handle -------------------------------------------------------------------------- */
 

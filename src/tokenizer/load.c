@@ -14,7 +14,7 @@
 #include "base/sys.h"
 #include "fidelis/file.h"
 #include "fidelis/hub.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "tokenizer/internal.h"
 #include "base/path.h"
 

@@ -6,6 +6,7 @@
  * U+2581. Tokens typed CONTROL (3) are special; USER_DEFINED (4) ones are matched in the text
  * always, as llama.cpp does. Any other model ("bert", "t5", "rwkv", ...) is refused by name. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "base/sys.h"
-#include "fidelis/json.h"
+#include "json/json.h"
 #include "tokenizer/ops.h"
 
 #define W "tokenizer.json"

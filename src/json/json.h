@@ -1,6 +1,8 @@
-/* fidelis/json.h - strict JSON reading and Python-compatible canonical JSON writing.
+/* json/json.h - strict JSON reading and Python-compatible canonical JSON writing.
  *
- * Values are jansson trees (json_t). The reader refuses what Python's json module and the
+ * The private tier (docs/layers.tsv): jansson stays out of the installed headers, so the calls
+ * on json_t trees are for the areas, the CLI, the tests and the fuzzers. Values are jansson
+ * trees (json_t). The reader refuses what Python's json module and the
  * upstream tools refuse, and more: duplicate keys, NaN/Infinity, invalid UTF-8, a leading BOM,
  * trailing garbage, nesting deeper than a bound, integers outside int64. Ints and floats stay
  * distinct (json_integer vs json_real).
@@ -16,8 +18,9 @@
 
 #include <jansson.h>
 
-#include "buf.h"
-#include "status.h"
+#include "fidelis/buf.h"
+#include "fidelis/float_repr.h"
+#include "fidelis/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,11 +47,11 @@ typedef struct {
 #define FDL_JSON_MEM_BASE (64u * 1024u * 1024u)
 
 /* Parses exactly one JSON value from buf[0..len). On success *out is a new reference. */
-FDL_API fdl_status fdl_json_parse(const char *buf, size_t len, const fdl_json_read_opts *opts,
-                                  json_t **out, fdl_err *err);
+fdl_status fdl_json_parse(const char *buf, size_t len, const fdl_json_read_opts *opts, json_t **out,
+                          fdl_err *err);
 /* Reads and parses a file (at most FDL_JSON_MAX_FILE_BYTES); messages name the path. */
-FDL_API fdl_status fdl_json_load_file(const char *path, const fdl_json_read_opts *opts,
-                                      json_t **out, fdl_err *err);
+fdl_status fdl_json_load_file(const char *path, const fdl_json_read_opts *opts, json_t **out,
+                              fdl_err *err);
 
 enum {
   FDL_JSON_ASCII = 1u << 0,  /* ensure_ascii=True: \uXXXX (lowercase), surrogate pairs */
@@ -57,15 +60,9 @@ enum {
 
 /* Appends the canonical text of v to out. Fails (FDL_NONFINITE) on NaN/Inf reals and
  * (FDL_INVALID) on strings that are not valid UTF-8. */
-FDL_API fdl_status fdl_json_dump(const json_t *v, unsigned flags, fdl_buf *out, fdl_err *err);
+fdl_status fdl_json_dump(const json_t *v, unsigned flags, fdl_buf *out, fdl_err *err);
 /* Writes the canonical text to a new file (staged, never overwrites). */
-FDL_API fdl_status fdl_json_write_file(const char *path, const json_t *v, unsigned flags,
-                                       fdl_err *err);
-
-/* Python repr() of a finite double into out (at least FDL_FLOAT_REPR_MAX bytes), e.g. "0.1",
- * "1e-05", "1e+16", "-0.0", "5e-324". Returns the length. */
-#define FDL_FLOAT_REPR_MAX 32
-FDL_API size_t fdl_float_repr(double x, char *out);
+fdl_status fdl_json_write_file(const char *path, const json_t *v, unsigned flags, fdl_err *err);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,31 @@
+/* compare/compare_json.h - the calls of fidelis/compare.h on parsed documents (json_t), the private
+ * tier (docs/layers.tsv): jansson stays out of the installed headers. fdl_compare_result.receipt is
+ * a json_t * behind the opaque struct fdl_compare_doc: cast it with (json_t *). */
+#ifndef FIDELIS_COMPARE_JSON_H
+#define FIDELIS_COMPARE_JSON_H
+
+#include <jansson.h>
+
+#include "fidelis/compare.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The registry comparability key of a key_inputs object (section 11.7): "cmp--" and the first
+ * 16 hex digits of SHA-256 over panel_id|reference_id|metric_name|direction|
+ * accumulation_dtype|stack_relation|head_policy. A "note" key is ignored. FDL_INVALID when a
+ * value is missing, not a string, or contains '|'. */
+fdl_status fdl_compare_key(const json_t *key_inputs, char *out /* [22] */, fdl_err *err);
+
+/* The checks of section 10 on a receipt (schema string, required keys and the schema's
+ * conditionals, seal, SC-1, SC-2, SC-3, BIAS-006, BIAS-001). FDL_OK when it passes; otherwise
+ * FDL_MISMATCH with code (FDL_COMPARE_CHECK_CODE_LEN bytes) set to the reference code (bad_schema,
+ * schema_invalid, seal_failed, self_compare_invalid, not_submittable, bias_invalid) and err naming
+ * the field. */
+fdl_status fdl_compare_check_receipt(const json_t *receipt, char *code, fdl_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
