@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "fidelis/fidelis.h"
+#include "base/fs.h"
 #include "digest/seal_json.h"
 #include "json/json.h"
 

@@ -16,7 +16,7 @@
 
 #include "dataset/ds_internal.h"
 #include "fidelis/dataset.h"
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "json/json.h"
 #include "fidelis/tensor.h"
 #include "digest/seal_json.h"

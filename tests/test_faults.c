@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "base/fault.h"
+#include "base/fs.h"
 #include "fidelis/capture.h"
 #include "fidelis/compare.h"
 #include "fidelis/dataset.h"
@@ -43,6 +44,7 @@
 #include "fidelis/generate.h"
 #include "fidelis/kiln.h"
 #include "fidelis/model.h"
+#include "compare/compare_json.h"
 #include "tensor/safetensors_json.h"
 #include "attr/kiln_json.h"
 #include "json/json.h"
@@ -278,7 +280,7 @@ static void compare(outcome *oc) {
   if (oc->status == FDL_OK) {
     struct stat st;
     oc->complete = r.receipt && stat(r.receipt_path, &st) == 0 && stat(r.tokenwise_path, &st) == 0;
-    oc->receipt = json_incref((json_t *)r.receipt);
+    oc->receipt = json_incref(fdl_compare_receipt_json(&r));
   }
   fdl_compare_result_free(&r);
 }

@@ -1,4 +1,4 @@
-/* test_fs.c - unit tests of the base file-system helpers (fidelis/file.h): the one regular-file
+/* test_fs.c - unit tests of the base file-system helpers (base/fs.h): the one regular-file
  * open and its follow flag, named-file resolution, dirname, mkdirs, the fd-relative remove-tree
  * (which must never follow a link out of the tree) and the staging directory (whole or not at
  * all, stale ones swept and reported through the notice callback). */
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "fidelis/file.h"
+#include "base/fs.h"
 
 static char tmp[64];
 

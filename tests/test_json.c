@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fidelis/fidelis.h"
+#include "base/fs.h"
 #include "json/json.h"
 
 static const fdl_json_read_opts KILN = {0, true, false};

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "fidelis/fidelis.h"
+#include "base/buf.h"
+#include "base/fs.h"
 #include "tensor/safetensors_json.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "fidelis/tokenizer.h"
 
 /* A batch never needs more than this, however long the text (streaming's point). */

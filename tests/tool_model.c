@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "fidelis/fidelis.h"
+#include "base/fs.h"
 
 static int panel(const char *path) {
   fdl_err err = {FDL_OK, ""};

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fidelis/fidelis.h"
+#include "base/fs.h"
 #include "tensor/safetensors_json.h"
 
 #define RAW_MAX (1u << 30)

@@ -1,7 +1,10 @@
 /* fidelis/buf.h - a growable byte buffer with a size bound and a sticky error.
  *
- * Appends after an error (out of memory, bound exceeded) are no-ops, so a writer appends freely
- * and checks fdl_buf_status() once at the end. The data is always NUL-terminated. */
+ * Public by decision (issue 25, two API tiers): public calls write their text into one
+ * (fdl_report_markdown, fdl_checksums_format, fdl_npy_header, ...), so a caller needs the type
+ * and the calls that start it and take or release what it holds. The appending calls that
+ * build the text are base utilities of the private tier (src/base/buf.h). The data is always
+ * NUL-terminated. */
 #ifndef FIDELIS_BUF_H
 #define FIDELIS_BUF_H
 
@@ -27,13 +30,6 @@ typedef struct {
 FDL_API void fdl_buf_init(fdl_buf *b, size_t limit);
 /* Releases the memory; safe on a zeroed or already-freed buffer. */
 FDL_API void fdl_buf_free(fdl_buf *b);
-FDL_API void fdl_buf_reset(fdl_buf *b);
-FDL_API void fdl_buf_append(fdl_buf *b, const void *p, size_t n);
-FDL_API void fdl_buf_puts(fdl_buf *b, const char *s);
-FDL_API void fdl_buf_putc(fdl_buf *b, char c);
-FDL_API void fdl_buf_printf(fdl_buf *b, const char *fmt, ...) FDL_PRINTF(2, 3);
-/* FDL_OK, FDL_NOMEM or FDL_TOO_LARGE. */
-FDL_API fdl_status fdl_buf_status(const fdl_buf *b);
 /* Hands the data to the caller (who frees it) and resets the buffer. NULL if in error. */
 FDL_API char *fdl_buf_take(fdl_buf *b, size_t *len);
 

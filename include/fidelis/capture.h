@@ -13,7 +13,6 @@
 
 #include "dataset.h"
 #include "engine.h"
-#include "file.h"
 #include "num.h"
 #include "status.h"
 

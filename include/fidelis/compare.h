@@ -28,7 +28,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "file.h"
 #include "num.h"
 #include "refusal.h"
 #include "status.h"
@@ -170,7 +169,7 @@ typedef struct {
 } fdl_compare_receipt;
 
 /* The sealed receipt as a parsed tree: opaque here, so the installed headers need no JSON
- * library; compare/compare_json.h (the private tier) reads it. */
+ * library; compare/compare_json.h (the private tier) reads it: fdl_compare_receipt_json. */
 struct fdl_compare_doc;
 
 typedef struct {

@@ -5,11 +5,12 @@
  * header (an include order, not the layers: which module may use which is docs/layers.tsv,
  * shown in docs/ARCHITECTURE.md):
  *
- *   status.h       one status enum (fdl_status), the error record (fdl_err), fdl_version
+ *   status.h       one status enum (fdl_status), the error record (fdl_err), the notice callback,
+ *                  fdl_version
  *   refusal.h      the refusal record (code, gate, remedy, cause) of pack and compare
- *   buf.h          bounded growable byte buffers
+ *   buf.h          the byte buffer some calls write their text into (init, free, take)
  *   pool.h         a fixed thread pool for indexed tasks (results land in pre-assigned slots)
- *   file.h         mapped inputs, staged outputs that never overwrite
+ *   file.h         the read-only file view an open GGUF or .kld file holds (fdl_map)
  *   float_repr.h   Python's repr() of a double, the form of every JSON float
  *   digest.h       SHA-256, seal recipes, checksums.txt
  *   tensor.h       safetensors, .npy, BF16/F16 widening
@@ -33,9 +34,10 @@
  *   attr.h         Kiln's attribution diffs (logits, layer boundaries)
  *   kiln.h         Kiln requests and records: identities, checks, first divergence
  *
- * Everything else (parsed JSON trees and the calls on them, path rules, quoting, UTC stamps, the
- * GEMM, kernels, test hooks) is the private tier: headers under src/, not installed, not exported
- * by libfidelis.so (only libfidelis.a has them, for the fidelis program and the tests).
+ * Everything else (parsed JSON trees and the calls on them, appending to a buffer, mapping,
+ * reading and staging files, path rules, quoting, UTC stamps, the GEMM, kernels, test hooks) is
+ * the private tier: headers under src/, not installed, not exported by libfidelis.so (only
+ * libfidelis.a has them, for the fidelis program and the tests).
  * tests/exported_symbols.txt is the exported list; every name in it is declared FDL_API in one of
  * the headers above.
  *

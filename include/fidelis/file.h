@@ -1,15 +1,12 @@
-/* fidelis/file.h - reading untrusted files and writing outputs that appear whole or not at all.
+/* fidelis/file.h - the read-only view of a whole file that two public readers hold: fdl_gguf
+ * and fdl_kld carry one as their map field.
  *
- * This header is the one place for the library's file-system rules (docs/DATASET.md, "Files
- * and directories"): one regular-file open, one way to resolve a file the user named, one
- * dirname, one mkdir -p, one remove-tree, one staging directory. (A model directory's files,
- * which may be links into the Hugging Face cache: fdl_model_member in fidelis/hub.h.)
- *
- * Single files are staged in a temporary file beside the target (same directory, O_EXCL, mode
- * 0666 less the umask), fsynced, and linked into place only if the target does not exist; an
- * existing output is never overwritten. Whole outputs (a dataset, a receipt with its array, a
- * synthetic pair) are built in a staging directory and published by one no-replace rename.
- * Inputs are mapped read-only; a zero-length file maps to a non-NULL empty view. */
+ * Public by decision (issue 25, two API tiers): those structs are caller-owned, so the type
+ * they embed is public; a caller reads data and size and never touches the rest. Making both
+ * readers opaque would change two APIs to hand out pointers for no gain. The calls that map,
+ * read and write files (fdl_map_file, fdl_out_*, fdl_stage_*, ...) are base utilities of the
+ * private tier, src/base/fs.h: a library user opens a file through its reader (fdl_gguf_open,
+ * fdl_safetensors_open, ...) and closes it there. */
 #ifndef FIDELIS_FILE_H
 #define FIDELIS_FILE_H
 
@@ -17,36 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pool.h"
-#include "status.h"
-
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Something the library did that the user should hear about but that is not an error (e.g. it
- * removed a stale staging directory). The library never prints; a front end that wants these
- * passes a callback. message is valid only during the call. */
-typedef void (*fdl_notice_fn)(void *arg, const char *message);
-
-/* ---- opening files ------------------------------------------------------------------------ */
-
-/* Opens path read-only, non-blocking (so a FIFO cannot hang the open) and close-on-exec, and
- * refuses anything but a regular file (FIFO, device, socket, directory: FDL_IO). With follow
- * false a symbolic link as the last component is refused (FDL_PATH); with follow true it is
- * followed. *size receives the size at open (may be NULL). The caller closes *fd. */
-FDL_API fdl_status fdl_open_regular(const char *path, bool follow, int *fd, uint64_t *size,
-                                    fdl_err *err);
-
-/* A file the user named on the command line may be a symbolic link (a Hugging Face cache
- * snapshot links every file into blobs/): resolves every link in path once (realpath) into a
- * new string *resolved, to be opened with follow false and recorded as the provenance. Files
- * found inside a dataset are never resolved this way (PATH-4). FDL_IO when path cannot be
- * resolved (missing, a loop). Release *resolved with free(). */
-FDL_API fdl_status fdl_resolve_named(const char *path, char **resolved, fdl_err *err);
-
-/* The rule for a file of a model directory (which may be a Hugging Face cache snapshot) is
- * fdl_model_member, in fidelis/hub.h. */
 
 /* A read-only view of a whole file. */
 typedef struct {
@@ -55,116 +25,6 @@ typedef struct {
   void *priv_;  /* private: the mapping or the copy, or NULL for an empty file */
   bool copied_; /* private: priv_ is a heap copy, not a mapping */
 } fdl_map;
-
-/* Maps path read-only. Refuses directories, devices and symlinks (the final component). A file
- * of at most FDL_MAP_COPY_MAX bytes is read into memory instead: on a virtual machine the page
- * faults of a fresh mapping cost more than copying a few megabytes (docs/PERFORMANCE.md). */
-#define FDL_MAP_COPY_MAX ((size_t)16 << 20)
-FDL_API fdl_status fdl_map_file(const char *path, fdl_map *m, fdl_err *err);
-/* Hands bytes [off, off + n) of a mapping back to the kernel (whole pages inside the range):
- * they leave the process's resident set and are read again from the file if touched. A reader
- * that moves forward through a file once calls it behind its cursor, so a file far larger than
- * memory is read with a bounded footprint. A no-op for a copied file (its bytes would be lost). */
-FDL_API void fdl_map_release(const fdl_map *m, size_t off, size_t n);
-/* The same checks, but the file is always read into memory on huge pages, whatever its size: for
- * data that several threads stream many times (a model's weights), where reading a file mapping
- * of 4 KiB pages from two threads measured slower than from one (docs/PERFORMANCE.md). The
- * reading is spread over pool's workers (NULL: the calling thread alone). */
-FDL_API fdl_status fdl_map_file_resident(const char *path, fdl_pool *pool, fdl_map *m,
-                                         fdl_err *err);
-FDL_API void fdl_unmap(fdl_map *m);
-
-/* Reads a whole file into a malloc'd NUL-terminated buffer, refusing files above max_bytes. */
-FDL_API fdl_status fdl_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
-                                 fdl_err *err);
-
-/* Reads an open regular file, freshly opened (its fstat size is what is read; a size of 0, as
- * /proc files report, is read to the end instead), into a
- * malloc'd NUL-terminated buffer; name is used in messages. The caller keeps and closes fd. */
-FDL_API fdl_status fdl_read_fd(int fd, const char *name, size_t max_bytes, char **out, size_t *len,
-                               fdl_err *err);
-
-/* A staged output. */
-typedef struct {
-  int fd;         /* write here */
-  char *path;     /* final path (owned) */
-  char *tmp_path; /* temporary path (owned) */
-  bool staged;    /* inside a staging directory: made durable by fdl_stage_commit, not here */
-} fdl_out;
-
-/* Opens a temporary file beside path. FDL_EXISTS if path already exists. */
-FDL_API fdl_status fdl_out_open(fdl_out *o, const char *path, fdl_err *err);
-/* Writes all n bytes (retrying short writes). */
-FDL_API fdl_status fdl_out_write(fdl_out *o, const void *p, size_t n, fdl_err *err);
-/* fsyncs (unless the file is inside a staging directory, which fdl_stage_commit makes durable
- * as a whole: one syncfs instead of two flushes per file), then moves the temporary file onto
- * the final path without overwriting; on any failure
- * the temporary file is removed and the target is untouched. Always releases o. */
-FDL_API fdl_status fdl_out_commit(fdl_out *o, fdl_err *err);
-/* Removes the temporary file and releases o. Safe to call after commit. */
-FDL_API void fdl_out_abort(fdl_out *o);
-
-/* Convenience: stage, write and commit one buffer. */
-FDL_API fdl_status fdl_write_file(const char *path, const void *p, size_t n, fdl_err *err);
-
-/* ---- directories -------------------------------------------------------------------------- */
-
-/* The directory part of path into out: "a/b/c" and "a/b/c/" give "a/b", "/c" gives "/", and a
- * name without a slash gives "" (to open it, use "."). false when it does not fit in cap (out
- * is then ""). */
-FDL_API bool fdl_dirname(const char *path, char *out, size_t cap);
-
-/* mkdir -p: creates path and any missing parents with mode 0777 less the umask; an existing
- * directory is fine, anything else in the way is FDL_IO. */
-FDL_API fdl_status fdl_mkdirs(const char *path, fdl_err *err);
-
-/* rm -r of name inside the directory dirfd, never following a symbolic link (a link is removed,
- * not its target). Missing is fine. Keeps going past failures and reports the first. */
-FDL_API fdl_status fdl_remove_tree_at(int dirfd, const char *name, fdl_err *err);
-
-/* ---- staging directories ------------------------------------------------------------------ */
-
-/* Name prefix of every staging directory: hidden, and never a name a tool takes for an output.
- * The full name is FDL_STAGE_PREFIX "<pid>-<suffix>", pid being the owning process. */
-#define FDL_STAGE_PREFIX ".fidelis-staging-"
-
-/* fdl_stage_open flags */
-#define FDL_STAGE_MAKE_PARENTS 1u /* create the parent of the target if needed (mkdir -p) */
-
-/* Takes SIGINT, SIGTERM, SIGHUP and SIGQUIT away from every thread the process starts later
- * (the mask is inherited) and gives them to one waiting thread. When one arrives, that thread
- * removes every staging directory and temporary output file the process has open, then lets
- * the signal end the process as it would have (same signal, same status). A program calls it
- * once, first thing in main, before any thread exists; the CLI does. Returns false when the
- * thread cannot be started (the signals then act as before). */
-FDL_API bool fdl_cleanup_on_signals(void);
-
-/* A whole output under construction. */
-typedef struct {
-  char *target;  /* final path (owned) */
-  char *path;    /* the staging directory, beside target (owned); write the output here */
-  int dirfd;     /* open on path; holds the owner's lock while the process lives */
-  int parent_fd; /* the directory holding both */
-} fdl_stage;
-
-/* Refuses an existing target (as anything, including an empty directory or a dangling
- * symlink: FDL_EXISTS), then creates the staging directory beside it, mode 0777 less the umask.
- * Creating it is the check that the output can be written at all, so call this before any
- * heavy work. Before creating it, removes the staging directories in the same parent whose
- * owning process is gone (killed before it could clean up), telling notice about each. */
-FDL_API fdl_status fdl_stage_open(fdl_stage *st, const char *target, unsigned flags,
-                                  fdl_notice_fn notice, void *notice_arg, fdl_err *err);
-/* Publishes the staging directory as target with one no-replace rename: the output appears
- * whole or not at all. On failure the staging directory is removed. Always releases st. */
-FDL_API fdl_status fdl_stage_commit(fdl_stage *st, fdl_err *err);
-/* Removes the staging directory and releases st. Safe on a zeroed or committed st. */
-FDL_API void fdl_stage_abort(fdl_stage *st);
-
-/* Moves a staged directory into place, refusing to replace an existing one. */
-FDL_API fdl_status fdl_rename_noreplace(const char *from, const char *to, fdl_err *err);
-
-/* True if path exists (as anything, including a dangling symlink). */
-FDL_API bool fdl_path_exists(const char *path);
 
 #ifdef __cplusplus
 }

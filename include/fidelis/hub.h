@@ -16,7 +16,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "file.h"
 #include "status.h"
 
 #ifdef __cplusplus

@@ -13,7 +13,6 @@
 #include <stdint.h>
 
 #include "buf.h"
-#include "file.h"
 #include "status.h"
 #include "tensor.h"
 

@@ -67,6 +67,12 @@ FDL_API fdl_status fdl_err_prefix(fdl_err *err, const char *fmt, ...) FDL_PRINTF
 /* err's message; "" for a NULL err. */
 FDL_API const char *fdl_err_msg(const fdl_err *err);
 
+/* Something the library did that the user should hear about but that is not an error (e.g. it
+ * removed a stale staging directory). The library never prints; a front end that wants these
+ * passes a callback (the notice field of an options struct). message is valid only during the
+ * call. */
+typedef void (*fdl_notice_fn)(void *arg, const char *message);
+
 /* Library version string, e.g. "0.1.0". */
 FDL_API const char *fdl_version(void);
 

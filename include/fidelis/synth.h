@@ -10,7 +10,6 @@
 #include <stdint.h>
 
 #include "digest.h"
-#include "file.h"
 #include "status.h"
 
 #ifdef __cplusplus

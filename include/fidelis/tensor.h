@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "buf.h"
-#include "file.h"
+#include "pool.h"
 #include "status.h"
 
 #ifdef __cplusplus

@@ -10,7 +10,7 @@
 #include "base/check.h"
 #include "fidelis/attr.h"
 #include "base/sys.h"
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "base/path.h"
 #include "tensor/safetensors_json.h"
 

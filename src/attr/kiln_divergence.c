@@ -13,7 +13,6 @@
 
 #include "attr/internal.h"
 #include "fidelis/attr.h"
-#include "fidelis/file.h"
 #include "json/json.h"
 #include "fidelis/kiln.h"
 #include "base/order.h"

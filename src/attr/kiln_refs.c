@@ -15,7 +15,7 @@
 #include "base/sys.h"
 #include "attr/internal.h"
 #include "attr/kiln_check.h"
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "json/json.h"
 #include "json/py.h"
 

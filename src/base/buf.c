@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fidelis/buf.h"
+#include "base/buf.h"
 #include "base/sys.h"
 
 void fdl_buf_init(fdl_buf *b, size_t limit) {

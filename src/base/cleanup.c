@@ -15,7 +15,7 @@
 
 #include "base/cleanup.h"
 #include "base/sys.h"
-#include "fidelis/file.h"
+#include "base/fs.h"
 
 /* More outputs than any command stages at once (compare: one directory; capture: two). */
 #define CLEANUP_SLOTS 16

@@ -1,5 +1,5 @@
 /* cleanup.h - what a stopping signal must not leave behind: the staging that
- * fdl_cleanup_on_signals (fidelis/file.h) removes. */
+ * fdl_cleanup_on_signals (base/fs.h) removes. */
 #ifndef FDL_BASE_CLEANUP_H
 #define FDL_BASE_CLEANUP_H
 

@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "fidelis/pool.h"
 #include "base/cleanup.h"
 #include "base/sys.h"

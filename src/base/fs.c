@@ -1,4 +1,4 @@
-/* fs.c - the library's one copy of each file-system helper (see fidelis/file.h): the regular-file
+/* fs.c - the library's one copy of each file-system helper (see base/fs.h): the regular-file
  * open, resolving a named file, dirname, mkdir -p, remove-tree and the staging directory. (The
  * rule for a file of a model directory, which knows the Hugging Face cache, is in src/hub/.)
  *
@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "base/path.h"
 #include "base/quote.h"
 #include "base/cleanup.h"

@@ -18,7 +18,7 @@
 #include "base/sys.h"
 #include "fidelis/capture.h"
 #include "fidelis/digest.h"
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "fidelis/model.h"
 #include "json/json.h"
 #include "capture/gguf_meta.h"

@@ -17,6 +17,7 @@
 #include "fidelis/hub.h"
 #include "fidelis/refusal.h"
 #include "fidelis/scale.h"
+#include "base/fs.h"
 #include "base/path.h"
 #include "base/quote.h"
 #include "base/utc.h"

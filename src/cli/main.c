@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/file.h"
 
 static void usage(FILE *f) {
   size_t n;

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/file.h"
 #include "fidelis/tokenizer.h"
 
 /* The most text one call reads (a corpus is tokenized in one piece). */

@@ -19,7 +19,7 @@
 #include "fidelis/dataset.h"
 #include "json/json.h"
 #include "fidelis/num.h"
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "json/py.h"
 #include "fidelis/refusal.h"
 #include "dataset/dataset_json.h"

@@ -20,10 +20,14 @@ void fdl_compare_opts_default(fdl_compare_opts *o) {
   o->js = -1;
 }
 
+json_t *fdl_compare_receipt_json(const fdl_compare_result *r) {
+  return (json_t *)r->receipt;
+}
+
 void fdl_compare_result_free(fdl_compare_result *r) {
   if (!r) return;
   fdl_cmp_receipt_free(&r->fields);
-  json_decref((json_t *)r->receipt);
+  json_decref(fdl_compare_receipt_json(r));
   free(r->receipt_path);
   free(r->tokenwise_path);
   memset(r, 0, sizeof *r);

@@ -1,6 +1,5 @@
 /* compare/compare_json.h - the calls of fidelis/compare.h on parsed documents (json_t), the private
- * tier (docs/layers.tsv): jansson stays out of the installed headers. fdl_compare_result.receipt is
- * a json_t * behind the opaque struct fdl_compare_doc: cast it with (json_t *). */
+ * tier (docs/layers.tsv): jansson stays out of the installed headers. */
 #ifndef FIDELIS_COMPARE_JSON_H
 #define FIDELIS_COMPARE_JSON_H
 
@@ -24,6 +23,9 @@ fdl_status fdl_compare_key(const json_t *key_inputs, char *out /* [22] */, fdl_e
  * schema_invalid, seal_failed, self_compare_invalid, not_submittable, bias_invalid) and err naming
  * the field. */
 fdl_status fdl_compare_check_receipt(const json_t *receipt, char *code, fdl_err *err);
+
+/* r->receipt: the json_t * behind the opaque struct fdl_compare_doc (both casts: compare.c). */
+json_t *fdl_compare_receipt_json(const fdl_compare_result *r);
 
 #ifdef __cplusplus
 }

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "dataset/pack.h"
-#include "fidelis/file.h"
 #include "json/json.h"
 
 /* A YAML-safe scalar: JSON text of a string (ASCII-escaped), or null. */

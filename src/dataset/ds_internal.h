@@ -12,7 +12,8 @@
 
 #include <jansson.h>
 
-#include "fidelis/buf.h"
+#include "base/buf.h"
+#include "base/fs.h"
 #include "fidelis/dataset.h"
 #include "fidelis/digest.h"
 #include "fidelis/status.h"

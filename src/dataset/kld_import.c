@@ -17,7 +17,8 @@
 
 #include "fidelis/vocab.h"
 #include "base/sys.h"
-#include "fidelis/buf.h"
+#include "base/buf.h"
+#include "base/fs.h"
 #include "fidelis/digest.h"
 #include "fidelis/gguf.h"
 #include "fidelis/hub.h"

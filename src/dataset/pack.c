@@ -16,7 +16,6 @@
 
 #include "base/path.h"
 #include "dataset/pack.h"
-#include "fidelis/file.h"
 #include "json/json.h"
 #include "base/sys.h"
 

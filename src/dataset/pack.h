@@ -11,7 +11,6 @@
 #include <limits.h>
 
 #include "dataset/ds_internal.h"
-#include "fidelis/file.h"
 #include "fidelis/tensor.h"
 
 /* One panel context, from one JSONL line. */

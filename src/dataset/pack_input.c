@@ -18,7 +18,6 @@
 #include "base/quote.h"
 #include "dataset/pack.h"
 #include "base/utc.h"
-#include "fidelis/file.h"
 #include "json/json.h"
 #include "base/sys.h"
 #include "fidelis/digest.h"

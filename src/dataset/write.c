@@ -21,7 +21,6 @@
 
 #include "base/quote.h"
 #include "dataset/ds_internal.h"
-#include "fidelis/file.h"
 #include "json/json.h"
 #include "base/path.h"
 #include "base/sys.h"

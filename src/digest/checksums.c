@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fidelis/digest.h"
+#include "base/buf.h"
 #include "base/path.h"
 #include "base/quote.h"
 #include "base/lines.h"

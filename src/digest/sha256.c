@@ -20,7 +20,7 @@
 #include <openssl/sha.h>
 
 #include "fidelis/digest.h"
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "base/sys.h"
 #include "digest/sha256x2.h"
 

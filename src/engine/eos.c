@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "engine/internal.h"
-#include "fidelis/file.h"
 #include "fidelis/generate.h"
 #include "fidelis/hub.h"
 #include "json/json.h"

@@ -9,7 +9,7 @@
 #include "engine/internal.h"
 #include "base/quote.h"
 #include "fidelis/digest.h"
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "fidelis/hub.h"
 #include "json/json.h"
 #include "engine/config_json.h"

@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "fidelis/status.h"
 #include "fidelis/tensor.h"
 

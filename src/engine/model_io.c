@@ -7,7 +7,7 @@
 
 #include "base/sys.h"
 #include "engine/model_internal.h"
-#include "fidelis/buf.h"
+#include "base/buf.h"
 #include "tensor/safetensors_json.h"
 
 json_t *fdl_model_st_metadata(void) {

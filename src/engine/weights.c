@@ -19,7 +19,7 @@
 #include "gguf/qdot.h"
 #include "base/quote.h"
 #include "fidelis/digest.h"
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "fidelis/hub.h"
 #include "json/json.h"
 #include "base/path.h"

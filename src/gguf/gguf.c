@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fs.h"
 #include "base/sys.h"
 #include "fidelis/gguf.h"
 #include "gguf/cursor.h"

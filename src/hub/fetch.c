@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "base/sys.h"
-#include "fidelis/buf.h"
+#include "base/buf.h"
 #include "fidelis/digest.h"
 #include "base/path.h"
 #include "base/quote.h"

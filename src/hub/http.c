@@ -13,7 +13,7 @@
 #include <curl/curl.h>
 
 #include "base/sys.h"
-#include "fidelis/buf.h"
+#include "base/buf.h"
 #include "fidelis/digest.h"
 #include "fidelis/status.h"
 #include "base/quote.h"

@@ -18,7 +18,7 @@
 
 #include <jansson.h>
 
-#include "fidelis/buf.h"
+#include "base/buf.h"
 #include "fidelis/float_repr.h"
 #include "fidelis/status.h"
 

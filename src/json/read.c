@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "json/json.h"
 #include "json/number.h"
 #include "base/sys.h"

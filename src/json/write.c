@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "json/json.h"
 #include "base/quote.h"
 #include "base/sys.h"

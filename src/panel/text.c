@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "base/sys.h"
-#include "fidelis/buf.h"
+#include "base/buf.h"
 #include "fidelis/dataset.h"
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "json/json.h"
 #include "fidelis/panel.h"
 #include "base/quote.h"

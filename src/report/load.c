@@ -13,7 +13,7 @@
 
 #include "base/path.h"
 #include "fidelis/digest.h"
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "json/json.h"
 #include "fidelis/tensor.h"
 #include "base/sys.h"

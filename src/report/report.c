@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "base/sys.h"
 #include "report/rpt.h"
 

@@ -16,7 +16,7 @@
 
 #include <jansson.h>
 
-#include "fidelis/buf.h"
+#include "base/buf.h"
 #include "fidelis/report.h"
 #include "fidelis/status.h"
 

@@ -30,7 +30,7 @@
 #include "fidelis/dataset.h"
 #include "fidelis/digest.h"
 #include "fidelis/engine.h"
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "json/json.h"
 #include "fidelis/synth.h"
 #include "fidelis/tensor.h"

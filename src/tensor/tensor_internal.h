@@ -8,6 +8,8 @@
 
 #include "fidelis/tensor.h"
 #include "base/quote.h"
+#include "base/buf.h"
+#include "base/fs.h"
 
 /* Element count and byte size of a shape, overflow-checked. False (outputs untouched) when a
  * dimension is negative, ndim is outside [0, FDL_MAX_DIMS], the dtype is invalid, or a product

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "base/sys.h"
-#include "fidelis/file.h"
+#include "base/fs.h"
 #include "fidelis/hub.h"
 #include "json/json.h"
 #include "tokenizer/internal.h"
