@@ -14,10 +14,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 /* A read-only view of a whole file. */
 typedef struct {
   const uint8_t *data; /* never NULL after a successful map */
@@ -26,7 +22,4 @@ typedef struct {
   bool copied_; /* private: priv_ is a heap copy, not a mapping */
 } fdl_map;
 
-#ifdef __cplusplus
-}
-#endif
 #endif
