@@ -42,13 +42,13 @@ static fdl_status structure(const json_t *rc, char *code, fdl_err *err) {
   if (!json_is_integer(json_object_get(rc, "format_version")) ||
       json_integer_value(json_object_get(rc, "format_version")) != 1)
     return bad(code, "schema_invalid", err, "format_version must be the integer 1", NULL);
-  const char *kind = fdl_cmp_jstr(rc, "comparison_kind");
+  const char *kind = fdl_json_path_str(rc, "comparison_kind");
   if (!kind || (strcmp(kind, "measurement") && strcmp(kind, "reproduction_confirmation") &&
                 strcmp(kind, "run_to_run_floor")))
     return bad(code, "schema_invalid", err, "comparison_kind is not one of the three kinds", NULL);
   const json_t *gates = json_object_get(rc, "gates");
   for (int i = 0; i < FDL_RECEIPT_GATE_COUNT; i++)
-    if (!json_is_boolean(fdl_json_get_path(json_object_get(gates, RECEIPT_GATE(i)), "passed")))
+    if (!json_is_boolean(fdl_json_path(json_object_get(gates, RECEIPT_GATE(i)), "passed")))
       return bad(code, "schema_invalid", err,
                  "gate missing or without a boolean passed: ", RECEIPT_GATE(i));
   const char *k;
@@ -61,9 +61,9 @@ static fdl_status structure(const json_t *rc, char *code, fdl_err *err) {
   }
   static const char *const stats[] = {"mean", "median", "p95", "p99", "p99_9", "max"};
   for (size_t i = 0; i < 6; i++)
-    if (!json_is_number(fdl_json_get_path(json_object_get(rc, "kl"), stats[i])))
+    if (!json_is_number(fdl_json_path(json_object_get(rc, "kl"), stats[i])))
       return bad(code, "schema_invalid", err, "kl statistic missing or not a number: ", stats[i]);
-  const json_t *value = fdl_json_get_path(rc, "metric.value");
+  const json_t *value = fdl_json_path(rc, "metric.value");
   if (!json_is_number(value) || json_number_value(value) < -1e-9)
     return bad(code, "schema_invalid", err, "metric.value must be a number >= -1e-9", NULL);
   const json_t *disc = json_object_get(rc, "disclosures");
@@ -77,7 +77,7 @@ static fdl_status structure(const json_t *rc, char *code, fdl_err *err) {
       return bad(code, "schema_invalid", err,
                  "side block lacks a 64-hex dataset_sha256 or capture_content_digest: ", sides[i]);
   }
-  const json_t *sp = fdl_json_get_path(rc, "measurement_scope.scored_positions");
+  const json_t *sp = fdl_json_path(rc, "measurement_scope.scored_positions");
   if (!json_is_integer(sp) || json_integer_value(sp) < 1)
     return bad(code, "schema_invalid", err, "measurement_scope.scored_positions must be >= 1",
                NULL);
@@ -85,10 +85,10 @@ static fdl_status structure(const json_t *rc, char *code, fdl_err *err) {
 }
 
 static fdl_status conditionals(const json_t *rc, char *code, fdl_err *err) {
-  const char *kind = fdl_cmp_jstr(rc, "comparison_kind");
+  const char *kind = fdl_json_path_str(rc, "comparison_kind");
   const json_t *sc = json_object_get(rc, "self_compare");
   if (!strcmp(kind, "reproduction_confirmation")) {
-    if (!exact_zero(fdl_json_get_path(rc, "metric.value")))
+    if (!exact_zero(fdl_json_path(rc, "metric.value")))
       return bad(code, "self_compare_invalid", err, "SC-1: metric.value must be exactly 0.0", NULL);
     const json_t *t1 = json_object_get(rc, "top1_agreement");
     if (!json_is_real(t1) || json_real_value(t1) != 1.0)
@@ -100,24 +100,23 @@ static fdl_status conditionals(const json_t *rc, char *code, fdl_err *err) {
       if (!exact_zero(v))
         return bad(code, "self_compare_invalid", err, "SC-1: every kl value must be +0.0: ", k);
     }
-    if (!json_is_true(fdl_json_get_path(sc, "capture_content_digest_equal")) ||
-        !json_is_true(fdl_json_get_path(sc, "asserted_exact_zero")))
+    if (!json_is_true(fdl_json_path(sc, "capture_content_digest_equal")) ||
+        !json_is_true(fdl_json_path(sc, "asserted_exact_zero")))
       return bad(code, "self_compare_invalid", err,
                  "SC-1: self_compare must assert equal capture digests and an exact zero", NULL);
   }
   if (!strcmp(kind, "run_to_run_floor")) {
-    if (!json_is_object(sc) ||
-        !json_is_false(fdl_json_get_path(sc, "capture_content_digest_equal")) ||
-        !json_is_true(fdl_json_get_path(sc, "weights_identity_equal")))
+    if (!json_is_object(sc) || !json_is_false(fdl_json_path(sc, "capture_content_digest_equal")) ||
+        !json_is_true(fdl_json_path(sc, "weights_identity_equal")))
       return bad(code, "self_compare_invalid", err,
                  "SC-2: a run-to-run floor needs different capture digests and equal weights "
                  "identity",
                  NULL);
   }
-  if (strcmp(kind, "measurement") && json_is_true(fdl_json_get_path(rc, "submission.emitted")))
+  if (strcmp(kind, "measurement") && json_is_true(fdl_json_path(rc, "submission.emitted")))
     return bad(code, "not_submittable", err, "SC-3: only a measurement may be submitted", NULL);
   const json_t *cmpb = json_object_get(rc, "comparability");
-  const char *cls = fdl_cmp_jstr(cmpb, "class");
+  const char *cls = fdl_json_path_str(cmpb, "class");
   if (!cls || (strcmp(cls, "strict") && strcmp(cls, "advisory")))
     return bad(code, "schema_invalid", err, "comparability.class must be strict or advisory", NULL);
   if (!json_is_boolean(json_object_get(cmpb, "usable_as_floor")) || !json_object_get(cmpb, "bias"))
@@ -126,12 +125,12 @@ static fdl_status conditionals(const json_t *rc, char *code, fdl_err *err) {
       (json_is_true(json_object_get(cmpb, "usable_as_floor")) || strcmp(cls, "advisory")))
     return bad(code, "bias_invalid", err,
                "BIAS-006: a cross-lane receipt must be advisory and never a floor", NULL);
-  if (fdl_cmp_streq(fdl_cmp_jstr(rc, "estimator.stack_relation"), "cross_stack") &&
+  if (fdl_cmp_streq(fdl_json_path_str(rc, "estimator.stack_relation"), "cross_stack") &&
       (!json_is_object(json_object_get(cmpb, "bias")) || strcmp(cls, "advisory")))
     return bad(code, "bias_invalid", err,
                "BIAS-001: a cross_stack receipt needs a bias block and the advisory class", NULL);
-  if (fdl_cmp_streq(fdl_cmp_jstr(rc, "estimator.head_policy"), "shared_reference_head") &&
-      !is_hex64(fdl_json_get_path(rc, "comparator.head_applied_tensor_content_sha256")))
+  if (fdl_cmp_streq(fdl_json_path_str(rc, "estimator.head_policy"), "shared_reference_head") &&
+      !is_hex64(fdl_json_path(rc, "comparator.head_applied_tensor_content_sha256")))
     return bad(code, "schema_invalid", err,
                "shared_reference_head needs a 64-hex comparator.head_applied_tensor_content_sha256",
                NULL);
@@ -156,12 +155,12 @@ static fdl_status extensions(const json_t *rc, char *code, fdl_err *err) {
     return bad(code, "schema_invalid", err, "fidelis_extensions must be an object", NULL);
   const json_t *l = json_object_get(x, "llamacpp_compatible");
   if (!l) return FDL_OK;
-  if (!fdl_cmp_streq(fdl_cmp_jstr(l, "schema"), FDL_COMPARE_LLAMACPP_SCHEMA))
+  if (!fdl_cmp_streq(fdl_json_path_str(l, "schema"), FDL_COMPARE_LLAMACPP_SCHEMA))
     return bad(code, "schema_invalid", err,
                "fidelis_extensions.llamacpp_compatible.schema is not " FDL_COMPARE_LLAMACPP_SCHEMA,
                NULL);
   const json_t *n = json_object_get(l, "n"),
-               *sp = fdl_json_get_path(rc, "measurement_scope.scored_positions");
+               *sp = fdl_json_path(rc, "measurement_scope.scored_positions");
   if (!json_is_integer(n) || !json_is_integer(sp) ||
       json_integer_value(n) != json_integer_value(sp))
     return bad(code, "schema_invalid", err,
@@ -184,13 +183,13 @@ static fdl_status extensions(const json_t *rc, char *code, fdl_err *err) {
                                      "same_top.stderr",     "kld.mean",
                                      "kld.stderr",          "kld.max"};
   for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)
-    if (!json_is_real(fdl_json_get_path(l, nums[i])))
+    if (!json_is_real(fdl_json_path(l, nums[i])))
       return bad(code, "schema_invalid", err,
                  "fidelis_extensions.llamacpp_compatible lacks the float ", nums[i]);
-  if (fdl_cmp_streq(fdl_cmp_jstr(rc, "comparison_kind"), "reproduction_confirmation") &&
-      (!exact_zero(fdl_json_get_path(l, "kld.mean")) ||
-       !exact_zero(fdl_json_get_path(l, "ln_ppl_ratio.value")) ||
-       json_real_value(fdl_json_get_path(l, "same_top.value")) != 1.0))
+  if (fdl_cmp_streq(fdl_json_path_str(rc, "comparison_kind"), "reproduction_confirmation") &&
+      (!exact_zero(fdl_json_path(l, "kld.mean")) ||
+       !exact_zero(fdl_json_path(l, "ln_ppl_ratio.value")) ||
+       json_real_value(fdl_json_path(l, "same_top.value")) != 1.0))
     return bad(code, "self_compare_invalid", err,
                "SC-1: a reproduction's llama.cpp block must have kld.mean and ln_ppl_ratio +0.0 "
                "and same_top 1.0",
@@ -199,7 +198,7 @@ static fdl_status extensions(const json_t *rc, char *code, fdl_err *err) {
 }
 
 fdl_status fdl_compare_check_receipt(const json_t *rc, char *code, fdl_err *err) {
-  if (!json_is_object(rc) || !fdl_cmp_streq(fdl_cmp_jstr(rc, "schema"), FDL_COMPARE_SCHEMA))
+  if (!json_is_object(rc) || !fdl_cmp_streq(fdl_json_path_str(rc, "schema"), FDL_COMPARE_SCHEMA))
     return bad(code, "bad_schema", err, "schema is not " FDL_COMPARE_SCHEMA, NULL);
   fdl_status s = structure(rc, code, err);
   if (s != FDL_OK) return s;
