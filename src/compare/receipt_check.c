@@ -51,7 +51,7 @@ static fdl_status structure(const json_t *rc, code_t *code, fdl_err *err) {
   if (!json_is_integer(json_object_get(rc, "format_version")) ||
       json_integer_value(json_object_get(rc, "format_version")) != 1)
     return bad(code, FDL_RCC_SCHEMA_INVALID, err, "format_version must be the integer 1", NULL);
-  const char *kind = fdl_json_path_str(rc, "comparison_kind");
+  const char *kind = fdl_json_str(rc, "comparison_kind");
   if (!kind || (strcmp(kind, "measurement") && strcmp(kind, "reproduction_confirmation") &&
                 strcmp(kind, "run_to_run_floor")))
     return bad(code, FDL_RCC_SCHEMA_INVALID, err, "comparison_kind is not one of the three kinds",
@@ -96,7 +96,7 @@ static fdl_status structure(const json_t *rc, code_t *code, fdl_err *err) {
 }
 
 static fdl_status conditionals(const json_t *rc, code_t *code, fdl_err *err) {
-  const char *kind = fdl_json_path_str(rc, "comparison_kind");
+  const char *kind = fdl_json_str(rc, "comparison_kind");
   const json_t *sc = json_object_get(rc, "self_compare");
   if (!strcmp(kind, "reproduction_confirmation")) {
     if (!exact_zero(fdl_json_path(rc, "metric.value")))
@@ -130,7 +130,7 @@ static fdl_status conditionals(const json_t *rc, code_t *code, fdl_err *err) {
     return bad(code, FDL_RCC_NOT_SUBMITTABLE, err, "SC-3: only a measurement may be submitted",
                NULL);
   const json_t *cmpb = json_object_get(rc, "comparability");
-  const char *cls = fdl_json_path_str(cmpb, "class");
+  const char *cls = fdl_json_str(cmpb, "class");
   if (!cls || (strcmp(cls, "strict") && strcmp(cls, "advisory")))
     return bad(code, FDL_RCC_SCHEMA_INVALID, err, "comparability.class must be strict or advisory",
                NULL);
@@ -171,7 +171,7 @@ static fdl_status extensions(const json_t *rc, code_t *code, fdl_err *err) {
     return bad(code, FDL_RCC_SCHEMA_INVALID, err, "fidelis_extensions must be an object", NULL);
   const json_t *l = json_object_get(x, "llamacpp_compatible");
   if (!l) return FDL_OK;
-  if (!fdl_cmp_streq(fdl_json_path_str(l, "schema"), FDL_COMPARE_LLAMACPP_SCHEMA))
+  if (!fdl_cmp_streq(fdl_json_str(l, "schema"), FDL_COMPARE_LLAMACPP_SCHEMA))
     return bad(code, FDL_RCC_SCHEMA_INVALID, err,
                "fidelis_extensions.llamacpp_compatible.schema is not " FDL_COMPARE_LLAMACPP_SCHEMA,
                NULL);
@@ -202,7 +202,7 @@ static fdl_status extensions(const json_t *rc, code_t *code, fdl_err *err) {
     if (!json_is_real(fdl_json_path(l, nums[i])))
       return bad(code, FDL_RCC_SCHEMA_INVALID, err,
                  "fidelis_extensions.llamacpp_compatible lacks the float ", nums[i]);
-  if (fdl_cmp_streq(fdl_json_path_str(rc, "comparison_kind"), "reproduction_confirmation") &&
+  if (fdl_cmp_streq(fdl_json_str(rc, "comparison_kind"), "reproduction_confirmation") &&
       (!exact_zero(fdl_json_path(l, "kld.mean")) ||
        !exact_zero(fdl_json_path(l, "ln_ppl_ratio.value")) ||
        json_real_value(fdl_json_path(l, "same_top.value")) != 1.0))
@@ -215,7 +215,7 @@ static fdl_status extensions(const json_t *rc, code_t *code, fdl_err *err) {
 
 fdl_status fdl_compare_check_receipt(const json_t *rc, code_t *code, fdl_err *err) {
   *code = FDL_RCC_NONE;
-  if (!json_is_object(rc) || !fdl_cmp_streq(fdl_json_path_str(rc, "schema"), FDL_COMPARE_SCHEMA))
+  if (!json_is_object(rc) || !fdl_cmp_streq(fdl_json_str(rc, "schema"), FDL_COMPARE_SCHEMA))
     return bad(code, FDL_RCC_BAD_SCHEMA, err, "schema is not " FDL_COMPARE_SCHEMA, NULL);
   fdl_status s = structure(rc, code, err);
   if (s != FDL_OK) return s;

@@ -19,23 +19,20 @@ json_t *fdl_json_arr(const json_t *o, const char *key) {
 
 bool fdl_json_int(const json_t *o, const char *key, int64_t *v) {
   const json_t *x = json_object_get(o, key);
-  if (!json_is_integer(x)) return false;
-  if (v) *v = (int64_t)json_integer_value(x);
-  return true;
+  if (json_is_integer(x) && v) *v = (int64_t)json_integer_value(x);
+  return json_is_integer(x);
 }
 
 bool fdl_json_num(const json_t *o, const char *key, double *v) {
   const json_t *x = json_object_get(o, key);
-  if (!json_is_number(x)) return false;
-  if (v) *v = json_number_value(x);
-  return true;
+  if (json_is_number(x) && v) *v = json_number_value(x);
+  return json_is_number(x);
 }
 
 bool fdl_json_bool(const json_t *o, const char *key, bool *v) {
   const json_t *x = json_object_get(o, key);
-  if (!json_is_boolean(x)) return false;
-  if (v) *v = json_is_true(x);
-  return true;
+  if (json_is_boolean(x) && v) *v = json_is_true(x);
+  return json_is_boolean(x);
 }
 
 const json_t *fdl_json_path(const json_t *o, const char *path) {

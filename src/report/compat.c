@@ -28,7 +28,7 @@ fdl_status fdl_rpt_comparable(const fdl_rpt_receipt *const *rs, size_t n, fdl_er
   for (size_t i = 0; i < n; i++) {
     const char *key = fdl_json_path_str(rs[i]->doc, "comparability.key");
     if (!key) {
-      const char *kind = fdl_json_path_str(rs[i]->doc, "comparison_kind");
+      const char *kind = fdl_json_str(rs[i]->doc, "comparison_kind");
       return fdl_fail(err, FDL_REFUSED,
                       "%s: no comparability key (comparison_kind %s): only measurements are "
                       "ranked side by side; leave it out of --compare",

@@ -147,14 +147,14 @@ static bool load_contexts(fdl_rpt_receipt *r, fdl_status *st, fdl_err *err) {
     const json_t *ix = json_object_get(c, "index"); /* a count, never cast from a double */
     if (!json_is_integer(ix)) return untrusted(r, "per_context[%zu].index is not an integer", i);
     x->index = (long long)json_integer_value(ix);
-    x->window_id = fdl_json_path_str(c, "window_id");
+    x->window_id = fdl_json_str(c, "window_id");
     x->mean = fdl_json_path_num(c, "mean", NAN);
     x->max = fdl_json_path_num(c, "max", NAN);
     x->lo = fdl_json_path_num(c, "ci95_low", NAN);
     x->hi = fdl_json_path_num(c, "ci95_high", NAN);
     x->ci_sealed = isfinite(x->lo) && isfinite(x->hi);
     x->domain = -1;
-    const char *dom = fdl_json_path_str(c, "domain");
+    const char *dom = fdl_json_str(c, "domain");
     if (dom && *dom) {
       size_t k = 0;
       while (k < r->ndomains && strcmp(r->domains[k], dom)) k++;
@@ -186,7 +186,7 @@ static bool load_contexts(fdl_rpt_receipt *r, fdl_status *st, fdl_err *err) {
 static bool load_llama(fdl_rpt_receipt *r, fdl_status *st, fdl_err *err) {
   const json_t *b = fdl_json_path(r->doc, "fidelis_extensions.llamacpp_compatible");
   if (!b) return true; /* an older receipt */
-  const char *schema = fdl_json_path_str(b, "schema");
+  const char *schema = fdl_json_str(b, "schema");
   if (!json_is_object(b) || !schema || strcmp(schema, LLAMA_SCHEMA))
     return untrusted(r, "fidelis_extensions.llamacpp_compatible is not a %s block", LLAMA_SCHEMA);
   const json_t *n = json_object_get(b, "n");
@@ -224,7 +224,7 @@ fdl_status fdl_rpt_load(const char *dir, fdl_rpt_receipt *r, fdl_err *err) {
     untrusted(r, "%s: %s", FDL_REPORT_RECEIPT, e.msg);
     return FDL_OK;
   }
-  const char *schema = fdl_json_path_str(r->doc, "schema");
+  const char *schema = fdl_json_str(r->doc, "schema");
   if (!schema || strcmp(schema, RECEIPT_SCHEMA)) {
     untrusted(r, "%s: schema is not %s: not a comparison receipt", FDL_REPORT_RECEIPT,
               RECEIPT_SCHEMA);

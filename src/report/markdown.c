@@ -77,7 +77,7 @@ void fdl_rpt_md_headline(fdl_buf *b, const fdl_rpt_receipt *r) {
   fdl_buf_puts(b, " |\n| comparability key | ");
   cell(b, fdl_json_path_str(d, "comparability.key"));
   fdl_buf_puts(b, " |\n| receipt_sha256 | ");
-  cell(b, fdl_json_path_str(d, "receipt_sha256"));
+  cell(b, fdl_json_str(d, "receipt_sha256"));
   fdl_buf_puts(b, " |\n");
 }
 

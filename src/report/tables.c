@@ -51,7 +51,7 @@ void fdl_rpt_verdict(fdl_buf *b, const fdl_rpt_receipt *r) {
   fdl_buf_puts(b, "\">");
   fdl_rpt_esc(b, cls ? cls : "unknown class");
   fdl_buf_puts(b, "</span> ");
-  fdl_rpt_esc(b, fdl_json_path_str(d, "comparison_kind"));
+  fdl_rpt_esc(b, fdl_json_str(d, "comparison_kind"));
   fdl_buf_puts(b, strict ? " &mdash; nothing in the gates weakened this comparison."
                          : " &mdash; read the disclosures before citing the numbers.");
   fdl_buf_puts(b, "</p><table>");
@@ -79,7 +79,7 @@ void fdl_rpt_disclosures(fdl_buf *b, const fdl_rpt_receipt *r) {
   const json_t *ds = json_object_get(d, "disclosures");
   for (size_t i = 0; json_is_array(ds) && i < json_array_size(ds); i++) {
     const json_t *x = json_array_get(ds, i);
-    const char *sev = fdl_json_path_str(x, "severity");
+    const char *sev = fdl_json_str(x, "severity");
     const char *cl = !sev                       ? "sev-caveat"
                      : !strcmp(sev, "info")     ? "sev-info"
                      : !strcmp(sev, "blocking") ? "sev-blocking"
@@ -88,12 +88,12 @@ void fdl_rpt_disclosures(fdl_buf *b, const fdl_rpt_receipt *r) {
     fdl_buf_printf(b, "<tr><td><span class=\"badge %s\">", cl);
     fdl_rpt_esc(b, sev ? sev : "?");
     fdl_buf_puts(b, "</span></td><td><code>");
-    fdl_rpt_esc(b, fdl_json_path_str(x, "code"));
+    fdl_rpt_esc(b, fdl_json_str(x, "code"));
     fdl_buf_puts(b, "</code></td><td>");
     const char *aff = scalar(json_object_get(x, "affects_comparability"), buf);
     fdl_rpt_esc(b, aff ? aff : "\xE2\x80\x94");
     fdl_buf_puts(b, "</td><td>");
-    fdl_rpt_esc(b, fdl_json_path_str(x, "detail"));
+    fdl_rpt_esc(b, fdl_json_str(x, "detail"));
     fdl_buf_puts(b, "</td></tr>\n");
   }
   fdl_buf_puts(b, "</table></section>\n");
@@ -188,7 +188,7 @@ void fdl_rpt_llama_table(fdl_buf *b, const fdl_rpt_receipt *r) {
                   "standard error; the headline interval above stays the context-cluster "
                   "bootstrap. Fields of <code>fidelis_extensions.llamacpp_compatible</code>; "
                   "definitions: <code>");
-  fdl_rpt_esc(b, fdl_json_path_str(k, "definitions"));
+  fdl_rpt_esc(b, fdl_json_str(k, "definitions"));
   fdl_buf_puts(b, "</code>.</p><table><tr><th>statistic</th><th>value</th><th>field</th></tr>\n");
   llama_row(b, k, "Mean PPL(Q)", "ppl_candidate.value", "ppl_candidate.stderr", "");
   llama_row(b, k, "Mean PPL(base)", "ppl_reference.value", "ppl_reference.stderr", "");
@@ -256,9 +256,9 @@ static void side(fdl_buf *b, const json_t *d, const char *which) {
       char rfl[192];
       const json_t *s = json_object_get(d, which);
       snprintf(rfl, sizeof rfl, "%s / %s / %s",
-               fdl_json_path_str(s, "role") ? fdl_json_path_str(s, "role") : "-",
-               fdl_json_path_str(s, "form") ? fdl_json_path_str(s, "form") : "-",
-               fdl_json_path_str(s, "lane") ? fdl_json_path_str(s, "lane") : "-");
+               fdl_json_str(s, "role") ? fdl_json_str(s, "role") : "-",
+               fdl_json_str(s, "form") ? fdl_json_str(s, "form") : "-",
+               fdl_json_str(s, "lane") ? fdl_json_str(s, "lane") : "-");
       row_text(b, f[k].name, rfl, false);
       continue;
     }
@@ -328,7 +328,7 @@ void fdl_rpt_compare_table(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_t 
     fdl_buf_puts(b, "</td><td>");
     fdl_rpt_esc(b, fdl_json_path_str(d, "estimator.stack_relation"));
     fdl_buf_puts(b, "</td><td class=\"mono\">");
-    fdl_rpt_esc(b, fdl_json_path_str(d, "receipt_sha256"));
+    fdl_rpt_esc(b, fdl_json_str(d, "receipt_sha256"));
     fdl_buf_puts(b, "</td></tr>\n");
   }
   fdl_buf_puts(b, "</table>\n");
