@@ -76,12 +76,14 @@ static void test_key_refuses_pipe(void **state) {
   json_decref(ki);
 }
 
-static void check_receipt(json_t *doc, fdl_status want, const char *code) {
-  char got[32] = "";
+static void check_receipt(json_t *doc, fdl_status want, fdl_compare_check_code code) {
+  fdl_compare_check_code got = FDL_RCC_COUNT;
   fdl_err err = {FDL_OK, ""};
-  fdl_status s = fdl_compare_check_receipt(doc, got, &err);
-  if (s != want) fail_msg("check returned %d (%s: %s), expected %d", s, got, err.msg, want);
-  if (code) assert_string_equal(got, code);
+  fdl_status s = fdl_compare_check_receipt(doc, &got, &err);
+  if (s != want)
+    fail_msg("check returned %d (%s: %s), expected %d", s, fdl_compare_check_code_name(got),
+             err.msg, want);
+  assert_int_equal(got, code);
 }
 
 static void reseal(json_t *doc) {
@@ -90,13 +92,17 @@ static void reseal(json_t *doc) {
 
 static void test_check_vectors(void **state) {
   (void)state;
+  assert_string_equal(fdl_compare_check_code_name(FDL_RCC_SELF_COMPARE_INVALID),
+                      "self_compare_invalid");
+  assert_string_equal(fdl_compare_check_code_name(FDL_RCC_NONE), "");
+  assert_string_equal(fdl_compare_check_code_name(FDL_RCC_COUNT), "");
   static const char *const files[] = {
       "seed-receipt-003-measurement.json", "fidelity-comparison-receipt.k6-vs-bf16.json",
       "fidelity-comparison-receipt.self-compare.json", "fixture-qwen3-5-tiny-root/comparison.json"};
   for (size_t i = 0; i < 4; i++) {
     json_t *doc = vector(files[i]);
     assert_non_null(doc);
-    check_receipt(doc, FDL_OK, NULL);
+    check_receipt(doc, FDL_OK, FDL_RCC_NONE);
     json_decref(doc);
   }
 }
@@ -108,11 +114,11 @@ static void test_check_catches(void **state) {
   /* a changed number breaks the seal */
   json_t *kl = json_object_get(doc, "kl");
   json_object_set_new(kl, "max", json_real(1.0));
-  check_receipt(doc, FDL_MISMATCH, "seal_failed");
+  check_receipt(doc, FDL_MISMATCH, FDL_RCC_SEAL_FAILED);
   /* BIAS-001: cross_stack without a bias block */
   json_object_set_new(json_object_get(doc, "comparability"), "bias", json_null());
   reseal(doc);
-  check_receipt(doc, FDL_MISMATCH, "bias_invalid");
+  check_receipt(doc, FDL_MISMATCH, FDL_RCC_BIAS_INVALID);
   json_decref(doc);
 
   doc = vector("seed-receipt-003-measurement.json");
@@ -120,7 +126,7 @@ static void test_check_catches(void **state) {
   json_object_set_new(json_object_get(doc, "comparability"), "key",
                       json_string("cmp--0000000000000000"));
   reseal(doc);
-  check_receipt(doc, FDL_MISMATCH, "schema_invalid");
+  check_receipt(doc, FDL_MISMATCH, FDL_RCC_SCHEMA_INVALID);
   json_decref(doc);
 
   doc = vector("seed-receipt-003-measurement.json");
@@ -129,7 +135,7 @@ static void test_check_catches(void **state) {
   json_object_set_new(c, "same_lane", json_false());
   json_object_set_new(c, "usable_as_floor", json_true());
   reseal(doc);
-  check_receipt(doc, FDL_MISMATCH, "bias_invalid");
+  check_receipt(doc, FDL_MISMATCH, FDL_RCC_BIAS_INVALID);
   json_decref(doc);
 
   doc = vector("seed-receipt-003-measurement.json");
@@ -137,9 +143,9 @@ static void test_check_catches(void **state) {
   json_object_set_new(json_object_get(doc, "gates"), "extra",
                       json_pack("{s:b, s:s, s:n}", "passed", 1, "detail", "x", "overridden_by"));
   reseal(doc);
-  check_receipt(doc, FDL_MISMATCH, "schema_invalid");
+  check_receipt(doc, FDL_MISMATCH, FDL_RCC_SCHEMA_INVALID);
   json_object_set_new(doc, "schema", json_string("malaiwah.something-else.v1"));
-  check_receipt(doc, FDL_MISMATCH, "bad_schema");
+  check_receipt(doc, FDL_MISMATCH, FDL_RCC_BAD_SCHEMA);
   json_decref(doc);
 
   /* SC-1: a reproduction must say exactly +0.0 (not -0.0, not the int 0) and 1.0 */
@@ -147,14 +153,14 @@ static void test_check_catches(void **state) {
   assert_non_null(doc);
   json_object_set_new(json_object_get(doc, "kl"), "p95", json_real(-0.0));
   reseal(doc);
-  check_receipt(doc, FDL_MISMATCH, "self_compare_invalid");
+  check_receipt(doc, FDL_MISMATCH, FDL_RCC_SELF_COMPARE_INVALID);
   json_object_set_new(json_object_get(doc, "kl"), "p95", json_real(0.0));
   json_object_set_new(doc, "top1_agreement", json_integer(1));
   reseal(doc);
-  check_receipt(doc, FDL_MISMATCH, "self_compare_invalid");
+  check_receipt(doc, FDL_MISMATCH, FDL_RCC_SELF_COMPARE_INVALID);
   json_object_set_new(doc, "top1_agreement", json_real(1.0));
   reseal(doc);
-  check_receipt(doc, FDL_OK, NULL);
+  check_receipt(doc, FDL_OK, FDL_RCC_NONE);
   json_decref(doc);
 }
 
@@ -188,32 +194,32 @@ static void test_check_extensions(void **state) {
   json_int_t n = json_integer_value(
       json_object_get(json_object_get(doc, "measurement_scope"), "scored_positions"));
   with_block(doc, llama_block(n, 0.0, 0.0, 1.0));
-  check_receipt(doc, FDL_OK, NULL);
+  check_receipt(doc, FDL_OK, FDL_RCC_NONE);
   /* a reproduction's block says what SC-1 says */
   with_block(doc, llama_block(n, 1e-9, 0.0, 1.0));
-  check_receipt(doc, FDL_MISMATCH, "self_compare_invalid");
+  check_receipt(doc, FDL_MISMATCH, FDL_RCC_SELF_COMPARE_INVALID);
   with_block(doc, llama_block(n, 0.0, -0.0, 1.0));
-  check_receipt(doc, FDL_MISMATCH, "self_compare_invalid");
+  check_receipt(doc, FDL_MISMATCH, FDL_RCC_SELF_COMPARE_INVALID);
   with_block(doc, llama_block(n, 0.0, 0.0, 0.5));
-  check_receipt(doc, FDL_MISMATCH, "self_compare_invalid");
+  check_receipt(doc, FDL_MISMATCH, FDL_RCC_SELF_COMPARE_INVALID);
   /* the shape readers code against */
   with_block(doc, llama_block(n + 1, 0.0, 0.0, 1.0));
-  check_receipt(doc, FDL_MISMATCH, "schema_invalid");
+  check_receipt(doc, FDL_MISMATCH, FDL_RCC_SCHEMA_INVALID);
   json_t *b = llama_block(n, 0.0, 0.0, 1.0);
   json_object_set_new(b, "schema", json_string("fidelis.llamacpp-compatible.v0"));
   with_block(doc, b);
-  check_receipt(doc, FDL_MISMATCH, "schema_invalid");
+  check_receipt(doc, FDL_MISMATCH, FDL_RCC_SCHEMA_INVALID);
   b = llama_block(n, 0.0, 0.0, 1.0);
   json_object_del(json_object_get(b, "arrays"), FDL_COMPARE_TOP1_NAME);
   with_block(doc, b);
-  check_receipt(doc, FDL_MISMATCH, "schema_invalid");
+  check_receipt(doc, FDL_MISMATCH, FDL_RCC_SCHEMA_INVALID);
   b = llama_block(n, 0.0, 0.0, 1.0);
   json_object_set_new(b, "logprob_correlation", json_integer(1));
   with_block(doc, b);
-  check_receipt(doc, FDL_MISMATCH, "schema_invalid");
+  check_receipt(doc, FDL_MISMATCH, FDL_RCC_SCHEMA_INVALID);
   json_object_set_new(doc, "fidelis_extensions", json_array());
   reseal(doc);
-  check_receipt(doc, FDL_MISMATCH, "schema_invalid");
+  check_receipt(doc, FDL_MISMATCH, FDL_RCC_SCHEMA_INVALID);
   json_decref(doc);
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fidelis/fidelis.h"
+#include "json/get.h"
 #include "json/py.h"
 #include "json/json.h"
 
@@ -124,22 +125,57 @@ static void test_repr_str(void **state) {
 static void test_get_path(void **state) {
   (void)state;
   json_t *d = parse("{\"a\":{\"b\":{\"c\":7}},\"x\":[1],\"a.b\":1}");
-  assert_int_equal(json_integer_value(fdl_json_get_path(d, "a.b.c")), 7);
-  assert_true(json_is_object(fdl_json_get_path(d, "a.b")));
-  assert_ptr_equal(fdl_json_get_path(d, ""), d);
-  assert_null(fdl_json_get_path(d, "a.c"));
-  assert_null(fdl_json_get_path(d, "x.0"));
-  assert_null(fdl_json_get_path(d, "a.b.c.d"));
-  assert_null(fdl_json_get_path(NULL, "a"));
+  assert_int_equal(json_integer_value(fdl_json_path(d, "a.b.c")), 7);
+  assert_true(json_is_object(fdl_json_path(d, "a.b")));
+  assert_ptr_equal(fdl_json_path(d, ""), d);
+  assert_null(fdl_json_path(d, "a.c"));
+  assert_null(fdl_json_path(d, "x.0"));
+  assert_null(fdl_json_path(d, "a.b.c.d"));
+  assert_null(fdl_json_path(NULL, "a"));
+  json_decref(d);
+}
+
+/* The typed getters: a value of another type reads as absent; 63 is not 63.0, true not 1. */
+static void test_typed_get(void **state) {
+  (void)state;
+  json_t *d = parse("{\"i\":63,\"r\":63.0,\"t\":true,\"s\":\"x\",\"o\":{\"k\":1},"
+                    "\"a\":[],\"n\":null,\"a.b\":2}");
+  int64_t i = -1;
+  double r = -1;
+  bool b = false;
+  assert_true(fdl_json_int(d, "i", &i) && i == 63);
+  assert_false(fdl_json_int(d, "r", &i) || fdl_json_int(d, "t", &i) || fdl_json_int(d, "n", &i));
+  assert_true(fdl_json_int(d, "a.b", NULL));
+  assert_true(fdl_json_num(d, "r", &r) && r == 63.0);
+  assert_true(fdl_json_num(d, "i", &r) && r == 63.0);
+  assert_false(fdl_json_num(d, "t", &r) || fdl_json_num(d, "s", &r));
+  assert_true(fdl_json_bool(d, "t", &b) && b);
+  assert_false(fdl_json_bool(d, "i", &b) || fdl_json_bool(d, "x", &b));
+  assert_string_equal(fdl_json_str(d, "s"), "x");
+  assert_null(fdl_json_str(d, "n"));
+  assert_non_null(fdl_json_obj(d, "o"));
+  assert_null(fdl_json_obj(d, "a"));
+  assert_non_null(fdl_json_arr(d, "a"));
+  assert_null(fdl_json_arr(json_array_get(d, 0), "a"));
+  assert_null(fdl_json_str(NULL, "s"));
+  assert_int_equal(fdl_json_path_int(d, "o.k", -1), 1);
+  assert_int_equal(fdl_json_path_int(d, "r", -1), -1);
+  assert_true(fdl_json_path_num(d, "t", 5.0) == 5.0);
+  assert_string_equal(fdl_json_path_str(d, "s"), "x");
+  json_t *c = fdl_json_path_copy(d, "o.z");
+  assert_true(json_is_null(c));
+  json_decref(c);
+  c = fdl_json_path_copy(d, "o");
+  assert_true(fdl_py_equal(c, fdl_json_path(d, "o")) && c != fdl_json_path(d, "o"));
+  json_decref(c);
   json_decref(d);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_equal),
-      cmocka_unit_test(test_truthy),
-      cmocka_unit_test(test_repr_str),
-      cmocka_unit_test(test_get_path),
+      cmocka_unit_test(test_equal),     cmocka_unit_test(test_truthy),
+      cmocka_unit_test(test_repr_str),  cmocka_unit_test(test_get_path),
+      cmocka_unit_test(test_typed_get),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -99,10 +99,6 @@ FDL_API void fdl_compare_opts_default(fdl_compare_opts *o);
 
 /* ---- result ----------------------------------------------------------------------------- */
 
-/* The code buffer of fdl_compare_check_receipt: its codes are at most 20 bytes
- * ("self_compare_invalid"); kept at the size callers have always passed. */
-#define FDL_COMPARE_CHECK_CODE_LEN 32
-
 /* How a compare ended. The CLI maps it to its exit codes (0, 2, 3, 4); the library has none of
  * its own. */
 typedef enum {

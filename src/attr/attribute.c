@@ -8,15 +8,12 @@
 #include <string.h>
 
 #include "attr/internal.h"
+#include "attr/kiln_check.h"
 #include "fidelis/attr.h"
 #include "json/json.h"
 #include "fidelis/kiln.h"
 #include "digest/seal_json.h"
 #include "attr/kiln_json.h"
-
-static bool str_is(const json_t *v, const char *want) {
-  return json_is_string(v) && strcmp(json_string_value(v), want) == 0;
-}
 
 /* [{logit, rank, token_id}] (engine too when engines is not NULL), or NULL when out of memory. */
 static json_t *candidates(const fdl_attr_candidate *c, const char *const *engines) {
@@ -289,7 +286,7 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
   const char *label = NULL;
   for (size_t i = 0; s == FDL_OK && i < 4; i++) {
     const json_t *e = find_path(paths, fdl_kiln_v2_paths[i].name);
-    if (!e || str_is(json_object_get(e, "kind"), "full") != fdl_kiln_v2_paths[i].full) {
+    if (!e || fdl_kiln_str_eq(json_object_get(e, "kind"), "full") != fdl_kiln_v2_paths[i].full) {
       s = fdl_fail(err, FDL_REFUSED, "kiln-v2: no %s path named %s (the four Kiln paths)",
                    fdl_kiln_v2_paths[i].full ? "full" : "greedy", fdl_kiln_v2_paths[i].name);
       break;
@@ -385,9 +382,9 @@ fdl_status fdl_kiln_recompute_paths(const json_t *doc, const char *name, const f
                                     size_t n, const fdl_kiln_logits_row *paths, size_t npaths,
                                     fdl_err *err) {
   const json_t *sv = json_object_get(doc, "schema");
-  bool fid = str_is(sv, FDL_KILN_PATH_ATTR_SCHEMA);
-  bool kiln =
-      str_is(sv, "kiln.rocm-hf-path-attribution-result.v1") || str_is(sv, FDL_KILN_PATH_V2_SCHEMA);
+  bool fid = fdl_kiln_str_eq(sv, FDL_KILN_PATH_ATTR_SCHEMA);
+  bool kiln = fdl_kiln_str_eq(sv, "kiln.rocm-hf-path-attribution-result.v1") ||
+              fdl_kiln_str_eq(sv, FDL_KILN_PATH_V2_SCHEMA);
   if (!fid && !kiln)
     return fdl_fail(err, FDL_REFUSED,
                     "%s: a %s has no path comparisons to recompute (--reference and --path go "
@@ -435,8 +432,8 @@ fdl_status fdl_kiln_recompute_paths(const json_t *doc, const char *name, const f
       const json_t *all = json_object_get(doc, "paths");
       for (size_t j = 0; j < json_array_size(all) && !blk; j++) {
         const json_t *e = json_array_get(all, j);
-        if (str_is(json_object_get(e, "name"), paths[i].name) &&
-            str_is(json_object_get(e, "kind"), "full")) {
+        if (fdl_kiln_str_eq(json_object_get(e, "name"), paths[i].name) &&
+            fdl_kiln_str_eq(json_object_get(e, "kind"), "full")) {
           blk = json_object_get(e, "comparison");
           snprintf(jp, sizeof jp, "$.paths[%zu].comparison", j);
         }

@@ -67,7 +67,7 @@ const fdl_schema_pattern fdl_kiln_sha_pattern = {sha_ok, NULL},
                          fdl_kiln_norm_rel_pattern = {fdl_kiln_rel_path_ok, NULL};
 
 bool fdl_kiln_token_ok(const json_t *v) {
-  return fdl_kiln_is_int(v) && json_integer_value(v) >= 0 &&
+  return json_is_integer(v) && json_integer_value(v) >= 0 &&
          json_integer_value(v) < (json_int_t)FDL_KILN_VOCAB_SIZE;
 }
 

@@ -106,11 +106,8 @@ extern const fdl_schema_obj fdl_kiln_schema_process, fdl_kiln_schema_arm_process
     fdl_kiln_schema_arm_service, fdl_kiln_schema_v2_common, fdl_kiln_schema_binary_request,
     fdl_kiln_schema_source_pair, fdl_kiln_schema_model_identity;
 
-/* jansson never reads a bool as an integer, so this is Kiln's "int, not bool" (§1). */
-static inline bool fdl_kiln_is_int(const json_t *v) {
-  return json_is_integer(v);
-}
-
+/* Kiln's "int, not bool" (§1) is json_is_integer (jansson never reads a bool as an integer), a
+ * number's value json_number_value. v is the string want, its whole length: */
 static inline bool fdl_kiln_str_eq(const json_t *v, const char *want) {
   return json_is_string(v) && json_string_length(v) == strlen(want) &&
          strcmp(json_string_value(v), want) == 0;
@@ -119,10 +116,6 @@ static inline bool fdl_kiln_str_eq(const json_t *v, const char *want) {
 static inline bool fdl_kiln_finite_num(const json_t *v) {
   if (json_is_integer(v)) return true;
   return json_is_real(v) && isfinite(json_real_value(v));
-}
-
-static inline double fdl_kiln_num(const json_t *v) {
-  return json_is_integer(v) ? (double)json_integer_value(v) : json_real_value(v);
 }
 
 /* A ".." component anywhere ("..", "../a", "a/..", "a/../b"); "a..b" is a plain name. */

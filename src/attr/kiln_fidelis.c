@@ -26,7 +26,7 @@ static fdl_status check_fa_reference(const fdl_kiln_ctx *c, const json_t *ref, c
   if (s != FDL_OK) return s;
   const json_t *vs = json_object_get(ref, "vocab_size"), *am = json_object_get(ref, "argmax");
   *vocab = json_integer_value(vs);
-  if (!fdl_kiln_is_int(am) || json_integer_value(am) < 0 || json_integer_value(am) >= *vocab)
+  if (!json_is_integer(am) || json_integer_value(am) < 0 || json_integer_value(am) >= *vocab)
     return fdl_kiln_bad(c, "$.reference.argmax", "expected a token id below vocab_size %lld",
                         (long long)*vocab);
   *argmax = json_integer_value(am);
@@ -40,9 +40,9 @@ static fdl_status check_fa_reference(const fdl_kiln_ctx *c, const json_t *ref, c
     const json_t *e = json_array_get(ct, i);
     snprintf(p, sizeof p, "$.reference.candidate_tokens[%zu]", i);
     if ((s = fdl_kiln_walk(c, e, p, &CANDIDATES[i])) != FDL_OK) return s;
-    lg[i] = fdl_kiln_num(json_object_get(e, "logit"));
+    lg[i] = json_number_value(json_object_get(e, "logit"));
     const json_t *rk = json_object_get(e, "rank");
-    if (!fdl_kiln_is_int(rk) || json_integer_value(rk) < 1 || json_integer_value(rk) > *vocab)
+    if (!json_is_integer(rk) || json_integer_value(rk) < 1 || json_integer_value(rk) > *vocab)
       return fdl_kiln_bad(c, p, "rank: expected an integer in 1..vocab_size");
     if (!json_equal(json_object_get(e, "token_id"), json_array_get(cids, i)))
       return fdl_kiln_bad(c, p, "token_id: expected $.request.candidate_token_ids[%zu]", i);

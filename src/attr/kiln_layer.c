@@ -45,7 +45,7 @@ static fdl_status check_layer_worker(const fdl_kiln_ctx *c, const json_t *w, boo
     s = fdl_kiln_walk(c, b, p, &BOUNDARY);
     if (s != FDL_OK) break;
     const json_t *ix = json_object_get(b, "index");
-    if (!fdl_kiln_is_int(ix) || json_integer_value(ix) != (json_int_t)i) {
+    if (!json_is_integer(ix) || json_integer_value(ix) != (json_int_t)i) {
       s = fdl_kiln_bad(c, p, "index: expected %zu (its position)", i);
       break;
     }
@@ -71,16 +71,16 @@ static fdl_status check_layer_worker(const fdl_kiln_ctx *c, const json_t *w, boo
       s = fdl_kiln_bad(c, p, "expected finite numbers");
       break;
     }
-    if (fdl_kiln_num(cs) < -1 || fdl_kiln_num(cs) > 1)
+    if (json_number_value(cs) < -1 || json_number_value(cs) > 1)
       s = fdl_kiln_bad(c, p, "cosine_similarity: expected a value in [-1, 1]");
-    else if (fdl_kiln_num(mn) < 0 || fdl_kiln_num(mn) > fdl_kiln_num(mx))
+    else if (json_number_value(mn) < 0 || json_number_value(mn) > json_number_value(mx))
       s = fdl_kiln_bad(c, p, "mean_abs_error: expected 0 <= mean <= max_abs_error");
-    else if (!(fdl_kiln_num(rr) > 0))
+    else if (!(json_number_value(rr) > 0))
       s = fdl_kiln_bad(c, p, "reference_root_mean_square: expected > 0");
-    else if (fdl_kiln_num(re) < 0 || fdl_kiln_num(rm) < 0)
+    else if (json_number_value(re) < 0 || json_number_value(rm) < 0)
       s = fdl_kiln_bad(c, p, "expected errors >= 0");
     else {
-      double want = fdl_kiln_num(rm) / fdl_kiln_num(rr), got = fdl_kiln_num(re);
+      double want = json_number_value(rm) / json_number_value(rr), got = json_number_value(re);
       double tol = fmax(1e-12 * fmax(fabs(want), fabs(got)), 1e-12);
       if (!(fabs(got - want) <= tol))
         s = fdl_kiln_bad(c, p,
@@ -88,7 +88,7 @@ static fdl_status check_layer_worker(const fdl_kiln_ctx *c, const json_t *w, boo
                          "reference_root_mean_square = %.17g",
                          got, want);
     }
-    rel[i] = fdl_kiln_num(re);
+    rel[i] = json_number_value(re);
   }
   if (s == FDL_OK) {
     size_t idx;
@@ -100,15 +100,15 @@ static fdl_status check_layer_worker(const fdl_kiln_ctx *c, const json_t *w, boo
       const json_t *gi = json_object_get(g, "index"),
                    *gd = json_object_get(g, "relative_root_mean_square_error_delta");
       const json_t *want_name = json_object_get(json_array_get(bs, idx), "name");
-      if (!fdl_kiln_is_int(gi) || json_integer_value(gi) != (json_int_t)idx)
+      if (!json_is_integer(gi) || json_integer_value(gi) != (json_int_t)idx)
         s = fdl_kiln_bad(c, "$.worker.largest_relative_error_growth.index",
                          "expected %zu, recomputed from the boundaries", idx);
       else if (!json_equal(json_object_get(g, "name"), want_name))
         s = fdl_kiln_bad(c, "$.worker.largest_relative_error_growth.name",
                          "expected \"%s\" (boundary %zu)", json_string_value(want_name), idx);
       else if (!fdl_kiln_finite_num(gd) ||
-               !(fabs(fdl_kiln_num(gd) - delta) <=
-                 fmax(1e-12 * fmax(fabs(fdl_kiln_num(gd)), fabs(delta)), 1e-12)))
+               !(fabs(json_number_value(gd) - delta) <=
+                 fmax(1e-12 * fmax(fabs(json_number_value(gd)), fabs(delta)), 1e-12)))
         s = fdl_kiln_bad(
             c, "$.worker.largest_relative_error_growth.relative_root_mean_square_error_delta",
             "expected %.17g, recomputed from the boundaries", delta);

@@ -29,8 +29,8 @@ static void top_tokens(fdl_schema_run *r, const fdl_schema_field *f, const json_
     snprintf(p, sizeof p, "%s[%zu]", path, i);
     fdl_schema_check(r, e, p, &TOP);
     if (!r->stop && i &&
-        fdl_kiln_num(json_object_get(e, "logit")) >
-            fdl_kiln_num(json_object_get(json_array_get(top, i - 1), "logit")))
+        json_number_value(json_object_get(e, "logit")) >
+            json_number_value(json_object_get(json_array_get(top, i - 1), "logit")))
       fdl_schema_bad(r, p, "logit: expected no larger than top_tokens[%zu]'s (sorted)", i - 1);
     for (size_t j = 0; j < i && !r->stop; j++)
       if (json_equal(json_object_get(e, "token_id"),
@@ -46,8 +46,8 @@ static void argmax_margin(fdl_schema_run *r, const fdl_schema_field *f, const js
   const json_t *top = json_object_get(ev, "top_tokens"), *t0 = json_array_get(top, 0),
                *mg = json_object_get(ev, "top_logit_margin");
   char p[FDL_SCHEMA_PATH_CAP];
-  double margin = fdl_kiln_num(json_object_get(t0, "logit")) -
-                  fdl_kiln_num(json_object_get(json_array_get(top, 1), "logit"));
+  double margin = json_number_value(json_object_get(t0, "logit")) -
+                  json_number_value(json_object_get(json_array_get(top, 1), "logit"));
   snprintf(p, sizeof p, "%s.top_tokens[0].token_id", path);
   if (!json_equal(json_object_get(t0, "token_id"), json_object_get(ev, "argmax"))) {
     fdl_schema_bad(r, p, "expected the argmax");
@@ -61,7 +61,7 @@ static void argmax_margin(fdl_schema_run *r, const fdl_schema_field *f, const js
   snprintf(p, sizeof p, "%s.top_logit_margin", path);
   if (!(margin > 0))
     fdl_schema_bad(r, p, "the top two logits tie; expected a margin > 0");
-  else if (!fdl_kiln_finite_num(mg) || fdl_kiln_num(mg) != margin)
+  else if (!fdl_kiln_finite_num(mg) || json_number_value(mg) != margin)
     fdl_schema_bad(r, p, "expected %.17g (top_tokens[0].logit - top_tokens[1].logit)", margin);
 }
 

@@ -34,8 +34,8 @@ static void mean_max(fdl_schema_run *r, const fdl_schema_field *f, const json_t 
                *mn = json_object_get(cmp, "mean_abs_error");
   char p[FDL_SCHEMA_PATH_CAP];
   snprintf(p, sizeof p, "%s.mean_abs_error", path);
-  if (!fdl_kiln_finite_num(mx) || !fdl_kiln_finite_num(mn) || fdl_kiln_num(mn) < 0 ||
-      fdl_kiln_num(mn) > fdl_kiln_num(mx))
+  if (!fdl_kiln_finite_num(mx) || !fdl_kiln_finite_num(mn) || json_number_value(mn) < 0 ||
+      json_number_value(mn) > json_number_value(mx))
     fdl_schema_bad(r, p, "expected finite numbers with 0 <= mean_abs_error <= max_abs_error");
 }
 static const fdl_schema_field CANDIDATE_F[] = {FDL_KF_LOGIT, FDL_KF_RANK, FDL_KF_TOKEN_ID};

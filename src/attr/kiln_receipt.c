@@ -55,7 +55,7 @@ static bool b64_strict(const char *s, size_t n, unsigned char *out, size_t *len)
 
 /* A JSON number equal to want, as Python's == sees it (1.0 == 1), never a bool. */
 static bool num_is(const json_t *v, double want) {
-  return (json_is_integer(v) || json_is_real(v)) && fdl_kiln_num(v) == want;
+  return json_is_number(v) && json_number_value(v) == want;
 }
 
 /* Decodes field key of exact_output (path names it) into a malloc'd buffer *out of *len bytes,

@@ -130,7 +130,7 @@ static void token_count(fdl_schema_run *r, const fdl_schema_field *f, const json
   (void)f, (void)path;
   const json_t *tc = json_object_get(p, "token_count");
   size_t n = json_array_size(json_object_get(p, "token_ids"));
-  if (!fdl_kiln_is_int(tc) || (size_t)json_integer_value(tc) != n)
+  if (!json_is_integer(tc) || (size_t)json_integer_value(tc) != n)
     fdl_schema_bad(r, "$.prompt.token_count", "expected an integer equal to len(token_ids) = %zu",
                    n);
 }

@@ -14,6 +14,7 @@
 #include "base/sys.h"
 #include "base/check.h"
 #include "attr/internal.h"
+#include "attr/kiln_check.h"
 #include "fidelis/attr.h"
 #include "json/json.h"
 #include "fidelis/kiln.h"
@@ -112,10 +113,6 @@ static fdl_status digest_text(const float *v, size_t n, char out[FDL_SEAL_BUF], 
   return s;
 }
 
-static bool str_is(const json_t *v, const char *want) {
-  return json_is_string(v) && strcmp(json_string_value(v), want) == 0;
-}
-
 /* ---- the boundaries (§11) ------------------------------------------------------------------ */
 
 /* Every row's compare_boundary into bs[rows], and the largest growth. */
@@ -197,7 +194,7 @@ static fdl_status check_evidence(const json_t *ev, const json_t *ref, const char
                                  size_t rows, size_t hidden, const char *req_sha,
                                  const json_t *request, fdl_err *err) {
   const json_t *v = json_object_get(ev, "layer_last_rows_sha256");
-  if (!str_is(v, rows_sha))
+  if (!fdl_kiln_str_eq(v, rows_sha))
     return fdl_fail(err, FDL_MISMATCH,
                     "provenance: $.reference.evidence.layer_last_rows_sha256 is %.80s, but the REF "
                     "rows (f32 little-endian, row-major, §8) hash to %s: the evidence is not of "
@@ -217,7 +214,7 @@ static fdl_status check_evidence(const json_t *ev, const json_t *ref, const char
   fdl_status s = fdl_attr_layer_names_check(json_object_get(ev, "boundary_names"),
                                             "provenance: $.reference.evidence.boundary_names", err);
   if (s != FDL_OK) return s;
-  if (!str_is(json_object_get(ev, "request_sha256"), req_sha))
+  if (!fdl_kiln_str_eq(json_object_get(ev, "request_sha256"), req_sha))
     return fdl_fail(err, FDL_MISMATCH,
                     "provenance: $.reference.evidence.request_sha256 is not %s, the request's "
                     "canonical identity",
@@ -413,7 +410,7 @@ static fdl_status same_number(const char *name, const char *path, const json_t *
 
 static fdl_status same_text(const char *name, const char *path, const json_t *stored,
                             const char *want, fdl_err *err) {
-  if (str_is(stored, want)) return FDL_OK;
+  if (fdl_kiln_str_eq(stored, want)) return FDL_OK;
   return fdl_fail(err, FDL_MISMATCH, "%s: %s: recorded %.100s, recomputed from the rows %s", name,
                   path, json_is_string(stored) ? json_string_value(stored) : "(not a string)",
                   want);
@@ -423,8 +420,8 @@ fdl_status fdl_attr_layer_recompute(const json_t *doc, const char *name, const f
                                     const float *actual, size_t rows, size_t hidden,
                                     const float *final_logits, size_t vocab, fdl_err *err) {
   const json_t *sv = json_object_get(doc, "schema");
-  bool v2 = str_is(sv, FDL_ATTR_LAYER_V2_SCHEMA);
-  if (!v2 && !str_is(sv, "kiln.rocm-hf-layer-attribution-result.v1"))
+  bool v2 = fdl_kiln_str_eq(sv, FDL_ATTR_LAYER_V2_SCHEMA);
+  if (!v2 && !fdl_kiln_str_eq(sv, "kiln.rocm-hf-layer-attribution-result.v1"))
     return fdl_fail(err, FDL_REFUSED,
                     "%s: a %.80s has no boundaries to recompute (--check goes with Kiln's "
                     "layer-attribution results, v1 or v2)",

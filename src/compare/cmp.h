@@ -17,6 +17,7 @@
 
 #include "fidelis/compare.h"
 #include "fidelis/dataset.h"
+#include "json/get.h"
 #include "json/json.h"
 #include "fidelis/num.h"
 #include "base/fs.h"
@@ -46,16 +47,9 @@ fdl_status fdl_cmp_refuse(fdl_refusal *r, fdl_err *err, fdl_refusal_code code, f
 
 /* ---- small JSON helpers (json_util.c) --------------------------------------------------- */
 
-/* The dotted get, Python ==, str() and truthiness are in json/py.h (fdl_json_get_path,
- * fdl_py_equal, fdl_py_str, fdl_py_truthy); these are typed conveniences on top. */
-/* The string at path, or NULL when absent / not a string. */
-const char *fdl_cmp_jstr(const json_t *o, const char *path);
+/* The getters are json/get.h's; Python ==, str() and truthiness are json/py.h's. */
 /* s, or "" when s is NULL. */
 const char *fdl_cmp_str0(const char *s);
-/* Python truthiness of the value at path (absent is false). */
-bool fdl_cmp_jtruthy(const json_t *o, const char *path);
-/* A deep copy of the value at path, or a new null when absent. Never NULL except on OOM. */
-json_t *fdl_cmp_jcopy(const json_t *o, const char *path);
 /* Sets key to a new real / integer / string / bool (string NULL gives null). */
 int fdl_cmp_set_real(json_t *o, const char *k, double v);
 int fdl_cmp_set_int(json_t *o, const char *k, int64_t v);

@@ -214,10 +214,11 @@ static fdl_status run(const fdl_compare_opts *o, const fdl_compare_hooks *h, run
     if (s == FDL_OK) s = fdl_cmp_llamacpp_add(&z->e, &tw, z->rc, r, err);
     if (s == FDL_OK)
       s = fdl_cmp_receipt_build(&z->a, &z->b, o, &z->f, &z->e, agreed, &tw, z->rc, r, err);
-    char code[FDL_COMPARE_CHECK_CODE_LEN];
-    if (s == FDL_OK && fdl_compare_check_receipt(z->rc, code, err) != FDL_OK)
+    fdl_compare_check_code code;
+    if (s == FDL_OK && fdl_compare_check_receipt(z->rc, &code, err) != FDL_OK)
       s = fdl_cmp_refuse(r, err, FDL_REF_RECEIPT_INVALID, FDL_GATE_PUBLISH, CMP_REMEDY_BUG,
-                         "the built receipt fails its own checks [%s]: %s", code, fdl_err_msg(err));
+                         "the built receipt fails its own checks [%s]: %s",
+                         fdl_compare_check_code_name(code), fdl_err_msg(err));
     if (s == FDL_OK) s = fdl_cmp_receipt_decode(z->rc, &res->fields, err);
   }
   /* The last agreement: nothing is published unless every rank reached here. */

@@ -17,12 +17,29 @@ extern "C" {
  * value is missing, not a string, or contains '|'. */
 fdl_status fdl_compare_key(const json_t *key_inputs, char *out /* [22] */, fdl_err *err);
 
+/* The reference codes of the receipt checks (section 10), each once: X(ID, "name"). NONE is a
+ * receipt that passes. */
+#define FDL_COMPARE_CHECK_CODES(X)                                                                 \
+  X(NONE, "")                                                                                      \
+  X(BAD_SCHEMA, "bad_schema")                                                                      \
+  X(SCHEMA_INVALID, "schema_invalid")                                                              \
+  X(SEAL_FAILED, "seal_failed")                                                                    \
+  X(SELF_COMPARE_INVALID, "self_compare_invalid")                                                  \
+  X(NOT_SUBMITTABLE, "not_submittable")                                                            \
+  X(BIAS_INVALID, "bias_invalid")
+
+#define FDL_RCC_ID_(id, name) FDL_RCC_##id,
+typedef enum { FDL_COMPARE_CHECK_CODES(FDL_RCC_ID_) FDL_RCC_COUNT } fdl_compare_check_code;
+
+/* A code's name ("" for NONE and anything out of range). */
+const char *fdl_compare_check_code_name(fdl_compare_check_code c);
+
 /* The checks of section 10 on a receipt (schema string, required keys and the schema's
- * conditionals, seal, SC-1, SC-2, SC-3, BIAS-006, BIAS-001). FDL_OK when it passes; otherwise
- * FDL_MISMATCH with code (FDL_COMPARE_CHECK_CODE_LEN bytes) set to the reference code (bad_schema,
- * schema_invalid, seal_failed, self_compare_invalid, not_submittable, bias_invalid) and err naming
- * the field. */
-fdl_status fdl_compare_check_receipt(const json_t *receipt, char *code, fdl_err *err);
+ * conditionals, seal, SC-1, SC-2, SC-3, BIAS-006, BIAS-001). FDL_OK with *code FDL_RCC_NONE
+ * when it passes; otherwise FDL_MISMATCH with *code the reference code and err naming the
+ * field. */
+fdl_status fdl_compare_check_receipt(const json_t *receipt, fdl_compare_check_code *code,
+                                     fdl_err *err);
 
 /* r->receipt: the json_t * behind the opaque struct fdl_compare_doc (both casts: compare.c). */
 json_t *fdl_compare_receipt_json(const fdl_compare_result *r);

@@ -62,11 +62,11 @@ static bool reconstructed(const json_t *wd) {
   static const char *const methods[] = {
       "affine-weight-reconstruction", "microfloat-weight-reconstruction",
       "fp8-block-dequant-to-bf16", "nvfp4-modelopt-dequant-to-bf16", "gguf-dequant-to-bf16"};
-  const char *m = fdl_cmp_jstr(wd, "method");
+  const char *m = fdl_json_str(wd, "method");
   if (m && !strncmp(m, "exl3-trellis-", 13)) return true;
   for (size_t i = 0; m && i < sizeof methods / sizeof *methods; i++)
     if (!strcmp(m, methods[i])) return true;
-  return fdl_cmp_streq(fdl_cmp_jstr(wd, "scope"), "weights_reconstructed");
+  return fdl_cmp_streq(fdl_json_str(wd, "scope"), "weights_reconstructed");
 }
 
 static bool scheme_declared(const json_t *qc) {
@@ -76,13 +76,13 @@ static bool scheme_declared(const json_t *qc) {
     const char *s = json_string_value(v);
     return *s && strcmp(s, "none");
   }
-  return fdl_cmp_jtruthy(qc, "activation_scheme");
+  return fdl_py_truthy(fdl_json_path(qc, "activation_scheme"));
 }
 
 static bool activation_quantized(const json_t *wd) {
-  return scheme_declared(fdl_json_get_path(wd, "quantization_config")) ||
-         scheme_declared(fdl_json_get_path(wd, "mixed_fp8.quantization_config")) ||
-         fdl_cmp_jtruthy(wd, "activation_quantization");
+  return scheme_declared(fdl_json_path(wd, "quantization_config")) ||
+         scheme_declared(fdl_json_path(wd, "mixed_fp8.quantization_config")) ||
+         fdl_py_truthy(fdl_json_path(wd, "activation_quantization"));
 }
 
 static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
@@ -97,9 +97,9 @@ static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_co
   const char *method[2];
   char recon[1024] = "", act[160] = "";
   for (int i = 0; i < 2; i++) {
-    const json_t *v = fdl_json_get_path(sides[i]->ds.runtime, "capture_tool.weights_decode");
+    const json_t *v = fdl_json_path(sides[i]->ds.runtime, "capture_tool.weights_decode");
     wd[i] = json_is_object(v) ? v : NULL;
-    method[i] = wd[i] && fdl_cmp_jstr(wd[i], "method") ? fdl_cmp_jstr(wd[i], "method") : "none";
+    method[i] = wd[i] && fdl_json_str(wd[i], "method") ? fdl_json_str(wd[i], "method") : "none";
     /* The reference's wording, one sentence group per reconstructed side, joined by a space. */
     if (wd[i] && reconstructed(wd[i]))
       snprintf(recon + strlen(recon), sizeof recon - strlen(recon),
@@ -108,7 +108,7 @@ static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_co
                "activation arithmetic are not measured. Decoder provenance is in the sealed "
                "runtime receipt. The comparison is advisory.",
                *recon ? " " : "", sides[i]->who, method[i],
-               fdl_cmp_jstr(wd[i], "output_dtype") ? fdl_cmp_jstr(wd[i], "output_dtype")
+               fdl_json_str(wd[i], "output_dtype") ? fdl_json_str(wd[i], "output_dtype")
                                                    : "unspecified");
     if (wd[i] && activation_quantized(wd[i]))
       snprintf(act + strlen(act), sizeof act - strlen(act), "%s%s", *act ? " and " : "",

@@ -86,15 +86,15 @@ fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings
                           "panel.suite_token_hash_sha256 differs: reference %s, candidate %s; the "
                           "two captures were not made over the same token panel",
                           fdl_cmp_empty(ha) ? "(absent)" : ha, fdl_cmp_empty(hb) ? "(absent)" : hb);
-  const json_t *swa = fdl_json_get_path(ma, "panel.scoring_window");
-  const json_t *swb = fdl_json_get_path(mb, "panel.scoring_window");
+  const json_t *swa = fdl_json_path(ma, "panel.scoring_window");
+  const json_t *swb = fdl_json_path(mb, "panel.scoring_window");
   if (!swa || !swb || !fdl_py_equal(swa, swb))
     return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_PANEL, CMP_NO_OVERRIDE_PANEL,
                           "panel.scoring_window differs between the sides (every key is compared, "
                           "including the policy text and dropped_positions_total): a different "
                           "scoring window is a different panel");
-  const json_t *ta = fdl_json_get_path(ma, "panel.tokenizer"),
-               *tb = fdl_json_get_path(mb, "panel.tokenizer");
+  const json_t *ta = fdl_json_path(ma, "panel.tokenizer"),
+               *tb = fdl_json_path(mb, "panel.tokenizer");
   unsigned diff = tokenizer_differs(ta, tb);
   if (diff) {
     size_t first = 0;

@@ -1,5 +1,5 @@
 /* json_util.c - the few JSON accessors the comparator needs. Python's semantics (truthiness,
- * ==, str(), the dotted get) are the JSON layer's (json/py.h), shared with validate. */
+ * ==, str()) are json/py.h's and the getters json/get.h's, shared with validate. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,21 +16,8 @@ fdl_status fdl_cmp_refuse(fdl_refusal *r, fdl_err *err, fdl_refusal_code code, f
   return s;
 }
 
-const char *fdl_cmp_jstr(const json_t *o, const char *path) {
-  return json_string_value(fdl_json_get_path(o, path));
-}
-
 const char *fdl_cmp_str0(const char *s) {
   return s ? s : "";
-}
-
-bool fdl_cmp_jtruthy(const json_t *o, const char *path) {
-  return fdl_py_truthy(fdl_json_get_path(o, path));
-}
-
-json_t *fdl_cmp_jcopy(const json_t *o, const char *path) {
-  const json_t *v = fdl_json_get_path(o, path);
-  return v ? json_deep_copy(v) : json_null();
 }
 
 int fdl_cmp_set_real(json_t *o, const char *k, double v) {

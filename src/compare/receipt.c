@@ -29,7 +29,7 @@ static json_t *side_block(const cmp_side *s) {
   int bad = 0;
   for (size_t i = 0; i < sizeof head_keys / sizeof *head_keys; i++) {
     snprintf(path, sizeof path, "head.%s", head_keys[i]);
-    bad |= json_object_set_new(h, head_keys[i], fdl_cmp_jcopy(m, path));
+    bad |= json_object_set_new(h, head_keys[i], fdl_json_path_copy(m, path));
   }
   const fdl_ds_manifest *d = s->m;
   bad |= fdl_cmp_set_str(o, "label", s->label) | fdl_cmp_set_str(o, "dataset_id", d->dataset.id) |
@@ -42,7 +42,7 @@ static json_t *side_block(const cmp_side *s) {
          fdl_cmp_set_str(o, "revision", d->dataset.revision) | json_object_set_new(o, "head", h) |
          fdl_cmp_set_str(o, "stack_fingerprint_sha256", d->runtime.stack_fingerprint_sha256) |
          fdl_cmp_set_str(o, "lane_identity_sha256", d->runtime.lane_identity_sha256) |
-         json_object_set_new(o, "weights", fdl_cmp_jcopy(m, "weights")) |
+         json_object_set_new(o, "weights", fdl_json_path_copy(m, "weights")) |
          fdl_cmp_set_str(o, "scope_digest", d->scope.scope_digest);
   if (bad) {
     json_decref(o);
@@ -53,9 +53,9 @@ static json_t *side_block(const cmp_side *s) {
 
 static json_t *panel_block(const cmp_side *a, const cmp_side *b, const cmp_findings *f,
                            const cmp_estimate *e) {
-  const json_t *pa = fdl_json_get_path(a->ds.manifest, "panel");
-  const json_t *ta = fdl_json_get_path(pa, "tokenizer"),
-               *tb = fdl_json_get_path(b->ds.manifest, "panel.tokenizer");
+  const json_t *pa = fdl_json_path(a->ds.manifest, "panel");
+  const json_t *ta = fdl_json_path(pa, "tokenizer"),
+               *tb = fdl_json_path(b->ds.manifest, "panel.tokenizer");
   json_t *o = json_object();
   if (!o) return NULL;
   int bad =
@@ -64,12 +64,12 @@ static json_t *panel_block(const cmp_side *a, const cmp_side *b, const cmp_findi
       fdl_cmp_set_str(o, "panel_token_sha256_legacy", a->m->panel.panel_token_sha256_legacy) |
       fdl_cmp_set_int(o, "contexts", (int64_t)f->n_shared) |
       fdl_cmp_set_int(o, "scored_positions", (int64_t)e->n_rows) |
-      json_object_set_new(o, "context_length", fdl_cmp_jcopy(pa, "context_length")) |
-      json_object_set_new(o, "scoring_window", fdl_cmp_jcopy(pa, "scoring_window")) |
-      json_object_set_new(o, "tokenizer", fdl_cmp_jcopy(pa, "tokenizer")) |
-      json_object_set_new(o, "tokenizer_reference", fdl_cmp_jcopy(pa, "tokenizer")) |
+      json_object_set_new(o, "context_length", fdl_json_path_copy(pa, "context_length")) |
+      json_object_set_new(o, "scoring_window", fdl_json_path_copy(pa, "scoring_window")) |
+      json_object_set_new(o, "tokenizer", fdl_json_path_copy(pa, "tokenizer")) |
+      json_object_set_new(o, "tokenizer_reference", fdl_json_path_copy(pa, "tokenizer")) |
       json_object_set_new(o, "tokenizer_candidate",
-                          fdl_cmp_jcopy(b->ds.manifest, "panel.tokenizer")) |
+                          fdl_json_path_copy(b->ds.manifest, "panel.tokenizer")) |
       fdl_cmp_set_bool(o, "tokenizer_identity_equal", fdl_cmp_tokenizer_identity_equal(ta, tb));
   if (bad) {
     json_decref(o);
@@ -211,7 +211,7 @@ static json_t *scope_block(const cmp_findings *f, const cmp_estimate *e,
   int bad = fdl_cmp_set_int(o, "scored_positions", (int64_t)e->n_rows) |
             fdl_cmp_set_int(o, "contexts", (int64_t)f->n_shared) |
             json_object_set_new(o, "positions_per_context",
-                                first ? fdl_cmp_jcopy(first, "scored_rows") : json_null()) |
+                                first ? fdl_json_path_copy(first, "scored_rows") : json_null()) |
             fdl_cmp_set_bool(o, "covers_full_panel", f->covers_full_panel) |
             fdl_cmp_set_str(o, "subset_detail", f->covers_full_panel ? NULL : detail) |
             fdl_cmp_set_str(o, "position_filter", "all");
@@ -286,7 +286,7 @@ fdl_status fdl_cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl
   if (s != FDL_OK) return s;
   char when[32];
   utc_now(o, when);
-  double mean = json_real_value(fdl_json_get_path(rc, "kl.mean"));
+  double mean = json_real_value(fdl_json_path(rc, "kl.mean"));
   json_t *tok = json_object();
   int bad = !tok || fdl_cmp_set_str(tok, "path", FDL_COMPARE_TOKENWISE_NAME) |
                         fdl_cmp_set_int(tok, "bytes", (int64_t)tw->bytes) |
@@ -298,7 +298,7 @@ fdl_status fdl_cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl
                       comparator_block(a, b, f, e),
                       estimator_block(a, b, f, e),
                       determinism_block(a, b, mean),
-                      scope_block(f, e, fdl_json_get_path(rc, "per_context")),
+                      scope_block(f, e, fdl_json_path(rc, "per_context")),
                       comparability,
                       tok,
                       self_compare_block(f, force_agreed, tw),

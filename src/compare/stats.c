@@ -44,7 +44,8 @@ static const fdl_ds_panel_record *panel_record(const fdl_dataset *ds, int64_t in
 static json_t *resolved(const fdl_ds_capture_record *rec, const fdl_ds_panel_record *pr,
                         const char *key, bool fallback) {
   const json_t *v = json_object_get(rec->json, key);
-  if (fallback && !fdl_cmp_jtruthy(rec->json, key) && pr) v = json_object_get(pr->json, key);
+  if (fallback && !fdl_py_truthy(fdl_json_path(rec->json, key)) && pr)
+    v = json_object_get(pr->json, key);
   return v ? json_deep_copy(v) : json_null();
 }
 

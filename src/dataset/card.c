@@ -33,15 +33,15 @@ static void kv(fdl_buf *b, const char *indent, const char *key, const char *val)
 
 fdl_status fdl_pk_write_card(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err) {
   const json_t *m = docs->manifest;
-  const json_t *ds = fdl_ds_obj(m, "dataset"), *panel = fdl_ds_obj(m, "panel"),
-               *capture = fdl_ds_obj(m, "capture"), *head = fdl_ds_obj(m, "head"),
-               *weights = fdl_ds_obj(m, "weights");
-  const char *license = fdl_ds_str(ds, "license");
-  const char *name = fdl_ds_str(ds, "name");
+  const json_t *ds = fdl_json_obj(m, "dataset"), *panel = fdl_json_obj(m, "panel"),
+               *capture = fdl_json_obj(m, "capture"), *head = fdl_json_obj(m, "head"),
+               *weights = fdl_json_obj(m, "weights");
+  const char *license = fdl_json_str(ds, "license");
+  const char *name = fdl_json_str(ds, "name");
   int64_t positions = 0, records = 0, vocab = 0;
-  (void)fdl_ds_int(panel, "scored_positions_total", &positions);
-  (void)fdl_ds_int(capture, "records_count", &records);
-  (void)fdl_ds_int(capture, "vocab_size", &vocab);
+  (void)fdl_json_int(panel, "scored_positions_total", &positions);
+  (void)fdl_json_int(capture, "records_count", &records);
+  (void)fdl_json_int(capture, "vocab_size", &vocab);
   fdl_buf b;
   fdl_buf_init(&b, 0);
   fdl_buf_puts(&b, "---\nlicense: ");
@@ -53,14 +53,14 @@ fdl_status fdl_pk_write_card(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err) {
   kv(&b, "    ", "id", c->dataset_id);
   kv(&b, "    ", "role", c->role);
   kv(&b, "    ", "form", c->form);
-  kv(&b, "    ", "dtype", fdl_ds_str(capture, "dtype"));
+  kv(&b, "    ", "dtype", fdl_json_str(capture, "dtype"));
   kv(&b, "    ", "capture_content_digest", c->content_digest);
-  kv(&b, "    ", "suite_token_hash_sha256", fdl_ds_str(panel, "suite_token_hash_sha256"));
-  kv(&b, "    ", "head_tensor_content_sha256", fdl_ds_str(head, "tensor_content_sha256"));
-  kv(&b, "    ", "panel_id", fdl_ds_str(panel, "panel_id"));
+  kv(&b, "    ", "suite_token_hash_sha256", fdl_json_str(panel, "suite_token_hash_sha256"));
+  kv(&b, "    ", "head_tensor_content_sha256", fdl_json_str(head, "tensor_content_sha256"));
+  kv(&b, "    ", "panel_id", fdl_json_str(panel, "panel_id"));
   kv(&b, "    ", "lane", c->lane);
-  kv(&b, "    ", "weights_repository", fdl_ds_str(weights, "repository"));
-  kv(&b, "    ", "weights_revision", fdl_ds_str(weights, "revision"));
+  kv(&b, "    ", "weights_repository", fdl_json_str(weights, "repository"));
+  kv(&b, "    ", "weights_revision", fdl_json_str(weights, "revision"));
   fdl_buf_printf(&b, "    records: %" PRId64 "\n    scored_positions_total: %" PRId64 "\n", records,
                  positions);
   fdl_buf_puts(&b, "    # dataset_sha256 is published from fidelity-dataset.json: this card is\n"
@@ -76,14 +76,14 @@ fdl_status fdl_pk_write_card(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err) {
   fdl_buf_printf(&b,
                  "\n\nA `%s` dataset: one %s-form capture of `%s` over a panel of %zu "
                  "contexts (%" PRId64 " scored positions, vocabulary %" PRId64 "), lane `%s`.\n\n",
-                 FDL_DS_SCHEMA, c->form, fdl_ds_str(weights, "repository"), c->n, positions, vocab,
-                 c->lane);
+                 FDL_DS_SCHEMA, c->form, fdl_json_str(weights, "repository"), c->n, positions,
+                 vocab, c->lane);
   fdl_buf_printf(&b,
                  "| | |\n|---|---|\n| role | %s |\n| capture content digest | `%s` |\n"
                  "| suite token hash | `%s` |\n| head content digest | `%s` |\n\n",
-                 c->role, c->content_digest, fdl_ds_str(panel, "suite_token_hash_sha256"),
-                 fdl_ds_str(head, "tensor_content_sha256")
-                     ? fdl_ds_str(head, "tensor_content_sha256")
+                 c->role, c->content_digest, fdl_json_str(panel, "suite_token_hash_sha256"),
+                 fdl_json_str(head, "tensor_content_sha256")
+                     ? fdl_json_str(head, "tensor_content_sha256")
                      : "none");
   fdl_buf_puts(&b, "## Verify\n\n```\nsha256sum --check checksums.txt\n"
                    "fidelis validate --verify-tensors .\n```\n\n"

@@ -95,8 +95,9 @@ fdl_status fdl_ds_capture_content_digest(const fdl_ds_content_item *items, size_
 /* ---- scope digest ------------------------------------------------------------------------ */
 
 fdl_status fdl_ds_scope_digest(const json_t *scope, fdl_buf *out, fdl_err *err) {
-  const json_t *assign = fdl_ds_arr(scope, "assignments");
-  const char *head = fdl_ds_str(scope, "head_policy"), *kv = fdl_ds_str(scope, "kv_cache_dtype");
+  const json_t *assign = fdl_json_arr(scope, "assignments");
+  const char *head = fdl_json_str(scope, "head_policy"),
+             *kv = fdl_json_str(scope, "kv_cache_dtype");
   if (!assign || !head || !kv)
     return fdl_fail(err, FDL_INVALID,
                     "scope: assignments, head_policy and kv_cache_dtype are "
@@ -107,8 +108,8 @@ fdl_status fdl_ds_scope_digest(const json_t *scope, fdl_buf *out, fdl_err *err) 
   fdl_status s = FDL_OK;
   for (size_t i = 0; i < n && s == FDL_OK; i++) {
     const json_t *a = json_array_get(assign, i);
-    const char *cls = fdl_ds_str(a, "tensor_class"), *tr = fdl_ds_str(a, "treatment"),
-               *fmt = fdl_ds_str(a, "format");
+    const char *cls = fdl_json_str(a, "tensor_class"), *tr = fdl_json_str(a, "treatment"),
+               *fmt = fdl_json_str(a, "format");
     if (!cls || !tr || !fmt) {
       s = fdl_fail(err, FDL_INVALID,
                    "scope.assignments[%zu]: tensor_class, treatment and "

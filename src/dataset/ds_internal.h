@@ -18,6 +18,7 @@
 #include "fidelis/digest.h"
 #include "fidelis/status.h"
 #include "fidelis/tensor.h"
+#include "json/get.h"
 #include "json/py.h"
 #include "dataset/dataset_json.h"
 
@@ -75,20 +76,13 @@ bool fdl_ds_tree_has(const ds_tree *t, const char *rel);
 /* Credential guard of §2.1: true when publishing rel would disclose a secret. */
 bool fdl_ds_is_credential(const char *rel);
 
-/* ---- JSON getters ------------------------------------------------------------------------ */
+/* ---- JSON ------------------------------------------------------------------------------ */
 
-/* The string at o[key], or NULL when absent, null or not a string. */
-const char *fdl_ds_str(const json_t *o, const char *key);
-/* True (and *v set) when o[key] is a JSON integer. */
-bool fdl_ds_int(const json_t *o, const char *key, int64_t *v);
-/* o[key] when it is an object / array, else NULL. */
-json_t *fdl_ds_obj(const json_t *o, const char *key);
-json_t *fdl_ds_arr(const json_t *o, const char *key);
 /* The manifest decoder (model.c): the one place the top manifest's fields are read into
  * fdl_ds_manifest, for fdl_dataset_load and validate's rules. Never fails. */
 void fdl_ds_manifest_decode(const json_t *m, fdl_ds_manifest *d);
-/* Python's truthiness, == and repr() are fdl_py_truthy, fdl_py_equal and fdl_py_repr
- * (json/py.h, included above), the same rules compare uses. */
+/* The getters are json/get.h's; Python's truthiness, == and repr() json/py.h's (both included
+ * above), the same rules compare uses. */
 
 /* ---- paths ------------------------------------------------------------------------------- */
 

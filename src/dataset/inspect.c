@@ -70,11 +70,11 @@ fdl_status fdl_ds_inspect(const char *root, json_t **out, fdl_err *err) {
   fdl_status s = fdl_dataset_load(root, &ds, err);
   if (s != FDL_OK) return s;
   const json_t *m = ds.manifest;
-  const json_t *dataset = fdl_ds_obj(m, "dataset"), *capture = fdl_ds_obj(m, "capture"),
-               *panel = fdl_ds_obj(m, "panel"), *head = fdl_ds_obj(m, "head"),
-               *runtime = fdl_ds_obj(m, "runtime"), *coverage = fdl_ds_obj(m, "coverage"),
-               *weights = fdl_ds_obj(m, "weights");
-  const json_t *fp = fdl_ds_obj(ds.runtime, "stack_fingerprint");
+  const json_t *dataset = fdl_json_obj(m, "dataset"), *capture = fdl_json_obj(m, "capture"),
+               *panel = fdl_json_obj(m, "panel"), *head = fdl_json_obj(m, "head"),
+               *runtime = fdl_json_obj(m, "runtime"), *coverage = fdl_json_obj(m, "coverage"),
+               *weights = fdl_json_obj(m, "weights");
+  const json_t *fp = fdl_json_obj(ds.runtime, "stack_fingerprint");
   int64_t positions = 0;
   for (size_t i = 0; i < ds.n_records; i++)
     if (ds.records[i].scored_rows > 0) positions += ds.records[i].scored_rows;

@@ -1,8 +1,6 @@
-/* jget.c - reading manifest values the way the reference validator reads them.
- *
- * Typed getters for one key; Python's truthiness, == and repr() are the JSON layer's
- * (json/py.h), shared with compare. Also: the fidelity seal recipe over jansson documents, path
- * joins, and the scored-row rule shared by pack and validate. */
+/* jget.c - the fidelity seal recipe over jansson documents, path joins, and the scored-row rule
+ * shared by pack and validate. (The getters are json/get.h's; Python's truthiness, == and
+ * repr() json/py.h's.) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,28 +10,6 @@
 #include "base/quote.h"
 #include "base/sys.h"
 #include "digest/seal_json.h"
-
-const char *fdl_ds_str(const json_t *o, const char *key) {
-  const json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
-  return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-bool fdl_ds_int(const json_t *o, const char *key, int64_t *v) {
-  const json_t *x = json_is_object(o) ? json_object_get(o, key) : NULL;
-  if (!json_is_integer(x)) return false;
-  if (v) *v = (int64_t)json_integer_value(x);
-  return true;
-}
-
-json_t *fdl_ds_obj(const json_t *o, const char *key) {
-  json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
-  return json_is_object(v) ? v : NULL;
-}
-
-json_t *fdl_ds_arr(const json_t *o, const char *key) {
-  json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
-  return json_is_array(v) ? v : NULL;
-}
 
 /* ---- paths ------------------------------------------------------------------------------- */
 

@@ -24,18 +24,12 @@ typedef struct {
 /* Sets every string member listed in f from o (NULL when absent or not a string). */
 static void decode_strings(const json_t *o, const str_field *f, size_t n, void *out) {
   for (size_t i = 0; i < n; i++)
-    *(const char **)((char *)out + f[i].at) = json_string_value(fdl_json_get_path(o, f[i].path));
-}
-
-/* The integer at path, or dflt when absent or not an integer. */
-static int64_t int_at(const json_t *o, const char *path, int64_t dflt) {
-  const json_t *v = fdl_json_get_path(o, path);
-  return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
+    *(const char **)((char *)out + f[i].at) = fdl_json_path_str(o, f[i].path);
 }
 
 /* The enum of the name at path in a vocab.h list, or count when absent or not listed. */
 static int enum_at(const json_t *o, const char *path, const char *const *names, int count) {
-  int i = fdl_vocab_find(names, json_string_value(fdl_json_get_path(o, path)));
+  int i = fdl_vocab_find(names, fdl_json_path_str(o, path));
   return i < 0 ? count : i;
 }
 
@@ -75,15 +69,15 @@ void fdl_ds_manifest_decode(const json_t *m, fdl_ds_manifest *d) {
   d->capture.form = (fdl_form)enum_at(m, "capture.form", fdl_form_names, FDL_FORM_COUNT);
   d->runtime.lane = (fdl_lane)enum_at(m, "runtime.lane", fdl_lane_names, FDL_LANE_COUNT);
   d->not_submittable = json_is_true(json_object_get(m, "not_submittable"));
-  d->preview = json_object_size(fdl_ds_obj(m, "preview")) > 0;
-  const json_t *c = fdl_ds_obj(m, "capture"), *lc = json_object_get(c, "lossy_codec");
+  d->preview = json_object_size(fdl_json_obj(m, "preview")) > 0;
+  const json_t *c = fdl_json_obj(m, "capture"), *lc = json_object_get(c, "lossy_codec");
   d->capture.dtype_lossy = json_is_false(json_object_get(c, "dtype_lossless"));
   d->capture.lossy_codec = lc && !json_is_null(lc);
-  d->capture.vocab_size = int_at(c, "vocab_size", -1);
-  d->capture.hidden_width = int_at(c, "hidden_width", -1);
-  d->panel.scoring_window.score_from = int_at(m, "panel.scoring_window.score_from", 0);
-  d->panel.tokenizer.vocab_size = int_at(m, "panel.tokenizer.vocab_size", -1);
-  d->coverage.complete = json_is_true(fdl_json_get_path(m, "coverage.complete"));
+  d->capture.vocab_size = fdl_json_path_int(c, "vocab_size", -1);
+  d->capture.hidden_width = fdl_json_path_int(c, "hidden_width", -1);
+  d->panel.scoring_window.score_from = fdl_json_path_int(m, "panel.scoring_window.score_from", 0);
+  d->panel.tokenizer.vocab_size = fdl_json_path_int(m, "panel.tokenizer.vocab_size", -1);
+  d->coverage.complete = json_is_true(fdl_json_path(m, "coverage.complete"));
 }
 
 static json_t *load_opt(int rootfd, const char *rel) {
@@ -128,7 +122,7 @@ static const str_field PANEL_STRINGS[] = {PR(token_file),
                                           PR(domain)};
 
 static fdl_status capture_views(fdl_dataset *ds, fdl_err *err) {
-  const json_t *records = fdl_ds_arr(ds->capture, "records");
+  const json_t *records = fdl_json_arr(ds->capture, "records");
   size_t n = json_array_size(records);
   ds->records = fdl_calloc(n ? n : 1, sizeof *ds->records);
   if (!ds->records) return fdl_fail(err, FDL_NOMEM, "dataset: out of memory");
@@ -137,14 +131,14 @@ static fdl_status capture_views(fdl_dataset *ds, fdl_err *err) {
   json_array_foreach(records, i, r) {
     fdl_ds_capture_record *c = &ds->records[ds->n_records++];
     c->json = r;
-    c->index = int_at(r, "index", -1);
-    const json_t *shape = fdl_ds_arr(r, "shape");
+    c->index = fdl_json_path_int(r, "index", -1);
+    const json_t *shape = fdl_json_arr(r, "shape");
     for (size_t k = 0; k < 2; k++) {
       const json_t *d = json_array_get(shape, k);
       c->shape[k] = json_is_integer(d) ? (int64_t)json_integer_value(d) : -1;
     }
-    c->scored_rows = int_at(r, "scored_rows", -1);
-    c->size_bytes = int_at(r, "size_bytes", -1);
+    c->scored_rows = fdl_json_path_int(r, "scored_rows", -1);
+    c->size_bytes = fdl_json_path_int(r, "size_bytes", -1);
     decode_strings(r, CAPTURE_STRINGS, sizeof CAPTURE_STRINGS / sizeof *CAPTURE_STRINGS, c);
   }
   if (ds->n_records) qsort(ds->records, ds->n_records, sizeof *ds->records, cmp_capture);
@@ -152,7 +146,7 @@ static fdl_status capture_views(fdl_dataset *ds, fdl_err *err) {
 }
 
 static fdl_status panel_views(fdl_dataset *ds, fdl_err *err) {
-  const json_t *records = fdl_ds_arr(ds->panel, "records");
+  const json_t *records = fdl_json_arr(ds->panel, "records");
   size_t n = json_array_size(records);
   ds->panel_records = fdl_calloc(n ? n : 1, sizeof *ds->panel_records);
   if (!ds->panel_records) return fdl_fail(err, FDL_NOMEM, "dataset: out of memory");
@@ -161,9 +155,9 @@ static fdl_status panel_views(fdl_dataset *ds, fdl_err *err) {
   json_array_foreach(records, i, r) {
     fdl_ds_panel_record *p = &ds->panel_records[ds->n_panel_records++];
     p->json = r;
-    p->index = int_at(r, "index", -1);
-    p->num_tokens = int_at(r, "num_tokens", -1);
-    p->prediction_positions = int_at(r, "prediction_positions", -1);
+    p->index = fdl_json_path_int(r, "index", -1);
+    p->num_tokens = fdl_json_path_int(r, "num_tokens", -1);
+    p->prediction_positions = fdl_json_path_int(r, "prediction_positions", -1);
     decode_strings(r, PANEL_STRINGS, sizeof PANEL_STRINGS / sizeof *PANEL_STRINGS, p);
   }
   if (ds->n_panel_records)
@@ -181,7 +175,7 @@ fdl_status fdl_dataset_load(const char *root, fdl_dataset *ds, fdl_err *err) {
     close(fd);
     return fdl_err_prefix(err, "%s", root);
   }
-  const char *schema = fdl_ds_str(tmp.manifest, "schema");
+  const char *schema = fdl_json_str(tmp.manifest, "schema");
   if (!schema || strcmp(schema, FDL_DS_SCHEMA)) {
     close(fd);
     json_decref(tmp.manifest);

@@ -26,7 +26,7 @@ static json_t *str_or_null(const char *s) {
 
 /* o[key] of the meta block (a new reference), or null. */
 static json_t *meta_val(const pk_ctx *c, const char *block, const char *key) {
-  const json_t *o = block ? fdl_ds_obj(c->meta, block) : c->meta;
+  const json_t *o = block ? fdl_json_obj(c->meta, block) : c->meta;
   const json_t *v = json_object_get(o, key);
   return v ? json_deep_copy(v) : json_null();
 }
@@ -66,14 +66,14 @@ static bool dtype_lossless(const pk_ctx *c) {
 }
 
 static const char *semantic_point(const pk_ctx *c) {
-  const char *sp = fdl_ds_str(c->meta, "semantic_point");
+  const char *sp = fdl_json_str(c->meta, "semantic_point");
   if (hidden_form(c)) return "after_final_rmsnorm_before_lm_head";
   return sp ? sp : "lm_head_output_before_sampling";
 }
 
 static json_t *scoring_window(const pk_ctx *c) {
-  const json_t *sw = fdl_ds_obj(fdl_ds_obj(c->meta, "panel"), "scoring_window");
-  if (!sw) sw = fdl_ds_obj(fdl_ds_obj(c->header, "header"), "scoring_window");
+  const json_t *sw = fdl_json_obj(fdl_json_obj(c->meta, "panel"), "scoring_window");
+  if (!sw) sw = fdl_json_obj(fdl_json_obj(c->header, "header"), "scoring_window");
   if (sw) {
     json_t *w = json_deep_copy(sw);
     if (w && !json_object_get(w, "score_from"))
@@ -93,10 +93,10 @@ static json_t *scoring_window(const pk_ctx *c) {
 }
 
 static json_t *tokenizer(const pk_ctx *c) {
-  json_t *t = json_deep_copy(fdl_ds_obj(c->meta, "tokenizer"));
+  json_t *t = json_deep_copy(fdl_json_obj(c->meta, "tokenizer"));
   /* the files the panel's tokenizer was read from, when the meta does not list them */
   const json_t *files =
-      json_object_get(fdl_ds_obj(fdl_ds_obj(c->header, "header"), "tokenizer"), "files");
+      json_object_get(fdl_json_obj(fdl_json_obj(c->header, "header"), "tokenizer"), "files");
   if (t && files && !json_object_get(t, "files"))
     json_object_set_new(t, "files", json_deep_copy(files));
   if (t && !json_object_get(t, "vocab_size"))
@@ -125,7 +125,7 @@ static json_t *coverage(const pk_ctx *c) {
     }
   }
   bool complete = c->present == c->n;
-  const char *subset = fdl_ds_str(c->meta, "subset_detail");
+  const char *subset = fdl_json_str(c->meta, "subset_detail");
   char auto_subset[128];
   snprintf(auto_subset, sizeof auto_subset,
            "%zu of %zu panel records present (fidelis pack --allow-partial)", c->present, c->n);
@@ -155,19 +155,19 @@ static json_t *panel_record(const pk_ctx *c, const pk_record *r) {
       "{s:I, s:I, s:I, s:o, s:s, s:s, s:s, s:o, s:o, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, "
       "s:o, s:o, s:o, s:b}",
       "index", (json_int_t)r->index, "context_index", (json_int_t)r->index, "window_index",
-      (json_int_t)r->index, "window_id", str_or_null(fdl_ds_str(l, "window_id")), "token_file", tok,
-      "token_ids_json_sha256", r->tok_hex, "token_ids_sha256_legacy", r->tok_legacy,
+      (json_int_t)r->index, "window_id", str_or_null(fdl_json_str(l, "window_id")), "token_file",
+      tok, "token_ids_json_sha256", r->tok_hex, "token_ids_sha256_legacy", r->tok_legacy,
       "token_ids_first16", ids_json(r->tokens, head_n), "token_ids_last16",
       ids_json(r->tokens + (r->ntok - head_n), head_n), "num_tokens", (json_int_t)r->ntok,
       "prediction_positions", (json_int_t)r->scored, "attention_mask_file",
       c->masks ? json_string(mask) : json_null(), "attention_mask_sha256",
-      c->masks ? json_string(r->mask_hex) : json_null(), "role", str_or_null(fdl_ds_str(l, "role")),
-      "domain", str_or_null(fdl_ds_str(l, "domain")), "document_id",
-      str_or_null(fdl_ds_str(l, "document_id")), "allocation_stratum",
-      str_or_null(fdl_ds_str(l, "allocation_stratum")), "semantic_class",
-      str_or_null(fdl_ds_str(l, "semantic_class")), "source_cluster_id",
-      str_or_null(fdl_ds_str(l, "source_cluster_id")), "partition",
-      str_or_null(fdl_ds_str(l, "partition")), "sentinel", 0);
+      c->masks ? json_string(r->mask_hex) : json_null(), "role",
+      str_or_null(fdl_json_str(l, "role")), "domain", str_or_null(fdl_json_str(l, "domain")),
+      "document_id", str_or_null(fdl_json_str(l, "document_id")), "allocation_stratum",
+      str_or_null(fdl_json_str(l, "allocation_stratum")), "semantic_class",
+      str_or_null(fdl_json_str(l, "semantic_class")), "source_cluster_id",
+      str_or_null(fdl_json_str(l, "source_cluster_id")), "partition",
+      str_or_null(fdl_json_str(l, "partition")), "sentinel", 0);
 }
 
 static fdl_status panel_doc(pk_ctx *c, json_t **out, char *suite, char *legacy, fdl_err *err) {
@@ -234,18 +234,18 @@ static json_t *capture_record(const pk_ctx *c, const pk_record *r) {
       "{s:I, s:I, s:I, s:o, s:s, s:s, s:s, s:[I,I], s:I, s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:I, "
       "s:o, s:o, s:o, s:o, s:o, s:o, s:n, s:n, s:b}",
       "index", (json_int_t)r->index, "context_index", (json_int_t)r->index, "window_index",
-      (json_int_t)r->index, "window_id", str_or_null(fdl_ds_str(l, "window_id")), "file", file,
+      (json_int_t)r->index, "window_id", str_or_null(fdl_json_str(l, "window_id")), "file", file,
       "key", hidden ? "hidden_states" : "logits", "dtype", fdl_dtype_name(c->stored), "shape",
       (json_int_t)r->scored, (json_int_t)c->width, "size_bytes", (json_int_t)r->size_bytes,
       "sha256", r->file_hex, "payload_sha256", r->payload_hex, "tensor_content_sha256",
       r->content_hex, "token_ids_json_sha256", r->tok_hex, "token_ids_sha256_legacy", r->tok_legacy,
       "attention_mask_sha256", c->masks ? json_string(r->mask_hex) : json_null(),
       "prediction_positions", (json_int_t)r->scored, "scored_rows", (json_int_t)r->scored, "role",
-      str_or_null(fdl_ds_str(l, "role")), "domain", str_or_null(fdl_ds_str(l, "domain")),
-      "document_id", str_or_null(fdl_ds_str(l, "document_id")), "allocation_stratum",
-      str_or_null(fdl_ds_str(l, "allocation_stratum")), "semantic_class",
-      str_or_null(fdl_ds_str(l, "semantic_class")), "source_cluster_id",
-      str_or_null(fdl_ds_str(l, "source_cluster_id")), "elapsed_seconds", "request_id",
+      str_or_null(fdl_json_str(l, "role")), "domain", str_or_null(fdl_json_str(l, "domain")),
+      "document_id", str_or_null(fdl_json_str(l, "document_id")), "allocation_stratum",
+      str_or_null(fdl_json_str(l, "allocation_stratum")), "semantic_class",
+      str_or_null(fdl_json_str(l, "semantic_class")), "source_cluster_id",
+      str_or_null(fdl_json_str(l, "source_cluster_id")), "elapsed_seconds", "request_id",
       "raw_chunks_retained", 0);
 }
 
@@ -262,7 +262,7 @@ static fdl_status capture_doc(pk_ctx *c, json_t **out, fdl_err *err) {
       return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "building capture record %zu", i);
     }
   }
-  const char *run = fdl_ds_str(c->meta, "run_name");
+  const char *run = fdl_json_str(c->meta, "run_name");
   json_error_t je;
   *out = json_pack_ex(
       &je, 0,
@@ -285,14 +285,14 @@ static fdl_status capture_doc(pk_ctx *c, json_t **out, fdl_err *err) {
 /* ---- head -------------------------------------------------------------------------------- */
 
 static bool head_quantized(const pk_ctx *c, const json_t *scope) {
-  const json_t *q = json_object_get(fdl_ds_obj(c->meta, "head"), "quantized");
+  const json_t *q = json_object_get(fdl_json_obj(c->meta, "head"), "quantized");
   if (json_is_boolean(q)) return json_is_true(q);
-  const char *hp = fdl_ds_str(scope, "head_policy");
+  const char *hp = fdl_json_str(scope, "head_policy");
   if (hp && !strcmp(hp, "quantized")) return true;
   size_t i;
   json_t *a;
-  json_array_foreach(fdl_ds_arr(scope, "assignments"), i, a) {
-    const char *cls = fdl_ds_str(a, "tensor_class"), *tr = fdl_ds_str(a, "treatment");
+  json_array_foreach(fdl_json_arr(scope, "assignments"), i, a) {
+    const char *cls = fdl_json_str(a, "tensor_class"), *tr = fdl_json_str(a, "treatment");
     if (cls && tr && !strcmp(cls, "lm_head") && !strcmp(tr, "quantized")) return true;
   }
   return false;
@@ -300,9 +300,9 @@ static bool head_quantized(const pk_ctx *c, const json_t *scope) {
 
 /* The head identity; as_block gives the manifest's head block instead of head/head.json. */
 static json_t *head_obj(const pk_ctx *c, const json_t *scope, bool as_block) {
-  const json_t *mh = fdl_ds_obj(c->meta, "head");
+  const json_t *mh = fdl_json_obj(c->meta, "head");
   bool quantized = head_quantized(c, scope);
-  const char *source = fdl_ds_str(mh, "source");
+  const char *source = fdl_json_str(mh, "source");
   if (!source) source = quantized ? "artifact_dequantized" : "native";
   const json_t *bits_v = json_object_get(mh, "bits");
   json_t *bits = bits_v      ? json_deep_copy(bits_v)
@@ -349,16 +349,16 @@ static json_t *head_obj(const pk_ctx *c, const json_t *scope, bool as_block) {
 /* ---- runtime ----------------------------------------------------------------------------- */
 
 static fdl_status stack_fingerprint(pk_ctx *c, json_t **fp, char *hex, fdl_err *err) {
-  const char *np = fdl_ds_str(c->meta, "numeric_policy");
-  json_t *dtypes =
-      fdl_ds_obj(c->meta, "dtypes") ? json_deep_copy(fdl_ds_obj(c->meta, "dtypes")) : json_object();
+  const char *np = fdl_json_str(c->meta, "numeric_policy");
+  json_t *dtypes = fdl_json_obj(c->meta, "dtypes") ? json_deep_copy(fdl_json_obj(c->meta, "dtypes"))
+                                                   : json_object();
   json_error_t je;
-  *fp =
-      json_pack_ex(&je, 0, "{s:s, s:s, s:s, s:s, s:o, s:o, s:s}", "schema", FDL_DS_STACK_SCHEMA,
-                   "engine", fdl_pk_meta_str(c, "engine", "name"), "engine_version",
-                   fdl_pk_meta_str(c, "engine", "version"), "device", fdl_ds_str(c->meta, "device"),
-                   "device_name", str_or_null(fdl_ds_str(c->meta, "device_name")), "dtypes", dtypes,
-                   "numeric_policy", np ? np : "not recorded by the producer");
+  *fp = json_pack_ex(&je, 0, "{s:s, s:s, s:s, s:s, s:o, s:o, s:s}", "schema", FDL_DS_STACK_SCHEMA,
+                     "engine", fdl_pk_meta_str(c, "engine", "name"), "engine_version",
+                     fdl_pk_meta_str(c, "engine", "version"), "device",
+                     fdl_json_str(c->meta, "device"), "device_name",
+                     str_or_null(fdl_json_str(c->meta, "device_name")), "dtypes", dtypes,
+                     "numeric_policy", np ? np : "not recorded by the producer");
   fdl_status s = built(c, *fp, &je, "stack fingerprint", err);
   if (s != FDL_OK) return s;
   /* Compact sorted-key JSON, ASCII: the reference recipe for this digest. */
@@ -373,11 +373,12 @@ static fdl_status stack_fingerprint(pk_ctx *c, json_t **fp, char *hex, fdl_err *
 }
 
 static fdl_status lane_identity(pk_ctx *c, char *hex, fdl_err *err) {
-  const char *dn = fdl_ds_str(c->meta, "device_name");
+  const char *dn = fdl_json_str(c->meta, "device_name");
   fdl_buf b;
   fdl_buf_init(&b, 0);
   fdl_buf_printf(&b, "%s|%s %s|%s", c->lane, fdl_pk_meta_str(c, "engine", "name"),
-                 fdl_pk_meta_str(c, "engine", "version"), dn ? dn : fdl_ds_str(c->meta, "device"));
+                 fdl_pk_meta_str(c, "engine", "version"),
+                 dn ? dn : fdl_json_str(c->meta, "device"));
   fdl_sha256 d;
   fdl_status s = fdl_buf_status(&b) == FDL_OK ? fdl_sha256_buf(b.data, b.len, &d, err)
                                               : fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -395,10 +396,10 @@ static fdl_status runtime_doc(pk_ctx *c, json_t **out, char *lane_hex, char *sta
     json_decref(fp); /* built, then its digest failed (out of memory) */
     return s;
   }
-  const json_t *w = fdl_ds_obj(c->meta, "weights");
+  const json_t *w = fdl_json_obj(c->meta, "weights");
   const json_t *mrev = json_object_get(w, "model_revision");
-  json_t *sources = fdl_ds_obj(c->meta, "source_files")
-                        ? json_deep_copy(fdl_ds_obj(c->meta, "source_files"))
+  json_t *sources = fdl_json_obj(c->meta, "source_files")
+                        ? json_deep_copy(fdl_json_obj(c->meta, "source_files"))
                         : json_object();
   char wraps[256], version[64];
   snprintf(wraps, sizeof wraps, "%s %s", fdl_pk_meta_str(c, "engine", "name"),
@@ -441,7 +442,7 @@ static json_t *native_scope(void) {
 }
 
 static fdl_status scope_block(pk_ctx *c, json_t **out, fdl_err *err) {
-  const json_t *ms = fdl_ds_obj(c->meta, "scope");
+  const json_t *ms = fdl_json_obj(c->meta, "scope");
   json_t *scope = ms ? json_deep_copy(ms) : native_scope();
   if (!scope) return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "out of memory");
   fdl_buf b;
@@ -452,7 +453,7 @@ static fdl_status scope_block(pk_ctx *c, json_t **out, fdl_err *err) {
     return fdl_pk_refuse(c, err, FDL_REF_SCHEMA_INVALID, FDL_INVALID, "meta scope: %s",
                          fdl_err_msg(err));
   }
-  const char *given = fdl_ds_str(scope, "scope_digest");
+  const char *given = fdl_json_str(scope, "scope_digest");
   if (given && strcmp(given, b.data)) {
     char q[FDL_QUOTE_CAP];
     fdl_status s = fdl_pk_refuse(c, err, FDL_REF_SCHEMA_INVALID, FDL_MISMATCH,
@@ -474,7 +475,7 @@ static fdl_status scope_block(pk_ctx *c, json_t **out, fdl_err *err) {
 }
 
 static json_t *weights_block(const pk_ctx *c) {
-  json_t *w = json_deep_copy(fdl_ds_obj(c->meta, "weights"));
+  json_t *w = json_deep_copy(fdl_json_obj(c->meta, "weights"));
   if (!w) return NULL;
   int lost = 0; /* a failed set (out of memory) must not publish a block missing a key */
   if (!json_object_get(w, "model_revision"))
@@ -494,8 +495,8 @@ static json_t *weights_block(const pk_ctx *c) {
 }
 
 static json_t *dataset_block(const pk_ctx *c) {
-  const json_t *d = fdl_ds_obj(c->meta, "dataset");
-  const char *name = fdl_ds_str(d, "name");
+  const json_t *d = fdl_json_obj(c->meta, "dataset");
+  const char *name = fdl_json_str(d, "name");
   json_t *b = json_pack("{s:s, s:s, s:s, s:s, s:n, s:o, s:o, s:o, s:o}", "id", c->dataset_id,
                         "name", name ? name : c->dataset_id, "role", c->role, "structural_status",
                         "sealed", "qualification", "license", meta_val(c, "dataset", "license"),
@@ -580,7 +581,7 @@ static json_t *disclosures(const pk_ctx *c) {
                                                "severity", "caveat"));
   size_t i;
   json_t *d;
-  json_array_foreach(fdl_ds_arr(c->meta, "disclosures"), i, d) lost |=
+  json_array_foreach(fdl_json_arr(c->meta, "disclosures"), i, d) lost |=
       json_array_append_new(a, json_deep_copy(d));
   if (lost) {
     json_decref(a);
@@ -622,7 +623,7 @@ fdl_status fdl_pk_build_docs(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err) {
   }
   bool hidden = hidden_form(c);
   const json_t *sep = json_object_get(c->meta, "head_separable");
-  const char *sep_reason = fdl_ds_str(c->meta, "head_not_separable_reason");
+  const char *sep_reason = fdl_json_str(c->meta, "head_not_separable_reason");
   json_error_t je;
   json_t *m = json_pack_ex(
       &je, 0,
@@ -677,7 +678,7 @@ fdl_status fdl_pk_build_docs(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err) {
     return s;
   }
   /* The panel block's revision comes from the same meta field as panel.json's. */
-  json_object_set_new(fdl_ds_obj(m, "panel"), "revision", meta_val(c, "panel", "revision"));
+  json_object_set_new(fdl_json_obj(m, "panel"), "revision", meta_val(c, "panel", "revision"));
   docs->manifest = m;
   return FDL_OK;
 }

@@ -37,8 +37,8 @@ fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, fdl_refusal_code code, fdl_sta
 }
 
 const char *fdl_pk_meta_str(const pk_ctx *c, const char *block, const char *key) {
-  const json_t *o = block ? fdl_ds_obj(c->meta, block) : c->meta;
-  return fdl_ds_str(o, key);
+  const json_t *o = block ? fdl_json_obj(c->meta, block) : c->meta;
+  return fdl_json_str(o, key);
 }
 
 /* ---- the meta ---------------------------------------------------------------------------- */
@@ -95,7 +95,7 @@ static fdl_status want_enum(pk_ctx *c, const json_t *o, const char *where, const
                             const char *const *vals, bool required, fdl_err *err) {
   fdl_status s = want_str(c, o, where, key, required, err);
   if (s != FDL_OK) return s;
-  const char *v = fdl_ds_str(o, key);
+  const char *v = fdl_json_str(o, key);
   if (v && !in_list(v, vals)) {
     char list[256] = "";
     for (size_t i = 0; vals[i]; i++) {
@@ -242,15 +242,15 @@ fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err) {
                          c->o->meta_path);
   s = check_meta_blocks(c, err);
   if (s != FDL_OK) return s;
-  c->role = fdl_ds_str(c->meta, "role");
-  c->form = fdl_ds_str(c->meta, "form");
-  c->lane = fdl_ds_str(c->meta, "lane");
+  c->role = fdl_json_str(c->meta, "role");
+  c->form = fdl_json_str(c->meta, "form");
+  c->lane = fdl_json_str(c->meta, "lane");
   c->dataset_id = fdl_pk_meta_str(c, "dataset", "id");
   const char *fwd = fdl_pk_meta_str(c, "dtypes", "forward");
   c->forward = FDL_DTYPE_COUNT;
   if (fwd) (void)fdl_dtype_parse(fwd, &c->forward);
 
-  const json_t *w = fdl_ds_obj(c->meta, "weights");
+  const json_t *w = fdl_json_obj(c->meta, "weights");
   const json_t *q = json_object_get(w, "quantized");
   if (q && !json_is_boolean(q))
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
@@ -258,13 +258,13 @@ fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err) {
   if (!strcmp(c->role, "root") && json_is_true(q))
     return fdl_pk_refuse(c, err, FDL_REF_SCHEMA_INVALID, FDL_REFUSED,
                          "role root captures unquantized weights (ROOT-1); use role quant");
-  if (strcmp(c->role, "root") && !fdl_ds_obj(c->meta, "scope"))
+  if (strcmp(c->role, "root") && !fdl_json_obj(c->meta, "scope"))
     return fdl_pk_refuse(
         c, err, FDL_REF_SCHEMA_INVALID, FDL_REFUSED,
         "role %s needs an explicit meta.scope (what is quantized, what is native); "
         "only a root may default to the native scope",
         c->role);
-  const json_t *bc = json_object_get(fdl_ds_obj(c->meta, "dataset"), "base_capture");
+  const json_t *bc = json_object_get(fdl_json_obj(c->meta, "dataset"), "base_capture");
   if (!strcmp(c->role, "derived") && (!bc || json_is_null(bc)))
     return fdl_pk_refuse(c, err, FDL_REF_SCHEMA_INVALID, FDL_REFUSED,
                          "role derived must name its base_capture (meta dataset.base_capture)");
@@ -276,13 +276,13 @@ fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err) {
     return fdl_pk_refuse(c, err, FDL_REF_SCHEMA_INVALID, FDL_REFUSED,
                          "a root's lossy_codec must be null");
 
-  const json_t *sw = fdl_ds_obj(fdl_ds_obj(c->meta, "panel"), "scoring_window");
+  const json_t *sw = fdl_json_obj(fdl_json_obj(c->meta, "panel"), "scoring_window");
   c->score_from = 0;
   if (sw && json_object_get(sw, "score_from") &&
-      (!fdl_ds_int(sw, "score_from", &c->score_from) || c->score_from < 0))
+      (!fdl_json_int(sw, "score_from", &c->score_from) || c->score_from < 0))
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "meta panel.scoring_window.score_from must be an integer >= 0");
-  if (c->score_from > 0 && !fdl_ds_str(sw, "policy"))
+  if (c->score_from > 0 && !fdl_json_str(sw, "policy"))
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "a scoring window with score_from > 0 needs its own policy string (it is "
                          "part of the panel's identity)");
@@ -290,12 +290,12 @@ fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err) {
   const json_t *vv = json_object_get(c->meta, "vocab_size");
   c->vocab = -1;
   if (vv && !json_is_null(vv)) {
-    if (!fdl_ds_int(c->meta, "vocab_size", &vocab) || vocab < 1)
+    if (!fdl_json_int(c->meta, "vocab_size", &vocab) || vocab < 1)
       return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                            "meta vocab_size must be an integer >= 1");
     c->vocab = vocab;
   }
-  const char *created = fdl_ds_str(c->meta, "created_utc");
+  const char *created = fdl_json_str(c->meta, "created_utc");
   if (created) {
     if (!fdl_utc_valid(created))
       return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
@@ -342,10 +342,10 @@ static fdl_status parse_line(pk_ctx *c, pk_record *r, size_t lineno, fdl_err *er
                            lineno, key,
                            fdl_quote(json_string_value(v), json_string_length(v), q, sizeof q));
   }
-  if (!fdl_ds_int(o, "index", &r->index) || r->index < 0 || r->index >= FDL_DS_MAX_INDEX)
+  if (!fdl_json_int(o, "index", &r->index) || r->index < 0 || r->index >= FDL_DS_MAX_INDEX)
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "panel line %zu: 'index' must be an integer >= 0", lineno);
-  const json_t *toks = fdl_ds_arr(o, "tokens");
+  const json_t *toks = fdl_json_arr(o, "tokens");
   if (!toks || json_array_size(toks) < 2)
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "panel line %zu (index %" PRId64
@@ -407,7 +407,7 @@ static fdl_status parse_header(pk_ctx *c, json_t *line, fdl_err *err) {
                          "panel line 1: a header line is {\"header\": {\"schema\": \"%s\", ...}}",
                          PK_PANEL_HEADER_SCHEMA);
   int64_t from = 0;
-  if (sw && (!json_is_object(sw) || !fdl_ds_int(sw, "score_from", &from) || from < 0 ||
+  if (sw && (!json_is_object(sw) || !fdl_json_int(sw, "score_from", &from) || from < 0 ||
              !json_is_string(json_object_get(sw, "policy"))))
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "panel header: scoring_window needs score_from (an integer >= 0) and a "
@@ -426,12 +426,12 @@ static fdl_status parse_header(pk_ctx *c, json_t *line, fdl_err *err) {
                *sha = json_string_value(json_object_get(f, "sha256"));
     int64_t bytes;
     if (json_object_size(f) != 3 || !name || !*name || fdl_quote_has_control(name, strlen(name)) ||
-        !sha || !fdl_sha256_hex_ok(sha, strlen(sha)) || !fdl_ds_int(f, "bytes", &bytes) ||
+        !sha || !fdl_sha256_hex_ok(sha, strlen(sha)) || !fdl_json_int(f, "bytes", &bytes) ||
         bytes < 0)
       return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                            "panel header: tokenizer.files[%zu] must be {bytes, name, sha256}", i);
   }
-  const json_t *msw = fdl_ds_obj(fdl_ds_obj(c->meta, "panel"), "scoring_window");
+  const json_t *msw = fdl_json_obj(fdl_json_obj(c->meta, "panel"), "scoring_window");
   if (sw && msw && !fdl_py_equal(sw, msw))
     return fdl_pk_refuse(c, err, FDL_REF_PANEL_BINDING, FDL_REFUSED,
                          "the panel was cut for another scoring window than meta "

@@ -144,13 +144,13 @@ static fdl_status write_record(pk_ctx *c, pk_record *r, const void *data, int64_
            r->index);
   fdl_status s = fdl_pk_stage_path(c, rel, path, sizeof path, err);
   if (s != FDL_OK) return s;
-  const char *wid = fdl_ds_str(r->line, "window_id");
-  const char *run = fdl_ds_str(c->meta, "run_name");
+  const char *wid = fdl_json_str(r->line, "window_id");
+  const char *run = fdl_json_str(c->meta, "run_name");
   json_t *meta = json_pack(
       "{s:s, s:s, s:s, s:s, s:s}", "capture_role", hidden ? "hidden_states_pre_lm_head" : "logits",
       "cut_point",
-      fdl_ds_str(c->meta, "semantic_point")
-          ? fdl_ds_str(c->meta, "semantic_point")
+      fdl_json_str(c->meta, "semantic_point")
+          ? fdl_json_str(c->meta, "semantic_point")
           : (hidden ? "after_final_rmsnorm_before_lm_head" : "lm_head_output_before_sampling"),
       "window_id", wid ? wid : "", "cold_run", run ? run : c->dataset_id, "dtype",
       dtype_word(c->stored));
@@ -276,10 +276,10 @@ fdl_status fdl_pk_pack_record(pk_ctx *c, pk_record *r, fdl_err *err) {
 /* ---- the head ---------------------------------------------------------------------------- */
 
 static fdl_status declared_head(pk_ctx *c, fdl_err *err) {
-  const json_t *h = fdl_ds_obj(c->meta, "head");
-  const char *content = fdl_ds_str(h, "tensor_content_sha256");
-  const json_t *shape = fdl_ds_arr(h, "shape");
-  const char *dtype = fdl_ds_str(h, "dtype");
+  const json_t *h = fdl_json_obj(c->meta, "head");
+  const char *content = fdl_json_str(h, "tensor_content_sha256");
+  const json_t *shape = fdl_json_arr(h, "shape");
+  const char *dtype = fdl_json_str(h, "dtype");
   bool hidden = !strcmp(c->form, "hidden");
   if (!strcmp(c->role, "root"))
     return fdl_pk_refuse(c, err, FDL_REF_HEAD_MISMATCH, FDL_REFUSED,
@@ -304,14 +304,14 @@ static fdl_status declared_head(pk_ctx *c, fdl_err *err) {
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "meta head.shape must be positive");
   snprintf(c->head.content_hex, sizeof c->head.content_hex, "%s", content ? content : "");
-  const char *file = fdl_ds_str(h, "file_sha256");
+  const char *file = fdl_json_str(h, "file_sha256");
   snprintf(c->head.file_hex, sizeof c->head.file_hex, "%s", file ? file : "");
   return FDL_OK;
 }
 
 fdl_status fdl_pk_pack_head(pk_ctx *c, fdl_err *err) {
   if (!c->o->head_path) return declared_head(c, err);
-  if (fdl_ds_str(fdl_ds_obj(c->meta, "head"), "tensor_content_sha256"))
+  if (fdl_json_str(fdl_json_obj(c->meta, "head"), "tensor_content_sha256"))
     return fdl_pk_refuse(
         c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
         "meta head.tensor_content_sha256 is computed from the head file; drop one of them");

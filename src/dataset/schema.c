@@ -326,7 +326,7 @@ static const fdl_schema_field DISCLOSURE_ITEM = OBJ(NULL, 0, &DISCLOSURE);
 /* ---- the conditionals (allOf) ------------------------------------------------------------ */
 
 static bool str_is(const json_t *o, const char *key, const char *want) {
-  const char *s = fdl_ds_str(o, key);
+  const char *s = fdl_json_str(o, key);
   return s && !strcmp(s, want);
 }
 
@@ -372,10 +372,10 @@ static void on(fdl_schema_run *r, const json_t *o, const char *path, const fdl_s
 
 static void conditionals(fdl_schema_run *r, const json_t *m, const char *path) {
   (void)path;
-  const json_t *dataset = fdl_ds_obj(m, "dataset"), *weights = fdl_ds_obj(m, "weights"),
-               *scope = fdl_ds_obj(m, "scope"), *head = fdl_ds_obj(m, "head"),
-               *capture = fdl_ds_obj(m, "capture"), *coverage = fdl_ds_obj(m, "coverage"),
-               *panel = fdl_ds_obj(m, "panel");
+  const json_t *dataset = fdl_json_obj(m, "dataset"), *weights = fdl_json_obj(m, "weights"),
+               *scope = fdl_json_obj(m, "scope"), *head = fdl_json_obj(m, "head"),
+               *capture = fdl_json_obj(m, "capture"), *coverage = fdl_json_obj(m, "coverage"),
+               *panel = fdl_json_obj(m, "panel");
   if (str_is(dataset, "role", "root")) { /* ROOT-1 */
     on(r, weights, "weights", &ROOT_WEIGHTS);
     on(r, scope, "scope", &ROOT_SCOPE);
@@ -400,7 +400,7 @@ static void conditionals(fdl_schema_run *r, const json_t *m, const char *path) {
   }
   /* A sealed panel receipt must ship with a remap key (its value may be null). */
   if (panel) {
-    const char *d = fdl_ds_str(panel, "panel_receipt_sha256");
+    const char *d = fdl_json_str(panel, "panel_receipt_sha256");
     if (d && sha_ok(d, strlen(d)) && !json_object_get(panel, "remap_file"))
       fdl_schema_bad(r, "panel.remap_file", "is required when panel_receipt_sha256 is a digest");
   }

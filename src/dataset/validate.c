@@ -85,7 +85,7 @@ static void check_sub_seal(ds_vctx *v, const json_t *doc, const char *rel) {
 
 static void check_sub_schema(ds_vctx *v, const json_t *doc, const char *rel, const char *label,
                              const char *want) {
-  const char *got = fdl_ds_str(doc, "schema");
+  const char *got = fdl_json_str(doc, "schema");
   char q[FDL_QUOTE_CAP];
   if (!got || strcmp(got, want))
     fdl_ds_report_error(v->rep, FDL_DSC_BAD_SCHEMA, label, rel, "schema is %s; expected '%s'",
@@ -128,7 +128,7 @@ static bool load_manifest(ds_vctx *v, const char *root) {
     fdl_ds_report_set_subject(v->rep, b.data ? b.data : root);
     fdl_buf_free(&b);
   }
-  const char *schema = fdl_ds_str(v->m, "schema");
+  const char *schema = fdl_json_str(v->m, "schema");
   if (!schema || strcmp(schema, FDL_DS_SCHEMA)) {
     char shown[128];
     fdl_py_shown(json_object_get(v->m, "schema"), shown, sizeof shown);
@@ -137,7 +137,7 @@ static bool load_manifest(ds_vctx *v, const char *root) {
     return false;
   }
   int64_t fv;
-  if (!fdl_ds_int(v->m, "format_version", &fv) || fv != 1) {
+  if (!fdl_json_int(v->m, "format_version", &fv) || fv != 1) {
     char shown[64];
     fdl_py_shown(json_object_get(v->m, "format_version"), shown, sizeof shown);
     fdl_ds_report_error(v->rep, FDL_DSC_BAD_SCHEMA, "SCHEMA", FDL_DS_MANIFEST_NAME,
@@ -148,7 +148,7 @@ static bool load_manifest(ds_vctx *v, const char *root) {
 }
 
 json_t *fdl_ds_v_records_of(const ds_vctx *v) {
-  return fdl_ds_arr(v->capture.doc, "records");
+  return fdl_json_arr(v->capture.doc, "records");
 }
 
 /* Steps 7-8: the four sealed sub-documents and the file digests the manifest claims. */
@@ -196,8 +196,8 @@ static void load_subdocs(ds_vctx *v) {
   }
 
   /* The capture manifest names the runtime document by digest too (§5.4). */
-  const char *rm = fdl_ds_str(v->capture.doc, "runtime_manifest");
-  const char *rm_sha = fdl_ds_str(v->capture.doc, "runtime_manifest_sha256");
+  const char *rm = fdl_json_str(v->capture.doc, "runtime_manifest");
+  const char *rm_sha = fdl_json_str(v->capture.doc, "runtime_manifest_sha256");
   if (rm && rm_sha && v->runtime.doc) {
     char resolved[DS_MAX_PATH], want_rel[DS_MAX_PATH];
     fdl_dirname(v->capture.rel, v->capture_dir, sizeof v->capture_dir);
@@ -217,7 +217,7 @@ static void load_subdocs(ds_vctx *v) {
 
 /* The schema asks only for a string; a time that never happened is still refused. */
 static void check_created(const json_t *manifest, fdl_ds_report *rep) {
-  const char *when = fdl_ds_str(manifest, "created_utc");
+  const char *when = fdl_json_str(manifest, "created_utc");
   if (when && !fdl_utc_valid(when))
     fdl_ds_report_error(rep, FDL_DSC_BAD_TIMESTAMP, "created_utc", FDL_DS_MANIFEST_NAME,
                         "created_utc '%s' is not a real UTC time written YYYY-MM-DDTHH:MM:SSZ",

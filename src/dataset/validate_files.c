@@ -144,7 +144,7 @@ static fdl_status collect_tensors(ds_vctx *v, plan *p, fdl_err *err) {
   size_t i;
   json_t *r;
   json_array_foreach(records, i, r) {
-    const char *file = fdl_ds_str(r, "file");
+    const char *file = fdl_json_str(r, "file");
     if (!file || !fdl_relpath_ok(file, strlen(file), false) ||
         !fdl_ds_join_norm(v->capture_dir, file, rel, sizeof rel))
       continue;
@@ -179,7 +179,7 @@ static void check_deferred(ds_vctx *v, const plan *p) {
   for (size_t i = 0; i < p->n_tensors; i++) {
     const tensor_check *t = &p->tensors[i];
     const fdl_checksum_entry *ce = find_sum(p, t->rel);
-    const char *want = t->record ? fdl_ds_str(t->record, "sha256") : v->mf.head.file_sha256;
+    const char *want = t->record ? fdl_json_str(t->record, "sha256") : v->mf.head.file_sha256;
     if (ce && want && *want && strcmp(want, ce->hex))
       fdl_ds_report_error(v->rep, FDL_DSC_DIGEST_MISMATCH, t->record ? "SEAL-1(d)" : "HEAD-IDENT",
                           t->rel,
@@ -268,8 +268,8 @@ static void scan_floats(ds_hash_job *j, const fdl_tensor *tn) {
 /* Reads a tensor file's header (mapped: only the header pages are touched) and plans its
  * content, payload and file digests. */
 static fdl_status plan_tensor(ds_vctx *v, plan *p, tensor_check *t, fdl_err *err) {
-  const json_t *head = fdl_ds_obj(v->m, "head");
-  const char *key = t->record ? fdl_ds_str(t->record, "key") : v->mf.head.tensor_key;
+  const json_t *head = fdl_json_obj(v->m, "head");
+  const char *key = t->record ? fdl_json_str(t->record, "key") : v->mf.head.tensor_key;
   const char *label = t->record ? "SEAL-1(d)" : "HEAD-IDENT";
   int fd;
   bool missing;
@@ -306,7 +306,7 @@ static fdl_status plan_tensor(ds_vctx *v, plan *p, tensor_check *t, fdl_err *err
     const fdl_tensor *tn = fdl_safetensors_find(sf, key);
     uint64_t start = fdl_safetensors_data_start(sf), fsize = fdl_safetensors_file_size(sf);
     /* The declaration is what a consumer reads instead of the tensor: it must match. */
-    const char *dt = t->record ? fdl_ds_str(t->record, "dtype") : fdl_ds_str(head, "dtype");
+    const char *dt = t->record ? fdl_json_str(t->record, "dtype") : fdl_json_str(head, "dtype");
     const json_t *shape = json_object_get(t->record ? t->record : head, "shape");
     char q[FDL_QUOTE_CAP];
     if (dt && strcmp(dt, fdl_dtype_name(tn->dtype)))
@@ -369,7 +369,7 @@ static fdl_status plan_tensor(ds_vctx *v, plan *p, tensor_check *t, fdl_err *err
  * least those bytes plus the 8-byte length prefix. Checked by stat at every level, so truncation
  * is found even when no byte is read. */
 static void check_sizes(ds_vctx *v, const plan *p) {
-  const json_t *head = fdl_ds_obj(v->m, "head");
+  const json_t *head = fdl_json_obj(v->m, "head");
   for (size_t i = 0; i < p->n_tensors; i++) {
     const tensor_check *t = &p->tensors[i];
     struct stat st;
@@ -378,14 +378,14 @@ static void check_sizes(ds_vctx *v, const plan *p) {
     uint64_t size = (uint64_t)st.st_size;
     int64_t want;
     if (t->record) {
-      if (fdl_ds_int(t->record, "size_bytes", &want) && want >= 0 && (uint64_t)want != size)
+      if (fdl_json_int(t->record, "size_bytes", &want) && want >= 0 && (uint64_t)want != size)
         fdl_ds_report_error(v->rep, FDL_DSC_SIZE_MISMATCH, "SEAL-1(d)", t->rel,
                             "%s is %llu bytes, its record declares size_bytes %lld", t->rel,
                             (unsigned long long)size, (long long)want);
       continue;
     }
     fdl_dtype dt;
-    const char *dts = fdl_ds_str(head, "dtype");
+    const char *dts = fdl_json_str(head, "dtype");
     const json_t *shape = json_object_get(head, "shape");
     if (!dts || !fdl_dtype_parse(dts, &dt) || !json_is_array(shape)) continue;
     uint64_t need = fdl_dtype_size(dt);
@@ -438,7 +438,7 @@ static void report_nonfinite(ds_vctx *v, const tensor_check *t, const ds_hash_jo
   uint64_t row = t->width ? j->nonfinite_at / t->width : 0;
   uint64_t col = t->width ? j->nonfinite_at % t->width : j->nonfinite_at;
   int64_t idx = -1;
-  if (t->record) fdl_ds_int(t->record, "index", &idx);
+  if (t->record) fdl_json_int(t->record, "index", &idx);
   if (t->record)
     fdl_ds_report_error(v->rep, FDL_DSC_NON_FINITE, "SEAL-1(d)", t->rel,
                         "%s: record %lld holds a NaN or infinity at row %llu, column %llu (the "
@@ -463,15 +463,15 @@ static void report_tensors(ds_vctx *v, plan *p) {
       continue;
     }
     compare(v, "SEAL-1(d)", t->rel, "tensor content", &p->jobs[t->content_job], true,
-            fdl_ds_str(t->record, "tensor_content_sha256"));
-    const char *pay = fdl_ds_str(t->record, "payload_sha256");
+            fdl_json_str(t->record, "tensor_content_sha256"));
+    const char *pay = fdl_json_str(t->record, "payload_sha256");
     if (pay && pay[0]) {
       if (t->payload_job != SIZE_MAX)
         compare(v, "SEAL-1(d)", t->rel, "payload digest", &p->jobs[t->payload_job], false, pay);
       else
         compare(v, "SEAL-1(d)", t->rel, "payload digest", &p->jobs[t->content_job], true, pay);
     }
-    const char *sha = fdl_ds_str(t->record, "sha256");
+    const char *sha = fdl_json_str(t->record, "sha256");
     if (sha && sha[0])
       compare(v, "SEAL-1(d)", t->rel, "file digest", &p->jobs[t->file_job], false, sha);
     checked++;

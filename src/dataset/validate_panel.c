@@ -33,7 +33,7 @@ static indexed *sorted_records(const json_t *records, size_t *n) {
   json_t *r;
   json_array_foreach(records, i, r) {
     int64_t x = 0;
-    (void)fdl_ds_int(r, "index", &x);
+    (void)fdl_json_int(r, "index", &x);
     a[i].index = x;
     a[i].rec = r;
   }
@@ -42,7 +42,7 @@ static indexed *sorted_records(const json_t *records, size_t *n) {
 }
 
 static void aggregate(ds_vctx *v, const indexed *recs, size_t n) {
-  const json_t *panel = fdl_ds_obj(v->m, "panel");
+  const json_t *panel = fdl_json_obj(v->m, "panel");
   const char **hexes = fdl_calloc(n ? n : 1, sizeof *hexes);
   if (!hexes) {
     v->rep->oom = FDL_NOMEM;
@@ -50,7 +50,7 @@ static void aggregate(ds_vctx *v, const indexed *recs, size_t n) {
   }
   bool all = n > 0;
   for (size_t i = 0; i < n; i++) {
-    hexes[i] = fdl_ds_str(recs[i].rec, "token_ids_json_sha256");
+    hexes[i] = fdl_json_str(recs[i].rec, "token_ids_json_sha256");
     if (!hexes[i] || !hexes[i][0]) all = false;
   }
   char agg[DS_HEX_LEN + 1], legacy[DS_HEX_LEN + 1];
@@ -59,8 +59,8 @@ static void aggregate(ds_vctx *v, const indexed *recs, size_t n) {
   /* The hash can only fail for memory: never let that skip the BIND-6 check silently. */
   if (s != FDL_OK) v->rep->oom = FDL_NOMEM;
   if (all && s == FDL_OK) {
-    const char *doc_agg = fdl_ds_str(v->panel.doc, "suite_token_hash_sha256");
-    const char *top_agg = fdl_ds_str(panel, "suite_token_hash_sha256");
+    const char *doc_agg = fdl_json_str(v->panel.doc, "suite_token_hash_sha256");
+    const char *top_agg = fdl_json_str(panel, "suite_token_hash_sha256");
     if (!doc_agg || strcmp(agg, doc_agg))
       fdl_ds_report_error(v->rep, FDL_DSC_PANEL_DIGEST_MISMATCH, "BIND-6", v->panel.rel,
                           "suite_token_hash_sha256 does not recompute from the record digests "
@@ -136,7 +136,7 @@ static void token_files(ds_vctx *v, const indexed *recs, size_t n) {
   int64_t vocab = v->mf.panel.tokenizer.vocab_size;
   for (size_t k = 0; k < n; k++) {
     const json_t *r = recs[k].rec;
-    const char *tf = fdl_ds_str(r, "token_file");
+    const char *tf = fdl_json_str(r, "token_file");
     char rel[DS_MAX_PATH];
     if (!tf || !tf[0] || !fdl_ds_join_norm("", tf, rel, sizeof rel) ||
         !fdl_relpath_ok(tf, strlen(tf), false))
@@ -152,7 +152,7 @@ static void token_files(ds_vctx *v, const indexed *recs, size_t n) {
       free(ids);
       return;
     }
-    const char *want = fdl_ds_str(r, "token_ids_json_sha256");
+    const char *want = fdl_json_str(r, "token_ids_json_sha256");
     if (!want || strcmp(got, want))
       fdl_ds_report_error(v->rep, FDL_DSC_PANEL_DIGEST_MISMATCH, "BIND-6", rel,
                           "%s hashes to %s, record says %s", rel, got, want ? want : "(none)");
@@ -162,11 +162,11 @@ static void token_files(ds_vctx *v, const indexed *recs, size_t n) {
                           "%s legacy digest does not recompute", rel);
     int64_t nt;
     const json_t *ntv = json_object_get(r, "num_tokens");
-    if (ntv && !json_is_null(ntv) && !(fdl_ds_int(r, "num_tokens", &nt) && nt == (int64_t)len))
+    if (ntv && !json_is_null(ntv) && !(fdl_json_int(r, "num_tokens", &nt) && nt == (int64_t)len))
       fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "BIND-6", rel,
                           "%s has %zu tokens, the record says otherwise", rel, len);
-    const json_t *f16 = fdl_ds_arr(r, "token_ids_first16"),
-                 *l16 = fdl_ds_arr(r, "token_ids_last16");
+    const json_t *f16 = fdl_json_arr(r, "token_ids_first16"),
+                 *l16 = fdl_json_arr(r, "token_ids_last16");
     size_t head_n = len < 16 ? len : 16;
     if (f16 && !ids_equal(f16, ids, head_n))
       fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "BIND-6", rel,
@@ -230,10 +230,10 @@ static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
   int64_t score_from = v->mf.panel.scoring_window.score_from;
   for (size_t k = 0; k < n; k++) {
     const json_t *r = recs[k].rec;
-    const char *mf = fdl_ds_str(r, "attention_mask_file");
+    const char *mf = fdl_json_str(r, "attention_mask_file");
     int64_t num_tokens = -1, positions = -1;
-    (void)fdl_ds_int(r, "num_tokens", &num_tokens);
-    bool have_pp = fdl_ds_int(r, "prediction_positions", &positions);
+    (void)fdl_json_int(r, "num_tokens", &num_tokens);
+    bool have_pp = fdl_json_int(r, "prediction_positions", &positions);
     char rel[DS_MAX_PATH];
     if (!mf) {
       /* No mask: every causal position is scored (§7.3 with an all-ones mask). */
@@ -266,7 +266,7 @@ static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
     char hex[DS_HEX_LEN + 1];
     (void)fdl_sha256_buf(bytes, len, &d, NULL);
     fdl_sha256_hex(&d, hex);
-    const char *want = fdl_ds_str(r, "attention_mask_sha256");
+    const char *want = fdl_json_str(r, "attention_mask_sha256");
     if (want && strcmp(want, hex))
       fdl_ds_report_error(v->rep, FDL_DSC_PANEL_DIGEST_MISMATCH, "BIND-3", rel,
                           "%s hashes to %s, record says %s", rel, hex, want);
@@ -300,7 +300,7 @@ static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
 
 /* The panel document mirrors the manifest's panel block (rule "7.2"). */
 static void mirror(ds_vctx *v, const indexed *recs, size_t n) {
-  const json_t *panel = fdl_ds_obj(v->m, "panel");
+  const json_t *panel = fdl_json_obj(v->m, "panel");
   static const char *const KEYS[] = {"contexts",
                                      "context_length",
                                      "scored_positions_total",
@@ -315,23 +315,23 @@ static void mirror(ds_vctx *v, const indexed *recs, size_t n) {
                           "%s differs between panel.json and the manifest's panel block", KEYS[i]);
   }
   int64_t contexts, total, sum = 0;
-  if (fdl_ds_int(v->panel.doc, "contexts", &contexts) && contexts != (int64_t)n)
+  if (fdl_json_int(v->panel.doc, "contexts", &contexts) && contexts != (int64_t)n)
     fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "7.2", v->panel.rel,
                         "contexts %" PRId64 " != %zu panel records", contexts, n);
   for (size_t k = 0; k < n; k++) {
     int64_t pp;
-    if (fdl_ds_int(recs[k].rec, "prediction_positions", &pp)) sum += pp;
+    if (fdl_json_int(recs[k].rec, "prediction_positions", &pp)) sum += pp;
   }
-  if (fdl_ds_int(v->panel.doc, "scored_positions_total", &total) && total != sum)
+  if (fdl_json_int(v->panel.doc, "scored_positions_total", &total) && total != sum)
     fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "7.2", v->panel.rel,
                         "scored_positions_total %" PRId64 " != sum(prediction_positions) %" PRId64,
                         total, sum);
 }
 
 static void receipt(ds_vctx *v) {
-  const json_t *panel = fdl_ds_obj(v->m, "panel");
-  const char *rf = fdl_ds_str(panel, "panel_receipt_file"),
-             *want = fdl_ds_str(panel, "panel_receipt_sha256");
+  const json_t *panel = fdl_json_obj(v->m, "panel");
+  const char *rf = fdl_json_str(panel, "panel_receipt_file"),
+             *want = fdl_json_str(panel, "panel_receipt_sha256");
   if (!rf || !want || !fdl_relpath_ok(rf, strlen(rf), false)) return;
   json_t *doc = NULL;
   bool missing;
@@ -341,7 +341,7 @@ static void receipt(ds_vctx *v) {
     return;
   }
   bool ok, present;
-  const char *stored = fdl_ds_str(doc, "receipt_sha256");
+  const char *stored = fdl_json_str(doc, "receipt_sha256");
   fdl_status s = fdl_ds_seal_ok(doc, "receipt_sha256", &ok, &present, &e);
   if (s == FDL_NOMEM)
     v->rep->oom = FDL_NOMEM; /* cannot compute is not a mismatch (no false tamper report) */
@@ -363,7 +363,7 @@ static void binding(ds_vctx *v, const indexed *recs, size_t n) {
     int64_t idx;
     char where[DS_MAX_PATH + 32];
     snprintf(where, sizeof where, "%s:records[%zu]", v->capture.rel, i);
-    if (!fdl_ds_int(r, "index", &idx)) continue;
+    if (!fdl_json_int(r, "index", &idx)) continue;
     indexed key = {idx, NULL};
     const indexed *hit = n ? bsearch(&key, recs, n, sizeof key, cmp_indexed) : NULL;
     if (!hit) {
@@ -398,10 +398,10 @@ static void binding(ds_vctx *v, const indexed *recs, size_t n) {
     }
     if (json_is_integer(sr)) total += (int64_t)json_integer_value(sr);
   }
-  const json_t *panel = fdl_ds_obj(v->m, "panel");
-  if (fdl_py_truthy(json_object_get(fdl_ds_obj(v->m, "coverage"), "complete"))) {
+  const json_t *panel = fdl_json_obj(v->m, "panel");
+  if (fdl_py_truthy(json_object_get(fdl_json_obj(v->m, "coverage"), "complete"))) {
     int64_t want;
-    if (!fdl_ds_int(panel, "scored_positions_total", &want) || want != total)
+    if (!fdl_json_int(panel, "scored_positions_total", &want) || want != total)
       fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "BIND-5", FDL_DS_MANIFEST_NAME,
                           "sum(scored_rows) %" PRId64 " != panel.scored_positions_total", total);
   }
@@ -411,7 +411,7 @@ static void binding(ds_vctx *v, const indexed *recs, size_t n) {
 void fdl_ds_v_panel(ds_vctx *v) {
   if (!v->panel.doc) return;
   size_t n;
-  indexed *recs = sorted_records(fdl_ds_arr(v->panel.doc, "records"), &n);
+  indexed *recs = sorted_records(fdl_json_arr(v->panel.doc, "records"), &n);
   if (!recs) {
     v->rep->oom = FDL_NOMEM;
     return;
@@ -423,16 +423,16 @@ void fdl_ds_v_panel(ds_vctx *v) {
   }
   mirror(v, recs, n);
   receipt(v);
-  const json_t *panel = fdl_ds_obj(v->m, "panel");
-  const char *pr = fdl_ds_str(panel, "panel_receipt_sha256");
-  const char *sh = fdl_ds_str(panel, "suite_token_hash_sha256");
+  const json_t *panel = fdl_json_obj(v->m, "panel");
+  const char *pr = fdl_json_str(panel, "panel_receipt_sha256");
+  const char *sh = fdl_json_str(panel, "suite_token_hash_sha256");
   if (pr && pr[0] && sh && !strcmp(pr, sh))
     fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "PANEL-D2", FDL_DS_MANIFEST_NAME,
                         "panel_receipt_sha256 reused as the token identity");
   size_t i;
   json_t *r;
-  json_array_foreach(fdl_ds_arr(v->panel.doc, "records"), i, r) {
-    if (!fdl_ds_int(r, "index", NULL))
+  json_array_foreach(fdl_json_arr(v->panel.doc, "records"), i, r) {
+    if (!fdl_json_int(r, "index", NULL))
       fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "REC-1", v->panel.rel,
                           "panel record %zu without an integer index", i);
   }

@@ -24,22 +24,22 @@ void fdl_ds_v_capture_digest(ds_vctx *v) {
   json_t *r;
   json_array_foreach(records, i, r) {
     int64_t idx;
-    if (!fdl_ds_int(r, "index", &idx)) continue; /* REC-1 reports it */
+    if (!fdl_json_int(r, "index", &idx)) continue; /* REC-1 reports it */
     items[k].index = idx;
-    items[k].content_sha256 = fdl_ds_str(r, "tensor_content_sha256");
+    items[k].content_sha256 = fdl_json_str(r, "tensor_content_sha256");
     k++;
   }
   char derived[DS_HEX_LEN + 1];
   fdl_err e;
   fdl_status s = fdl_ds_capture_content_digest(items, k, derived, &e);
   free(items);
-  const json_t *capture = fdl_ds_obj(v->m, "capture");
+  const json_t *capture = fdl_json_obj(v->m, "capture");
   if (s == FDL_MISMATCH) {
     fdl_ds_report_error(v->rep, FDL_DSC_DIGEST_MISMATCH, "5.2", v->capture.rel, "%s", e.msg);
   } else if (s != FDL_OK) {
     v->rep->oom = FDL_NOMEM;
   } else {
-    const char *top = fdl_ds_str(capture, "capture_content_digest");
+    const char *top = fdl_json_str(capture, "capture_content_digest");
     if (!top || strcmp(derived, top))
       fdl_ds_report_error(v->rep, FDL_DSC_DIGEST_MISMATCH, "5.2", FDL_DS_MANIFEST_NAME,
                           "capture_content_digest %s != manifest %s", derived,
@@ -54,7 +54,7 @@ void fdl_ds_v_capture_digest(ds_vctx *v) {
 
 /* Header fields the capture manifest mirrors from the top manifest's capture block. */
 static void check_mirror(ds_vctx *v) {
-  const json_t *top = fdl_ds_obj(v->m, "capture");
+  const json_t *top = fdl_json_obj(v->m, "capture");
   static const char *const MIRRORED[] = {"form",           "semantic_point", "tensor_key", "dtype",
                                          "dtype_lossless", "hidden_width",   "vocab_size", NULL};
   for (size_t i = 0; top && MIRRORED[i]; i++) {
@@ -75,26 +75,26 @@ static void check_mirror(ds_vctx *v) {
   json_t *r;
   json_array_foreach(records, i, r) {
     int64_t x;
-    if (fdl_ds_int(r, "scored_rows", &x)) total_rows += x;
-    if (fdl_ds_int(r, "size_bytes", &x)) total_size += x;
+    if (fdl_json_int(r, "scored_rows", &x)) total_rows += x;
+    if (fdl_json_int(r, "size_bytes", &x)) total_size += x;
   }
-  if (fdl_ds_int(top, "records_count", &want) && want != (int64_t)json_array_size(records))
+  if (fdl_json_int(top, "records_count", &want) && want != (int64_t)json_array_size(records))
     fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "6", FDL_DS_MANIFEST_NAME,
                         "capture.records_count %" PRId64 " != %zu records", want,
                         json_array_size(records));
-  if (fdl_ds_int(top, "total_size_bytes", &want) && want != total_size)
+  if (fdl_json_int(top, "total_size_bytes", &want) && want != total_size)
     fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "6", FDL_DS_MANIFEST_NAME,
                         "capture.total_size_bytes %" PRId64 " != sum(size_bytes) %" PRId64, want,
                         total_size);
-  if (fdl_ds_int(top, "scored_rows_total", &want) && want != total_rows)
+  if (fdl_json_int(top, "scored_rows_total", &want) && want != total_rows)
     fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "6", FDL_DS_MANIFEST_NAME,
                         "capture.scored_rows_total %" PRId64 " != sum(scored_rows) %" PRId64, want,
                         total_rows);
-  if (fdl_ds_int(v->capture.doc, "total_scored_rows", &want) && want != total_rows)
+  if (fdl_json_int(v->capture.doc, "total_scored_rows", &want) && want != total_rows)
     fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "6", v->capture.rel,
                         "total_scored_rows %" PRId64 " != sum(scored_rows) %" PRId64, want,
                         total_rows);
-  if (fdl_ds_int(v->capture.doc, "total_size_bytes", &want) && want != total_size)
+  if (fdl_json_int(v->capture.doc, "total_size_bytes", &want) && want != total_size)
     fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "6", v->capture.rel,
                         "total_size_bytes %" PRId64 " != sum(size_bytes) %" PRId64, want,
                         total_size);
@@ -179,11 +179,11 @@ void fdl_ds_v_records(ds_vctx *v) {
 }
 
 void fdl_ds_v_coverage(ds_vctx *v) {
-  const json_t *coverage = fdl_ds_obj(v->m, "coverage");
+  const json_t *coverage = fdl_json_obj(v->m, "coverage");
   json_t *records = fdl_ds_v_records_of(v);
   size_t present = json_array_size(records);
   int64_t declared;
-  if (fdl_ds_int(coverage, "declared_records", &declared)) {
+  if (fdl_json_int(coverage, "declared_records", &declared)) {
     int64_t *idx = fdl_malloc((present ? present : 1) * sizeof *idx);
     if (!idx) {
       v->rep->oom = FDL_NOMEM;
@@ -193,7 +193,7 @@ void fdl_ds_v_coverage(ds_vctx *v) {
     json_t *r;
     json_array_foreach(records, i, r) {
       int64_t x;
-      if (fdl_ds_int(r, "index", &x)) idx[n++] = x;
+      if (fdl_json_int(r, "index", &x)) idx[n++] = x;
     }
     if (n) qsort(idx, n, sizeof *idx, fdl_order_i64);
     bool contiguous = declared >= 0 && n == (size_t)declared;
@@ -208,7 +208,7 @@ void fdl_ds_v_coverage(ds_vctx *v) {
                           fdl_py_truthy(claimed) ? "true" : "false", present, declared,
                           contiguous ? "true" : "false");
     int64_t pr;
-    if (!fdl_ds_int(coverage, "present_records", &pr) || pr != (int64_t)present)
+    if (!fdl_json_int(coverage, "present_records", &pr) || pr != (int64_t)present)
       fdl_ds_report_error(v->rep, FDL_DSC_INCOMPLETE, "COV-1", FDL_DS_MANIFEST_NAME,
                           "coverage.present_records != %zu records in the capture manifest",
                           present);

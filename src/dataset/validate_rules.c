@@ -45,7 +45,7 @@ static void head_json_mirror(ds_vctx *v, const json_t *head) {
 }
 
 void fdl_ds_v_head(ds_vctx *v) {
-  const json_t *head = fdl_ds_obj(v->m, "head"), *capture = fdl_ds_obj(v->m, "capture");
+  const json_t *head = fdl_json_obj(v->m, "head"), *capture = fdl_json_obj(v->m, "capture");
   const fdl_ds_manifest *m = &v->mf;
   const char *W = FDL_DS_MANIFEST_NAME;
   if (m->capture.form == FDL_FORM_HIDDEN) {
@@ -73,8 +73,8 @@ void fdl_ds_v_head(ds_vctx *v) {
                        "head file_sha256 equals tensor_content_sha256; a container digest and a "
                        "content digest coinciding is almost certainly one convention pasted "
                        "twice");
-  const json_t *fn = fdl_ds_obj(head, "final_norm");
-  if (is(fdl_ds_str(capture, "semantic_point"), "after_final_rmsnorm_before_lm_head") &&
+  const json_t *fn = fdl_json_obj(head, "final_norm");
+  if (is(fdl_json_str(capture, "semantic_point"), "after_final_rmsnorm_before_lm_head") &&
       fdl_py_truthy(json_object_get(fn, "applied_at_replay")))
     fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "HEAD-7", W,
                         "the capture is already after the final norm; replay applies the head "
@@ -115,10 +115,10 @@ static int collect_containers(const json_t *node, json_t *set, int depth) {
 }
 
 void fdl_ds_v_determinism(ds_vctx *v) {
-  const json_t *det = fdl_ds_obj(v->m, "determinism"), *panel = fdl_ds_obj(v->m, "panel");
+  const json_t *det = fdl_json_obj(v->m, "determinism"), *panel = fdl_json_obj(v->m, "panel");
   const char *W = FDL_DS_MANIFEST_NAME;
-  const char *kind = fdl_ds_str(det, "evidence_kind");
-  const json_t *hashes = fdl_ds_arr(det, "evidence_hashes");
+  const char *kind = fdl_json_str(det, "evidence_kind");
+  const json_t *hashes = fdl_json_arr(det, "evidence_hashes");
   json_t *distinct = json_object();
   if (!distinct) {
     v->rep->oom = FDL_NOMEM;
@@ -142,7 +142,7 @@ void fdl_ds_v_determinism(ds_vctx *v) {
     fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "DET-D1", W,
                         "distinct_evidence_hash_count != %zu distinct hashes", nd);
   int64_t runs = 0;
-  (void)fdl_ds_int(det, "run_count", &runs);
+  (void)fdl_json_int(det, "run_count", &runs);
   if (fdl_py_truthy(json_object_get(det, "identical_across_runs"))) {
     bool content = fdl_vocab_find(fdl_content_evidence_names, kind) >= 0;
     char q[FDL_QUOTE_CAP];
@@ -175,7 +175,7 @@ void fdl_ds_v_determinism(ds_vctx *v) {
                           json_string_value(h));
   }
   json_decref(containers);
-  const char *pr = fdl_ds_str(panel, "panel_receipt_sha256");
+  const char *pr = fdl_json_str(panel, "panel_receipt_sha256");
   json_array_foreach(hashes, i, h) {
     if (pr && json_is_string(h) && !strcmp(pr, json_string_value(h))) {
       fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "DET-D3", W,
@@ -185,8 +185,8 @@ void fdl_ds_v_determinism(ds_vctx *v) {
   }
   if (runs < 5) {
     bool declared = false;
-    json_array_foreach(fdl_ds_arr(v->m, "disclosures"), i, h) declared |=
-        is(fdl_ds_str(h, "code"), "reduced_run_count");
+    json_array_foreach(fdl_json_arr(v->m, "disclosures"), i, h) declared |=
+        is(fdl_json_str(h, "code"), "reduced_run_count");
     if (!declared)
       fdl_ds_report_warn(v->rep, FDL_DSC_REDUCED_RUN_COUNT, "DET-D4", W,
                          "run_count %lld < 5 and no reduced_run_count disclosure is present; a "
@@ -201,7 +201,7 @@ void fdl_ds_v_determinism(ds_vctx *v) {
 static void validation_report(ds_vctx *v) {
   json_t *doc = fdl_ds_v_load_sub(v, FDL_DS_VALIDATION_FILE, "VALIDATION", NULL, true);
   if (!doc) return;
-  if (!is(fdl_ds_str(doc, "schema"), FDL_DS_VALIDATION_SCHEMA))
+  if (!is(fdl_json_str(doc, "schema"), FDL_DS_VALIDATION_SCHEMA))
     fdl_ds_report_error(v->rep, FDL_DSC_BAD_SCHEMA, "VALIDATION", FDL_DS_VALIDATION_FILE,
                         "schema is not '%s'", FDL_DS_VALIDATION_SCHEMA);
   bool ok, present;
@@ -217,8 +217,8 @@ static void validation_report(ds_vctx *v) {
 }
 
 void fdl_ds_v_role(ds_vctx *v) {
-  const json_t *dataset = fdl_ds_obj(v->m, "dataset"), *scope = fdl_ds_obj(v->m, "scope"),
-               *head = fdl_ds_obj(v->m, "head");
+  const json_t *dataset = fdl_json_obj(v->m, "dataset"), *scope = fdl_json_obj(v->m, "scope"),
+               *head = fdl_json_obj(v->m, "head");
   fdl_role role = v->mf.dataset.role;
   const char *W = FDL_DS_MANIFEST_NAME;
   bool sealed = is(v->mf.dataset.structural_status, "sealed");
@@ -236,11 +236,11 @@ void fdl_ds_v_role(ds_vctx *v) {
     validation_report(v);
   }
   if (role == FDL_ROLE_ROOT) {
-    bool native = is(fdl_ds_str(scope, "policy"), "native");
+    bool native = is(fdl_json_str(scope, "policy"), "native");
     size_t i;
     json_t *a;
-    json_array_foreach(fdl_ds_arr(scope, "assignments"), i, a) native &=
-        is(fdl_ds_str(a, "treatment"), "native");
+    json_array_foreach(fdl_json_arr(scope, "assignments"), i, a) native &=
+        is(fdl_json_str(a, "treatment"), "native");
     if (!native)
       fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "ROOT-1", W,
                           "a root declares scope.policy native with every tensor class native; a "
@@ -276,7 +276,7 @@ void fdl_ds_v_role(ds_vctx *v) {
 /* ---- scope ------------------------------------------------------------------------------- */
 
 void fdl_ds_v_scope(ds_vctx *v) {
-  const json_t *assign = fdl_ds_arr(fdl_ds_obj(v->m, "scope"), "assignments");
+  const json_t *assign = fdl_json_arr(fdl_json_obj(v->m, "scope"), "assignments");
   static const char *const ALLOWED[] = {"tensor_class", "treatment", "format", "bits_per_weight",
                                         "layer_range",  "note",      NULL};
   const char *W = FDL_DS_MANIFEST_NAME;
@@ -340,8 +340,8 @@ void fdl_ds_v_scope(ds_vctx *v) {
 /* ---- lane -------------------------------------------------------------------------------- */
 
 void fdl_ds_v_lane(ds_vctx *v) {
-  const json_t *rt = fdl_ds_obj(v->m, "runtime");
-  const char *lane = fdl_ds_str(rt, "lane");
+  const json_t *rt = fdl_json_obj(v->m, "runtime");
+  const char *lane = fdl_json_str(rt, "lane");
   bool ok = fdl_vocab_find(fdl_lane_names, lane) >= 0;
   char q[FDL_QUOTE_CAP];
   if (!ok)
@@ -363,8 +363,8 @@ void fdl_ds_v_lane(ds_vctx *v) {
 /* ---- remap ------------------------------------------------------------------------------- */
 
 void fdl_ds_v_remap(ds_vctx *v) {
-  const json_t *panel = fdl_ds_obj(v->m, "panel");
-  const char *rf = fdl_ds_str(panel, "remap_file");
+  const json_t *panel = fdl_json_obj(v->m, "panel");
+  const char *rf = fdl_json_str(panel, "remap_file");
   if (!rf || !rf[0]) return;
   json_t *remap = fdl_ds_v_load_sub(v, rf, "REMAP", NULL, false);
   if (!remap) return;
@@ -375,7 +375,7 @@ void fdl_ds_v_remap(ds_vctx *v) {
   else if (s != FDL_OK || !ok)
     fdl_ds_report_error(v->rep, FDL_DSC_SEAL_FAILED, "SEAL-1(g)", rf,
                         present ? "receipt_sha256 does not recompute" : "no receipt_sha256");
-  const json_t *entries = fdl_ds_obj(remap, "entries");
+  const json_t *entries = fdl_json_obj(remap, "entries");
   const char *digest;
   json_t *target;
   json_object_foreach((json_t *)entries, digest, target) {
@@ -395,7 +395,7 @@ void fdl_ds_v_remap(ds_vctx *v) {
                           "remap target %s does not hash to its key %.12s", t, digest);
     }
   }
-  const char *for_file = fdl_ds_str(remap, "for_receipt_file");
+  const char *for_file = fdl_json_str(remap, "for_receipt_file");
   if (for_file) {
     char rel[DS_MAX_PATH], dir[DS_MAX_PATH];
     fdl_dirname(rf, dir, sizeof dir);
@@ -415,8 +415,8 @@ void fdl_ds_v_remap(ds_vctx *v) {
                             "the copied sealed receipt no longer verifies; it must be verbatim");
       size_t i, missing = 0;
       json_t *a;
-      json_array_foreach(fdl_ds_arr(sealed, "artifacts"), i, a) {
-        const char *d = fdl_ds_str(a, "sha256");
+      json_array_foreach(fdl_json_arr(sealed, "artifacts"), i, a) {
+        const char *d = fdl_json_str(a, "sha256");
         if (d && d[0] && !json_object_get(entries, d)) missing++;
       }
       if (missing)

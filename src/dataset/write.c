@@ -131,24 +131,24 @@ static fdl_status write_checksums(const char *dir, char *hex, fdl_err *err) {
 fdl_status fdl_ds_write_sealed(const char *dir, fdl_ds_docs *d, char *dataset_sha256,
                                fdl_err *err) {
   json_t *m = d->manifest;
-  json_t *panel = fdl_ds_obj(m, "panel"), *runtime = fdl_ds_obj(m, "runtime"),
-         *head = fdl_ds_obj(m, "head"), *capture = fdl_ds_obj(m, "capture"),
-         *seal = fdl_ds_obj(m, "seal");
+  json_t *panel = fdl_json_obj(m, "panel"), *runtime = fdl_json_obj(m, "runtime"),
+         *head = fdl_json_obj(m, "head"), *capture = fdl_json_obj(m, "capture"),
+         *seal = fdl_json_obj(m, "seal");
   if (!panel || !runtime || !head || !capture || !seal || !d->panel || !d->runtime || !d->capture)
     return fdl_fail(err, FDL_INVALID,
                     "seal chain: the manifest needs panel, runtime, head, "
                     "capture and seal blocks, and the panel, runtime and capture documents");
   char hex[DS_HEX_LEN + 1];
   fdl_status s = fdl_ds_seal(d->panel, "receipt_sha256", err);
-  if (s == FDL_OK) s = write_doc(dir, fdl_ds_str(panel, "panel_file"), d->panel, hex, err);
+  if (s == FDL_OK) s = write_doc(dir, fdl_json_str(panel, "panel_file"), d->panel, hex, err);
   if (s == FDL_OK) s = set_str(panel, "panel_file_sha256", hex, err);
 
   char runtime_hex[DS_HEX_LEN + 1];
   if (s == FDL_OK) s = fdl_ds_seal(d->runtime, "receipt_sha256", err);
-  if (s == FDL_OK) s = write_doc(dir, fdl_ds_str(runtime, "file"), d->runtime, runtime_hex, err);
+  if (s == FDL_OK) s = write_doc(dir, fdl_json_str(runtime, "file"), d->runtime, runtime_hex, err);
   if (s == FDL_OK) s = set_str(runtime, "file_sha256", runtime_hex, err);
 
-  const char *head_json = fdl_ds_str(head, "head_json");
+  const char *head_json = fdl_json_str(head, "head_json");
   if (s == FDL_OK && head_json) {
     if (!d->head)
       return fdl_fail(err, FDL_INVALID,
@@ -161,13 +161,13 @@ fdl_status fdl_ds_write_sealed(const char *dir, fdl_ds_docs *d, char *dataset_sh
 
   if (s == FDL_OK) s = set_str(d->capture, "runtime_manifest_sha256", runtime_hex, err);
   if (s == FDL_OK) s = fdl_ds_seal(d->capture, "receipt_sha256", err);
-  if (s == FDL_OK) s = write_doc(dir, fdl_ds_str(capture, "manifest_file"), d->capture, hex, err);
+  if (s == FDL_OK) s = write_doc(dir, fdl_json_str(capture, "manifest_file"), d->capture, hex, err);
   if (s == FDL_OK) s = set_str(capture, "manifest_file_sha256", hex, err);
 
   if (s == FDL_OK) {
     json_t *report = d->validation ? json_incref(d->validation) : NULL;
     if (!report)
-      s = fdl_ds_preseal_report(fdl_ds_str(fdl_ds_obj(m, "dataset"), "id"), &report, err);
+      s = fdl_ds_preseal_report(fdl_json_str(fdl_json_obj(m, "dataset"), "id"), &report, err);
     if (s == FDL_OK) s = write_doc(dir, FDL_DS_VALIDATION_FILE, report, NULL, err);
     json_decref(report);
   }
@@ -177,7 +177,7 @@ fdl_status fdl_ds_write_sealed(const char *dir, fdl_ds_docs *d, char *dataset_sh
   if (s == FDL_OK) s = fdl_ds_seal(m, "dataset_sha256", err);
   if (s == FDL_OK) s = write_doc(dir, FDL_DS_MANIFEST_NAME, m, NULL, err);
   if (s == FDL_OK && dataset_sha256) {
-    const char *seal_value = fdl_ds_str(m, "dataset_sha256");
+    const char *seal_value = fdl_json_str(m, "dataset_sha256");
     snprintf(dataset_sha256, DS_HEX_LEN + 1, "%s", seal_value ? seal_value : "");
   }
   return s;

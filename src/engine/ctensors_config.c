@@ -14,10 +14,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
-
-static const char *str(const json_t *o, const char *k) {
-  return json_string_value(json_object_get(o, k));
-}
+#include "json/get.h"
 
 static bool set(const json_t *o, const char *k) {
   const json_t *v = json_object_get(o, k);
@@ -26,7 +23,7 @@ static bool set(const json_t *o, const char *k) {
 
 fdl_status fdl_eng_ct_config(const json_t *q, const char *path, fdl_model_info *info,
                              fdl_err *err) {
-  const char *fmt = str(q, "format");
+  const char *fmt = fdl_json_str(q, "format");
   if (!fmt || (strcmp(fmt, "pack-quantized") && strcmp(fmt, "float-quantized")))
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "%s: quantization_config.format %s is not read (expected pack-quantized or "
@@ -53,11 +50,11 @@ fdl_status fdl_eng_ct_config(const json_t *q, const char *path, fdl_model_info *
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "%s: config_groups.%s: expected weights for the targets [\"Linear\"]", path,
                     gname);
-  if (str(g, "format") && strcmp(str(g, "format"), fmt))
+  if (fdl_json_str(g, "format") && strcmp(fdl_json_str(g, "format"), fmt))
     return fdl_fail(err, FDL_UNSUPPORTED, "%s: config_groups.%s.format %s differs from %s", path,
-                    gname, str(g, "format"), fmt);
+                    gname, fdl_json_str(g, "format"), fmt);
   bool packed = !strcmp(fmt, "pack-quantized");
-  const char *type = str(w, "type"), *strategy = str(w, "strategy");
+  const char *type = fdl_json_str(w, "type"), *strategy = fdl_json_str(w, "strategy");
   const json_t *nb = json_object_get(w, "num_bits");
   json_int_t bits = json_is_integer(nb) ? json_integer_value(nb) : 0;
   if (!type || strcmp(type, packed ? "int" : "float") ||

@@ -1,4 +1,4 @@
-/* py.c - Python's truthiness, ==, repr() and str() over jansson values, and the dotted get.
+/* py.c - Python's truthiness, ==, repr() and str() over jansson values.
  *
  * One implementation for validate and compare: the two used to carry a copy each, and the
  * copies disagreed on [63] == [63.0]. Python decides, so where a rule is subtle the comment
@@ -242,17 +242,4 @@ void fdl_py_str(const json_t *v, char *out, size_t cap) {
   else
     repr_value(&k, v);
   finish(&k);
-}
-
-/* ---- dotted get -------------------------------------------------------------------------- */
-
-const json_t *fdl_json_get_path(const json_t *o, const char *path) {
-  while (o && path && *path) {
-    const char *dot = strchr(path, '.');
-    size_t n = dot ? (size_t)(dot - path) : strlen(path);
-    if (!json_is_object(o)) return NULL;
-    o = json_object_getn(o, path, n);
-    path += n + (dot ? 1 : 0);
-  }
-  return o;
 }

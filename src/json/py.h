@@ -26,8 +26,5 @@ void fdl_py_repr(const json_t *v, char *out, size_t cap);
 void fdl_py_shown(const json_t *v, char *out, size_t cap);
 /* str(v): a string as it is, anything else as repr(v). Cut with "..." when it does not fit. */
 void fdl_py_str(const json_t *v, char *out, size_t cap);
-/* The value at a dotted path ("capture.vocab_size") below o, or NULL when a step is missing or
- * is not an object. An empty path is o itself. */
-const json_t *fdl_json_get_path(const json_t *o, const char *path);
 
 #endif

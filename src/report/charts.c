@@ -162,7 +162,7 @@ fdl_status fdl_rpt_chart_cdf(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_
     const char *tn[4], *tc[4];
     size_t nt = 0;
     for (int k = 0; k < 4; k++) {
-      double v = fdl_rpt_num(rs[0]->doc, keys[k]);
+      double v = fdl_json_path_num(rs[0]->doc, keys[k], NAN);
       if (!(v >= lo)) continue;
       char num[32];
       fdl_rpt_vline(b, &f, v, mc[k], labels[k], k);
@@ -327,7 +327,7 @@ void fdl_rpt_chart_top1(fdl_buf *b, const fdl_rpt_receipt *r) {
       n++;
     }
   }
-  v[n] = fdl_rpt_num(r->doc, "top1_agreement"), lo[n] = hi[n] = NAN;
+  v[n] = fdl_json_path_num(r->doc, "top1_agreement", NAN), lo[n] = hi[n] = NAN;
   cols[n] = "#555555", labels[n] = "all tokens";
   n++;
   f.y0 = 0, f.y1 = 1;

@@ -5,6 +5,7 @@
  * metric, direction, accumulation and head policy. That is the comparability key with
  * stack_relation left out: quantizations of one model served by different stacks are exactly
  * what a side-by-side page is for, and each row shows its own stack relation and class. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,9 +26,9 @@ static const char *const SAME[] = {
 
 fdl_status fdl_rpt_comparable(const fdl_rpt_receipt *const *rs, size_t n, fdl_err *err) {
   for (size_t i = 0; i < n; i++) {
-    const char *key = fdl_rpt_str(rs[i]->doc, "comparability.key");
+    const char *key = fdl_json_path_str(rs[i]->doc, "comparability.key");
     if (!key) {
-      const char *kind = fdl_rpt_str(rs[i]->doc, "comparison_kind");
+      const char *kind = fdl_json_str(rs[i]->doc, "comparison_kind");
       return fdl_fail(err, FDL_REFUSED,
                       "%s: no comparability key (comparison_kind %s): only measurements are "
                       "ranked side by side; leave it out of --compare",
@@ -36,7 +37,7 @@ fdl_status fdl_rpt_comparable(const fdl_rpt_receipt *const *rs, size_t n, fdl_er
   }
   for (size_t i = 1; i < n; i++)
     for (size_t k = 0; k < sizeof SAME / sizeof *SAME; k++) {
-      const json_t *a = fdl_rpt_get(rs[0]->doc, SAME[k]), *b = fdl_rpt_get(rs[i]->doc, SAME[k]);
+      const json_t *a = fdl_json_path(rs[0]->doc, SAME[k]), *b = fdl_json_path(rs[i]->doc, SAME[k]);
       if (a && b && json_equal((json_t *)a, (json_t *)b)) continue;
       char x[80] = "absent", y[80] = "absent";
       if (json_is_string(a)) fdl_quote_str(json_string_value(a), x, sizeof x);
@@ -54,8 +55,8 @@ fdl_status fdl_rpt_comparable(const fdl_rpt_receipt *const *rs, size_t n, fdl_er
 
 void fdl_rpt_sort_by_kl(const fdl_rpt_receipt **rs, size_t n) {
   for (size_t a = 1; a < n; a++)
-    for (size_t b = a; b > 0 && fdl_rpt_num(rs[b - 1]->doc, "metric.value") >
-                                    fdl_rpt_num(rs[b]->doc, "metric.value");
+    for (size_t b = a; b > 0 && fdl_json_path_num(rs[b - 1]->doc, "metric.value", NAN) >
+                                    fdl_json_path_num(rs[b]->doc, "metric.value", NAN);
          b--) {
       const fdl_rpt_receipt *t = rs[b];
       rs[b] = rs[b - 1];

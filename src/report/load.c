@@ -28,31 +28,6 @@
 static const char *const LLAMA_ARRAYS[3] = {"tokenwise-logprob-ref.npy",
                                             "tokenwise-logprob-cand.npy", "tokenwise-top1.npy"};
 
-const json_t *fdl_rpt_get(const json_t *doc, const char *path) {
-  const json_t *v = doc;
-  char key[128];
-  while (v && *path) {
-    const char *dot = strchr(path, '.');
-    size_t len = dot ? (size_t)(dot - path) : strlen(path);
-    if (len >= sizeof key) return NULL;
-    memcpy(key, path, len);
-    key[len] = '\0';
-    v = json_is_object(v) ? json_object_get(v, key) : NULL;
-    path += len + (dot ? 1 : 0);
-  }
-  return v;
-}
-
-double fdl_rpt_num(const json_t *doc, const char *path) {
-  const json_t *v = fdl_rpt_get(doc, path);
-  return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-const char *fdl_rpt_str(const json_t *doc, const char *path) {
-  const json_t *v = fdl_rpt_get(doc, path);
-  return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
 static bool untrusted(fdl_rpt_receipt *r, const char *fmt, ...) FDL_PRINTF(2, 3);
 static bool untrusted(fdl_rpt_receipt *r, const char *fmt, ...) {
   va_list ap;
@@ -172,14 +147,14 @@ static bool load_contexts(fdl_rpt_receipt *r, fdl_status *st, fdl_err *err) {
     const json_t *ix = json_object_get(c, "index"); /* a count, never cast from a double */
     if (!json_is_integer(ix)) return untrusted(r, "per_context[%zu].index is not an integer", i);
     x->index = (long long)json_integer_value(ix);
-    x->window_id = fdl_rpt_str(c, "window_id");
-    x->mean = fdl_rpt_num(c, "mean");
-    x->max = fdl_rpt_num(c, "max");
-    x->lo = fdl_rpt_num(c, "ci95_low");
-    x->hi = fdl_rpt_num(c, "ci95_high");
+    x->window_id = fdl_json_str(c, "window_id");
+    x->mean = fdl_json_path_num(c, "mean", NAN);
+    x->max = fdl_json_path_num(c, "max", NAN);
+    x->lo = fdl_json_path_num(c, "ci95_low", NAN);
+    x->hi = fdl_json_path_num(c, "ci95_high", NAN);
     x->ci_sealed = isfinite(x->lo) && isfinite(x->hi);
     x->domain = -1;
-    const char *dom = fdl_rpt_str(c, "domain");
+    const char *dom = fdl_json_str(c, "domain");
     if (dom && *dom) {
       size_t k = 0;
       while (k < r->ndomains && strcmp(r->domains[k], dom)) k++;
@@ -200,7 +175,7 @@ static bool load_contexts(fdl_rpt_receipt *r, fdl_status *st, fdl_err *err) {
       r->domains[b - 1] = t;
     }
   for (size_t i = 0; i < n; i++) {
-    const char *dom = fdl_rpt_str(json_array_get(pc, i), "domain");
+    const char *dom = fdl_json_path_str(json_array_get(pc, i), "domain");
     for (size_t k = 0; dom && k < r->ndomains; k++)
       if (!strcmp(r->domains[k], dom)) r->ctx[i].domain = (int)k;
     if (dom && *dom && r->ctx[i].domain < 0) r->ctx[i].domain = FDL_RPT_MAX_DOMAINS - 1;
@@ -209,9 +184,9 @@ static bool load_contexts(fdl_rpt_receipt *r, fdl_status *st, fdl_err *err) {
 }
 
 static bool load_llama(fdl_rpt_receipt *r, fdl_status *st, fdl_err *err) {
-  const json_t *b = fdl_rpt_get(r->doc, "fidelis_extensions.llamacpp_compatible");
+  const json_t *b = fdl_json_path(r->doc, "fidelis_extensions.llamacpp_compatible");
   if (!b) return true; /* an older receipt */
-  const char *schema = fdl_rpt_str(b, "schema");
+  const char *schema = fdl_json_str(b, "schema");
   if (!json_is_object(b) || !schema || strcmp(schema, LLAMA_SCHEMA))
     return untrusted(r, "fidelis_extensions.llamacpp_compatible is not a %s block", LLAMA_SCHEMA);
   const json_t *n = json_object_get(b, "n");
@@ -249,7 +224,7 @@ fdl_status fdl_rpt_load(const char *dir, fdl_rpt_receipt *r, fdl_err *err) {
     untrusted(r, "%s: %s", FDL_REPORT_RECEIPT, e.msg);
     return FDL_OK;
   }
-  const char *schema = fdl_rpt_str(r->doc, "schema");
+  const char *schema = fdl_json_str(r->doc, "schema");
   if (!schema || strcmp(schema, RECEIPT_SCHEMA)) {
     untrusted(r, "%s: schema is not %s: not a comparison receipt", FDL_REPORT_RECEIPT,
               RECEIPT_SCHEMA);
@@ -272,8 +247,8 @@ fdl_status fdl_rpt_load(const char *dir, fdl_rpt_receipt *r, fdl_err *err) {
     return FDL_OK;
   }
   /* Only the name the format writes: a receipt must not point the page at another file. */
-  const char *tw = fdl_rpt_str(r->doc, "tokenwise.path");
-  const char *hex = digest_of(fdl_rpt_get(r->doc, "tokenwise.sha256"));
+  const char *tw = fdl_json_path_str(r->doc, "tokenwise.path");
+  const char *hex = digest_of(fdl_json_path(r->doc, "tokenwise.sha256"));
   if (!tw || strcmp(tw, "tokenwise-kld.npy") || !hex) {
     untrusted(r, "tokenwise: the receipt does not name tokenwise-kld.npy with a SHA-256");
     return FDL_OK;
@@ -285,7 +260,7 @@ fdl_status fdl_rpt_load(const char *dir, fdl_rpt_receipt *r, fdl_err *err) {
   if (!read_array(r, "tokenwise-kld.npy", hex, FDL_DTYPE_F64, &n, &kl, &s, err)) return s;
   r->kl = kl;
   r->n = n;
-  double scored = fdl_rpt_num(r->doc, "panel.scored_positions");
+  double scored = fdl_json_path_num(r->doc, "panel.scored_positions", NAN);
   if (scored != (double)n) {
     untrusted(r, "tokenwise-kld.npy holds %zu values but panel.scored_positions is %s", n,
               isfinite(scored) ? "another number" : "missing");

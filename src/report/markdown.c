@@ -34,13 +34,15 @@ static void cell(fdl_buf *b, const char *s) {
 static void num_row(fdl_buf *b, const char *name, const json_t *d, const char *path,
                     const char *unit) {
   char x[32];
-  fdl_buf_printf(b, "| %s | %s%s |\n", name, fdl_rpt_fmt(fdl_rpt_num(d, path), 6, x), unit);
+  fdl_buf_printf(b, "| %s | %s%s |\n", name, fdl_rpt_fmt(fdl_json_path_num(d, path, NAN), 6, x),
+                 unit);
 }
 
 static void pm_row(fdl_buf *b, const char *name, const json_t *k, const char *v, const char *e) {
   char x[32], y[32];
-  fdl_buf_printf(b, "| %s | %s \xC2\xB1 %s |\n", name, fdl_rpt_fmt(fdl_rpt_num(k, v), 6, x),
-                 fdl_rpt_fmt(fdl_rpt_num(k, e), 4, y));
+  fdl_buf_printf(b, "| %s | %s \xC2\xB1 %s |\n", name,
+                 fdl_rpt_fmt(fdl_json_path_num(k, v, NAN), 6, x),
+                 fdl_rpt_fmt(fdl_json_path_num(k, e, NAN), 4, y));
 }
 
 void fdl_rpt_md_headline(fdl_buf *b, const fdl_rpt_receipt *r) {
@@ -49,10 +51,11 @@ void fdl_rpt_md_headline(fdl_buf *b, const fdl_rpt_receipt *r) {
   fdl_buf_puts(b, "| statistic | value |\n|---|---|\n| candidate | ");
   cell(b, fdl_rpt_name(r));
   fdl_buf_puts(b, " |\n| reference | ");
-  cell(b, fdl_rpt_str(d, "reference.label"));
+  cell(b, fdl_json_path_str(d, "reference.label"));
   fdl_buf_printf(b, " |\n| mean KL(reference \\|\\| candidate) | %s nats",
-                 fdl_rpt_fmt(fdl_rpt_num(d, "metric.value"), 6, v));
-  double lo = fdl_rpt_num(d, "uncertainty.ci95_low"), hi = fdl_rpt_num(d, "uncertainty.ci95_high");
+                 fdl_rpt_fmt(fdl_json_path_num(d, "metric.value", NAN), 6, v));
+  double lo = fdl_json_path_num(d, "uncertainty.ci95_low", NAN),
+         hi = fdl_json_path_num(d, "uncertainty.ci95_high", NAN);
   if (isfinite(lo) && isfinite(hi))
     fdl_buf_printf(b, " (CI95 %s to %s)", fdl_rpt_fmt(lo, 4, l), fdl_rpt_fmt(hi, 4, h));
   fdl_buf_puts(b, " |\n");
@@ -70,11 +73,11 @@ void fdl_rpt_md_headline(fdl_buf *b, const fdl_rpt_receipt *r) {
   }
   num_row(b, "scored positions", d, "panel.scored_positions", "");
   fdl_buf_puts(b, "| class | ");
-  cell(b, fdl_rpt_str(d, "comparability.class"));
+  cell(b, fdl_json_path_str(d, "comparability.class"));
   fdl_buf_puts(b, " |\n| comparability key | ");
-  cell(b, fdl_rpt_str(d, "comparability.key"));
+  cell(b, fdl_json_path_str(d, "comparability.key"));
   fdl_buf_puts(b, " |\n| receipt_sha256 | ");
-  cell(b, fdl_rpt_str(d, "receipt_sha256"));
+  cell(b, fdl_json_str(d, "receipt_sha256"));
   fdl_buf_puts(b, " |\n");
 }
 
@@ -86,13 +89,14 @@ void fdl_rpt_md_compare(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_t n) 
     char a[32], l[32], h[32], p[32], m[32], t[32];
     fdl_buf_printf(b, "| %zu | ", i + 1);
     cell(b, fdl_rpt_name(rs[i]));
-    fdl_buf_printf(
-        b, " | %s | %s to %s | %s | %s | %s | ", fdl_rpt_fmt(fdl_rpt_num(d, "metric.value"), 6, a),
-        fdl_rpt_fmt(fdl_rpt_num(d, "uncertainty.ci95_low"), 4, l),
-        fdl_rpt_fmt(fdl_rpt_num(d, "uncertainty.ci95_high"), 4, h),
-        fdl_rpt_fmt(fdl_rpt_num(d, "kl.p99"), 4, p), fdl_rpt_fmt(fdl_rpt_num(d, "kl.max"), 4, m),
-        fdl_rpt_fmt(fdl_rpt_num(d, "top1_agreement"), 4, t));
-    cell(b, fdl_rpt_str(d, "comparability.class"));
+    fdl_buf_printf(b, " | %s | %s to %s | %s | %s | %s | ",
+                   fdl_rpt_fmt(fdl_json_path_num(d, "metric.value", NAN), 6, a),
+                   fdl_rpt_fmt(fdl_json_path_num(d, "uncertainty.ci95_low", NAN), 4, l),
+                   fdl_rpt_fmt(fdl_json_path_num(d, "uncertainty.ci95_high", NAN), 4, h),
+                   fdl_rpt_fmt(fdl_json_path_num(d, "kl.p99", NAN), 4, p),
+                   fdl_rpt_fmt(fdl_json_path_num(d, "kl.max", NAN), 4, m),
+                   fdl_rpt_fmt(fdl_json_path_num(d, "top1_agreement", NAN), 4, t));
+    cell(b, fdl_json_path_str(d, "comparability.class"));
     fdl_buf_puts(b, " |\n");
   }
 }

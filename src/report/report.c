@@ -54,8 +54,8 @@ static void title(fdl_buf *b, const fdl_rpt_receipt *r) {
   fdl_buf_puts(b, "<h1>Fidelity report: ");
   fdl_rpt_esc(b, fdl_rpt_name(r));
   fdl_buf_puts(b, " against ");
-  const char *ref = fdl_rpt_str(r->doc, "reference.label");
-  fdl_rpt_esc(b, ref && *ref ? ref : fdl_rpt_str(r->doc, "reference.dataset_id"));
+  const char *ref = fdl_json_path_str(r->doc, "reference.label");
+  fdl_rpt_esc(b, ref && *ref ? ref : fdl_json_path_str(r->doc, "reference.dataset_id"));
   fdl_buf_puts(b, "</h1>\n<p class=\"note\" id=\"verified\">Receipt <code>");
   fdl_rpt_esc(b, r->dir);
   fdl_buf_puts(b, "</code>: seal recomputed and every array's SHA-256 matched before anything "
@@ -95,10 +95,10 @@ static fdl_status side_by_side(fdl_buf *b, loaded *l, fdl_err *err) {
   const fdl_rpt_receipt **o = l->p;
   fdl_rpt_sort_by_kl(o, l->n);
   fdl_buf_printf(b, "<h1>Side by side: %zu candidates on panel ", l->n);
-  fdl_rpt_esc(b, fdl_rpt_str(o[0]->doc, "panel.panel_id"));
+  fdl_rpt_esc(b, fdl_json_path_str(o[0]->doc, "panel.panel_id"));
   fdl_buf_puts(b, "</h1>\n<p class=\"note\" id=\"verified\">Every receipt's seal recomputed and "
                   "every array's SHA-256 matched before anything was drawn. Reference: <code>");
-  fdl_rpt_esc(b, fdl_rpt_str(o[0]->doc, "reference.dataset_id"));
+  fdl_rpt_esc(b, fdl_json_path_str(o[0]->doc, "reference.dataset_id"));
   fdl_buf_puts(b, "</code>. Ranked by mean KL, lowest (closest to the reference) first.</p>\n"
                   "<section id=\"ranking\"><h2>Ranking</h2>");
   fdl_rpt_compare_table(b, o, l->n);

@@ -19,6 +19,7 @@
 #include "base/buf.h"
 #include "fidelis/report.h"
 #include "fidelis/status.h"
+#include "json/get.h"
 
 /* ---- a verified receipt (load.c) ------------------------------------------------------ */
 
@@ -56,12 +57,6 @@ typedef struct {
  * any check; another status only when the machine failed (I/O, memory). */
 fdl_status fdl_rpt_load(const char *dir, fdl_rpt_receipt *r, fdl_err *err);
 void fdl_rpt_free(fdl_rpt_receipt *r);
-
-/* Receipt accessors: a number (int or real) at a dotted path, NaN when absent or not a number;
- * a string, NULL when absent or not a string. */
-double fdl_rpt_num(const json_t *doc, const char *path);
-const char *fdl_rpt_str(const json_t *doc, const char *path);
-const json_t *fdl_rpt_get(const json_t *doc, const char *path);
 
 /* ---- derived from the sealed arrays (derive.c) ----------------------------------------- */
 

@@ -10,8 +10,8 @@
 const char *fdl_rpt_name(const fdl_rpt_receipt *r) {
   /* The default label ("candidate", as compare writes it) names no one: side-by-side rows
    * would all read the same, so the dataset id names the row instead. */
-  const char *s = fdl_rpt_str(r->doc, "candidate.label");
-  if (!s || !*s || !strcmp(s, "candidate")) s = fdl_rpt_str(r->doc, "candidate.dataset_id");
+  const char *s = fdl_json_path_str(r->doc, "candidate.label");
+  if (!s || !*s || !strcmp(s, "candidate")) s = fdl_json_path_str(r->doc, "candidate.dataset_id");
   return s && *s ? s : r->dir;
 }
 
@@ -39,19 +39,19 @@ static const char *scalar(const json_t *v, char buf[32]) {
 
 static void row_path(fdl_buf *b, const char *name, const json_t *doc, const char *path, bool mono) {
   char buf[32];
-  row_text(b, name, scalar(fdl_rpt_get(doc, path), buf), mono);
+  row_text(b, name, scalar(fdl_json_path(doc, path), buf), mono);
 }
 
 void fdl_rpt_verdict(fdl_buf *b, const fdl_rpt_receipt *r) {
   const json_t *d = r->doc;
-  const char *cls = fdl_rpt_str(d, "comparability.class");
+  const char *cls = fdl_json_path_str(d, "comparability.class");
   bool strict = cls && !strcmp(cls, "strict");
   fdl_buf_puts(b, "<section id=\"verdict\"><h2>Verdict</h2><p><span class=\"badge ");
   fdl_buf_puts(b, strict ? "strict" : "advisory");
   fdl_buf_puts(b, "\">");
   fdl_rpt_esc(b, cls ? cls : "unknown class");
   fdl_buf_puts(b, "</span> ");
-  fdl_rpt_esc(b, fdl_rpt_str(d, "comparison_kind"));
+  fdl_rpt_esc(b, fdl_json_str(d, "comparison_kind"));
   fdl_buf_puts(b, strict ? " &mdash; nothing in the gates weakened this comparison."
                          : " &mdash; read the disclosures before citing the numbers.");
   fdl_buf_puts(b, "</p><table>");
@@ -79,7 +79,7 @@ void fdl_rpt_disclosures(fdl_buf *b, const fdl_rpt_receipt *r) {
   const json_t *ds = json_object_get(d, "disclosures");
   for (size_t i = 0; json_is_array(ds) && i < json_array_size(ds); i++) {
     const json_t *x = json_array_get(ds, i);
-    const char *sev = fdl_rpt_str(x, "severity");
+    const char *sev = fdl_json_str(x, "severity");
     const char *cl = !sev                       ? "sev-caveat"
                      : !strcmp(sev, "info")     ? "sev-info"
                      : !strcmp(sev, "blocking") ? "sev-blocking"
@@ -88,12 +88,12 @@ void fdl_rpt_disclosures(fdl_buf *b, const fdl_rpt_receipt *r) {
     fdl_buf_printf(b, "<tr><td><span class=\"badge %s\">", cl);
     fdl_rpt_esc(b, sev ? sev : "?");
     fdl_buf_puts(b, "</span></td><td><code>");
-    fdl_rpt_esc(b, fdl_rpt_str(x, "code"));
+    fdl_rpt_esc(b, fdl_json_str(x, "code"));
     fdl_buf_puts(b, "</code></td><td>");
     const char *aff = scalar(json_object_get(x, "affects_comparability"), buf);
     fdl_rpt_esc(b, aff ? aff : "\xE2\x80\x94");
     fdl_buf_puts(b, "</td><td>");
-    fdl_rpt_esc(b, fdl_rpt_str(x, "detail"));
+    fdl_rpt_esc(b, fdl_json_str(x, "detail"));
     fdl_buf_puts(b, "</td></tr>\n");
   }
   fdl_buf_puts(b, "</table></section>\n");
@@ -111,9 +111,10 @@ static void with_ci(fdl_buf *b, double v, double lo, double hi) {
 void fdl_rpt_headline(fdl_buf *b, const fdl_rpt_receipt *r) {
   const json_t *d = r->doc;
   char x[32];
-  double lo = fdl_rpt_num(d, "uncertainty.ci95_low"), hi = fdl_rpt_num(d, "uncertainty.ci95_high");
+  double lo = fdl_json_path_num(d, "uncertainty.ci95_low", NAN),
+         hi = fdl_json_path_num(d, "uncertainty.ci95_high", NAN);
   fdl_buf_puts(b, "<section id=\"headline\"><h2>Headline</h2><p><span class=\"big\">");
-  with_ci(b, fdl_rpt_num(d, "metric.value"), lo, hi);
+  with_ci(b, fdl_json_path_num(d, "metric.value", NAN), lo, hi);
   fdl_buf_puts(b, "</span> nats mean KL(reference || candidate)</p><table>"
                   "<tr><th>statistic</th><th>value</th><th>source</th></tr>\n");
   static const struct {
@@ -134,21 +135,21 @@ void fdl_rpt_headline(fdl_buf *b, const fdl_rpt_receipt *r) {
     fdl_rpt_esc(b, rows[k].name);
     fdl_buf_puts(b, "</th><td class=\"num\">");
     if (k == 0)
-      with_ci(b, fdl_rpt_num(d, rows[k].path), lo, hi);
+      with_ci(b, fdl_json_path_num(d, rows[k].path, NAN), lo, hi);
     else
-      fdl_rpt_esc(b, fdl_rpt_fmt(fdl_rpt_num(d, rows[k].path), 6, x));
+      fdl_rpt_esc(b, fdl_rpt_fmt(fdl_json_path_num(d, rows[k].path, NAN), 6, x));
     fdl_buf_printf(b, " %s</td><td><code>%s</code></td></tr>\n", rows[k].unit, rows[k].path);
   }
   fdl_buf_puts(b, "</table><p class=\"note\">Interval: ");
-  const char *m = fdl_rpt_str(d, "uncertainty.method");
+  const char *m = fdl_json_path_str(d, "uncertainty.method");
   if (isfinite(lo) && isfinite(hi)) {
     fdl_rpt_esc(b, m);
     fdl_buf_printf(b, " over %s clusters (",
-                   fdl_rpt_fmt(fdl_rpt_num(d, "uncertainty.clusters"), 6, x));
-    fdl_rpt_esc(b, fdl_rpt_str(d, "uncertainty.cluster_unit"));
+                   fdl_rpt_fmt(fdl_json_path_num(d, "uncertainty.clusters", NAN), 6, x));
+    fdl_rpt_esc(b, fdl_json_path_str(d, "uncertainty.cluster_unit"));
     fdl_buf_printf(b, "), %s resamples, seed ",
-                   fdl_rpt_fmt(fdl_rpt_num(d, "uncertainty.samples"), 8, x));
-    fdl_buf_printf(b, "%s.", fdl_rpt_fmt(fdl_rpt_num(d, "uncertainty.seed"), 20, x));
+                   fdl_rpt_fmt(fdl_json_path_num(d, "uncertainty.samples", NAN), 8, x));
+    fdl_buf_printf(b, "%s.", fdl_rpt_fmt(fdl_json_path_num(d, "uncertainty.seed", NAN), 20, x));
   } else {
     fdl_buf_puts(b, "none in this receipt (<code>uncertainty.method</code> ");
     fdl_rpt_esc(b, m ? m : "absent");
@@ -166,8 +167,10 @@ static void llama_row(fdl_buf *b, const json_t *blk, const char *name, const cha
   double k = strcmp(unit, "%") ? 1.0 : 100.0;
   fdl_buf_puts(b, "<tr><th>");
   fdl_rpt_esc(b, name);
-  fdl_buf_printf(b, "</th><td class=\"num\">%s", fdl_rpt_fmt(k * fdl_rpt_num(blk, vpath), 6, v));
-  if (epath) fdl_buf_printf(b, " \xC2\xB1 %s", fdl_rpt_fmt(k * fdl_rpt_num(blk, epath), 4, e));
+  fdl_buf_printf(b, "</th><td class=\"num\">%s",
+                 fdl_rpt_fmt(k * fdl_json_path_num(blk, vpath, NAN), 6, v));
+  if (epath)
+    fdl_buf_printf(b, " \xC2\xB1 %s", fdl_rpt_fmt(k * fdl_json_path_num(blk, epath, NAN), 4, e));
   fdl_buf_printf(b, " %s</td><td><code>%s</code></td></tr>\n", unit, vpath);
 }
 
@@ -185,7 +188,7 @@ void fdl_rpt_llama_table(fdl_buf *b, const fdl_rpt_receipt *r) {
                   "standard error; the headline interval above stays the context-cluster "
                   "bootstrap. Fields of <code>fidelis_extensions.llamacpp_compatible</code>; "
                   "definitions: <code>");
-  fdl_rpt_esc(b, fdl_rpt_str(k, "definitions"));
+  fdl_rpt_esc(b, fdl_json_str(k, "definitions"));
   fdl_buf_puts(b, "</code>.</p><table><tr><th>statistic</th><th>value</th><th>field</th></tr>\n");
   llama_row(b, k, "Mean PPL(Q)", "ppl_candidate.value", "ppl_candidate.stderr", "");
   llama_row(b, k, "Mean PPL(base)", "ppl_reference.value", "ppl_reference.stderr", "");
@@ -200,7 +203,7 @@ void fdl_rpt_llama_table(fdl_buf *b, const fdl_rpt_receipt *r) {
     snprintf(name, sizeof name, "%s%% KLD", kq[i]);
     snprintf(path, sizeof path, "kld.percentiles.%s", kq[i]);
     /* Percentile keys hold dots: look them up by hand rather than by dotted path. */
-    const json_t *pv = json_object_get(fdl_rpt_get(k, "kld.percentiles"), kq[i]);
+    const json_t *pv = json_object_get(fdl_json_path(k, "kld.percentiles"), kq[i]);
     char v[32];
     fdl_buf_printf(b,
                    "<tr><th>%s</th><td class=\"num\">%s nats</td><td><code>%s</code></td>"
@@ -214,7 +217,7 @@ void fdl_rpt_llama_table(fdl_buf *b, const fdl_rpt_receipt *r) {
   static const char *const dq[] = {"99.9", "99", "95", "90", "75", "50",
                                    "25",   "10", "5",  "1",  "0.1"};
   for (size_t i = 0; i < sizeof dq / sizeof *dq; i++) {
-    const json_t *pv = json_object_get(fdl_rpt_get(k, "delta_p.percentiles"), dq[i]);
+    const json_t *pv = json_object_get(fdl_json_path(k, "delta_p.percentiles"), dq[i]);
     char v[32];
     fdl_buf_printf(
         b,
@@ -253,9 +256,9 @@ static void side(fdl_buf *b, const json_t *d, const char *which) {
       char rfl[192];
       const json_t *s = json_object_get(d, which);
       snprintf(rfl, sizeof rfl, "%s / %s / %s",
-               fdl_rpt_str(s, "role") ? fdl_rpt_str(s, "role") : "-",
-               fdl_rpt_str(s, "form") ? fdl_rpt_str(s, "form") : "-",
-               fdl_rpt_str(s, "lane") ? fdl_rpt_str(s, "lane") : "-");
+               fdl_json_str(s, "role") ? fdl_json_str(s, "role") : "-",
+               fdl_json_str(s, "form") ? fdl_json_str(s, "form") : "-",
+               fdl_json_str(s, "lane") ? fdl_json_str(s, "lane") : "-");
       row_text(b, f[k].name, rfl, false);
       continue;
     }
@@ -315,17 +318,17 @@ void fdl_rpt_compare_table(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_t 
                    "</td><td class=\"num\">%s</td><td class=\"num\">[%s, %s]</td>"
                    "<td class=\"num\">%s</td><td class=\"num\">%s</td>"
                    "<td class=\"num\">%s</td><td>",
-                   fdl_rpt_fmt(fdl_rpt_num(d, "metric.value"), 6, a),
-                   fdl_rpt_fmt(fdl_rpt_num(d, "uncertainty.ci95_low"), 4, l),
-                   fdl_rpt_fmt(fdl_rpt_num(d, "uncertainty.ci95_high"), 4, h),
-                   fdl_rpt_fmt(fdl_rpt_num(d, "kl.p99"), 4, p),
-                   fdl_rpt_fmt(fdl_rpt_num(d, "kl.max"), 4, m),
-                   fdl_rpt_fmt(fdl_rpt_num(d, "top1_agreement"), 4, t));
-    fdl_rpt_esc(b, fdl_rpt_str(d, "comparability.class"));
+                   fdl_rpt_fmt(fdl_json_path_num(d, "metric.value", NAN), 6, a),
+                   fdl_rpt_fmt(fdl_json_path_num(d, "uncertainty.ci95_low", NAN), 4, l),
+                   fdl_rpt_fmt(fdl_json_path_num(d, "uncertainty.ci95_high", NAN), 4, h),
+                   fdl_rpt_fmt(fdl_json_path_num(d, "kl.p99", NAN), 4, p),
+                   fdl_rpt_fmt(fdl_json_path_num(d, "kl.max", NAN), 4, m),
+                   fdl_rpt_fmt(fdl_json_path_num(d, "top1_agreement", NAN), 4, t));
+    fdl_rpt_esc(b, fdl_json_path_str(d, "comparability.class"));
     fdl_buf_puts(b, "</td><td>");
-    fdl_rpt_esc(b, fdl_rpt_str(d, "estimator.stack_relation"));
+    fdl_rpt_esc(b, fdl_json_path_str(d, "estimator.stack_relation"));
     fdl_buf_puts(b, "</td><td class=\"mono\">");
-    fdl_rpt_esc(b, fdl_rpt_str(d, "receipt_sha256"));
+    fdl_rpt_esc(b, fdl_json_str(d, "receipt_sha256"));
     fdl_buf_puts(b, "</td></tr>\n");
   }
   fdl_buf_puts(b, "</table>\n");

@@ -6,17 +6,8 @@
 #include <string.h>
 
 #include "base/sys.h"
+#include "json/get.h"
 #include "tokenizer/ops.h"
-
-static const char *type_of(const json_t *o) {
-  const json_t *t = json_object_get(o, "type");
-  return json_is_string(t) ? json_string_value(t) : NULL;
-}
-
-static bool flag(const json_t *o, const char *key, bool dflt) {
-  const json_t *v = json_object_get(o, key);
-  return json_is_boolean(v) ? json_is_true(v) : dflt;
-}
 
 static fdl_status text_of(const json_t *o, const char *key, const char *where, const char **s,
                           size_t *n, fdl_err *err) {
@@ -43,7 +34,9 @@ static fdl_status pattern(const json_t *o, const char *where, tk_pattern *pt, fd
 static fdl_status prepend_scheme(const json_t *o, const char *where, tk_prepend *p, fdl_err *err) {
   const json_t *v = json_object_get(o, "prepend_scheme");
   if (!v) { /* the older spelling */
-    *p = flag(o, "add_prefix_space", true) ? TK_PREPEND_ALWAYS : TK_PREPEND_NEVER;
+    bool add = true;
+    fdl_json_bool(o, "add_prefix_space", &add);
+    *p = add ? TK_PREPEND_ALWAYS : TK_PREPEND_NEVER;
     return FDL_OK;
   }
   const char *s = json_is_string(v) ? json_string_value(v) : "";
@@ -99,7 +92,7 @@ static fdl_status sequence(fdl_tok *t, const json_t *o, const char *key, const c
 fdl_status fdl_tk_parse_normalizer(fdl_tok *t, const json_t *o, fdl_err *err) {
   static const char W[] = "tokenizer.json normalizer";
   if (!o || json_is_null(o)) return FDL_OK;
-  const char *ty = type_of(o);
+  const char *ty = fdl_json_str(o, "type");
   if (ty && !strcmp(ty, "Sequence"))
     return sequence(t, o, "normalizers", W, fdl_tk_parse_normalizer, err);
   if (t->n_norm == TK_MAX_OPS) return too_many(W, err);
@@ -121,8 +114,9 @@ fdl_status fdl_tk_parse_normalizer(fdl_tok *t, const json_t *o, fdl_err *err) {
     op->kind = TK_N_LOWER;
   else if (!strcmp(ty, "Strip")) {
     op->kind = TK_N_STRIP;
-    op->left = flag(o, "strip_left", true);
-    op->right = flag(o, "strip_right", true);
+    op->left = op->right = true;
+    fdl_json_bool(o, "strip_left", &op->left);
+    fdl_json_bool(o, "strip_right", &op->right);
   } else if (!strcmp(ty, "Prepend")) {
     op->kind = TK_N_PREPEND;
     if ((st = text_of(o, "prepend", W, &s, &n, err)) == FDL_OK && !(op->a = fdl_strndup(s, n)))
@@ -144,7 +138,7 @@ fdl_status fdl_tk_parse_normalizer(fdl_tok *t, const json_t *o, fdl_err *err) {
 fdl_status fdl_tk_parse_pretokenizer(fdl_tok *t, const json_t *o, fdl_err *err) {
   static const char W[] = "tokenizer.json pre_tokenizer";
   if (!o || json_is_null(o)) return FDL_OK;
-  const char *ty = type_of(o);
+  const char *ty = fdl_json_str(o, "type");
   if (ty && !strcmp(ty, "Sequence"))
     return sequence(t, o, "pretokenizers", W, fdl_tk_parse_pretokenizer, err);
   if (t->n_pre == TK_MAX_OPS) return too_many(W, err);
@@ -166,21 +160,23 @@ fdl_status fdl_tk_parse_pretokenizer(fdl_tok *t, const json_t *o, fdl_err *err) 
                       W);
     op->kind = TK_P_SPLIT;
     op->behavior = (tk_behavior)k;
-    op->invert = flag(o, "invert", false);
+    fdl_json_bool(o, "invert", &op->invert);
     st = pattern(o, W, &op->pat, err);
   } else if (!strcmp(ty, "ByteLevel")) {
     op->kind = TK_P_BYTELEVEL;
-    op->prefix_space = flag(o, "add_prefix_space", true);
-    op->use_regex = flag(o, "use_regex", true);
+    op->prefix_space = op->use_regex = true;
+    fdl_json_bool(o, "add_prefix_space", &op->prefix_space);
+    fdl_json_bool(o, "use_regex", &op->use_regex);
     t->byte_level = true;
     if (op->use_regex)
       st = fdl_tk_pattern_regex(&op->pat, fdl_tk_gpt2_regex, strlen(fdl_tk_gpt2_regex), W, err);
   } else if (!strcmp(ty, "Digits")) {
     op->kind = TK_P_DIGITS;
-    op->individual = flag(o, "individual_digits", false);
+    fdl_json_bool(o, "individual_digits", &op->individual);
   } else if (!strcmp(ty, "Metaspace")) {
     op->kind = TK_P_METASPACE;
-    op->split = flag(o, "split", true);
+    op->split = true;
+    fdl_json_bool(o, "split", &op->split);
     st = replacement(o, W, op->repl, &op->repl_len, err);
     if (st == FDL_OK) st = prepend_scheme(o, W, &op->prepend, err);
   } else {
@@ -193,7 +189,7 @@ fdl_status fdl_tk_parse_pretokenizer(fdl_tok *t, const json_t *o, fdl_err *err) 
 fdl_status fdl_tk_parse_decoder(fdl_tok *t, const json_t *o, fdl_err *err) {
   static const char W[] = "tokenizer.json decoder";
   if (!o || json_is_null(o)) return FDL_OK;
-  const char *ty = type_of(o);
+  const char *ty = fdl_json_str(o, "type");
   if (ty && !strcmp(ty, "Sequence"))
     return sequence(t, o, "decoders", W, fdl_tk_parse_decoder, err);
   if (t->n_dec == TK_MAX_OPS) return too_many(W, err);
