@@ -129,10 +129,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-int fdl_cli_capture_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(&a, argc, argv, out, diag);
-}
+FDL_CLI_CHECK_BY_PARSE(fdl_cli_capture_check, args, parse)
 
 static int capture_in(void *arg, fdl_cli_ranks *ranks);
 

@@ -41,6 +41,14 @@ typedef struct {
   int (*check)(int argc, char **argv, FILE *out, FILE *diag);
 } fdl_cli_command;
 
+/* A command's check when it is the command's parse alone, parse_fn(T *a, argc, argv, out, diag):
+ * the parse run calls first, its result dropped. */
+#define FDL_CLI_CHECK_BY_PARSE(check_fn, T, parse_fn)                                              \
+  int check_fn(int argc, char **argv, FILE *out, FILE *diag) {                                     \
+    T a;                                                                                           \
+    return parse_fn(&a, argc, argv, out, diag);                                                    \
+  }
+
 /* The command table (commands.c). */
 const fdl_cli_command *fdl_cli_commands(size_t *n);
 

@@ -86,7 +86,7 @@ static const fdl_num_isa ISA_OF[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_N
 static const char *const DEVICES[] = {"cpu", NULL};
 
 /* Returns FDL_CLI_GO to go on, or an exit code. */
-static int parse(int argc, char **argv, cli_opts *c, FILE *out, FILE *diag) {
+static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
   memset(c, 0, sizeof *c);
   fdl_compare_opts *o = &c->o;
   fdl_compare_opts_default(o);
@@ -178,10 +178,7 @@ static int parse(int argc, char **argv, cli_opts *c, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-int fdl_cli_compare_check(int argc, char **argv, FILE *out, FILE *diag) {
-  cli_opts c;
-  return parse(argc, argv, &c, out, diag);
-}
+FDL_CLI_CHECK_BY_PARSE(fdl_cli_compare_check, cli_opts, parse)
 
 /* Prints s wrapped at `width` columns, every line indented by `indent` spaces. */
 static void wrapped(const char *s, int indent, int width) {
@@ -361,7 +358,7 @@ static int compare_in(void *arg, fdl_cli_ranks *ranks);
 
 int fdl_cli_compare(int argc, char **argv) {
   cli_opts c;
-  int rc = parse(argc, argv, &c, NULL, NULL);
+  int rc = parse(&c, argc, argv, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
   return fdl_cli_ranks_main("compare", compare_in, &c);
 }

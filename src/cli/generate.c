@@ -163,10 +163,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-int fdl_cli_generate_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(&a, argc, argv, out, diag);
-}
+FDL_CLI_CHECK_BY_PARSE(fdl_cli_generate_check, args, parse)
 
 /* The ids of a JSON array of token ids into a new array; false when it is not one. */
 static bool id_array(const json_t *j, int32_t **ids, size_t *n) {

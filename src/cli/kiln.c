@@ -258,7 +258,7 @@ typedef struct {
       *reference_texts, *candidate_texts, *out;
 } div_args;
 
-static int div_parse(int argc, char **argv, FILE *out, FILE *diag, div_args *a) {
+static int div_parse(div_args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_TEXT("--prompt-ids", &a->prompt_ids),
@@ -303,14 +303,11 @@ static int div_parse(int argc, char **argv, FILE *out, FILE *diag, div_args *a) 
   return FDL_CLI_GO;
 }
 
-int fdl_cli_divergence_check(int argc, char **argv, FILE *out, FILE *diag) {
-  div_args a;
-  return div_parse(argc, argv, out, diag, &a);
-}
+FDL_CLI_CHECK_BY_PARSE(fdl_cli_divergence_check, div_args, div_parse)
 
 int fdl_cli_divergence(int argc, char **argv) {
   div_args a;
-  int rc = div_parse(argc, argv, NULL, NULL, &a);
+  int rc = div_parse(&a, argc, argv, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
   json_t *pj = NULL, *rj = NULL, *cj = NULL, *rt = NULL, *ct = NULL, *kr = NULL, *vr = NULL,
          *mi = NULL, *req = NULL;

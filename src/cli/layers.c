@@ -90,7 +90,7 @@ typedef struct {
 
 static const char *const FORMATS[] = {"text", "kiln-v2", NULL};
 
-static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
+static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_TEXT("--cand-tensor", &a->cand_tensor),
@@ -133,10 +133,7 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
   return FDL_CLI_GO;
 }
 
-int fdl_cli_layers_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(argc, argv, out, diag, &a);
-}
+FDL_CLI_CHECK_BY_PARSE(fdl_cli_layers_check, args, parse)
 
 static int refuse(fdl_err *err, fdl_status s) {
   fdl_cli_report(err);
@@ -394,7 +391,7 @@ static int run_check(const args *a, const fdl_attr_matrix *ref, const fdl_attr_m
 
 int fdl_cli_layers(int argc, char **argv) {
   args a;
-  int rc = parse(argc, argv, NULL, NULL, &a);
+  int rc = parse(&a, argc, argv, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
   fdl_attr_matrix ref = {0}, cand = {0};
   fdl_attr_boundary *bs = NULL;

@@ -45,7 +45,7 @@ typedef struct {
   size_t ncand;
 } args;
 
-static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
+static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_TEXT("--candidates", &a->candidates),
@@ -79,10 +79,7 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
   return FDL_CLI_GO;
 }
 
-int fdl_cli_logits_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(argc, argv, out, diag, &a);
-}
+FDL_CLI_CHECK_BY_PARSE(fdl_cli_logits_check, args, parse)
 
 /* Reads one side as a [V] or [1, V] vector. */
 static int read_vector(const char *path, const char *tensor, fdl_attr_matrix *m) {
@@ -166,7 +163,7 @@ static int print_text(const fdl_attr_logits *r, const fdl_attr_candidate *c, siz
 
 int fdl_cli_logits(int argc, char **argv) {
   args a;
-  int rc = parse(argc, argv, NULL, NULL, &a);
+  int rc = parse(&a, argc, argv, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
   fdl_attr_matrix ref = {0}, cand = {0};
   rc = read_vector(a.pos[0], a.ref_tensor, &ref);

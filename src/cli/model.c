@@ -74,10 +74,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-int fdl_cli_model_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(&a, argc, argv, out, diag);
-}
+FDL_CLI_CHECK_BY_PARSE(fdl_cli_model_check, args, parse)
 
 int fdl_cli_model(int argc, char **argv) {
   args a;

@@ -121,7 +121,7 @@ typedef struct {
   fdl_kld_import_opts k; /* k.kld_path set: --from-llamacpp-kld */
 } pack_args;
 
-static int parse(int argc, char **argv, FILE *out, FILE *diag, pack_args *a) {
+static int parse(pack_args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
   fdl_ds_pack_opts *o = &a->o;
   fdl_kld_import_opts *k = &a->k;
@@ -172,10 +172,7 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, pack_args *a) {
   return FDL_CLI_GO;
 }
 
-int fdl_cli_pack_check(int argc, char **argv, FILE *out, FILE *diag) {
-  pack_args a;
-  return parse(argc, argv, out, diag, &a);
-}
+FDL_CLI_CHECK_BY_PARSE(fdl_cli_pack_check, pack_args, parse)
 
 static void print_packed(const char *out_dir, const fdl_ds_pack_result *res) {
   fputs("packed ", stdout);
@@ -220,7 +217,7 @@ static int pack_kld(fdl_kld_import_opts *k) {
 
 int fdl_cli_pack(int argc, char **argv) {
   pack_args a;
-  int rc = parse(argc, argv, NULL, NULL, &a);
+  int rc = parse(&a, argc, argv, NULL, NULL);
   if (rc != FDL_CLI_GO) return rc;
   if (a.k.kld_path) return pack_kld(&a.k);
   fdl_ds_pack_opts o = a.o;

@@ -71,10 +71,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-int fdl_cli_report_page_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(&a, argc, argv, out, diag);
-}
+FDL_CLI_CHECK_BY_PARSE(fdl_cli_report_page_check, args, parse)
 
 /* Each input is a directory holding a receipt. */
 static int inputs(const args *a) {

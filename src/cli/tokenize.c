@@ -69,10 +69,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-int fdl_cli_tokenize_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(&a, argc, argv, out, diag);
-}
+FDL_CLI_CHECK_BY_PARSE(fdl_cli_tokenize_check, args, parse)
 
 /* Ids separated by commas and/or white space. */
 static int parse_ids(const char *s, size_t len, int32_t **ids, size_t *n) {
