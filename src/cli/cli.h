@@ -197,9 +197,6 @@ int fdl_cli_input_model(const char *cmd, const char *path);
  * the library does (fdl_open_regular: regular files only, never blocking), then let go. 0, or
  * reports and returns FDL_EXIT_USAGE. */
 int fdl_cli_input_file(const char *cmd, const char *path);
-/* True when path names a directory (following links): a --tokenizer that is a model directory
- * rather than a file. */
-bool fdl_cli_is_dir(const char *path);
 /* --tokenizer PATH: a directory, or a file checked as fdl_cli_input_file. 0 or the exit code. */
 int fdl_cli_input_tokenizer(const char *cmd, const char *path);
 /* Flushes and closes stdout (like gnulib's close_stdout); a lost write is reported on stderr and
@@ -257,15 +254,6 @@ void fdl_cli_progress_cb(void *arg, uint64_t done, uint64_t total);
 void fdl_cli_progress_end(fdl_cli_progress *p);
 
 /* ---- Hub inputs (hub.c, docs/HUB.md) ------------------------------------------------------ */
-
-/* A download's bar: one line per file with bytes, rate and ETA (fdl_hub_progress_fn). */
-typedef struct {
-  fdl_cli_progress p;
-  char file[256];
-  uint64_t first; /* bytes the file had when its line began (a resumed download) */
-} fdl_cli_download;
-void fdl_cli_download_init(fdl_cli_download *d, const char *label, int mode);
-void fdl_cli_download_cb(void *arg, const char *file, uint64_t done, uint64_t total);
 
 /* What a command that takes hf:// inputs was told, and the paths it resolved them to. */
 typedef struct {

@@ -248,7 +248,8 @@ int fdl_cli_print_json(json_t *j) {
   return s == FDL_OK ? FDL_EXIT_OK : fdl_cli_exit_for(s);
 }
 
-bool fdl_cli_is_dir(const char *path) {
+/* A --tokenizer that is a model directory rather than a file (following links). */
+static bool fdl_cli_is_dir(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }

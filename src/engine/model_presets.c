@@ -10,11 +10,12 @@
   .vocab = 272, .hidden = 64, .heads = 4, .head_dim = 16, .max_position = 4096, .bos = 256,        \
   .eos = 257
 
-/* Qwen3.5's released layer layout: 3 Gated DeltaNet layers (16 key heads, 32 value heads, of
- * 128) to 1 gated attention layer, a rotary quarter. */
-#define QWEN35_LINEAR                                                                              \
-  .full_attention_interval = 4, .linear_key_heads = 16, .linear_value_heads = 32,                  \
-  .linear_key_dim = 128, .linear_value_dim = 128, .conv_kernel = 4, .partial_rotary_factor = 0.25
+/* Qwen3.5's layer layout: 3 Gated DeltaNet layers (key_heads key heads and value_heads value
+ * heads, of dim) to 1 gated attention layer, a rotary quarter. The releases: 16, 32, of 128. */
+#define QWEN35_LINEAR(key_heads, value_heads, dim)                                                 \
+  .full_attention_interval = 4, .linear_key_heads = (key_heads),                                   \
+  .linear_value_heads = (value_heads), .linear_key_dim = (dim), .linear_value_dim = (dim),         \
+  .conv_kernel = 4, .partial_rotary_factor = 0.25
 
 static const fdl_model_preset PRESETS[] = {
     {.name = "tiny-random",
@@ -87,13 +88,7 @@ static const fdl_model_preset PRESETS[] = {
      .qk_norm = true,
      .rope_theta = 10000000.0,
      .rms_norm_eps = 1e-6,
-     .full_attention_interval = 4,
-     .linear_key_heads = 2,
-     .linear_value_heads = 4,
-     .linear_key_dim = 16,
-     .linear_value_dim = 16,
-     .conv_kernel = 4,
-     .partial_rotary_factor = 0.25,
+     QWEN35_LINEAR(2, 4, 16),
      .vision = true,
      .about = "Qwen3.5 (3 Gated DeltaNet + 1 gated attention), untied, a minimal vision tower the "
               "engine skips"},
@@ -106,13 +101,7 @@ static const fdl_model_preset PRESETS[] = {
      .qk_norm = true,
      .rope_theta = 10000000.0,
      .rms_norm_eps = 1e-6,
-     .full_attention_interval = 4,
-     .linear_key_heads = 2,
-     .linear_value_heads = 4,
-     .linear_key_dim = 16,
-     .linear_value_dim = 16,
-     .conv_kernel = 4,
-     .partial_rotary_factor = 0.25,
+     QWEN35_LINEAR(2, 4, 16),
      .vision = true,
      .experts = 8,
      .experts_per_tok = 2,
@@ -170,7 +159,7 @@ static const fdl_model_preset PRESETS[] = {
      .rms_norm_eps = 1e-6,
      .bos = 248044,
      .eos = 248046,
-     QWEN35_LINEAR,
+     QWEN35_LINEAR(16, 32, 128),
      .about = "Qwen3.5-4B's shapes (4.2B parameters, 8.4 GB; benchmarks)"},
     {.name = "qwen3.5-35b-a3b-4l",
      .architecture = "Qwen3_5MoeForCausalLM",
@@ -187,7 +176,7 @@ static const fdl_model_preset PRESETS[] = {
      .rms_norm_eps = 1e-6,
      .bos = 248044,
      .eos = 248046,
-     QWEN35_LINEAR,
+     QWEN35_LINEAR(16, 32, 128),
      .experts = 256,
      .experts_per_tok = 8,
      .moe_intermediate = 512,

@@ -193,7 +193,8 @@ const fdl_tensor *fdl_eng_find(const fdl_model *m, const char *name) {
   return NULL;
 }
 
-fdl_status fdl_eng_bound(eng_binder *b, const char *name, fdl_err *err) {
+/* Records a tensor the model uses (the others are refused as unexpected). */
+static fdl_status fdl_eng_bound(eng_binder *b, const char *name, fdl_err *err) {
   if (b->nbound == b->capbound) {
     size_t nc = b->capbound ? 2 * b->capbound : 64;
     const char **nb = fdl_realloc(b->bound, nc * sizeof *nb);
