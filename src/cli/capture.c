@@ -129,16 +129,13 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-FDL_CLI_CHECK_BY_PARSE(fdl_cli_capture_check, args, parse)
-
 static int capture_in(void *arg, fdl_cli_ranks *ranks);
 
-int fdl_cli_capture(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  return fdl_cli_ranks_main("capture", capture_in, &a);
+static int work(args *a) {
+  return fdl_cli_ranks_main("capture", capture_in, a);
 }
+
+FDL_CLI_COMMAND(fdl_cli_capture, fdl_cli_capture_check, args, parse, work)
 
 /* One rank's capture: rank 0 alone shows progress and prints (see fdl_cli_ranks). Every rank
  * resolves an hf:// input itself (docs/HUB.md: under mpirun, fetch first). */

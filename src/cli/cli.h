@@ -41,12 +41,17 @@ typedef struct {
   int (*check)(int argc, char **argv, FILE *out, FILE *diag);
 } fdl_cli_command;
 
-/* A command's check when it is the command's parse alone, parse_fn(T *a, argc, argv, out, diag):
- * the parse run calls first, its result dropped. */
-#define FDL_CLI_CHECK_BY_PARSE(check_fn, T, parse_fn)                                              \
+/* A command that is its parse, then its work: run_fn(T *a) once parse_fn(T *a, argc, argv, out,
+ * diag) says go. Defines the command's run (cmd_fn) and its check (check_fn: the parse alone). */
+#define FDL_CLI_COMMAND(cmd_fn, check_fn, T, parse_fn, run_fn)                                     \
   int check_fn(int argc, char **argv, FILE *out, FILE *diag) {                                     \
     T a;                                                                                           \
     return parse_fn(&a, argc, argv, out, diag);                                                    \
+  }                                                                                                \
+  int cmd_fn(int argc, char **argv) {                                                              \
+    T a;                                                                                           \
+    int rc = parse_fn(&a, argc, argv, NULL, NULL);                                                 \
+    return rc != FDL_CLI_GO ? rc : run_fn(&a);                                                     \
   }
 
 /* The command table (commands.c). */

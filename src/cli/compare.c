@@ -178,8 +178,6 @@ static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-FDL_CLI_CHECK_BY_PARSE(fdl_cli_compare_check, cli_opts, parse)
-
 /* Prints s wrapped at `width` columns, every line indented by `indent` spaces. */
 static void wrapped(const char *s, int indent, int width) {
   int col = 0;
@@ -356,12 +354,11 @@ static void headline_json(const fdl_compare_result *r, int exit_code, const fdl_
 
 static int compare_in(void *arg, fdl_cli_ranks *ranks);
 
-int fdl_cli_compare(int argc, char **argv) {
-  cli_opts c;
-  int rc = parse(&c, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  return fdl_cli_ranks_main("compare", compare_in, &c);
+static int work(cli_opts *c) {
+  return fdl_cli_ranks_main("compare", compare_in, c);
 }
+
+FDL_CLI_COMMAND(fdl_cli_compare, fdl_cli_compare_check, cli_opts, parse, work)
 
 /* One rank's compare: rank 0 alone shows progress and prints (see fdl_cli_ranks). */
 static int compare_in(void *arg, fdl_cli_ranks *ranks) {

@@ -163,8 +163,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-FDL_CLI_CHECK_BY_PARSE(fdl_cli_generate_check, args, parse)
-
 /* The ids of a JSON array of token ids into a new array; false when it is not one. */
 static bool id_array(const json_t *j, int32_t **ids, size_t *n) {
   size_t k = json_is_array(j) ? json_array_size(j) : 0;
@@ -491,16 +489,16 @@ static int generate(const args *given) {
   return FDL_EXIT_OK;
 }
 
-int fdl_cli_generate(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  a.hub.progress = -(int)a.stream; /* the stream owns stderr's lines then */
-  if (!(rc = fdl_cli_hub_input("generate", &a.hub, &a.model, true)) &&
-      !(rc = fdl_cli_hub_input("generate", &a.hub, &a.panel, false)) &&
-      !(rc = fdl_cli_input_model("generate", a.model)) &&
-      !(rc = fdl_cli_hub_file_real(&a.hub, &a.model)))
-    rc = generate(&a);
-  fdl_cli_hub_free(&a.hub);
+static int work(args *a) {
+  int rc;
+  a->hub.progress = -(int)a->stream; /* the stream owns stderr's lines then */
+  if (!(rc = fdl_cli_hub_input("generate", &a->hub, &a->model, true)) &&
+      !(rc = fdl_cli_hub_input("generate", &a->hub, &a->panel, false)) &&
+      !(rc = fdl_cli_input_model("generate", a->model)) &&
+      !(rc = fdl_cli_hub_file_real(&a->hub, &a->model)))
+    rc = generate(a);
+  fdl_cli_hub_free(&a->hub);
   return rc;
 }
+
+FDL_CLI_COMMAND(fdl_cli_generate, fdl_cli_generate_check, args, parse, work)

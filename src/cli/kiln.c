@@ -303,36 +303,32 @@ static int div_parse(div_args *a, int argc, char **argv, FILE *out, FILE *diag) 
   return FDL_CLI_GO;
 }
 
-FDL_CLI_CHECK_BY_PARSE(fdl_cli_divergence_check, div_args, div_parse)
-
-int fdl_cli_divergence(int argc, char **argv) {
-  div_args a;
-  int rc = div_parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
+static int work(div_args *a) {
+  int rc;
   json_t *pj = NULL, *rj = NULL, *cj = NULL, *rt = NULL, *ct = NULL, *kr = NULL, *vr = NULL,
          *mi = NULL, *req = NULL;
   char *prompt = NULL;
   size_t plen = 0;
-  rc = fdl_cli_read_json("divergence", "--prompt-ids", a.prompt_ids, &pj);
-  if (!rc) rc = fdl_cli_read_json("divergence", "--reference-ids", a.reference_ids, &rj);
-  if (!rc) rc = fdl_cli_read_json("divergence", "--candidate-ids", a.candidate_ids, &cj);
-  if (!rc && a.reference_texts)
-    rc = fdl_cli_read_json("divergence", "--reference-texts", a.reference_texts, &rt);
-  if (!rc && a.candidate_texts)
-    rc = fdl_cli_read_json("divergence", "--candidate-texts", a.candidate_texts, &ct);
-  if (!rc) rc = fdl_cli_read_json("divergence", "--kiln-receipt", a.kiln_receipt, &kr);
-  if (!rc) rc = fdl_cli_read_json("divergence", "--vllm-receipt", a.vllm_receipt, &vr);
-  if (!rc && a.model_identity)
-    rc = fdl_cli_read_json("divergence", "--model-identity", a.model_identity, &mi);
-  if (!rc) rc = fdl_cli_read_arg("divergence", "--prompt-text", a.prompt_text, &prompt, &plen);
+  rc = fdl_cli_read_json("divergence", "--prompt-ids", a->prompt_ids, &pj);
+  if (!rc) rc = fdl_cli_read_json("divergence", "--reference-ids", a->reference_ids, &rj);
+  if (!rc) rc = fdl_cli_read_json("divergence", "--candidate-ids", a->candidate_ids, &cj);
+  if (!rc && a->reference_texts)
+    rc = fdl_cli_read_json("divergence", "--reference-texts", a->reference_texts, &rt);
+  if (!rc && a->candidate_texts)
+    rc = fdl_cli_read_json("divergence", "--candidate-texts", a->candidate_texts, &ct);
+  if (!rc) rc = fdl_cli_read_json("divergence", "--kiln-receipt", a->kiln_receipt, &kr);
+  if (!rc) rc = fdl_cli_read_json("divergence", "--vllm-receipt", a->vllm_receipt, &vr);
+  if (!rc && a->model_identity)
+    rc = fdl_cli_read_json("divergence", "--model-identity", a->model_identity, &mi);
+  if (!rc) rc = fdl_cli_read_arg("divergence", "--prompt-text", a->prompt_text, &prompt, &plen);
   fdl_err err = {FDL_OK, ""};
   if (!rc && strlen(prompt) != plen) {
     fprintf(stderr, "fidelis divergence: --prompt-text holds a NUL byte\n");
     rc = FDL_EXIT_REFUSED;
   }
-  if (!rc && a.model_dir) {
-    if (fdl_cli_input_model("divergence", a.model_dir) != 0) rc = FDL_EXIT_USAGE;
-    fdl_status s = rc ? FDL_OK : fdl_kiln_model_identity(a.model_dir, a.model_id, &mi, &err);
+  if (!rc && a->model_dir) {
+    if (fdl_cli_input_model("divergence", a->model_dir) != 0) rc = FDL_EXIT_USAGE;
+    fdl_status s = rc ? FDL_OK : fdl_kiln_model_identity(a->model_dir, a->model_id, &mi, &err);
     if (s != FDL_OK) {
       fdl_cli_report(&err);
       rc = fdl_cli_exit_for(s);
@@ -340,8 +336,8 @@ int fdl_cli_divergence(int argc, char **argv) {
   }
   size_t step = 0;
   if (!rc) {
-    fdl_kiln_divergence_in in = {pj,       rj,      cj, rt, ct, prompt, a.id, a.source_commit,
-                                 a.run_id, a.phase, kr, vr, mi};
+    fdl_kiln_divergence_in in = {pj,        rj,       cj, rt, ct, prompt, a->id, a->source_commit,
+                                 a->run_id, a->phase, kr, vr, mi};
     fdl_status s = fdl_kiln_divergence(&in, &req, &step, &err);
     /* The request is written only if `check` will take it: the same byte limit. */
     fdl_buf b;
@@ -352,7 +348,7 @@ int fdl_cli_divergence(int argc, char **argv) {
                    "the request would be %zu bytes, over the %u-byte limit of a Kiln request "
                    "(`fidelis check` refuses larger ones): shorten the prompt or the streams",
                    b.len, FDL_KILN_REQUEST_MAX_BYTES);
-    if (s == FDL_OK) s = fdl_write_file(a.out, b.data, b.len, &err);
+    if (s == FDL_OK) s = fdl_write_file(a->out, b.data, b.len, &err);
     fdl_buf_free(&b);
     char ident[FDL_SEAL_BUF];
     if (s == FDL_OK) s = fdl_kiln_canonical_sha256(req, ident, &err);
@@ -377,3 +373,5 @@ int fdl_cli_divergence(int argc, char **argv) {
   json_decref(req);
   return rc;
 }
+
+FDL_CLI_COMMAND(fdl_cli_divergence, fdl_cli_divergence_check, div_args, div_parse, work)

@@ -133,8 +133,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-FDL_CLI_CHECK_BY_PARSE(fdl_cli_layers_check, args, parse)
-
 static int refuse(fdl_err *err, fdl_status s) {
   fdl_cli_report(err);
   return fdl_cli_exit_for(s);
@@ -389,31 +387,29 @@ static int run_check(const args *a, const fdl_attr_matrix *ref, const fdl_attr_m
   return rc;
 }
 
-int fdl_cli_layers(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
+static int work(args *a) {
+  int rc;
   fdl_attr_matrix ref = {0}, cand = {0};
   fdl_attr_boundary *bs = NULL;
   json_t *names = NULL;
   fdl_err err = {0};
-  rc = read_rows(a.pos[0], a.ref_tensor, a.hidden, &ref);
-  if (rc == FDL_EXIT_OK) rc = read_rows(a.pos[1], a.cand_tensor, a.hidden, &cand);
+  rc = read_rows(a->pos[0], a->ref_tensor, a->hidden, &ref);
+  if (rc == FDL_EXIT_OK) rc = read_rows(a->pos[1], a->cand_tensor, a->hidden, &cand);
   if (rc == FDL_EXIT_OK && (ref.rows != cand.rows || ref.cols != cand.cols)) {
     fdl_fail(&err, FDL_MISMATCH,
              "layers diff: %s is [%llu, %llu], %s is [%llu, %llu]; expected "
              "the same shape",
-             a.pos[0], (unsigned long long)ref.rows, (unsigned long long)ref.cols, a.pos[1],
+             a->pos[0], (unsigned long long)ref.rows, (unsigned long long)ref.cols, a->pos[1],
              (unsigned long long)cand.rows, (unsigned long long)cand.cols);
     rc = refuse(&err, FDL_MISMATCH);
   }
-  if (rc == FDL_EXIT_OK && (a.check || a.format == 1)) {
-    rc = a.check ? run_check(&a, &ref, &cand) : run_kiln_v2(&a, &ref, &cand);
+  if (rc == FDL_EXIT_OK && (a->check || a->format == 1)) {
+    rc = a->check ? run_check(a, &ref, &cand) : run_kiln_v2(a, &ref, &cand);
     fdl_attr_matrix_free(&ref);
     fdl_attr_matrix_free(&cand);
     return rc;
   }
-  if (rc == FDL_EXIT_OK) names = row_names(a.names, ref.boundary_names, ref.rows, &rc);
+  if (rc == FDL_EXIT_OK) names = row_names(a->names, ref.boundary_names, ref.rows, &rc);
   if (rc == FDL_EXIT_OK && !(bs = calloc((size_t)ref.rows, sizeof *bs))) {
     fdl_fail(&err, FDL_NOMEM, "out of memory");
     rc = refuse(&err, FDL_NOMEM);
@@ -423,15 +419,17 @@ int fdl_cli_layers(int argc, char **argv) {
     fdl_status s = fdl_attr_compare_boundary(cand.data + i * w, ref.data + i * w, w, &bs[i], &err);
     if (s != FDL_OK) {
       const char *nm = json_string_value(json_array_get(names, (size_t)i));
-      fdl_err_prefix(&err, "layers diff %s %s: row %llu (%s)", a.pos[0], a.pos[1],
+      fdl_err_prefix(&err, "layers diff %s %s: row %llu (%s)", a->pos[0], a->pos[1],
                      (unsigned long long)i, nm);
       rc = refuse(&err, s);
     }
   }
-  if (rc == FDL_EXIT_OK) rc = emit(&a, names, bs, ref.rows);
+  if (rc == FDL_EXIT_OK) rc = emit(a, names, bs, ref.rows);
   free(bs);
   json_decref(names);
   fdl_attr_matrix_free(&ref);
   fdl_attr_matrix_free(&cand);
   return rc;
 }
+
+FDL_CLI_COMMAND(fdl_cli_layers, fdl_cli_layers_check, args, parse, work)

@@ -79,8 +79,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-FDL_CLI_CHECK_BY_PARSE(fdl_cli_logits_check, args, parse)
-
 /* Reads one side as a [V] or [1, V] vector. */
 static int read_vector(const char *path, const char *tensor, fdl_attr_matrix *m) {
   int rc = fdl_cli_input_file("logits diff", path);
@@ -161,37 +159,36 @@ static int print_text(const fdl_attr_logits *r, const fdl_attr_candidate *c, siz
   return ok ? FDL_EXIT_OK : FDL_EXIT_USAGE;
 }
 
-int fdl_cli_logits(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
+static int work(args *a) {
   fdl_attr_matrix ref = {0}, cand = {0};
-  rc = read_vector(a.pos[0], a.ref_tensor, &ref);
-  if (rc == FDL_EXIT_OK) rc = read_vector(a.pos[1], a.cand_tensor, &cand);
+  int rc = read_vector(a->pos[0], a->ref_tensor, &ref);
+  if (rc == FDL_EXIT_OK) rc = read_vector(a->pos[1], a->cand_tensor, &cand);
   if (rc == FDL_EXIT_OK && ref.cols != cand.cols) {
     char q1[FDL_QUOTE_CAP], q2[FDL_QUOTE_CAP];
     fprintf(stderr,
             "fidelis: (MISMATCH) logits diff: %s has %llu values, %s has %llu; expected the "
             "same length\n",
-            fdl_quote_str(a.pos[0], q1, sizeof q1), (unsigned long long)ref.cols,
-            fdl_quote_str(a.pos[1], q2, sizeof q2), (unsigned long long)cand.cols);
+            fdl_quote_str(a->pos[0], q1, sizeof q1), (unsigned long long)ref.cols,
+            fdl_quote_str(a->pos[1], q2, sizeof q2), (unsigned long long)cand.cols);
     rc = FDL_EXIT_REFUSED;
   }
   if (rc == FDL_EXIT_OK) {
     fdl_attr_logits r;
     fdl_attr_candidate c[MAX_CANDIDATES];
     fdl_err err = {0};
-    fdl_status s = fdl_attr_compare_logits(cand.data, ref.data, (size_t)cand.cols, a.cand, a.ncand,
-                                           &r, c, &err);
+    fdl_status s = fdl_attr_compare_logits(cand.data, ref.data, (size_t)cand.cols, a->cand,
+                                           a->ncand, &r, c, &err);
     if (s != FDL_OK) {
-      fdl_err_prefix(&err, "logits diff %s %s", a.pos[0], a.pos[1]);
+      fdl_err_prefix(&err, "logits diff %s %s", a->pos[0], a->pos[1]);
       fdl_cli_report(&err);
       rc = fdl_cli_exit_for(s);
     } else {
-      rc = a.as_json ? print_json(&r, c, a.ncand) : print_text(&r, c, a.ncand);
+      rc = a->as_json ? print_json(&r, c, a->ncand) : print_text(&r, c, a->ncand);
     }
   }
   fdl_attr_matrix_free(&ref);
   fdl_attr_matrix_free(&cand);
   return rc;
 }
+
+FDL_CLI_COMMAND(fdl_cli_logits, fdl_cli_logits_check, args, parse, work)

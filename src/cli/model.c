@@ -74,13 +74,8 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-FDL_CLI_CHECK_BY_PARSE(fdl_cli_model_check, args, parse)
-
-int fdl_cli_model(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  fdl_model_write_opts o = a.o;
+static int work(args *a) {
+  fdl_model_write_opts o = a->o;
   o.notice = fdl_cli_notice;
   o.notice_arg = "model init";
   fdl_model_write_result r;
@@ -93,7 +88,7 @@ int fdl_cli_model(int argc, char **argv) {
     fdl_cli_print_refusal("model init", &ref, &err);
     return fdl_cli_exit_for(s);
   }
-  if (a.json) {
+  if (a->json) {
     json_t *j = json_pack(
         "{s:o, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "out", fdl_cli_json_text(o.out_dir), "preset",
         o.preset, "seed", (json_int_t)o.seed, "parameters", (json_int_t)r.params, "tensors",
@@ -111,3 +106,5 @@ int fdl_cli_model(int argc, char **argv) {
          r.panel_contexts, r.panel_tokens, dt);
   return FDL_EXIT_OK;
 }
+
+FDL_CLI_COMMAND(fdl_cli_model, fdl_cli_model_check, args, parse, work)

@@ -172,8 +172,6 @@ static int parse(pack_args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-FDL_CLI_CHECK_BY_PARSE(fdl_cli_pack_check, pack_args, parse)
-
 static void print_packed(const char *out_dir, const fdl_ds_pack_result *res) {
   fputs("packed ", stdout);
   fdl_cli_put_text(stdout, out_dir);
@@ -215,12 +213,10 @@ static int pack_kld(fdl_kld_import_opts *k) {
   return FDL_EXIT_OK;
 }
 
-int fdl_cli_pack(int argc, char **argv) {
-  pack_args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  if (a.k.kld_path) return pack_kld(&a.k);
-  fdl_ds_pack_opts o = a.o;
+static int work(pack_args *a) {
+  int rc;
+  if (a->k.kld_path) return pack_kld(&a->k);
+  fdl_ds_pack_opts o = a->o;
   /* Every named input is opened before any work, so a typo costs nothing. */
   if ((rc = fdl_cli_input_file("pack", o.panel_path)) != 0) return rc;
   if ((rc = fdl_cli_input_file("pack", o.meta_path)) != 0) return rc;
@@ -240,3 +236,5 @@ int fdl_cli_pack(int argc, char **argv) {
   print_packed(o.out_dir, &res);
   return FDL_EXIT_OK;
 }
+
+FDL_CLI_COMMAND(fdl_cli_pack, fdl_cli_pack_check, pack_args, parse, work)

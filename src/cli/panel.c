@@ -129,41 +129,39 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-FDL_CLI_CHECK_BY_PARSE(fdl_cli_panel_check, args, parse)
-
-int fdl_cli_panel(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  if ((rc = fdl_cli_hub_input("panel", &a.hub, &a.o.tokenizer, true)) ||
-      (rc = fdl_cli_input_tokenizer("panel", a.o.tokenizer))) {
-    fdl_cli_hub_free(&a.hub);
+static int work(args *a) {
+  int rc;
+  if ((rc = fdl_cli_hub_input("panel", &a->hub, &a->o.tokenizer, true)) ||
+      (rc = fdl_cli_input_tokenizer("panel", a->o.tokenizer))) {
+    fdl_cli_hub_free(&a->hub);
     return rc;
   }
-  if (fdl_hub_snapshot_identity(a.o.tokenizer, a.repo, a.commit)) {
-    a.o.tokenizer_repository = a.repo;
-    a.o.tokenizer_revision = a.commit;
+  if (fdl_hub_snapshot_identity(a->o.tokenizer, a->repo, a->commit)) {
+    a->o.tokenizer_repository = a->repo;
+    a->o.tokenizer_revision = a->commit;
   }
-  for (size_t i = 0; i < a.o.n_texts; i++)
-    if ((rc = fdl_cli_input_file("panel", a.texts[i].path)) != 0) {
-      fdl_cli_hub_free(&a.hub);
+  for (size_t i = 0; i < a->o.n_texts; i++)
+    if ((rc = fdl_cli_input_file("panel", a->texts[i].path)) != 0) {
+      fdl_cli_hub_free(&a->hub);
       return rc;
     }
   fdl_panel_result r;
   fdl_err err = {FDL_OK, ""};
-  fdl_status s = fdl_panel_from_text(&a.o, &r, &err);
-  fdl_cli_hub_free(&a.hub);
+  fdl_status s = fdl_panel_from_text(&a->o, &r, &err);
+  fdl_cli_hub_free(&a->hub);
   if (s != FDL_OK) {
     fdl_err_prefix(&err, "panel");
     fdl_cli_report(&err);
     return s == FDL_EXISTS ? FDL_EXIT_REFUSED : fdl_cli_exit_for(s);
   }
   fputs("fidelis panel: wrote ", stdout);
-  fdl_cli_put_text(stdout, a.o.out);
+  fdl_cli_put_text(stdout, a->o.out);
   printf(": %zu record(s) of %zu tokens, %llu scored row(s); %llu text token(s), %llu in no "
          "record\n",
-         r.records, a.o.context, (unsigned long long)r.scored, (unsigned long long)r.text_tokens,
+         r.records, a->o.context, (unsigned long long)r.scored, (unsigned long long)r.text_tokens,
          (unsigned long long)r.unused_tokens);
   printf("tokenizer  %s\n", r.tokenizer_id);
   return FDL_EXIT_OK;
 }
+
+FDL_CLI_COMMAND(fdl_cli_panel, fdl_cli_panel_check, args, parse, work)

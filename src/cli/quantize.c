@@ -70,14 +70,9 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-FDL_CLI_CHECK_BY_PARSE(fdl_cli_quantize_check, args, parse)
-
-int fdl_cli_quantize(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  if (fdl_cli_input_dir("quantize", a.o.model_dir) != 0) return FDL_EXIT_USAGE;
-  fdl_gptq_opts o = a.o;
+static int work(args *a) {
+  if (fdl_cli_input_dir("quantize", a->o.model_dir) != 0) return FDL_EXIT_USAGE;
+  fdl_gptq_opts o = a->o;
   o.notice = fdl_cli_notice;
   o.notice_arg = "quantize";
   fdl_gptq_result r;
@@ -90,7 +85,7 @@ int fdl_cli_quantize(int argc, char **argv) {
     fdl_cli_print_refusal("quantize", &ref, &err);
     return fdl_cli_exit_for(s);
   }
-  if (a.json) {
+  if (a->json) {
     json_t *j = json_pack(
         "{s:o, s:o, s:s, s:I, s:s, s:I, s:I, s:I, s:I}", "model", fdl_cli_json_text(o.model_dir),
         "out", fdl_cli_json_text(o.out_dir), "codec", "int4", "group_size", (json_int_t)o.group,
@@ -108,3 +103,5 @@ int fdl_cli_quantize(int argc, char **argv) {
          r.copied, (unsigned long long)r.bytes, dt);
   return FDL_EXIT_OK;
 }
+
+FDL_CLI_COMMAND(fdl_cli_quantize, fdl_cli_quantize_check, args, parse, work)

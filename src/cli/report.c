@@ -71,8 +71,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-FDL_CLI_CHECK_BY_PARSE(fdl_cli_report_page_check, args, parse)
-
 /* Each input is a directory holding a receipt. */
 static int inputs(const args *a) {
   for (size_t i = 0; i < a->npos; i++) {
@@ -95,17 +93,15 @@ static int inputs(const args *a) {
   return FDL_EXIT_OK;
 }
 
-int fdl_cli_report_page(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  if ((rc = inputs(&a))) return rc;
+static int work(args *a) {
+  int rc;
+  if ((rc = inputs(a))) return rc;
   fdl_err err = {FDL_OK, ""};
   fdl_report_result res;
-  if (a.markdown) {
+  if (a->markdown) {
     fdl_buf b;
     fdl_buf_init(&b, 0);
-    fdl_status s = fdl_report_markdown(a.pos, a.npos, &b, &res, &err);
+    fdl_status s = fdl_report_markdown(a->pos, a->npos, &b, &res, &err);
     if (s != FDL_OK) {
       fdl_cli_report(&err);
       rc = fdl_cli_exit_for(s);
@@ -116,16 +112,16 @@ int fdl_cli_report_page(int argc, char **argv) {
     return rc;
   }
   char dflt[4096];
-  const char *out = a.out;
+  const char *out = a->out;
   if (!out) {
-    if (!fdl_path_join_to(a.pos[0], FDL_REPORT_PAGE, dflt, sizeof dflt)) {
+    if (!fdl_path_join_to(a->pos[0], FDL_REPORT_PAGE, dflt, sizeof dflt)) {
       char q[FDL_QUOTE_CAP];
-      fprintf(stderr, "fidelis report: %s: path too long\n", fdl_quote_str(a.pos[0], q, sizeof q));
+      fprintf(stderr, "fidelis report: %s: path too long\n", fdl_quote_str(a->pos[0], q, sizeof q));
       return FDL_EXIT_USAGE;
     }
     out = dflt;
   }
-  fdl_status s = fdl_report_write(a.pos, a.npos, out, &res, &err);
+  fdl_status s = fdl_report_write(a->pos, a->npos, out, &res, &err);
   if (s == FDL_MISMATCH) {
     fprintf(stderr, "fidelis report: VERIFICATION FAILED: ");
     fdl_cli_put_text(stderr, err.msg);
@@ -142,8 +138,10 @@ int fdl_cli_report_page(int argc, char **argv) {
   printf("fidelis report: wrote %s (%zu receipt%s verified%s)\n",
          fdl_cli_shown(out, strlen(out), shown, sizeof shown), res.receipts,
          res.receipts == 1 ? "" : "s",
-         a.npos == 1 ? (res.llamacpp ? ", with llama.cpp-compatible statistics"
-                                     : ", no llama.cpp-compatible block")
-                     : "");
+         a->npos == 1 ? (res.llamacpp ? ", with llama.cpp-compatible statistics"
+                                      : ", no llama.cpp-compatible block")
+                      : "");
   return FDL_EXIT_OK;
 }
+
+FDL_CLI_COMMAND(fdl_cli_report_page, fdl_cli_report_page_check, args, parse, work)

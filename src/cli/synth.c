@@ -99,14 +99,9 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-FDL_CLI_CHECK_BY_PARSE(fdl_cli_synth_check, args, parse)
-
-int fdl_cli_synth(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  rc = FDL_EXIT_OK;
-  fdl_synth_opts o = a.o;
+static int work(args *a) {
+  int rc = FDL_EXIT_OK;
+  fdl_synth_opts o = a->o;
   o.notice = fdl_cli_notice;
   o.notice_arg = "synth";
   fdl_synth_result r;
@@ -119,7 +114,7 @@ int fdl_cli_synth(int argc, char **argv) {
     fdl_cli_print_refusal("synth", &ref, &err);
     return s == FDL_INVALID ? FDL_EXIT_USAGE : fdl_cli_exit_for(s);
   }
-  if (a.json) {
+  if (a->json) {
     json_t *j = json_pack("{s:s, s:s, s:s, s:I}", "out", o.out_dir, "reference_dataset_sha256",
                           r.reference_sha256, "candidate_dataset_sha256", r.candidate_sha256,
                           "scored_rows", (json_int_t)r.rows);
@@ -137,3 +132,5 @@ int fdl_cli_synth(int argc, char **argv) {
   }
   return rc;
 }
+
+FDL_CLI_COMMAND(fdl_cli_synth, fdl_cli_synth_check, args, parse, work)

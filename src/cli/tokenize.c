@@ -69,8 +69,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-FDL_CLI_CHECK_BY_PARSE(fdl_cli_tokenize_check, args, parse)
-
 /* Ids separated by commas and/or white space. */
 static int parse_ids(const char *s, size_t len, int32_t **ids, size_t *n) {
   size_t cap = 64, k = 0;
@@ -266,11 +264,11 @@ static int tokenize(const args *given) {
   return rc;
 }
 
-int fdl_cli_tokenize(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  if (!(rc = fdl_cli_hub_input("tokenize", &a.hub, &a.tokenizer, true))) rc = tokenize(&a);
-  fdl_cli_hub_free(&a.hub);
+static int work(args *a) {
+  int rc;
+  if (!(rc = fdl_cli_hub_input("tokenize", &a->hub, &a->tokenizer, true))) rc = tokenize(a);
+  fdl_cli_hub_free(&a->hub);
   return rc;
 }
+
+FDL_CLI_COMMAND(fdl_cli_tokenize, fdl_cli_tokenize_check, args, parse, work)

@@ -119,17 +119,13 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-FDL_CLI_CHECK_BY_PARSE(fdl_cli_validate_check, args, parse)
-
-int fdl_cli_validate(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  if ((rc = fdl_cli_input_dataset("validate", a.dir, false)) != 0) return rc;
+static int work(args *a) {
+  int rc;
+  if ((rc = fdl_cli_input_dataset("validate", a->dir, false)) != 0) return rc;
   fdl_ds_report rep;
   fdl_ds_report_init(&rep);
   fdl_err err;
-  fdl_status st = fdl_ds_validate(a.dir, &a.o, &rep, &err);
+  fdl_status st = fdl_ds_validate(a->dir, &a->o, &rep, &err);
   if (st != FDL_OK) {
     fdl_cli_report(&err);
     fdl_ds_report_free(&rep);
@@ -140,14 +136,14 @@ int fdl_cli_validate(int argc, char **argv) {
        : verdict == FDL_DS_VERDICT_WARNINGS ? FDL_EXIT_WARN
                                             : FDL_EXIT_OK;
   json_t *doc = NULL;
-  if (a.json || a.report) {
+  if (a->json || a->report) {
     if ((st = fdl_ds_report_to_json(&rep, true, &doc, &err)) != FDL_OK) {
       fdl_cli_report(&err);
       fdl_ds_report_free(&rep);
       return fdl_cli_exit_for(st);
     }
   }
-  if (a.json) {
+  if (a->json) {
     fdl_buf b;
     fdl_buf_init(&b, 0);
     if ((st = fdl_json_dump(doc, FDL_JSON_PRETTY, &b, &err)) == FDL_OK)
@@ -158,7 +154,7 @@ int fdl_cli_validate(int argc, char **argv) {
   } else {
     print_human(&rep);
   }
-  if (a.report && (st = fdl_json_write_file(a.report, doc, FDL_JSON_PRETTY, &err)) != FDL_OK) {
+  if (a->report && (st = fdl_json_write_file(a->report, doc, FDL_JSON_PRETTY, &err)) != FDL_OK) {
     fdl_cli_report(&err);
     /* The report was asked for and not written: an existing FILE is a refusal (never
      * overwritten), anything else output that could not be written. */
@@ -168,3 +164,5 @@ int fdl_cli_validate(int argc, char **argv) {
   fdl_ds_report_free(&rep);
   return rc;
 }
+
+FDL_CLI_COMMAND(fdl_cli_validate, fdl_cli_validate_check, args, parse, work)
