@@ -62,8 +62,7 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
   int nrest = 0;
   int rc = fdl_cli_split_paths("attribute", "NAME=full:FILE or NAME=greedy:FILE", argc, argv, rest,
                                &nrest, a->paths, &a->npaths, diag);
-  fdl_cli_spec s = {"attribute", usage, opts, sizeof opts / sizeof opts[0], NULL, 0, NULL, 0, 0,
-                    out,         diag,  0};
+  fdl_cli_spec s = {"attribute", usage, opts, FDL_CLI_N(opts), NULL, 0, NULL, 0, 0, out, diag, 0};
   if (rc == FDL_CLI_GO) rc = fdl_cli_parse(&s, 1, nrest, rest);
   free(rest);
   if (rc != FDL_CLI_GO) return rc;

@@ -105,7 +105,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_HUB_OPTS(&a->hub),
   };
   static const char *const conflicts[] = {"--progress", "--quiet"};
-  fdl_cli_spec s = {"capture", usage, opts, sizeof opts / sizeof *opts, conflicts, 1, NULL, 0, 0,
+  fdl_cli_spec s = {"capture", usage, opts, FDL_CLI_N(opts), conflicts, 1, NULL, 0, 0,
                     out,       diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;

@@ -140,6 +140,9 @@ typedef struct {
 #define FDL_CLI_THREADS(dest)                                                                      \
   { "--threads", NULL, FDL_CLI_NUMBER, (dest), 1, FDL_POOL_MAX_THREADS, NULL }
 
+/* The entries of a table: of options, or of conflicts (pairs: FDL_CLI_N(conflicts) / 2). */
+#define FDL_CLI_N(table) (sizeof(table) / sizeof((table)[0]))
+
 typedef struct {
   const char *cmd;         /* "compare", "tensor ls": names the command in messages */
   void (*usage)(FILE *);   /* the --help text */

@@ -142,12 +142,9 @@ static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
       "--quiet",
   };
   const char *pos[2] = {NULL, NULL};
-  fdl_cli_spec s = {"compare", usage,
-                    opts,      sizeof opts / sizeof *opts,
-                    conflicts, sizeof conflicts / sizeof *conflicts / 2,
-                    pos,       2,
-                    0,         out,
-                    diag,      0};
+  fdl_cli_spec s = {
+      "compare", usage, opts, FDL_CLI_N(opts), conflicts, FDL_CLI_N(conflicts) / 2, pos, 2, 0,
+      out,       diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos && (o->reference || o->candidate))

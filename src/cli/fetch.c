@@ -60,8 +60,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_FLAG("--quiet", &quiet),        FDL_CLI_OPT_FLAG("--json", &a->json),
   };
   static const char *const conflicts[] = {"--progress", "--quiet"};
-  fdl_cli_spec s = {"fetch", usage, opts, sizeof opts / sizeof *opts, conflicts, 1, pos, 1, 0,
-                    out,     diag,  0};
+  fdl_cli_spec s = {"fetch", usage, opts, FDL_CLI_N(opts), conflicts, 1, pos, 1, 0, out, diag, 0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 1) return fdl_cli_usage_error(&s, "expected one hf://ORG/NAME@REV");

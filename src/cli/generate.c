@@ -126,12 +126,9 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       "--ids",    "--panel",   "--ids",    "--context",      "--ids",    "--prompt-tokens",
       "--prompt", "--ids",     "--prompt", "--request",      "--prompt", "--panel",
       "--prompt", "--context", "--prompt", "--prompt-tokens"};
-  fdl_cli_spec s = {"generate", usage,
-                    opts,       sizeof opts / sizeof *opts,
-                    conflicts,  sizeof conflicts / sizeof *conflicts / 2,
-                    NULL,       0,
-                    0,          out,
-                    diag,       0};
+  fdl_cli_spec s = {
+      "generate", usage, opts, FDL_CLI_N(opts), conflicts, FDL_CLI_N(conflicts) / 2, NULL, 0, 0,
+      out,        diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (!a->model) return fdl_cli_usage_error(&s, "--model DIR is required");

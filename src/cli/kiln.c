@@ -111,9 +111,8 @@ static int check_parse(int argc, char **argv, FILE *out, FILE *diag, check_args 
       FDL_CLI_OPT_PATH("--root", &a->root),
       FDL_CLI_OPT_FLAG("--require-current-source", &a->current_source),
   };
-  fdl_cli_spec s = {"check", check_usage, opts,     sizeof opts / sizeof opts[0],
-                    NULL,    0,           a->files, (size_t)argc,
-                    0,       out,         diag,     0};
+  fdl_cli_spec s = {"check", check_usage, opts, FDL_CLI_N(opts), NULL, 0, a->files, (size_t)argc, 0,
+                    out,     diag,        0};
   rc = fdl_cli_parse(&s, 1, k, rest);
   free(rest);
   if (rc != FDL_CLI_GO) return rc;
@@ -279,9 +278,8 @@ static int div_parse(div_args *a, int argc, char **argv, FILE *out, FILE *diag) 
       FDL_CLI_OPT_OUT("--out", &a->out),
   };
   static const char *const conflicts[] = {"--model-dir", "--model-identity"};
-  fdl_cli_spec s = {
-      "divergence", div_usage, opts, sizeof opts / sizeof opts[0], conflicts, 1, NULL, 0, 0,
-      out,          diag,      0};
+  fdl_cli_spec s = {"divergence", div_usage, opts, FDL_CLI_N(opts), conflicts, 1, NULL, 0, 0,
+                    out,          diag,      0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   const char *need[][2] = {{"--prompt-ids", a->prompt_ids},

@@ -109,9 +109,8 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   };
   static const char *const conflicts[] = {"--check", "--format", "--check", "--json",
                                           "--json",  "--out",    "--check", "--out"};
-  fdl_cli_spec s = {
-      "layers diff", usage, opts, sizeof opts / sizeof opts[0], conflicts, 4, a->pos, 2, 0,
-      out,           diag,  0};
+  fdl_cli_spec s = {"layers diff", usage, opts, FDL_CLI_N(opts), conflicts, 4, a->pos, 2, 0,
+                    out,           diag,  0};
   int rc = fdl_cli_parse_sub(&s, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 2) return fdl_cli_usage_error(&s, "two files expected: REF CAND");

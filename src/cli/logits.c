@@ -53,7 +53,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_FLAG("--json", &a->as_json),
       FDL_CLI_OPT_TEXT("--ref-tensor", &a->ref_tensor),
   };
-  fdl_cli_spec s = {"logits diff", usage, opts, sizeof opts / sizeof opts[0], NULL, 0, a->pos, 2, 0,
+  fdl_cli_spec s = {"logits diff", usage, opts, FDL_CLI_N(opts), NULL, 0, a->pos, 2, 0,
                     out,           diag,  0};
   int rc = fdl_cli_parse_sub(&s, argc, argv);
   if (rc != FDL_CLI_GO) return rc;

@@ -55,7 +55,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_FLAG("--json", &a->json),
       FDL_CLI_OPT_FLAG("--no-weights", &a->o.no_weights),
   };
-  fdl_cli_spec s = {"model init", usage, opts, sizeof opts / sizeof *opts, NULL, 0, pos, 1, 0,
+  fdl_cli_spec s = {"model init", usage, opts, FDL_CLI_N(opts), NULL, 0, pos, 1, 0,
                     out,          diag,  1u /* OUT */};
   int rc = fdl_cli_parse_sub(&s, argc, argv);
   if (rc != FDL_CLI_GO) return rc;

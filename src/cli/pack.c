@@ -146,12 +146,9 @@ static int parse(pack_args *a, int argc, char **argv, FILE *out, FILE *diag) {
       "--from-llamacpp-kld", "--panel",       "--from-llamacpp-kld", "--tensors",
       "--from-llamacpp-kld", "--head",        "--from-llamacpp-kld", "--allow-partial",
       "--from-llamacpp-kld", "--hidden-dtype"};
-  fdl_cli_spec s = {"pack",    usage,
-                    opts,      sizeof opts / sizeof *opts,
-                    conflicts, sizeof conflicts / sizeof *conflicts / 2,
-                    NULL,      0,
-                    0,         out,
-                    diag,      0};
+  fdl_cli_spec s = {
+      "pack", usage, opts, FDL_CLI_N(opts), conflicts, FDL_CLI_N(conflicts) / 2, NULL, 0, 0,
+      out,    diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (k->kld_path) {

@@ -101,12 +101,9 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   static const char *const conflicts[] = {"--like-llama-perplexity", "--stride",
                                           "--like-llama-perplexity", "--score-from",
                                           "--like-llama-perplexity", "--bos"};
-  fdl_cli_spec s = {"panel",   usage,
-                    opts,      sizeof opts / sizeof *opts,
-                    conflicts, sizeof conflicts / sizeof *conflicts / 2,
-                    NULL,      0,
-                    0,         out,
-                    diag,      0};
+  fdl_cli_spec s = {
+      "panel", usage, opts, FDL_CLI_N(opts), conflicts, FDL_CLI_N(conflicts) / 2, NULL, 0, 0,
+      out,     diag,  0};
   int rc = fdl_cli_parse(&s, 1, nrest, rest);
   if (rc != FDL_CLI_GO) return rc;
   if (!a->o.tokenizer || !nt || !context || !a->o.out)

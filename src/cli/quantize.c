@@ -58,8 +58,8 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       {"--scope", NULL, FDL_CLI_CHOICE, &scope, 0, 0, SCOPES},
       FDL_CLI_OPT_FLAG("--json", &a->json),
   };
-  fdl_cli_spec s = {"quantize", usage, opts,   sizeof opts / sizeof *opts, NULL, 0, pos, 2, 0,
-                    out,        diag,  1u << 1 /* OUT */};
+  fdl_cli_spec s = {"quantize", usage, opts, FDL_CLI_N(opts), NULL, 0, pos, 2,
+                    0,          out,   diag, 1u << 1 /* OUT */};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 2) return fdl_cli_usage_error(&s, "MODEL and OUT are required");

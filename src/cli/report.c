@@ -56,7 +56,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_FLAG("--markdown", &a->markdown),
   };
   static const char *const conflicts[] = {"--markdown", "--out"};
-  fdl_cli_spec s = {"report",  usage, opts,   sizeof opts / sizeof *opts,
+  fdl_cli_spec s = {"report",  usage, opts,   FDL_CLI_N(opts),
                     conflicts, 1,     a->pos, FDL_REPORT_MAX_RECEIPTS,
                     0,         out,   diag,   0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);

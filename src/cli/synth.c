@@ -78,8 +78,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_THREADS(&threads),
       FDL_CLI_OPT_FLAG("--json", &a->json),
   };
-  fdl_cli_spec s = {"synth", usage, opts, sizeof opts / sizeof *opts, NULL, 0, NULL, 0, 0,
-                    out,     diag,  0};
+  fdl_cli_spec s = {"synth", usage, opts, FDL_CLI_N(opts), NULL, 0, NULL, 0, 0, out, diag, 0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (!a->o.out_dir) return fdl_cli_usage_error(&s, "--out DIR is required");

@@ -59,7 +59,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   };
   static const char *const conflicts[] = {"--text",   "--string", "--text",       "--decode",
                                           "--string", "--decode", "--no-special", "--decode"};
-  fdl_cli_spec s = {"tokenize", usage, opts, sizeof opts / sizeof *opts, conflicts, 4, NULL, 0, 0,
+  fdl_cli_spec s = {"tokenize", usage, opts, FDL_CLI_N(opts), conflicts, 4, NULL, 0, 0,
                     out,        diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;

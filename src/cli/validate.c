@@ -103,7 +103,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       "--verify-tensors", "--structural",
   };
   const char *pos[1];
-  fdl_cli_spec s = {"validate", usage, opts, sizeof opts / sizeof *opts, conflicts, 5, pos, 1, 0,
+  fdl_cli_spec s = {"validate", usage, opts, FDL_CLI_N(opts), conflicts, 5, pos, 1, 0,
                     out,        diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
