@@ -197,7 +197,7 @@ static int capture_in(void *arg, fdl_cli_ranks *ranks) {
                           r.capture_content_digest, "records", (json_int_t)r.records, "scored_rows",
                           (json_int_t)r.scored_rows, "quantized", r.quantized);
     if (j) fdl_cli_ranks_json(ranks, j);
-    rc = fdl_cli_print_json(j);
+    rc = fdl_cli_print_json(j, FDL_JSON_ASCII);
   } else {
     char shown[FDL_QUOTE_CAP];
     printf("fidelis capture: wrote %s (%zu records, %llu scored rows%s)\n",

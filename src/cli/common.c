@@ -232,13 +232,11 @@ int fdl_cli_read_json(const char *cmd, const char *opt, const char *v, json_t **
   return 0;
 }
 
-int fdl_cli_print_json(json_t *j) {
+int fdl_cli_print_json(json_t *j, unsigned flags) {
   fdl_err err = {FDL_OK, ""};
   fdl_buf b;
   fdl_buf_init(&b, 0);
-  /* ASCII: the same JSON value, and no bidi override or C1 control reaches a terminal raw. */
-  fdl_status s =
-      j ? fdl_json_dump(j, FDL_JSON_ASCII, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
+  fdl_status s = j ? fdl_json_dump(j, flags, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
   if (s == FDL_OK)
     printf("%s\n", b.data);
   else

@@ -301,17 +301,6 @@ static void summary(const fdl_compare_result *r, double secs) {
   printf("  receipt_sha256 %s\n", rc->receipt_sha256);
 }
 
-static void print_json(json_t *o) {
-  fdl_buf b;
-  fdl_buf_init(&b, 0);
-  fdl_err e;
-  if (fdl_json_dump(o, 0, &b, &e) == FDL_OK)
-    printf("%s\n", b.data);
-  else
-    fdl_cli_report(&e);
-  fdl_buf_free(&b);
-}
-
 static void headline_json(const fdl_compare_result *r, int exit_code, const fdl_err *err,
                           double secs, const fdl_cli_ranks *ranks) {
   json_t *o = json_object();
@@ -345,8 +334,7 @@ static void headline_json(const fdl_compare_result *r, int exit_code, const fdl_
   }
   json_object_set_new(o, "duration_seconds", json_real(secs));
   fdl_cli_ranks_json(ranks, o);
-  print_json(o);
-  json_decref(o);
+  fdl_cli_print_json(o, 0);
 }
 
 static int compare_in(void *arg, fdl_cli_ranks *ranks);

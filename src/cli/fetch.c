@@ -96,7 +96,7 @@ static int work(args *a) {
                           fdl_cli_json_text(r.snapshot), "path", fdl_cli_json_text(r.path), "files",
                           (json_int_t)r.files, "fetched", (json_int_t)r.fetched, "fetched_bytes",
                           (json_int_t)r.fetched_bytes, "asked_endpoint", r.from_network);
-    rc = fdl_cli_print_json(j);
+    rc = fdl_cli_print_json(j, FDL_JSON_ASCII);
   } else {
     printf("fidelis fetch: ");
     fdl_cli_put_text(stdout, a->ref);

@@ -117,20 +117,7 @@ static int print_json(const fdl_attr_logits *r, const fdl_attr_candidate *c, siz
                        "top10_overlap", (json_int_t)r->top10_overlap, "logits_sha256", digest,
                        "candidate_tokens", list)
            : NULL;
-  fdl_err err = {0};
-  fdl_buf b;
-  fdl_buf_init(&b, 0);
-  fdl_status s = doc ? fdl_json_dump(doc, 0, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
-  json_decref(doc);
-  int rc = FDL_EXIT_OK;
-  if (s != FDL_OK) {
-    fdl_cli_report(&err);
-    rc = fdl_cli_exit_for(s);
-  } else if (!fdl_cli_put(b.data, b.len) || !fdl_cli_put("\n", 1)) {
-    rc = FDL_EXIT_USAGE;
-  }
-  fdl_buf_free(&b);
-  return rc;
+  return fdl_cli_print_json(doc, 0);
 }
 
 static int print_text(const fdl_attr_logits *r, const fdl_attr_candidate *c, size_t nc) {

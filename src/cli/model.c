@@ -94,7 +94,7 @@ static int work(args *a) {
         o.preset, "seed", (json_int_t)o.seed, "parameters", (json_int_t)r.params, "tensors",
         (json_int_t)r.tensors, "safetensors_bytes", (json_int_t)r.bytes, "panel_contexts",
         (json_int_t)r.panel_contexts, "panel_tokens", (json_int_t)r.panel_tokens);
-    return fdl_cli_print_json(j);
+    return fdl_cli_print_json(j, FDL_JSON_ASCII);
   }
   char shown[FDL_QUOTE_CAP], weights[64] = "no model.safetensors (--no-weights)";
   if (!o.no_weights)

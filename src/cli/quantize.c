@@ -92,7 +92,7 @@ static int work(args *a) {
         "scope", fdl_gptq_scope_name(o.scope), "quantized_tensors", (json_int_t)r.quantized,
         "copied_tensors", (json_int_t)r.copied, "quantized_parameters",
         (json_int_t)r.params_quantized, "safetensors_bytes", (json_int_t)r.bytes);
-    return fdl_cli_print_json(j);
+    return fdl_cli_print_json(j, FDL_JSON_ASCII);
   }
   char m[FDL_QUOTE_CAP], q[FDL_QUOTE_CAP];
   printf("fidelis quantize: wrote %s from %s: int4 g%zu, scope %s, %zu weights quantized "

@@ -117,7 +117,7 @@ static int work(args *a) {
     json_t *j = json_pack("{s:s, s:s, s:s, s:I}", "out", o.out_dir, "reference_dataset_sha256",
                           r.reference_sha256, "candidate_dataset_sha256", r.candidate_sha256,
                           "scored_rows", (json_int_t)r.rows);
-    rc = fdl_cli_print_json(j);
+    rc = fdl_cli_print_json(j, FDL_JSON_ASCII);
   } else {
     char q[FDL_QUOTE_CAP];
     const char *dir = fdl_cli_shown(o.out_dir, strlen(o.out_dir), q, sizeof q);

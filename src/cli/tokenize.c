@@ -182,7 +182,7 @@ static int print_json(const fdl_tok *t, const int32_t *ids, size_t n) {
   } else {
     json_decref(a);
   }
-  return fdl_cli_print_json(o);
+  return fdl_cli_print_json(o, FDL_JSON_ASCII);
 }
 
 static int tokenize(const args *given) {
@@ -223,7 +223,7 @@ static int tokenize(const args *given) {
       } else if (a.json) {
         json_t *o = json_object();
         if (o) json_object_set_new(o, "text", fdl_cli_json_text(out));
-        rc = fdl_cli_print_json(o);
+        rc = fdl_cli_print_json(o, FDL_JSON_ASCII);
       } else {
         rc = fdl_cli_put(out, olen) ? FDL_EXIT_OK : FDL_EXIT_USAGE;
       }
