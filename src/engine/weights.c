@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/order.h"
 #include "base/sys.h"
 #include "engine/internal.h"
 #include "fidelis/ggml_quant.h"
@@ -87,10 +88,6 @@ static bool plain_name(const char *f) {
   return !strchr(f, '/') && !strchr(f, '\\');
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* The index is parsed from the bytes digested, in one read. */
 static fdl_status load_index(fdl_model *m, const char *dir, json_t **idx, fdl_err *err) {
   char *p = NULL;
@@ -142,7 +139,7 @@ static fdl_status open_index(fdl_model *m, const char *dir, fdl_err *err) {
     names[nn++] = json_string_value(v);
   }
   /* Sorted, so shards open (and errors arise) in the same order whatever the hash order. */
-  qsort(names, nn, sizeof *names, cmp_str);
+  qsort(names, nn, sizeof *names, fdl_order_cstr);
   size_t u = 0;
   for (size_t i = 0; i < nn; i++)
     if (!u || strcmp(names[u - 1], names[i])) names[u++] = names[i];
@@ -571,13 +568,14 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
                  "(quantization_config) but no matrix is stored quantized: a dense model would "
                  "be declared quantized");
   /* Sorted once, so the check below is O(n log n) in the tensors, not quadratic. */
-  if (b.nbound > 1) qsort(b.bound, b.nbound, sizeof *b.bound, cmp_str);
+  if (b.nbound > 1) qsort(b.bound, b.nbound, sizeof *b.bound, fdl_order_cstr);
   for (size_t i = 0; i < m->nshards && !s; i++)
     for (size_t t = 0; t < fdl_safetensors_count(m->shards[i]) && !s; t++) {
       const char *tn = fdl_safetensors_at(m->shards[i], t)->name;
       if (in->linear && starts_with(tn, "model.visual.")) in->vision_tower = true;
       bool known = ignorable(in, tn) || (in->tied && strcmp(tn, "lm_head.weight") == 0);
-      known = known || (b.nbound && bsearch(&tn, b.bound, b.nbound, sizeof *b.bound, cmp_str));
+      known =
+          known || (b.nbound && bsearch(&tn, b.bound, b.nbound, sizeof *b.bound, fdl_order_cstr));
       if (!known)
         s = fdl_fail(err, FDL_UNSUPPORTED,
                      "unexpected tensor %s (%s with this config.json has no such weight)", tn,
@@ -586,7 +584,7 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
   for (size_t i = 0; i < m->ngt && !s; i++) {
     const char *tn = m->gt[i].name;
     if (!(in->tied && !strcmp(tn, "lm_head.weight")) && !ignorable(in, tn) &&
-        !(b.nbound && bsearch(&tn, b.bound, b.nbound, sizeof *b.bound, cmp_str)))
+        !(b.nbound && bsearch(&tn, b.bound, b.nbound, sizeof *b.bound, fdl_order_cstr)))
       s = fdl_fail(err, FDL_UNSUPPORTED, "%s: unexpected tensor %s (%s has no such weight)",
                    m->gguf->path, m->gguf->tensors[i].name, in->arch);
   }
