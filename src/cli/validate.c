@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "fidelis/dataset.h"
 #include "dataset/dataset_json.h"
+#include "base/order.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -53,10 +54,6 @@ static void print_findings(const fdl_ds_findings *f, const char *label) {
   }
 }
 
-static int cmp_cstr(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void print_human(const fdl_ds_report *r) {
   fdl_cli_put_text(stdout, r->subject);
   printf(": %zu error(s), %zu warning(s)\n", r->errors.count, r->warnings.count);
@@ -65,7 +62,7 @@ static void print_human(const fdl_ds_report *r) {
   char **names = malloc((r->n_checks ? r->n_checks : 1) * sizeof *names);
   if (names) {
     if (r->n_checks) memcpy(names, r->checks, r->n_checks * sizeof *names);
-    if (r->n_checks) qsort(names, r->n_checks, sizeof *names, cmp_cstr);
+    if (r->n_checks) qsort(names, r->n_checks, sizeof *names, fdl_order_cstr);
     printf("checks:");
     for (size_t i = 0; i < r->n_checks; i++) printf(" %s", names[i]);
     printf("\n");
