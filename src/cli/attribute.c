@@ -100,24 +100,19 @@ int fdl_cli_attribute_check(int argc, char **argv, FILE *out, FILE *diag) {
   return rc;
 }
 
-static int report(const fdl_err *err, fdl_status s) {
-  fdl_cli_report(err);
-  return fdl_cli_exit_for(s);
-}
-
 static int load_json(const char *path, json_t **doc) {
   if (fdl_cli_input_file("attribute", path) != 0) return FDL_EXIT_USAGE;
   fdl_err err = {FDL_OK, ""};
   const fdl_json_read_opts o = {.max_depth = 0, .kiln_strict = true};
   fdl_status s = fdl_json_load_file(path, &o, doc, &err);
-  return s == FDL_OK ? 0 : report(&err, s);
+  return s == FDL_OK ? 0 : fdl_cli_failed(&err, s);
 }
 
 static int load_logits(const char *path, fdl_attr_matrix *m) {
   if (fdl_cli_input_file("attribute", path) != 0) return FDL_EXIT_USAGE;
   fdl_err err = {FDL_OK, ""};
   fdl_status s = fdl_attr_matrix_read(path, NULL, m, &err);
-  return s == FDL_OK ? 0 : report(&err, s);
+  return s == FDL_OK ? 0 : fdl_cli_failed(&err, s);
 }
 
 int fdl_cli_attribute(int argc, char **argv) {
@@ -185,7 +180,7 @@ int fdl_cli_attribute(int argc, char **argv) {
     if (s == FDL_OK)
       s = fdl_json_write_file(a.out, v2 ? v2 : rec, FDL_JSON_ASCII | FDL_JSON_PRETTY, &err);
     if (s != FDL_OK) {
-      rc = report(&err, s);
+      rc = fdl_cli_failed(&err, s);
     } else {
       const json_t *at = json_object_get(rec, "attribution");
       const char *p = json_string_value(json_object_get(at, "path"));

@@ -212,6 +212,8 @@ int fdl_cli_input_tokenizer(const char *cmd, const char *path);
 int fdl_cli_close_stdout(int rc);
 /* Prints "fidelis: (NAME) message" for a failed call. */
 void fdl_cli_report(const fdl_err *err);
+/* A failed library call: fdl_cli_report, then the exit code for its status s. */
+int fdl_cli_failed(const fdl_err *err, fdl_status s);
 /* An fdl_notice_fn: prints "fidelis ARG: note: message" on stderr (arg: the command name),
  * control bytes shown as '?' (the message can name files). */
 void fdl_cli_notice(void *arg, const char *message);

@@ -17,6 +17,11 @@ void fdl_cli_report(const fdl_err *err) {
   fputc('\n', stderr);
 }
 
+int fdl_cli_failed(const fdl_err *err, fdl_status s) {
+  fdl_cli_report(err);
+  return fdl_cli_exit_for(s);
+}
+
 const char *fdl_cli_shown(const char *s, size_t n, char *buf, size_t cap) {
   if (!s) return "-";
   fdl_quote(s, n, buf, cap);
@@ -226,8 +231,7 @@ int fdl_cli_read_json(const char *cmd, const char *opt, const char *v, json_t **
   free(text);
   if (s != FDL_OK) {
     fdl_err_prefix(&err, "%s", opt);
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
+    return fdl_cli_failed(&err, s);
   }
   return 0;
 }

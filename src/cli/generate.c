@@ -192,8 +192,7 @@ static int request_ids(const args *a, int32_t **ids, size_t *n, size_t *first) {
   if (s != FDL_OK) {
     json_decref(doc);
     fdl_err_prefix(&err, "--request");
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
+    return fdl_cli_failed(&err, s);
   }
   size_t prompt = json_array_size(json_object_get(json_object_get(doc, "prompt"), "token_ids"));
   bool ok = id_array(json_object_get(doc, "input_token_ids"), ids, n) && prompt >= 1;
@@ -228,8 +227,7 @@ static int load_tokenizer(const args *a, fdl_tok **tok) {
     return 0;
   }
   fdl_err_prefix(&err, "generate");
-  fdl_cli_report(&err);
-  return fdl_cli_exit_for(s);
+  return fdl_cli_failed(&err, s);
 }
 
 /* --prompt: the text (or @FILE's bytes) encoded as `fidelis tokenize` does by default. */
@@ -250,8 +248,7 @@ static int prompt_ids(const args *a, fdl_tok *tok, int32_t **ids, size_t *n) {
   free(*ids);
   *ids = NULL;
   fdl_err_prefix(&err, "generate: --prompt");
-  fdl_cli_report(&err);
-  return fdl_cli_exit_for(s);
+  return fdl_cli_failed(&err, s);
 }
 
 /* The input ids from --ids, --prompt, --request or the panel; *n tokens in a new array.
@@ -277,10 +274,7 @@ static int input_ids(const args *a, fdl_tok *tok, int32_t **ids, size_t *n, size
   if (rc) return rc;
   fdl_ds_panel p;
   fdl_status s = fdl_ds_panel_load(a->panel, &p, &err);
-  if (s != FDL_OK) {
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
-  }
+  if (s != FDL_OK) return fdl_cli_failed(&err, s);
   rc = 0;
   if (a->context >= p.n) {
     fprintf(stderr, "fidelis generate: --context %llu: the panel has contexts 0..%zu\n",
@@ -456,8 +450,7 @@ static int generate(const args *given) {
     free(cont);
     fdl_tok_free(tok);
     fdl_err_prefix(&err, "generate");
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
+    return fdl_cli_failed(&err, s);
   }
   const char *outs[][2] = {{"tokens", a.tokens_out},
                            {"logits", a.logits_out},

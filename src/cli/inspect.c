@@ -118,10 +118,7 @@ int fdl_cli_inspect(int argc, char **argv) {
   json_t *s;
   fdl_err err;
   fdl_status st = fdl_ds_inspect(dir, &s, &err);
-  if (st != FDL_OK) {
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(st);
-  }
+  if (st != FDL_OK) return fdl_cli_failed(&err, st);
   rc = FDL_EXIT_OK;
   if (json) {
     fdl_buf b;
@@ -129,7 +126,7 @@ int fdl_cli_inspect(int argc, char **argv) {
     if ((st = fdl_json_dump(s, FDL_JSON_PRETTY, &b, &err)) == FDL_OK)
       fdl_cli_put(b.data, b.len);
     else
-      fdl_cli_report(&err), rc = fdl_cli_exit_for(st);
+      rc = fdl_cli_failed(&err, st);
     fdl_buf_free(&b);
   } else {
     print_human(s);

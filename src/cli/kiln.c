@@ -85,10 +85,7 @@ static int check_one(const char *path, const char *root, const check_logits *lg,
     s = fdl_kiln_recompute_paths(doc, path, lg->ref.data, (size_t)lg->ref.cols, lg->rows, lg->n,
                                  &err);
   json_decref(doc);
-  if (s != FDL_OK) {
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
-  }
+  if (s != FDL_OK) return fdl_cli_failed(&err, s);
   if (res.has_refs && !res.refs_checked) *unchecked = true;
   fputs("OK  ", stdout);
   fdl_cli_put_text(stdout, path);
@@ -154,8 +151,7 @@ static int load_matrix(const char *what, const char *path, fdl_attr_matrix *m) {
   fdl_status s = fdl_attr_matrix_read(path, NULL, m, &err);
   if (s != FDL_OK) {
     fdl_err_prefix(&err, "%s", what);
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
+    return fdl_cli_failed(&err, s);
   }
   return 0;
 }
@@ -327,10 +323,7 @@ static int work(div_args *a) {
   if (!rc && a->model_dir) {
     if (fdl_cli_input_model("divergence", a->model_dir) != 0) rc = FDL_EXIT_USAGE;
     fdl_status s = rc ? FDL_OK : fdl_kiln_model_identity(a->model_dir, a->model_id, &mi, &err);
-    if (s != FDL_OK) {
-      fdl_cli_report(&err);
-      rc = fdl_cli_exit_for(s);
-    }
+    if (s != FDL_OK) rc = fdl_cli_failed(&err, s);
   }
   size_t step = 0;
   if (!rc) {
@@ -351,8 +344,7 @@ static int work(div_args *a) {
     char ident[FDL_SEAL_BUF];
     if (s == FDL_OK) s = fdl_kiln_canonical_sha256(req, ident, &err);
     if (s != FDL_OK) {
-      fdl_cli_report(&err);
-      rc = fdl_cli_exit_for(s);
+      rc = fdl_cli_failed(&err, s);
     } else {
       printf("diverges at step %zu: kiln %lld, vllm %lld\nrequest %s\n", step,
              (long long)json_integer_value(json_array_get(cj, step)),

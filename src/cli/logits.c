@@ -90,10 +90,7 @@ static int read_vector(const char *path, const char *tensor, fdl_attr_matrix *m)
                  path, (unsigned long long)m->rows, (unsigned long long)m->cols);
     fdl_attr_matrix_free(m);
   }
-  if (s != FDL_OK) {
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
-  }
+  if (s != FDL_OK) return fdl_cli_failed(&err, s);
   return FDL_EXIT_OK;
 }
 
@@ -167,8 +164,7 @@ static int work(args *a) {
                                            a->ncand, &r, c, &err);
     if (s != FDL_OK) {
       fdl_err_prefix(&err, "logits diff %s %s", a->pos[0], a->pos[1]);
-      fdl_cli_report(&err);
-      rc = fdl_cli_exit_for(s);
+      rc = fdl_cli_failed(&err, s);
     } else {
       rc = a->as_json ? print_json(&r, c, a->ncand) : print_text(&r, c, a->ncand);
     }

@@ -102,12 +102,10 @@ static int work(args *a) {
     fdl_buf b;
     fdl_buf_init(&b, 0);
     fdl_status s = fdl_report_markdown(a->pos, a->npos, &b, &res, &err);
-    if (s != FDL_OK) {
-      fdl_cli_report(&err);
-      rc = fdl_cli_exit_for(s);
-    } else if (!fdl_cli_put(b.data, b.len)) {
+    if (s != FDL_OK)
+      rc = fdl_cli_failed(&err, s);
+    else if (!fdl_cli_put(b.data, b.len))
       rc = FDL_EXIT_USAGE;
-    }
     fdl_buf_free(&b);
     return rc;
   }
@@ -130,10 +128,7 @@ static int work(args *a) {
     fprintf(stderr, " (a page that says so, with no numbers and no plots)\n");
     return FDL_EXIT_REFUSED;
   }
-  if (s != FDL_OK) {
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
-  }
+  if (s != FDL_OK) return fdl_cli_failed(&err, s);
   char shown[FDL_QUOTE_CAP];
   printf("fidelis report: wrote %s (%zu receipt%s verified%s)\n",
          fdl_cli_shown(out, strlen(out), shown, sizeof shown), res.receipts,

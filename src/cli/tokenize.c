@@ -200,8 +200,7 @@ static int tokenize(const args *given) {
   if (s != FDL_OK) {
     free(text);
     fdl_err_prefix(&err, "tokenize: %s", a.tokenizer);
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
+    return fdl_cli_failed(&err, s);
   }
   int32_t *ids = NULL;
   size_t n = 0;
@@ -218,8 +217,7 @@ static int tokenize(const args *given) {
       size_t olen = 0;
       s = fdl_tok_decode(t, ids, n, &out, &olen, &err);
       if (s != FDL_OK) {
-        fdl_cli_report(&err);
-        rc = fdl_cli_exit_for(s);
+        rc = fdl_cli_failed(&err, s);
       } else if (a.json) {
         json_t *o = json_object();
         if (o) json_object_set_new(o, "text", fdl_cli_json_text(out));
@@ -251,8 +249,7 @@ static int tokenize(const args *given) {
     }
     if (s != FDL_OK) {
       fdl_err_prefix(&err, "tokenize: %s", a.text ? a.text : "--string");
-      fdl_cli_report(&err);
-      rc = fdl_cli_exit_for(s);
+      rc = fdl_cli_failed(&err, s);
     } else {
       rc = pr ? FDL_EXIT_OK : print_json(t, ids, n);
     }

@@ -146,7 +146,7 @@ static int work(args *a) {
     if ((st = fdl_json_dump(doc, FDL_JSON_PRETTY, &b, &err)) == FDL_OK)
       fdl_cli_put(b.data, b.len);
     else
-      fdl_cli_report(&err), rc = fdl_cli_exit_for(st);
+      rc = fdl_cli_failed(&err, st);
     fdl_buf_free(&b);
   } else {
     print_human(&rep);
