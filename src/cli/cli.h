@@ -232,9 +232,9 @@ json_t *fdl_cli_json_text(const char *s);
 int fdl_cli_read_arg(const char *cmd, const char *opt, const char *v, char **text, size_t *len);
 /* The same value parsed as JSON, strictly (Kiln's rules). */
 int fdl_cli_read_json(const char *cmd, const char *opt, const char *v, json_t **out);
-/* Prints a command's --json result (compact, one line) and releases j (NULL: out of memory).
- * flags: FDL_JSON_ASCII (the same value, and no bidi override or C1 control reaches a terminal
- * raw), or 0 where a command prints UTF-8 as is. FDL_EXIT_OK, or the exit code after a report. */
+/* Prints a command's --json result (one line; FDL_JSON_PRETTY: indented) and releases j (NULL:
+ * out of memory). FDL_JSON_ASCII: the same value, and no bidi override or C1 control reaches a
+ * terminal raw; without it UTF-8 as is. FDL_EXIT_OK, or the exit code after a report. */
 int fdl_cli_print_json(json_t *j, unsigned flags);
 /* SOURCE_DATE_EPOCH as "YYYY-MM-DDTHH:MM:SSZ" in buf (cap >= 21), for the created_utc options
  * of pack, synth and compare; NULL when unset or not a plain number (then: the wall clock). */

@@ -241,13 +241,11 @@ int fdl_cli_print_json(json_t *j, unsigned flags) {
   fdl_buf b;
   fdl_buf_init(&b, 0);
   fdl_status s = j ? fdl_json_dump(j, flags, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
-  if (s == FDL_OK)
-    printf("%s\n", b.data);
-  else
-    fdl_cli_report(&err);
+  /* a pretty dump ends in its own newline */
+  if (s == FDL_OK) printf("%s%s", b.data, flags & FDL_JSON_PRETTY ? "" : "\n");
   fdl_buf_free(&b);
   json_decref(j);
-  return s == FDL_OK ? FDL_EXIT_OK : fdl_cli_exit_for(s);
+  return s == FDL_OK ? FDL_EXIT_OK : fdl_cli_failed(&err, s);
 }
 
 /* A --tokenizer that is a model directory rather than a file (following links). */

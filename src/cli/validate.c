@@ -141,13 +141,8 @@ static int work(args *a) {
     }
   }
   if (a->json) {
-    fdl_buf b;
-    fdl_buf_init(&b, 0);
-    if ((st = fdl_json_dump(doc, FDL_JSON_PRETTY, &b, &err)) == FDL_OK)
-      fdl_cli_put(b.data, b.len);
-    else
-      rc = fdl_cli_failed(&err, st);
-    fdl_buf_free(&b);
+    int printed = fdl_cli_print_json(json_incref(doc), FDL_JSON_PRETTY);
+    if (printed != FDL_EXIT_OK) rc = printed;
   } else {
     print_human(&rep);
   }
