@@ -1,12 +1,8 @@
 /* kiln_divergence.c - the first step where two token streams differ, written as a Kiln
  * first-divergence request (KILN-ATTRIBUTION.md §5). */
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -4,7 +4,6 @@
  * The work is fdl_attr_compare_logits; this file parses, reads the two files
  * (fdl_attr_matrix_read) and prints. docs/ATTRIBUTION.md describes inputs and output. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"

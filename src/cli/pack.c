@@ -1,7 +1,6 @@
 /* pack.c - `fidelis pack`: per-record dumps into a sealed fidelity dataset. */
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"

@@ -1,5 +1,4 @@
 /* tokenize.c - `fidelis tokenize`: text to the model's token ids, or ids back to text. */
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,8 +4,6 @@
  * The seal status is cheap on purpose: the manifest's self-seal and the digest of checksums.txt
  * are recomputed (two small files); `fidelis validate --verify-tensors` is the full check. */
 #include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 

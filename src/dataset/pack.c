@@ -6,7 +6,6 @@
  * output is never touched.
  *
  * Divisions: staging helpers; payload files; the run. */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

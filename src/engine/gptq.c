@@ -36,7 +36,6 @@
  *
  * Divisions: F16 rounding; one matrix; the decode; a whole model. */
 #include <dirent.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,7 +6,6 @@
  * Every byte of a shard is read once from the file, into the resident copy the engine computes
  * on; the file digest and the finiteness check then run over that copy as two tasks, side by
  * side (a checkpoint's identity is computed on the bytes that are computed on). */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

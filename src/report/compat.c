@@ -6,7 +6,6 @@
  * stack_relation left out: quantizations of one model served by different stacks are exactly
  * what a side-by-side page is for, and each row shows its own stack relation and class. */
 #include <stdio.h>
-#include <string.h>
 
 #include "base/quote.h"
 #include "report/rpt.h"

@@ -15,7 +15,6 @@
  *
  * Divisions: random numbers; inputs; metas; the run. */
 #include <dirent.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>

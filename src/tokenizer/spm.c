@@ -7,7 +7,6 @@
  *
  * encode.c first cuts a piece where no merge can join across (cut.c): SentencePiece has no
  * pre-tokenizer, so without the cut a whole text is one heap of a million candidates. */
-#include <stdlib.h>
 
 #include "base/sys.h"
 #include "tokenizer/internal.h"
