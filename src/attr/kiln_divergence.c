@@ -12,8 +12,6 @@
 #include "fidelis/file.h"
 #include "json/json.h"
 #include "fidelis/kiln.h"
-#include "base/order.h"
-#include "base/sys.h"
 #include "attr/kiln_json.h"
 
 /* ---- first divergence (§5) ------------------------------------------------------------------- */

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "base/path.h"
-#include "base/sys.h"
 #include "attr/internal.h"
 #include "attr/kiln_check.h"
 #include "fidelis/file.h"

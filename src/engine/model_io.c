@@ -2,7 +2,6 @@
  * safetensors header written ahead of data that is then streamed tensor by tensor, so that no
  * model is ever held whole in memory. */
 
-#include "base/sys.h"
 #include "engine/model_internal.h"
 #include "fidelis/buf.h"
 #include "tensor/safetensors_json.h"

@@ -20,7 +20,6 @@
 #include "json/json.h"
 #include "fidelis/model.h"
 #include "base/path.h"
-#include "base/quote.h"
 
 /* ---- planning ----------------------------------------------------------------------------- */
 

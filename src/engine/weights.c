@@ -22,7 +22,6 @@
 #include "fidelis/file.h"
 #include "fidelis/hub.h"
 #include "json/json.h"
-#include "base/path.h"
 
 #define INDEX_NAME "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"

@@ -7,7 +7,6 @@
  * lowest merge rank (leftmost on ties) is merged, until no pair has a rank. Pieces seen before
  * come from the word cache (cache.c). */
 
-#include "base/sys.h"
 #include "tokenizer/internal.h"
 
 /* The initial symbols of a piece, into t->scratch; returns their count via *n_sym. */
