@@ -1,11 +1,7 @@
 /* kiln_divergence.c - the first step where two token streams differ, written as a Kiln
  * first-divergence request (KILN-ATTRIBUTION.md §5). */
-#include <dirent.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "attr/internal.h"
 #include "fidelis/attr.h"
