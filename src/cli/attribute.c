@@ -100,14 +100,6 @@ int fdl_cli_attribute_check(int argc, char **argv, FILE *out, FILE *diag) {
   return rc;
 }
 
-static int load_json(const char *path, json_t **doc) {
-  if (fdl_cli_input_file("attribute", path) != 0) return FDL_EXIT_USAGE;
-  fdl_err err = {FDL_OK, ""};
-  const fdl_json_read_opts o = {.max_depth = 0, .kiln_strict = true};
-  fdl_status s = fdl_json_load_file(path, &o, doc, &err);
-  return s == FDL_OK ? 0 : fdl_cli_failed(&err, s);
-}
-
 static int load_logits(const char *path, fdl_attr_matrix *m) {
   if (fdl_cli_input_file("attribute", path) != 0) return FDL_EXIT_USAGE;
   fdl_err err = {FDL_OK, ""};
@@ -134,7 +126,7 @@ int fdl_cli_attribute(int argc, char **argv) {
     fprintf(stderr, "fidelis attribute: out of memory\n");
     rc = FDL_EXIT_USAGE;
   }
-  if (!rc) rc = load_json(a.request, &req);
+  if (!rc) rc = fdl_cli_load_json("attribute", a.request, &req);
   if (!rc) rc = load_logits(a.reference, &ref);
   if (!rc && ref.rows != 1) {
     char q[FDL_QUOTE_CAP];
@@ -142,8 +134,8 @@ int fdl_cli_attribute(int argc, char **argv) {
             fdl_quote_str(a.reference, q, sizeof q), (unsigned long long)ref.rows);
     rc = FDL_EXIT_REFUSED;
   }
-  if (!rc && a.counters) rc = load_json(a.counters, &counters);
-  if (!rc && a.provenance) rc = load_json(a.provenance, &prov);
+  if (!rc && a.counters) rc = fdl_cli_load_json("attribute", a.counters, &counters);
+  if (!rc && a.provenance) rc = fdl_cli_load_json("attribute", a.provenance, &prov);
   for (size_t i = 0; !rc && i < a.npaths; i++) {
     const char *v = a.paths[i], *eq = strchr(v, '='), *colon = strchr(eq + 1, ':');
     bool is_full = strncmp(eq + 1, "full:", 5) == 0;
@@ -169,7 +161,7 @@ int fdl_cli_attribute(int argc, char **argv) {
       in[i].rows = full[i].data;
       in[i].nrows = (size_t)full[i].rows;
     } else {
-      rc = load_json(colon + 1, &ids[i]);
+      rc = fdl_cli_load_json("attribute", colon + 1, &ids[i]);
       in[i].ids = ids[i];
     }
   }

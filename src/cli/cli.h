@@ -57,50 +57,34 @@ typedef struct {
 /* The command table (commands.c). */
 const fdl_cli_command *fdl_cli_commands(size_t *n);
 
-int fdl_cli_verify(int argc, char **argv);
-int fdl_cli_json(int argc, char **argv);
-int fdl_cli_tensor(int argc, char **argv);
+/* Each command's run and check (fdl_cli_command's), in its own file. */
+#define FDL_CLI_DECLARE(run_fn, check_fn)                                                          \
+  int run_fn(int argc, char **argv);                                                               \
+  int check_fn(int argc, char **argv, FILE *out, FILE *diag)
+
+FDL_CLI_DECLARE(fdl_cli_verify, fdl_cli_verify_check);
+FDL_CLI_DECLARE(fdl_cli_json, fdl_cli_json_check);
+FDL_CLI_DECLARE(fdl_cli_tensor, fdl_cli_tensor_check);
+FDL_CLI_DECLARE(fdl_cli_compare, fdl_cli_compare_check);
+FDL_CLI_DECLARE(fdl_cli_synth, fdl_cli_synth_check);
+FDL_CLI_DECLARE(fdl_cli_capture, fdl_cli_capture_check);
+FDL_CLI_DECLARE(fdl_cli_generate, fdl_cli_generate_check);
+FDL_CLI_DECLARE(fdl_cli_pack, fdl_cli_pack_check);
+FDL_CLI_DECLARE(fdl_cli_validate, fdl_cli_validate_check);
+FDL_CLI_DECLARE(fdl_cli_inspect, fdl_cli_inspect_check);
+FDL_CLI_DECLARE(fdl_cli_logits, fdl_cli_logits_check);
+FDL_CLI_DECLARE(fdl_cli_layers, fdl_cli_layers_check);
+FDL_CLI_DECLARE(fdl_cli_check, fdl_cli_check_check);
+FDL_CLI_DECLARE(fdl_cli_divergence, fdl_cli_divergence_check);
+FDL_CLI_DECLARE(fdl_cli_attribute, fdl_cli_attribute_check);
+FDL_CLI_DECLARE(fdl_cli_model, fdl_cli_model_check);
+FDL_CLI_DECLARE(fdl_cli_quantize, fdl_cli_quantize_check);
+FDL_CLI_DECLARE(fdl_cli_report_page, fdl_cli_report_page_check);
+FDL_CLI_DECLARE(fdl_cli_tokenize, fdl_cli_tokenize_check);
+FDL_CLI_DECLARE(fdl_cli_panel, fdl_cli_panel_check);
+FDL_CLI_DECLARE(fdl_cli_fetch, fdl_cli_fetch_check);
 /* tensor_gguf.c: `tensor ls` of a GGUF file (real: the resolved path to open). */
 int fdl_cli_tensor_gguf(const char *path, const char *real, bool as_json);
-int fdl_cli_compare(int argc, char **argv);
-int fdl_cli_synth(int argc, char **argv);
-int fdl_cli_capture(int argc, char **argv);
-int fdl_cli_generate(int argc, char **argv);
-int fdl_cli_pack(int argc, char **argv);
-int fdl_cli_validate(int argc, char **argv);
-int fdl_cli_inspect(int argc, char **argv);
-int fdl_cli_logits(int argc, char **argv);
-int fdl_cli_layers(int argc, char **argv);
-int fdl_cli_check(int argc, char **argv);
-int fdl_cli_divergence(int argc, char **argv);
-int fdl_cli_attribute(int argc, char **argv);
-int fdl_cli_model(int argc, char **argv);
-int fdl_cli_quantize(int argc, char **argv);
-int fdl_cli_report_page(int argc, char **argv);
-int fdl_cli_tokenize(int argc, char **argv);
-int fdl_cli_panel(int argc, char **argv);
-int fdl_cli_fetch(int argc, char **argv);
-int fdl_cli_verify_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_json_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_tensor_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_compare_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_synth_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_capture_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_generate_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_pack_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_validate_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_inspect_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_logits_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_layers_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_check_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_divergence_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_attribute_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_model_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_quantize_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_report_page_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_tokenize_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_panel_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_fetch_check(int argc, char **argv, FILE *out, FILE *diag);
 
 /* ---- option tables and the one parser (opt.c) ------------------------------------------- */
 
@@ -232,6 +216,9 @@ json_t *fdl_cli_json_text(const char *s);
 int fdl_cli_read_arg(const char *cmd, const char *opt, const char *v, char **text, size_t *len);
 /* The same value parsed as JSON, strictly (Kiln's rules). */
 int fdl_cli_read_json(const char *cmd, const char *opt, const char *v, json_t **out);
+/* A JSON file named on the command line (fdl_cli_input_file), read strictly (Kiln's rules). 0,
+ * or the exit code after a report. */
+int fdl_cli_load_json(const char *cmd, const char *path, json_t **doc);
 /* Prints a command's --json result (one line; FDL_JSON_PRETTY: indented) and releases j (NULL:
  * out of memory). FDL_JSON_ASCII: the same value, and no bidi override or C1 control reaches a
  * terminal raw; without it UTF-8 as is. FDL_EXIT_OK, or the exit code after a report. */

@@ -214,10 +214,8 @@ int fdl_cli_read_arg(const char *cmd, const char *opt, const char *v, char **tex
     return 0;
   }
   *len = strlen(v);
-  *text = malloc(*len + 1);
-  if (!*text) return FDL_EXIT_USAGE;
-  memcpy(*text, v, *len + 1);
-  return 0;
+  *text = strdup(v);
+  return *text ? 0 : FDL_EXIT_USAGE;
 }
 
 int fdl_cli_read_json(const char *cmd, const char *opt, const char *v, json_t **out) {
@@ -234,6 +232,14 @@ int fdl_cli_read_json(const char *cmd, const char *opt, const char *v, json_t **
     return fdl_cli_failed(&err, s);
   }
   return 0;
+}
+
+int fdl_cli_load_json(const char *cmd, const char *path, json_t **doc) {
+  if (fdl_cli_input_file(cmd, path) != 0) return FDL_EXIT_USAGE;
+  fdl_err err = {FDL_OK, ""};
+  const fdl_json_read_opts o = {.max_depth = 0, .kiln_strict = true};
+  fdl_status s = fdl_json_load_file(path, &o, doc, &err);
+  return s == FDL_OK ? 0 : fdl_cli_failed(&err, s);
 }
 
 int fdl_cli_print_json(json_t *j, unsigned flags) {

@@ -275,14 +275,6 @@ static int emit(const args *a, json_t *names, const fdl_attr_boundary *bs, uint6
   return rc;
 }
 
-static int load_json(const char *path, json_t **doc) {
-  if (fdl_cli_input_file("layers diff", path) != 0) return FDL_EXIT_USAGE;
-  fdl_err err = {0};
-  const fdl_json_read_opts o = {.max_depth = 0, .kiln_strict = true};
-  fdl_status s = fdl_json_load_file(path, &o, doc, &err);
-  return s == FDL_OK ? FDL_EXIT_OK : fdl_cli_failed(&err, s);
-}
-
 /* Kiln's final logits: one vector ([V] or [1, V]). */
 static int load_logits(const char *path, fdl_attr_matrix *m) {
   int rc = read_rows(path, NULL, 0, m);
@@ -315,7 +307,7 @@ static int run_kiln_v2(const args *a, const fdl_attr_matrix *ref, const fdl_attr
     fdl_status s = fdl_kiln_check_file_doc(a->request, &rq, &req, &err);
     if (s != FDL_OK) rc = fdl_cli_failed(&err, s);
   }
-  if (rc == FDL_EXIT_OK) rc = load_json(a->provenance, &prov);
+  if (rc == FDL_EXIT_OK) rc = fdl_cli_load_json("layers diff", a->provenance, &prov);
   if (rc == FDL_EXIT_OK) rc = fdl_cli_read_json("layers diff", "--observed", a->observed, &obs);
   if (rc == FDL_EXIT_OK) rc = load_logits(a->final_logits, &fl);
   if (rc == FDL_EXIT_OK) {
