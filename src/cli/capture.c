@@ -129,14 +129,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-static int capture_in(void *arg, fdl_cli_ranks *ranks);
-
-static int work(args *a) {
-  return fdl_cli_ranks_main("capture", capture_in, a);
-}
-
-FDL_CLI_COMMAND(fdl_cli_capture, fdl_cli_capture_check, args, parse, work)
-
 /* One rank's capture: rank 0 alone shows progress and prints (see fdl_cli_ranks). Every rank
  * resolves an hf:// input itself (docs/HUB.md: under mpirun, fetch first). */
 static int capture_in(void *arg, fdl_cli_ranks *ranks) {
@@ -210,3 +202,9 @@ static int capture_in(void *arg, fdl_cli_ranks *ranks) {
   fdl_cli_hub_free(&a.hub);
   return rc;
 }
+
+static int work(args *a) {
+  return fdl_cli_ranks_main("capture", capture_in, a);
+}
+
+FDL_CLI_COMMAND(fdl_cli_capture, fdl_cli_capture_check, args, parse, work)

@@ -335,14 +335,6 @@ static void headline_json(const fdl_compare_result *r, int exit_code, const fdl_
   fdl_cli_print_json(o, 0);
 }
 
-static int compare_in(void *arg, fdl_cli_ranks *ranks);
-
-static int work(cli_opts *c) {
-  return fdl_cli_ranks_main("compare", compare_in, c);
-}
-
-FDL_CLI_COMMAND(fdl_cli_compare, fdl_cli_compare_check, cli_opts, parse, work)
-
 /* One rank's compare: rank 0 alone shows progress and prints (see fdl_cli_ranks). */
 static int compare_in(void *arg, fdl_cli_ranks *ranks) {
   cli_opts c = *(cli_opts *)arg;
@@ -387,3 +379,9 @@ static int compare_in(void *arg, fdl_cli_ranks *ranks) {
   fdl_compare_result_free(&r);
   return rc;
 }
+
+static int work(cli_opts *c) {
+  return fdl_cli_ranks_main("compare", compare_in, c);
+}
+
+FDL_CLI_COMMAND(fdl_cli_compare, fdl_cli_compare_check, cli_opts, parse, work)
