@@ -139,13 +139,11 @@ int fdl_cli_attribute(int argc, char **argv) {
   for (size_t i = 0; !rc && i < a.npaths; i++) {
     const char *v = a.paths[i], *eq = strchr(v, '='), *colon = strchr(eq + 1, ':');
     bool is_full = strncmp(eq + 1, "full:", 5) == 0;
-    names[i] = malloc((size_t)(eq - v) + 1);
+    names[i] = strndup(v, (size_t)(eq - v));
     if (!names[i]) {
       rc = FDL_EXIT_USAGE;
       break;
     }
-    memcpy(names[i], v, (size_t)(eq - v));
-    names[i][eq - v] = '\0';
     in[i].name = names[i];
     in[i].full = is_full;
     if (is_full) {
