@@ -4,7 +4,6 @@
  * float back (9 significant digits always round-trip a binary32). */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "fidelis/attr.h"
 

@@ -1,22 +1,12 @@
 /* kiln_divergence.c - the first step where two token streams differ, written as a Kiln
  * first-divergence request (KILN-ATTRIBUTION.md §5). */
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "attr/internal.h"
 #include "fidelis/attr.h"
 #include "json/json.h"
 #include "fidelis/kiln.h"
-#include "base/order.h"
-#include "base/sys.h"
 #include "attr/kiln_json.h"
 
 /* ---- first divergence (§5) ------------------------------------------------------------------- */

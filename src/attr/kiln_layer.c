@@ -1,9 +1,7 @@
 /* kiln_layer.c - Kiln's layer-attribution results v1 and v2 (KILN-ATTRIBUTION.md §13, §14.3): the
  * boundaries, the largest relative-error growth recomputed, the reference evidence bound. */
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "attr/internal.h"
 #include "attr/kiln_check.h"

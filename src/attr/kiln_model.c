@@ -1,14 +1,10 @@
 /* kiln_model.c - Kiln's model fingerprint of a model directory (KILN-ATTRIBUTION.md §6). */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/path.h"
 #include "attr/internal.h"

@@ -1,6 +1,5 @@
 /* kiln_oracle.c - Kiln's HF next-token oracle results v1 and v2 (KILN-ATTRIBUTION.md §8, §9,
  * §14.1): the HF evidence as tables, its invariants and the verdict rebuilt as C. */
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 

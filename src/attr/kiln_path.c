@@ -2,7 +2,6 @@
  * four worker paths, their comparisons and the graph counters as tables; the argmax agreement,
  * the counters' sums and the attribution recomputed as C. */
 #include <stdio.h>
-#include <string.h>
 
 #include "attr/internal.h"
 #include "attr/kiln_check.h"

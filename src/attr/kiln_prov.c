@@ -1,7 +1,6 @@
 /* kiln_prov.c - provenance blocks shared by the v2 results, as tables: process evidence and
  * contained arms (§10), source and model fingerprint, the example binary and request reference
  * (§12-§14). */
-#include <string.h>
 
 #include "attr/kiln_check.h"
 

@@ -3,7 +3,6 @@
  * validated with its receipts, every field §14.1-§14.3 binds to it, and a path result's oracle
  * result, checked in full and bound (§14.2 step 6). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +11,6 @@
 #include <unistd.h>
 
 #include "base/path.h"
-#include "base/sys.h"
 #include "attr/internal.h"
 #include "attr/kiln_check.h"
 #include "base/fs.h"

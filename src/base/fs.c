@@ -18,8 +18,6 @@
 #include <unistd.h>
 
 #include "base/fs.h"
-#include "base/path.h"
-#include "base/quote.h"
 #include "base/cleanup.h"
 #include "base/sys.h"
 

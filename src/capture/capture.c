@@ -11,10 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/check.h"
 #include "fidelis/vocab.h"
+#include "base/order.h"
 #include "base/sys.h"
 #include "fidelis/capture.h"
 #include "fidelis/digest.h"
@@ -62,10 +62,6 @@ typedef struct {
 
 /* ---- the model's identity ---------------------------------------------------------------- */
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* Adds name to names[*n] unless it is there already. */
 static fdl_status add_name(char ***names, size_t *n, size_t *cap, const char *name, fdl_err *err) {
   for (size_t i = 0; i < *n; i++)
@@ -109,7 +105,7 @@ static fdl_status checkpoint_identity(capture *c, fdl_err *err) {
       s = add_name(&names, &n, &cap, e->d_name, err);
   }
   if (d) closedir(d);
-  if (s == FDL_OK) qsort(names, n, sizeof *names, cmp_str);
+  if (s == FDL_OK) qsort(names, n, sizeof *names, fdl_order_cstr);
   json_t *list = json_array();
   for (size_t i = 0; s == FDL_OK && i < n; i++) {
     const char *name = NULL;

@@ -62,8 +62,7 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
   int nrest = 0;
   int rc = fdl_cli_split_paths("attribute", "NAME=full:FILE or NAME=greedy:FILE", argc, argv, rest,
                                &nrest, a->paths, &a->npaths, diag);
-  fdl_cli_spec s = {"attribute", usage, opts, sizeof opts / sizeof opts[0], NULL, 0, NULL, 0, 0,
-                    out,         diag,  0};
+  fdl_cli_spec s = {"attribute", usage, opts, FDL_CLI_N(opts), NULL, 0, NULL, 0, 0, out, diag, 0};
   if (rc == FDL_CLI_GO) rc = fdl_cli_parse(&s, 1, nrest, rest);
   free(rest);
   if (rc != FDL_CLI_GO) return rc;
@@ -101,24 +100,11 @@ int fdl_cli_attribute_check(int argc, char **argv, FILE *out, FILE *diag) {
   return rc;
 }
 
-static int report(const fdl_err *err, fdl_status s) {
-  fdl_cli_report(err);
-  return fdl_cli_exit_for(s);
-}
-
-static int load_json(const char *path, json_t **doc) {
-  if (fdl_cli_input_file("attribute", path) != 0) return FDL_EXIT_USAGE;
-  fdl_err err = {FDL_OK, ""};
-  const fdl_json_read_opts o = {.max_depth = 0, .kiln_strict = true};
-  fdl_status s = fdl_json_load_file(path, &o, doc, &err);
-  return s == FDL_OK ? 0 : report(&err, s);
-}
-
 static int load_logits(const char *path, fdl_attr_matrix *m) {
   if (fdl_cli_input_file("attribute", path) != 0) return FDL_EXIT_USAGE;
   fdl_err err = {FDL_OK, ""};
   fdl_status s = fdl_attr_matrix_read(path, NULL, m, &err);
-  return s == FDL_OK ? 0 : report(&err, s);
+  return s == FDL_OK ? 0 : fdl_cli_failed(&err, s);
 }
 
 int fdl_cli_attribute(int argc, char **argv) {
@@ -140,7 +126,7 @@ int fdl_cli_attribute(int argc, char **argv) {
     fprintf(stderr, "fidelis attribute: out of memory\n");
     rc = FDL_EXIT_USAGE;
   }
-  if (!rc) rc = load_json(a.request, &req);
+  if (!rc) rc = fdl_cli_load_json("attribute", a.request, &req);
   if (!rc) rc = load_logits(a.reference, &ref);
   if (!rc && ref.rows != 1) {
     char q[FDL_QUOTE_CAP];
@@ -148,18 +134,16 @@ int fdl_cli_attribute(int argc, char **argv) {
             fdl_quote_str(a.reference, q, sizeof q), (unsigned long long)ref.rows);
     rc = FDL_EXIT_REFUSED;
   }
-  if (!rc && a.counters) rc = load_json(a.counters, &counters);
-  if (!rc && a.provenance) rc = load_json(a.provenance, &prov);
+  if (!rc && a.counters) rc = fdl_cli_load_json("attribute", a.counters, &counters);
+  if (!rc && a.provenance) rc = fdl_cli_load_json("attribute", a.provenance, &prov);
   for (size_t i = 0; !rc && i < a.npaths; i++) {
     const char *v = a.paths[i], *eq = strchr(v, '='), *colon = strchr(eq + 1, ':');
     bool is_full = strncmp(eq + 1, "full:", 5) == 0;
-    names[i] = malloc((size_t)(eq - v) + 1);
+    names[i] = strndup(v, (size_t)(eq - v));
     if (!names[i]) {
       rc = FDL_EXIT_USAGE;
       break;
     }
-    memcpy(names[i], v, (size_t)(eq - v));
-    names[i][eq - v] = '\0';
     in[i].name = names[i];
     in[i].full = is_full;
     if (is_full) {
@@ -175,7 +159,7 @@ int fdl_cli_attribute(int argc, char **argv) {
       in[i].rows = full[i].data;
       in[i].nrows = (size_t)full[i].rows;
     } else {
-      rc = load_json(colon + 1, &ids[i]);
+      rc = fdl_cli_load_json("attribute", colon + 1, &ids[i]);
       in[i].ids = ids[i];
     }
   }
@@ -186,7 +170,7 @@ int fdl_cli_attribute(int argc, char **argv) {
     if (s == FDL_OK)
       s = fdl_json_write_file(a.out, v2 ? v2 : rec, FDL_JSON_ASCII | FDL_JSON_PRETTY, &err);
     if (s != FDL_OK) {
-      rc = report(&err, s);
+      rc = fdl_cli_failed(&err, s);
     } else {
       const json_t *at = json_object_get(rec, "attribution");
       const char *p = json_string_value(json_object_get(at, "path"));

@@ -105,7 +105,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_HUB_OPTS(&a->hub),
   };
   static const char *const conflicts[] = {"--progress", "--quiet"};
-  fdl_cli_spec s = {"capture", usage, opts, sizeof opts / sizeof *opts, conflicts, 1, NULL, 0, 0,
+  fdl_cli_spec s = {"capture", usage, opts, FDL_CLI_N(opts), conflicts, 1, NULL, 0, 0,
                     out,       diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
@@ -127,20 +127,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   a->progress = progress ? 1 : quiet ? -1 : 0;
   a->hub.progress = a->progress;
   return FDL_CLI_GO;
-}
-
-int fdl_cli_capture_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(&a, argc, argv, out, diag);
-}
-
-static int capture_in(void *arg, fdl_cli_ranks *ranks);
-
-int fdl_cli_capture(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  return fdl_cli_ranks_main("capture", capture_in, &a);
 }
 
 /* One rank's capture: rank 0 alone shows progress and prints (see fdl_cli_ranks). Every rank
@@ -203,7 +189,7 @@ static int capture_in(void *arg, fdl_cli_ranks *ranks) {
                           r.capture_content_digest, "records", (json_int_t)r.records, "scored_rows",
                           (json_int_t)r.scored_rows, "quantized", r.quantized);
     if (j) fdl_cli_ranks_json(ranks, j);
-    rc = fdl_cli_print_json(j);
+    rc = fdl_cli_print_json(j, FDL_JSON_ASCII);
   } else {
     char shown[FDL_QUOTE_CAP];
     printf("fidelis capture: wrote %s (%zu records, %llu scored rows%s)\n",
@@ -216,3 +202,9 @@ static int capture_in(void *arg, fdl_cli_ranks *ranks) {
   fdl_cli_hub_free(&a.hub);
   return rc;
 }
+
+static int work(args *a) {
+  return fdl_cli_ranks_main("capture", capture_in, a);
+}
+
+FDL_CLI_COMMAND(fdl_cli_capture, fdl_cli_capture_check, args, parse, work)

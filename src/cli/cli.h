@@ -42,53 +42,50 @@ typedef struct {
   int (*check)(int argc, char **argv, FILE *out, FILE *diag);
 } fdl_cli_command;
 
+/* A command that is its parse, then its work: run_fn(T *a) once parse_fn(T *a, argc, argv, out,
+ * diag) says go. Defines the command's run (cmd_fn) and its check (check_fn: the parse alone). */
+#define FDL_CLI_COMMAND(cmd_fn, check_fn, T, parse_fn, run_fn)                                     \
+  int check_fn(int argc, char **argv, FILE *out, FILE *diag) {                                     \
+    T a;                                                                                           \
+    return parse_fn(&a, argc, argv, out, diag);                                                    \
+  }                                                                                                \
+  int cmd_fn(int argc, char **argv) {                                                              \
+    T a;                                                                                           \
+    int rc = parse_fn(&a, argc, argv, NULL, NULL);                                                 \
+    return rc != FDL_CLI_GO ? rc : run_fn(&a);                                                     \
+  }
+
 /* The command table (commands.c). */
 const fdl_cli_command *fdl_cli_commands(size_t *n);
 
-int fdl_cli_verify(int argc, char **argv);
-int fdl_cli_json(int argc, char **argv);
-int fdl_cli_tensor(int argc, char **argv);
+/* Each command's run and check (fdl_cli_command's), in its own file. */
+#define FDL_CLI_DECLARE(run_fn, check_fn)                                                          \
+  int run_fn(int argc, char **argv);                                                               \
+  int check_fn(int argc, char **argv, FILE *out, FILE *diag)
+
+FDL_CLI_DECLARE(fdl_cli_verify, fdl_cli_verify_check);
+FDL_CLI_DECLARE(fdl_cli_json, fdl_cli_json_check);
+FDL_CLI_DECLARE(fdl_cli_tensor, fdl_cli_tensor_check);
+FDL_CLI_DECLARE(fdl_cli_compare, fdl_cli_compare_check);
+FDL_CLI_DECLARE(fdl_cli_synth, fdl_cli_synth_check);
+FDL_CLI_DECLARE(fdl_cli_capture, fdl_cli_capture_check);
+FDL_CLI_DECLARE(fdl_cli_generate, fdl_cli_generate_check);
+FDL_CLI_DECLARE(fdl_cli_pack, fdl_cli_pack_check);
+FDL_CLI_DECLARE(fdl_cli_validate, fdl_cli_validate_check);
+FDL_CLI_DECLARE(fdl_cli_inspect, fdl_cli_inspect_check);
+FDL_CLI_DECLARE(fdl_cli_logits, fdl_cli_logits_check);
+FDL_CLI_DECLARE(fdl_cli_layers, fdl_cli_layers_check);
+FDL_CLI_DECLARE(fdl_cli_check, fdl_cli_check_check);
+FDL_CLI_DECLARE(fdl_cli_divergence, fdl_cli_divergence_check);
+FDL_CLI_DECLARE(fdl_cli_attribute, fdl_cli_attribute_check);
+FDL_CLI_DECLARE(fdl_cli_model, fdl_cli_model_check);
+FDL_CLI_DECLARE(fdl_cli_quantize, fdl_cli_quantize_check);
+FDL_CLI_DECLARE(fdl_cli_report_page, fdl_cli_report_page_check);
+FDL_CLI_DECLARE(fdl_cli_tokenize, fdl_cli_tokenize_check);
+FDL_CLI_DECLARE(fdl_cli_panel, fdl_cli_panel_check);
+FDL_CLI_DECLARE(fdl_cli_fetch, fdl_cli_fetch_check);
 /* tensor_gguf.c: `tensor ls` of a GGUF file (real: the resolved path to open). */
 int fdl_cli_tensor_gguf(const char *path, const char *real, bool as_json);
-int fdl_cli_compare(int argc, char **argv);
-int fdl_cli_synth(int argc, char **argv);
-int fdl_cli_capture(int argc, char **argv);
-int fdl_cli_generate(int argc, char **argv);
-int fdl_cli_pack(int argc, char **argv);
-int fdl_cli_validate(int argc, char **argv);
-int fdl_cli_inspect(int argc, char **argv);
-int fdl_cli_logits(int argc, char **argv);
-int fdl_cli_layers(int argc, char **argv);
-int fdl_cli_check(int argc, char **argv);
-int fdl_cli_divergence(int argc, char **argv);
-int fdl_cli_attribute(int argc, char **argv);
-int fdl_cli_model(int argc, char **argv);
-int fdl_cli_quantize(int argc, char **argv);
-int fdl_cli_report_page(int argc, char **argv);
-int fdl_cli_tokenize(int argc, char **argv);
-int fdl_cli_panel(int argc, char **argv);
-int fdl_cli_fetch(int argc, char **argv);
-int fdl_cli_verify_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_json_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_tensor_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_compare_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_synth_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_capture_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_generate_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_pack_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_validate_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_inspect_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_logits_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_layers_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_check_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_divergence_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_attribute_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_model_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_quantize_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_report_page_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_tokenize_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_panel_check(int argc, char **argv, FILE *out, FILE *diag);
-int fdl_cli_fetch_check(int argc, char **argv, FILE *out, FILE *diag);
 
 /* ---- option tables and the one parser (opt.c) ------------------------------------------- */
 
@@ -127,6 +124,9 @@ typedef struct {
 /* --threads is the same option everywhere: 1 to the pool's limit; absent means every core. */
 #define FDL_CLI_THREADS(dest)                                                                      \
   { "--threads", NULL, FDL_CLI_NUMBER, (dest), 1, FDL_POOL_MAX_THREADS, NULL }
+
+/* The entries of a table: of options, or of conflicts (pairs: FDL_CLI_N(conflicts) / 2). */
+#define FDL_CLI_N(table) (sizeof(table) / sizeof((table)[0]))
 
 typedef struct {
   const char *cmd;         /* "compare", "tensor ls": names the command in messages */
@@ -190,9 +190,6 @@ int fdl_cli_input_model(const char *cmd, const char *path);
  * the library does (fdl_open_regular: regular files only, never blocking), then let go. 0, or
  * reports and returns FDL_EXIT_USAGE. */
 int fdl_cli_input_file(const char *cmd, const char *path);
-/* True when path names a directory (following links): a --tokenizer that is a model directory
- * rather than a file. */
-bool fdl_cli_is_dir(const char *path);
 /* --tokenizer PATH: a directory, or a file checked as fdl_cli_input_file. 0 or the exit code. */
 int fdl_cli_input_tokenizer(const char *cmd, const char *path);
 /* Flushes and closes stdout (like gnulib's close_stdout); a lost write is reported on stderr and
@@ -200,6 +197,8 @@ int fdl_cli_input_tokenizer(const char *cmd, const char *path);
 int fdl_cli_close_stdout(int rc);
 /* Prints "fidelis: (NAME) message" for a failed call. */
 void fdl_cli_report(const fdl_err *err);
+/* A failed library call: fdl_cli_report, then the exit code for its status s. */
+int fdl_cli_failed(const fdl_err *err, fdl_status s);
 /* An fdl_notice_fn: prints "fidelis ARG: note: message" on stderr (arg: the command name),
  * control bytes shown as '?' (the message can name files). */
 void fdl_cli_notice(void *arg, const char *message);
@@ -218,9 +217,13 @@ json_t *fdl_cli_json_text(const char *s);
 int fdl_cli_read_arg(const char *cmd, const char *opt, const char *v, char **text, size_t *len);
 /* The same value parsed as JSON, strictly (Kiln's rules). */
 int fdl_cli_read_json(const char *cmd, const char *opt, const char *v, json_t **out);
-/* Prints a command's --json result (compact, one line) and releases j (NULL: out of memory).
- * FDL_EXIT_OK, or the exit code after a report. */
-int fdl_cli_print_json(json_t *j);
+/* A JSON file named on the command line (fdl_cli_input_file), read strictly (Kiln's rules). 0,
+ * or the exit code after a report. */
+int fdl_cli_load_json(const char *cmd, const char *path, json_t **doc);
+/* Prints a command's --json result (one line; FDL_JSON_PRETTY: indented) and releases j (NULL:
+ * out of memory). FDL_JSON_ASCII: the same value, and no bidi override or C1 control reaches a
+ * terminal raw; without it UTF-8 as is. FDL_EXIT_OK, or the exit code after a report. */
+int fdl_cli_print_json(json_t *j, unsigned flags);
 /* SOURCE_DATE_EPOCH as "YYYY-MM-DDTHH:MM:SSZ" in buf (cap >= 21), for the created_utc options
  * of pack, synth and compare; NULL when unset or not a plain number (then: the wall clock). */
 const char *fdl_cli_source_date(char *buf, size_t cap);
@@ -250,15 +253,6 @@ void fdl_cli_progress_cb(void *arg, uint64_t done, uint64_t total);
 void fdl_cli_progress_end(fdl_cli_progress *p);
 
 /* ---- Hub inputs (hub.c, docs/HUB.md) ------------------------------------------------------ */
-
-/* A download's bar: one line per file with bytes, rate and ETA (fdl_hub_progress_fn). */
-typedef struct {
-  fdl_cli_progress p;
-  char file[256];
-  uint64_t first; /* bytes the file had when its line began (a resumed download) */
-} fdl_cli_download;
-void fdl_cli_download_init(fdl_cli_download *d, const char *label, int mode);
-void fdl_cli_download_cb(void *arg, const char *file, uint64_t done, uint64_t total);
 
 /* What a command that takes hf:// inputs was told, and the paths it resolved them to. */
 typedef struct {

@@ -17,6 +17,11 @@ void fdl_cli_report(const fdl_err *err) {
   fputc('\n', stderr);
 }
 
+int fdl_cli_failed(const fdl_err *err, fdl_status s) {
+  fdl_cli_report(err);
+  return fdl_cli_exit_for(s);
+}
+
 const char *fdl_cli_shown(const char *s, size_t n, char *buf, size_t cap) {
   if (!s) return "-";
   fdl_quote(s, n, buf, cap);
@@ -209,10 +214,8 @@ int fdl_cli_read_arg(const char *cmd, const char *opt, const char *v, char **tex
     return 0;
   }
   *len = strlen(v);
-  *text = malloc(*len + 1);
-  if (!*text) return FDL_EXIT_USAGE;
-  memcpy(*text, v, *len + 1);
-  return 0;
+  *text = strdup(v);
+  return *text ? 0 : FDL_EXIT_USAGE;
 }
 
 int fdl_cli_read_json(const char *cmd, const char *opt, const char *v, json_t **out) {
@@ -226,29 +229,33 @@ int fdl_cli_read_json(const char *cmd, const char *opt, const char *v, json_t **
   free(text);
   if (s != FDL_OK) {
     fdl_err_prefix(&err, "%s", opt);
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
+    return fdl_cli_failed(&err, s);
   }
   return 0;
 }
 
-int fdl_cli_print_json(json_t *j) {
+int fdl_cli_load_json(const char *cmd, const char *path, json_t **doc) {
+  if (fdl_cli_input_file(cmd, path) != 0) return FDL_EXIT_USAGE;
+  fdl_err err = {FDL_OK, ""};
+  const fdl_json_read_opts o = {.max_depth = 0, .kiln_strict = true};
+  fdl_status s = fdl_json_load_file(path, &o, doc, &err);
+  return s == FDL_OK ? 0 : fdl_cli_failed(&err, s);
+}
+
+int fdl_cli_print_json(json_t *j, unsigned flags) {
   fdl_err err = {FDL_OK, ""};
   fdl_buf b;
   fdl_buf_init(&b, 0);
-  /* ASCII: the same JSON value, and no bidi override or C1 control reaches a terminal raw. */
-  fdl_status s =
-      j ? fdl_json_dump(j, FDL_JSON_ASCII, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
-  if (s == FDL_OK)
-    printf("%s\n", b.data);
-  else
-    fdl_cli_report(&err);
+  fdl_status s = j ? fdl_json_dump(j, flags, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
+  /* a pretty dump ends in its own newline */
+  if (s == FDL_OK) printf("%s%s", b.data, flags & FDL_JSON_PRETTY ? "" : "\n");
   fdl_buf_free(&b);
   json_decref(j);
-  return s == FDL_OK ? FDL_EXIT_OK : fdl_cli_exit_for(s);
+  return s == FDL_OK ? FDL_EXIT_OK : fdl_cli_failed(&err, s);
 }
 
-bool fdl_cli_is_dir(const char *path) {
+/* A --tokenizer that is a model directory rather than a file (following links). */
+static bool fdl_cli_is_dir(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }

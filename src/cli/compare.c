@@ -4,9 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/cli.h"
 #include "fidelis/compare.h"
@@ -86,7 +84,7 @@ static const fdl_num_isa ISA_OF[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_N
 static const char *const DEVICES[] = {"cpu", NULL};
 
 /* Returns FDL_CLI_GO to go on, or an exit code. */
-static int parse(int argc, char **argv, cli_opts *c, FILE *out, FILE *diag) {
+static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
   memset(c, 0, sizeof *c);
   fdl_compare_opts *o = &c->o;
   fdl_compare_opts_default(o);
@@ -142,12 +140,9 @@ static int parse(int argc, char **argv, cli_opts *c, FILE *out, FILE *diag) {
       "--quiet",
   };
   const char *pos[2] = {NULL, NULL};
-  fdl_cli_spec s = {"compare", usage,
-                    opts,      sizeof opts / sizeof *opts,
-                    conflicts, sizeof conflicts / sizeof *conflicts / 2,
-                    pos,       2,
-                    0,         out,
-                    diag,      0};
+  fdl_cli_spec s = {
+      "compare", usage, opts, FDL_CLI_N(opts), conflicts, FDL_CLI_N(conflicts) / 2, pos, 2, 0,
+      out,       diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos && (o->reference || o->candidate))
@@ -176,11 +171,6 @@ static int parse(int argc, char **argv, cli_opts *c, FILE *out, FILE *diag) {
   c->progress = progress ? 1 : c->quiet ? -1 : 0;
   o->created_utc = fdl_cli_source_date(c->created, sizeof c->created);
   return FDL_CLI_GO;
-}
-
-int fdl_cli_compare_check(int argc, char **argv, FILE *out, FILE *diag) {
-  cli_opts c;
-  return parse(argc, argv, &c, out, diag);
 }
 
 /* Prints s wrapped at `width` columns, every line indented by `indent` spaces. */
@@ -309,17 +299,6 @@ static void summary(const fdl_compare_result *r, double secs) {
   printf("  receipt_sha256 %s\n", rc->receipt_sha256);
 }
 
-static void print_json(json_t *o) {
-  fdl_buf b;
-  fdl_buf_init(&b, 0);
-  fdl_err e;
-  if (fdl_json_dump(o, 0, &b, &e) == FDL_OK)
-    printf("%s\n", b.data);
-  else
-    fdl_cli_report(&e);
-  fdl_buf_free(&b);
-}
-
 static void headline_json(const fdl_compare_result *r, int exit_code, const fdl_err *err,
                           double secs, const fdl_cli_ranks *ranks) {
   json_t *o = json_object();
@@ -353,17 +332,7 @@ static void headline_json(const fdl_compare_result *r, int exit_code, const fdl_
   }
   json_object_set_new(o, "duration_seconds", json_real(secs));
   fdl_cli_ranks_json(ranks, o);
-  print_json(o);
-  json_decref(o);
-}
-
-static int compare_in(void *arg, fdl_cli_ranks *ranks);
-
-int fdl_cli_compare(int argc, char **argv) {
-  cli_opts c;
-  int rc = parse(argc, argv, &c, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  return fdl_cli_ranks_main("compare", compare_in, &c);
+  fdl_cli_print_json(o, 0);
 }
 
 /* One rank's compare: rank 0 alone shows progress and prints (see fdl_cli_ranks). */
@@ -410,3 +379,9 @@ static int compare_in(void *arg, fdl_cli_ranks *ranks) {
   fdl_compare_result_free(&r);
   return rc;
 }
+
+static int work(cli_opts *c) {
+  return fdl_cli_ranks_main("compare", compare_in, c);
+}
+
+FDL_CLI_COMMAND(fdl_cli_compare, fdl_cli_compare_check, cli_opts, parse, work)

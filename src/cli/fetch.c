@@ -60,8 +60,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_FLAG("--quiet", &quiet),        FDL_CLI_OPT_FLAG("--json", &a->json),
   };
   static const char *const conflicts[] = {"--progress", "--quiet"};
-  fdl_cli_spec s = {"fetch", usage, opts, sizeof opts / sizeof *opts, conflicts, 1, pos, 1, 0,
-                    out,     diag,  0};
+  fdl_cli_spec s = {"fetch", usage, opts, FDL_CLI_N(opts), conflicts, 1, pos, 1, 0, out, diag, 0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 1) return fdl_cli_usage_error(&s, "expected one hf://ORG/NAME@REV");
@@ -86,29 +85,21 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-int fdl_cli_fetch_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(&a, argc, argv, out, diag);
-}
-
-int fdl_cli_fetch(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
+static int work(args *a) {
   fdl_hub_result r;
-  rc =
-      fdl_cli_hub_resolve("fetch", &a.hub, a.ref, false, a.n_globs ? a.globs : NULL, a.n_globs, &r);
+  int rc = fdl_cli_hub_resolve("fetch", &a->hub, a->ref, false, a->n_globs ? a->globs : NULL,
+                               a->n_globs, &r);
   if (rc) return rc;
-  if (a.json) {
+  if (a->json) {
     json_t *j = json_pack("{s:o, s:s, s:o, s:o, s:I, s:I, s:I, s:b}", "ref",
-                          fdl_cli_json_text(a.ref), "commit", r.commit, "snapshot",
+                          fdl_cli_json_text(a->ref), "commit", r.commit, "snapshot",
                           fdl_cli_json_text(r.snapshot), "path", fdl_cli_json_text(r.path), "files",
                           (json_int_t)r.files, "fetched", (json_int_t)r.fetched, "fetched_bytes",
                           (json_int_t)r.fetched_bytes, "asked_endpoint", r.from_network);
-    rc = fdl_cli_print_json(j);
+    rc = fdl_cli_print_json(j, FDL_JSON_ASCII);
   } else {
     printf("fidelis fetch: ");
-    fdl_cli_put_text(stdout, a.ref);
+    fdl_cli_put_text(stdout, a->ref);
     printf(" is commit %s\n  snapshot  ", r.commit);
     fdl_cli_put_text(stdout, r.snapshot);
     printf("\n  files     %zu (%zu downloaded now, %llu bytes)%s\n", r.files, r.fetched,
@@ -118,3 +109,5 @@ int fdl_cli_fetch(int argc, char **argv) {
   fdl_hub_result_free(&r);
   return rc;
 }
+
+FDL_CLI_COMMAND(fdl_cli_fetch, fdl_cli_fetch_check, args, parse, work)

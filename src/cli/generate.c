@@ -126,12 +126,9 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       "--ids",    "--panel",   "--ids",    "--context",      "--ids",    "--prompt-tokens",
       "--prompt", "--ids",     "--prompt", "--request",      "--prompt", "--panel",
       "--prompt", "--context", "--prompt", "--prompt-tokens"};
-  fdl_cli_spec s = {"generate", usage,
-                    opts,       sizeof opts / sizeof *opts,
-                    conflicts,  sizeof conflicts / sizeof *conflicts / 2,
-                    NULL,       0,
-                    0,          out,
-                    diag,       0};
+  fdl_cli_spec s = {
+      "generate", usage, opts, FDL_CLI_N(opts), conflicts, FDL_CLI_N(conflicts) / 2, NULL, 0, 0,
+      out,        diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (!a->model) return fdl_cli_usage_error(&s, "--model DIR is required");
@@ -161,11 +158,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
                                    "(the oracle runs the whole context at once); --new, "
                                    "--tokens-out, --greedy-out and --path decode need float32");
   return FDL_CLI_GO;
-}
-
-int fdl_cli_generate_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(&a, argc, argv, out, diag);
 }
 
 /* The ids of a JSON array of token ids into a new array; false when it is not one. */
@@ -200,8 +192,7 @@ static int request_ids(const args *a, int32_t **ids, size_t *n, size_t *first) {
   if (s != FDL_OK) {
     json_decref(doc);
     fdl_err_prefix(&err, "--request");
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
+    return fdl_cli_failed(&err, s);
   }
   size_t prompt = json_array_size(json_object_get(json_object_get(doc, "prompt"), "token_ids"));
   bool ok = id_array(json_object_get(doc, "input_token_ids"), ids, n) && prompt >= 1;
@@ -236,8 +227,7 @@ static int load_tokenizer(const args *a, fdl_tok **tok) {
     return 0;
   }
   fdl_err_prefix(&err, "generate");
-  fdl_cli_report(&err);
-  return fdl_cli_exit_for(s);
+  return fdl_cli_failed(&err, s);
 }
 
 /* --prompt: the text (or @FILE's bytes) encoded as `fidelis tokenize` does by default. */
@@ -258,8 +248,7 @@ static int prompt_ids(const args *a, fdl_tok *tok, int32_t **ids, size_t *n) {
   free(*ids);
   *ids = NULL;
   fdl_err_prefix(&err, "generate: --prompt");
-  fdl_cli_report(&err);
-  return fdl_cli_exit_for(s);
+  return fdl_cli_failed(&err, s);
 }
 
 /* The input ids from --ids, --prompt, --request or the panel; *n tokens in a new array.
@@ -285,10 +274,7 @@ static int input_ids(const args *a, fdl_tok *tok, int32_t **ids, size_t *n, size
   if (rc) return rc;
   fdl_ds_panel p;
   fdl_status s = fdl_ds_panel_load(a->panel, &p, &err);
-  if (s != FDL_OK) {
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
-  }
+  if (s != FDL_OK) return fdl_cli_failed(&err, s);
   rc = 0;
   if (a->context >= p.n) {
     fprintf(stderr, "fidelis generate: --context %llu: the panel has contexts 0..%zu\n",
@@ -464,8 +450,7 @@ static int generate(const args *given) {
     free(cont);
     fdl_tok_free(tok);
     fdl_err_prefix(&err, "generate");
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
+    return fdl_cli_failed(&err, s);
   }
   const char *outs[][2] = {{"tokens", a.tokens_out},
                            {"logits", a.logits_out},
@@ -494,16 +479,16 @@ static int generate(const args *given) {
   return FDL_EXIT_OK;
 }
 
-int fdl_cli_generate(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  a.hub.progress = -(int)a.stream; /* the stream owns stderr's lines then */
-  if (!(rc = fdl_cli_hub_input("generate", &a.hub, &a.model, true)) &&
-      !(rc = fdl_cli_hub_input("generate", &a.hub, &a.panel, false)) &&
-      !(rc = fdl_cli_input_model("generate", a.model)) &&
-      !(rc = fdl_cli_hub_file_real(&a.hub, &a.model)))
-    rc = generate(&a);
-  fdl_cli_hub_free(&a.hub);
+static int work(args *a) {
+  int rc;
+  a->hub.progress = -(int)a->stream; /* the stream owns stderr's lines then */
+  if (!(rc = fdl_cli_hub_input("generate", &a->hub, &a->model, true)) &&
+      !(rc = fdl_cli_hub_input("generate", &a->hub, &a->panel, false)) &&
+      !(rc = fdl_cli_input_model("generate", a->model)) &&
+      !(rc = fdl_cli_hub_file_real(&a->hub, &a->model)))
+    rc = generate(a);
+  fdl_cli_hub_free(&a->hub);
   return rc;
 }
+
+FDL_CLI_COMMAND(fdl_cli_generate, fdl_cli_generate_check, args, parse, work)

@@ -15,7 +15,14 @@
  * formats a repository may also carry (.bin, .onnx, .gguf quantizations). */
 static const char *const MODEL_FILES[] = {"*.json", "*.safetensors", "*.txt", "*.model", "*.jinja"};
 
-void fdl_cli_download_cb(void *arg, const char *file, uint64_t done, uint64_t total) {
+/* A download's bar: one line per file with bytes, rate and ETA (fdl_hub_progress_fn). */
+typedef struct {
+  fdl_cli_progress p;
+  char file[256];
+  uint64_t first; /* bytes the file had when its line began (a resumed download) */
+} fdl_cli_download;
+
+static void fdl_cli_download_cb(void *arg, const char *file, uint64_t done, uint64_t total) {
   fdl_cli_download *d = arg;
   if (!d->p.enabled) return;
   double t = fdl_cli_now();
@@ -43,7 +50,7 @@ void fdl_cli_download_cb(void *arg, const char *file, uint64_t done, uint64_t to
   d->p.drawn = true;
 }
 
-void fdl_cli_download_init(fdl_cli_download *d, const char *label, int mode) {
+static void fdl_cli_download_init(fdl_cli_download *d, const char *label, int mode) {
   memset(d, 0, sizeof *d);
   fdl_cli_progress_init(&d->p, label, mode);
 }

@@ -118,22 +118,9 @@ int fdl_cli_inspect(int argc, char **argv) {
   json_t *s;
   fdl_err err;
   fdl_status st = fdl_ds_inspect(dir, &s, &err);
-  if (st != FDL_OK) {
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(st);
-  }
-  rc = FDL_EXIT_OK;
-  if (json) {
-    fdl_buf b;
-    fdl_buf_init(&b, 0);
-    if ((st = fdl_json_dump(s, FDL_JSON_PRETTY, &b, &err)) == FDL_OK)
-      fdl_cli_put(b.data, b.len);
-    else
-      fdl_cli_report(&err), rc = fdl_cli_exit_for(st);
-    fdl_buf_free(&b);
-  } else {
-    print_human(s);
-  }
+  if (st != FDL_OK) return fdl_cli_failed(&err, st);
+  if (json) return fdl_cli_print_json(s, FDL_JSON_PRETTY);
+  print_human(s);
   json_decref(s);
-  return rc;
+  return FDL_EXIT_OK;
 }

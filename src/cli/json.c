@@ -75,8 +75,7 @@ static int canon(const char *path, unsigned flags, const fdl_json_read_opts *opt
   free(data);
   if (st != FDL_OK) {
     fdl_err_prefix(&err, "%s", is_stdin ? "<stdin>" : path);
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(st);
+    return fdl_cli_failed(&err, st);
   }
   fdl_buf out;
   fdl_buf_init(&out, 0);
@@ -84,8 +83,7 @@ static int canon(const char *path, unsigned flags, const fdl_json_read_opts *opt
   json_decref(v);
   if (st != FDL_OK) {
     fdl_buf_free(&out);
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(st);
+    return fdl_cli_failed(&err, st);
   }
   if (!(flags & FDL_JSON_PRETTY)) fdl_buf_putc(&out, '\n');
   st = fdl_buf_status(&out);

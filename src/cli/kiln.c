@@ -85,10 +85,7 @@ static int check_one(const char *path, const char *root, const check_logits *lg,
     s = fdl_kiln_recompute_paths(doc, path, lg->ref.data, (size_t)lg->ref.cols, lg->rows, lg->n,
                                  &err);
   json_decref(doc);
-  if (s != FDL_OK) {
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
-  }
+  if (s != FDL_OK) return fdl_cli_failed(&err, s);
   if (res.has_refs && !res.refs_checked) *unchecked = true;
   fputs("OK  ", stdout);
   fdl_cli_put_text(stdout, path);
@@ -111,9 +108,8 @@ static int check_parse(int argc, char **argv, FILE *out, FILE *diag, check_args 
       FDL_CLI_OPT_PATH("--root", &a->root),
       FDL_CLI_OPT_FLAG("--require-current-source", &a->current_source),
   };
-  fdl_cli_spec s = {"check", check_usage, opts,     sizeof opts / sizeof opts[0],
-                    NULL,    0,           a->files, (size_t)argc,
-                    0,       out,         diag,     0};
+  fdl_cli_spec s = {"check", check_usage, opts, FDL_CLI_N(opts), NULL, 0, a->files, (size_t)argc, 0,
+                    out,     diag,        0};
   rc = fdl_cli_parse(&s, 1, k, rest);
   free(rest);
   if (rc != FDL_CLI_GO) return rc;
@@ -155,8 +151,7 @@ static int load_matrix(const char *what, const char *path, fdl_attr_matrix *m) {
   fdl_status s = fdl_attr_matrix_read(path, NULL, m, &err);
   if (s != FDL_OK) {
     fdl_err_prefix(&err, "%s", what);
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
+    return fdl_cli_failed(&err, s);
   }
   return 0;
 }
@@ -258,7 +253,7 @@ typedef struct {
       *reference_texts, *candidate_texts, *out;
 } div_args;
 
-static int div_parse(int argc, char **argv, FILE *out, FILE *diag, div_args *a) {
+static int div_parse(div_args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_TEXT("--prompt-ids", &a->prompt_ids),
@@ -279,9 +274,8 @@ static int div_parse(int argc, char **argv, FILE *out, FILE *diag, div_args *a) 
       FDL_CLI_OPT_OUT("--out", &a->out),
   };
   static const char *const conflicts[] = {"--model-dir", "--model-identity"};
-  fdl_cli_spec s = {
-      "divergence", div_usage, opts, sizeof opts / sizeof opts[0], conflicts, 1, NULL, 0, 0,
-      out,          diag,      0};
+  fdl_cli_spec s = {"divergence", div_usage, opts, FDL_CLI_N(opts), conflicts, 1, NULL, 0, 0,
+                    out,          diag,      0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   const char *need[][2] = {{"--prompt-ids", a->prompt_ids},
@@ -303,48 +297,38 @@ static int div_parse(int argc, char **argv, FILE *out, FILE *diag, div_args *a) 
   return FDL_CLI_GO;
 }
 
-int fdl_cli_divergence_check(int argc, char **argv, FILE *out, FILE *diag) {
-  div_args a;
-  return div_parse(argc, argv, out, diag, &a);
-}
-
-int fdl_cli_divergence(int argc, char **argv) {
-  div_args a;
-  int rc = div_parse(argc, argv, NULL, NULL, &a);
-  if (rc != FDL_CLI_GO) return rc;
+static int work(div_args *a) {
+  int rc;
   json_t *pj = NULL, *rj = NULL, *cj = NULL, *rt = NULL, *ct = NULL, *kr = NULL, *vr = NULL,
          *mi = NULL, *req = NULL;
   char *prompt = NULL;
   size_t plen = 0;
-  rc = fdl_cli_read_json("divergence", "--prompt-ids", a.prompt_ids, &pj);
-  if (!rc) rc = fdl_cli_read_json("divergence", "--reference-ids", a.reference_ids, &rj);
-  if (!rc) rc = fdl_cli_read_json("divergence", "--candidate-ids", a.candidate_ids, &cj);
-  if (!rc && a.reference_texts)
-    rc = fdl_cli_read_json("divergence", "--reference-texts", a.reference_texts, &rt);
-  if (!rc && a.candidate_texts)
-    rc = fdl_cli_read_json("divergence", "--candidate-texts", a.candidate_texts, &ct);
-  if (!rc) rc = fdl_cli_read_json("divergence", "--kiln-receipt", a.kiln_receipt, &kr);
-  if (!rc) rc = fdl_cli_read_json("divergence", "--vllm-receipt", a.vllm_receipt, &vr);
-  if (!rc && a.model_identity)
-    rc = fdl_cli_read_json("divergence", "--model-identity", a.model_identity, &mi);
-  if (!rc) rc = fdl_cli_read_arg("divergence", "--prompt-text", a.prompt_text, &prompt, &plen);
+  rc = fdl_cli_read_json("divergence", "--prompt-ids", a->prompt_ids, &pj);
+  if (!rc) rc = fdl_cli_read_json("divergence", "--reference-ids", a->reference_ids, &rj);
+  if (!rc) rc = fdl_cli_read_json("divergence", "--candidate-ids", a->candidate_ids, &cj);
+  if (!rc && a->reference_texts)
+    rc = fdl_cli_read_json("divergence", "--reference-texts", a->reference_texts, &rt);
+  if (!rc && a->candidate_texts)
+    rc = fdl_cli_read_json("divergence", "--candidate-texts", a->candidate_texts, &ct);
+  if (!rc) rc = fdl_cli_read_json("divergence", "--kiln-receipt", a->kiln_receipt, &kr);
+  if (!rc) rc = fdl_cli_read_json("divergence", "--vllm-receipt", a->vllm_receipt, &vr);
+  if (!rc && a->model_identity)
+    rc = fdl_cli_read_json("divergence", "--model-identity", a->model_identity, &mi);
+  if (!rc) rc = fdl_cli_read_arg("divergence", "--prompt-text", a->prompt_text, &prompt, &plen);
   fdl_err err = {FDL_OK, ""};
   if (!rc && strlen(prompt) != plen) {
     fprintf(stderr, "fidelis divergence: --prompt-text holds a NUL byte\n");
     rc = FDL_EXIT_REFUSED;
   }
-  if (!rc && a.model_dir) {
-    if (fdl_cli_input_model("divergence", a.model_dir) != 0) rc = FDL_EXIT_USAGE;
-    fdl_status s = rc ? FDL_OK : fdl_kiln_model_identity(a.model_dir, a.model_id, &mi, &err);
-    if (s != FDL_OK) {
-      fdl_cli_report(&err);
-      rc = fdl_cli_exit_for(s);
-    }
+  if (!rc && a->model_dir) {
+    if (fdl_cli_input_model("divergence", a->model_dir) != 0) rc = FDL_EXIT_USAGE;
+    fdl_status s = rc ? FDL_OK : fdl_kiln_model_identity(a->model_dir, a->model_id, &mi, &err);
+    if (s != FDL_OK) rc = fdl_cli_failed(&err, s);
   }
   size_t step = 0;
   if (!rc) {
-    fdl_kiln_divergence_in in = {pj,       rj,      cj, rt, ct, prompt, a.id, a.source_commit,
-                                 a.run_id, a.phase, kr, vr, mi};
+    fdl_kiln_divergence_in in = {pj,        rj,       cj, rt, ct, prompt, a->id, a->source_commit,
+                                 a->run_id, a->phase, kr, vr, mi};
     fdl_status s = fdl_kiln_divergence(&in, &req, &step, &err);
     /* The request is written only if `check` will take it: the same byte limit. */
     fdl_buf b;
@@ -355,13 +339,12 @@ int fdl_cli_divergence(int argc, char **argv) {
                    "the request would be %zu bytes, over the %u-byte limit of a Kiln request "
                    "(`fidelis check` refuses larger ones): shorten the prompt or the streams",
                    b.len, FDL_KILN_REQUEST_MAX_BYTES);
-    if (s == FDL_OK) s = fdl_write_file(a.out, b.data, b.len, &err);
+    if (s == FDL_OK) s = fdl_write_file(a->out, b.data, b.len, &err);
     fdl_buf_free(&b);
     char ident[FDL_SEAL_BUF];
     if (s == FDL_OK) s = fdl_kiln_canonical_sha256(req, ident, &err);
     if (s != FDL_OK) {
-      fdl_cli_report(&err);
-      rc = fdl_cli_exit_for(s);
+      rc = fdl_cli_failed(&err, s);
     } else {
       printf("diverges at step %zu: kiln %lld, vllm %lld\nrequest %s\n", step,
              (long long)json_integer_value(json_array_get(cj, step)),
@@ -380,3 +363,5 @@ int fdl_cli_divergence(int argc, char **argv) {
   json_decref(req);
   return rc;
 }
+
+FDL_CLI_COMMAND(fdl_cli_divergence, fdl_cli_divergence_check, div_args, div_parse, work)

@@ -90,7 +90,7 @@ typedef struct {
 
 static const char *const FORMATS[] = {"text", "kiln-v2", NULL};
 
-static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
+static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_TEXT("--cand-tensor", &a->cand_tensor),
@@ -109,9 +109,8 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
   };
   static const char *const conflicts[] = {"--check", "--format", "--check", "--json",
                                           "--json",  "--out",    "--check", "--out"};
-  fdl_cli_spec s = {
-      "layers diff", usage, opts, sizeof opts / sizeof opts[0], conflicts, 4, a->pos, 2, 0,
-      out,           diag,  0};
+  fdl_cli_spec s = {"layers diff", usage, opts, FDL_CLI_N(opts), conflicts, 4, a->pos, 2, 0,
+                    out,           diag,  0};
   int rc = fdl_cli_parse_sub(&s, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 2) return fdl_cli_usage_error(&s, "two files expected: REF CAND");
@@ -133,16 +132,6 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
   return FDL_CLI_GO;
 }
 
-int fdl_cli_layers_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(argc, argv, out, diag, &a);
-}
-
-static int refuse(fdl_err *err, fdl_status s) {
-  fdl_cli_report(err);
-  return fdl_cli_exit_for(s);
-}
-
 static int read_rows(const char *path, const char *tensor, uint64_t hidden, fdl_attr_matrix *m) {
   int rc = fdl_cli_input_file("layers diff", path);
   if (rc) return rc;
@@ -155,7 +144,7 @@ static int read_rows(const char *path, const char *tensor, uint64_t hidden, fdl_
                  (unsigned long long)m->cols, (unsigned long long)hidden);
   if (s != FDL_OK) {
     fdl_attr_matrix_free(m);
-    return refuse(&err, s);
+    return fdl_cli_failed(&err, s);
   }
   return FDL_EXIT_OK;
 }
@@ -257,7 +246,7 @@ static int emit(const args *a, json_t *names, const fdl_attr_boundary *bs, uint6
   fdl_status s = doc ? fdl_json_dump(doc, 0, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
   int rc = FDL_EXIT_OK;
   if (s != FDL_OK) {
-    rc = refuse(&err, s);
+    rc = fdl_cli_failed(&err, s);
   } else if (a->as_json) {
     if (!fdl_cli_put(b.data, b.len) || !fdl_cli_put("\n", 1)) rc = FDL_EXIT_USAGE;
   } else {
@@ -286,14 +275,6 @@ static int emit(const args *a, json_t *names, const fdl_attr_boundary *bs, uint6
   return rc;
 }
 
-static int load_json(const char *path, json_t **doc) {
-  if (fdl_cli_input_file("layers diff", path) != 0) return FDL_EXIT_USAGE;
-  fdl_err err = {0};
-  const fdl_json_read_opts o = {.max_depth = 0, .kiln_strict = true};
-  fdl_status s = fdl_json_load_file(path, &o, doc, &err);
-  return s == FDL_OK ? FDL_EXIT_OK : refuse(&err, s);
-}
-
 /* Kiln's final logits: one vector ([V] or [1, V]). */
 static int load_logits(const char *path, fdl_attr_matrix *m) {
   int rc = read_rows(path, NULL, 0, m);
@@ -301,7 +282,7 @@ static int load_logits(const char *path, fdl_attr_matrix *m) {
     fdl_err err = {0};
     fdl_fail(&err, FDL_REFUSED, "--final-logits %s: %llu rows, expected one vector ([V] or [1, V])",
              path, (unsigned long long)m->rows);
-    rc = refuse(&err, FDL_REFUSED);
+    rc = fdl_cli_failed(&err, FDL_REFUSED);
   }
   return rc;
 }
@@ -317,16 +298,16 @@ static int run_kiln_v2(const args *a, const fdl_attr_matrix *ref, const fdl_attr
         rc == FDL_EXIT_OK
             ? fdl_attr_layer_names_check(given, a->names ? "--names" : "REF boundary_names", &err)
             : FDL_OK;
-    if (s != FDL_OK) rc = refuse(&err, s);
+    if (s != FDL_OK) rc = fdl_cli_failed(&err, s);
   }
   if (rc == FDL_EXIT_OK && fdl_cli_input_file("layers diff", a->request) != 0) rc = FDL_EXIT_USAGE;
   if (rc == FDL_EXIT_OK) {
     /* read as `fidelis check` reads a request: Kiln-strict, at most 256 KiB, its rules held */
     fdl_kiln_checked rq;
     fdl_status s = fdl_kiln_check_file_doc(a->request, &rq, &req, &err);
-    if (s != FDL_OK) rc = refuse(&err, s);
+    if (s != FDL_OK) rc = fdl_cli_failed(&err, s);
   }
-  if (rc == FDL_EXIT_OK) rc = load_json(a->provenance, &prov);
+  if (rc == FDL_EXIT_OK) rc = fdl_cli_load_json("layers diff", a->provenance, &prov);
   if (rc == FDL_EXIT_OK) rc = fdl_cli_read_json("layers diff", "--observed", a->observed, &obs);
   if (rc == FDL_EXIT_OK) rc = load_logits(a->final_logits, &fl);
   if (rc == FDL_EXIT_OK) {
@@ -344,7 +325,7 @@ static int run_kiln_v2(const args *a, const fdl_attr_matrix *ref, const fdl_attr
     if (s == FDL_OK) s = fdl_json_write_file(a->out, rec, FDL_JSON_ASCII | FDL_JSON_PRETTY, &err);
     if (s != FDL_OK) {
       fdl_err_prefix(&err, "layers diff --format kiln-v2");
-      rc = refuse(&err, s);
+      rc = fdl_cli_failed(&err, s);
     } else {
       const json_t *g =
           json_object_get(json_object_get(rec, "worker"), "largest_relative_error_growth");
@@ -375,13 +356,13 @@ static int run_check(const args *a, const fdl_attr_matrix *ref, const fdl_attr_m
   fdl_attr_matrix fl = {0};
   int rc = FDL_EXIT_OK;
   fdl_status s = fdl_kiln_check_file_doc(a->check, &chk, &doc, &err);
-  if (s != FDL_OK) return refuse(&err, s);
+  if (s != FDL_OK) return fdl_cli_failed(&err, s);
   if (a->final_logits) rc = load_logits(a->final_logits, &fl);
   if (rc == FDL_EXIT_OK) {
     s = fdl_attr_layer_recompute(doc, a->check, ref->data, cand->data, (size_t)ref->rows,
                                  (size_t)ref->cols, fl.data, (size_t)fl.cols, &err);
     if (s != FDL_OK)
-      rc = refuse(&err, s);
+      rc = fdl_cli_failed(&err, s);
     else if (printf("OK  %s  %s  %s  (%llu boundaries and the largest growth recomputed from the "
                     "rows, bit for bit)\n",
                     a->check, chk.schema, chk.identity, (unsigned long long)ref->rows) < 0)
@@ -392,49 +373,49 @@ static int run_check(const args *a, const fdl_attr_matrix *ref, const fdl_attr_m
   return rc;
 }
 
-int fdl_cli_layers(int argc, char **argv) {
-  args a;
-  int rc = parse(argc, argv, NULL, NULL, &a);
-  if (rc != FDL_CLI_GO) return rc;
+static int work(args *a) {
+  int rc;
   fdl_attr_matrix ref = {0}, cand = {0};
   fdl_attr_boundary *bs = NULL;
   json_t *names = NULL;
   fdl_err err = {0};
-  rc = read_rows(a.pos[0], a.ref_tensor, a.hidden, &ref);
-  if (rc == FDL_EXIT_OK) rc = read_rows(a.pos[1], a.cand_tensor, a.hidden, &cand);
+  rc = read_rows(a->pos[0], a->ref_tensor, a->hidden, &ref);
+  if (rc == FDL_EXIT_OK) rc = read_rows(a->pos[1], a->cand_tensor, a->hidden, &cand);
   if (rc == FDL_EXIT_OK && (ref.rows != cand.rows || ref.cols != cand.cols)) {
     fdl_fail(&err, FDL_MISMATCH,
              "layers diff: %s is [%llu, %llu], %s is [%llu, %llu]; expected "
              "the same shape",
-             a.pos[0], (unsigned long long)ref.rows, (unsigned long long)ref.cols, a.pos[1],
+             a->pos[0], (unsigned long long)ref.rows, (unsigned long long)ref.cols, a->pos[1],
              (unsigned long long)cand.rows, (unsigned long long)cand.cols);
-    rc = refuse(&err, FDL_MISMATCH);
+    rc = fdl_cli_failed(&err, FDL_MISMATCH);
   }
-  if (rc == FDL_EXIT_OK && (a.check || a.format == 1)) {
-    rc = a.check ? run_check(&a, &ref, &cand) : run_kiln_v2(&a, &ref, &cand);
+  if (rc == FDL_EXIT_OK && (a->check || a->format == 1)) {
+    rc = a->check ? run_check(a, &ref, &cand) : run_kiln_v2(a, &ref, &cand);
     fdl_attr_matrix_free(&ref);
     fdl_attr_matrix_free(&cand);
     return rc;
   }
-  if (rc == FDL_EXIT_OK) names = row_names(a.names, ref.boundary_names, ref.rows, &rc);
+  if (rc == FDL_EXIT_OK) names = row_names(a->names, ref.boundary_names, ref.rows, &rc);
   if (rc == FDL_EXIT_OK && !(bs = calloc((size_t)ref.rows, sizeof *bs))) {
     fdl_fail(&err, FDL_NOMEM, "out of memory");
-    rc = refuse(&err, FDL_NOMEM);
+    rc = fdl_cli_failed(&err, FDL_NOMEM);
   }
   for (uint64_t i = 0; rc == FDL_EXIT_OK && i < ref.rows; i++) {
     size_t w = (size_t)ref.cols;
     fdl_status s = fdl_attr_compare_boundary(cand.data + i * w, ref.data + i * w, w, &bs[i], &err);
     if (s != FDL_OK) {
       const char *nm = json_string_value(json_array_get(names, (size_t)i));
-      fdl_err_prefix(&err, "layers diff %s %s: row %llu (%s)", a.pos[0], a.pos[1],
+      fdl_err_prefix(&err, "layers diff %s %s: row %llu (%s)", a->pos[0], a->pos[1],
                      (unsigned long long)i, nm);
-      rc = refuse(&err, s);
+      rc = fdl_cli_failed(&err, s);
     }
   }
-  if (rc == FDL_EXIT_OK) rc = emit(&a, names, bs, ref.rows);
+  if (rc == FDL_EXIT_OK) rc = emit(a, names, bs, ref.rows);
   free(bs);
   json_decref(names);
   fdl_attr_matrix_free(&ref);
   fdl_attr_matrix_free(&cand);
   return rc;
 }
+
+FDL_CLI_COMMAND(fdl_cli_layers, fdl_cli_layers_check, args, parse, work)

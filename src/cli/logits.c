@@ -4,7 +4,6 @@
  * The work is fdl_attr_compare_logits; this file parses, reads the two files
  * (fdl_attr_matrix_read) and prints. docs/ATTRIBUTION.md describes inputs and output. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -45,7 +44,7 @@ typedef struct {
   size_t ncand;
 } args;
 
-static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
+static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_TEXT("--candidates", &a->candidates),
@@ -53,7 +52,7 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
       FDL_CLI_OPT_FLAG("--json", &a->as_json),
       FDL_CLI_OPT_TEXT("--ref-tensor", &a->ref_tensor),
   };
-  fdl_cli_spec s = {"logits diff", usage, opts, sizeof opts / sizeof opts[0], NULL, 0, a->pos, 2, 0,
+  fdl_cli_spec s = {"logits diff", usage, opts, FDL_CLI_N(opts), NULL, 0, a->pos, 2, 0,
                     out,           diag,  0};
   int rc = fdl_cli_parse_sub(&s, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
@@ -79,11 +78,6 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
   return FDL_CLI_GO;
 }
 
-int fdl_cli_logits_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(argc, argv, out, diag, &a);
-}
-
 /* Reads one side as a [V] or [1, V] vector. */
 static int read_vector(const char *path, const char *tensor, fdl_attr_matrix *m) {
   int rc = fdl_cli_input_file("logits diff", path);
@@ -95,10 +89,7 @@ static int read_vector(const char *path, const char *tensor, fdl_attr_matrix *m)
                  path, (unsigned long long)m->rows, (unsigned long long)m->cols);
     fdl_attr_matrix_free(m);
   }
-  if (s != FDL_OK) {
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
-  }
+  if (s != FDL_OK) return fdl_cli_failed(&err, s);
   return FDL_EXIT_OK;
 }
 
@@ -122,20 +113,7 @@ static int print_json(const fdl_attr_logits *r, const fdl_attr_candidate *c, siz
                        "top10_overlap", (json_int_t)r->top10_overlap, "logits_sha256", digest,
                        "candidate_tokens", list)
            : NULL;
-  fdl_err err = {0};
-  fdl_buf b;
-  fdl_buf_init(&b, 0);
-  fdl_status s = doc ? fdl_json_dump(doc, 0, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
-  json_decref(doc);
-  int rc = FDL_EXIT_OK;
-  if (s != FDL_OK) {
-    fdl_cli_report(&err);
-    rc = fdl_cli_exit_for(s);
-  } else if (!fdl_cli_put(b.data, b.len) || !fdl_cli_put("\n", 1)) {
-    rc = FDL_EXIT_USAGE;
-  }
-  fdl_buf_free(&b);
-  return rc;
+  return fdl_cli_print_json(doc, 0);
 }
 
 static int print_text(const fdl_attr_logits *r, const fdl_attr_candidate *c, size_t nc) {
@@ -164,37 +142,35 @@ static int print_text(const fdl_attr_logits *r, const fdl_attr_candidate *c, siz
   return ok ? FDL_EXIT_OK : FDL_EXIT_USAGE;
 }
 
-int fdl_cli_logits(int argc, char **argv) {
-  args a;
-  int rc = parse(argc, argv, NULL, NULL, &a);
-  if (rc != FDL_CLI_GO) return rc;
+static int work(args *a) {
   fdl_attr_matrix ref = {0}, cand = {0};
-  rc = read_vector(a.pos[0], a.ref_tensor, &ref);
-  if (rc == FDL_EXIT_OK) rc = read_vector(a.pos[1], a.cand_tensor, &cand);
+  int rc = read_vector(a->pos[0], a->ref_tensor, &ref);
+  if (rc == FDL_EXIT_OK) rc = read_vector(a->pos[1], a->cand_tensor, &cand);
   if (rc == FDL_EXIT_OK && ref.cols != cand.cols) {
     char q1[FDL_QUOTE_CAP], q2[FDL_QUOTE_CAP];
     fprintf(stderr,
             "fidelis: (MISMATCH) logits diff: %s has %llu values, %s has %llu; expected the "
             "same length\n",
-            fdl_quote_str(a.pos[0], q1, sizeof q1), (unsigned long long)ref.cols,
-            fdl_quote_str(a.pos[1], q2, sizeof q2), (unsigned long long)cand.cols);
+            fdl_quote_str(a->pos[0], q1, sizeof q1), (unsigned long long)ref.cols,
+            fdl_quote_str(a->pos[1], q2, sizeof q2), (unsigned long long)cand.cols);
     rc = FDL_EXIT_REFUSED;
   }
   if (rc == FDL_EXIT_OK) {
     fdl_attr_logits r;
     fdl_attr_candidate c[MAX_CANDIDATES];
     fdl_err err = {0};
-    fdl_status s = fdl_attr_compare_logits(cand.data, ref.data, (size_t)cand.cols, a.cand, a.ncand,
-                                           &r, c, &err);
+    fdl_status s = fdl_attr_compare_logits(cand.data, ref.data, (size_t)cand.cols, a->cand,
+                                           a->ncand, &r, c, &err);
     if (s != FDL_OK) {
-      fdl_err_prefix(&err, "logits diff %s %s", a.pos[0], a.pos[1]);
-      fdl_cli_report(&err);
-      rc = fdl_cli_exit_for(s);
+      fdl_err_prefix(&err, "logits diff %s %s", a->pos[0], a->pos[1]);
+      rc = fdl_cli_failed(&err, s);
     } else {
-      rc = a.as_json ? print_json(&r, c, a.ncand) : print_text(&r, c, a.ncand);
+      rc = a->as_json ? print_json(&r, c, a->ncand) : print_text(&r, c, a->ncand);
     }
   }
   fdl_attr_matrix_free(&ref);
   fdl_attr_matrix_free(&cand);
   return rc;
 }
+
+FDL_CLI_COMMAND(fdl_cli_logits, fdl_cli_logits_check, args, parse, work)

@@ -55,7 +55,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_FLAG("--json", &a->json),
       FDL_CLI_OPT_FLAG("--no-weights", &a->o.no_weights),
   };
-  fdl_cli_spec s = {"model init", usage, opts, sizeof opts / sizeof *opts, NULL, 0, pos, 1, 0,
+  fdl_cli_spec s = {"model init", usage, opts, FDL_CLI_N(opts), NULL, 0, pos, 1, 0,
                     out,          diag,  1u /* OUT */};
   int rc = fdl_cli_parse_sub(&s, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
@@ -74,16 +74,8 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-int fdl_cli_model_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(&a, argc, argv, out, diag);
-}
-
-int fdl_cli_model(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  fdl_model_write_opts o = a.o;
+static int work(args *a) {
+  fdl_model_write_opts o = a->o;
   o.notice = fdl_cli_notice;
   o.notice_arg = "model init";
   fdl_model_write_result r;
@@ -96,13 +88,13 @@ int fdl_cli_model(int argc, char **argv) {
     fdl_cli_print_refusal("model init", &ref, &err);
     return fdl_cli_exit_for(s);
   }
-  if (a.json) {
+  if (a->json) {
     json_t *j = json_pack(
         "{s:o, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "out", fdl_cli_json_text(o.out_dir), "preset",
         o.preset, "seed", (json_int_t)o.seed, "parameters", (json_int_t)r.params, "tensors",
         (json_int_t)r.tensors, "safetensors_bytes", (json_int_t)r.bytes, "panel_contexts",
         (json_int_t)r.panel_contexts, "panel_tokens", (json_int_t)r.panel_tokens);
-    return fdl_cli_print_json(j);
+    return fdl_cli_print_json(j, FDL_JSON_ASCII);
   }
   char shown[FDL_QUOTE_CAP], weights[64] = "no model.safetensors (--no-weights)";
   if (!o.no_weights)
@@ -114,3 +106,5 @@ int fdl_cli_model(int argc, char **argv) {
          r.panel_contexts, r.panel_tokens, dt);
   return FDL_EXIT_OK;
 }
+
+FDL_CLI_COMMAND(fdl_cli_model, fdl_cli_model_check, args, parse, work)

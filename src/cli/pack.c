@@ -1,7 +1,6 @@
 /* pack.c - `fidelis pack`: per-record dumps into a sealed fidelity dataset. */
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -121,7 +120,7 @@ typedef struct {
   fdl_kld_import_opts k; /* k.kld_path set: --from-llamacpp-kld */
 } pack_args;
 
-static int parse(int argc, char **argv, FILE *out, FILE *diag, pack_args *a) {
+static int parse(pack_args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
   fdl_ds_pack_opts *o = &a->o;
   fdl_kld_import_opts *k = &a->k;
@@ -146,12 +145,9 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, pack_args *a) {
       "--from-llamacpp-kld", "--panel",       "--from-llamacpp-kld", "--tensors",
       "--from-llamacpp-kld", "--head",        "--from-llamacpp-kld", "--allow-partial",
       "--from-llamacpp-kld", "--hidden-dtype"};
-  fdl_cli_spec s = {"pack",    usage,
-                    opts,      sizeof opts / sizeof *opts,
-                    conflicts, sizeof conflicts / sizeof *conflicts / 2,
-                    NULL,      0,
-                    0,         out,
-                    diag,      0};
+  fdl_cli_spec s = {
+      "pack", usage, opts, FDL_CLI_N(opts), conflicts, FDL_CLI_N(conflicts) / 2, NULL, 0, 0,
+      out,    diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (k->kld_path) {
@@ -170,11 +166,6 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, pack_args *a) {
   o->hidden_f32 = hdt == 1;
   o->threads = (unsigned)threads;
   return FDL_CLI_GO;
-}
-
-int fdl_cli_pack_check(int argc, char **argv, FILE *out, FILE *diag) {
-  pack_args a;
-  return parse(argc, argv, out, diag, &a);
 }
 
 static void print_packed(const char *out_dir, const fdl_ds_pack_result *res) {
@@ -218,12 +209,10 @@ static int pack_kld(fdl_kld_import_opts *k) {
   return FDL_EXIT_OK;
 }
 
-int fdl_cli_pack(int argc, char **argv) {
-  pack_args a;
-  int rc = parse(argc, argv, NULL, NULL, &a);
-  if (rc != FDL_CLI_GO) return rc;
-  if (a.k.kld_path) return pack_kld(&a.k);
-  fdl_ds_pack_opts o = a.o;
+static int work(pack_args *a) {
+  int rc;
+  if (a->k.kld_path) return pack_kld(&a->k);
+  fdl_ds_pack_opts o = a->o;
   /* Every named input is opened before any work, so a typo costs nothing. */
   if ((rc = fdl_cli_input_file("pack", o.panel_path)) != 0) return rc;
   if ((rc = fdl_cli_input_file("pack", o.meta_path)) != 0) return rc;
@@ -243,3 +232,5 @@ int fdl_cli_pack(int argc, char **argv) {
   print_packed(o.out_dir, &res);
   return FDL_EXIT_OK;
 }
+
+FDL_CLI_COMMAND(fdl_cli_pack, fdl_cli_pack_check, pack_args, parse, work)

@@ -101,12 +101,9 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   static const char *const conflicts[] = {"--like-llama-perplexity", "--stride",
                                           "--like-llama-perplexity", "--score-from",
                                           "--like-llama-perplexity", "--bos"};
-  fdl_cli_spec s = {"panel",   usage,
-                    opts,      sizeof opts / sizeof *opts,
-                    conflicts, sizeof conflicts / sizeof *conflicts / 2,
-                    NULL,      0,
-                    0,         out,
-                    diag,      0};
+  fdl_cli_spec s = {
+      "panel", usage, opts, FDL_CLI_N(opts), conflicts, FDL_CLI_N(conflicts) / 2, NULL, 0, 0,
+      out,     diag,  0};
   int rc = fdl_cli_parse(&s, 1, nrest, rest);
   if (rc != FDL_CLI_GO) return rc;
   if (!a->o.tokenizer || !nt || !context || !a->o.out)
@@ -129,44 +126,39 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-int fdl_cli_panel_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(&a, argc, argv, out, diag);
-}
-
-int fdl_cli_panel(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  if ((rc = fdl_cli_hub_input("panel", &a.hub, &a.o.tokenizer, true)) ||
-      (rc = fdl_cli_input_tokenizer("panel", a.o.tokenizer))) {
-    fdl_cli_hub_free(&a.hub);
+static int work(args *a) {
+  int rc;
+  if ((rc = fdl_cli_hub_input("panel", &a->hub, &a->o.tokenizer, true)) ||
+      (rc = fdl_cli_input_tokenizer("panel", a->o.tokenizer))) {
+    fdl_cli_hub_free(&a->hub);
     return rc;
   }
-  if (fdl_hub_snapshot_identity(a.o.tokenizer, a.repo, a.commit)) {
-    a.o.tokenizer_repository = a.repo;
-    a.o.tokenizer_revision = a.commit;
+  if (fdl_hub_snapshot_identity(a->o.tokenizer, a->repo, a->commit)) {
+    a->o.tokenizer_repository = a->repo;
+    a->o.tokenizer_revision = a->commit;
   }
-  for (size_t i = 0; i < a.o.n_texts; i++)
-    if ((rc = fdl_cli_input_file("panel", a.texts[i].path)) != 0) {
-      fdl_cli_hub_free(&a.hub);
+  for (size_t i = 0; i < a->o.n_texts; i++)
+    if ((rc = fdl_cli_input_file("panel", a->texts[i].path)) != 0) {
+      fdl_cli_hub_free(&a->hub);
       return rc;
     }
   fdl_panel_result r;
   fdl_err err = {FDL_OK, ""};
-  fdl_status s = fdl_panel_from_text(&a.o, &r, &err);
-  fdl_cli_hub_free(&a.hub);
+  fdl_status s = fdl_panel_from_text(&a->o, &r, &err);
+  fdl_cli_hub_free(&a->hub);
   if (s != FDL_OK) {
     fdl_err_prefix(&err, "panel");
     fdl_cli_report(&err);
     return s == FDL_EXISTS ? FDL_EXIT_REFUSED : fdl_cli_exit_for(s);
   }
   fputs("fidelis panel: wrote ", stdout);
-  fdl_cli_put_text(stdout, a.o.out);
+  fdl_cli_put_text(stdout, a->o.out);
   printf(": %zu record(s) of %zu tokens, %llu scored row(s); %llu text token(s), %llu in no "
          "record\n",
-         r.records, a.o.context, (unsigned long long)r.scored, (unsigned long long)r.text_tokens,
+         r.records, a->o.context, (unsigned long long)r.scored, (unsigned long long)r.text_tokens,
          (unsigned long long)r.unused_tokens);
   printf("tokenizer  %s\n", r.tokenizer_id);
   return FDL_EXIT_OK;
 }
+
+FDL_CLI_COMMAND(fdl_cli_panel, fdl_cli_panel_check, args, parse, work)

@@ -58,8 +58,8 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       {"--scope", NULL, FDL_CLI_CHOICE, &scope, 0, 0, SCOPES},
       FDL_CLI_OPT_FLAG("--json", &a->json),
   };
-  fdl_cli_spec s = {"quantize", usage, opts,   sizeof opts / sizeof *opts, NULL, 0, pos, 2, 0,
-                    out,        diag,  1u << 1 /* OUT */};
+  fdl_cli_spec s = {"quantize", usage, opts, FDL_CLI_N(opts), NULL, 0, pos, 2,
+                    0,          out,   diag, 1u << 1 /* OUT */};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 2) return fdl_cli_usage_error(&s, "MODEL and OUT are required");
@@ -70,17 +70,9 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-int fdl_cli_quantize_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(&a, argc, argv, out, diag);
-}
-
-int fdl_cli_quantize(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  if (fdl_cli_input_dir("quantize", a.o.model_dir) != 0) return FDL_EXIT_USAGE;
-  fdl_gptq_opts o = a.o;
+static int work(args *a) {
+  if (fdl_cli_input_dir("quantize", a->o.model_dir) != 0) return FDL_EXIT_USAGE;
+  fdl_gptq_opts o = a->o;
   o.notice = fdl_cli_notice;
   o.notice_arg = "quantize";
   fdl_gptq_result r;
@@ -93,14 +85,14 @@ int fdl_cli_quantize(int argc, char **argv) {
     fdl_cli_print_refusal("quantize", &ref, &err);
     return fdl_cli_exit_for(s);
   }
-  if (a.json) {
+  if (a->json) {
     json_t *j = json_pack(
         "{s:o, s:o, s:s, s:I, s:s, s:I, s:I, s:I, s:I}", "model", fdl_cli_json_text(o.model_dir),
         "out", fdl_cli_json_text(o.out_dir), "codec", "int4", "group_size", (json_int_t)o.group,
         "scope", fdl_gptq_scope_name(o.scope), "quantized_tensors", (json_int_t)r.quantized,
         "copied_tensors", (json_int_t)r.copied, "quantized_parameters",
         (json_int_t)r.params_quantized, "safetensors_bytes", (json_int_t)r.bytes);
-    return fdl_cli_print_json(j);
+    return fdl_cli_print_json(j, FDL_JSON_ASCII);
   }
   char m[FDL_QUOTE_CAP], q[FDL_QUOTE_CAP];
   printf("fidelis quantize: wrote %s from %s: int4 g%zu, scope %s, %zu weights quantized "
@@ -111,3 +103,5 @@ int fdl_cli_quantize(int argc, char **argv) {
          r.copied, (unsigned long long)r.bytes, dt);
   return FDL_EXIT_OK;
 }
+
+FDL_CLI_COMMAND(fdl_cli_quantize, fdl_cli_quantize_check, args, parse, work)

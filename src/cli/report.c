@@ -56,7 +56,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_FLAG("--markdown", &a->markdown),
   };
   static const char *const conflicts[] = {"--markdown", "--out"};
-  fdl_cli_spec s = {"report",  usage, opts,   sizeof opts / sizeof *opts,
+  fdl_cli_spec s = {"report",  usage, opts,   FDL_CLI_N(opts),
                     conflicts, 1,     a->pos, FDL_REPORT_MAX_RECEIPTS,
                     0,         out,   diag,   0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
@@ -69,11 +69,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   if (a->compare && !a->markdown && !a->out)
     return fdl_cli_usage_error(&s, "--compare needs --out FILE.html (or --markdown)");
   return FDL_CLI_GO;
-}
-
-int fdl_cli_report_page_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(&a, argc, argv, out, diag);
 }
 
 /* Each input is a directory holding a receipt. */
@@ -98,37 +93,33 @@ static int inputs(const args *a) {
   return FDL_EXIT_OK;
 }
 
-int fdl_cli_report_page(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  if ((rc = inputs(&a))) return rc;
+static int work(args *a) {
+  int rc;
+  if ((rc = inputs(a))) return rc;
   fdl_err err = {FDL_OK, ""};
   fdl_report_result res;
-  if (a.markdown) {
+  if (a->markdown) {
     fdl_buf b;
     fdl_buf_init(&b, 0);
-    fdl_status s = fdl_report_markdown(a.pos, a.npos, &b, &res, &err);
-    if (s != FDL_OK) {
-      fdl_cli_report(&err);
-      rc = fdl_cli_exit_for(s);
-    } else if (!fdl_cli_put(b.data, b.len)) {
+    fdl_status s = fdl_report_markdown(a->pos, a->npos, &b, &res, &err);
+    if (s != FDL_OK)
+      rc = fdl_cli_failed(&err, s);
+    else if (!fdl_cli_put(b.data, b.len))
       rc = FDL_EXIT_USAGE;
-    }
     fdl_buf_free(&b);
     return rc;
   }
   char dflt[4096];
-  const char *out = a.out;
+  const char *out = a->out;
   if (!out) {
-    if (!fdl_path_join_to(a.pos[0], FDL_REPORT_PAGE, dflt, sizeof dflt)) {
+    if (!fdl_path_join_to(a->pos[0], FDL_REPORT_PAGE, dflt, sizeof dflt)) {
       char q[FDL_QUOTE_CAP];
-      fprintf(stderr, "fidelis report: %s: path too long\n", fdl_quote_str(a.pos[0], q, sizeof q));
+      fprintf(stderr, "fidelis report: %s: path too long\n", fdl_quote_str(a->pos[0], q, sizeof q));
       return FDL_EXIT_USAGE;
     }
     out = dflt;
   }
-  fdl_status s = fdl_report_write(a.pos, a.npos, out, &res, &err);
+  fdl_status s = fdl_report_write(a->pos, a->npos, out, &res, &err);
   if (s == FDL_MISMATCH) {
     fprintf(stderr, "fidelis report: VERIFICATION FAILED: ");
     fdl_cli_put_text(stderr, err.msg);
@@ -137,16 +128,15 @@ int fdl_cli_report_page(int argc, char **argv) {
     fprintf(stderr, " (a page that says so, with no numbers and no plots)\n");
     return FDL_EXIT_REFUSED;
   }
-  if (s != FDL_OK) {
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
-  }
+  if (s != FDL_OK) return fdl_cli_failed(&err, s);
   char shown[FDL_QUOTE_CAP];
   printf("fidelis report: wrote %s (%zu receipt%s verified%s)\n",
          fdl_cli_shown(out, strlen(out), shown, sizeof shown), res.receipts,
          res.receipts == 1 ? "" : "s",
-         a.npos == 1 ? (res.llamacpp ? ", with llama.cpp-compatible statistics"
-                                     : ", no llama.cpp-compatible block")
-                     : "");
+         a->npos == 1 ? (res.llamacpp ? ", with llama.cpp-compatible statistics"
+                                      : ", no llama.cpp-compatible block")
+                      : "");
   return FDL_EXIT_OK;
 }
+
+FDL_CLI_COMMAND(fdl_cli_report_page, fdl_cli_report_page_check, args, parse, work)

@@ -78,8 +78,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_THREADS(&threads),
       FDL_CLI_OPT_FLAG("--json", &a->json),
   };
-  fdl_cli_spec s = {"synth", usage, opts, sizeof opts / sizeof *opts, NULL, 0, NULL, 0, 0,
-                    out,     diag,  0};
+  fdl_cli_spec s = {"synth", usage, opts, FDL_CLI_N(opts), NULL, 0, NULL, 0, 0, out, diag, 0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (!a->o.out_dir) return fdl_cli_usage_error(&s, "--out DIR is required");
@@ -99,17 +98,9 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-int fdl_cli_synth_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(&a, argc, argv, out, diag);
-}
-
-int fdl_cli_synth(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  rc = FDL_EXIT_OK;
-  fdl_synth_opts o = a.o;
+static int work(args *a) {
+  int rc = FDL_EXIT_OK;
+  fdl_synth_opts o = a->o;
   o.notice = fdl_cli_notice;
   o.notice_arg = "synth";
   fdl_synth_result r;
@@ -122,11 +113,11 @@ int fdl_cli_synth(int argc, char **argv) {
     fdl_cli_print_refusal("synth", &ref, &err);
     return s == FDL_INVALID ? FDL_EXIT_USAGE : fdl_cli_exit_for(s);
   }
-  if (a.json) {
+  if (a->json) {
     json_t *j = json_pack("{s:s, s:s, s:s, s:I}", "out", o.out_dir, "reference_dataset_sha256",
                           r.reference_sha256, "candidate_dataset_sha256", r.candidate_sha256,
                           "scored_rows", (json_int_t)r.rows);
-    rc = fdl_cli_print_json(j);
+    rc = fdl_cli_print_json(j, FDL_JSON_ASCII);
   } else {
     char q[FDL_QUOTE_CAP];
     const char *dir = fdl_cli_shown(o.out_dir, strlen(o.out_dir), q, sizeof q);
@@ -140,3 +131,5 @@ int fdl_cli_synth(int argc, char **argv) {
   }
   return rc;
 }
+
+FDL_CLI_COMMAND(fdl_cli_synth, fdl_cli_synth_check, args, parse, work)

@@ -170,8 +170,7 @@ static int list_file(const char *path, bool as_json) {
   fdl_unmap(&m);
   if (s != FDL_OK) {
     fdl_err_prefix(&err, "%s (%s)", path, kind == SNIFF_NPY ? ".npy" : "safetensors");
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
+    return fdl_cli_failed(&err, s);
   }
   return FDL_EXIT_OK;
 }

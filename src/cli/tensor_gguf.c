@@ -103,9 +103,6 @@ int fdl_cli_tensor_gguf(const char *path, const char *real, bool as_json) {
     s = list(path, &g, as_json, &err);
     fdl_gguf_close(&g);
   }
-  if (s != FDL_OK) {
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
-  }
+  if (s != FDL_OK) return fdl_cli_failed(&err, s);
   return FDL_EXIT_OK;
 }

@@ -1,5 +1,4 @@
 /* tokenize.c - `fidelis tokenize`: text to the model's token ids, or ids back to text. */
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +57,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   };
   static const char *const conflicts[] = {"--text",   "--string", "--text",       "--decode",
                                           "--string", "--decode", "--no-special", "--decode"};
-  fdl_cli_spec s = {"tokenize", usage, opts, sizeof opts / sizeof *opts, conflicts, 4, NULL, 0, 0,
+  fdl_cli_spec s = {"tokenize", usage, opts, FDL_CLI_N(opts), conflicts, 4, NULL, 0, 0,
                     out,        diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
@@ -66,11 +65,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   if (!a->text && !a->string && !a->decode)
     return fdl_cli_usage_error(&s, "give the text (--text FILE or --string S) or --decode IDS");
   return FDL_CLI_GO;
-}
-
-int fdl_cli_tokenize_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(&a, argc, argv, out, diag);
 }
 
 /* Ids separated by commas and/or white space. */
@@ -186,7 +180,7 @@ static int print_json(const fdl_tok *t, const int32_t *ids, size_t n) {
   } else {
     json_decref(a);
   }
-  return fdl_cli_print_json(o);
+  return fdl_cli_print_json(o, FDL_JSON_ASCII);
 }
 
 static int tokenize(const args *given) {
@@ -204,8 +198,7 @@ static int tokenize(const args *given) {
   if (s != FDL_OK) {
     free(text);
     fdl_err_prefix(&err, "tokenize: %s", a.tokenizer);
-    fdl_cli_report(&err);
-    return fdl_cli_exit_for(s);
+    return fdl_cli_failed(&err, s);
   }
   int32_t *ids = NULL;
   size_t n = 0;
@@ -222,12 +215,11 @@ static int tokenize(const args *given) {
       size_t olen = 0;
       s = fdl_tok_decode(t, ids, n, &out, &olen, &err);
       if (s != FDL_OK) {
-        fdl_cli_report(&err);
-        rc = fdl_cli_exit_for(s);
+        rc = fdl_cli_failed(&err, s);
       } else if (a.json) {
         json_t *o = json_object();
         if (o) json_object_set_new(o, "text", fdl_cli_json_text(out));
-        rc = fdl_cli_print_json(o);
+        rc = fdl_cli_print_json(o, FDL_JSON_ASCII);
       } else {
         rc = fdl_cli_put(out, olen) ? FDL_EXIT_OK : FDL_EXIT_USAGE;
       }
@@ -255,8 +247,7 @@ static int tokenize(const args *given) {
     }
     if (s != FDL_OK) {
       fdl_err_prefix(&err, "tokenize: %s", a.text ? a.text : "--string");
-      fdl_cli_report(&err);
-      rc = fdl_cli_exit_for(s);
+      rc = fdl_cli_failed(&err, s);
     } else {
       rc = pr ? FDL_EXIT_OK : print_json(t, ids, n);
     }
@@ -268,11 +259,11 @@ static int tokenize(const args *given) {
   return rc;
 }
 
-int fdl_cli_tokenize(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  if (!(rc = fdl_cli_hub_input("tokenize", &a.hub, &a.tokenizer, true))) rc = tokenize(&a);
-  fdl_cli_hub_free(&a.hub);
+static int work(args *a) {
+  int rc;
+  if (!(rc = fdl_cli_hub_input("tokenize", &a->hub, &a->tokenizer, true))) rc = tokenize(a);
+  fdl_cli_hub_free(&a->hub);
   return rc;
 }
+
+FDL_CLI_COMMAND(fdl_cli_tokenize, fdl_cli_tokenize_check, args, parse, work)

@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "fidelis/dataset.h"
 #include "dataset/dataset_json.h"
+#include "base/order.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -53,10 +54,6 @@ static void print_findings(const fdl_ds_findings *f, const char *label) {
   }
 }
 
-static int cmp_cstr(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void print_human(const fdl_ds_report *r) {
   fdl_cli_put_text(stdout, r->subject);
   printf(": %zu error(s), %zu warning(s)\n", r->errors.count, r->warnings.count);
@@ -65,7 +62,7 @@ static void print_human(const fdl_ds_report *r) {
   char **names = malloc((r->n_checks ? r->n_checks : 1) * sizeof *names);
   if (names) {
     if (r->n_checks) memcpy(names, r->checks, r->n_checks * sizeof *names);
-    if (r->n_checks) qsort(names, r->n_checks, sizeof *names, cmp_cstr);
+    if (r->n_checks) qsort(names, r->n_checks, sizeof *names, fdl_order_cstr);
     printf("checks:");
     for (size_t i = 0; i < r->n_checks; i++) printf(" %s", names[i]);
     printf("\n");
@@ -103,7 +100,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       "--verify-tensors", "--structural",
   };
   const char *pos[1];
-  fdl_cli_spec s = {"validate", usage, opts, sizeof opts / sizeof *opts, conflicts, 5, pos, 1, 0,
+  fdl_cli_spec s = {"validate", usage, opts, FDL_CLI_N(opts), conflicts, 5, pos, 1, 0,
                     out,        diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
@@ -119,20 +116,13 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-int fdl_cli_validate_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  return parse(&a, argc, argv, out, diag);
-}
-
-int fdl_cli_validate(int argc, char **argv) {
-  args a;
-  int rc = parse(&a, argc, argv, NULL, NULL);
-  if (rc != FDL_CLI_GO) return rc;
-  if ((rc = fdl_cli_input_dataset("validate", a.dir, false)) != 0) return rc;
+static int work(args *a) {
+  int rc;
+  if ((rc = fdl_cli_input_dataset("validate", a->dir, false)) != 0) return rc;
   fdl_ds_report rep;
   fdl_ds_report_init(&rep);
   fdl_err err;
-  fdl_status st = fdl_ds_validate(a.dir, &a.o, &rep, &err);
+  fdl_status st = fdl_ds_validate(a->dir, &a->o, &rep, &err);
   if (st != FDL_OK) {
     fdl_cli_report(&err);
     fdl_ds_report_free(&rep);
@@ -143,25 +133,20 @@ int fdl_cli_validate(int argc, char **argv) {
        : verdict == FDL_DS_VERDICT_WARNINGS ? FDL_EXIT_WARN
                                             : FDL_EXIT_OK;
   json_t *doc = NULL;
-  if (a.json || a.report) {
+  if (a->json || a->report) {
     if ((st = fdl_ds_report_to_json(&rep, true, &doc, &err)) != FDL_OK) {
       fdl_cli_report(&err);
       fdl_ds_report_free(&rep);
       return fdl_cli_exit_for(st);
     }
   }
-  if (a.json) {
-    fdl_buf b;
-    fdl_buf_init(&b, 0);
-    if ((st = fdl_json_dump(doc, FDL_JSON_PRETTY, &b, &err)) == FDL_OK)
-      fdl_cli_put(b.data, b.len);
-    else
-      fdl_cli_report(&err), rc = fdl_cli_exit_for(st);
-    fdl_buf_free(&b);
+  if (a->json) {
+    int printed = fdl_cli_print_json(json_incref(doc), FDL_JSON_PRETTY);
+    if (printed != FDL_EXIT_OK) rc = printed;
   } else {
     print_human(&rep);
   }
-  if (a.report && (st = fdl_json_write_file(a.report, doc, FDL_JSON_PRETTY, &err)) != FDL_OK) {
+  if (a->report && (st = fdl_json_write_file(a->report, doc, FDL_JSON_PRETTY, &err)) != FDL_OK) {
     fdl_cli_report(&err);
     /* The report was asked for and not written: an existing FILE is a refusal (never
      * overwritten), anything else output that could not be written. */
@@ -171,3 +156,5 @@ int fdl_cli_validate(int argc, char **argv) {
   fdl_ds_report_free(&rep);
   return rc;
 }
+
+FDL_CLI_COMMAND(fdl_cli_validate, fdl_cli_validate_check, args, parse, work)

@@ -47,15 +47,7 @@ static void print_json(const char *path, result_kind k, const fdl_seal_check *c,
     json_object_set_new(o, "computed", json_string(c->computed));
     json_object_set_new(o, "stored", stored ? fdl_cli_json_text(stored) : json_null());
   }
-  fdl_buf b;
-  fdl_buf_init(&b, 0);
-  fdl_err e;
-  if (fdl_json_dump(o, FDL_JSON_ASCII, &b, &e) == FDL_OK)
-    printf("%s\n", b.data);
-  else
-    fdl_cli_report(&e);
-  fdl_buf_free(&b);
-  json_decref(o);
+  fdl_cli_print_json(o, FDL_JSON_ASCII);
 }
 
 static void print_text(const char *path, result_kind k, const fdl_seal_check *c, const char *stored,

@@ -6,8 +6,6 @@
  * seal covers, so the seal of the dataset is published from fidelity-dataset.json instead.
  * Every scalar is written as a JSON string or number, which YAML reads unchanged. */
 #include <inttypes.h>
-#include <stdio.h>
-#include <string.h>
 
 #include "dataset/pack.h"
 #include "json/json.h"

@@ -5,7 +5,6 @@
  * the newline join of per-record hex, "index:content" lines. Nothing here may change. */
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

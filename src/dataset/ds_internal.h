@@ -129,8 +129,6 @@ fdl_status fdl_ds_hash_jobs_run(int rootfd, ds_hash_job *jobs, size_t n, unsigne
 void fdl_ds_check_manifest_schema(const json_t *manifest, fdl_ds_report *rep);
 /* PATH-1/PATH-3 over every path-valued key of doc, carried by the file `where`. */
 void fdl_ds_walk_paths(const json_t *doc, const char *where, fdl_ds_report *rep);
-/* The directory a path key of the file `where` resolves from ("" = the root), §2.1. */
-void fdl_ds_path_base(const char *where, const char *key, char *out, size_t cap);
 
 /* Seal helpers: the fidelity recipe, field blanked to "". */
 fdl_status fdl_ds_seal(json_t *doc, const char *field, fdl_err *err);

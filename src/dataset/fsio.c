@@ -18,6 +18,7 @@
 #include "dataset/ds_internal.h"
 #include "json/json.h"
 #include "base/path.h"
+#include "base/order.h"
 #include "base/sys.h"
 
 /* ---- opening and reading ------------------------------------------------------------------ */
@@ -225,10 +226,6 @@ static fdl_status walk_dir(int dirfd, char *prefix, size_t plen, int depth, ds_t
   return s;
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 fdl_status fdl_ds_tree_walk(int rootfd, ds_tree *t, fdl_err *err) {
   memset(t, 0, sizeof *t);
   char prefix[DS_MAX_PATH];
@@ -241,9 +238,9 @@ fdl_status fdl_ds_tree_walk(int rootfd, ds_tree *t, fdl_err *err) {
     memcpy(t->fail_at, at, sizeof at);
     return s;
   }
-  if (t->n_files) qsort(t->files, t->n_files, sizeof *t->files, cmp_str);
-  if (t->n_symlinks) qsort(t->symlinks, t->n_symlinks, sizeof *t->symlinks, cmp_str);
-  if (t->n_others) qsort(t->others, t->n_others, sizeof *t->others, cmp_str);
+  if (t->n_files) qsort(t->files, t->n_files, sizeof *t->files, fdl_order_cstr);
+  if (t->n_symlinks) qsort(t->symlinks, t->n_symlinks, sizeof *t->symlinks, fdl_order_cstr);
+  if (t->n_others) qsort(t->others, t->n_others, sizeof *t->others, fdl_order_cstr);
   return FDL_OK;
 }
 
@@ -260,7 +257,7 @@ void fdl_ds_tree_free(ds_tree *t) {
 
 bool fdl_ds_tree_has(const ds_tree *t, const char *rel) {
   if (!t->n_files) return false;
-  return bsearch(&rel, t->files, t->n_files, sizeof *t->files, cmp_str) != NULL;
+  return bsearch(&rel, t->files, t->n_files, sizeof *t->files, fdl_order_cstr) != NULL;
 }
 
 /* ---- the credential guard ---------------------------------------------------------------- */

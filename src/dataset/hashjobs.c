@@ -5,7 +5,6 @@
  * feeds both digests, so I/O stays at one pass; the second digest's CPU is spread over cores.
  * Jobs are independent tasks of the shared pool, each owns its result slot: the thread count
  * decides who hashes a job, never what any result is. */
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>

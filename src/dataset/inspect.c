@@ -4,8 +4,6 @@
  * The seal status is cheap on purpose: the manifest's self-seal and the digest of checksums.txt
  * are recomputed (two small files); `fidelis validate --verify-tensors` is the full check. */
 #include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -16,7 +14,9 @@ static json_t *str_or_null(const char *s) {
   return s ? json_string(s) : json_null();
 }
 
-static json_t *copy_or_null(const json_t *v) {
+/* The value at key of obj, copied; null where absent. */
+static json_t *copied(const json_t *obj, const char *key) {
+  const json_t *v = json_object_get(obj, key);
   return v ? json_deep_copy(v) : json_null();
 }
 
@@ -83,33 +83,22 @@ fdl_status fdl_ds_inspect(const char *root, json_t **out, fdl_err *err) {
       &je, 0,
       "{s:o, s:o, s:o, s:o, s:o, s:{s:I, s:o, s:o, s:I}, s:o, s:o, s:o, s:o, s:o, s:o, "
       "s:{s:o, s:o, s:o, s:o}, s:{s:o, s:o, s:o, s:o, s:o}, s:{s:o, s:o, s:o}, s:o, s:o, s:o}",
-      "id", copy_or_null(json_object_get(dataset, "id")), "name",
-      copy_or_null(json_object_get(dataset, "name")), "role",
-      copy_or_null(json_object_get(dataset, "role")), "form",
-      copy_or_null(json_object_get(capture, "form")), "semantic_point",
-      copy_or_null(json_object_get(capture, "semantic_point")), "records", "present",
-      (json_int_t)ds.n_records, "declared",
-      copy_or_null(json_object_get(coverage, "declared_records")), "complete",
-      copy_or_null(json_object_get(coverage, "complete")), "positions", (json_int_t)positions,
-      "context_length", copy_or_null(json_object_get(panel, "context_length")), "vocab_size",
-      copy_or_null(json_object_get(capture, "vocab_size")), "hidden_width",
-      copy_or_null(json_object_get(capture, "hidden_width")), "dtype",
-      copy_or_null(json_object_get(capture, "dtype")), "dtype_lossless",
-      copy_or_null(json_object_get(capture, "dtype_lossless")), "capture_content_digest",
-      copy_or_null(json_object_get(capture, "capture_content_digest")), "head", "present",
-      copy_or_null(json_object_get(head, "present")), "tensor_content_sha256",
-      copy_or_null(json_object_get(head, "tensor_content_sha256")), "shape",
-      copy_or_null(json_object_get(head, "shape")), "source",
-      copy_or_null(json_object_get(head, "source")), "runtime", "lane",
-      copy_or_null(json_object_get(runtime, "lane")), "stack_fingerprint_sha256",
-      copy_or_null(json_object_get(runtime, "stack_fingerprint_sha256")), "engine",
-      copy_or_null(json_object_get(fp, "engine")), "device",
-      copy_or_null(json_object_get(fp, "device")), "device_name",
-      copy_or_null(json_object_get(fp, "device_name")), "panel", "panel_id",
-      copy_or_null(json_object_get(panel, "panel_id")), "suite_token_hash_sha256",
-      copy_or_null(json_object_get(panel, "suite_token_hash_sha256")), "contexts",
-      copy_or_null(json_object_get(panel, "contexts")), "weights_repository",
-      copy_or_null(json_object_get(weights, "repository")), "seal", seal_status(root, &ds),
+      "id", copied(dataset, "id"), "name", copied(dataset, "name"), "role", copied(dataset, "role"),
+      "form", copied(capture, "form"), "semantic_point", copied(capture, "semantic_point"),
+      "records", "present", (json_int_t)ds.n_records, "declared",
+      copied(coverage, "declared_records"), "complete", copied(coverage, "complete"), "positions",
+      (json_int_t)positions, "context_length", copied(panel, "context_length"), "vocab_size",
+      copied(capture, "vocab_size"), "hidden_width", copied(capture, "hidden_width"), "dtype",
+      copied(capture, "dtype"), "dtype_lossless", copied(capture, "dtype_lossless"),
+      "capture_content_digest", copied(capture, "capture_content_digest"), "head", "present",
+      copied(head, "present"), "tensor_content_sha256", copied(head, "tensor_content_sha256"),
+      "shape", copied(head, "shape"), "source", copied(head, "source"), "runtime", "lane",
+      copied(runtime, "lane"), "stack_fingerprint_sha256",
+      copied(runtime, "stack_fingerprint_sha256"), "engine", copied(fp, "engine"), "device",
+      copied(fp, "device"), "device_name", copied(fp, "device_name"), "panel", "panel_id",
+      copied(panel, "panel_id"), "suite_token_hash_sha256",
+      copied(panel, "suite_token_hash_sha256"), "contexts", copied(panel, "contexts"),
+      "weights_repository", copied(weights, "repository"), "seal", seal_status(root, &ds),
       "domains", domains(&ds));
   fdl_dataset_free(&ds);
   if (!doc)

@@ -582,10 +582,12 @@ static json_t *unknown_scope(void) {
            : NULL;
 }
 
-static json_t *disclosure(const char *code, const char *severity, bool affects,
-                          const char *detail) {
-  return json_pack("{s:s, s:s, s:b, s:s}", "code", code, "severity", severity,
-                   "affects_comparability", affects, "detail", detail);
+/* Appends one disclosure to a; nonzero when out of memory. */
+static int disclose(json_t *a, const char *code, const char *severity, bool affects,
+                    const char *detail) {
+  return json_array_append_new(a,
+                               json_pack("{s:s, s:s, s:b, s:s}", "code", code, "severity", severity,
+                                         "affects_comparability", affects, "detail", detail));
 }
 
 static json_t *disclosures(const kld_ctx *c) {
@@ -593,7 +595,7 @@ static json_t *disclosures(const kld_ctx *c) {
   const fdl_kld_import_result *r = c->r;
   uint64_t entries = (uint64_t)in->n_chunk * in->rows * in->n_vocab,
            targets = (uint64_t)in->n_chunk * in->rows;
-  char lossy[1024], head[512], bos[512], engine[512];
+  char lossy[1024], head[512], bos[512];
   snprintf(lossy, sizeof lossy,
            "the stored rows are llama.cpp's 16-bit log-probability codes from %s (sha256 %s), "
            "decoded as scale*q + min_log_prob in float32: log-probabilities (softmax gives the "
@@ -616,20 +618,17 @@ static json_t *disclosures(const kld_ctx *c) {
                          "llama-perplexity evaluates it; the file keeps the text token there"
                        : "the tokenizer adds no BOS: the panel holds the file's tokens unchanged",
            r->replaced_by_bos);
-  snprintf(engine, sizeof engine,
-           "a .kld records neither the llama.cpp build nor its backend, batch sizes, KV cache "
-           "type or model file: engine.version, device and the weights are 'unknown' unless the "
-           "meta names them. Runs with another -c or batch split are not the same measurement.");
   json_t *a = json_array();
   int lost = !a;
   if (a) {
-    lost |= json_array_append_new(
-        a, disclosure("llamacpp_kld_lossy_log_probabilities", "caveat", true, lossy));
-    lost |= json_array_append_new(a, disclosure("llamacpp_kld_bos_rule", "info", false, bos));
-    lost |=
-        json_array_append_new(a, disclosure("llamacpp_kld_head_not_recorded", "info", false, head));
-    lost |= json_array_append_new(
-        a, disclosure("llamacpp_kld_runtime_not_recorded", "caveat", false, engine));
+    lost |= disclose(a, "llamacpp_kld_lossy_log_probabilities", "caveat", true, lossy);
+    lost |= disclose(a, "llamacpp_kld_bos_rule", "info", false, bos);
+    lost |= disclose(a, "llamacpp_kld_head_not_recorded", "info", false, head);
+    lost |= disclose(a, "llamacpp_kld_runtime_not_recorded", "caveat", false,
+                     "a .kld records neither the llama.cpp build nor its backend, batch sizes, KV "
+                     "cache type or model file: engine.version, device and the weights are "
+                     "'unknown' unless the meta names them. Runs with another -c or batch split "
+                     "are not the same measurement.");
   }
   size_t i;
   json_t *d;

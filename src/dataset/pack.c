@@ -6,12 +6,10 @@
  * output is never touched.
  *
  * Divisions: staging helpers; payload files; the run. */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "base/path.h"

@@ -76,7 +76,6 @@ fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, fdl_refusal_code code, fdl_sta
 /* pack_input.c */
 fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err);
 fdl_status fdl_pk_read_panel(pk_ctx *c, fdl_err *err);
-fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *err);
 void fdl_pk_free_panel(pk_ctx *c);
 /* Refuses tensor files whose index has no panel record. */
 fdl_status fdl_pk_check_tensor_dir(pk_ctx *c, fdl_err *err);

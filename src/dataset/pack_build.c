@@ -542,6 +542,14 @@ static json_t *divergences(void) {
   return a;
 }
 
+/* Appends one disclosure to a; nonzero when out of memory. */
+static int disclose(json_t *a, bool affects, const char *code, const char *detail,
+                    const char *severity) {
+  return json_array_append_new(a,
+                               json_pack("{s:b, s:s, s:s, s:s}", "affects_comparability", affects,
+                                         "code", code, "detail", detail, "severity", severity));
+}
+
 static json_t *disclosures(const pk_ctx *c) {
   char detail[512];
   snprintf(detail, sizeof detail, "packed by fidelis pack %s from %s %s per-record dumps",
@@ -550,35 +558,25 @@ static json_t *disclosures(const pk_ctx *c) {
   json_t *a = json_array();
   if (!a) return NULL;
   int lost = 0; /* out of memory: no list rather than one missing a disclosure */
-  lost |= json_array_append_new(a, json_pack("{s:b, s:s, s:s, s:s}", "affects_comparability", 0,
-                                             "code", "no_known_deviations", "detail", detail,
-                                             "severity", "info"));
-  lost |= json_array_append_new(
-      a, json_pack("{s:b, s:s, s:s, s:s}", "affects_comparability", 0, "code", "reduced_run_count",
-                   "detail",
+  lost |= disclose(a, false, "no_known_deviations", detail, "info");
+  lost |= disclose(a, false, "reduced_run_count",
                    "this dataset is ONE capture (run_count 1, below the DET-D4 floor of 5); "
                    "cross-run determinism is not asserted here and is established by a second "
                    "capture and an exact-zero self-compare",
-                   "severity", "caveat"));
+                   "caveat");
   if (c->narrowed)
-    lost |= json_array_append_new(
-        a, json_pack("{s:b, s:s, s:s, s:s}", "affects_comparability", 1, "code",
-                     "stored_dtype_narrowed", "detail",
+    lost |= disclose(a, true, "stored_dtype_narrowed",
                      "hidden states were handed over as F32 and rounded to BF16 (round to "
                      "nearest, ties to even) for storage; dtype_lossless is false",
-                     "severity", "caveat"));
+                     "caveat");
   if (c->legacy_key)
-    lost |= json_array_append_new(
-        a, json_pack("{s:b, s:s, s:s, s:s}", "affects_comparability", 0, "code",
-                     "legacy_tensor_key_rewritten", "detail",
+    lost |= disclose(a, false, "legacy_tensor_key_rewritten",
                      "input tensors used the pre-v1 key 'hidden'; stored as 'hidden_states' "
                      "(REC-2)",
-                     "severity", "info"));
+                     "info");
   if (c->present < c->n)
-    lost |= json_array_append_new(a, json_pack("{s:b, s:s, s:s, s:s}", "affects_comparability", 1,
-                                               "code", "partial_capture", "detail",
-                                               "not every panel record was captured; see coverage",
-                                               "severity", "caveat"));
+    lost |= disclose(a, true, "partial_capture",
+                     "not every panel record was captured; see coverage", "caveat");
   size_t i;
   json_t *d;
   json_array_foreach(fdl_json_arr(c->meta, "disclosures"), i, d) lost |=

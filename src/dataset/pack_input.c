@@ -448,7 +448,7 @@ static fdl_status parse_header(pk_ctx *c, json_t *line, fdl_err *err) {
   return FDL_OK;
 }
 
-fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *err) {
+static fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fdl_err *err) {
   size_t cap = 0;
   fdl_status s = FDL_OK;
   fdl_lines it = fdl_lines_of(text, len);

@@ -38,7 +38,8 @@ static bool under_compat(const char *where) {
   return !strncmp(where, "compat/", 7);
 }
 
-void fdl_ds_path_base(const char *where, const char *key, char *out, size_t cap) {
+/* The directory a path key of the file `where` resolves from ("" = the root), §2.1. */
+static void fdl_ds_path_base(const char *where, const char *key, char *out, size_t cap) {
   bool capture_relative = !strcmp(where, "capture/manifest.json") &&
                           (!strcmp(key, "file") || !strcmp(key, "runtime_manifest"));
   if (capture_relative || under_compat(where))

@@ -8,7 +8,6 @@
  *
  * Divisions: loading documents; the run. */
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

@@ -24,6 +24,7 @@
 #include "dataset/validate.h"
 #include "base/path.h"
 #include "fidelis/tensor.h"
+#include "base/order.h"
 #include "base/sys.h"
 
 /* ---- the tree ---------------------------------------------------------------------------- */
@@ -163,13 +164,9 @@ static fdl_status collect_tensors(ds_vctx *v, plan *p, fdl_err *err) {
   return FDL_OK;
 }
 
-static int cmp_rel(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 static bool is_tensor(const plan *p, const char *rel) {
-  return p->sorted_rels &&
-         bsearch(&rel, p->sorted_rels, p->n_tensors, sizeof *p->sorted_rels, cmp_rel) != NULL;
+  return p->sorted_rels && bsearch(&rel, p->sorted_rels, p->n_tensors, sizeof *p->sorted_rels,
+                                   fdl_order_cstr) != NULL;
 }
 
 /* When the caller hashes the tensor files itself (defer_tensor_hashes), what it will check them
@@ -488,7 +485,7 @@ fdl_status fdl_ds_v_files(ds_vctx *v, fdl_err *err) {
       s = fdl_fail(err, FDL_NOMEM, "validate: out of memory");
     } else {
       for (size_t i = 0; i < p.n_tensors; i++) p.sorted_rels[i] = p.tensors[i].rel;
-      qsort(p.sorted_rels, p.n_tensors, sizeof *p.sorted_rels, cmp_rel);
+      qsort(p.sorted_rels, p.n_tensors, sizeof *p.sorted_rels, fdl_order_cstr);
     }
   }
   if (s == FDL_OK) s = plan_checksums(v, &p, err);

@@ -2,8 +2,6 @@
  * remap (§7.5) rules. head.json is also compared with the manifest's head block (fidelis rule
  * "HEAD-JSON": the reference never cross-checks them, so a head.json could name another head),
  * and the runtime document's lane and identities with the manifest's (rule "9.1"). */
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "fidelis/vocab.h"

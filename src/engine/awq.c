@@ -11,7 +11,6 @@
  * As for GPTQ, the engine takes the exact float32 value of that product (a 5-bit difference
  * times an 11-bit scale); AutoAWQ's reference dequantization multiplies in float16 and would
  * round it to float16 (docs/MODELS.md). */
-#include <stdio.h>
 
 #include "base/check.h"
 #include "engine/model_internal.h"

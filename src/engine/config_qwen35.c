@@ -2,7 +2,6 @@
  * the Gated DeltaNet's dimensions, partial RoPE, and the checkpoint's tensor prefix. What the
  * engine does not implement (attention biases, another layer type) is refused by name. */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "base/sys.h"

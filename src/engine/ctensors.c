@@ -18,9 +18,7 @@
  * BF16 and F16 scales: a 9-bit difference or a 4-bit FP8 mantissa times 8 or 11 bits; rounded
  * once for F32 scales), the value the checkpoint defines, as it does for GPTQ and AWQ. */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "base/sys.h"
 #include "engine/model_internal.h"

@@ -3,7 +3,6 @@
  * for a wrapped checkpoint), or a GGUF's tokenizer.ggml.eos_token_id. One id or an array;
  * each must be a token of the vocabulary. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "engine/internal.h"
 #include "fidelis/generate.h"

@@ -180,7 +180,7 @@ static fdl_status rope_scaling(const fdl_gguf *g, const char *arch, json_t *cfg,
   return s;
 }
 
-fdl_status fdl_eng_gguf_config(const fdl_gguf *g, json_t **out, fdl_err *err) {
+static fdl_status fdl_eng_gguf_config(const fdl_gguf *g, json_t **out, fdl_err *err) {
   *out = NULL;
   const fdl_gguf_kv *ak = fdl_gguf_find(g, "general.architecture");
   const char *a;

@@ -35,13 +35,10 @@
  *     one beyond F16's range is refused.
  *
  * Divisions: F16 rounding; one matrix; the decode; a whole model. */
-#include <dirent.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/check.h"
 #include "base/sys.h"

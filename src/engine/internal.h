@@ -186,7 +186,6 @@ bool fdl_eng_gguf_blocks(const fdl_model *m, const fdl_tensor *t, uint32_t *type
  * Q/K, Qwen3.5's tiled V heads), how they map (fdl_eng_reorder_src); NULL otherwise. */
 const eng_reorder *fdl_eng_gguf_rows_from(const fdl_model *m, const fdl_tensor *t);
 fdl_status fdl_eng_gguf_open(fdl_model *m, const char *path, fdl_err *err);
-fdl_status fdl_eng_gguf_config(const fdl_gguf *g, json_t **cfg, fdl_err *err);
 fdl_status fdl_eng_gguf_tensors(fdl_model *m, fdl_err *err);
 fdl_status fdl_eng_gguf_scan(fdl_model *m, fdl_err *err);
 /* gguf_qwen35.c: a qwen35 file's own metadata into cfg; the V-head reorder of tensor hf. */
@@ -200,8 +199,6 @@ typedef struct {
   const char **bound; /* names bound so far (borrowed from the shards) */
   size_t nbound, capbound;
 } eng_binder;
-/* Records a tensor the model uses (the others are refused as unexpected). */
-fdl_status fdl_eng_bound(eng_binder *b, const char *name, fdl_err *err);
 /* Finds name and checks its shape (nd dims), alignment and dtype: the model's weight dtype, or
  * with any_float any of BF16/F16/F32. Its finiteness is checked later, in the pass that hashes
  * the shard. */

@@ -4,7 +4,6 @@
  * same bits everywhere. Accuracy (about 1 ulp) is far beyond what a float32 table needs. */
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "engine/internal.h"
 

@@ -18,7 +18,6 @@
  * N(0, 1/K), dt_bias 1 + N(0, 0.01) and A_log as a fixed log-even spread of A over [1, 8].
  *
  * Divisions: the panel; tensors; config; the run. The presets are model_presets.c. */
-#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

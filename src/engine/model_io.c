@@ -1,11 +1,7 @@
 /* model_io.c - the file plumbing model init and the quantizer share: joined paths and a
  * safetensors header written ahead of data that is then streamed tensor by tensor, so that no
  * model is ever held whole in memory. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "base/sys.h"
 #include "engine/model_internal.h"
 #include "base/buf.h"
 #include "tensor/safetensors_json.h"

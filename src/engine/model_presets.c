@@ -10,19 +10,21 @@
   .vocab = 272, .hidden = 64, .heads = 4, .head_dim = 16, .max_position = 4096, .bos = 256,        \
   .eos = 257
 
-/* Qwen3.5's released layer layout: 3 Gated DeltaNet layers (16 key heads, 32 value heads, of
- * 128) to 1 gated attention layer, a rotary quarter. */
-#define QWEN35_LINEAR                                                                              \
-  .full_attention_interval = 4, .linear_key_heads = 16, .linear_value_heads = 32,                  \
-  .linear_key_dim = 128, .linear_value_dim = 128, .conv_kernel = 4, .partial_rotary_factor = 0.25
+/* The upstream fixture's size, which the 2-layer tiny presets keep: 2 layers, an MLP of 128. */
+#define TINY_2L TINY, .layers = 2, .intermediate = 128
+
+/* Qwen3.5's layer layout: 3 Gated DeltaNet layers (key_heads key heads and value_heads value
+ * heads, of dim) to 1 gated attention layer, a rotary quarter. The releases: 16, 32, of 128. */
+#define QWEN35_LINEAR(key_heads, value_heads, dim)                                                 \
+  .full_attention_interval = 4, .linear_key_heads = (key_heads),                                   \
+  .linear_value_heads = (value_heads), .linear_key_dim = (dim), .linear_value_dim = (dim),         \
+  .conv_kernel = 4, .partial_rotary_factor = 0.25
 
 static const fdl_model_preset PRESETS[] = {
     {.name = "tiny-random",
-     TINY,
+     TINY_2L,
      .architecture = "Qwen3ForCausalLM",
      .model_type = "qwen3",
-     .intermediate = 128,
-     .layers = 2,
      .kv_heads = 2,
      .tied = true,
      .qk_norm = true,
@@ -30,21 +32,17 @@ static const fdl_model_preset PRESETS[] = {
      .rms_norm_eps = 1e-6,
      .about = "Qwen3 at the upstream fixture's size: tied, q/k norm, GQA 2 (with the panel)"},
     {.name = "llama-tiny-random",
-     TINY,
+     TINY_2L,
      .architecture = "LlamaForCausalLM",
      .model_type = "llama",
-     .intermediate = 128,
-     .layers = 2,
      .kv_heads = 2,
      .rope_theta = 10000.0,
      .rms_norm_eps = 1e-5,
      .about = "Llama, same size: untied lm_head, GQA 2"},
     {.name = "mistral-tiny-random",
-     TINY,
+     TINY_2L,
      .architecture = "MistralForCausalLM",
      .model_type = "mistral",
-     .intermediate = 128,
-     .layers = 2,
      .kv_heads = 2,
      .rope_theta = 1000000.0,
      .rms_norm_eps = 1e-5,
@@ -52,11 +50,9 @@ static const fdl_model_preset PRESETS[] = {
      .about = "Mistral, same size: every layer over a window of 16 (the panel's 64 tokens "
               "cross it)"},
     {.name = "qwen2-tiny-random",
-     TINY,
+     TINY_2L,
      .architecture = "Qwen2ForCausalLM",
      .model_type = "qwen2",
-     .intermediate = 128,
-     .layers = 2,
      .kv_heads = 1,
      .tied = true,
      .qkv_bias = true,
@@ -64,11 +60,9 @@ static const fdl_model_preset PRESETS[] = {
      .rms_norm_eps = 1e-6,
      .about = "Qwen2, same size: q/k/v bias, tied, GQA 4"},
     {.name = "qwen3-moe-tiny-random",
-     TINY,
+     TINY_2L,
      .architecture = "Qwen3MoeForCausalLM",
      .model_type = "qwen3_moe",
-     .intermediate = 128,
-     .layers = 2,
      .kv_heads = 2,
      .qk_norm = true,
      .rope_theta = 1000000.0,
@@ -87,13 +81,7 @@ static const fdl_model_preset PRESETS[] = {
      .qk_norm = true,
      .rope_theta = 10000000.0,
      .rms_norm_eps = 1e-6,
-     .full_attention_interval = 4,
-     .linear_key_heads = 2,
-     .linear_value_heads = 4,
-     .linear_key_dim = 16,
-     .linear_value_dim = 16,
-     .conv_kernel = 4,
-     .partial_rotary_factor = 0.25,
+     QWEN35_LINEAR(2, 4, 16),
      .vision = true,
      .about = "Qwen3.5 (3 Gated DeltaNet + 1 gated attention), untied, a minimal vision tower the "
               "engine skips"},
@@ -106,13 +94,7 @@ static const fdl_model_preset PRESETS[] = {
      .qk_norm = true,
      .rope_theta = 10000000.0,
      .rms_norm_eps = 1e-6,
-     .full_attention_interval = 4,
-     .linear_key_heads = 2,
-     .linear_value_heads = 4,
-     .linear_key_dim = 16,
-     .linear_value_dim = 16,
-     .conv_kernel = 4,
-     .partial_rotary_factor = 0.25,
+     QWEN35_LINEAR(2, 4, 16),
      .vision = true,
      .experts = 8,
      .experts_per_tok = 2,
@@ -170,7 +152,7 @@ static const fdl_model_preset PRESETS[] = {
      .rms_norm_eps = 1e-6,
      .bos = 248044,
      .eos = 248046,
-     QWEN35_LINEAR,
+     QWEN35_LINEAR(16, 32, 128),
      .about = "Qwen3.5-4B's shapes (4.2B parameters, 8.4 GB; benchmarks)"},
     {.name = "qwen3.5-35b-a3b-4l",
      .architecture = "Qwen3_5MoeForCausalLM",
@@ -187,7 +169,7 @@ static const fdl_model_preset PRESETS[] = {
      .rms_norm_eps = 1e-6,
      .bos = 248044,
      .eos = 248046,
-     QWEN35_LINEAR,
+     QWEN35_LINEAR(16, 32, 128),
      .experts = 256,
      .experts_per_tok = 8,
      .moe_intermediate = 512,

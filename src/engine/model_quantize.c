@@ -8,7 +8,6 @@
  * Divisions: planning; writing; the run. What is in scope: quantize_scope.c. */
 #include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +20,6 @@
 #include "json/json.h"
 #include "fidelis/model.h"
 #include "base/path.h"
-#include "base/quote.h"
 
 /* ---- planning ----------------------------------------------------------------------------- */
 

@@ -9,7 +9,6 @@
  * vocabulary entry is a control character or a space. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "engine/model_internal.h"
 #include "json/json.h"

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/sys.h"
 #include "engine/internal.h"
 
 typedef struct {

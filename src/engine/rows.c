@@ -2,7 +2,6 @@
  * transpose, residual adds), run as pool tasks over blocks of rows. A row's result depends on
  * that row alone, so the cut into blocks, like the thread count, never moves a bit. Also the
  * finiteness check that every stage's output passes before anything is published. */
-#include <stdio.h>
 #include <string.h>
 
 #include "engine/internal.h"

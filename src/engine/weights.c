@@ -6,13 +6,12 @@
  * Every byte of a shard is read once from the file, into the resident copy the engine computes
  * on; the file digest and the finiteness check then run over that copy as two tasks, side by
  * side (a checkpoint's identity is computed on the bytes that are computed on). */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "base/order.h"
 #include "base/sys.h"
 #include "engine/internal.h"
 #include "fidelis/ggml_quant.h"
@@ -22,7 +21,6 @@
 #include "base/fs.h"
 #include "fidelis/hub.h"
 #include "json/json.h"
-#include "base/path.h"
 
 #define INDEX_NAME "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"
@@ -87,10 +85,6 @@ static bool plain_name(const char *f) {
   return !strchr(f, '/') && !strchr(f, '\\');
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* The index is parsed from the bytes digested, in one read. */
 static fdl_status load_index(fdl_model *m, const char *dir, json_t **idx, fdl_err *err) {
   char *p = NULL;
@@ -142,7 +136,7 @@ static fdl_status open_index(fdl_model *m, const char *dir, fdl_err *err) {
     names[nn++] = json_string_value(v);
   }
   /* Sorted, so shards open (and errors arise) in the same order whatever the hash order. */
-  qsort(names, nn, sizeof *names, cmp_str);
+  qsort(names, nn, sizeof *names, fdl_order_cstr);
   size_t u = 0;
   for (size_t i = 0; i < nn; i++)
     if (!u || strcmp(names[u - 1], names[i])) names[u++] = names[i];
@@ -193,7 +187,8 @@ const fdl_tensor *fdl_eng_find(const fdl_model *m, const char *name) {
   return NULL;
 }
 
-fdl_status fdl_eng_bound(eng_binder *b, const char *name, fdl_err *err) {
+/* Records a tensor the model uses (the others are refused as unexpected). */
+static fdl_status fdl_eng_bound(eng_binder *b, const char *name, fdl_err *err) {
   if (b->nbound == b->capbound) {
     size_t nc = b->capbound ? 2 * b->capbound : 64;
     const char **nb = fdl_realloc(b->bound, nc * sizeof *nb);
@@ -570,13 +565,14 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
                  "(quantization_config) but no matrix is stored quantized: a dense model would "
                  "be declared quantized");
   /* Sorted once, so the check below is O(n log n) in the tensors, not quadratic. */
-  if (b.nbound > 1) qsort(b.bound, b.nbound, sizeof *b.bound, cmp_str);
+  if (b.nbound > 1) qsort(b.bound, b.nbound, sizeof *b.bound, fdl_order_cstr);
   for (size_t i = 0; i < m->nshards && !s; i++)
     for (size_t t = 0; t < fdl_safetensors_count(m->shards[i]) && !s; t++) {
       const char *tn = fdl_safetensors_at(m->shards[i], t)->name;
       if (in->linear && starts_with(tn, "model.visual.")) in->vision_tower = true;
       bool known = ignorable(in, tn) || (in->tied && strcmp(tn, "lm_head.weight") == 0);
-      known = known || (b.nbound && bsearch(&tn, b.bound, b.nbound, sizeof *b.bound, cmp_str));
+      known =
+          known || (b.nbound && bsearch(&tn, b.bound, b.nbound, sizeof *b.bound, fdl_order_cstr));
       if (!known)
         s = fdl_fail(err, FDL_UNSUPPORTED,
                      "unexpected tensor %s (%s with this config.json has no such weight)", tn,
@@ -585,7 +581,7 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
   for (size_t i = 0; i < m->ngt && !s; i++) {
     const char *tn = m->gt[i].name;
     if (!(in->tied && !strcmp(tn, "lm_head.weight")) && !ignorable(in, tn) &&
-        !(b.nbound && bsearch(&tn, b.bound, b.nbound, sizeof *b.bound, cmp_str)))
+        !(b.nbound && bsearch(&tn, b.bound, b.nbound, sizeof *b.bound, fdl_order_cstr)))
       s = fdl_fail(err, FDL_UNSUPPORTED, "%s: unexpected tensor %s (%s has no such weight)",
                    m->gguf->path, m->gguf->tensors[i].name, in->arch);
   }

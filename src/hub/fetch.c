@@ -28,7 +28,6 @@
 #include "base/buf.h"
 #include "fidelis/digest.h"
 #include "base/path.h"
-#include "base/quote.h"
 #include "hub/hub_internal.h"
 
 #define HUB_DEFAULT_ENDPOINT "https://huggingface.co"

@@ -6,7 +6,6 @@
  * cdn-lfs.huggingface.co, cdn-lfs-us-1.hf.co, cas-bridge.xethub.hf.co, ...), never from https
  * down to http, and never with the token. Everything else is refused before any connection
  * (docs/HUB.md, "Hosts"). */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>

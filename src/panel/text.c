@@ -2,7 +2,6 @@
  *
  * Records are written one JSON line each as they are cut, after a header line; the file is
  * staged beside its target and renamed into place only when complete. */
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 

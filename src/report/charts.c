@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/order.h"
 #include "base/sys.h"
 #include "report/rpt.h"
 
@@ -62,11 +63,6 @@ static bool log_range(const fdl_rpt_receipt *const *rs, size_t n, double *lo, do
   if (!log_decades(rs, n, &a, &z)) return false;
   *lo = pow(10, a), *hi = pow(10, z);
   return true;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 void fdl_rpt_chart_hist(fdl_buf *b, const fdl_rpt_receipt *r) {
@@ -139,7 +135,7 @@ fdl_status fdl_rpt_chart_cdf(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_
       return fdl_fail(err, FDL_NOMEM, "out of memory for the CDF of %zu values", r->n);
     }
     memcpy(s, r->kl, r->n * sizeof *s);
-    qsort(s, r->n, sizeof *s, cmp_double);
+    qsort(s, r->n, sizeof *s, fdl_order_double);
     size_t m = r->n < CDF_POINTS ? r->n : CDF_POINTS, used = 0;
     for (size_t k = 0; k < m; k++) {
       size_t idx = m > 1 ? (size_t)((double)k * (double)(r->n - 1) / (double)(m - 1)) : 0;

@@ -7,7 +7,6 @@
  * what a side-by-side page is for, and each row shows its own stack relation and class. */
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "base/quote.h"
 #include "report/rpt.h"

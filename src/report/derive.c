@@ -3,7 +3,6 @@
  * has none, and mean KL by position in the context. */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "fidelis/num.h"
 #include "base/sys.h"

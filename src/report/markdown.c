@@ -3,7 +3,6 @@
  * cell, a newline cannot end the table, control and bidi characters show as escapes, and HTML
  * and Markdown punctuation is backslashed. */
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "base/quote.h"

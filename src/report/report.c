@@ -1,7 +1,6 @@
 /* report.c - the public calls: load and verify every receipt, then either the red page of a
  * receipt that failed, or the single-receipt page, or the side-by-side page, written staged and
  * never over an existing file; and the Markdown tables. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,6 +1,5 @@
 /* single.c - the group of one process (see fidelis/scale.h): the plain build's implementation, and
  * the library's in every build. */
-#include <string.h>
 
 #include "fidelis/scale.h"
 

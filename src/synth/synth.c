@@ -14,15 +14,11 @@
  * at --out or not at all.
  *
  * Divisions: random numbers; inputs; metas; the run. */
-#include <dirent.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "fidelis/vocab.h"
 #include "base/rng.h"

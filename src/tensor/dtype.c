@@ -2,7 +2,6 @@
  *
  * Divisions: the dtype table; shape products; conversions (scalar forms share one inline
  * kernel with the bulk loops so there is a single definition of each rounding rule). */
-#include <stdio.h>
 #include <string.h>
 
 #include "fidelis/tensor.h"

@@ -7,7 +7,6 @@
  * reads them); anything else a Python literal allows is refused.
  *
  * Divisions: the descr table; the dict parser; open/close. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -6,7 +6,6 @@
  * magic (6) + version (2) + length (2) + header + '\n' is a multiple of 64. The pad is
  * 64 - (total % 64), i.e. a full 64 spaces when the total is already aligned. */
 #include <stdio.h>
-#include <string.h>
 
 #include "fidelis/tensor.h"
 #include "tensor/tensor_internal.h"

@@ -7,7 +7,6 @@
  * \uXXXX escapes, exactly as the reference's file digest expects.
  *
  * Divisions: input checks; the header; the file. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

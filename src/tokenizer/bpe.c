@@ -6,10 +6,7 @@
  * nothing - as Hugging Face tokenizers does). Then, repeatedly, the adjacent pair with the
  * lowest merge rank (leftmost on ties) is merged, until no pair has a rank. Pieces seen before
  * come from the word cache (cache.c). */
-#include <stdlib.h>
-#include <string.h>
 
-#include "base/sys.h"
 #include "tokenizer/internal.h"
 
 /* The initial symbols of a piece, into t->scratch; returns their count via *n_sym. */

@@ -11,7 +11,6 @@
  * BPE also needs both characters to be tokens themselves: a character outside the vocabulary
  * becomes byte tokens or an unknown token that fuse_unk joins with the next, which the pair set
  * of token texts does not see. */
-#include <stdlib.h>
 
 #include "base/sys.h"
 #include "tokenizer/internal.h"

@@ -7,7 +7,6 @@
  *
  * Nothing grows with the text but its normalized copy: pieces go to the model one at a time
  * (pretok.c) and, with a sink, ids leave in batches (fdl_tok_encode_each). */
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>

@@ -10,7 +10,6 @@
  * pieces is ever held. A piece is an offset into the fragment (borrowed, never copied) or, past
  * its end, into the text the steps write (Metaspace's, ByteLevel's prefix space), which is
  * dropped once the piece it was written for is encoded. */
-#include <stdlib.h>
 #include <string.h>
 
 #include <utf8proc.h>

@@ -7,9 +7,7 @@
  *
  * encode.c first cuts a piece where no merge can join across (cut.c): SentencePiece has no
  * pre-tokenizer, so without the cut a whole text is one heap of a million candidates. */
-#include <stdlib.h>
 
-#include "base/sys.h"
 #include "tokenizer/internal.h"
 
 static fdl_status candidate(fdl_tok *t, const char *p, uint32_t l, uint32_t r, fdl_err *err) {
