@@ -20,11 +20,7 @@ static json_t *stats_block(const fdl_num_summary *s) {
   int bad = fdl_cmp_set_real(o, "mean", s->mean) | fdl_cmp_set_real(o, "median", s->median) |
             fdl_cmp_set_real(o, "p95", s->p95) | fdl_cmp_set_real(o, "p99", s->p99) |
             fdl_cmp_set_real(o, "p99_9", s->p99_9) | fdl_cmp_set_real(o, "max", s->max);
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  return fdl_cmp_built(o, bad);
 }
 
 static const fdl_ds_panel_record *panel_record(const fdl_dataset *ds, int64_t index) {
