@@ -356,12 +356,7 @@ fdl_status fdl_attr_layer_v2(const fdl_attr_layer_v2_in *in, json_t **out, fdl_e
   if (s == FDL_OK) s = fdl_seal_apply(rec, FDL_SEAL_KILN_REMOVE, "result_sha256", err);
   fdl_kiln_checked chk;
   if (s == FDL_OK) s = fdl_kiln_check_doc(rec, "layer-attribution record", &chk, err);
-  if (s != FDL_OK) {
-    json_decref(rec);
-    return s;
-  }
-  *out = rec;
-  return FDL_OK;
+  return fdl_json_hand_over(s, rec, out);
 }
 
 /* ---- recomputation from the rows ----------------------------------------------------------- */
