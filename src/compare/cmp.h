@@ -259,6 +259,8 @@ void fdl_cmp_estimate_free(cmp_estimate *e);
 fdl_status fdl_cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_estimate *e,
                                const fdl_compare_opts *o, bool reproduction, json_t *receipt,
                                fdl_err *err);
+/* The panel record with this index (ds->panel_records ascend by index), or NULL. */
+const fdl_ds_panel_record *fdl_cmp_panel_record(const fdl_dataset *ds, int64_t index);
 
 typedef struct {
   uint64_t bytes;

@@ -5,14 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/order.h"
 #include "base/sys.h"
 #include "fidelis/digest.h"
 #include "json/json.h"
 #include "hub/hub_internal.h"
-
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
 
 void fdl_hub_revision_free(fdl_hub_revision *r) {
   for (size_t i = 0; i < r->n; i++) free(r->files[i]);
@@ -38,7 +35,7 @@ static fdl_status take_files(const json_t *sib, fdl_hub_revision *r, fdl_err *er
     if (!(r->files[r->n] = fdl_strdup(name))) return fdl_fail(err, FDL_NOMEM, "out of memory");
     r->n++;
   }
-  if (r->n) qsort(r->files, r->n, sizeof *r->files, cmp_str);
+  if (r->n) qsort(r->files, r->n, sizeof *r->files, fdl_order_cstr);
   for (size_t i = 1; i < r->n; i++)
     if (!strcmp(r->files[i - 1], r->files[i]))
       return fdl_fail(err, FDL_PARSE, "revision: the file %.200s is listed twice", r->files[i]);
