@@ -194,12 +194,7 @@ fdl_status fdl_kiln_attribute(const json_t *request, const float *reference, siz
   if (s == FDL_OK) s = fdl_seal_apply(rec, FDL_SEAL_KILN_REMOVE, "record_sha256", err);
   fdl_kiln_checked chk;
   if (s == FDL_OK) s = fdl_kiln_check_doc(rec, "attribution record", &chk, err);
-  if (s != FDL_OK) {
-    json_decref(rec);
-    return s;
-  }
-  *out = rec;
-  return FDL_OK;
+  return fdl_json_hand_over(s, rec, out);
 }
 
 /* ---- Kiln v2 (§12) ------------------------------------------------------------------------- */
@@ -347,12 +342,7 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
   }
   json_decref(worker);
   if (s == FDL_OK) s = fdl_seal_apply(rec, FDL_SEAL_KILN_REMOVE, "result_sha256", err);
-  if (s != FDL_OK) {
-    json_decref(rec);
-    return s;
-  }
-  *out = rec;
-  return FDL_OK;
+  return fdl_json_hand_over(s, rec, out);
 }
 
 /* ---- recomputation from the logits (fidelis check --reference) ----------------------------- */

@@ -71,12 +71,6 @@ bool fdl_kiln_token_ok(const json_t *v) {
          json_integer_value(v) < (json_int_t)FDL_KILN_VOCAB_SIZE;
 }
 
-static fdl_status want_token(const fdl_kiln_ctx *c, const char *path, const json_t *v) {
-  return fdl_kiln_token_ok(v) ? FDL_OK
-                              : fdl_kiln_bad(c, path, "expected a token id, an integer in 0..%u",
-                                             FDL_KILN_VOCAB_SIZE - 1);
-}
-
 static fdl_status want_tokens(const fdl_kiln_ctx *c, const char *path, const json_t *v, size_t lo,
                               size_t hi) {
   if (!json_is_array(v)) return fdl_kiln_bad(c, path, "expected an array of token ids");
@@ -87,7 +81,8 @@ static fdl_status want_tokens(const fdl_kiln_ctx *c, const char *path, const jso
     if (!fdl_kiln_token_ok(json_array_get(v, i))) {
       char p[96];
       snprintf(p, sizeof p, "%s[%zu]", path, i);
-      return want_token(c, p, json_array_get(v, i));
+      return fdl_kiln_bad(c, p, "expected a token id, an integer in 0..%u",
+                          FDL_KILN_VOCAB_SIZE - 1);
     }
   return FDL_OK;
 }

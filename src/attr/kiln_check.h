@@ -141,7 +141,6 @@ void fdl_kiln_observed(fdl_schema_run *r, const fdl_schema_field *f, const json_
 fdl_status fdl_kiln_check_comparison(const fdl_kiln_ctx *c, const char *path, const json_t *cmp,
                                      json_int_t hf_argmax);
 extern const fdl_schema_obj fdl_kiln_schema_graph;
-/* kiln_layer.c */
 /* kiln_refs.c: the rules that need another file under the root (§5's source receipts, §14.1-§14.3's
  * request and oracle bindings), by kind; each is called only with c->refs set. */
 /* Reads the file a record names at field jpath (rel, a JSON string) under c->refs->root, as

@@ -112,10 +112,5 @@ fdl_status fdl_kiln_divergence(const fdl_kiln_divergence_in *in, json_t **out, s
     fdl_kiln_checked chk;
     s = fdl_kiln_check_doc(req, "divergence request", &chk, err);
   }
-  if (s != FDL_OK) {
-    json_decref(req);
-    return s;
-  }
-  *out = req;
-  return FDL_OK;
+  return fdl_json_hand_over(s, req, out);
 }

@@ -143,12 +143,7 @@ static fdl_status shard_names(const char *dir, json_t **names, fdl_err *err) {
   if (s == FDL_OK && !json_array_size(out))
     s = fdl_fail(err, FDL_INVALID,
                  "%s: no weight shards (no index, model.safetensors or *.safetensors)", dir);
-  if (s != FDL_OK) {
-    json_decref(out);
-    return s;
-  }
-  *names = out;
-  return FDL_OK;
+  return fdl_json_hand_over(s, out, names);
 }
 
 static int cmp_weight(const void *a, const void *b) {
@@ -242,10 +237,5 @@ fdl_status fdl_kiln_model_identity(const char *dir, const char *id, json_t **out
   free(inos);
   json_decref(wf);
   json_decref(names);
-  if (s != FDL_OK) {
-    json_decref(m);
-    return s;
-  }
-  *out = m;
-  return FDL_OK;
+  return fdl_json_hand_over(s, m, out);
 }

@@ -2,10 +2,8 @@
  * §13): the writer of kiln.rocm-hf-layer-attribution-result.v2, and the recomputation of a layer
  * record (v1 or v2) from its rows. The writer refuses, before anything is written, what the
  * checker would refuse, with a message naming the input; the record then passes
- * fdl_kiln_check_doc, so the writer and `fidelis check` share one set of rules.
- *
- * The 34 names and the kernel-policy enum are written here once; src/attr/kiln.c's checker keeps
- * its own copies until it calls these accessors. */
+ * fdl_kiln_check_doc, so the writer and `fidelis check` share one set of rules. The 34 names and
+ * the kernel-policy enum are written here once. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,40 +20,20 @@
 #include "attr/layer_json.h"
 #include "attr/kiln_json.h"
 
+/* Qwen3.5's 32 layers come in blocks of four: three linear-attention layers, then one full. */
+#define BLOCK_OF_FOUR(a, b, c, d)                                                                  \
+  "layer_" #a "_linear_attention", "layer_" #b "_linear_attention",                                \
+      "layer_" #c "_linear_attention", "layer_" #d "_full_attention"
 static const char *const NAMES[FDL_ATTR_LAYER_BOUNDARIES] = {
     "embedding",
-    "layer_00_linear_attention",
-    "layer_01_linear_attention",
-    "layer_02_linear_attention",
-    "layer_03_full_attention",
-    "layer_04_linear_attention",
-    "layer_05_linear_attention",
-    "layer_06_linear_attention",
-    "layer_07_full_attention",
-    "layer_08_linear_attention",
-    "layer_09_linear_attention",
-    "layer_10_linear_attention",
-    "layer_11_full_attention",
-    "layer_12_linear_attention",
-    "layer_13_linear_attention",
-    "layer_14_linear_attention",
-    "layer_15_full_attention",
-    "layer_16_linear_attention",
-    "layer_17_linear_attention",
-    "layer_18_linear_attention",
-    "layer_19_full_attention",
-    "layer_20_linear_attention",
-    "layer_21_linear_attention",
-    "layer_22_linear_attention",
-    "layer_23_full_attention",
-    "layer_24_linear_attention",
-    "layer_25_linear_attention",
-    "layer_26_linear_attention",
-    "layer_27_full_attention",
-    "layer_28_linear_attention",
-    "layer_29_linear_attention",
-    "layer_30_linear_attention",
-    "layer_31_full_attention",
+    BLOCK_OF_FOUR(00, 01, 02, 03),
+    BLOCK_OF_FOUR(04, 05, 06, 07),
+    BLOCK_OF_FOUR(08, 09, 10, 11),
+    BLOCK_OF_FOUR(12, 13, 14, 15),
+    BLOCK_OF_FOUR(16, 17, 18, 19),
+    BLOCK_OF_FOUR(20, 21, 22, 23),
+    BLOCK_OF_FOUR(24, 25, 26, 27),
+    BLOCK_OF_FOUR(28, 29, 30, 31),
     "final_norm",
 };
 
@@ -378,12 +356,7 @@ fdl_status fdl_attr_layer_v2(const fdl_attr_layer_v2_in *in, json_t **out, fdl_e
   if (s == FDL_OK) s = fdl_seal_apply(rec, FDL_SEAL_KILN_REMOVE, "result_sha256", err);
   fdl_kiln_checked chk;
   if (s == FDL_OK) s = fdl_kiln_check_doc(rec, "layer-attribution record", &chk, err);
-  if (s != FDL_OK) {
-    json_decref(rec);
-    return s;
-  }
-  *out = rec;
-  return FDL_OK;
+  return fdl_json_hand_over(s, rec, out);
 }
 
 /* ---- recomputation from the rows ----------------------------------------------------------- */

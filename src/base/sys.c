@@ -59,11 +59,7 @@ static void fault_route_json(void) {
 
 void fdl_fault_arm(fdl_fault_kind kind, uint64_t n) {
   pthread_once(&fault_json_once, fault_route_json);
-  atomic_store(&fault_on, false);
-  for (int k = 0; k < FDL_FAULT_KINDS; k++) {
-    atomic_store(&fault_calls[k], 0);
-    atomic_store(&fault_target[k], 0);
-  }
+  fdl_fault_disarm();
   atomic_store(&fault_target[kind], n);
   atomic_store(&fault_fired, false);
   atomic_store(&fault_on, true);
@@ -93,27 +89,25 @@ static int io_fail(int e) {
 
 /* ---- allocation ------------------------------------------------------------------------- */
 
+/* An injected allocation failure: NULL with errno ENOMEM, as malloc fails. */
+static bool alloc_fails(void) {
+  if (!fault_hit(FDL_FAULT_ALLOC)) return false;
+  errno = ENOMEM;
+  return true;
+}
+
 void *fdl_malloc(size_t n) {
-  if (fault_hit(FDL_FAULT_ALLOC)) {
-    errno = ENOMEM;
-    return NULL;
-  }
+  if (alloc_fails()) return NULL;
   return malloc(n);
 }
 
 void *fdl_calloc(size_t n, size_t size) {
-  if (fault_hit(FDL_FAULT_ALLOC)) {
-    errno = ENOMEM;
-    return NULL;
-  }
+  if (alloc_fails()) return NULL;
   return calloc(n, size);
 }
 
 void *fdl_realloc(void *p, size_t n) {
-  if (fault_hit(FDL_FAULT_ALLOC)) {
-    errno = ENOMEM;
-    return NULL;
-  }
+  if (alloc_fails()) return NULL;
   return realloc(p, n);
 }
 
@@ -144,10 +138,7 @@ void *fdl_huge_alloc(size_t n) {
 }
 
 void *fdl_aligned_alloc(size_t align, size_t n) {
-  if (fault_hit(FDL_FAULT_ALLOC)) {
-    errno = ENOMEM;
-    return NULL;
-  }
+  if (alloc_fails()) return NULL;
   return aligned_alloc(align, n);
 }
 

@@ -58,6 +58,9 @@ int fdl_cmp_set_str(json_t *o, const char *k, const char *v);
  * out of memory. */
 json_t *fdl_cmp_json_text(const char *s);
 int fdl_cmp_set_bool(json_t *o, const char *k, bool v);
+/* An object built by a run of sets whose results were or-ed into bad: o itself, or NULL (o
+ * freed) when any of them failed. */
+json_t *fdl_cmp_built(json_t *o, int bad);
 /* True when s is NULL or "". */
 bool fdl_cmp_empty(const char *s);
 /* strcmp that treats NULL as "". */
@@ -168,7 +171,7 @@ fdl_status fdl_cmp_disclose(cmp_findings *f, const char *code, const char *sever
 fdl_status fdl_cmp_set_bias(cmp_findings *f, const char *kind, const char *detail, fdl_err *err);
 
 /* The gates of section 4 in order: form, provenance, panel, head, lane, stack, geometry,
- * coverage, lossy, decode, then seal. */
+ * coverage, lossy, decode (gates_data.c), then seal. */
 fdl_status fdl_cmp_gate_provenance(const cmp_side *a, const cmp_side *b, cmp_findings *f,
                                    fdl_err *err);
 fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings *f, fdl_refusal *r,
@@ -177,11 +180,6 @@ fdl_status fdl_cmp_gate_head(const cmp_side *a, const cmp_side *b, const fdl_com
                              cmp_findings *f, fdl_refusal *r, fdl_err *err);
 fdl_status fdl_cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                                    cmp_findings *f, fdl_refusal *r, fdl_err *err);
-fdl_status fdl_cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
-                                          const fdl_compare_opts *o, cmp_findings *f,
-                                          fdl_refusal *r, fdl_err *err);
-fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b,
-                                     const fdl_compare_opts *o, cmp_findings *f, fdl_err *err);
 /* The whole ladder (section 4 steps 1-11). */
 fdl_status fdl_cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                              cmp_findings *f, fdl_refusal *r, fdl_err *err);
@@ -261,6 +259,8 @@ void fdl_cmp_estimate_free(cmp_estimate *e);
 fdl_status fdl_cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_estimate *e,
                                const fdl_compare_opts *o, bool reproduction, json_t *receipt,
                                fdl_err *err);
+/* The panel record with this index (ds->panel_records ascend by index), or NULL. */
+const fdl_ds_panel_record *fdl_cmp_panel_record(const fdl_dataset *ds, int64_t index);
 
 typedef struct {
   uint64_t bytes;

@@ -20,11 +20,7 @@ json_t *fdl_cmp_env_replay(void) {
             fdl_cmp_set_str(o, "tile",
                             "position_block rows x vocab_chunk logits per GEMM tile; no logit "
                             "depends on the tile, the thread or the instruction set");
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  return fdl_cmp_built(o, bad);
 }
 
 json_t *fdl_cmp_env_tool(void) {
@@ -44,9 +40,5 @@ json_t *fdl_cmp_env_tool(void) {
           "1.5e-6) and the mean by 4.4e-8. "
           "No thread count, instruction set or batch flag changes a number, so none is "
           "recorded.");
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  return fdl_cmp_built(o, bad);
 }

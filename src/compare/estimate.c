@@ -381,20 +381,6 @@ static fdl_status run_all(runner *rn, window *w, const plan *p, fdl_refusal *r, 
 
 /* ---- targets ---------------------------------------------------------------------------- */
 
-static const fdl_ds_panel_record *panel_record(const cmp_side *a, int64_t index, size_t *at) {
-  size_t lo = 0, hi = a->ds.n_panel_records;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (a->ds.panel_records[mid].index < index)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo == a->ds.n_panel_records || a->ds.panel_records[lo].index != index) return NULL;
-  *at = lo;
-  return &a->ds.panel_records[lo];
-}
-
 /* The token every row predicts, from the reference's panel (the panel gate proved both sides'
  * tokens equal), laid out like kl. */
 static fdl_status load_targets(const cmp_side *a, const cmp_findings *f, const fdl_scale *sc,
@@ -404,13 +390,15 @@ static fdl_status load_targets(const cmp_side *a, const cmp_findings *f, const f
   if (!e->target) return fdl_fail(err, FDL_NOMEM, "out of memory for %zu targets", e->n_local);
   int64_t vocab = a->m->capture.vocab_size;
   for (size_t c = 0; c < f->n_shared; c++) {
-    size_t rows = e->ctx_off[c + 1] - e->ctx_off[c], at = 0, n = 0;
+    size_t rows = e->ctx_off[c + 1] - e->ctx_off[c], n = 0;
     if (!rows || !fdl_scale_mine(sc, c)) continue;
-    if (!panel_record(a, f->shared[c], &at))
+    const fdl_ds_panel_record *pr = fdl_cmp_panel_record(&a->ds, f->shared[c]);
+    if (!pr)
       return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_PANEL,
                             "reference record %lld has no panel record", (long long)f->shared[c]);
     int64_t *t = NULL;
-    fdl_status s = fdl_ds_panel_targets(a->root, &a->ds, at, &t, &n, err);
+    fdl_status s =
+        fdl_ds_panel_targets(a->root, &a->ds, (size_t)(pr - a->ds.panel_records), &t, &n, err);
     if (s == FDL_NOMEM) return s;
     if (s != FDL_OK)
       return fdl_cmp_refuse(r, err, s == FDL_MISMATCH ? FDL_REF_SEAL_FAILED : FDL_REF_UNREADABLE,

@@ -5,9 +5,9 @@
 
 #include "compare/cmp.h"
 
-fdl_status fdl_cmp_gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
-                                          const fdl_compare_opts *o, cmp_findings *f,
-                                          fdl_refusal *r, fdl_err *err) {
+static fdl_status gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
+                                         const fdl_compare_opts *o, cmp_findings *f, fdl_refusal *r,
+                                         fdl_err *err) {
   const fdl_ds_manifest *ma = a->m, *mb = b->m;
   if (ma->capture.vocab_size != mb->capture.vocab_size)
     return fdl_cmp_refuse(r, err, FDL_REF_GEOMETRY_MISMATCH, FDL_GATE_GEOMETRY,
@@ -132,8 +132,8 @@ static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_co
                       "weights_decode reference %s; candidate %s", method[0], method[1]);
 }
 
-fdl_status fdl_cmp_gate_lossy_decode(const cmp_side *a, const cmp_side *b,
-                                     const fdl_compare_opts *o, cmp_findings *f, fdl_err *err) {
+static fdl_status gate_lossy_decode(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
+                                    cmp_findings *f, fdl_err *err) {
   const cmp_side *sides[2] = {a, b};
   char lossy[64] = "";
   for (int i = 0; i < 2; i++) {
@@ -182,8 +182,8 @@ fdl_status fdl_cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_com
   if (s == FDL_OK) s = fdl_cmp_gate_panel(a, b, f, r, err);
   if (s == FDL_OK) s = fdl_cmp_gate_head(a, b, o, f, r, err);
   if (s == FDL_OK) s = fdl_cmp_gate_lane_stack(a, b, o, f, r, err);
-  if (s == FDL_OK) s = fdl_cmp_gate_geometry_coverage(a, b, o, f, r, err);
-  if (s == FDL_OK) s = fdl_cmp_gate_lossy_decode(a, b, o, f, err);
+  if (s == FDL_OK) s = gate_geometry_coverage(a, b, o, f, r, err);
+  if (s == FDL_OK) s = gate_lossy_decode(a, b, o, f, err);
   if (s != FDL_OK) return s;
   return fdl_cmp_gate(f, FDL_GATE_SEAL, true, NULL, err,
                       "both manifests self-seal and checksums.txt verified; every "

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "compare/cmp.h"
+#include "base/order.h"
 #include "base/sys.h"
 
 /* llama.cpp's mean_and_uncertainty: the mean and sqrt((s2/n - mean^2)/(n-1)), the latter 0 unless
@@ -42,11 +43,6 @@ static double pct(const double *v, size_t n, double f) {
 /* Its median: the mean of the two middle values when n is even. */
 static double median(const double *v, size_t n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2] + v[n / 2 - 1]);
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 /* Sum of f(x) over an array, pairwise, through a scratch buffer. */
@@ -175,9 +171,9 @@ fdl_status fdl_cmp_llamacpp_add(const cmp_estimate *e, const cmp_tokenwise_info 
                           "reference, %.17g of the candidate)",
                           log(g.ppl_ref), log(g.ppl_cand));
   }
-  qsort(dp, n, sizeof *dp, cmp_double);
+  qsort(dp, n, sizeof *dp, fdl_order_double);
   memcpy(a, e->kl, n * sizeof *a);
-  qsort(a, n, sizeof *a, cmp_double);
+  qsort(a, n, sizeof *a, fdl_order_double);
   json_t *dpj = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:o}", "mean", g.dp_mean, "mean_stderr",
                           g.dp_mean_err, "rms", g.dp_rms, "rms_stderr", g.dp_rms_err, "max",
                           n ? dp[n - 1] : 0.0, "min", n ? dp[0] : 0.0, "percentiles",

@@ -44,11 +44,7 @@ static json_t *side_block(const cmp_side *s) {
          fdl_cmp_set_str(o, "lane_identity_sha256", d->runtime.lane_identity_sha256) |
          json_object_set_new(o, "weights", fdl_json_path_copy(m, "weights")) |
          fdl_cmp_set_str(o, "scope_digest", d->scope.scope_digest);
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  return fdl_cmp_built(o, bad);
 }
 
 static json_t *panel_block(const cmp_side *a, const cmp_side *b, const cmp_findings *f,
@@ -71,11 +67,7 @@ static json_t *panel_block(const cmp_side *a, const cmp_side *b, const cmp_findi
       json_object_set_new(o, "tokenizer_candidate",
                           fdl_json_path_copy(b->ds.manifest, "panel.tokenizer")) |
       fdl_cmp_set_bool(o, "tokenizer_identity_equal", fdl_cmp_tokenizer_identity_equal(ta, tb));
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  return fdl_cmp_built(o, bad);
 }
 
 static json_t *str_or_null(const char *s) {
@@ -123,11 +115,7 @@ static json_t *comparator_block(const cmp_side *a, const cmp_side *b, const cmp_
       fdl_cmp_set_bool(c, "short_circuited", !e->computed) |
       fdl_cmp_set_str(c, "estimator_backend", e->computed ? ESTIMATOR_BACKEND : "hash_proof") |
       json_object_set_new(c, "tool", tool);
-  if (bad) {
-    json_decref(c);
-    return NULL;
-  }
-  return c;
+  return fdl_cmp_built(c, bad);
 }
 
 static json_t *estimator_block(const cmp_side *a, const cmp_side *b, const cmp_findings *f,
@@ -156,11 +144,7 @@ static json_t *estimator_block(const cmp_side *a, const cmp_side *b, const cmp_f
                 "no truncation, top-k or clamp. A non-finite input or result "
                 "is a hard refusal.") |
             fdl_cmp_set_str(o, "zero_handling", repro ? "exact zero asserted, not rounded" : NULL);
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  return fdl_cmp_built(o, bad);
 }
 
 static json_t *determinism_block(const cmp_side *a, const cmp_side *b, double mean) {
@@ -193,11 +177,7 @@ static json_t *determinism_block(const cmp_side *a, const cmp_side *b, double me
                       "one comparison of two sealed captures. identical_across_runs is null, not "
                       "true: that claim needs two independently produced captures of the SAME "
                       "weights (SC-2), which is a different receipt.");
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  return fdl_cmp_built(o, bad);
 }
 
 static json_t *scope_block(const cmp_findings *f, const cmp_estimate *e,
@@ -215,11 +195,7 @@ static json_t *scope_block(const cmp_findings *f, const cmp_estimate *e,
             fdl_cmp_set_bool(o, "covers_full_panel", f->covers_full_panel) |
             fdl_cmp_set_str(o, "subset_detail", f->covers_full_panel ? NULL : detail) |
             fdl_cmp_set_str(o, "position_filter", "all");
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  return fdl_cmp_built(o, bad);
 }
 
 static json_t *self_compare_block(const cmp_findings *f, bool force_agreed,
@@ -235,11 +211,7 @@ static json_t *self_compare_block(const cmp_findings *f, bool force_agreed,
       json_object_set_new(o, "force_compute_agreed", force_agreed ? json_true() : json_null()) |
       fdl_cmp_set_int(o, "expected_tokenwise_bytes", (int64_t)tw->bytes) |
       fdl_cmp_set_str(o, "expected_tokenwise_sha256", tw->sha256);
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  return fdl_cmp_built(o, bad);
 }
 
 static json_t *submission_block(const cmp_findings *f) {
@@ -254,11 +226,7 @@ static json_t *submission_block(const cmp_findings *f) {
             json_object_set_new(o, "receipt_sha256", json_null()) |
             json_object_set_new(o, "submission_schema", json_null()) |
             fdl_cmp_set_str(o, "refusal", meas ? NULL : refusal);
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  return fdl_cmp_built(o, bad);
 }
 
 static void utc_now(const fdl_compare_opts *o, char out[32]) {

@@ -20,14 +20,10 @@ static json_t *stats_block(const fdl_num_summary *s) {
   int bad = fdl_cmp_set_real(o, "mean", s->mean) | fdl_cmp_set_real(o, "median", s->median) |
             fdl_cmp_set_real(o, "p95", s->p95) | fdl_cmp_set_real(o, "p99", s->p99) |
             fdl_cmp_set_real(o, "p99_9", s->p99_9) | fdl_cmp_set_real(o, "max", s->max);
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  return fdl_cmp_built(o, bad);
 }
 
-static const fdl_ds_panel_record *panel_record(const fdl_dataset *ds, int64_t index) {
+const fdl_ds_panel_record *fdl_cmp_panel_record(const fdl_dataset *ds, int64_t index) {
   size_t lo = 0, hi = ds->n_panel_records;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -153,7 +149,7 @@ static fdl_status contexts(const cmp_side *a, const cmp_findings *f, const cmp_e
                            fdl_err *err) {
   for (size_t c = 0; c < f->n_shared; c++) {
     const fdl_ds_capture_record *rec = &a->ds.records[f->ref_at[c]];
-    const fdl_ds_panel_record *pr = panel_record(&a->ds, rec->index);
+    const fdl_ds_panel_record *pr = fdl_cmp_panel_record(&a->ds, rec->index);
     ctxs[c].kl = e->kl + e->ctx_off[c];
     ctxs[c].rows = e->ctx_off[c + 1] - e->ctx_off[c];
     double mean, max;

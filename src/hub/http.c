@@ -27,7 +27,7 @@
 struct fdl_hub_http {
   CURL *c;
   fdl_hub_origin ep;
-  char *auth; /* "Authorization: Bearer ..." or NULL; wiped at close */
+  char *auth; /* "Authorization: Bearer ..." or NULL; a credential (fdl_hub_token_free) */
   char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -42,13 +42,6 @@ typedef struct {
   bool sink_stopped;
   bool linked; /* X-Linked-Size seen: it, not Content-Length, is the file's size */
 } req;
-
-static void wipe_free(char *p) {
-  if (!p) return;
-  volatile char *v = p;
-  for (size_t n = strlen(p); n--;) *v++ = 0;
-  free(p);
-}
 
 fdl_status fdl_hub_http_open(const char *endpoint, const char *token, fdl_hub_http **out,
                              fdl_err *err) {
@@ -69,7 +62,7 @@ fdl_status fdl_hub_http_open(const char *endpoint, const char *token, fdl_hub_ht
     snprintf(h->auth, n, "Authorization: Bearer %s", token);
   }
   if (!(h->c = curl_easy_init())) {
-    wipe_free(h->auth);
+    fdl_hub_token_free(h->auth);
     free(h);
     return fdl_fail(err, FDL_NOMEM, "cannot start libcurl");
   }
@@ -80,7 +73,7 @@ fdl_status fdl_hub_http_open(const char *endpoint, const char *token, fdl_hub_ht
 void fdl_hub_http_close(fdl_hub_http *h) {
   if (!h) return;
   curl_easy_cleanup(h->c);
-  wipe_free(h->auth);
+  fdl_hub_token_free(h->auth);
   free(h);
 }
 

@@ -63,8 +63,9 @@ bool fdl_hub_host_allowed(const fdl_hub_origin *ep, const fdl_hub_origin *target
 /* The token: $HF_TOKEN, else the file $HF_TOKEN_PATH, $HF_HOME/token or
  * ~/.cache/huggingface/token. *token NULL when there is none. A token that is not printable
  * ASCII without spaces is FDL_INVALID (the message never shows it). Release with
- * fdl_hub_token_free, which wipes it. */
+ * fdl_hub_token_free. */
 fdl_status fdl_hub_token(const fdl_hub_env *env, char **token, fdl_err *err);
+/* Wipes, then frees, a string that holds a credential (a token, an Authorization header). */
 void fdl_hub_token_free(char *token);
 
 /* ---- revision.c --------------------------------------------------------------------------- */

@@ -64,6 +64,17 @@ fdl_status fdl_json_dump(const json_t *v, unsigned flags, fdl_buf *out, fdl_err 
 /* Writes the canonical text to a new file (staged, never overwrites). */
 fdl_status fdl_json_write_file(const char *path, const json_t *v, unsigned flags, fdl_err *err);
 
+/* A value built for the caller: on FDL_OK it becomes *out (the caller's reference), otherwise it
+ * is released. Returns s. */
+static inline fdl_status fdl_json_hand_over(fdl_status s, json_t *v, json_t **out) {
+  if (s != FDL_OK) {
+    json_decref(v);
+    return s;
+  }
+  *out = v;
+  return FDL_OK;
+}
+
 #ifdef __cplusplus
 }
 #endif

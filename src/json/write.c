@@ -52,35 +52,17 @@ static fdl_status put_string(writer *w, const char *str, size_t n, const char *w
       continue;
     }
     fdl_buf_append(w->out, s + run, i - run);
-    switch (cp) {
-    case '"':
-      fdl_buf_puts(w->out, "\\\"");
-      break;
-    case '\\':
-      fdl_buf_puts(w->out, "\\\\");
-      break;
-    case '\b':
-      fdl_buf_puts(w->out, "\\b");
-      break;
-    case '\f':
-      fdl_buf_puts(w->out, "\\f");
-      break;
-    case '\n':
-      fdl_buf_puts(w->out, "\\n");
-      break;
-    case '\r':
-      fdl_buf_puts(w->out, "\\r");
-      break;
-    case '\t':
-      fdl_buf_puts(w->out, "\\t");
-      break;
-    default:
-      if (cp >= 0x10000) {
-        put_u16(w->out, 0xD800 + ((cp - 0x10000) >> 10));
-        put_u16(w->out, 0xDC00 + ((cp - 0x10000) & 0x3FF));
-      } else {
-        put_u16(w->out, cp);
-      }
+    /* JSON's two-character escapes (RFC 8259 section 7); any other code point is \uXXXX. */
+    static const char SHORT_OF[] = "\"\\\b\f\n\r\t", SHORT[] = "\"\\bfnrt";
+    const char *e = cp && cp < 0x80 ? strchr(SHORT_OF, (int)cp) : NULL;
+    if (e) {
+      char two[2] = {'\\', SHORT[e - SHORT_OF]};
+      fdl_buf_append(w->out, two, sizeof two);
+    } else if (cp >= 0x10000) {
+      put_u16(w->out, 0xD800 + ((cp - 0x10000) >> 10));
+      put_u16(w->out, 0xDC00 + ((cp - 0x10000) & 0x3FF));
+    } else {
+      put_u16(w->out, cp);
     }
     i += len;
     run = i;
