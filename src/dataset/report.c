@@ -11,6 +11,7 @@
 #include "base/order.h"
 #include "base/quote.h"
 #include "dataset/ds_internal.h"
+#include "json/json.h"
 #include "base/sys.h"
 
 #define CODE_NAME_(id, name) name,
@@ -208,12 +209,7 @@ static fdl_status findings_json(const fdl_ds_findings *f, const char *list, json
     else if (s != FDL_OK)
       json_decref(o);
   }
-  if (s != FDL_OK) {
-    json_decref(a);
-    return s;
-  }
-  *out = a;
-  return FDL_OK;
+  return fdl_json_hand_over(s, a, out);
 }
 
 static fdl_status checks_json(const fdl_ds_report *r, json_t **out, fdl_err *err) {
@@ -234,12 +230,7 @@ static fdl_status checks_json(const fdl_ds_report *r, json_t **out, fdl_err *err
       s = fdl_fail(err, FDL_NOMEM, "report: out of memory for %s", field);
   }
   free(sorted);
-  if (s != FDL_OK) {
-    json_decref(checks);
-    return s;
-  }
-  *out = checks;
-  return FDL_OK;
+  return fdl_json_hand_over(s, checks, out);
 }
 
 fdl_status fdl_ds_report_to_json(const fdl_ds_report *r, bool with_level, json_t **out,
@@ -283,12 +274,7 @@ fdl_status fdl_ds_report_to_json(const fdl_ds_report *r, bool with_level, json_t
   if (s == FDL_OK && with_level)
     s = set_str(doc, "conformance_level", fdl_ds_level_name(r->level), "conformance_level", err);
   if (s == FDL_OK) s = fdl_ds_seal(doc, "receipt_sha256", err);
-  if (s != FDL_OK) {
-    json_decref(doc);
-    return s;
-  }
-  *out = doc;
-  return FDL_OK;
+  return fdl_json_hand_over(s, doc, out);
 }
 
 fdl_status fdl_ds_preseal_report(const char *dataset_id, json_t **out, fdl_err *err) {
