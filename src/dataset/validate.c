@@ -150,6 +150,11 @@ json_t *fdl_ds_v_records_of(const ds_vctx *v) {
   return fdl_json_arr(v->capture.doc, "records");
 }
 
+bool fdl_ds_v_got(ds_vctx *v, const void *p) {
+  if (!p) v->rep->oom = FDL_NOMEM;
+  return p != NULL;
+}
+
 /* Steps 7-8: the four sealed sub-documents and the file digests the manifest claims. */
 static void load_subdocs(ds_vctx *v) {
   const fdl_ds_manifest *m = &v->mf;

@@ -55,6 +55,9 @@ void fdl_ds_v_remap(ds_vctx *v);
 
 /* Shared: the capture manifest's records array (NULL when absent or mistyped). */
 json_t *fdl_ds_v_records_of(const ds_vctx *v);
+/* Shared: whether p was allocated; where not, the run is marked out of memory and the check
+ * stops without a finding (a check that cannot run is not one that failed). */
+bool fdl_ds_v_got(ds_vctx *v, const void *p);
 /* Loads rel as a sealed sub-document for rule `label` (CAPTURE, PANEL, ...): missing_file,
  * bad_schema, then the receipt_sha256 self-seal (seal_failed) and the path walk. */
 json_t *fdl_ds_v_load_sub(ds_vctx *v, const char *rel, const char *label, char *file_sha256,

@@ -44,10 +44,7 @@ static indexed *sorted_records(const json_t *records, size_t *n) {
 static void aggregate(ds_vctx *v, const indexed *recs, size_t n) {
   const json_t *panel = fdl_json_obj(v->m, "panel");
   const char **hexes = fdl_calloc(n ? n : 1, sizeof *hexes);
-  if (!hexes) {
-    v->rep->oom = FDL_NOMEM;
-    return;
-  }
+  if (!fdl_ds_v_got(v, hexes)) return;
   bool all = n > 0;
   for (size_t i = 0; i < n; i++) {
     hexes[i] = fdl_json_str(recs[i].rec, "token_ids_json_sha256");
@@ -412,10 +409,7 @@ void fdl_ds_v_panel(ds_vctx *v) {
   if (!v->panel.doc) return;
   size_t n;
   indexed *recs = sorted_records(fdl_json_arr(v->panel.doc, "records"), &n);
-  if (!recs) {
-    v->rep->oom = FDL_NOMEM;
-    return;
-  }
+  if (!fdl_ds_v_got(v, recs)) return;
   aggregate(v, recs, n);
   if (v->payload) {
     token_files(v, recs, n);

@@ -15,10 +15,7 @@ void fdl_ds_v_capture_digest(ds_vctx *v) {
   json_t *records = fdl_ds_v_records_of(v);
   size_t n = json_array_size(records);
   fdl_ds_content_item *items = fdl_calloc(n ? n : 1, sizeof *items);
-  if (!items) {
-    v->rep->oom = FDL_NOMEM;
-    return;
-  }
+  if (!fdl_ds_v_got(v, items)) return;
   size_t k = 0;
   size_t i;
   json_t *r;
@@ -108,10 +105,7 @@ void fdl_ds_v_records(ds_vctx *v) {
       v->capture.doc, v->mf.capture.form == FDL_FORM_HIDDEN ? "hidden_width" : "vocab_size");
   size_t n = json_array_size(records);
   int64_t *seen = fdl_malloc((n ? n : 1) * sizeof *seen);
-  if (!seen) {
-    v->rep->oom = FDL_NOMEM;
-    return;
-  }
+  if (!fdl_ds_v_got(v, seen)) return;
   size_t n_seen = 0;
   size_t i;
   json_t *r;
@@ -185,10 +179,7 @@ void fdl_ds_v_coverage(ds_vctx *v) {
   int64_t declared;
   if (fdl_json_int(coverage, "declared_records", &declared)) {
     int64_t *idx = fdl_malloc((present ? present : 1) * sizeof *idx);
-    if (!idx) {
-      v->rep->oom = FDL_NOMEM;
-      return;
-    }
+    if (!fdl_ds_v_got(v, idx)) return;
     size_t n = 0, i;
     json_t *r;
     json_array_foreach(records, i, r) {

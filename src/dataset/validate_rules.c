@@ -118,10 +118,7 @@ void fdl_ds_v_determinism(ds_vctx *v) {
   const char *kind = fdl_json_str(det, "evidence_kind");
   const json_t *hashes = fdl_json_arr(det, "evidence_hashes");
   json_t *distinct = json_object();
-  if (!distinct) {
-    v->rep->oom = FDL_NOMEM;
-    return;
-  }
+  if (!fdl_ds_v_got(v, distinct)) return;
   size_t i;
   json_t *h;
   int lost = 0; /* out of memory: the distinct count would be short */
@@ -156,10 +153,7 @@ void fdl_ds_v_determinism(ds_vctx *v) {
                           "identical_across_runs with %zu distinct evidence hashes", nd);
   }
   json_t *containers = json_object();
-  if (!containers) {
-    v->rep->oom = FDL_NOMEM;
-    return;
-  }
+  if (!fdl_ds_v_got(v, containers)) return;
   if (collect_containers(v->m, containers, 0)) {
     json_decref(containers);
     v->rep->oom = FDL_NOMEM;
