@@ -135,32 +135,28 @@ static void plan_free(plan *p) {
   if (p->have_sums) fdl_checksums_free(&p->sums);
 }
 
+/* The tensor at file (resolved from dir) of record, or of the head when record is NULL; an
+ * unusable path is skipped (a PATH finding already). */
+static void add_tensor(plan *p, const json_t *record, const char *dir, const char *file) {
+  char rel[DS_MAX_PATH];
+  if (!file || !fdl_relpath_ok(file, strlen(file), false) ||
+      !fdl_ds_join_norm(dir, file, rel, sizeof rel))
+    return;
+  tensor_check *t = &p->tensors[p->n_tensors++];
+  t->record = record;
+  snprintf(t->rel, sizeof t->rel, "%s", rel);
+  t->file_job = t->content_job = t->payload_job = SIZE_MAX;
+}
+
 /* The head payload and every capture record's file, as resolved paths. */
 static fdl_status collect_tensors(ds_vctx *v, plan *p, fdl_err *err) {
   json_t *records = fdl_ds_v_records_of(v);
-  size_t n = json_array_size(records) + 1;
-  p->tensors = fdl_calloc(n, sizeof *p->tensors);
+  p->tensors = fdl_calloc(json_array_size(records) + 1, sizeof *p->tensors);
   if (!p->tensors) return fdl_fail(err, FDL_NOMEM, "validate: out of memory");
-  char rel[DS_MAX_PATH];
   size_t i;
   json_t *r;
-  json_array_foreach(records, i, r) {
-    const char *file = fdl_json_str(r, "file");
-    if (!file || !fdl_relpath_ok(file, strlen(file), false) ||
-        !fdl_ds_join_norm(v->capture_dir, file, rel, sizeof rel))
-      continue;
-    tensor_check *t = &p->tensors[p->n_tensors++];
-    t->record = r;
-    snprintf(t->rel, sizeof t->rel, "%s", rel);
-    t->file_job = t->content_job = t->payload_job = SIZE_MAX;
-  }
-  const char *hf = v->mf.head.file;
-  if (hf && fdl_relpath_ok(hf, strlen(hf), false) && fdl_ds_join_norm("", hf, rel, sizeof rel)) {
-    tensor_check *t = &p->tensors[p->n_tensors++];
-    t->record = NULL;
-    snprintf(t->rel, sizeof t->rel, "%s", rel);
-    t->file_job = t->content_job = t->payload_job = SIZE_MAX;
-  }
+  json_array_foreach(records, i, r) add_tensor(p, r, v->capture_dir, fdl_json_str(r, "file"));
+  add_tensor(p, NULL, "", v->mf.head.file);
   return FDL_OK;
 }
 
