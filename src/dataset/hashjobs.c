@@ -38,7 +38,8 @@ static bool resolve(uint64_t size, uint64_t off, uint64_t len, uint64_t *end) {
 
 /* Scans n bytes of the second range that follow what was scanned before; elements may straddle
  * two reads. Stops looking after the first hit. */
-static void scan(ds_hash_job *j, const uint8_t *p, size_t n) {
+static void scan(void *arg, const uint8_t *p, size_t n) {
+  ds_hash_job *j = arg;
   size_t es = fdl_dtype_size(j->scan_dtype);
   if (!j->scan || !es || es > sizeof j->carry_ || j->nonfinite) return;
   while (n && j->carry_n_) {
@@ -60,10 +61,6 @@ static void scan(ds_hash_job *j, const uint8_t *p, size_t n) {
   j->scanned_ += whole;
   memcpy(j->carry_, p + whole * es, n - whole * es);
   j->carry_n_ = n - whole * es;
-}
-
-static void see_scan(void *arg, const uint8_t *p, size_t n) {
-  scan(arg, p, n);
 }
 
 static void run_one(int rootfd, ds_hash_job *j, uint8_t *buf, fdl_sha256_ctx *ctx,
@@ -104,7 +101,7 @@ static void run_one(int rootfd, ds_hash_job *j, uint8_t *buf, fdl_sha256_ctx *ct
   }
   (void)posix_fadvise(fd, (off_t)lo, (off_t)(hi - lo), POSIX_FADV_SEQUENTIAL);
   const fdl_sha256_span spans[2] = {{j->offset, end1 - j->offset, ctx, NULL, NULL},
-                                    {j->offset2, end2 - j->offset2, ctx2, see_scan, j}};
+                                    {j->offset2, end2 - j->offset2, ctx2, scan, j}};
   uint64_t got = 0;
   fdl_status s = fdl_sha256_fd_spans(fd, j->rel, lo, hi, spans, j->has2 ? 2 : 1, buf, DS_HASH_CHUNK,
                                      &got, &err);
