@@ -10,10 +10,6 @@
 #include "dataset/ds_internal.h"
 #include "base/sys.h"
 
-static json_t *str_or_null(const char *s) {
-  return s ? json_string(s) : json_null();
-}
-
 /* The value at key of obj, copied; null where absent. */
 static json_t *copied(const json_t *obj, const char *key) {
   const json_t *v = json_object_get(obj, key);
@@ -56,13 +52,13 @@ static json_t *seal_status(const char *root, const fdl_dataset *ds) {
       checksums = want && !strcmp(want, hex) ? "matches" : "MISMATCH";
     close(fd);
   }
-  return json_pack("{s:s, s:s, s:s, s:o}", "manifest_seal",
+  return json_pack("{s:s, s:s, s:s, s:s?}", "manifest_seal",
                    !present ? "absent"
                    : ok     ? "recomputes"
                             : "MISMATCH",
                    "checksums_txt", checksums, "claimed_status",
                    ds->m.dataset.structural_status ? ds->m.dataset.structural_status : "unknown",
-                   "dataset_sha256", str_or_null(ds->m.dataset_sha256));
+                   "dataset_sha256", ds->m.dataset_sha256);
 }
 
 fdl_status fdl_ds_inspect(const char *root, json_t **out, fdl_err *err) {

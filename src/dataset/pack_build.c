@@ -20,10 +20,6 @@
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-static json_t *str_or_null(const char *s) {
-  return s ? json_string(s) : json_null();
-}
-
 /* o[key] of the meta block (a new reference), or null. */
 static json_t *meta_val(const pk_ctx *c, const char *block, const char *key) {
   const json_t *o = block ? fdl_json_obj(c->meta, block) : c->meta;
@@ -152,22 +148,19 @@ static json_t *panel_record(const pk_ctx *c, const pk_record *r) {
   json_error_t je;
   return json_pack_ex(
       &je, 0,
-      "{s:I, s:I, s:I, s:o, s:s, s:s, s:s, s:o, s:o, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, "
-      "s:o, s:o, s:o, s:b}",
+      "{s:I, s:I, s:I, s:s?, s:s, s:s, s:s, s:o, s:o, s:I, s:I, s:s?, s:s?, s:s?, s:s?, s:s?, "
+      "s:s?, s:s?, s:s?, s:s?, s:b}",
       "index", (json_int_t)r->index, "context_index", (json_int_t)r->index, "window_index",
-      (json_int_t)r->index, "window_id", str_or_null(fdl_json_str(l, "window_id")), "token_file",
-      tok, "token_ids_json_sha256", r->tok_hex, "token_ids_sha256_legacy", r->tok_legacy,
+      (json_int_t)r->index, "window_id", fdl_json_str(l, "window_id"), "token_file", tok,
+      "token_ids_json_sha256", r->tok_hex, "token_ids_sha256_legacy", r->tok_legacy,
       "token_ids_first16", ids_json(r->tokens, head_n), "token_ids_last16",
       ids_json(r->tokens + (r->ntok - head_n), head_n), "num_tokens", (json_int_t)r->ntok,
-      "prediction_positions", (json_int_t)r->scored, "attention_mask_file",
-      c->masks ? json_string(mask) : json_null(), "attention_mask_sha256",
-      c->masks ? json_string(r->mask_hex) : json_null(), "role",
-      str_or_null(fdl_json_str(l, "role")), "domain", str_or_null(fdl_json_str(l, "domain")),
-      "document_id", str_or_null(fdl_json_str(l, "document_id")), "allocation_stratum",
-      str_or_null(fdl_json_str(l, "allocation_stratum")), "semantic_class",
-      str_or_null(fdl_json_str(l, "semantic_class")), "source_cluster_id",
-      str_or_null(fdl_json_str(l, "source_cluster_id")), "partition",
-      str_or_null(fdl_json_str(l, "partition")), "sentinel", 0);
+      "prediction_positions", (json_int_t)r->scored, "attention_mask_file", c->masks ? mask : NULL,
+      "attention_mask_sha256", c->masks ? r->mask_hex : NULL, "role", fdl_json_str(l, "role"),
+      "domain", fdl_json_str(l, "domain"), "document_id", fdl_json_str(l, "document_id"),
+      "allocation_stratum", fdl_json_str(l, "allocation_stratum"), "semantic_class",
+      fdl_json_str(l, "semantic_class"), "source_cluster_id", fdl_json_str(l, "source_cluster_id"),
+      "partition", fdl_json_str(l, "partition"), "sentinel", 0);
 }
 
 static fdl_status panel_doc(pk_ctx *c, json_t **out, char *suite, char *legacy, fdl_err *err) {
@@ -203,10 +196,10 @@ static fdl_status panel_doc(pk_ctx *c, json_t **out, char *suite, char *legacy, 
   json_error_t je;
   *out = json_pack_ex(
       &je, 0,
-      "{s:s, s:i, s:s, s:o, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:o, s:o, s:n, s:I, s:I, s:I, "
+      "{s:s, s:i, s:s, s:s?, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:o, s:o, s:n, s:I, s:I, s:I, "
       "s:I, s:o, s:o, s:o, s:{}, s:o}",
-      "schema", FDL_DS_PANEL_SCHEMA, "format_version", 1, "receipt_sha256", "", "panel_id",
-      str_or_null(pid), "name", name ? name : default_name, "suite_token_hash_sha256", suite,
+      "schema", FDL_DS_PANEL_SCHEMA, "format_version", 1, "receipt_sha256", "", "panel_id", pid,
+      "name", name ? name : default_name, "suite_token_hash_sha256", suite,
       "panel_token_sha256_legacy", legacy, "token_digest_algorithm", "per_record",
       "sha256(json.dumps(ids, separators=(',',':')).encode('utf-8'))", "aggregate",
       "sha256('\\n'.join(per_record_hex).encode('ascii'))", "legacy_per_record",
@@ -231,22 +224,20 @@ static json_t *capture_record(const pk_ctx *c, const pk_record *r) {
   json_error_t je;
   return json_pack_ex(
       &je, 0,
-      "{s:I, s:I, s:I, s:o, s:s, s:s, s:s, s:[I,I], s:I, s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:I, "
-      "s:o, s:o, s:o, s:o, s:o, s:o, s:n, s:n, s:b}",
+      "{s:I, s:I, s:I, s:s?, s:s, s:s, s:s, s:[I,I], s:I, s:s, s:s, s:s, s:s, s:s, s:s?, s:I, "
+      "s:I, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?, s:n, s:n, s:b}",
       "index", (json_int_t)r->index, "context_index", (json_int_t)r->index, "window_index",
-      (json_int_t)r->index, "window_id", str_or_null(fdl_json_str(l, "window_id")), "file", file,
-      "key", hidden ? "hidden_states" : "logits", "dtype", fdl_dtype_name(c->stored), "shape",
+      (json_int_t)r->index, "window_id", fdl_json_str(l, "window_id"), "file", file, "key",
+      hidden ? "hidden_states" : "logits", "dtype", fdl_dtype_name(c->stored), "shape",
       (json_int_t)r->scored, (json_int_t)c->width, "size_bytes", (json_int_t)r->size_bytes,
       "sha256", r->file_hex, "payload_sha256", r->payload_hex, "tensor_content_sha256",
       r->content_hex, "token_ids_json_sha256", r->tok_hex, "token_ids_sha256_legacy", r->tok_legacy,
-      "attention_mask_sha256", c->masks ? json_string(r->mask_hex) : json_null(),
-      "prediction_positions", (json_int_t)r->scored, "scored_rows", (json_int_t)r->scored, "role",
-      str_or_null(fdl_json_str(l, "role")), "domain", str_or_null(fdl_json_str(l, "domain")),
-      "document_id", str_or_null(fdl_json_str(l, "document_id")), "allocation_stratum",
-      str_or_null(fdl_json_str(l, "allocation_stratum")), "semantic_class",
-      str_or_null(fdl_json_str(l, "semantic_class")), "source_cluster_id",
-      str_or_null(fdl_json_str(l, "source_cluster_id")), "elapsed_seconds", "request_id",
-      "raw_chunks_retained", 0);
+      "attention_mask_sha256", c->masks ? r->mask_hex : NULL, "prediction_positions",
+      (json_int_t)r->scored, "scored_rows", (json_int_t)r->scored, "role", fdl_json_str(l, "role"),
+      "domain", fdl_json_str(l, "domain"), "document_id", fdl_json_str(l, "document_id"),
+      "allocation_stratum", fdl_json_str(l, "allocation_stratum"), "semantic_class",
+      fdl_json_str(l, "semantic_class"), "source_cluster_id", fdl_json_str(l, "source_cluster_id"),
+      "elapsed_seconds", "request_id", "raw_chunks_retained", 0);
 }
 
 static fdl_status capture_doc(pk_ctx *c, json_t **out, fdl_err *err) {
@@ -313,17 +304,15 @@ static json_t *head_obj(const pk_ctx *c, const json_t *scope, bool as_block) {
   json_error_t je;
   json_t *h = json_pack_ex(
       &je, 0,
-      "{s:b, s:o, s:s, s:s, s:[I,I], s:s, s:n, s:o, s:o, s:o, s:b, s:o, s:s, s:b, "
+      "{s:b, s:s?, s:s, s:s, s:[I,I], s:s, s:n, s:s?, s:s?, s:s?, s:b, s:o, s:s, s:b, "
       "s:{s:b, s:b, s:n, s:n, s:n, s:n, s:n, s:n}, s:n}",
-      "present", c->head.present, "file",
-      c->head.present ? json_string("head/weight.safetensors") : json_null(), "tensor_key",
-      "lm_head.weight", "compat_tensor_key", "weight", "shape", (json_int_t)c->head.shape[0],
-      (json_int_t)c->head.shape[1], "dtype", c->head.dtype, "bias", "file_sha256",
-      str_or_null(file_hex), "raw_tensor_sha256", str_or_null(content), "tensor_content_sha256",
-      str_or_null(content), "quantized", quantized, "bits", bits, "source", source,
-      "applied_in_capture", !hidden_form(c), "final_norm", "applied_at_replay", 0,
-      "applied_in_capture", 1, "dtype", "file", "file_sha256", "shape", "tensor_content_sha256",
-      "tensor_key", "equality_receipt");
+      "present", c->head.present, "file", c->head.present ? "head/weight.safetensors" : NULL,
+      "tensor_key", "lm_head.weight", "compat_tensor_key", "weight", "shape",
+      (json_int_t)c->head.shape[0], (json_int_t)c->head.shape[1], "dtype", c->head.dtype, "bias",
+      "file_sha256", file_hex, "raw_tensor_sha256", content, "tensor_content_sha256", content,
+      "quantized", quantized, "bits", bits, "source", source, "applied_in_capture", !hidden_form(c),
+      "final_norm", "applied_at_replay", 0, "applied_in_capture", 1, "dtype", "file", "file_sha256",
+      "shape", "tensor_content_sha256", "tensor_key", "equality_receipt");
   if (!h) return NULL;
   int bad = 0;
   if (as_block) {
@@ -353,12 +342,12 @@ static fdl_status stack_fingerprint(pk_ctx *c, json_t **fp, char *hex, fdl_err *
   json_t *dtypes = fdl_json_obj(c->meta, "dtypes") ? json_deep_copy(fdl_json_obj(c->meta, "dtypes"))
                                                    : json_object();
   json_error_t je;
-  *fp = json_pack_ex(&je, 0, "{s:s, s:s, s:s, s:s, s:o, s:o, s:s}", "schema", FDL_DS_STACK_SCHEMA,
+  *fp = json_pack_ex(&je, 0, "{s:s, s:s, s:s, s:s, s:s?, s:o, s:s}", "schema", FDL_DS_STACK_SCHEMA,
                      "engine", fdl_pk_meta_str(c, "engine", "name"), "engine_version",
                      fdl_pk_meta_str(c, "engine", "version"), "device",
                      fdl_json_str(c->meta, "device"), "device_name",
-                     str_or_null(fdl_json_str(c->meta, "device_name")), "dtypes", dtypes,
-                     "numeric_policy", np ? np : "not recorded by the producer");
+                     fdl_json_str(c->meta, "device_name"), "dtypes", dtypes, "numeric_policy",
+                     np ? np : "not recorded by the producer");
   fdl_status s = built(c, *fp, &je, "stack fingerprint", err);
   if (s != FDL_OK) return s;
   /* Compact sorted-key JSON, ASCII: the reference recipe for this digest. */
@@ -626,8 +615,8 @@ fdl_status fdl_pk_build_docs(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err) {
   json_t *m = json_pack_ex(
       &je, 0,
       "{s:s, s:i, s:s, s:s, s:o, s:o, s:o, "
-      "s:{s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:o, s:o, s:o, s:n, s:o, s:o, s:n, s:o},"
-      "s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:o, s:I, s:b, s:o, s:I, s:I, s:I, s:o},"
+      "s:{s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:o, s:o, s:s?, s:n, s:o, s:o, s:n, s:o},"
+      "s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:o, s:I, s:b, s:s?, s:I, s:I, s:I, s:o},"
       "s:o,"
       "s:{s:s, s:s, s:s, s:b, s:s, s:s, s:n, s:n, s:o},"
       "s:{s:i, s:b, s:s, s:[s], s:i, s:n, s:[], s:n, s:s},"
@@ -640,8 +629,8 @@ fdl_status fdl_pk_build_docs(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err) {
       "contexts", (json_int_t)c->n, "context_length", (json_int_t)c->context_length,
       "scored_positions_total",
       (json_int_t)json_integer_value(json_object_get(docs->panel, "scored_positions_total")),
-      "scoring_window", scoring_window(c), "tokenizer", tokenizer(c), "panel_id",
-      str_or_null(panel_id(c)), "panel_receipt_sha256", "remap_file", json_null(), "repository",
+      "scoring_window", scoring_window(c), "tokenizer", tokenizer(c), "panel_id", panel_id(c),
+      "panel_receipt_sha256", "remap_file", json_null(), "repository",
       meta_val(c, "panel", "repository"), "revision", "contamination", contamination(),
       /* capture */
       "capture", "manifest_file", "capture/manifest.json", "manifest_file_sha256", ZERO64,
@@ -650,9 +639,9 @@ fdl_status fdl_pk_build_docs(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err) {
       fdl_dtype_name(c->stored), "dtype_lossless", dtype_lossless(c), "hidden_width",
       hidden ? json_integer((json_int_t)c->width) : json_null(), "vocab_size", (json_int_t)c->vocab,
       "head_separable", hidden || !json_is_false(sep), "head_not_separable_reason",
-      str_or_null(hidden ? NULL : sep_reason), "records_count", (json_int_t)c->present,
-      "scored_rows_total", (json_int_t)c->total_rows, "total_size_bytes", (json_int_t)c->total_size,
-      "lossy_codec", meta_val(c, NULL, "lossy_codec"),
+      hidden ? NULL : sep_reason, "records_count", (json_int_t)c->present, "scored_rows_total",
+      (json_int_t)c->total_rows, "total_size_bytes", (json_int_t)c->total_size, "lossy_codec",
+      meta_val(c, NULL, "lossy_codec"),
       /* head */
       "head", head_obj(c, scope, true),
       /* runtime */
