@@ -174,6 +174,20 @@ static void llama_row(fdl_buf *b, const json_t *blk, const char *name, const cha
   fdl_buf_printf(b, " %s</td><td><code>%s</code></td></tr>\n", unit, vpath);
 }
 
+/* One percentile row of a llama.cpp block: the keys ("99.9") hold dots, so they are looked up
+ * by hand rather than by dotted path; unit "%" as in llama_row. */
+static void percentile_row(fdl_buf *b, const json_t *blk, const char *table, const char *stat,
+                           const char *q, const char *unit) {
+  const json_t *pv = json_object_get(fdl_json_path(blk, table), q);
+  double k = strcmp(unit, "%") ? 1.0 : 100.0;
+  char v[32];
+  fdl_buf_printf(b,
+                 "<tr><th>%s%% %s</th><td class=\"num\">%s %s</td><td><code>%s.%s</code></td>"
+                 "</tr>\n",
+                 q, stat, fdl_rpt_fmt(json_is_number(pv) ? k * json_number_value(pv) : NAN, 6, v),
+                 unit, table, q);
+}
+
 void fdl_rpt_llama_table(fdl_buf *b, const fdl_rpt_receipt *r) {
   fdl_buf_puts(b, "<section id=\"llamacpp\"><h2>llama.cpp-compatible statistics</h2>");
   if (!r->llama) {
@@ -198,33 +212,16 @@ void fdl_rpt_llama_table(fdl_buf *b, const fdl_rpt_receipt *r) {
   llama_row(b, k, "Mean KLD", "kld.mean", "kld.stderr", "nats");
   llama_row(b, k, "Maximum KLD", "kld.max", NULL, "nats");
   static const char *const kq[] = {"99.9", "99", "95", "90", "50", "10", "5", "1", "0.1"};
-  for (size_t i = 0; i < sizeof kq / sizeof *kq; i++) {
-    char name[32], path[48];
-    snprintf(name, sizeof name, "%s%% KLD", kq[i]);
-    snprintf(path, sizeof path, "kld.percentiles.%s", kq[i]);
-    /* Percentile keys hold dots: look them up by hand rather than by dotted path. */
-    const json_t *pv = json_object_get(fdl_json_path(k, "kld.percentiles"), kq[i]);
-    char v[32];
-    fdl_buf_printf(b,
-                   "<tr><th>%s</th><td class=\"num\">%s nats</td><td><code>%s</code></td>"
-                   "</tr>\n",
-                   name, fdl_rpt_fmt(json_is_number(pv) ? json_number_value(pv) : NAN, 6, v), path);
-  }
+  for (size_t i = 0; i < sizeof kq / sizeof *kq; i++)
+    percentile_row(b, k, "kld.percentiles", "KLD", kq[i], "nats");
   llama_row(b, k, "Minimum KLD", "kld.min", NULL, "nats");
   llama_row(b, k, "Mean \xCE\x94p", "delta_p.mean", "delta_p.mean_stderr", "%");
   llama_row(b, k, "RMS \xCE\x94p", "delta_p.rms", "delta_p.rms_stderr", "%");
   llama_row(b, k, "Maximum \xCE\x94p", "delta_p.max", NULL, "%");
   static const char *const dq[] = {"99.9", "99", "95", "90", "75", "50",
                                    "25",   "10", "5",  "1",  "0.1"};
-  for (size_t i = 0; i < sizeof dq / sizeof *dq; i++) {
-    const json_t *pv = json_object_get(fdl_json_path(k, "delta_p.percentiles"), dq[i]);
-    char v[32];
-    fdl_buf_printf(
-        b,
-        "<tr><th>%s%% \xCE\x94p</th><td class=\"num\">%s %%</td><td><code>"
-        "delta_p.percentiles.%s</code></td></tr>\n",
-        dq[i], fdl_rpt_fmt(json_is_number(pv) ? 100.0 * json_number_value(pv) : NAN, 6, v), dq[i]);
-  }
+  for (size_t i = 0; i < sizeof dq / sizeof *dq; i++)
+    percentile_row(b, k, "delta_p.percentiles", "\xCE\x94p", dq[i], "%");
   llama_row(b, k, "Minimum \xCE\x94p", "delta_p.min", NULL, "%");
   llama_row(b, k, "Same top p", "same_top.value", "same_top.stderr", "%");
   llama_row(b, k, "tokens", "n", NULL, "");
