@@ -159,9 +159,6 @@ static void dir_name(const char *dir, char *out, size_t cap) {
   if (!*out) snprintf(out, cap, "model");
 }
 
-/* tokenizer.id: what makes two panels' ids mean the same text (compare's PANEL-D6 gate). The
- * digest of tokenizer.json when the model has one, so a model and its quantized twin (quantize
- * copies the file) agree and two vocabularies do not; otherwise a name that says it is unknown. */
 /* A GGUF's own vocabulary, when it carries one (tokenizer.ggml.model other than "none"). */
 static fdl_status gguf_tokenizer_id(capture *c, fdl_err *err) {
   bool has;
@@ -180,6 +177,9 @@ static fdl_status gguf_tokenizer_id(capture *c, fdl_err *err) {
   return FDL_OK;
 }
 
+/* tokenizer.id: what makes two panels' ids mean the same text (compare's PANEL-D6 gate). The
+ * digest of tokenizer.json when the model has one, so a model and its quantized twin (quantize
+ * copies the file) agree and two vocabularies do not; otherwise a name that says it is unknown. */
 static fdl_status tokenizer_id(capture *c, fdl_err *err) {
   const char *from_panel =
       json_string_value(json_object_get(json_object_get(c->panel->header, "tokenizer"), "id"));
