@@ -174,13 +174,6 @@ static json_t *scope(bool quant) {
                    "head_policy", quant ? "quantized" : "native", "kv_cache_dtype", "bf16");
 }
 
-static fdl_status digest_hex(const void *p, size_t n, char *hex, fdl_err *err) {
-  fdl_sha256 d;
-  fdl_status s = fdl_sha256_buf(p, n, &d, err);
-  if (s == FDL_OK) fdl_sha256_hex(&d, hex);
-  return s;
-}
-
 static json_t *meta(const synth *z, bool cand, const char *ckpt) {
   const fdl_synth_opts *o = z->o;
   char id[96], name[160], panel_id[96], repo[96];
@@ -240,8 +233,10 @@ static fdl_status write_meta(synth *z, bool cand, fdl_err *err) {
   char ckpt[FDL_SHA256_HEX_BUF];
   uint16_t *h = cand ? z->head_cand : z->head_ref;
   /* The synthetic checkpoint is its head: identify it by the head's bytes. */
-  fdl_status s = digest_hex(h, o->vocab * o->hidden * sizeof *h, ckpt, err);
+  fdl_sha256 d;
+  fdl_status s = fdl_sha256_buf(h, o->vocab * o->hidden * sizeof *h, &d, err);
   if (s != FDL_OK) return s;
+  fdl_sha256_hex(&d, ckpt);
   json_t *m = meta(z, cand, ckpt);
   if (!m) return fdl_fail(err, FDL_NOMEM, "out of memory for the synth meta");
   char *path = fdl_path_join(z->inputs, cand ? "meta-candidate.json" : "meta-reference.json");
@@ -253,12 +248,6 @@ static fdl_status write_meta(synth *z, bool cand, fdl_err *err) {
 }
 
 /* ---- the run ---------------------------------------------------------------------------- */
-
-static void exe_digest(synth *z) {
-  fdl_sha256 d;
-  z->exe_sha[0] = '\0';
-  if (fdl_sha256_file("/proc/self/exe", &d, NULL, NULL) == FDL_OK) fdl_sha256_hex(&d, z->exe_sha);
-}
 
 static fdl_status pack_side(synth *z, bool cand, fdl_synth_result *res, fdl_err *err) {
   char *panel = fdl_path_join(z->inputs, "panel.jsonl"),
@@ -352,7 +341,9 @@ fdl_status fdl_synth(const fdl_synth_opts *in, fdl_synth_result *res, fdl_err *e
     fdl_err_prefix(err, "synth");
     return s;
   }
-  exe_digest(&z);
+  fdl_sha256 exe; /* the binary that writes the inputs, named in their meta when readable */
+  if (fdl_sha256_file("/proc/self/exe", &exe, NULL, NULL) == FDL_OK)
+    fdl_sha256_hex(&exe, z.exe_sha);
   z.outs = z.st.path;
   z.inputs = fdl_path_join(z.st.path, ".inputs");
   if (!z.inputs) s = fdl_fail(err, FDL_NOMEM, "out of memory");
