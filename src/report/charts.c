@@ -58,13 +58,6 @@ static bool log_decades(const fdl_rpt_receipt *const *rs, size_t n, int *dlo, in
   return true;
 }
 
-static bool log_range(const fdl_rpt_receipt *const *rs, size_t n, double *lo, double *hi) {
-  int a, z;
-  if (!log_decades(rs, n, &a, &z)) return false;
-  *lo = pow(10, a), *hi = pow(10, z);
-  return true;
-}
-
 void fdl_rpt_chart_hist(fdl_buf *b, const fdl_rpt_receipt *r) {
   fdl_rpt_frame f = frame();
   fig_begin(b);
@@ -121,7 +114,9 @@ fdl_status fdl_rpt_chart_cdf(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_
   fig_begin(b);
   fdl_rpt_svg_begin(b, id, "Cumulative distribution of tokenwise KL", CW, CH);
   double lo = 1e-6, hi = 1;
-  bool any = log_range(rs, n, &lo, &hi);
+  int a, z;
+  bool any = log_decades(rs, n, &a, &z);
+  if (any) lo = pow(10, a), hi = pow(10, z);
   f.x0 = lo, f.x1 = hi, f.xlog = true, f.y0 = 0, f.y1 = 1;
   fdl_rpt_axes(b, &f, "KL(reference || candidate) per token (nats, log scale)",
                "fraction of tokens with KL \xE2\x89\xA4 x", 0);
