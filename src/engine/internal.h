@@ -194,6 +194,10 @@ void fdl_eng_gguf_qwen35_reorder(const fdl_model_info *in, const char *hf, eng_r
 
 /* weights.c: opens the shards, binds and checks every tensor against info. */
 fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl_err *err);
+/* A JSON file of the model (config.json, the shard index) read once: parsed from the bytes
+ * digested, a cache blob checked against its name, and listed among the model's files as name. */
+fdl_status fdl_eng_json_file(fdl_model *m, const char *path, const char *name, json_t **out,
+                             fdl_err *err);
 typedef struct {
   fdl_model *m;
   const char **bound; /* names bound so far (borrowed from the shards) */

@@ -85,21 +85,26 @@ static bool plain_name(const char *f) {
   return !strchr(f, '/') && !strchr(f, '\\');
 }
 
-/* The index is parsed from the bytes digested, in one read. */
-static fdl_status load_index(fdl_model *m, const char *dir, json_t **idx, fdl_err *err) {
-  char *p = NULL;
-  fdl_status ps = fdl_model_member(dir, INDEX_NAME, &p, err);
-  if (ps) return ps;
-  if (!p) return fdl_fail(err, FDL_REFUSED, "%s/%s: missing", dir, INDEX_NAME);
+fdl_status fdl_eng_json_file(fdl_model *m, const char *path, const char *name, json_t **out,
+                             fdl_err *err) {
   char *data = NULL;
   size_t len = 0;
   fdl_sha256 dg;
-  fdl_status s = fdl_read_file(p, FDL_JSON_MAX_FILE_BYTES, &data, &len, err);
-  if (!s && (s = fdl_json_parse(data, len, NULL, idx, err))) fdl_err_prefix(err, "%s", p);
-  if (!s) s = fdl_hub_blob_check_buf(p, data, len, err);
+  fdl_status s = fdl_read_file(path, FDL_JSON_MAX_FILE_BYTES, &data, &len, err);
+  if (!s && (s = fdl_json_parse(data, len, NULL, out, err))) fdl_err_prefix(err, "%s", path);
+  if (!s) s = fdl_hub_blob_check_buf(path, data, len, err);
   if (!s) s = fdl_sha256_buf(data, len, &dg, err);
-  if (!s) s = add_file(m, INDEX_NAME, len, &dg, err);
+  if (!s) s = add_file(m, name, len, &dg, err);
   free(data);
+  return s;
+}
+
+static fdl_status load_index(fdl_model *m, const char *dir, json_t **idx, fdl_err *err) {
+  char *p = NULL;
+  fdl_status s = fdl_model_member(dir, INDEX_NAME, &p, err);
+  if (s) return s;
+  if (!p) return fdl_fail(err, FDL_REFUSED, "%s/%s: missing", dir, INDEX_NAME);
+  s = fdl_eng_json_file(m, p, INDEX_NAME, idx, err);
   free(p);
   return s;
 }
