@@ -164,6 +164,8 @@ fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *i
 
 /* config.c: the readers config_qwen35.c shares; each refusal names path and key. */
 bool fdl_eng_cfg_set(const json_t *v); /* present, non-null, non-false, non-zero */
+/* The field's value, or NULL when it is absent or null (transformers writes null for unset). */
+const json_t *fdl_eng_cfg_given(const json_t *o, const char *key);
 fdl_status fdl_eng_cfg_size(const json_t *cfg, const char *path, const char *key, bool required,
                             size_t dflt, size_t *out, fdl_err *err);
 fdl_status fdl_eng_cfg_real(const json_t *cfg, const char *path, const char *key, double dflt,

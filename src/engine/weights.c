@@ -514,9 +514,9 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
   in->weight_dtype = blocks ? FDL_DTYPE_F32 : emb->dtype;
   const char *keys[] = {"torch_dtype", "dtype"};
   for (int i = 0; i < 2; i++) {
-    const json_t *v = json_object_get(cfg, keys[i]);
+    const json_t *v = fdl_eng_cfg_given(cfg, keys[i]);
     fdl_dtype d;
-    if (!v || json_is_null(v)) continue;
+    if (!v) continue;
     if (!json_is_string(v) || !parse_dtype_word(json_string_value(v), &d)) {
       char q[FDL_QUOTE_CAP];
       return fdl_fail(err, FDL_PARSE,
