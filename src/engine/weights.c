@@ -212,8 +212,7 @@ static fdl_status bind_any(eng_binder *b, const char *name, int nd, const size_t
   fdl_model *m = b->m;
   const fdl_tensor *t = fdl_eng_find(m, name);
   if (!t) return fdl_fail(err, FDL_PARSE, "missing tensor %s (the config implies it)", name);
-  bool float_ok =
-      t->dtype == FDL_DTYPE_BF16 || t->dtype == FDL_DTYPE_F16 || t->dtype == FDL_DTYPE_F32;
+  bool float_ok = fdl_tensor_widenable(t->dtype);
   uint32_t gt;
   size_t rb;
   bool blocks = fdl_eng_gguf_blocks(m, t, &gt, &rb);
