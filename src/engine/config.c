@@ -32,6 +32,11 @@ static const char *const k_moe[] = {
     "num_experts",           "num_local_experts", "num_experts_per_tok", "n_routed_experts",
     "moe_intermediate_size", "n_shared_experts",  "decoder_sparse_step"};
 
+const json_t *fdl_eng_cfg_given(const json_t *o, const char *key) {
+  const json_t *v = json_object_get(o, key);
+  return json_is_null(v) ? NULL : v;
+}
+
 bool fdl_eng_cfg_set(const json_t *v) {
   if (!v || json_is_null(v) || json_is_false(v)) return false;
   if (json_is_integer(v)) return json_integer_value(v) != 0;
@@ -40,8 +45,8 @@ bool fdl_eng_cfg_set(const json_t *v) {
 
 fdl_status fdl_eng_cfg_size(const json_t *cfg, const char *path, const char *key, bool required,
                             size_t dflt, size_t *out, fdl_err *err) {
-  const json_t *v = json_object_get(cfg, key);
-  if (!v || json_is_null(v)) {
+  const json_t *v = fdl_eng_cfg_given(cfg, key);
+  if (!v) {
     if (required)
       return fdl_fail(err, FDL_PARSE, "%s: missing field %s (a positive integer)", path, key);
     *out = dflt;
@@ -56,8 +61,8 @@ fdl_status fdl_eng_cfg_size(const json_t *cfg, const char *path, const char *key
 
 fdl_status fdl_eng_cfg_real(const json_t *cfg, const char *path, const char *key, double dflt,
                             double *out, fdl_err *err) {
-  const json_t *v = json_object_get(cfg, key);
-  if (!v || json_is_null(v)) {
+  const json_t *v = fdl_eng_cfg_given(cfg, key);
+  if (!v) {
     *out = dflt;
     return FDL_OK;
   }
@@ -69,8 +74,8 @@ fdl_status fdl_eng_cfg_real(const json_t *cfg, const char *path, const char *key
 
 fdl_status fdl_eng_cfg_bool(const json_t *cfg, const char *path, const char *key, bool dflt,
                             bool *out, fdl_err *err) {
-  const json_t *v = json_object_get(cfg, key);
-  if (!v || json_is_null(v)) {
+  const json_t *v = fdl_eng_cfg_given(cfg, key);
+  if (!v) {
     *out = dflt;
     return FDL_OK;
   }
@@ -96,15 +101,14 @@ static fdl_status windows(const json_t *cfg, const char *path, int arch, fdl_mod
                     "(a model of another family?)",
                     path);
   if (use && (s = fdl_eng_cfg_size(cfg, path, "sliding_window", true, 0, &w, err))) return s;
-  const json_t *mw = json_object_get(cfg, "max_window_layers"); /* 0: every layer slides */
-  if (use && mw && !json_is_null(mw)) {
+  const json_t *mw = fdl_eng_cfg_given(cfg, "max_window_layers"); /* 0: every layer slides */
+  if (use && mw) {
     if (!json_is_integer(mw) || json_integer_value(mw) < 0)
       return fdl_fail(err, FDL_PARSE, "%s: field max_window_layers must be an integer >= 0", path);
     from = (size_t)json_integer_value(mw);
   }
-  const json_t *lt = json_object_get(cfg, "layer_types");
-  bool listed = lt && !json_is_null(lt);
-  if (listed && (!json_is_array(lt) || json_array_size(lt) != info->layers))
+  const json_t *lt = fdl_eng_cfg_given(cfg, "layer_types");
+  if (lt && (!json_is_array(lt) || json_array_size(lt) != info->layers))
     return fdl_fail(err, FDL_PARSE,
                     "%s: layer_types must be an array of num_hidden_layers (%zu) strings", path,
                     info->layers);
@@ -112,14 +116,14 @@ static fdl_status windows(const json_t *cfg, const char *path, int arch, fdl_mod
   if (!slide) return fdl_fail(err, FDL_NOMEM, "out of memory");
   size_t n = 0;
   for (size_t i = 0; i < info->layers; i++) {
-    const char *t = listed ? json_string_value(json_array_get(lt, i)) : NULL;
-    if (listed && (!t || (strcmp(t, "full_attention") && strcmp(t, "sliding_attention")))) {
+    const char *t = lt ? json_string_value(json_array_get(lt, i)) : NULL;
+    if (lt && (!t || (strcmp(t, "full_attention") && strcmp(t, "sliding_attention")))) {
       free(slide);
       return fdl_fail(err, FDL_UNSUPPORTED,
                       "%s: layer_types[%zu] is %s (expected full_attention or sliding_attention)",
                       path, i, t ? t : "not a string");
     }
-    slide[i] = listed ? !strcmp(t, "sliding_attention") : w && i >= from;
+    slide[i] = lt ? !strcmp(t, "sliding_attention") : w && i >= from;
     n += slide[i];
   }
   if (n && !w) {
@@ -185,8 +189,8 @@ static fdl_status awq_config(const json_t *q, const char *path, fdl_model_info *
                     "%s: quantization_config.version %s: only AutoAWQ's GEMM packing is read "
                     "(expected \"gemm\")",
                     path, v);
-  const json_t *zp = json_object_get(q, "zero_point");
-  if (zp && !json_is_null(zp) && !json_is_true(zp))
+  const json_t *zp = fdl_eng_cfg_given(q, "zero_point");
+  if (zp && !json_is_true(zp))
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "%s: quantization_config.zero_point is false: AWQ without zero points is not "
                     "read",
@@ -202,8 +206,8 @@ static fdl_status awq_config(const json_t *q, const char *path, fdl_model_info *
  * (ctensors_config.c). Anything else (another method, other bits) is refused by name. */
 static fdl_status quant_config(const json_t *cfg, const char *path, fdl_model_info *info,
                                fdl_err *err) {
-  const json_t *q = json_object_get(cfg, "quantization_config");
-  if (!q || json_is_null(q)) return FDL_OK;
+  const json_t *q = fdl_eng_cfg_given(cfg, "quantization_config");
+  if (!q) return FDL_OK;
   if (!json_is_object(q))
     return fdl_fail(err, FDL_PARSE, "%s: quantization_config must be an object", path);
   const char *method = json_string_value(json_object_get(q, "quant_method"));
@@ -227,9 +231,9 @@ static fdl_status quant_config(const json_t *cfg, const char *path, fdl_model_in
                     path, got);
   }
   info->gptq_bits = (unsigned)b;
-  const json_t *fv = info->awq ? NULL : json_object_get(q, "checkpoint_format");
+  const json_t *fv = info->awq ? NULL : fdl_eng_cfg_given(q, "checkpoint_format");
   const char *fmt = json_string_value(fv);
-  if (fv && !json_is_null(fv) && (!fmt || (strcmp(fmt, "gptq") && strcmp(fmt, "gptq_v2")))) {
+  if (fv && (!fmt || (strcmp(fmt, "gptq") && strcmp(fmt, "gptq_v2")))) {
     char qf[FDL_QUOTE_CAP];
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "%s: quantization_config.checkpoint_format %s is not supported (expected "

@@ -22,8 +22,8 @@ static fdl_status layer_kinds(const json_t *tc, const char *path, fdl_model_info
   unsigned char *kind = fdl_calloc(info->layers, 1);
   if (!kind) return fdl_fail(err, FDL_NOMEM, "out of memory");
   info->linear = kind;
-  const json_t *lt = json_object_get(tc, "layer_types");
-  if (lt && !json_is_null(lt)) {
+  const json_t *lt = fdl_eng_cfg_given(tc, "layer_types");
+  if (lt) {
     if (!json_is_array(lt) || json_array_size(lt) != info->layers)
       return fdl_fail(err, FDL_PARSE,
                       "%s: layer_types must be an array of %zu strings (one per layer)", path,
@@ -54,13 +54,11 @@ static fdl_status layer_kinds(const json_t *tc, const char *path, fdl_model_info
 static fdl_status tied(const json_t *cfg, const json_t *tc, const char *path, fdl_model_info *info,
                        fdl_err *err) {
   if (cfg == tc) return FDL_OK;
-  const json_t *top = json_object_get(cfg, "tie_word_embeddings");
-  if (!top || json_is_null(top)) return FDL_OK;
+  if (!fdl_eng_cfg_given(cfg, "tie_word_embeddings")) return FDL_OK;
   bool t;
   fdl_status s = fdl_eng_cfg_bool(cfg, path, "tie_word_embeddings", false, &t, err);
   if (s) return s;
-  const json_t *in = json_object_get(tc, "tie_word_embeddings");
-  if (in && !json_is_null(in) && t != info->tied)
+  if (fdl_eng_cfg_given(tc, "tie_word_embeddings") && t != info->tied)
     return fdl_fail(err, FDL_PARSE,
                     "%s: tie_word_embeddings is %s at the top level but %s in text_config", path,
                     t ? "true" : "false", info->tied ? "true" : "false");
@@ -131,8 +129,7 @@ fdl_status fdl_eng_config_qwen35(const json_t *cfg, const json_t *tc, const json
       (s = rotary(rope_src, tc, path, info, err)))
     return s;
   info->qk_norm = info->zero_centred = info->attn_gate = true;
-  const json_t *vc = json_object_get(cfg, "vision_config");
-  info->vision_tower = wrapped && vc && !json_is_null(vc);
+  info->vision_tower = wrapped && fdl_eng_cfg_given(cfg, "vision_config");
   info->prefix = wrapped ? "model.language_model." : "model.";
   info->head_tensor = !info->tied ? "lm_head.weight"
                       : wrapped   ? "model.language_model.embed_tokens.weight"

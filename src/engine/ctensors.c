@@ -32,10 +32,6 @@ static float fp8_e4m3(uint8_t b) {
   return b & 0x80 ? -v : v;
 }
 
-static bool scale_dtype(fdl_dtype d) {
-  return d == FDL_DTYPE_BF16 || d == FDL_DTYPE_F16 || d == FDL_DTYPE_F32;
-}
-
 /* The scales as float32 ([n] values of a BF16/F16/F32 view), refused when not finite. */
 static fdl_status scales_f32(const fdl_tensor *t, size_t n, float *out, fdl_err *err) {
   fdl_tensor_widen_f32(t, 0, n, out);
@@ -78,7 +74,7 @@ fdl_status fdl_ct_reconstruct_packed(const fdl_ct_parts *p, size_t in, size_t ou
     return fdl_fail(err, FDL_UNSUPPORTED, "group size %zu does not divide the input dimension %zu",
                     group, in);
   const size_t groups = in / group, words = (in + per - 1) / per;
-  if (!p->scale || !scale_dtype(p->scale->dtype))
+  if (!p->scale || !fdl_tensor_widenable(p->scale->dtype))
     return fdl_fail(err, FDL_MISMATCH, "%s must be BF16, F16 or F32",
                     p->scale && p->scale->name ? p->scale->name : "weight_scale");
   fdl_status s =
@@ -135,7 +131,7 @@ fdl_status fdl_ct_reconstruct_fp8(const fdl_tensor *weight, const fdl_tensor *sc
   if (!w || !weight || !scale_t) return fdl_fail(err, FDL_INVALID, "no output, weight or scale");
   fdl_status s = fdl_model_check_part(weight, "weight", FDL_DTYPE_F8_E4M3, 2, out, in, err);
   if (s) return s;
-  if (!scale_dtype(scale_t->dtype))
+  if (!fdl_tensor_widenable(scale_t->dtype))
     return fdl_fail(err, FDL_MISMATCH, "%s must be BF16, F16 or F32",
                     scale_t->name ? scale_t->name : "weight_scale");
   /* one scale for the tensor ([], [1] or [1, 1]) or one per output channel ([out] or [out, 1]) */

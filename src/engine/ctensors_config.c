@@ -16,11 +16,6 @@
 #include "engine/internal.h"
 #include "json/get.h"
 
-static bool set(const json_t *o, const char *k) {
-  const json_t *v = json_object_get(o, k);
-  return v && !json_is_null(v);
-}
-
 fdl_status fdl_eng_ct_config(const json_t *q, const char *path, fdl_model_info *info,
                              fdl_err *err) {
   const char *fmt = fdl_json_str(q, "format");
@@ -29,10 +24,10 @@ fdl_status fdl_eng_ct_config(const json_t *q, const char *path, fdl_model_info *
                     "%s: quantization_config.format %s is not read (expected pack-quantized or "
                     "float-quantized)",
                     path, fmt ? fmt : "(missing)");
-  if (set(q, "kv_cache_scheme") || set(q, "sparsity_config"))
-    return fdl_fail(err, FDL_UNSUPPORTED,
-                    "%s: quantization_config.%s is set: only weight quantization is read", path,
-                    set(q, "kv_cache_scheme") ? "kv_cache_scheme" : "sparsity_config");
+  if (fdl_eng_cfg_given(q, "kv_cache_scheme") || fdl_eng_cfg_given(q, "sparsity_config"))
+    return fdl_fail(
+        err, FDL_UNSUPPORTED, "%s: quantization_config.%s is set: only weight quantization is read",
+        path, fdl_eng_cfg_given(q, "kv_cache_scheme") ? "kv_cache_scheme" : "sparsity_config");
   const json_t *groups = json_object_get(q, "config_groups");
   if (!json_is_object(groups) || json_object_size(groups) != 1)
     return fdl_fail(err, FDL_UNSUPPORTED,
@@ -71,16 +66,17 @@ fdl_status fdl_eng_ct_config(const json_t *q, const char *path, fdl_model_info *
                     "%s: config_groups.%s.weights.strategy %s is not read (expected %s)", path,
                     gname, strategy ? strategy : "(missing)",
                     packed ? "group or channel" : "tensor or channel");
-  if (json_is_true(json_object_get(w, "dynamic")) || set(w, "block_structure"))
+  if (json_is_true(json_object_get(w, "dynamic")) || fdl_eng_cfg_given(w, "block_structure"))
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "%s: config_groups.%s.weights: dynamic or block-structured weight scales are "
                     "not read",
                     path, gname);
-  if (set(g, "output_activations") || (packed && set(g, "input_activations")))
+  if (fdl_eng_cfg_given(g, "output_activations") ||
+      (packed && fdl_eng_cfg_given(g, "input_activations")))
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "%s: config_groups.%s quantizes %s activations: only weight-only "
                     "pack-quantized schemes are read",
-                    path, gname, set(g, "output_activations") ? "output" : "input");
+                    path, gname, fdl_eng_cfg_given(g, "output_activations") ? "output" : "input");
   size_t group = 0;
   if (by_group) {
     const json_t *gs = json_object_get(w, "group_size");
@@ -93,7 +89,7 @@ fdl_status fdl_eng_ct_config(const json_t *q, const char *path, fdl_model_info *
   info->ct.bits = (unsigned)bits;
   info->ct.group = group;
   /* compressed-tensors' default is symmetric */
-  info->ct.symmetric =
-      !packed || !set(w, "symmetric") || json_is_true(json_object_get(w, "symmetric"));
+  info->ct.symmetric = !packed || !fdl_eng_cfg_given(w, "symmetric") ||
+                       json_is_true(json_object_get(w, "symmetric"));
   return FDL_OK;
 }

@@ -52,15 +52,15 @@ fdl_status fdl_model_eos(const fdl_model *m, const char *dir, int32_t *ids, size
   if (!s && path) s = fdl_json_load_file(path, NULL, &gc, err);
   free(path);
   if (s) return s;
-  const json_t *v = json_object_get(gc, "eos_token_id");
-  if (v && !json_is_null(v)) {
+  const json_t *v = fdl_eng_cfg_given(gc, "eos_token_id");
+  if (v) {
     s = take(m, v, "generation_config.json", ids, cap, n, err);
     json_decref(gc);
     return s;
   }
   json_decref(gc);
   const json_t *c = m->config, *tc = json_object_get(c, "text_config");
-  v = json_object_get(c, "eos_token_id");
-  if ((!v || json_is_null(v)) && json_is_object(tc)) v = json_object_get(tc, "eos_token_id");
-  return v && !json_is_null(v) ? take(m, v, "config.json", ids, cap, n, err) : FDL_OK;
+  v = fdl_eng_cfg_given(c, "eos_token_id");
+  if (!v) v = fdl_eng_cfg_given(tc, "eos_token_id");
+  return v ? take(m, v, "config.json", ids, cap, n, err) : FDL_OK;
 }

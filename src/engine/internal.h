@@ -164,6 +164,8 @@ fdl_status fdl_eng_config(const json_t *cfg, const char *path, fdl_model_info *i
 
 /* config.c: the readers config_qwen35.c shares; each refusal names path and key. */
 bool fdl_eng_cfg_set(const json_t *v); /* present, non-null, non-false, non-zero */
+/* The field's value, or NULL when it is absent or null (transformers writes null for unset). */
+const json_t *fdl_eng_cfg_given(const json_t *o, const char *key);
 fdl_status fdl_eng_cfg_size(const json_t *cfg, const char *path, const char *key, bool required,
                             size_t dflt, size_t *out, fdl_err *err);
 fdl_status fdl_eng_cfg_real(const json_t *cfg, const char *path, const char *key, double dflt,
@@ -194,6 +196,10 @@ void fdl_eng_gguf_qwen35_reorder(const fdl_model_info *in, const char *hf, eng_r
 
 /* weights.c: opens the shards, binds and checks every tensor against info. */
 fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl_err *err);
+/* A JSON file of the model (config.json, the shard index) read once: parsed from the bytes
+ * digested, a cache blob checked against its name, and listed among the model's files as name. */
+fdl_status fdl_eng_json_file(fdl_model *m, const char *path, const char *name, json_t **out,
+                             fdl_err *err);
 typedef struct {
   fdl_model *m;
   const char **bound; /* names bound so far (borrowed from the shards) */

@@ -8,7 +8,6 @@
 #include "base/sys.h"
 #include "engine/internal.h"
 #include "base/quote.h"
-#include "fidelis/digest.h"
 #include "base/fs.h"
 #include "fidelis/hub.h"
 #include "json/json.h"
@@ -118,32 +117,6 @@ const json_t *fdl_model_config(const fdl_model *m) {
   return m->config;
 }
 
-/* Reads config.json once: the bytes parsed are the bytes digested, so the model's identity names
- * the config it was built from. */
-static fdl_status load_config(fdl_model *m, const char *path, fdl_err *err) {
-  char *data = NULL;
-  size_t len = 0;
-  fdl_sha256 dg;
-  fdl_status s = fdl_read_file(path, FDL_JSON_MAX_FILE_BYTES, &data, &len, err);
-  if (s) return s;
-  if ((s = fdl_json_parse(data, len, NULL, &m->config, err))) {
-    fdl_err_prefix(err, "%s", path);
-  } else if ((s = fdl_hub_blob_check_buf(path, data, len, err))) {
-    /* a Hugging Face cache blob whose bytes are not what its name says */
-  } else if (!(s = fdl_sha256_buf(data, len, &dg, err))) {
-    if (!(m->files = fdl_calloc(1, sizeof *m->files)) ||
-        !(m->files->name = fdl_strdup("config.json"))) {
-      s = fdl_fail(err, FDL_NOMEM, "out of memory");
-    } else {
-      m->nfiles = 1;
-      m->files->bytes = len;
-      fdl_sha256_hex(&dg, m->files->hex);
-    }
-  }
-  free(data);
-  return s;
-}
-
 /* Under AUTO on an AVX-512 machine, AVX2 contexts for few-row products (decode, attention):
  * the contract makes every kernel's bits equal, so this is a speed choice only. A forced --isa
  * is honoured as asked. */
@@ -198,7 +171,7 @@ fdl_status fdl_model_load(const char *dir, const fdl_model_opts *o, fdl_model **
             : fdl_fail(err, FDL_IO, "%s: cannot open the model directory to read its config.json",
                        fdl_quote_str(dir, q, sizeof q));
   }
-  if (!s && !gguf) s = load_config(m, cp, err);
+  if (!s && !gguf) s = fdl_eng_json_file(m, cp, "config.json", &m->config, err);
   if (!s && !gguf) s = fdl_eng_config(m->config, cp, &m->info, err);
   /* The pool first: the weights' one pass (digest and finiteness) spreads shards over it. The
    * GEMM contexts next: a forced isa the CPU lacks is refused before any weight is read. */

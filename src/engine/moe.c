@@ -71,8 +71,8 @@ fdl_status fdl_eng_moe_config(const json_t *cfg, const char *path, bool qwen35,
   unsigned char *moe = fdl_calloc(info->layers ? info->layers : 1, 1);
   if (!moe) return fdl_fail(err, FDL_NOMEM, "out of memory");
   for (size_t i = 0; i < info->layers; i++) moe[i] = (i + 1) % step == 0;
-  const json_t *only = json_object_get(cfg, "mlp_only_layers");
-  if (only && !json_is_null(only) && !json_is_array(only)) {
+  const json_t *only = fdl_eng_cfg_given(cfg, "mlp_only_layers");
+  if (only && !json_is_array(only)) {
     free(moe);
     return fdl_fail(err, FDL_PARSE, "%s: mlp_only_layers must be an array of layer indices", path);
   }

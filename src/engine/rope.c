@@ -36,8 +36,8 @@ static bool known_key(int type, const char *k) {
 /* A number field of the scaling object: *out untouched when absent or null. */
 static fdl_status number(const json_t *o, const char *path, const char *where, const char *type,
                          const char *key, bool required, double *out, fdl_err *err) {
-  const json_t *v = json_object_get(o, key);
-  if (!v || json_is_null(v)) {
+  const json_t *v = fdl_eng_cfg_given(o, key);
+  if (!v) {
     if (required)
       return fdl_fail(err, FDL_PARSE, "%s: %s.%s is missing (rope_type %s needs it)", path, where,
                       key, type);
@@ -53,25 +53,23 @@ static fdl_status number(const json_t *o, const char *path, const char *where, c
  * rope_parameters with a rope_type. *obj NULL: plain RoPE from rope_theta. */
 static fdl_status locate(const json_t *tc, const char *path, const json_t **obj, const char **where,
                          int *type, fdl_err *err) {
-  const json_t *rs = json_object_get(tc, "rope_scaling"),
-               *rp = json_object_get(tc, "rope_parameters");
-  bool has_rs = rs && !json_is_null(rs), has_rp = rp && !json_is_null(rp);
+  const json_t *rs = fdl_eng_cfg_given(tc, "rope_scaling"),
+               *rp = fdl_eng_cfg_given(tc, "rope_parameters");
   *obj = NULL;
   *type = 0;
-  if (has_rs && has_rp)
+  if (rs && rp)
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "%s: both rope_scaling and rope_parameters are set; expected one of them",
                     path);
-  if (!has_rs && !has_rp) return FDL_OK;
-  *obj = has_rs ? rs : rp;
-  *where = has_rs ? "rope_scaling" : "rope_parameters";
+  if (!rs && !rp) return FDL_OK;
+  *obj = rs ? rs : rp;
+  *where = rs ? "rope_scaling" : "rope_parameters";
   if (!json_is_object(*obj))
     return fdl_fail(err, FDL_PARSE, "%s: %s must be an object", path, *where);
-  const json_t *t = json_object_get(*obj, "rope_type");
-  if (!t || json_is_null(t)) t = json_object_get(*obj, "type");
-  if (!t || json_is_null(t)) {
-    if (has_rs)
-      return fdl_fail(err, FDL_PARSE, "%s: rope_scaling has no rope_type (or type)", path);
+  const json_t *t = fdl_eng_cfg_given(*obj, "rope_type");
+  if (!t) t = fdl_eng_cfg_given(*obj, "type");
+  if (!t) {
+    if (rs) return fdl_fail(err, FDL_PARSE, "%s: rope_scaling has no rope_type (or type)", path);
     return FDL_OK; /* rope_parameters without a type: plain RoPE */
   }
   if (!json_is_string(t))

@@ -85,21 +85,26 @@ static bool plain_name(const char *f) {
   return !strchr(f, '/') && !strchr(f, '\\');
 }
 
-/* The index is parsed from the bytes digested, in one read. */
-static fdl_status load_index(fdl_model *m, const char *dir, json_t **idx, fdl_err *err) {
-  char *p = NULL;
-  fdl_status ps = fdl_model_member(dir, INDEX_NAME, &p, err);
-  if (ps) return ps;
-  if (!p) return fdl_fail(err, FDL_REFUSED, "%s/%s: missing", dir, INDEX_NAME);
+fdl_status fdl_eng_json_file(fdl_model *m, const char *path, const char *name, json_t **out,
+                             fdl_err *err) {
   char *data = NULL;
   size_t len = 0;
   fdl_sha256 dg;
-  fdl_status s = fdl_read_file(p, FDL_JSON_MAX_FILE_BYTES, &data, &len, err);
-  if (!s && (s = fdl_json_parse(data, len, NULL, idx, err))) fdl_err_prefix(err, "%s", p);
-  if (!s) s = fdl_hub_blob_check_buf(p, data, len, err);
+  fdl_status s = fdl_read_file(path, FDL_JSON_MAX_FILE_BYTES, &data, &len, err);
+  if (!s && (s = fdl_json_parse(data, len, NULL, out, err))) fdl_err_prefix(err, "%s", path);
+  if (!s) s = fdl_hub_blob_check_buf(path, data, len, err);
   if (!s) s = fdl_sha256_buf(data, len, &dg, err);
-  if (!s) s = add_file(m, INDEX_NAME, len, &dg, err);
+  if (!s) s = add_file(m, name, len, &dg, err);
   free(data);
+  return s;
+}
+
+static fdl_status load_index(fdl_model *m, const char *dir, json_t **idx, fdl_err *err) {
+  char *p = NULL;
+  fdl_status s = fdl_model_member(dir, INDEX_NAME, &p, err);
+  if (s) return s;
+  if (!p) return fdl_fail(err, FDL_REFUSED, "%s/%s: missing", dir, INDEX_NAME);
+  s = fdl_eng_json_file(m, p, INDEX_NAME, idx, err);
   free(p);
   return s;
 }
@@ -207,8 +212,7 @@ static fdl_status bind_any(eng_binder *b, const char *name, int nd, const size_t
   fdl_model *m = b->m;
   const fdl_tensor *t = fdl_eng_find(m, name);
   if (!t) return fdl_fail(err, FDL_PARSE, "missing tensor %s (the config implies it)", name);
-  bool float_ok =
-      t->dtype == FDL_DTYPE_BF16 || t->dtype == FDL_DTYPE_F16 || t->dtype == FDL_DTYPE_F32;
+  bool float_ok = fdl_tensor_widenable(t->dtype);
   uint32_t gt;
   size_t rb;
   bool blocks = fdl_eng_gguf_blocks(m, t, &gt, &rb);
@@ -509,9 +513,9 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
   in->weight_dtype = blocks ? FDL_DTYPE_F32 : emb->dtype;
   const char *keys[] = {"torch_dtype", "dtype"};
   for (int i = 0; i < 2; i++) {
-    const json_t *v = json_object_get(cfg, keys[i]);
+    const json_t *v = fdl_eng_cfg_given(cfg, keys[i]);
     fdl_dtype d;
-    if (!v || json_is_null(v)) continue;
+    if (!v) continue;
     if (!json_is_string(v) || !parse_dtype_word(json_string_value(v), &d)) {
       char q[FDL_QUOTE_CAP];
       return fdl_fail(err, FDL_PARSE,

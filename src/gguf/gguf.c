@@ -182,39 +182,47 @@ static fdl_status wrong_type(const fdl_gguf *g, const fdl_gguf_kv *kv, const cha
                   kv->type == FDL_GGUF_ARRAY ? fdl_gguf_type_name(kv->elem) : "", want);
 }
 
+/* The integer element of type t at p (a U64 as its bits); false for a type that is not an
+ * integer. */
+static bool int_at(const uint8_t *p, fdl_gguf_type t, int64_t *v) {
+  switch (t) {
+  case FDL_GGUF_U8:
+    *v = p[0];
+    break;
+  case FDL_GGUF_I8:
+    *v = (int8_t)p[0];
+    break;
+  case FDL_GGUF_U16:
+    *v = (int64_t)le(p, 2);
+    break;
+  case FDL_GGUF_I16:
+    *v = (int16_t)le(p, 2);
+    break;
+  case FDL_GGUF_U32:
+    *v = (int64_t)le(p, 4);
+    break;
+  case FDL_GGUF_I32:
+    *v = (int32_t)le(p, 4);
+    break;
+  case FDL_GGUF_I64:
+  case FDL_GGUF_U64:
+    *v = (int64_t)le(p, 8);
+    break;
+  default:
+    return false;
+  }
+  return true;
+}
+
 fdl_status fdl_gguf_get_int(const fdl_gguf *g, const fdl_gguf_kv *kv, int64_t *out, fdl_err *err) {
   const uint8_t *p = g->map.data + kv->value;
-  switch (kv->type) {
-  case FDL_GGUF_U8:
-    *out = p[0];
-    return FDL_OK;
-  case FDL_GGUF_I8:
-    *out = (int8_t)p[0];
-    return FDL_OK;
-  case FDL_GGUF_U16:
-    *out = (int64_t)le(p, 2);
-    return FDL_OK;
-  case FDL_GGUF_I16:
-    *out = (int16_t)le(p, 2);
-    return FDL_OK;
-  case FDL_GGUF_U32:
-    *out = (int64_t)le(p, 4);
-    return FDL_OK;
-  case FDL_GGUF_I32:
-    *out = (int32_t)le(p, 4);
-    return FDL_OK;
-  case FDL_GGUF_I64:
-    *out = (int64_t)le(p, 8);
-    return FDL_OK;
-  case FDL_GGUF_U64:
-    if (le(p, 8) > INT64_MAX) break;
-    *out = (int64_t)le(p, 8);
-    return FDL_OK;
-  default:
-    return wrong_type(g, kv, "an integer", err);
-  }
-  return fdl_fail(err, FDL_BOUNDS, "%s: %s = %" PRIu64 " is out of range", g->path, kv->key,
-                  le(p, 8));
+  int64_t v;
+  if (!int_at(p, kv->type, &v)) return wrong_type(g, kv, "an integer", err);
+  if (kv->type == FDL_GGUF_U64 && v < 0)
+    return fdl_fail(err, FDL_BOUNDS, "%s: %s = %" PRIu64 " is out of range", g->path, kv->key,
+                    le(p, 8));
+  *out = v;
+  return FDL_OK;
 }
 
 fdl_status fdl_gguf_get_bool(const fdl_gguf *g, const fdl_gguf_kv *kv, bool *out, fdl_err *err) {
@@ -243,25 +251,12 @@ void fdl_gguf_next_str(const fdl_gguf *g, uint64_t *pos, const char **s, size_t 
 
 double fdl_gguf_num_at(const fdl_gguf *g, const fdl_gguf_kv *kv, uint64_t i) {
   const uint8_t *p = g->map.data + kv->value + i * TYPE_SIZE[kv->elem];
+  int64_t v;
+  if (kv->elem == FDL_GGUF_U64) return (double)le(p, 8);
+  if (int_at(p, kv->elem, &v)) return (double)v;
   switch (kv->elem) {
-  case FDL_GGUF_U8:
-    return p[0];
-  case FDL_GGUF_I8:
-    return (int8_t)p[0];
-  case FDL_GGUF_U16:
-    return (double)le(p, 2);
-  case FDL_GGUF_I16:
-    return (int16_t)le(p, 2);
-  case FDL_GGUF_U32:
-    return (double)le(p, 4);
-  case FDL_GGUF_I32:
-    return (int32_t)le(p, 4);
   case FDL_GGUF_BOOL:
     return p[0];
-  case FDL_GGUF_U64:
-    return (double)le(p, 8);
-  case FDL_GGUF_I64:
-    return (double)(int64_t)le(p, 8);
   case FDL_GGUF_F32: {
     uint32_t u = (uint32_t)le(p, 4);
     float f;

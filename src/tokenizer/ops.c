@@ -222,14 +222,12 @@ fdl_status fdl_tk_parse_decoder(fdl_tok *t, const json_t *o, fdl_err *err) {
     uint32_t cp;
     if (!n || fdl_tk_utf8_len((const unsigned char *)s, n, &cp) != n)
       return fdl_fail(err, FDL_PARSE, "%s: Strip content must be one character", W);
-    const json_t *a = json_object_get(o, "start"), *b = json_object_get(o, "stop");
     op->ch = cp;
-    op->start = json_is_integer(a) && json_integer_value(a) > 0 && json_integer_value(a) < 1000
-                    ? (unsigned)json_integer_value(a)
-                    : 0;
-    op->stop = json_is_integer(b) && json_integer_value(b) > 0 && json_integer_value(b) < 1000
-                   ? (unsigned)json_integer_value(b)
-                   : 0;
+    int64_t a = 0, b = 0; /* counts from 1 to 999, else 0 */
+    fdl_json_int(o, "start", &a);
+    fdl_json_int(o, "stop", &b);
+    op->start = a > 0 && a < 1000 ? (unsigned)a : 0;
+    op->stop = b > 0 && b < 1000 ? (unsigned)b : 0;
   } else if (!strcmp(ty, "Metaspace")) {
     op->kind = TK_D_METASPACE;
     st = replacement(o, W, op->repl, &op->repl_len, err);

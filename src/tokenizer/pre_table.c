@@ -86,11 +86,7 @@ static const char *const N_PORO[] = {"poro-chat", "bloom", "gpt3-finnish", NULL}
 static const char *const R_PORO[] = {" ?[^(\\s|.,!?\u2026\u3002\uff0c\u3001\u0964\u06d4\u060c)]+",
                                      NULL};
 
-static const char *const N_CHATGLM4[] = {"glm4", "chatglm-bpe", NULL};
-static const char *const R_CHATGLM4[] = {
-    CONTRACTIONS_CI "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-                    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-    NULL};
+static const char *const N_CHATGLM4[] = {"glm4", "chatglm-bpe", NULL}; /* llama3's split */
 
 static const char *const N_VIKING[] = {"viking", NULL};
 static const char *const R_VIKING[] = {" ?[^(\\s|.,!?\u2026\u3002\uff0c\u3001\u0964\u06d4\u060c)]+",
@@ -116,11 +112,7 @@ static const char *const R_SEED_CODER[] = {
                     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
     NULL};
 
-static const char *const N_GROK2[] = {"grok-2", NULL};
-static const char *const R_GROK2[] = {
-    CONTRACTIONS_CI "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-                    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-    NULL};
+static const char *const N_GROK2[] = {"grok-2", NULL}; /* qwen2's split */
 
 static const char *const N_BAILING[] = {"bailingmoe", "bailingmoe2", "llada-moe", NULL};
 static const char *const R_BAILING[] = {
@@ -140,12 +132,12 @@ static const tk_pre_entry TABLE[] = {
     {N_QWEN2, R_QWEN2, false},
     {N_QWEN35, R_QWEN35, false},
     {N_PORO, R_PORO, false},
-    {N_CHATGLM4, R_CHATGLM4, false},
+    {N_CHATGLM4, R_LLAMA3, false},
     {N_VIKING, R_VIKING, false},
     {N_TEKKEN, R_TEKKEN, true},
     {N_GPT4O, R_GPT4O, false},
     {N_SEED_CODER, R_SEED_CODER, false},
-    {N_GROK2, R_GROK2, false},
+    {N_GROK2, R_QWEN2, false},
     {N_BAILING, R_BAILING, false},
 };
 
