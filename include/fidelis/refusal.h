@@ -100,19 +100,6 @@ FDL_API const char *fdl_gate_name(fdl_gate g);
 FDL_API const char *fdl_refusal_name(fdl_refusal_code c);
 FDL_API const char *fdl_refusal_meaning(fdl_refusal_code c);
 
-/* For a failure that has no refusal of its own: FDL_REF_DESTINATION_EXISTS for FDL_EXISTS,
- * FDL_REF_OUT_OF_MEMORY for FDL_NOMEM, otherwise `otherwise`. */
-FDL_API fdl_refusal_code fdl_refusal_code_for(fdl_status s, fdl_refusal_code otherwise);
-
-/* Fills r (code, gate, remedy; NULL gate or remedy is "") and err (status and the message), and
- * returns status. Texts longer than their field are cut. */
-FDL_API fdl_status fdl_refuse(fdl_refusal *r, fdl_err *err, fdl_status status,
-                              fdl_refusal_code code, fdl_gate gate, const char *remedy,
-                              const char *fmt, ...) FDL_PRINTF(7, 8);
-FDL_API fdl_status fdl_refusev(fdl_refusal *r, fdl_err *err, fdl_status status,
-                               fdl_refusal_code code, fdl_gate gate, const char *remedy,
-                               const char *fmt, va_list ap);
-
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,7 @@
 /* refusal.c - filling the shared refusal record. */
 #include <stdio.h>
 
-#include "fidelis/refusal.h"
+#include "base/refusal.h"
 
 #define NAME_(id, name, meaning) name,
 #define MEANING_(id, name, meaning) meaning,

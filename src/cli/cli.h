@@ -15,7 +15,7 @@
 
 #include "fidelis/fidelis.h"
 #include "fidelis/hub.h"
-#include "fidelis/refusal.h"
+#include "base/refusal.h"
 #include "fidelis/scale.h"
 #include "base/fs.h"
 #include "base/path.h"

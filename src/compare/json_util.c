@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/quote.h"
+#include "base/refusal.h"
 #include "compare/cmp.h"
 
 fdl_status fdl_cmp_refuse(fdl_refusal *r, fdl_err *err, fdl_refusal_code code, fdl_gate gate,

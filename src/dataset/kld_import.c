@@ -26,6 +26,7 @@
 #include "fidelis/llamacpp_kld.h"
 #include "base/path.h"
 #include "base/quote.h"
+#include "base/refusal.h"
 #include "fidelis/tensor.h"
 #include "fidelis/tokenizer.h"
 #include "tensor/safetensors_json.h"

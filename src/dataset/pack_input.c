@@ -16,6 +16,7 @@
 #include "fidelis/vocab.h"
 #include "base/order.h"
 #include "base/quote.h"
+#include "base/refusal.h"
 #include "dataset/pack.h"
 #include "base/utc.h"
 #include "json/json.h"
