@@ -85,16 +85,12 @@ void fdl_rpt_md_compare(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_t n) 
                   "|\n|---:|---|---:|---|---:|---:|---:|---|\n");
   for (size_t i = 0; i < n; i++) {
     const json_t *d = rs[i]->doc;
-    char a[32], l[32], h[32], p[32], m[32], t[32];
+    fdl_rpt_row r;
+    fdl_rpt_row_format(d, &r);
     fdl_buf_printf(b, "| %zu | ", i + 1);
     cell(b, fdl_rpt_name(rs[i]));
-    fdl_buf_printf(b, " | %s | %s to %s | %s | %s | %s | ",
-                   fdl_rpt_fmt(fdl_json_path_num(d, "metric.value", NAN), 6, a),
-                   fdl_rpt_fmt(fdl_json_path_num(d, "uncertainty.ci95_low", NAN), 4, l),
-                   fdl_rpt_fmt(fdl_json_path_num(d, "uncertainty.ci95_high", NAN), 4, h),
-                   fdl_rpt_fmt(fdl_json_path_num(d, "kl.p99", NAN), 4, p),
-                   fdl_rpt_fmt(fdl_json_path_num(d, "kl.max", NAN), 4, m),
-                   fdl_rpt_fmt(fdl_json_path_num(d, "top1_agreement", NAN), 4, t));
+    fdl_buf_printf(b, " | %s | %s to %s | %s | %s | %s | ", r.mean, r.ci_low, r.ci_high, r.p99,
+                   r.max, r.top1);
     cell(b, fdl_json_path_str(d, "comparability.class"));
     fdl_buf_puts(b, " |\n");
   }

@@ -78,6 +78,12 @@ fdl_status fdl_rpt_position_means(const fdl_rpt_receipt *r, double **pos, double
 void fdl_rpt_esc(fdl_buf *b, const char *s);
 /* "—" for NaN, else %.6g (or the short form digits asks for). */
 const char *fdl_rpt_fmt(double x, int digits, char buf[32]);
+/* The numbers of one leaderboard row (compare tables, Markdown and HTML), formatted: KL mean,
+ * CI95 low and high, p99, max, top-1 agreement. */
+typedef struct {
+  char mean[32], ci_low[32], ci_high[32], p99[32], max[32], top1[32];
+} fdl_rpt_row;
+void fdl_rpt_row_format(const json_t *receipt, fdl_rpt_row *r);
 void fdl_rpt_page_begin(fdl_buf *b, const char *title);
 void fdl_rpt_page_end(fdl_buf *b);
 /* The red notice of a receipt that failed verification. */

@@ -308,19 +308,15 @@ void fdl_rpt_compare_table(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_t 
                   "</tr>\n");
   for (size_t i = 0; i < n; i++) {
     const json_t *d = rs[i]->doc;
-    char a[32], l[32], h[32], p[32], m[32], t[32];
+    fdl_rpt_row r;
+    fdl_rpt_row_format(d, &r);
     fdl_buf_printf(b, "<tr><td class=\"num\">%zu</td><td>", i + 1);
     fdl_rpt_esc(b, fdl_rpt_name(rs[i]));
     fdl_buf_printf(b,
                    "</td><td class=\"num\">%s</td><td class=\"num\">[%s, %s]</td>"
                    "<td class=\"num\">%s</td><td class=\"num\">%s</td>"
                    "<td class=\"num\">%s</td><td>",
-                   fdl_rpt_fmt(fdl_json_path_num(d, "metric.value", NAN), 6, a),
-                   fdl_rpt_fmt(fdl_json_path_num(d, "uncertainty.ci95_low", NAN), 4, l),
-                   fdl_rpt_fmt(fdl_json_path_num(d, "uncertainty.ci95_high", NAN), 4, h),
-                   fdl_rpt_fmt(fdl_json_path_num(d, "kl.p99", NAN), 4, p),
-                   fdl_rpt_fmt(fdl_json_path_num(d, "kl.max", NAN), 4, m),
-                   fdl_rpt_fmt(fdl_json_path_num(d, "top1_agreement", NAN), 4, t));
+                   r.mean, r.ci_low, r.ci_high, r.p99, r.max, r.top1);
     fdl_rpt_esc(b, fdl_json_path_str(d, "comparability.class"));
     fdl_buf_puts(b, "</td><td>");
     fdl_rpt_esc(b, fdl_json_path_str(d, "estimator.stack_relation"));
