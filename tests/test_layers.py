@@ -15,12 +15,16 @@ headers) checked against the sources and the built objects.
    jansson's parser only where json = yes (everyone else: the strict reader); getenv, exit and
    abort only where process allows; the CPU-feature probe only where simd = yes.
 5. docs/ARCHITECTURE.md's layer table is the one `--write` renders from docs/layers.tsv.
+7. Reading a document by key (jansson's readers, json/get.h's getters) only in the files
+   docs/keys.tsv lists, each with its role (json, decoder, validator, encoder, or debt: a
+   consumer still to be given a decoder's struct); every listed file does read by key, and
+   docs/ARCHITECTURE.md's list is the one `--write` renders from docs/keys.tsv.
 6. The two API tiers: a public header includes public headers only; fidelis/fidelis.h includes
    every public header and lists each in its top comment; FDL_API appears in no file of src/;
    no public header names jansson or json_t (parsed trees are the private tier: json/json.h).
 
-Run `python3 tests/test_layers.py --write` after editing docs/layers.tsv to refresh
-docs/ARCHITECTURE.md. Each violation is printed as one line: file, what, and the rule."""
+Run `python3 tests/test_layers.py --write` after editing docs/layers.tsv or docs/keys.tsv to
+refresh docs/ARCHITECTURE.md. Each violation is printed as one line: file, what, and the rule."""
 
 import os
 import re
@@ -31,8 +35,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC = os.path.join(ROOT, "src")
 PUB = os.path.join(ROOT, "include", "fidelis")
 TABLE = os.path.join(ROOT, "docs", "layers.tsv")
+KEYS = os.path.join(ROOT, "docs", "keys.tsv")
 ARCH = os.path.join(ROOT, "docs", "ARCHITECTURE.md")
 BEGIN, END = "<!-- layers.tsv: begin -->", "<!-- layers.tsv: end -->"
+KBEGIN, KEND = "<!-- keys.tsv: begin -->", "<!-- keys.tsv: end -->"
+ROLES = ("json", "decoder", "validator", "encoder", "debt")
 
 # The calls base/sys.h wraps (sys.h's door), and their stdio and 64-bit spellings. free, close,
 # munmap and the metadata calls (stat, readdir, realpath) release or look; they are not doors.
@@ -44,6 +51,13 @@ DOOR = set(
     "fwrite fgets fputs fprintf fflush tmpfile mkstemp mkdtemp".split())
 JSON_PARSE = set("json_loads json_loadb json_loadf json_loadfd json_load_file json_load_callback".split())
 PROCESS = set("getenv secure_getenv exit _exit _Exit quick_exit abort __assert_fail".split())
+KEY_READ = set(
+    "json_object_get json_object_getn json_array_get json_string_value json_string_length "
+    "json_integer_value json_real_value json_number_value json_object_iter json_object_iter_at "
+    "json_object_iter_key json_object_iter_key_len json_object_iter_value json_object_iter_next "
+    "json_object_key_to_iter fdl_json_str fdl_json_obj fdl_json_arr fdl_json_int fdl_json_num "
+    "fdl_json_bool fdl_json_path fdl_json_path_str fdl_json_path_int fdl_json_path_num "
+    "fdl_json_path_copy".split())
 CPU_PROBE = set("__cpu_model __cpu_indicator_init __cpu_features2".split())
 SIMD_SRC = re.compile(
     r"#\s*include\s*<(?:imm|x86|[a-z]mm)intrin\.h>|\b_mm(?:256|512)?_\w+\s*\(|"
@@ -77,6 +91,33 @@ def load_table():
     return rows
 
 
+def load_keys():
+    keys = {}
+    with open(KEYS, encoding="utf-8") as f:
+        lines = [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
+    for n, line in enumerate(lines[1:], 2):
+        cells = line.split("\t")
+        if len(cells) != 3 or cells[1] not in ROLES:
+            sys.exit(f"FAIL: docs/keys.tsv row {n}: expected file, role ({'/'.join(ROLES)}), what")
+        keys[cells[0]] = (cells[1], cells[2])
+    return keys
+
+
+def render_keys(keys):
+    """The list docs/ARCHITECTURE.md carries: the files of each role."""
+    out = ["| role | files (what they read) |", "|---|---|"]
+    for role in ROLES:
+        files = sorted(f for f in keys if keys[f][0] == role)
+        out.append("| %s (%d) | %s |" % (role, len(files), "; ".join(
+            "`%s` (%s)" % (f[len("src/"):], keys[f][1]) for f in files) or "-"))
+    return "\n".join(out) + "\n"
+
+
+def replace_block(text, begin, end, body):
+    a, b = text.index(begin) + len(begin), text.index(end)
+    return text[:a] + "\n" + body + text[b:]
+
+
 def strip_comments(text):
     text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
     return re.sub(r"//[^\n]*", "", text)
@@ -98,15 +139,17 @@ def render(rows):
 
 def main():
     rows = load_table()
+    keys = load_keys()
     area = {r["area"]: r for r in rows}
     order = [r["area"] for r in rows]
 
     if "--write" in sys.argv:
         with open(ARCH, encoding="utf-8") as f:
             text = f.read()
-        a, b = text.index(BEGIN) + len(BEGIN), text.index(END)
+        text = replace_block(text, BEGIN, END, render(rows))
+        text = replace_block(text, KBEGIN, KEND, render_keys(keys))
         with open(ARCH, "w", encoding="utf-8") as f:
-            f.write(text[:a] + "\n" + render(rows) + text[b:])
+            f.write(text)
         print(f"wrote {rel(ARCH)}")
         return 0
 
@@ -256,6 +299,7 @@ def main():
             bad(rel(path), f"no object at {o}", "build the library and the CLI first")
             continue
         objs.append((a, path, o))
+    read_keys = set()
     for a, path, o in objs:
         r = area.get(a)
         if not r:
@@ -276,11 +320,23 @@ def main():
         for s in sorted((syms & PROCESS) - allowed):
             bad(rel(path), f"calls {s}", "only the CLI reads the environment or ends the process; "
                 "the library's one abort is FDL_ASSERT (base/check.c)")
+        if syms & KEY_READ:
+            read_keys.add(rel(path))
+            if rel(path) not in keys:
+                bad(rel(path), "reads a document by key (%s)" % ", ".join(sorted(syms & KEY_READ)[:3]),
+                    "every key reader has a row in docs/keys.tsv with its role; a "
+                    "consumer reads a decoder's struct")
         if r["simd"] != "yes":
             for s in sorted(syms & CPU_PROBE):
                 bad(rel(path), f"probes the CPU ({s})", "instruction-set choice lives where simd = yes")
     if len(objs) < 10:
         bad(build, f"only {len(objs)} objects found", "the object check needs the build")
+    built = {rel(p) for _, p, _ in objs}
+    for f in sorted(keys):
+        if f in built and f not in read_keys:
+            bad("docs/keys.tsv", f"{f} does not read by key", "only key readers have a row")
+        elif not os.path.isfile(os.path.join(ROOT, f)):
+            bad("docs/keys.tsv", f"{f} does not exist", "remove its row")
 
     # 5. ARCHITECTURE.md's table is the rendering of docs/layers.tsv
     with open(ARCH, encoding="utf-8") as f:
@@ -292,8 +348,15 @@ def main():
         if got != render(rows):
             bad(rel(ARCH), "its layer table differs from docs/layers.tsv",
                 "run python3 tests/test_layers.py --write")
+    if KBEGIN not in text or KEND not in text:
+        bad(rel(ARCH), f"no {KBEGIN} ... {KEND} block", "the key readers are rendered from keys.tsv")
+    elif text[text.index(KBEGIN) + len(KBEGIN):text.index(KEND)].strip("\n") + "\n" != render_keys(keys):
+        bad(rel(ARCH), "its list of key readers differs from docs/keys.tsv",
+            "run python3 tests/test_layers.py --write")
 
-    checked = f"{len(rows)} areas, {len(sources)} sources, {len(objs)} objects"
+    debt = sum(1 for f in keys if keys[f][0] == "debt")
+    checked = (f"{len(rows)} areas, {len(sources)} sources, {len(objs)} objects, "
+               f"{len(keys)} key readers of which {debt} debt")
     if violations:
         print(f"FAIL: {len(violations)} layer rule violation(s) ({checked}):")
         for v in violations:
