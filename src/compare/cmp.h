@@ -58,6 +58,8 @@ int fdl_cmp_set_str(json_t *o, const char *k, const char *v);
  * out of memory. */
 json_t *fdl_cmp_json_text(const char *s);
 int fdl_cmp_set_bool(json_t *o, const char *k, bool v);
+/* A deep copy of v, or null when v is NULL (an absent key, as dict.get gives None). */
+json_t *fdl_cmp_copy(const json_t *v);
 /* An object built by a run of sets whose results were or-ed into bad: o itself, or NULL (o
  * freed) when any of them failed. */
 json_t *fdl_cmp_built(json_t *o, int bad);
@@ -70,6 +72,28 @@ void fdl_cmp_short(const char *hex, char out[13]);
 
 /* ---- sides (load.c) --------------------------------------------------------------------- */
 
+/* panel.tokenizer's fields that PANEL-D6 compares, in the order the panel gate names them. */
+#define CMP_TOKENIZER_FIELDS(X)                                                                    \
+  X(id) X(repository) X(revision) X(vocab_size) X(add_special_tokens) X(chat_template_applied)
+/* The manifest's head keys a receipt's side block copies. */
+#define CMP_HEAD_SHOWN(X)                                                                          \
+  X(tensor_content_sha256) X(raw_tensor_sha256) X(quantized) X(bits) X(source)
+#define CMP_NAME_(k) #k,
+#define CMP_TOK_ID_(k) CMP_TOK_##k,
+#define CMP_MEMBER_(k) const json_t *k;
+enum { CMP_TOKENIZER_FIELDS(CMP_TOK_ID_) CMP_N_TOKENIZER };
+
+/* A capture record's labels as per_context shows them: [0] the capture record's own, [1] that
+ * value `or` the panel record's of the same index (Python's `or`: an absent or empty label
+ * falls back), which a computed comparison shows. */
+typedef struct {
+  const char *window_id, *domain[2], *allocation_stratum[2];
+} cmp_labels;
+
+/* One side, decoded by fdl_cmp_side_load: the gates, the statistics and the receipt read these
+ * fields and the manifest's (m), never a document's keys. A value the receipt copies verbatim,
+ * or a gate compares whole by Python ==, stays a borrowed tree (NULL when absent): its readers
+ * pass it on. */
 typedef struct {
   const char *root;  /* as given */
   const char *label; /* side block label */
@@ -79,6 +103,20 @@ typedef struct {
   bool head_payload;        /* head.file exists as a regular file */
   bool hidden;              /* capture.form is hidden */
   const char *capture_dir;  /* directory of capture.manifest_file, root-relative */
+  struct {                  /* runtime capture_tool.weights_decode (section 5.9), an object */
+    bool present;
+    const char *method, *scope, *output_dtype;
+    bool activation_quantized; /* a quantization_config declares an activation_scheme, or
+                                  activation_quantization is truthy */
+  } wd;
+  const json_t *source_files; /* runtime source_files when a non-empty object, else NULL */
+  const json_t *weights, *context_length, *scoring_window, *tokenizer; /* weights, panel.* */
+  const json_t *tokenizer_field[CMP_N_TOKENIZER]; /* NULL when absent or null */
+  const char *tokenizer_id;                       /* panel.tokenizer.id when a string */
+  struct {
+    CMP_HEAD_SHOWN(CMP_MEMBER_)
+  } head;
+  cmp_labels *labels; /* per ds.records entry */
 } cmp_side;
 
 /* Validates the dataset (refusal seal_failed with the validator's first error) and loads it. */
@@ -157,6 +195,7 @@ typedef struct {
   /* classification */
   const char *kind; /* measurement / reproduction_confirmation / run_to_run_floor */
   bool capture_equal, weights_identity_equal, head_digest_equal;
+  double kl_mean; /* the receipt's kl.mean (stats.c), for the determinism block */
 } cmp_findings;
 
 void fdl_cmp_findings_init(cmp_findings *f);
@@ -187,8 +226,8 @@ fdl_status fdl_cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_com
 fdl_status fdl_cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                             cmp_findings *f, fdl_refusal *r, fdl_err *err);
 
-/* PANEL-D6 equality of two panel.tokenizer objects (null or absent means unknown). */
-bool fdl_cmp_tokenizer_identity_equal(const json_t *ta, const json_t *tb);
+/* PANEL-D6 equality of the sides' panel.tokenizer (null or absent means unknown). */
+bool fdl_cmp_tokenizer_identity_equal(const cmp_side *a, const cmp_side *b);
 
 /* Widening tensor bytes to float32 rows is the tensor layer's (fdl_tensor_widen_f32); a dtype
  * it cannot read is bad_tensor_file for the estimator. */

@@ -1,5 +1,6 @@
 /* load.c - one side of a comparison: full validation first (any error refuses seal_failed,
- * there is no override), then the documents and the fields the gates read (section 3). */
+ * there is no override), then the documents, decoded into the fields the gates, statistics and
+ * receipt read (section 3): the one reader of a side's keys in compare. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,56 @@ static fdl_status validate(const char *root, const char *who, const fdl_compare_
   return FDL_OK;
 }
 
+/* An activation_scheme is declared: a non-empty string other than "none", or any truthy value. */
+static bool scheme_declared(const json_t *qc) {
+  const json_t *v = fdl_json_path(qc, "activation_scheme");
+  const char *s = json_string_value(v);
+  return s ? *s && strcmp(s, "none") : fdl_py_truthy(v);
+}
+
+static fdl_status decode(cmp_side *s, fdl_err *err) {
+  const json_t *m = s->ds.manifest,
+               *wd = fdl_json_path(s->ds.runtime, "capture_tool.weights_decode");
+  if ((s->wd.present = json_is_object(wd))) {
+    s->wd.method = fdl_json_str(wd, "method");
+    s->wd.scope = fdl_json_str(wd, "scope");
+    s->wd.output_dtype = fdl_json_str(wd, "output_dtype");
+    s->wd.activation_quantized =
+        scheme_declared(fdl_json_path(wd, "quantization_config")) ||
+        scheme_declared(fdl_json_path(wd, "mixed_fp8.quantization_config")) ||
+        fdl_py_truthy(fdl_json_path(wd, "activation_quantization"));
+  }
+  const json_t *sf = fdl_json_obj(s->ds.runtime, "source_files");
+  s->source_files = json_object_size(sf) ? sf : NULL;
+  s->weights = fdl_json_path(m, "weights");
+  s->context_length = fdl_json_path(m, "panel.context_length");
+  s->scoring_window = fdl_json_path(m, "panel.scoring_window");
+  s->tokenizer = fdl_json_path(m, "panel.tokenizer");
+  static const char *const tok[] = {CMP_TOKENIZER_FIELDS(CMP_NAME_)};
+  for (size_t i = 0; i < CMP_N_TOKENIZER; i++) {
+    const json_t *v = fdl_json_path(s->tokenizer, tok[i]);
+    s->tokenizer_field[i] = json_is_null(v) ? NULL : v;
+  }
+  s->tokenizer_id = json_string_value(s->tokenizer_field[CMP_TOK_id]);
+#define CMP_HEAD_READ_(k) s->head.k = fdl_json_path(m, "head." #k);
+  CMP_HEAD_SHOWN(CMP_HEAD_READ_)
+#undef CMP_HEAD_READ_
+  s->labels = fdl_calloc(s->ds.n_records ? s->ds.n_records : 1, sizeof *s->labels);
+  if (!s->labels) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  for (size_t i = 0; i < s->ds.n_records; i++) {
+    const fdl_ds_capture_record *rec = &s->ds.records[i];
+    const fdl_ds_panel_record *pr = fdl_cmp_panel_record(&s->ds, rec->index);
+    cmp_labels *l = &s->labels[i];
+    l->window_id = rec->window_id;
+    l->domain[0] = l->domain[1] = rec->domain;
+    l->allocation_stratum[0] = l->allocation_stratum[1] = rec->allocation_stratum;
+    if (pr && fdl_cmp_empty(rec->domain)) l->domain[1] = pr->domain;
+    if (pr && fdl_cmp_empty(rec->allocation_stratum))
+      l->allocation_stratum[1] = fdl_json_str(pr->json, "allocation_stratum");
+  }
+  return FDL_OK;
+}
+
 fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, const char *label,
                              const fdl_compare_opts *o, fdl_refusal *r, fdl_err *err) {
   memset(s, 0, sizeof *s);
@@ -96,12 +147,14 @@ fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, con
   if (!dir) return fdl_fail(err, FDL_NOMEM, "out of memory");
   fdl_dirname(mf, dir, cap);
   s->capture_dir = dir;
-  return FDL_OK;
+  return decode(s, err);
 }
 
 void fdl_cmp_side_free(cmp_side *s) {
   if (!s) return;
   fdl_dataset_free(&s->ds);
   free((char *)s->capture_dir);
+  free(s->labels);
   s->capture_dir = NULL;
+  s->labels = NULL;
 }
