@@ -72,23 +72,19 @@ void fdl_cmp_short(const char *hex, char out[13]);
 
 /* ---- sides (load.c) --------------------------------------------------------------------- */
 
-/* panel.tokenizer's fields that PANEL-D6 compares, in the order the panel gate names them. */
-#define CMP_TOKENIZER_FIELDS(X)                                                                    \
-  X(id) X(repository) X(revision) X(vocab_size) X(add_special_tokens) X(chat_template_applied)
-/* The manifest's head keys a receipt's side block copies. */
-#define CMP_HEAD_SHOWN(X)                                                                          \
-  X(tensor_content_sha256) X(raw_tensor_sha256) X(quantized) X(bits) X(source)
-#define CMP_NAME_(k) #k,
-#define CMP_TOK_ID_(k) CMP_TOK_##k,
-#define CMP_MEMBER_(k) const json_t *k;
-enum { CMP_TOKENIZER_FIELDS(CMP_TOK_ID_) CMP_N_TOKENIZER };
+/* panel.tokenizer's fields that PANEL-D6 compares, in the order the panel gate names them, and
+ * the manifest's head keys a receipt's side block copies (load.c). */
+enum { CMP_N_TOKENIZER = 6, CMP_N_HEAD_SHOWN = 5 };
+extern const char *const fdl_cmp_tokenizer_fields[CMP_N_TOKENIZER],
+    *const fdl_cmp_head_keys[CMP_N_HEAD_SHOWN];
 
-/* A capture record's labels as per_context shows them: [0] the capture record's own, [1] that
- * value `or` the panel record's of the same index (Python's `or`: an absent or empty label
- * falls back), which a computed comparison shows. */
+/* A capture record's panel record (NULL: none has its index) and its labels as per_context shows
+ * them: [0] the capture record's own, [1] that value `or` the panel record's (Python's `or`: an
+ * absent or empty label falls back), which a computed comparison shows. */
 typedef struct {
+  const fdl_ds_panel_record *panel;
   const char *window_id, *domain[2], *allocation_stratum[2];
-} cmp_labels;
+} cmp_record;
 
 /* One side, decoded by fdl_cmp_side_load: the gates, the statistics and the receipt read these
  * fields and the manifest's (m), never a document's keys. A value the receipt copies verbatim,
@@ -103,20 +99,19 @@ typedef struct {
   bool head_payload;        /* head.file exists as a regular file */
   bool hidden;              /* capture.form is hidden */
   const char *capture_dir;  /* directory of capture.manifest_file, root-relative */
-  struct {                  /* runtime capture_tool.weights_decode (section 5.9), an object */
-    bool present;
+  /* runtime capture_tool.weights_decode (section 5.9); activation_quantized: a
+   * quantization_config declares an activation_scheme, or activation_quantization is truthy */
+  struct {
     const char *method, *scope, *output_dtype;
-    bool activation_quantized; /* a quantization_config declares an activation_scheme, or
-                                  activation_quantization is truthy */
+    bool activation_quantized;
   } wd;
   const json_t *source_files; /* runtime source_files when a non-empty object, else NULL */
   const json_t *weights, *context_length, *scoring_window, *tokenizer; /* weights, panel.* */
-  const json_t *tokenizer_field[CMP_N_TOKENIZER]; /* NULL when absent or null */
-  const char *tokenizer_id;                       /* panel.tokenizer.id when a string */
-  struct {
-    CMP_HEAD_SHOWN(CMP_MEMBER_)
-  } head;
-  cmp_labels *labels; /* per ds.records entry */
+  const json_t
+      *tokenizer_field[CMP_N_TOKENIZER]; /* fdl_cmp_tokenizer_fields; NULL when absent or null */
+  const char *tokenizer_id;              /* panel.tokenizer.id when a string */
+  const json_t *head_shown[CMP_N_HEAD_SHOWN]; /* fdl_cmp_head_keys of the manifest's head block */
+  cmp_record *recs;                           /* per ds.records entry */
 } cmp_side;
 
 /* Validates the dataset (refusal seal_failed with the validator's first error) and loads it. */
@@ -226,9 +221,6 @@ fdl_status fdl_cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_com
 fdl_status fdl_cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                             cmp_findings *f, fdl_refusal *r, fdl_err *err);
 
-/* PANEL-D6 equality of the sides' panel.tokenizer (null or absent means unknown). */
-bool fdl_cmp_tokenizer_identity_equal(const cmp_side *a, const cmp_side *b);
-
 /* Widening tensor bytes to float32 rows is the tensor layer's (fdl_tensor_widen_f32); a dtype
  * it cannot read is bad_tensor_file for the estimator. */
 
@@ -298,8 +290,6 @@ void fdl_cmp_estimate_free(cmp_estimate *e);
 fdl_status fdl_cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_estimate *e,
                                const fdl_compare_opts *o, bool reproduction, json_t *receipt,
                                fdl_err *err);
-/* The panel record with this index (ds->panel_records ascend by index), or NULL. */
-const fdl_ds_panel_record *fdl_cmp_panel_record(const fdl_dataset *ds, int64_t index);
 
 typedef struct {
   uint64_t bytes;

@@ -83,7 +83,7 @@ static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_co
     const cmp_side *s = sides[i];
     method[i] = s->wd.method ? s->wd.method : "none";
     /* The reference's wording, one sentence group per reconstructed side, joined by a space. */
-    if (s->wd.present && reconstructed(s))
+    if (reconstructed(s))
       snprintf(recon + strlen(recon), sizeof recon - strlen(recon),
                "%s%s was captured from a WEIGHTS-ONLY RECONSTRUCTION (%s, output %s). The stored "
                "weights were decoded before the model forward; native quantized GEMM and serving "

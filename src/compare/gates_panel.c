@@ -30,10 +30,8 @@ fdl_status fdl_cmp_gate_provenance(const cmp_side *a, const cmp_side *b, cmp_fin
       names, strchr(names, ' ') ? "s are" : " is");
 }
 
-static const char *const TOKENIZER_FIELDS[] = {CMP_TOKENIZER_FIELDS(CMP_NAME_)};
-
 /* PANEL-D6: a tokenizer field differs only when both sides state a non-null value. Returns a
- * bit per differing field of TOKENIZER_FIELDS. */
+ * bit per differing field of fdl_cmp_tokenizer_fields. */
 static unsigned tokenizer_differs(const cmp_side *a, const cmp_side *b) {
   unsigned bits = 0;
   for (size_t i = 0; i < CMP_N_TOKENIZER; i++) {
@@ -41,10 +39,6 @@ static unsigned tokenizer_differs(const cmp_side *a, const cmp_side *b) {
     if (va && vb && !fdl_py_equal(va, vb)) bits |= 1u << i;
   }
   return bits;
-}
-
-bool fdl_cmp_tokenizer_identity_equal(const cmp_side *a, const cmp_side *b) {
-  return tokenizer_differs(a, b) == 0;
 }
 
 /* The shared index set: both record arrays are sorted by index, so a merge. */
@@ -92,7 +86,7 @@ fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings
   if (diff) {
     size_t first = 0;
     while (!(diff & (1u << first))) first++;
-    const char *field = TOKENIZER_FIELDS[first];
+    const char *field = fdl_cmp_tokenizer_fields[first];
     char va[FDL_QUOTE_CAP], vb[FDL_QUOTE_CAP], id[FDL_QUOTE_CAP], remedy[FDL_REFUSAL_REMEDY_MAX];
     fdl_py_shown(a->tokenizer_field[first], va, sizeof va);
     fdl_py_shown(b->tokenizer_field[first], vb, sizeof vb);

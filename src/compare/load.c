@@ -66,6 +66,25 @@ static fdl_status validate(const char *root, const char *who, const fdl_compare_
   return FDL_OK;
 }
 
+const char *const fdl_cmp_tokenizer_fields[CMP_N_TOKENIZER] = {
+    "id", "repository", "revision", "vocab_size", "add_special_tokens", "chat_template_applied"};
+const char *const fdl_cmp_head_keys[CMP_N_HEAD_SHOWN] = {
+    "tensor_content_sha256", "raw_tensor_sha256", "quantized", "bits", "source"};
+
+/* The panel record with this index (ds->panel_records ascend by index), or NULL. */
+static const fdl_ds_panel_record *panel_record(const fdl_dataset *ds, int64_t index) {
+  size_t lo = 0, hi = ds->n_panel_records;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (ds->panel_records[mid].index < index)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < ds->n_panel_records && ds->panel_records[lo].index == index ? &ds->panel_records[lo]
+                                                                          : NULL;
+}
+
 /* An activation_scheme is declared: a non-empty string other than "none", or any truthy value. */
 static bool scheme_declared(const json_t *qc) {
   const json_t *v = fdl_json_path(qc, "activation_scheme");
@@ -76,42 +95,36 @@ static bool scheme_declared(const json_t *qc) {
 static fdl_status decode(cmp_side *s, fdl_err *err) {
   const json_t *m = s->ds.manifest,
                *wd = fdl_json_path(s->ds.runtime, "capture_tool.weights_decode");
-  if ((s->wd.present = json_is_object(wd))) {
-    s->wd.method = fdl_json_str(wd, "method");
-    s->wd.scope = fdl_json_str(wd, "scope");
-    s->wd.output_dtype = fdl_json_str(wd, "output_dtype");
-    s->wd.activation_quantized =
-        scheme_declared(fdl_json_path(wd, "quantization_config")) ||
-        scheme_declared(fdl_json_path(wd, "mixed_fp8.quantization_config")) ||
-        fdl_py_truthy(fdl_json_path(wd, "activation_quantization"));
-  }
+  s->wd.method = fdl_json_str(wd, "method");
+  s->wd.scope = fdl_json_str(wd, "scope");
+  s->wd.output_dtype = fdl_json_str(wd, "output_dtype");
+  s->wd.activation_quantized =
+      scheme_declared(fdl_json_path(wd, "quantization_config")) ||
+      scheme_declared(fdl_json_path(wd, "mixed_fp8.quantization_config")) ||
+      fdl_py_truthy(fdl_json_path(wd, "activation_quantization"));
   const json_t *sf = fdl_json_obj(s->ds.runtime, "source_files");
   s->source_files = json_object_size(sf) ? sf : NULL;
   s->weights = fdl_json_path(m, "weights");
   s->context_length = fdl_json_path(m, "panel.context_length");
   s->scoring_window = fdl_json_path(m, "panel.scoring_window");
   s->tokenizer = fdl_json_path(m, "panel.tokenizer");
-  static const char *const tok[] = {CMP_TOKENIZER_FIELDS(CMP_NAME_)};
   for (size_t i = 0; i < CMP_N_TOKENIZER; i++) {
-    const json_t *v = fdl_json_path(s->tokenizer, tok[i]);
+    const json_t *v = fdl_json_path(s->tokenizer, fdl_cmp_tokenizer_fields[i]);
     s->tokenizer_field[i] = json_is_null(v) ? NULL : v;
   }
-  s->tokenizer_id = json_string_value(s->tokenizer_field[CMP_TOK_id]);
-#define CMP_HEAD_READ_(k) s->head.k = fdl_json_path(m, "head." #k);
-  CMP_HEAD_SHOWN(CMP_HEAD_READ_)
-#undef CMP_HEAD_READ_
-  s->labels = fdl_calloc(s->ds.n_records ? s->ds.n_records : 1, sizeof *s->labels);
-  if (!s->labels) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  s->tokenizer_id = json_string_value(s->tokenizer_field[0]);
+  for (size_t i = 0; i < CMP_N_HEAD_SHOWN; i++)
+    s->head_shown[i] = fdl_json_path(fdl_json_path(m, "head"), fdl_cmp_head_keys[i]);
+  s->recs = fdl_calloc(s->ds.n_records ? s->ds.n_records : 1, sizeof *s->recs);
+  if (!s->recs) return fdl_fail(err, FDL_NOMEM, "out of memory");
   for (size_t i = 0; i < s->ds.n_records; i++) {
-    const fdl_ds_capture_record *rec = &s->ds.records[i];
-    const fdl_ds_panel_record *pr = fdl_cmp_panel_record(&s->ds, rec->index);
-    cmp_labels *l = &s->labels[i];
-    l->window_id = rec->window_id;
-    l->domain[0] = l->domain[1] = rec->domain;
-    l->allocation_stratum[0] = l->allocation_stratum[1] = rec->allocation_stratum;
-    if (pr && fdl_cmp_empty(rec->domain)) l->domain[1] = pr->domain;
-    if (pr && fdl_cmp_empty(rec->allocation_stratum))
-      l->allocation_stratum[1] = fdl_json_str(pr->json, "allocation_stratum");
+    const fdl_ds_capture_record *c = &s->ds.records[i];
+    const fdl_ds_panel_record *pr = panel_record(&s->ds, c->index);
+    s->recs[i] = (cmp_record){
+        pr, c->window_id, {c->domain, c->domain}, {c->allocation_stratum, c->allocation_stratum}};
+    if (pr && fdl_cmp_empty(c->domain)) s->recs[i].domain[1] = pr->domain;
+    if (pr && fdl_cmp_empty(c->allocation_stratum))
+      s->recs[i].allocation_stratum[1] = fdl_json_str(pr->json, "allocation_stratum");
   }
   return FDL_OK;
 }
@@ -154,7 +167,7 @@ void fdl_cmp_side_free(cmp_side *s) {
   if (!s) return;
   fdl_dataset_free(&s->ds);
   free((char *)s->capture_dir);
-  free(s->labels);
+  free(s->recs);
   s->capture_dir = NULL;
-  s->labels = NULL;
+  s->recs = NULL;
 }

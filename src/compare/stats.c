@@ -23,19 +23,6 @@ static json_t *stats_block(const fdl_num_summary *s) {
   return fdl_cmp_built(o, bad);
 }
 
-const fdl_ds_panel_record *fdl_cmp_panel_record(const fdl_dataset *ds, int64_t index) {
-  size_t lo = 0, hi = ds->n_panel_records;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (ds->panel_records[mid].index < index)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < ds->n_panel_records && ds->panel_records[lo].index == index ? &ds->panel_records[lo]
-                                                                          : NULL;
-}
-
 typedef struct {
   const char *key;
   size_t ctx;
@@ -61,7 +48,7 @@ static json_t *grouped_means(const cmp_side *a, const cmp_findings *f, bool stra
   *has_macro = false;
   if (!items || !vals || !groups || !out) goto oom;
   for (size_t c = 0; c < n; c++) {
-    const cmp_labels *l = &a->labels[f->ref_at[c]];
+    const cmp_record *l = &a->recs[f->ref_at[c]];
     const char *v = stratum ? l->allocation_stratum[1] : l->domain[1];
     if (v && *v) items[m++] = (keyed){v, c};
   }
@@ -142,7 +129,7 @@ static fdl_status contexts(const cmp_side *a, const cmp_findings *f, const cmp_e
                            json_t *per_context, json_t **pcs, double *means, fdl_num_context *ctxs,
                            fdl_err *err) {
   for (size_t c = 0; c < f->n_shared; c++) {
-    const cmp_labels *l = &a->labels[f->ref_at[c]];
+    const cmp_record *l = &a->recs[f->ref_at[c]];
     ctxs[c].kl = e->kl + e->ctx_off[c];
     ctxs[c].rows = e->ctx_off[c + 1] - e->ctx_off[c];
     double mean, max;
