@@ -61,7 +61,7 @@ int fdl_cmp_set_bool(json_t *o, const char *k, bool v);
 /* A deep copy of v, or null when v is NULL (an absent key, as dict.get gives None). */
 json_t *fdl_cmp_copy(const json_t *v);
 /* An object built by a run of sets whose results were or-ed into bad: o itself, or NULL (o
- * freed) when any of them failed. */
+ * freed) when any of them failed. o may be NULL: a set on NULL fails and frees its value. */
 json_t *fdl_cmp_built(json_t *o, int bad);
 /* True when s is NULL or "". */
 bool fdl_cmp_empty(const char *s);
@@ -78,18 +78,15 @@ enum { CMP_N_TOKENIZER = 6, CMP_N_HEAD_SHOWN = 5 };
 extern const char *const fdl_cmp_tokenizer_fields[CMP_N_TOKENIZER],
     *const fdl_cmp_head_keys[CMP_N_HEAD_SHOWN];
 
-/* A capture record's panel record (NULL: none has its index) and its labels as per_context shows
- * them: [0] the capture record's own, [1] that value `or` the panel record's (Python's `or`: an
- * absent or empty label falls back), which a computed comparison shows. */
+/* A capture record's panel record (or NULL) and labels for per_context: [0] its own, [1] that
+ * `or` the panel record's (Python's `or`), which a computed comparison shows. */
 typedef struct {
   const fdl_ds_panel_record *panel;
   const char *window_id, *domain[2], *allocation_stratum[2];
 } cmp_record;
 
-/* One side, decoded by fdl_cmp_side_load: the gates, the statistics and the receipt read these
- * fields and the manifest's (m), never a document's keys. A value the receipt copies verbatim,
- * or a gate compares whole by Python ==, stays a borrowed tree (NULL when absent): its readers
- * pass it on. */
+/* One side, decoded by fdl_cmp_side_load: its readers never read a document's keys. A value the
+ * receipt copies verbatim or a gate compares whole (Python ==) stays a borrowed tree, or NULL. */
 typedef struct {
   const char *root;  /* as given */
   const char *label; /* side block label */
@@ -99,17 +96,14 @@ typedef struct {
   bool head_payload;        /* head.file exists as a regular file */
   bool hidden;              /* capture.form is hidden */
   const char *capture_dir;  /* directory of capture.manifest_file, root-relative */
-  /* runtime capture_tool.weights_decode (section 5.9); activation_quantized: a
-   * quantization_config declares an activation_scheme, or activation_quantization is truthy */
-  struct {
+  struct {                  /* runtime capture_tool.weights_decode (section 5.9) */
     const char *method, *scope, *output_dtype;
-    bool activation_quantized;
+    bool activation_quantized; /* declared by a quantization_config or activation_quantization */
   } wd;
   const json_t *source_files; /* runtime source_files when a non-empty object, else NULL */
   const json_t *weights, *context_length, *scoring_window, *tokenizer; /* weights, panel.* */
-  const json_t
-      *tokenizer_field[CMP_N_TOKENIZER]; /* fdl_cmp_tokenizer_fields; NULL when absent or null */
-  const char *tokenizer_id;              /* panel.tokenizer.id when a string */
+  const json_t *tokenizer_field[CMP_N_TOKENIZER]; /* NULL when absent or null */
+  const char *tokenizer_id;                       /* panel.tokenizer.id when a string */
   const json_t *head_shown[CMP_N_HEAD_SHOWN]; /* fdl_cmp_head_keys of the manifest's head block */
   cmp_record *recs;                           /* per ds.records entry */
 } cmp_side;

@@ -71,20 +71,6 @@ const char *const fdl_cmp_tokenizer_fields[CMP_N_TOKENIZER] = {
 const char *const fdl_cmp_head_keys[CMP_N_HEAD_SHOWN] = {
     "tensor_content_sha256", "raw_tensor_sha256", "quantized", "bits", "source"};
 
-/* The panel record with this index (ds->panel_records ascend by index), or NULL. */
-static const fdl_ds_panel_record *panel_record(const fdl_dataset *ds, int64_t index) {
-  size_t lo = 0, hi = ds->n_panel_records;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (ds->panel_records[mid].index < index)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < ds->n_panel_records && ds->panel_records[lo].index == index ? &ds->panel_records[lo]
-                                                                          : NULL;
-}
-
 /* An activation_scheme is declared: a non-empty string other than "none", or any truthy value. */
 static bool scheme_declared(const json_t *qc) {
   const json_t *v = fdl_json_path(qc, "activation_scheme");
@@ -117,14 +103,17 @@ static fdl_status decode(cmp_side *s, fdl_err *err) {
     s->head_shown[i] = fdl_json_path(fdl_json_path(m, "head"), fdl_cmp_head_keys[i]);
   s->recs = fdl_calloc(s->ds.n_records ? s->ds.n_records : 1, sizeof *s->recs);
   if (!s->recs) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  /* Both record arrays ascend by index: a merge finds each capture record's panel record. */
+  const fdl_ds_panel_record *pr = s->ds.panel_records, *end = pr + s->ds.n_panel_records;
   for (size_t i = 0; i < s->ds.n_records; i++) {
     const fdl_ds_capture_record *c = &s->ds.records[i];
-    const fdl_ds_panel_record *pr = panel_record(&s->ds, c->index);
+    while (pr < end && pr->index < c->index) pr++;
+    const fdl_ds_panel_record *p = pr < end && pr->index == c->index ? pr : NULL;
     s->recs[i] = (cmp_record){
-        pr, c->window_id, {c->domain, c->domain}, {c->allocation_stratum, c->allocation_stratum}};
-    if (pr && fdl_cmp_empty(c->domain)) s->recs[i].domain[1] = pr->domain;
-    if (pr && fdl_cmp_empty(c->allocation_stratum))
-      s->recs[i].allocation_stratum[1] = fdl_json_str(pr->json, "allocation_stratum");
+        p, c->window_id, {c->domain, c->domain}, {c->allocation_stratum, c->allocation_stratum}};
+    if (p && fdl_cmp_empty(c->domain)) s->recs[i].domain[1] = p->domain;
+    if (p && fdl_cmp_empty(c->allocation_stratum))
+      s->recs[i].allocation_stratum[1] = fdl_json_str(p->json, "allocation_stratum");
   }
   return FDL_OK;
 }

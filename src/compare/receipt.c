@@ -17,12 +17,7 @@
 
 static json_t *side_block(const cmp_side *s) {
   json_t *o = json_object(), *h = json_object();
-  if (!o || !h) {
-    json_decref(o);
-    json_decref(h);
-    return NULL;
-  }
-  int bad = 0;
+  int bad = !o || !h;
   for (size_t i = 0; i < CMP_N_HEAD_SHOWN; i++)
     bad |= json_object_set_new(h, fdl_cmp_head_keys[i], fdl_cmp_copy(s->head_shown[i]));
   const fdl_ds_manifest *d = s->m;
@@ -44,8 +39,7 @@ static json_t *side_block(const cmp_side *s) {
 static json_t *panel_block(const cmp_side *a, const cmp_side *b, const cmp_findings *f,
                            const cmp_estimate *e) {
   json_t *o = json_object();
-  if (!o) return NULL;
-  int bad = fdl_cmp_set_str(o, "panel_id", a->m->panel.panel_id) |
+  int bad = (!o) | fdl_cmp_set_str(o, "panel_id", a->m->panel.panel_id) |
             fdl_cmp_set_str(o, "suite_token_hash_sha256", a->m->panel.suite_token_hash_sha256) |
             fdl_cmp_set_str(o, "panel_token_sha256_legacy", a->m->panel.panel_token_sha256_legacy) |
             fdl_cmp_set_int(o, "contexts", (int64_t)f->n_shared) |
@@ -117,8 +111,7 @@ static json_t *estimator_block(const cmp_side *a, const cmp_side *b, const cmp_f
   lower(hs ? hs->m->capture.dtype : NULL, hdtype, sizeof hdtype);
   bool repro = !strcmp(f->kind, "reproduction_confirmation");
   json_t *o = json_object();
-  if (!o) return NULL;
-  int bad = fdl_cmp_set_str(o, "accumulation_dtype", "float64") |
+  int bad = (!o) | fdl_cmp_set_str(o, "accumulation_dtype", "float64") |
             fdl_cmp_set_str(o, "logits_dtype", replay ? "float32" : dtype) |
             json_object_set_new(o, "hidden_dtype", hs ? json_string(hdtype) : json_null()) |
             fdl_cmp_set_bool(o, "two_pass", true) |
@@ -172,12 +165,11 @@ static json_t *determinism_block(const cmp_side *a, const cmp_side *b, double me
 
 static json_t *scope_block(const cmp_findings *f, const cmp_estimate *e) {
   json_t *o = json_object();
-  if (!o) return NULL;
   char detail[96];
   snprintf(detail, sizeof detail, "compared on the %zu-record intersection of the two captures",
            f->n_shared);
   int bad =
-      fdl_cmp_set_int(o, "scored_positions", (int64_t)e->n_rows) |
+      (!o) | fdl_cmp_set_int(o, "scored_positions", (int64_t)e->n_rows) |
       fdl_cmp_set_int(o, "contexts", (int64_t)f->n_shared) |
       json_object_set_new(o, "positions_per_context",
                           f->n_shared ? json_integer((json_int_t)(e->ctx_off[1] - e->ctx_off[0]))
@@ -192,9 +184,8 @@ static json_t *self_compare_block(const cmp_findings *f, bool force_agreed,
                                   const cmp_tokenwise_info *tw) {
   if (!strcmp(f->kind, "measurement")) return json_null();
   json_t *o = json_object();
-  if (!o) return NULL;
   int bad =
-      fdl_cmp_set_bool(o, "capture_content_digest_equal", f->capture_equal) |
+      (!o) | fdl_cmp_set_bool(o, "capture_content_digest_equal", f->capture_equal) |
       fdl_cmp_set_bool(o, "weights_identity_equal", f->weights_identity_equal) |
       fdl_cmp_set_bool(o, "head_digest_equal", f->head_digest_equal) |
       fdl_cmp_set_bool(o, "asserted_exact_zero", !strcmp(f->kind, "reproduction_confirmation")) |
@@ -206,13 +197,13 @@ static json_t *self_compare_block(const cmp_findings *f, bool force_agreed,
 
 static json_t *submission_block(const cmp_findings *f) {
   json_t *o = json_object();
-  if (!o) return NULL;
   char refusal[200];
   snprintf(refusal, sizeof refusal,
            "comparison_kind is %s, not measurement: only a measurement may become a registry row",
            f->kind);
   bool meas = !strcmp(f->kind, "measurement");
-  int bad = fdl_cmp_set_bool(o, "emitted", false) | json_object_set_new(o, "path", json_null()) |
+  int bad = (!o) | fdl_cmp_set_bool(o, "emitted", false) |
+            json_object_set_new(o, "path", json_null()) |
             json_object_set_new(o, "receipt_sha256", json_null()) |
             json_object_set_new(o, "submission_schema", json_null()) |
             fdl_cmp_set_str(o, "refusal", meas ? NULL : refusal);
