@@ -58,8 +58,10 @@ int fdl_cmp_set_str(json_t *o, const char *k, const char *v);
  * out of memory. */
 json_t *fdl_cmp_json_text(const char *s);
 int fdl_cmp_set_bool(json_t *o, const char *k, bool v);
+/* A deep copy of v, or null when v is NULL (an absent key, as dict.get gives None). */
+json_t *fdl_cmp_copy(const json_t *v);
 /* An object built by a run of sets whose results were or-ed into bad: o itself, or NULL (o
- * freed) when any of them failed. */
+ * freed) when any of them failed. o may be NULL: a set on NULL fails and frees its value. */
 json_t *fdl_cmp_built(json_t *o, int bad);
 /* True when s is NULL or "". */
 bool fdl_cmp_empty(const char *s);
@@ -70,6 +72,21 @@ void fdl_cmp_short(const char *hex, char out[13]);
 
 /* ---- sides (load.c) --------------------------------------------------------------------- */
 
+/* panel.tokenizer's fields that PANEL-D6 compares, in the order the panel gate names them, and
+ * the manifest's head keys a receipt's side block copies (load.c). */
+enum { CMP_N_TOKENIZER = 6, CMP_N_HEAD_SHOWN = 5 };
+extern const char *const fdl_cmp_tokenizer_fields[CMP_N_TOKENIZER],
+    *const fdl_cmp_head_keys[CMP_N_HEAD_SHOWN];
+
+/* A capture record's panel record (or NULL) and labels for per_context: [0] its own, [1] that
+ * `or` the panel record's (Python's `or`), which a computed comparison shows. */
+typedef struct {
+  const fdl_ds_panel_record *panel;
+  const char *window_id, *domain[2], *allocation_stratum[2];
+} cmp_record;
+
+/* One side, decoded by fdl_cmp_side_load: its readers never read a document's keys. A value the
+ * receipt copies verbatim or a gate compares whole (Python ==) stays a borrowed tree, or NULL. */
 typedef struct {
   const char *root;  /* as given */
   const char *label; /* side block label */
@@ -79,6 +96,16 @@ typedef struct {
   bool head_payload;        /* head.file exists as a regular file */
   bool hidden;              /* capture.form is hidden */
   const char *capture_dir;  /* directory of capture.manifest_file, root-relative */
+  struct {                  /* runtime capture_tool.weights_decode (section 5.9) */
+    const char *method, *scope, *output_dtype;
+    bool activation_quantized; /* declared by a quantization_config or activation_quantization */
+  } wd;
+  const json_t *source_files; /* runtime source_files when a non-empty object, else NULL */
+  const json_t *weights, *context_length, *scoring_window, *tokenizer; /* weights, panel.* */
+  const json_t *tokenizer_field[CMP_N_TOKENIZER]; /* NULL when absent or null */
+  const char *tokenizer_id;                       /* panel.tokenizer.id when a string */
+  const json_t *head_shown[CMP_N_HEAD_SHOWN]; /* fdl_cmp_head_keys of the manifest's head block */
+  cmp_record *recs;                           /* per ds.records entry */
 } cmp_side;
 
 /* Validates the dataset (refusal seal_failed with the validator's first error) and loads it. */
@@ -157,6 +184,7 @@ typedef struct {
   /* classification */
   const char *kind; /* measurement / reproduction_confirmation / run_to_run_floor */
   bool capture_equal, weights_identity_equal, head_digest_equal;
+  double kl_mean; /* the receipt's kl.mean (stats.c), for the determinism block */
 } cmp_findings;
 
 void fdl_cmp_findings_init(cmp_findings *f);
@@ -186,9 +214,6 @@ fdl_status fdl_cmp_gates_run(const cmp_side *a, const cmp_side *b, const fdl_com
 /* Classification with HEAD-1c and the --self-compare assertion (steps 12-13). */
 fdl_status fdl_cmp_classify(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                             cmp_findings *f, fdl_refusal *r, fdl_err *err);
-
-/* PANEL-D6 equality of two panel.tokenizer objects (null or absent means unknown). */
-bool fdl_cmp_tokenizer_identity_equal(const json_t *ta, const json_t *tb);
 
 /* Widening tensor bytes to float32 rows is the tensor layer's (fdl_tensor_widen_f32); a dtype
  * it cannot read is bad_tensor_file for the estimator. */
@@ -259,8 +284,6 @@ void fdl_cmp_estimate_free(cmp_estimate *e);
 fdl_status fdl_cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_estimate *e,
                                const fdl_compare_opts *o, bool reproduction, json_t *receipt,
                                fdl_err *err);
-/* The panel record with this index (ds->panel_records ascend by index), or NULL. */
-const fdl_ds_panel_record *fdl_cmp_panel_record(const fdl_dataset *ds, int64_t index);
 
 typedef struct {
   uint64_t bytes;

@@ -392,7 +392,7 @@ static fdl_status load_targets(const cmp_side *a, const cmp_findings *f, const f
   for (size_t c = 0; c < f->n_shared; c++) {
     size_t rows = e->ctx_off[c + 1] - e->ctx_off[c], n = 0;
     if (!rows || !fdl_scale_mine(sc, c)) continue;
-    const fdl_ds_panel_record *pr = fdl_cmp_panel_record(&a->ds, f->shared[c]);
+    const fdl_ds_panel_record *pr = a->recs[f->ref_at[c]].panel;
     if (!pr)
       return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_COMPUTE, CMP_NO_OVERRIDE_PANEL,
                             "reference record %lld has no panel record", (long long)f->shared[c]);

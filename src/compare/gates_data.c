@@ -58,31 +58,15 @@ static fdl_status gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
 }
 
 /* Section 5.9: methods that mean the forward ran on weights decoded from a quantized store. */
-static bool reconstructed(const json_t *wd) {
+static bool reconstructed(const cmp_side *s) {
   static const char *const methods[] = {
       "affine-weight-reconstruction", "microfloat-weight-reconstruction",
       "fp8-block-dequant-to-bf16", "nvfp4-modelopt-dequant-to-bf16", "gguf-dequant-to-bf16"};
-  const char *m = fdl_json_str(wd, "method");
+  const char *m = s->wd.method;
   if (m && !strncmp(m, "exl3-trellis-", 13)) return true;
   for (size_t i = 0; m && i < sizeof methods / sizeof *methods; i++)
     if (!strcmp(m, methods[i])) return true;
-  return fdl_cmp_streq(fdl_json_str(wd, "scope"), "weights_reconstructed");
-}
-
-static bool scheme_declared(const json_t *qc) {
-  const json_t *v = json_object_get(qc, "activation_scheme");
-  if (!v || json_is_null(v)) return false;
-  if (json_is_string(v)) {
-    const char *s = json_string_value(v);
-    return *s && strcmp(s, "none");
-  }
-  return fdl_py_truthy(fdl_json_path(qc, "activation_scheme"));
-}
-
-static bool activation_quantized(const json_t *wd) {
-  return scheme_declared(fdl_json_path(wd, "quantization_config")) ||
-         scheme_declared(fdl_json_path(wd, "mixed_fp8.quantization_config")) ||
-         fdl_py_truthy(fdl_json_path(wd, "activation_quantization"));
+  return fdl_cmp_streq(s->wd.scope, "weights_reconstructed");
 }
 
 static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
@@ -93,26 +77,22 @@ static fdl_status decode_gate(const cmp_side *a, const cmp_side *b, const fdl_co
         "self-compare: both sides are the same artifact; the weights-decode caveats "
         "apply to a measurement against a reference, not to SC-1");
   const cmp_side *sides[2] = {a, b};
-  const json_t *wd[2];
   const char *method[2];
   char recon[1024] = "", act[160] = "";
   for (int i = 0; i < 2; i++) {
-    const json_t *v = fdl_json_path(sides[i]->ds.runtime, "capture_tool.weights_decode");
-    wd[i] = json_is_object(v) ? v : NULL;
-    method[i] = wd[i] && fdl_json_str(wd[i], "method") ? fdl_json_str(wd[i], "method") : "none";
+    const cmp_side *s = sides[i];
+    method[i] = s->wd.method ? s->wd.method : "none";
     /* The reference's wording, one sentence group per reconstructed side, joined by a space. */
-    if (wd[i] && reconstructed(wd[i]))
+    if (reconstructed(s))
       snprintf(recon + strlen(recon), sizeof recon - strlen(recon),
                "%s%s was captured from a WEIGHTS-ONLY RECONSTRUCTION (%s, output %s). The stored "
                "weights were decoded before the model forward; native quantized GEMM and serving "
                "activation arithmetic are not measured. Decoder provenance is in the sealed "
                "runtime receipt. The comparison is advisory.",
-               *recon ? " " : "", sides[i]->who, method[i],
-               fdl_json_str(wd[i], "output_dtype") ? fdl_json_str(wd[i], "output_dtype")
-                                                   : "unspecified");
-    if (wd[i] && activation_quantized(wd[i]))
-      snprintf(act + strlen(act), sizeof act - strlen(act), "%s%s", *act ? " and " : "",
-               sides[i]->who);
+               *recon ? " " : "", s->who, method[i],
+               s->wd.output_dtype ? s->wd.output_dtype : "unspecified");
+    if (s->wd.activation_quantized)
+      snprintf(act + strlen(act), sizeof act - strlen(act), "%s%s", *act ? " and " : "", s->who);
   }
   fdl_status s;
   if (*recon) {

@@ -40,10 +40,8 @@ fdl_status fdl_cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const f
 
   bool same_dataset = !fdl_cmp_empty(a->m->dataset_sha256) &&
                       fdl_cmp_streq(a->m->dataset_sha256, b->m->dataset_sha256);
-  const json_t *sfa = json_object_get(a->ds.runtime, "source_files");
-  const json_t *sfb = json_object_get(b->ds.runtime, "source_files");
-  bool same_sources = json_is_object(sfa) && json_is_object(sfb) && json_object_size(sfa) &&
-                      json_object_size(sfb) && fdl_py_equal(sfa, sfb);
+  bool same_sources =
+      a->source_files && b->source_files && fdl_py_equal(a->source_files, b->source_files);
   const char *lia = a->m->runtime.lane_identity_sha256, *lib = b->m->runtime.lane_identity_sha256;
   const char *sfpa = a->m->runtime.stack_fingerprint_sha256,
              *sfpb = b->m->runtime.stack_fingerprint_sha256;

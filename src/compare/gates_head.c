@@ -13,9 +13,7 @@ static void set_applied(cmp_findings *f, const char *single, const char *ra, con
 }
 
 /* HEAD-2: both sides carry logits, so each side's own head was applied inside its capture. */
-static fdl_status both_logit(const cmp_side *a, const cmp_side *b, cmp_findings *f, fdl_err *err) {
-  const char *da = fdl_cmp_str0(a->m->head.tensor_content_sha256),
-             *db = fdl_cmp_str0(b->m->head.tensor_content_sha256);
+static fdl_status both_logit(const char *da, const char *db, cmp_findings *f, fdl_err *err) {
   f->head_policy = "native_head";
   set_applied(f, NULL, NULL, NULL);
   fdl_status s = FDL_OK;
@@ -40,10 +38,8 @@ static fdl_status both_logit(const cmp_side *a, const cmp_side *b, cmp_findings 
 
 /* HEAD-3: one side is hidden; it is replayed through a head that must be the one behind the
  * other side's logits. */
-static fdl_status mixed(const cmp_side *a, const cmp_side *b, cmp_findings *f, fdl_refusal *r,
-                        fdl_err *err) {
-  const char *da = fdl_cmp_str0(a->m->head.tensor_content_sha256),
-             *db = fdl_cmp_str0(b->m->head.tensor_content_sha256);
+static fdl_status mixed(const cmp_side *a, const cmp_side *b, const char *da, const char *db,
+                        cmp_findings *f, fdl_refusal *r, fdl_err *err) {
   if (fdl_cmp_empty(da) || fdl_cmp_empty(db) || strcmp(da, db))
     return fdl_cmp_refuse(
         r, err, FDL_REF_HEAD_MISMATCH, FDL_GATE_HEAD,
@@ -68,10 +64,9 @@ static fdl_status mixed(const cmp_side *a, const cmp_side *b, cmp_findings *f, f
                       fdl_form_names[a->m->capture.form], fdl_form_names[b->m->capture.form], sa);
 }
 
-static fdl_status both_hidden(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
-                              cmp_findings *f, fdl_refusal *r, fdl_err *err) {
-  const char *da = fdl_cmp_str0(a->m->head.tensor_content_sha256),
-             *db = fdl_cmp_str0(b->m->head.tensor_content_sha256);
+static fdl_status both_hidden(const cmp_side *a, const cmp_side *b, const char *da, const char *db,
+                              const fdl_compare_opts *o, cmp_findings *f, fdl_refusal *r,
+                              fdl_err *err) {
   char sa[13], sb[13];
   fdl_cmp_short(da, sa);
   fdl_cmp_short(db, sb);
@@ -165,7 +160,7 @@ fdl_status fdl_cmp_gate_head(const cmp_side *a, const cmp_side *b, const fdl_com
                             "digests (reference %s, candidate %s); one of them is wrong",
                             a->m->head.file_sha256, da, db);
   }
-  if (!a->hidden && !b->hidden) return both_logit(a, b, f, err);
-  if (a->hidden != b->hidden) return mixed(a, b, f, r, err);
-  return both_hidden(a, b, o, f, r, err);
+  if (!a->hidden && !b->hidden) return both_logit(da, db, f, err);
+  if (a->hidden != b->hidden) return mixed(a, b, da, db, f, r, err);
+  return both_hidden(a, b, da, db, o, f, r, err);
 }

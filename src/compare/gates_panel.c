@@ -30,24 +30,15 @@ fdl_status fdl_cmp_gate_provenance(const cmp_side *a, const cmp_side *b, cmp_fin
       names, strchr(names, ' ') ? "s are" : " is");
 }
 
-static const char *const TOKENIZER_FIELDS[] = {
-    "id", "repository", "revision", "vocab_size", "add_special_tokens", "chat_template_applied"};
-
 /* PANEL-D6: a tokenizer field differs only when both sides state a non-null value. Returns a
- * bit per differing field of TOKENIZER_FIELDS. */
-static unsigned tokenizer_differs(const json_t *ta, const json_t *tb) {
+ * bit per differing field of fdl_cmp_tokenizer_fields. */
+static unsigned tokenizer_differs(const cmp_side *a, const cmp_side *b) {
   unsigned bits = 0;
-  for (size_t i = 0; i < sizeof TOKENIZER_FIELDS / sizeof *TOKENIZER_FIELDS; i++) {
-    const json_t *va = json_object_get(ta, TOKENIZER_FIELDS[i]);
-    const json_t *vb = json_object_get(tb, TOKENIZER_FIELDS[i]);
-    if (!va || !vb || json_is_null(va) || json_is_null(vb)) continue;
-    if (!fdl_py_equal(va, vb)) bits |= 1u << i;
+  for (size_t i = 0; i < CMP_N_TOKENIZER; i++) {
+    const json_t *va = a->tokenizer_field[i], *vb = b->tokenizer_field[i];
+    if (va && vb && !fdl_py_equal(va, vb)) bits |= 1u << i;
   }
   return bits;
-}
-
-bool fdl_cmp_tokenizer_identity_equal(const json_t *ta, const json_t *tb) {
-  return tokenizer_differs(ta, tb) == 0;
 }
 
 /* The shared index set: both record arrays are sorted by index, so a merge. */
@@ -79,43 +70,31 @@ static fdl_status intersect(const cmp_side *a, const cmp_side *b, cmp_findings *
 
 fdl_status fdl_cmp_gate_panel(const cmp_side *a, const cmp_side *b, cmp_findings *f, fdl_refusal *r,
                               fdl_err *err) {
-  const json_t *ma = a->ds.manifest, *mb = b->ds.manifest;
   const char *ha = a->m->panel.suite_token_hash_sha256, *hb = b->m->panel.suite_token_hash_sha256;
   if (fdl_cmp_empty(ha) || !fdl_cmp_streq(ha, hb))
     return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_PANEL, CMP_NO_OVERRIDE_PANEL,
                           "panel.suite_token_hash_sha256 differs: reference %s, candidate %s; the "
                           "two captures were not made over the same token panel",
                           fdl_cmp_empty(ha) ? "(absent)" : ha, fdl_cmp_empty(hb) ? "(absent)" : hb);
-  const json_t *swa = fdl_json_path(ma, "panel.scoring_window");
-  const json_t *swb = fdl_json_path(mb, "panel.scoring_window");
-  if (!swa || !swb || !fdl_py_equal(swa, swb))
+  if (!a->scoring_window || !b->scoring_window ||
+      !fdl_py_equal(a->scoring_window, b->scoring_window))
     return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_PANEL, CMP_NO_OVERRIDE_PANEL,
                           "panel.scoring_window differs between the sides (every key is compared, "
                           "including the policy text and dropped_positions_total): a different "
                           "scoring window is a different panel");
-  const json_t *ta = fdl_json_path(ma, "panel.tokenizer"),
-               *tb = fdl_json_path(mb, "panel.tokenizer");
-  unsigned diff = tokenizer_differs(ta, tb);
+  unsigned diff = tokenizer_differs(a, b);
   if (diff) {
     size_t first = 0;
     while (!(diff & (1u << first))) first++;
-    const char *field = TOKENIZER_FIELDS[first];
+    const char *field = fdl_cmp_tokenizer_fields[first];
     char va[FDL_QUOTE_CAP], vb[FDL_QUOTE_CAP], id[FDL_QUOTE_CAP], remedy[FDL_REFUSAL_REMEDY_MAX];
-    const json_t *ja = json_object_get(ta, field), *jb = json_object_get(tb, field);
-    if (json_is_string(ja))
-      fdl_quote(json_string_value(ja), json_string_length(ja), va, sizeof va);
-    else
-      fdl_py_str(ja, va, sizeof va);
-    if (json_is_string(jb))
-      fdl_quote(json_string_value(jb), json_string_length(jb), vb, sizeof vb);
-    else
-      fdl_py_str(jb, vb, sizeof vb);
+    fdl_py_shown(a->tokenizer_field[first], va, sizeof va);
+    fdl_py_shown(b->tokenizer_field[first], vb, sizeof vb);
     if ((diff & ~3u) == 0) /* only id and/or repository */
-      snprintf(
-          remedy, sizeof remedy,
-          "none (no override); if both sides really used the same tokenizer, recapture the "
-          "candidate declaring the reference's tokenizer id %s",
-          fdl_quote_str(fdl_cmp_str0(json_string_value(json_object_get(ta, "id"))), id, sizeof id));
+      snprintf(remedy, sizeof remedy,
+               "none (no override); if both sides really used the same tokenizer, recapture the "
+               "candidate declaring the reference's tokenizer id %s",
+               fdl_quote_str(fdl_cmp_str0(a->tokenizer_id), id, sizeof id));
     else
       snprintf(remedy, sizeof remedy, "%s", CMP_NO_OVERRIDE_PANEL);
     return fdl_cmp_refuse(r, err, FDL_REF_PANEL_MISMATCH, FDL_GATE_PANEL, remedy,

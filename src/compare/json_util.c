@@ -52,6 +52,10 @@ int fdl_cmp_set_bool(json_t *o, const char *k, bool v) {
   return json_object_set_new(o, k, json_boolean(v));
 }
 
+json_t *fdl_cmp_copy(const json_t *v) {
+  return v ? json_deep_copy(v) : json_null();
+}
+
 bool fdl_cmp_empty(const char *s) {
   return !s || !*s;
 }

@@ -1,5 +1,6 @@
 /* load.c - one side of a comparison: full validation first (any error refuses seal_failed,
- * there is no override), then the documents and the fields the gates read (section 3). */
+ * there is no override), then the documents, decoded into the fields the gates, statistics and
+ * receipt read (section 3): the one reader of a side's keys in compare. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,58 @@ static fdl_status validate(const char *root, const char *who, const fdl_compare_
   return FDL_OK;
 }
 
+const char *const fdl_cmp_tokenizer_fields[CMP_N_TOKENIZER] = {
+    "id", "repository", "revision", "vocab_size", "add_special_tokens", "chat_template_applied"};
+const char *const fdl_cmp_head_keys[CMP_N_HEAD_SHOWN] = {
+    "tensor_content_sha256", "raw_tensor_sha256", "quantized", "bits", "source"};
+
+/* An activation_scheme is declared: a non-empty string other than "none", or any truthy value. */
+static bool scheme_declared(const json_t *qc) {
+  const json_t *v = fdl_json_path(qc, "activation_scheme");
+  const char *s = json_string_value(v);
+  return s ? *s && strcmp(s, "none") : fdl_py_truthy(v);
+}
+
+static fdl_status decode(cmp_side *s, fdl_err *err) {
+  const json_t *m = s->ds.manifest,
+               *wd = fdl_json_path(s->ds.runtime, "capture_tool.weights_decode");
+  s->wd.method = fdl_json_str(wd, "method");
+  s->wd.scope = fdl_json_str(wd, "scope");
+  s->wd.output_dtype = fdl_json_str(wd, "output_dtype");
+  s->wd.activation_quantized =
+      scheme_declared(fdl_json_path(wd, "quantization_config")) ||
+      scheme_declared(fdl_json_path(wd, "mixed_fp8.quantization_config")) ||
+      fdl_py_truthy(fdl_json_path(wd, "activation_quantization"));
+  const json_t *sf = fdl_json_obj(s->ds.runtime, "source_files");
+  s->source_files = json_object_size(sf) ? sf : NULL;
+  s->weights = fdl_json_path(m, "weights");
+  s->context_length = fdl_json_path(m, "panel.context_length");
+  s->scoring_window = fdl_json_path(m, "panel.scoring_window");
+  s->tokenizer = fdl_json_path(m, "panel.tokenizer");
+  for (size_t i = 0; i < CMP_N_TOKENIZER; i++) {
+    const json_t *v = fdl_json_path(s->tokenizer, fdl_cmp_tokenizer_fields[i]);
+    s->tokenizer_field[i] = json_is_null(v) ? NULL : v;
+  }
+  s->tokenizer_id = json_string_value(s->tokenizer_field[0]);
+  for (size_t i = 0; i < CMP_N_HEAD_SHOWN; i++)
+    s->head_shown[i] = fdl_json_path(fdl_json_path(m, "head"), fdl_cmp_head_keys[i]);
+  s->recs = fdl_calloc(s->ds.n_records ? s->ds.n_records : 1, sizeof *s->recs);
+  if (!s->recs) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  /* Both record arrays ascend by index: a merge finds each capture record's panel record. */
+  const fdl_ds_panel_record *pr = s->ds.panel_records, *end = pr + s->ds.n_panel_records;
+  for (size_t i = 0; i < s->ds.n_records; i++) {
+    const fdl_ds_capture_record *c = &s->ds.records[i];
+    while (pr < end && pr->index < c->index) pr++;
+    const fdl_ds_panel_record *p = pr < end && pr->index == c->index ? pr : NULL;
+    s->recs[i] = (cmp_record){
+        p, c->window_id, {c->domain, c->domain}, {c->allocation_stratum, c->allocation_stratum}};
+    if (p && fdl_cmp_empty(c->domain)) s->recs[i].domain[1] = p->domain;
+    if (p && fdl_cmp_empty(c->allocation_stratum))
+      s->recs[i].allocation_stratum[1] = fdl_json_str(p->json, "allocation_stratum");
+  }
+  return FDL_OK;
+}
+
 fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, const char *label,
                              const fdl_compare_opts *o, fdl_refusal *r, fdl_err *err) {
   memset(s, 0, sizeof *s);
@@ -96,12 +149,14 @@ fdl_status fdl_cmp_side_load(cmp_side *s, const char *root, const char *who, con
   if (!dir) return fdl_fail(err, FDL_NOMEM, "out of memory");
   fdl_dirname(mf, dir, cap);
   s->capture_dir = dir;
-  return FDL_OK;
+  return decode(s, err);
 }
 
 void fdl_cmp_side_free(cmp_side *s) {
   if (!s) return;
   fdl_dataset_free(&s->ds);
   free((char *)s->capture_dir);
+  free(s->recs);
   s->capture_dir = NULL;
+  s->recs = NULL;
 }

@@ -16,21 +16,10 @@
 #define ESTIMATOR_BACKEND "c:fp64-fused"
 
 static json_t *side_block(const cmp_side *s) {
-  const json_t *m = s->ds.manifest;
   json_t *o = json_object(), *h = json_object();
-  if (!o || !h) {
-    json_decref(o);
-    json_decref(h);
-    return NULL;
-  }
-  static const char *const head_keys[] = {"tensor_content_sha256", "raw_tensor_sha256", "quantized",
-                                          "bits", "source"};
-  char path[64];
-  int bad = 0;
-  for (size_t i = 0; i < sizeof head_keys / sizeof *head_keys; i++) {
-    snprintf(path, sizeof path, "head.%s", head_keys[i]);
-    bad |= json_object_set_new(h, head_keys[i], fdl_json_path_copy(m, path));
-  }
+  int bad = !o || !h;
+  for (size_t i = 0; i < CMP_N_HEAD_SHOWN; i++)
+    bad |= json_object_set_new(h, fdl_cmp_head_keys[i], fdl_cmp_copy(s->head_shown[i]));
   const fdl_ds_manifest *d = s->m;
   bad |= fdl_cmp_set_str(o, "label", s->label) | fdl_cmp_set_str(o, "dataset_id", d->dataset.id) |
          fdl_cmp_set_str(o, "dataset_sha256", d->dataset_sha256) |
@@ -42,31 +31,26 @@ static json_t *side_block(const cmp_side *s) {
          fdl_cmp_set_str(o, "revision", d->dataset.revision) | json_object_set_new(o, "head", h) |
          fdl_cmp_set_str(o, "stack_fingerprint_sha256", d->runtime.stack_fingerprint_sha256) |
          fdl_cmp_set_str(o, "lane_identity_sha256", d->runtime.lane_identity_sha256) |
-         json_object_set_new(o, "weights", fdl_json_path_copy(m, "weights")) |
+         json_object_set_new(o, "weights", fdl_cmp_copy(s->weights)) |
          fdl_cmp_set_str(o, "scope_digest", d->scope.scope_digest);
   return fdl_cmp_built(o, bad);
 }
 
 static json_t *panel_block(const cmp_side *a, const cmp_side *b, const cmp_findings *f,
                            const cmp_estimate *e) {
-  const json_t *pa = fdl_json_path(a->ds.manifest, "panel");
-  const json_t *ta = fdl_json_path(pa, "tokenizer"),
-               *tb = fdl_json_path(b->ds.manifest, "panel.tokenizer");
   json_t *o = json_object();
-  if (!o) return NULL;
-  int bad =
-      fdl_cmp_set_str(o, "panel_id", a->m->panel.panel_id) |
-      fdl_cmp_set_str(o, "suite_token_hash_sha256", a->m->panel.suite_token_hash_sha256) |
-      fdl_cmp_set_str(o, "panel_token_sha256_legacy", a->m->panel.panel_token_sha256_legacy) |
-      fdl_cmp_set_int(o, "contexts", (int64_t)f->n_shared) |
-      fdl_cmp_set_int(o, "scored_positions", (int64_t)e->n_rows) |
-      json_object_set_new(o, "context_length", fdl_json_path_copy(pa, "context_length")) |
-      json_object_set_new(o, "scoring_window", fdl_json_path_copy(pa, "scoring_window")) |
-      json_object_set_new(o, "tokenizer", fdl_json_path_copy(pa, "tokenizer")) |
-      json_object_set_new(o, "tokenizer_reference", fdl_json_path_copy(pa, "tokenizer")) |
-      json_object_set_new(o, "tokenizer_candidate",
-                          fdl_json_path_copy(b->ds.manifest, "panel.tokenizer")) |
-      fdl_cmp_set_bool(o, "tokenizer_identity_equal", fdl_cmp_tokenizer_identity_equal(ta, tb));
+  int bad = (!o) | fdl_cmp_set_str(o, "panel_id", a->m->panel.panel_id) |
+            fdl_cmp_set_str(o, "suite_token_hash_sha256", a->m->panel.suite_token_hash_sha256) |
+            fdl_cmp_set_str(o, "panel_token_sha256_legacy", a->m->panel.panel_token_sha256_legacy) |
+            fdl_cmp_set_int(o, "contexts", (int64_t)f->n_shared) |
+            fdl_cmp_set_int(o, "scored_positions", (int64_t)e->n_rows) |
+            json_object_set_new(o, "context_length", fdl_cmp_copy(a->context_length)) |
+            json_object_set_new(o, "scoring_window", fdl_cmp_copy(a->scoring_window)) |
+            json_object_set_new(o, "tokenizer", fdl_cmp_copy(a->tokenizer)) |
+            json_object_set_new(o, "tokenizer_reference", fdl_cmp_copy(a->tokenizer)) |
+            json_object_set_new(o, "tokenizer_candidate", fdl_cmp_copy(b->tokenizer)) |
+            /* The panel gate refused any PANEL-D6 difference. */
+            fdl_cmp_set_bool(o, "tokenizer_identity_equal", true);
   return fdl_cmp_built(o, bad);
 }
 
@@ -127,8 +111,7 @@ static json_t *estimator_block(const cmp_side *a, const cmp_side *b, const cmp_f
   lower(hs ? hs->m->capture.dtype : NULL, hdtype, sizeof hdtype);
   bool repro = !strcmp(f->kind, "reproduction_confirmation");
   json_t *o = json_object();
-  if (!o) return NULL;
-  int bad = fdl_cmp_set_str(o, "accumulation_dtype", "float64") |
+  int bad = (!o) | fdl_cmp_set_str(o, "accumulation_dtype", "float64") |
             fdl_cmp_set_str(o, "logits_dtype", replay ? "float32" : dtype) |
             json_object_set_new(o, "hidden_dtype", hs ? json_string(hdtype) : json_null()) |
             fdl_cmp_set_bool(o, "two_pass", true) |
@@ -180,21 +163,20 @@ static json_t *determinism_block(const cmp_side *a, const cmp_side *b, double me
   return fdl_cmp_built(o, bad);
 }
 
-static json_t *scope_block(const cmp_findings *f, const cmp_estimate *e,
-                           const json_t *per_context) {
+static json_t *scope_block(const cmp_findings *f, const cmp_estimate *e) {
   json_t *o = json_object();
-  if (!o) return NULL;
-  const json_t *first = json_array_get(per_context, 0);
   char detail[96];
   snprintf(detail, sizeof detail, "compared on the %zu-record intersection of the two captures",
            f->n_shared);
-  int bad = fdl_cmp_set_int(o, "scored_positions", (int64_t)e->n_rows) |
-            fdl_cmp_set_int(o, "contexts", (int64_t)f->n_shared) |
-            json_object_set_new(o, "positions_per_context",
-                                first ? fdl_json_path_copy(first, "scored_rows") : json_null()) |
-            fdl_cmp_set_bool(o, "covers_full_panel", f->covers_full_panel) |
-            fdl_cmp_set_str(o, "subset_detail", f->covers_full_panel ? NULL : detail) |
-            fdl_cmp_set_str(o, "position_filter", "all");
+  int bad =
+      (!o) | fdl_cmp_set_int(o, "scored_positions", (int64_t)e->n_rows) |
+      fdl_cmp_set_int(o, "contexts", (int64_t)f->n_shared) |
+      json_object_set_new(o, "positions_per_context",
+                          f->n_shared ? json_integer((json_int_t)(e->ctx_off[1] - e->ctx_off[0]))
+                                      : json_null()) |
+      fdl_cmp_set_bool(o, "covers_full_panel", f->covers_full_panel) |
+      fdl_cmp_set_str(o, "subset_detail", f->covers_full_panel ? NULL : detail) |
+      fdl_cmp_set_str(o, "position_filter", "all");
   return fdl_cmp_built(o, bad);
 }
 
@@ -202,9 +184,8 @@ static json_t *self_compare_block(const cmp_findings *f, bool force_agreed,
                                   const cmp_tokenwise_info *tw) {
   if (!strcmp(f->kind, "measurement")) return json_null();
   json_t *o = json_object();
-  if (!o) return NULL;
   int bad =
-      fdl_cmp_set_bool(o, "capture_content_digest_equal", f->capture_equal) |
+      (!o) | fdl_cmp_set_bool(o, "capture_content_digest_equal", f->capture_equal) |
       fdl_cmp_set_bool(o, "weights_identity_equal", f->weights_identity_equal) |
       fdl_cmp_set_bool(o, "head_digest_equal", f->head_digest_equal) |
       fdl_cmp_set_bool(o, "asserted_exact_zero", !strcmp(f->kind, "reproduction_confirmation")) |
@@ -216,13 +197,13 @@ static json_t *self_compare_block(const cmp_findings *f, bool force_agreed,
 
 static json_t *submission_block(const cmp_findings *f) {
   json_t *o = json_object();
-  if (!o) return NULL;
   char refusal[200];
   snprintf(refusal, sizeof refusal,
            "comparison_kind is %s, not measurement: only a measurement may become a registry row",
            f->kind);
   bool meas = !strcmp(f->kind, "measurement");
-  int bad = fdl_cmp_set_bool(o, "emitted", false) | json_object_set_new(o, "path", json_null()) |
+  int bad = (!o) | fdl_cmp_set_bool(o, "emitted", false) |
+            json_object_set_new(o, "path", json_null()) |
             json_object_set_new(o, "receipt_sha256", json_null()) |
             json_object_set_new(o, "submission_schema", json_null()) |
             fdl_cmp_set_str(o, "refusal", meas ? NULL : refusal);
@@ -254,7 +235,6 @@ fdl_status fdl_cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl
   if (s != FDL_OK) return s;
   char when[32];
   utc_now(o, when);
-  double mean = json_real_value(fdl_json_path(rc, "kl.mean"));
   json_t *tok = json_object();
   int bad = !tok || fdl_cmp_set_str(tok, "path", FDL_COMPARE_TOKENWISE_NAME) |
                         fdl_cmp_set_int(tok, "bytes", (int64_t)tw->bytes) |
@@ -265,8 +245,8 @@ fdl_status fdl_cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl
                       json_deep_copy(f->gates),
                       comparator_block(a, b, f, e),
                       estimator_block(a, b, f, e),
-                      determinism_block(a, b, mean),
-                      scope_block(f, e, fdl_json_path(rc, "per_context")),
+                      determinism_block(a, b, f->kl_mean),
+                      scope_block(f, e),
                       comparability,
                       tok,
                       self_compare_block(f, force_agreed, tw),

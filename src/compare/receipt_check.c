@@ -18,6 +18,50 @@ const char *fdl_compare_check_code_name(fdl_compare_check_code c) {
   return (unsigned)c < FDL_RCC_COUNT ? CODE_NAMES[c] : "";
 }
 
+/* The registry's key recipe: the preimage is the seven values joined by '|' with no escaping,
+ * which is why a value containing '|' is refused. */
+static const char *const KEY_FIELDS[7] = {"panel_id",   "reference_id",       "metric_name",
+                                          "direction",  "accumulation_dtype", "stack_relation",
+                                          "head_policy"};
+
+fdl_status fdl_compare_key(const json_t *key_inputs, char *out, fdl_err *err) {
+  if (!json_is_object(key_inputs))
+    return fdl_fail(err, FDL_INVALID, "comparability key_inputs is not an object");
+  fdl_buf pre;
+  fdl_buf_init(&pre, 0);
+  for (int i = 0; i < 7; i++) {
+    const json_t *v = json_object_get(key_inputs, KEY_FIELDS[i]);
+    if (!json_is_string(v)) {
+      fdl_buf_free(&pre);
+      return fdl_fail(err, FDL_INVALID, "comparability key_inputs.%s is missing or not a string",
+                      KEY_FIELDS[i]);
+    }
+    const char *s = json_string_value(v);
+    if (strchr(s, '|') || strlen(s) != json_string_length(v)) {
+      fdl_buf_free(&pre);
+      return fdl_fail(err, FDL_INVALID,
+                      "comparability key_inputs.%s contains '|' (or NUL), which the '|'-joined "
+                      "preimage cannot carry",
+                      KEY_FIELDS[i]);
+    }
+    if (i) fdl_buf_putc(&pre, '|');
+    fdl_buf_puts(&pre, s);
+  }
+  fdl_status st = fdl_buf_status(&pre);
+  if (st != FDL_OK) {
+    fdl_buf_free(&pre);
+    return fdl_fail(err, st, "out of memory for the comparability preimage");
+  }
+  fdl_sha256 d;
+  st = fdl_sha256_buf(pre.data, pre.len, &d, err);
+  fdl_buf_free(&pre);
+  if (st != FDL_OK) return st;
+  char hex[FDL_SHA256_HEX_BUF];
+  fdl_sha256_hex(&d, hex);
+  snprintf(out, FDL_COMPARE_KEY_LEN + 1, "cmp--%.16s", hex);
+  return FDL_OK;
+}
+
 typedef fdl_compare_check_code code_t;
 
 static fdl_status bad(code_t *code, code_t c, fdl_err *err, const char *msg, const char *what) {

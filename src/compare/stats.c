@@ -23,28 +23,6 @@ static json_t *stats_block(const fdl_num_summary *s) {
   return fdl_cmp_built(o, bad);
 }
 
-const fdl_ds_panel_record *fdl_cmp_panel_record(const fdl_dataset *ds, int64_t index) {
-  size_t lo = 0, hi = ds->n_panel_records;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (ds->panel_records[mid].index < index)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < ds->n_panel_records && ds->panel_records[lo].index == index ? &ds->panel_records[lo]
-                                                                          : NULL;
-}
-
-/* `capture record value or panel record value` with Python's `or`. */
-static json_t *resolved(const fdl_ds_capture_record *rec, const fdl_ds_panel_record *pr,
-                        const char *key, bool fallback) {
-  const json_t *v = json_object_get(rec->json, key);
-  if (fallback && !fdl_py_truthy(fdl_json_path(rec->json, key)) && pr)
-    v = json_object_get(pr->json, key);
-  return v ? json_deep_copy(v) : json_null();
-}
-
 typedef struct {
   const char *key;
   size_t ctx;
@@ -56,12 +34,13 @@ static int by_key_then_ctx(const void *x, const void *y) {
   return c ? c : (a->ctx > b->ctx) - (a->ctx < b->ctx);
 }
 
-/* Neumaier means of context means grouped by a string key, each group's contexts in ascending
- * index; *macro is the Neumaier mean of the group values in sorted-key (code point) order.
- * Sorting (key, index) pairs gives both orders at once. NULL on OOM. */
-static json_t *grouped_means(const json_t *per_context, const char *key, const double *means,
-                             double *macro, bool *has_macro) {
-  size_t n = json_array_size(per_context), m = 0, ng = 0;
+/* Neumaier means of context means grouped by the contexts' domain or allocation stratum, each
+ * group's contexts in ascending index; *macro is the Neumaier mean of the group values in
+ * sorted-key (code point) order. Sorting (key, index) pairs gives both orders at once. NULL on
+ * OOM. */
+static json_t *grouped_means(const cmp_side *a, const cmp_findings *f, bool stratum,
+                             const double *means, double *macro, bool *has_macro) {
+  size_t n = f->n_shared, m = 0, ng = 0;
   keyed *items = fdl_malloc((n ? n : 1) * sizeof *items);
   double *vals = fdl_malloc((n ? n : 1) * sizeof *vals),
          *groups = fdl_malloc((n ? n : 1) * sizeof *vals);
@@ -69,7 +48,8 @@ static json_t *grouped_means(const json_t *per_context, const char *key, const d
   *has_macro = false;
   if (!items || !vals || !groups || !out) goto oom;
   for (size_t c = 0; c < n; c++) {
-    const char *v = json_string_value(json_object_get(json_array_get(per_context, c), key));
+    const cmp_record *l = &a->recs[f->ref_at[c]];
+    const char *v = stratum ? l->allocation_stratum[1] : l->domain[1];
     if (v && *v) items[m++] = (keyed){v, c};
   }
   qsort(items, m, sizeof *items, by_key_then_ctx);
@@ -143,25 +123,24 @@ static fdl_status uncertainty(const cmp_findings *f, const cmp_estimate *e,
   return *out ? FDL_OK : fdl_fail(err, FDL_NOMEM, "out of memory");
 }
 
-/* per_context entries and the context means, in ascending shared index (section 7.3). */
+/* per_context entries (pcs[c] borrows entry c) and the context means, in ascending shared index
+ * (section 7.3). */
 static fdl_status contexts(const cmp_side *a, const cmp_findings *f, const cmp_estimate *e,
-                           json_t *per_context, double *means, fdl_num_context *ctxs,
+                           json_t *per_context, json_t **pcs, double *means, fdl_num_context *ctxs,
                            fdl_err *err) {
   for (size_t c = 0; c < f->n_shared; c++) {
-    const fdl_ds_capture_record *rec = &a->ds.records[f->ref_at[c]];
-    const fdl_ds_panel_record *pr = fdl_cmp_panel_record(&a->ds, rec->index);
+    const cmp_record *l = &a->recs[f->ref_at[c]];
     ctxs[c].kl = e->kl + e->ctx_off[c];
     ctxs[c].rows = e->ctx_off[c + 1] - e->ctx_off[c];
     double mean, max;
     fdl_num_context_stats(&ctxs[c], &mean, &max);
     means[c] = mean;
     /* The hash proof takes domain and stratum from the capture record only. */
-    json_t *pc = json_pack("{s:I, s:o, s:I, s:f, s:f, s:o, s:o}", "index", (json_int_t)rec->index,
-                           "window_id", resolved(rec, NULL, "window_id", false), "scored_rows",
-                           (json_int_t)ctxs[c].rows, "mean", mean, "max", max, "domain",
-                           resolved(rec, pr, "domain", e->computed), "allocation_stratum",
-                           resolved(rec, pr, "allocation_stratum", e->computed));
-    if (!pc || json_array_append_new(per_context, pc))
+    json_t *pc = json_pack(
+        "{s:I, s:s?, s:I, s:f, s:f, s:s?, s:s?}", "index", (json_int_t)f->shared[c], "window_id",
+        l->window_id, "scored_rows", (json_int_t)ctxs[c].rows, "mean", mean, "max", max, "domain",
+        l->domain[e->computed], "allocation_stratum", l->allocation_stratum[e->computed]);
+    if (!(pcs[c] = pc) || json_array_append_new(per_context, pc))
       return fdl_fail(err, FDL_NOMEM, "out of memory for per_context");
   }
   return FDL_OK;
@@ -194,18 +173,19 @@ fdl_status fdl_cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_est
   fdl_num_summary kl = {0}; /* a reproduction's statistics are exactly 0.0 */
   fdl_status s = FDL_OK;
   if (!reproduction && (s = fdl_num_summarize(e->kl, n, &kl, err)) != FDL_OK) return s;
+  f->kl_mean = kl.mean;
   double *means = fdl_malloc((nc ? nc : 1) * sizeof *means);
   fdl_num_context *ctxs = fdl_malloc((nc ? nc : 1) * sizeof *ctxs);
-  json_t *per_context = json_array();
+  json_t *per_context = json_array(), **pcs = fdl_malloc((nc ? nc : 1) * sizeof *pcs);
   json_t *per_domain = NULL, *per_stratum = NULL, *bk = NULL, *high = NULL, *unc = NULL;
   json_t *js = NULL;
   double macro = 0.0, domain_macro;
   bool has_macro = false, unused, too_few = false;
-  if (!means || !ctxs || !per_context) s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  if (s == FDL_OK) s = contexts(a, f, e, per_context, means, ctxs, err);
+  if (!means || !ctxs || !per_context || !pcs) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (s == FDL_OK) s = contexts(a, f, e, per_context, pcs, means, ctxs, err);
   if (s == FDL_OK && e->computed) { /* the hash proof leaves these maps null */
-    per_domain = grouped_means(per_context, "domain", means, &domain_macro, &unused);
-    per_stratum = grouped_means(per_context, "allocation_stratum", means, &macro, &has_macro);
+    per_domain = grouped_means(a, f, false, means, &domain_macro, &unused);
+    per_stratum = grouped_means(a, f, true, means, &macro, &has_macro);
     if (!per_domain || !per_stratum) s = fdl_fail(err, FDL_NOMEM, "out of memory");
     if (s == FDL_OK) bk = buckets(ctxs, nc, &s, err);
   }
@@ -213,7 +193,7 @@ fdl_status fdl_cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_est
   if (s == FDL_OK) s = fdl_num_top_desc(means, nc, 5, top, &ntop, err);
   if (s == FDL_OK && !(high = json_array())) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   for (size_t i = 0; s == FDL_OK && i < ntop; i++)
-    if (json_array_append_new(high, json_deep_copy(json_array_get(per_context, top[i]))))
+    if (json_array_append_new(high, json_deep_copy(pcs[top[i]])))
       s = fdl_fail(err, FDL_NOMEM, "out of memory");
   if (s == FDL_OK) s = uncertainty(f, e, o, &too_few, &unc, err);
   if (s == FDL_OK && too_few)
@@ -266,5 +246,6 @@ fdl_status fdl_cmp_stats_build(const cmp_side *a, cmp_findings *f, const cmp_est
   json_decref(js);
   free(means);
   free(ctxs);
+  free(pcs);
   return s;
 }
