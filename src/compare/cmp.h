@@ -79,10 +79,13 @@ extern const char *const fdl_cmp_tokenizer_fields[CMP_N_TOKENIZER],
     *const fdl_cmp_head_keys[CMP_N_HEAD_SHOWN];
 
 /* A capture record's panel record (or NULL) and labels for per_context: [0] its own, [1] that
- * `or` the panel record's (Python's `or`), which a computed comparison shows. */
+ * `or` the panel record's (Python's `or`), which a computed comparison shows. The receipt copies
+ * each label as written (borrowed; NULL: absent, shown null); the groups take its string. */
 typedef struct {
   const fdl_ds_panel_record *panel;
-  const char *window_id, *domain[2], *allocation_stratum[2];
+  const char *window_id; /* for messages */
+  const json_t *window_id_v, *domain_v[2], *stratum_v[2];
+  const char *domain[2], *allocation_stratum[2];
 } cmp_record;
 
 /* One side, decoded by fdl_cmp_side_load: its readers never read a document's keys. A value the

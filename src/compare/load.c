@@ -78,6 +78,14 @@ static bool scheme_declared(const json_t *qc) {
   return s ? *s && strcmp(s, "none") : fdl_py_truthy(v);
 }
 
+/* A record's label: its own value, or (fallback) that `or` the panel record's, as Python's `or`
+ * picks it. */
+static const json_t *label(const fdl_ds_capture_record *c, const fdl_ds_panel_record *p,
+                           const char *key, bool fallback) {
+  const json_t *v = json_object_get(c->json, key);
+  return fallback && p && !fdl_py_truthy(v) ? json_object_get(p->json, key) : v;
+}
+
 static fdl_status decode(cmp_side *s, fdl_err *err) {
   const json_t *m = s->ds.manifest,
                *wd = fdl_json_path(s->ds.runtime, "capture_tool.weights_decode");
@@ -109,11 +117,16 @@ static fdl_status decode(cmp_side *s, fdl_err *err) {
     const fdl_ds_capture_record *c = &s->ds.records[i];
     while (pr < end && pr->index < c->index) pr++;
     const fdl_ds_panel_record *p = pr < end && pr->index == c->index ? pr : NULL;
-    s->recs[i] = (cmp_record){
-        p, c->window_id, {c->domain, c->domain}, {c->allocation_stratum, c->allocation_stratum}};
-    if (p && fdl_cmp_empty(c->domain)) s->recs[i].domain[1] = p->domain;
-    if (p && fdl_cmp_empty(c->allocation_stratum))
-      s->recs[i].allocation_stratum[1] = fdl_json_str(p->json, "allocation_stratum");
+    cmp_record *r = &s->recs[i];
+    *r = (cmp_record){.panel = p,
+                      .window_id = c->window_id,
+                      .window_id_v = json_object_get(c->json, "window_id")};
+    for (int k = 0; k < 2; k++) {
+      r->domain_v[k] = label(c, p, "domain", k);
+      r->stratum_v[k] = label(c, p, "allocation_stratum", k);
+      r->domain[k] = json_string_value(r->domain_v[k]);
+      r->allocation_stratum[k] = json_string_value(r->stratum_v[k]);
+    }
   }
   return FDL_OK;
 }

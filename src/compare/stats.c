@@ -137,9 +137,9 @@ static fdl_status contexts(const cmp_side *a, const cmp_findings *f, const cmp_e
     means[c] = mean;
     /* The hash proof takes domain and stratum from the capture record only. */
     json_t *pc = json_pack(
-        "{s:I, s:s?, s:I, s:f, s:f, s:s?, s:s?}", "index", (json_int_t)f->shared[c], "window_id",
-        l->window_id, "scored_rows", (json_int_t)ctxs[c].rows, "mean", mean, "max", max, "domain",
-        l->domain[e->computed], "allocation_stratum", l->allocation_stratum[e->computed]);
+        "{s:I, s:O?, s:I, s:f, s:f, s:O?, s:O?}", "index", (json_int_t)f->shared[c], "window_id",
+        l->window_id_v, "scored_rows", (json_int_t)ctxs[c].rows, "mean", mean, "max", max, "domain",
+        l->domain_v[e->computed], "allocation_stratum", l->stratum_v[e->computed]);
     if (!(pcs[c] = pc) || json_array_append_new(per_context, pc))
       return fdl_fail(err, FDL_NOMEM, "out of memory for per_context");
   }
