@@ -113,6 +113,19 @@ typedef struct {
   double value, se;
 } fdl_compare_pm;
 
+/* The inputs of the comparability key (section 11.7), in the order it hashes them: X(ID, "name").
+ */
+#define FDL_COMPARE_KEY_INPUTS(X)                                                                  \
+  X(PANEL_ID, "panel_id")                                                                          \
+  X(REFERENCE_ID, "reference_id") X(METRIC_NAME, "metric_name") X(DIRECTION, "direction")          \
+      X(ACCUMULATION_DTYPE, "accumulation_dtype") X(STACK_RELATION, "stack_relation")              \
+          X(HEAD_POLICY, "head_policy")
+#define FDL_COMPARE_KI_ID_(id, name) FDL_COMPARE_KI_##id,
+typedef enum {
+  FDL_COMPARE_KEY_INPUTS(FDL_COMPARE_KI_ID_) FDL_COMPARE_KI_COUNT
+} fdl_compare_key_input;
+#define FDL_COMPARE_KI_NAME_(id, name) name,
+
 /* The receipt's decoded fields read as these when absent or of another type: a string NULL, a
  * number NaN, an integer FDL_COMPARE_NO_INT, a boolean -1. */
 #define FDL_COMPARE_NO_INT INT64_MIN
@@ -167,11 +180,8 @@ typedef struct {
   fdl_compare_side side[2]; /* reference, candidate */
   struct {
     const char *key, *bias_kind;
-    struct {
-      const char *panel_id, *reference_id, *metric_name, *direction, *accumulation_dtype,
-          *stack_relation, *head_policy;
-    } key_inputs;
-    int usable_as_floor, same_lane; /* 1 true, 0 false, -1 */
+    const char *key_inputs[FDL_COMPARE_KI_COUNT]; /* by fdl_compare_key_input */
+    int usable_as_floor, same_lane;               /* 1 true, 0 false, -1 */
   } comparability;
   fdl_compare_disclosure *disclosures;
   size_t n_disclosures;

@@ -106,14 +106,9 @@ static void comparability(const json_t *c, fdl_compare_receipt *d) {
   d->comparability.bias_kind = fdl_json_path_str(c, "bias.kind");
   d->comparability.usable_as_floor = boolean(c, "usable_as_floor");
   d->comparability.same_lane = boolean(c, "same_lane");
-  const json_t *k = json_object_get(c, "key_inputs");
-  d->comparability.key_inputs.panel_id = fdl_json_str(k, "panel_id");
-  d->comparability.key_inputs.reference_id = fdl_json_str(k, "reference_id");
-  d->comparability.key_inputs.metric_name = fdl_json_str(k, "metric_name");
-  d->comparability.key_inputs.direction = fdl_json_str(k, "direction");
-  d->comparability.key_inputs.accumulation_dtype = fdl_json_str(k, "accumulation_dtype");
-  d->comparability.key_inputs.stack_relation = fdl_json_str(k, "stack_relation");
-  d->comparability.key_inputs.head_policy = fdl_json_str(k, "head_policy");
+  static const char *const KEY_INPUTS[] = {FDL_COMPARE_KEY_INPUTS(FDL_COMPARE_KI_NAME_)};
+  for (size_t i = 0; i < FDL_COMPARE_KI_COUNT; i++)
+    d->comparability.key_inputs[i] = fdl_json_str(fdl_json_obj(c, "key_inputs"), KEY_INPUTS[i]);
 }
 
 static void comparator(const json_t *c, fdl_compare_receipt *d) {

@@ -12,14 +12,40 @@
 #include "base/quote.h"
 #include "report/rpt.h"
 
-/* A receipt's value as the refusal shows it: a string quoted, a count as digits. */
-static void shown(const char *v, bool quote, char out[80]) {
+static const char *const SAME[] = {
+    "comparability.key_inputs.panel_id",
+    "comparability.key_inputs.reference_id",
+    "comparability.key_inputs.metric_name",
+    "comparability.key_inputs.direction",
+    "comparability.key_inputs.accumulation_dtype",
+    "comparability.key_inputs.head_policy",
+    "panel.suite_token_hash_sha256",
+    "panel.scored_positions",
+    "reference.dataset_sha256",
+};
+#define NSAME (sizeof SAME / sizeof *SAME)
+
+/* d's values of SAME, in its order: strings, and the scored positions (a count) as digits in
+ * buf; NULL when absent. */
+static void same_values(const fdl_compare_receipt *d, const char *v[NSAME], char buf[32]) {
+  static const fdl_compare_key_input ki[] = {
+      FDL_COMPARE_KI_PANEL_ID,  FDL_COMPARE_KI_REFERENCE_ID,       FDL_COMPARE_KI_METRIC_NAME,
+      FDL_COMPARE_KI_DIRECTION, FDL_COMPARE_KI_ACCUMULATION_DTYPE, FDL_COMPARE_KI_HEAD_POLICY};
+  for (size_t k = 0; k < 6; k++) v[k] = d->comparability.key_inputs[ki[k]];
+  snprintf(buf, 32, "%lld", (long long)d->panel.scored_positions);
+  v[6] = d->panel.suite_token_hash_sha256;
+  v[7] = d->panel.scored_positions == FDL_COMPARE_NO_INT ? NULL : buf;
+  v[8] = d->side[0].dataset_sha256;
+}
+
+/* A value as the refusal shows it: a string quoted, the count as its digits. */
+static void shown(const char *v, bool count, char out[80]) {
   if (!v)
     snprintf(out, 80, "absent");
-  else if (quote)
-    fdl_quote_str(v, out, 80);
-  else
+  else if (count)
     snprintf(out, 80, "%s", v);
+  else
+    fdl_quote_str(v, out, 80);
 }
 
 fdl_status fdl_rpt_comparable(const fdl_rpt_receipt *const *rs, size_t n, fdl_err *err) {
@@ -32,44 +58,21 @@ fdl_status fdl_rpt_comparable(const fdl_rpt_receipt *const *rs, size_t n, fdl_er
                       rs[i]->dir, kind ? kind : "absent");
     }
   }
+  const char *a[NSAME], *b[NSAME];
+  char na[32], nb[32];
+  same_values(&rs[0]->d, a, na);
   for (size_t i = 1; i < n; i++) {
-    const fdl_compare_receipt *a = &rs[0]->d, *b = &rs[i]->d;
-    char na[32], nb[32];
-    snprintf(na, sizeof na, "%lld", (long long)a->panel.scored_positions);
-    snprintf(nb, sizeof nb, "%lld", (long long)b->panel.scored_positions);
-    const struct {
-      const char *path, *x, *y;
-      bool quote;
-    } same[] = {
-        {"comparability.key_inputs.panel_id", a->comparability.key_inputs.panel_id,
-         b->comparability.key_inputs.panel_id, true},
-        {"comparability.key_inputs.reference_id", a->comparability.key_inputs.reference_id,
-         b->comparability.key_inputs.reference_id, true},
-        {"comparability.key_inputs.metric_name", a->comparability.key_inputs.metric_name,
-         b->comparability.key_inputs.metric_name, true},
-        {"comparability.key_inputs.direction", a->comparability.key_inputs.direction,
-         b->comparability.key_inputs.direction, true},
-        {"comparability.key_inputs.accumulation_dtype",
-         a->comparability.key_inputs.accumulation_dtype,
-         b->comparability.key_inputs.accumulation_dtype, true},
-        {"comparability.key_inputs.head_policy", a->comparability.key_inputs.head_policy,
-         b->comparability.key_inputs.head_policy, true},
-        {"panel.suite_token_hash_sha256", a->panel.suite_token_hash_sha256,
-         b->panel.suite_token_hash_sha256, true},
-        {"panel.scored_positions", a->panel.scored_positions == FDL_COMPARE_NO_INT ? NULL : na,
-         b->panel.scored_positions == FDL_COMPARE_NO_INT ? NULL : nb, false},
-        {"reference.dataset_sha256", a->side[0].dataset_sha256, b->side[0].dataset_sha256, true},
-    };
-    for (size_t k = 0; k < sizeof same / sizeof *same; k++) {
-      if (same[k].x && same[k].y && !strcmp(same[k].x, same[k].y)) continue;
+    same_values(&rs[i]->d, b, nb);
+    for (size_t k = 0; k < NSAME; k++) {
+      if (a[k] && b[k] && !strcmp(a[k], b[k])) continue;
       char x[80], y[80];
-      shown(same[k].x, same[k].quote, x);
-      shown(same[k].y, same[k].quote, y);
+      shown(a[k], a[k] == na, x);
+      shown(b[k], b[k] == nb, y);
       return fdl_fail(err, FDL_REFUSED,
                       "%s and %s cannot be ranked side by side: %s differs (%s vs %s); a "
                       "side-by-side page needs the same panel, reference, metric, direction, "
                       "accumulation and head policy (docs/REPORT.md)",
-                      rs[0]->dir, rs[i]->dir, same[k].path, x, y);
+                      rs[0]->dir, rs[i]->dir, SAME[k], x, y);
     }
   }
   return FDL_OK;

@@ -142,9 +142,7 @@ static bool load_contexts(fdl_rpt_receipt *r, fdl_status *st, fdl_err *err) {
     if (c->index == FDL_COMPARE_NO_INT)
       return untrusted(r, "per_context[%zu].index is not an integer", i);
     x->index = (long long)c->index;
-    x->window_id = c->window_id;
     x->mean = c->mean;
-    x->max = c->max;
     x->lo = c->ci95_low;
     x->hi = c->ci95_high;
     x->ci_sealed = isfinite(x->lo) && isfinite(x->hi);

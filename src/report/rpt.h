@@ -29,10 +29,9 @@
 
 typedef struct {
   long long index;
-  const char *window_id; /* borrowed from the receipt; may be NULL */
-  int domain;            /* index into fdl_rpt_receipt.domains; -1: none */
-  size_t rows, first;    /* scored rows and the first one's index in the tokenwise array */
-  double mean, max;
+  int domain;         /* index into fdl_rpt_receipt.domains; -1: none */
+  size_t rows, first; /* scored rows and the first one's index in the tokenwise array */
+  double mean;
   double lo, hi;  /* CI95 of the context mean (derive.c); NaN when fewer than 2 rows */
   bool ci_sealed; /* lo/hi came from the receipt itself, not derived by the report */
 } fdl_rpt_ctx;

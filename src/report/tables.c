@@ -42,16 +42,12 @@ void fdl_rpt_verdict(fdl_buf *b, const fdl_rpt_receipt *r) {
                          : " &mdash; read the disclosures before citing the numbers.");
   fdl_buf_puts(b, "</p><table>");
   row_text(b, "comparability key", d->comparability.key, true);
-  const char *const ki[][2] = {
-      {"key input: panel_id", d->comparability.key_inputs.panel_id},
-      {"key input: reference_id", d->comparability.key_inputs.reference_id},
-      {"key input: metric_name", d->comparability.key_inputs.metric_name},
-      {"key input: direction", d->comparability.key_inputs.direction},
-      {"key input: accumulation_dtype", d->comparability.key_inputs.accumulation_dtype},
-      {"key input: stack_relation", d->comparability.key_inputs.stack_relation},
-      {"key input: head_policy", d->comparability.key_inputs.head_policy},
-  };
-  for (size_t k = 0; k < sizeof ki / sizeof *ki; k++) row_text(b, ki[k][0], ki[k][1], true);
+  static const char *const ki[] = {FDL_COMPARE_KEY_INPUTS(FDL_COMPARE_KI_NAME_)};
+  for (size_t k = 0; k < FDL_COMPARE_KI_COUNT; k++) {
+    char name[64];
+    snprintf(name, sizeof name, "key input: %s", ki[k]);
+    row_text(b, name, d->comparability.key_inputs[k], true);
+  }
   row_text(b, "usable as floor", truth(d->comparability.usable_as_floor), false);
   row_text(b, "same lane", truth(d->comparability.same_lane), false);
   row_text(b, "bias", d->comparability.bias_kind, false);
