@@ -117,7 +117,8 @@ typedef struct {
  */
 #define FDL_COMPARE_KEY_INPUTS(X)                                                                  \
   X(PANEL_ID, "panel_id")                                                                          \
-  X(REFERENCE_ID, "reference_id") X(METRIC_NAME, "metric_name") X(DIRECTION, "direction")          \
+  X(REFERENCE_ID, "reference_id")                                                                  \
+  X(METRIC_NAME, "metric_name") X(DIRECTION, "direction")                                          \
       X(ACCUMULATION_DTYPE, "accumulation_dtype") X(STACK_RELATION, "stack_relation")              \
           X(HEAD_POLICY, "head_policy")
 #define FDL_COMPARE_KI_ID_(id, name) FDL_COMPARE_KI_##id,
@@ -142,6 +143,13 @@ typedef struct {
   double mean, max, ci95_low, ci95_high;
 } fdl_compare_context;
 
+/* The percentile keys of the llama.cpp block's kld and delta_p, in the order of the arrays below.
+ */
+#define FDL_COMPARE_KLD_PERCENTILES                                                                \
+  { "99.9", "99", "95", "90", "50", "10", "5", "1", "0.1" }
+#define FDL_COMPARE_DP_PERCENTILES                                                                 \
+  { "99.9", "99", "95", "90", "75", "50", "25", "10", "5", "1", "0.1" }
+
 /* fidelis_extensions.llamacpp_compatible */
 typedef struct {
   bool present; /* the key is there (a block that is not an object has no schema) */
@@ -151,11 +159,10 @@ typedef struct {
   fdl_compare_pm ppl_candidate, ppl_reference, ln_ppl_ratio, ppl_ratio, same_top;
   double logprob_correlation;
   struct {
-    double mean, se, max, min, percentiles[9]; /* 99.9 99 95 90 50 10 5 1 0.1 */
+    double mean, se, max, min, percentiles[9]; /* FDL_COMPARE_KLD_PERCENTILES */
   } kld;
   struct {
-    double mean, mean_se, rms, rms_se, max, min,
-        percentiles[11]; /* 99.9 99 95 90 75 50 25 10 5 1 0.1 */
+    double mean, mean_se, rms, rms_se, max, min, percentiles[11]; /* FDL_COMPARE_DP_PERCENTILES */
   } delta_p;
 } fdl_compare_llamacpp;
 

@@ -27,11 +27,9 @@ static void pm(const json_t *o, const char *k, fdl_compare_pm *out) {
   *out = (fdl_compare_pm){num(v, "value"), num(v, "stderr")};
 }
 
-/* The percentile keys of the llama.cpp block, in the struct's order (keys with dots: looked up
- * one level at a time, never as a dotted path). */
-static const char *const KLD_P[9] = {"99.9", "99", "95", "90", "50", "10", "5", "1", "0.1"};
-static const char *const DP_P[11] = {"99.9", "99", "95", "90", "75", "50",
-                                     "25",   "10", "5",  "1",  "0.1"};
+/* The percentile keys (they hold dots: looked up one level at a time, never as a dotted path). */
+static const char *const KLD_P[9] = FDL_COMPARE_KLD_PERCENTILES;
+static const char *const DP_P[11] = FDL_COMPARE_DP_PERCENTILES;
 
 static void llamacpp(const json_t *x, fdl_compare_llamacpp *l) {
   l->present = x != NULL;

@@ -153,14 +153,6 @@ static void llama_row(fdl_buf *b, const char *name, const char *field, double v,
   fdl_buf_printf(b, " %s</td><td><code>%s</code></td></tr>\n", unit, field);
 }
 
-/* The rows of a llama.cpp value with its standard error. */
-static void llama_pm(fdl_buf *b, const char *name, const char *field, fdl_compare_pm v,
-                     const char *unit) {
-  char f[64];
-  snprintf(f, sizeof f, "%s.value", field);
-  llama_row(b, name, f, v.value, &v.se, unit);
-}
-
 /* One percentile row of a llama.cpp block; unit "%" as in llama_row. */
 static void percentile_row(fdl_buf *b, const char *table, const char *stat, const char *q, double v,
                            const char *unit) {
@@ -188,27 +180,30 @@ void fdl_rpt_llama_table(fdl_buf *b, const fdl_rpt_receipt *r) {
                   "definitions: <code>");
   fdl_rpt_esc(b, k->definitions);
   fdl_buf_puts(b, "</code>.</p><table><tr><th>statistic</th><th>value</th><th>field</th></tr>\n");
-  llama_pm(b, "Mean PPL(Q)", "ppl_candidate", k->ppl_candidate, "");
-  llama_pm(b, "Mean PPL(base)", "ppl_reference", k->ppl_reference, "");
+  llama_row(b, "Mean PPL(Q)", "ppl_candidate.value", k->ppl_candidate.value, &k->ppl_candidate.se,
+            "");
+  llama_row(b, "Mean PPL(base)", "ppl_reference.value", k->ppl_reference.value,
+            &k->ppl_reference.se, "");
   llama_row(b, "Cor(ln PPL(Q), ln PPL(base))", "logprob_correlation", k->logprob_correlation, NULL,
             "");
-  llama_pm(b, "Mean ln(PPL(Q)/PPL(base))", "ln_ppl_ratio", k->ln_ppl_ratio, "");
-  llama_pm(b, "Mean PPL(Q)/PPL(base)", "ppl_ratio", k->ppl_ratio, "");
+  llama_row(b, "Mean ln(PPL(Q)/PPL(base))", "ln_ppl_ratio.value", k->ln_ppl_ratio.value,
+            &k->ln_ppl_ratio.se, "");
+  llama_row(b, "Mean PPL(Q)/PPL(base)", "ppl_ratio.value", k->ppl_ratio.value, &k->ppl_ratio.se,
+            "");
   llama_row(b, "Mean KLD", "kld.mean", k->kld.mean, &k->kld.se, "nats");
   llama_row(b, "Maximum KLD", "kld.max", k->kld.max, NULL, "nats");
-  static const char *const kq[] = {"99.9", "99", "95", "90", "50", "10", "5", "1", "0.1"};
+  static const char *const kq[] = FDL_COMPARE_KLD_PERCENTILES;
   for (size_t i = 0; i < sizeof kq / sizeof *kq; i++)
     percentile_row(b, "kld.percentiles", "KLD", kq[i], k->kld.percentiles[i], "nats");
   llama_row(b, "Minimum KLD", "kld.min", k->kld.min, NULL, "nats");
   llama_row(b, "Mean \xCE\x94p", "delta_p.mean", k->delta_p.mean, &k->delta_p.mean_se, "%");
   llama_row(b, "RMS \xCE\x94p", "delta_p.rms", k->delta_p.rms, &k->delta_p.rms_se, "%");
   llama_row(b, "Maximum \xCE\x94p", "delta_p.max", k->delta_p.max, NULL, "%");
-  static const char *const dq[] = {"99.9", "99", "95", "90", "75", "50",
-                                   "25",   "10", "5",  "1",  "0.1"};
+  static const char *const dq[] = FDL_COMPARE_DP_PERCENTILES;
   for (size_t i = 0; i < sizeof dq / sizeof *dq; i++)
     percentile_row(b, "delta_p.percentiles", "\xCE\x94p", dq[i], k->delta_p.percentiles[i], "%");
   llama_row(b, "Minimum \xCE\x94p", "delta_p.min", k->delta_p.min, NULL, "%");
-  llama_pm(b, "Same top p", "same_top", k->same_top, "%");
+  llama_row(b, "Same top p", "same_top.value", k->same_top.value, &k->same_top.se, "%");
   llama_row(b, "tokens", "n", fdl_rpt_int(k->n), NULL, "");
   fdl_buf_puts(b, "</table></section>\n");
 }
