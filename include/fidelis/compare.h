@@ -113,14 +113,15 @@ typedef struct {
   double value, se;
 } fdl_compare_pm;
 
-/* The inputs of the comparability key (section 11.7), in the order it hashes them: X(ID, "name").
- */
+/* The comparability key's inputs (section 11.7) in the order it hashes them: X(ID, "name"). */
 #define FDL_COMPARE_KEY_INPUTS(X)                                                                  \
   X(PANEL_ID, "panel_id")                                                                          \
   X(REFERENCE_ID, "reference_id")                                                                  \
-  X(METRIC_NAME, "metric_name") X(DIRECTION, "direction")                                          \
-      X(ACCUMULATION_DTYPE, "accumulation_dtype") X(STACK_RELATION, "stack_relation")              \
-          X(HEAD_POLICY, "head_policy")
+  X(METRIC_NAME, "metric_name")                                                                    \
+  X(DIRECTION, "direction")                                                                        \
+  X(ACCUMULATION_DTYPE, "accumulation_dtype")                                                      \
+  X(STACK_RELATION, "stack_relation")                                                              \
+  X(HEAD_POLICY, "head_policy")
 #define FDL_COMPARE_KI_ID_(id, name) FDL_COMPARE_KI_##id,
 typedef enum {
   FDL_COMPARE_KEY_INPUTS(FDL_COMPARE_KI_ID_) FDL_COMPARE_KI_COUNT
@@ -143,8 +144,7 @@ typedef struct {
   double mean, max, ci95_low, ci95_high;
 } fdl_compare_context;
 
-/* The percentile keys of the llama.cpp block's kld and delta_p, in the order of the arrays below.
- */
+/* The percentile keys of the llama.cpp block's kld and delta_p, in their arrays' order. */
 #define FDL_COMPARE_KLD_PERCENTILES                                                                \
   { "99.9", "99", "95", "90", "50", "10", "5", "1", "0.1" }
 #define FDL_COMPARE_DP_PERCENTILES                                                                 \
@@ -180,7 +180,7 @@ typedef struct {
 } fdl_compare_side;
 
 /* The receipt's fields that a summary or a report shows, decoded from the receipt as written
- * (absent values: FDL_COMPARE_NO_INT above). Strings and docs are borrowed from the parsed
+ * (absent or mistyped: see FDL_COMPARE_NO_INT). Strings and docs are borrowed from the parsed
  * receipt; the arrays are owned. */
 typedef struct {
   const char *schema, *comparison_kind, *comparability_class, *receipt_sha256, *created_utc;
