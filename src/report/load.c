@@ -138,7 +138,6 @@ static bool load_contexts(fdl_rpt_receipt *r, fdl_status *st, fdl_err *err) {
       return untrusted(r, "per_context rows add up to more than the %zu tokenwise values", r->n);
     x->first = first;
     first += x->rows;
-    /* a count, never cast from a double */
     if (c->index == FDL_COMPARE_NO_INT)
       return untrusted(r, "per_context[%zu].index is not an integer", i);
     x->index = (long long)c->index;
