@@ -281,11 +281,55 @@ static void test_options(void **state) {
 
 /* Without ../shared/vectors the tests that need no vector still run, and a pass then exits 77:
  * CTest records the run as skipped, never as passed. */
+/* The receipt decoder: each field by its key; an absent or mistyped value reads as NULL, NaN,
+ * FDL_COMPARE_NO_INT or -1 so a page tells it from 0; the key inputs in the enum's order; the
+ * arrays; the llama.cpp block's percentile keys, which hold dots. */
+static void test_decode(void **state) {
+  (void)state;
+  static const char text[] =
+      "{\"schema\":\"s\",\"comparability\":{\"class\":\"strict\",\"key\":null,\"key_inputs\":"
+      "{\"head_policy\":\"native_head\",\"panel_id\":7},\"same_lane\":true},\"kl\":{\"p99\":0.5,"
+      "\"max\":\"x\"},\"panel\":{\"scored_positions\":12,\"contexts\":1.5},\"disclosures\":"
+      "[{\"code\":\"c\",\"affects_comparability\":false}],\"per_context\":[{\"index\":3,"
+      "\"scored_rows\":12,\"ci95_low\":0.1},{}],\"fidelis_extensions\":{\"llamacpp_compatible\":"
+      "{\"n\":12,\"kld\":{\"percentiles\":{\"99.9\":2}},\"arrays\":{\"tokenwise-top1.npy\":\"h\"}}}"
+      "}";
+  json_t *doc = NULL;
+  fdl_err err;
+  assert_int_equal(fdl_json_parse(text, sizeof text - 1, NULL, &doc, &err), FDL_OK);
+  fdl_compare_receipt d;
+  assert_int_equal(fdl_cmp_receipt_decode(doc, &d, &err), FDL_OK);
+  assert_string_equal(d.schema, "s");
+  assert_string_equal(d.comparability_class, "strict");
+  assert_null(d.comparability.key);
+  assert_null(d.comparability.key_inputs[FDL_COMPARE_KI_PANEL_ID]);
+  assert_string_equal(d.comparability.key_inputs[FDL_COMPARE_KI_HEAD_POLICY], "native_head");
+  assert_int_equal(d.comparability.same_lane, 1);
+  assert_int_equal(d.comparability.usable_as_floor, -1);
+  assert_true(d.kl.p99 == 0.5 && isnan(d.kl.max) && isnan(d.metric_value));
+  assert_true(d.panel.scored_positions == 12 && d.panel.contexts == FDL_COMPARE_NO_INT);
+  assert_int_equal(d.n_disclosures, 1);
+  assert_string_equal(d.disclosures[0].code, "c");
+  assert_int_equal(d.disclosures[0].affects_comparability, 0);
+  assert_int_equal(d.n_per_context, 2);
+  assert_true(d.per_context[0].index == 3 && d.per_context[0].ci95_low == 0.1);
+  assert_true(d.per_context[1].index == FDL_COMPARE_NO_INT && isnan(d.per_context[1].mean));
+  assert_int_equal(d.n_high_kld_contexts, 0);
+  assert_true(d.llamacpp.present && d.llamacpp.n == 12 && !d.llamacpp.schema);
+  assert_true(d.llamacpp.kld.percentiles[0] == 2 && isnan(d.llamacpp.kld.percentiles[1]));
+  assert_true(!d.llamacpp.arrays[0] && !strcmp(d.llamacpp.arrays[2], "h"));
+  assert_null(d.js_doc);
+  assert_ptr_equal(d.kl_doc, json_object_get(doc, "kl"));
+  fdl_cmp_receipt_free(&d);
+  json_decref(doc);
+}
+
 int main(void) {
   const struct CMUnitTest own[] = {
       cmocka_unit_test(test_key_refuses_pipe),
       cmocka_unit_test(test_quant_int4),
       cmocka_unit_test(test_options),
+      cmocka_unit_test(test_decode),
   };
   const struct CMUnitTest with_vectors[] = {
       cmocka_unit_test(test_key_seed),         cmocka_unit_test(test_key_k6),

@@ -113,60 +113,115 @@ typedef struct {
   double value, se;
 } fdl_compare_pm;
 
+/* The comparability key's inputs (section 11.7) in the order it hashes them: X(ID, "name"). */
+#define FDL_COMPARE_KEY_INPUTS(X)                                                                  \
+  X(PANEL_ID, "panel_id")                                                                          \
+  X(REFERENCE_ID, "reference_id")                                                                  \
+  X(METRIC_NAME, "metric_name")                                                                    \
+  X(DIRECTION, "direction")                                                                        \
+  X(ACCUMULATION_DTYPE, "accumulation_dtype")                                                      \
+  X(STACK_RELATION, "stack_relation")                                                              \
+  X(HEAD_POLICY, "head_policy")
+#define FDL_COMPARE_KI_ID_(id, name) FDL_COMPARE_KI_##id,
+typedef enum {
+  FDL_COMPARE_KEY_INPUTS(FDL_COMPARE_KI_ID_) FDL_COMPARE_KI_COUNT
+} fdl_compare_key_input;
+#define FDL_COMPARE_KI_NAME_(id, name) name,
+
+/* The receipt's decoded fields read as these when absent or of another type: a string NULL, a
+ * number NaN, an integer FDL_COMPARE_NO_INT, a boolean -1. */
+#define FDL_COMPARE_NO_INT INT64_MIN
+
 typedef struct {
   const char *severity, *code, *detail;
+  int affects_comparability; /* 1 true, 0 false, -1 null */
 } fdl_compare_disclosure;
 
+/* An element of per_context or high_kld_contexts. */
 typedef struct {
   int64_t index, scored_rows;
   const char *window_id, *domain;
-  double mean, max;
+  double mean, max, ci95_low, ci95_high;
 } fdl_compare_context;
+
+/* The percentile keys of the llama.cpp block's kld and delta_p, in their arrays' order. */
+#define FDL_COMPARE_KLD_PERCENTILES                                                                \
+  { "99.9", "99", "95", "90", "50", "10", "5", "1", "0.1" }
+#define FDL_COMPARE_DP_PERCENTILES                                                                 \
+  { "99.9", "99", "95", "90", "75", "50", "25", "10", "5", "1", "0.1" }
 
 /* fidelis_extensions.llamacpp_compatible */
 typedef struct {
-  bool present; /* the block is an object */
+  bool present; /* the key is there (a block that is not an object has no schema) */
+  const char *schema, *definitions;
+  int64_t n;
+  const char *arrays[3]; /* the SHA-256 of FDL_COMPARE_LOGPROB_REF_NAME, _CAND_NAME, TOP1_NAME */
   fdl_compare_pm ppl_candidate, ppl_reference, ln_ppl_ratio, ppl_ratio, same_top;
   double logprob_correlation;
   struct {
-    double mean, se, max, min, percentiles[9]; /* 99.9 99 95 90 50 10 5 1 0.1 */
+    double mean, se, max, min, percentiles[9]; /* FDL_COMPARE_KLD_PERCENTILES */
   } kld;
   struct {
-    double mean, mean_se, rms, rms_se, max, min,
-        percentiles[11]; /* 99.9 99 95 90 75 50 25 10 5 1 0.1 */
+    double mean, mean_se, rms, rms_se, max, min, percentiles[11]; /* FDL_COMPARE_DP_PERCENTILES */
   } delta_p;
 } fdl_compare_llamacpp;
 
-/* The receipt's fields that a summary shows, decoded from the receipt as written. Strings are
- * borrowed from fdl_compare_result.receipt; a string that is absent or not a string reads as
- * NULL, a number as 0. */
+/* The sealed receipt as a parsed tree, or one of its values: opaque here, so the installed
+ * headers need no JSON library; compare/compare_json.h (the private tier) reads it:
+ * fdl_compare_receipt_json. */
+struct fdl_compare_doc;
+
+/* One side (reference, candidate) of a receipt. */
 typedef struct {
-  const char *comparison_kind, *comparability_class, *receipt_sha256;
+  const char *label, *dataset_id, *dataset_sha256, *capture_content_digest, *role, *form, *lane,
+      *repository, *revision, *stack_fingerprint_sha256;
+  const char *weights_repository, *weights_revision, *weights_checkpoint_identity_sha256;
+  const char *head_tensor_content_sha256;
+} fdl_compare_side;
+
+/* The receipt's fields that a summary or a report shows, decoded from the receipt as written
+ * (absent or mistyped: see FDL_COMPARE_NO_INT). Strings and docs are borrowed from the parsed
+ * receipt; the arrays are owned. */
+typedef struct {
+  const char *schema, *comparison_kind, *comparability_class, *receipt_sha256, *created_utc;
+  fdl_compare_side side[2]; /* reference, candidate */
   struct {
-    const char *label, *dataset_id, *form, *lane;
-  } side[2]; /* reference, candidate */
+    const char *key, *bias_kind;
+    const char *key_inputs[FDL_COMPARE_KI_COUNT]; /* by fdl_compare_key_input */
+    int usable_as_floor, same_lane;               /* 1 true, 0 false, -1 */
+  } comparability;
   fdl_compare_disclosure *disclosures;
   size_t n_disclosures;
+  double metric_value;
   struct {
     double mean, median, p95, p99, p99_9, max;
   } kl;
   int64_t scored_positions, contexts; /* measurement_scope */
   struct {
-    const char *method;
-    bool has_ci; /* ci95_low is a number */
+    const char *panel_id, *suite_token_hash_sha256, *tokenizer_id;
+    int64_t scored_positions, contexts, context_length;
+  } panel;
+  struct {
+    const char *path, *sha256;
+  } tokenwise;
+  const char *stack_relation; /* estimator.stack_relation */
+  struct {
+    const char *tool_name, *tool_version, *tool_entrypoint, *estimator_backend, *replay_backend,
+        *replay_library, *device;
+  } comparator;
+  struct {
+    const char *method, *cluster_unit;
     double ci95_low, ci95_high;
     int64_t samples, clusters, seed;
   } uncertainty;
-  bool has_top1, has_js; /* top1_agreement is a number, js an object */
+  bool has_js; /* js is an object */
   double top1_agreement, js_mean;
   fdl_compare_llamacpp llamacpp;
-  fdl_compare_context *high_kld_contexts;
-  size_t n_high_kld_contexts;
+  fdl_compare_context *per_context, *high_kld_contexts;
+  size_t n_per_context, n_high_kld_contexts;
+  /* Values passed on verbatim (the CLI's --json), NULL when absent. */
+  const struct fdl_compare_doc *kl_doc, *uncertainty_doc, *js_doc, *high_kld_contexts_doc;
 } fdl_compare_receipt;
-
-/* The sealed receipt as a parsed tree: opaque here, so the installed headers need no JSON
- * library; compare/compare_json.h (the private tier) reads it: fdl_compare_receipt_json. */
-struct fdl_compare_doc;
 
 typedef struct {
   fdl_refusal refusal; /* why nothing was written: code ("panel_mismatch", ...), gate ("panel",

@@ -1,6 +1,7 @@
 /* compare.c - `fidelis compare REFERENCE CANDIDATE --out DIR`: options, the refusal lines of
  * the reference (`REFUSED [code]: gate G: message` + `  remedy: ...`), the human summary or the
  * --json headline, and the exit code (0 strict, 2 advisory, 3 refused, 4 usage). */
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -200,10 +201,6 @@ static const char *shown(const char *v, char *buf, size_t cap) {
   return fdl_cli_shown(v, v ? strlen(v) : 0, buf, cap);
 }
 
-static json_t *at(const json_t *o, const char *a, const char *b) {
-  return json_object_get(json_object_get(o, a), b);
-}
-
 /* The exit code of an outcome (README: 0 strict, 2 advisory, 3 refused, 4 usage). A refusal's
  * follows its cause, so an I/O failure or exhausted memory is 4 like in every other command. */
 static int exit_code(const fdl_compare_result *r) {
@@ -271,7 +268,7 @@ static void summary(const fdl_compare_result *r, double secs) {
   printf("\nKL(reference || candidate) in nats over %lld positions in %lld contexts:\n",
          (long long)rc->scored_positions, (long long)rc->contexts);
   printf("  mean     %-14.6e", rc->kl.mean);
-  if (rc->uncertainty.has_ci)
+  if (!isnan(rc->uncertainty.ci95_low))
     printf("  CI95 [%.6e, %.6e]  (%s, %lld resamples of %lld contexts, seed %lld)",
            rc->uncertainty.ci95_low, rc->uncertainty.ci95_high, rc->uncertainty.method,
            (long long)rc->uncertainty.samples, (long long)rc->uncertainty.clusters,
@@ -280,7 +277,7 @@ static void summary(const fdl_compare_result *r, double secs) {
     printf("  no CI (uncertainty.method %s)", rc->uncertainty.method);
   printf("\n  median   %.6e\n  p95      %.6e\n  p99      %.6e\n  p99.9    %.6e\n  max      %.6e\n",
          rc->kl.median, rc->kl.p95, rc->kl.p99, rc->kl.p99_9, rc->kl.max);
-  if (rc->has_top1) printf("top-1 agreement  %.4f%%\n", 100.0 * rc->top1_agreement);
+  if (!isnan(rc->top1_agreement)) printf("top-1 agreement  %.4f%%\n", 100.0 * rc->top1_agreement);
   if (rc->has_js) printf("JS mean          %.6e nats\n", rc->js_mean);
   llamacpp_section(rc);
   printf("\nhighest-KL contexts:\n");
@@ -312,22 +309,27 @@ static void headline_json(const fdl_compare_result *r, int exit_code, const fdl_
                         *r->refusal.remedy ? json_string(r->refusal.remedy) : json_null());
     json_object_set_new(o, "refused", f);
   } else {
-    const json_t *rc = (const json_t *)r->receipt;
+    const fdl_compare_receipt *rc = &r->fields;
     json_object_set_new(o, "refused", json_null());
     json_object_set_new(o, "receipt", fdl_cli_json_text(r->receipt_path));
     json_object_set_new(o, "tokenwise", fdl_cli_json_text(r->tokenwise_path));
-    static const char *const copy[] = {"comparison_kind",  "receipt_sha256", "kl",
-                                       "top1_agreement",   "uncertainty",    "js",
-                                       "high_kld_contexts"};
-    for (size_t i = 0; i < sizeof copy / sizeof *copy; i++)
-      json_object_set(o, copy[i], json_object_get(rc, copy[i]));
-    json_object_set(o, "class", at(rc, "comparability", "class"));
-    json_object_set(o, "key", at(rc, "comparability", "key"));
-    json_object_set(o, "scored_positions", at(rc, "measurement_scope", "scored_positions"));
+    json_object_set_new(o, "comparison_kind", json_string(rc->comparison_kind));
+    json_object_set_new(o, "receipt_sha256", json_string(rc->receipt_sha256));
+    json_object_set_new(o, "class", json_string(rc->comparability_class));
+    json_object_set_new(o, "key",
+                        rc->comparability.key ? json_string(rc->comparability.key) : json_null());
+    json_object_set_new(o, "scored_positions", json_integer(rc->scored_positions));
+    json_object_set_new(o, "top1_agreement",
+                        isnan(rc->top1_agreement) ? json_null() : json_real(rc->top1_agreement));
+    /* Whole blocks of the receipt, passed on as written. */
+    json_object_set(o, "kl", (json_t *)rc->kl_doc);
+    json_object_set(o, "uncertainty", (json_t *)rc->uncertainty_doc);
+    json_object_set(o, "js", (json_t *)rc->js_doc);
+    json_object_set(o, "high_kld_contexts", (json_t *)rc->high_kld_contexts_doc);
     json_t *codes = json_array();
-    const json_t *disc = json_object_get(rc, "disclosures");
-    for (size_t i = 0; i < json_array_size(disc); i++)
-      json_array_append(codes, json_object_get(json_array_get(disc, i), "code"));
+    for (size_t i = 0; i < rc->n_disclosures; i++)
+      if (rc->disclosures[i].code)
+        json_array_append_new(codes, json_string(rc->disclosures[i].code));
     json_object_set_new(o, "disclosures", codes);
   }
   json_object_set_new(o, "duration_seconds", json_real(secs));

@@ -310,11 +310,6 @@ fdl_status fdl_cmp_receipt_build(const cmp_side *a, const cmp_side *b, const fdl
                                  const cmp_tokenwise_info *tw, json_t *receipt, fdl_refusal *r,
                                  fdl_err *err);
 
-/* Decodes a built receipt's summary fields (decode.c); strings stay borrowed from rc. On
- * failure (out of memory) d is empty. */
-fdl_status fdl_cmp_receipt_decode(const json_t *rc, fdl_compare_receipt *d, fdl_err *err);
-void fdl_cmp_receipt_free(fdl_compare_receipt *d);
-
 /* The comparability block (section 11.7): class, floor, lane, bias, and for a measurement the
  * key and its inputs. Refuses receipt_invalid when a key input contains '|'. */
 fdl_status fdl_cmp_comparability(const cmp_side *a, const cmp_findings *f, json_t **out,

@@ -41,6 +41,11 @@ const char *fdl_compare_check_code_name(fdl_compare_check_code c);
 fdl_status fdl_compare_check_receipt(const json_t *receipt, fdl_compare_check_code *code,
                                      fdl_err *err);
 
+/* Decodes a receipt into its fields (decode.c): the one reader of its keys for a summary or a
+ * report; strings and docs stay borrowed from rc. On failure (out of memory) d is empty. */
+fdl_status fdl_cmp_receipt_decode(const json_t *rc, fdl_compare_receipt *d, fdl_err *err);
+void fdl_cmp_receipt_free(fdl_compare_receipt *d);
+
 /* r->receipt: the json_t * behind the opaque struct fdl_compare_doc (both casts: compare.c). */
 json_t *fdl_compare_receipt_json(const fdl_compare_result *r);
 

@@ -146,14 +146,15 @@ fdl_status fdl_rpt_chart_cdf(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_
   }
   if (!any) fdl_rpt_svg_note(b, &f, "no token has a positive KL: every value is 0");
   if (any && n == 1) {
-    static const char *const keys[4] = {"kl.median", "kl.p95", "kl.p99", "kl.p99_9"};
     static const char *const labels[4] = {"p50", "p95", "p99", "p99.9"};
     static const char *const mc[4] = {"#000000", "#0072B2", "#CC79A7", "#D55E00"};
     char text[4][64];
     const char *tn[4], *tc[4];
     size_t nt = 0;
+    const double marks[4] = {rs[0]->d.kl.median, rs[0]->d.kl.p95, rs[0]->d.kl.p99,
+                             rs[0]->d.kl.p99_9};
     for (int k = 0; k < 4; k++) {
-      double v = fdl_json_path_num(rs[0]->doc, keys[k], NAN);
+      double v = marks[k];
       if (!(v >= lo)) continue;
       char num[32];
       fdl_rpt_vline(b, &f, v, mc[k], labels[k], k);
@@ -318,7 +319,7 @@ void fdl_rpt_chart_top1(fdl_buf *b, const fdl_rpt_receipt *r) {
       n++;
     }
   }
-  v[n] = fdl_json_path_num(r->doc, "top1_agreement", NAN), lo[n] = hi[n] = NAN;
+  v[n] = r->d.top1_agreement, lo[n] = hi[n] = NAN;
   cols[n] = "#555555", labels[n] = "all tokens";
   n++;
   f.y0 = 0, f.y1 = 1;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/path.h"
+#include "compare/compare_json.h"
 #include "fidelis/digest.h"
 #include "base/fs.h"
 #include "json/json.h"
@@ -20,13 +21,10 @@
 #include "report/rpt.h"
 #include "digest/seal_json.h"
 
-#define RECEIPT_SCHEMA "malaiwah.fidelity-comparison-receipt.v1"
-#define LLAMA_SCHEMA "fidelis.llamacpp-compatible.v1"
 /* Arrays far above any panel are refused before they are read. */
 #define ARRAY_MAX_BYTES ((size_t)1 << 32)
 
-static const char *const LLAMA_ARRAYS[3] = {"tokenwise-logprob-ref.npy",
-                                            "tokenwise-logprob-cand.npy", "tokenwise-top1.npy"};
+static const char *const LLAMA_ARRAYS[3] = FDL_RPT_LLAMA_ARRAYS;
 
 static bool untrusted(fdl_rpt_receipt *r, const char *fmt, ...) FDL_PRINTF(2, 3);
 static bool untrusted(fdl_rpt_receipt *r, const char *fmt, ...) {
@@ -119,42 +117,36 @@ done:
 }
 
 /* The digest a receipt records for an array: 64 lowercase hex, or NULL. */
-static const char *digest_of(const json_t *v) {
-  const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+static const char *digest_of(const char *s) {
   return s && fdl_sha256_hex_ok(s, strlen(s)) ? s : NULL;
 }
 
 static bool load_contexts(fdl_rpt_receipt *r, fdl_status *st, fdl_err *err) {
-  const json_t *pc = json_object_get(r->doc, "per_context");
-  if (!json_is_array(pc) || json_array_size(pc) == 0) return true; /* nothing per context */
-  size_t n = json_array_size(pc), first = 0;
+  size_t n = r->d.n_per_context, first = 0;
+  if (n == 0) return true; /* nothing per context */
   r->ctx = fdl_calloc(n, sizeof *r->ctx);
   if (!r->ctx) {
     *st = fdl_fail(err, FDL_NOMEM, "out of memory for %zu contexts", n);
     return false;
   }
   for (size_t i = 0; i < n; i++) {
-    const json_t *c = json_array_get(pc, i);
+    const fdl_compare_context *c = &r->d.per_context[i];
     fdl_rpt_ctx *x = &r->ctx[i];
-    const json_t *rows = json_object_get(c, "scored_rows");
-    if (!json_is_integer(rows) || json_integer_value(rows) < 0)
-      return untrusted(r, "per_context[%zu].scored_rows is not a count", i);
-    x->rows = (size_t)json_integer_value(rows);
+    if (c->scored_rows < 0) return untrusted(r, "per_context[%zu].scored_rows is not a count", i);
+    x->rows = (size_t)c->scored_rows;
     if (x->rows > r->n - first)
       return untrusted(r, "per_context rows add up to more than the %zu tokenwise values", r->n);
     x->first = first;
     first += x->rows;
-    const json_t *ix = json_object_get(c, "index"); /* a count, never cast from a double */
-    if (!json_is_integer(ix)) return untrusted(r, "per_context[%zu].index is not an integer", i);
-    x->index = (long long)json_integer_value(ix);
-    x->window_id = fdl_json_str(c, "window_id");
-    x->mean = fdl_json_path_num(c, "mean", NAN);
-    x->max = fdl_json_path_num(c, "max", NAN);
-    x->lo = fdl_json_path_num(c, "ci95_low", NAN);
-    x->hi = fdl_json_path_num(c, "ci95_high", NAN);
+    if (c->index == FDL_COMPARE_NO_INT)
+      return untrusted(r, "per_context[%zu].index is not an integer", i);
+    x->index = (long long)c->index;
+    x->mean = c->mean;
+    x->lo = c->ci95_low;
+    x->hi = c->ci95_high;
     x->ci_sealed = isfinite(x->lo) && isfinite(x->hi);
     x->domain = -1;
-    const char *dom = fdl_json_str(c, "domain");
+    const char *dom = c->domain;
     if (dom && *dom) {
       size_t k = 0;
       while (k < r->ndomains && strcmp(r->domains[k], dom)) k++;
@@ -175,7 +167,7 @@ static bool load_contexts(fdl_rpt_receipt *r, fdl_status *st, fdl_err *err) {
       r->domains[b - 1] = t;
     }
   for (size_t i = 0; i < n; i++) {
-    const char *dom = fdl_json_path_str(json_array_get(pc, i), "domain");
+    const char *dom = r->d.per_context[i].domain;
     for (size_t k = 0; dom && k < r->ndomains; k++)
       if (!strcmp(r->domains[k], dom)) r->ctx[i].domain = (int)k;
     if (dom && *dom && r->ctx[i].domain < 0) r->ctx[i].domain = FDL_RPT_MAX_DOMAINS - 1;
@@ -184,19 +176,17 @@ static bool load_contexts(fdl_rpt_receipt *r, fdl_status *st, fdl_err *err) {
 }
 
 static bool load_llama(fdl_rpt_receipt *r, fdl_status *st, fdl_err *err) {
-  const json_t *b = fdl_json_path(r->doc, "fidelis_extensions.llamacpp_compatible");
-  if (!b) return true; /* an older receipt */
-  const char *schema = fdl_json_str(b, "schema");
-  if (!json_is_object(b) || !schema || strcmp(schema, LLAMA_SCHEMA))
-    return untrusted(r, "fidelis_extensions.llamacpp_compatible is not a %s block", LLAMA_SCHEMA);
-  const json_t *n = json_object_get(b, "n");
-  if (!json_is_integer(n) || (size_t)json_integer_value(n) != r->n)
+  const fdl_compare_llamacpp *b = &r->d.llamacpp;
+  if (!b->present) return true; /* an older receipt */
+  if (!b->schema || strcmp(b->schema, FDL_COMPARE_LLAMACPP_SCHEMA))
+    return untrusted(r, "fidelis_extensions.llamacpp_compatible is not a %s block",
+                     FDL_COMPARE_LLAMACPP_SCHEMA);
+  if (b->n == FDL_COMPARE_NO_INT || (size_t)b->n != r->n)
     return untrusted(r, "fidelis_extensions.llamacpp_compatible.n is not the %zu scored rows",
                      r->n);
-  const json_t *arrays = json_object_get(b, "arrays");
   void **dst[3] = {(void **)&r->lp_ref, (void **)&r->lp_cand, (void **)&r->top1};
   for (int k = 0; k < 3; k++) {
-    const char *hex = digest_of(json_object_get(arrays, LLAMA_ARRAYS[k]));
+    const char *hex = digest_of(b->arrays[k]);
     if (!hex)
       return untrusted(r, "fidelis_extensions.llamacpp_compatible.arrays has no SHA-256 for %s",
                        LLAMA_ARRAYS[k]);
@@ -206,7 +196,7 @@ static bool load_llama(fdl_rpt_receipt *r, fdl_status *st, fdl_err *err) {
       return false;
     if (len != r->n) return untrusted(r, "%s: length differs from the receipt", LLAMA_ARRAYS[k]);
   }
-  r->llama = b;
+  r->llama = true;
   return true;
 }
 
@@ -224,10 +214,11 @@ fdl_status fdl_rpt_load(const char *dir, fdl_rpt_receipt *r, fdl_err *err) {
     untrusted(r, "%s: %s", FDL_REPORT_RECEIPT, e.msg);
     return FDL_OK;
   }
-  const char *schema = fdl_json_str(r->doc, "schema");
-  if (!schema || strcmp(schema, RECEIPT_SCHEMA)) {
+  /* Decoded before it is verified: nothing is shown until every check below has passed. */
+  if ((s = fdl_cmp_receipt_decode(r->doc, &r->d, err)) != FDL_OK) return s;
+  if (!r->d.schema || strcmp(r->d.schema, FDL_COMPARE_SCHEMA)) {
     untrusted(r, "%s: schema is not %s: not a comparison receipt", FDL_REPORT_RECEIPT,
-              RECEIPT_SCHEMA);
+              FDL_COMPARE_SCHEMA);
     return FDL_OK;
   }
   fdl_seal_check sc;
@@ -247,9 +238,8 @@ fdl_status fdl_rpt_load(const char *dir, fdl_rpt_receipt *r, fdl_err *err) {
     return FDL_OK;
   }
   /* Only the name the format writes: a receipt must not point the page at another file. */
-  const char *tw = fdl_json_path_str(r->doc, "tokenwise.path");
-  const char *hex = digest_of(fdl_json_path(r->doc, "tokenwise.sha256"));
-  if (!tw || strcmp(tw, "tokenwise-kld.npy") || !hex) {
+  const char *tw = r->d.tokenwise.path, *hex = digest_of(r->d.tokenwise.sha256);
+  if (!tw || strcmp(tw, FDL_COMPARE_TOKENWISE_NAME) || !hex) {
     untrusted(r, "tokenwise: the receipt does not name tokenwise-kld.npy with a SHA-256");
     return FDL_OK;
   }
@@ -257,13 +247,13 @@ fdl_status fdl_rpt_load(const char *dir, fdl_rpt_receipt *r, fdl_err *err) {
   r->trusted = true;
   size_t n = 0;
   void *kl = NULL;
-  if (!read_array(r, "tokenwise-kld.npy", hex, FDL_DTYPE_F64, &n, &kl, &s, err)) return s;
+  if (!read_array(r, FDL_COMPARE_TOKENWISE_NAME, hex, FDL_DTYPE_F64, &n, &kl, &s, err)) return s;
   r->kl = kl;
   r->n = n;
-  double scored = fdl_json_path_num(r->doc, "panel.scored_positions", NAN);
-  if (scored != (double)n) {
+  int64_t scored = r->d.panel.scored_positions;
+  if (scored != (int64_t)n) {
     untrusted(r, "tokenwise-kld.npy holds %zu values but panel.scored_positions is %s", n,
-              isfinite(scored) ? "another number" : "missing");
+              scored != FDL_COMPARE_NO_INT ? "another number" : "missing");
     return FDL_OK;
   }
   if (!load_contexts(r, &s, err) && s != FDL_OK) return s;
@@ -275,6 +265,7 @@ fdl_status fdl_rpt_load(const char *dir, fdl_rpt_receipt *r, fdl_err *err) {
 void fdl_rpt_free(fdl_rpt_receipt *r) {
   if (!r) return;
   free(r->dir);
+  fdl_cmp_receipt_free(&r->d);
   json_decref(r->doc);
   free(r->kl);
   free(r->lp_ref);

@@ -60,13 +60,13 @@ const char *fdl_rpt_fmt(double x, int digits, char buf[32]) {
   return buf;
 }
 
-void fdl_rpt_row_format(const json_t *d, fdl_rpt_row *r) {
-  fdl_rpt_fmt(fdl_json_path_num(d, "metric.value", NAN), 6, r->mean);
-  fdl_rpt_fmt(fdl_json_path_num(d, "uncertainty.ci95_low", NAN), 4, r->ci_low);
-  fdl_rpt_fmt(fdl_json_path_num(d, "uncertainty.ci95_high", NAN), 4, r->ci_high);
-  fdl_rpt_fmt(fdl_json_path_num(d, "kl.p99", NAN), 4, r->p99);
-  fdl_rpt_fmt(fdl_json_path_num(d, "kl.max", NAN), 4, r->max);
-  fdl_rpt_fmt(fdl_json_path_num(d, "top1_agreement", NAN), 4, r->top1);
+void fdl_rpt_row_format(const fdl_compare_receipt *d, fdl_rpt_row *r) {
+  fdl_rpt_fmt(d->metric_value, 6, r->mean);
+  fdl_rpt_fmt(d->uncertainty.ci95_low, 4, r->ci_low);
+  fdl_rpt_fmt(d->uncertainty.ci95_high, 4, r->ci_high);
+  fdl_rpt_fmt(d->kl.p99, 4, r->p99);
+  fdl_rpt_fmt(d->kl.max, 4, r->max);
+  fdl_rpt_fmt(d->top1_agreement, 4, r->top1);
 }
 
 static const char CSS[] =

@@ -53,8 +53,8 @@ static void title(fdl_buf *b, const fdl_rpt_receipt *r) {
   fdl_buf_puts(b, "<h1>Fidelity report: ");
   fdl_rpt_esc(b, fdl_rpt_name(r));
   fdl_buf_puts(b, " against ");
-  const char *ref = fdl_json_path_str(r->doc, "reference.label");
-  fdl_rpt_esc(b, ref && *ref ? ref : fdl_json_path_str(r->doc, "reference.dataset_id"));
+  const char *ref = r->d.side[0].label;
+  fdl_rpt_esc(b, ref && *ref ? ref : r->d.side[0].dataset_id);
   fdl_buf_puts(b, "</h1>\n<p class=\"note\" id=\"verified\">Receipt <code>");
   fdl_rpt_esc(b, r->dir);
   fdl_buf_puts(b, "</code>: seal recomputed and every array's SHA-256 matched before anything "
@@ -94,10 +94,10 @@ static fdl_status side_by_side(fdl_buf *b, loaded *l, fdl_err *err) {
   const fdl_rpt_receipt **o = l->p;
   fdl_rpt_sort_by_kl(o, l->n);
   fdl_buf_printf(b, "<h1>Side by side: %zu candidates on panel ", l->n);
-  fdl_rpt_esc(b, fdl_json_path_str(o[0]->doc, "panel.panel_id"));
+  fdl_rpt_esc(b, o[0]->d.panel.panel_id);
   fdl_buf_puts(b, "</h1>\n<p class=\"note\" id=\"verified\">Every receipt's seal recomputed and "
                   "every array's SHA-256 matched before anything was drawn. Reference: <code>");
-  fdl_rpt_esc(b, fdl_json_path_str(o[0]->doc, "reference.dataset_id"));
+  fdl_rpt_esc(b, o[0]->d.side[0].dataset_id);
   fdl_buf_puts(b, "</code>. Ranked by mean KL, lowest (closest to the reference) first.</p>\n"
                   "<section id=\"ranking\"><h2>Ranking</h2>");
   fdl_rpt_compare_table(b, o, l->n);
@@ -136,7 +136,7 @@ fdl_status fdl_report_write(const char *const *dirs, size_t n, const char *out,
       if (!l->r[i].trusted) fdl_rpt_untrusted(&b, &l->r[i]);
   } else if (n == 1) {
     s = single(&b, &l->r[0], err);
-    res->llamacpp = l->r[0].llama != NULL;
+    res->llamacpp = l->r[0].llama;
   } else {
     s = side_by_side(&b, l, err);
   }

@@ -10,6 +10,7 @@
 #ifndef FDL_REPORT_RPT_H
 #define FDL_REPORT_RPT_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -17,9 +18,9 @@
 #include <jansson.h>
 
 #include "base/buf.h"
+#include "fidelis/compare.h"
 #include "fidelis/report.h"
 #include "fidelis/status.h"
-#include "json/get.h"
 
 /* ---- a verified receipt (load.c) ------------------------------------------------------ */
 
@@ -28,22 +29,22 @@
 
 typedef struct {
   long long index;
-  const char *window_id; /* borrowed from the receipt; may be NULL */
-  int domain;            /* index into fdl_rpt_receipt.domains; -1: none */
-  size_t rows, first;    /* scored rows and the first one's index in the tokenwise array */
-  double mean, max;
+  int domain;         /* index into fdl_rpt_receipt.domains; -1: none */
+  size_t rows, first; /* scored rows and the first one's index in the tokenwise array */
+  double mean;
   double lo, hi;  /* CI95 of the context mean (derive.c); NaN when fewer than 2 rows */
   bool ci_sealed; /* lo/hi came from the receipt itself, not derived by the report */
 } fdl_rpt_ctx;
 
 typedef struct {
   char *dir;
-  json_t *doc;    /* NULL when the file could not be read as JSON */
-  bool trusted;   /* seal, schema, tokenwise digest, arrays: all verified */
-  char why[1024]; /* when !trusted: what failed */
-  double *kl;     /* tokenwise-kld.npy */
+  json_t *doc;           /* NULL when the file could not be read as JSON */
+  fdl_compare_receipt d; /* its fields (compare's decoder), borrowing from doc */
+  bool trusted;          /* seal, schema, tokenwise digest, arrays: all verified */
+  char why[1024];        /* when !trusted: what failed */
+  double *kl;            /* tokenwise-kld.npy */
   size_t n;
-  const json_t *llama; /* fidelis_extensions.llamacpp_compatible (verified) or NULL */
+  bool llama; /* fidelis_extensions.llamacpp_compatible is there and verified */
   double *lp_ref, *lp_cand;
   uint8_t *top1;
   fdl_rpt_ctx *ctx;
@@ -52,6 +53,10 @@ typedef struct {
   size_t ndomains;
   bool domains_cut; /* more domains than colours: the last colour is shared */
 } fdl_rpt_receipt;
+
+/* The llama.cpp block's arrays, in the order of fdl_compare_llamacpp.arrays. */
+#define FDL_RPT_LLAMA_ARRAYS                                                                       \
+  { FDL_COMPARE_LOGPROB_REF_NAME, FDL_COMPARE_LOGPROB_CAND_NAME, FDL_COMPARE_TOP1_NAME }
 
 /* Reads dir and verifies it. FDL_OK with r->trusted false (and r->why) when the content fails
  * any check; another status only when the machine failed (I/O, memory). */
@@ -83,7 +88,11 @@ const char *fdl_rpt_fmt(double x, int digits, char buf[32]);
 typedef struct {
   char mean[32], ci_low[32], ci_high[32], p99[32], max[32], top1[32];
 } fdl_rpt_row;
-void fdl_rpt_row_format(const json_t *receipt, fdl_rpt_row *r);
+void fdl_rpt_row_format(const fdl_compare_receipt *d, fdl_rpt_row *r);
+/* An integer field as fdl_rpt_fmt shows a number: absent (FDL_COMPARE_NO_INT) is NaN. */
+static inline double fdl_rpt_int(int64_t v) {
+  return v == FDL_COMPARE_NO_INT ? NAN : (double)v;
+}
 void fdl_rpt_page_begin(fdl_buf *b, const char *title);
 void fdl_rpt_page_end(fdl_buf *b);
 /* The red notice of a receipt that failed verification. */
