@@ -20,16 +20,14 @@ const char *fdl_compare_check_code_name(fdl_compare_check_code c) {
 
 /* The registry's key recipe: the preimage is the seven values joined by '|' with no escaping,
  * which is why a value containing '|' is refused. */
-static const char *const KEY_FIELDS[7] = {"panel_id",   "reference_id",       "metric_name",
-                                          "direction",  "accumulation_dtype", "stack_relation",
-                                          "head_policy"};
+static const char *const KEY_FIELDS[] = {FDL_COMPARE_KEY_INPUTS(FDL_COMPARE_KI_NAME_)};
 
 fdl_status fdl_compare_key(const json_t *key_inputs, char *out, fdl_err *err) {
   if (!json_is_object(key_inputs))
     return fdl_fail(err, FDL_INVALID, "comparability key_inputs is not an object");
   fdl_buf pre;
   fdl_buf_init(&pre, 0);
-  for (int i = 0; i < 7; i++) {
+  for (int i = 0; i < FDL_COMPARE_KI_COUNT; i++) {
     const json_t *v = json_object_get(key_inputs, KEY_FIELDS[i]);
     if (!json_is_string(v)) {
       fdl_buf_free(&pre);
