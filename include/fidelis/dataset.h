@@ -218,7 +218,7 @@ typedef enum { FDL_DS_UNSET = -1, FDL_DS_FALSE, FDL_DS_TRUE } fdl_ds_bool;
  * field that is absent or mistyped reads as NULL, -1 or false, an enum as its _COUNT. */
 typedef struct {
   struct {
-    const char *id, *name, *repository, *revision, *structural_status;
+    const char *id, *name, *license, *repository, *revision, *structural_status;
     fdl_role role;
   } dataset;
   const char *dataset_sha256;
@@ -228,15 +228,15 @@ typedef struct {
   bool not_submittable; /* not_submittable is true */
   bool preview;         /* preview is a non-empty object */
   struct {
-    const char *repository, *model_revision, *checkpoint_identity_sha256;
+    const char *repository, *revision, *model_revision, *checkpoint_identity_sha256;
   } weights;
   struct {
-    const char *scope_digest;
+    const char *scope_digest, *policy;
   } scope;
   struct {
     const char *panel_id, *panel_file, *panel_file_sha256, *suite_token_hash_sha256,
-        *panel_token_sha256_legacy;
-    int64_t context_length, contexts;
+        *panel_token_sha256_legacy, *panel_receipt_file, *panel_receipt_sha256, *remap_file;
+    int64_t context_length, contexts, scored_positions_total;
     struct {
       int64_t score_from; /* 0 when absent */
     } scoring_window;
@@ -251,11 +251,11 @@ typedef struct {
     fdl_ds_bool dtype_lossless;
     bool dtype_lossy; /* dtype_lossless is false */
     bool lossy_codec; /* lossy_codec is set (not null) */
-    int64_t vocab_size, hidden_width;
+    int64_t vocab_size, hidden_width, records_count;
   } capture;
   struct {
     const char *head_json, *file, *file_sha256, *tensor_key, *tensor_content_sha256,
-        *raw_tensor_sha256, *source;
+        *raw_tensor_sha256, *source, *dtype;
     fdl_ds_bool present;
     int64_t shape[2]; /* both -1 unless shape is two integers */
   } head;

@@ -42,20 +42,26 @@ static int enum_at(const json_t *o, const char *path, const char *const *names, 
 #define MF(member) STR_FIELD(fdl_ds_manifest, member)
 static const str_field MANIFEST_STRINGS[] = {MF(dataset.id),
                                              MF(dataset.name),
+                                             MF(dataset.license),
                                              MF(dataset.repository),
                                              MF(dataset.revision),
                                              MF(dataset.structural_status),
                                              MF(dataset_sha256),
                                              MF(seal.checksums_sha256),
                                              MF(weights.repository),
+                                             MF(weights.revision),
                                              MF(weights.model_revision),
                                              MF(weights.checkpoint_identity_sha256),
                                              MF(scope.scope_digest),
+                                             MF(scope.policy),
                                              MF(panel.panel_id),
                                              MF(panel.panel_file),
                                              MF(panel.panel_file_sha256),
                                              MF(panel.suite_token_hash_sha256),
                                              MF(panel.panel_token_sha256_legacy),
+                                             MF(panel.panel_receipt_file),
+                                             MF(panel.panel_receipt_sha256),
+                                             MF(panel.remap_file),
                                              MF(capture.manifest_file),
                                              MF(capture.manifest_file_sha256),
                                              MF(capture.capture_content_digest),
@@ -68,6 +74,7 @@ static const str_field MANIFEST_STRINGS[] = {MF(dataset.id),
                                              MF(head.tensor_content_sha256),
                                              MF(head.raw_tensor_sha256),
                                              MF(head.source),
+                                             MF(head.dtype),
                                              MF(runtime.file),
                                              MF(runtime.file_sha256),
                                              MF(runtime.lane_identity_sha256),
@@ -86,8 +93,10 @@ void fdl_ds_manifest_decode(const json_t *m, fdl_ds_manifest *d) {
   d->capture.lossy_codec = lc && !json_is_null(lc);
   d->capture.vocab_size = fdl_json_path_int(c, "vocab_size", -1);
   d->capture.hidden_width = fdl_json_path_int(c, "hidden_width", -1);
+  d->capture.records_count = fdl_json_path_int(c, "records_count", -1);
   d->panel.context_length = fdl_json_path_int(m, "panel.context_length", -1);
   d->panel.contexts = fdl_json_path_int(m, "panel.contexts", -1);
+  d->panel.scored_positions_total = fdl_json_path_int(m, "panel.scored_positions_total", -1);
   d->head.present = bool_at(m, "head.present");
   const json_t *shape = fdl_json_path(m, "head.shape");
   bool pair = json_array_size(shape) == 2 && json_is_integer(json_array_get(shape, 0)) &&
