@@ -60,8 +60,8 @@ fdl_status fdl_pk_write_card(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err) {
   fdl_buf_puts(&b, "x_fidelis:\n");
   kv(&b, "  ", "tool", "fidelis pack");
   kv(&b, "  ", "version", fdl_version());
-  kv(&b, "  ", "engine", fdl_pk_meta_str(c, "engine", "name"));
-  kv(&b, "  ", "engine_version", fdl_pk_meta_str(c, "engine", "version"));
+  kv(&b, "  ", "engine", c->engine_name);
+  kv(&b, "  ", "engine_version", c->engine_version);
   fdl_buf_puts(&b, "---\n\n# ");
   fdl_buf_puts(&b, m.dataset.name ? m.dataset.name : c->dataset_id);
   fdl_buf_printf(&b,
