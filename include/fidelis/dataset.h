@@ -215,7 +215,8 @@ typedef enum { FDL_DS_UNSET = -1, FDL_DS_FALSE, FDL_DS_TRUE } fdl_ds_bool;
 /* The top manifest's fields (§3-§11), decoded once by fdl_dataset_load: its loader, inspect and
  * compare's gates read these, never the tree. Members mirror the document's keys
  * (capture.vocab_size is capture.vocab_size). Strings are borrowed from the manifest tree; a
- * field that is absent or mistyped reads as NULL, -1 or false, an enum as its _COUNT. */
+ * field that is absent or mistyped reads as NULL, -1, false or FDL_DS_UNSET, an enum as its
+ * _COUNT. */
 typedef struct {
   struct {
     const char *id, *name, *license, *repository, *revision, *structural_status;
