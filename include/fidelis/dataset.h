@@ -209,13 +209,17 @@ FDL_API fdl_status fdl_ds_validate(const char *root, const fdl_ds_validate_opts 
 
 /* ---- the document model ----------------------------------------------------------------- */
 
-/* The top manifest's fields (§3-§11), decoded once by fdl_dataset_load: its loader and
+/* A boolean field that may be absent: FDL_DS_UNSET when absent or not a boolean. */
+typedef enum { FDL_DS_UNSET = -1, FDL_DS_FALSE, FDL_DS_TRUE } fdl_ds_bool;
+
+/* The top manifest's fields (§3-§11), decoded once by fdl_dataset_load: its loader, inspect and
  * compare's gates read these, never the tree. Members mirror the document's keys
  * (capture.vocab_size is capture.vocab_size). Strings are borrowed from the manifest tree; a
- * field that is absent or mistyped reads as NULL, -1 or false, an enum as its _COUNT. */
+ * field that is absent or mistyped reads as NULL, -1, false or FDL_DS_UNSET, an enum as its
+ * _COUNT. */
 typedef struct {
   struct {
-    const char *id, *repository, *revision, *structural_status;
+    const char *id, *name, *license, *repository, *revision, *structural_status;
     fdl_role role;
   } dataset;
   const char *dataset_sha256;
@@ -225,14 +229,15 @@ typedef struct {
   bool not_submittable; /* not_submittable is true */
   bool preview;         /* preview is a non-empty object */
   struct {
-    const char *model_revision, *checkpoint_identity_sha256;
+    const char *repository, *revision, *model_revision, *checkpoint_identity_sha256;
   } weights;
   struct {
-    const char *scope_digest;
+    const char *scope_digest, *policy;
   } scope;
   struct {
     const char *panel_id, *panel_file, *panel_file_sha256, *suite_token_hash_sha256,
-        *panel_token_sha256_legacy;
+        *panel_token_sha256_legacy, *panel_receipt_file, *panel_receipt_sha256, *remap_file;
+    int64_t context_length, contexts, scored_positions_total;
     struct {
       int64_t score_from; /* 0 when absent */
     } scoring_window;
@@ -242,21 +247,27 @@ typedef struct {
   } panel;
   struct {
     fdl_form form;
-    const char *manifest_file, *manifest_file_sha256, *capture_content_digest, *dtype;
+    const char *manifest_file, *manifest_file_sha256, *capture_content_digest, *dtype,
+        *semantic_point;
+    fdl_ds_bool dtype_lossless;
     bool dtype_lossy; /* dtype_lossless is false */
     bool lossy_codec; /* lossy_codec is set (not null) */
-    int64_t vocab_size, hidden_width;
+    int64_t vocab_size, hidden_width, records_count;
   } capture;
   struct {
     const char *head_json, *file, *file_sha256, *tensor_key, *tensor_content_sha256,
-        *raw_tensor_sha256;
+        *raw_tensor_sha256, *source, *dtype;
+    fdl_ds_bool present;
+    int64_t shape[2]; /* both -1 unless shape is two integers */
   } head;
   struct {
     fdl_lane lane;
     const char *file, *file_sha256, *lane_identity_sha256, *stack_fingerprint_sha256;
   } runtime;
   struct {
-    bool complete; /* complete is true */
+    bool complete;              /* complete is true */
+    fdl_ds_bool complete_value; /* complete as written, for a summary that shows it absent */
+    int64_t declared_records;
   } coverage;
 } fdl_ds_manifest;
 

@@ -20,76 +20,74 @@ static void usage(FILE *f) {
              "manifest that cannot be read, or output that cannot be written\n");
 }
 
-/* A value as text: strings as fdl_cli_shown, others as compact JSON, absent as "-". Manifest
- * strings are untrusted, so nothing reaches the terminal unescaped. */
-static void put(const json_t *v) {
+static void row(const char *label, const char *v) {
+  printf("%-26s%s\n", label, v);
+}
+
+/* A manifest string: untrusted, so shown escaped (fdl_cli_shown); absent as "-". */
+static void text(const char *label, const char *v) {
   char buf[FDL_QUOTE_CAP];
-  if (!v || json_is_null(v)) {
-    fputs("-", stdout);
-  } else if (json_is_string(v)) {
-    fputs(fdl_cli_shown(json_string_value(v), json_string_length(v), buf, sizeof buf), stdout);
-  } else {
-    fdl_buf b;
-    fdl_buf_init(&b, 4096);
-    if (fdl_json_dump(v, 0, &b, NULL) == FDL_OK)
-      fputs(fdl_quote_text(b.data, b.len, buf, sizeof buf), stdout);
-    fdl_buf_free(&b);
-  }
+  row(label, fdl_cli_shown(v, v ? strlen(v) : 0, buf, sizeof buf));
 }
 
-static void line(const char *label, const json_t *o, const char *key) {
-  printf("%-26s", label);
-  put(json_object_get(o, key));
-  putchar('\n');
+/* Room for an int64 in decimal, its sign and the NUL. */
+#define NUM_BUF 24
+
+/* A count the manifest states, in buf; -1 (absent or mistyped) as "-". */
+static const char *num(int64_t v, char buf[static NUM_BUF]) {
+  if (v < 0) return "-";
+  snprintf(buf, NUM_BUF, "%lld", (long long)v);
+  return buf;
 }
 
-static void print_human(const json_t *s) {
-  const json_t *rec = json_object_get(s, "records"), *head = json_object_get(s, "head"),
-               *rt = json_object_get(s, "runtime"), *panel = json_object_get(s, "panel"),
-               *seal = json_object_get(s, "seal");
-  line("dataset", s, "id");
-  line("name", s, "name");
-  line("role", s, "role");
-  line("form", s, "form");
-  line("semantic point", s, "semantic_point");
-  printf("%-26s", "records");
-  put(json_object_get(rec, "present"));
-  fputs(" of ", stdout);
-  put(json_object_get(rec, "declared"));
-  fputs(json_is_true(json_object_get(rec, "complete")) ? " (complete)\n" : " (INCOMPLETE)\n",
-        stdout);
-  line("scored positions", rec, "positions");
-  line("context length", s, "context_length");
-  line("vocab size", s, "vocab_size");
-  line("hidden width", s, "hidden_width");
-  line("dtype", s, "dtype");
-  line("dtype lossless", s, "dtype_lossless");
-  line("capture content digest", s, "capture_content_digest");
-  line("head present", head, "present");
-  line("head content digest", head, "tensor_content_sha256");
-  line("head shape", head, "shape");
-  line("head source", head, "source");
-  line("lane", rt, "lane");
-  line("stack fingerprint", rt, "stack_fingerprint_sha256");
-  line("engine", rt, "engine");
-  line("device", rt, "device");
-  line("device name", rt, "device_name");
-  line("panel", panel, "panel_id");
-  line("suite token hash", panel, "suite_token_hash_sha256");
-  line("weights", s, "weights_repository");
-  line("dataset_sha256", seal, "dataset_sha256");
-  line("manifest seal", seal, "manifest_seal");
-  line("checksums.txt", seal, "checksums_txt");
-  line("claimed status", seal, "claimed_status");
+static const char *flag(fdl_ds_bool b) {
+  return b == FDL_DS_UNSET ? "-" : b ? "true" : "false";
+}
+
+static void print_human(const fdl_ds_summary *s) {
+  const fdl_ds_manifest *m = &s->ds.m;
+  text("dataset", m->dataset.id);
+  text("name", m->dataset.name);
+  text("role", fdl_role_names[m->dataset.role]);
+  text("form", fdl_form_names[m->capture.form]);
+  text("semantic point", m->capture.semantic_point);
+  char b[NUM_BUF];
+  printf("%-26s%zu of %s (%s)\n", "records", s->ds.n_records, num(m->coverage.declared_records, b),
+         m->coverage.complete ? "complete" : "INCOMPLETE");
+  row("scored positions", num(s->positions, b));
+  row("context length", num(m->panel.context_length, b));
+  row("vocab size", num(m->capture.vocab_size, b));
+  row("hidden width", num(m->capture.hidden_width, b));
+  text("dtype", m->capture.dtype);
+  row("dtype lossless", flag(m->capture.dtype_lossless));
+  text("capture content digest", m->capture.capture_content_digest);
+  row("head present", flag(m->head.present));
+  text("head content digest", m->head.tensor_content_sha256);
+  char shape[2 * NUM_BUF + 3] = "-";
+  if (m->head.shape[0] >= 0)
+    snprintf(shape, sizeof shape, "[%lld,%lld]", (long long)m->head.shape[0],
+             (long long)m->head.shape[1]);
+  row("head shape", shape);
+  text("head source", m->head.source);
+  text("lane", fdl_lane_names[m->runtime.lane]);
+  text("stack fingerprint", m->runtime.stack_fingerprint_sha256);
+  text("engine", s->ds.rt.stack_fingerprint.engine);
+  text("device", s->ds.rt.stack_fingerprint.device);
+  text("device name", s->ds.rt.stack_fingerprint.device_name);
+  text("panel", m->panel.panel_id);
+  text("suite token hash", m->panel.suite_token_hash_sha256);
+  text("weights", m->weights.repository);
+  text("dataset_sha256", m->dataset_sha256);
+  row("manifest seal", s->manifest_seal);
+  row("checksums.txt", s->checksums_txt);
+  text("claimed status", m->dataset.structural_status ? m->dataset.structural_status : "unknown");
   printf("domains:\n");
-  const char *key;
-  json_t *v;
-  json_object_foreach(json_object_get(s, "domains"), key, v) {
+  for (size_t i = 0; i < s->n_domains; i++) {
     char buf[FDL_QUOTE_CAP];
+    const fdl_ds_domain_count *d = &s->domains[i];
     printf("  %-24s %lld positions in %lld record(s)\n",
-           fdl_cli_shown(key, strlen(key), buf, sizeof buf),
-           (long long)json_integer_value(json_object_get(v, "positions")),
-           (long long)json_integer_value(json_object_get(v, "records")));
+           fdl_cli_shown(d->name, strlen(d->name), buf, sizeof buf), (long long)d->positions,
+           (long long)d->records);
   }
 }
 
@@ -115,12 +113,17 @@ int fdl_cli_inspect(int argc, char **argv) {
   int rc = parse(argc, argv, NULL, NULL, &dir, &json);
   if (rc != FDL_CLI_GO) return rc;
   if ((rc = fdl_cli_input_dataset("inspect", dir, true)) != 0) return rc;
-  json_t *s;
+  fdl_ds_summary s;
   fdl_err err;
   fdl_status st = fdl_ds_inspect(dir, &s, &err);
   if (st != FDL_OK) return fdl_cli_failed(&err, st);
-  if (json) return fdl_cli_print_json(s, FDL_JSON_PRETTY);
-  print_human(s);
-  json_decref(s);
-  return FDL_EXIT_OK;
+  if (!json) {
+    print_human(&s);
+    fdl_ds_summary_free(&s);
+    return FDL_EXIT_OK;
+  }
+  json_t *j;
+  st = fdl_ds_summary_to_json(&s, &j, &err);
+  fdl_ds_summary_free(&s);
+  return st != FDL_OK ? fdl_cli_failed(&err, st) : fdl_cli_print_json(j, FDL_JSON_PRETTY);
 }

@@ -30,20 +30,13 @@ static void kv(fdl_buf *b, const char *indent, const char *key, const char *val)
 }
 
 fdl_status fdl_pk_write_card(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err) {
-  const json_t *m = docs->manifest;
-  const json_t *ds = fdl_json_obj(m, "dataset"), *panel = fdl_json_obj(m, "panel"),
-               *capture = fdl_json_obj(m, "capture"), *head = fdl_json_obj(m, "head"),
-               *weights = fdl_json_obj(m, "weights");
-  const char *license = fdl_json_str(ds, "license");
-  const char *name = fdl_json_str(ds, "name");
-  int64_t positions = 0, records = 0, vocab = 0;
-  (void)fdl_json_int(panel, "scored_positions_total", &positions);
-  (void)fdl_json_int(capture, "records_count", &records);
-  (void)fdl_json_int(capture, "vocab_size", &vocab);
+  fdl_ds_manifest m;
+  fdl_ds_manifest_decode(docs->manifest, &m);
+  const char *head_digest = m.head.tensor_content_sha256;
   fdl_buf b;
   fdl_buf_init(&b, 0);
   fdl_buf_puts(&b, "---\nlicense: ");
-  scalar(&b, license ? license : "other");
+  scalar(&b, m.dataset.license ? m.dataset.license : "other");
   fdl_buf_puts(&b, "\ntags:\n- fidelity-dataset\n- " FDL_DS_SCHEMA "\n");
   fdl_buf_puts(&b, "x_fidelity:\n");
   kv(&b, "  ", "schema", FDL_DS_SCHEMA);
@@ -51,38 +44,36 @@ fdl_status fdl_pk_write_card(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err) {
   kv(&b, "    ", "id", c->dataset_id);
   kv(&b, "    ", "role", c->role);
   kv(&b, "    ", "form", c->form);
-  kv(&b, "    ", "dtype", fdl_json_str(capture, "dtype"));
+  kv(&b, "    ", "dtype", m.capture.dtype);
   kv(&b, "    ", "capture_content_digest", c->content_digest);
-  kv(&b, "    ", "suite_token_hash_sha256", fdl_json_str(panel, "suite_token_hash_sha256"));
-  kv(&b, "    ", "head_tensor_content_sha256", fdl_json_str(head, "tensor_content_sha256"));
-  kv(&b, "    ", "panel_id", fdl_json_str(panel, "panel_id"));
+  kv(&b, "    ", "suite_token_hash_sha256", m.panel.suite_token_hash_sha256);
+  kv(&b, "    ", "head_tensor_content_sha256", head_digest);
+  kv(&b, "    ", "panel_id", m.panel.panel_id);
   kv(&b, "    ", "lane", c->lane);
-  kv(&b, "    ", "weights_repository", fdl_json_str(weights, "repository"));
-  kv(&b, "    ", "weights_revision", fdl_json_str(weights, "revision"));
-  fdl_buf_printf(&b, "    records: %" PRId64 "\n    scored_positions_total: %" PRId64 "\n", records,
-                 positions);
+  kv(&b, "    ", "weights_repository", m.weights.repository);
+  kv(&b, "    ", "weights_revision", m.weights.revision);
+  fdl_buf_printf(&b, "    records: %" PRId64 "\n    scored_positions_total: %" PRId64 "\n",
+                 m.capture.records_count, m.panel.scored_positions_total);
   fdl_buf_puts(&b, "    # dataset_sha256 is published from fidelity-dataset.json: this card is\n"
                    "    # inside the seal, so it cannot carry the seal itself.\n"
                    "    dataset_sha256: null\n");
   fdl_buf_puts(&b, "x_fidelis:\n");
   kv(&b, "  ", "tool", "fidelis pack");
   kv(&b, "  ", "version", fdl_version());
-  kv(&b, "  ", "engine", fdl_pk_meta_str(c, "engine", "name"));
-  kv(&b, "  ", "engine_version", fdl_pk_meta_str(c, "engine", "version"));
+  kv(&b, "  ", "engine", c->engine_name);
+  kv(&b, "  ", "engine_version", c->engine_version);
   fdl_buf_puts(&b, "---\n\n# ");
-  fdl_buf_puts(&b, name ? name : c->dataset_id);
+  fdl_buf_puts(&b, m.dataset.name ? m.dataset.name : c->dataset_id);
   fdl_buf_printf(&b,
                  "\n\nA `%s` dataset: one %s-form capture of `%s` over a panel of %zu "
                  "contexts (%" PRId64 " scored positions, vocabulary %" PRId64 "), lane `%s`.\n\n",
-                 FDL_DS_SCHEMA, c->form, fdl_json_str(weights, "repository"), c->n, positions,
-                 vocab, c->lane);
+                 FDL_DS_SCHEMA, c->form, m.weights.repository, c->n, m.panel.scored_positions_total,
+                 m.capture.vocab_size, c->lane);
   fdl_buf_printf(&b,
                  "| | |\n|---|---|\n| role | %s |\n| capture content digest | `%s` |\n"
                  "| suite token hash | `%s` |\n| head content digest | `%s` |\n\n",
-                 c->role, c->content_digest, fdl_json_str(panel, "suite_token_hash_sha256"),
-                 fdl_json_str(head, "tensor_content_sha256")
-                     ? fdl_json_str(head, "tensor_content_sha256")
-                     : "none");
+                 c->role, c->content_digest, m.panel.suite_token_hash_sha256,
+                 head_digest ? head_digest : "none");
   fdl_buf_puts(&b, "## Verify\n\n```\nsha256sum --check checksums.txt\n"
                    "fidelis validate --verify-tensors .\n```\n\n"
                    "`fidelity-dataset.json` seals everything: its `dataset_sha256` covers "

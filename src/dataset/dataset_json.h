@@ -63,6 +63,13 @@ typedef struct {
   json_t *json;
 } fdl_ds_panel_record;
 
+/* The runtime document's fields (§9), borrowed from it; NULL when absent or not a string. */
+typedef struct {
+  struct {
+    const char *engine, *device, *device_name;
+  } stack_fingerprint;
+} fdl_ds_runtime_view;
+
 /* A dataset's documents. Each json_t is owned (NULL when the file is absent or unreadable). */
 typedef struct {
   json_t *manifest;               /* fidelity-dataset.json */
@@ -71,6 +78,7 @@ typedef struct {
   json_t *head;                   /* head/head.json */
   json_t *runtime;                /* runtime/capture-runtime.json */
   fdl_ds_manifest m;              /* the manifest's fields */
+  fdl_ds_runtime_view rt;         /* the runtime document's fields */
   fdl_ds_capture_record *records; /* sorted by index */
   size_t n_records;
   fdl_ds_panel_record *panel_records; /* sorted by index */
@@ -138,10 +146,31 @@ fdl_status fdl_ds_panel_load(const char *path, fdl_ds_panel *p, fdl_err *err);
 
 void fdl_ds_panel_free(fdl_ds_panel *p);
 
-/* A summary of a dataset as a JSON object: role, form, records and positions, vocab and hidden
- * sizes, dtype, head digest, lane and stack, seal status (manifest seal and checksums digest
- * recomputed) and per-domain position counts. */
-fdl_status fdl_ds_inspect(const char *root, json_t **out, fdl_err *err);
+/* One domain of a summary: its capture records and their scored positions. */
+typedef struct {
+  const char *name; /* "(none)" for the records that name no domain */
+  int64_t records, positions;
+} fdl_ds_domain_count;
+
+/* A summary of a dataset: the loaded documents' fields (role, form, records, vocab and hidden
+ * sizes, dtype, head, lane and stack), what the summary adds up, and the seal status recomputed
+ * cheaply (the manifest seal and the digest of checksums.txt, not the tensors). */
+typedef struct {
+  fdl_dataset ds;               /* owned: its m and rt hold the fields shown */
+  int64_t positions;            /* scored rows over the capture records */
+  fdl_ds_domain_count *domains; /* in the order the records first name them */
+  size_t n_domains;
+  const char *manifest_seal; /* "absent", "recomputes" or "MISMATCH" */
+  const char *checksums_txt; /* "absent", "matches" or "MISMATCH" */
+} fdl_ds_summary;
+
+/* Loads root and sums it up; free with fdl_ds_summary_free. */
+fdl_status fdl_ds_inspect(const char *root, fdl_ds_summary *out, fdl_err *err);
+
+/* The summary as the JSON object `fidelis inspect --json` prints. */
+fdl_status fdl_ds_summary_to_json(const fdl_ds_summary *s, json_t **out, fdl_err *err);
+
+void fdl_ds_summary_free(fdl_ds_summary *s);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,12 @@ static void decode_strings(const json_t *o, const str_field *f, size_t n, void *
     *(const char **)((char *)out + f[i].at) = fdl_json_path_str(o, f[i].path);
 }
 
+/* The boolean at path, FDL_DS_UNSET when absent or not a boolean. */
+static fdl_ds_bool bool_at(const json_t *o, const char *path) {
+  const json_t *v = fdl_json_path(o, path);
+  return json_is_boolean(v) ? (fdl_ds_bool)json_is_true(v) : FDL_DS_UNSET;
+}
+
 /* The enum of the name at path in a vocab.h list, or count when absent or not listed. */
 static int enum_at(const json_t *o, const char *path, const char *const *names, int count) {
   int i = fdl_vocab_find(names, fdl_json_path_str(o, path));
@@ -35,29 +41,40 @@ static int enum_at(const json_t *o, const char *path, const char *const *names, 
 
 #define MF(member) STR_FIELD(fdl_ds_manifest, member)
 static const str_field MANIFEST_STRINGS[] = {MF(dataset.id),
+                                             MF(dataset.name),
+                                             MF(dataset.license),
                                              MF(dataset.repository),
                                              MF(dataset.revision),
                                              MF(dataset.structural_status),
                                              MF(dataset_sha256),
                                              MF(seal.checksums_sha256),
+                                             MF(weights.repository),
+                                             MF(weights.revision),
                                              MF(weights.model_revision),
                                              MF(weights.checkpoint_identity_sha256),
                                              MF(scope.scope_digest),
+                                             MF(scope.policy),
                                              MF(panel.panel_id),
                                              MF(panel.panel_file),
                                              MF(panel.panel_file_sha256),
                                              MF(panel.suite_token_hash_sha256),
                                              MF(panel.panel_token_sha256_legacy),
+                                             MF(panel.panel_receipt_file),
+                                             MF(panel.panel_receipt_sha256),
+                                             MF(panel.remap_file),
                                              MF(capture.manifest_file),
                                              MF(capture.manifest_file_sha256),
                                              MF(capture.capture_content_digest),
                                              MF(capture.dtype),
+                                             MF(capture.semantic_point),
                                              MF(head.head_json),
                                              MF(head.file),
                                              MF(head.file_sha256),
                                              MF(head.tensor_key),
                                              MF(head.tensor_content_sha256),
                                              MF(head.raw_tensor_sha256),
+                                             MF(head.source),
+                                             MF(head.dtype),
                                              MF(runtime.file),
                                              MF(runtime.file_sha256),
                                              MF(runtime.lane_identity_sha256),
@@ -71,13 +88,26 @@ void fdl_ds_manifest_decode(const json_t *m, fdl_ds_manifest *d) {
   d->not_submittable = json_is_true(json_object_get(m, "not_submittable"));
   d->preview = json_object_size(fdl_json_obj(m, "preview")) > 0;
   const json_t *c = fdl_json_obj(m, "capture"), *lc = json_object_get(c, "lossy_codec");
-  d->capture.dtype_lossy = json_is_false(json_object_get(c, "dtype_lossless"));
+  d->capture.dtype_lossless = bool_at(c, "dtype_lossless");
+  d->capture.dtype_lossy = d->capture.dtype_lossless == FDL_DS_FALSE;
   d->capture.lossy_codec = lc && !json_is_null(lc);
   d->capture.vocab_size = fdl_json_path_int(c, "vocab_size", -1);
   d->capture.hidden_width = fdl_json_path_int(c, "hidden_width", -1);
+  d->capture.records_count = fdl_json_path_int(c, "records_count", -1);
+  d->panel.context_length = fdl_json_path_int(m, "panel.context_length", -1);
+  d->panel.contexts = fdl_json_path_int(m, "panel.contexts", -1);
+  d->panel.scored_positions_total = fdl_json_path_int(m, "panel.scored_positions_total", -1);
+  d->head.present = bool_at(m, "head.present");
+  const json_t *shape = fdl_json_path(m, "head.shape");
+  bool pair = json_array_size(shape) == 2 && json_is_integer(json_array_get(shape, 0)) &&
+              json_is_integer(json_array_get(shape, 1));
+  for (size_t k = 0; k < 2; k++)
+    d->head.shape[k] = pair ? (int64_t)json_integer_value(json_array_get(shape, k)) : -1;
   d->panel.scoring_window.score_from = fdl_json_path_int(m, "panel.scoring_window.score_from", 0);
   d->panel.tokenizer.vocab_size = fdl_json_path_int(m, "panel.tokenizer.vocab_size", -1);
-  d->coverage.complete = json_is_true(fdl_json_path(m, "coverage.complete"));
+  d->coverage.complete_value = bool_at(m, "coverage.complete");
+  d->coverage.complete = d->coverage.complete_value == FDL_DS_TRUE;
+  d->coverage.declared_records = fdl_json_path_int(m, "coverage.declared_records", -1);
 }
 
 static json_t *load_opt(int rootfd, const char *rel) {
@@ -120,6 +150,11 @@ static const str_field PANEL_STRINGS[] = {PR(token_file),
                                           PR(attention_mask_sha256),
                                           PR(window_id),
                                           PR(domain)};
+
+static const str_field RUNTIME_STRINGS[] = {
+    STR_FIELD(fdl_ds_runtime_view, stack_fingerprint.engine),
+    STR_FIELD(fdl_ds_runtime_view, stack_fingerprint.device),
+    STR_FIELD(fdl_ds_runtime_view, stack_fingerprint.device_name)};
 
 static fdl_status capture_views(fdl_dataset *ds, fdl_err *err) {
   const json_t *records = fdl_json_arr(ds->capture, "records");
@@ -190,6 +225,8 @@ fdl_status fdl_dataset_load(const char *root, fdl_dataset *ds, fdl_err *err) {
   tmp.head = load_opt(fd, m->head.head_json);
   tmp.runtime = load_opt(fd, m->runtime.file ? m->runtime.file : "runtime/capture-runtime.json");
   close(fd);
+  decode_strings(tmp.runtime, RUNTIME_STRINGS, sizeof RUNTIME_STRINGS / sizeof *RUNTIME_STRINGS,
+                 &tmp.rt);
   s = capture_views(&tmp, err);
   if (s == FDL_OK) s = panel_views(&tmp, err);
   if (s != FDL_OK) {

@@ -43,8 +43,9 @@ typedef struct {
   const fdl_ds_pack_opts *o;
   fdl_ds_pack_result *res;
   json_t *meta; /* the meta JSON (owned) */
-  /* from the meta */
-  const char *role, *form, *lane, *dataset_id;
+  /* from the meta, read once by fdl_pk_read_meta (borrowed; NULL when absent or not a string) */
+  const char *role, *form, *lane, *dataset_id, *engine_name, *engine_version, *panel_id,
+      *panel_name, *run_name, *semantic_point, *device, *device_name;
   fdl_dtype forward; /* dtype of the cut in the engine's forward (FDL_DTYPE_COUNT: unknown) */
   int64_t score_from;
   json_t *header; /* the panel's header line (fidelis panel, docs/PANEL.md), or NULL */
@@ -94,7 +95,6 @@ void fdl_pk_free_docs(fdl_ds_docs *docs);
 fdl_status fdl_pk_write_card(pk_ctx *c, const fdl_ds_docs *docs, fdl_err *err);
 
 /* Shared small helpers. */
-const char *fdl_pk_meta_str(const pk_ctx *c, const char *block, const char *key);
 /* stage + "/" + rel */
 fdl_status fdl_pk_stage_path(const pk_ctx *c, const char *rel, char *out, size_t cap, fdl_err *err);
 fdl_status fdl_pk_mkdir(const pk_ctx *c, const char *rel, fdl_err *err);

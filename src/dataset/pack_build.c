@@ -62,9 +62,8 @@ static bool dtype_lossless(const pk_ctx *c) {
 }
 
 static const char *semantic_point(const pk_ctx *c) {
-  const char *sp = fdl_json_str(c->meta, "semantic_point");
   if (hidden_form(c)) return "after_final_rmsnorm_before_lm_head";
-  return sp ? sp : "lm_head_output_before_sampling";
+  return c->semantic_point ? c->semantic_point : "lm_head_output_before_sampling";
 }
 
 static json_t *scoring_window(const pk_ctx *c) {
@@ -135,10 +134,6 @@ static json_t *coverage(const pk_ctx *c) {
 
 /* ---- panel ------------------------------------------------------------------------------- */
 
-static const char *panel_id(const pk_ctx *c) {
-  return fdl_pk_meta_str(c, "panel", "panel_id");
-}
-
 static json_t *panel_record(const pk_ctx *c, const pk_record *r) {
   char tok[64], mask[64];
   snprintf(tok, sizeof tok, "panel/tokens/context-%04" PRId64 ".json", r->index);
@@ -189,7 +184,7 @@ static fdl_status panel_doc(pk_ctx *c, json_t **out, char *suite, char *legacy, 
     json_decref(records);
     return s;
   }
-  const char *pid = panel_id(c), *name = fdl_pk_meta_str(c, "panel", "name");
+  const char *pid = c->panel_id, *name = c->panel_name;
   char default_name[256];
   snprintf(default_name, sizeof default_name, "token panel %s%s", pid ? "" : "of ",
            pid ? pid : c->dataset_id);
@@ -253,16 +248,16 @@ static fdl_status capture_doc(pk_ctx *c, json_t **out, fdl_err *err) {
       return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "building capture record %zu", i);
     }
   }
-  const char *run = fdl_json_str(c->meta, "run_name");
   json_error_t je;
   *out = json_pack_ex(
       &je, 0,
       "{s:s, s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:o, s:I, s:I, s:I, s:I, s:I, s:s, "
       "s:s, s:s, s:o, s:o}",
       "schema", FDL_DS_CAPTURE_SCHEMA, "format_version", 1, "receipt_sha256", "", "created_utc",
-      c->created, "run_name", run ? run : c->dataset_id, "form", c->form, "semantic_point",
-      semantic_point(c), "tensor_key", hidden_form(c) ? "hidden_states" : "logits", "dtype",
-      fdl_dtype_name(c->stored), "dtype_lossless", dtype_lossless(c), "hidden_width",
+      c->created, "run_name", c->run_name ? c->run_name : c->dataset_id, "form", c->form,
+      "semantic_point", semantic_point(c), "tensor_key",
+      hidden_form(c) ? "hidden_states" : "logits", "dtype", fdl_dtype_name(c->stored),
+      "dtype_lossless", dtype_lossless(c), "hidden_width",
       hidden_form(c) ? json_integer((json_int_t)c->width) : json_null(), "vocab_size",
       (json_int_t)c->vocab, "context_length", (json_int_t)c->context_length,
       "scored_rows_per_context", (json_int_t)(first_rows < 0 ? 0 : first_rows), "total_scored_rows",
@@ -343,10 +338,8 @@ static fdl_status stack_fingerprint(pk_ctx *c, json_t **fp, char *hex, fdl_err *
                                                    : json_object();
   json_error_t je;
   *fp = json_pack_ex(&je, 0, "{s:s, s:s, s:s, s:s, s:s?, s:o, s:s}", "schema", FDL_DS_STACK_SCHEMA,
-                     "engine", fdl_pk_meta_str(c, "engine", "name"), "engine_version",
-                     fdl_pk_meta_str(c, "engine", "version"), "device",
-                     fdl_json_str(c->meta, "device"), "device_name",
-                     fdl_json_str(c->meta, "device_name"), "dtypes", dtypes, "numeric_policy",
+                     "engine", c->engine_name, "engine_version", c->engine_version, "device",
+                     c->device, "device_name", c->device_name, "dtypes", dtypes, "numeric_policy",
                      np ? np : "not recorded by the producer");
   fdl_status s = built(c, *fp, &je, "stack fingerprint", err);
   if (s != FDL_OK) return s;
@@ -362,12 +355,10 @@ static fdl_status stack_fingerprint(pk_ctx *c, json_t **fp, char *hex, fdl_err *
 }
 
 static fdl_status lane_identity(pk_ctx *c, char *hex, fdl_err *err) {
-  const char *dn = fdl_json_str(c->meta, "device_name");
   fdl_buf b;
   fdl_buf_init(&b, 0);
-  fdl_buf_printf(&b, "%s|%s %s|%s", c->lane, fdl_pk_meta_str(c, "engine", "name"),
-                 fdl_pk_meta_str(c, "engine", "version"),
-                 dn ? dn : fdl_json_str(c->meta, "device"));
+  fdl_buf_printf(&b, "%s|%s %s|%s", c->lane, c->engine_name, c->engine_version,
+                 c->device_name ? c->device_name : c->device);
   fdl_sha256 d;
   fdl_status s = fdl_buf_status(&b) == FDL_OK ? fdl_sha256_buf(b.data, b.len, &d, err)
                                               : fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -391,8 +382,7 @@ static fdl_status runtime_doc(pk_ctx *c, json_t **out, char *lane_hex, char *sta
                         ? json_deep_copy(fdl_json_obj(c->meta, "source_files"))
                         : json_object();
   char wraps[256], version[64];
-  snprintf(wraps, sizeof wraps, "%s %s", fdl_pk_meta_str(c, "engine", "name"),
-           fdl_pk_meta_str(c, "engine", "version"));
+  snprintf(wraps, sizeof wraps, "%s %s", c->engine_name, c->engine_version);
   snprintf(version, sizeof version, "fidelis-pack/%s", fdl_version());
   json_error_t je;
   *out = json_pack_ex(
@@ -542,8 +532,7 @@ static int disclose(json_t *a, bool affects, const char *code, const char *detai
 static json_t *disclosures(const pk_ctx *c) {
   char detail[512];
   snprintf(detail, sizeof detail, "packed by fidelis pack %s from %s %s per-record dumps",
-           fdl_version(), fdl_pk_meta_str(c, "engine", "name"),
-           fdl_pk_meta_str(c, "engine", "version"));
+           fdl_version(), c->engine_name, c->engine_version);
   json_t *a = json_array();
   if (!a) return NULL;
   int lost = 0; /* out of memory: no list rather than one missing a disclosure */
@@ -629,7 +618,7 @@ fdl_status fdl_pk_build_docs(pk_ctx *c, fdl_ds_docs *docs, fdl_err *err) {
       "contexts", (json_int_t)c->n, "context_length", (json_int_t)c->context_length,
       "scored_positions_total",
       (json_int_t)json_integer_value(json_object_get(docs->panel, "scored_positions_total")),
-      "scoring_window", scoring_window(c), "tokenizer", tokenizer(c), "panel_id", panel_id(c),
+      "scoring_window", scoring_window(c), "tokenizer", tokenizer(c), "panel_id", c->panel_id,
       "panel_receipt_sha256", "remap_file", json_null(), "repository",
       meta_val(c, "panel", "repository"), "revision", "contamination", contamination(),
       /* capture */

@@ -37,9 +37,9 @@ fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, fdl_refusal_code code, fdl_sta
   return status;
 }
 
-const char *fdl_pk_meta_str(const pk_ctx *c, const char *block, const char *key) {
-  const json_t *o = block ? fdl_json_obj(c->meta, block) : c->meta;
-  return fdl_json_str(o, key);
+/* meta[block][key] when it is a string, else NULL. */
+static const char *meta_str(const pk_ctx *c, const char *block, const char *key) {
+  return fdl_json_str(fdl_json_obj(c->meta, block), key);
 }
 
 /* ---- the meta ---------------------------------------------------------------------------- */
@@ -246,8 +246,16 @@ fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err) {
   c->role = fdl_json_str(c->meta, "role");
   c->form = fdl_json_str(c->meta, "form");
   c->lane = fdl_json_str(c->meta, "lane");
-  c->dataset_id = fdl_pk_meta_str(c, "dataset", "id");
-  const char *fwd = fdl_pk_meta_str(c, "dtypes", "forward");
+  c->dataset_id = meta_str(c, "dataset", "id");
+  c->engine_name = meta_str(c, "engine", "name");
+  c->engine_version = meta_str(c, "engine", "version");
+  c->panel_id = meta_str(c, "panel", "panel_id");
+  c->panel_name = meta_str(c, "panel", "name");
+  c->run_name = fdl_json_str(c->meta, "run_name");
+  c->semantic_point = fdl_json_str(c->meta, "semantic_point");
+  c->device = fdl_json_str(c->meta, "device");
+  c->device_name = fdl_json_str(c->meta, "device_name");
+  const char *fwd = meta_str(c, "dtypes", "forward");
   c->forward = FDL_DTYPE_COUNT;
   if (fwd) (void)fdl_dtype_parse(fwd, &c->forward);
 
@@ -438,7 +446,7 @@ static fdl_status parse_header(pk_ctx *c, json_t *line, fdl_err *err) {
                          "the panel was cut for another scoring window than meta "
                          "panel.scoring_window (score_from %" PRId64 " in the panel header)",
                          from);
-  const char *mid = fdl_pk_meta_str(c, "tokenizer", "id");
+  const char *mid = meta_str(c, "tokenizer", "id");
   char q1[FDL_QUOTE_CAP], q2[FDL_QUOTE_CAP];
   if (id && mid && strcmp(id, mid))
     return fdl_pk_refuse(c, err, FDL_REF_PANEL_BINDING, FDL_REFUSED,

@@ -144,15 +144,14 @@ static fdl_status write_record(pk_ctx *c, pk_record *r, const void *data, int64_
   fdl_status s = fdl_pk_stage_path(c, rel, path, sizeof path, err);
   if (s != FDL_OK) return s;
   const char *wid = fdl_json_str(r->line, "window_id");
-  const char *run = fdl_json_str(c->meta, "run_name");
-  json_t *meta = json_pack(
-      "{s:s, s:s, s:s, s:s, s:s}", "capture_role", hidden ? "hidden_states_pre_lm_head" : "logits",
-      "cut_point",
-      fdl_json_str(c->meta, "semantic_point")
-          ? fdl_json_str(c->meta, "semantic_point")
-          : (hidden ? "after_final_rmsnorm_before_lm_head" : "lm_head_output_before_sampling"),
-      "window_id", wid ? wid : "", "cold_run", run ? run : c->dataset_id, "dtype",
-      dtype_word(c->stored));
+  json_t *meta =
+      json_pack("{s:s, s:s, s:s, s:s, s:s}", "capture_role",
+                hidden ? "hidden_states_pre_lm_head" : "logits", "cut_point",
+                c->semantic_point ? c->semantic_point
+                                  : (hidden ? "after_final_rmsnorm_before_lm_head"
+                                            : "lm_head_output_before_sampling"),
+                "window_id", wid ? wid : "", "cold_run", c->run_name ? c->run_name : c->dataset_id,
+                "dtype", dtype_word(c->stored));
   if (!meta) return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "out of memory");
   int64_t shape[2] = {rows, c->width};
   fdl_tensor_in tin = {key, c->stored, 2, shape, data};

@@ -299,7 +299,7 @@ static fdl_status plan_tensor(ds_vctx *v, plan *p, tensor_check *t, fdl_err *err
     const fdl_tensor *tn = fdl_safetensors_find(sf, key);
     uint64_t start = fdl_safetensors_data_start(sf), fsize = fdl_safetensors_file_size(sf);
     /* The declaration is what a consumer reads instead of the tensor: it must match. */
-    const char *dt = t->record ? fdl_json_str(t->record, "dtype") : fdl_json_str(head, "dtype");
+    const char *dt = t->record ? fdl_json_str(t->record, "dtype") : v->mf.head.dtype;
     const json_t *shape = json_object_get(t->record ? t->record : head, "shape");
     char q[FDL_QUOTE_CAP];
     if (dt && strcmp(dt, fdl_dtype_name(tn->dtype)))
@@ -378,7 +378,7 @@ static void check_sizes(ds_vctx *v, const plan *p) {
       continue;
     }
     fdl_dtype dt;
-    const char *dts = fdl_json_str(head, "dtype");
+    const char *dts = v->mf.head.dtype;
     const json_t *shape = json_object_get(head, "shape");
     if (!dts || !fdl_dtype_parse(dts, &dt) || !json_is_array(shape)) continue;
     uint64_t need = fdl_dtype_size(dt);

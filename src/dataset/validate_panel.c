@@ -42,7 +42,6 @@ static indexed *sorted_records(const json_t *records, size_t *n) {
 }
 
 static void aggregate(ds_vctx *v, const indexed *recs, size_t n) {
-  const json_t *panel = fdl_json_obj(v->m, "panel");
   const char **hexes = fdl_calloc(n ? n : 1, sizeof *hexes);
   if (!fdl_ds_v_got(v, hexes)) return;
   bool all = n > 0;
@@ -57,7 +56,7 @@ static void aggregate(ds_vctx *v, const indexed *recs, size_t n) {
   if (s != FDL_OK) v->rep->oom = FDL_NOMEM;
   if (all && s == FDL_OK) {
     const char *doc_agg = fdl_json_str(v->panel.doc, "suite_token_hash_sha256");
-    const char *top_agg = fdl_json_str(panel, "suite_token_hash_sha256");
+    const char *top_agg = v->mf.panel.suite_token_hash_sha256;
     if (!doc_agg || strcmp(agg, doc_agg))
       fdl_ds_report_error(v->rep, FDL_DSC_PANEL_DIGEST_MISMATCH, "BIND-6", v->panel.rel,
                           "suite_token_hash_sha256 does not recompute from the record digests "
@@ -326,9 +325,7 @@ static void mirror(ds_vctx *v, const indexed *recs, size_t n) {
 }
 
 static void receipt(ds_vctx *v) {
-  const json_t *panel = fdl_json_obj(v->m, "panel");
-  const char *rf = fdl_json_str(panel, "panel_receipt_file"),
-             *want = fdl_json_str(panel, "panel_receipt_sha256");
+  const char *rf = v->mf.panel.panel_receipt_file, *want = v->mf.panel.panel_receipt_sha256;
   if (!rf || !want || !fdl_relpath_ok(rf, strlen(rf), false)) return;
   json_t *doc = NULL;
   bool missing;
@@ -417,9 +414,7 @@ void fdl_ds_v_panel(ds_vctx *v) {
   }
   mirror(v, recs, n);
   receipt(v);
-  const json_t *panel = fdl_json_obj(v->m, "panel");
-  const char *pr = fdl_json_str(panel, "panel_receipt_sha256");
-  const char *sh = fdl_json_str(panel, "suite_token_hash_sha256");
+  const char *pr = v->mf.panel.panel_receipt_sha256, *sh = v->mf.panel.suite_token_hash_sha256;
   if (pr && pr[0] && sh && !strcmp(pr, sh))
     fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "PANEL-D2", FDL_DS_MANIFEST_NAME,
                         "panel_receipt_sha256 reused as the token identity");

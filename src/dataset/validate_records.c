@@ -30,13 +30,12 @@ void fdl_ds_v_capture_digest(ds_vctx *v) {
   fdl_err e;
   fdl_status s = fdl_ds_capture_content_digest(items, k, derived, &e);
   free(items);
-  const json_t *capture = fdl_json_obj(v->m, "capture");
   if (s == FDL_MISMATCH) {
     fdl_ds_report_error(v->rep, FDL_DSC_DIGEST_MISMATCH, "5.2", v->capture.rel, "%s", e.msg);
   } else if (s != FDL_OK) {
     v->rep->oom = FDL_NOMEM;
   } else {
-    const char *top = fdl_json_str(capture, "capture_content_digest");
+    const char *top = v->mf.capture.capture_content_digest;
     if (!top || strcmp(derived, top))
       fdl_ds_report_error(v->rep, FDL_DSC_DIGEST_MISMATCH, "5.2", FDL_DS_MANIFEST_NAME,
                           "capture_content_digest %s != manifest %s", derived,

@@ -43,7 +43,7 @@ static void head_json_mirror(ds_vctx *v, const json_t *head) {
 }
 
 void fdl_ds_v_head(ds_vctx *v) {
-  const json_t *head = fdl_json_obj(v->m, "head"), *capture = fdl_json_obj(v->m, "capture");
+  const json_t *head = fdl_json_obj(v->m, "head");
   const fdl_ds_manifest *m = &v->mf;
   const char *W = FDL_DS_MANIFEST_NAME;
   if (m->capture.form == FDL_FORM_HIDDEN) {
@@ -72,7 +72,7 @@ void fdl_ds_v_head(ds_vctx *v) {
                        "content digest coinciding is almost certainly one convention pasted "
                        "twice");
   const json_t *fn = fdl_json_obj(head, "final_norm");
-  if (is(fdl_json_str(capture, "semantic_point"), "after_final_rmsnorm_before_lm_head") &&
+  if (is(m->capture.semantic_point, "after_final_rmsnorm_before_lm_head") &&
       fdl_py_truthy(json_object_get(fn, "applied_at_replay")))
     fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "HEAD-7", W,
                         "the capture is already after the final norm; replay applies the head "
@@ -113,7 +113,7 @@ static int collect_containers(const json_t *node, json_t *set, int depth) {
 }
 
 void fdl_ds_v_determinism(ds_vctx *v) {
-  const json_t *det = fdl_json_obj(v->m, "determinism"), *panel = fdl_json_obj(v->m, "panel");
+  const json_t *det = fdl_json_obj(v->m, "determinism");
   const char *W = FDL_DS_MANIFEST_NAME;
   const char *kind = fdl_json_str(det, "evidence_kind");
   const json_t *hashes = fdl_json_arr(det, "evidence_hashes");
@@ -167,7 +167,7 @@ void fdl_ds_v_determinism(ds_vctx *v) {
                           json_string_value(h));
   }
   json_decref(containers);
-  const char *pr = fdl_json_str(panel, "panel_receipt_sha256");
+  const char *pr = v->mf.panel.panel_receipt_sha256;
   json_array_foreach(hashes, i, h) {
     if (pr && json_is_string(h) && !strcmp(pr, json_string_value(h))) {
       fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "DET-D3", W,
@@ -209,8 +209,7 @@ static void validation_report(ds_vctx *v) {
 }
 
 void fdl_ds_v_role(ds_vctx *v) {
-  const json_t *dataset = fdl_json_obj(v->m, "dataset"), *scope = fdl_json_obj(v->m, "scope"),
-               *head = fdl_json_obj(v->m, "head");
+  const json_t *dataset = fdl_json_obj(v->m, "dataset"), *head = fdl_json_obj(v->m, "head");
   fdl_role role = v->mf.dataset.role;
   const char *W = FDL_DS_MANIFEST_NAME;
   bool sealed = is(v->mf.dataset.structural_status, "sealed");
@@ -228,10 +227,10 @@ void fdl_ds_v_role(ds_vctx *v) {
     validation_report(v);
   }
   if (role == FDL_ROLE_ROOT) {
-    bool native = is(fdl_json_str(scope, "policy"), "native");
+    bool native = is(v->mf.scope.policy, "native");
     size_t i;
     json_t *a;
-    json_array_foreach(fdl_json_arr(scope, "assignments"), i, a) native &=
+    json_array_foreach(fdl_json_arr(fdl_json_obj(v->m, "scope"), "assignments"), i, a) native &=
         is(fdl_json_str(a, "treatment"), "native");
     if (!native)
       fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "ROOT-1", W,
@@ -355,8 +354,7 @@ void fdl_ds_v_lane(ds_vctx *v) {
 /* ---- remap ------------------------------------------------------------------------------- */
 
 void fdl_ds_v_remap(ds_vctx *v) {
-  const json_t *panel = fdl_json_obj(v->m, "panel");
-  const char *rf = fdl_json_str(panel, "remap_file");
+  const char *rf = v->mf.panel.remap_file;
   if (!rf || !rf[0]) return;
   json_t *remap = fdl_ds_v_load_sub(v, rf, "REMAP", NULL, false);
   if (!remap) return;
