@@ -250,7 +250,6 @@ typedef struct {
     const char *manifest_file, *manifest_file_sha256, *capture_content_digest, *dtype,
         *semantic_point;
     fdl_ds_bool dtype_lossless;
-    bool dtype_lossy; /* dtype_lossless is false */
     bool lossy_codec; /* lossy_codec is set (not null) */
     int64_t vocab_size, hidden_width, records_count;
   } capture;
@@ -265,8 +264,7 @@ typedef struct {
     const char *file, *file_sha256, *lane_identity_sha256, *stack_fingerprint_sha256;
   } runtime;
   struct {
-    bool complete;              /* complete is true */
-    fdl_ds_bool complete_value; /* complete as written, for a summary that shows it absent */
+    fdl_ds_bool complete;
     int64_t declared_records;
   } coverage;
 } fdl_ds_manifest;

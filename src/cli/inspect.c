@@ -53,7 +53,7 @@ static void print_human(const fdl_ds_summary *s) {
   text("semantic point", m->capture.semantic_point);
   char b[NUM_BUF];
   printf("%-26s%zu of %s (%s)\n", "records", s->ds.n_records, num(m->coverage.declared_records, b),
-         m->coverage.complete ? "complete" : "INCOMPLETE");
+         m->coverage.complete == FDL_DS_TRUE ? "complete" : "INCOMPLETE");
   row("scored positions", num(s->positions, b));
   row("context length", num(m->panel.context_length, b));
   row("vocab size", num(m->capture.vocab_size, b));

@@ -44,7 +44,8 @@ static fdl_status gate_geometry_coverage(const cmp_side *a, const cmp_side *b,
         f->n_shared, na, nb);
     if (s != FDL_OK) return s;
   }
-  f->covers_full_panel = a->m->coverage.complete && b->m->coverage.complete && !f->sets_differ;
+  f->covers_full_panel = a->m->coverage.complete == FDL_DS_TRUE &&
+                         b->m->coverage.complete == FDL_DS_TRUE && !f->sets_differ;
   if (!f->covers_full_panel && !f->sets_differ) {
     s = fdl_cmp_disclose(
         f, "subset_of_panel", "caveat", 1, err,
@@ -131,7 +132,7 @@ static fdl_status gate_lossy_decode(const cmp_side *a, const cmp_side *b, const 
     if (s != FDL_OK) return s;
   }
   for (int i = 0; i < 2; i++) {
-    if (!sides[i]->m->capture.dtype_lossy) continue;
+    if (sides[i]->m->capture.dtype_lossless != FDL_DS_FALSE) continue;
     f->advisory = true;
     s = fdl_cmp_disclose(f, "quantized_capture_dtype", "caveat", 1, err,
                          "FORM-1: the %s capture's stored dtype (%s) is narrower than the value's "

@@ -103,7 +103,7 @@ fdl_status fdl_ds_summary_to_json(const fdl_ds_summary *s, json_t **out, fdl_err
       "id", m->dataset.id, "name", m->dataset.name, "role", fdl_role_names[m->dataset.role], "form",
       fdl_form_names[m->capture.form], "semantic_point", m->capture.semantic_point, "records",
       "present", (json_int_t)s->ds.n_records, "declared", count(m->coverage.declared_records),
-      "complete", flag(m->coverage.complete_value), "positions", (json_int_t)s->positions,
+      "complete", flag(m->coverage.complete), "positions", (json_int_t)s->positions,
       "context_length", count(m->panel.context_length), "vocab_size", count(m->capture.vocab_size),
       "hidden_width", count(m->capture.hidden_width), "dtype", m->capture.dtype, "dtype_lossless",
       flag(m->capture.dtype_lossless), "capture_content_digest", m->capture.capture_content_digest,

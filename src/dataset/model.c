@@ -89,7 +89,6 @@ void fdl_ds_manifest_decode(const json_t *m, fdl_ds_manifest *d) {
   d->preview = json_object_size(fdl_json_obj(m, "preview")) > 0;
   const json_t *c = fdl_json_obj(m, "capture"), *lc = json_object_get(c, "lossy_codec");
   d->capture.dtype_lossless = bool_at(c, "dtype_lossless");
-  d->capture.dtype_lossy = d->capture.dtype_lossless == FDL_DS_FALSE;
   d->capture.lossy_codec = lc && !json_is_null(lc);
   d->capture.vocab_size = fdl_json_path_int(c, "vocab_size", -1);
   d->capture.hidden_width = fdl_json_path_int(c, "hidden_width", -1);
@@ -105,8 +104,7 @@ void fdl_ds_manifest_decode(const json_t *m, fdl_ds_manifest *d) {
     d->head.shape[k] = pair ? (int64_t)json_integer_value(json_array_get(shape, k)) : -1;
   d->panel.scoring_window.score_from = fdl_json_path_int(m, "panel.scoring_window.score_from", 0);
   d->panel.tokenizer.vocab_size = fdl_json_path_int(m, "panel.tokenizer.vocab_size", -1);
-  d->coverage.complete_value = bool_at(m, "coverage.complete");
-  d->coverage.complete = d->coverage.complete_value == FDL_DS_TRUE;
+  d->coverage.complete = bool_at(m, "coverage.complete");
   d->coverage.declared_records = fdl_json_path_int(m, "coverage.declared_records", -1);
 }
 
