@@ -130,12 +130,9 @@ fdl_status fdl_kiln_attribute(const json_t *request, const float *reference, siz
                               const fdl_kiln_path_in *paths, size_t npaths, const json_t *counters,
                               json_t **out, fdl_err *err) {
   *out = NULL;
-  fdl_kiln_checked rq;
-  fdl_status s = fdl_kiln_check_doc(request, "request", &rq, err);
+  fdl_kiln_request rq;
+  fdl_status s = fdl_kiln_request_read(request, &rq, err);
   if (s != FDL_OK) return s;
-  if (strcmp(rq.schema, FDL_KILN_REQUEST_SCHEMA) != 0)
-    return fdl_fail(err, FDL_REFUSED, "request: schema %s, expected %s", rq.schema,
-                    FDL_KILN_REQUEST_SCHEMA);
   if (npaths == 0 || npaths > FDL_KILN_MAX_PATHS)
     return fdl_fail(err, FDL_REFUSED, "%zu paths, expected 1..%u", npaths, FDL_KILN_MAX_PATHS);
   for (size_t i = 0; i < npaths; i++) {
@@ -146,10 +143,9 @@ fdl_status fdl_kiln_attribute(const json_t *request, const float *reference, siz
         return fdl_fail(err, FDL_REFUSED, "path name %s given twice, expected unique names",
                         paths[i].name);
   }
-  const json_t *cj = json_object_get(request, "candidates");
   uint64_t cand[2];
   for (size_t i = 0; i < 2; i++) {
-    cand[i] = (uint64_t)json_integer_value(json_object_get(json_array_get(cj, i), "token_id"));
+    cand[i] = rq.candidates[i];
     if (cand[i] >= n)
       return fdl_fail(err, FDL_REFUSED,
                       "request: $.candidates[%zu].token_id %llu is outside the %zu reference "
@@ -177,10 +173,9 @@ fdl_status fdl_kiln_attribute(const json_t *request, const float *reference, siz
   json_t *rb = s == FDL_OK ? reference_block(&ref, rc, n) : NULL;
   if (s == FDL_OK && !rb) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   if (s == FDL_OK) {
-    rec = json_pack("{s:s, s:{s:O, s:s, s:O, s:[I, I]}, s:o, s:O, s:{s:s, s:o}}", "schema",
-                    FDL_KILN_PATH_ATTR_SCHEMA, "request", "id", json_object_get(request, "id"),
-                    "sha256", rq.identity, "input_token_ids_sha256",
-                    json_object_get(request, "input_token_ids_sha256"), "candidate_token_ids",
+    rec = json_pack("{s:s, s:{s:s, s:s, s:s, s:[I, I]}, s:o, s:O, s:{s:s, s:o}}", "schema",
+                    FDL_KILN_PATH_ATTR_SCHEMA, "request", "id", rq.id, "sha256", rq.identity,
+                    "input_token_ids_sha256", rq.input_token_ids_sha256, "candidate_token_ids",
                     (json_int_t)cand[0], (json_int_t)cand[1], "reference", rb, "paths", list,
                     "attribution", "label", first ? FDL_KILN_LABEL_PATH : FDL_KILN_LABEL_NONE,
                     "path", first ? json_string(first) : json_null());
@@ -255,7 +250,9 @@ fdl_status fdl_attr_provenance_values(const json_t *pv, const char *const *block
 fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
                                    const json_t *provenance, json_t **out, fdl_err *err) {
   *out = NULL;
+  fdl_kiln_request rq;
   fdl_status s = check_provenance(provenance, err);
+  if (s == FDL_OK) s = fdl_kiln_request_read(request, &rq, err);
   if (s != FDL_OK) return s;
   const json_t *paths = json_object_get(record, "paths"),
                *counters = json_object_get(record, "counters");
@@ -266,17 +263,15 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
                     json_array_size(paths));
   if (!counters)
     return fdl_fail(err, FDL_REFUSED, "kiln-v2: --counters is required (the worker's graph)");
-  const json_t *prefix = json_object_get(request, "continuation_prefix");
   json_t *worker =
-      json_pack("{s:s, s:O, s:I, s:O, s:s, s:O}", "schema", "kiln.rocm-hf-path-attribution.v2",
+      json_pack("{s:s, s:O, s:I, s:s, s:s, s:s}", "schema", "kiln.rocm-hf-path-attribution.v2",
                 "graph", counters, "hf_argmax",
                 json_integer_value(json_object_get(json_object_get(record, "reference"), "argmax")),
-                "input_token_ids_sha256", json_object_get(request, "input_token_ids_sha256"),
-                "kernel_policy", "qualified", "request_id", json_object_get(request, "id"));
+                "input_token_ids_sha256", rq.input_token_ids_sha256, "kernel_policy", "qualified",
+                "request_id", rq.id);
   if (!worker) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  if (json_object_set_new(worker, "input_token_count",
-                          json_integer((json_int_t)json_array_size(
-                              json_object_get(request, "input_token_ids")))) != 0)
+  if (json_object_set_new(worker, "input_token_count", json_integer((json_int_t)rq.input_count)) !=
+      0)
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
   const char *label = NULL;
   for (size_t i = 0; s == FDL_OK && i < 4; i++) {
@@ -287,22 +282,21 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
       break;
     }
     const json_t *obs = json_object_get(e, "observed_tokens");
-    if (json_array_size(obs) != json_array_size(prefix) + 1 || json_array_size(obs) != 4) {
+    if (json_array_size(obs) != rq.nprefix + 1 || json_array_size(obs) != 4) {
       s = fdl_fail(err, FDL_REFUSED,
                    "kiln-v2: path %s: %zu observed tokens, expected 4 (after the prompt and "
                    "after each of the 3 forced continuation tokens; the request has %zu)",
-                   fdl_kiln_v2_paths[i].name, json_array_size(obs), json_array_size(prefix));
+                   fdl_kiln_v2_paths[i].name, json_array_size(obs), rq.nprefix);
       break;
     }
     for (size_t j = 0; s == FDL_OK && j + 1 < 4; j++)
-      if (!json_equal(json_array_get(obs, j),
-                      json_object_get(json_array_get(prefix, j), "token_id")))
-        s = fdl_fail(
-            err, FDL_REFUSED,
-            "kiln-v2: path %s: observed token %zu is %lld, expected the continuation "
-            "token %lld (Kiln §14.2: observed[:-1] equals the continuation ids)",
-            fdl_kiln_v2_paths[i].name, j, (long long)json_integer_value(json_array_get(obs, j)),
-            (long long)json_integer_value(json_object_get(json_array_get(prefix, j), "token_id")));
+      if (json_integer_value(json_array_get(obs, j)) != rq.prefix[j])
+        s = fdl_fail(err, FDL_REFUSED,
+                     "kiln-v2: path %s: observed token %zu is %lld, expected the continuation "
+                     "token %lld (Kiln §14.2: observed[:-1] equals the continuation ids)",
+                     fdl_kiln_v2_paths[i].name, j,
+                     (long long)json_integer_value(json_array_get(obs, j)),
+                     (long long)rq.prefix[j]);
     if (s != FDL_OK) break;
     bool div;
     json_t *blk;
@@ -326,16 +320,14 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
   json_t *rec = NULL;
   if (s == FDL_OK) {
     rec = json_pack(
-        "{s:s, s:O, s:O, s:O, s:O, s:O, s:{s:O, s:O}, s:O, s:O, s:O, s:O, s:o}", "schema",
+        "{s:s, s:O, s:O, s:O, s:O, s:O, s:{s:O, s:s}, s:O, s:O, s:O, s:O, s:o}", "schema",
         FDL_KILN_PATH_V2_SCHEMA, "created_at_utc", json_object_get(provenance, "created_at_utc"),
         "duration_seconds", json_object_get(provenance, "duration_seconds"), "source",
         json_object_get(provenance, "source"), "binary", json_object_get(provenance, "binary"),
         "implementation", json_object_get(provenance, "implementation"), "request", "path",
-        json_object_get(provenance, "request_path"), "sha256",
-        json_object_get(json_object_get(record, "request"), "sha256"), "model_identity",
-        json_object_get(request, "model_identity"), "model_fingerprint",
-        json_object_get(provenance, "model_fingerprint"), "oracle_reference",
-        json_object_get(provenance, "oracle_reference"), "containment",
+        json_object_get(provenance, "request_path"), "sha256", rq.identity, "model_identity",
+        rq.model_identity, "model_fingerprint", json_object_get(provenance, "model_fingerprint"),
+        "oracle_reference", json_object_get(provenance, "oracle_reference"), "containment",
         json_object_get(provenance, "containment"), "worker", worker);
     worker = NULL;
     if (!rec) s = fdl_fail(err, FDL_NOMEM, "out of memory");

@@ -35,6 +35,22 @@ fdl_status fdl_kiln_check_doc(const json_t *doc, const char *name, fdl_kiln_chec
 fdl_status fdl_kiln_check_file_doc(const char *path, fdl_kiln_checked *res, json_t **doc,
                                    fdl_err *err);
 
+/* A request (§5) that passed its check, as the writers use it; strings and model_identity are
+ * borrowed from the tree. Token ids are below FDL_KILN_VOCAB_SIZE, so they fit uint32_t. */
+typedef struct {
+  char identity[FDL_SEAL_BUF]; /* canonical_sha256(request) */
+  const char *id, *input_token_ids_sha256;
+  size_t input_count;                   /* len(input_token_ids) */
+  uint32_t candidates[2];               /* the kiln, then the vllm candidate's token id */
+  uint32_t prefix[FDL_KILN_MAX_PREFIX]; /* continuation_prefix token ids */
+  size_t nprefix;
+  const json_t *model_identity; /* copied verbatim into the records */
+} fdl_kiln_request;
+
+/* Checks doc as fdl_kiln_check_doc does (messages naming "request"), refuses another schema
+ * (FDL_REFUSED), and decodes it into *rq. */
+fdl_status fdl_kiln_request_read(const json_t *doc, fdl_kiln_request *rq, fdl_err *err);
+
 /* How fdl_kiln_check_file_opts reads a record. */
 typedef struct {
   /* The Kiln repository root the records' repo-relative paths resolve against. When set, a

@@ -133,7 +133,7 @@ static const char *const PROV_KEYS[] = {"binary",           "containment",    "c
                                         "model_identity" /* optional: the last one */};
 #define NPROV (sizeof PROV_KEYS / sizeof PROV_KEYS[0])
 
-static fdl_status check_provenance(const json_t *pv, const json_t *request, fdl_err *err) {
+static fdl_status check_provenance(const json_t *pv, const fdl_kiln_request *rq, fdl_err *err) {
   if (!json_is_object(pv)) return fdl_fail(err, FDL_INVALID, "provenance: $: expected an object");
   for (size_t i = 0; i + 1 < NPROV; i++)
     if (!json_object_get(pv, PROV_KEYS[i]))
@@ -155,7 +155,7 @@ static fdl_status check_provenance(const json_t *pv, const json_t *request, fdl_
   fdl_status s = fdl_attr_provenance_values(pv, blocks, sizeof blocks / sizeof blocks[0], err);
   if (s != FDL_OK) return s;
   const json_t *mi = json_object_get(pv, "model_identity");
-  if (mi && !json_equal(mi, json_object_get(request, "model_identity")))
+  if (mi && !json_equal(mi, rq->model_identity))
     return fdl_fail(err, FDL_MISMATCH,
                     "provenance: $.model_identity differs from the request's model_identity "
                     "(the checker wants them equal; leave it out to take the request's)");
@@ -169,8 +169,8 @@ static fdl_status check_provenance(const json_t *pv, const json_t *request, fdl_
 
 /* The HF evidence (provenance $.reference.evidence) must describe these rows and this request. */
 static fdl_status check_evidence(const json_t *ev, const json_t *ref, const char *rows_sha,
-                                 size_t rows, size_t hidden, const char *req_sha,
-                                 const json_t *request, fdl_err *err) {
+                                 size_t rows, size_t hidden, const fdl_kiln_request *rq,
+                                 fdl_err *err) {
   const json_t *v = json_object_get(ev, "layer_last_rows_sha256");
   if (!fdl_kiln_str_eq(v, rows_sha))
     return fdl_fail(err, FDL_MISMATCH,
@@ -192,27 +192,25 @@ static fdl_status check_evidence(const json_t *ev, const json_t *ref, const char
   fdl_status s = fdl_attr_layer_names_check(json_object_get(ev, "boundary_names"),
                                             "provenance: $.reference.evidence.boundary_names", err);
   if (s != FDL_OK) return s;
-  if (!fdl_kiln_str_eq(json_object_get(ev, "request_sha256"), req_sha))
+  if (!fdl_kiln_str_eq(json_object_get(ev, "request_sha256"), rq->identity))
     return fdl_fail(err, FDL_MISMATCH,
                     "provenance: $.reference.evidence.request_sha256 is not %s, the request's "
                     "canonical identity",
-                    req_sha);
-  if (!json_equal(json_object_get(ev, "request_id"), json_object_get(request, "id")))
+                    rq->identity);
+  if (!fdl_kiln_str_eq(json_object_get(ev, "request_id"), rq->id))
     return fdl_fail(err, FDL_MISMATCH,
                     "provenance: $.reference.evidence.request_id is not the request's id \"%s\"",
-                    json_string_value(json_object_get(request, "id")));
-  if (!json_equal(json_object_get(ev, "input_token_ids_sha256"),
-                  json_object_get(request, "input_token_ids_sha256")))
+                    rq->id);
+  if (!fdl_kiln_str_eq(json_object_get(ev, "input_token_ids_sha256"), rq->input_token_ids_sha256))
     return fdl_fail(err, FDL_MISMATCH,
                     "provenance: $.reference.evidence.input_token_ids_sha256 is not the "
                     "request's input_token_ids_sha256");
   v = json_object_get(ev, "input_token_count");
-  size_t nin = json_array_size(json_object_get(request, "input_token_ids"));
-  if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)nin)
+  if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)rq->input_count)
     return fdl_fail(err, FDL_MISMATCH,
                     "provenance: $.reference.evidence.input_token_count is not %zu, the request's "
                     "input length",
-                    nin);
+                    rq->input_count);
   if (!json_equal(json_object_get(ref, "bytes"), json_object_get(ev, "output_bytes")))
     return fdl_fail(err, FDL_MISMATCH,
                     "provenance: $.reference.bytes is not $.reference.evidence.output_bytes (the "
@@ -221,14 +219,13 @@ static fdl_status check_evidence(const json_t *ev, const json_t *ref, const char
 }
 
 /* observed: 4 token ids, the request's 3 continuation ids then argmax(final logits). */
-static fdl_status check_observed(const json_t *obs, const json_t *request, const float *logits,
+static fdl_status check_observed(const json_t *obs, const fdl_kiln_request *rq, const float *logits,
                                  size_t vocab, fdl_err *err) {
-  const json_t *prefix = json_object_get(request, "continuation_prefix");
-  if (json_array_size(prefix) != 3)
+  if (rq->nprefix != 3)
     return fdl_fail(err, FDL_REFUSED,
                     "request: %zu continuation tokens, expected 3 (Kiln's layer worker forces "
                     "exactly 3)",
-                    json_array_size(prefix));
+                    rq->nprefix);
   if (!json_is_array(obs) || json_array_size(obs) != 4)
     return fdl_fail(err, FDL_INVALID,
                     "observed: expected 4 token ids (after the prompt and after each of the 3 "
@@ -238,15 +235,13 @@ static fdl_status check_observed(const json_t *obs, const json_t *request, const
     if (!fdl_kiln_token_ok(json_array_get(obs, i)))
       return fdl_fail(err, FDL_INVALID, "observed[%zu]: expected a token id, an integer in 0..%u",
                       i, FDL_KILN_VOCAB_SIZE - 1);
-  for (size_t i = 0; i < 3; i++) {
-    const json_t *want = json_object_get(json_array_get(prefix, i), "token_id");
-    if (!json_equal(json_array_get(obs, i), want))
+  for (size_t i = 0; i < 3; i++)
+    if (json_integer_value(json_array_get(obs, i)) != rq->prefix[i])
       return fdl_fail(err, FDL_MISMATCH,
                       "observed[%zu] is %lld, expected the continuation token %lld (the worker "
                       "forces the continuation)",
                       i, (long long)json_integer_value(json_array_get(obs, i)),
-                      (long long)json_integer_value(want));
-  }
+                      (long long)rq->prefix[i]);
   uint64_t am = 0;
   fdl_attr_topk(logits, vocab, 1, &am);
   if (json_integer_value(json_array_get(obs, 3)) != (json_int_t)am)
@@ -294,15 +289,12 @@ static fdl_status check_inputs(const fdl_attr_layer_v2_in *in, fdl_err *err) {
 
 fdl_status fdl_attr_layer_v2(const fdl_attr_layer_v2_in *in, json_t **out, fdl_err *err) {
   *out = NULL;
-  fdl_kiln_checked rq;
-  fdl_status s = fdl_kiln_check_doc(in->request, "request", &rq, err);
+  fdl_kiln_request rq;
+  fdl_status s = fdl_kiln_request_read(in->request, &rq, err);
   if (s != FDL_OK) return s;
-  if (strcmp(rq.schema, FDL_KILN_REQUEST_SCHEMA) != 0)
-    return fdl_fail(err, FDL_REFUSED, "request: schema %s, expected %s", rq.schema,
-                    FDL_KILN_REQUEST_SCHEMA);
-  if ((s = check_provenance(in->provenance, in->request, err)) != FDL_OK ||
+  if ((s = check_provenance(in->provenance, &rq, err)) != FDL_OK ||
       (s = check_inputs(in, err)) != FDL_OK ||
-      (s = check_observed(in->observed, in->request, in->final_logits, in->vocab, err)) != FDL_OK)
+      (s = check_observed(in->observed, &rq, in->final_logits, in->vocab, err)) != FDL_OK)
     return s;
   char rows_sha[FDL_SEAL_BUF], logits_sha[FDL_SEAL_BUF];
   if ((s = digest_text(in->reference, in->rows * in->hidden, rows_sha, err)) != FDL_OK ||
@@ -310,7 +302,7 @@ fdl_status fdl_attr_layer_v2(const fdl_attr_layer_v2_in *in, json_t **out, fdl_e
     return s;
   const json_t *ref = json_object_get(in->provenance, "reference");
   if ((s = check_evidence(json_object_get(ref, "evidence"), ref, rows_sha, in->rows, in->hidden,
-                          rq.identity, in->request, err)) != FDL_OK)
+                          &rq, err)) != FDL_OK)
     return s;
   fdl_attr_boundary *bs = fdl_calloc(in->rows, sizeof *bs);
   if (!bs) return fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -325,30 +317,28 @@ fdl_status fdl_attr_layer_v2(const fdl_attr_layer_v2_in *in, json_t **out, fdl_e
   free(bs);
   json_t *worker = NULL, *rec = NULL;
   if (s == FDL_OK) {
-    const json_t *rqv = in->request;
-    worker = json_pack(
-        "{s:O, s:s, s:s, s:I, s:O, s:s, s:{s:I, s:s, s:f}, s:O, s:O, s:s}", "boundaries", list,
-        "final_logits_sha256", logits_sha, "hf_layer_last_rows_sha256", rows_sha,
-        "input_token_count", (json_int_t)json_array_size(json_object_get(rqv, "input_token_ids")),
-        "input_token_ids_sha256", json_object_get(rqv, "input_token_ids_sha256"), "kernel_policy",
-        in->kernel_policy, "largest_relative_error_growth", "index", (json_int_t)gi, "name",
-        NAMES[gi], "relative_root_mean_square_error_delta", gd, "observed_next_tokens",
-        in->observed, "request_id", json_object_get(rqv, "id"), "schema", FDL_ATTR_LAYER_V2_WORKER);
+    worker =
+        json_pack("{s:O, s:s, s:s, s:I, s:s, s:s, s:{s:I, s:s, s:f}, s:O, s:s, s:s}", "boundaries",
+                  list, "final_logits_sha256", logits_sha, "hf_layer_last_rows_sha256", rows_sha,
+                  "input_token_count", (json_int_t)rq.input_count, "input_token_ids_sha256",
+                  rq.input_token_ids_sha256, "kernel_policy", in->kernel_policy,
+                  "largest_relative_error_growth", "index", (json_int_t)gi, "name", NAMES[gi],
+                  "relative_root_mean_square_error_delta", gd, "observed_next_tokens", in->observed,
+                  "request_id", rq.id, "schema", FDL_ATTR_LAYER_V2_WORKER);
     if (!worker) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   }
   json_decref(list);
   if (s == FDL_OK) {
     const json_t *pv = in->provenance;
-    rec =
-        json_pack("{s:s, s:O, s:O, s:O, s:O, s:O, s:{s:O, s:s}, s:O, s:O, s:O, s:O, s:o}", "schema",
-                  FDL_ATTR_LAYER_V2_SCHEMA, "created_at_utc", json_object_get(pv, "created_at_utc"),
-                  "duration_seconds", json_object_get(pv, "duration_seconds"), "source",
-                  json_object_get(pv, "source"), "binary", json_object_get(pv, "binary"),
-                  "implementation", json_object_get(pv, "implementation"), "request", "path",
-                  json_object_get(pv, "request_path"), "sha256", rq.identity, "model_identity",
-                  json_object_get(in->request, "model_identity"), "model_fingerprint",
-                  json_object_get(pv, "model_fingerprint"), "reference", ref, "containment",
-                  json_object_get(pv, "containment"), "worker", worker);
+    rec = json_pack(
+        "{s:s, s:O, s:O, s:O, s:O, s:O, s:{s:O, s:s}, s:O, s:O, s:O, s:O, s:o}", "schema",
+        FDL_ATTR_LAYER_V2_SCHEMA, "created_at_utc", json_object_get(pv, "created_at_utc"),
+        "duration_seconds", json_object_get(pv, "duration_seconds"), "source",
+        json_object_get(pv, "source"), "binary", json_object_get(pv, "binary"), "implementation",
+        json_object_get(pv, "implementation"), "request", "path",
+        json_object_get(pv, "request_path"), "sha256", rq.identity, "model_identity",
+        rq.model_identity, "model_fingerprint", json_object_get(pv, "model_fingerprint"),
+        "reference", ref, "containment", json_object_get(pv, "containment"), "worker", worker);
     worker = NULL;
     if (!rec) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   }
