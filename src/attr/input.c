@@ -4,6 +4,7 @@
  * The format is chosen by content, except for raw files, which have no header to recognise and
  * so are named by their extension: "\x93NUMPY" is .npy; a name ending in ".f32" is raw float32
  * little-endian; anything else is read as safetensors. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,8 @@
 #include "base/fs.h"
 #include "base/path.h"
 #include "tensor/safetensors_json.h"
+#include "json/json.h"
+#include "attr/layer_json.h"
 
 /* The safetensors __metadata__ key that names the rows of a boundary matrix. */
 #define BOUNDARY_NAMES_KEY "boundary_names"
@@ -155,4 +158,57 @@ void fdl_attr_matrix_free(fdl_attr_matrix *m) {
   free(m->data);
   free(m->boundary_names);
   memset(m, 0, sizeof *m);
+}
+
+/* The longest generated name: "boundary_" and 20 digits. */
+#define GENERATED_NAME_CAP 32u
+
+fdl_status fdl_attr_row_names(const char *list, const char *meta, size_t n, char ***names,
+                              size_t *k, fdl_err *err) {
+  *names = NULL;
+  json_t *a = NULL;
+  size_t bytes = 0, t;
+  *k = list ? 1 : n;
+  if (list) {
+    for (const char *p = list; *p; p++) *k += *p == ',';
+    bytes = strlen(list) + 1;
+  } else if (meta) {
+    fdl_err perr = {FDL_OK, ""};
+    bool ok = fdl_json_parse(meta, strlen(meta), NULL, &a, &perr) == FDL_OK && json_is_array(a);
+    *k = json_array_size(a);
+    for (size_t i = 0; ok && i < *k; i++) {
+      ok = json_is_string(json_array_get(a, i));
+      bytes += json_string_length(json_array_get(a, i)) + 1;
+    }
+    if (!ok) {
+      json_decref(a);
+      return fdl_fail(err, FDL_PARSE,
+                      "REF __metadata__ \"boundary_names\": expected a JSON list of strings");
+    }
+  } else if (!fdl_size_mul(n, GENERATED_NAME_CAP, &bytes)) {
+    return fdl_fail(err, FDL_NOMEM, "out of memory");
+  }
+  /* One block: the pointers, then the strings they point to. */
+  char **v =
+      fdl_size_mul(*k, sizeof *v, &t) && fdl_size_add(t, bytes, &t) ? fdl_malloc(t ? t : 1) : NULL;
+  for (size_t i = 0, used = 0; v && i < *k; i++) {
+    char *p = v[i] = (char *)(v + *k) + used;
+    size_t len;
+    if (list) {
+      len = strcspn(list, ",");
+      memcpy(p, list, len);
+      list += len + 1;
+    } else if (meta) {
+      len = json_string_length(json_array_get(a, i));
+      memcpy(p, json_string_value(json_array_get(a, i)), len);
+    } else {
+      len = (size_t)snprintf(p, GENERATED_NAME_CAP, "boundary_%zu", i);
+    }
+    p[len] = '\0';
+    used += len + 1;
+  }
+  json_decref(a);
+  if (!v) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  *names = v;
+  return FDL_OK;
 }

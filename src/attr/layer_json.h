@@ -11,9 +11,17 @@
 extern "C" {
 #endif
 
-/* names (a JSON array) equals the 34 names in order; otherwise FDL_MISMATCH naming `what` and
- * the first position that differs. */
-fdl_status fdl_attr_layer_names_check(const json_t *names, const char *what, fdl_err *err);
+/* names[0..n) (an entry NULL: not a string) equals the 34 names in order; otherwise
+ * FDL_MISMATCH naming `what` and the first position that differs. */
+fdl_status fdl_attr_layer_names_check(const char *const *names, size_t n, const char *what,
+                                      fdl_err *err);
+
+/* The names of a boundary matrix's rows: the comma-separated list when list is not NULL, else
+ * the JSON list of strings meta (safetensors __metadata__ boundary_names; anything else is
+ * FDL_PARSE), else boundary_<i> for each of n rows. *names holds *k entries in one block
+ * (free(*names)). */
+fdl_status fdl_attr_row_names(const char *list, const char *meta, size_t n, char ***names,
+                              size_t *k, fdl_err *err);
 
 /* What the layer v2 writer is given; everything is borrowed. */
 typedef struct {

@@ -61,20 +61,18 @@ const char *const *fdl_attr_layer_kernel_policies(size_t *n) {
   return POLICIES;
 }
 
-fdl_status fdl_attr_layer_names_check(const json_t *names, const char *what, fdl_err *err) {
-  if (!json_is_array(names) || json_array_size(names) != FDL_ATTR_LAYER_BOUNDARIES)
+fdl_status fdl_attr_layer_names_check(const char *const *names, size_t n, const char *what,
+                                      fdl_err *err) {
+  if (n != FDL_ATTR_LAYER_BOUNDARIES)
     return fdl_fail(err, FDL_MISMATCH,
                     "%s: %zu boundary names, expected the %u of §13 (embedding, "
                     "layer_00_linear_attention .. layer_31_full_attention, final_norm)",
-                    what, json_array_size(names), FDL_ATTR_LAYER_BOUNDARIES);
-  for (size_t i = 0; i < FDL_ATTR_LAYER_BOUNDARIES; i++) {
-    const json_t *v = json_array_get(names, i);
-    if (!json_is_string(v) || strcmp(json_string_value(v), NAMES[i]) != 0)
+                    what, n, FDL_ATTR_LAYER_BOUNDARIES);
+  for (size_t i = 0; i < FDL_ATTR_LAYER_BOUNDARIES; i++)
+    if (!names[i] || strcmp(names[i], NAMES[i]) != 0)
       return fdl_fail(err, FDL_MISMATCH, "%s: boundary name %zu is %s%.80s%s, expected \"%s\"",
-                      what, i, json_is_string(v) ? "\"" : "",
-                      json_is_string(v) ? json_string_value(v) : "not a string",
-                      json_is_string(v) ? "\"" : "", NAMES[i]);
-  }
+                      what, i, names[i] ? "\"" : "", names[i] ? names[i] : "not a string",
+                      names[i] ? "\"" : "", NAMES[i]);
   return FDL_OK;
 }
 
@@ -189,8 +187,13 @@ static fdl_status check_evidence(const json_t *ev, const json_t *ref, const char
     return fdl_fail(err, FDL_MISMATCH,
                     "provenance: $.reference.evidence.boundary_count is not %zu, the rows given",
                     rows);
-  fdl_status s = fdl_attr_layer_names_check(json_object_get(ev, "boundary_names"),
-                                            "provenance: $.reference.evidence.boundary_names", err);
+  const json_t *bn = json_object_get(ev, "boundary_names");
+  const char *names[FDL_ATTR_LAYER_BOUNDARIES];
+  size_t nn = json_array_size(bn);
+  for (size_t i = 0; nn == FDL_ATTR_LAYER_BOUNDARIES && i < nn; i++)
+    names[i] = json_string_value(json_array_get(bn, i));
+  fdl_status s =
+      fdl_attr_layer_names_check(names, nn, "provenance: $.reference.evidence.boundary_names", err);
   if (s != FDL_OK) return s;
   if (!fdl_kiln_str_eq(json_object_get(ev, "request_sha256"), rq->identity))
     return fdl_fail(err, FDL_MISMATCH,
