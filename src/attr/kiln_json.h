@@ -51,6 +51,17 @@ typedef struct {
  * (FDL_REFUSED), and decodes it into *rq. */
 fdl_status fdl_kiln_request_read(const json_t *doc, fdl_kiln_request *rq, fdl_err *err);
 
+/* What the commands print of a record fidelis wrote (fidelis.path-attribution.v1, Kiln's path
+ * or layer result v2), borrowed from the tree; a field the kind lacks is NULL or 0. */
+typedef struct {
+  const char *label, *path; /* the attribution's label and path (fidelis'), or worker.attribution */
+  const char *sha256;       /* record_sha256 or result_sha256 */
+  size_t growth_index;      /* a layer result's largest_relative_error_growth */
+  const char *growth_name;
+  double growth_delta;
+} fdl_kiln_summary;
+void fdl_kiln_summary_read(const json_t *rec, fdl_kiln_summary *sum);
+
 /* How fdl_kiln_check_file_opts reads a record. */
 typedef struct {
   /* The Kiln repository root the records' repo-relative paths resolve against. When set, a

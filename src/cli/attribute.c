@@ -172,20 +172,14 @@ int fdl_cli_attribute(int argc, char **argv) {
     if (s != FDL_OK) {
       rc = fdl_cli_failed(&err, s);
     } else {
-      const json_t *at = json_object_get(rec, "attribution");
-      const char *p = json_string_value(json_object_get(at, "path"));
-      if (v2) {
-        printf("attribution %s\nresult %s\n",
-               json_string_value(json_object_get(json_object_get(v2, "worker"), "attribution")),
-               json_string_value(json_object_get(v2, "result_sha256")));
-      } else {
-        printf("attribution %s", json_string_value(json_object_get(at, "label")));
-        if (p) {
-          fputs("  ", stdout);
-          fdl_cli_put_text(stdout, p);
-        }
-        printf("\nrecord %s\n", json_string_value(json_object_get(rec, "record_sha256")));
+      fdl_kiln_summary sum;
+      fdl_kiln_summary_read(v2 ? v2 : rec, &sum);
+      printf("attribution %s", sum.label);
+      if (sum.path) {
+        fputs("  ", stdout);
+        fdl_cli_put_text(stdout, sum.path);
       }
+      printf("\n%s %s\n", v2 ? "result" : "record", sum.sha256);
     }
   }
   for (size_t i = 0; i < a.npaths; i++) {

@@ -341,15 +341,13 @@ static int work(div_args *a) {
                    b.len, FDL_KILN_REQUEST_MAX_BYTES);
     if (s == FDL_OK) s = fdl_write_file(a->out, b.data, b.len, &err);
     fdl_buf_free(&b);
-    char ident[FDL_SEAL_BUF];
-    if (s == FDL_OK) s = fdl_kiln_canonical_sha256(req, ident, &err);
-    if (s != FDL_OK) {
+    fdl_kiln_request rq;
+    if (s == FDL_OK) s = fdl_kiln_request_read(req, &rq, &err);
+    if (s != FDL_OK)
       rc = fdl_cli_failed(&err, s);
-    } else {
-      printf("diverges at step %zu: kiln %lld, vllm %lld\nrequest %s\n", step,
-             (long long)json_integer_value(json_array_get(cj, step)),
-             (long long)json_integer_value(json_array_get(rj, step)), ident);
-    }
+    else
+      printf("diverges at step %zu: kiln %u, vllm %u\nrequest %s\n", step, rq.candidates[0],
+             rq.candidates[1], rq.identity);
   }
   free(prompt);
   json_decref(pj);

@@ -290,15 +290,12 @@ static int run_kiln_v2(const args *a, const fdl_attr_matrix *ref, const fdl_attr
       fdl_err_prefix(&err, "layers diff --format kiln-v2");
       rc = fdl_cli_failed(&err, s);
     } else {
-      const json_t *g =
-          json_object_get(json_object_get(rec, "worker"), "largest_relative_error_growth");
+      fdl_kiln_summary sum;
+      fdl_kiln_summary_read(rec, &sum);
       char d[FDL_FLOAT_REPR_MAX];
-      fdl_float_repr(json_real_value(json_object_get(g, "relative_root_mean_square_error_delta")),
-                     d);
-      if (printf("largest_relative_error_growth %lld %s %s\nresult %s\n",
-                 (long long)json_integer_value(json_object_get(g, "index")),
-                 json_string_value(json_object_get(g, "name")), d,
-                 json_string_value(json_object_get(rec, "result_sha256"))) < 0)
+      fdl_float_repr(sum.growth_delta, d);
+      if (printf("largest_relative_error_growth %zu %s %s\nresult %s\n", sum.growth_index,
+                 sum.growth_name, d, sum.sha256) < 0)
         rc = FDL_EXIT_USAGE;
     }
   }
