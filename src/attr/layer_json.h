@@ -23,6 +23,10 @@ fdl_status fdl_attr_layer_names_check(const char *const *names, size_t n, const 
 fdl_status fdl_attr_row_names(const char *list, const char *meta, size_t n, char ***names,
                               size_t *k, fdl_err *err);
 
+/* Boundary i's object as the records hold it (§11: the six metrics, the two row digests, index
+ * and name), or NULL when out of memory. */
+json_t *fdl_attr_boundary_json(size_t i, const char *name, const fdl_attr_boundary *b);
+
 /* What the layer v2 writer is given; everything is borrowed. */
 typedef struct {
   const json_t *request;    /* kiln.hf-next-token-request.v1 (3 continuation tokens) */

@@ -111,7 +111,7 @@ static fdl_status compare_rows(const float *reference, const float *actual, size
   return s;
 }
 
-static json_t *boundary_obj(size_t i, const char *name, const fdl_attr_boundary *b) {
+json_t *fdl_attr_boundary_json(size_t i, const char *name, const fdl_attr_boundary *b) {
   char h[FDL_SEAL_BUF], k[FDL_SEAL_BUF];
   fdl_attr_sha_text(&b->hf_sha256, h);
   fdl_attr_sha_text(&b->kiln_sha256, k);
@@ -315,7 +315,7 @@ fdl_status fdl_attr_layer_v2(const fdl_attr_layer_v2_in *in, json_t **out, fdl_e
   json_t *list = s == FDL_OK ? json_array() : NULL;
   if (s == FDL_OK && !list) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   for (size_t i = 0; s == FDL_OK && i < in->rows; i++)
-    if (json_array_append_new(list, boundary_obj(i, NAMES[i], &bs[i])) != 0)
+    if (json_array_append_new(list, fdl_attr_boundary_json(i, NAMES[i], &bs[i])) != 0)
       s = fdl_fail(err, FDL_NOMEM, "out of memory");
   free(bs);
   json_t *worker = NULL, *rec = NULL;

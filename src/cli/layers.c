@@ -165,27 +165,12 @@ static char **row_names(const char *list, const char *meta, uint64_t n, int *rc)
   return names;
 }
 
-static json_t *boundary_json(uint64_t i, const char *name, const fdl_attr_boundary *b) {
-  char h1[FDL_SHA256_HEX_BUF], h2[FDL_SHA256_HEX_BUF], d1[8 + FDL_SHA256_HEX_BUF],
-      d2[8 + FDL_SHA256_HEX_BUF];
-  fdl_sha256_hex(&b->hf_sha256, h1);
-  fdl_sha256_hex(&b->kiln_sha256, h2);
-  snprintf(d1, sizeof d1, "sha256:%s", h1);
-  snprintf(d2, sizeof d2, "sha256:%s", h2);
-  return json_pack("{s:I, s:s, s:f, s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "index", (json_int_t)i,
-                   "name", name, "cosine_similarity", b->cosine_similarity, "hf_sha256", d1,
-                   "kiln_sha256", d2, "max_abs_error", b->max_abs_error, "mean_abs_error",
-                   b->mean_abs_error, "reference_root_mean_square", b->reference_root_mean_square,
-                   "relative_root_mean_square_error", b->relative_root_mean_square_error,
-                   "root_mean_square_error", b->root_mean_square_error);
-}
-
 static int emit(const args *a, char **names, const fdl_attr_boundary *bs, uint64_t n) {
   double *rel = malloc((size_t)n * sizeof *rel);
   json_t *list = json_array();
   for (uint64_t i = 0; rel && list && i < n; i++) {
     rel[i] = bs[i].relative_root_mean_square_error;
-    json_t *o = boundary_json(i, names[i], &bs[i]);
+    json_t *o = fdl_attr_boundary_json((size_t)i, names[i], &bs[i]);
     if (!o || json_array_append_new(list, o)) {
       json_decref(list);
       list = NULL;
