@@ -202,56 +202,12 @@ static const json_t *find_path(const json_t *paths, const char *name) {
   return NULL;
 }
 
-/* provenance has exactly the nine keys; duration > 0; the blocks objects. */
-static fdl_status check_provenance(const json_t *pv, fdl_err *err) {
-  static const char *const keys[] = {"binary",           "containment",    "created_at_utc",
-                                     "duration_seconds", "implementation", "model_fingerprint",
-                                     "oracle_reference", "request_path",   "source"};
-  if (!json_is_object(pv)) return fdl_fail(err, FDL_INVALID, "provenance: $: expected an object");
-  for (size_t i = 0; i < 9; i++)
-    if (!json_object_get(pv, keys[i]))
-      return fdl_fail(err, FDL_INVALID, "provenance: $: missing key \"%s\"", keys[i]);
-  if (json_object_size(pv) != 9) {
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)pv, k, v) {
-      bool known = false;
-      for (size_t i = 0; i < 9 && !known; i++) known = strcmp(k, keys[i]) == 0;
-      if (!known)
-        return fdl_fail(err, FDL_INVALID, "provenance: $: unexpected key \"%s\" (expected %s)", k,
-                        "binary, containment, created_at_utc, duration_seconds, implementation, "
-                        "model_fingerprint, oracle_reference, request_path, source");
-    }
-  }
-  static const char *const blocks[] = {
-      "binary", "containment", "implementation", "model_fingerprint", "oracle_reference", "source"};
-  return fdl_attr_provenance_values(pv, blocks, sizeof blocks / sizeof blocks[0], err);
-}
-
-fdl_status fdl_attr_provenance_values(const json_t *pv, const char *const *blocks, size_t n,
-                                      fdl_err *err) {
-  for (size_t i = 0; i < n; i++)
-    if (!json_is_object(json_object_get(pv, blocks[i])))
-      return fdl_fail(err, FDL_INVALID, "provenance: $.%s: expected an object", blocks[i]);
-  const json_t *d = json_object_get(pv, "duration_seconds");
-  double dv = json_is_integer(d) ? (double)json_integer_value(d) : json_real_value(d);
-  if (!json_is_number(d) || !(dv > 0))
-    return fdl_fail(err, FDL_INVALID, "provenance: $.duration_seconds: expected a number > 0");
-  if (!json_is_string(json_object_get(pv, "created_at_utc")))
-    return fdl_fail(err, FDL_INVALID,
-                    "provenance: $.created_at_utc: expected a UTC time string (Kiln §3)");
-  const json_t *rp = json_object_get(pv, "request_path");
-  if (!json_is_string(rp) || json_string_length(rp) == 0)
-    return fdl_fail(err, FDL_INVALID,
-                    "provenance: $.request_path: expected the request's repo-relative path");
-  return FDL_OK;
-}
-
 fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
                                    const json_t *provenance, json_t **out, fdl_err *err) {
   *out = NULL;
   fdl_kiln_request rq;
-  fdl_status s = check_provenance(provenance, err);
+  fdl_attr_provenance pv;
+  fdl_status s = fdl_attr_provenance_read(provenance, NULL, &pv, err);
   if (s == FDL_OK) s = fdl_kiln_request_read(request, &rq, err);
   if (s != FDL_OK) return s;
   const json_t *paths = json_object_get(record, "paths"),
@@ -317,24 +273,11 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
   if (s == FDL_OK && json_object_set_new(worker, "attribution",
                                          json_string(label ? label : FDL_KILN_LABEL_NONE)) != 0)
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  json_t *rec = NULL;
-  if (s == FDL_OK) {
-    rec = json_pack(
-        "{s:s, s:O, s:O, s:O, s:O, s:O, s:{s:O, s:s}, s:O, s:O, s:O, s:O, s:o}", "schema",
-        FDL_KILN_PATH_V2_SCHEMA, "created_at_utc", json_object_get(provenance, "created_at_utc"),
-        "duration_seconds", json_object_get(provenance, "duration_seconds"), "source",
-        json_object_get(provenance, "source"), "binary", json_object_get(provenance, "binary"),
-        "implementation", json_object_get(provenance, "implementation"), "request", "path",
-        json_object_get(provenance, "request_path"), "sha256", rq.identity, "model_identity",
-        rq.model_identity, "model_fingerprint", json_object_get(provenance, "model_fingerprint"),
-        "oracle_reference", json_object_get(provenance, "oracle_reference"), "containment",
-        json_object_get(provenance, "containment"), "worker", worker);
-    worker = NULL;
-    if (!rec) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (s != FDL_OK) {
+    json_decref(worker);
+    return s;
   }
-  json_decref(worker);
-  if (s == FDL_OK) s = fdl_seal_apply(rec, FDL_SEAL_KILN_REMOVE, "result_sha256", err);
-  return fdl_json_hand_over(s, rec, out);
+  return fdl_attr_result_v2(FDL_KILN_PATH_V2_SCHEMA, &pv, &rq, worker, out, err);
 }
 
 /* ---- recomputation from the logits (fidelis check --reference) ----------------------------- */

@@ -125,102 +125,6 @@ json_t *fdl_attr_boundary_json(size_t i, const char *name, const fdl_attr_bounda
 
 /* ---- the writer (§13) ---------------------------------------------------------------------- */
 
-static const char *const PROV_KEYS[] = {"binary",           "containment",    "created_at_utc",
-                                        "duration_seconds", "implementation", "model_fingerprint",
-                                        "reference",        "request_path",   "source",
-                                        "model_identity" /* optional: the last one */};
-#define NPROV (sizeof PROV_KEYS / sizeof PROV_KEYS[0])
-
-static fdl_status check_provenance(const json_t *pv, const fdl_kiln_request *rq, fdl_err *err) {
-  if (!json_is_object(pv)) return fdl_fail(err, FDL_INVALID, "provenance: $: expected an object");
-  for (size_t i = 0; i + 1 < NPROV; i++)
-    if (!json_object_get(pv, PROV_KEYS[i]))
-      return fdl_fail(err, FDL_INVALID, "provenance: $: missing key \"%s\"", PROV_KEYS[i]);
-  const char *k;
-  json_t *v;
-  json_object_foreach((json_t *)pv, k, v) {
-    bool known = false;
-    for (size_t i = 0; i < NPROV && !known; i++) known = strcmp(k, PROV_KEYS[i]) == 0;
-    if (!known)
-      return fdl_fail(err, FDL_INVALID,
-                      "provenance: $: unexpected key \"%.80s\" (expected binary, containment, "
-                      "created_at_utc, duration_seconds, implementation, model_fingerprint, "
-                      "reference, request_path, source and optionally model_identity)",
-                      k);
-  }
-  static const char *const blocks[] = {
-      "binary", "containment", "implementation", "model_fingerprint", "reference", "source"};
-  fdl_status s = fdl_attr_provenance_values(pv, blocks, sizeof blocks / sizeof blocks[0], err);
-  if (s != FDL_OK) return s;
-  const json_t *mi = json_object_get(pv, "model_identity");
-  if (mi && !json_equal(mi, rq->model_identity))
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.model_identity differs from the request's model_identity "
-                    "(the checker wants them equal; leave it out to take the request's)");
-  const json_t *ev = json_object_get(json_object_get(pv, "reference"), "evidence");
-  if (!json_is_object(ev))
-    return fdl_fail(err, FDL_INVALID,
-                    "provenance: $.reference.evidence: expected the HF layer evidence object "
-                    "(§8)");
-  return FDL_OK;
-}
-
-/* The HF evidence (provenance $.reference.evidence) must describe these rows and this request. */
-static fdl_status check_evidence(const json_t *ev, const json_t *ref, const char *rows_sha,
-                                 size_t rows, size_t hidden, const fdl_kiln_request *rq,
-                                 fdl_err *err) {
-  const json_t *v = json_object_get(ev, "layer_last_rows_sha256");
-  if (!fdl_kiln_str_eq(v, rows_sha))
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.evidence.layer_last_rows_sha256 is %.80s, but the REF "
-                    "rows (f32 little-endian, row-major, §8) hash to %s: the evidence is not of "
-                    "these rows",
-                    json_is_string(v) ? json_string_value(v) : "not a string", rows_sha);
-  v = json_object_get(ev, "hidden_size");
-  if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)hidden)
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.evidence.hidden_size is not %zu, the width of the "
-                    "rows",
-                    hidden);
-  v = json_object_get(ev, "boundary_count");
-  if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)rows)
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.evidence.boundary_count is not %zu, the rows given",
-                    rows);
-  const json_t *bn = json_object_get(ev, "boundary_names");
-  const char *names[FDL_ATTR_LAYER_BOUNDARIES];
-  size_t nn = json_array_size(bn);
-  for (size_t i = 0; nn == FDL_ATTR_LAYER_BOUNDARIES && i < nn; i++)
-    names[i] = json_string_value(json_array_get(bn, i));
-  fdl_status s =
-      fdl_attr_layer_names_check(names, nn, "provenance: $.reference.evidence.boundary_names", err);
-  if (s != FDL_OK) return s;
-  if (!fdl_kiln_str_eq(json_object_get(ev, "request_sha256"), rq->identity))
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.evidence.request_sha256 is not %s, the request's "
-                    "canonical identity",
-                    rq->identity);
-  if (!fdl_kiln_str_eq(json_object_get(ev, "request_id"), rq->id))
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.evidence.request_id is not the request's id \"%s\"",
-                    rq->id);
-  if (!fdl_kiln_str_eq(json_object_get(ev, "input_token_ids_sha256"), rq->input_token_ids_sha256))
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.evidence.input_token_ids_sha256 is not the "
-                    "request's input_token_ids_sha256");
-  v = json_object_get(ev, "input_token_count");
-  if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)rq->input_count)
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.evidence.input_token_count is not %zu, the request's "
-                    "input length",
-                    rq->input_count);
-  if (!json_equal(json_object_get(ref, "bytes"), json_object_get(ev, "output_bytes")))
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.bytes is not $.reference.evidence.output_bytes (the "
-                    "artifact's size)");
-  return FDL_OK;
-}
-
 /* observed: 4 token ids, the request's 3 continuation ids then argmax(final logits). */
 static fdl_status check_observed(const json_t *obs, const fdl_kiln_request *rq, const float *logits,
                                  size_t vocab, fdl_err *err) {
@@ -295,7 +199,8 @@ fdl_status fdl_attr_layer_v2(const fdl_attr_layer_v2_in *in, json_t **out, fdl_e
   fdl_kiln_request rq;
   fdl_status s = fdl_kiln_request_read(in->request, &rq, err);
   if (s != FDL_OK) return s;
-  if ((s = check_provenance(in->provenance, &rq, err)) != FDL_OK ||
+  fdl_attr_provenance pv;
+  if ((s = fdl_attr_provenance_read(in->provenance, &rq, &pv, err)) != FDL_OK ||
       (s = check_inputs(in, err)) != FDL_OK ||
       (s = check_observed(in->observed, &rq, in->final_logits, in->vocab, err)) != FDL_OK)
     return s;
@@ -303,9 +208,7 @@ fdl_status fdl_attr_layer_v2(const fdl_attr_layer_v2_in *in, json_t **out, fdl_e
   if ((s = digest_text(in->reference, in->rows * in->hidden, rows_sha, err)) != FDL_OK ||
       (s = digest_text(in->final_logits, in->vocab, logits_sha, err)) != FDL_OK)
     return s;
-  const json_t *ref = json_object_get(in->provenance, "reference");
-  if ((s = check_evidence(json_object_get(ref, "evidence"), ref, rows_sha, in->rows, in->hidden,
-                          &rq, err)) != FDL_OK)
+  if ((s = fdl_attr_evidence_check(&pv, rows_sha, in->rows, in->hidden, &rq, err)) != FDL_OK)
     return s;
   fdl_attr_boundary *bs = fdl_calloc(in->rows, sizeof *bs);
   if (!bs) return fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -331,22 +234,10 @@ fdl_status fdl_attr_layer_v2(const fdl_attr_layer_v2_in *in, json_t **out, fdl_e
     if (!worker) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   }
   json_decref(list);
-  if (s == FDL_OK) {
-    const json_t *pv = in->provenance;
-    rec = json_pack(
-        "{s:s, s:O, s:O, s:O, s:O, s:O, s:{s:O, s:s}, s:O, s:O, s:O, s:O, s:o}", "schema",
-        FDL_ATTR_LAYER_V2_SCHEMA, "created_at_utc", json_object_get(pv, "created_at_utc"),
-        "duration_seconds", json_object_get(pv, "duration_seconds"), "source",
-        json_object_get(pv, "source"), "binary", json_object_get(pv, "binary"), "implementation",
-        json_object_get(pv, "implementation"), "request", "path",
-        json_object_get(pv, "request_path"), "sha256", rq.identity, "model_identity",
-        rq.model_identity, "model_fingerprint", json_object_get(pv, "model_fingerprint"),
-        "reference", ref, "containment", json_object_get(pv, "containment"), "worker", worker);
-    worker = NULL;
-    if (!rec) s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  }
-  json_decref(worker);
-  if (s == FDL_OK) s = fdl_seal_apply(rec, FDL_SEAL_KILN_REMOVE, "result_sha256", err);
+  if (s == FDL_OK)
+    s = fdl_attr_result_v2(FDL_ATTR_LAYER_V2_SCHEMA, &pv, &rq, worker, &rec, err);
+  else
+    json_decref(worker);
   fdl_kiln_checked chk;
   if (s == FDL_OK) s = fdl_kiln_check_doc(rec, "layer-attribution record", &chk, err);
   return fdl_json_hand_over(s, rec, out);
