@@ -27,6 +27,12 @@ fdl_status fdl_attr_row_names(const char *list, const char *meta, size_t n, char
  * and name), or NULL when out of memory. */
 json_t *fdl_attr_boundary_json(size_t i, const char *name, const fdl_attr_boundary *b);
 
+/* Every row's compare_boundary (§11) into bs[rows], and the largest growth (*gi, *gd); a failure
+ * is prefixed "row I (NAME)", NAME names[i] or, names NULL, §13's. */
+fdl_status fdl_attr_compare_rows(const float *reference, const float *actual, size_t rows,
+                                 size_t hidden, const char *const *names, fdl_attr_boundary *bs,
+                                 size_t *gi, double *gd, fdl_err *err);
+
 /* What the layer v2 writer is given; everything is borrowed. */
 typedef struct {
   const json_t *request;    /* kiln.hf-next-token-request.v1 (3 continuation tokens) */

@@ -91,17 +91,16 @@ static fdl_status digest_text(const float *v, size_t n, char out[FDL_SEAL_BUF], 
 
 /* ---- the boundaries (§11) ------------------------------------------------------------------ */
 
-/* Every row's compare_boundary into bs[rows], and the largest growth. */
-static fdl_status compare_rows(const float *reference, const float *actual, size_t rows,
-                               size_t hidden, fdl_attr_boundary *bs, size_t *gi, double *gd,
-                               fdl_err *err) {
+fdl_status fdl_attr_compare_rows(const float *reference, const float *actual, size_t rows,
+                                 size_t hidden, const char *const *names, fdl_attr_boundary *bs,
+                                 size_t *gi, double *gd, fdl_err *err) {
   double *rel = fdl_malloc(rows * sizeof *rel);
   if (!rel) return fdl_fail(err, FDL_NOMEM, "out of memory");
   fdl_status s = FDL_OK;
   for (size_t i = 0; s == FDL_OK && i < rows; i++) {
     s = fdl_attr_compare_boundary(actual + i * hidden, reference + i * hidden, hidden, &bs[i], err);
     if (s != FDL_OK) {
-      const char *nm = fdl_attr_layer_boundary_name(i);
+      const char *nm = names ? names[i] : fdl_attr_layer_boundary_name(i);
       fdl_err_prefix(err, "row %zu (%s)", i, nm ? nm : "beyond the 34 boundaries");
     }
     rel[i] = bs[i].relative_root_mean_square_error;
@@ -214,7 +213,8 @@ fdl_status fdl_attr_layer_v2(const fdl_attr_layer_v2_in *in, json_t **out, fdl_e
   if (!bs) return fdl_fail(err, FDL_NOMEM, "out of memory");
   size_t gi = 0;
   double gd = 0.0;
-  s = compare_rows(in->reference, in->actual, in->rows, in->hidden, bs, &gi, &gd, err);
+  s = fdl_attr_compare_rows(in->reference, in->actual, in->rows, in->hidden, NULL, bs, &gi, &gd,
+                            err);
   json_t *list = s == FDL_OK ? json_array() : NULL;
   if (s == FDL_OK && !list) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   for (size_t i = 0; s == FDL_OK && i < in->rows; i++)
@@ -321,7 +321,7 @@ fdl_status fdl_attr_layer_recompute(const json_t *doc, const char *name, const f
   if (!bs) return fdl_fail(err, FDL_NOMEM, "out of memory");
   size_t gi = 0;
   double gd = 0.0;
-  s = compare_rows(reference, actual, rows, hidden, bs, &gi, &gd, err);
+  s = fdl_attr_compare_rows(reference, actual, rows, hidden, NULL, bs, &gi, &gd, err);
   if (s != FDL_OK) fdl_err_prefix(err, "%s", name);
   for (size_t i = 0; s == FDL_OK && i < rows; i++) {
     const json_t *b = json_array_get(bl, i);

@@ -165,21 +165,16 @@ static char **row_names(const char *list, const char *meta, uint64_t n, int *rc)
   return names;
 }
 
-static int emit(const args *a, char **names, const fdl_attr_boundary *bs, uint64_t n) {
-  double *rel = malloc((size_t)n * sizeof *rel);
+static int emit(const args *a, char **names, const fdl_attr_boundary *bs, uint64_t n, size_t gi,
+                double delta) {
   json_t *list = json_array();
-  for (uint64_t i = 0; rel && list && i < n; i++) {
-    rel[i] = bs[i].relative_root_mean_square_error;
+  for (uint64_t i = 0; list && i < n; i++) {
     json_t *o = fdl_attr_boundary_json((size_t)i, names[i], &bs[i]);
     if (!o || json_array_append_new(list, o)) {
       json_decref(list);
       list = NULL;
     }
   }
-  size_t gi = 0;
-  double delta = 0.0;
-  if (rel) fdl_attr_largest_growth(rel, (size_t)n, &gi, &delta);
-  free(rel);
   json_t *growth = json_pack("{s:I, s:s, s:f}", "index", (json_int_t)gi, "name", names[gi],
                              "relative_root_mean_square_error_delta", delta);
   json_t *doc = list && growth ? json_pack("{s:o, s:O}", "boundaries", list,
@@ -345,17 +340,17 @@ static int work(args *a) {
     fdl_fail(&err, FDL_NOMEM, "out of memory");
     rc = fdl_cli_failed(&err, FDL_NOMEM);
   }
-  for (uint64_t i = 0; rc == FDL_EXIT_OK && i < ref.rows; i++) {
-    size_t w = (size_t)ref.cols;
-    fdl_status s = fdl_attr_compare_boundary(cand.data + i * w, ref.data + i * w, w, &bs[i], &err);
+  size_t gi = 0;
+  double gd = 0.0;
+  if (rc == FDL_EXIT_OK) {
+    fdl_status s = fdl_attr_compare_rows(ref.data, cand.data, (size_t)ref.rows, (size_t)ref.cols,
+                                         (const char *const *)names, bs, &gi, &gd, &err);
     if (s != FDL_OK) {
-      const char *nm = names[i];
-      fdl_err_prefix(&err, "layers diff %s %s: row %llu (%s)", a->pos[0], a->pos[1],
-                     (unsigned long long)i, nm);
+      fdl_err_prefix(&err, "layers diff %s %s", a->pos[0], a->pos[1]);
       rc = fdl_cli_failed(&err, s);
     }
   }
-  if (rc == FDL_EXIT_OK) rc = emit(a, names, bs, ref.rows);
+  if (rc == FDL_EXIT_OK) rc = emit(a, names, bs, ref.rows, gi, gd);
   free(bs);
   free(names);
   fdl_attr_matrix_free(&ref);
