@@ -220,15 +220,12 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
   if (!counters)
     return fdl_fail(err, FDL_REFUSED, "kiln-v2: --counters is required (the worker's graph)");
   json_t *worker =
-      json_pack("{s:s, s:O, s:I, s:s, s:s, s:s}", "schema", "kiln.rocm-hf-path-attribution.v2",
+      json_pack("{s:s, s:O, s:I, s:I, s:s, s:s, s:s}", "schema", "kiln.rocm-hf-path-attribution.v2",
                 "graph", counters, "hf_argmax",
                 json_integer_value(json_object_get(json_object_get(record, "reference"), "argmax")),
-                "input_token_ids_sha256", rq.input_token_ids_sha256, "kernel_policy", "qualified",
-                "request_id", rq.id);
+                "input_token_count", (json_int_t)rq.input_count, "input_token_ids_sha256",
+                rq.input_token_ids_sha256, "kernel_policy", "qualified", "request_id", rq.id);
   if (!worker) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  if (json_object_set_new(worker, "input_token_count", json_integer((json_int_t)rq.input_count)) !=
-      0)
-    s = fdl_fail(err, FDL_NOMEM, "out of memory");
   const char *label = NULL;
   for (size_t i = 0; s == FDL_OK && i < 4; i++) {
     const json_t *e = find_path(paths, fdl_kiln_v2_paths[i].name);

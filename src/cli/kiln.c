@@ -298,22 +298,19 @@ static int div_parse(div_args *a, int argc, char **argv, FILE *out, FILE *diag) 
 }
 
 static int work(div_args *a) {
-  int rc;
-  json_t *pj = NULL, *rj = NULL, *cj = NULL, *rt = NULL, *ct = NULL, *kr = NULL, *vr = NULL,
-         *mi = NULL, *req = NULL;
+  int rc = 0;
+  /* The JSON inputs, in the order they are read (an optional one may stay NULL). */
+  enum { PROMPT, REF, CAND, REF_TEXTS, CAND_TEXTS, KILN_RECEIPT, VLLM_RECEIPT, MODEL, NDOCS };
+  const char *const flags[NDOCS][2] = {
+      {"--prompt-ids", a->prompt_ids},           {"--reference-ids", a->reference_ids},
+      {"--candidate-ids", a->candidate_ids},     {"--reference-texts", a->reference_texts},
+      {"--candidate-texts", a->candidate_texts}, {"--kiln-receipt", a->kiln_receipt},
+      {"--vllm-receipt", a->vllm_receipt},       {"--model-identity", a->model_identity}};
+  json_t *d[NDOCS] = {NULL}, *req = NULL;
+  for (size_t i = 0; !rc && i < NDOCS; i++)
+    if (flags[i][1]) rc = fdl_cli_read_json("divergence", flags[i][0], flags[i][1], &d[i]);
   char *prompt = NULL;
   size_t plen = 0;
-  rc = fdl_cli_read_json("divergence", "--prompt-ids", a->prompt_ids, &pj);
-  if (!rc) rc = fdl_cli_read_json("divergence", "--reference-ids", a->reference_ids, &rj);
-  if (!rc) rc = fdl_cli_read_json("divergence", "--candidate-ids", a->candidate_ids, &cj);
-  if (!rc && a->reference_texts)
-    rc = fdl_cli_read_json("divergence", "--reference-texts", a->reference_texts, &rt);
-  if (!rc && a->candidate_texts)
-    rc = fdl_cli_read_json("divergence", "--candidate-texts", a->candidate_texts, &ct);
-  if (!rc) rc = fdl_cli_read_json("divergence", "--kiln-receipt", a->kiln_receipt, &kr);
-  if (!rc) rc = fdl_cli_read_json("divergence", "--vllm-receipt", a->vllm_receipt, &vr);
-  if (!rc && a->model_identity)
-    rc = fdl_cli_read_json("divergence", "--model-identity", a->model_identity, &mi);
   if (!rc) rc = fdl_cli_read_arg("divergence", "--prompt-text", a->prompt_text, &prompt, &plen);
   fdl_err err = {FDL_OK, ""};
   if (!rc && strlen(prompt) != plen) {
@@ -322,13 +319,15 @@ static int work(div_args *a) {
   }
   if (!rc && a->model_dir) {
     if (fdl_cli_input_model("divergence", a->model_dir) != 0) rc = FDL_EXIT_USAGE;
-    fdl_status s = rc ? FDL_OK : fdl_kiln_model_identity(a->model_dir, a->model_id, &mi, &err);
+    fdl_status s =
+        rc ? FDL_OK : fdl_kiln_model_identity(a->model_dir, a->model_id, &d[MODEL], &err);
     if (s != FDL_OK) rc = fdl_cli_failed(&err, s);
   }
   size_t step = 0;
   if (!rc) {
-    fdl_kiln_divergence_in in = {pj,        rj,       cj, rt, ct, prompt, a->id, a->source_commit,
-                                 a->run_id, a->phase, kr, vr, mi};
+    fdl_kiln_divergence_in in = {
+        d[PROMPT],        d[REF],    d[CAND],  d[REF_TEXTS],    d[CAND_TEXTS],   prompt,  a->id,
+        a->source_commit, a->run_id, a->phase, d[KILN_RECEIPT], d[VLLM_RECEIPT], d[MODEL]};
     fdl_status s = fdl_kiln_divergence(&in, &req, &step, &err);
     /* The request is written only if `check` will take it: the same byte limit. */
     fdl_buf b;
@@ -350,14 +349,7 @@ static int work(div_args *a) {
              rq.candidates[1], rq.identity);
   }
   free(prompt);
-  json_decref(pj);
-  json_decref(rj);
-  json_decref(cj);
-  json_decref(rt);
-  json_decref(ct);
-  json_decref(kr);
-  json_decref(vr);
-  json_decref(mi);
+  for (size_t i = 0; i < NDOCS; i++) json_decref(d[i]);
   json_decref(req);
   return rc;
 }
