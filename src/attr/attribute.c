@@ -11,6 +11,7 @@
 #include "attr/kiln_check.h"
 #include "fidelis/attr.h"
 #include "json/json.h"
+#include "json/get.h"
 #include "fidelis/kiln.h"
 #include "digest/seal_json.h"
 #include "attr/kiln_json.h"
@@ -320,10 +321,7 @@ fdl_status fdl_kiln_recompute_paths(const json_t *doc, const char *name, const f
     const json_t *id =
         fid ? json_array_get(ct, i)
             : json_object_get(
-                  json_array_get(json_object_get(json_object_get(json_object_get(w, "eager_full"),
-                                                                 "comparison"),
-                                                 "candidate_tokens"),
-                                 i),
+                  json_array_get(fdl_json_path(w, "eager_full.comparison.candidate_tokens"), i),
                   "token_id");
     if (!json_is_integer(id) || json_integer_value(id) < 0 || (uint64_t)json_integer_value(id) >= n)
       return fdl_fail(err, FDL_REFUSED,

@@ -167,30 +167,24 @@ fdl_status fdl_attr_row_names(const char *list, const char *meta, size_t n, char
                               size_t *k, fdl_err *err) {
   *names = NULL;
   json_t *a = NULL;
-  size_t bytes = 0, t;
-  *k = list ? 1 : n;
-  if (list) {
-    for (const char *p = list; *p; p++) *k += *p == ',';
-    bytes = strlen(list) + 1;
-  } else if (meta) {
-    fdl_err perr = {FDL_OK, ""};
-    bool ok = fdl_json_parse(meta, strlen(meta), NULL, &a, &perr) == FDL_OK && json_is_array(a);
-    *k = json_array_size(a);
-    for (size_t i = 0; ok && i < *k; i++) {
-      ok = json_is_string(json_array_get(a, i));
-      bytes += json_string_length(json_array_get(a, i)) + 1;
-    }
-    if (!ok) {
-      json_decref(a);
-      return fdl_fail(err, FDL_PARSE,
-                      "REF __metadata__ \"boundary_names\": expected a JSON list of strings");
-    }
-  } else if (!fdl_size_mul(n, GENERATED_NAME_CAP, &bytes)) {
-    return fdl_fail(err, FDL_NOMEM, "out of memory");
+  fdl_err perr = {FDL_OK, ""};
+  bool ok = list || !meta ||
+            (fdl_json_parse(meta, strlen(meta), NULL, &a, &perr) == FDL_OK && json_is_array(a));
+  *k = list ? 1 : meta ? json_array_size(a) : n;
+  for (const char *p = list; p && *p; p++) *k += *p == ',';
+  for (size_t i = 0; a && ok && i < *k; i++) ok = json_is_string(json_array_get(a, i));
+  if (!ok) {
+    json_decref(a);
+    return fdl_fail(err, FDL_PARSE,
+                    "REF __metadata__ \"boundary_names\": expected a JSON list of strings");
   }
-  /* One block: the pointers, then the strings they point to. */
-  char **v =
-      fdl_size_mul(*k, sizeof *v, &t) && fdl_size_add(t, bytes, &t) ? fdl_malloc(t ? t : 1) : NULL;
+  /* One block: the pointers, then the strings, each (with its NUL) no longer than its text in
+   * list or in meta (where quotes surround it), or a generated name. */
+  size_t bytes = list ? strlen(list) + 1 : meta ? strlen(meta) : 0, t;
+  ok = list || meta || fdl_size_mul(n, GENERATED_NAME_CAP, &bytes);
+  char **v = ok && fdl_size_mul(*k, sizeof *v, &t) && fdl_size_add(t, bytes, &t)
+                 ? fdl_malloc(t ? t : 1)
+                 : NULL;
   for (size_t i = 0, used = 0; v && i < *k; i++) {
     char *p = v[i] = (char *)(v + *k) + used;
     size_t len;
