@@ -56,13 +56,13 @@ typedef struct {
  * request's and reference.evidence an object. FDL_INVALID / FDL_MISMATCH naming the field. */
 fdl_status fdl_attr_provenance_read(const json_t *pv, const fdl_kiln_request *rq,
                                     fdl_attr_provenance *p, fdl_err *err);
-/* The HF evidence of a layer provenance describes these rows (their digest rows_sha, count and
- * width) and this request; FDL_MISMATCH naming the evidence field. */
 /* The sealed result v2 (result_sha256) of schema around worker (taken): the provenance's blocks,
  * request {path, sha256} and the request's model_identity. */
 fdl_status fdl_attr_result_v2(const char *schema, const fdl_attr_provenance *p,
                               const fdl_kiln_request *rq, json_t *worker, json_t **out,
                               fdl_err *err);
+/* The HF evidence of a layer provenance describes these rows (their digest rows_sha, count and
+ * width) and this request; FDL_MISMATCH naming the evidence field. */
 fdl_status fdl_attr_evidence_check(const fdl_attr_provenance *p, const char *rows_sha, size_t rows,
                                    size_t hidden, const fdl_kiln_request *rq, fdl_err *err);
 

@@ -57,9 +57,11 @@ typedef struct {
 /* The loaded --reference and --path logits. */
 typedef struct {
   fdl_attr_matrix ref;
-  fdl_attr_matrix *mats;
+  struct {
+    fdl_attr_matrix m;
+    char *name;
+  } * paths; /* owned; rows[i] borrows paths[i] */
   fdl_kiln_logits_row *rows;
-  char **names;
   size_t n;
 } check_logits;
 
@@ -164,39 +166,37 @@ static int load_check_logits(const check_args *a, check_logits *lg) {
             fdl_quote_str(a->reference, q, sizeof q), (unsigned long long)lg->ref.rows);
     rc = FDL_EXIT_REFUSED;
   }
-  lg->mats = calloc(a->npaths + 1, sizeof *lg->mats);
+  lg->paths = calloc(a->npaths + 1, sizeof *lg->paths);
   lg->rows = calloc(a->npaths + 1, sizeof *lg->rows);
-  lg->names = calloc(a->npaths + 1, sizeof *lg->names);
-  if (!lg->mats || !lg->rows || !lg->names) rc = FDL_EXIT_USAGE;
+  if (!lg->paths || !lg->rows) rc = FDL_EXIT_USAGE;
   for (size_t i = 0; !rc && i < a->npaths; i++) {
     const char *v = a->paths[i], *eq = strchr(v, '=');
-    lg->names[i] = strndup(v, (size_t)(eq - v));
-    if (!lg->names[i]) return FDL_EXIT_USAGE;
+    const fdl_attr_matrix *m = &lg->paths[i].m;
+    if (!(lg->rows[i].name = lg->paths[i].name = strndup(v, (size_t)(eq - v))))
+      return FDL_EXIT_USAGE;
     lg->n = i + 1;
-    rc = load_matrix("--path", eq + 1, &lg->mats[i]);
-    if (!rc && (lg->mats[i].cols != lg->ref.cols || lg->mats[i].rows == 0)) {
+    rc = load_matrix("--path", eq + 1, &lg->paths[i].m);
+    if (!rc && (m->cols != lg->ref.cols || m->rows == 0)) {
       fprintf(stderr,
               "fidelis check: --path %s: %s: rows of %llu logits, expected %llu (the "
               "reference's width)\n",
-              lg->names[i], eq + 1, (unsigned long long)lg->mats[i].cols,
+              lg->paths[i].name, eq + 1, (unsigned long long)m->cols,
               (unsigned long long)lg->ref.cols);
       rc = FDL_EXIT_REFUSED;
     }
-    if (!rc) {
-      lg->rows[i].name = lg->names[i];
-      lg->rows[i].row = lg->mats[i].data + (lg->mats[i].rows - 1) * lg->mats[i].cols;
-    }
+    if (!rc) lg->rows[i].row = m->data + (m->rows - 1) * m->cols;
   }
   return rc;
 }
 
 static void free_check_logits(check_logits *lg) {
   fdl_attr_matrix_free(&lg->ref);
-  for (size_t i = 0; lg->mats && i < lg->n; i++) fdl_attr_matrix_free(&lg->mats[i]);
-  for (size_t i = 0; lg->names && i < lg->n; i++) free(lg->names[i]);
-  free(lg->mats);
+  for (size_t i = 0; lg->paths && i < lg->n; i++) {
+    fdl_attr_matrix_free(&lg->paths[i].m);
+    free(lg->paths[i].name);
+  }
+  free(lg->paths);
   free(lg->rows);
-  free(lg->names);
 }
 
 int fdl_cli_check(int argc, char **argv) {
