@@ -163,30 +163,30 @@ void fdl_attr_matrix_free(fdl_attr_matrix *m) {
 /* The longest generated name: "boundary_" and 20 digits. */
 #define GENERATED_NAME_CAP 32u
 
-fdl_status fdl_attr_row_names(const char *list, const char *meta, size_t n, char ***names,
-                              size_t *k, fdl_err *err) {
+fdl_status fdl_attr_row_names(const char *list, const char *meta, size_t n, const char *what,
+                              char ***names, fdl_err *err) {
   *names = NULL;
   json_t *a = NULL;
   fdl_err perr = {FDL_OK, ""};
   bool ok = list || !meta ||
             (fdl_json_parse(meta, strlen(meta), NULL, &a, &perr) == FDL_OK && json_is_array(a));
-  *k = list ? 1 : meta ? json_array_size(a) : n;
-  for (const char *p = list; p && *p; p++) *k += *p == ',';
-  for (size_t i = 0; a && ok && i < *k; i++) ok = json_is_string(json_array_get(a, i));
-  if (!ok) {
-    json_decref(a);
-    return fdl_fail(err, FDL_PARSE,
-                    "REF __metadata__ \"boundary_names\": expected a JSON list of strings");
-  }
+  size_t k = list ? 1 : meta ? json_array_size(a) : n, bytes, t;
+  for (const char *p = list; p && *p; p++) k += *p == ',';
+  for (size_t i = 0; a && ok && i < k; i++) ok = json_is_string(json_array_get(a, i));
+  fdl_status s =
+      !ok      ? fdl_fail(err, FDL_PARSE,
+                          "REF __metadata__ \"boundary_names\": expected a JSON list of strings")
+      : k != n ? fdl_fail(err, FDL_MISMATCH, "%zu boundary names (%s) for %zu rows", k, what, n)
+               : FDL_OK;
   /* One block: the pointers, then the strings, each (with its NUL) no longer than its text in
    * list or in meta (where quotes surround it), or a generated name. */
-  size_t bytes = list ? strlen(list) + 1 : meta ? strlen(meta) : 0, t;
-  ok = list || meta || fdl_size_mul(n, GENERATED_NAME_CAP, &bytes);
-  char **v = ok && fdl_size_mul(*k, sizeof *v, &t) && fdl_size_add(t, bytes, &t)
+  bytes = list ? strlen(list) + 1 : meta ? strlen(meta) : 0;
+  char **v = s == FDL_OK && (list || meta || fdl_size_mul(n, GENERATED_NAME_CAP, &bytes)) &&
+                     fdl_size_mul(n, sizeof *v, &t) && fdl_size_add(t, bytes, &t)
                  ? fdl_malloc(t ? t : 1)
                  : NULL;
-  for (size_t i = 0, used = 0; v && i < *k; i++) {
-    char *p = v[i] = (char *)(v + *k) + used;
+  for (size_t i = 0, used = 0; v && i < n; i++) {
+    char *p = v[i] = (char *)(v + n) + used;
     size_t len;
     if (list) {
       len = strcspn(list, ",");
@@ -202,7 +202,7 @@ fdl_status fdl_attr_row_names(const char *list, const char *meta, size_t n, char
     used += len + 1;
   }
   json_decref(a);
-  if (!v) return fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (s == FDL_OK && !v) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   *names = v;
-  return FDL_OK;
+  return s;
 }

@@ -16,12 +16,12 @@ extern "C" {
 fdl_status fdl_attr_layer_names_check(const char *const *names, size_t n, const char *what,
                                       fdl_err *err);
 
-/* The names of a boundary matrix's rows: the comma-separated list when list is not NULL, else
+/* The names of a boundary matrix's n rows: the comma-separated list when list is not NULL, else
  * the JSON list of strings meta (safetensors __metadata__ boundary_names; anything else is
- * FDL_PARSE), else boundary_<i> for each of n rows. *names holds *k entries in one block
- * (free(*names)). */
-fdl_status fdl_attr_row_names(const char *list, const char *meta, size_t n, char ***names,
-                              size_t *k, fdl_err *err);
+ * FDL_PARSE), else boundary_<i>. Another count is FDL_MISMATCH naming `what` (the list's
+ * source). *names holds the n entries in one block (free(*names)). */
+fdl_status fdl_attr_row_names(const char *list, const char *meta, size_t n, const char *what,
+                              char ***names, fdl_err *err);
 
 /* Boundary i's object as the records hold it (§11: the six metrics, the two row digests, index
  * and name), or NULL when out of memory. */

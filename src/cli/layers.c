@@ -153,14 +153,8 @@ static int read_rows(const char *path, const char *tensor, uint64_t hidden, fdl_
 static char **row_names(const char *list, const char *meta, uint64_t n, int *rc) {
   fdl_err err = {0};
   char **names = NULL;
-  size_t k = 0;
-  fdl_status s = fdl_attr_row_names(list, meta, (size_t)n, &names, &k, &err);
-  if (s == FDL_OK && k != n) {
-    s = fdl_fail(&err, FDL_MISMATCH, "%zu boundary names (%s) for %llu rows", k,
-                 list ? "--names" : "__metadata__ boundary_names", (unsigned long long)n);
-    free(names);
-    names = NULL;
-  }
+  fdl_status s = fdl_attr_row_names(list, meta, (size_t)n,
+                                    list ? "--names" : "__metadata__ boundary_names", &names, &err);
   *rc = s == FDL_OK ? FDL_EXIT_OK : fdl_cli_failed(&err, s);
   return names;
 }
