@@ -16,7 +16,6 @@
 #include "fidelis/attr.h"
 #include "json/json.h"
 #include "fidelis/kiln.h"
-#include "digest/seal_json.h"
 #include "attr/layer_json.h"
 #include "attr/kiln_json.h"
 

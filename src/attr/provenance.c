@@ -103,6 +103,15 @@ fdl_status fdl_attr_result_v2(const char *schema, const fdl_attr_provenance *p,
                             out);
 }
 
+/* The evidence's key is the integer want; else FDL_MISMATCH saying what want is. */
+static fdl_status evidence_int(const json_t *ev, const char *key, size_t want, const char *what,
+                               fdl_err *err) {
+  const json_t *v = json_object_get(ev, key);
+  if (json_is_integer(v) && json_integer_value(v) == (json_int_t)want) return FDL_OK;
+  return fdl_fail(err, FDL_MISMATCH, "provenance: $.reference.evidence.%s is not %zu, %s", key,
+                  want, what);
+}
+
 fdl_status fdl_attr_evidence_check(const fdl_attr_provenance *p, const char *rows_sha, size_t rows,
                                    size_t hidden, const fdl_kiln_request *rq, fdl_err *err) {
   const json_t *ev = p->evidence;
@@ -113,24 +122,16 @@ fdl_status fdl_attr_evidence_check(const fdl_attr_provenance *p, const char *row
                     "rows (f32 little-endian, row-major, §8) hash to %s: the evidence is not of "
                     "these rows",
                     json_is_string(v) ? json_string_value(v) : "not a string", rows_sha);
-  v = json_object_get(ev, "hidden_size");
-  if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)hidden)
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.evidence.hidden_size is not %zu, the width of the "
-                    "rows",
-                    hidden);
-  v = json_object_get(ev, "boundary_count");
-  if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)rows)
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.evidence.boundary_count is not %zu, the rows given",
-                    rows);
+  fdl_status s;
+  if ((s = evidence_int(ev, "hidden_size", hidden, "the width of the rows", err)) != FDL_OK ||
+      (s = evidence_int(ev, "boundary_count", rows, "the rows given", err)) != FDL_OK)
+    return s;
   const json_t *bn = json_object_get(ev, "boundary_names");
   const char *names[FDL_ATTR_LAYER_BOUNDARIES];
   size_t nn = json_array_size(bn);
   for (size_t i = 0; nn == FDL_ATTR_LAYER_BOUNDARIES && i < nn; i++)
     names[i] = json_string_value(json_array_get(bn, i));
-  fdl_status s =
-      fdl_attr_layer_names_check(names, nn, "provenance: $.reference.evidence.boundary_names", err);
+  s = fdl_attr_layer_names_check(names, nn, "provenance: $.reference.evidence.boundary_names", err);
   if (s != FDL_OK) return s;
   if (!fdl_kiln_str_eq(json_object_get(ev, "request_sha256"), rq->identity))
     return fdl_fail(err, FDL_MISMATCH,
@@ -145,12 +146,9 @@ fdl_status fdl_attr_evidence_check(const fdl_attr_provenance *p, const char *row
     return fdl_fail(err, FDL_MISMATCH,
                     "provenance: $.reference.evidence.input_token_ids_sha256 is not the "
                     "request's input_token_ids_sha256");
-  v = json_object_get(ev, "input_token_count");
-  if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)rq->input_count)
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.evidence.input_token_count is not %zu, the request's "
-                    "input length",
-                    rq->input_count);
+  if ((s = evidence_int(ev, "input_token_count", rq->input_count, "the request's input length",
+                        err)) != FDL_OK)
+    return s;
   if (!json_equal(json_object_get(p->reference, "bytes"), json_object_get(ev, "output_bytes")))
     return fdl_fail(err, FDL_MISMATCH,
                     "provenance: $.reference.bytes is not $.reference.evidence.output_bytes (the "

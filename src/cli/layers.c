@@ -169,12 +169,11 @@ static int emit(const args *a, char **names, const fdl_attr_boundary *bs, uint64
       list = NULL;
     }
   }
-  json_t *growth = json_pack("{s:I, s:s, s:f}", "index", (json_int_t)gi, "name", names[gi],
-                             "relative_root_mean_square_error_delta", delta);
-  json_t *doc = list && growth ? json_pack("{s:o, s:O}", "boundaries", list,
-                                           "largest_relative_error_growth", growth)
-                               : NULL;
-  if (!doc) json_decref(list);
+  /* jansson (2.14) takes list even when the pack fails */
+  json_t *doc = list ? json_pack("{s:o, s:{s:I, s:s, s:f}}", "boundaries", list,
+                                 "largest_relative_error_growth", "index", (json_int_t)gi, "name",
+                                 names[gi], "relative_root_mean_square_error_delta", delta)
+                     : NULL;
   fdl_err err = {0};
   fdl_buf b;
   fdl_buf_init(&b, 0);
@@ -189,23 +188,20 @@ static int emit(const args *a, char **names, const fdl_attr_boundary *bs, uint64
                      "max_abs_error") >= 0;
     for (uint64_t i = 0; ok && i < n; i++) {
       char r[FDL_FLOAT_REPR_MAX], c[FDL_FLOAT_REPR_MAX], m[FDL_FLOAT_REPR_MAX], q[FDL_QUOTE_CAP];
-      const char *nm = names[i];
       fdl_float_repr(bs[i].relative_root_mean_square_error, r);
       fdl_float_repr(bs[i].cosine_similarity, c);
       fdl_float_repr(bs[i].max_abs_error, m);
       ok = printf("%-5llu %-32s %-24s %-24s %s\n", (unsigned long long)i,
-                  fdl_cli_shown(nm, strlen(nm), q, sizeof q), r, c, m) >= 0;
+                  fdl_cli_shown(names[i], strlen(names[i]), q, sizeof q), r, c, m) >= 0;
     }
     char d[FDL_FLOAT_REPR_MAX], q[FDL_QUOTE_CAP];
-    const char *gn = names[gi];
     fdl_float_repr(delta, d);
     if (ok)
       ok = printf("largest relative error growth: boundary %zu (%s), delta %s\n", gi,
-                  fdl_cli_shown(gn, strlen(gn), q, sizeof q), d) >= 0;
+                  fdl_cli_shown(names[gi], strlen(names[gi]), q, sizeof q), d) >= 0;
     if (!ok) rc = FDL_EXIT_USAGE;
   }
   fdl_buf_free(&b);
-  json_decref(growth);
   json_decref(doc);
   return rc;
 }
