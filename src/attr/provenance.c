@@ -34,7 +34,7 @@ static fdl_status check(const json_t *pv, bool layer, fdl_err *err) {
   json_object_foreach((json_t *)pv, k, v) {
     bool known = false;
     for (size_t i = 0; i < 10 && KEYS[layer][i] && !known; i++) known = !strcmp(k, KEYS[layer][i]);
-    if (!known)
+    if (!known) /* the layer writer has always cut a shown key at 80 bytes, the path one not */
       return fdl_fail(err, FDL_INVALID, "provenance: $: unexpected key \"%.*s\" (expected %s)",
                       layer ? 80 : INT_MAX, k, EXPECTED[layer]);
   }
