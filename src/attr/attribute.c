@@ -252,18 +252,12 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
                      (long long)json_integer_value(json_array_get(obs, j)),
                      (long long)rq.prefix[j]);
     if (s != FDL_OK) break;
-    bool div;
-    json_t *blk;
-    if (fdl_kiln_v2_paths[i].full) {
-      div = !json_is_true(json_object_get(e, "argmax_equal"));
-      blk = json_pack("{s:O, s:O}", "comparison", json_object_get(e, "comparison"),
-                      "observed_next_tokens", obs);
-    } else {
-      const json_t *fm = json_object_get(e, "final_token_matches_reference");
-      div = !json_is_true(fm);
-      blk =
-          json_pack("{s:O, s:O}", "final_token_matches_reference", fm, "observed_next_tokens", obs);
-    }
+    /* A full path's comparison is copied, a greedy one's final-token match */
+    bool full = fdl_kiln_v2_paths[i].full;
+    const char *copied = full ? "comparison" : "final_token_matches_reference";
+    bool div = !json_is_true(json_object_get(e, full ? "argmax_equal" : copied));
+    json_t *blk =
+        json_pack("{s:O, s:O}", copied, json_object_get(e, copied), "observed_next_tokens", obs);
     if (!blk || json_object_set_new(worker, fdl_kiln_v2_paths[i].name, blk) != 0)
       s = fdl_fail(err, FDL_NOMEM, "out of memory");
     if (div && !label) label = fdl_kiln_v2_paths[i].label;
