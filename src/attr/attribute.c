@@ -11,6 +11,7 @@
 #include "attr/kiln_check.h"
 #include "fidelis/attr.h"
 #include "json/json.h"
+#include "json/get.h"
 #include "fidelis/kiln.h"
 #include "digest/seal_json.h"
 #include "attr/kiln_json.h"
@@ -130,12 +131,9 @@ fdl_status fdl_kiln_attribute(const json_t *request, const float *reference, siz
                               const fdl_kiln_path_in *paths, size_t npaths, const json_t *counters,
                               json_t **out, fdl_err *err) {
   *out = NULL;
-  fdl_kiln_checked rq;
-  fdl_status s = fdl_kiln_check_doc(request, "request", &rq, err);
+  fdl_kiln_request rq;
+  fdl_status s = fdl_kiln_request_read(request, &rq, err);
   if (s != FDL_OK) return s;
-  if (strcmp(rq.schema, FDL_KILN_REQUEST_SCHEMA) != 0)
-    return fdl_fail(err, FDL_REFUSED, "request: schema %s, expected %s", rq.schema,
-                    FDL_KILN_REQUEST_SCHEMA);
   if (npaths == 0 || npaths > FDL_KILN_MAX_PATHS)
     return fdl_fail(err, FDL_REFUSED, "%zu paths, expected 1..%u", npaths, FDL_KILN_MAX_PATHS);
   for (size_t i = 0; i < npaths; i++) {
@@ -146,10 +144,9 @@ fdl_status fdl_kiln_attribute(const json_t *request, const float *reference, siz
         return fdl_fail(err, FDL_REFUSED, "path name %s given twice, expected unique names",
                         paths[i].name);
   }
-  const json_t *cj = json_object_get(request, "candidates");
   uint64_t cand[2];
   for (size_t i = 0; i < 2; i++) {
-    cand[i] = (uint64_t)json_integer_value(json_object_get(json_array_get(cj, i), "token_id"));
+    cand[i] = rq.candidates[i];
     if (cand[i] >= n)
       return fdl_fail(err, FDL_REFUSED,
                       "request: $.candidates[%zu].token_id %llu is outside the %zu reference "
@@ -177,10 +174,9 @@ fdl_status fdl_kiln_attribute(const json_t *request, const float *reference, siz
   json_t *rb = s == FDL_OK ? reference_block(&ref, rc, n) : NULL;
   if (s == FDL_OK && !rb) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   if (s == FDL_OK) {
-    rec = json_pack("{s:s, s:{s:O, s:s, s:O, s:[I, I]}, s:o, s:O, s:{s:s, s:o}}", "schema",
-                    FDL_KILN_PATH_ATTR_SCHEMA, "request", "id", json_object_get(request, "id"),
-                    "sha256", rq.identity, "input_token_ids_sha256",
-                    json_object_get(request, "input_token_ids_sha256"), "candidate_token_ids",
+    rec = json_pack("{s:s, s:{s:s, s:s, s:s, s:[I, I]}, s:o, s:O, s:{s:s, s:o}}", "schema",
+                    FDL_KILN_PATH_ATTR_SCHEMA, "request", "id", rq.id, "sha256", rq.identity,
+                    "input_token_ids_sha256", rq.input_token_ids_sha256, "candidate_token_ids",
                     (json_int_t)cand[0], (json_int_t)cand[1], "reference", rb, "paths", list,
                     "attribution", "label", first ? FDL_KILN_LABEL_PATH : FDL_KILN_LABEL_NONE,
                     "path", first ? json_string(first) : json_null());
@@ -207,55 +203,13 @@ static const json_t *find_path(const json_t *paths, const char *name) {
   return NULL;
 }
 
-/* provenance has exactly the nine keys; duration > 0; the blocks objects. */
-static fdl_status check_provenance(const json_t *pv, fdl_err *err) {
-  static const char *const keys[] = {"binary",           "containment",    "created_at_utc",
-                                     "duration_seconds", "implementation", "model_fingerprint",
-                                     "oracle_reference", "request_path",   "source"};
-  if (!json_is_object(pv)) return fdl_fail(err, FDL_INVALID, "provenance: $: expected an object");
-  for (size_t i = 0; i < 9; i++)
-    if (!json_object_get(pv, keys[i]))
-      return fdl_fail(err, FDL_INVALID, "provenance: $: missing key \"%s\"", keys[i]);
-  if (json_object_size(pv) != 9) {
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)pv, k, v) {
-      bool known = false;
-      for (size_t i = 0; i < 9 && !known; i++) known = strcmp(k, keys[i]) == 0;
-      if (!known)
-        return fdl_fail(err, FDL_INVALID, "provenance: $: unexpected key \"%s\" (expected %s)", k,
-                        "binary, containment, created_at_utc, duration_seconds, implementation, "
-                        "model_fingerprint, oracle_reference, request_path, source");
-    }
-  }
-  static const char *const blocks[] = {
-      "binary", "containment", "implementation", "model_fingerprint", "oracle_reference", "source"};
-  return fdl_attr_provenance_values(pv, blocks, sizeof blocks / sizeof blocks[0], err);
-}
-
-fdl_status fdl_attr_provenance_values(const json_t *pv, const char *const *blocks, size_t n,
-                                      fdl_err *err) {
-  for (size_t i = 0; i < n; i++)
-    if (!json_is_object(json_object_get(pv, blocks[i])))
-      return fdl_fail(err, FDL_INVALID, "provenance: $.%s: expected an object", blocks[i]);
-  const json_t *d = json_object_get(pv, "duration_seconds");
-  double dv = json_is_integer(d) ? (double)json_integer_value(d) : json_real_value(d);
-  if (!json_is_number(d) || !(dv > 0))
-    return fdl_fail(err, FDL_INVALID, "provenance: $.duration_seconds: expected a number > 0");
-  if (!json_is_string(json_object_get(pv, "created_at_utc")))
-    return fdl_fail(err, FDL_INVALID,
-                    "provenance: $.created_at_utc: expected a UTC time string (Kiln §3)");
-  const json_t *rp = json_object_get(pv, "request_path");
-  if (!json_is_string(rp) || json_string_length(rp) == 0)
-    return fdl_fail(err, FDL_INVALID,
-                    "provenance: $.request_path: expected the request's repo-relative path");
-  return FDL_OK;
-}
-
 fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
                                    const json_t *provenance, json_t **out, fdl_err *err) {
   *out = NULL;
-  fdl_status s = check_provenance(provenance, err);
+  fdl_kiln_request rq;
+  fdl_attr_provenance pv;
+  fdl_status s = fdl_attr_provenance_read(provenance, NULL, &pv, err);
+  if (s == FDL_OK) s = fdl_kiln_request_read(request, &rq, err);
   if (s != FDL_OK) return s;
   const json_t *paths = json_object_get(record, "paths"),
                *counters = json_object_get(record, "counters");
@@ -266,18 +220,13 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
                     json_array_size(paths));
   if (!counters)
     return fdl_fail(err, FDL_REFUSED, "kiln-v2: --counters is required (the worker's graph)");
-  const json_t *prefix = json_object_get(request, "continuation_prefix");
   json_t *worker =
-      json_pack("{s:s, s:O, s:I, s:O, s:s, s:O}", "schema", "kiln.rocm-hf-path-attribution.v2",
+      json_pack("{s:s, s:O, s:I, s:I, s:s, s:s, s:s}", "schema", "kiln.rocm-hf-path-attribution.v2",
                 "graph", counters, "hf_argmax",
                 json_integer_value(json_object_get(json_object_get(record, "reference"), "argmax")),
-                "input_token_ids_sha256", json_object_get(request, "input_token_ids_sha256"),
-                "kernel_policy", "qualified", "request_id", json_object_get(request, "id"));
+                "input_token_count", (json_int_t)rq.input_count, "input_token_ids_sha256",
+                rq.input_token_ids_sha256, "kernel_policy", "qualified", "request_id", rq.id);
   if (!worker) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  if (json_object_set_new(worker, "input_token_count",
-                          json_integer((json_int_t)json_array_size(
-                              json_object_get(request, "input_token_ids")))) != 0)
-    s = fdl_fail(err, FDL_NOMEM, "out of memory");
   const char *label = NULL;
   for (size_t i = 0; s == FDL_OK && i < 4; i++) {
     const json_t *e = find_path(paths, fdl_kiln_v2_paths[i].name);
@@ -287,35 +236,28 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
       break;
     }
     const json_t *obs = json_object_get(e, "observed_tokens");
-    if (json_array_size(obs) != json_array_size(prefix) + 1 || json_array_size(obs) != 4) {
+    if (json_array_size(obs) != rq.nprefix + 1 || json_array_size(obs) != 4) {
       s = fdl_fail(err, FDL_REFUSED,
                    "kiln-v2: path %s: %zu observed tokens, expected 4 (after the prompt and "
                    "after each of the 3 forced continuation tokens; the request has %zu)",
-                   fdl_kiln_v2_paths[i].name, json_array_size(obs), json_array_size(prefix));
+                   fdl_kiln_v2_paths[i].name, json_array_size(obs), rq.nprefix);
       break;
     }
     for (size_t j = 0; s == FDL_OK && j + 1 < 4; j++)
-      if (!json_equal(json_array_get(obs, j),
-                      json_object_get(json_array_get(prefix, j), "token_id")))
-        s = fdl_fail(
-            err, FDL_REFUSED,
-            "kiln-v2: path %s: observed token %zu is %lld, expected the continuation "
-            "token %lld (Kiln §14.2: observed[:-1] equals the continuation ids)",
-            fdl_kiln_v2_paths[i].name, j, (long long)json_integer_value(json_array_get(obs, j)),
-            (long long)json_integer_value(json_object_get(json_array_get(prefix, j), "token_id")));
+      if (json_integer_value(json_array_get(obs, j)) != rq.prefix[j])
+        s = fdl_fail(err, FDL_REFUSED,
+                     "kiln-v2: path %s: observed token %zu is %lld, expected the continuation "
+                     "token %lld (Kiln §14.2: observed[:-1] equals the continuation ids)",
+                     fdl_kiln_v2_paths[i].name, j,
+                     (long long)json_integer_value(json_array_get(obs, j)),
+                     (long long)rq.prefix[j]);
     if (s != FDL_OK) break;
-    bool div;
-    json_t *blk;
-    if (fdl_kiln_v2_paths[i].full) {
-      div = !json_is_true(json_object_get(e, "argmax_equal"));
-      blk = json_pack("{s:O, s:O}", "comparison", json_object_get(e, "comparison"),
-                      "observed_next_tokens", obs);
-    } else {
-      const json_t *fm = json_object_get(e, "final_token_matches_reference");
-      div = !json_is_true(fm);
-      blk =
-          json_pack("{s:O, s:O}", "final_token_matches_reference", fm, "observed_next_tokens", obs);
-    }
+    /* A full path's comparison is copied, a greedy one's final-token match */
+    bool full = fdl_kiln_v2_paths[i].full;
+    const char *copied = full ? "comparison" : "final_token_matches_reference";
+    bool div = !json_is_true(json_object_get(e, full ? "argmax_equal" : copied));
+    json_t *blk =
+        json_pack("{s:O, s:O}", copied, json_object_get(e, copied), "observed_next_tokens", obs);
     if (!blk || json_object_set_new(worker, fdl_kiln_v2_paths[i].name, blk) != 0)
       s = fdl_fail(err, FDL_NOMEM, "out of memory");
     if (div && !label) label = fdl_kiln_v2_paths[i].label;
@@ -323,26 +265,11 @@ fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
   if (s == FDL_OK && json_object_set_new(worker, "attribution",
                                          json_string(label ? label : FDL_KILN_LABEL_NONE)) != 0)
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  json_t *rec = NULL;
-  if (s == FDL_OK) {
-    rec = json_pack(
-        "{s:s, s:O, s:O, s:O, s:O, s:O, s:{s:O, s:O}, s:O, s:O, s:O, s:O, s:o}", "schema",
-        FDL_KILN_PATH_V2_SCHEMA, "created_at_utc", json_object_get(provenance, "created_at_utc"),
-        "duration_seconds", json_object_get(provenance, "duration_seconds"), "source",
-        json_object_get(provenance, "source"), "binary", json_object_get(provenance, "binary"),
-        "implementation", json_object_get(provenance, "implementation"), "request", "path",
-        json_object_get(provenance, "request_path"), "sha256",
-        json_object_get(json_object_get(record, "request"), "sha256"), "model_identity",
-        json_object_get(request, "model_identity"), "model_fingerprint",
-        json_object_get(provenance, "model_fingerprint"), "oracle_reference",
-        json_object_get(provenance, "oracle_reference"), "containment",
-        json_object_get(provenance, "containment"), "worker", worker);
-    worker = NULL;
-    if (!rec) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (s != FDL_OK) {
+    json_decref(worker);
+    return s;
   }
-  json_decref(worker);
-  if (s == FDL_OK) s = fdl_seal_apply(rec, FDL_SEAL_KILN_REMOVE, "result_sha256", err);
-  return fdl_json_hand_over(s, rec, out);
+  return fdl_attr_result_v2(FDL_KILN_PATH_V2_SCHEMA, &pv, &rq, worker, out, err);
 }
 
 /* ---- recomputation from the logits (fidelis check --reference) ----------------------------- */
@@ -388,10 +315,7 @@ fdl_status fdl_kiln_recompute_paths(const json_t *doc, const char *name, const f
     const json_t *id =
         fid ? json_array_get(ct, i)
             : json_object_get(
-                  json_array_get(json_object_get(json_object_get(json_object_get(w, "eager_full"),
-                                                                 "comparison"),
-                                                 "candidate_tokens"),
-                                 i),
+                  json_array_get(fdl_json_path(w, "eager_full.comparison.candidate_tokens"), i),
                   "token_id");
     if (!json_is_integer(id) || json_integer_value(id) < 0 || (uint64_t)json_integer_value(id) >= n)
       return fdl_fail(err, FDL_REFUSED,

@@ -4,6 +4,7 @@
  * The format is chosen by content, except for raw files, which have no header to recognise and
  * so are named by their extension: "\x93NUMPY" is .npy; a name ending in ".f32" is raw float32
  * little-endian; anything else is read as safetensors. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,8 @@
 #include "base/fs.h"
 #include "base/path.h"
 #include "tensor/safetensors_json.h"
+#include "json/json.h"
+#include "attr/layer_json.h"
 
 /* The safetensors __metadata__ key that names the rows of a boundary matrix. */
 #define BOUNDARY_NAMES_KEY "boundary_names"
@@ -155,4 +158,51 @@ void fdl_attr_matrix_free(fdl_attr_matrix *m) {
   free(m->data);
   free(m->boundary_names);
   memset(m, 0, sizeof *m);
+}
+
+/* The longest generated name: "boundary_" and 20 digits. */
+#define GENERATED_NAME_CAP 32u
+
+fdl_status fdl_attr_row_names(const char *list, const char *meta, size_t n, const char *what,
+                              char ***names, fdl_err *err) {
+  *names = NULL;
+  json_t *a = NULL;
+  fdl_err perr = {FDL_OK, ""};
+  bool ok = list || !meta ||
+            (fdl_json_parse(meta, strlen(meta), NULL, &a, &perr) == FDL_OK && json_is_array(a));
+  size_t k = list ? 1 : meta ? json_array_size(a) : n, bytes, t;
+  for (const char *p = list; p && *p; p++) k += *p == ',';
+  for (size_t i = 0; a && ok && i < k; i++) ok = json_is_string(json_array_get(a, i));
+  fdl_status s =
+      !ok      ? fdl_fail(err, FDL_PARSE,
+                          "REF __metadata__ \"boundary_names\": expected a JSON list of strings")
+      : k != n ? fdl_fail(err, FDL_MISMATCH, "%zu boundary names (%s) for %zu rows", k, what, n)
+               : FDL_OK;
+  /* One block: the pointers, then the strings, each (with its NUL) no longer than its text in
+   * list or in meta (where quotes surround it), or a generated name. */
+  bytes = list ? strlen(list) + 1 : meta ? strlen(meta) : 0;
+  char **v = s == FDL_OK && (list || meta || fdl_size_mul(n, GENERATED_NAME_CAP, &bytes)) &&
+                     fdl_size_mul(n, sizeof *v, &t) && fdl_size_add(t, bytes, &t)
+                 ? fdl_malloc(t ? t : 1)
+                 : NULL;
+  for (size_t i = 0, used = 0; v && i < n; i++) {
+    char *p = v[i] = (char *)(v + n) + used;
+    size_t len;
+    if (list) {
+      len = strcspn(list, ",");
+      memcpy(p, list, len);
+      list += len + 1;
+    } else if (meta) {
+      len = json_string_length(json_array_get(a, i));
+      memcpy(p, json_string_value(json_array_get(a, i)), len);
+    } else {
+      len = (size_t)snprintf(p, GENERATED_NAME_CAP, "boundary_%zu", i);
+    }
+    p[len] = '\0';
+    used += len + 1;
+  }
+  json_decref(a);
+  if (s == FDL_OK && !v) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  *names = v;
+  return s;
 }

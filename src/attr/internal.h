@@ -9,6 +9,7 @@
 
 #include "fidelis/digest.h"
 #include "fidelis/status.h"
+#include "attr/kiln_json.h"
 
 /* FDL_NONFINITE naming the first NaN or infinity of v[0..n) ("WHAT element I is NaN, expected
  * a finite value"), by the tensor layer's bit test (fdl_tensor_first_nonfinite). */
@@ -39,9 +40,30 @@ bool fdl_kiln_token_ok(const json_t *v);
  * "//", trailing "/"). */
 bool fdl_kiln_rel_path_ok(const char *s, size_t n);
 
-/* The provenance values every Kiln v2 emitter copies (attribute.c): each named block an object,
- * duration_seconds > 0, created_at_utc a string, request_path a nonempty string. */
-fdl_status fdl_attr_provenance_values(const json_t *pv, const char *const *blocks, size_t n,
-                                      fdl_err *err);
+/* The provenance a Kiln v2 writer copies (provenance.c), borrowed from the tree. */
+typedef struct {
+  const json_t *created_at_utc, *duration_seconds, *source, *binary, *implementation,
+      *model_fingerprint, *request_path, *containment;
+  const char *reference_key; /* "oracle_reference" (a path result) or "reference" (a layer's) */
+  const json_t *reference;
+  const json_t *model_identity; /* a layer result's, optional (NULL) */
+  const json_t *evidence;       /* a layer result's reference.evidence */
+} fdl_attr_provenance;
+
+/* Checks pv as a path result's (rq NULL) or a layer result's (rq its request) provenance: an
+ * object of exactly its keys, each block an object, duration_seconds > 0, created_at_utc a
+ * string, request_path a nonempty string; for a layer, model_identity (when given) equal to the
+ * request's and reference.evidence an object. FDL_INVALID / FDL_MISMATCH naming the field. */
+fdl_status fdl_attr_provenance_read(const json_t *pv, const fdl_kiln_request *rq,
+                                    fdl_attr_provenance *p, fdl_err *err);
+/* The sealed result v2 (result_sha256) of schema around worker (taken): the provenance's blocks,
+ * request {path, sha256} and the request's model_identity. */
+fdl_status fdl_attr_result_v2(const char *schema, const fdl_attr_provenance *p,
+                              const fdl_kiln_request *rq, json_t *worker, json_t **out,
+                              fdl_err *err);
+/* The HF evidence of a layer provenance describes these rows (their digest rows_sha, count and
+ * width) and this request; FDL_MISMATCH naming the evidence field. */
+fdl_status fdl_attr_evidence_check(const fdl_attr_provenance *p, const char *rows_sha, size_t rows,
+                                   size_t hidden, const fdl_kiln_request *rq, fdl_err *err);
 
 #endif

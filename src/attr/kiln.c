@@ -215,6 +215,18 @@ fdl_status fdl_kiln_check_doc_ctx(const fdl_kiln_ctx *c, const json_t *doc, fdl_
   return fdl_fail(c->err, FDL_UNSUPPORTED, "%s: unsupported schema %s", c->name, shown);
 }
 
+void fdl_kiln_summary_read(const json_t *rec, fdl_kiln_summary *sum) {
+  const json_t *at = json_object_get(rec, "attribution"), *w = json_object_get(rec, "worker"),
+               *g = json_object_get(w, "largest_relative_error_growth");
+  sum->label =
+      json_string_value(at ? json_object_get(at, "label") : json_object_get(w, "attribution"));
+  sum->path = json_string_value(json_object_get(at, "path"));
+  sum->sha256 = json_string_value(json_object_get(rec, at ? "record_sha256" : "result_sha256"));
+  sum->growth_index = (size_t)json_integer_value(json_object_get(g, "index"));
+  sum->growth_name = json_string_value(json_object_get(g, "name"));
+  sum->growth_delta = json_real_value(json_object_get(g, "relative_root_mean_square_error_delta"));
+}
+
 fdl_status fdl_kiln_check_doc(const json_t *doc, const char *name, fdl_kiln_checked *res,
                               fdl_err *err) {
   fdl_kiln_ctx c = {name ? name : "(document)", err, NULL};

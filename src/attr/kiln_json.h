@@ -35,6 +35,33 @@ fdl_status fdl_kiln_check_doc(const json_t *doc, const char *name, fdl_kiln_chec
 fdl_status fdl_kiln_check_file_doc(const char *path, fdl_kiln_checked *res, json_t **doc,
                                    fdl_err *err);
 
+/* A request (§5) that passed its check, as the writers use it; strings and model_identity are
+ * borrowed from the tree. Token ids are below FDL_KILN_VOCAB_SIZE, so they fit uint32_t. */
+typedef struct {
+  char identity[FDL_SEAL_BUF]; /* canonical_sha256(request) */
+  const char *id, *input_token_ids_sha256;
+  size_t input_count;                   /* len(input_token_ids) */
+  uint32_t candidates[2];               /* the kiln, then the vllm candidate's token id */
+  uint32_t prefix[FDL_KILN_MAX_PREFIX]; /* continuation_prefix token ids */
+  size_t nprefix;
+  const json_t *model_identity; /* copied verbatim into the records */
+} fdl_kiln_request;
+
+/* Checks doc as fdl_kiln_check_doc does (messages naming "request"), refuses another schema
+ * (FDL_REFUSED), and decodes it into *rq. */
+fdl_status fdl_kiln_request_read(const json_t *doc, fdl_kiln_request *rq, fdl_err *err);
+
+/* What the commands print of a record fidelis wrote (fidelis.path-attribution.v1, Kiln's path
+ * or layer result v2), borrowed from the tree; a field the kind lacks is NULL or 0. */
+typedef struct {
+  const char *label, *path; /* the attribution's label and path (fidelis'), or worker.attribution */
+  const char *sha256;       /* record_sha256 or result_sha256 */
+  size_t growth_index;      /* a layer result's largest_relative_error_growth */
+  const char *growth_name;
+  double growth_delta;
+} fdl_kiln_summary;
+void fdl_kiln_summary_read(const json_t *rec, fdl_kiln_summary *sum);
+
 /* How fdl_kiln_check_file_opts reads a record. */
 typedef struct {
   /* The Kiln repository root the records' repo-relative paths resolve against. When set, a

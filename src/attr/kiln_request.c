@@ -242,3 +242,27 @@ static const fdl_schema_obj REQUEST = FDL_SCHEMA_CLOSED(
 fdl_status fdl_kiln_check_request(const fdl_kiln_ctx *c, const json_t *r) {
   return fdl_kiln_walk(c, r, "$", &REQUEST);
 }
+
+fdl_status fdl_kiln_request_read(const json_t *doc, fdl_kiln_request *rq, fdl_err *err) {
+  fdl_kiln_checked chk;
+  fdl_status s = fdl_kiln_check_doc(doc, "request", &chk, err);
+  if (s != FDL_OK) return s;
+  if (strcmp(chk.schema, FDL_KILN_REQUEST_SCHEMA) != 0)
+    return fdl_fail(err, FDL_REFUSED, "request: schema %s, expected %s", chk.schema,
+                    FDL_KILN_REQUEST_SCHEMA);
+  memcpy(rq->identity, chk.identity, sizeof rq->identity);
+  rq->id = json_string_value(json_object_get(doc, "id"));
+  rq->input_token_ids_sha256 = json_string_value(json_object_get(doc, "input_token_ids_sha256"));
+  rq->input_count = json_array_size(json_object_get(doc, "input_token_ids"));
+  const json_t *cands = json_object_get(doc, "candidates"),
+               *cp = json_object_get(doc, "continuation_prefix");
+  for (size_t i = 0; i < 2; i++)
+    rq->candidates[i] =
+        (uint32_t)json_integer_value(json_object_get(json_array_get(cands, i), "token_id"));
+  rq->nprefix = json_array_size(cp);
+  for (size_t i = 0; i < rq->nprefix; i++)
+    rq->prefix[i] =
+        (uint32_t)json_integer_value(json_object_get(json_array_get(cp, i), "token_id"));
+  rq->model_identity = json_object_get(doc, "model_identity");
+  return FDL_OK;
+}

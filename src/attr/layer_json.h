@@ -11,9 +11,27 @@
 extern "C" {
 #endif
 
-/* names (a JSON array) equals the 34 names in order; otherwise FDL_MISMATCH naming `what` and
- * the first position that differs. */
-fdl_status fdl_attr_layer_names_check(const json_t *names, const char *what, fdl_err *err);
+/* names[0..n) (an entry NULL: not a string) equals the 34 names in order; otherwise
+ * FDL_MISMATCH naming `what` and the first position that differs. */
+fdl_status fdl_attr_layer_names_check(const char *const *names, size_t n, const char *what,
+                                      fdl_err *err);
+
+/* The names of a boundary matrix's n rows: the comma-separated list when list is not NULL, else
+ * the JSON list of strings meta (safetensors __metadata__ boundary_names; anything else is
+ * FDL_PARSE), else boundary_<i>. Another count is FDL_MISMATCH naming `what` (the list's
+ * source). *names holds the n entries in one block (free(*names)). */
+fdl_status fdl_attr_row_names(const char *list, const char *meta, size_t n, const char *what,
+                              char ***names, fdl_err *err);
+
+/* Boundary i's object as the records hold it (§11: the six metrics, the two row digests, index
+ * and name), or NULL when out of memory. */
+json_t *fdl_attr_boundary_json(size_t i, const char *name, const fdl_attr_boundary *b);
+
+/* Every row's compare_boundary (§11) into bs[rows], and the largest growth (*gi, *gd); a failure
+ * is prefixed "row I (NAME)", NAME names[i] or, names NULL, §13's. */
+fdl_status fdl_attr_compare_rows(const float *reference, const float *actual, size_t rows,
+                                 size_t hidden, const char *const *names, fdl_attr_boundary *bs,
+                                 size_t *gi, double *gd, fdl_err *err);
 
 /* What the layer v2 writer is given; everything is borrowed. */
 typedef struct {

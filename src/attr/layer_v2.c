@@ -16,7 +16,6 @@
 #include "fidelis/attr.h"
 #include "json/json.h"
 #include "fidelis/kiln.h"
-#include "digest/seal_json.h"
 #include "attr/layer_json.h"
 #include "attr/kiln_json.h"
 
@@ -61,20 +60,18 @@ const char *const *fdl_attr_layer_kernel_policies(size_t *n) {
   return POLICIES;
 }
 
-fdl_status fdl_attr_layer_names_check(const json_t *names, const char *what, fdl_err *err) {
-  if (!json_is_array(names) || json_array_size(names) != FDL_ATTR_LAYER_BOUNDARIES)
+fdl_status fdl_attr_layer_names_check(const char *const *names, size_t n, const char *what,
+                                      fdl_err *err) {
+  if (n != FDL_ATTR_LAYER_BOUNDARIES)
     return fdl_fail(err, FDL_MISMATCH,
                     "%s: %zu boundary names, expected the %u of §13 (embedding, "
                     "layer_00_linear_attention .. layer_31_full_attention, final_norm)",
-                    what, json_array_size(names), FDL_ATTR_LAYER_BOUNDARIES);
-  for (size_t i = 0; i < FDL_ATTR_LAYER_BOUNDARIES; i++) {
-    const json_t *v = json_array_get(names, i);
-    if (!json_is_string(v) || strcmp(json_string_value(v), NAMES[i]) != 0)
+                    what, n, FDL_ATTR_LAYER_BOUNDARIES);
+  for (size_t i = 0; i < FDL_ATTR_LAYER_BOUNDARIES; i++)
+    if (!names[i] || strcmp(names[i], NAMES[i]) != 0)
       return fdl_fail(err, FDL_MISMATCH, "%s: boundary name %zu is %s%.80s%s, expected \"%s\"",
-                      what, i, json_is_string(v) ? "\"" : "",
-                      json_is_string(v) ? json_string_value(v) : "not a string",
-                      json_is_string(v) ? "\"" : "", NAMES[i]);
-  }
+                      what, i, names[i] ? "\"" : "", names[i] ? names[i] : "not a string",
+                      names[i] ? "\"" : "", NAMES[i]);
   return FDL_OK;
 }
 
@@ -93,17 +90,16 @@ static fdl_status digest_text(const float *v, size_t n, char out[FDL_SEAL_BUF], 
 
 /* ---- the boundaries (§11) ------------------------------------------------------------------ */
 
-/* Every row's compare_boundary into bs[rows], and the largest growth. */
-static fdl_status compare_rows(const float *reference, const float *actual, size_t rows,
-                               size_t hidden, fdl_attr_boundary *bs, size_t *gi, double *gd,
-                               fdl_err *err) {
+fdl_status fdl_attr_compare_rows(const float *reference, const float *actual, size_t rows,
+                                 size_t hidden, const char *const *names, fdl_attr_boundary *bs,
+                                 size_t *gi, double *gd, fdl_err *err) {
   double *rel = fdl_malloc(rows * sizeof *rel);
   if (!rel) return fdl_fail(err, FDL_NOMEM, "out of memory");
   fdl_status s = FDL_OK;
   for (size_t i = 0; s == FDL_OK && i < rows; i++) {
     s = fdl_attr_compare_boundary(actual + i * hidden, reference + i * hidden, hidden, &bs[i], err);
     if (s != FDL_OK) {
-      const char *nm = fdl_attr_layer_boundary_name(i);
+      const char *nm = names ? names[i] : fdl_attr_layer_boundary_name(i);
       fdl_err_prefix(err, "row %zu (%s)", i, nm ? nm : "beyond the 34 boundaries");
     }
     rel[i] = bs[i].relative_root_mean_square_error;
@@ -113,7 +109,7 @@ static fdl_status compare_rows(const float *reference, const float *actual, size
   return s;
 }
 
-static json_t *boundary_obj(size_t i, const char *name, const fdl_attr_boundary *b) {
+json_t *fdl_attr_boundary_json(size_t i, const char *name, const fdl_attr_boundary *b) {
   char h[FDL_SEAL_BUF], k[FDL_SEAL_BUF];
   fdl_attr_sha_text(&b->hf_sha256, h);
   fdl_attr_sha_text(&b->kiln_sha256, k);
@@ -127,108 +123,14 @@ static json_t *boundary_obj(size_t i, const char *name, const fdl_attr_boundary 
 
 /* ---- the writer (§13) ---------------------------------------------------------------------- */
 
-static const char *const PROV_KEYS[] = {"binary",           "containment",    "created_at_utc",
-                                        "duration_seconds", "implementation", "model_fingerprint",
-                                        "reference",        "request_path",   "source",
-                                        "model_identity" /* optional: the last one */};
-#define NPROV (sizeof PROV_KEYS / sizeof PROV_KEYS[0])
-
-static fdl_status check_provenance(const json_t *pv, const json_t *request, fdl_err *err) {
-  if (!json_is_object(pv)) return fdl_fail(err, FDL_INVALID, "provenance: $: expected an object");
-  for (size_t i = 0; i + 1 < NPROV; i++)
-    if (!json_object_get(pv, PROV_KEYS[i]))
-      return fdl_fail(err, FDL_INVALID, "provenance: $: missing key \"%s\"", PROV_KEYS[i]);
-  const char *k;
-  json_t *v;
-  json_object_foreach((json_t *)pv, k, v) {
-    bool known = false;
-    for (size_t i = 0; i < NPROV && !known; i++) known = strcmp(k, PROV_KEYS[i]) == 0;
-    if (!known)
-      return fdl_fail(err, FDL_INVALID,
-                      "provenance: $: unexpected key \"%.80s\" (expected binary, containment, "
-                      "created_at_utc, duration_seconds, implementation, model_fingerprint, "
-                      "reference, request_path, source and optionally model_identity)",
-                      k);
-  }
-  static const char *const blocks[] = {
-      "binary", "containment", "implementation", "model_fingerprint", "reference", "source"};
-  fdl_status s = fdl_attr_provenance_values(pv, blocks, sizeof blocks / sizeof blocks[0], err);
-  if (s != FDL_OK) return s;
-  const json_t *mi = json_object_get(pv, "model_identity");
-  if (mi && !json_equal(mi, json_object_get(request, "model_identity")))
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.model_identity differs from the request's model_identity "
-                    "(the checker wants them equal; leave it out to take the request's)");
-  const json_t *ev = json_object_get(json_object_get(pv, "reference"), "evidence");
-  if (!json_is_object(ev))
-    return fdl_fail(err, FDL_INVALID,
-                    "provenance: $.reference.evidence: expected the HF layer evidence object "
-                    "(§8)");
-  return FDL_OK;
-}
-
-/* The HF evidence (provenance $.reference.evidence) must describe these rows and this request. */
-static fdl_status check_evidence(const json_t *ev, const json_t *ref, const char *rows_sha,
-                                 size_t rows, size_t hidden, const char *req_sha,
-                                 const json_t *request, fdl_err *err) {
-  const json_t *v = json_object_get(ev, "layer_last_rows_sha256");
-  if (!fdl_kiln_str_eq(v, rows_sha))
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.evidence.layer_last_rows_sha256 is %.80s, but the REF "
-                    "rows (f32 little-endian, row-major, §8) hash to %s: the evidence is not of "
-                    "these rows",
-                    json_is_string(v) ? json_string_value(v) : "not a string", rows_sha);
-  v = json_object_get(ev, "hidden_size");
-  if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)hidden)
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.evidence.hidden_size is not %zu, the width of the "
-                    "rows",
-                    hidden);
-  v = json_object_get(ev, "boundary_count");
-  if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)rows)
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.evidence.boundary_count is not %zu, the rows given",
-                    rows);
-  fdl_status s = fdl_attr_layer_names_check(json_object_get(ev, "boundary_names"),
-                                            "provenance: $.reference.evidence.boundary_names", err);
-  if (s != FDL_OK) return s;
-  if (!fdl_kiln_str_eq(json_object_get(ev, "request_sha256"), req_sha))
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.evidence.request_sha256 is not %s, the request's "
-                    "canonical identity",
-                    req_sha);
-  if (!json_equal(json_object_get(ev, "request_id"), json_object_get(request, "id")))
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.evidence.request_id is not the request's id \"%s\"",
-                    json_string_value(json_object_get(request, "id")));
-  if (!json_equal(json_object_get(ev, "input_token_ids_sha256"),
-                  json_object_get(request, "input_token_ids_sha256")))
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.evidence.input_token_ids_sha256 is not the "
-                    "request's input_token_ids_sha256");
-  v = json_object_get(ev, "input_token_count");
-  size_t nin = json_array_size(json_object_get(request, "input_token_ids"));
-  if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)nin)
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.evidence.input_token_count is not %zu, the request's "
-                    "input length",
-                    nin);
-  if (!json_equal(json_object_get(ref, "bytes"), json_object_get(ev, "output_bytes")))
-    return fdl_fail(err, FDL_MISMATCH,
-                    "provenance: $.reference.bytes is not $.reference.evidence.output_bytes (the "
-                    "artifact's size)");
-  return FDL_OK;
-}
-
 /* observed: 4 token ids, the request's 3 continuation ids then argmax(final logits). */
-static fdl_status check_observed(const json_t *obs, const json_t *request, const float *logits,
+static fdl_status check_observed(const json_t *obs, const fdl_kiln_request *rq, const float *logits,
                                  size_t vocab, fdl_err *err) {
-  const json_t *prefix = json_object_get(request, "continuation_prefix");
-  if (json_array_size(prefix) != 3)
+  if (rq->nprefix != 3)
     return fdl_fail(err, FDL_REFUSED,
                     "request: %zu continuation tokens, expected 3 (Kiln's layer worker forces "
                     "exactly 3)",
-                    json_array_size(prefix));
+                    rq->nprefix);
   if (!json_is_array(obs) || json_array_size(obs) != 4)
     return fdl_fail(err, FDL_INVALID,
                     "observed: expected 4 token ids (after the prompt and after each of the 3 "
@@ -238,15 +140,13 @@ static fdl_status check_observed(const json_t *obs, const json_t *request, const
     if (!fdl_kiln_token_ok(json_array_get(obs, i)))
       return fdl_fail(err, FDL_INVALID, "observed[%zu]: expected a token id, an integer in 0..%u",
                       i, FDL_KILN_VOCAB_SIZE - 1);
-  for (size_t i = 0; i < 3; i++) {
-    const json_t *want = json_object_get(json_array_get(prefix, i), "token_id");
-    if (!json_equal(json_array_get(obs, i), want))
+  for (size_t i = 0; i < 3; i++)
+    if (json_integer_value(json_array_get(obs, i)) != rq->prefix[i])
       return fdl_fail(err, FDL_MISMATCH,
                       "observed[%zu] is %lld, expected the continuation token %lld (the worker "
                       "forces the continuation)",
                       i, (long long)json_integer_value(json_array_get(obs, i)),
-                      (long long)json_integer_value(want));
-  }
+                      (long long)rq->prefix[i]);
   uint64_t am = 0;
   fdl_attr_topk(logits, vocab, 1, &am);
   if (json_integer_value(json_array_get(obs, 3)) != (json_int_t)am)
@@ -294,66 +194,49 @@ static fdl_status check_inputs(const fdl_attr_layer_v2_in *in, fdl_err *err) {
 
 fdl_status fdl_attr_layer_v2(const fdl_attr_layer_v2_in *in, json_t **out, fdl_err *err) {
   *out = NULL;
-  fdl_kiln_checked rq;
-  fdl_status s = fdl_kiln_check_doc(in->request, "request", &rq, err);
+  fdl_kiln_request rq;
+  fdl_status s = fdl_kiln_request_read(in->request, &rq, err);
   if (s != FDL_OK) return s;
-  if (strcmp(rq.schema, FDL_KILN_REQUEST_SCHEMA) != 0)
-    return fdl_fail(err, FDL_REFUSED, "request: schema %s, expected %s", rq.schema,
-                    FDL_KILN_REQUEST_SCHEMA);
-  if ((s = check_provenance(in->provenance, in->request, err)) != FDL_OK ||
+  fdl_attr_provenance pv;
+  if ((s = fdl_attr_provenance_read(in->provenance, &rq, &pv, err)) != FDL_OK ||
       (s = check_inputs(in, err)) != FDL_OK ||
-      (s = check_observed(in->observed, in->request, in->final_logits, in->vocab, err)) != FDL_OK)
+      (s = check_observed(in->observed, &rq, in->final_logits, in->vocab, err)) != FDL_OK)
     return s;
   char rows_sha[FDL_SEAL_BUF], logits_sha[FDL_SEAL_BUF];
   if ((s = digest_text(in->reference, in->rows * in->hidden, rows_sha, err)) != FDL_OK ||
       (s = digest_text(in->final_logits, in->vocab, logits_sha, err)) != FDL_OK)
     return s;
-  const json_t *ref = json_object_get(in->provenance, "reference");
-  if ((s = check_evidence(json_object_get(ref, "evidence"), ref, rows_sha, in->rows, in->hidden,
-                          rq.identity, in->request, err)) != FDL_OK)
+  if ((s = fdl_attr_evidence_check(&pv, rows_sha, in->rows, in->hidden, &rq, err)) != FDL_OK)
     return s;
   fdl_attr_boundary *bs = fdl_calloc(in->rows, sizeof *bs);
   if (!bs) return fdl_fail(err, FDL_NOMEM, "out of memory");
   size_t gi = 0;
   double gd = 0.0;
-  s = compare_rows(in->reference, in->actual, in->rows, in->hidden, bs, &gi, &gd, err);
+  s = fdl_attr_compare_rows(in->reference, in->actual, in->rows, in->hidden, NULL, bs, &gi, &gd,
+                            err);
   json_t *list = s == FDL_OK ? json_array() : NULL;
   if (s == FDL_OK && !list) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   for (size_t i = 0; s == FDL_OK && i < in->rows; i++)
-    if (json_array_append_new(list, boundary_obj(i, NAMES[i], &bs[i])) != 0)
+    if (json_array_append_new(list, fdl_attr_boundary_json(i, NAMES[i], &bs[i])) != 0)
       s = fdl_fail(err, FDL_NOMEM, "out of memory");
   free(bs);
   json_t *worker = NULL, *rec = NULL;
   if (s == FDL_OK) {
-    const json_t *rqv = in->request;
-    worker = json_pack(
-        "{s:O, s:s, s:s, s:I, s:O, s:s, s:{s:I, s:s, s:f}, s:O, s:O, s:s}", "boundaries", list,
-        "final_logits_sha256", logits_sha, "hf_layer_last_rows_sha256", rows_sha,
-        "input_token_count", (json_int_t)json_array_size(json_object_get(rqv, "input_token_ids")),
-        "input_token_ids_sha256", json_object_get(rqv, "input_token_ids_sha256"), "kernel_policy",
-        in->kernel_policy, "largest_relative_error_growth", "index", (json_int_t)gi, "name",
-        NAMES[gi], "relative_root_mean_square_error_delta", gd, "observed_next_tokens",
-        in->observed, "request_id", json_object_get(rqv, "id"), "schema", FDL_ATTR_LAYER_V2_WORKER);
+    worker =
+        json_pack("{s:O, s:s, s:s, s:I, s:s, s:s, s:{s:I, s:s, s:f}, s:O, s:s, s:s}", "boundaries",
+                  list, "final_logits_sha256", logits_sha, "hf_layer_last_rows_sha256", rows_sha,
+                  "input_token_count", (json_int_t)rq.input_count, "input_token_ids_sha256",
+                  rq.input_token_ids_sha256, "kernel_policy", in->kernel_policy,
+                  "largest_relative_error_growth", "index", (json_int_t)gi, "name", NAMES[gi],
+                  "relative_root_mean_square_error_delta", gd, "observed_next_tokens", in->observed,
+                  "request_id", rq.id, "schema", FDL_ATTR_LAYER_V2_WORKER);
     if (!worker) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   }
   json_decref(list);
-  if (s == FDL_OK) {
-    const json_t *pv = in->provenance;
-    rec =
-        json_pack("{s:s, s:O, s:O, s:O, s:O, s:O, s:{s:O, s:s}, s:O, s:O, s:O, s:O, s:o}", "schema",
-                  FDL_ATTR_LAYER_V2_SCHEMA, "created_at_utc", json_object_get(pv, "created_at_utc"),
-                  "duration_seconds", json_object_get(pv, "duration_seconds"), "source",
-                  json_object_get(pv, "source"), "binary", json_object_get(pv, "binary"),
-                  "implementation", json_object_get(pv, "implementation"), "request", "path",
-                  json_object_get(pv, "request_path"), "sha256", rq.identity, "model_identity",
-                  json_object_get(in->request, "model_identity"), "model_fingerprint",
-                  json_object_get(pv, "model_fingerprint"), "reference", ref, "containment",
-                  json_object_get(pv, "containment"), "worker", worker);
-    worker = NULL;
-    if (!rec) s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  }
-  json_decref(worker);
-  if (s == FDL_OK) s = fdl_seal_apply(rec, FDL_SEAL_KILN_REMOVE, "result_sha256", err);
+  if (s == FDL_OK)
+    s = fdl_attr_result_v2(FDL_ATTR_LAYER_V2_SCHEMA, &pv, &rq, worker, &rec, err);
+  else
+    json_decref(worker);
   fdl_kiln_checked chk;
   if (s == FDL_OK) s = fdl_kiln_check_doc(rec, "layer-attribution record", &chk, err);
   return fdl_json_hand_over(s, rec, out);
@@ -437,7 +320,7 @@ fdl_status fdl_attr_layer_recompute(const json_t *doc, const char *name, const f
   if (!bs) return fdl_fail(err, FDL_NOMEM, "out of memory");
   size_t gi = 0;
   double gd = 0.0;
-  s = compare_rows(reference, actual, rows, hidden, bs, &gi, &gd, err);
+  s = fdl_attr_compare_rows(reference, actual, rows, hidden, NULL, bs, &gi, &gd, err);
   if (s != FDL_OK) fdl_err_prefix(err, "%s", name);
   for (size_t i = 0; s == FDL_OK && i < rows; i++) {
     const json_t *b = json_array_get(bl, i);

@@ -117,12 +117,14 @@ int fdl_cli_attribute(int argc, char **argv) {
   rc = FDL_EXIT_OK;
   json_t *req = NULL, *counters = NULL, *rec = NULL, *prov = NULL, *v2 = NULL;
   fdl_attr_matrix ref = {0};
-  fdl_attr_matrix *full = calloc(a.npaths, sizeof *full);
-  json_t **ids = calloc(a.npaths, sizeof *ids);
+  struct { /* each path's name and input, owned; in[i] borrows them */
+    char *name;
+    fdl_attr_matrix full;
+    json_t *ids;
+  } *p = calloc(a.npaths, sizeof *p);
   fdl_kiln_path_in *in = calloc(a.npaths, sizeof *in);
-  char **names = calloc(a.npaths, sizeof *names);
   fdl_err err = {FDL_OK, ""};
-  if (!full || !ids || !in || !names) {
+  if (!p || !in) {
     fprintf(stderr, "fidelis attribute: out of memory\n");
     rc = FDL_EXIT_USAGE;
   }
@@ -139,28 +141,26 @@ int fdl_cli_attribute(int argc, char **argv) {
   for (size_t i = 0; !rc && i < a.npaths; i++) {
     const char *v = a.paths[i], *eq = strchr(v, '='), *colon = strchr(eq + 1, ':');
     bool is_full = strncmp(eq + 1, "full:", 5) == 0;
-    names[i] = strndup(v, (size_t)(eq - v));
-    if (!names[i]) {
+    if (!(in[i].name = p[i].name = strndup(v, (size_t)(eq - v)))) {
       rc = FDL_EXIT_USAGE;
       break;
     }
-    in[i].name = names[i];
     in[i].full = is_full;
     if (is_full) {
-      rc = load_logits(colon + 1, &full[i]);
-      if (!rc && full[i].cols != ref.cols) {
+      rc = load_logits(colon + 1, &p[i].full);
+      if (!rc && p[i].full.cols != ref.cols) {
         fprintf(stderr,
                 "fidelis attribute: path %s: %s: rows of %llu logits, expected %llu (the "
                 "reference's width)\n",
-                names[i], colon + 1, (unsigned long long)full[i].cols,
+                p[i].name, colon + 1, (unsigned long long)p[i].full.cols,
                 (unsigned long long)ref.cols);
         rc = FDL_EXIT_REFUSED;
       }
-      in[i].rows = full[i].data;
-      in[i].nrows = (size_t)full[i].rows;
+      in[i].rows = p[i].full.data;
+      in[i].nrows = (size_t)p[i].full.rows;
     } else {
-      rc = fdl_cli_load_json("attribute", colon + 1, &ids[i]);
-      in[i].ids = ids[i];
+      rc = fdl_cli_load_json("attribute", colon + 1, &p[i].ids);
+      in[i].ids = p[i].ids;
     }
   }
   if (!rc) {
@@ -172,31 +172,23 @@ int fdl_cli_attribute(int argc, char **argv) {
     if (s != FDL_OK) {
       rc = fdl_cli_failed(&err, s);
     } else {
-      const json_t *at = json_object_get(rec, "attribution");
-      const char *p = json_string_value(json_object_get(at, "path"));
-      if (v2) {
-        printf("attribution %s\nresult %s\n",
-               json_string_value(json_object_get(json_object_get(v2, "worker"), "attribution")),
-               json_string_value(json_object_get(v2, "result_sha256")));
-      } else {
-        printf("attribution %s", json_string_value(json_object_get(at, "label")));
-        if (p) {
-          fputs("  ", stdout);
-          fdl_cli_put_text(stdout, p);
-        }
-        printf("\nrecord %s\n", json_string_value(json_object_get(rec, "record_sha256")));
+      fdl_kiln_summary sum;
+      fdl_kiln_summary_read(v2 ? v2 : rec, &sum);
+      printf("attribution %s", sum.label);
+      if (sum.path) {
+        fputs("  ", stdout);
+        fdl_cli_put_text(stdout, sum.path);
       }
+      printf("\n%s %s\n", v2 ? "result" : "record", sum.sha256);
     }
   }
-  for (size_t i = 0; i < a.npaths; i++) {
-    if (full) fdl_attr_matrix_free(&full[i]);
-    if (ids) json_decref(ids[i]);
-    if (names) free(names[i]);
+  for (size_t i = 0; p && i < a.npaths; i++) {
+    fdl_attr_matrix_free(&p[i].full);
+    json_decref(p[i].ids);
+    free(p[i].name);
   }
-  free(full);
-  free(ids);
+  free(p);
   free(in);
-  free(names);
   free(a.paths);
   fdl_attr_matrix_free(&ref);
   json_decref(req);

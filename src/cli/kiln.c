@@ -57,9 +57,11 @@ typedef struct {
 /* The loaded --reference and --path logits. */
 typedef struct {
   fdl_attr_matrix ref;
-  fdl_attr_matrix *mats;
+  struct {
+    fdl_attr_matrix m;
+    char *name;
+  } * paths; /* owned; rows[i] borrows paths[i] */
   fdl_kiln_logits_row *rows;
-  char **names;
   size_t n;
 } check_logits;
 
@@ -164,39 +166,37 @@ static int load_check_logits(const check_args *a, check_logits *lg) {
             fdl_quote_str(a->reference, q, sizeof q), (unsigned long long)lg->ref.rows);
     rc = FDL_EXIT_REFUSED;
   }
-  lg->mats = calloc(a->npaths + 1, sizeof *lg->mats);
+  lg->paths = calloc(a->npaths + 1, sizeof *lg->paths);
   lg->rows = calloc(a->npaths + 1, sizeof *lg->rows);
-  lg->names = calloc(a->npaths + 1, sizeof *lg->names);
-  if (!lg->mats || !lg->rows || !lg->names) rc = FDL_EXIT_USAGE;
+  if (!lg->paths || !lg->rows) rc = FDL_EXIT_USAGE;
   for (size_t i = 0; !rc && i < a->npaths; i++) {
     const char *v = a->paths[i], *eq = strchr(v, '=');
-    lg->names[i] = strndup(v, (size_t)(eq - v));
-    if (!lg->names[i]) return FDL_EXIT_USAGE;
+    const fdl_attr_matrix *m = &lg->paths[i].m;
+    if (!(lg->rows[i].name = lg->paths[i].name = strndup(v, (size_t)(eq - v))))
+      return FDL_EXIT_USAGE;
     lg->n = i + 1;
-    rc = load_matrix("--path", eq + 1, &lg->mats[i]);
-    if (!rc && (lg->mats[i].cols != lg->ref.cols || lg->mats[i].rows == 0)) {
+    rc = load_matrix("--path", eq + 1, &lg->paths[i].m);
+    if (!rc && (m->cols != lg->ref.cols || m->rows == 0)) {
       fprintf(stderr,
               "fidelis check: --path %s: %s: rows of %llu logits, expected %llu (the "
               "reference's width)\n",
-              lg->names[i], eq + 1, (unsigned long long)lg->mats[i].cols,
+              lg->paths[i].name, eq + 1, (unsigned long long)m->cols,
               (unsigned long long)lg->ref.cols);
       rc = FDL_EXIT_REFUSED;
     }
-    if (!rc) {
-      lg->rows[i].name = lg->names[i];
-      lg->rows[i].row = lg->mats[i].data + (lg->mats[i].rows - 1) * lg->mats[i].cols;
-    }
+    if (!rc) lg->rows[i].row = m->data + (m->rows - 1) * m->cols;
   }
   return rc;
 }
 
 static void free_check_logits(check_logits *lg) {
   fdl_attr_matrix_free(&lg->ref);
-  for (size_t i = 0; lg->mats && i < lg->n; i++) fdl_attr_matrix_free(&lg->mats[i]);
-  for (size_t i = 0; lg->names && i < lg->n; i++) free(lg->names[i]);
-  free(lg->mats);
+  for (size_t i = 0; lg->paths && i < lg->n; i++) {
+    fdl_attr_matrix_free(&lg->paths[i].m);
+    free(lg->paths[i].name);
+  }
+  free(lg->paths);
   free(lg->rows);
-  free(lg->names);
 }
 
 int fdl_cli_check(int argc, char **argv) {
@@ -298,22 +298,19 @@ static int div_parse(div_args *a, int argc, char **argv, FILE *out, FILE *diag) 
 }
 
 static int work(div_args *a) {
-  int rc;
-  json_t *pj = NULL, *rj = NULL, *cj = NULL, *rt = NULL, *ct = NULL, *kr = NULL, *vr = NULL,
-         *mi = NULL, *req = NULL;
+  int rc = 0;
+  /* The JSON inputs, in the order they are read (an optional one may stay NULL). */
+  enum { PROMPT, REF, CAND, REF_TEXTS, CAND_TEXTS, KILN_RECEIPT, VLLM_RECEIPT, MODEL, NDOCS };
+  const char *const flags[NDOCS][2] = {
+      {"--prompt-ids", a->prompt_ids},           {"--reference-ids", a->reference_ids},
+      {"--candidate-ids", a->candidate_ids},     {"--reference-texts", a->reference_texts},
+      {"--candidate-texts", a->candidate_texts}, {"--kiln-receipt", a->kiln_receipt},
+      {"--vllm-receipt", a->vllm_receipt},       {"--model-identity", a->model_identity}};
+  json_t *d[NDOCS] = {NULL}, *req = NULL;
+  for (size_t i = 0; !rc && i < NDOCS; i++)
+    if (flags[i][1]) rc = fdl_cli_read_json("divergence", flags[i][0], flags[i][1], &d[i]);
   char *prompt = NULL;
   size_t plen = 0;
-  rc = fdl_cli_read_json("divergence", "--prompt-ids", a->prompt_ids, &pj);
-  if (!rc) rc = fdl_cli_read_json("divergence", "--reference-ids", a->reference_ids, &rj);
-  if (!rc) rc = fdl_cli_read_json("divergence", "--candidate-ids", a->candidate_ids, &cj);
-  if (!rc && a->reference_texts)
-    rc = fdl_cli_read_json("divergence", "--reference-texts", a->reference_texts, &rt);
-  if (!rc && a->candidate_texts)
-    rc = fdl_cli_read_json("divergence", "--candidate-texts", a->candidate_texts, &ct);
-  if (!rc) rc = fdl_cli_read_json("divergence", "--kiln-receipt", a->kiln_receipt, &kr);
-  if (!rc) rc = fdl_cli_read_json("divergence", "--vllm-receipt", a->vllm_receipt, &vr);
-  if (!rc && a->model_identity)
-    rc = fdl_cli_read_json("divergence", "--model-identity", a->model_identity, &mi);
   if (!rc) rc = fdl_cli_read_arg("divergence", "--prompt-text", a->prompt_text, &prompt, &plen);
   fdl_err err = {FDL_OK, ""};
   if (!rc && strlen(prompt) != plen) {
@@ -322,13 +319,15 @@ static int work(div_args *a) {
   }
   if (!rc && a->model_dir) {
     if (fdl_cli_input_model("divergence", a->model_dir) != 0) rc = FDL_EXIT_USAGE;
-    fdl_status s = rc ? FDL_OK : fdl_kiln_model_identity(a->model_dir, a->model_id, &mi, &err);
+    fdl_status s =
+        rc ? FDL_OK : fdl_kiln_model_identity(a->model_dir, a->model_id, &d[MODEL], &err);
     if (s != FDL_OK) rc = fdl_cli_failed(&err, s);
   }
   size_t step = 0;
   if (!rc) {
-    fdl_kiln_divergence_in in = {pj,        rj,       cj, rt, ct, prompt, a->id, a->source_commit,
-                                 a->run_id, a->phase, kr, vr, mi};
+    fdl_kiln_divergence_in in = {
+        d[PROMPT],        d[REF],    d[CAND],  d[REF_TEXTS],    d[CAND_TEXTS],   prompt,  a->id,
+        a->source_commit, a->run_id, a->phase, d[KILN_RECEIPT], d[VLLM_RECEIPT], d[MODEL]};
     fdl_status s = fdl_kiln_divergence(&in, &req, &step, &err);
     /* The request is written only if `check` will take it: the same byte limit. */
     fdl_buf b;
@@ -341,25 +340,16 @@ static int work(div_args *a) {
                    b.len, FDL_KILN_REQUEST_MAX_BYTES);
     if (s == FDL_OK) s = fdl_write_file(a->out, b.data, b.len, &err);
     fdl_buf_free(&b);
-    char ident[FDL_SEAL_BUF];
-    if (s == FDL_OK) s = fdl_kiln_canonical_sha256(req, ident, &err);
-    if (s != FDL_OK) {
+    fdl_kiln_request rq;
+    if (s == FDL_OK) s = fdl_kiln_request_read(req, &rq, &err);
+    if (s != FDL_OK)
       rc = fdl_cli_failed(&err, s);
-    } else {
-      printf("diverges at step %zu: kiln %lld, vllm %lld\nrequest %s\n", step,
-             (long long)json_integer_value(json_array_get(cj, step)),
-             (long long)json_integer_value(json_array_get(rj, step)), ident);
-    }
+    else
+      printf("diverges at step %zu: kiln %u, vllm %u\nrequest %s\n", step, rq.candidates[0],
+             rq.candidates[1], rq.identity);
   }
   free(prompt);
-  json_decref(pj);
-  json_decref(rj);
-  json_decref(cj);
-  json_decref(rt);
-  json_decref(ct);
-  json_decref(kr);
-  json_decref(vr);
-  json_decref(mi);
+  for (size_t i = 0; i < NDOCS; i++) json_decref(d[i]);
   json_decref(req);
   return rc;
 }

@@ -149,97 +149,31 @@ static int read_rows(const char *path, const char *tensor, uint64_t hidden, fdl_
   return FDL_EXIT_OK;
 }
 
-/* names[i] for each of n rows: from the comma list, the metadata JSON list, or boundary_<i>.
- * Returns a JSON array of strings, or NULL after reporting why. */
-static json_t *row_names(const char *list, const char *meta, uint64_t n, int *rc) {
+/* names[i] for each of n rows (fdl_attr_row_names), or NULL after reporting why. */
+static char **row_names(const char *list, const char *meta, uint64_t n, int *rc) {
   fdl_err err = {0};
-  json_t *a = NULL;
-  *rc = FDL_EXIT_REFUSED;
-  if (list) {
-    a = json_array();
-    for (const char *p = list; a;) {
-      const char *end = strchr(p, ',');
-      json_t *s = json_stringn(p, end ? (size_t)(end - p) : strlen(p));
-      if (!s || json_array_append_new(a, s)) {
-        json_decref(a);
-        a = NULL;
-        *rc = FDL_EXIT_USAGE;
-        fdl_fail(&err, FDL_NOMEM, "out of memory");
-        fdl_cli_report(&err);
-        return NULL;
-      }
-      if (!end) break;
-      p = end + 1;
-    }
-  } else if (meta) {
-    fdl_err perr = {FDL_OK, ""};
-    bool ok = fdl_json_parse(meta, strlen(meta), NULL, &a, &perr) == FDL_OK && json_is_array(a);
-    for (size_t i = 0; ok && i < json_array_size(a); i++) ok = json_is_string(json_array_get(a, i));
-    if (!ok) {
-      json_decref(a);
-      fdl_fail(&err, FDL_PARSE,
-               "REF __metadata__ \"boundary_names\": expected a JSON list of strings");
-      fdl_cli_report(&err);
-      return NULL;
-    }
-  } else {
-    a = json_array();
-    for (uint64_t i = 0; a && i < n; i++) {
-      char name[40];
-      snprintf(name, sizeof name, "boundary_%llu", (unsigned long long)i);
-      json_array_append_new(a, json_string(name));
-    }
-  }
-  if (!a || json_array_size(a) != n) {
-    fdl_fail(&err, a ? FDL_MISMATCH : FDL_NOMEM, "%zu boundary names (%s) for %llu rows",
-             a ? json_array_size(a) : 0, list ? "--names" : "__metadata__ boundary_names",
-             (unsigned long long)n);
-    json_decref(a);
-    *rc = fdl_cli_exit_for(err.status);
-    fdl_cli_report(&err);
-    return NULL;
-  }
-  *rc = FDL_EXIT_OK;
-  return a;
+  char **names = NULL;
+  fdl_status s = fdl_attr_row_names(list, meta, (size_t)n,
+                                    list ? "--names" : "__metadata__ boundary_names", &names, &err);
+  *rc = s == FDL_OK ? FDL_EXIT_OK : fdl_cli_failed(&err, s);
+  return names;
 }
 
-static json_t *boundary_json(uint64_t i, json_t *name, const fdl_attr_boundary *b) {
-  char h1[FDL_SHA256_HEX_BUF], h2[FDL_SHA256_HEX_BUF], d1[8 + FDL_SHA256_HEX_BUF],
-      d2[8 + FDL_SHA256_HEX_BUF];
-  fdl_sha256_hex(&b->hf_sha256, h1);
-  fdl_sha256_hex(&b->kiln_sha256, h2);
-  snprintf(d1, sizeof d1, "sha256:%s", h1);
-  snprintf(d2, sizeof d2, "sha256:%s", h2);
-  return json_pack("{s:I, s:O, s:f, s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "index", (json_int_t)i,
-                   "name", name, "cosine_similarity", b->cosine_similarity, "hf_sha256", d1,
-                   "kiln_sha256", d2, "max_abs_error", b->max_abs_error, "mean_abs_error",
-                   b->mean_abs_error, "reference_root_mean_square", b->reference_root_mean_square,
-                   "relative_root_mean_square_error", b->relative_root_mean_square_error,
-                   "root_mean_square_error", b->root_mean_square_error);
-}
-
-static int emit(const args *a, json_t *names, const fdl_attr_boundary *bs, uint64_t n) {
-  double *rel = malloc((size_t)n * sizeof *rel);
+static int emit(const args *a, char **names, const fdl_attr_boundary *bs, uint64_t n, size_t gi,
+                double delta) {
   json_t *list = json_array();
-  for (uint64_t i = 0; rel && list && i < n; i++) {
-    rel[i] = bs[i].relative_root_mean_square_error;
-    json_t *o = boundary_json(i, json_array_get(names, (size_t)i), &bs[i]);
+  for (uint64_t i = 0; list && i < n; i++) {
+    json_t *o = fdl_attr_boundary_json((size_t)i, names[i], &bs[i]);
     if (!o || json_array_append_new(list, o)) {
       json_decref(list);
       list = NULL;
     }
   }
-  size_t gi = 0;
-  double delta = 0.0;
-  if (rel) fdl_attr_largest_growth(rel, (size_t)n, &gi, &delta);
-  free(rel);
-  json_t *growth =
-      json_pack("{s:I, s:O, s:f}", "index", (json_int_t)gi, "name", json_array_get(names, gi),
-                "relative_root_mean_square_error_delta", delta);
-  json_t *doc = list && growth ? json_pack("{s:o, s:O}", "boundaries", list,
-                                           "largest_relative_error_growth", growth)
-                               : NULL;
-  if (!doc) json_decref(list);
+  /* jansson (2.14) takes list even when the pack fails */
+  json_t *doc = list ? json_pack("{s:o, s:{s:I, s:s, s:f}}", "boundaries", list,
+                                 "largest_relative_error_growth", "index", (json_int_t)gi, "name",
+                                 names[gi], "relative_root_mean_square_error_delta", delta)
+                     : NULL;
   fdl_err err = {0};
   fdl_buf b;
   fdl_buf_init(&b, 0);
@@ -254,23 +188,20 @@ static int emit(const args *a, json_t *names, const fdl_attr_boundary *bs, uint6
                      "max_abs_error") >= 0;
     for (uint64_t i = 0; ok && i < n; i++) {
       char r[FDL_FLOAT_REPR_MAX], c[FDL_FLOAT_REPR_MAX], m[FDL_FLOAT_REPR_MAX], q[FDL_QUOTE_CAP];
-      const char *nm = json_string_value(json_array_get(names, (size_t)i));
       fdl_float_repr(bs[i].relative_root_mean_square_error, r);
       fdl_float_repr(bs[i].cosine_similarity, c);
       fdl_float_repr(bs[i].max_abs_error, m);
       ok = printf("%-5llu %-32s %-24s %-24s %s\n", (unsigned long long)i,
-                  fdl_cli_shown(nm, strlen(nm), q, sizeof q), r, c, m) >= 0;
+                  fdl_cli_shown(names[i], strlen(names[i]), q, sizeof q), r, c, m) >= 0;
     }
     char d[FDL_FLOAT_REPR_MAX], q[FDL_QUOTE_CAP];
-    const char *gn = json_string_value(json_array_get(names, gi));
     fdl_float_repr(delta, d);
     if (ok)
       ok = printf("largest relative error growth: boundary %zu (%s), delta %s\n", gi,
-                  fdl_cli_shown(gn, strlen(gn), q, sizeof q), d) >= 0;
+                  fdl_cli_shown(names[gi], strlen(names[gi]), q, sizeof q), d) >= 0;
     if (!ok) rc = FDL_EXIT_USAGE;
   }
   fdl_buf_free(&b);
-  json_decref(growth);
   json_decref(doc);
   return rc;
 }
@@ -289,14 +220,16 @@ static int load_logits(const char *path, fdl_attr_matrix *m) {
 
 static int run_kiln_v2(const args *a, const fdl_attr_matrix *ref, const fdl_attr_matrix *cand) {
   fdl_err err = {0};
-  json_t *given = NULL, *req = NULL, *prov = NULL, *obs = NULL, *rec = NULL;
+  json_t *req = NULL, *prov = NULL, *obs = NULL, *rec = NULL;
+  char **given = NULL;
   fdl_attr_matrix fl = {0};
   int rc = FDL_EXIT_OK;
   if (a->names || ref->boundary_names) {
     given = row_names(a->names, ref->boundary_names, ref->rows, &rc);
     fdl_status s =
         rc == FDL_EXIT_OK
-            ? fdl_attr_layer_names_check(given, a->names ? "--names" : "REF boundary_names", &err)
+            ? fdl_attr_layer_names_check((const char *const *)given, (size_t)ref->rows,
+                                         a->names ? "--names" : "REF boundary_names", &err)
             : FDL_OK;
     if (s != FDL_OK) rc = fdl_cli_failed(&err, s);
   }
@@ -327,20 +260,17 @@ static int run_kiln_v2(const args *a, const fdl_attr_matrix *ref, const fdl_attr
       fdl_err_prefix(&err, "layers diff --format kiln-v2");
       rc = fdl_cli_failed(&err, s);
     } else {
-      const json_t *g =
-          json_object_get(json_object_get(rec, "worker"), "largest_relative_error_growth");
+      fdl_kiln_summary sum;
+      fdl_kiln_summary_read(rec, &sum);
       char d[FDL_FLOAT_REPR_MAX];
-      fdl_float_repr(json_real_value(json_object_get(g, "relative_root_mean_square_error_delta")),
-                     d);
-      if (printf("largest_relative_error_growth %lld %s %s\nresult %s\n",
-                 (long long)json_integer_value(json_object_get(g, "index")),
-                 json_string_value(json_object_get(g, "name")), d,
-                 json_string_value(json_object_get(rec, "result_sha256"))) < 0)
+      fdl_float_repr(sum.growth_delta, d);
+      if (printf("largest_relative_error_growth %zu %s %s\nresult %s\n", sum.growth_index,
+                 sum.growth_name, d, sum.sha256) < 0)
         rc = FDL_EXIT_USAGE;
     }
   }
   fdl_attr_matrix_free(&fl);
-  json_decref(given);
+  free(given);
   json_decref(req);
   json_decref(prov);
   json_decref(obs);
@@ -377,7 +307,7 @@ static int work(args *a) {
   int rc;
   fdl_attr_matrix ref = {0}, cand = {0};
   fdl_attr_boundary *bs = NULL;
-  json_t *names = NULL;
+  char **names = NULL;
   fdl_err err = {0};
   rc = read_rows(a->pos[0], a->ref_tensor, a->hidden, &ref);
   if (rc == FDL_EXIT_OK) rc = read_rows(a->pos[1], a->cand_tensor, a->hidden, &cand);
@@ -400,19 +330,19 @@ static int work(args *a) {
     fdl_fail(&err, FDL_NOMEM, "out of memory");
     rc = fdl_cli_failed(&err, FDL_NOMEM);
   }
-  for (uint64_t i = 0; rc == FDL_EXIT_OK && i < ref.rows; i++) {
-    size_t w = (size_t)ref.cols;
-    fdl_status s = fdl_attr_compare_boundary(cand.data + i * w, ref.data + i * w, w, &bs[i], &err);
+  size_t gi = 0;
+  double gd = 0.0;
+  if (rc == FDL_EXIT_OK) {
+    fdl_status s = fdl_attr_compare_rows(ref.data, cand.data, (size_t)ref.rows, (size_t)ref.cols,
+                                         (const char *const *)names, bs, &gi, &gd, &err);
     if (s != FDL_OK) {
-      const char *nm = json_string_value(json_array_get(names, (size_t)i));
-      fdl_err_prefix(&err, "layers diff %s %s: row %llu (%s)", a->pos[0], a->pos[1],
-                     (unsigned long long)i, nm);
+      fdl_err_prefix(&err, "layers diff %s %s", a->pos[0], a->pos[1]);
       rc = fdl_cli_failed(&err, s);
     }
   }
-  if (rc == FDL_EXIT_OK) rc = emit(a, names, bs, ref.rows);
+  if (rc == FDL_EXIT_OK) rc = emit(a, names, bs, ref.rows, gi, gd);
   free(bs);
-  json_decref(names);
+  free(names);
   fdl_attr_matrix_free(&ref);
   fdl_attr_matrix_free(&cand);
   return rc;
