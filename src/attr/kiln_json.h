@@ -41,6 +41,8 @@ typedef struct {
   char identity[FDL_SEAL_BUF]; /* canonical_sha256(request) */
   const char *id, *input_token_ids_sha256;
   size_t input_count;                   /* len(input_token_ids) */
+  uint32_t input[FDL_KILN_MAX_INPUT];   /* input_token_ids */
+  size_t prompt_count;                  /* len(prompt.token_ids) */
   uint32_t candidates[2];               /* the kiln, then the vllm candidate's token id */
   uint32_t prefix[FDL_KILN_MAX_PREFIX]; /* continuation_prefix token ids */
   size_t nprefix;
@@ -50,6 +52,8 @@ typedef struct {
 /* Checks doc as fdl_kiln_check_doc does (messages naming "request"), refuses another schema
  * (FDL_REFUSED), and decodes it into *rq. */
 fdl_status fdl_kiln_request_read(const json_t *doc, fdl_kiln_request *rq, fdl_err *err);
+/* Decodes a request that fdl_kiln_check_doc passed (chk: what it found) into *rq. */
+void fdl_kiln_request_decode(const json_t *doc, const fdl_kiln_checked *chk, fdl_kiln_request *rq);
 
 /* What the commands print of a record fidelis wrote (fidelis.path-attribution.v1, Kiln's path
  * or layer result v2), borrowed from the tree; a field the kind lacks is NULL or 0. */

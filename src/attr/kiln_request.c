@@ -5,6 +5,7 @@
 
 #include "attr/internal.h"
 #include "attr/kiln_check.h"
+#include "json/get.h"
 #include "fidelis/kiln.h"
 
 /* A request's source (§5): {source_commit (40 hex), kiln_receipt, vllm_receipt}. */
@@ -250,10 +251,19 @@ fdl_status fdl_kiln_request_read(const json_t *doc, fdl_kiln_request *rq, fdl_er
   if (strcmp(chk.schema, FDL_KILN_REQUEST_SCHEMA) != 0)
     return fdl_fail(err, FDL_REFUSED, "request: schema %s, expected %s", chk.schema,
                     FDL_KILN_REQUEST_SCHEMA);
-  memcpy(rq->identity, chk.identity, sizeof rq->identity);
+  fdl_kiln_request_decode(doc, &chk, rq);
+  return FDL_OK;
+}
+
+void fdl_kiln_request_decode(const json_t *doc, const fdl_kiln_checked *chk, fdl_kiln_request *rq) {
+  memcpy(rq->identity, chk->identity, sizeof rq->identity);
   rq->id = json_string_value(json_object_get(doc, "id"));
   rq->input_token_ids_sha256 = json_string_value(json_object_get(doc, "input_token_ids_sha256"));
-  rq->input_count = json_array_size(json_object_get(doc, "input_token_ids"));
+  const json_t *in = json_object_get(doc, "input_token_ids");
+  rq->input_count = json_array_size(in);
+  for (size_t i = 0; i < rq->input_count; i++)
+    rq->input[i] = (uint32_t)json_integer_value(json_array_get(in, i));
+  rq->prompt_count = json_array_size(fdl_json_path(doc, "prompt.token_ids"));
   const json_t *cands = json_object_get(doc, "candidates"),
                *cp = json_object_get(doc, "continuation_prefix");
   for (size_t i = 0; i < 2; i++)
@@ -264,5 +274,4 @@ fdl_status fdl_kiln_request_read(const json_t *doc, fdl_kiln_request *rq, fdl_er
     rq->prefix[i] =
         (uint32_t)json_integer_value(json_object_get(json_array_get(cp, i), "token_id"));
   rq->model_identity = json_object_get(doc, "model_identity");
-  return FDL_OK;
 }

@@ -19,6 +19,7 @@
 #include "fidelis/tokenizer.h"
 #include "attr/kiln_json.h"
 #include "dataset/dataset_json.h"
+#include "json/get.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -160,23 +161,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-/* The ids of a JSON array of token ids into a new array; false when it is not one. */
-static bool id_array(const json_t *j, int32_t **ids, size_t *n) {
-  size_t k = json_is_array(j) ? json_array_size(j) : 0;
-  *ids = k ? malloc(k * sizeof **ids) : NULL;
-  for (size_t i = 0; *ids && i < k; i++) {
-    const json_t *v = json_array_get(j, i);
-    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX) {
-      free(*ids);
-      *ids = NULL;
-      break;
-    }
-    (*ids)[i] = (int32_t)json_integer_value(v);
-  }
-  *n = k;
-  return *ids != NULL;
-}
-
 /* A request's input_token_ids, checked by the request's own rules first; *first is the row of
  * the last prompt token (the first forced step). */
 static int request_ids(const args *a, int32_t **ids, size_t *n, size_t *first) {
@@ -194,12 +178,17 @@ static int request_ids(const args *a, int32_t **ids, size_t *n, size_t *first) {
     fdl_err_prefix(&err, "--request");
     return fdl_cli_failed(&err, s);
   }
-  size_t prompt = json_array_size(json_object_get(json_object_get(doc, "prompt"), "token_ids"));
-  bool ok = id_array(json_object_get(doc, "input_token_ids"), ids, n) && prompt >= 1;
+  fdl_kiln_request *rq = malloc(sizeof *rq);
+  if (rq) fdl_kiln_request_decode(doc, &chk, rq);
   json_decref(doc);
-  if (!ok) return FDL_EXIT_USAGE; /* the checker proved both lists: only memory can fail */
-  *first = prompt - 1;
-  return 0;
+  /* The checker proved both lists non-empty and every id below the vocabulary: only memory can
+   * fail. */
+  *ids = rq ? malloc(rq->input_count * sizeof **ids) : NULL;
+  for (size_t i = 0; *ids && i < rq->input_count; i++) (*ids)[i] = (int32_t)rq->input[i];
+  *n = rq ? rq->input_count : 0;
+  *first = rq ? rq->prompt_count - 1 : 0;
+  free(rq);
+  return *ids ? 0 : FDL_EXIT_USAGE;
 }
 
 /* The model's tokenizer when DIR has a tokenizer.json, or a GGUF its vocabulary (*tok stays
@@ -260,9 +249,13 @@ static int input_ids(const args *a, fdl_tok *tok, int32_t **ids, size_t *n, size
     json_t *j = NULL;
     int rc = fdl_cli_read_json("generate", "--ids", a->ids, &j);
     if (rc) return rc;
-    bool ok = id_array(j, ids, n);
+    int64_t *v = NULL;
+    bool ok = fdl_json_int_array(j, 0, INT32_MAX, &v, n) == FDL_OK && *n;
     json_decref(j);
-    if (!ok) {
+    *ids = ok ? malloc(*n * sizeof **ids) : NULL;
+    for (size_t i = 0; *ids && i < *n; i++) (*ids)[i] = (int32_t)v[i];
+    free(v);
+    if (!*ids) {
       fprintf(stderr, "fidelis generate: --ids: expected a nonempty JSON array of token ids "
                       "(integers 0..2147483647)\n");
       return FDL_EXIT_REFUSED;

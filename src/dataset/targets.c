@@ -24,23 +24,12 @@ static fdl_status read_ids(int rootfd, const char *rel, int64_t **ids, size_t *n
   s = fdl_json_parse(bytes, len, NULL, &doc, err);
   free(bytes);
   if (s != FDL_OK) return fdl_err_prefix(err, "%s", rel);
-  size_t k = json_is_array(doc) ? json_array_size(doc) : 0;
-  int64_t *v = fdl_malloc((k ? k : 1) * sizeof *v);
-  bool ok = json_is_array(doc) && v;
-  for (size_t i = 0; ok && i < k; i++) {
-    const json_t *x = json_array_get(doc, i);
-    ok = json_is_integer(x);
-    if (ok) v[i] = (int64_t)json_integer_value(x);
-  }
+  s = fdl_json_int_array(doc, INT64_MIN, INT64_MAX, ids, n);
   json_decref(doc);
-  if (!ok) {
-    free(v);
-    return v ? fdl_fail(err, FDL_PARSE, "%s: a token file holds one JSON array of integer ids", rel)
-             : fdl_fail(err, FDL_NOMEM, "%s: out of memory", rel);
-  }
-  *ids = v;
-  *n = k;
-  return FDL_OK;
+  return s == FDL_OK ? FDL_OK
+         : s == FDL_NOMEM
+             ? fdl_fail(err, s, "%s: out of memory", rel)
+             : fdl_fail(err, s, "%s: a token file holds one JSON array of integer ids", rel);
 }
 
 static fdl_status read_mask(int rootfd, const char *rel, const char *want, int64_t num_tokens,

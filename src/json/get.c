@@ -1,6 +1,8 @@
 /* get.c - the one getter set over parsed JSON: typed lookup by key and by dotted path. */
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/sys.h"
 #include "json/get.h"
 
 const char *fdl_json_str(const json_t *o, const char *key) {
@@ -63,4 +65,22 @@ double fdl_json_path_num(const json_t *o, const char *path, double dflt) {
 json_t *fdl_json_path_copy(const json_t *o, const char *path) {
   const json_t *v = fdl_json_path(o, path);
   return v ? json_deep_copy(v) : json_null();
+}
+
+fdl_status fdl_json_int_array(const json_t *j, int64_t lo, int64_t hi, int64_t **out, size_t *n) {
+  if (!json_is_array(j)) return FDL_PARSE;
+  size_t k = json_array_size(j);
+  int64_t *v = fdl_malloc((k ? k : 1) * sizeof *v);
+  if (!v) return FDL_NOMEM;
+  for (size_t i = 0; i < k; i++) {
+    const json_t *x = json_array_get(j, i);
+    if (!json_is_integer(x) || json_integer_value(x) < lo || json_integer_value(x) > hi) {
+      free(v);
+      return FDL_PARSE;
+    }
+    v[i] = (int64_t)json_integer_value(x);
+  }
+  *out = v;
+  *n = k;
+  return FDL_OK;
 }

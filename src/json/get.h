@@ -15,6 +15,8 @@
 
 #include <jansson.h>
 
+#include "fidelis/status.h"
+
 const char *fdl_json_str(const json_t *o, const char *key);
 json_t *fdl_json_obj(const json_t *o, const char *key);
 json_t *fdl_json_arr(const json_t *o, const char *key);
@@ -33,5 +35,10 @@ int64_t fdl_json_path_int(const json_t *o, const char *path, int64_t dflt);
 double fdl_json_path_num(const json_t *o, const char *path, double dflt);
 /* A deep copy of the value at path; JSON null when absent. NULL only when out of memory. */
 json_t *fdl_json_path_copy(const json_t *o, const char *path);
+
+/* A JSON array of integers, each in [lo, hi], into a new array (*out, *n; *out is never NULL on
+ * FDL_OK, even for an empty array). FDL_PARSE: j is not such an array; FDL_NOMEM. The caller
+ * writes the message: it knows what the array is. */
+fdl_status fdl_json_int_array(const json_t *j, int64_t lo, int64_t hi, int64_t **out, size_t *n);
 
 #endif
