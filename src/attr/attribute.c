@@ -4,12 +4,10 @@
  * is re-checked by fdl_kiln_check_doc before it is handed back, so the writer and `fidelis check`
  * share one set of rules (the graph counters among them). Kiln's path result v2 (§12) is written
  * from the same computed values, never read back from the record. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attr/internal.h"
-#include "attr/kiln_check.h"
 #include "fidelis/attr.h"
 #include "json/json.h"
 #include "base/sys.h"

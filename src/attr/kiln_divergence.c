@@ -8,7 +8,6 @@
 
 #include "attr/internal.h"
 #include "base/sys.h"
-#include "fidelis/attr.h"
 #include "json/json.h"
 #include "fidelis/kiln.h"
 #include "attr/kiln_json.h"
