@@ -453,9 +453,9 @@ static void attribute(outcome *oc) {
   fdl_kiln_path_in paths[2] = {{.name = "eager_full", .full = true, .rows = full, .nrows = 1},
                                {.name = "graph_greedy", .full = false, .ids = ids}};
   json_t *out = NULL;
-  oc->status = ref && full
-                   ? fdl_kiln_attribute(kiln_request, ref, KILN_V, paths, 2, NULL, &out, &oc->err)
-                   : fdl_fail(&oc->err, FDL_NOMEM, "out of memory");
+  oc->status = ref && full ? fdl_kiln_attribute(kiln_request, ref, KILN_V, paths, 2, NULL, NULL,
+                                                &out, &oc->err)
+                           : fdl_fail(&oc->err, FDL_NOMEM, "out of memory");
   json_decref(ids);
   free(ref);
   free(full);

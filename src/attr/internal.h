@@ -4,9 +4,11 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
+#include "fidelis/attr.h"
 #include "fidelis/digest.h"
 #include "fidelis/status.h"
 #include "attr/kiln_json.h"
@@ -26,6 +28,12 @@ fdl_status fdl_attr_sha256_f32(const float *v, size_t n, fdl_sha256 *out, fdl_er
 /* d as the records write a digest: "sha256:" and its hex. */
 void fdl_attr_sha_text(const fdl_sha256 *d, char out[FDL_SEAL_BUF]);
 
+/* The blocks of fidelis.path-attribution.v1 (attribute.c writes them, kiln_fidelis.c rebuilds
+ * them to recompute a record): a full path's comparison (r and its two candidates c) and the
+ * reference block of a reference of n logits (its verdict included); NULL when out of memory. */
+json_t *fdl_attr_comparison_json(const fdl_attr_logits *r, const fdl_attr_candidate *c);
+json_t *fdl_attr_reference_json(const fdl_attr_logits *r, const fdl_attr_candidate *c, size_t n);
+
 /* The four Kiln paths of kiln.rocm-hf-path-attribution-result.v2 in §12's precedence order:
  * the worker key, whether it is a full-logits path, and the label it earns when it diverges. */
 typedef struct {
@@ -36,6 +44,12 @@ extern const fdl_kiln_v2_path fdl_kiln_v2_paths[4];
 
 /* A token id (§1): a JSON integer, not a bool, below FDL_KILN_VOCAB_SIZE. */
 bool fdl_kiln_token_ok(const json_t *v);
+/* v, an array of at most max token ids, into a new array *ids of *n that the caller frees, even
+ * on failure. FDL_PARSE: *bad is the first element that is no token id, or SIZE_MAX (no array of
+ * at most max values); the caller names the array. FDL_NOMEM. */
+fdl_status fdl_kiln_token_ids(const json_t *v, size_t max, uint64_t **ids, size_t *n, size_t *bad);
+/* list with the JSON integers v[0..n) appended; NULL (list released) when out of memory. */
+json_t *fdl_kiln_tokens_json(json_t *list, const uint64_t *v, size_t n);
 /* A POSIX path of n bytes that is relative, has no ".." and is already normalised (no "./",
  * "//", trailing "/"). */
 bool fdl_kiln_rel_path_ok(const char *s, size_t n);

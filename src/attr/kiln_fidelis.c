@@ -1,9 +1,15 @@
 /* kiln_fidelis.c - fidelis' own fidelis.path-attribution.v1 record (docs/ATTRIBUTION.md): the
- * verdict, the per-path divergence and the attribution recomputed from the record's values. */
+ * verdict, the per-path divergence and the attribution recomputed from the record's values; and
+ * a path record's (this one or Kiln's path result) comparison blocks recomputed from the logits
+ * (`fidelis check --reference`), an untrusted record held to the writer's blocks. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "attr/internal.h"
 #include "attr/kiln_check.h"
+#include "fidelis/attr.h"
+#include "json/get.h"
 
 static const fdl_schema_field REF_HEAD_F[] = {
     FDL_KF_INT("vocab_size", 2, FDL_KILN_VOCAB_SIZE, "expected an integer in %lld..%lld")};
@@ -188,5 +194,104 @@ fdl_status fdl_kiln_check_fidelis_attr(const fdl_kiln_ctx *c, const json_t *doc)
   if (first ? !fdl_kiln_str_eq(ap, first) : !json_is_null(ap))
     return fdl_kiln_bad(c, "$.attribution.path", "expected %s%s%s (the first path that diverges)",
                         first ? "\"" : "", first ? first : "null", first ? "\"" : "");
+  return FDL_OK;
+}
+
+/* ---- recomputation from the logits (fidelis check --reference) ----------------------------- */
+
+/* stored must equal want (an object); else the first key that differs, both values shown. */
+static fdl_status same_block(const char *name, const char *path, const json_t *stored,
+                             const json_t *want, fdl_err *err) {
+  if (json_equal(stored, want)) return FDL_OK;
+  const char *k;
+  json_t *v;
+  json_object_foreach((json_t *)want, k, v) {
+    const json_t *got = json_object_get(stored, k);
+    if (json_equal(got, v)) continue;
+    size_t fl = JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17);
+    char *a = got ? json_dumps(got, fl) : NULL, *b = json_dumps(v, fl);
+    fdl_fail(err, FDL_MISMATCH, "%s: %s.%s: stored %.300s, recomputed from the logits %.300s", name,
+             path, k, a ? a : "(none)", b ? b : "?");
+    free(a);
+    free(b);
+    return FDL_MISMATCH;
+  }
+  return fdl_fail(err, FDL_MISMATCH, "%s: %s: differs from the block recomputed from the logits",
+                  name, path);
+}
+
+fdl_status fdl_kiln_recompute_paths(const json_t *doc, const char *name, const float *reference,
+                                    size_t n, const fdl_kiln_logits_row *paths, size_t npaths,
+                                    fdl_err *err) {
+  const json_t *sv = json_object_get(doc, "schema");
+  bool fid = fdl_kiln_str_eq(sv, FDL_KILN_PATH_ATTR_SCHEMA);
+  bool kiln = fdl_kiln_str_eq(sv, "kiln.rocm-hf-path-attribution-result.v1") ||
+              fdl_kiln_str_eq(sv, FDL_KILN_PATH_V2_SCHEMA);
+  if (!fid && !kiln)
+    return fdl_fail(err, FDL_REFUSED,
+                    "%s: a %s has no path comparisons to recompute (--reference and --path go "
+                    "with path-attribution records)",
+                    name, json_is_string(sv) ? json_string_value(sv) : "record");
+  const json_t *w = json_object_get(doc, "worker");
+  const json_t *ct =
+      fid ? json_object_get(json_object_get(doc, "request"), "candidate_token_ids") : NULL;
+  uint64_t cand[2];
+  for (size_t i = 0; i < 2; i++) {
+    const json_t *id =
+        fid ? json_array_get(ct, i)
+            : json_object_get(
+                  json_array_get(fdl_json_path(w, "eager_full.comparison.candidate_tokens"), i),
+                  "token_id");
+    if (!json_is_integer(id) || json_integer_value(id) < 0 || (uint64_t)json_integer_value(id) >= n)
+      return fdl_fail(err, FDL_REFUSED,
+                      "%s: candidate %zu is no token id below the reference's width %zu", name, i,
+                      n);
+    cand[i] = (uint64_t)json_integer_value(id);
+  }
+  fdl_attr_logits r;
+  fdl_attr_candidate c[2];
+  fdl_status s = fdl_attr_compare_logits(reference, reference, n, cand, 2, &r, c, err);
+  if (s != FDL_OK) return s;
+  if (fid) {
+    json_t *rb = fdl_attr_reference_json(&r, c, n);
+    if (!rb) return fdl_fail(err, FDL_NOMEM, "out of memory");
+    s = same_block(name, "$.reference", json_object_get(doc, "reference"), rb, err);
+    json_decref(rb);
+    if (s != FDL_OK) return s;
+  } else if (json_integer_value(json_object_get(w, "hf_argmax")) != (json_int_t)r.argmax) {
+    return fdl_fail(err, FDL_MISMATCH,
+                    "%s: $.worker.hf_argmax: stored %lld, the reference's argmax %llu", name,
+                    (long long)json_integer_value(json_object_get(w, "hf_argmax")),
+                    (unsigned long long)r.argmax);
+  }
+  for (size_t i = 0; i < npaths; i++) {
+    const json_t *blk = NULL;
+    char jp[128];
+    if (fid) {
+      const json_t *all = json_object_get(doc, "paths");
+      for (size_t j = 0; j < json_array_size(all) && !blk; j++) {
+        const json_t *e = json_array_get(all, j);
+        if (fdl_kiln_str_eq(json_object_get(e, "name"), paths[i].name) &&
+            fdl_kiln_str_eq(json_object_get(e, "kind"), "full")) {
+          blk = json_object_get(e, "comparison");
+          snprintf(jp, sizeof jp, "$.paths[%zu].comparison", j);
+        }
+      }
+    } else if (strcmp(paths[i].name, "eager_full") == 0 ||
+               strcmp(paths[i].name, "graph_full") == 0) {
+      blk = json_object_get(json_object_get(w, paths[i].name), "comparison");
+      snprintf(jp, sizeof jp, "$.worker.%s.comparison", paths[i].name);
+    }
+    if (!blk)
+      return fdl_fail(err, FDL_REFUSED, "%s: --path %s: the record has no full path of that name",
+                      name, paths[i].name);
+    s = fdl_attr_compare_logits(paths[i].row, reference, n, cand, 2, &r, c, err);
+    if (s != FDL_OK) return s;
+    json_t *cmp = fdl_attr_comparison_json(&r, c);
+    if (!cmp) return fdl_fail(err, FDL_NOMEM, "out of memory");
+    s = same_block(name, jp, blk, cmp, err);
+    json_decref(cmp);
+    if (s != FDL_OK) return s;
+  }
   return FDL_OK;
 }

@@ -125,21 +125,19 @@ typedef struct {
  * the attribution: the first path that diverges (full: its last row's argmax differs from the
  * reference argmax; greedy: its final token differs from it), else
  * serving_only_or_not_reproduced. reference holds n floats; candidate ids must be < n. A broken
- * rule is FDL_REFUSED or FDL_INVALID naming the input; the record passes fdl_kiln_check_doc. */
-fdl_status fdl_kiln_attribute(const json_t *request, const float *reference, size_t n,
-                              const fdl_kiln_path_in *paths, size_t npaths, const json_t *counters,
-                              json_t **out, fdl_err *err);
-
-/* Kiln's kiln.rocm-hf-path-attribution-result.v2 (§12) from a fidelis.path-attribution.v1
- * record built by fdl_kiln_attribute over exactly the four Kiln paths (eager_full and
- * graph_full full, eager_greedy and graph_greedy greedy, any order; 4 observed tokens each, the
- * first 3 the request's continuation ids) with counters, and the provenance fidelis cannot know:
- * an object of exactly {created_at_utc, duration_seconds (> 0), source, binary, implementation,
+ * rule is FDL_REFUSED or FDL_INVALID naming the input; the record passes fdl_kiln_check_doc.
+ *
+ * With provenance (not NULL), *out is instead Kiln's kiln.rocm-hf-path-attribution-result.v2
+ * (§12) of the same values: exactly the four Kiln paths (eager_full and graph_full full,
+ * eager_greedy and graph_greedy greedy, any order; 4 observed tokens each, the first 3 the
+ * request's continuation ids) with counters, and the provenance fidelis cannot know: an object
+ * of exactly {created_at_utc, duration_seconds (> 0), source, binary, implementation,
  * request_path, model_fingerprint, oracle_reference, containment}, copied. fidelis computes the
  * worker block (attribution by §12's precedence), request {path, sha256}, model_identity (the
  * request's) and result_sha256. Refusals: FDL_REFUSED / FDL_INVALID naming the field. */
-fdl_status fdl_kiln_attribution_v2(const json_t *record, const json_t *request,
-                                   const json_t *provenance, json_t **out, fdl_err *err);
+fdl_status fdl_kiln_attribute(const json_t *request, const float *reference, size_t n,
+                              const fdl_kiln_path_in *paths, size_t npaths, const json_t *counters,
+                              const json_t *provenance, json_t **out, fdl_err *err);
 
 /* One full path's logits for fdl_kiln_recompute_paths: the row its comparison was made from
  * (the last forced step), n floats; borrowed. */

@@ -115,7 +115,7 @@ int fdl_cli_attribute(int argc, char **argv) {
     return rc;
   }
   rc = FDL_EXIT_OK;
-  json_t *req = NULL, *counters = NULL, *rec = NULL, *prov = NULL, *v2 = NULL;
+  json_t *req = NULL, *counters = NULL, *rec = NULL, *prov = NULL;
   fdl_attr_matrix ref = {0};
   struct { /* each path's name and input, owned; in[i] borrows them */
     char *name;
@@ -164,22 +164,20 @@ int fdl_cli_attribute(int argc, char **argv) {
     }
   }
   if (!rc) {
-    fdl_status s =
-        fdl_kiln_attribute(req, ref.data, (size_t)ref.cols, in, a.npaths, counters, &rec, &err);
-    if (s == FDL_OK && a.format == 1) s = fdl_kiln_attribution_v2(rec, req, prov, &v2, &err);
-    if (s == FDL_OK)
-      s = fdl_json_write_file(a.out, v2 ? v2 : rec, FDL_JSON_ASCII | FDL_JSON_PRETTY, &err);
+    fdl_status s = fdl_kiln_attribute(req, ref.data, (size_t)ref.cols, in, a.npaths, counters, prov,
+                                      &rec, &err);
+    if (s == FDL_OK) s = fdl_json_write_file(a.out, rec, FDL_JSON_ASCII | FDL_JSON_PRETTY, &err);
     if (s != FDL_OK) {
       rc = fdl_cli_failed(&err, s);
     } else {
       fdl_kiln_summary sum;
-      fdl_kiln_summary_read(v2 ? v2 : rec, &sum);
+      fdl_kiln_summary_read(rec, &sum);
       printf("attribution %s", sum.label);
       if (sum.path) {
         fputs("  ", stdout);
         fdl_cli_put_text(stdout, sum.path);
       }
-      printf("\n%s %s\n", v2 ? "result" : "record", sum.sha256);
+      printf("\n%s %s\n", prov ? "result" : "record", sum.sha256);
     }
   }
   for (size_t i = 0; p && i < a.npaths; i++) {
@@ -195,6 +193,5 @@ int fdl_cli_attribute(int argc, char **argv) {
   json_decref(counters);
   json_decref(rec);
   json_decref(prov);
-  json_decref(v2);
   return rc;
 }
