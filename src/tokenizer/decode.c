@@ -74,7 +74,7 @@ static void unbyte(tk_bytes *s) {
   size_t o = 0;
   for (size_t i = 0; i < s->len;) {
     uint32_t cp;
-    size_t k = fdl_tk_utf8_len((const unsigned char *)s->p + i, s->len - i, &cp);
+    size_t k = fdl_utf8_decode((const unsigned char *)s->p + i, s->len - i, &cp);
     int b = k ? fdl_tk_cp_byte(cp) : -1;
     if (b >= 0) {
       s->p[o++] = (char)b;

@@ -64,7 +64,7 @@ static bool word_char(const char *s, size_t n, size_t at, bool before) {
     return false;
   }
   uint32_t cp;
-  if (!fdl_tk_utf8_len((const unsigned char *)s + i, n - i, &cp)) return false;
+  if (!fdl_utf8_decode((const unsigned char *)s + i, n - i, &cp)) return false;
   if (cp == '_') return true;
   utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)cp);
   return (c >= UTF8PROC_CATEGORY_LU && c <= UTF8PROC_CATEGORY_LO) ||
@@ -74,7 +74,7 @@ static bool word_char(const char *s, size_t n, size_t at, bool before) {
 
 static bool space_at(const char *s, size_t n, size_t i, size_t *k) {
   uint32_t cp;
-  *k = fdl_tk_utf8_len((const unsigned char *)s + i, n - i, &cp);
+  *k = fdl_utf8_decode((const unsigned char *)s + i, n - i, &cp);
   return *k && (utf8proc_category((utf8proc_int32_t)cp) == UTF8PROC_CATEGORY_ZS ||
                 (cp >= 9 && cp <= 13) || cp == 0x85 || cp == 0x2028 || cp == 0x2029);
 }

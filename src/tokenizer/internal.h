@@ -14,6 +14,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "base/quote.h" /* fdl_utf8_decode, the one UTF-8 decoder */
 #include "fidelis/tokenizer.h"
 
 /* Limits (docs/TOKENIZER.md): far above every published vocabulary (the largest are ~262k), so
@@ -223,8 +224,6 @@ int fdl_tk_cp_byte(uint32_t cp); /* -1: not in the table */
 /* Decodes a byte-level token text into raw bytes in out (at most len bytes); false when some
  * code point is not in the table. */
 bool fdl_tk_unbyte(const char *p, size_t len, char *out, size_t *out_len);
-/* UTF-8: the length of the valid sequence at p (1..4), 0 when invalid. */
-size_t fdl_tk_utf8_len(const unsigned char *p, size_t n, uint32_t *cp);
 size_t fdl_tk_utf8_put(uint32_t cp, char *out);
 
 /* regex.c */

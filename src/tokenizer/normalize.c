@@ -38,7 +38,7 @@ static fdl_status unicode_form(tk_norm_kind k, const char *s, size_t n, tk_bytes
 static void lower(const char *s, size_t n, tk_bytes *out) {
   for (size_t i = 0; i < n;) {
     uint32_t cp = 0;
-    size_t k = fdl_tk_utf8_len((const unsigned char *)s + i, n - i, &cp);
+    size_t k = fdl_utf8_decode((const unsigned char *)s + i, n - i, &cp);
     if (!k) k = 1, cp = 0xFFFD; /* not reached: the text was checked */
     char buf[4];
     fdl_tk_bytes_put(out, buf,
@@ -57,7 +57,7 @@ static void strip(const tk_norm *op, const char *s, size_t n, tk_bytes *out) {
   size_t lo = 0, hi = n;
   while (op->left && lo < hi) {
     uint32_t cp;
-    size_t k = fdl_tk_utf8_len((const unsigned char *)s + lo, hi - lo, &cp);
+    size_t k = fdl_utf8_decode((const unsigned char *)s + lo, hi - lo, &cp);
     if (!k || !white(cp)) break;
     lo += k;
   }
@@ -65,7 +65,7 @@ static void strip(const tk_norm *op, const char *s, size_t n, tk_bytes *out) {
     size_t b = hi - 1;
     while (b > lo && ((unsigned char)s[b] & 0xC0) == 0x80) b--;
     uint32_t cp;
-    size_t k = fdl_tk_utf8_len((const unsigned char *)s + b, hi - b, &cp);
+    size_t k = fdl_utf8_decode((const unsigned char *)s + b, hi - b, &cp);
     if (!k || !white(cp)) break;
     hi = b;
   }
@@ -80,7 +80,7 @@ static fdl_status replace(const fdl_tok *t, const tk_norm *op, const char *s, si
     fdl_tk_bytes_put(out, s + at, lo - at);
     fdl_tk_bytes_put(out, op->a, op->a_len);
     if (hi == lo) { /* an empty match: keep one character and move on */
-      size_t k = lo < n ? fdl_tk_utf8_len((const unsigned char *)s + lo, n - lo, NULL) : 0;
+      size_t k = lo < n ? fdl_utf8_decode((const unsigned char *)s + lo, n - lo, NULL) : 0;
       fdl_tk_bytes_put(out, s + lo, k ? k : (lo < n));
       hi = lo + (k ? k : 1);
     }

@@ -220,7 +220,7 @@ fdl_status fdl_tk_parse_decoder(fdl_tok *t, const json_t *o, fdl_err *err) {
     op->kind = TK_D_STRIP;
     if ((st = text_of(o, "content", W, &s, &n, err)) != FDL_OK) return st;
     uint32_t cp;
-    if (!n || fdl_tk_utf8_len((const unsigned char *)s, n, &cp) != n)
+    if (!n || fdl_utf8_decode((const unsigned char *)s, n, &cp) != n)
       return fdl_fail(err, FDL_PARSE, "%s: Strip content must be one character", W);
     op->ch = cp;
     int64_t a = 0, b = 0; /* counts from 1 to 999, else 0 */

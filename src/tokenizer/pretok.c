@@ -85,7 +85,7 @@ static fdl_status segment(flow *f, size_t level, tk_behavior b, pend *p, size_t 
  * encode checked it). */
 static size_t numeric_at(const char *s, size_t n) {
   uint32_t cp;
-  size_t k = fdl_tk_utf8_len((const unsigned char *)s, n, &cp);
+  size_t k = fdl_utf8_decode((const unsigned char *)s, n, &cp);
   if (!k) return 0;
   utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)cp);
   return c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_NO ? k
@@ -97,7 +97,7 @@ static int next_digits(const tk_pre *op, const char *s, size_t n, size_t at, siz
   size_t i = at, k = 0;
   while (i < n && !(k = numeric_at(s + i, n - i))) {
     uint32_t cp;
-    size_t step = fdl_tk_utf8_len((const unsigned char *)s + i, n - i, &cp);
+    size_t step = fdl_utf8_decode((const unsigned char *)s + i, n - i, &cp);
     i += step ? step : 1;
   }
   if (i >= n) return 0;
