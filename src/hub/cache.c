@@ -217,7 +217,7 @@ fdl_status fdl_hub_write_ref(const char *repo_dir, const char *rev, const char *
                              fdl_err *err) {
   char dir[PATH_MAX], tmp[PATH_MAX], dst[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/refs", repo_dir);
-  if ((size_t)snprintf(dst, sizeof dst, "%s/%s", dir, rev) >= sizeof dst ||
+  if (!fdl_path_join_to(dir, rev, dst, sizeof dst) ||
       (size_t)snprintf(tmp, sizeof tmp, "%s/.%s.%ld.tmp", dir, rev, (long)getpid()) >= sizeof tmp)
     return fdl_fail(err, FDL_BOUNDS, "%s: path too long", dir);
   fdl_status s = fdl_mkdirs(dir, err);
