@@ -72,21 +72,3 @@ bool fdl_tk_unbyte(const char *p, size_t len, char *out, size_t *out_len) {
   *out_len = o;
   return true;
 }
-
-void fdl_tk_bytes_put(tk_bytes *b, const char *p, size_t n) {
-  if (b->failed) return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + n + 1) cap *= 2;
-    char *np = fdl_realloc(b->p, cap);
-    if (!np) {
-      b->failed = true;
-      return;
-    }
-    b->p = np;
-    b->cap = cap;
-  }
-  if (n) memcpy(b->p + b->len, p, n);
-  b->len += n;
-  b->p[b->len] = '\0';
-}
