@@ -28,7 +28,8 @@ void fdl_buf_reset(fdl_buf *b) {
 
 static int reserve(fdl_buf *b, size_t extra) {
   if (b->err != FDL_OK) return 0;
-  if (extra > b->limit || b->len > b->limit - extra) {
+  size_t limit = b->limit ? b->limit : SIZE_MAX / 2; /* a zeroed buffer is an unbounded one */
+  if (extra > limit || b->len > limit - extra) {
     b->err = FDL_TOO_LARGE;
     return 0;
   }

@@ -75,10 +75,7 @@ static fdl_status copy_in(int fd, const char *path, size_t size, fdl_pool *pool,
     free(j.p);
     return s;
   }
-  m->data = j.p;
-  m->size = size;
-  m->priv_ = j.p;
-  m->copied_ = true;
+  *m = (fdl_map){.data = j.p, .size = size, .priv_ = j.p, .copied_ = true};
   return FDL_OK;
 }
 
@@ -96,10 +93,7 @@ static fdl_status map_file(const char *path, size_t copy_max, fdl_pool *pool, fd
   size_t size = (size_t)st_size;
   if (size == 0) {
     close(fd);
-    m->data = empty;
-    m->size = 0;
-    m->priv_ = NULL;
-    m->copied_ = false;
+    *m = (fdl_map){.data = empty};
     return FDL_OK;
   }
   if (size <= copy_max) return copy_in(fd, path, size, pool, m, err);
@@ -107,10 +101,7 @@ static fdl_status map_file(const char *path, size_t copy_max, fdl_pool *pool, fd
   int e = errno;
   close(fd);
   if (p == MAP_FAILED) return fdl_fail(err, FDL_IO, "%s: cannot map: %s", path, strerror(e));
-  m->data = p;
-  m->size = size;
-  m->priv_ = p;
-  m->copied_ = false;
+  *m = (fdl_map){.data = p, .size = size, .priv_ = p};
   return FDL_OK;
 }
 
@@ -136,9 +127,7 @@ void fdl_unmap(fdl_map *m) {
     free(m->priv_);
   else if (m->priv_)
     munmap(m->priv_, m->size);
-  m->data = NULL;
-  m->size = 0;
-  m->priv_ = NULL;
+  *m = (fdl_map){0};
 }
 
 fdl_status fdl_read_fd(int fd, const char *name, size_t max_bytes, char **out, size_t *len,

@@ -12,6 +12,9 @@
 #define ELLIPSIS "\xe2\x80\xa6"
 
 size_t fdl_utf8_decode(const unsigned char *p, size_t left, uint32_t *cp) {
+  uint32_t unused;
+  if (!cp) cp = &unused;
+  if (left == 0) return 0;
   unsigned char c = p[0];
   if (c < 0x80) {
     *cp = c;

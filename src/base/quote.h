@@ -49,9 +49,10 @@ bool fdl_quote_has_control(const char *s, size_t n);
  * U+10FFFF): exactly what a JSON string accepts. */
 bool fdl_utf8_valid(const char *s, size_t n);
 
-/* Length (1 to 4) of the UTF-8 sequence at p[0..left) and its code point in *cp, or 0 when it
- * is not valid UTF-8 (overlong forms, surrogates, code points past U+10FFFF, a cut sequence).
- * The one decoder: quoting, the JSON writer and the validity check all read text through it. */
+/* Length (1 to 4) of the UTF-8 sequence at p[0..left) and its code point in *cp (cp may be NULL),
+ * or 0 when it is not valid UTF-8 (overlong forms, surrogates, code points past U+10FFFF, a cut
+ * or empty sequence). The one decoder: quoting, the JSON writer, the validity check, GGUF strings
+ * and the tokenizer all read text through it. */
 size_t fdl_utf8_decode(const unsigned char *p, size_t left, uint32_t *cp);
 
 #ifdef __cplusplus

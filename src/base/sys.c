@@ -153,8 +153,7 @@ int fdl_sys_open(const char *path, int flags, ...) {
   va_start(ap, flags);
   mode_t mode = mode_arg(flags, ap);
   va_end(ap);
-  if (fault_hit(FDL_FAULT_IO)) return io_fail(flags & O_CREAT ? ENOSPC : EIO);
-  return open(path, flags, mode);
+  return fdl_sys_openat(AT_FDCWD, path, flags, mode);
 }
 
 int fdl_sys_openat(int dirfd, const char *path, int flags, ...) {

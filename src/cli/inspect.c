@@ -91,33 +91,29 @@ static void print_human(const fdl_ds_summary *s) {
   }
 }
 
-static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **dir, bool *json) {
-  *json = false;
-  const fdl_cli_opt opts[] = {FDL_CLI_OPT_FLAG("--json", json)};
-  fdl_cli_spec s = {"inspect", usage, opts, 1, NULL, 0, dir, 1, 0, out, diag, 0};
+typedef struct {
+  const char *dir;
+  bool json;
+} args;
+
+static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
+  memset(a, 0, sizeof *a);
+  const fdl_cli_opt opts[] = {FDL_CLI_OPT_FLAG("--json", &a->json)};
+  fdl_cli_spec s = {"inspect", usage, opts, 1, NULL, 0, &a->dir, 1, 0, out, diag, 0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 1) return fdl_cli_usage_error(&s, "a dataset directory DIR is required");
   return FDL_CLI_GO;
 }
 
-int fdl_cli_inspect_check(int argc, char **argv, FILE *out, FILE *diag) {
-  const char *dir;
-  bool json;
-  return parse(argc, argv, out, diag, &dir, &json);
-}
-
-int fdl_cli_inspect(int argc, char **argv) {
-  const char *dir = NULL;
-  bool json;
-  int rc = parse(argc, argv, NULL, NULL, &dir, &json);
-  if (rc != FDL_CLI_GO) return rc;
-  if ((rc = fdl_cli_input_dataset("inspect", dir, true)) != 0) return rc;
+static int work(args *a) {
+  int rc;
+  if ((rc = fdl_cli_input_dataset("inspect", a->dir, true)) != 0) return rc;
   fdl_ds_summary s;
   fdl_err err;
-  fdl_status st = fdl_ds_inspect(dir, &s, &err);
+  fdl_status st = fdl_ds_inspect(a->dir, &s, &err);
   if (st != FDL_OK) return fdl_cli_failed(&err, st);
-  if (!json) {
+  if (!a->json) {
     print_human(&s);
     fdl_ds_summary_free(&s);
     return FDL_EXIT_OK;
@@ -127,3 +123,5 @@ int fdl_cli_inspect(int argc, char **argv) {
   fdl_ds_summary_free(&s);
   return st != FDL_OK ? fdl_cli_failed(&err, st) : fdl_cli_print_json(j, FDL_JSON_PRETTY);
 }
+
+FDL_CLI_COMMAND(fdl_cli_inspect, fdl_cli_inspect_check, args, parse, work)

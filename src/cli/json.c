@@ -97,37 +97,31 @@ static int canon(const char *path, unsigned flags, const fdl_json_read_opts *opt
   return FDL_EXIT_OK; /* a failed write to stdout is caught when main closes it */
 }
 
-static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **path, unsigned *flags,
-                 fdl_json_read_opts *opts) {
-  bool ascii = false, pretty = false, kiln = false;
-  const fdl_cli_opt table[] = {
-      FDL_CLI_OPT_FLAG("--ascii", &ascii),
-      FDL_CLI_OPT_FLAG("--pretty", &pretty),
-      FDL_CLI_OPT_FLAG("--kiln-strict", &kiln),
-  };
-  fdl_cli_spec s = {"json canon", usage, table, 3, NULL, 0, path, 1, 0, out, diag, 0};
-  int rc = fdl_cli_parse_sub(&s, argc, argv);
-  if (rc != FDL_CLI_GO) return rc;
-  if (s.npos != 1) return fdl_cli_usage_error(&s, "missing FILE (or '-' for standard input)");
-  *flags = (ascii ? FDL_JSON_ASCII : 0u) | (pretty ? FDL_JSON_PRETTY : 0u);
-  memset(opts, 0, sizeof *opts);
-  opts->kiln_strict = kiln;
-  opts->allow_nul = true; /* canon is Python's json: "\u0000" is a string like any other */
-  return FDL_CLI_GO;
-}
-
-int fdl_cli_json_check(int argc, char **argv, FILE *out, FILE *diag) {
+typedef struct {
   const char *path;
   unsigned flags;
   fdl_json_read_opts opts;
-  return parse(argc, argv, out, diag, &path, &flags, &opts);
+} args;
+
+static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
+  memset(a, 0, sizeof *a);
+  bool ascii = false, pretty = false;
+  const fdl_cli_opt table[] = {
+      FDL_CLI_OPT_FLAG("--ascii", &ascii),
+      FDL_CLI_OPT_FLAG("--pretty", &pretty),
+      FDL_CLI_OPT_FLAG("--kiln-strict", &a->opts.kiln_strict),
+  };
+  fdl_cli_spec s = {"json canon", usage, table, 3, NULL, 0, &a->path, 1, 0, out, diag, 0};
+  int rc = fdl_cli_parse_sub(&s, argc, argv);
+  if (rc != FDL_CLI_GO) return rc;
+  if (s.npos != 1) return fdl_cli_usage_error(&s, "missing FILE (or '-' for standard input)");
+  a->flags = (ascii ? FDL_JSON_ASCII : 0u) | (pretty ? FDL_JSON_PRETTY : 0u);
+  a->opts.allow_nul = true; /* canon is Python's json: "\u0000" is a string like any other */
+  return FDL_CLI_GO;
 }
 
-int fdl_cli_json(int argc, char **argv) {
-  const char *path = NULL;
-  unsigned flags = 0;
-  fdl_json_read_opts opts;
-  int rc = parse(argc, argv, NULL, NULL, &path, &flags, &opts);
-  if (rc != FDL_CLI_GO) return rc;
-  return canon(path, flags, &opts);
+static int work(args *a) {
+  return canon(a->path, a->flags, &a->opts);
 }
+
+FDL_CLI_COMMAND(fdl_cli_json, fdl_cli_json_check, args, parse, work)

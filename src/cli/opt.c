@@ -79,15 +79,9 @@ static long find(const fdl_cli_spec *s, const char *a, const char **value) {
     const char *names[2] = {s->opts[k].name, s->opts[k].alias};
     for (int j = 0; j < 2; j++) {
       size_t n = names[j] ? strlen(names[j]) : 0;
-      if (!n || strncmp(a, names[j], n)) continue;
-      if (a[n] == '\0') {
-        *value = NULL;
-        return (long)k;
-      }
-      if (a[n] == '=') {
-        *value = a + n + 1;
-        return (long)k;
-      }
+      if (!n || strncmp(a, names[j], n) || (a[n] != '\0' && a[n] != '=')) continue;
+      *value = a[n] ? a + n + 1 : NULL;
+      return (long)k;
     }
   }
   return -1;

@@ -175,26 +175,23 @@ static int list_file(const char *path, bool as_json) {
   return FDL_EXIT_OK;
 }
 
-static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **file, bool *as_json) {
-  *as_json = false;
-  const fdl_cli_opt opts[] = {FDL_CLI_OPT_FLAG("--json", as_json)};
-  fdl_cli_spec s = {"tensor ls", usage, opts, 1, NULL, 0, file, 1, 0, out, diag, 0};
+typedef struct {
+  const char *file;
+  bool as_json;
+} args;
+
+static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
+  memset(a, 0, sizeof *a);
+  const fdl_cli_opt opts[] = {FDL_CLI_OPT_FLAG("--json", &a->as_json)};
+  fdl_cli_spec s = {"tensor ls", usage, opts, 1, NULL, 0, &a->file, 1, 0, out, diag, 0};
   int rc = fdl_cli_parse_sub(&s, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 1) return fdl_cli_usage_error(&s, "one FILE expected");
   return FDL_CLI_GO;
 }
 
-int fdl_cli_tensor_check(int argc, char **argv, FILE *out, FILE *diag) {
-  const char *file;
-  bool as_json;
-  return parse(argc, argv, out, diag, &file, &as_json);
+static int work(args *a) {
+  return list_file(a->file, a->as_json);
 }
 
-int fdl_cli_tensor(int argc, char **argv) {
-  const char *file = NULL;
-  bool as_json;
-  int rc = parse(argc, argv, NULL, NULL, &file, &as_json);
-  if (rc != FDL_CLI_GO) return rc;
-  return list_file(file, as_json);
-}
+FDL_CLI_COMMAND(fdl_cli_tensor, fdl_cli_tensor_check, args, parse, work)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/fs.h"
+#include "base/quote.h"
 #include "base/sys.h"
 #include "fidelis/gguf.h"
 #include "gguf/cursor.h"
@@ -28,20 +29,7 @@ size_t fdl_gguf_type_size(fdl_gguf_type t) {
 }
 
 bool fdl_gguf_utf8_ok(const uint8_t *s, uint64_t n) {
-  for (uint64_t i = 0; i < n;) {
-    uint8_t b = s[i];
-    unsigned len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
-    if (!len || len > n - i) return false;
-    uint32_t cp = len == 1 ? b : (uint32_t)(b & (0x7F >> len));
-    for (unsigned k = 1; k < len; k++) {
-      if ((s[i + k] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    static const uint32_t MIN[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < MIN[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0) return false;
-    i += len;
-  }
-  return true;
+  return fdl_utf8_valid((const char *)s, n) && !memchr(s, 0, n);
 }
 
 /* Skips one value of type t (not an array), proving it fits. */

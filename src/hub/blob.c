@@ -31,10 +31,7 @@ int fdl_hub_blob_kind(const char *real, char hex[65]) {
   /* the folder above blobs/ is a repository's: models--, datasets-- or spaces-- */
   const char *repo_end = name - 7, *repo = repo_end;
   while (repo > real && repo[-1] != '/') repo--;
-  size_t rn = (size_t)(repo_end - repo);
-  if (!((rn > 8 && !strncmp(repo, "models--", 8)) ||
-        (rn > 10 && !strncmp(repo, "datasets--", 10)) || (rn > 8 && !strncmp(repo, "spaces--", 8))))
-    return 0;
+  if (!fdl_hub_repo_folder_name(repo, (size_t)(repo_end - repo))) return 0;
   if (hex) memcpy(hex, name, n + 1);
   return (int)n;
 }

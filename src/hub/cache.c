@@ -51,7 +51,7 @@ fdl_status fdl_hub_cache_dir(const fdl_hub_env *env, const char *override, char 
 
 /* ---- snapshots ---------------------------------------------------------------------------- */
 
-static bool repo_folder_name(const char *s, size_t n) {
+bool fdl_hub_repo_folder_name(const char *s, size_t n) {
   static const char *const kinds[] = {"models--", "datasets--", "spaces--"};
   for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
     size_t k = strlen(kinds[i]);
@@ -69,7 +69,7 @@ static bool snapshot_root(const char *real, size_t *repo_end, size_t *snap_end) 
     while (start > real && start[-1] != '/') start--;
     const char *rev = p + sizeof mark - 1;
     size_t rn = strcspn(rev, "/");
-    if (!rn || !repo_folder_name(start, (size_t)(p - start))) continue;
+    if (!rn || !fdl_hub_repo_folder_name(start, (size_t)(p - start))) continue;
     *repo_end = (size_t)(p - real);
     *snap_end = (size_t)(rev + rn - real);
     return true;
@@ -91,7 +91,7 @@ bool fdl_hub_snapshot_identity(const char *path, char repo[2 * FDL_HUB_NAME_MAX 
   if (rn != FDL_HUB_COMMIT_LEN || !fdl_hex_lower(rev, rn)) return false;
   const char *folder = real + repo_end;
   while (folder > real && folder[-1] != '/') folder--;
-  const char *org = strstr(folder, "--") + 2; /* after the kind: repo_folder_name checked it */
+  const char *org = strstr(folder, "--") + 2; /* after the kind, which snapshot_root checked */
   const char *sep = strstr(org, "--");
   if (!sep || sep >= real + repo_end) return false;
   size_t on = (size_t)(sep - org), nn = (size_t)(real + repo_end - sep - 2);
@@ -217,7 +217,7 @@ fdl_status fdl_hub_write_ref(const char *repo_dir, const char *rev, const char *
                              fdl_err *err) {
   char dir[PATH_MAX], tmp[PATH_MAX], dst[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/refs", repo_dir);
-  if ((size_t)snprintf(dst, sizeof dst, "%s/%s", dir, rev) >= sizeof dst ||
+  if (!fdl_path_join_to(dir, rev, dst, sizeof dst) ||
       (size_t)snprintf(tmp, sizeof tmp, "%s/.%s.%ld.tmp", dir, rev, (long)getpid()) >= sizeof tmp)
     return fdl_fail(err, FDL_BOUNDS, "%s: path too long", dir);
   fdl_status s = fdl_mkdirs(dir, err);

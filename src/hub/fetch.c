@@ -75,8 +75,7 @@ static fdl_status setup(ctx *c, fdl_err *err) {
   if (s != FDL_OK) return s;
   char folder[2 * FDL_HUB_NAME_MAX + 16];
   if (!fdl_hub_repo_folder(c->ref, folder, sizeof folder) ||
-      (size_t)snprintf(c->repo_dir, sizeof c->repo_dir, "%s/%s", c->cache, folder) >=
-          sizeof c->repo_dir)
+      !fdl_path_join_to(c->cache, folder, c->repo_dir, sizeof c->repo_dir))
     return fdl_fail(err, FDL_BOUNDS, "%s: the cache path is too long", c->cache);
   fdl_hub_ref_text(c->ref, c->text, sizeof c->text);
   const char *ep = c->o->endpoint ? c->o->endpoint : c->o->env ? c->o->env->endpoint : NULL;
@@ -135,7 +134,7 @@ static void count_files(const ctx *c, const char *dir, const char *rel, int dept
   while ((e = readdir(d)) != NULL && *n < FDL_HUB_MAX_FILES) {
     if (e->d_name[0] == '.') continue;
     char path[PATH_MAX], sub[FDL_HUB_FILE_MAX + 2];
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path ||
+    if (!fdl_path_join_to(dir, e->d_name, path, sizeof path) ||
         (size_t)snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= sizeof sub)
       continue;
     struct stat st;
@@ -400,7 +399,7 @@ static fdl_status link_file(const char *snapshot, const char *file, const char *
   char dst[PATH_MAX], tmp[PATH_MAX], dir[PATH_MAX], target[PATH_MAX];
   size_t depth = 0, t = 0;
   for (const char *p = file; *p; p++) depth += *p == '/';
-  if ((size_t)snprintf(dst, sizeof dst, "%s/%s", snapshot, file) >= sizeof dst ||
+  if (!fdl_path_join_to(snapshot, file, dst, sizeof dst) ||
       (size_t)snprintf(tmp, sizeof tmp, "%s.fidelis-link-%ld", dst, (long)getpid()) >= sizeof tmp ||
       3 * (depth + 2) + 7 + strlen(etag) >= sizeof target)
     return fdl_fail(err, FDL_BOUNDS, "%s: path too long for the cache", file);
@@ -450,7 +449,7 @@ static fdl_status fetch_file(ctx *c, const char *commit, const char *snapshot, c
     return fdl_fail(err, FDL_MISMATCH, "%s: the endpoint answered for commit %s, but %s is at %s",
                     file, rep.repo_commit, c->text, commit);
   if ((size_t)snprintf(blobs, sizeof blobs, "%s/blobs", c->repo_dir) >= sizeof blobs ||
-      (size_t)snprintf(blob, sizeof blob, "%s/%s", blobs, rep.etag) >= sizeof blob ||
+      !fdl_path_join_to(blobs, rep.etag, blob, sizeof blob) ||
       (size_t)snprintf(tmp, sizeof tmp, "%s.incomplete", blob) >= sizeof tmp)
     return fdl_fail(err, FDL_BOUNDS, "%s: the cache path is too long", blobs);
   if ((s = fdl_mkdirs(blobs, err)) != FDL_OK) return s;

@@ -28,6 +28,9 @@ void fdl_hub_ref_text(const fdl_hub_ref *ref, char *out, size_t cap);
  * snapshot, else refs/<rev> when it holds a commit with a snapshot. */
 bool fdl_hub_local_commit(const char *repo_dir, const char *rev,
                           char commit[FDL_HUB_COMMIT_LEN + 1]);
+/* Whether s[0..n) is a repository's folder name in the cache: models--, datasets-- or spaces--
+ * and more. */
+bool fdl_hub_repo_folder_name(const char *s, size_t n);
 /* Writes refs/<rev> = commit, staged and renamed into place. */
 fdl_status fdl_hub_write_ref(const char *repo_dir, const char *rev, const char *commit,
                              fdl_err *err);

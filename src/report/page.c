@@ -18,6 +18,8 @@ const char *fdl_rpt_colour(size_t k) {
 }
 
 void fdl_rpt_esc(fdl_buf *b, const char *s) {
+  static const char *const ENTITY[] = {
+      ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&#39;"};
   if (!s) return;
   const unsigned char *p = (const unsigned char *)s;
   size_t left = strlen(s);
@@ -27,16 +29,8 @@ void fdl_rpt_esc(fdl_buf *b, const char *s) {
     if (n == 0 || cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) {
       fdl_buf_puts(b, "\xEF\xBF\xBD"); /* U+FFFD */
       n = n ? n : 1;
-    } else if (cp == '&') {
-      fdl_buf_puts(b, "&amp;");
-    } else if (cp == '<') {
-      fdl_buf_puts(b, "&lt;");
-    } else if (cp == '>') {
-      fdl_buf_puts(b, "&gt;");
-    } else if (cp == '"') {
-      fdl_buf_puts(b, "&quot;");
-    } else if (cp == '\'') {
-      fdl_buf_puts(b, "&#39;");
+    } else if (cp < sizeof ENTITY / sizeof *ENTITY && ENTITY[cp]) {
+      fdl_buf_puts(b, ENTITY[cp]);
     } else if (cp >= 0x80) {
       /* bidi overrides, invisible characters: shown as their escape (docs/MESSAGES.md), so a
        * U+202E in a label cannot reorder what the page shows */

@@ -21,7 +21,7 @@ static fdl_status symbols(fdl_tok *t, const char *p, size_t n, size_t *n_sym, fd
     if (t->byte_level) {
       id = t->byte_tok[(unsigned char)p[i]];
     } else {
-      len = fdl_tk_utf8_len((const unsigned char *)p + i, n - i, NULL);
+      len = fdl_utf8_decode((const unsigned char *)p + i, n - i, NULL);
       if (!len) len = 1;
       id = fdl_tk_lookup(t, p + i, len);
       if (id < 0 && t->byte_fallback) {

@@ -22,22 +22,6 @@ int fdl_tk_cp_byte(uint32_t cp) {
   return -1;
 }
 
-size_t fdl_tk_utf8_len(const unsigned char *s, size_t n, uint32_t *cp) {
-  if (n == 0) return 0;
-  unsigned char b = s[0];
-  size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
-  if (!len || len > n) return 0;
-  uint32_t c = len == 1 ? b : (uint32_t)(b & (0x7F >> len));
-  for (size_t k = 1; k < len; k++) {
-    if ((s[k] & 0xC0) != 0x80) return 0;
-    c = (c << 6) | (s[k] & 0x3F);
-  }
-  static const uint32_t MIN[5] = {0, 0, 0x80, 0x800, 0x10000};
-  if (c < MIN[len] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-  if (cp) *cp = c;
-  return len;
-}
-
 size_t fdl_tk_utf8_put(uint32_t cp, char *o) {
   if (cp < 0x80) {
     o[0] = (char)cp;
@@ -68,7 +52,7 @@ size_t fdl_utf8_invalid_at(const char *s, size_t n) {
       i++;
       continue;
     }
-    size_t k = fdl_tk_utf8_len(u + i, n - i, NULL);
+    size_t k = fdl_utf8_decode(u + i, n - i, NULL);
     if (!k) return i;
     i += k;
   }
@@ -79,7 +63,7 @@ bool fdl_tk_unbyte(const char *p, size_t len, char *out, size_t *out_len) {
   size_t o = 0;
   for (size_t i = 0; i < len;) {
     uint32_t cp;
-    size_t k = fdl_tk_utf8_len((const unsigned char *)p + i, len - i, &cp);
+    size_t k = fdl_utf8_decode((const unsigned char *)p + i, len - i, &cp);
     int b = k ? fdl_tk_cp_byte(cp) : -1;
     if (b < 0) return false;
     out[o++] = (char)b;
@@ -87,22 +71,4 @@ bool fdl_tk_unbyte(const char *p, size_t len, char *out, size_t *out_len) {
   }
   *out_len = o;
   return true;
-}
-
-void fdl_tk_bytes_put(tk_bytes *b, const char *p, size_t n) {
-  if (b->failed) return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + n + 1) cap *= 2;
-    char *np = fdl_realloc(b->p, cap);
-    if (!np) {
-      b->failed = true;
-      return;
-    }
-    b->p = np;
-    b->cap = cap;
-  }
-  if (n) memcpy(b->p + b->len, p, n);
-  b->len += n;
-  b->p[b->len] = '\0';
 }

@@ -43,7 +43,7 @@ static fdl_status build_pairs(fdl_tok *t, fdl_err *err) {
     size_t n = t->text[id].len, i = 0;
     uint32_t prev = UINT32_MAX, cp;
     while (i < n) {
-      size_t k = fdl_tk_utf8_len(p + i, n - i, &cp);
+      size_t k = fdl_utf8_decode(p + i, n - i, &cp);
       if (!k) break; /* token texts are UTF-8: the loaders checked */
       if (prev != UINT32_MAX) {
         uint64_t key = pair_key(prev, cp);
@@ -59,7 +59,7 @@ static fdl_status build_pairs(fdl_tok *t, fdl_err *err) {
 /* The code point at p[i..n) (or one that pairs with nothing for a stray byte), its length in k. */
 static uint32_t cp_at(const char *p, size_t i, size_t n, size_t *k) {
   uint32_t cp;
-  *k = fdl_tk_utf8_len((const unsigned char *)p + i, n - i, &cp);
+  *k = fdl_utf8_decode((const unsigned char *)p + i, n - i, &cp);
   if (!*k) *k = 1, cp = 0x110000u + (unsigned char)p[i];
   return cp;
 }

@@ -18,13 +18,13 @@
 #include "tokenizer/internal.h"
 
 typedef struct {
-  tk_bytes *s;
+  fdl_buf *s;
   bool *as_written; /* [n]: skips ByteLevel */
   size_t n;
 } strs;
 
 static void free_strs(strs *v) {
-  for (size_t i = 0; i < v->n; i++) free(v->s[i].p);
+  for (size_t i = 0; i < v->n; i++) free(v->s[i].data);
   free(v->s);
   free(v->as_written);
 }
@@ -42,51 +42,52 @@ static bool hexbyte(const char *p, size_t n, unsigned char *b) {
   return true;
 }
 
-static void replace_all(tk_bytes *s, const char *a, size_t an, const char *b, size_t bn) {
+static void replace_all(fdl_buf *s, const char *a, size_t an, const char *b, size_t bn) {
   if (!an || s->len < an) return;
-  tk_bytes o = {0};
+  fdl_buf o = {0};
   size_t i = 0;
   while (i < s->len) {
-    if (i + an <= s->len && !memcmp(s->p + i, a, an)) {
-      fdl_tk_bytes_put(&o, b, bn);
+    if (i + an <= s->len && !memcmp(s->data + i, a, an)) {
+      fdl_buf_append(&o, b, bn);
       i += an;
     } else {
-      fdl_tk_bytes_put(&o, s->p + i, 1);
+      fdl_buf_append(&o, s->data + i, 1);
       i++;
     }
   }
-  fdl_tk_bytes_put(&o, "", 0);
-  free(s->p);
+  fdl_buf_append(&o, "", 0);
+  free(s->data);
   *s = o;
 }
 
-static void strip(tk_bytes *s, uint32_t ch, unsigned start, unsigned stop) {
+static void strip(fdl_buf *s, uint32_t ch, unsigned start, unsigned stop) {
   char c[4];
   size_t cl = fdl_tk_utf8_put(ch, c), lo = 0, hi = s->len;
-  for (unsigned k = 0; k < start && hi - lo >= cl && !memcmp(s->p + lo, c, cl); k++) lo += cl;
-  for (unsigned k = 0; k < stop && hi - lo >= cl && !memcmp(s->p + hi - cl, c, cl); k++) hi -= cl;
-  memmove(s->p, s->p + lo, hi - lo);
+  for (unsigned k = 0; k < start && hi - lo >= cl && !memcmp(s->data + lo, c, cl); k++) lo += cl;
+  for (unsigned k = 0; k < stop && hi - lo >= cl && !memcmp(s->data + hi - cl, c, cl); k++)
+    hi -= cl;
+  memmove(s->data, s->data + lo, hi - lo);
   s->len = hi - lo;
-  s->p[s->len] = '\0';
+  s->data[s->len] = '\0';
 }
 
-static void unbyte(tk_bytes *s) {
+static void unbyte(fdl_buf *s) {
   size_t o = 0;
   for (size_t i = 0; i < s->len;) {
     uint32_t cp;
-    size_t k = fdl_tk_utf8_len((const unsigned char *)s->p + i, s->len - i, &cp);
+    size_t k = fdl_utf8_decode((const unsigned char *)s->data + i, s->len - i, &cp);
     int b = k ? fdl_tk_cp_byte(cp) : -1;
     if (b >= 0) {
-      s->p[o++] = (char)b;
+      s->data[o++] = (char)b;
     } else { /* not a stand-in: kept as written */
       if (!k) k = 1;
-      memmove(s->p + o, s->p + i, k);
+      memmove(s->data + o, s->data + i, k);
       o += k;
     }
     i += k;
   }
   s->len = o;
-  s->p[o] = '\0';
+  s->data[o] = '\0';
 }
 
 /* ByteFallback: runs of <0xXX> become their bytes. */
@@ -94,22 +95,22 @@ static void byte_fallback(strs *v) {
   size_t w = 0;
   for (size_t i = 0; i < v->n;) {
     unsigned char b;
-    if (!hexbyte(v->s[i].p, v->s[i].len, &b)) {
+    if (!hexbyte(v->s[i].data, v->s[i].len, &b)) {
       v->as_written[w] = v->as_written[i];
       v->s[w++] = v->s[i++];
       continue;
     }
-    tk_bytes run = {0};
+    fdl_buf run = {0};
     size_t j = i;
-    while (j < v->n && hexbyte(v->s[j].p, v->s[j].len, &b)) {
-      fdl_tk_bytes_put(&run, (const char *)&b, 1);
-      free(v->s[j].p);
+    while (j < v->n && hexbyte(v->s[j].data, v->s[j].len, &b)) {
+      fdl_buf_append(&run, (const char *)&b, 1);
+      free(v->s[j].data);
       j++;
     }
-    if (fdl_utf8_invalid_at(run.p, run.len) < run.len) {
+    if (fdl_utf8_invalid_at(run.data, run.len) < run.len) {
       size_t count = run.len;
       run.len = 0;
-      for (size_t k = 0; k < count; k++) fdl_tk_bytes_put(&run, "\xEF\xBF\xBD", 3);
+      for (size_t k = 0; k < count; k++) fdl_buf_append(&run, "\xEF\xBF\xBD", 3);
     }
     v->as_written[w] = false;
     v->s[w++] = run;
@@ -121,8 +122,8 @@ static void byte_fallback(strs *v) {
 static void fuse(strs *v) {
   if (v->n < 2) return;
   for (size_t i = 1; i < v->n; i++) {
-    fdl_tk_bytes_put(&v->s[0], v->s[i].p, v->s[i].len);
-    free(v->s[i].p);
+    fdl_buf_append(&v->s[0], v->s[i].data, v->s[i].len);
+    free(v->s[i].data);
   }
   v->as_written[0] = false;
   v->n = 1;
@@ -132,7 +133,7 @@ fdl_status fdl_tok_decode(const fdl_tok *t, const int32_t *ids, size_t n, char *
                           fdl_err *err) {
   *text = NULL;
   *len = 0;
-  strs v = {fdl_calloc(n ? n : 1, sizeof(tk_bytes)), fdl_calloc(n ? n : 1, sizeof(bool)), 0};
+  strs v = {fdl_calloc(n ? n : 1, sizeof(fdl_buf)), fdl_calloc(n ? n : 1, sizeof(bool)), 0};
   if (!v.s || !v.as_written) {
     free(v.s);
     free(v.as_written);
@@ -147,7 +148,7 @@ fdl_status fdl_tok_decode(const fdl_tok *t, const int32_t *ids, size_t n, char *
     tk_str s = t->shown[ids[i]];
     uint8_t ty = t->type[ids[i]];
     v.as_written[v.n] = t->added_as_written && (ty == TK_CONTROL || ty == TK_USER);
-    fdl_tk_bytes_put(&v.s[v.n++], tk_ptr(t, s), s.len);
+    fdl_buf_append(&v.s[v.n++], tk_ptr(t, s), s.len);
   }
   for (size_t d = 0; d < t->n_dec; d++) {
     const tk_dec *op = &t->dec[d];
@@ -176,19 +177,19 @@ fdl_status fdl_tok_decode(const fdl_tok *t, const int32_t *ids, size_t n, char *
       break;
     }
   }
-  tk_bytes out = {0};
-  fdl_tk_bytes_put(&out, "", 0);
-  bool failed = out.failed;
+  fdl_buf out = {0};
+  fdl_buf_append(&out, "", 0);
+  bool failed = out.err != FDL_OK;
   for (size_t i = 0; i < v.n; i++) {
-    failed |= v.s[i].failed;
-    fdl_tk_bytes_put(&out, v.s[i].p, v.s[i].len);
+    failed |= v.s[i].err != FDL_OK;
+    fdl_buf_append(&out, v.s[i].data, v.s[i].len);
   }
   free_strs(&v);
-  if (failed || out.failed) {
-    free(out.p);
+  if (failed || out.err) {
+    free(out.data);
     return fdl_fail(err, FDL_NOMEM, "out of memory decoding %zu ids", n);
   }
-  *text = out.p;
+  *text = out.data;
   *len = out.len;
   return FDL_OK;
 }

@@ -64,7 +64,7 @@ static bool word_char(const char *s, size_t n, size_t at, bool before) {
     return false;
   }
   uint32_t cp;
-  if (!fdl_tk_utf8_len((const unsigned char *)s + i, n - i, &cp)) return false;
+  if (!fdl_utf8_decode((const unsigned char *)s + i, n - i, &cp)) return false;
   if (cp == '_') return true;
   utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)cp);
   return (c >= UTF8PROC_CATEGORY_LU && c <= UTF8PROC_CATEGORY_LO) ||
@@ -74,7 +74,7 @@ static bool word_char(const char *s, size_t n, size_t at, bool before) {
 
 static bool space_at(const char *s, size_t n, size_t i, size_t *k) {
   uint32_t cp;
-  *k = fdl_tk_utf8_len((const unsigned char *)s + i, n - i, &cp);
+  *k = fdl_utf8_decode((const unsigned char *)s + i, n - i, &cp);
   return *k && (utf8proc_category((utf8proc_int32_t)cp) == UTF8PROC_CATEGORY_ZS ||
                 (cp >= 9 && cp <= 13) || cp == 0x85 || cp == 0x2028 || cp == 0x2029);
 }
@@ -162,22 +162,22 @@ static fdl_status model(fdl_tok *t, tk_text *x, size_t off, size_t len, bool fir
 #define BLOCK ((size_t)1 << 12)
 static fdl_status fragment_blocks(fdl_tok *t, const char *s, size_t n, bool need_tokens, tk_out *o,
                                   fdl_err *err) {
-  tk_bytes r = {0};
+  fdl_buf r = {0};
   fdl_status st = FDL_OK;
   for (size_t at = 0; at < n && st == FDL_OK;) {
     size_t end = n - at > BLOCK ? fdl_tk_norm_cut(t, s, at + BLOCK, n) : n;
     st = fdl_tk_normalize(t, s + at, end - at, at == 0, &r, err);
-    if (st == FDL_OK && r.failed) st = fdl_fail(err, FDL_NOMEM, "out of memory normalizing");
+    if (st == FDL_OK && r.err) st = fdl_fail(err, FDL_NOMEM, "out of memory normalizing");
     at = end;
     size_t cut = r.len;
-    if (st == FDL_OK && at < n) st = fdl_tk_last_cut(t, r.p, r.len, need_tokens, &cut, err);
+    if (st == FDL_OK && at < n) st = fdl_tk_last_cut(t, r.data, r.len, need_tokens, &cut, err);
     if (st == FDL_OK && cut) {
-      st = fdl_tk_model_piece(t, r.p, cut, o, err);
-      memmove(r.p, r.p + cut, r.len - cut);
+      st = fdl_tk_model_piece(t, r.data, cut, o, err);
+      memmove(r.data, r.data + cut, r.len - cut);
       r.len -= cut;
     }
   }
-  free(r.p);
+  free(r.data);
   return st;
 }
 
@@ -187,13 +187,13 @@ static fdl_status fragment(fdl_tok *t, const char *s, size_t n, bool first, bool
   if (t->n_norm && !t->n_pre && n > BLOCK && model_cuts(t, &need_tokens) && fdl_tk_norm_blocks(t) &&
       !phase_has_added(t, 1, special))
     return fragment_blocks(t, s, n, need_tokens, o, err);
-  tk_bytes norm = {0};
+  fdl_buf norm = {0};
   tk_text x = {s, n, {0}};
   fdl_status st = FDL_OK;
   if (t->n_norm) {
     st = fdl_tk_normalize(t, s, n, true, &norm, err);
-    if (st == FDL_OK && norm.failed) st = fdl_fail(err, FDL_NOMEM, "out of memory");
-    x.base = norm.p;
+    if (st == FDL_OK && norm.err) st = fdl_fail(err, FDL_NOMEM, "out of memory");
+    x.base = norm.data;
     x.base_n = norm.len;
   }
   size_t at = 0, total = x.base_n, lo, hi;
@@ -204,8 +204,8 @@ static fdl_status fragment(fdl_tok *t, const char *s, size_t n, bool first, bool
     at = hi;
   }
   if (st == FDL_OK && at < total) st = model(t, &x, at, total - at, first && at == 0, o, err);
-  free(norm.p);
-  free(x.ext.p);
+  free(norm.data);
+  free(x.ext.data);
   return st;
 }
 

@@ -14,6 +14,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "base/buf.h"
+#include "base/quote.h" /* fdl_utf8_decode, the one UTF-8 decoder */
 #include "fidelis/tokenizer.h"
 
 /* Limits (docs/TOKENIZER.md): far above every published vocabulary (the largest are ~262k), so
@@ -223,8 +225,6 @@ int fdl_tk_cp_byte(uint32_t cp); /* -1: not in the table */
 /* Decodes a byte-level token text into raw bytes in out (at most len bytes); false when some
  * code point is not in the table. */
 bool fdl_tk_unbyte(const char *p, size_t len, char *out, size_t *out_len);
-/* UTF-8: the length of the valid sequence at p (1..4), 0 when invalid. */
-size_t fdl_tk_utf8_len(const unsigned char *p, size_t n, uint32_t *cp);
 size_t fdl_tk_utf8_put(uint32_t cp, char *out);
 
 /* regex.c */
@@ -240,20 +240,12 @@ int fdl_tk_pattern_next(const fdl_tok *t, const tk_pattern *pt, const char *s, s
 fdl_status fdl_tk_regex_ready(fdl_tok *t, fdl_err *err);
 extern const char fdl_tk_gpt2_regex[];
 
-/* A growing byte buffer. */
-typedef struct {
-  char *p;
-  size_t len, cap;
-  bool failed;
-} tk_bytes;
-void fdl_tk_bytes_put(tk_bytes *b, const char *p, size_t n);
-
 /* The text a fragment's pieces point into: offsets below base_n are the fragment itself
  * (borrowed), those from base_n on the text the pre-tokenizer steps wrote (ext). */
 typedef struct {
   const char *base;
   size_t base_n;
-  tk_bytes ext;
+  fdl_buf ext;
 } tk_text;
 
 /* Where ids go. With a sink, the batch is handed over between pieces once it holds TK_BATCH
@@ -271,7 +263,7 @@ fdl_status fdl_tk_out_flush(tk_out *o, bool last, fdl_err *err);
 
 /* normalize.c: text -> out (appended), every step in order; start: the text starts the fragment
  * (Prepend writes only there). */
-fdl_status fdl_tk_normalize(const fdl_tok *t, const char *s, size_t n, bool start, tk_bytes *out,
+fdl_status fdl_tk_normalize(const fdl_tok *t, const char *s, size_t n, bool start, fdl_buf *out,
                             fdl_err *err);
 /* Whether the normalizer can run in blocks, and the first place at or after from where a block
  * of s[0..n) can end (n when none). */

@@ -17,7 +17,7 @@
 
 #include "tokenizer/internal.h"
 
-static fdl_status unicode_form(tk_norm_kind k, const char *s, size_t n, tk_bytes *out,
+static fdl_status unicode_form(tk_norm_kind k, const char *s, size_t n, fdl_buf *out,
                                fdl_err *err) {
   utf8proc_option_t opt = UTF8PROC_STABLE;
   if (k == TK_N_NFC || k == TK_N_NFKC) opt |= UTF8PROC_COMPOSE;
@@ -30,19 +30,19 @@ static fdl_status unicode_form(tk_norm_kind k, const char *s, size_t n, tk_bytes
     return fdl_fail(err, r == UTF8PROC_ERROR_NOMEM ? FDL_NOMEM : FDL_INVALID,
                     "Unicode normalization: %s", utf8proc_errmsg(r));
   }
-  fdl_tk_bytes_put(out, (const char *)dst, (size_t)r);
+  fdl_buf_append(out, (const char *)dst, (size_t)r);
   free(dst);
   return FDL_OK;
 }
 
-static void lower(const char *s, size_t n, tk_bytes *out) {
+static void lower(const char *s, size_t n, fdl_buf *out) {
   for (size_t i = 0; i < n;) {
     uint32_t cp = 0;
-    size_t k = fdl_tk_utf8_len((const unsigned char *)s + i, n - i, &cp);
+    size_t k = fdl_utf8_decode((const unsigned char *)s + i, n - i, &cp);
     if (!k) k = 1, cp = 0xFFFD; /* not reached: the text was checked */
     char buf[4];
-    fdl_tk_bytes_put(out, buf,
-                     fdl_tk_utf8_put((uint32_t)utf8proc_tolower((utf8proc_int32_t)cp), buf));
+    fdl_buf_append(out, buf,
+                   fdl_tk_utf8_put((uint32_t)utf8proc_tolower((utf8proc_int32_t)cp), buf));
     i += k;
   }
 }
@@ -53,11 +53,11 @@ static bool white(uint32_t cp) {
          cp == 0x205F || cp == 0x3000;
 }
 
-static void strip(const tk_norm *op, const char *s, size_t n, tk_bytes *out) {
+static void strip(const tk_norm *op, const char *s, size_t n, fdl_buf *out) {
   size_t lo = 0, hi = n;
   while (op->left && lo < hi) {
     uint32_t cp;
-    size_t k = fdl_tk_utf8_len((const unsigned char *)s + lo, hi - lo, &cp);
+    size_t k = fdl_utf8_decode((const unsigned char *)s + lo, hi - lo, &cp);
     if (!k || !white(cp)) break;
     lo += k;
   }
@@ -65,39 +65,39 @@ static void strip(const tk_norm *op, const char *s, size_t n, tk_bytes *out) {
     size_t b = hi - 1;
     while (b > lo && ((unsigned char)s[b] & 0xC0) == 0x80) b--;
     uint32_t cp;
-    size_t k = fdl_tk_utf8_len((const unsigned char *)s + b, hi - b, &cp);
+    size_t k = fdl_utf8_decode((const unsigned char *)s + b, hi - b, &cp);
     if (!k || !white(cp)) break;
     hi = b;
   }
-  fdl_tk_bytes_put(out, s + lo, hi - lo);
+  fdl_buf_append(out, s + lo, hi - lo);
 }
 
 static fdl_status replace(const fdl_tok *t, const tk_norm *op, const char *s, size_t n,
-                          tk_bytes *out, fdl_err *err) {
+                          fdl_buf *out, fdl_err *err) {
   size_t at = 0, lo, hi;
   int m;
   while ((m = fdl_tk_pattern_next(t, &op->pat, s, n, at, &lo, &hi)) == 1) {
-    fdl_tk_bytes_put(out, s + at, lo - at);
-    fdl_tk_bytes_put(out, op->a, op->a_len);
+    fdl_buf_append(out, s + at, lo - at);
+    fdl_buf_append(out, op->a, op->a_len);
     if (hi == lo) { /* an empty match: keep one character and move on */
-      size_t k = lo < n ? fdl_tk_utf8_len((const unsigned char *)s + lo, n - lo, NULL) : 0;
-      fdl_tk_bytes_put(out, s + lo, k ? k : (lo < n));
+      size_t k = lo < n ? fdl_utf8_decode((const unsigned char *)s + lo, n - lo, NULL) : 0;
+      fdl_buf_append(out, s + lo, k ? k : (lo < n));
       hi = lo + (k ? k : 1);
     }
     at = hi;
     if (at >= n) break;
   }
   if (m < 0) return fdl_fail(err, FDL_TOO_LARGE, "Replace: the regex ran out of its limits");
-  if (at < n) fdl_tk_bytes_put(out, s + at, n - at);
+  if (at < n) fdl_buf_append(out, s + at, n - at);
   return FDL_OK;
 }
 
-fdl_status fdl_tk_normalize(const fdl_tok *t, const char *s, size_t n, bool start, tk_bytes *out,
+fdl_status fdl_tk_normalize(const fdl_tok *t, const char *s, size_t n, bool start, fdl_buf *out,
                             fdl_err *err) {
-  tk_bytes a = {0}, b = {0};
-  fdl_tk_bytes_put(&a, s, n);
+  fdl_buf a = {0}, b = {0};
+  fdl_buf_append(&a, s, n);
   fdl_status st = FDL_OK;
-  for (size_t i = 0; i < t->n_norm && st == FDL_OK && !a.failed; i++) {
+  for (size_t i = 0; i < t->n_norm && st == FDL_OK && !a.err; i++) {
     const tk_norm *op = &t->norm[i];
     b.len = 0;
     switch (op->kind) {
@@ -105,32 +105,32 @@ fdl_status fdl_tk_normalize(const fdl_tok *t, const char *s, size_t n, bool star
     case TK_N_NFKC:
     case TK_N_NFD:
     case TK_N_NFKD:
-      st = unicode_form(op->kind, a.p, a.len, &b, err);
+      st = unicode_form(op->kind, a.data, a.len, &b, err);
       break;
     case TK_N_LOWER:
-      lower(a.p, a.len, &b);
+      lower(a.data, a.len, &b);
       break;
     case TK_N_PREPEND:
-      if (a.len && start) fdl_tk_bytes_put(&b, op->a, op->a_len);
-      fdl_tk_bytes_put(&b, a.p, a.len);
+      if (a.len && start) fdl_buf_append(&b, op->a, op->a_len);
+      fdl_buf_append(&b, a.data, a.len);
       break;
     case TK_N_REPLACE:
-      st = replace(t, op, a.p, a.len, &b, err);
+      st = replace(t, op, a.data, a.len, &b, err);
       break;
     case TK_N_STRIP:
-      strip(op, a.p, a.len, &b);
+      strip(op, a.data, a.len, &b);
       break;
     }
-    if (b.failed) a.failed = true;
-    tk_bytes tmp = a;
+    if (b.err) a.err = b.err;
+    fdl_buf tmp = a;
     a = b;
     b = tmp;
   }
-  if (st == FDL_OK && a.failed) st = fdl_fail(err, FDL_NOMEM, "out of memory normalizing text");
-  if (st == FDL_OK) fdl_tk_bytes_put(out, a.p, a.len);
-  if (st == FDL_OK && out->failed) st = fdl_fail(err, FDL_NOMEM, "out of memory normalizing text");
-  free(a.p);
-  free(b.p);
+  if (st == FDL_OK && a.err) st = fdl_fail(err, FDL_NOMEM, "out of memory normalizing text");
+  if (st == FDL_OK) fdl_buf_append(out, a.data, a.len);
+  if (st == FDL_OK && out->err) st = fdl_fail(err, FDL_NOMEM, "out of memory normalizing text");
+  free(a.data);
+  free(b.data);
   return st;
 }
 

@@ -9,6 +9,13 @@
 #include "json/get.h"
 #include "tokenizer/ops.h"
 
+/* The position of name in names (its enum's order), or -1 for NULL or a name not there. */
+static int kind_of(const char *name, const char *const *names, int n) {
+  for (int i = 0; name && i < n; i++)
+    if (!strcmp(name, names[i])) return i;
+  return -1;
+}
+
 static fdl_status text_of(const json_t *o, const char *key, const char *where, const char **s,
                           size_t *n, fdl_err *err) {
   const json_t *v = json_object_get(o, key);
@@ -39,15 +46,11 @@ static fdl_status prepend_scheme(const json_t *o, const char *where, tk_prepend 
     *p = add ? TK_PREPEND_ALWAYS : TK_PREPEND_NEVER;
     return FDL_OK;
   }
-  const char *s = json_is_string(v) ? json_string_value(v) : "";
-  if (!strcmp(s, "always"))
-    *p = TK_PREPEND_ALWAYS;
-  else if (!strcmp(s, "first"))
-    *p = TK_PREPEND_FIRST;
-  else if (!strcmp(s, "never"))
-    *p = TK_PREPEND_NEVER;
-  else
+  static const char *const SCHEMES[] = {"never", "first", "always"}; /* tk_prepend */
+  int k = kind_of(json_string_value(v), SCHEMES, 3);
+  if (k < 0)
     return fdl_fail(err, FDL_PARSE, "%s: prepend_scheme must be always, first or never", where);
+  *p = (tk_prepend)k;
   return FDL_OK;
 }
 
@@ -101,35 +104,21 @@ fdl_status fdl_tk_parse_normalizer(fdl_tok *t, const json_t *o, fdl_err *err) {
   const char *s = NULL;
   size_t n = 0;
   fdl_status st = FDL_OK;
-  if (!ty) return refuse(W, ty, err);
-  if (!strcmp(ty, "NFC"))
-    op->kind = TK_N_NFC;
-  else if (!strcmp(ty, "NFKC"))
-    op->kind = TK_N_NFKC;
-  else if (!strcmp(ty, "NFD"))
-    op->kind = TK_N_NFD;
-  else if (!strcmp(ty, "NFKD"))
-    op->kind = TK_N_NFKD;
-  else if (!strcmp(ty, "Lowercase"))
-    op->kind = TK_N_LOWER;
-  else if (!strcmp(ty, "Strip")) {
-    op->kind = TK_N_STRIP;
+  static const char *const KINDS[] = {"NFC",     "NFKC",    "NFD",  "NFKD", "Lowercase",
+                                      "Prepend", "Replace", "Strip"}; /* tk_norm_kind */
+  int k = kind_of(ty, KINDS, 8);
+  if (k < 0) return refuse(W, ty, err);
+  op->kind = (tk_norm_kind)k;
+  if (k == TK_N_STRIP) {
     op->left = op->right = true;
     fdl_json_bool(o, "strip_left", &op->left);
     fdl_json_bool(o, "strip_right", &op->right);
-  } else if (!strcmp(ty, "Prepend")) {
-    op->kind = TK_N_PREPEND;
-    if ((st = text_of(o, "prepend", W, &s, &n, err)) == FDL_OK && !(op->a = fdl_strndup(s, n)))
+  } else if (k == TK_N_PREPEND || k == TK_N_REPLACE) {
+    const char *key = k == TK_N_PREPEND ? "prepend" : "content";
+    if ((st = text_of(o, key, W, &s, &n, err)) == FDL_OK && !(op->a = fdl_strndup(s, n)))
       st = fdl_fail(err, FDL_NOMEM, "out of memory");
     op->a_len = n;
-  } else if (!strcmp(ty, "Replace")) {
-    op->kind = TK_N_REPLACE;
-    if ((st = text_of(o, "content", W, &s, &n, err)) == FDL_OK && !(op->a = fdl_strndup(s, n)))
-      st = fdl_fail(err, FDL_NOMEM, "out of memory");
-    op->a_len = n;
-    if (st == FDL_OK) st = pattern(o, W, &op->pat, err);
-  } else {
-    return refuse(W, ty, err);
+    if (st == FDL_OK && k == TK_N_REPLACE) st = pattern(o, W, &op->pat, err);
   }
   t->n_norm++; /* counted even on failure, so fdl_tk_ops_free releases it */
   return st;
@@ -145,42 +134,37 @@ fdl_status fdl_tk_parse_pretokenizer(fdl_tok *t, const json_t *o, fdl_err *err) 
   tk_pre *op = &t->pre[t->n_pre];
   memset(op, 0, sizeof *op);
   fdl_status st = FDL_OK;
-  if (!ty) return refuse(W, ty, err);
-  if (!strcmp(ty, "Split")) {
+  static const char *const KINDS[] = {"Split", "ByteLevel", "Digits",
+                                      "Metaspace"}; /* tk_pre_kind */
+  int k = kind_of(ty, KINDS, 4);
+  if (k < 0) return refuse(W, ty, err);
+  op->kind = (tk_pre_kind)k;
+  if (k == TK_P_SPLIT) {
     static const char *const B[] = {"Removed", "Isolated", "MergedWithPrevious", "MergedWithNext",
-                                    "Contiguous"};
-    const json_t *b = json_object_get(o, "behavior");
-    int k = -1;
-    for (int i = 0; i < 5 && json_is_string(b); i++)
-      if (!strcmp(json_string_value(b), B[i])) k = i;
-    if (k < 0)
+                                    "Contiguous"}; /* tk_behavior */
+    int b = kind_of(json_string_value(json_object_get(o, "behavior")), B, 5);
+    if (b < 0)
       return fdl_fail(err, FDL_PARSE,
                       "%s: Split behavior must be one of Removed, Isolated, "
                       "MergedWithPrevious, MergedWithNext, Contiguous",
                       W);
-    op->kind = TK_P_SPLIT;
-    op->behavior = (tk_behavior)k;
+    op->behavior = (tk_behavior)b;
     fdl_json_bool(o, "invert", &op->invert);
     st = pattern(o, W, &op->pat, err);
-  } else if (!strcmp(ty, "ByteLevel")) {
-    op->kind = TK_P_BYTELEVEL;
+  } else if (k == TK_P_BYTELEVEL) {
     op->prefix_space = op->use_regex = true;
     fdl_json_bool(o, "add_prefix_space", &op->prefix_space);
     fdl_json_bool(o, "use_regex", &op->use_regex);
     t->byte_level = true;
     if (op->use_regex)
       st = fdl_tk_pattern_regex(&op->pat, fdl_tk_gpt2_regex, strlen(fdl_tk_gpt2_regex), W, err);
-  } else if (!strcmp(ty, "Digits")) {
-    op->kind = TK_P_DIGITS;
+  } else if (k == TK_P_DIGITS) {
     fdl_json_bool(o, "individual_digits", &op->individual);
-  } else if (!strcmp(ty, "Metaspace")) {
-    op->kind = TK_P_METASPACE;
+  } else {
     op->split = true;
     fdl_json_bool(o, "split", &op->split);
     st = replacement(o, W, op->repl, &op->repl_len, err);
     if (st == FDL_OK) st = prepend_scheme(o, W, &op->prepend, err);
-  } else {
-    return refuse(W, ty, err);
   }
   t->n_pre++;
   return st;
@@ -198,15 +182,12 @@ fdl_status fdl_tk_parse_decoder(fdl_tok *t, const json_t *o, fdl_err *err) {
   fdl_status st = FDL_OK;
   const char *s = NULL;
   size_t n = 0;
-  if (!ty) return refuse(W, ty, err);
-  if (!strcmp(ty, "ByteLevel"))
-    op->kind = TK_D_BYTELEVEL;
-  else if (!strcmp(ty, "ByteFallback"))
-    op->kind = TK_D_BYTEFALLBACK;
-  else if (!strcmp(ty, "Fuse"))
-    op->kind = TK_D_FUSE;
-  else if (!strcmp(ty, "Replace")) {
-    op->kind = TK_D_REPLACE;
+  static const char *const KINDS[] = {"ByteLevel", "Replace", "ByteFallback",
+                                      "Fuse",      "Strip",   "Metaspace"}; /* tk_dec_kind */
+  int k = kind_of(ty, KINDS, 6);
+  if (k < 0) return refuse(W, ty, err);
+  op->kind = (tk_dec_kind)k;
+  if (k == TK_D_REPLACE) {
     const json_t *str = json_object_get(json_object_get(o, "pattern"), "String");
     if (!json_is_string(str))
       return fdl_fail(err, FDL_UNSUPPORTED, "%s: Replace takes a String pattern here", W);
@@ -216,11 +197,10 @@ fdl_status fdl_tk_parse_decoder(fdl_tok *t, const json_t *o, fdl_err *err) {
     op->b = fdl_strndup(s, n);
     op->b_len = n;
     if (!op->a || !op->b) st = fdl_fail(err, FDL_NOMEM, "out of memory");
-  } else if (!strcmp(ty, "Strip")) {
-    op->kind = TK_D_STRIP;
+  } else if (k == TK_D_STRIP) {
     if ((st = text_of(o, "content", W, &s, &n, err)) != FDL_OK) return st;
     uint32_t cp;
-    if (!n || fdl_tk_utf8_len((const unsigned char *)s, n, &cp) != n)
+    if (!n || fdl_utf8_decode((const unsigned char *)s, n, &cp) != n)
       return fdl_fail(err, FDL_PARSE, "%s: Strip content must be one character", W);
     op->ch = cp;
     int64_t a = 0, b = 0; /* counts from 1 to 999, else 0 */
@@ -228,12 +208,9 @@ fdl_status fdl_tk_parse_decoder(fdl_tok *t, const json_t *o, fdl_err *err) {
     fdl_json_int(o, "stop", &b);
     op->start = a > 0 && a < 1000 ? (unsigned)a : 0;
     op->stop = b > 0 && b < 1000 ? (unsigned)b : 0;
-  } else if (!strcmp(ty, "Metaspace")) {
-    op->kind = TK_D_METASPACE;
+  } else if (k == TK_D_METASPACE) {
     st = replacement(o, W, op->repl, &op->repl_len, err);
     if (st == FDL_OK) st = prepend_scheme(o, W, &op->prepend, err);
-  } else {
-    return refuse(W, ty, err);
   }
   t->n_dec++;
   return st;

@@ -32,7 +32,7 @@ typedef struct {
 } pend;
 
 static const char *text_at(const tk_text *x, size_t off) {
-  return off < x->base_n ? x->base + off : x->ext.p + (off - x->base_n);
+  return off < x->base_n ? x->base + off : x->ext.data + (off - x->base_n);
 }
 
 static fdl_status down(flow *f, size_t level, size_t off, size_t n);
@@ -85,7 +85,7 @@ static fdl_status segment(flow *f, size_t level, tk_behavior b, pend *p, size_t 
  * encode checked it). */
 static size_t numeric_at(const char *s, size_t n) {
   uint32_t cp;
-  size_t k = fdl_tk_utf8_len((const unsigned char *)s, n, &cp);
+  size_t k = fdl_utf8_decode((const unsigned char *)s, n, &cp);
   if (!k) return 0;
   utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)cp);
   return c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_NO ? k
@@ -97,7 +97,7 @@ static int next_digits(const tk_pre *op, const char *s, size_t n, size_t at, siz
   size_t i = at, k = 0;
   while (i < n && !(k = numeric_at(s + i, n - i))) {
     uint32_t cp;
-    size_t step = fdl_tk_utf8_len((const unsigned char *)s + i, n - i, &cp);
+    size_t step = fdl_utf8_decode((const unsigned char *)s + i, n - i, &cp);
     i += step ? step : 1;
   }
   if (i >= n) return 0;
@@ -136,13 +136,13 @@ static fdl_status cut(flow *f, size_t level, const tk_pre *op, const tk_pattern 
 /* Appends the piece [off, off+n) to the written text, after `prefix`; returns its offset. */
 static size_t rewrite(tk_text *x, const char *prefix, size_t prefix_len, size_t off, size_t n) {
   size_t start = x->base_n + x->ext.len;
-  fdl_tk_bytes_put(&x->ext, prefix, prefix_len);
+  fdl_buf_append(&x->ext, prefix, prefix_len);
   if (off < x->base_n) {
-    fdl_tk_bytes_put(&x->ext, x->base + off, n);
+    fdl_buf_append(&x->ext, x->base + off, n);
   } else { /* byte by byte: the source moves as ext grows */
-    for (size_t k = 0; k < n && !x->ext.failed; k++) {
-      char c = x->ext.p[off - x->base_n + k];
-      fdl_tk_bytes_put(&x->ext, &c, 1);
+    for (size_t k = 0; k < n && !x->ext.err; k++) {
+      char c = x->ext.data[off - x->base_n + k];
+      fdl_buf_append(&x->ext, &c, 1);
     }
   }
   return start;
@@ -153,13 +153,13 @@ static size_t metaspace_text(const tk_pre *op, tk_text *x, size_t off, size_t n,
   size_t start = x->base_n + x->ext.len;
   bool lead = n >= op->repl_len && !memcmp(text_at(x, off), op->repl, op->repl_len);
   if (!lead && (op->prepend == TK_PREPEND_ALWAYS || (op->prepend == TK_PREPEND_FIRST && first)))
-    fdl_tk_bytes_put(&x->ext, op->repl, op->repl_len);
-  for (size_t i = 0; i < n && !x->ext.failed; i++) {
+    fdl_buf_append(&x->ext, op->repl, op->repl_len);
+  for (size_t i = 0; i < n && !x->ext.err; i++) {
     char c = *text_at(x, off + i);
     if (c == ' ')
-      fdl_tk_bytes_put(&x->ext, op->repl, op->repl_len);
+      fdl_buf_append(&x->ext, op->repl, op->repl_len);
     else
-      fdl_tk_bytes_put(&x->ext, &c, 1);
+      fdl_buf_append(&x->ext, &c, 1);
   }
   return start;
 }
@@ -190,13 +190,13 @@ static fdl_status down(flow *f, size_t level, size_t off, size_t n) {
       off = rewrite(f->x, " ", 1, off, n);
       n++;
     }
-    if (f->x->ext.failed) return nomem(f);
+    if (f->x->ext.err) return nomem(f);
     st = op->use_regex ? cut(f, level + 1, op, &op->pat, TK_B_ISOLATED, false, off, n)
                        : down(f, level + 1, off, n);
     break;
   case TK_P_METASPACE: {
     size_t start = metaspace_text(op, f->x, off, n, first);
-    if (f->x->ext.failed) return nomem(f);
+    if (f->x->ext.err) return nomem(f);
     size_t len = f->x->base_n + f->x->ext.len - start;
     tk_pattern lit = {.lit = (char *)op->repl, .lit_len = op->repl_len};
     st = op->split ? cut(f, level + 1, op, &lit, TK_B_MERGED_NEXT, false, start, len)

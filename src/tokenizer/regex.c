@@ -121,7 +121,7 @@ int fdl_tk_pattern_next(const fdl_tok *t, const tk_pattern *pt, const char *s, s
       if (!opts) return 0;
       opts = 0;
       if (from >= n) return 0;
-      size_t k = fdl_tk_utf8_len((const unsigned char *)s + from, n - from, NULL);
+      size_t k = fdl_utf8_decode((const unsigned char *)s + from, n - from, NULL);
       from += k ? k : 1;
       continue;
     }

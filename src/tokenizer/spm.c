@@ -26,7 +26,7 @@ fdl_status fdl_tk_spm_part(fdl_tok *t, const char *p, size_t n, tk_out *o, fdl_e
   if (st != FDL_OK) return st;
   size_t k = 0;
   for (size_t i = 0; i < n; k++) {
-    size_t len = fdl_tk_utf8_len((const unsigned char *)p + i, n - i, NULL);
+    size_t len = fdl_utf8_decode((const unsigned char *)p + i, n - i, NULL);
     if (!len) len = 1;
     s->start[k] = (uint32_t)i;
     s->len[k] = (uint32_t)len;
