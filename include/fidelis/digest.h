@@ -49,6 +49,8 @@ FDL_API fdl_status fdl_sha256_final(fdl_sha256_ctx *ctx, fdl_sha256 *out, fdl_er
 FDL_API void fdl_sha256_free(fdl_sha256_ctx *ctx);
 
 FDL_API fdl_status fdl_sha256_buf(const void *p, size_t n, fdl_sha256 *out, fdl_err *err);
+/* The same, spelt as lowercase hex into hex (FDL_SHA256_HEX_BUF bytes). */
+FDL_API fdl_status fdl_sha256_buf_hex(const void *p, size_t n, char *hex, fdl_err *err);
 /* Streams a file of any size; *size (optional) receives the byte count. The path is opened with
  * fdl_open_regular (links followed): anything but a regular file is FDL_IO. */
 FDL_API fdl_status fdl_sha256_file(const char *path, fdl_sha256 *out, uint64_t *size, fdl_err *err);

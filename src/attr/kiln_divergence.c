@@ -114,11 +114,9 @@ static fdl_status request(const fdl_kiln_divergence_in *in, const streams *st, s
   if (!prefix || !input || !ids) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   char ish[FDL_SEAL_BUF], utf8[FDL_SEAL_BUF];
   if (s == FDL_OK) s = fdl_kiln_canonical_sha256(input, ish, err);
-  fdl_sha256 d;
-  if (s == FDL_OK) s = fdl_sha256_buf(in->prompt_text, strlen(in->prompt_text), &d, err);
+  char hex[FDL_SHA256_HEX_BUF];
+  if (s == FDL_OK) s = fdl_sha256_buf_hex(in->prompt_text, strlen(in->prompt_text), hex, err);
   if (s == FDL_OK) {
-    char hex[FDL_SHA256_HEX_BUF];
-    fdl_sha256_hex(&d, hex);
     snprintf(utf8, sizeof utf8, FDL_SEAL_KILN_PREFIX "%s", hex);
     req = json_pack(
         "{s:s, s:s, s:{s:s, s:O, s:O}, s:O, "

@@ -182,11 +182,10 @@ fdl_status fdl_kiln_model_identity(const char *dir, const char *id, json_t **out
       s = fdl_fail(
           err, FDL_INVALID,
           "%s: $.chat_template: expected a string (a null template hash fails the request)", p);
-    fdl_sha256 d;
-    if (s == FDL_OK) s = fdl_sha256_buf(json_string_value(ct), json_string_length(ct), &d, err);
+    char hex[FDL_SHA256_HEX_BUF];
+    if (s == FDL_OK)
+      s = fdl_sha256_buf_hex(json_string_value(ct), json_string_length(ct), hex, err);
     if (s == FDL_OK) {
-      char hex[FDL_SHA256_HEX_BUF];
-      fdl_sha256_hex(&d, hex);
       snprintf(tmpl, sizeof tmpl, FDL_SEAL_KILN_PREFIX "%s", hex);
     }
     json_decref(tc);

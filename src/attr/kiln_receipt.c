@@ -211,11 +211,9 @@ fdl_status fdl_kiln_refs_request(const fdl_kiln_ctx *c, const json_t *req) {
     s = fdl_kiln_read_ref(c, jp, json_object_get(ref, "path"), "receipt",
                           FDL_KILN_RECEIPT_MAX_BYTES, &real, &text, &len);
     const char *rel = json_string_value(json_object_get(ref, "path"));
-    fdl_sha256 d;
-    if (!s) s = fdl_sha256_buf(text, len, &d, c->err);
+    char hex[FDL_SHA256_HEX_BUF];
+    if (!s) s = fdl_sha256_buf_hex(text, len, hex, c->err);
     if (!s) {
-      char hex[FDL_SHA256_HEX_BUF];
-      fdl_sha256_hex(&d, hex);
       const char *stored = json_string_value(json_object_get(ref, "file_sha256"));
       if (strcmp(stored + 7, hex) != 0)
         s = fdl_fail(c->err, FDL_MISMATCH,

@@ -113,11 +113,9 @@ static void utf8_hash(fdl_schema_run *r, const fdl_schema_field *f, const json_t
   const json_t *content =
       json_object_get(json_array_get(json_object_get(p, "messages"), 0), "content");
   const char *stored = json_string_value(json_object_get(p, "utf8_sha256"));
-  fdl_sha256 d;
-  fdl_status s =
-      fdl_sha256_buf(json_string_value(content), json_string_length(content), &d, c->err);
   char hex[FDL_SHA256_HEX_BUF];
-  if (s == FDL_OK) fdl_sha256_hex(&d, hex);
+  fdl_status s =
+      fdl_sha256_buf_hex(json_string_value(content), json_string_length(content), hex, c->err);
   if (s == FDL_OK && strcmp(stored + 7, hex) != 0)
     s = fdl_fail(c->err, FDL_MISMATCH,
                  "%s: $.prompt.utf8_sha256: stored %s, but the UTF-8 bytes of "

@@ -50,11 +50,9 @@ static sniffed sniff(const uint8_t *p, size_t n) {
 static fdl_status print_text(const fdl_tensor *const *ts, size_t n, fdl_err *err) {
   for (size_t i = 0; i < n; i++) {
     const fdl_tensor *t = ts[i];
-    fdl_sha256 d;
-    char hex[FDL_SHA256_HEX_LEN + 1];
-    fdl_status s = fdl_sha256_buf(t->data, (size_t)t->nbytes, &d, err);
+    char hex[FDL_SHA256_HEX_BUF];
+    fdl_status s = fdl_sha256_buf_hex(t->data, (size_t)t->nbytes, hex, err);
     if (s != FDL_OK) return s;
-    fdl_sha256_hex(&d, hex);
     char name[FDL_QUOTE_CAP];
     printf("%s\t%s\t[", fdl_cli_shown(t->name, strlen(t->name), name, sizeof name),
            fdl_dtype_name(t->dtype));
@@ -66,10 +64,8 @@ static fdl_status print_text(const fdl_tensor *const *ts, size_t n, fdl_err *err
 }
 
 static json_t *tensor_json(const fdl_tensor *t, fdl_err *err) {
-  fdl_sha256 d;
-  char hex[FDL_SHA256_HEX_LEN + 1];
-  if (fdl_sha256_buf(t->data, (size_t)t->nbytes, &d, err) != FDL_OK) return NULL;
-  fdl_sha256_hex(&d, hex);
+  char hex[FDL_SHA256_HEX_BUF];
+  if (fdl_sha256_buf_hex(t->data, (size_t)t->nbytes, hex, err) != FDL_OK) return NULL;
   json_t *shape = json_array();
   for (int k = 0; shape && k < t->ndim; k++)
     json_array_append_new(shape, json_integer((json_int_t)t->shape[k]));

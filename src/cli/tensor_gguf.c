@@ -21,10 +21,8 @@ typedef struct {
 static fdl_status digest_tensor(const fdl_gguf *g, const fdl_gguf_tensor *t, digests *d,
                                 fdl_err *err) {
   const uint8_t *data = fdl_gguf_tensor_data(g, t);
-  fdl_sha256 dg;
-  fdl_status s = fdl_sha256_buf(data, (size_t)t->nbytes, &dg, err);
+  fdl_status s = fdl_sha256_buf_hex(data, (size_t)t->nbytes, d->raw, err);
   if (s) return s;
-  fdl_sha256_hex(&dg, d->raw);
   const fdl_ggml_type_info *ti = fdl_ggml_type(t->type);
   d->has_deq = ti && ti->dequant;
   if (!d->has_deq) return FDL_OK;
@@ -33,6 +31,7 @@ static fdl_status digest_tensor(const fdl_gguf *g, const fdl_gguf_tensor *t, dig
   rows = row_bytes ? t->nbytes / row_bytes : 0;
   float *row = malloc((size_t)t->ne[0] * sizeof *row);
   fdl_sha256_ctx *ctx = NULL;
+  fdl_sha256 dg;
   s = row ? fdl_sha256_new(&ctx, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
   for (uint64_t r = 0; !s && r < rows; r++) {
     s = fdl_ggml_dequant(t->type, data + r * row_bytes, t->ne[0], row, err);

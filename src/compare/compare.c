@@ -121,10 +121,8 @@ static fdl_status same_manifests(const fdl_compare_opts *o, const run_state *z, 
           &b, "%s|%s|%zu|", sd[i]->m->dataset_sha256 ? sd[i]->m->dataset_sha256 : "",
           sd[i]->m->capture.capture_content_digest ? sd[i]->m->capture.capture_content_digest : "",
           sd[i]->ds.n_records);
-    fdl_sha256 dg;
     s = fdl_buf_status(&b) != FDL_OK ? fdl_fail(err, FDL_NOMEM, "out of memory")
-                                     : fdl_sha256_buf(b.data, b.len, &dg, err);
-    if (s == FDL_OK) fdl_sha256_hex(&dg, hex);
+                                     : fdl_sha256_buf_hex(b.data, b.len, hex, err);
     fdl_buf_free(&b);
   }
   int differs = -1;

@@ -50,12 +50,10 @@ fdl_status fdl_compare_key(const json_t *key_inputs, char *out, fdl_err *err) {
     fdl_buf_free(&pre);
     return fdl_fail(err, st, "out of memory for the comparability preimage");
   }
-  fdl_sha256 d;
-  st = fdl_sha256_buf(pre.data, pre.len, &d, err);
+  char hex[FDL_SHA256_HEX_BUF];
+  st = fdl_sha256_buf_hex(pre.data, pre.len, hex, err);
   fdl_buf_free(&pre);
   if (st != FDL_OK) return st;
-  char hex[FDL_SHA256_HEX_BUF];
-  fdl_sha256_hex(&d, hex);
   snprintf(out, FDL_COMPARE_KEY_LEN + 1, "cmp--%.16s", hex);
   return FDL_OK;
 }

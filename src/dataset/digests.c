@@ -17,10 +17,7 @@
 static fdl_status hash_buf(const fdl_buf *b, char *hex, fdl_err *err) {
   if (fdl_buf_status(b) != FDL_OK)
     return fdl_fail(err, fdl_buf_status(b), "digest: preimage does not fit in memory");
-  fdl_sha256 d;
-  fdl_status s = fdl_sha256_buf(b->data ? b->data : "", b->len, &d, err);
-  if (s == FDL_OK) fdl_sha256_hex(&d, hex);
-  return s;
+  return fdl_sha256_buf_hex(b->data ? b->data : "", b->len, hex, err);
 }
 
 fdl_status fdl_ds_token_ids_json(const int64_t *ids, size_t n, bool legacy, fdl_buf *out,

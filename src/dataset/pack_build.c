@@ -347,9 +347,7 @@ static fdl_status stack_fingerprint(pk_ctx *c, json_t **fp, char *hex, fdl_err *
   fdl_buf b;
   fdl_buf_init(&b, 0);
   s = fdl_json_dump(*fp, FDL_JSON_ASCII, &b, err);
-  fdl_sha256 d;
-  if (s == FDL_OK) s = fdl_sha256_buf(b.data, b.len, &d, err);
-  if (s == FDL_OK) fdl_sha256_hex(&d, hex);
+  if (s == FDL_OK) s = fdl_sha256_buf_hex(b.data, b.len, hex, err);
   fdl_buf_free(&b);
   return s;
 }
@@ -359,10 +357,8 @@ static fdl_status lane_identity(pk_ctx *c, char *hex, fdl_err *err) {
   fdl_buf_init(&b, 0);
   fdl_buf_printf(&b, "%s|%s %s|%s", c->lane, c->engine_name, c->engine_version,
                  c->device_name ? c->device_name : c->device);
-  fdl_sha256 d;
-  fdl_status s = fdl_buf_status(&b) == FDL_OK ? fdl_sha256_buf(b.data, b.len, &d, err)
+  fdl_status s = fdl_buf_status(&b) == FDL_OK ? fdl_sha256_buf_hex(b.data, b.len, hex, err)
                                               : fdl_fail(err, FDL_NOMEM, "out of memory");
-  if (s == FDL_OK) fdl_sha256_hex(&d, hex);
   fdl_buf_free(&b);
   return s;
 }

@@ -45,11 +45,7 @@ json_t *fdl_ds_v_load_sub(ds_vctx *v, const char *rel, const char *label, char *
     return NULL;
   }
   if (file_sha256) {
-    fdl_sha256 d;
-    if (fdl_sha256_buf(text, len, &d, NULL) == FDL_OK)
-      fdl_sha256_hex(&d, file_sha256);
-    else
-      file_sha256[0] = '\0';
+    if (fdl_sha256_buf_hex(text, len, file_sha256, NULL) != FDL_OK) file_sha256[0] = '\0';
   }
   json_t *doc = NULL;
   s = fdl_json_parse(text, len, NULL, &doc, &e);

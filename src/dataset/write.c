@@ -55,9 +55,7 @@ static fdl_status write_doc(const char *dir, const char *rel, const json_t *doc,
   fdl_buf_init(&b, 0);
   s = fdl_json_dump(doc, FDL_JSON_PRETTY, &b, err);
   if (s == FDL_OK && hex) {
-    fdl_sha256 d;
-    s = fdl_sha256_buf(b.data, b.len, &d, err);
-    if (s == FDL_OK) fdl_sha256_hex(&d, hex);
+    s = fdl_sha256_buf_hex(b.data, b.len, hex, err);
   }
   if (s == FDL_OK) s = fdl_write_file(path, b.data, b.len, err);
   fdl_buf_free(&b);
@@ -112,9 +110,7 @@ static fdl_status write_checksums(const char *dir, char *hex, fdl_err *err) {
   fdl_buf_init(&b, 0);
   if (s == FDL_OK) s = fdl_checksums_format(&sums, &b, err);
   if (s == FDL_OK) {
-    fdl_sha256 d;
-    s = fdl_sha256_buf(b.data ? b.data : "", b.len, &d, err);
-    if (s == FDL_OK) fdl_sha256_hex(&d, hex);
+    s = fdl_sha256_buf_hex(b.data ? b.data : "", b.len, hex, err);
   }
   char path[DS_MAX_PATH * 2];
   if (s == FDL_OK) s = path_in(dir, FDL_DS_CHECKSUMS_NAME, path, sizeof path, err);

@@ -175,6 +175,13 @@ fdl_status fdl_sha256_buf(const void *p, size_t n, fdl_sha256 *out, fdl_err *err
   return FDL_OK;
 }
 
+fdl_status fdl_sha256_buf_hex(const void *p, size_t n, char *hex, fdl_err *err) {
+  fdl_sha256 d;
+  fdl_status s = fdl_sha256_buf(p, n, &d, err);
+  if (s == FDL_OK) fdl_sha256_hex(&d, hex);
+  return s;
+}
+
 fdl_status fdl_sha256_fd_spans(int fd, const char *name, uint64_t lo, uint64_t hi,
                                const fdl_sha256_span *spans, size_t nspans, void *buf,
                                size_t buf_len, uint64_t *got, fdl_err *err) {

@@ -338,10 +338,7 @@ static fdl_status fill(void *arg, size_t task, unsigned worker, fdl_err *err) {
   fdl_model *m = arg;
   if (task == 0) {
     if (m->skip_digests) return FDL_OK;
-    fdl_sha256 dg;
-    fdl_status s = fdl_sha256_buf(m->gguf->map.data, m->gguf->map.size, &dg, err);
-    if (!s) fdl_sha256_hex(&dg, m->files[0].hex);
-    return s;
+    return fdl_sha256_buf_hex(m->gguf->map.data, m->gguf->map.size, m->files[0].hex, err);
   }
   size_t i = task - 1;
   const fdl_gguf_tensor *gt = &m->gguf->tensors[i];

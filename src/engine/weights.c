@@ -450,9 +450,8 @@ static fdl_status digest_shard(const scan_job *job, size_t i, fdl_err *err) {
   const fdl_safetensors *st = job->m->shards[i];
   struct eng_file *f = &job->files[i];
   if (job->m->skip_digests && !f->blob[0]) return FDL_OK;
-  fdl_sha256 dg;
-  fdl_status s = fdl_sha256_buf(fdl_safetensors_bytes(st), fdl_safetensors_file_size(st), &dg, err);
-  if (!s) fdl_sha256_hex(&dg, f->hex);
+  fdl_status s =
+      fdl_sha256_buf_hex(fdl_safetensors_bytes(st), fdl_safetensors_file_size(st), f->hex, err);
   if (!s && f->blob[0] && strcmp(f->hex, f->blob))
     s = fdl_fail(err, FDL_MISMATCH,
                  "model shard %s: the bytes read have sha256 %s, but the Hugging Face cache "

@@ -80,10 +80,8 @@ fdl_status fdl_hub_blob_check_buf(const char *real, const void *data, size_t len
     fdl_hub_git_blob_id(data, len, got, err);
     return strcmp(got, want) ? mismatch(real, "git blob id", got, want, err) : FDL_OK;
   }
-  fdl_sha256 d;
-  fdl_status s = fdl_sha256_buf(data, len, &d, err);
+  fdl_status s = fdl_sha256_buf_hex(data, len, got, err);
   if (s != FDL_OK) return s;
-  fdl_sha256_hex(&d, got);
   return strcmp(got, want) ? mismatch(real, "sha256", got, want, err) : FDL_OK;
 }
 

@@ -137,8 +137,7 @@ static fdl_status read_text(ctx *c, const fdl_panel_text *t, text_in *x, fdl_err
                  fdl_quote_str(x->domain, q, sizeof q), t->path);
   if (s == FDL_OK && (s = fdl_tok_encode(c->tok, text, len, 0, &x->ids, &x->n, err)) != FDL_OK)
     fdl_err_prefix(err, "%s", t->path);
-  fdl_sha256 d;
-  if (s == FDL_OK && (s = fdl_sha256_buf(text, len, &d, err)) == FDL_OK) fdl_sha256_hex(&d, x->hex);
+  if (s == FDL_OK) s = fdl_sha256_buf_hex(text, len, x->hex, err);
   x->bytes = len;
   free(text);
   return s;

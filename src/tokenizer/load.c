@@ -22,9 +22,7 @@ static fdl_status read_hashed(const char *path, const char *name, fdl_tok_file *
                               size_t *len, fdl_err *err) {
   fdl_status s = fdl_read_file(path, FDL_JSON_MAX_FILE_BYTES, text, len, err);
   if (s != FDL_OK) return s;
-  fdl_sha256 d;
-  if ((s = fdl_sha256_buf(*text, *len, &d, err)) != FDL_OK) return s;
-  fdl_sha256_hex(&d, f->sha256);
+  if ((s = fdl_sha256_buf_hex(*text, *len, f->sha256, err)) != FDL_OK) return s;
   /* a Hugging Face cache blob: the bytes read are the bytes its name promises */
   if ((s = fdl_hub_blob_check_buf(path, *text, *len, err)) != FDL_OK) return s;
   f->bytes = *len;

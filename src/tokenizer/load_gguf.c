@@ -214,9 +214,7 @@ fdl_status fdl_tk_load_gguf(fdl_tok *t, const char *path, fdl_tok_file *f, fdl_e
   fdl_gguf g;
   fdl_status s = fdl_gguf_open(path, &g, err);
   if (s != FDL_OK) return s;
-  fdl_sha256 d;
-  s = fdl_sha256_buf(g.map.data, g.map.size, &d, err);
-  if (s == FDL_OK) fdl_sha256_hex(&d, f->sha256);
+  s = fdl_sha256_buf_hex(g.map.data, g.map.size, f->sha256, err);
   f->bytes = g.map.size;
   const fdl_gguf_kv *mk = fdl_gguf_find(&g, "tokenizer.ggml.model"), *tk, *ty, *sc, *mg;
   const char *model = NULL;
