@@ -135,9 +135,14 @@ typedef struct {
 typedef struct {
   fdl_ds_panel_line *lines; /* sorted by index: lines[i].index == i */
   size_t n;
-  void *priv_;          /* private */
-  int64_t score_from;   /* rows i >= score_from are scored (the header's scoring window, else 0) */
-  const json_t *header; /* the header `fidelis panel` writes (docs/PANEL.md), or NULL */
+  void *priv_;        /* private */
+  int64_t score_from; /* rows i >= score_from are scored (the header's scoring window, else 0) */
+  /* The header's tokenizer block (`fidelis panel` writes it, docs/PANEL.md): strings borrowed,
+   * NULL when the panel has no header or the block does not give them as strings. */
+  struct {
+    const char *id, *repository, *revision;
+    fdl_ds_bool add_special_tokens;
+  } tokenizer;
 } fdl_ds_panel;
 
 /* Reads and checks a pack panel file exactly as pack does (the same parser and rules); the

@@ -258,6 +258,14 @@ fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err) {
   const char *fwd = meta_str(c, "dtypes", "forward");
   c->forward = FDL_DTYPE_COUNT;
   if (fwd) (void)fdl_dtype_parse(fwd, &c->forward);
+  const json_t *h = fdl_json_obj(c->meta, "head"), *shape = fdl_json_arr(h, "shape");
+  c->decl.content = fdl_json_str(h, "tensor_content_sha256");
+  c->decl.file = fdl_json_str(h, "file_sha256");
+  c->decl.dtype = fdl_json_str(h, "dtype");
+  c->decl.shaped = json_array_size(shape) == 2 && json_is_integer(json_array_get(shape, 0)) &&
+                   json_is_integer(json_array_get(shape, 1));
+  for (size_t i = 0; c->decl.shaped && i < 2; i++)
+    c->decl.shape[i] = (int64_t)json_integer_value(json_array_get(shape, i));
 
   const json_t *w = fdl_json_obj(c->meta, "weights");
   const json_t *q = json_object_get(w, "quantized");
@@ -351,6 +359,7 @@ static fdl_status parse_line(pk_ctx *c, pk_record *r, size_t lineno, fdl_err *er
                            lineno, key,
                            fdl_quote(json_string_value(v), json_string_length(v), q, sizeof q));
   }
+  r->window_id = fdl_json_str(o, "window_id");
   if (!fdl_json_int(o, "index", &r->index) || r->index < 0 || r->index >= FDL_DS_MAX_INDEX)
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "panel line %zu: 'index' must be an integer >= 0", lineno);
@@ -608,7 +617,13 @@ fdl_status fdl_ds_panel_load(const char *path, fdl_ds_panel *p, fdl_err *err) {
   }
   p->n = h->c.n;
   p->score_from = h->c.score_from;
-  p->header = json_object_get(h->c.header, "header");
+  const json_t *tok = fdl_json_obj(fdl_json_obj(h->c.header, "header"), "tokenizer");
+  bool ast;
+  p->tokenizer.id = fdl_json_str(tok, "id");
+  p->tokenizer.repository = fdl_json_str(tok, "repository");
+  p->tokenizer.revision = fdl_json_str(tok, "revision");
+  p->tokenizer.add_special_tokens =
+      fdl_json_bool(tok, "add_special_tokens", &ast) ? (fdl_ds_bool)ast : FDL_DS_UNSET;
   p->priv_ = h;
   return FDL_OK;
 }
