@@ -179,10 +179,9 @@ static fdl_status gguf_tokenizer_id(capture *c, fdl_err *err) {
  * digest of tokenizer.json when the model has one, so a model and its quantized twin (quantize
  * copies the file) agree and two vocabularies do not; otherwise a name that says it is unknown. */
 static fdl_status tokenizer_id(capture *c, fdl_err *err) {
-  const char *from_panel = c->panel->tokenizer.id;
-  if (c->o->tokenizer_id || from_panel) { /* a panel cut from text names the tokenizer it used */
-    snprintf(c->tokenizer, sizeof c->tokenizer, "%s",
-             c->o->tokenizer_id ? c->o->tokenizer_id : from_panel);
+  const char *named = c->o->tokenizer_id ? c->o->tokenizer_id : c->panel->tokenizer.id;
+  if (named) { /* a panel cut from text names the tokenizer it used */
+    snprintf(c->tokenizer, sizeof c->tokenizer, "%s", named);
     return FDL_OK;
   }
   if (fdl_model_is_gguf(c->m, NULL, NULL)) return gguf_tokenizer_id(c, err);

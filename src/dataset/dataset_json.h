@@ -137,8 +137,7 @@ typedef struct {
   size_t n;
   void *priv_;        /* private */
   int64_t score_from; /* rows i >= score_from are scored (the header's scoring window, else 0) */
-  /* The header's tokenizer block (`fidelis panel` writes it, docs/PANEL.md): strings borrowed,
-   * NULL when the panel has no header or the block does not give them as strings. */
+  /* the header's tokenizer (`fidelis panel`, docs/PANEL.md); strings borrowed, NULL if not given */
   struct {
     const char *id, *repository, *revision;
     fdl_ds_bool add_special_tokens;

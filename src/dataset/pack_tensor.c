@@ -290,8 +290,7 @@ static fdl_status declared_head(pk_ctx *c, fdl_err *err) {
         "without a head file, meta head.shape [vocab, hidden] and head.dtype (BF16, F16 "
         "or F32) describe the head the capture used");
   c->head.present = false;
-  c->head.shape[0] = c->decl.shape[0];
-  c->head.shape[1] = c->decl.shape[1];
+  memcpy(c->head.shape, c->decl.shape, sizeof c->head.shape);
   c->head.dtype = !strcmp(dtype, "BF16") ? "BF16" : !strcmp(dtype, "F16") ? "F16" : "F32";
   if (c->head.shape[0] < 1 || c->head.shape[1] < 1)
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
