@@ -596,43 +596,29 @@ static fdl_status prepare(capture *c, fdl_ds_panel *p, fdl_err *err) {
 
 static fdl_status pack(capture *c, fdl_capture_result *r, fdl_err *err) {
   json_t *m = meta(c);
-  char *meta_path = fdl_path_join(c->inputs, "meta.json"),
-       *tensors = fdl_path_join(c->inputs, "tensors"),
-       *head = fdl_path_join(c->inputs, "head.safetensors"),
-       *out = fdl_path_join(c->st.path, "dataset");
-  fdl_status s = m && meta_path && tensors && head && out
-                     ? fdl_json_write_file(meta_path, m, FDL_JSON_PRETTY, err)
-                     : fdl_fail(err, FDL_NOMEM, "out of memory");
+  char *out = fdl_path_join(c->st.path, "dataset");
+  fdl_ds_pack_opts po = {.panel_path = c->o->panel_path,
+                         .threads = c->o->threads,
+                         .created_utc = c->o->created_utc,
+                         .hidden_f32 = c->o->hidden_f32 && c->o->form == FDL_CAPTURE_HIDDEN,
+                         .notice = c->o->notice,
+                         .notice_arg = c->o->notice_arg};
+  fdl_ds_pack_result pr;
+  memset(&pr, 0, sizeof pr);
+  fdl_status s = m && out ? fdl_ds_pack_staged(c->inputs, "head.safetensors", "meta.json", m, out,
+                                               &po, &pr, err)
+                          : fdl_fail(err, FDL_NOMEM, "out of memory");
   json_decref(m);
-  if (s == FDL_OK) {
-    fdl_ds_pack_opts po = {.panel_path = c->o->panel_path,
-                           .tensor_dir = tensors,
-                           .head_path = head,
-                           .meta_path = meta_path,
-                           .out_dir = out,
-                           .threads = c->o->threads,
-                           .created_utc = c->o->created_utc,
-                           .hidden_f32 = c->o->hidden_f32 && c->o->form == FDL_CAPTURE_HIDDEN,
-                           .notice = c->o->notice,
-                           .notice_arg = c->o->notice_arg};
-    fdl_ds_pack_result pr;
-    memset(&pr, 0, sizeof pr);
-    s = fdl_ds_pack(&po, &pr, err);
-    r->refusal = pr.refusal;
-    if (s != FDL_OK) {
-      fdl_err_prefix(err, "capture: packing [%s]", fdl_refusal_name(pr.refusal.code));
-    } else {
-      memcpy(r->dataset_sha256, pr.dataset_sha256, sizeof r->dataset_sha256);
-      memcpy(r->capture_content_digest, pr.capture_content_digest,
-             sizeof r->capture_content_digest);
-      r->records = pr.records;
-      r->scored_rows = pr.scored_rows;
-    }
-  }
-  free(meta_path);
-  free(tensors);
-  free(head);
   free(out);
+  r->refusal = pr.refusal;
+  if (pr.refusal.code != FDL_REF_NONE) {
+    fdl_err_prefix(err, "capture: packing [%s]", fdl_refusal_name(pr.refusal.code));
+  } else if (s == FDL_OK) {
+    memcpy(r->dataset_sha256, pr.dataset_sha256, sizeof r->dataset_sha256);
+    memcpy(r->capture_content_digest, pr.capture_content_digest, sizeof r->capture_content_digest);
+    r->records = pr.records;
+    r->scored_rows = pr.scored_rows;
+  }
   return s;
 }
 

@@ -123,6 +123,14 @@ fdl_status fdl_ds_write_sealed(const char *dir, fdl_ds_docs *docs, char *dataset
 /* The reference pre-seal validation stub for a dataset id (§12.3), sealed. */
 fdl_status fdl_ds_preseal_report(const char *dataset_id, json_t **out, fdl_err *err);
 
+/* Packs what a run staged in dir into out (fdl_ds_pack): dir/tensors, the panel (base's
+ * panel_path, else dir/panel.jsonl), the head dir/head (none when head is NULL) and the meta
+ * dir/meta_name, written from meta first unless meta is NULL. base holds the other options. res
+ * is written only when pack ran: a failure before it leaves res->refusal unset. */
+fdl_status fdl_ds_pack_staged(const char *dir, const char *head, const char *meta_name,
+                              const json_t *meta, const char *out, const fdl_ds_pack_opts *base,
+                              fdl_ds_pack_result *res, fdl_err *err);
+
 /* One context of a pack panel, as fdl_ds_panel_load read it. */
 typedef struct {
   int64_t index;

@@ -24,6 +24,7 @@
 #include "fidelis/hub.h"
 #include "json/get.h"
 #include "json/json.h"
+#include "dataset/dataset_json.h"
 #include "fidelis/llamacpp_kld.h"
 #include "base/path.h"
 #include "base/quote.h"
@@ -703,31 +704,19 @@ static json_t *build_meta(const kld_ctx *c) {
 
 static fdl_status pack(kld_ctx *c, fdl_err *err) {
   json_t *m = build_meta(c);
-  char *meta_path = fdl_path_join(c->inputs, "meta.json"),
-       *panel_path = fdl_path_join(c->inputs, "panel.jsonl"),
-       *tensors = fdl_path_join(c->inputs, "tensors"), *out = fdl_path_join(c->st.path, "dataset");
-  fdl_status s = m && meta_path && panel_path && tensors && out
-                     ? fdl_json_write_file(meta_path, m, FDL_JSON_PRETTY, err)
-                     : fdl_fail(err, FDL_NOMEM, "out of memory");
+  char *out = fdl_path_join(c->st.path, "dataset");
+  fdl_ds_pack_opts po = {.threads = c->o->threads,
+                         .created_utc = c->o->created_utc,
+                         .notice = c->o->notice,
+                         .notice_arg = c->o->notice_arg};
+  fdl_status s =
+      m && out ? fdl_ds_pack_staged(c->inputs, NULL, "meta.json", m, out, &po, &c->r->pack, err)
+               : fdl_fail(err, FDL_NOMEM, "out of memory");
   json_decref(m);
-  if (s != FDL_OK) {
+  if (s != FDL_OK && c->r->pack.refusal.code == FDL_REF_NONE)
     s = refuse_err(c, err, FDL_REF_IO_ERROR, s);
-  } else {
-    fdl_ds_pack_opts po = {.panel_path = panel_path,
-                           .tensor_dir = tensors,
-                           .meta_path = meta_path,
-                           .out_dir = out,
-                           .threads = c->o->threads,
-                           .created_utc = c->o->created_utc,
-                           .notice = c->o->notice,
-                           .notice_arg = c->o->notice_arg};
-    s = fdl_ds_pack(&po, &c->r->pack, err);
-    if (s == FDL_OK && (s = fdl_rename_noreplace(out, c->o->out_dir, err)) != FDL_OK)
-      s = refuse_err(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, s);
-  }
-  free(meta_path);
-  free(panel_path);
-  free(tensors);
+  else if (s == FDL_OK && (s = fdl_rename_noreplace(out, c->o->out_dir, err)) != FDL_OK)
+    s = refuse_err(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, s);
   free(out);
   return s;
 }
