@@ -30,7 +30,6 @@
 #include "fidelis/scale.h"
 #include "fdl_source_digests.h"
 #include "tensor/safetensors_json.h"
-#include "engine/config_json.h"
 #include "dataset/dataset_json.h"
 
 /* The numeric policy recorded in the stack fingerprint: what fixes the bits. */
@@ -49,8 +48,7 @@ typedef struct {
   char *inputs; /* staging/.inputs: pack's inputs */
   fdl_model *m;
   const fdl_model_info *info;
-  json_t *config;      /* config.json */
-  const json_t *quant; /* config.quantization_config, or NULL */
+  const json_t *quant; /* config.json's quantization_config (borrowed from the model), or NULL */
   char config_hex[FDL_SHA256_HEX_BUF];
   char ckpt_hex[FDL_SHA256_HEX_BUF];
   char panel_hex[FDL_SHA256_HEX_BUF];
@@ -181,11 +179,9 @@ static fdl_status gguf_tokenizer_id(capture *c, fdl_err *err) {
  * digest of tokenizer.json when the model has one, so a model and its quantized twin (quantize
  * copies the file) agree and two vocabularies do not; otherwise a name that says it is unknown. */
 static fdl_status tokenizer_id(capture *c, fdl_err *err) {
-  const char *from_panel =
-      json_string_value(json_object_get(json_object_get(c->panel->header, "tokenizer"), "id"));
-  if (c->o->tokenizer_id || from_panel) { /* a panel cut from text names the tokenizer it used */
-    snprintf(c->tokenizer, sizeof c->tokenizer, "%s",
-             c->o->tokenizer_id ? c->o->tokenizer_id : from_panel);
+  const char *named = c->o->tokenizer_id ? c->o->tokenizer_id : c->panel->tokenizer.id;
+  if (named) { /* a panel cut from text names the tokenizer it used */
+    snprintf(c->tokenizer, sizeof c->tokenizer, "%s", named);
     return FDL_OK;
   }
   if (fdl_model_is_gguf(c->m, NULL, NULL)) return gguf_tokenizer_id(c, err);
@@ -485,16 +481,13 @@ static json_t *source_files(void) {
  * header's tokenizer repository/revision when it names them, else the model's own Hub
  * repository and commit when the tokenizer is the model's; the panel's, when it was a file of a
  * Hub snapshot. */
-static void provenance(const capture *c, json_t *m) {
+static void provenance(const capture *c, json_t *tok, json_t *panel) {
   const fdl_capture_opts *o = c->o;
-  json_t *tok = json_object_get(m, "tokenizer"), *panel = json_object_get(m, "panel");
-  const json_t *ht = json_object_get(c->panel->header, "tokenizer");
-  const json_t *hr = json_object_get(ht, "repository"), *hv = json_object_get(ht, "revision");
-  bool own = !o->tokenizer_id && !json_object_get(ht, "id");
-  if (json_is_string(hr)) {
-    json_object_set_new(tok, "repository", json_copy((json_t *)hr));
-    json_object_set_new(tok, "revision",
-                        json_is_string(hv) ? json_copy((json_t *)hv) : json_null());
+  const char *hr = c->panel->tokenizer.repository, *hv = c->panel->tokenizer.revision;
+  bool own = !o->tokenizer_id && !c->panel->tokenizer.id;
+  if (hr) {
+    json_object_set_new(tok, "repository", json_string(hr));
+    json_object_set_new(tok, "revision", hv ? json_string(hv) : json_null());
   } else if (own && o->revision && o->repository) {
     json_object_set_new(tok, "repository", json_string(o->repository));
     json_object_set_new(tok, "revision", json_string(o->revision));
@@ -522,28 +515,27 @@ static json_t *meta(const capture *c) {
     snprintf(repo, sizeof repo, "local/%s", c->name);
   snprintf(panel_id, sizeof panel_id, "panel--fidelis.sha256-%.16s", c->panel_hex);
   const char *wdt = fdl_dtype_name(c->info->weight_dtype);
+  json_t *tok =
+             json_pack("{s:s, s:I}", "id", c->tokenizer, "vocab_size", (json_int_t)c->info->vocab),
+         *panel = json_pack("{s:s}", "panel_id", panel_id);
+  int bad = 0; /* an allocation failed inside jansson: no meta, never a partial one */
+  fdl_ds_bool ast = c->panel->tokenizer.add_special_tokens;
+  if (ast != FDL_DS_UNSET)
+    bad |= json_object_set_new(tok, "add_special_tokens", json_boolean(ast == FDL_DS_TRUE));
+  provenance(c, tok, panel);
   json_t *m = json_pack(
-      "{s:s, s:s, s:s, s:s, s:s, s:I, s:{s:s, s:s}, s:{s:s, s:s, s:s}, s:s, s:{s:s, s:I}, "
-      "s:{s:s}, s:s, s:o}",
+      "{s:s, s:s, s:s, s:s, s:s, s:I, s:{s:s, s:s}, s:{s:s, s:s, s:s}, s:s, s:o, s:o, s:s, s:o}",
       "role", quant ? "quant" : "root", "form", hidden ? "hidden" : "logit", "lane", "other",
       "device", "cpu", "device_name", CAPTURE_DEVICE_NAME, "vocab_size", (json_int_t)c->info->vocab,
       "engine", "name", "fidelis", "version", fdl_version(), "dtypes", "forward", "F32", "weights",
-      wdt, "compute", "F32", "numeric_policy", CAPTURE_NUMERIC_POLICY, "tokenizer", "id",
-      c->tokenizer, "vocab_size", (json_int_t)c->info->vocab, "panel", "panel_id", panel_id,
-      "runtime_source", gguf ? "gguf" : "safetensors", "source_files", source_files());
+      wdt, "compute", "F32", "numeric_policy", CAPTURE_NUMERIC_POLICY, "tokenizer", tok, "panel",
+      panel, "runtime_source", gguf ? "gguf" : "safetensors", "source_files", source_files());
   if (!m) return NULL;
-  int bad = 0; /* an allocation failed inside jansson: no meta, never a partial one */
-  const json_t *ast =
-      json_object_get(json_object_get(c->panel->header, "tokenizer"), "add_special_tokens");
-  if (json_is_boolean(ast))
-    bad |= json_object_set_new(json_object_get(m, "tokenizer"), "add_special_tokens",
-                               json_copy((json_t *)ast));
   bad |= json_object_set_new(m, "dataset", json_pack("{s:s}", "id", id));
   json_t *w =
       json_pack("{s:s, s:n, s:b, s:s, s:s}", "repository", repo, "revision", "quantized", quant,
                 "config_sha256", c->config_hex, "checkpoint_identity_sha256", c->ckpt_hex);
   if (o->revision) json_object_set_new(w, "revision", json_string(o->revision));
-  provenance(c, m);
   if (gguf_quant) {
     bad |= json_object_set_new(w, "codec", json_string(gguf_codec));
     bad |= json_object_set_new(m, "scope", fdl_capture_gguf_scope(c->m));
@@ -593,8 +585,7 @@ static fdl_status prepare(capture *c, fdl_ds_panel *p, fdl_err *err) {
   if (s != FDL_OK) return s;
   c->info = fdl_model_get_info(c->m);
   /* The model's own parse: the config read here is the one config_sha256 digests. */
-  c->config = json_incref((json_t *)fdl_model_config(c->m));
-  c->quant = json_object_get(c->config, "quantization_config");
+  c->quant = fdl_capture_quant_config(c->m);
   dir_name(o->model_dir, c->name, sizeof c->name);
   /* a Hub snapshot's folder is its commit: the repository's name names the model better */
   const char *slash = o->revision && o->repository ? strrchr(o->repository, '/') : NULL;
@@ -605,43 +596,29 @@ static fdl_status prepare(capture *c, fdl_ds_panel *p, fdl_err *err) {
 
 static fdl_status pack(capture *c, fdl_capture_result *r, fdl_err *err) {
   json_t *m = meta(c);
-  char *meta_path = fdl_path_join(c->inputs, "meta.json"),
-       *tensors = fdl_path_join(c->inputs, "tensors"),
-       *head = fdl_path_join(c->inputs, "head.safetensors"),
-       *out = fdl_path_join(c->st.path, "dataset");
-  fdl_status s = m && meta_path && tensors && head && out
-                     ? fdl_json_write_file(meta_path, m, FDL_JSON_PRETTY, err)
-                     : fdl_fail(err, FDL_NOMEM, "out of memory");
+  char *out = fdl_path_join(c->st.path, "dataset");
+  fdl_ds_pack_opts po = {.panel_path = c->o->panel_path,
+                         .threads = c->o->threads,
+                         .created_utc = c->o->created_utc,
+                         .hidden_f32 = c->o->hidden_f32 && c->o->form == FDL_CAPTURE_HIDDEN,
+                         .notice = c->o->notice,
+                         .notice_arg = c->o->notice_arg};
+  fdl_ds_pack_result pr;
+  memset(&pr, 0, sizeof pr);
+  fdl_status s = m && out ? fdl_ds_pack_staged(c->inputs, "head.safetensors", "meta.json", m, out,
+                                               &po, &pr, err)
+                          : fdl_fail(err, FDL_NOMEM, "out of memory");
   json_decref(m);
-  if (s == FDL_OK) {
-    fdl_ds_pack_opts po = {.panel_path = c->o->panel_path,
-                           .tensor_dir = tensors,
-                           .head_path = head,
-                           .meta_path = meta_path,
-                           .out_dir = out,
-                           .threads = c->o->threads,
-                           .created_utc = c->o->created_utc,
-                           .hidden_f32 = c->o->hidden_f32 && c->o->form == FDL_CAPTURE_HIDDEN,
-                           .notice = c->o->notice,
-                           .notice_arg = c->o->notice_arg};
-    fdl_ds_pack_result pr;
-    memset(&pr, 0, sizeof pr);
-    s = fdl_ds_pack(&po, &pr, err);
-    r->refusal = pr.refusal;
-    if (s != FDL_OK) {
-      fdl_err_prefix(err, "capture: packing [%s]", fdl_refusal_name(pr.refusal.code));
-    } else {
-      memcpy(r->dataset_sha256, pr.dataset_sha256, sizeof r->dataset_sha256);
-      memcpy(r->capture_content_digest, pr.capture_content_digest,
-             sizeof r->capture_content_digest);
-      r->records = pr.records;
-      r->scored_rows = pr.scored_rows;
-    }
-  }
-  free(meta_path);
-  free(tensors);
-  free(head);
   free(out);
+  r->refusal = pr.refusal;
+  if (pr.refusal.code != FDL_REF_NONE) {
+    fdl_err_prefix(err, "capture: packing [%s]", fdl_refusal_name(pr.refusal.code));
+  } else if (s == FDL_OK) {
+    memcpy(r->dataset_sha256, pr.dataset_sha256, sizeof r->dataset_sha256);
+    memcpy(r->capture_content_digest, pr.capture_content_digest, sizeof r->capture_content_digest);
+    r->records = pr.records;
+    r->scored_rows = pr.scored_rows;
+  }
   return s;
 }
 
@@ -707,7 +684,6 @@ fdl_status fdl_capture(const fdl_capture_opts *o, fdl_capture_result *r, fdl_err
   if (s != FDL_OK && err && strncmp(err->msg, "capture", 7)) fdl_err_prefix(err, "capture");
   fdl_ds_panel_free(&p);
   fdl_model_free(c.m);
-  json_decref(c.config);
   free(c.inputs);
   free(c.bounds);
   return s;

@@ -1,4 +1,5 @@
-/* gguf_meta.c - the scope and weights_decode blocks of a capture from a GGUF file.
+/* gguf_meta.c - the scope and weights_decode blocks of a capture from a GGUF file, and the
+ * quantization_config a safetensors checkpoint's weights_decode copies.
  *
  * A GGUF mixes ggml types per tensor (a Q4_K_M file holds Q4_K and Q6_K matrices and F32
  * norms), so the scope names, per tensor class, every type its tensors are stored in, in the
@@ -9,6 +10,7 @@
 
 #include "fidelis/vocab.h"
 #include "capture/gguf_meta.h"
+#include "engine/config_json.h"
 #include "fidelis/ggml_quant.h"
 
 static int class_of(const char *name) {
@@ -86,4 +88,8 @@ json_t *fdl_capture_gguf_decode(const fdl_model *m) {
   }
   return json_pack("{s:s, s:s, s:s, s:o}", "method", "gguf-dequant-to-float32", "scope",
                    "weights_reconstructed", "output_dtype", "float32", "ggml_types", types);
+}
+
+const json_t *fdl_capture_quant_config(const fdl_model *m) {
+  return json_object_get(fdl_model_config(m), "quantization_config");
 }

@@ -123,6 +123,14 @@ fdl_status fdl_ds_write_sealed(const char *dir, fdl_ds_docs *docs, char *dataset
 /* The reference pre-seal validation stub for a dataset id (§12.3), sealed. */
 fdl_status fdl_ds_preseal_report(const char *dataset_id, json_t **out, fdl_err *err);
 
+/* Packs what a run staged in dir into out (fdl_ds_pack): dir/tensors, the panel (base's
+ * panel_path, else dir/panel.jsonl), the head dir/head (none when head is NULL) and the meta
+ * dir/meta_name, written from meta first unless meta is NULL. base holds the other options. res
+ * is written only when pack ran: a failure before it leaves res->refusal unset. */
+fdl_status fdl_ds_pack_staged(const char *dir, const char *head, const char *meta_name,
+                              const json_t *meta, const char *out, const fdl_ds_pack_opts *base,
+                              fdl_ds_pack_result *res, fdl_err *err);
+
 /* One context of a pack panel, as fdl_ds_panel_load read it. */
 typedef struct {
   int64_t index;
@@ -135,9 +143,13 @@ typedef struct {
 typedef struct {
   fdl_ds_panel_line *lines; /* sorted by index: lines[i].index == i */
   size_t n;
-  void *priv_;          /* private */
-  int64_t score_from;   /* rows i >= score_from are scored (the header's scoring window, else 0) */
-  const json_t *header; /* the header `fidelis panel` writes (docs/PANEL.md), or NULL */
+  void *priv_;        /* private */
+  int64_t score_from; /* rows i >= score_from are scored (the header's scoring window, else 0) */
+  /* the header's tokenizer (`fidelis panel`, docs/PANEL.md); strings borrowed, NULL if not given */
+  struct {
+    const char *id, *repository, *revision;
+    fdl_ds_bool add_special_tokens;
+  } tokenizer;
 } fdl_ds_panel;
 
 /* Reads and checks a pack panel file exactly as pack does (the same parser and rules); the

@@ -22,7 +22,9 @@
 #include "fidelis/digest.h"
 #include "fidelis/gguf.h"
 #include "fidelis/hub.h"
+#include "json/get.h"
 #include "json/json.h"
+#include "dataset/dataset_json.h"
 #include "fidelis/llamacpp_kld.h"
 #include "base/path.h"
 #include "base/quote.h"
@@ -290,23 +292,21 @@ static fdl_status read_overrides(kld_ctx *c, fdl_err *err) {
   if (!json_is_object(c->over))
     return refuse(c, err, FDL_REF_BAD_INPUT, FDL_PARSE, "meta %s: not a JSON object",
                   c->o->meta_path);
-  static const char *const FIXED[] = {"form", "lossy_codec", "runtime_source", "vocab_size", NULL};
-  static const char *const FIXED_IN[][2] = {{"tokenizer", "id"},
-                                            {"tokenizer", "vocab_size"},
-                                            {"tokenizer", "add_special_tokens"},
-                                            {"panel", "scoring_window"}};
+  static const char *const FIXED[] = {"form",
+                                      "lossy_codec",
+                                      "runtime_source",
+                                      "vocab_size",
+                                      "tokenizer.id",
+                                      "tokenizer.vocab_size",
+                                      "tokenizer.add_special_tokens",
+                                      "panel.scoring_window",
+                                      NULL};
   for (size_t i = 0; FIXED[i]; i++)
-    if (json_object_get(c->over, FIXED[i]))
+    if (fdl_json_path(c->over, FIXED[i]))
       return refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                     "meta %s: '%s' is decided by the .kld file and the tokenizer, not by the "
                     "meta (docs/LLAMACPP-KLD.md)",
                     c->o->meta_path, FIXED[i]);
-  for (size_t i = 0; i < sizeof FIXED_IN / sizeof *FIXED_IN; i++)
-    if (json_object_get(json_object_get(c->over, FIXED_IN[i][0]), FIXED_IN[i][1]))
-      return refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
-                    "meta %s: '%s.%s' is decided by the .kld file and the tokenizer, not by the "
-                    "meta (docs/LLAMACPP-KLD.md)",
-                    c->o->meta_path, FIXED_IN[i][0], FIXED_IN[i][1]);
   const json_t *d = json_object_get(c->over, "disclosures");
   if (d && !json_is_array(d))
     return refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID, "meta %s: 'disclosures' must be an array",
@@ -376,8 +376,7 @@ static fdl_status check_rows(kld_ctx *c, fdl_err *err) {
 /* The head's width, which the .kld does not hold: the model's GGUF (<arch>.embedding_length) or
  * config.json (hidden_size) when the tokenizer comes with one, else the meta's head.shape. */
 static void find_hidden(kld_ctx *c) {
-  const json_t *shape = json_object_get(json_object_get(c->over, "head"), "shape");
-  if (shape) {
+  if (fdl_json_path(c->over, "head.shape")) {
     snprintf(c->hidden_from, sizeof c->hidden_from, "the meta's head.shape");
     return; /* pack checks it */
   }
@@ -417,7 +416,7 @@ static void find_hidden(kld_ctx *c) {
   if (fdl_model_member(dir, "config.json", &path, NULL) == FDL_OK && path &&
       fdl_json_load_file(path, NULL, &cfg, NULL) == FDL_OK) {
     const json_t *h = json_object_get(cfg, "hidden_size");
-    if (!h) h = json_object_get(json_object_get(cfg, "text_config"), "hidden_size");
+    if (!h) h = fdl_json_path(cfg, "text_config.hidden_size");
     if (json_is_integer(h) && json_integer_value(h) > 0 && json_integer_value(h) <= INT32_MAX) {
       c->hidden = (int64_t)json_integer_value(h);
       snprintf(c->hidden_from, sizeof c->hidden_from, "config.json's hidden_size");
@@ -705,31 +704,19 @@ static json_t *build_meta(const kld_ctx *c) {
 
 static fdl_status pack(kld_ctx *c, fdl_err *err) {
   json_t *m = build_meta(c);
-  char *meta_path = fdl_path_join(c->inputs, "meta.json"),
-       *panel_path = fdl_path_join(c->inputs, "panel.jsonl"),
-       *tensors = fdl_path_join(c->inputs, "tensors"), *out = fdl_path_join(c->st.path, "dataset");
-  fdl_status s = m && meta_path && panel_path && tensors && out
-                     ? fdl_json_write_file(meta_path, m, FDL_JSON_PRETTY, err)
-                     : fdl_fail(err, FDL_NOMEM, "out of memory");
+  char *out = fdl_path_join(c->st.path, "dataset");
+  fdl_ds_pack_opts po = {.threads = c->o->threads,
+                         .created_utc = c->o->created_utc,
+                         .notice = c->o->notice,
+                         .notice_arg = c->o->notice_arg};
+  fdl_status s =
+      m && out ? fdl_ds_pack_staged(c->inputs, NULL, "meta.json", m, out, &po, &c->r->pack, err)
+               : fdl_fail(err, FDL_NOMEM, "out of memory");
   json_decref(m);
-  if (s != FDL_OK) {
+  if (s != FDL_OK && c->r->pack.refusal.code == FDL_REF_NONE)
     s = refuse_err(c, err, FDL_REF_IO_ERROR, s);
-  } else {
-    fdl_ds_pack_opts po = {.panel_path = panel_path,
-                           .tensor_dir = tensors,
-                           .meta_path = meta_path,
-                           .out_dir = out,
-                           .threads = c->o->threads,
-                           .created_utc = c->o->created_utc,
-                           .notice = c->o->notice,
-                           .notice_arg = c->o->notice_arg};
-    s = fdl_ds_pack(&po, &c->r->pack, err);
-    if (s == FDL_OK && (s = fdl_rename_noreplace(out, c->o->out_dir, err)) != FDL_OK)
-      s = refuse_err(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, s);
-  }
-  free(meta_path);
-  free(panel_path);
-  free(tensors);
+  else if (s == FDL_OK && (s = fdl_rename_noreplace(out, c->o->out_dir, err)) != FDL_OK)
+    s = refuse_err(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, s);
   free(out);
   return s;
 }

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "base/path.h"
+#include "dataset/dataset_json.h"
 #include "dataset/pack.h"
 #include "json/json.h"
 #include "base/sys.h"
@@ -260,5 +261,31 @@ fdl_status fdl_ds_pack(const fdl_ds_pack_opts *o, fdl_ds_pack_result *res, fdl_e
   if (res) *res = r;
   fdl_pk_free_panel(&c);
   json_decref(c.meta);
+  return s;
+}
+
+fdl_status fdl_ds_pack_staged(const char *dir, const char *head, const char *meta_name,
+                              const json_t *meta, const char *out, const fdl_ds_pack_opts *base,
+                              fdl_ds_pack_result *res, fdl_err *err) {
+  char *panel = fdl_path_join(dir, "panel.jsonl"), *tensors = fdl_path_join(dir, "tensors"),
+       *head_path = head ? fdl_path_join(dir, head) : NULL,
+       *meta_path = fdl_path_join(dir, meta_name);
+  fdl_status s = panel && tensors && meta_path && (head_path || !head)
+                     ? FDL_OK
+                     : fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (s == FDL_OK && meta) s = fdl_json_write_file(meta_path, meta, FDL_JSON_PRETTY, err);
+  if (s == FDL_OK) {
+    fdl_ds_pack_opts o = *base;
+    o.panel_path = base->panel_path ? base->panel_path : panel;
+    o.tensor_dir = tensors;
+    o.head_path = head_path;
+    o.meta_path = meta_path;
+    o.out_dir = out;
+    s = fdl_ds_pack(&o, res, err);
+  }
+  free(panel);
+  free(tensors);
+  free(head_path);
+  free(meta_path);
   return s;
 }

@@ -18,9 +18,10 @@ typedef struct {
   int64_t index;
   int64_t *tokens;
   size_t ntok;
-  uint8_t *mask;  /* 0/1 per token; NULL when the line has none */
-  json_t *line;   /* the parsed line (owned): descriptive strings are borrowed from it */
-  int64_t scored; /* rows §7.3 selects */
+  uint8_t *mask;         /* 0/1 per token; NULL when the line has none */
+  json_t *line;          /* the parsed line (owned): descriptive strings are borrowed from it */
+  const char *window_id; /* borrowed from line; NULL when absent or null */
+  int64_t scored;        /* rows §7.3 selects */
   /* filled while packing */
   char tok_hex[DS_HEX_LEN + 1];
   char tok_legacy[DS_HEX_LEN + 1];
@@ -47,6 +48,11 @@ typedef struct {
   const char *role, *form, *lane, *dataset_id, *engine_name, *engine_version, *panel_id,
       *panel_name, *run_name, *semantic_point, *device, *device_name;
   fdl_dtype forward; /* dtype of the cut in the engine's forward (FDL_DTYPE_COUNT: unknown) */
+  struct { /* the meta's head block as declared: strings NULL when absent or not strings */
+    const char *content, *file, *dtype; /* tensor_content_sha256, file_sha256, dtype */
+    bool shaped;                        /* shape is two integers */
+    int64_t shape[2];
+  } decl;
   int64_t score_from;
   json_t *header; /* the panel's header line (fidelis panel, docs/PANEL.md), or NULL */
   /* the panel */

@@ -37,11 +37,6 @@ fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, fdl_refusal_code code, fdl_sta
   return status;
 }
 
-/* meta[block][key] when it is a string, else NULL. */
-static const char *meta_str(const pk_ctx *c, const char *block, const char *key) {
-  return fdl_json_str(fdl_json_obj(c->meta, block), key);
-}
-
 /* ---- the meta ---------------------------------------------------------------------------- */
 
 static bool in_list(const char *s, const char *const *list) {
@@ -246,21 +241,28 @@ fdl_status fdl_pk_read_meta(pk_ctx *c, fdl_err *err) {
   c->role = fdl_json_str(c->meta, "role");
   c->form = fdl_json_str(c->meta, "form");
   c->lane = fdl_json_str(c->meta, "lane");
-  c->dataset_id = meta_str(c, "dataset", "id");
-  c->engine_name = meta_str(c, "engine", "name");
-  c->engine_version = meta_str(c, "engine", "version");
-  c->panel_id = meta_str(c, "panel", "panel_id");
-  c->panel_name = meta_str(c, "panel", "name");
+  c->dataset_id = fdl_json_path_str(c->meta, "dataset.id");
+  c->engine_name = fdl_json_path_str(c->meta, "engine.name");
+  c->engine_version = fdl_json_path_str(c->meta, "engine.version");
+  c->panel_id = fdl_json_path_str(c->meta, "panel.panel_id");
+  c->panel_name = fdl_json_path_str(c->meta, "panel.name");
   c->run_name = fdl_json_str(c->meta, "run_name");
   c->semantic_point = fdl_json_str(c->meta, "semantic_point");
   c->device = fdl_json_str(c->meta, "device");
   c->device_name = fdl_json_str(c->meta, "device_name");
-  const char *fwd = meta_str(c, "dtypes", "forward");
+  const char *fwd = fdl_json_path_str(c->meta, "dtypes.forward");
   c->forward = FDL_DTYPE_COUNT;
   if (fwd) (void)fdl_dtype_parse(fwd, &c->forward);
+  const json_t *h = fdl_json_obj(c->meta, "head"), *shape = fdl_json_arr(h, "shape");
+  c->decl.content = fdl_json_str(h, "tensor_content_sha256");
+  c->decl.file = fdl_json_str(h, "file_sha256");
+  c->decl.dtype = fdl_json_str(h, "dtype");
+  c->decl.shaped = json_array_size(shape) == 2 && json_is_integer(json_array_get(shape, 0)) &&
+                   json_is_integer(json_array_get(shape, 1));
+  for (size_t i = 0; c->decl.shaped && i < 2; i++)
+    c->decl.shape[i] = (int64_t)json_integer_value(json_array_get(shape, i));
 
-  const json_t *w = fdl_json_obj(c->meta, "weights");
-  const json_t *q = json_object_get(w, "quantized");
+  const json_t *q = fdl_json_path(c->meta, "weights.quantized");
   if (q && !json_is_boolean(q))
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "meta weights.quantized must be a boolean");
@@ -351,6 +353,7 @@ static fdl_status parse_line(pk_ctx *c, pk_record *r, size_t lineno, fdl_err *er
                            lineno, key,
                            fdl_quote(json_string_value(v), json_string_length(v), q, sizeof q));
   }
+  r->window_id = fdl_json_str(o, "window_id");
   if (!fdl_json_int(o, "index", &r->index) || r->index < 0 || r->index >= FDL_DS_MAX_INDEX)
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "panel line %zu: 'index' must be an integer >= 0", lineno);
@@ -446,7 +449,7 @@ static fdl_status parse_header(pk_ctx *c, json_t *line, fdl_err *err) {
                          "the panel was cut for another scoring window than meta "
                          "panel.scoring_window (score_from %" PRId64 " in the panel header)",
                          from);
-  const char *mid = meta_str(c, "tokenizer", "id");
+  const char *mid = fdl_json_path_str(c->meta, "tokenizer.id");
   char q1[FDL_QUOTE_CAP], q2[FDL_QUOTE_CAP];
   if (id && mid && strcmp(id, mid))
     return fdl_pk_refuse(c, err, FDL_REF_PANEL_BINDING, FDL_REFUSED,
@@ -608,7 +611,13 @@ fdl_status fdl_ds_panel_load(const char *path, fdl_ds_panel *p, fdl_err *err) {
   }
   p->n = h->c.n;
   p->score_from = h->c.score_from;
-  p->header = json_object_get(h->c.header, "header");
+  const json_t *tok = fdl_json_obj(fdl_json_obj(h->c.header, "header"), "tokenizer");
+  bool ast;
+  p->tokenizer.id = fdl_json_str(tok, "id");
+  p->tokenizer.repository = fdl_json_str(tok, "repository");
+  p->tokenizer.revision = fdl_json_str(tok, "revision");
+  p->tokenizer.add_special_tokens =
+      fdl_json_bool(tok, "add_special_tokens", &ast) ? (fdl_ds_bool)ast : FDL_DS_UNSET;
   p->priv_ = h;
   return FDL_OK;
 }

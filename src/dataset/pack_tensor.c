@@ -143,15 +143,14 @@ static fdl_status write_record(pk_ctx *c, pk_record *r, const void *data, int64_
            r->index);
   fdl_status s = fdl_pk_stage_path(c, rel, path, sizeof path, err);
   if (s != FDL_OK) return s;
-  const char *wid = fdl_json_str(r->line, "window_id");
   json_t *meta =
       json_pack("{s:s, s:s, s:s, s:s, s:s}", "capture_role",
                 hidden ? "hidden_states_pre_lm_head" : "logits", "cut_point",
                 c->semantic_point ? c->semantic_point
                                   : (hidden ? "after_final_rmsnorm_before_lm_head"
                                             : "lm_head_output_before_sampling"),
-                "window_id", wid ? wid : "", "cold_run", c->run_name ? c->run_name : c->dataset_id,
-                "dtype", dtype_word(c->stored));
+                "window_id", r->window_id ? r->window_id : "", "cold_run",
+                c->run_name ? c->run_name : c->dataset_id, "dtype", dtype_word(c->stored));
   if (!meta) return fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "out of memory");
   int64_t shape[2] = {rows, c->width};
   fdl_tensor_in tin = {key, c->stored, 2, shape, data};
@@ -274,10 +273,7 @@ fdl_status fdl_pk_pack_record(pk_ctx *c, pk_record *r, fdl_err *err) {
 /* ---- the head ---------------------------------------------------------------------------- */
 
 static fdl_status declared_head(pk_ctx *c, fdl_err *err) {
-  const json_t *h = fdl_json_obj(c->meta, "head");
-  const char *content = fdl_json_str(h, "tensor_content_sha256");
-  const json_t *shape = fdl_json_arr(h, "shape");
-  const char *dtype = fdl_json_str(h, "dtype");
+  const char *content = c->decl.content, *dtype = c->decl.dtype;
   bool hidden = !strcmp(c->form, "hidden");
   if (!strcmp(c->role, "root"))
     return fdl_pk_refuse(c, err, FDL_REF_HEAD_MISMATCH, FDL_REFUSED,
@@ -287,29 +283,26 @@ static fdl_status declared_head(pk_ctx *c, fdl_err *err) {
                          "a hidden-form dataset needs its head's content digest (HEAD-4): give "
                          "the head file, or meta head.tensor_content_sha256 with head.shape and "
                          "head.dtype");
-  if (!shape || json_array_size(shape) != 2 || !json_is_integer(json_array_get(shape, 0)) ||
-      !json_is_integer(json_array_get(shape, 1)) || !dtype ||
+  if (!c->decl.shaped || !dtype ||
       (strcmp(dtype, "BF16") && strcmp(dtype, "F16") && strcmp(dtype, "F32")))
     return fdl_pk_refuse(
         c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
         "without a head file, meta head.shape [vocab, hidden] and head.dtype (BF16, F16 "
         "or F32) describe the head the capture used");
   c->head.present = false;
-  c->head.shape[0] = (int64_t)json_integer_value(json_array_get(shape, 0));
-  c->head.shape[1] = (int64_t)json_integer_value(json_array_get(shape, 1));
+  memcpy(c->head.shape, c->decl.shape, sizeof c->head.shape);
   c->head.dtype = !strcmp(dtype, "BF16") ? "BF16" : !strcmp(dtype, "F16") ? "F16" : "F32";
   if (c->head.shape[0] < 1 || c->head.shape[1] < 1)
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "meta head.shape must be positive");
   snprintf(c->head.content_hex, sizeof c->head.content_hex, "%s", content ? content : "");
-  const char *file = fdl_json_str(h, "file_sha256");
-  snprintf(c->head.file_hex, sizeof c->head.file_hex, "%s", file ? file : "");
+  snprintf(c->head.file_hex, sizeof c->head.file_hex, "%s", c->decl.file ? c->decl.file : "");
   return FDL_OK;
 }
 
 fdl_status fdl_pk_pack_head(pk_ctx *c, fdl_err *err) {
   if (!c->o->head_path) return declared_head(c, err);
-  if (fdl_json_str(fdl_json_obj(c->meta, "head"), "tensor_content_sha256"))
+  if (c->decl.content)
     return fdl_pk_refuse(
         c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
         "meta head.tensor_content_sha256 is computed from the head file; drop one of them");

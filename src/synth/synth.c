@@ -23,7 +23,7 @@
 #include "fidelis/vocab.h"
 #include "base/rng.h"
 #include "base/sys.h"
-#include "fidelis/dataset.h"
+#include "dataset/dataset_json.h"
 #include "fidelis/digest.h"
 #include "fidelis/engine.h"
 #include "base/fs.h"
@@ -228,7 +228,10 @@ static json_t *meta(const synth *z, bool cand, const char *ckpt) {
   return m;
 }
 
-static fdl_status write_meta(synth *z, bool cand, fdl_err *err) {
+/* ---- the run ---------------------------------------------------------------------------- */
+
+/* One side's meta, written beside the inputs it describes, and the side packed. */
+static fdl_status pack_side(synth *z, bool cand, fdl_synth_result *res, fdl_err *err) {
   const fdl_synth_opts *o = z->o;
   char ckpt[FDL_SHA256_HEX_BUF];
   uint16_t *h = cand ? z->head_cand : z->head_ref;
@@ -238,54 +241,30 @@ static fdl_status write_meta(synth *z, bool cand, fdl_err *err) {
   if (s != FDL_OK) return s;
   fdl_sha256_hex(&d, ckpt);
   json_t *m = meta(z, cand, ckpt);
-  if (!m) return fdl_fail(err, FDL_NOMEM, "out of memory for the synth meta");
-  char *path = fdl_path_join(z->inputs, cand ? "meta-candidate.json" : "meta-reference.json");
-  s = path ? fdl_json_write_file(path, m, FDL_JSON_PRETTY, err)
-           : fdl_fail(err, FDL_NOMEM, "out of memory");
-  free(path);
-  json_decref(m);
-  return s;
-}
-
-/* ---- the run ---------------------------------------------------------------------------- */
-
-static fdl_status pack_side(synth *z, bool cand, fdl_synth_result *res, fdl_err *err) {
-  char *panel = fdl_path_join(z->inputs, "panel.jsonl"),
-       *tensors = fdl_path_join(z->inputs, "tensors");
-  char *head =
-      fdl_path_join(z->inputs, cand ? "head-candidate.safetensors" : "head-reference.safetensors");
-  char *meta_path = fdl_path_join(z->inputs, cand ? "meta-candidate.json" : "meta-reference.json");
   char *out = fdl_path_join(z->outs, cand ? "candidate" : "reference");
-  fdl_status s;
-  if (!panel || !tensors || !head || !meta_path || !out) {
-    s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  } else {
-    fdl_ds_pack_opts po = {.panel_path = panel,
-                           .tensor_dir = tensors,
-                           .head_path = head,
-                           .meta_path = meta_path,
-                           .out_dir = out,
-                           .threads = z->o->threads,
-                           .created_utc = z->o->created_utc,
-                           .notice = z->o->notice,
-                           .notice_arg = z->o->notice_arg};
-    fdl_ds_pack_result pr;
-    memset(&pr, 0, sizeof pr);
-    s = fdl_ds_pack(&po, &pr, err);
-    if (s != FDL_OK)
-      fdl_err_prefix(err, "synth: packing the %s [%s]", cand ? "candidate" : "reference",
-                     fdl_refusal_name(pr.refusal.code));
-    else {
-      memcpy(cand ? res->candidate_sha256 : res->reference_sha256, pr.dataset_sha256,
-             FDL_SHA256_HEX_BUF);
-      res->rows = (size_t)pr.scored_rows;
-    }
-  }
-  free(panel);
-  free(tensors);
-  free(head);
-  free(meta_path);
+  fdl_ds_pack_opts po = {.threads = o->threads,
+                         .created_utc = o->created_utc,
+                         .notice = o->notice,
+                         .notice_arg = o->notice_arg};
+  fdl_ds_pack_result pr;
+  memset(&pr, 0, sizeof pr);
+  if (!m)
+    s = fdl_fail(err, FDL_NOMEM, "out of memory for the synth meta");
+  else
+    s = out ? fdl_ds_pack_staged(
+                  z->inputs, cand ? "head-candidate.safetensors" : "head-reference.safetensors",
+                  cand ? "meta-candidate.json" : "meta-reference.json", m, out, &po, &pr, err)
+            : fdl_fail(err, FDL_NOMEM, "out of memory");
+  json_decref(m);
   free(out);
+  if (pr.refusal.code != FDL_REF_NONE) {
+    fdl_err_prefix(err, "synth: packing the %s [%s]", cand ? "candidate" : "reference",
+                   fdl_refusal_name(pr.refusal.code));
+  } else if (s == FDL_OK) {
+    memcpy(cand ? res->candidate_sha256 : res->reference_sha256, pr.dataset_sha256,
+           FDL_SHA256_HEX_BUF);
+    res->rows = (size_t)pr.scored_rows;
+  }
   return s;
 }
 
@@ -351,8 +330,6 @@ fdl_status fdl_synth(const fdl_synth_opts *in, fdl_synth_result *res, fdl_err *e
   if (s == FDL_OK) s = write_panel(&z, err);
   if (s == FDL_OK) s = write_hidden(&z, err);
   if (s == FDL_OK) s = write_heads(&z, err);
-  if (s == FDL_OK) s = write_meta(&z, false, err);
-  if (s == FDL_OK) s = write_meta(&z, true, err);
   if (s == FDL_OK) s = pack_side(&z, false, res, err);
   if (s == FDL_OK) s = pack_side(&z, true, res, err);
   if (s == FDL_OK) s = write_about(&z, res, err);
