@@ -16,8 +16,8 @@ headers) checked against the sources and the built objects.
    abort only where process allows; the CPU-feature probe only where simd = yes.
 5. docs/ARCHITECTURE.md's layer table is the one `--write` renders from docs/layers.tsv.
 7. Reading a document by key (jansson's readers, json/get.h's getters) only in the files
-   docs/keys.tsv lists, each with its role (json, decoder, validator, encoder, or debt: a
-   consumer still to be given a decoder's struct); every listed file does read by key, and
+   docs/keys.tsv lists, each with its role (json, decoder, validator, encoder; a consumer has
+   no role: it reads a decoder's struct); every listed file does read by key, and
    docs/ARCHITECTURE.md's list is the one `--write` renders from docs/keys.tsv.
 6. The two API tiers: a public header includes public headers only; fidelis/fidelis.h includes
    every public header and lists each in its top comment; FDL_API appears in no file of src/;
@@ -39,7 +39,7 @@ KEYS = os.path.join(ROOT, "docs", "keys.tsv")
 ARCH = os.path.join(ROOT, "docs", "ARCHITECTURE.md")
 BEGIN, END = "<!-- layers.tsv: begin -->", "<!-- layers.tsv: end -->"
 KBEGIN, KEND = "<!-- keys.tsv: begin -->", "<!-- keys.tsv: end -->"
-ROLES = ("json", "decoder", "validator", "encoder", "debt")
+ROLES = ("json", "decoder", "validator", "encoder")
 
 # The calls base/sys.h wraps (sys.h's door), and their stdio and 64-bit spellings. free, close,
 # munmap and the metadata calls (stat, readdir, realpath) release or look; they are not doors.
@@ -354,9 +354,7 @@ def main():
         bad(rel(ARCH), "its list of key readers differs from docs/keys.tsv",
             "run python3 tests/test_layers.py --write")
 
-    debt = sum(1 for f in keys if keys[f][0] == "debt")
-    checked = (f"{len(rows)} areas, {len(sources)} sources, {len(objs)} objects, "
-               f"{len(keys)} key readers of which {debt} debt")
+    checked = f"{len(rows)} areas, {len(sources)} sources, {len(objs)} objects, {len(keys)} key readers"
     if violations:
         print(f"FAIL: {len(violations)} layer rule violation(s) ({checked}):")
         for v in violations:
