@@ -120,6 +120,14 @@ typedef struct {
 fdl_status fdl_ds_write_sealed(const char *dir, fdl_ds_docs *docs, char *dataset_sha256,
                                fdl_err *err);
 
+/* Appends one disclosure (affects_comparability, code, detail, severity) to a: nonzero when it
+ * is lost (out of memory). */
+int fdl_ds_disclose(json_t *a, bool affects, const char *code, const char *detail,
+                    const char *severity);
+/* Ends a tool's disclosures list: the meta's own (extra, copied) follow it; NULL, and a freed,
+ * when any was lost, so a list is never published with one missing. */
+json_t *fdl_ds_disclosures_end(json_t *a, const json_t *extra, int lost);
+
 /* The reference pre-seal validation stub for a dataset id (§12.3), sealed. */
 fdl_status fdl_ds_preseal_report(const char *dataset_id, json_t **out, fdl_err *err);
 

@@ -583,13 +583,6 @@ static json_t *unknown_scope(void) {
 }
 
 /* Appends one disclosure to a; nonzero when out of memory. */
-static int disclose(json_t *a, const char *code, const char *severity, bool affects,
-                    const char *detail) {
-  return json_array_append_new(a,
-                               json_pack("{s:s, s:s, s:b, s:s}", "code", code, "severity", severity,
-                                         "affects_comparability", affects, "detail", detail));
-}
-
 static json_t *disclosures(const kld_ctx *c) {
   const fdl_kld_info *in = &c->k.info;
   const fdl_kld_import_result *r = c->r;
@@ -621,24 +614,17 @@ static json_t *disclosures(const kld_ctx *c) {
   json_t *a = json_array();
   int lost = !a;
   if (a) {
-    lost |= disclose(a, "llamacpp_kld_lossy_log_probabilities", "caveat", true, lossy);
-    lost |= disclose(a, "llamacpp_kld_bos_rule", "info", false, bos);
-    lost |= disclose(a, "llamacpp_kld_head_not_recorded", "info", false, head);
-    lost |= disclose(a, "llamacpp_kld_runtime_not_recorded", "caveat", false,
-                     "a .kld records neither the llama.cpp build nor its backend, batch sizes, KV "
-                     "cache type or model file: engine.version, device and the weights are "
-                     "'unknown' unless the meta names them. Runs with another -c or batch split "
-                     "are not the same measurement.");
+    lost |= fdl_ds_disclose(a, true, "llamacpp_kld_lossy_log_probabilities", lossy, "caveat");
+    lost |= fdl_ds_disclose(a, false, "llamacpp_kld_bos_rule", bos, "info");
+    lost |= fdl_ds_disclose(a, false, "llamacpp_kld_head_not_recorded", head, "info");
+    lost |= fdl_ds_disclose(a, false, "llamacpp_kld_runtime_not_recorded",
+                            "a .kld records neither the llama.cpp build nor its backend, batch "
+                            "sizes, KV cache type or model file: engine.version, device and the "
+                            "weights are 'unknown' unless the meta names them. Runs with another "
+                            "-c or batch split are not the same measurement.",
+                            "caveat");
   }
-  size_t i;
-  json_t *d;
-  json_array_foreach(json_object_get(c->over, "disclosures"), i, d) lost |=
-      json_array_append_new(a, json_deep_copy(d));
-  if (lost) {
-    json_decref(a);
-    return NULL;
-  }
-  return a;
+  return fdl_ds_disclosures_end(a, json_object_get(c->over, "disclosures"), lost);
 }
 
 static json_t *lossy_codec(void) {

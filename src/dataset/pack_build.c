@@ -518,11 +518,22 @@ static json_t *divergences(void) {
 }
 
 /* Appends one disclosure to a; nonzero when out of memory. */
-static int disclose(json_t *a, bool affects, const char *code, const char *detail,
+int fdl_ds_disclose(json_t *a, bool affects, const char *code, const char *detail,
                     const char *severity) {
   return json_array_append_new(a,
                                json_pack("{s:b, s:s, s:s, s:s}", "affects_comparability", affects,
                                          "code", code, "detail", detail, "severity", severity));
+}
+
+json_t *fdl_ds_disclosures_end(json_t *a, const json_t *extra, int lost) {
+  size_t i;
+  json_t *d;
+  json_array_foreach(extra, i, d) lost |= json_array_append_new(a, json_deep_copy(d));
+  if (lost) {
+    json_decref(a);
+    return NULL;
+  }
+  return a;
 }
 
 static json_t *disclosures(const pk_ctx *c) {
@@ -532,34 +543,27 @@ static json_t *disclosures(const pk_ctx *c) {
   json_t *a = json_array();
   if (!a) return NULL;
   int lost = 0; /* out of memory: no list rather than one missing a disclosure */
-  lost |= disclose(a, false, "no_known_deviations", detail, "info");
-  lost |= disclose(a, false, "reduced_run_count",
-                   "this dataset is ONE capture (run_count 1, below the DET-D4 floor of 5); "
-                   "cross-run determinism is not asserted here and is established by a second "
-                   "capture and an exact-zero self-compare",
-                   "caveat");
+  lost |= fdl_ds_disclose(a, false, "no_known_deviations", detail, "info");
+  lost |=
+      fdl_ds_disclose(a, false, "reduced_run_count",
+                      "this dataset is ONE capture (run_count 1, below the DET-D4 floor of 5); "
+                      "cross-run determinism is not asserted here and is established by a second "
+                      "capture and an exact-zero self-compare",
+                      "caveat");
   if (c->narrowed)
-    lost |= disclose(a, true, "stored_dtype_narrowed",
-                     "hidden states were handed over as F32 and rounded to BF16 (round to "
-                     "nearest, ties to even) for storage; dtype_lossless is false",
-                     "caveat");
+    lost |= fdl_ds_disclose(a, true, "stored_dtype_narrowed",
+                            "hidden states were handed over as F32 and rounded to BF16 (round to "
+                            "nearest, ties to even) for storage; dtype_lossless is false",
+                            "caveat");
   if (c->legacy_key)
-    lost |= disclose(a, false, "legacy_tensor_key_rewritten",
-                     "input tensors used the pre-v1 key 'hidden'; stored as 'hidden_states' "
-                     "(REC-2)",
-                     "info");
+    lost |= fdl_ds_disclose(a, false, "legacy_tensor_key_rewritten",
+                            "input tensors used the pre-v1 key 'hidden'; stored as 'hidden_states' "
+                            "(REC-2)",
+                            "info");
   if (c->present < c->n)
-    lost |= disclose(a, true, "partial_capture",
-                     "not every panel record was captured; see coverage", "caveat");
-  size_t i;
-  json_t *d;
-  json_array_foreach(fdl_json_arr(c->meta, "disclosures"), i, d) lost |=
-      json_array_append_new(a, json_deep_copy(d));
-  if (lost) {
-    json_decref(a);
-    return NULL;
-  }
-  return a;
+    lost |= fdl_ds_disclose(a, true, "partial_capture",
+                            "not every panel record was captured; see coverage", "caveat");
+  return fdl_ds_disclosures_end(a, fdl_json_arr(c->meta, "disclosures"), lost);
 }
 
 static json_t *seal_block(void) {
