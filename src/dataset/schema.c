@@ -21,9 +21,6 @@ enum { REQ = FDL_SCHEMA_REQ, NUL = FDL_SCHEMA_NUL, MIN1 = FDL_SCHEMA_MIN1 };
 
 /* ---- patterns ---------------------------------------------------------------------------- */
 
-static bool sha_ok(const char *s, size_t n) {
-  return n == 64 && fdl_hex_lower(s, n);
-}
 static bool rev_ok(const char *s, size_t n) {
   return n >= 7 && n <= 64 && fdl_hex_lower(s, n);
 }
@@ -46,7 +43,7 @@ static bool div_ok(const char *s, size_t n) {
   return true;
 }
 
-static const fdl_schema_pattern SHA = {sha_ok, "64 lowercase hex digits"};
+static const fdl_schema_pattern SHA = {fdl_sha256_hex_ok, "64 lowercase hex digits"};
 static const fdl_schema_pattern REV = {rev_ok, "7-64 lowercase hex digits"};
 static const fdl_schema_pattern REL = {rel_ok,
                                        "a relative path (no leading '/', no '://', no NUL)"};
@@ -401,7 +398,7 @@ static void conditionals(fdl_schema_run *r, const json_t *m, const char *path) {
   /* A sealed panel receipt must ship with a remap key (its value may be null). */
   if (panel) {
     const char *d = fdl_json_str(panel, "panel_receipt_sha256");
-    if (d && sha_ok(d, strlen(d)) && !json_object_get(panel, "remap_file"))
+    if (d && fdl_sha256_hex_ok(d, strlen(d)) && !json_object_get(panel, "remap_file"))
       fdl_schema_bad(r, "panel.remap_file", "is required when panel_receipt_sha256 is a digest");
   }
 }
