@@ -96,6 +96,17 @@ static void check_mirror(ds_vctx *v) {
                         total_size);
 }
 
+/* A field of record idx that must equal (Python ==) another; each value is shown in at most cap
+ * bytes. */
+static void rec_equal(ds_vctx *v, const char *rule, const char *where, const char *idx,
+                      const json_t *a, const json_t *b, size_t cap, const char *fmt) {
+  if (fdl_py_equal(a, b)) return;
+  char sa[64], sb[64];
+  fdl_py_shown(a, sa, cap);
+  fdl_py_shown(b, sb, cap);
+  fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, rule, where, fmt, idx, sa, sb);
+}
+
 void fdl_ds_v_records(ds_vctx *v) {
   if (!v->capture.doc) return;
   json_t *records = fdl_ds_v_records_of(v);
@@ -125,32 +136,15 @@ void fdl_ds_v_records(ds_vctx *v) {
     } else {
       seen[n_seen++] = (int64_t)json_integer_value(index);
     }
-    const json_t *key = json_object_get(r, "key");
-    if (!fdl_py_equal(key, tensor_key)) {
-      char k1[64], k2[64];
-      fdl_py_shown(key, k1, sizeof k1);
-      fdl_py_shown(tensor_key, k2, sizeof k2);
-      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "REC-2", where,
-                          "record %s key %s != header tensor_key %s", idx, k1, k2);
-    }
+    rec_equal(v, "REC-2", where, idx, json_object_get(r, "key"), tensor_key, 64,
+              "record %s key %s != header tensor_key %s");
     const json_t *shape = json_object_get(r, "shape");
     if (json_is_array(shape) && json_array_size(shape) == 2) {
-      const json_t *rows = json_array_get(shape, 0), *width = json_array_get(shape, 1);
-      const json_t *scored = json_object_get(r, "scored_rows");
-      if (!fdl_py_equal(rows, scored)) {
-        char a[32], b[32];
-        fdl_py_shown(rows, a, sizeof a);
-        fdl_py_shown(scored, b, sizeof b);
-        fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "REC-3", where,
-                            "record %s shape[0] %s != scored_rows %s", idx, a, b);
-      }
-      if (want_width && !json_is_null(want_width) && !fdl_py_equal(width, want_width)) {
-        char a[32], b[32];
-        fdl_py_shown(width, a, sizeof a);
-        fdl_py_shown(want_width, b, sizeof b);
-        fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "REC-3", where,
-                            "record %s shape[1] %s != %s", idx, a, b);
-      }
+      rec_equal(v, "REC-3", where, idx, json_array_get(shape, 0), json_object_get(r, "scored_rows"),
+                32, "record %s shape[0] %s != scored_rows %s");
+      if (want_width && !json_is_null(want_width))
+        rec_equal(v, "REC-3", where, idx, json_array_get(shape, 1), want_width, 32,
+                  "record %s shape[1] %s != %s");
     }
     const json_t *pp = json_object_get(r, "prediction_positions"),
                  *sr = json_object_get(r, "scored_rows");
