@@ -48,6 +48,17 @@ void fdl_ds_v_capture_digest(ds_vctx *v) {
   fdl_ds_report_check(v->rep, "digest.capture_content");
 }
 
+/* A value that must equal (Python ==) another: the finding names what (a record, a field) and
+ * shows each value in at most cap bytes. */
+static void must_equal(ds_vctx *v, const char *rule, const char *where, const char *what,
+                       const json_t *a, const json_t *b, size_t cap, const char *fmt) {
+  if (fdl_py_equal(a, b)) return;
+  char sa[64], sb[64];
+  fdl_py_shown(a, sa, cap);
+  fdl_py_shown(b, sb, cap);
+  fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, rule, where, fmt, what, sa, sb);
+}
+
 /* Header fields the capture manifest mirrors from the top manifest's capture block. */
 static void check_mirror(ds_vctx *v) {
   const json_t *top = fdl_json_obj(v->m, "capture");
@@ -56,14 +67,9 @@ static void check_mirror(ds_vctx *v) {
   for (size_t i = 0; top && MIRRORED[i]; i++) {
     const json_t *a = json_object_get(top, MIRRORED[i]),
                  *b = json_object_get(v->capture.doc, MIRRORED[i]);
-    if (a && b && !fdl_py_equal(a, b)) {
-      char sa[64], sb[64];
-      fdl_py_shown(a, sa, sizeof sa);
-      fdl_py_shown(b, sb, sizeof sb);
-      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "6", v->capture.rel,
-                          "%s is %s here but %s in the manifest's capture block", MIRRORED[i], sb,
-                          sa);
-    }
+    if (a && b)
+      must_equal(v, "6", v->capture.rel, MIRRORED[i], b, a, 64,
+                 "%s is %s here but %s in the manifest's capture block");
   }
   json_t *records = fdl_ds_v_records_of(v);
   int64_t total_rows = 0, total_size = 0, want;
@@ -96,17 +102,6 @@ static void check_mirror(ds_vctx *v) {
                         total_size);
 }
 
-/* A field of record idx that must equal (Python ==) another; each value is shown in at most cap
- * bytes. */
-static void rec_equal(ds_vctx *v, const char *rule, const char *where, const char *idx,
-                      const json_t *a, const json_t *b, size_t cap, const char *fmt) {
-  if (fdl_py_equal(a, b)) return;
-  char sa[64], sb[64];
-  fdl_py_shown(a, sa, cap);
-  fdl_py_shown(b, sb, cap);
-  fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, rule, where, fmt, idx, sa, sb);
-}
-
 void fdl_ds_v_records(ds_vctx *v) {
   if (!v->capture.doc) return;
   json_t *records = fdl_ds_v_records_of(v);
@@ -136,15 +131,15 @@ void fdl_ds_v_records(ds_vctx *v) {
     } else {
       seen[n_seen++] = (int64_t)json_integer_value(index);
     }
-    rec_equal(v, "REC-2", where, idx, json_object_get(r, "key"), tensor_key, 64,
-              "record %s key %s != header tensor_key %s");
+    must_equal(v, "REC-2", where, idx, json_object_get(r, "key"), tensor_key, 64,
+               "record %s key %s != header tensor_key %s");
     const json_t *shape = json_object_get(r, "shape");
     if (json_is_array(shape) && json_array_size(shape) == 2) {
-      rec_equal(v, "REC-3", where, idx, json_array_get(shape, 0), json_object_get(r, "scored_rows"),
-                32, "record %s shape[0] %s != scored_rows %s");
+      must_equal(v, "REC-3", where, idx, json_array_get(shape, 0),
+                 json_object_get(r, "scored_rows"), 32, "record %s shape[0] %s != scored_rows %s");
       if (want_width && !json_is_null(want_width))
-        rec_equal(v, "REC-3", where, idx, json_array_get(shape, 1), want_width, 32,
-                  "record %s shape[1] %s != %s");
+        must_equal(v, "REC-3", where, idx, json_array_get(shape, 1), want_width, 32,
+                   "record %s shape[1] %s != %s");
     }
     const json_t *pp = json_object_get(r, "prediction_positions"),
                  *sr = json_object_get(r, "scored_rows");
