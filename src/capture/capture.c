@@ -131,10 +131,8 @@ static fdl_status checkpoint_identity(capture *c, fdl_err *err) {
   if (s == FDL_OK) {
     fdl_buf b;
     fdl_buf_init(&b, 0);
-    fdl_sha256 dg;
     s = fdl_json_dump(list, FDL_JSON_ASCII, &b, err);
-    if (s == FDL_OK) s = fdl_sha256_buf(b.data, b.len, &dg, err);
-    if (s == FDL_OK) fdl_sha256_hex(&dg, c->ckpt_hex);
+    if (s == FDL_OK) s = fdl_sha256_buf_hex(b.data, b.len, c->ckpt_hex, err);
     fdl_buf_free(&b);
   }
   json_decref(list);
@@ -635,10 +633,9 @@ static fdl_status publish(capture *c, fdl_err *err) {
 /* What this rank loaded as the model and the panel: every rank must have read the same. */
 static fdl_status same_inputs(const capture *c, fdl_status s, fdl_err *err) {
   char text[3 * FDL_SHA256_HEX_BUF + 8] = "", hex[FDL_SHA256_HEX_BUF] = "";
-  fdl_sha256 dg;
   if (s == FDL_OK) {
     snprintf(text, sizeof text, "%s|%s|%s", c->panel_hex, c->ckpt_hex, c->config_hex);
-    if ((s = fdl_sha256_buf(text, strlen(text), &dg, err)) == FDL_OK) fdl_sha256_hex(&dg, hex);
+    s = fdl_sha256_buf_hex(text, strlen(text), hex, err);
   }
   if ((s = fdl_scale_agree(c->o->scale, s, NULL, err)) != FDL_OK) return s;
   int differs = -1;

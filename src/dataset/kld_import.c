@@ -487,9 +487,7 @@ static fdl_status build_panel(kld_ctx *c, fdl_err *err) {
   }
   if (s == FDL_OK && fdl_buf_status(&c->panel) != FDL_OK)
     s = fdl_fail(err, FDL_NOMEM, "out of memory building the panel");
-  fdl_sha256 d;
-  if (s == FDL_OK && (s = fdl_sha256_buf(c->panel.data, c->panel.len, &d, err)) == FDL_OK)
-    fdl_sha256_hex(&d, c->panel_hex);
+  if (s == FDL_OK) s = fdl_sha256_buf_hex(c->panel.data, c->panel.len, c->panel_hex, err);
   if (s != FDL_OK) return refuse_err(c, err, FDL_REF_IO_ERROR, s);
   char *path = fdl_path_join(c->inputs, "panel.jsonl");
   s = path ? fdl_write_file(path, c->panel.data, c->panel.len, err)
@@ -731,10 +729,8 @@ static fdl_status run(kld_ctx *c, fdl_err *err) {
                   "the model's .gguf or its directory (with config.json) as --tokenizer, or "
                   "--meta with head.shape [%" PRIu32 ", hidden]",
                   o->tokenizer, c->k.info.n_vocab);
-  fdl_sha256 d;
-  if ((s = fdl_sha256_buf(c->k.map.data, c->k.map.size, &d, err)) != FDL_OK)
+  if ((s = fdl_sha256_buf_hex(c->k.map.data, c->k.map.size, c->kld_hex, err)) != FDL_OK)
     return refuse_err(c, err, FDL_REF_IO_ERROR, s);
-  fdl_sha256_hex(&d, c->kld_hex);
   /* Staged beside --out: the inputs pack reads and the dataset it builds. */
   if ((s = fdl_stage_open(&c->st, o->out_dir, 0, o->notice, o->notice_arg, err)) != FDL_OK)
     return refuse_err(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, s);

@@ -193,13 +193,11 @@ static fdl_status plan_checksums(ds_vctx *v, plan *p, fdl_err *err) {
                         "checksums.txt is missing or unreadable (%s)", e.msg);
     return FDL_OK;
   }
-  fdl_sha256 d;
   char hex[DS_HEX_LEN + 1];
-  if (fdl_sha256_buf(text, len, &d, err) != FDL_OK) {
+  if (fdl_sha256_buf_hex(text, len, hex, err) != FDL_OK) {
     free(text);
     return err ? err->status : FDL_NOMEM;
   }
-  fdl_sha256_hex(&d, hex);
   const char *want = v->mf.seal.checksums_sha256;
   if (!want || strcmp(want, hex))
     fdl_ds_report_error(v->rep, FDL_DSC_SEAL_FAILED, "SEAL-1(b)", FDL_DS_CHECKSUMS_NAME,
