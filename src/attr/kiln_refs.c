@@ -112,6 +112,21 @@ fdl_status fdl_kiln_bind(const fdl_kiln_ctx *c, const char *jpath, const json_t 
   return fdl_fail(c->err, FDL_MISMATCH, "%s: %s: %s, expected %s (%s)", c->name, jpath, g, w, why);
 }
 
+/* One fdl_kiln_bind of a list; a record's bindings are checked in the order §14 lists them. */
+typedef struct {
+  const char *jpath;
+  const json_t *got, *want;
+  const char *why;
+} kiln_binding;
+
+/* Each binding in turn; the first that differs is the failure. */
+static fdl_status bind_all(const fdl_kiln_ctx *c, const kiln_binding *b, size_t n) {
+  fdl_status s = FDL_OK;
+  for (size_t i = 0; i < n && !s; i++)
+    s = fdl_kiln_bind(c, b[i].jpath, b[i].got, b[i].want, b[i].why);
+  return s;
+}
+
 /* Parses a referenced file Kiln-strict; a malformed one fails the referring field. */
 static fdl_status parse_ref(const fdl_kiln_ctx *c, const char *jpath, const char *what,
                             const char *rel, const char *text, size_t len, json_t **doc) {
@@ -213,27 +228,21 @@ fdl_status fdl_kiln_refs_oracle(const fdl_kiln_ctx *c, const json_t *doc) {
   if (s != FDL_OK) return s;
   json_t *ident = ident_of(&res);
   const json_t *id = json_object_get(req, "id");
-  if (!ident) s = fdl_fail(c->err, FDL_NOMEM, "%s: out of memory", c->name);
-  if (!s) s = fdl_kiln_bind(c, "$.request.id", json_object_get(rq, "id"), id, "the request's id");
-  if (!s)
-    s = fdl_kiln_bind(c, "$.request.sha256", json_object_get(rq, "sha256"), ident,
-                      "the request's canonical identity");
-  if (!s)
-    s = fdl_kiln_bind(c, "$.request.source", json_object_get(rq, "source"),
-                      json_object_get(req, "source"), "the request's source");
-  if (!s)
-    s = fdl_kiln_bind(c, "$.model_identity", json_object_get(doc, "model_identity"),
-                      json_object_get(req, "model_identity"), "the request's model_identity");
-  if (!s)
-    s = fdl_kiln_bind(c, "$.oracle.request_id", json_object_get(o, "request_id"), id,
-                      "the request's id");
-  if (!s)
-    s = fdl_kiln_bind(c, "$.oracle.request_sha256", json_object_get(o, "request_sha256"), ident,
-                      "the request's canonical identity");
-  if (!s)
-    s = fdl_kiln_bind(
-        c, "$.oracle.input_token_ids_sha256", json_object_get(o, "input_token_ids_sha256"),
-        json_object_get(req, "input_token_ids_sha256"), "the request's input_token_ids_sha256");
+  const kiln_binding binds[] = {
+      {"$.request.id", json_object_get(rq, "id"), id, "the request's id"},
+      {"$.request.sha256", json_object_get(rq, "sha256"), ident,
+       "the request's canonical identity"},
+      {"$.request.source", json_object_get(rq, "source"), json_object_get(req, "source"),
+       "the request's source"},
+      {"$.model_identity", json_object_get(doc, "model_identity"),
+       json_object_get(req, "model_identity"), "the request's model_identity"},
+      {"$.oracle.request_id", json_object_get(o, "request_id"), id, "the request's id"},
+      {"$.oracle.request_sha256", json_object_get(o, "request_sha256"), ident,
+       "the request's canonical identity"},
+      {"$.oracle.input_token_ids_sha256", json_object_get(o, "input_token_ids_sha256"),
+       json_object_get(req, "input_token_ids_sha256"), "the request's input_token_ids_sha256"}};
+  s = ident ? bind_all(c, binds, sizeof binds / sizeof *binds)
+            : fdl_fail(c->err, FDL_NOMEM, "%s: out of memory", c->name);
   static const char *const keys[] = {"engine", "text", "token_id"};
   for (size_t i = 0; i < 2 && !s; i++)
     for (size_t k = 0; k < 3 && !s; k++) {
@@ -258,21 +267,17 @@ static fdl_status bind_request(const fdl_kiln_ctx *c, const json_t *doc, json_t 
   *ident = NULL;
   fdl_status s = load_request(c, "$.request.path", json_object_get(rq, "path"), req, &res);
   if (s != FDL_OK) return s;
-  if (!(*ident = ident_of(&res))) s = fdl_fail(c->err, FDL_NOMEM, "%s: out of memory", c->name);
-  if (!s)
-    s = fdl_kiln_bind(c, "$.request.sha256", json_object_get(rq, "sha256"), *ident,
-                      "the request's canonical identity");
-  if (!s)
-    s = fdl_kiln_bind(c, "$.model_identity", json_object_get(doc, "model_identity"),
-                      json_object_get(*req, "model_identity"), "the request's model_identity");
-  if (!s)
-    s = fdl_kiln_bind(c, "$.worker.request_id", json_object_get(w, "request_id"),
-                      json_object_get(*req, "id"), "the request's id");
-  if (!s)
-    s = fdl_kiln_bind(
-        c, "$.worker.input_token_ids_sha256", json_object_get(w, "input_token_ids_sha256"),
-        json_object_get(*req, "input_token_ids_sha256"), "the request's input_token_ids_sha256");
-  return s;
+  if (!(*ident = ident_of(&res))) return fdl_fail(c->err, FDL_NOMEM, "%s: out of memory", c->name);
+  const kiln_binding binds[] = {
+      {"$.request.sha256", json_object_get(rq, "sha256"), *ident,
+       "the request's canonical identity"},
+      {"$.model_identity", json_object_get(doc, "model_identity"),
+       json_object_get(*req, "model_identity"), "the request's model_identity"},
+      {"$.worker.request_id", json_object_get(w, "request_id"), json_object_get(*req, "id"),
+       "the request's id"},
+      {"$.worker.input_token_ids_sha256", json_object_get(w, "input_token_ids_sha256"),
+       json_object_get(*req, "input_token_ids_sha256"), "the request's input_token_ids_sha256"}};
+  return bind_all(c, binds, sizeof binds / sizeof *binds);
 }
 
 /* §14.2 steps 4-6. v2 accepts only a v2 oracle (Kiln's v2 checker runs the v2 oracle validator);
@@ -329,27 +334,20 @@ static fdl_status refs_path(const fdl_kiln_ctx *c, const json_t *doc, bool v2) {
                     json_object_get(orf, "oracle_result_path"), oracles, v2 ? 1 : 2, &odoc, &ores);
   const json_t *ra = json_object_get(odoc, "reference_artifact"),
                *orq = json_object_get(odoc, "request");
-  if (!s)
-    s = fdl_kiln_bind(c, "$.oracle_reference.oracle_result_sha256",
-                      json_object_get(orf, "oracle_result_sha256"),
-                      json_object_get(odoc, "result_sha256"), "the oracle result's result_sha256");
-  if (!s)
-    s = fdl_kiln_bind(c, "$.oracle_reference.raw_sha256", json_object_get(orf, "raw_sha256"),
-                      json_object_get(ra, "sha256"), "the oracle's reference_artifact.sha256");
-  if (!s)
-    s = fdl_kiln_bind(c, "$.oracle_reference.bytes", json_object_get(orf, "bytes"),
-                      json_object_get(ra, "bytes"), "the oracle's reference_artifact.bytes");
-  if (!s)
-    s = fdl_kiln_bind(c, "$.worker.hf_argmax", json_object_get(w, "hf_argmax"),
-                      json_object_get(json_object_get(odoc, "oracle"), "argmax"),
-                      "the oracle's HF argmax");
-  if (!s)
-    s = fdl_kiln_bind(c, "$.oracle_reference.oracle_result_path (its request.id)",
-                      json_object_get(orq, "id"), json_object_get(req, "id"),
-                      "this record's request id");
-  if (!s)
-    s = fdl_kiln_bind(c, "$.oracle_reference.oracle_result_path (its request.sha256)",
-                      json_object_get(orq, "sha256"), ident, "this record's request identity");
+  const kiln_binding binds[] = {
+      {"$.oracle_reference.oracle_result_sha256", json_object_get(orf, "oracle_result_sha256"),
+       json_object_get(odoc, "result_sha256"), "the oracle result's result_sha256"},
+      {"$.oracle_reference.raw_sha256", json_object_get(orf, "raw_sha256"),
+       json_object_get(ra, "sha256"), "the oracle's reference_artifact.sha256"},
+      {"$.oracle_reference.bytes", json_object_get(orf, "bytes"), json_object_get(ra, "bytes"),
+       "the oracle's reference_artifact.bytes"},
+      {"$.worker.hf_argmax", json_object_get(w, "hf_argmax"),
+       json_object_get(json_object_get(odoc, "oracle"), "argmax"), "the oracle's HF argmax"},
+      {"$.oracle_reference.oracle_result_path (its request.id)", json_object_get(orq, "id"),
+       json_object_get(req, "id"), "this record's request id"},
+      {"$.oracle_reference.oracle_result_path (its request.sha256)", json_object_get(orq, "sha256"),
+       ident, "this record's request identity"}};
+  if (!s) s = bind_all(c, binds, sizeof binds / sizeof *binds);
   json_decref(odoc);
   json_decref(ident);
   json_decref(req);
@@ -369,18 +367,14 @@ fdl_status fdl_kiln_refs_layer(const fdl_kiln_ctx *c, const json_t *doc) {
   json_t *req = NULL, *ident = NULL;
   fdl_status s = bind_request(c, doc, &req, &ident);
   const json_t *ev = json_object_get(json_object_get(doc, "reference"), "evidence");
-  if (!s)
-    s = fdl_kiln_bind(c, "$.reference.evidence.request_id", json_object_get(ev, "request_id"),
-                      json_object_get(req, "id"), "the request's id");
-  if (!s)
-    s = fdl_kiln_bind(c, "$.reference.evidence.request_sha256",
-                      json_object_get(ev, "request_sha256"), ident,
-                      "the request's canonical identity");
-  if (!s)
-    s = fdl_kiln_bind(c, "$.reference.evidence.input_token_ids_sha256",
-                      json_object_get(ev, "input_token_ids_sha256"),
-                      json_object_get(req, "input_token_ids_sha256"),
-                      "the request's input_token_ids_sha256");
+  const kiln_binding binds[] = {
+      {"$.reference.evidence.request_id", json_object_get(ev, "request_id"),
+       json_object_get(req, "id"), "the request's id"},
+      {"$.reference.evidence.request_sha256", json_object_get(ev, "request_sha256"), ident,
+       "the request's canonical identity"},
+      {"$.reference.evidence.input_token_ids_sha256", json_object_get(ev, "input_token_ids_sha256"),
+       json_object_get(req, "input_token_ids_sha256"), "the request's input_token_ids_sha256"}};
+  if (!s) s = bind_all(c, binds, sizeof binds / sizeof *binds);
   json_decref(ident);
   json_decref(req);
   return s;

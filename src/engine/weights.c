@@ -504,8 +504,7 @@ fdl_status fdl_eng_weights(fdl_model *m, const char *dir, const json_t *cfg, fdl
   size_t rb;
   /* A file of quantized matrices runs as its float32 reconstruction (gguf_model.c). */
   bool blocks = fdl_eng_gguf_blocks(m, emb, &gt, &rb);
-  if (!blocks && emb->dtype != FDL_DTYPE_BF16 && emb->dtype != FDL_DTYPE_F16 &&
-      emb->dtype != FDL_DTYPE_F32)
+  if (!blocks && !fdl_tensor_widenable(emb->dtype))
     return fdl_fail(err, FDL_UNSUPPORTED,
                     "tensor %s: dtype %s is not supported (expected BF16, F16 or F32)", emb_name,
                     fdl_dtype_name(emb->dtype));

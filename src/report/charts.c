@@ -16,13 +16,12 @@
 #define FDL_RPT_MAX_WHISKERS 100
 #define CH 340
 
-static fdl_rpt_frame frame(void) {
+/* Every chart opens its figure and SVG at one size and plots in one frame. */
+static fdl_rpt_frame fig_begin(fdl_buf *b, const char *id, const char *title) {
+  fdl_buf_puts(b, "<figure>");
+  fdl_rpt_svg_begin(b, id, title, CW, CH);
   fdl_rpt_frame f = {0, 1, 0, 1, false, false, 78, 22, CW - 78 - 24, CH - 22 - 62};
   return f;
-}
-
-static void fig_begin(fdl_buf *b) {
-  fdl_buf_puts(b, "<figure>");
 }
 
 static void fig_end(fdl_buf *b, const char *caption) {
@@ -59,9 +58,7 @@ static bool log_decades(const fdl_rpt_receipt *const *rs, size_t n, int *dlo, in
 }
 
 void fdl_rpt_chart_hist(fdl_buf *b, const fdl_rpt_receipt *r) {
-  fdl_rpt_frame f = frame();
-  fig_begin(b);
-  fdl_rpt_svg_begin(b, "chart-kl-hist", "Histogram of tokenwise KL on a log axis", CW, CH);
+  fdl_rpt_frame f = fig_begin(b, "chart-kl-hist", "Histogram of tokenwise KL on a log axis");
   int dlo, dhi;
   const fdl_rpt_receipt *one[1] = {r};
   size_t below = 0;
@@ -110,9 +107,7 @@ void fdl_rpt_chart_hist(fdl_buf *b, const fdl_rpt_receipt *r) {
 
 fdl_status fdl_rpt_chart_cdf(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_t n, const char *id,
                              fdl_err *err) {
-  fdl_rpt_frame f = frame();
-  fig_begin(b);
-  fdl_rpt_svg_begin(b, id, "Cumulative distribution of tokenwise KL", CW, CH);
+  fdl_rpt_frame f = fig_begin(b, id, "Cumulative distribution of tokenwise KL");
   double lo = 1e-6, hi = 1;
   int a, z;
   bool any = log_decades(rs, n, &a, &z);
@@ -186,11 +181,9 @@ static int cmp_ranked(const void *a, const void *b) {
 }
 
 fdl_status fdl_rpt_chart_contexts(fdl_buf *b, const fdl_rpt_receipt *r, fdl_err *err) {
-  fdl_rpt_frame f = frame();
+  fdl_rpt_frame f =
+      fig_begin(b, "chart-contexts", "Per-context mean KL with CI95, sorted, by domain");
   f.H -= 6;
-  fig_begin(b);
-  fdl_rpt_svg_begin(b, "chart-contexts", "Per-context mean KL with CI95, sorted, by domain", CW,
-                    CH);
   size_t n = r->nctx;
   ranked *o = fdl_malloc((n ? n : 1) * sizeof *o);
   double *v = fdl_malloc((n ? n : 1) * 3 * sizeof *v);
@@ -257,9 +250,7 @@ fdl_status fdl_rpt_chart_position(fdl_buf *b, const fdl_rpt_receipt *r, fdl_err 
   size_t np = 0, w = 1;
   fdl_status s = fdl_rpt_position_means(r, &pos, &mean, &np, &w, err);
   if (s != FDL_OK) return s;
-  fdl_rpt_frame f = frame();
-  fig_begin(b);
-  fdl_rpt_svg_begin(b, "chart-position", "Mean KL by position in the context", CW, CH);
+  fdl_rpt_frame f = fig_begin(b, "chart-position", "Mean KL by position in the context");
   double top = 0;
   for (size_t k = 0; k < np; k++) top = fmax(top, mean[k]);
   f.x0 = 1, f.x1 = np ? fmax(pos[np - 1] + (double)w - 1, 2) : 2;
@@ -294,9 +285,7 @@ fdl_status fdl_rpt_chart_position(fdl_buf *b, const fdl_rpt_receipt *r, fdl_err 
 }
 
 void fdl_rpt_chart_top1(fdl_buf *b, const fdl_rpt_receipt *r) {
-  fdl_rpt_frame f = frame();
-  fig_begin(b);
-  fdl_rpt_svg_begin(b, "chart-top1", "Top-1 agreement per domain", CW, CH);
+  fdl_rpt_frame f = fig_begin(b, "chart-top1", "Top-1 agreement per domain");
   double v[FDL_RPT_MAX_DOMAINS + 1], lo[FDL_RPT_MAX_DOMAINS + 1], hi[FDL_RPT_MAX_DOMAINS + 1];
   const char *cols[FDL_RPT_MAX_DOMAINS + 1], *labels[FDL_RPT_MAX_DOMAINS + 1];
   size_t n = 0;
@@ -341,11 +330,9 @@ void fdl_rpt_chart_top1(fdl_buf *b, const fdl_rpt_receipt *r) {
 #define DP_BINS 20
 
 void fdl_rpt_chart_deltap(fdl_buf *b, const fdl_rpt_receipt *r) {
-  fdl_rpt_frame f = frame();
-  fig_begin(b);
-  fdl_rpt_svg_begin(b, "chart-deltap",
-                    "Change in the target token's probability against its reference probability",
-                    CW, CH);
+  fdl_rpt_frame f =
+      fig_begin(b, "chart-deltap",
+                "Change in the target token's probability against its reference probability");
   double amax = 0, sum[DP_BINS] = {0}, cnt[DP_BINS] = {0};
   for (size_t i = 0; i < r->n; i++) {
     double p = exp(r->lp_ref[i]), d = exp(r->lp_cand[i]) - p;
