@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/check.h"
 #include "base/fault.h"
 
 /* ---- fault injection (test-only) ---------------------------------------------------------
@@ -109,6 +110,20 @@ void *fdl_calloc(size_t n, size_t size) {
 void *fdl_realloc(void *p, size_t n) {
   if (alloc_fails()) return NULL;
   return realloc(p, n);
+}
+
+bool fdl_grow(void *arrp, size_t n, size_t *cap, size_t elem, size_t first) {
+  if (n < *cap) return true;
+  size_t nc = *cap ? *cap : first, bytes;
+  if (*cap && !fdl_size_mul(nc, 2, &nc)) return false;
+  if (!fdl_size_mul(nc, elem, &bytes)) return false;
+  /* The array pointer is read and written through its bytes: arrp may point at any T *. */
+  void *old, *p;
+  memcpy(&old, arrp, sizeof old);
+  if (!(p = fdl_realloc(old, bytes))) return false;
+  memcpy(arrp, &p, sizeof p);
+  *cap = nc;
+  return true;
 }
 
 char *fdl_strdup(const char *s) {

@@ -64,12 +64,7 @@ typedef struct {
 static fdl_status add_name(char ***names, size_t *n, size_t *cap, const char *name, fdl_err *err) {
   for (size_t i = 0; i < *n; i++)
     if (!strcmp((*names)[i], name)) return FDL_OK;
-  if (*n == *cap) {
-    *cap = *cap ? *cap * 2 : 16;
-    char **q = fdl_realloc(*names, *cap * sizeof *q);
-    if (!q) return fdl_fail(err, FDL_NOMEM, "out of memory");
-    *names = q;
-  }
+  if (!FDL_GROW(*names, *n, *cap, 16)) return fdl_fail(err, FDL_NOMEM, "out of memory");
   if (!((*names)[*n] = fdl_strdup(name))) return fdl_fail(err, FDL_NOMEM, "out of memory");
   (*n)++;
   return FDL_OK;

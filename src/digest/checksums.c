@@ -39,13 +39,8 @@ static fdl_status push(fdl_checksums *c, const char *hex, const char *path, size
   if (c->count >= FDL_CHECKSUMS_MAX_ENTRIES)
     return fdl_fail(err, FDL_TOO_LARGE, "checksums: more than %zu entries",
                     FDL_CHECKSUMS_MAX_ENTRIES);
-  if (c->count == c->cap_) {
-    size_t cap = c->cap_ ? c->cap_ * 2 : 16;
-    fdl_checksum_entry *p = fdl_realloc(c->items, cap * sizeof *p);
-    if (!p) return fdl_fail(err, FDL_NOMEM, "checksums: out of memory for %zu entries", cap);
-    c->items = p;
-    c->cap_ = cap;
-  }
+  if (!FDL_GROW(c->items, c->count, c->cap_, 16))
+    return fdl_fail(err, FDL_NOMEM, "checksums: out of memory for %zu entries", c->count + 1);
   char *copy = fdl_strndup(path, plen);
   if (!copy) return fdl_fail(err, FDL_NOMEM, "checksums: out of memory for a path");
   fdl_checksum_entry *e = &c->items[c->count++];
