@@ -100,13 +100,6 @@ int fdl_cli_attribute_check(int argc, char **argv, FILE *out, FILE *diag) {
   return rc;
 }
 
-static int load_logits(const char *path, fdl_attr_matrix *m) {
-  if (fdl_cli_input_file("attribute", path) != 0) return FDL_EXIT_USAGE;
-  fdl_err err = {FDL_OK, ""};
-  fdl_status s = fdl_attr_matrix_read(path, NULL, m, &err);
-  return s == FDL_OK ? 0 : fdl_cli_failed(&err, s);
-}
-
 int fdl_cli_attribute(int argc, char **argv) {
   args a;
   int rc = with_args(argc, argv, NULL, NULL, &a);
@@ -129,7 +122,7 @@ int fdl_cli_attribute(int argc, char **argv) {
     rc = FDL_EXIT_USAGE;
   }
   if (!rc) rc = fdl_cli_load_json("attribute", a.request, &req);
-  if (!rc) rc = load_logits(a.reference, &ref);
+  if (!rc) rc = fdl_cli_load_matrix("attribute", NULL, a.reference, NULL, &ref);
   if (!rc && ref.rows != 1) {
     char q[FDL_QUOTE_CAP];
     fprintf(stderr, "fidelis attribute: %s: %llu rows, expected one vector ([V] or [1, V])\n",
@@ -147,7 +140,7 @@ int fdl_cli_attribute(int argc, char **argv) {
     }
     in[i].full = is_full;
     if (is_full) {
-      rc = load_logits(colon + 1, &p[i].full);
+      rc = fdl_cli_load_matrix("attribute", NULL, colon + 1, NULL, &p[i].full);
       if (!rc && p[i].full.cols != ref.cols) {
         fprintf(stderr,
                 "fidelis attribute: path %s: %s: rows of %llu logits, expected %llu (the "

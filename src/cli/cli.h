@@ -125,6 +125,13 @@ typedef struct {
 #define FDL_CLI_THREADS(dest)                                                                      \
   { "--threads", NULL, FDL_CLI_NUMBER, (dest), 1, FDL_POOL_MAX_THREADS, NULL }
 
+/* --isa is the same option everywhere: the kernels by name; fdl_cli_isa_of[choice] is its
+ * fdl_num_isa. Every choice gives the same bits. */
+extern const char *const fdl_cli_isas[];
+extern const fdl_num_isa fdl_cli_isa_of[];
+#define FDL_CLI_ISA(dest)                                                                          \
+  { "--isa", NULL, FDL_CLI_CHOICE, (dest), 0, 0, fdl_cli_isas }
+
 /* The entries of a table: of options, or of conflicts (pairs: FDL_CLI_N(conflicts) / 2). */
 #define FDL_CLI_N(table) (sizeof(table) / sizeof((table)[0]))
 
@@ -167,9 +174,9 @@ int fdl_cli_parse_u64(const char *s, uint64_t max, uint64_t *out);
 
 /* "YYYY-MM-DDTHH:MM:SSZ" without its NUL. */
 #define FDL_CLI_UTC_LEN FDL_UTC_LEN
-/* Checks that s is a real UTC time (fdl_utc_valid: the calendar included, no February 30, no
- * hour 25) and copies it to out; 0 ok, -1 otherwise. */
-int fdl_cli_parse_utc(const char *s, char out[FDL_CLI_UTC_LEN + 1]);
+/* --created-utc T: checks that T is a real UTC time (fdl_utc_valid: the calendar included, no
+ * February 30, no hour 25) and copies it to out; FDL_CLI_GO, or a usage error naming T. */
+int fdl_cli_created_utc(const fdl_cli_spec *s, const char *t, char out[FDL_CLI_UTC_LEN + 1]);
 
 /* ---- exit codes, inputs and stdout (common.c) -------------------------------------------- */
 
@@ -205,9 +212,9 @@ void fdl_cli_notice(void *arg, const char *message);
 /* Writes text from a file or a user (a message, a manifest string) for a human to read: escaped
  * by fdl_quote_text, so it is one line with nothing a terminal acts on. */
 void fdl_cli_put_text(FILE *f, const char *s);
-/* s (n bytes) as a human listing shows a name or value: bare when that is unambiguous, else
- * its fdl_quote in buf (cap bytes). NULL shows as "-"; "" and "-" themselves come out quoted. */
-const char *fdl_cli_shown(const char *s, size_t n, char *buf, size_t cap);
+/* s as a human listing shows a name or value: bare when that is unambiguous, else its
+ * fdl_quote in buf (cap bytes). NULL shows as "-"; "" and "-" themselves come out quoted. */
+const char *fdl_cli_shown(const char *s, char *buf, size_t cap);
 /* A JSON string for s; s that is not UTF-8 (a path can be anything) becomes its escaped text,
  * so a listing or report never fails on it. NULL only when out of memory. */
 json_t *fdl_cli_json_text(const char *s);
@@ -220,16 +227,27 @@ int fdl_cli_read_json(const char *cmd, const char *opt, const char *v, json_t **
 /* A JSON file named on the command line (fdl_cli_input_file), read strictly (Kiln's rules). 0,
  * or the exit code after a report. */
 int fdl_cli_load_json(const char *cmd, const char *path, json_t **doc);
+/* A vector or matrix named on the command line (fdl_cli_input_file, then fdl_attr_matrix_read
+ * of tensor, NULL for a file's one), what (or NULL) prefixed to a failure. 0, or the exit code
+ * after a report. */
+int fdl_cli_load_matrix(const char *cmd, const char *what, const char *path, const char *tensor,
+                        fdl_attr_matrix *m);
 /* Prints a command's --json result (one line; FDL_JSON_PRETTY: indented) and releases j (NULL:
  * out of memory). FDL_JSON_ASCII: the same value, and no bidi override or C1 control reaches a
  * terminal raw; without it UTF-8 as is. FDL_EXIT_OK, or the exit code after a report. */
 int fdl_cli_print_json(json_t *j, unsigned flags);
+/* The same print for a caller that reports a failure itself: its status, in err. */
+fdl_status fdl_cli_put_json(json_t *j, unsigned flags, fdl_err *err);
 /* SOURCE_DATE_EPOCH as "YYYY-MM-DDTHH:MM:SSZ" in buf (cap >= 21), for the created_utc options
  * of pack, synth and compare; NULL when unset or not a plain number (then: the wall clock). */
 const char *fdl_cli_source_date(char *buf, size_t cap);
 /* Prints a refusal: "REFUSED [code]: gate G: message" and "  remedy: ..." (gate and remedy
  * lines only when set), prefixed by "fidelis CMD: " when cmd is not NULL. */
 void fdl_cli_print_refusal(const char *cmd, const fdl_refusal *r, const fdl_err *err);
+/* A failed library call as a refusal: r's gate, remedy and code (NULL: none), the code the
+ * status's own (fdl_refusal_code_for, else fallback) when r has none. Returns the exit code. */
+int fdl_cli_refused(const char *cmd, const fdl_refusal *r, fdl_status s, fdl_refusal_code fallback,
+                    const fdl_err *err);
 /* Writes n bytes to stdout; false when the write failed (the error indicator stays set, so
  * fdl_cli_close_stdout turns it into exit 4 even where the caller does not look). */
 bool fdl_cli_put(const char *s, size_t n);
@@ -303,7 +321,7 @@ typedef struct {
 /* Joins the group (every rank but 0 then prints nothing: stdout and stderr go to /dev/null),
  * runs body on this rank, and leaves the group with rank 0's exit code, the job's one code. */
 int fdl_cli_ranks_main(const char *cmd, int (*body)(void *arg, fdl_cli_ranks *rk), void *arg);
-/* Collective: rank 0 learns every rank's seconds. */
+/* Collective: rank 0 learns every rank's seconds; threads per rank, 0 for every core. */
 void fdl_cli_ranks_time(fdl_cli_ranks *rk, double secs, unsigned threads);
 /* Adds ranks, threads_per_rank and rank_seconds to a --json summary (the MPI build only). */
 void fdl_cli_ranks_json(const fdl_cli_ranks *rk, json_t *o);

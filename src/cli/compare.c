@@ -9,7 +9,6 @@
 
 #include "cli/cli.h"
 #include "fidelis/compare.h"
-#include "fidelis/pool.h"
 
 static void usage(FILE *f) {
   fprintf(
@@ -79,9 +78,6 @@ typedef struct {
   char created[FDL_CLI_UTC_LEN + 1];
 } cli_opts;
 
-static const char *const ISAS[] = {"auto", "scalar", "avx2", "avx512", NULL};
-static const fdl_num_isa ISA_OF[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_NUM_ISA_AVX2,
-                                     FDL_NUM_ISA_AVX512};
 static const char *const DEVICES[] = {"cpu", NULL};
 
 /* Returns FDL_CLI_GO to go on, or an exit code. */
@@ -118,7 +114,7 @@ static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_FLAG("--no-bootstrap", &no_boot),
       FDL_CLI_OPT_FLAG("--js", &js),
       FDL_CLI_OPT_FLAG("--no-js", &no_js),
-      {"--isa", NULL, FDL_CLI_CHOICE, &isa, 0, 0, ISAS},
+      FDL_CLI_ISA(&isa),
       {"--device", NULL, FDL_CLI_CHOICE, &device, 0, 0, DEVICES},
       FDL_CLI_OPT_FLAG("--json", &c->json),
       FDL_CLI_OPT_FLAG("--progress", &progress),
@@ -168,7 +164,7 @@ static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
   if (no_boot) o->bootstrap = false;
   o->seed = seed;
   if (js || no_js) o->js = js ? 1 : 0;
-  o->isa = ISA_OF[isa];
+  o->isa = fdl_cli_isa_of[isa];
   c->progress = progress ? 1 : c->quiet ? -1 : 0;
   o->created_utc = fdl_cli_source_date(c->created, sizeof c->created);
   return FDL_CLI_GO;
@@ -194,11 +190,6 @@ static void wrapped(const char *s, int indent, int width) {
     while (*s == ' ') s++;
   }
   putchar('\n');
-}
-
-/* fdl_cli_shown of a decoded string (NULL shows as "-"). */
-static const char *shown(const char *v, char *buf, size_t cap) {
-  return fdl_cli_shown(v, v ? strlen(v) : 0, buf, cap);
 }
 
 /* The exit code of an outcome (README: 0 strict, 2 advisory, 3 refused, 4 usage). A refusal's
@@ -253,16 +244,18 @@ static void summary(const fdl_compare_result *r, double secs) {
   for (int i = 0; i < 2; i++) {
     char b1[FDL_QUOTE_CAP], b2[FDL_QUOTE_CAP], b3[FDL_QUOTE_CAP], b4[FDL_QUOTE_CAP];
     printf("  %-9s  %s  %s  (%s form, lane %s)\n", sides[i],
-           shown(rc->side[i].label, b1, sizeof b1),
-           rc->side[i].dataset_id ? shown(rc->side[i].dataset_id, b2, sizeof b2) : "(no id)",
-           shown(rc->side[i].form, b3, sizeof b3), shown(rc->side[i].lane, b4, sizeof b4));
+           fdl_cli_shown(rc->side[i].label, b1, sizeof b1),
+           rc->side[i].dataset_id ? fdl_cli_shown(rc->side[i].dataset_id, b2, sizeof b2)
+                                  : "(no id)",
+           fdl_cli_shown(rc->side[i].form, b3, sizeof b3),
+           fdl_cli_shown(rc->side[i].lane, b4, sizeof b4));
   }
   printf("\ndisclosures (%zu):\n", rc->n_disclosures);
   for (size_t i = 0; i < rc->n_disclosures; i++) {
     const char *detail = rc->disclosures[i].detail;
     char b1[FDL_QUOTE_CAP], b2[FDL_QUOTE_CAP], b3[4096];
-    printf("  [%s] %s\n", shown(rc->disclosures[i].severity, b1, sizeof b1),
-           shown(rc->disclosures[i].code, b2, sizeof b2));
+    printf("  [%s] %s\n", fdl_cli_shown(rc->disclosures[i].severity, b1, sizeof b1),
+           fdl_cli_shown(rc->disclosures[i].code, b2, sizeof b2));
     wrapped(fdl_quote_text(detail, detail ? strlen(detail) : 0, b3, sizeof b3), 6, 94);
   }
   printf("\nKL(reference || candidate) in nats over %lld positions in %lld contexts:\n",
@@ -285,8 +278,8 @@ static void summary(const fdl_compare_result *r, double secs) {
     const fdl_compare_context *c = &rc->high_kld_contexts[i];
     char b1[FDL_QUOTE_CAP], b2[FDL_QUOTE_CAP];
     printf("  #%-5lld %-14s %-14s mean %.6e  max %.6e  (%lld rows)\n", (long long)c->index,
-           shown(c->window_id, b1, sizeof b1), shown(c->domain, b2, sizeof b2), c->mean, c->max,
-           (long long)c->scored_rows);
+           fdl_cli_shown(c->window_id, b1, sizeof b1), fdl_cli_shown(c->domain, b2, sizeof b2),
+           c->mean, c->max, (long long)c->scored_rows);
   }
   printf("\nwritten (%.1f s):\n  receipt    ", secs);
   fdl_cli_put_text(stdout, r->receipt_path);
@@ -360,7 +353,7 @@ static int compare_in(void *arg, fdl_cli_ranks *ranks) {
   fdl_status s = fdl_compare(&c.o, &r, &err);
   fdl_cli_progress_end(&prog);
   double secs = fdl_cli_now() - t0;
-  fdl_cli_ranks_time(ranks, secs, c.o.threads ? c.o.threads : fdl_pool_cpu_count());
+  fdl_cli_ranks_time(ranks, secs, c.o.threads);
   if (!ranks->lead) {
     fdl_compare_result_free(&r);
     return 0; /* the exit code is rank 0's (fdl_cli_ranks_close) */

@@ -147,19 +147,8 @@ int fdl_cli_check_check(int argc, char **argv, FILE *out, FILE *diag) {
   return rc;
 }
 
-static int load_matrix(const char *what, const char *path, fdl_attr_matrix *m) {
-  if (fdl_cli_input_file("check", path) != 0) return FDL_EXIT_USAGE;
-  fdl_err err = {FDL_OK, ""};
-  fdl_status s = fdl_attr_matrix_read(path, NULL, m, &err);
-  if (s != FDL_OK) {
-    fdl_err_prefix(&err, "%s", what);
-    return fdl_cli_failed(&err, s);
-  }
-  return 0;
-}
-
 static int load_check_logits(const check_args *a, check_logits *lg) {
-  int rc = load_matrix("--reference", a->reference, &lg->ref);
+  int rc = fdl_cli_load_matrix("check", "--reference", a->reference, NULL, &lg->ref);
   if (!rc && lg->ref.rows != 1) {
     char q[FDL_QUOTE_CAP];
     fprintf(stderr, "fidelis check: --reference %s: %llu rows, expected one row of logits\n",
@@ -175,7 +164,7 @@ static int load_check_logits(const check_args *a, check_logits *lg) {
     if (!(lg->rows[i].name = lg->paths[i].name = strndup(v, (size_t)(eq - v))))
       return FDL_EXIT_USAGE;
     lg->n = i + 1;
-    rc = load_matrix("--path", eq + 1, &lg->paths[i].m);
+    rc = fdl_cli_load_matrix("check", "--path", eq + 1, NULL, &lg->paths[i].m);
     if (!rc && (m->cols != lg->ref.cols || m->rows == 0)) {
       fprintf(stderr,
               "fidelis check: --path %s: %s: rows of %llu logits, expected %llu (the "

@@ -13,6 +13,10 @@
 #include "base/path.h"
 #include "base/quote.h"
 
+const char *const fdl_cli_isas[] = {"auto", "scalar", "avx2", "avx512", NULL};
+const fdl_num_isa fdl_cli_isa_of[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_NUM_ISA_AVX2,
+                                      FDL_NUM_ISA_AVX512};
+
 int fdl_cli_parse_u64(const char *s, uint64_t max, uint64_t *out) {
   /* Digits only: strtoull alone would take leading blanks, a sign ("-1" wraps to 2^64-1) and
    * an empty string (0). */
@@ -24,12 +28,6 @@ int fdl_cli_parse_u64(const char *s, uint64_t max, uint64_t *out) {
   unsigned long long v = strtoull(s, &end, 10);
   if (errno || *end || v > max) return -1;
   *out = v;
-  return 0;
-}
-
-int fdl_cli_parse_utc(const char *s, char out[FDL_CLI_UTC_LEN + 1]) {
-  if (!fdl_utc_valid(s)) return -1;
-  memcpy(out, s, FDL_CLI_UTC_LEN + 1);
   return 0;
 }
 
@@ -45,6 +43,14 @@ int fdl_cli_usage_error(const fdl_cli_spec *s, const char *fmt, ...) {
   fdl_cli_put_text(d, msg);
   fprintf(d, "\n(see 'fidelis %s --help')\n", s->cmd);
   return FDL_EXIT_USAGE;
+}
+
+int fdl_cli_created_utc(const fdl_cli_spec *s, const char *t, char out[FDL_CLI_UTC_LEN + 1]) {
+  if (!fdl_utc_valid(t))
+    return fdl_cli_usage_error(
+        s, "--created-utc '%s': expected a real UTC time written YYYY-MM-DDTHH:MM:SSZ", t);
+  memcpy(out, t, FDL_CLI_UTC_LEN + 1);
+  return FDL_CLI_GO;
 }
 
 int fdl_cli_split_paths(const char *cmd, const char *value, int argc, char **argv, char **rest,

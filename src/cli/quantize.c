@@ -80,11 +80,7 @@ static int work(args *a) {
   double t0 = fdl_cli_now();
   fdl_status s = fdl_gptq_quantize_model(&o, &r, &err);
   double dt = fdl_cli_now() - t0;
-  if (s != FDL_OK) {
-    fdl_refusal ref = {s, fdl_refusal_code_for(s, FDL_REF_QUANTIZE_REFUSED), FDL_GATE_NONE, ""};
-    fdl_cli_print_refusal("quantize", &ref, &err);
-    return fdl_cli_exit_for(s);
-  }
+  if (s != FDL_OK) return fdl_cli_refused("quantize", NULL, s, FDL_REF_QUANTIZE_REFUSED, &err);
   if (a->json) {
     json_t *j = json_pack(
         "{s:o, s:o, s:s, s:I, s:s, s:I, s:I, s:I, s:I}", "model", fdl_cli_json_text(o.model_dir),
@@ -97,8 +93,7 @@ static int work(args *a) {
   char m[FDL_QUOTE_CAP], q[FDL_QUOTE_CAP];
   printf("fidelis quantize: wrote %s from %s: int4 g%zu, scope %s, %zu weights quantized "
          "(%llu parameters), %zu tensors copied, model.safetensors %llu bytes, in %.2f s\n",
-         fdl_cli_shown(o.out_dir, strlen(o.out_dir), q, sizeof q),
-         fdl_cli_shown(o.model_dir, strlen(o.model_dir), m, sizeof m), o.group,
+         fdl_cli_shown(o.out_dir, q, sizeof q), fdl_cli_shown(o.model_dir, m, sizeof m), o.group,
          fdl_gptq_scope_name(o.scope), r.quantized, (unsigned long long)r.params_quantized,
          r.copied, (unsigned long long)r.bytes, dt);
   return FDL_EXIT_OK;

@@ -82,11 +82,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (!a->o.out_dir) return fdl_cli_usage_error(&s, "--out DIR is required");
-  if (created && fdl_cli_parse_utc(created, a->created))
-    return fdl_cli_usage_error(&s,
-                               "--created-utc '%s': expected a real UTC time written "
-                               "YYYY-MM-DDTHH:MM:SSZ",
-                               created);
+  if (created && (rc = fdl_cli_created_utc(&s, created, a->created)) != FDL_CLI_GO) return rc;
   if (!created) seed_time(seed, a->created);
   a->o.seed = seed;
   a->o.vocab = (size_t)vocab;
@@ -107,11 +103,9 @@ static int work(args *a) {
   fdl_err err = {FDL_OK, ""};
   fdl_status s = fdl_synth(&o, &r, &err);
   if (s != FDL_OK) {
-    fdl_refusal ref = {
-        s, fdl_refusal_code_for(s, s == FDL_INVALID ? FDL_REF_BAD_USAGE : FDL_REF_SYNTH_FAILED),
-        FDL_GATE_NONE, ""};
-    fdl_cli_print_refusal("synth", &ref, &err);
-    return s == FDL_INVALID ? FDL_EXIT_USAGE : fdl_cli_exit_for(s);
+    rc = fdl_cli_refused("synth", NULL, s,
+                         s == FDL_INVALID ? FDL_REF_BAD_USAGE : FDL_REF_SYNTH_FAILED, &err);
+    return s == FDL_INVALID ? FDL_EXIT_USAGE : rc;
   }
   if (a->json) {
     json_t *j = json_pack("{s:s, s:s, s:s, s:I}", "out", o.out_dir, "reference_dataset_sha256",
@@ -120,7 +114,7 @@ static int work(args *a) {
     rc = fdl_cli_print_json(j, FDL_JSON_ASCII);
   } else {
     char q[FDL_QUOTE_CAP];
-    const char *dir = fdl_cli_shown(o.out_dir, strlen(o.out_dir), q, sizeof q);
+    const char *dir = fdl_cli_shown(o.out_dir, q, sizeof q);
     printf("fidelis synth: wrote %s (seed %llu, vocab %zu, hidden %zu, %zu contexts x %zu "
            "tokens, %zu scored rows per side)\n",
            dir, (unsigned long long)o.seed, o.vocab, o.hidden, o.contexts, o.tokens_per_context,
