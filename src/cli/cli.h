@@ -45,15 +45,26 @@ typedef struct {
 /* A command that is its parse, then its work: run_fn(T *a) once parse_fn(T *a, argc, argv, out,
  * diag) says go. Defines the command's run (cmd_fn) and its check (check_fn: the parse alone). */
 #define FDL_CLI_COMMAND(cmd_fn, check_fn, T, parse_fn, run_fn)                                     \
+  FDL_CLI_COMMAND_FREE(cmd_fn, check_fn, T, parse_fn, run_fn, fdl_cli_keep)
+/* The same for a parse that allocates: free_fn(T *a) runs after check and run alike, whatever
+ * the parse returned (so the parse leaves a freeable from its first line). */
+#define FDL_CLI_COMMAND_FREE(cmd_fn, check_fn, T, parse_fn, run_fn, free_fn)                       \
   int check_fn(int argc, char **argv, FILE *out, FILE *diag) {                                     \
     T a;                                                                                           \
-    return parse_fn(&a, argc, argv, out, diag);                                                    \
+    int rc = parse_fn(&a, argc, argv, out, diag);                                                  \
+    free_fn(&a);                                                                                   \
+    return rc;                                                                                     \
   }                                                                                                \
   int cmd_fn(int argc, char **argv) {                                                              \
     T a;                                                                                           \
     int rc = parse_fn(&a, argc, argv, NULL, NULL);                                                 \
-    return rc != FDL_CLI_GO ? rc : run_fn(&a);                                                     \
+    if (rc == FDL_CLI_GO) rc = run_fn(&a);                                                         \
+    free_fn(&a);                                                                                   \
+    return rc;                                                                                     \
   }
+static inline void fdl_cli_keep(const void *a) {
+  (void)a;
+}
 
 /* The command table (commands.c). */
 const fdl_cli_command *fdl_cli_commands(size_t *n);

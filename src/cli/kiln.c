@@ -95,7 +95,11 @@ static int check_one(const char *path, const char *root, const check_logits *lg,
   return FDL_EXIT_OK;
 }
 
-static int check_parse(int argc, char **argv, FILE *out, FILE *diag, check_args *a) {
+static int check_parse(check_args *a, int argc, char **argv, FILE *out, FILE *diag) {
+  memset(a, 0, sizeof *a);
+  a->files = calloc((size_t)argc + 1, sizeof *a->files);
+  a->paths = calloc((size_t)argc + 1, sizeof *a->paths);
+  if (!a->files || !a->paths) return FDL_EXIT_USAGE;
   char **rest = calloc((size_t)argc + 1, sizeof *rest);
   if (!rest) return FDL_EXIT_USAGE;
   int k = 0;
@@ -131,20 +135,9 @@ static int check_parse(int argc, char **argv, FILE *out, FILE *diag, check_args 
   return FDL_CLI_GO;
 }
 
-static int with_check_args(int argc, char **argv, FILE *out, FILE *diag, check_args *a) {
-  memset(a, 0, sizeof *a);
-  a->files = calloc((size_t)argc + 1, sizeof *a->files);
-  a->paths = calloc((size_t)argc + 1, sizeof *a->paths);
-  if (!a->files || !a->paths) return FDL_EXIT_USAGE;
-  return check_parse(argc, argv, out, diag, a);
-}
-
-int fdl_cli_check_check(int argc, char **argv, FILE *out, FILE *diag) {
-  check_args a;
-  int rc = with_check_args(argc, argv, out, diag, &a);
-  free(a.files);
-  free(a.paths);
-  return rc;
+static void check_free(check_args *a) {
+  free(a->files);
+  free(a->paths);
 }
 
 static int load_check_logits(const check_args *a, check_logits *lg) {
@@ -188,21 +181,15 @@ static void free_check_logits(check_logits *lg) {
   free(lg->rows);
 }
 
-int fdl_cli_check(int argc, char **argv) {
-  check_args a;
-  int rc = with_check_args(argc, argv, NULL, NULL, &a);
+static int check_run(check_args *a) {
   check_logits lg;
   memset(&lg, 0, sizeof lg);
-  if (rc == FDL_CLI_GO && a.reference) {
-    int r = load_check_logits(&a, &lg);
-    if (r) rc = r;
-  }
-  if (rc == FDL_CLI_GO && a.root && fdl_cli_input_dir("check", a.root) != 0) rc = FDL_EXIT_USAGE;
-  if (rc == FDL_CLI_GO) {
-    rc = FDL_EXIT_OK;
+  int rc = a->reference ? load_check_logits(a, &lg) : FDL_EXIT_OK;
+  if (!rc && a->root && fdl_cli_input_dir("check", a->root) != 0) rc = FDL_EXIT_USAGE;
+  if (!rc) {
     bool unchecked = false;
-    for (size_t i = 0; i < a.nfiles; i++) {
-      int r = check_one(a.files[i], a.root, a.reference ? &lg : NULL, &unchecked);
+    for (size_t i = 0; i < a->nfiles; i++) {
+      int r = check_one(a->files[i], a->root, a->reference ? &lg : NULL, &unchecked);
       if (r > rc) rc = r;
       fflush(stdout);
     }
@@ -212,10 +199,11 @@ int fdl_cli_check(int argc, char **argv) {
                       "checked: no --root\n");
   }
   free_check_logits(&lg);
-  free(a.files);
-  free(a.paths);
   return rc;
 }
+
+FDL_CLI_COMMAND_FREE(fdl_cli_check, fdl_cli_check_check, check_args, check_parse, check_run,
+                     check_free)
 
 /* ---- divergence ---------------------------------------------------------------------------- */
 
