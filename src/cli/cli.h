@@ -103,6 +103,7 @@ int fdl_cli_tensor_gguf(const char *path, const char *real, bool as_json);
 typedef enum {
   FDL_CLI_FLAG,   /* no value: *(bool *)dest = true */
   FDL_CLI_NUMBER, /* a decimal integer in [min, max]: *(uint64_t *)dest */
+  FDL_CLI_SIZE,   /* the same, a count for a size_t field: *(size_t *)dest */
   FDL_CLI_TEXT,   /* a non-empty string: *(const char **)dest */
   FDL_CLI_PATH,   /* a non-empty path the command reads: *(const char **)dest */
   FDL_CLI_OUT,    /* a non-empty path the command writes: *(const char **)dest */
@@ -114,7 +115,7 @@ typedef struct {
   const char *alias; /* another spelling of the same option, or NULL */
   fdl_cli_kind kind;
   void *dest;
-  uint64_t min, max;          /* FDL_CLI_NUMBER */
+  uint64_t min, max;          /* FDL_CLI_NUMBER, FDL_CLI_SIZE */
   const char *const *choices; /* FDL_CLI_CHOICE */
 } fdl_cli_opt;
 
@@ -125,6 +126,8 @@ typedef struct {
   { (name), NULL, FDL_CLI_PATH, (dest), 0, 0, NULL }
 #define FDL_CLI_OPT_OUT(name, dest)                                                                \
   { (name), NULL, FDL_CLI_OUT, (dest), 0, 0, NULL }
+#define FDL_CLI_OPT_SIZE(name, dest, lo, hi)                                                       \
+  { (name), NULL, FDL_CLI_SIZE, (dest), (lo), (hi), NULL }
 #define FDL_CLI_OPT_TEXT(name, dest)                                                               \
   { (name), NULL, FDL_CLI_TEXT, (dest), 0, 0, NULL }
 #define FDL_CLI_OPT_NUMBER(name, dest, lo, hi)                                                     \

@@ -85,10 +85,9 @@ static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
   memset(c, 0, sizeof *c);
   fdl_compare_opts *o = &c->o;
   fdl_compare_opts_default(o);
-  bool self = false, force = false, cross = false, partial = false, verify = false,
-       no_verify = false, disclose = false, own = false, no_boot = false, js = false, no_js = false,
+  bool verify = false, no_verify = false, no_boot = false, js = false, no_js = false,
        progress = false;
-  uint64_t vocab_chunk = 0, block = 0, threads = 0, boot = 0, seed = 0;
+  uint64_t vocab_chunk = 0, threads = 0, boot = 0, seed = 0;
   int isa = 0, device = 0;
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--reference", &o->reference),
@@ -97,16 +96,16 @@ static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_PATH("--head", &o->head_path),
       FDL_CLI_OPT_TEXT("--reference-label", &o->reference_label),
       FDL_CLI_OPT_TEXT("--candidate-label", &o->candidate_label),
-      FDL_CLI_OPT_FLAG("--self-compare", &self),
-      FDL_CLI_OPT_FLAG("--force-compute", &force),
-      FDL_CLI_OPT_FLAG("--allow-cross-lane", &cross),
-      FDL_CLI_OPT_FLAG("--allow-partial", &partial),
+      FDL_CLI_OPT_FLAG("--self-compare", &o->self_compare),
+      FDL_CLI_OPT_FLAG("--force-compute", &o->force_compute),
+      FDL_CLI_OPT_FLAG("--allow-cross-lane", &o->allow_cross_lane),
+      FDL_CLI_OPT_FLAG("--allow-partial", &o->allow_partial),
       FDL_CLI_OPT_FLAG("--verify-tensors", &verify),
       FDL_CLI_OPT_FLAG("--no-verify-tensors", &no_verify),
-      FDL_CLI_OPT_FLAG("--disclose-head-substitution", &disclose),
-      FDL_CLI_OPT_FLAG("--own-heads", &own),
+      FDL_CLI_OPT_FLAG("--disclose-head-substitution", &o->disclose_head_substitution),
+      FDL_CLI_OPT_FLAG("--own-heads", &o->own_heads),
       FDL_CLI_OPT_NUMBER("--vocab-chunk", &vocab_chunk, 1, UINT32_MAX),
-      {"--position-block", "--chunk-positions", FDL_CLI_NUMBER, &block, 1,
+      {"--position-block", "--chunk-positions", FDL_CLI_SIZE, &o->position_block, 1,
        FDL_COMPARE_POSITION_BLOCK_MAX, NULL},
       FDL_CLI_THREADS(&threads),
       FDL_CLI_OPT_NUMBER("--bootstrap", &boot, 2, (uint64_t)1 << 32),
@@ -149,16 +148,9 @@ static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
   if (!o->reference || !o->candidate)
     return fdl_cli_usage_error(&s, "a REFERENCE and a CANDIDATE are required");
   if (!o->out_dir) return fdl_cli_usage_error(&s, "--out DIR is required");
-  o->self_compare = self;
-  o->force_compute = force;
-  o->allow_cross_lane = cross;
-  o->allow_partial = partial;
   /* --verify-tensors / --no-verify-tensors and --vocab-chunk are parsed (a bad value is still a
    * usage error) but change nothing: see --help. */
   (void)verify, (void)no_verify, (void)vocab_chunk;
-  o->disclose_head_substitution = disclose;
-  o->own_heads = own;
-  if (block) o->position_block = (size_t)block;
   o->threads = (unsigned)threads;
   if (boot) o->bootstrap = true, o->bootstrap_samples = (size_t)boot;
   if (no_boot) o->bootstrap = false;

@@ -125,7 +125,6 @@ static int parse(pack_args *a, int argc, char **argv, FILE *out, FILE *diag) {
   fdl_ds_pack_opts *o = &a->o;
   fdl_kld_import_opts *k = &a->k;
   uint64_t threads = 0;
-  bool partial = false;
   int hdt = 0;
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--panel", &o->panel_path),
@@ -133,7 +132,7 @@ static int parse(pack_args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_PATH("--head", &o->head_path),
       FDL_CLI_OPT_PATH("--meta", &o->meta_path),
       FDL_CLI_OPT_OUT("--out", &o->out_dir),
-      FDL_CLI_OPT_FLAG("--allow-partial", &partial),
+      FDL_CLI_OPT_FLAG("--allow-partial", &o->allow_partial),
       {"--hidden-dtype", NULL, FDL_CLI_CHOICE, &hdt, 0, 0, HIDDEN_DTYPES},
       FDL_CLI_THREADS(&threads),
       FDL_CLI_OPT_PATH("--from-llamacpp-kld", &k->kld_path),
@@ -162,7 +161,6 @@ static int parse(pack_args *a, int argc, char **argv, FILE *out, FILE *diag) {
     return fdl_cli_usage_error(&s, "--tokenizer and --panel-out go with --from-llamacpp-kld");
   if (!o->panel_path || !o->tensor_dir || !o->meta_path || !o->out_dir)
     return fdl_cli_usage_error(&s, "--panel, --tensors, --meta and --out are required");
-  o->allow_partial = partial;
   o->hidden_f32 = hdt == 1;
   o->threads = (unsigned)threads;
   return FDL_CLI_GO;

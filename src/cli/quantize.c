@@ -49,12 +49,12 @@ typedef struct {
 
 static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
-  uint64_t group = 32;
+  a->o.group = 32;
   int codec = 0, scope = 0;
   const char *pos[2] = {NULL, NULL};
   const fdl_cli_opt opts[] = {
       {"--codec", NULL, FDL_CLI_CHOICE, &codec, 0, 0, CODECS},
-      FDL_CLI_OPT_NUMBER("--group-size", &group, 1, (uint64_t)1 << 20),
+      FDL_CLI_OPT_SIZE("--group-size", &a->o.group, 1, (uint64_t)1 << 20),
       {"--scope", NULL, FDL_CLI_CHOICE, &scope, 0, 0, SCOPES},
       FDL_CLI_OPT_FLAG("--json", &a->json),
   };
@@ -65,7 +65,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   if (s.npos != 2) return fdl_cli_usage_error(&s, "MODEL and OUT are required");
   a->o.model_dir = pos[0];
   a->o.out_dir = pos[1];
-  a->o.group = (size_t)group;
   a->o.scope = scope ? FDL_GPTQ_SCOPE_ALL_LINEAR : FDL_GPTQ_SCOPE_MLP;
   return FDL_CLI_GO;
 }

@@ -63,17 +63,16 @@ typedef struct {
 static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
   fdl_synth_opts_default(&a->o);
-  uint64_t seed = 0, vocab = a->o.vocab, hidden = a->o.hidden, contexts = a->o.contexts,
-           tokens = a->o.tokens_per_context, threads = 0;
+  uint64_t seed = 0, threads = 0;
   const char *created = NULL;
   const uint64_t size_max = (uint64_t)1 << 40; /* far above memory; the library checks more */
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_OUT("--out", &a->o.out_dir),
       FDL_CLI_OPT_NUMBER("--seed", &seed, 0, UINT64_MAX),
-      FDL_CLI_OPT_NUMBER("--vocab", &vocab, 1, size_max),
-      FDL_CLI_OPT_NUMBER("--hidden", &hidden, 1, size_max),
-      FDL_CLI_OPT_NUMBER("--contexts", &contexts, 1, size_max),
-      FDL_CLI_OPT_NUMBER("--tokens-per-context", &tokens, 1, size_max),
+      FDL_CLI_OPT_SIZE("--vocab", &a->o.vocab, 1, size_max),
+      FDL_CLI_OPT_SIZE("--hidden", &a->o.hidden, 1, size_max),
+      FDL_CLI_OPT_SIZE("--contexts", &a->o.contexts, 1, size_max),
+      FDL_CLI_OPT_SIZE("--tokens-per-context", &a->o.tokens_per_context, 1, size_max),
       FDL_CLI_OPT_TEXT("--created-utc", &created),
       FDL_CLI_THREADS(&threads),
       FDL_CLI_OPT_FLAG("--json", &a->json),
@@ -85,10 +84,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   if (created && (rc = fdl_cli_created_utc(&s, created, a->created)) != FDL_CLI_GO) return rc;
   if (!created) seed_time(seed, a->created);
   a->o.seed = seed;
-  a->o.vocab = (size_t)vocab;
-  a->o.hidden = (size_t)hidden;
-  a->o.contexts = (size_t)contexts;
-  a->o.tokens_per_context = (size_t)tokens;
   a->o.threads = (unsigned)threads;
   a->o.created_utc = a->created;
   return FDL_CLI_GO;
