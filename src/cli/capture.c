@@ -78,7 +78,6 @@ typedef struct {
 static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
   int form = 0, path = 0, isa = 0, hdt = -1;
-  uint64_t threads = 0;
   bool progress = false, quiet = false;
   const char *created = NULL;
   const fdl_cli_opt opts[] = {
@@ -93,7 +92,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_TEXT("--repository", &a->o.repository),
       FDL_CLI_OPT_TEXT("--tokenizer-id", &a->o.tokenizer_id),
       FDL_CLI_OPT_TEXT("--created-utc", &created),
-      FDL_CLI_THREADS(&threads),
+      FDL_CLI_THREADS(&a->o.threads),
       FDL_CLI_ISA(&isa),
       FDL_CLI_OPT_FLAG("--progress", &progress),
       FDL_CLI_OPT_FLAG("--quiet", &quiet),
@@ -115,7 +114,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   a->o.hidden_f32 = hdt == 1;
   a->o.path = path ? FDL_ENGINE_DECODE : FDL_ENGINE_PREFILL;
   a->o.isa = fdl_cli_isa_of[isa];
-  a->o.threads = (unsigned)threads;
   a->progress = progress ? 1 : quiet ? -1 : 0;
   a->hub.progress = a->progress;
   return FDL_CLI_GO;

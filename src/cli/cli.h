@@ -104,6 +104,7 @@ typedef enum {
   FDL_CLI_FLAG,   /* no value: *(bool *)dest = true */
   FDL_CLI_NUMBER, /* a decimal integer in [min, max]: *(uint64_t *)dest */
   FDL_CLI_SIZE,   /* the same, a count for a size_t field: *(size_t *)dest */
+  FDL_CLI_UINT,   /* the same for an unsigned field (max at most UINT_MAX): *(unsigned *)dest */
   FDL_CLI_TEXT,   /* a non-empty string: *(const char **)dest */
   FDL_CLI_PATH,   /* a non-empty path the command reads: *(const char **)dest */
   FDL_CLI_OUT,    /* a non-empty path the command writes: *(const char **)dest */
@@ -115,7 +116,7 @@ typedef struct {
   const char *alias; /* another spelling of the same option, or NULL */
   fdl_cli_kind kind;
   void *dest;
-  uint64_t min, max;          /* FDL_CLI_NUMBER, FDL_CLI_SIZE */
+  uint64_t min, max;          /* FDL_CLI_NUMBER, FDL_CLI_SIZE, FDL_CLI_UINT */
   const char *const *choices; /* FDL_CLI_CHOICE */
 } fdl_cli_opt;
 
@@ -135,9 +136,10 @@ typedef struct {
 
 /* The most options one command has; a table above it is refused as a bug. */
 #define FDL_CLI_MAX_OPTS 48
-/* --threads is the same option everywhere: 1 to the pool's limit; absent means every core. */
+/* --threads is the same option everywhere: 1 to the pool's limit, into an unsigned threads
+ * field; absent (0) means every core. */
 #define FDL_CLI_THREADS(dest)                                                                      \
-  { "--threads", NULL, FDL_CLI_NUMBER, (dest), 1, FDL_POOL_MAX_THREADS, NULL }
+  { "--threads", NULL, FDL_CLI_UINT, (dest), 1, FDL_POOL_MAX_THREADS, NULL }
 
 /* --isa is the same option everywhere: the kernels by name; fdl_cli_isa_of[choice] is its
  * fdl_num_isa. Every choice gives the same bits. */

@@ -87,7 +87,7 @@ static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
   fdl_compare_opts_default(o);
   bool verify = false, no_verify = false, no_boot = false, js = false, no_js = false,
        progress = false;
-  uint64_t vocab_chunk = 0, threads = 0, boot = 0, seed = 0;
+  uint64_t vocab_chunk = 0, boot = 0;
   int isa = 0, device = 0;
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--reference", &o->reference),
@@ -107,9 +107,9 @@ static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_NUMBER("--vocab-chunk", &vocab_chunk, 1, UINT32_MAX),
       {"--position-block", "--chunk-positions", FDL_CLI_SIZE, &o->position_block, 1,
        FDL_COMPARE_POSITION_BLOCK_MAX, NULL},
-      FDL_CLI_THREADS(&threads),
+      FDL_CLI_THREADS(&o->threads),
       FDL_CLI_OPT_NUMBER("--bootstrap", &boot, 2, (uint64_t)1 << 32),
-      FDL_CLI_OPT_NUMBER("--seed", &seed, 0, (uint64_t)INT64_MAX),
+      FDL_CLI_OPT_NUMBER("--seed", &o->seed, 0, (uint64_t)INT64_MAX),
       FDL_CLI_OPT_FLAG("--no-bootstrap", &no_boot),
       FDL_CLI_OPT_FLAG("--js", &js),
       FDL_CLI_OPT_FLAG("--no-js", &no_js),
@@ -151,10 +151,8 @@ static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
   /* --verify-tensors / --no-verify-tensors and --vocab-chunk are parsed (a bad value is still a
    * usage error) but change nothing: see --help. */
   (void)verify, (void)no_verify, (void)vocab_chunk;
-  o->threads = (unsigned)threads;
   if (boot) o->bootstrap = true, o->bootstrap_samples = (size_t)boot;
   if (no_boot) o->bootstrap = false;
-  o->seed = seed;
   if (js || no_js) o->js = js ? 1 : 0;
   o->isa = fdl_cli_isa_of[isa];
   c->progress = progress ? 1 : c->quiet ? -1 : 0;

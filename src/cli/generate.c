@@ -88,7 +88,8 @@ static const char *const PRECISIONS[] = {"float32", "float64", NULL};
 typedef struct {
   const char *model, *ids, *prompt, *request, *panel, *tokens_out, *logits_out, *greedy_out,
       *ids_out, *stop;
-  uint64_t context, prompt_tokens, n_new, threads;
+  uint64_t context, prompt_tokens, n_new;
+  unsigned threads;
   int path, isa, rows, f64;
   bool rows_given, stream;
   fdl_cli_hub hub;
@@ -431,8 +432,7 @@ static int generate(const args *given) {
   fdl_err err = {FDL_OK, ""};
   fdl_model *m = NULL;
   /* generate records no identity of the model: its files are not digested */
-  fdl_model_opts mo = {
-      .threads = (unsigned)a.threads, .isa = fdl_cli_isa_of[a.isa], .skip_digests = true};
+  fdl_model_opts mo = {.threads = a.threads, .isa = fdl_cli_isa_of[a.isa], .skip_digests = true};
   fdl_status s = fdl_model_load(a.model, &mo, &m, &err);
   if (s == FDL_OK) s = run(&a, m, tok, ids, n, first, &cont, &n_cont, &err);
   fdl_model_free(m);

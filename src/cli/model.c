@@ -47,11 +47,10 @@ typedef struct {
 
 static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
-  uint64_t seed = 0;
   const char *pos[1] = {NULL};
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_TEXT("--preset", &a->o.preset),
-      FDL_CLI_OPT_NUMBER("--seed", &seed, 0, UINT64_MAX),
+      FDL_CLI_OPT_NUMBER("--seed", &a->o.seed, 0, UINT64_MAX),
       FDL_CLI_OPT_FLAG("--json", &a->json),
       FDL_CLI_OPT_FLAG("--no-weights", &a->o.no_weights),
   };
@@ -70,7 +69,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   }
   if (s.npos != 1) return fdl_cli_usage_error(&s, "OUT is required");
   a->o.out_dir = pos[0];
-  a->o.seed = seed;
   return FDL_CLI_GO;
 }
 

@@ -106,13 +106,16 @@ static int store(const fdl_cli_spec *s, const fdl_cli_opt *o, const char *name, 
     *(bool *)o->dest = true;
     return FDL_CLI_GO;
   case FDL_CLI_NUMBER:
-  case FDL_CLI_SIZE: {
+  case FDL_CLI_SIZE:
+  case FDL_CLI_UINT: {
     uint64_t x;
     if (fdl_cli_parse_u64(v, o->max, &x) || x < o->min)
       return fdl_cli_usage_error(s, "%s '%s': expected a whole number from %llu to %llu", name, v,
                                  (unsigned long long)o->min, (unsigned long long)o->max);
     if (o->kind == FDL_CLI_SIZE)
       *(size_t *)o->dest = (size_t)x;
+    else if (o->kind == FDL_CLI_UINT)
+      *(unsigned *)o->dest = (unsigned)x;
     else
       *(uint64_t *)o->dest = x;
     return FDL_CLI_GO;

@@ -124,7 +124,6 @@ static int parse(pack_args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
   fdl_ds_pack_opts *o = &a->o;
   fdl_kld_import_opts *k = &a->k;
-  uint64_t threads = 0;
   int hdt = 0;
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--panel", &o->panel_path),
@@ -134,7 +133,7 @@ static int parse(pack_args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_OUT("--out", &o->out_dir),
       FDL_CLI_OPT_FLAG("--allow-partial", &o->allow_partial),
       {"--hidden-dtype", NULL, FDL_CLI_CHOICE, &hdt, 0, 0, HIDDEN_DTYPES},
-      FDL_CLI_THREADS(&threads),
+      FDL_CLI_THREADS(&o->threads),
       FDL_CLI_OPT_PATH("--from-llamacpp-kld", &k->kld_path),
       FDL_CLI_OPT_PATH("--tokenizer", &k->tokenizer),
       FDL_CLI_OPT_OUT("--panel-out", &k->panel_out),
@@ -154,7 +153,7 @@ static int parse(pack_args *a, int argc, char **argv, FILE *out, FILE *diag) {
       return fdl_cli_usage_error(&s, "--from-llamacpp-kld needs --tokenizer and --out");
     k->out_dir = o->out_dir;
     k->meta_path = o->meta_path;
-    k->threads = (unsigned)threads;
+    k->threads = o->threads;
     return FDL_CLI_GO;
   }
   if (k->tokenizer || k->panel_out)
@@ -162,7 +161,6 @@ static int parse(pack_args *a, int argc, char **argv, FILE *out, FILE *diag) {
   if (!o->panel_path || !o->tensor_dir || !o->meta_path || !o->out_dir)
     return fdl_cli_usage_error(&s, "--panel, --tensors, --meta and --out are required");
   o->hidden_f32 = hdt == 1;
-  o->threads = (unsigned)threads;
   return FDL_CLI_GO;
 }
 

@@ -63,18 +63,17 @@ typedef struct {
 static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
   fdl_synth_opts_default(&a->o);
-  uint64_t seed = 0, threads = 0;
   const char *created = NULL;
   const uint64_t size_max = (uint64_t)1 << 40; /* far above memory; the library checks more */
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_OUT("--out", &a->o.out_dir),
-      FDL_CLI_OPT_NUMBER("--seed", &seed, 0, UINT64_MAX),
+      FDL_CLI_OPT_NUMBER("--seed", &a->o.seed, 0, UINT64_MAX),
       FDL_CLI_OPT_SIZE("--vocab", &a->o.vocab, 1, size_max),
       FDL_CLI_OPT_SIZE("--hidden", &a->o.hidden, 1, size_max),
       FDL_CLI_OPT_SIZE("--contexts", &a->o.contexts, 1, size_max),
       FDL_CLI_OPT_SIZE("--tokens-per-context", &a->o.tokens_per_context, 1, size_max),
       FDL_CLI_OPT_TEXT("--created-utc", &created),
-      FDL_CLI_THREADS(&threads),
+      FDL_CLI_THREADS(&a->o.threads),
       FDL_CLI_OPT_FLAG("--json", &a->json),
   };
   fdl_cli_spec s = {"synth", usage, opts, FDL_CLI_N(opts), NULL, 0, NULL, 0, 0, out, diag, 0};
@@ -82,9 +81,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   if (rc != FDL_CLI_GO) return rc;
   if (!a->o.out_dir) return fdl_cli_usage_error(&s, "--out DIR is required");
   if (created && (rc = fdl_cli_created_utc(&s, created, a->created)) != FDL_CLI_GO) return rc;
-  if (!created) seed_time(seed, a->created);
-  a->o.seed = seed;
-  a->o.threads = (unsigned)threads;
+  if (!created) seed_time(a->o.seed, a->created);
   a->o.created_utc = a->created;
   return FDL_CLI_GO;
 }

@@ -80,7 +80,6 @@ typedef struct {
 static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
   bool no_verify = false;
-  uint64_t threads = 0;
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_FLAG("--verify-tensors", &a->o.verify_tensors),
       FDL_CLI_OPT_FLAG("--no-verify-tensors", &no_verify),
@@ -91,7 +90,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_FLAG("--strict", &a->o.strict),
       FDL_CLI_OPT_FLAG("--manifests-only", &a->o.manifests_only),
       FDL_CLI_OPT_FLAG("--manifest-only", &a->o.manifest_only),
-      FDL_CLI_THREADS(&threads),
+      FDL_CLI_THREADS(&a->o.threads),
   };
   static const char *const conflicts[] = {
       "--verify-tensors", "--no-verify-tensors", "--manifests-only", "--manifest-only",
@@ -105,7 +104,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 1) return fdl_cli_usage_error(&s, "a dataset directory DIR is required");
   a->dir = pos[0];
-  a->o.threads = (unsigned)threads;
   return FDL_CLI_GO;
 }
 
