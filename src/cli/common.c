@@ -279,14 +279,9 @@ int fdl_cli_print_json(json_t *j, unsigned flags) {
   return s == FDL_OK ? FDL_EXIT_OK : fdl_cli_failed(&err, s);
 }
 
-/* A --tokenizer that is a model directory rather than a file (following links). */
-static bool fdl_cli_is_dir(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 int fdl_cli_input_tokenizer(const char *cmd, const char *path) {
-  return fdl_cli_is_dir(path) ? 0 : fdl_cli_input_file(cmd, path);
+  struct stat st; /* a model directory (following links) is taken as it is */
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : fdl_cli_input_file(cmd, path);
 }
 
 int fdl_cli_input_model(const char *cmd, const char *path) {

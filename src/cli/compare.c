@@ -87,7 +87,7 @@ static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
   fdl_compare_opts_default(o);
   bool verify = false, no_verify = false, no_boot = false, js = false, no_js = false,
        progress = false;
-  uint64_t vocab_chunk = 0, boot = 0;
+  uint64_t vocab_chunk = 0;
   int isa = 0, device = 0;
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--reference", &o->reference),
@@ -108,7 +108,7 @@ static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
       {"--position-block", "--chunk-positions", FDL_CLI_SIZE, &o->position_block, 1,
        FDL_COMPARE_POSITION_BLOCK_MAX, NULL},
       FDL_CLI_THREADS(&o->threads),
-      FDL_CLI_OPT_NUMBER("--bootstrap", &boot, 2, (uint64_t)1 << 32),
+      FDL_CLI_OPT_SIZE("--bootstrap", &o->bootstrap_samples, 2, (uint64_t)1 << 32),
       FDL_CLI_OPT_NUMBER("--seed", &o->seed, 0, (uint64_t)INT64_MAX),
       FDL_CLI_OPT_FLAG("--no-bootstrap", &no_boot),
       FDL_CLI_OPT_FLAG("--js", &js),
@@ -143,7 +143,6 @@ static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos && (o->reference || o->candidate))
     return fdl_cli_usage_error(&s, "give the datasets either by position or by flag");
-  if (s.npos == 1) return fdl_cli_usage_error(&s, "a REFERENCE and a CANDIDATE are required");
   if (s.npos == 2) o->reference = pos[0], o->candidate = pos[1];
   if (!o->reference || !o->candidate)
     return fdl_cli_usage_error(&s, "a REFERENCE and a CANDIDATE are required");
@@ -151,7 +150,6 @@ static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
   /* --verify-tensors / --no-verify-tensors and --vocab-chunk are parsed (a bad value is still a
    * usage error) but change nothing: see --help. */
   (void)verify, (void)no_verify, (void)vocab_chunk;
-  if (boot) o->bootstrap = true, o->bootstrap_samples = (size_t)boot;
   if (no_boot) o->bootstrap = false;
   if (js || no_js) o->js = js ? 1 : 0;
   o->isa = fdl_cli_isa_of[isa];
