@@ -77,24 +77,7 @@ static int canon(const char *path, unsigned flags, const fdl_json_read_opts *opt
     fdl_err_prefix(&err, "%s", is_stdin ? "<stdin>" : path);
     return fdl_cli_failed(&err, st);
   }
-  fdl_buf out;
-  fdl_buf_init(&out, 0);
-  st = fdl_json_dump(v, flags, &out, &err);
-  json_decref(v);
-  if (st != FDL_OK) {
-    fdl_buf_free(&out);
-    return fdl_cli_failed(&err, st);
-  }
-  if (!(flags & FDL_JSON_PRETTY)) fdl_buf_putc(&out, '\n');
-  st = fdl_buf_status(&out);
-  if (st == FDL_OK) fdl_cli_put(out.data, out.len);
-  fdl_buf_free(&out);
-  if (st != FDL_OK) {
-    fdl_fail(&err, st, "<stdout>: cannot hold the canonical JSON");
-    fdl_cli_report(&err);
-    return FDL_EXIT_USAGE;
-  }
-  return FDL_EXIT_OK; /* a failed write to stdout is caught when main closes it */
+  return fdl_cli_print_json(v, flags); /* a failed write to stdout is caught when main closes it */
 }
 
 typedef struct {
