@@ -6,8 +6,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/attr.h"
-#include "fidelis/kiln.h"
 #include "attr/kiln_json.h"
 
 static void usage(FILE *f) {

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/capture.h"
 
 static void usage(FILE *f) {
   fprintf(f,

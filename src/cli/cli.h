@@ -13,10 +13,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Every command's file has the whole public tier and the private helpers below from here, and
+ * includes only the other private headers it reaches into. */
 #include "fidelis/fidelis.h"
-#include "fidelis/hub.h"
 #include "base/refusal.h"
-#include "fidelis/scale.h"
 #include "base/fs.h"
 #include "base/path.h"
 #include "base/quote.h"

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/compare.h"
 
 static void usage(FILE *f) {
   fprintf(

@@ -10,13 +10,6 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
-#include "fidelis/dataset.h"
-#include "fidelis/generate.h"
-#include "fidelis/gguf.h"
-#include "fidelis/kiln.h"
-#include "fidelis/pool.h"
-#include "fidelis/tensor.h"
-#include "fidelis/tokenizer.h"
 #include "attr/kiln_json.h"
 #include "dataset/dataset_json.h"
 #include "json/get.h"

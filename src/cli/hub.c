@@ -7,8 +7,6 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
-#include "fidelis/hub.h"
-#include "base/quote.h"
 
 /* The files an implicit fetch of a whole model repository takes: what a model directory is read
  * from (config, index, shards, tokenizer, chat template, generation config), not the other

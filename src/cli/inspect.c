@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/dataset.h"
 #include "dataset/dataset_json.h"
 
 static void usage(FILE *f) {

@@ -7,8 +7,6 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "fidelis/attr.h"
-#include "fidelis/kiln.h"
 #include "attr/kiln_json.h"
 
 static void check_usage(FILE *f) {

@@ -12,8 +12,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/attr.h"
-#include "fidelis/kiln.h"
 #include "attr/layer_json.h"
 #include "attr/kiln_json.h"
 

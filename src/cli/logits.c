@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/attr.h"
 
 /* More candidates than this is a usage error (Kiln asks about two: kiln, vllm). */
 #define MAX_CANDIDATES 64

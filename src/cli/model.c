@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/model.h"
 
 static void usage(FILE *f) {
   fprintf(f, "usage: fidelis model init --preset NAME [--seed S] [--json] [--no-weights] OUT\n\n"

@@ -10,8 +10,6 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "base/path.h"
-#include "base/quote.h"
 
 const char *const fdl_cli_isas[] = {"auto", "scalar", "avx2", "avx512", NULL};
 const fdl_num_isa fdl_cli_isa_of[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_NUM_ISA_AVX2,

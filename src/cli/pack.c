@@ -4,8 +4,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/dataset.h"
-#include "fidelis/llamacpp_kld.h"
 
 static void usage(FILE *f) {
   fputs(

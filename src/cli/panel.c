@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/panel.h"
 
 #define MAX_TEXTS 16
 

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/model.h"
 
 static void usage(FILE *f) {
   fputs("usage: fidelis quantize [--codec int4] [--group-size N] [--scope mlp|all-linear]\n"

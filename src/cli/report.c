@@ -4,9 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/path.h"
 #include "cli/cli.h"
-#include "fidelis/report.h"
 
 static void usage(FILE *f) {
   fprintf(f,

@@ -6,7 +6,6 @@
 #include <time.h>
 
 #include "cli/cli.h"
-#include "fidelis/synth.h"
 
 static void usage(FILE *f) {
   fprintf(f,

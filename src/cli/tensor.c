@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/tensor.h"
 #include "tensor/safetensors_json.h"
 
 static void usage(FILE *f) {

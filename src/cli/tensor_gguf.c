@@ -9,9 +9,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/digest.h"
-#include "fidelis/ggml_quant.h"
-#include "fidelis/gguf.h"
 
 typedef struct {
   char raw[FDL_SHA256_HEX_LEN + 1], deq[FDL_SHA256_HEX_LEN + 1];

@@ -5,7 +5,6 @@
 
 #include "cli/cli.h"
 #include "base/sys.h"
-#include "fidelis/tokenizer.h"
 
 /* The most text one call reads (a corpus is tokenized in one piece). */
 #define TEXT_MAX ((size_t)1 << 30)

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/dataset.h"
 #include "dataset/dataset_json.h"
 #include "base/order.h"
 
