@@ -116,6 +116,7 @@ static const char *const HIDDEN_DTYPES[] = {"bf16", "f32", NULL};
 typedef struct {
   fdl_ds_pack_opts o;
   fdl_kld_import_opts k; /* k.kld_path set: --from-llamacpp-kld */
+  char created[FDL_CLI_UTC_LEN + 1];
 } pack_args;
 
 static int parse(pack_args *a, int argc, char **argv, FILE *out, FILE *diag) {
@@ -146,6 +147,10 @@ static int parse(pack_args *a, int argc, char **argv, FILE *out, FILE *diag) {
       out,    diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
+  /* Either way of packing: SOURCE_DATE_EPOCH fixes created_utc, notes go to stderr. */
+  o->created_utc = k->created_utc = fdl_cli_source_date(a->created, sizeof a->created);
+  o->notice = k->notice = fdl_cli_notice;
+  o->notice_arg = k->notice_arg = "pack";
   if (k->kld_path) {
     if (!k->tokenizer || !o->out_dir)
       return fdl_cli_usage_error(&s, "--from-llamacpp-kld needs --tokenizer and --out");
@@ -177,10 +182,6 @@ static int pack_kld(fdl_kld_import_opts *k) {
   if ((rc = fdl_cli_input_file("pack", k->kld_path)) != 0) return rc;
   if ((rc = fdl_cli_input_tokenizer("pack", k->tokenizer)) != 0) return rc;
   if (k->meta_path && (rc = fdl_cli_input_file("pack", k->meta_path)) != 0) return rc;
-  char created[FDL_CLI_UTC_LEN + 1];
-  k->created_utc = fdl_cli_source_date(created, sizeof created);
-  k->notice = fdl_cli_notice;
-  k->notice_arg = "pack";
   fdl_kld_import_result r;
   fdl_err err = {FDL_OK, ""};
   fdl_status st = fdl_kld_import(k, &r, &err);
@@ -212,10 +213,6 @@ static int work(pack_args *a) {
   if ((rc = fdl_cli_input_file("pack", o.meta_path)) != 0) return rc;
   if (o.head_path && (rc = fdl_cli_input_file("pack", o.head_path)) != 0) return rc;
   if ((rc = fdl_cli_input_dir("pack", o.tensor_dir)) != 0) return rc;
-  char created[FDL_CLI_UTC_LEN + 1];
-  o.created_utc = fdl_cli_source_date(created, sizeof created);
-  o.notice = fdl_cli_notice;
-  o.notice_arg = "pack";
   fdl_ds_pack_result res;
   fdl_err err;
   fdl_status st = fdl_ds_pack(&o, &res, &err);
