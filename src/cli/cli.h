@@ -47,7 +47,7 @@ typedef struct {
 #define FDL_CLI_COMMAND(cmd_fn, check_fn, T, parse_fn, run_fn)                                     \
   FDL_CLI_COMMAND_FREE(cmd_fn, check_fn, T, parse_fn, run_fn, fdl_cli_keep)
 /* The same for a parse that allocates: free_fn(T *a) runs after check and run alike, whatever
- * the parse returned (so the parse leaves a freeable from its first line). */
+ * the parse returned, so a parse makes *a freeable before anything can fail. */
 #define FDL_CLI_COMMAND_FREE(cmd_fn, check_fn, T, parse_fn, run_fn, free_fn)                       \
   int check_fn(int argc, char **argv, FILE *out, FILE *diag) {                                     \
     T a;                                                                                           \
@@ -62,6 +62,7 @@ typedef struct {
     free_fn(&a);                                                                                   \
     return rc;                                                                                     \
   }
+/* FDL_CLI_COMMAND's free_fn: its parse allocates nothing. */
 static inline void fdl_cli_keep(const void *a) {
   (void)a;
 }
