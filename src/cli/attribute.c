@@ -6,8 +6,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/attr.h"
-#include "fidelis/kiln.h"
 #include "attr/kiln_json.h"
 
 static void usage(FILE *f) {
@@ -48,7 +46,9 @@ typedef struct {
 
 static const char *const FORMATS[] = {"fidelis", "kiln-v2", NULL};
 
-static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
+static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
+  memset(a, 0, sizeof *a);
+  if (!(a->paths = calloc((size_t)argc + 1, sizeof *a->paths))) return FDL_EXIT_USAGE;
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--request", &a->request),
       FDL_CLI_OPT_PATH("--reference", &a->reference),
@@ -86,60 +86,37 @@ static int parse(int argc, char **argv, FILE *out, FILE *diag, args *a) {
   return FDL_CLI_GO;
 }
 
-static int with_args(int argc, char **argv, FILE *out, FILE *diag, args *a) {
-  memset(a, 0, sizeof *a);
-  a->paths = calloc((size_t)argc + 1, sizeof *a->paths);
-  if (!a->paths) return FDL_EXIT_USAGE;
-  return parse(argc, argv, out, diag, a);
+static void release(args *a) {
+  free(a->paths);
 }
 
-int fdl_cli_attribute_check(int argc, char **argv, FILE *out, FILE *diag) {
-  args a;
-  int rc = with_args(argc, argv, out, diag, &a);
-  free(a.paths);
-  return rc;
-}
-
-static int load_logits(const char *path, fdl_attr_matrix *m) {
-  if (fdl_cli_input_file("attribute", path) != 0) return FDL_EXIT_USAGE;
-  fdl_err err = {FDL_OK, ""};
-  fdl_status s = fdl_attr_matrix_read(path, NULL, m, &err);
-  return s == FDL_OK ? 0 : fdl_cli_failed(&err, s);
-}
-
-int fdl_cli_attribute(int argc, char **argv) {
-  args a;
-  int rc = with_args(argc, argv, NULL, NULL, &a);
-  if (rc != FDL_CLI_GO) {
-    free(a.paths);
-    return rc;
-  }
-  rc = FDL_EXIT_OK;
+static int work(args *a) {
+  int rc = FDL_EXIT_OK;
   json_t *req = NULL, *counters = NULL, *rec = NULL, *prov = NULL;
   fdl_attr_matrix ref = {0};
   struct { /* each path's name and input, owned; in[i] borrows them */
     char *name;
     fdl_attr_matrix full;
     json_t *ids;
-  } *p = calloc(a.npaths, sizeof *p);
-  fdl_kiln_path_in *in = calloc(a.npaths, sizeof *in);
+  } *p = calloc(a->npaths, sizeof *p);
+  fdl_kiln_path_in *in = calloc(a->npaths, sizeof *in);
   fdl_err err = {FDL_OK, ""};
   if (!p || !in) {
     fprintf(stderr, "fidelis attribute: out of memory\n");
     rc = FDL_EXIT_USAGE;
   }
-  if (!rc) rc = fdl_cli_load_json("attribute", a.request, &req);
-  if (!rc) rc = load_logits(a.reference, &ref);
+  if (!rc) rc = fdl_cli_load_json("attribute", a->request, &req);
+  if (!rc) rc = fdl_cli_load_matrix("attribute", NULL, a->reference, NULL, &ref);
   if (!rc && ref.rows != 1) {
     char q[FDL_QUOTE_CAP];
     fprintf(stderr, "fidelis attribute: %s: %llu rows, expected one vector ([V] or [1, V])\n",
-            fdl_quote_str(a.reference, q, sizeof q), (unsigned long long)ref.rows);
+            fdl_quote_str(a->reference, q, sizeof q), (unsigned long long)ref.rows);
     rc = FDL_EXIT_REFUSED;
   }
-  if (!rc && a.counters) rc = fdl_cli_load_json("attribute", a.counters, &counters);
-  if (!rc && a.provenance) rc = fdl_cli_load_json("attribute", a.provenance, &prov);
-  for (size_t i = 0; !rc && i < a.npaths; i++) {
-    const char *v = a.paths[i], *eq = strchr(v, '='), *colon = strchr(eq + 1, ':');
+  if (!rc && a->counters) rc = fdl_cli_load_json("attribute", a->counters, &counters);
+  if (!rc && a->provenance) rc = fdl_cli_load_json("attribute", a->provenance, &prov);
+  for (size_t i = 0; !rc && i < a->npaths; i++) {
+    const char *v = a->paths[i], *eq = strchr(v, '='), *colon = strchr(eq + 1, ':');
     bool is_full = strncmp(eq + 1, "full:", 5) == 0;
     if (!(in[i].name = p[i].name = strndup(v, (size_t)(eq - v)))) {
       rc = FDL_EXIT_USAGE;
@@ -147,7 +124,7 @@ int fdl_cli_attribute(int argc, char **argv) {
     }
     in[i].full = is_full;
     if (is_full) {
-      rc = load_logits(colon + 1, &p[i].full);
+      rc = fdl_cli_load_matrix("attribute", NULL, colon + 1, NULL, &p[i].full);
       if (!rc && p[i].full.cols != ref.cols) {
         fprintf(stderr,
                 "fidelis attribute: path %s: %s: rows of %llu logits, expected %llu (the "
@@ -164,9 +141,9 @@ int fdl_cli_attribute(int argc, char **argv) {
     }
   }
   if (!rc) {
-    fdl_status s = fdl_kiln_attribute(req, ref.data, (size_t)ref.cols, in, a.npaths, counters, prov,
-                                      &rec, &err);
-    if (s == FDL_OK) s = fdl_json_write_file(a.out, rec, FDL_JSON_ASCII | FDL_JSON_PRETTY, &err);
+    fdl_status s = fdl_kiln_attribute(req, ref.data, (size_t)ref.cols, in, a->npaths, counters,
+                                      prov, &rec, &err);
+    if (s == FDL_OK) s = fdl_json_write_file(a->out, rec, FDL_JSON_ASCII | FDL_JSON_PRETTY, &err);
     if (s != FDL_OK) {
       rc = fdl_cli_failed(&err, s);
     } else {
@@ -180,14 +157,13 @@ int fdl_cli_attribute(int argc, char **argv) {
       printf("\n%s %s\n", prov ? "result" : "record", sum.sha256);
     }
   }
-  for (size_t i = 0; p && i < a.npaths; i++) {
+  for (size_t i = 0; p && i < a->npaths; i++) {
     fdl_attr_matrix_free(&p[i].full);
     json_decref(p[i].ids);
     free(p[i].name);
   }
   free(p);
   free(in);
-  free(a.paths);
   fdl_attr_matrix_free(&ref);
   json_decref(req);
   json_decref(counters);
@@ -195,3 +171,5 @@ int fdl_cli_attribute(int argc, char **argv) {
   json_decref(prov);
   return rc;
 }
+
+FDL_CLI_COMMAND_FREE(fdl_cli_attribute, fdl_cli_attribute_check, args, parse, work, release)

@@ -5,8 +5,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/capture.h"
-#include "fidelis/pool.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -65,9 +63,6 @@ static void usage(FILE *f) {
 static const char *const FORMS[] = {"hidden", "logit", NULL};
 static const char *const PATHS[] = {"prefill", "decode", NULL};
 static const char *const HIDDEN_DTYPES[] = {"bf16", "f32", NULL};
-static const char *const ISAS[] = {"auto", "scalar", "avx2", "avx512", NULL};
-static const fdl_num_isa ISA_OF[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_NUM_ISA_AVX2,
-                                     FDL_NUM_ISA_AVX512};
 
 typedef struct {
   fdl_capture_opts o;
@@ -82,7 +77,6 @@ typedef struct {
 static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
   int form = 0, path = 0, isa = 0, hdt = -1;
-  uint64_t threads = 0;
   bool progress = false, quiet = false;
   const char *created = NULL;
   const fdl_cli_opt opts[] = {
@@ -97,8 +91,8 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_TEXT("--repository", &a->o.repository),
       FDL_CLI_OPT_TEXT("--tokenizer-id", &a->o.tokenizer_id),
       FDL_CLI_OPT_TEXT("--created-utc", &created),
-      FDL_CLI_THREADS(&threads),
-      {"--isa", NULL, FDL_CLI_CHOICE, &isa, 0, 0, ISAS},
+      FDL_CLI_THREADS(&a->o.threads),
+      FDL_CLI_ISA(&isa),
       FDL_CLI_OPT_FLAG("--progress", &progress),
       FDL_CLI_OPT_FLAG("--quiet", &quiet),
       FDL_CLI_OPT_FLAG("--json", &a->json),
@@ -111,19 +105,14 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   if (rc != FDL_CLI_GO) return rc;
   if (!a->o.model_dir || !a->o.panel_path || !a->o.out_dir)
     return fdl_cli_usage_error(&s, "--model DIR, --panel FILE and --out DATASET are required");
-  if (created && fdl_cli_parse_utc(created, a->created))
-    return fdl_cli_usage_error(&s,
-                               "--created-utc '%s': expected a real UTC time written "
-                               "YYYY-MM-DDTHH:MM:SSZ",
-                               created);
+  if (created && (rc = fdl_cli_created_utc(&s, created, a->created)) != FDL_CLI_GO) return rc;
   a->o.created_utc = created ? a->created : fdl_cli_source_date(a->created, sizeof a->created);
   a->o.form = form ? FDL_CAPTURE_LOGITS : FDL_CAPTURE_HIDDEN;
   if (form && hdt >= 0)
     return fdl_cli_usage_error(&s, "--hidden-dtype is for --form hidden; logits are stored F32");
   a->o.hidden_f32 = hdt == 1;
   a->o.path = path ? FDL_ENGINE_DECODE : FDL_ENGINE_PREFILL;
-  a->o.isa = ISA_OF[isa];
-  a->o.threads = (unsigned)threads;
+  a->o.isa = fdl_cli_isa_of[isa];
   a->progress = progress ? 1 : quiet ? -1 : 0;
   a->hub.progress = a->progress;
   return FDL_CLI_GO;
@@ -131,74 +120,63 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
 
 /* One rank's capture: rank 0 alone shows progress and prints (see fdl_cli_ranks). Every rank
  * resolves an hf:// input itself (docs/HUB.md: under mpirun, fetch first). */
-static int capture_in(void *arg, fdl_cli_ranks *ranks) {
-  args a = *(args *)arg;
+static int capture_run(args *a, fdl_cli_ranks *ranks) {
   int rc;
-  if ((rc = fdl_cli_hub_input("capture", &a.hub, &a.o.model_dir, true)) ||
-      (rc = fdl_cli_hub_input("capture", &a.hub, &a.o.panel_path, false)) ||
-      (rc = fdl_cli_input_model("capture", a.o.model_dir)) ||
-      (rc = fdl_cli_input_file("capture", a.o.panel_path))) {
-    fdl_cli_hub_free(&a.hub);
+  if ((rc = fdl_cli_hub_input("capture", &a->hub, &a->o.model_dir, true)) ||
+      (rc = fdl_cli_hub_input("capture", &a->hub, &a->o.panel_path, false)) ||
+      (rc = fdl_cli_input_model("capture", a->o.model_dir)) ||
+      (rc = fdl_cli_input_file("capture", a->o.panel_path)))
     return rc;
-  }
   /* a Hub snapshot (named by hf:// or by its path) records where it came from */
-  if (!a.o.repository && fdl_hub_snapshot_identity(a.o.model_dir, a.repo, a.commit)) {
-    a.o.repository = a.repo;
-    a.o.revision = a.commit;
+  if (!a->o.repository && fdl_hub_snapshot_identity(a->o.model_dir, a->repo, a->commit)) {
+    a->o.repository = a->repo;
+    a->o.revision = a->commit;
   }
-  if (fdl_hub_snapshot_identity(a.o.panel_path, a.panel_repo, a.panel_commit)) {
-    a.o.panel_repository = a.panel_repo;
-    a.o.panel_revision = a.panel_commit;
+  if (fdl_hub_snapshot_identity(a->o.panel_path, a->panel_repo, a->panel_commit)) {
+    a->o.panel_repository = a->panel_repo;
+    a->o.panel_revision = a->panel_commit;
   }
-  if ((rc = fdl_cli_hub_file_real(&a.hub, &a.o.model_dir))) {
-    fdl_cli_hub_free(&a.hub);
-    return rc;
-  }
-  a.o.scale = ranks->sc;
-  a.o.threads = fdl_scale_threads(ranks->sc, a.o.threads);
-  if (!ranks->lead) a.progress = -1;
+  if ((rc = fdl_cli_hub_file_real(&a->hub, &a->o.model_dir))) return rc;
+  a->o.scale = ranks->sc;
+  a->o.threads = fdl_scale_threads(ranks->sc, a->o.threads);
+  if (!ranks->lead) a->progress = -1;
   fdl_cli_progress pr;
-  fdl_cli_progress_init(&pr, "capture", a.progress);
+  fdl_cli_progress_init(&pr, "capture", a->progress);
   pr.unit = "records";
-  a.o.progress = fdl_cli_progress_cb;
-  a.o.progress_arg = &pr;
-  a.o.notice = fdl_cli_notice;
-  a.o.notice_arg = "capture";
+  a->o.progress = fdl_cli_progress_cb;
+  a->o.progress_arg = &pr;
+  a->o.notice = fdl_cli_notice;
+  a->o.notice_arg = "capture";
   fdl_capture_result r;
   fdl_err err = {FDL_OK, ""};
   double t0 = fdl_cli_now();
-  fdl_status s = fdl_capture(&a.o, &r, &err);
+  fdl_status s = fdl_capture(&a->o, &r, &err);
   fdl_cli_progress_end(&pr);
-  fdl_cli_ranks_time(ranks, fdl_cli_now() - t0, a.o.threads ? a.o.threads : fdl_pool_cpu_count());
-  rc = FDL_EXIT_OK;
-  if (s != FDL_OK) {
-    fdl_refusal ref = r.refusal;
-    ref.status = s;
-    if (ref.code == FDL_REF_NONE) ref.code = fdl_refusal_code_for(s, FDL_REF_CAPTURE_FAILED);
-    fdl_cli_print_refusal("capture", &ref, &err);
-    fdl_cli_hub_free(&a.hub);
-    return fdl_cli_exit_for(s);
-  }
-  if (!ranks->lead) {
-    fdl_cli_hub_free(&a.hub);
-    return rc;
-  }
-  if (a.json) {
-    json_t *j = json_pack("{s:o, s:s, s:s, s:I, s:I, s:b}", "out", fdl_cli_json_text(a.o.out_dir),
+  fdl_cli_ranks_time(ranks, fdl_cli_now() - t0, a->o.threads);
+  if (s != FDL_OK) return fdl_cli_refused("capture", &r.refusal, s, FDL_REF_CAPTURE_FAILED, &err);
+  if (!ranks->lead) return FDL_EXIT_OK;
+  if (a->json) {
+    json_t *j = json_pack("{s:o, s:s, s:s, s:I, s:I, s:b}", "out", fdl_cli_json_text(a->o.out_dir),
                           "dataset_sha256", r.dataset_sha256, "capture_content_digest",
                           r.capture_content_digest, "records", (json_int_t)r.records, "scored_rows",
                           (json_int_t)r.scored_rows, "quantized", r.quantized);
     if (j) fdl_cli_ranks_json(ranks, j);
-    rc = fdl_cli_print_json(j, FDL_JSON_ASCII);
-  } else {
-    char shown[FDL_QUOTE_CAP];
-    printf("fidelis capture: wrote %s (%zu records, %llu scored rows%s)\n",
-           fdl_cli_shown(a.o.out_dir, strlen(a.o.out_dir), shown, sizeof shown), r.records,
-           (unsigned long long)r.scored_rows,
-           r.quantized ? ", from the GPTQ checkpoint's affine reconstruction" : "");
-    printf("  dataset_sha256          %s\n", r.dataset_sha256);
-    printf("  capture_content_digest  %s\n", r.capture_content_digest);
+    return fdl_cli_print_json(j, FDL_JSON_ASCII);
   }
+  char shown[FDL_QUOTE_CAP];
+  printf("fidelis capture: wrote %s (%zu records, %llu scored rows%s)\n",
+         fdl_cli_shown(a->o.out_dir, shown, sizeof shown), r.records,
+         (unsigned long long)r.scored_rows,
+         r.quantized ? ", from the GPTQ checkpoint's affine reconstruction" : "");
+  printf("  dataset_sha256          %s\n", r.dataset_sha256);
+  printf("  capture_content_digest  %s\n", r.capture_content_digest);
+  return FDL_EXIT_OK;
+}
+
+/* The hf:// inputs resolved for this rank are its own to release. */
+static int capture_in(void *arg, fdl_cli_ranks *ranks) {
+  args a = *(args *)arg;
+  int rc = capture_run(&a, ranks);
   fdl_cli_hub_free(&a.hub);
   return rc;
 }

@@ -13,10 +13,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Every command's file has the whole public tier and the private helpers below from here, and
+ * includes only the other private headers it reaches into. */
 #include "fidelis/fidelis.h"
-#include "fidelis/hub.h"
 #include "base/refusal.h"
-#include "fidelis/scale.h"
 #include "base/fs.h"
 #include "base/path.h"
 #include "base/quote.h"
@@ -45,15 +45,27 @@ typedef struct {
 /* A command that is its parse, then its work: run_fn(T *a) once parse_fn(T *a, argc, argv, out,
  * diag) says go. Defines the command's run (cmd_fn) and its check (check_fn: the parse alone). */
 #define FDL_CLI_COMMAND(cmd_fn, check_fn, T, parse_fn, run_fn)                                     \
+  FDL_CLI_COMMAND_FREE(cmd_fn, check_fn, T, parse_fn, run_fn, fdl_cli_keep)
+/* The same for a parse that allocates: free_fn(T *a) runs after check and run alike, whatever
+ * the parse returned, so a parse makes *a freeable before anything can fail. */
+#define FDL_CLI_COMMAND_FREE(cmd_fn, check_fn, T, parse_fn, run_fn, free_fn)                       \
   int check_fn(int argc, char **argv, FILE *out, FILE *diag) {                                     \
     T a;                                                                                           \
-    return parse_fn(&a, argc, argv, out, diag);                                                    \
+    int rc = parse_fn(&a, argc, argv, out, diag);                                                  \
+    free_fn(&a);                                                                                   \
+    return rc;                                                                                     \
   }                                                                                                \
   int cmd_fn(int argc, char **argv) {                                                              \
     T a;                                                                                           \
     int rc = parse_fn(&a, argc, argv, NULL, NULL);                                                 \
-    return rc != FDL_CLI_GO ? rc : run_fn(&a);                                                     \
+    if (rc == FDL_CLI_GO) rc = run_fn(&a);                                                         \
+    free_fn(&a);                                                                                   \
+    return rc;                                                                                     \
   }
+/* FDL_CLI_COMMAND's free_fn: its parse allocates nothing. */
+static inline void fdl_cli_keep(const void *a) {
+  (void)a;
+}
 
 /* The command table (commands.c). */
 const fdl_cli_command *fdl_cli_commands(size_t *n);
@@ -92,6 +104,8 @@ int fdl_cli_tensor_gguf(const char *path, const char *real, bool as_json);
 typedef enum {
   FDL_CLI_FLAG,   /* no value: *(bool *)dest = true */
   FDL_CLI_NUMBER, /* a decimal integer in [min, max]: *(uint64_t *)dest */
+  FDL_CLI_SIZE,   /* the same, a count for a size_t field: *(size_t *)dest */
+  FDL_CLI_UINT,   /* the same for an unsigned field (max at most UINT_MAX): *(unsigned *)dest */
   FDL_CLI_TEXT,   /* a non-empty string: *(const char **)dest */
   FDL_CLI_PATH,   /* a non-empty path the command reads: *(const char **)dest */
   FDL_CLI_OUT,    /* a non-empty path the command writes: *(const char **)dest */
@@ -103,7 +117,7 @@ typedef struct {
   const char *alias; /* another spelling of the same option, or NULL */
   fdl_cli_kind kind;
   void *dest;
-  uint64_t min, max;          /* FDL_CLI_NUMBER */
+  uint64_t min, max;          /* FDL_CLI_NUMBER, FDL_CLI_SIZE, FDL_CLI_UINT */
   const char *const *choices; /* FDL_CLI_CHOICE */
 } fdl_cli_opt;
 
@@ -114,6 +128,8 @@ typedef struct {
   { (name), NULL, FDL_CLI_PATH, (dest), 0, 0, NULL }
 #define FDL_CLI_OPT_OUT(name, dest)                                                                \
   { (name), NULL, FDL_CLI_OUT, (dest), 0, 0, NULL }
+#define FDL_CLI_OPT_SIZE(name, dest, lo, hi)                                                       \
+  { (name), NULL, FDL_CLI_SIZE, (dest), (lo), (hi), NULL }
 #define FDL_CLI_OPT_TEXT(name, dest)                                                               \
   { (name), NULL, FDL_CLI_TEXT, (dest), 0, 0, NULL }
 #define FDL_CLI_OPT_NUMBER(name, dest, lo, hi)                                                     \
@@ -121,9 +137,17 @@ typedef struct {
 
 /* The most options one command has; a table above it is refused as a bug. */
 #define FDL_CLI_MAX_OPTS 48
-/* --threads is the same option everywhere: 1 to the pool's limit; absent means every core. */
+/* --threads is the same option everywhere: 1 to the pool's limit, into an unsigned threads
+ * field; absent (0) means every core. */
 #define FDL_CLI_THREADS(dest)                                                                      \
-  { "--threads", NULL, FDL_CLI_NUMBER, (dest), 1, FDL_POOL_MAX_THREADS, NULL }
+  { "--threads", NULL, FDL_CLI_UINT, (dest), 1, FDL_POOL_MAX_THREADS, NULL }
+
+/* --isa is the same option everywhere: the kernels by name; fdl_cli_isa_of[choice] is its
+ * fdl_num_isa. Every choice gives the same bits. */
+extern const char *const fdl_cli_isas[];
+extern const fdl_num_isa fdl_cli_isa_of[];
+#define FDL_CLI_ISA(dest)                                                                          \
+  { "--isa", NULL, FDL_CLI_CHOICE, (dest), 0, 0, fdl_cli_isas }
 
 /* The entries of a table: of options, or of conflicts (pairs: FDL_CLI_N(conflicts) / 2). */
 #define FDL_CLI_N(table) (sizeof(table) / sizeof((table)[0]))
@@ -167,9 +191,9 @@ int fdl_cli_parse_u64(const char *s, uint64_t max, uint64_t *out);
 
 /* "YYYY-MM-DDTHH:MM:SSZ" without its NUL. */
 #define FDL_CLI_UTC_LEN FDL_UTC_LEN
-/* Checks that s is a real UTC time (fdl_utc_valid: the calendar included, no February 30, no
- * hour 25) and copies it to out; 0 ok, -1 otherwise. */
-int fdl_cli_parse_utc(const char *s, char out[FDL_CLI_UTC_LEN + 1]);
+/* --created-utc T: checks that T is a real UTC time (fdl_utc_valid: the calendar included, no
+ * February 30, no hour 25) and copies it to out; FDL_CLI_GO, or a usage error naming T. */
+int fdl_cli_created_utc(const fdl_cli_spec *s, const char *t, char out[FDL_CLI_UTC_LEN + 1]);
 
 /* ---- exit codes, inputs and stdout (common.c) -------------------------------------------- */
 
@@ -205,9 +229,9 @@ void fdl_cli_notice(void *arg, const char *message);
 /* Writes text from a file or a user (a message, a manifest string) for a human to read: escaped
  * by fdl_quote_text, so it is one line with nothing a terminal acts on. */
 void fdl_cli_put_text(FILE *f, const char *s);
-/* s (n bytes) as a human listing shows a name or value: bare when that is unambiguous, else
- * its fdl_quote in buf (cap bytes). NULL shows as "-"; "" and "-" themselves come out quoted. */
-const char *fdl_cli_shown(const char *s, size_t n, char *buf, size_t cap);
+/* s as a human listing shows a name or value: bare when that is unambiguous, else its
+ * fdl_quote in buf (cap bytes). NULL shows as "-"; "" and "-" themselves come out quoted. */
+const char *fdl_cli_shown(const char *s, char *buf, size_t cap);
 /* A JSON string for s; s that is not UTF-8 (a path can be anything) becomes its escaped text,
  * so a listing or report never fails on it. NULL only when out of memory. */
 json_t *fdl_cli_json_text(const char *s);
@@ -220,16 +244,27 @@ int fdl_cli_read_json(const char *cmd, const char *opt, const char *v, json_t **
 /* A JSON file named on the command line (fdl_cli_input_file), read strictly (Kiln's rules). 0,
  * or the exit code after a report. */
 int fdl_cli_load_json(const char *cmd, const char *path, json_t **doc);
+/* A vector or matrix named on the command line (fdl_cli_input_file, then fdl_attr_matrix_read
+ * of tensor, NULL for a file's one), what (or NULL) prefixed to a failure. 0, or the exit code
+ * after a report. */
+int fdl_cli_load_matrix(const char *cmd, const char *what, const char *path, const char *tensor,
+                        fdl_attr_matrix *m);
 /* Prints a command's --json result (one line; FDL_JSON_PRETTY: indented) and releases j (NULL:
  * out of memory). FDL_JSON_ASCII: the same value, and no bidi override or C1 control reaches a
  * terminal raw; without it UTF-8 as is. FDL_EXIT_OK, or the exit code after a report. */
 int fdl_cli_print_json(json_t *j, unsigned flags);
+/* The same print for a caller that reports a failure itself: its status, in err. */
+fdl_status fdl_cli_put_json(json_t *j, unsigned flags, fdl_err *err);
 /* SOURCE_DATE_EPOCH as "YYYY-MM-DDTHH:MM:SSZ" in buf (cap >= 21), for the created_utc options
  * of pack, synth and compare; NULL when unset or not a plain number (then: the wall clock). */
 const char *fdl_cli_source_date(char *buf, size_t cap);
 /* Prints a refusal: "REFUSED [code]: gate G: message" and "  remedy: ..." (gate and remedy
  * lines only when set), prefixed by "fidelis CMD: " when cmd is not NULL. */
 void fdl_cli_print_refusal(const char *cmd, const fdl_refusal *r, const fdl_err *err);
+/* A failed library call as a refusal: r's gate, remedy and code (NULL: none), the code the
+ * status's own (fdl_refusal_code_for, else fallback) when r has none. Returns the exit code. */
+int fdl_cli_refused(const char *cmd, const fdl_refusal *r, fdl_status s, fdl_refusal_code fallback,
+                    const fdl_err *err);
 /* Writes n bytes to stdout; false when the write failed (the error indicator stays set, so
  * fdl_cli_close_stdout turns it into exit 4 even where the caller does not look). */
 bool fdl_cli_put(const char *s, size_t n);
@@ -303,7 +338,7 @@ typedef struct {
 /* Joins the group (every rank but 0 then prints nothing: stdout and stderr go to /dev/null),
  * runs body on this rank, and leaves the group with rank 0's exit code, the job's one code. */
 int fdl_cli_ranks_main(const char *cmd, int (*body)(void *arg, fdl_cli_ranks *rk), void *arg);
-/* Collective: rank 0 learns every rank's seconds. */
+/* Collective: rank 0 learns every rank's seconds; threads per rank, 0 for every core. */
 void fdl_cli_ranks_time(fdl_cli_ranks *rk, double secs, unsigned threads);
 /* Adds ranks, threads_per_rank and rank_seconds to a --json summary (the MPI build only). */
 void fdl_cli_ranks_json(const fdl_cli_ranks *rk, json_t *o);

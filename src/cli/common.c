@@ -22,8 +22,9 @@ int fdl_cli_failed(const fdl_err *err, fdl_status s) {
   return fdl_cli_exit_for(s);
 }
 
-const char *fdl_cli_shown(const char *s, size_t n, char *buf, size_t cap) {
+const char *fdl_cli_shown(const char *s, char *buf, size_t cap) {
   if (!s) return "-";
+  size_t n = strlen(s);
   fdl_quote(s, n, buf, cap);
   /* Bare only when nothing was escaped or cut, and it cannot be mistaken for "-" (absent) or a
    * quote: so every printed form maps back to one value. */
@@ -99,6 +100,15 @@ void fdl_cli_print_refusal(const char *cmd, const fdl_refusal *r, const fdl_err 
     fdl_cli_put_text(stderr, r->remedy);
     fputc('\n', stderr);
   }
+}
+
+int fdl_cli_refused(const char *cmd, const fdl_refusal *r, fdl_status s, fdl_refusal_code fallback,
+                    const fdl_err *err) {
+  fdl_refusal ref = {s, FDL_REF_NONE, FDL_GATE_NONE, ""};
+  if (r) ref = *r, ref.status = s;
+  if (ref.code == FDL_REF_NONE) ref.code = fdl_refusal_code_for(s, fallback);
+  fdl_cli_print_refusal(cmd, &ref, err);
+  return fdl_cli_exit_for(s);
 }
 
 /* Why an open of a named input failed, in words a user can act on. */
@@ -242,26 +252,36 @@ int fdl_cli_load_json(const char *cmd, const char *path, json_t **doc) {
   return s == FDL_OK ? 0 : fdl_cli_failed(&err, s);
 }
 
-int fdl_cli_print_json(json_t *j, unsigned flags) {
+int fdl_cli_load_matrix(const char *cmd, const char *what, const char *path, const char *tensor,
+                        fdl_attr_matrix *m) {
+  if (fdl_cli_input_file(cmd, path) != 0) return FDL_EXIT_USAGE;
   fdl_err err = {FDL_OK, ""};
+  fdl_status s = fdl_attr_matrix_read(path, tensor, m, &err);
+  if (s == FDL_OK) return 0;
+  if (what) fdl_err_prefix(&err, "%s", what);
+  return fdl_cli_failed(&err, s);
+}
+
+fdl_status fdl_cli_put_json(json_t *j, unsigned flags, fdl_err *err) {
   fdl_buf b;
   fdl_buf_init(&b, 0);
-  fdl_status s = j ? fdl_json_dump(j, flags, &b, &err) : fdl_fail(&err, FDL_NOMEM, "out of memory");
+  fdl_status s = j ? fdl_json_dump(j, flags, &b, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
   /* a pretty dump ends in its own newline */
   if (s == FDL_OK) printf("%s%s", b.data, flags & FDL_JSON_PRETTY ? "" : "\n");
   fdl_buf_free(&b);
   json_decref(j);
+  return s;
+}
+
+int fdl_cli_print_json(json_t *j, unsigned flags) {
+  fdl_err err = {FDL_OK, ""};
+  fdl_status s = fdl_cli_put_json(j, flags, &err);
   return s == FDL_OK ? FDL_EXIT_OK : fdl_cli_failed(&err, s);
 }
 
-/* A --tokenizer that is a model directory rather than a file (following links). */
-static bool fdl_cli_is_dir(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 int fdl_cli_input_tokenizer(const char *cmd, const char *path) {
-  return fdl_cli_is_dir(path) ? 0 : fdl_cli_input_file(cmd, path);
+  struct stat st; /* a model directory (following links) is taken as it is */
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : fdl_cli_input_file(cmd, path);
 }
 
 int fdl_cli_input_model(const char *cmd, const char *path) {

@@ -8,8 +8,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/compare.h"
-#include "fidelis/pool.h"
 
 static void usage(FILE *f) {
   fprintf(
@@ -79,9 +77,6 @@ typedef struct {
   char created[FDL_CLI_UTC_LEN + 1];
 } cli_opts;
 
-static const char *const ISAS[] = {"auto", "scalar", "avx2", "avx512", NULL};
-static const fdl_num_isa ISA_OF[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_NUM_ISA_AVX2,
-                                     FDL_NUM_ISA_AVX512};
 static const char *const DEVICES[] = {"cpu", NULL};
 
 /* Returns FDL_CLI_GO to go on, or an exit code. */
@@ -89,10 +84,9 @@ static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
   memset(c, 0, sizeof *c);
   fdl_compare_opts *o = &c->o;
   fdl_compare_opts_default(o);
-  bool self = false, force = false, cross = false, partial = false, verify = false,
-       no_verify = false, disclose = false, own = false, no_boot = false, js = false, no_js = false,
+  bool verify = false, no_verify = false, no_boot = false, js = false, no_js = false,
        progress = false;
-  uint64_t vocab_chunk = 0, block = 0, threads = 0, boot = 0, seed = 0;
+  uint64_t vocab_chunk = 0;
   int isa = 0, device = 0;
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--reference", &o->reference),
@@ -101,24 +95,24 @@ static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_PATH("--head", &o->head_path),
       FDL_CLI_OPT_TEXT("--reference-label", &o->reference_label),
       FDL_CLI_OPT_TEXT("--candidate-label", &o->candidate_label),
-      FDL_CLI_OPT_FLAG("--self-compare", &self),
-      FDL_CLI_OPT_FLAG("--force-compute", &force),
-      FDL_CLI_OPT_FLAG("--allow-cross-lane", &cross),
-      FDL_CLI_OPT_FLAG("--allow-partial", &partial),
+      FDL_CLI_OPT_FLAG("--self-compare", &o->self_compare),
+      FDL_CLI_OPT_FLAG("--force-compute", &o->force_compute),
+      FDL_CLI_OPT_FLAG("--allow-cross-lane", &o->allow_cross_lane),
+      FDL_CLI_OPT_FLAG("--allow-partial", &o->allow_partial),
       FDL_CLI_OPT_FLAG("--verify-tensors", &verify),
       FDL_CLI_OPT_FLAG("--no-verify-tensors", &no_verify),
-      FDL_CLI_OPT_FLAG("--disclose-head-substitution", &disclose),
-      FDL_CLI_OPT_FLAG("--own-heads", &own),
+      FDL_CLI_OPT_FLAG("--disclose-head-substitution", &o->disclose_head_substitution),
+      FDL_CLI_OPT_FLAG("--own-heads", &o->own_heads),
       FDL_CLI_OPT_NUMBER("--vocab-chunk", &vocab_chunk, 1, UINT32_MAX),
-      {"--position-block", "--chunk-positions", FDL_CLI_NUMBER, &block, 1,
+      {"--position-block", "--chunk-positions", FDL_CLI_SIZE, &o->position_block, 1,
        FDL_COMPARE_POSITION_BLOCK_MAX, NULL},
-      FDL_CLI_THREADS(&threads),
-      FDL_CLI_OPT_NUMBER("--bootstrap", &boot, 2, (uint64_t)1 << 32),
-      FDL_CLI_OPT_NUMBER("--seed", &seed, 0, (uint64_t)INT64_MAX),
+      FDL_CLI_THREADS(&o->threads),
+      FDL_CLI_OPT_SIZE("--bootstrap", &o->bootstrap_samples, 2, (uint64_t)1 << 32),
+      FDL_CLI_OPT_NUMBER("--seed", &o->seed, 0, (uint64_t)INT64_MAX),
       FDL_CLI_OPT_FLAG("--no-bootstrap", &no_boot),
       FDL_CLI_OPT_FLAG("--js", &js),
       FDL_CLI_OPT_FLAG("--no-js", &no_js),
-      {"--isa", NULL, FDL_CLI_CHOICE, &isa, 0, 0, ISAS},
+      FDL_CLI_ISA(&isa),
       {"--device", NULL, FDL_CLI_CHOICE, &device, 0, 0, DEVICES},
       FDL_CLI_OPT_FLAG("--json", &c->json),
       FDL_CLI_OPT_FLAG("--progress", &progress),
@@ -148,27 +142,16 @@ static int parse(cli_opts *c, int argc, char **argv, FILE *out, FILE *diag) {
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos && (o->reference || o->candidate))
     return fdl_cli_usage_error(&s, "give the datasets either by position or by flag");
-  if (s.npos == 1) return fdl_cli_usage_error(&s, "a REFERENCE and a CANDIDATE are required");
   if (s.npos == 2) o->reference = pos[0], o->candidate = pos[1];
   if (!o->reference || !o->candidate)
     return fdl_cli_usage_error(&s, "a REFERENCE and a CANDIDATE are required");
   if (!o->out_dir) return fdl_cli_usage_error(&s, "--out DIR is required");
-  o->self_compare = self;
-  o->force_compute = force;
-  o->allow_cross_lane = cross;
-  o->allow_partial = partial;
   /* --verify-tensors / --no-verify-tensors and --vocab-chunk are parsed (a bad value is still a
    * usage error) but change nothing: see --help. */
   (void)verify, (void)no_verify, (void)vocab_chunk;
-  o->disclose_head_substitution = disclose;
-  o->own_heads = own;
-  if (block) o->position_block = (size_t)block;
-  o->threads = (unsigned)threads;
-  if (boot) o->bootstrap = true, o->bootstrap_samples = (size_t)boot;
   if (no_boot) o->bootstrap = false;
-  o->seed = seed;
   if (js || no_js) o->js = js ? 1 : 0;
-  o->isa = ISA_OF[isa];
+  o->isa = fdl_cli_isa_of[isa];
   c->progress = progress ? 1 : c->quiet ? -1 : 0;
   o->created_utc = fdl_cli_source_date(c->created, sizeof c->created);
   return FDL_CLI_GO;
@@ -194,11 +177,6 @@ static void wrapped(const char *s, int indent, int width) {
     while (*s == ' ') s++;
   }
   putchar('\n');
-}
-
-/* fdl_cli_shown of a decoded string (NULL shows as "-"). */
-static const char *shown(const char *v, char *buf, size_t cap) {
-  return fdl_cli_shown(v, v ? strlen(v) : 0, buf, cap);
 }
 
 /* The exit code of an outcome (README: 0 strict, 2 advisory, 3 refused, 4 usage). A refusal's
@@ -253,16 +231,18 @@ static void summary(const fdl_compare_result *r, double secs) {
   for (int i = 0; i < 2; i++) {
     char b1[FDL_QUOTE_CAP], b2[FDL_QUOTE_CAP], b3[FDL_QUOTE_CAP], b4[FDL_QUOTE_CAP];
     printf("  %-9s  %s  %s  (%s form, lane %s)\n", sides[i],
-           shown(rc->side[i].label, b1, sizeof b1),
-           rc->side[i].dataset_id ? shown(rc->side[i].dataset_id, b2, sizeof b2) : "(no id)",
-           shown(rc->side[i].form, b3, sizeof b3), shown(rc->side[i].lane, b4, sizeof b4));
+           fdl_cli_shown(rc->side[i].label, b1, sizeof b1),
+           rc->side[i].dataset_id ? fdl_cli_shown(rc->side[i].dataset_id, b2, sizeof b2)
+                                  : "(no id)",
+           fdl_cli_shown(rc->side[i].form, b3, sizeof b3),
+           fdl_cli_shown(rc->side[i].lane, b4, sizeof b4));
   }
   printf("\ndisclosures (%zu):\n", rc->n_disclosures);
   for (size_t i = 0; i < rc->n_disclosures; i++) {
     const char *detail = rc->disclosures[i].detail;
     char b1[FDL_QUOTE_CAP], b2[FDL_QUOTE_CAP], b3[4096];
-    printf("  [%s] %s\n", shown(rc->disclosures[i].severity, b1, sizeof b1),
-           shown(rc->disclosures[i].code, b2, sizeof b2));
+    printf("  [%s] %s\n", fdl_cli_shown(rc->disclosures[i].severity, b1, sizeof b1),
+           fdl_cli_shown(rc->disclosures[i].code, b2, sizeof b2));
     wrapped(fdl_quote_text(detail, detail ? strlen(detail) : 0, b3, sizeof b3), 6, 94);
   }
   printf("\nKL(reference || candidate) in nats over %lld positions in %lld contexts:\n",
@@ -285,8 +265,8 @@ static void summary(const fdl_compare_result *r, double secs) {
     const fdl_compare_context *c = &rc->high_kld_contexts[i];
     char b1[FDL_QUOTE_CAP], b2[FDL_QUOTE_CAP];
     printf("  #%-5lld %-14s %-14s mean %.6e  max %.6e  (%lld rows)\n", (long long)c->index,
-           shown(c->window_id, b1, sizeof b1), shown(c->domain, b2, sizeof b2), c->mean, c->max,
-           (long long)c->scored_rows);
+           fdl_cli_shown(c->window_id, b1, sizeof b1), fdl_cli_shown(c->domain, b2, sizeof b2),
+           c->mean, c->max, (long long)c->scored_rows);
   }
   printf("\nwritten (%.1f s):\n  receipt    ", secs);
   fdl_cli_put_text(stdout, r->receipt_path);
@@ -360,7 +340,7 @@ static int compare_in(void *arg, fdl_cli_ranks *ranks) {
   fdl_status s = fdl_compare(&c.o, &r, &err);
   fdl_cli_progress_end(&prog);
   double secs = fdl_cli_now() - t0;
-  fdl_cli_ranks_time(ranks, secs, c.o.threads ? c.o.threads : fdl_pool_cpu_count());
+  fdl_cli_ranks_time(ranks, secs, c.o.threads);
   if (!ranks->lead) {
     fdl_compare_result_free(&r);
     return 0; /* the exit code is rank 0's (fdl_cli_ranks_close) */

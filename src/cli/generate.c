@@ -10,13 +10,6 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
-#include "fidelis/dataset.h"
-#include "fidelis/generate.h"
-#include "fidelis/gguf.h"
-#include "fidelis/kiln.h"
-#include "fidelis/pool.h"
-#include "fidelis/tensor.h"
-#include "fidelis/tokenizer.h"
 #include "attr/kiln_json.h"
 #include "dataset/dataset_json.h"
 #include "json/get.h"
@@ -84,14 +77,12 @@ static const char *const PATHS[] = {"prefill", "decode", NULL};
 static const char *const ROWS[] = {"last", "steps", "all", NULL};
 enum { ROWS_LAST, ROWS_STEPS, ROWS_ALL };
 static const char *const PRECISIONS[] = {"float32", "float64", NULL};
-static const char *const ISAS[] = {"auto", "scalar", "avx2", "avx512", NULL};
-static const fdl_num_isa ISA_OF[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_NUM_ISA_AVX2,
-                                     FDL_NUM_ISA_AVX512};
 
 typedef struct {
   const char *model, *ids, *prompt, *request, *panel, *tokens_out, *logits_out, *greedy_out,
       *ids_out, *stop;
-  uint64_t context, prompt_tokens, n_new, threads;
+  uint64_t context, prompt_tokens, n_new;
+  unsigned threads;
   int path, isa, rows, f64;
   bool rows_given, stream;
   fdl_cli_hub hub;
@@ -120,7 +111,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_OUT("--greedy-out", &a->greedy_out),
       FDL_CLI_OPT_OUT("--ids-out", &a->ids_out),
       FDL_CLI_THREADS(&a->threads),
-      {"--isa", NULL, FDL_CLI_CHOICE, &a->isa, 0, 0, ISAS},
+      FDL_CLI_ISA(&a->isa),
       {"--precision", NULL, FDL_CLI_CHOICE, &a->f64, 0, 0, PRECISIONS},
   };
   static const char *const conflicts[] = {
@@ -434,7 +425,7 @@ static int generate(const args *given) {
   fdl_err err = {FDL_OK, ""};
   fdl_model *m = NULL;
   /* generate records no identity of the model: its files are not digested */
-  fdl_model_opts mo = {.threads = (unsigned)a.threads, .isa = ISA_OF[a.isa], .skip_digests = true};
+  fdl_model_opts mo = {.threads = a.threads, .isa = fdl_cli_isa_of[a.isa], .skip_digests = true};
   fdl_status s = fdl_model_load(a.model, &mo, &m, &err);
   if (s == FDL_OK) s = run(&a, m, tok, ids, n, first, &cont, &n_cont, &err);
   fdl_model_free(m);

@@ -7,8 +7,6 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
-#include "fidelis/hub.h"
-#include "base/quote.h"
 
 /* The files an implicit fetch of a whole model repository takes: what a model directory is read
  * from (config, index, shards, tokenizer, chat template, generation config), not the other
@@ -50,11 +48,6 @@ static void fdl_cli_download_cb(void *arg, const char *file, uint64_t done, uint
   d->p.drawn = true;
 }
 
-static void fdl_cli_download_init(fdl_cli_download *d, const char *label, int mode) {
-  memset(d, 0, sizeof *d);
-  fdl_cli_progress_init(&d->p, label, mode);
-}
-
 void fdl_cli_hub_env(fdl_hub_env *e) {
   e->hub_cache = getenv("HF_HUB_CACHE");
   e->hf_home = getenv("HF_HOME");
@@ -84,7 +77,8 @@ int fdl_cli_hub_resolve(const char *cmd, const fdl_cli_hub *h, const char *uri, 
   char label[64];
   snprintf(label, sizeof label, "%s:%s", cmd, strcmp(cmd, "fetch") ? " fetch" : "");
   fdl_cli_download d;
-  fdl_cli_download_init(&d, label, h->progress);
+  memset(&d, 0, sizeof d);
+  fdl_cli_progress_init(&d.p, label, h->progress);
   fdl_hub_env env;
   fdl_cli_hub_env(&env);
   fdl_hub_opts o = {.env = &env,

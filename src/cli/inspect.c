@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/dataset.h"
 #include "dataset/dataset_json.h"
 
 static void usage(FILE *f) {
@@ -27,7 +26,7 @@ static void row(const char *label, const char *v) {
 /* A manifest string: untrusted, so shown escaped (fdl_cli_shown); absent as "-". */
 static void text(const char *label, const char *v) {
   char buf[FDL_QUOTE_CAP];
-  row(label, fdl_cli_shown(v, v ? strlen(v) : 0, buf, sizeof buf));
+  row(label, fdl_cli_shown(v, buf, sizeof buf));
 }
 
 /* Room for an int64 in decimal, its sign and the NUL. */
@@ -85,9 +84,8 @@ static void print_human(const fdl_ds_summary *s) {
   for (size_t i = 0; i < s->n_domains; i++) {
     char buf[FDL_QUOTE_CAP];
     const fdl_ds_domain_count *d = &s->domains[i];
-    printf("  %-24s %lld positions in %lld record(s)\n",
-           fdl_cli_shown(d->name, strlen(d->name), buf, sizeof buf), (long long)d->positions,
-           (long long)d->records);
+    printf("  %-24s %lld positions in %lld record(s)\n", fdl_cli_shown(d->name, buf, sizeof buf),
+           (long long)d->positions, (long long)d->records);
   }
 }
 

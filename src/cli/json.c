@@ -55,13 +55,20 @@ static fdl_status read_stdin(char **out, size_t *len, fdl_err *err) {
   return *out ? FDL_OK : fdl_fail(err, FDL_NOMEM, "<stdin>: out of memory");
 }
 
-static int canon(const char *path, unsigned flags, const fdl_json_read_opts *opts) {
+typedef struct {
+  const char *path;
+  unsigned flags;
+  fdl_json_read_opts opts;
+} args;
+
+static int canon(args *a) {
   fdl_err err;
   char *data = NULL;
   size_t len = 0;
-  bool is_stdin = !strcmp(path, "-");
+  bool is_stdin = !strcmp(a->path, "-");
   char *real = NULL; /* a named file may be a link: resolved once, then opened without following */
-  fdl_status st = is_stdin ? read_stdin(&data, &len, &err) : fdl_resolve_named(path, &real, &err);
+  fdl_status st =
+      is_stdin ? read_stdin(&data, &len, &err) : fdl_resolve_named(a->path, &real, &err);
   if (st == FDL_OK && !is_stdin)
     st = fdl_read_file(real, FDL_JSON_MAX_FILE_BYTES, &data, &len, &err);
   free(real);
@@ -71,37 +78,15 @@ static int canon(const char *path, unsigned flags, const fdl_json_read_opts *opt
     return FDL_EXIT_USAGE;
   }
   json_t *v = NULL;
-  st = fdl_json_parse(data, len, opts, &v, &err);
+  st = fdl_json_parse(data, len, &a->opts, &v, &err);
   free(data);
   if (st != FDL_OK) {
-    fdl_err_prefix(&err, "%s", is_stdin ? "<stdin>" : path);
+    fdl_err_prefix(&err, "%s", is_stdin ? "<stdin>" : a->path);
     return fdl_cli_failed(&err, st);
   }
-  fdl_buf out;
-  fdl_buf_init(&out, 0);
-  st = fdl_json_dump(v, flags, &out, &err);
-  json_decref(v);
-  if (st != FDL_OK) {
-    fdl_buf_free(&out);
-    return fdl_cli_failed(&err, st);
-  }
-  if (!(flags & FDL_JSON_PRETTY)) fdl_buf_putc(&out, '\n');
-  st = fdl_buf_status(&out);
-  if (st == FDL_OK) fdl_cli_put(out.data, out.len);
-  fdl_buf_free(&out);
-  if (st != FDL_OK) {
-    fdl_fail(&err, st, "<stdout>: cannot hold the canonical JSON");
-    fdl_cli_report(&err);
-    return FDL_EXIT_USAGE;
-  }
-  return FDL_EXIT_OK; /* a failed write to stdout is caught when main closes it */
+  return fdl_cli_print_json(v,
+                            a->flags); /* a failed write to stdout is caught when main closes it */
 }
-
-typedef struct {
-  const char *path;
-  unsigned flags;
-  fdl_json_read_opts opts;
-} args;
 
 static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
@@ -120,8 +105,4 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
-static int work(args *a) {
-  return canon(a->path, a->flags, &a->opts);
-}
-
-FDL_CLI_COMMAND(fdl_cli_json, fdl_cli_json_check, args, parse, work)
+FDL_CLI_COMMAND(fdl_cli_json, fdl_cli_json_check, args, parse, canon)

@@ -7,8 +7,6 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "fidelis/attr.h"
-#include "fidelis/kiln.h"
 #include "attr/kiln_json.h"
 
 static void check_usage(FILE *f) {
@@ -95,7 +93,11 @@ static int check_one(const char *path, const char *root, const check_logits *lg,
   return FDL_EXIT_OK;
 }
 
-static int check_parse(int argc, char **argv, FILE *out, FILE *diag, check_args *a) {
+static int check_parse(check_args *a, int argc, char **argv, FILE *out, FILE *diag) {
+  memset(a, 0, sizeof *a);
+  a->files = calloc((size_t)argc + 1, sizeof *a->files);
+  a->paths = calloc((size_t)argc + 1, sizeof *a->paths);
+  if (!a->files || !a->paths) return FDL_EXIT_USAGE;
   char **rest = calloc((size_t)argc + 1, sizeof *rest);
   if (!rest) return FDL_EXIT_USAGE;
   int k = 0;
@@ -131,35 +133,13 @@ static int check_parse(int argc, char **argv, FILE *out, FILE *diag, check_args 
   return FDL_CLI_GO;
 }
 
-static int with_check_args(int argc, char **argv, FILE *out, FILE *diag, check_args *a) {
-  memset(a, 0, sizeof *a);
-  a->files = calloc((size_t)argc + 1, sizeof *a->files);
-  a->paths = calloc((size_t)argc + 1, sizeof *a->paths);
-  if (!a->files || !a->paths) return FDL_EXIT_USAGE;
-  return check_parse(argc, argv, out, diag, a);
-}
-
-int fdl_cli_check_check(int argc, char **argv, FILE *out, FILE *diag) {
-  check_args a;
-  int rc = with_check_args(argc, argv, out, diag, &a);
-  free(a.files);
-  free(a.paths);
-  return rc;
-}
-
-static int load_matrix(const char *what, const char *path, fdl_attr_matrix *m) {
-  if (fdl_cli_input_file("check", path) != 0) return FDL_EXIT_USAGE;
-  fdl_err err = {FDL_OK, ""};
-  fdl_status s = fdl_attr_matrix_read(path, NULL, m, &err);
-  if (s != FDL_OK) {
-    fdl_err_prefix(&err, "%s", what);
-    return fdl_cli_failed(&err, s);
-  }
-  return 0;
+static void check_free(check_args *a) {
+  free(a->files);
+  free(a->paths);
 }
 
 static int load_check_logits(const check_args *a, check_logits *lg) {
-  int rc = load_matrix("--reference", a->reference, &lg->ref);
+  int rc = fdl_cli_load_matrix("check", "--reference", a->reference, NULL, &lg->ref);
   if (!rc && lg->ref.rows != 1) {
     char q[FDL_QUOTE_CAP];
     fprintf(stderr, "fidelis check: --reference %s: %llu rows, expected one row of logits\n",
@@ -175,7 +155,7 @@ static int load_check_logits(const check_args *a, check_logits *lg) {
     if (!(lg->rows[i].name = lg->paths[i].name = strndup(v, (size_t)(eq - v))))
       return FDL_EXIT_USAGE;
     lg->n = i + 1;
-    rc = load_matrix("--path", eq + 1, &lg->paths[i].m);
+    rc = fdl_cli_load_matrix("check", "--path", eq + 1, NULL, &lg->paths[i].m);
     if (!rc && (m->cols != lg->ref.cols || m->rows == 0)) {
       fprintf(stderr,
               "fidelis check: --path %s: %s: rows of %llu logits, expected %llu (the "
@@ -199,21 +179,15 @@ static void free_check_logits(check_logits *lg) {
   free(lg->rows);
 }
 
-int fdl_cli_check(int argc, char **argv) {
-  check_args a;
-  int rc = with_check_args(argc, argv, NULL, NULL, &a);
+static int check_run(check_args *a) {
   check_logits lg;
   memset(&lg, 0, sizeof lg);
-  if (rc == FDL_CLI_GO && a.reference) {
-    int r = load_check_logits(&a, &lg);
-    if (r) rc = r;
-  }
-  if (rc == FDL_CLI_GO && a.root && fdl_cli_input_dir("check", a.root) != 0) rc = FDL_EXIT_USAGE;
-  if (rc == FDL_CLI_GO) {
-    rc = FDL_EXIT_OK;
+  int rc = a->reference ? load_check_logits(a, &lg) : FDL_EXIT_OK;
+  if (!rc && a->root && fdl_cli_input_dir("check", a->root) != 0) rc = FDL_EXIT_USAGE;
+  if (!rc) {
     bool unchecked = false;
-    for (size_t i = 0; i < a.nfiles; i++) {
-      int r = check_one(a.files[i], a.root, a.reference ? &lg : NULL, &unchecked);
+    for (size_t i = 0; i < a->nfiles; i++) {
+      int r = check_one(a->files[i], a->root, a->reference ? &lg : NULL, &unchecked);
       if (r > rc) rc = r;
       fflush(stdout);
     }
@@ -223,10 +197,11 @@ int fdl_cli_check(int argc, char **argv) {
                       "checked: no --root\n");
   }
   free_check_logits(&lg);
-  free(a.files);
-  free(a.paths);
   return rc;
 }
+
+FDL_CLI_COMMAND_FREE(fdl_cli_check, fdl_cli_check_check, check_args, check_parse, check_run,
+                     check_free)
 
 /* ---- divergence ---------------------------------------------------------------------------- */
 

@@ -12,8 +12,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/attr.h"
-#include "fidelis/kiln.h"
 #include "attr/layer_json.h"
 #include "attr/kiln_json.h"
 
@@ -133,13 +131,13 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
 }
 
 static int read_rows(const char *path, const char *tensor, uint64_t hidden, fdl_attr_matrix *m) {
-  int rc = fdl_cli_input_file("layers diff", path);
+  int rc = fdl_cli_load_matrix("layers diff", NULL, path, tensor, m);
   if (rc) return rc;
   fdl_err err = {0};
-  fdl_status s = fdl_attr_matrix_read(path, tensor, m, &err);
-  if (s == FDL_OK && m->ndim == 1 && hidden)
+  fdl_status s = FDL_OK;
+  if (m->ndim == 1 && hidden)
     s = fdl_attr_matrix_reshape(m, hidden, path, &err);
-  else if (s == FDL_OK && hidden && m->cols != hidden)
+  else if (hidden && m->cols != hidden)
     s = fdl_fail(&err, FDL_MISMATCH, "%s: rows of %llu, but --hidden %llu", path,
                  (unsigned long long)m->cols, (unsigned long long)hidden);
   if (s != FDL_OK) {
@@ -192,13 +190,13 @@ static int emit(const args *a, char **names, const fdl_attr_boundary *bs, uint64
       fdl_float_repr(bs[i].cosine_similarity, c);
       fdl_float_repr(bs[i].max_abs_error, m);
       ok = printf("%-5llu %-32s %-24s %-24s %s\n", (unsigned long long)i,
-                  fdl_cli_shown(names[i], strlen(names[i]), q, sizeof q), r, c, m) >= 0;
+                  fdl_cli_shown(names[i], q, sizeof q), r, c, m) >= 0;
     }
     char d[FDL_FLOAT_REPR_MAX], q[FDL_QUOTE_CAP];
     fdl_float_repr(delta, d);
     if (ok)
       ok = printf("largest relative error growth: boundary %zu (%s), delta %s\n", gi,
-                  fdl_cli_shown(names[gi], strlen(names[gi]), q, sizeof q), d) >= 0;
+                  fdl_cli_shown(names[gi], q, sizeof q), d) >= 0;
     if (!ok) rc = FDL_EXIT_USAGE;
   }
   fdl_buf_free(&b);

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/attr.h"
 
 /* More candidates than this is a usage error (Kiln asks about two: kiln, vllm). */
 #define MAX_CANDIDATES 64
@@ -80,17 +79,13 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
 
 /* Reads one side as a [V] or [1, V] vector. */
 static int read_vector(const char *path, const char *tensor, fdl_attr_matrix *m) {
-  int rc = fdl_cli_input_file("logits diff", path);
-  if (rc) return rc;
+  int rc = fdl_cli_load_matrix("logits diff", NULL, path, tensor, m);
+  if (rc || m->rows == 1) return rc;
   fdl_err err = {0};
-  fdl_status s = fdl_attr_matrix_read(path, tensor, m, &err);
-  if (s == FDL_OK && m->rows != 1) {
-    s = fdl_fail(&err, FDL_BOUNDS, "%s: %llu rows of %llu, expected one vector ([V] or [1, V])",
-                 path, (unsigned long long)m->rows, (unsigned long long)m->cols);
-    fdl_attr_matrix_free(m);
-  }
-  if (s != FDL_OK) return fdl_cli_failed(&err, s);
-  return FDL_EXIT_OK;
+  fdl_fail(&err, FDL_BOUNDS, "%s: %llu rows of %llu, expected one vector ([V] or [1, V])", path,
+           (unsigned long long)m->rows, (unsigned long long)m->cols);
+  fdl_attr_matrix_free(m);
+  return fdl_cli_failed(&err, FDL_BOUNDS);
 }
 
 static int print_json(const fdl_attr_logits *r, const fdl_attr_candidate *c, size_t nc) {

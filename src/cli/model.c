@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/model.h"
 
 static void usage(FILE *f) {
   fprintf(f, "usage: fidelis model init --preset NAME [--seed S] [--json] [--no-weights] OUT\n\n"
@@ -47,11 +46,10 @@ typedef struct {
 
 static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
-  uint64_t seed = 0;
   const char *pos[1] = {NULL};
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_TEXT("--preset", &a->o.preset),
-      FDL_CLI_OPT_NUMBER("--seed", &seed, 0, UINT64_MAX),
+      FDL_CLI_OPT_NUMBER("--seed", &a->o.seed, 0, UINT64_MAX),
       FDL_CLI_OPT_FLAG("--json", &a->json),
       FDL_CLI_OPT_FLAG("--no-weights", &a->o.no_weights),
   };
@@ -70,7 +68,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   }
   if (s.npos != 1) return fdl_cli_usage_error(&s, "OUT is required");
   a->o.out_dir = pos[0];
-  a->o.seed = seed;
   return FDL_CLI_GO;
 }
 
@@ -83,11 +80,7 @@ static int work(args *a) {
   double t0 = fdl_cli_now();
   fdl_status s = fdl_model_write(&o, &r, &err);
   double dt = fdl_cli_now() - t0;
-  if (s != FDL_OK) {
-    fdl_refusal ref = {s, fdl_refusal_code_for(s, FDL_REF_MODEL_INIT_FAILED), FDL_GATE_NONE, ""};
-    fdl_cli_print_refusal("model init", &ref, &err);
-    return fdl_cli_exit_for(s);
-  }
+  if (s != FDL_OK) return fdl_cli_refused("model init", NULL, s, FDL_REF_MODEL_INIT_FAILED, &err);
   if (a->json) {
     json_t *j = json_pack(
         "{s:o, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "out", fdl_cli_json_text(o.out_dir), "preset",
@@ -101,9 +94,8 @@ static int work(args *a) {
     snprintf(weights, sizeof weights, "model.safetensors %llu bytes", (unsigned long long)r.bytes);
   printf("fidelis model init: wrote %s (preset %s, seed %llu): %zu tensors, %llu parameters, "
          "%s, panel %zu x %zu tokens, in %.2f s\n",
-         fdl_cli_shown(o.out_dir, strlen(o.out_dir), shown, sizeof shown), o.preset,
-         (unsigned long long)o.seed, r.tensors, (unsigned long long)r.params, weights,
-         r.panel_contexts, r.panel_tokens, dt);
+         fdl_cli_shown(o.out_dir, shown, sizeof shown), o.preset, (unsigned long long)o.seed,
+         r.tensors, (unsigned long long)r.params, weights, r.panel_contexts, r.panel_tokens, dt);
   return FDL_EXIT_OK;
 }
 

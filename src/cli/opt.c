@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "base/path.h"
-#include "base/quote.h"
+
+const char *const fdl_cli_isas[] = {"auto", "scalar", "avx2", "avx512", NULL};
+const fdl_num_isa fdl_cli_isa_of[] = {FDL_NUM_ISA_AUTO, FDL_NUM_ISA_SCALAR, FDL_NUM_ISA_AVX2,
+                                      FDL_NUM_ISA_AVX512};
 
 int fdl_cli_parse_u64(const char *s, uint64_t max, uint64_t *out) {
   /* Digits only: strtoull alone would take leading blanks, a sign ("-1" wraps to 2^64-1) and
@@ -27,12 +29,6 @@ int fdl_cli_parse_u64(const char *s, uint64_t max, uint64_t *out) {
   return 0;
 }
 
-int fdl_cli_parse_utc(const char *s, char out[FDL_CLI_UTC_LEN + 1]) {
-  if (!fdl_utc_valid(s)) return -1;
-  memcpy(out, s, FDL_CLI_UTC_LEN + 1);
-  return 0;
-}
-
 int fdl_cli_usage_error(const fdl_cli_spec *s, const char *fmt, ...) {
   FILE *d = s->diag ? s->diag : stderr;
   char msg[FDL_ERR_MSG_MAX];
@@ -45,6 +41,14 @@ int fdl_cli_usage_error(const fdl_cli_spec *s, const char *fmt, ...) {
   fdl_cli_put_text(d, msg);
   fprintf(d, "\n(see 'fidelis %s --help')\n", s->cmd);
   return FDL_EXIT_USAGE;
+}
+
+int fdl_cli_created_utc(const fdl_cli_spec *s, const char *t, char out[FDL_CLI_UTC_LEN + 1]) {
+  if (!fdl_utc_valid(t))
+    return fdl_cli_usage_error(
+        s, "--created-utc '%s': expected a real UTC time written YYYY-MM-DDTHH:MM:SSZ", t);
+  memcpy(out, t, FDL_CLI_UTC_LEN + 1);
+  return FDL_CLI_GO;
 }
 
 int fdl_cli_split_paths(const char *cmd, const char *value, int argc, char **argv, char **rest,
@@ -99,12 +103,19 @@ static int store(const fdl_cli_spec *s, const fdl_cli_opt *o, const char *name, 
   case FDL_CLI_FLAG:
     *(bool *)o->dest = true;
     return FDL_CLI_GO;
-  case FDL_CLI_NUMBER: {
+  case FDL_CLI_NUMBER:
+  case FDL_CLI_SIZE:
+  case FDL_CLI_UINT: {
     uint64_t x;
     if (fdl_cli_parse_u64(v, o->max, &x) || x < o->min)
       return fdl_cli_usage_error(s, "%s '%s': expected a whole number from %llu to %llu", name, v,
                                  (unsigned long long)o->min, (unsigned long long)o->max);
-    *(uint64_t *)o->dest = x;
+    if (o->kind == FDL_CLI_SIZE)
+      *(size_t *)o->dest = (size_t)x;
+    else if (o->kind == FDL_CLI_UINT)
+      *(unsigned *)o->dest = (unsigned)x;
+    else
+      *(uint64_t *)o->dest = x;
     return FDL_CLI_GO;
   }
   case FDL_CLI_TEXT:

@@ -4,8 +4,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/dataset.h"
-#include "fidelis/llamacpp_kld.h"
 
 static void usage(FILE *f) {
   fputs(
@@ -118,14 +116,13 @@ static const char *const HIDDEN_DTYPES[] = {"bf16", "f32", NULL};
 typedef struct {
   fdl_ds_pack_opts o;
   fdl_kld_import_opts k; /* k.kld_path set: --from-llamacpp-kld */
+  char created[FDL_CLI_UTC_LEN + 1];
 } pack_args;
 
 static int parse(pack_args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
   fdl_ds_pack_opts *o = &a->o;
   fdl_kld_import_opts *k = &a->k;
-  uint64_t threads = 0;
-  bool partial = false;
   int hdt = 0;
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--panel", &o->panel_path),
@@ -133,9 +130,9 @@ static int parse(pack_args *a, int argc, char **argv, FILE *out, FILE *diag) {
       FDL_CLI_OPT_PATH("--head", &o->head_path),
       FDL_CLI_OPT_PATH("--meta", &o->meta_path),
       FDL_CLI_OPT_OUT("--out", &o->out_dir),
-      FDL_CLI_OPT_FLAG("--allow-partial", &partial),
+      FDL_CLI_OPT_FLAG("--allow-partial", &o->allow_partial),
       {"--hidden-dtype", NULL, FDL_CLI_CHOICE, &hdt, 0, 0, HIDDEN_DTYPES},
-      FDL_CLI_THREADS(&threads),
+      FDL_CLI_THREADS(&o->threads),
       FDL_CLI_OPT_PATH("--from-llamacpp-kld", &k->kld_path),
       FDL_CLI_OPT_PATH("--tokenizer", &k->tokenizer),
       FDL_CLI_OPT_OUT("--panel-out", &k->panel_out),
@@ -150,21 +147,23 @@ static int parse(pack_args *a, int argc, char **argv, FILE *out, FILE *diag) {
       out,    diag,  0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
+  /* Either way of packing: SOURCE_DATE_EPOCH fixes created_utc, notes go to stderr. */
+  o->created_utc = k->created_utc = fdl_cli_source_date(a->created, sizeof a->created);
+  o->notice = k->notice = fdl_cli_notice;
+  o->notice_arg = k->notice_arg = "pack";
   if (k->kld_path) {
     if (!k->tokenizer || !o->out_dir)
       return fdl_cli_usage_error(&s, "--from-llamacpp-kld needs --tokenizer and --out");
     k->out_dir = o->out_dir;
     k->meta_path = o->meta_path;
-    k->threads = (unsigned)threads;
+    k->threads = o->threads;
     return FDL_CLI_GO;
   }
   if (k->tokenizer || k->panel_out)
     return fdl_cli_usage_error(&s, "--tokenizer and --panel-out go with --from-llamacpp-kld");
   if (!o->panel_path || !o->tensor_dir || !o->meta_path || !o->out_dir)
     return fdl_cli_usage_error(&s, "--panel, --tensors, --meta and --out are required");
-  o->allow_partial = partial;
   o->hidden_f32 = hdt == 1;
-  o->threads = (unsigned)threads;
   return FDL_CLI_GO;
 }
 
@@ -183,10 +182,6 @@ static int pack_kld(fdl_kld_import_opts *k) {
   if ((rc = fdl_cli_input_file("pack", k->kld_path)) != 0) return rc;
   if ((rc = fdl_cli_input_tokenizer("pack", k->tokenizer)) != 0) return rc;
   if (k->meta_path && (rc = fdl_cli_input_file("pack", k->meta_path)) != 0) return rc;
-  char created[FDL_CLI_UTC_LEN + 1];
-  k->created_utc = fdl_cli_source_date(created, sizeof created);
-  k->notice = fdl_cli_notice;
-  k->notice_arg = "pack";
   fdl_kld_import_result r;
   fdl_err err = {FDL_OK, ""};
   fdl_status st = fdl_kld_import(k, &r, &err);
@@ -218,10 +213,6 @@ static int work(pack_args *a) {
   if ((rc = fdl_cli_input_file("pack", o.meta_path)) != 0) return rc;
   if (o.head_path && (rc = fdl_cli_input_file("pack", o.head_path)) != 0) return rc;
   if ((rc = fdl_cli_input_dir("pack", o.tensor_dir)) != 0) return rc;
-  char created[FDL_CLI_UTC_LEN + 1];
-  o.created_utc = fdl_cli_source_date(created, sizeof created);
-  o.notice = fdl_cli_notice;
-  o.notice_arg = "pack";
   fdl_ds_pack_result res;
   fdl_err err;
   fdl_status st = fdl_ds_pack(&o, &res, &err);

@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/panel.h"
 
 #define MAX_TEXTS 16
 
@@ -83,19 +82,17 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
     }
     rest[nrest++] = argv[i];
   }
-  uint64_t context = 0, chunks = 0, stride = 0, from = 0;
   int bos = 0;
-  bool like = false;
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_PATH("--tokenizer", &a->o.tokenizer),
       FDL_CLI_HUB_OPTS(&a->hub),
-      FDL_CLI_OPT_NUMBER("--context", &context, 2, 1u << 24),
+      FDL_CLI_OPT_SIZE("--context", &a->o.context, 2, 1u << 24),
       FDL_CLI_OPT_OUT("--out", &a->o.out),
-      FDL_CLI_OPT_NUMBER("--chunks", &chunks, 1, UINT32_MAX),
-      FDL_CLI_OPT_NUMBER("--stride", &stride, 1, 1u << 24),
-      FDL_CLI_OPT_NUMBER("--score-from", &from, 1, 1u << 24),
+      FDL_CLI_OPT_SIZE("--chunks", &a->o.chunks, 1, UINT32_MAX),
+      FDL_CLI_OPT_SIZE("--stride", &a->o.stride, 1, 1u << 24),
+      FDL_CLI_OPT_SIZE("--score-from", &a->o.score_from, 1, 1u << 24),
       {"--bos", NULL, FDL_CLI_CHOICE, &bos, 0, 0, BOS},
-      FDL_CLI_OPT_FLAG("--like-llama-perplexity", &like),
+      FDL_CLI_OPT_FLAG("--like-llama-perplexity", &a->o.like_llama),
   };
   /* llama-perplexity's rule decides the stride, the scored rows and the BOS. */
   static const char *const conflicts[] = {"--like-llama-perplexity", "--stride",
@@ -106,7 +103,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       out,     diag,  0};
   int rc = fdl_cli_parse(&s, 1, nrest, rest);
   if (rc != FDL_CLI_GO) return rc;
-  if (!a->o.tokenizer || !nt || !context || !a->o.out)
+  if (!a->o.tokenizer || !nt || !a->o.context || !a->o.out)
     return fdl_cli_usage_error(&s, "--tokenizer, --text, --context and --out are required");
   if (nd && nd != nt)
     return fdl_cli_usage_error(&s, "%zu --domain for %zu --text: give one per text, or none", nd,
@@ -117,12 +114,7 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
       return fdl_cli_usage_error(&s, "--out is also a --text");
   a->o.texts = a->texts;
   a->o.n_texts = nt;
-  a->o.context = (size_t)context;
-  a->o.chunks = (size_t)chunks;
-  a->o.stride = (size_t)stride;
-  a->o.score_from = (size_t)from;
   a->o.bos = (fdl_panel_bos)bos;
-  a->o.like_llama = like;
   return FDL_CLI_GO;
 }
 

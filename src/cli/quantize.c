@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/model.h"
 
 static void usage(FILE *f) {
   fputs("usage: fidelis quantize [--codec int4] [--group-size N] [--scope mlp|all-linear]\n"
@@ -49,12 +48,12 @@ typedef struct {
 
 static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
-  uint64_t group = 32;
+  a->o.group = 32;
   int codec = 0, scope = 0;
   const char *pos[2] = {NULL, NULL};
   const fdl_cli_opt opts[] = {
       {"--codec", NULL, FDL_CLI_CHOICE, &codec, 0, 0, CODECS},
-      FDL_CLI_OPT_NUMBER("--group-size", &group, 1, (uint64_t)1 << 20),
+      FDL_CLI_OPT_SIZE("--group-size", &a->o.group, 1, (uint64_t)1 << 20),
       {"--scope", NULL, FDL_CLI_CHOICE, &scope, 0, 0, SCOPES},
       FDL_CLI_OPT_FLAG("--json", &a->json),
   };
@@ -65,7 +64,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   if (s.npos != 2) return fdl_cli_usage_error(&s, "MODEL and OUT are required");
   a->o.model_dir = pos[0];
   a->o.out_dir = pos[1];
-  a->o.group = (size_t)group;
   a->o.scope = scope ? FDL_GPTQ_SCOPE_ALL_LINEAR : FDL_GPTQ_SCOPE_MLP;
   return FDL_CLI_GO;
 }
@@ -80,11 +78,7 @@ static int work(args *a) {
   double t0 = fdl_cli_now();
   fdl_status s = fdl_gptq_quantize_model(&o, &r, &err);
   double dt = fdl_cli_now() - t0;
-  if (s != FDL_OK) {
-    fdl_refusal ref = {s, fdl_refusal_code_for(s, FDL_REF_QUANTIZE_REFUSED), FDL_GATE_NONE, ""};
-    fdl_cli_print_refusal("quantize", &ref, &err);
-    return fdl_cli_exit_for(s);
-  }
+  if (s != FDL_OK) return fdl_cli_refused("quantize", NULL, s, FDL_REF_QUANTIZE_REFUSED, &err);
   if (a->json) {
     json_t *j = json_pack(
         "{s:o, s:o, s:s, s:I, s:s, s:I, s:I, s:I, s:I}", "model", fdl_cli_json_text(o.model_dir),
@@ -97,8 +91,7 @@ static int work(args *a) {
   char m[FDL_QUOTE_CAP], q[FDL_QUOTE_CAP];
   printf("fidelis quantize: wrote %s from %s: int4 g%zu, scope %s, %zu weights quantized "
          "(%llu parameters), %zu tensors copied, model.safetensors %llu bytes, in %.2f s\n",
-         fdl_cli_shown(o.out_dir, strlen(o.out_dir), q, sizeof q),
-         fdl_cli_shown(o.model_dir, strlen(o.model_dir), m, sizeof m), o.group,
+         fdl_cli_shown(o.out_dir, q, sizeof q), fdl_cli_shown(o.model_dir, m, sizeof m), o.group,
          fdl_gptq_scope_name(o.scope), r.quantized, (unsigned long long)r.params_quantized,
          r.copied, (unsigned long long)r.bytes, dt);
   return FDL_EXIT_OK;

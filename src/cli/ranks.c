@@ -26,7 +26,7 @@ static int ranks_open(const char *cmd, fdl_cli_ranks *rk) {
 }
 
 void fdl_cli_ranks_time(fdl_cli_ranks *rk, double secs, unsigned threads) {
-  rk->threads = threads;
+  rk->threads = threads ? threads : fdl_pool_cpu_count();
   free(rk->secs);
   rk->secs = rk->lead ? calloc((size_t)rk->size, sizeof *rk->secs) : NULL;
   fdl_err err = {FDL_OK, ""};

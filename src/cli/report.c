@@ -4,9 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/path.h"
 #include "cli/cli.h"
-#include "fidelis/report.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -71,17 +69,21 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   return FDL_CLI_GO;
 }
 
+/* dir/name into out (cap bytes); false after saying the path is too long. */
+static bool join(const char *dir, const char *name, char *out, size_t cap) {
+  if (fdl_path_join_to(dir, name, out, cap)) return true;
+  char q[FDL_QUOTE_CAP];
+  fprintf(stderr, "fidelis report: %s: path too long\n", fdl_quote_str(dir, q, sizeof q));
+  return false;
+}
+
 /* Each input is a directory holding a receipt. */
 static int inputs(const args *a) {
   for (size_t i = 0; i < a->npos; i++) {
     int rc = fdl_cli_input_dir("report", a->pos[i]);
     if (rc) return rc;
     char path[4096];
-    if (!fdl_path_join_to(a->pos[i], FDL_REPORT_RECEIPT, path, sizeof path)) {
-      char q[FDL_QUOTE_CAP];
-      fprintf(stderr, "fidelis report: %s: path too long\n", fdl_quote_str(a->pos[i], q, sizeof q));
-      return FDL_EXIT_USAGE;
-    }
+    if (!join(a->pos[i], FDL_REPORT_RECEIPT, path, sizeof path)) return FDL_EXIT_USAGE;
     if (!fdl_path_exists(path)) {
       fprintf(stderr, "fidelis report: REFUSED [not_a_receipt_dir]: ");
       fdl_cli_put_text(stderr, a->pos[i]);
@@ -110,15 +112,8 @@ static int work(args *a) {
     return rc;
   }
   char dflt[4096];
-  const char *out = a->out;
-  if (!out) {
-    if (!fdl_path_join_to(a->pos[0], FDL_REPORT_PAGE, dflt, sizeof dflt)) {
-      char q[FDL_QUOTE_CAP];
-      fprintf(stderr, "fidelis report: %s: path too long\n", fdl_quote_str(a->pos[0], q, sizeof q));
-      return FDL_EXIT_USAGE;
-    }
-    out = dflt;
-  }
+  const char *out = a->out ? a->out : dflt;
+  if (!a->out && !join(a->pos[0], FDL_REPORT_PAGE, dflt, sizeof dflt)) return FDL_EXIT_USAGE;
   fdl_status s = fdl_report_write(a->pos, a->npos, out, &res, &err);
   if (s == FDL_MISMATCH) {
     fprintf(stderr, "fidelis report: VERIFICATION FAILED: ");
@@ -131,8 +126,7 @@ static int work(args *a) {
   if (s != FDL_OK) return fdl_cli_failed(&err, s);
   char shown[FDL_QUOTE_CAP];
   printf("fidelis report: wrote %s (%zu receipt%s verified%s)\n",
-         fdl_cli_shown(out, strlen(out), shown, sizeof shown), res.receipts,
-         res.receipts == 1 ? "" : "s",
+         fdl_cli_shown(out, shown, sizeof shown), res.receipts, res.receipts == 1 ? "" : "s",
          a->npos == 1 ? (res.llamacpp ? ", with llama.cpp-compatible statistics"
                                       : ", no llama.cpp-compatible block")
                       : "");

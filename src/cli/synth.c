@@ -6,7 +6,6 @@
 #include <time.h>
 
 #include "cli/cli.h"
-#include "fidelis/synth.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -63,37 +62,25 @@ typedef struct {
 static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
   fdl_synth_opts_default(&a->o);
-  uint64_t seed = 0, vocab = a->o.vocab, hidden = a->o.hidden, contexts = a->o.contexts,
-           tokens = a->o.tokens_per_context, threads = 0;
   const char *created = NULL;
   const uint64_t size_max = (uint64_t)1 << 40; /* far above memory; the library checks more */
   const fdl_cli_opt opts[] = {
       FDL_CLI_OPT_OUT("--out", &a->o.out_dir),
-      FDL_CLI_OPT_NUMBER("--seed", &seed, 0, UINT64_MAX),
-      FDL_CLI_OPT_NUMBER("--vocab", &vocab, 1, size_max),
-      FDL_CLI_OPT_NUMBER("--hidden", &hidden, 1, size_max),
-      FDL_CLI_OPT_NUMBER("--contexts", &contexts, 1, size_max),
-      FDL_CLI_OPT_NUMBER("--tokens-per-context", &tokens, 1, size_max),
+      FDL_CLI_OPT_NUMBER("--seed", &a->o.seed, 0, UINT64_MAX),
+      FDL_CLI_OPT_SIZE("--vocab", &a->o.vocab, 1, size_max),
+      FDL_CLI_OPT_SIZE("--hidden", &a->o.hidden, 1, size_max),
+      FDL_CLI_OPT_SIZE("--contexts", &a->o.contexts, 1, size_max),
+      FDL_CLI_OPT_SIZE("--tokens-per-context", &a->o.tokens_per_context, 1, size_max),
       FDL_CLI_OPT_TEXT("--created-utc", &created),
-      FDL_CLI_THREADS(&threads),
+      FDL_CLI_THREADS(&a->o.threads),
       FDL_CLI_OPT_FLAG("--json", &a->json),
   };
   fdl_cli_spec s = {"synth", usage, opts, FDL_CLI_N(opts), NULL, 0, NULL, 0, 0, out, diag, 0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (!a->o.out_dir) return fdl_cli_usage_error(&s, "--out DIR is required");
-  if (created && fdl_cli_parse_utc(created, a->created))
-    return fdl_cli_usage_error(&s,
-                               "--created-utc '%s': expected a real UTC time written "
-                               "YYYY-MM-DDTHH:MM:SSZ",
-                               created);
-  if (!created) seed_time(seed, a->created);
-  a->o.seed = seed;
-  a->o.vocab = (size_t)vocab;
-  a->o.hidden = (size_t)hidden;
-  a->o.contexts = (size_t)contexts;
-  a->o.tokens_per_context = (size_t)tokens;
-  a->o.threads = (unsigned)threads;
+  if (created && (rc = fdl_cli_created_utc(&s, created, a->created)) != FDL_CLI_GO) return rc;
+  if (!created) seed_time(a->o.seed, a->created);
   a->o.created_utc = a->created;
   return FDL_CLI_GO;
 }
@@ -107,11 +94,9 @@ static int work(args *a) {
   fdl_err err = {FDL_OK, ""};
   fdl_status s = fdl_synth(&o, &r, &err);
   if (s != FDL_OK) {
-    fdl_refusal ref = {
-        s, fdl_refusal_code_for(s, s == FDL_INVALID ? FDL_REF_BAD_USAGE : FDL_REF_SYNTH_FAILED),
-        FDL_GATE_NONE, ""};
-    fdl_cli_print_refusal("synth", &ref, &err);
-    return s == FDL_INVALID ? FDL_EXIT_USAGE : fdl_cli_exit_for(s);
+    rc = fdl_cli_refused("synth", NULL, s,
+                         s == FDL_INVALID ? FDL_REF_BAD_USAGE : FDL_REF_SYNTH_FAILED, &err);
+    return s == FDL_INVALID ? FDL_EXIT_USAGE : rc;
   }
   if (a->json) {
     json_t *j = json_pack("{s:s, s:s, s:s, s:I}", "out", o.out_dir, "reference_dataset_sha256",
@@ -120,7 +105,7 @@ static int work(args *a) {
     rc = fdl_cli_print_json(j, FDL_JSON_ASCII);
   } else {
     char q[FDL_QUOTE_CAP];
-    const char *dir = fdl_cli_shown(o.out_dir, strlen(o.out_dir), q, sizeof q);
+    const char *dir = fdl_cli_shown(o.out_dir, q, sizeof q);
     printf("fidelis synth: wrote %s (seed %llu, vocab %zu, hidden %zu, %zu contexts x %zu "
            "tokens, %zu scored rows per side)\n",
            dir, (unsigned long long)o.seed, o.vocab, o.hidden, o.contexts, o.tokens_per_context,

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/tensor.h"
 #include "tensor/safetensors_json.h"
 
 static void usage(FILE *f) {
@@ -54,8 +53,7 @@ static fdl_status print_text(const fdl_tensor *const *ts, size_t n, fdl_err *err
     fdl_status s = fdl_sha256_buf_hex(t->data, (size_t)t->nbytes, hex, err);
     if (s != FDL_OK) return s;
     char name[FDL_QUOTE_CAP];
-    printf("%s\t%s\t[", fdl_cli_shown(t->name, strlen(t->name), name, sizeof name),
-           fdl_dtype_name(t->dtype));
+    printf("%s\t%s\t[", fdl_cli_shown(t->name, name, sizeof name), fdl_dtype_name(t->dtype));
     for (int k = 0; k < t->ndim; k++) printf("%s%lld", k ? ", " : "", (long long)t->shape[k]);
     printf("]\t[%llu,%llu)\t%s\n", (unsigned long long)t->offset,
            (unsigned long long)(t->offset + t->nbytes), hex);
@@ -87,18 +85,13 @@ static fdl_status print_json(const char *path, const char *format, const json_t 
     else if (json_array_append_new(list, t) != 0)
       s = fdl_fail(err, FDL_NOMEM, "out of memory building the listing");
   }
-  json_t *doc = NULL;
   if (s == FDL_OK) {
-    doc = json_pack("{s:o, s:s, s:O, s:O}", "file", fdl_cli_json_text(path), "format", format,
-                    "metadata", meta ? (json_t *)meta : json_null(), "tensors", list);
-    if (!doc) s = fdl_fail(err, FDL_NOMEM, "out of memory building the listing");
+    json_t *doc =
+        json_pack("{s:o, s:s, s:O, s:O}", "file", fdl_cli_json_text(path), "format", format,
+                  "metadata", meta ? (json_t *)meta : json_null(), "tensors", list);
+    s = doc ? fdl_cli_put_json(doc, 0, err)
+            : fdl_fail(err, FDL_NOMEM, "out of memory building the listing");
   }
-  fdl_buf out;
-  fdl_buf_init(&out, 0);
-  if (s == FDL_OK) s = fdl_json_dump(doc, 0, &out, err);
-  if (s == FDL_OK) printf("%s\n", out.data);
-  fdl_buf_free(&out);
-  json_decref(doc);
   json_decref(list);
   return s;
 }

@@ -9,9 +9,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/digest.h"
-#include "fidelis/ggml_quant.h"
-#include "fidelis/gguf.h"
 
 typedef struct {
   char raw[FDL_SHA256_HEX_LEN + 1], deq[FDL_SHA256_HEX_LEN + 1];
@@ -70,8 +67,7 @@ static fdl_status list(const char *path, const fdl_gguf *g, bool as_json, fdl_er
     }
     const fdl_ggml_type_info *ti = fdl_ggml_type(t->type);
     char name[FDL_QUOTE_CAP];
-    printf("%s\t%s\t[", fdl_cli_shown(t->name, strlen(t->name), name, sizeof name),
-           ti ? ti->name : "unknown");
+    printf("%s\t%s\t[", fdl_cli_shown(t->name, name, sizeof name), ti ? ti->name : "unknown");
     for (uint32_t k = t->n_dims; k-- > 0;)
       printf("%s%" PRIu64, k + 1 < t->n_dims ? ", " : "", t->ne[k]);
     printf("]\t[%" PRIu64 ",%" PRIu64 ")\t%s\t%s\n", t->offset, t->offset + t->nbytes, d.raw,
@@ -83,12 +79,7 @@ static fdl_status list(const char *path, const fdl_gguf *g, bool as_json, fdl_er
                             (json_int_t)g->alignment, "tensor_data_offset",
                             (json_int_t)g->data_offset, "tensors", arr);
     arr = NULL;
-    fdl_buf out;
-    fdl_buf_init(&out, 0);
-    s = doc ? fdl_json_dump(doc, 0, &out, err) : fdl_fail(err, FDL_NOMEM, "out of memory");
-    if (!s) printf("%s\n", out.data);
-    fdl_buf_free(&out);
-    json_decref(doc);
+    s = fdl_cli_put_json(doc, 0, err);
   }
   json_decref(arr);
   return s;

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/tokenizer.h"
+#include "base/sys.h"
 
 /* The most text one call reads (a corpus is tokenized in one piece). */
 #define TEXT_MAX ((size_t)1 << 30)
@@ -69,9 +69,8 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
 
 /* Ids separated by commas and/or white space. */
 static int parse_ids(const char *s, size_t len, int32_t **ids, size_t *n) {
-  size_t cap = 64, k = 0;
-  int32_t *v = malloc(cap * sizeof *v);
-  if (!v) return -1;
+  size_t cap = 0, k = 0;
+  int32_t *v = NULL;
   for (size_t i = 0; i < len;) {
     if (s[i] == ',' || s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
       i++;
@@ -85,14 +84,9 @@ static int parse_ids(const char *s, size_t len, int32_t **ids, size_t *n) {
       free(v);
       return (int)(i + 1);
     }
-    if (k == cap) {
-      int32_t *nv = realloc(v, 2 * cap * sizeof *nv);
-      if (!nv) {
-        free(v);
-        return -1;
-      }
-      v = nv;
-      cap *= 2;
+    if (!FDL_GROW(v, k, cap, 64)) {
+      free(v);
+      return -1;
     }
     v[k++] = (int32_t)x;
     i = j;

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fidelis/dataset.h"
 #include "dataset/dataset_json.h"
 #include "base/order.h"
 
@@ -79,20 +78,18 @@ typedef struct {
 
 static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   memset(a, 0, sizeof *a);
-  bool verify = false, no_verify = false, partial = false, strict = false, manifests = false,
-       manifest = false, structural = false;
-  uint64_t threads = 0;
+  bool no_verify = false;
   const fdl_cli_opt opts[] = {
-      FDL_CLI_OPT_FLAG("--verify-tensors", &verify),
+      FDL_CLI_OPT_FLAG("--verify-tensors", &a->o.verify_tensors),
       FDL_CLI_OPT_FLAG("--no-verify-tensors", &no_verify),
-      FDL_CLI_OPT_FLAG("--structural", &structural),
+      FDL_CLI_OPT_FLAG("--structural", &a->o.skip_hashing),
       FDL_CLI_OPT_FLAG("--json", &a->json),
       FDL_CLI_OPT_OUT("--report", &a->report),
-      FDL_CLI_OPT_FLAG("--allow-partial", &partial),
-      FDL_CLI_OPT_FLAG("--strict", &strict),
-      FDL_CLI_OPT_FLAG("--manifests-only", &manifests),
-      FDL_CLI_OPT_FLAG("--manifest-only", &manifest),
-      FDL_CLI_THREADS(&threads),
+      FDL_CLI_OPT_FLAG("--allow-partial", &a->o.allow_partial),
+      FDL_CLI_OPT_FLAG("--strict", &a->o.strict),
+      FDL_CLI_OPT_FLAG("--manifests-only", &a->o.manifests_only),
+      FDL_CLI_OPT_FLAG("--manifest-only", &a->o.manifest_only),
+      FDL_CLI_THREADS(&a->o.threads),
   };
   static const char *const conflicts[] = {
       "--verify-tensors", "--no-verify-tensors", "--manifests-only", "--manifest-only",
@@ -106,13 +103,6 @@ static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
   if (rc != FDL_CLI_GO) return rc;
   if (s.npos != 1) return fdl_cli_usage_error(&s, "a dataset directory DIR is required");
   a->dir = pos[0];
-  a->o.verify_tensors = verify;
-  a->o.skip_hashing = structural;
-  a->o.allow_partial = partial;
-  a->o.strict = strict;
-  a->o.manifests_only = manifests;
-  a->o.manifest_only = manifest;
-  a->o.threads = (unsigned)threads;
   return FDL_CLI_GO;
 }
 

@@ -107,47 +107,39 @@ static int verify_one(const char *path, bool as_json) {
   return read_failed ? FDL_EXIT_USAGE : fdl_cli_exit_for(s);
 }
 
-static int parse(int argc, char **argv, FILE *out, FILE *diag, const char **files, size_t *n,
-                 bool *as_json) {
-  *as_json = false;
-  const fdl_cli_opt opts[] = {FDL_CLI_OPT_FLAG("--json", as_json)};
-  fdl_cli_spec s = {"verify", usage, opts, 1, NULL, 0, files, (size_t)argc, 0, out, diag, 0};
+typedef struct {
+  const char **files;
+  size_t n;
+  bool as_json;
+} args;
+
+static int parse(args *a, int argc, char **argv, FILE *out, FILE *diag) {
+  memset(a, 0, sizeof *a);
+  if (!(a->files = calloc((size_t)argc + 1, sizeof *a->files))) {
+    fputs("fidelis verify: out of memory\n", diag ? diag : stderr);
+    return FDL_EXIT_USAGE;
+  }
+  const fdl_cli_opt opts[] = {FDL_CLI_OPT_FLAG("--json", &a->as_json)};
+  fdl_cli_spec s = {"verify", usage, opts, 1, NULL, 0, a->files, (size_t)argc, 0, out, diag, 0};
   int rc = fdl_cli_parse(&s, 1, argc, argv);
   if (rc != FDL_CLI_GO) return rc;
   if (!s.npos) return fdl_cli_usage_error(&s, "no FILE given");
-  *n = s.npos;
+  a->n = s.npos;
   return FDL_CLI_GO;
 }
 
-int fdl_cli_verify_check(int argc, char **argv, FILE *out, FILE *diag) {
-  const char **files = calloc((size_t)argc + 1, sizeof *files);
-  if (!files) return FDL_EXIT_USAGE;
-  size_t n;
-  bool as_json;
-  int rc = parse(argc, argv, out, diag, files, &n, &as_json);
-  free(files);
-  return rc;
+static void release(args *a) {
+  free(a->files);
 }
 
-int fdl_cli_verify(int argc, char **argv) {
-  const char **files = calloc((size_t)argc + 1, sizeof *files);
-  if (!files) {
-    fprintf(stderr, "fidelis verify: out of memory\n");
-    return FDL_EXIT_USAGE;
-  }
-  size_t n = 0;
-  bool as_json;
-  int rc = parse(argc, argv, NULL, NULL, files, &n, &as_json);
-  if (rc != FDL_CLI_GO) {
-    free(files);
-    return rc;
-  }
-  rc = FDL_EXIT_OK;
-  for (size_t i = 0; i < n; i++) {
-    int r = verify_one(files[i], as_json);
+static int work(args *a) {
+  int rc = FDL_EXIT_OK;
+  for (size_t i = 0; i < a->n; i++) {
+    int r = verify_one(a->files[i], a->as_json);
     if (r > rc) rc = r; /* 4 wins over 3 */
     fflush(stdout);
   }
-  free(files);
   return rc;
 }
+
+FDL_CLI_COMMAND_FREE(fdl_cli_verify, fdl_cli_verify_check, args, parse, work, release)
