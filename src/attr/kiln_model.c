@@ -114,17 +114,7 @@ static fdl_status shard_names(const char *dir, json_t **names, fdl_err *err) {
       for (struct dirent *e; s == FDL_OK && d && (e = readdir(d));) {
         size_t l = strlen(e->d_name);
         if (l <= 12 || strcmp(e->d_name + l - 12, ".safetensors") != 0) continue;
-        if (cnt == cap) {
-          cap = cap ? cap * 2 : 8;
-          char **nl = fdl_realloc(list, cap * sizeof *nl);
-          if (!nl) {
-            s = fdl_fail(err, FDL_NOMEM, "out of memory");
-            break;
-          }
-          list = nl;
-        }
-        list[cnt] = fdl_strdup(e->d_name);
-        if (!list[cnt])
+        if (!FDL_GROW(list, cnt, cap, 8) || !(list[cnt] = fdl_strdup(e->d_name)))
           s = fdl_fail(err, FDL_NOMEM, "out of memory");
         else
           cnt++;
