@@ -31,13 +31,6 @@ static fdl_status array_of(const fdl_gguf *g, const char *key, fdl_gguf_type ele
   return FDL_OK;
 }
 
-static fdl_status opt_int(const fdl_gguf *g, const char *key, int64_t *v, bool *have,
-                          fdl_err *err) {
-  const fdl_gguf_kv *kv = fdl_gguf_find(g, key);
-  *have = kv != NULL;
-  return kv ? fdl_gguf_get_int(g, kv, v, err) : FDL_OK;
-}
-
 static fdl_status opt_bool(const fdl_gguf *g, const char *key, bool *v, fdl_err *err) {
   const fdl_gguf_kv *kv = fdl_gguf_find(g, key);
   return kv ? fdl_gguf_get_bool(g, kv, v, err) : FDL_OK;
@@ -48,14 +41,14 @@ static fdl_status special_id(const fdl_gguf *g, const char *path, const char *wh
                              int32_t dflt, int32_t *id, fdl_err *err) {
   char key[64];
   snprintf(key, sizeof key, "tokenizer.ggml.%s_token_id", what);
-  int64_t v;
-  bool have;
-  fdl_status s = opt_int(g, key, &v, &have, err);
+  const fdl_gguf_kv *kv = fdl_gguf_find(g, key);
+  int64_t v = 0;
+  fdl_status s = kv ? fdl_gguf_get_int(g, kv, &v, err) : FDL_OK;
   if (s != FDL_OK) return s;
-  if (have && (v < 0 || (uint64_t)v >= n))
+  if (kv && (v < 0 || (uint64_t)v >= n))
     return fdl_fail(err, FDL_PARSE, "%s: %s is %" PRId64 ", outside the vocabulary of %zu", path,
                     key, v, n);
-  *id = have ? (int32_t)v : dflt >= 0 && (size_t)dflt < n ? dflt : -1;
+  *id = kv ? (int32_t)v : dflt >= 0 && (size_t)dflt < n ? dflt : -1;
   return FDL_OK;
 }
 
