@@ -8,18 +8,15 @@
 
 fdl_status fdl_tk_scratch_reserve(tk_scratch *s, size_t n, fdl_err *err) {
   if (n <= s->cap) return FDL_OK;
-  size_t cap = s->cap ? s->cap : 256;
-  while (cap < n) cap *= 2;
-  int32_t *id = fdl_realloc(s->id, cap * sizeof *id);
-  if (id) s->id = id;
-  uint32_t **arrs[4] = {&s->start, &s->len, &s->prev, &s->next};
-  bool ok = id != NULL;
-  for (int i = 0; i < 4 && ok; i++) {
-    uint32_t *np = fdl_realloc(*arrs[i], cap * sizeof *np);
-    if (np) *arrs[i] = np;
-    ok = np != NULL;
+  /* five arrays of 4-byte elements that share one capacity: each grows from it */
+  void **arrs[5] = {(void **)&s->id, (void **)&s->start, (void **)&s->len, (void **)&s->prev,
+                    (void **)&s->next};
+  size_t cap = s->cap;
+  for (int i = 0; i < 5; i++) {
+    cap = s->cap;
+    if (!fdl_tk_reserve(arrs[i], &cap, n, sizeof(uint32_t), 256))
+      return fdl_fail(err, FDL_NOMEM, "out of memory for a piece of %zu symbols", n);
   }
-  if (!ok) return fdl_fail(err, FDL_NOMEM, "out of memory for a piece of %zu symbols", n);
   s->cap = cap;
   return FDL_OK;
 }
