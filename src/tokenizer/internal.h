@@ -216,7 +216,7 @@ static inline const char *tk_ptr(const fdl_tok *t, tk_str s) {
   return t->pool + s.off;
 }
 /* Indexes text[0..n) in map; a text seen twice keeps its first id (as the loaders' references
- * do). */
+ * do). Then byte_tok, by byte_level and byte_fallback, which the loader has set. */
 fdl_status fdl_tk_build_map(fdl_tok *t, fdl_err *err);
 int32_t fdl_tk_lookup(const fdl_tok *t, const char *p, size_t len);
 fdl_status fdl_tk_merge_add(fdl_tok *t, uint32_t a, uint32_t b, uint32_t rank, uint32_t merged,

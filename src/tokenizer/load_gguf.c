@@ -230,6 +230,7 @@ fdl_status fdl_tk_load_gguf(fdl_tok *t, const char *path, fdl_tok_file *f, fdl_e
   if (s == FDL_OK && gpt2)
     s = array_of(&g, "tokenizer.ggml.merges", FDL_GGUF_STRING, 0, true, &mg, err);
   t->byte_level = gpt2;
+  t->byte_fallback = llama;
   t->model = gpt2 ? TK_MODEL_BPE : TK_MODEL_SPM;
   if (s == FDL_OK) s = tokens(t, &g, tk, ty, sc, err);
   if (s == FDL_OK) s = fdl_tk_build_map(t, err);
@@ -252,12 +253,6 @@ fdl_status fdl_tk_load_gguf(fdl_tok *t, const char *path, fdl_tok_file *f, fdl_e
   /* A default with no token to add is off; a file that asks for a token it does not name lies. */
   if (s == FDL_OK) s = add_flag(&g, path, "bos", t->bos, &t->add_bos, err);
   if (s == FDL_OK) s = add_flag(&g, path, "eos", t->eos, &t->add_eos, err);
-  for (int b = 0; s == FDL_OK && b < 256; b++) {
-    char hex[8], one = (char)b;
-    snprintf(hex, sizeof hex, "<0x%02X>", b);
-    t->byte_tok[b] = gpt2 ? fdl_tk_lookup(t, &one, 1) : fdl_tk_lookup(t, hex, 6);
-  }
-  t->byte_fallback = llama;
   t->added_as_written = true;
   fdl_gguf_close(&g);
   return s;

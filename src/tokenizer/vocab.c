@@ -2,6 +2,7 @@
  *
  * Both tables are open-addressing hashes sized to a power of two at least twice their content,
  * so a lookup is one hash and a short probe whatever the vocabulary. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,6 +73,13 @@ fdl_status fdl_tk_build_map(fdl_tok *t, fdl_err *err) {
       tk_str o = t->text[v - 1];
       if (o.len == s.len && !memcmp(tk_ptr(t, o), tk_ptr(t, s), s.len)) break; /* first id wins */
     }
+  }
+  for (int b = 0; b < 256; b++) {
+    char hex[8], one = (char)b;
+    snprintf(hex, sizeof hex, "<0x%02X>", b);
+    t->byte_tok[b] = t->byte_level      ? fdl_tk_lookup(t, &one, 1)
+                     : t->byte_fallback ? fdl_tk_lookup(t, hex, 6)
+                                        : -1;
   }
   return FDL_OK;
 }
