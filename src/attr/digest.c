@@ -1,8 +1,10 @@
 /* digest.c - what every Kiln vector must pass before it is used: the finiteness rule, and the
  * one vector digest of the records (spec §1), SHA-256 over the float32 little-endian bytes of
-^ * each element in index order; and the cosine rule both comparisons share. */
+ * each element in index order, and its spelling in the records ("sha256:" and the hex); and the
+ * cosine rule both comparisons share. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "attr/internal.h"
@@ -14,6 +16,12 @@ fdl_status fdl_attr_finite(const float *v, size_t n, const char *what, fdl_err *
   if (i == UINT64_MAX) return FDL_OK;
   return fdl_fail(err, FDL_NONFINITE, "%s element %llu is %s, expected a finite value", what,
                   (unsigned long long)i, nan ? "NaN" : "infinite");
+}
+
+void fdl_attr_sha_text(const fdl_sha256 *d, char out[FDL_SEAL_BUF]) {
+  char hex[FDL_SHA256_HEX_BUF];
+  fdl_sha256_hex(d, hex);
+  snprintf(out, FDL_SEAL_BUF, FDL_SEAL_KILN_PREFIX "%s", hex);
 }
 
 fdl_status fdl_attr_sha256_f32(const float *v, size_t n, fdl_sha256 *out, fdl_err *err) {

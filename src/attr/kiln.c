@@ -23,11 +23,8 @@ fdl_status fdl_kiln_canonical_sha256(const json_t *v, char *out, fdl_err *err) {
   fdl_sha256 d;
   if (s == FDL_OK) s = fdl_sha256_buf(b.data ? b.data : "", b.len, &d, err);
   fdl_buf_free(&b);
-  if (s != FDL_OK) return s;
-  char hex[FDL_SHA256_HEX_BUF];
-  fdl_sha256_hex(&d, hex);
-  snprintf(out, FDL_SEAL_BUF, FDL_SEAL_KILN_PREFIX "%s", hex);
-  return FDL_OK;
+  if (s == FDL_OK) fdl_attr_sha_text(&d, out);
+  return s;
 }
 
 fdl_status fdl_kiln_bad(const fdl_kiln_ctx *c, const char *path, const char *fmt, ...) {

@@ -114,10 +114,10 @@ static fdl_status request(const fdl_kiln_divergence_in *in, const streams *st, s
   if (!prefix || !input || !ids) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   char ish[FDL_SEAL_BUF], utf8[FDL_SEAL_BUF];
   if (s == FDL_OK) s = fdl_kiln_canonical_sha256(input, ish, err);
-  char hex[FDL_SHA256_HEX_BUF];
-  if (s == FDL_OK) s = fdl_sha256_buf_hex(in->prompt_text, strlen(in->prompt_text), hex, err);
+  fdl_sha256 d;
+  if (s == FDL_OK) s = fdl_sha256_buf(in->prompt_text, strlen(in->prompt_text), &d, err);
   if (s == FDL_OK) {
-    snprintf(utf8, sizeof utf8, FDL_SEAL_KILN_PREFIX "%s", hex);
+    fdl_attr_sha_text(&d, utf8);
     req = json_pack(
         "{s:s, s:s, s:{s:s, s:O, s:O}, s:O, "
         "s:{s:{s:s, s:s, s:i, s:s, s:s}, s:[{s:s, s:s}], s:b, s:{s:b}, s:s, s:I, s:O}, "

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "attr/internal.h"
 #include "attr/kiln_check.h"
 #include "fidelis/attr.h"
 #include "base/sys.h"

@@ -57,9 +57,7 @@ static fdl_status model_file(const char *dir, const char *rel, bool *present, ch
   free(full);
   if (s != FDL_OK) return s;
   if (present) *present = true;
-  char hex[FDL_SHA256_HEX_BUF];
-  fdl_sha256_hex(&d, hex);
-  snprintf(sha, FDL_SEAL_BUF, FDL_SEAL_KILN_PREFIX "%s", hex);
+  fdl_attr_sha_text(&d, sha);
   if (size) *size = sz;
   if (dev) *dev = st.st_dev;
   if (ino) *ino = st.st_ino;
@@ -114,17 +112,7 @@ static fdl_status shard_names(const char *dir, json_t **names, fdl_err *err) {
       for (struct dirent *e; s == FDL_OK && d && (e = readdir(d));) {
         size_t l = strlen(e->d_name);
         if (l <= 12 || strcmp(e->d_name + l - 12, ".safetensors") != 0) continue;
-        if (cnt == cap) {
-          cap = cap ? cap * 2 : 8;
-          char **nl = fdl_realloc(list, cap * sizeof *nl);
-          if (!nl) {
-            s = fdl_fail(err, FDL_NOMEM, "out of memory");
-            break;
-          }
-          list = nl;
-        }
-        list[cnt] = fdl_strdup(e->d_name);
-        if (!list[cnt])
+        if (!FDL_GROW(list, cnt, cap, 8) || !(list[cnt] = fdl_strdup(e->d_name)))
           s = fdl_fail(err, FDL_NOMEM, "out of memory");
         else
           cnt++;
@@ -182,12 +170,9 @@ fdl_status fdl_kiln_model_identity(const char *dir, const char *id, json_t **out
       s = fdl_fail(
           err, FDL_INVALID,
           "%s: $.chat_template: expected a string (a null template hash fails the request)", p);
-    char hex[FDL_SHA256_HEX_BUF];
-    if (s == FDL_OK)
-      s = fdl_sha256_buf_hex(json_string_value(ct), json_string_length(ct), hex, err);
-    if (s == FDL_OK) {
-      snprintf(tmpl, sizeof tmpl, FDL_SEAL_KILN_PREFIX "%s", hex);
-    }
+    fdl_sha256 d;
+    if (s == FDL_OK) s = fdl_sha256_buf(json_string_value(ct), json_string_length(ct), &d, err);
+    if (s == FDL_OK) fdl_attr_sha_text(&d, tmpl);
     json_decref(tc);
     free(p);
   }

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "attr/internal.h"
 #include "attr/kiln_check.h"
 #include "json/get.h"
 #include "fidelis/kiln.h"

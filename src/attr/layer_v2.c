@@ -75,12 +75,6 @@ fdl_status fdl_attr_layer_names_check(const char *const *names, size_t n, const 
   return FDL_OK;
 }
 
-void fdl_attr_sha_text(const fdl_sha256 *d, char out[FDL_SEAL_BUF]) {
-  char hex[FDL_SHA256_HEX_BUF];
-  fdl_sha256_hex(d, hex);
-  snprintf(out, FDL_SEAL_BUF, FDL_SEAL_KILN_PREFIX "%s", hex);
-}
-
 static fdl_status digest_text(const float *v, size_t n, char out[FDL_SEAL_BUF], fdl_err *err) {
   fdl_sha256 d;
   fdl_status s = fdl_attr_sha256_f32(v, n, &d, err);

@@ -23,6 +23,14 @@ static const char *set(const char *v) {
   return v && *v ? v : NULL;
 }
 
+int fdl_hub_home_file(const fdl_hub_env *env, const char *name, char *out, size_t cap) {
+  const char *v;
+  if ((v = set(env->hf_home))) return snprintf(out, cap, "%s/%s", v, name);
+  if ((v = set(env->xdg_cache_home))) return snprintf(out, cap, "%s/huggingface/%s", v, name);
+  if ((v = set(env->home))) return snprintf(out, cap, "%s/.cache/huggingface/%s", v, name);
+  return -1;
+}
+
 fdl_status fdl_hub_cache_dir(const fdl_hub_env *env, const char *override, char **dir,
                              fdl_err *err) {
   static const fdl_hub_env none;
@@ -30,19 +38,11 @@ fdl_status fdl_hub_cache_dir(const fdl_hub_env *env, const char *override, char 
   *dir = NULL;
   const char *v = override ? override : set(env->hub_cache);
   char buf[PATH_MAX];
-  int n = 0;
-  if (v)
-    n = snprintf(buf, sizeof buf, "%s", v);
-  else if ((v = set(env->hf_home)))
-    n = snprintf(buf, sizeof buf, "%s/hub", v);
-  else if ((v = set(env->xdg_cache_home)))
-    n = snprintf(buf, sizeof buf, "%s/huggingface/hub", v);
-  else if ((v = set(env->home)))
-    n = snprintf(buf, sizeof buf, "%s/.cache/huggingface/hub", v);
-  else
+  int n = v ? snprintf(buf, sizeof buf, "%s", v) : fdl_hub_home_file(env, "hub", buf, sizeof buf);
+  if (n < 0)
     return fdl_fail(err, FDL_INVALID,
                     "no Hugging Face cache: set HF_HUB_CACHE or HF_HOME (HOME is not set)");
-  if (n <= 0 || (size_t)n >= sizeof buf)
+  if (n == 0 || (size_t)n >= sizeof buf)
     return fdl_fail(err, FDL_BOUNDS, "the Hugging Face cache path is longer than %d bytes",
                     PATH_MAX - 1);
   if (!(*dir = fdl_strdup(buf))) return fdl_fail(err, FDL_NOMEM, "out of memory");

@@ -195,6 +195,22 @@ static bool collect(void *arg, const fdl_hub_reply *rep, const void *p, size_t n
   return fdl_buf_status(b) == FDL_OK;
 }
 
+/* One GET into b, redirects followed, or, when b is NULL, a HEAD whose redirects head_file
+ * judges; tried again while again() says so. The last try's status, and its error in err. */
+static fdl_status request(ctx *c, const char *what, const char *url, fdl_buf *b, fdl_hub_reply *rep,
+                          fdl_err *err) {
+  for (int k = 0;; k++) {
+    fdl_err e = {FDL_OK, ""};
+    if (b) fdl_buf_reset(b); /* a retried answer starts over */
+    fdl_status s = fdl_hub_http_get(c->http, url, !b, b != NULL, 0, b ? collect : NULL, b, rep, &e);
+    if ((s == FDL_OK && !rep->retryable) || (s != FDL_OK && s != FDL_IO) ||
+        !again(c, what, k, rep, &e)) {
+      if (s != FDL_OK) *err = e;
+      return s;
+    }
+  }
+}
+
 static fdl_status get_revision(ctx *c, fdl_hub_revision *rev, fdl_err *err) {
   char *esc = fdl_hub_http_escape(c->http, c->ref->rev);
   char url[4096];
@@ -204,21 +220,8 @@ static fdl_status get_revision(ctx *c, fdl_hub_revision *rev, fdl_err *err) {
   free(esc);
   fdl_buf b;
   fdl_hub_reply rep;
-  fdl_status s = FDL_OK;
-  for (int k = 0;; k++) {
-    fdl_buf_init(&b, FDL_HUB_MAX_REVISION_BYTES);
-    fdl_err e = {FDL_OK, ""};
-    s = fdl_hub_http_get(c->http, url, false, true, 0, collect, &b, &rep, &e);
-    if ((s == FDL_OK && !rep.retryable) || (s != FDL_OK && s != FDL_IO)) {
-      if (s != FDL_OK) *err = e;
-      break;
-    }
-    if (!again(c, c->text, k, &rep, &e)) {
-      if (s != FDL_OK) *err = e;
-      break;
-    }
-    fdl_buf_free(&b);
-  }
+  fdl_buf_init(&b, FDL_HUB_MAX_REVISION_BYTES);
+  fdl_status s = request(c, c->text, url, &b, &rep, err);
   if (s == FDL_OK && fdl_buf_status(&b) != FDL_OK)
     s = fdl_fail(err, FDL_TOO_LARGE, "%s: the revision answer is larger than %zu bytes", c->text,
                  FDL_HUB_MAX_REVISION_BYTES);
@@ -277,22 +280,6 @@ static bool write_sink(void *arg, const fdl_hub_reply *rep, const void *p, size_
   return true;
 }
 
-/* HEAD of the file at the commit: its etag and size, from the endpoint's own answer. */
-static fdl_status head_once(ctx *c, const char *url, const char *file, fdl_hub_reply *rep,
-                            fdl_err *err) {
-  fdl_status s;
-  for (int k = 0;; k++) {
-    fdl_err e = {FDL_OK, ""};
-    s = fdl_hub_http_get(c->http, url, true, false, 0, NULL, NULL, rep, &e);
-    if ((s == FDL_OK && !rep->retryable) || (s != FDL_OK && s != FDL_IO) ||
-        !again(c, file, k, rep, &e)) {
-      if (s != FDL_OK) *err = e;
-      break;
-    }
-  }
-  return s;
-}
-
 /* The endpoint's own answer for the file: its LFS redirect is not followed (its headers name the
  * file), but a redirect without an etag (a renamed repository) is, within the endpoint's
  * origin. */
@@ -302,7 +289,7 @@ static fdl_status head_file(ctx *c, const char *url, const char *file, fdl_hub_r
   snprintf(cur, sizeof cur, "%s", url);
   fdl_status s = FDL_OK;
   for (int hop = 0; s == FDL_OK; hop++) {
-    if ((s = head_once(c, cur, file, rep, err)) != FDL_OK) return s;
+    if ((s = request(c, file, cur, NULL, rep, err)) != FDL_OK) return s;
     if (rep->status < 300 || rep->status >= 400 || rep->etag[0]) break;
     if (hop >= HUB_HEAD_HOPS || !rep->location[0] ||
         !fdl_hub_http_at_endpoint(c->http, rep->location))

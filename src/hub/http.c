@@ -13,8 +13,6 @@
 #include <curl/curl.h>
 
 #include "base/sys.h"
-#include "base/buf.h"
-#include "fidelis/digest.h"
 #include "fidelis/status.h"
 #include "base/quote.h"
 #include "hub/hub_internal.h"

@@ -24,6 +24,11 @@ void fdl_hub_ref_text(const fdl_hub_ref *ref, char *out, size_t cap);
 
 /* ---- cache.c ------------------------------------------------------------------------------ */
 
+/* huggingface_hub's home folder, $HF_HOME, else $XDG_CACHE_HOME/huggingface, else
+ * $HOME/.cache/huggingface, with "/name" after it, into out: snprintf's count, or -1 when none of
+ * the three is set. The cache (name "hub") and the token file (name "token") live there. */
+int fdl_hub_home_file(const fdl_hub_env *env, const char *name, char *out, size_t cap);
+
 /* The commit rev names in the repository folder: rev itself when it is a commit with a
  * snapshot, else refs/<rev> when it holds a commit with a snapshot. */
 bool fdl_hub_local_commit(const char *repo_dir, const char *rev,

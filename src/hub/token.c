@@ -40,18 +40,10 @@ fdl_status fdl_hub_token(const fdl_hub_env *e, char **token, fdl_err *err) {
     return FDL_OK;
   }
   char path[PATH_MAX];
-  const char *p = e->token_path, *home = e->hf_home;
-  if (p && *p)
-    snprintf(path, sizeof path, "%s", p);
-  else if (home && *home)
-    snprintf(path, sizeof path, "%s/token", home);
-  else if ((home = e->xdg_cache_home) && *home)
-    snprintf(path, sizeof path, "%s/huggingface/token", home);
-  else if ((home = e->home) && *home)
-    snprintf(path, sizeof path, "%s/.cache/huggingface/token", home);
-  else
-    return FDL_OK;
-  if (!fdl_path_exists(path)) return FDL_OK;
+  const char *p = e->token_path;
+  int n = p && *p ? snprintf(path, sizeof path, "%s", p)
+                  : fdl_hub_home_file(e, "token", path, sizeof path);
+  if (n < 0 || !fdl_path_exists(path)) return FDL_OK; /* no token file */
   char *text = NULL;
   size_t len = 0;
   fdl_status s = fdl_read_file(path, TOKEN_MAX + 2, &text, &len, err);

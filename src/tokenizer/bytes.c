@@ -6,7 +6,6 @@
  * alphabet; fidelis decodes them to raw bytes once, at load, and works on bytes. */
 #include <string.h>
 
-#include "base/sys.h"
 #include "tokenizer/internal.h"
 
 static bool printable(unsigned b) {

@@ -37,9 +37,9 @@ static const struct tk_cache_entry *cache_get(const tk_cache *c, const char *p, 
   }
 }
 
-static bool grow(void **p, size_t *cap, size_t need, size_t elem) {
+bool fdl_tk_reserve(void **p, size_t *cap, size_t need, size_t elem, size_t first) {
   if (need <= *cap) return true;
-  size_t nc = *cap ? *cap : 1024;
+  size_t nc = *cap ? *cap : first;
   while (nc < need) nc *= 2;
   void *np = fdl_realloc(*p, nc * elem);
   if (!np) return false;
@@ -61,9 +61,9 @@ static void cache_put(tk_cache *c, const char *p, size_t n, uint64_t h, const in
     memset(c->slot, 0, CACHE_SLOTS * sizeof *c->slot);
     c->n_ent = c->bytes_len = c->ids_len = 0;
   }
-  if (!grow((void **)&c->bytes, &c->bytes_cap, c->bytes_len + n, 1) ||
-      !grow((void **)&c->ids, &c->ids_cap, c->ids_len + k, sizeof *c->ids) ||
-      !grow((void **)&c->ent, &c->cap_ent, c->n_ent + 1, sizeof *c->ent))
+  if (!fdl_tk_reserve((void **)&c->bytes, &c->bytes_cap, c->bytes_len + n, 1, 1024) ||
+      !fdl_tk_reserve((void **)&c->ids, &c->ids_cap, c->ids_len + k, sizeof *c->ids, 1024) ||
+      !fdl_tk_reserve((void **)&c->ent, &c->cap_ent, c->n_ent + 1, sizeof *c->ent, 1024))
     return;
   memcpy(c->bytes + c->bytes_len, p, n);
   memcpy(c->ids + c->ids_len, ids, k * sizeof *ids);

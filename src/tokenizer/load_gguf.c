@@ -31,13 +31,6 @@ static fdl_status array_of(const fdl_gguf *g, const char *key, fdl_gguf_type ele
   return FDL_OK;
 }
 
-static fdl_status opt_int(const fdl_gguf *g, const char *key, int64_t *v, bool *have,
-                          fdl_err *err) {
-  const fdl_gguf_kv *kv = fdl_gguf_find(g, key);
-  *have = kv != NULL;
-  return kv ? fdl_gguf_get_int(g, kv, v, err) : FDL_OK;
-}
-
 static fdl_status opt_bool(const fdl_gguf *g, const char *key, bool *v, fdl_err *err) {
   const fdl_gguf_kv *kv = fdl_gguf_find(g, key);
   return kv ? fdl_gguf_get_bool(g, kv, v, err) : FDL_OK;
@@ -48,14 +41,14 @@ static fdl_status special_id(const fdl_gguf *g, const char *path, const char *wh
                              int32_t dflt, int32_t *id, fdl_err *err) {
   char key[64];
   snprintf(key, sizeof key, "tokenizer.ggml.%s_token_id", what);
-  int64_t v;
-  bool have;
-  fdl_status s = opt_int(g, key, &v, &have, err);
+  const fdl_gguf_kv *kv = fdl_gguf_find(g, key);
+  int64_t v = 0;
+  fdl_status s = kv ? fdl_gguf_get_int(g, kv, &v, err) : FDL_OK;
   if (s != FDL_OK) return s;
-  if (have && (v < 0 || (uint64_t)v >= n))
+  if (kv && (v < 0 || (uint64_t)v >= n))
     return fdl_fail(err, FDL_PARSE, "%s: %s is %" PRId64 ", outside the vocabulary of %zu", path,
                     key, v, n);
-  *id = have ? (int32_t)v : dflt >= 0 && (size_t)dflt < n ? dflt : -1;
+  *id = kv ? (int32_t)v : dflt >= 0 && (size_t)dflt < n ? dflt : -1;
   return FDL_OK;
 }
 
@@ -237,6 +230,7 @@ fdl_status fdl_tk_load_gguf(fdl_tok *t, const char *path, fdl_tok_file *f, fdl_e
   if (s == FDL_OK && gpt2)
     s = array_of(&g, "tokenizer.ggml.merges", FDL_GGUF_STRING, 0, true, &mg, err);
   t->byte_level = gpt2;
+  t->byte_fallback = llama;
   t->model = gpt2 ? TK_MODEL_BPE : TK_MODEL_SPM;
   if (s == FDL_OK) s = tokens(t, &g, tk, ty, sc, err);
   if (s == FDL_OK) s = fdl_tk_build_map(t, err);
@@ -259,12 +253,6 @@ fdl_status fdl_tk_load_gguf(fdl_tok *t, const char *path, fdl_tok_file *f, fdl_e
   /* A default with no token to add is off; a file that asks for a token it does not name lies. */
   if (s == FDL_OK) s = add_flag(&g, path, "bos", t->bos, &t->add_bos, err);
   if (s == FDL_OK) s = add_flag(&g, path, "eos", t->eos, &t->add_eos, err);
-  for (int b = 0; s == FDL_OK && b < 256; b++) {
-    char hex[8], one = (char)b;
-    snprintf(hex, sizeof hex, "<0x%02X>", b);
-    t->byte_tok[b] = gpt2 ? fdl_tk_lookup(t, &one, 1) : fdl_tk_lookup(t, hex, 6);
-  }
-  t->byte_fallback = llama;
   t->added_as_written = true;
   fdl_gguf_close(&g);
   return s;

@@ -285,26 +285,18 @@ fdl_status fdl_tk_load_hf(fdl_tok *t, const tk_source *js, const tk_source *cfg,
   if (s == FDL_OK) s = fdl_tk_parse_pretokenizer(t, json_object_get(doc, "pre_tokenizer"), err);
   if (s == FDL_OK) s = fdl_tk_parse_decoder(t, json_object_get(doc, "decoder"), err);
   if (s == FDL_OK && has_bytelevel_decoder(json_object_get(doc, "decoder"))) t->byte_level = true;
+  t->byte_fallback = json_is_true(json_object_get(m, "byte_fallback"));
   if (s == FDL_OK) s = vocab(t, m, added, err);
   if (s == FDL_OK) s = fdl_tk_build_map(t, err);
   if (s == FDL_OK) s = added_tokens(t, added, err);
   if (s == FDL_OK) s = merges(t, m, err);
   if (s == FDL_OK) {
     t->model = TK_MODEL_BPE;
-    t->byte_fallback = json_is_true(json_object_get(m, "byte_fallback"));
     t->fuse_unk = json_is_true(json_object_get(m, "fuse_unk"));
     t->ignore_merges = json_is_true(json_object_get(m, "ignore_merges"));
     const json_t *unk = json_object_get(m, "unk_token");
     if (json_is_string(unk))
       t->unk = fdl_tk_lookup(t, json_string_value(unk), json_string_length(unk));
-    for (int b = 0; b < 256; b++) {
-      char hex[8];
-      char one = (char)b;
-      snprintf(hex, sizeof hex, "<0x%02X>", b);
-      t->byte_tok[b] = t->byte_level      ? fdl_tk_lookup(t, &one, 1)
-                       : t->byte_fallback ? fdl_tk_lookup(t, hex, 6)
-                                          : -1;
-    }
     s = post_processor(t, json_object_get(doc, "post_processor"), err);
   }
   if (s == FDL_OK && cfg) s = config(t, cfg->path, cfg->text, cfg->len, err);

@@ -8,18 +8,15 @@
 
 fdl_status fdl_tk_scratch_reserve(tk_scratch *s, size_t n, fdl_err *err) {
   if (n <= s->cap) return FDL_OK;
-  size_t cap = s->cap ? s->cap : 256;
-  while (cap < n) cap *= 2;
-  int32_t *id = fdl_realloc(s->id, cap * sizeof *id);
-  if (id) s->id = id;
-  uint32_t **arrs[4] = {&s->start, &s->len, &s->prev, &s->next};
-  bool ok = id != NULL;
-  for (int i = 0; i < 4 && ok; i++) {
-    uint32_t *np = fdl_realloc(*arrs[i], cap * sizeof *np);
-    if (np) *arrs[i] = np;
-    ok = np != NULL;
+  /* five arrays of 4-byte elements that share one capacity: each grows from it */
+  void **arrs[5] = {(void **)&s->id, (void **)&s->start, (void **)&s->len, (void **)&s->prev,
+                    (void **)&s->next};
+  size_t cap = s->cap;
+  for (int i = 0; i < 5; i++) {
+    cap = s->cap;
+    if (!fdl_tk_reserve(arrs[i], &cap, n, sizeof(uint32_t), 256))
+      return fdl_fail(err, FDL_NOMEM, "out of memory for a piece of %zu symbols", n);
   }
-  if (!ok) return fdl_fail(err, FDL_NOMEM, "out of memory for a piece of %zu symbols", n);
   s->cap = cap;
   return FDL_OK;
 }
@@ -30,13 +27,9 @@ static bool before(const struct tk_heap_entry *x, const struct tk_heap_entry *y)
 
 fdl_status fdl_tk_heap_push(tk_scratch *s, double key, uint32_t left, uint32_t right, uint32_t a,
                             uint32_t b, fdl_err *err) {
-  if (s->n_heap == s->cap_heap) {
-    size_t cap = s->cap_heap ? 2 * s->cap_heap : 256;
-    struct tk_heap_entry *h = fdl_realloc(s->heap, cap * sizeof *h);
-    if (!h) return fdl_fail(err, FDL_NOMEM, "out of memory for the merge queue");
-    s->heap = h;
-    s->cap_heap = cap;
-  }
+  /* n == cap tested here, not only in fdl_grow: no call per push (a hot path) */
+  if (s->n_heap == s->cap_heap && !FDL_GROW(s->heap, s->n_heap, s->cap_heap, 256))
+    return fdl_fail(err, FDL_NOMEM, "out of memory for the merge queue");
   struct tk_heap_entry e = {key, left, right, a, b};
   size_t i = s->n_heap++;
   while (i > 0) {
@@ -76,13 +69,8 @@ void fdl_tk_scratch_free(tk_scratch *s) {
 }
 
 fdl_status fdl_tk_push_id(tk_out *o, int32_t id, fdl_err *err) {
-  if (o->n == o->cap) {
-    size_t nc = o->cap ? 2 * o->cap : 1024;
-    int32_t *np = fdl_realloc(o->ids, nc * sizeof *np);
-    if (!np) return fdl_fail(err, FDL_NOMEM, "out of memory for %zu token ids", nc);
-    o->ids = np;
-    o->cap = nc;
-  }
+  if (o->n == o->cap && !FDL_GROW(o->ids, o->n, o->cap, 1024)) /* as in fdl_tk_heap_push */
+    return fdl_fail(err, FDL_NOMEM, "out of memory for %zu token ids", o->n + 1);
   o->ids[o->n++] = id;
   return FDL_OK;
 }

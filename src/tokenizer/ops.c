@@ -66,48 +66,46 @@ static fdl_status replacement(const json_t *o, const char *where, char *out, siz
   return FDL_OK;
 }
 
-static fdl_status too_many(const char *where, fdl_err *err) {
-  return fdl_fail(err, FDL_BOUNDS, "%s: more than %d steps", where, TK_MAX_OPS);
-}
-
-static fdl_status refuse(const char *where, const char *type, fdl_err *err) {
-  return fdl_fail(err, FDL_UNSUPPORTED,
-                  "%s type %s is not supported (docs/TOKENIZER.md lists what is); refusing "
-                  "rather than tokenizing differently from the model",
-                  where, type ? type : "(missing)");
-}
-
-/* A Sequence: each of its key's members through parse, in order. */
-static fdl_status sequence(fdl_tok *t, const json_t *o, const char *key, const char *where,
-                           fdl_status (*parse)(fdl_tok *, const json_t *, fdl_err *),
-                           fdl_err *err) {
-  const json_t *a = json_object_get(o, key);
-  size_t i;
-  const json_t *e;
-  if (!json_is_array(a)) return fdl_fail(err, FDL_PARSE, "%s: Sequence needs %s", where, key);
-  json_array_foreach(a, i, e) {
-    fdl_status s = parse(t, e, err);
-    if (s != FDL_OK) return s;
+/* What every step object starts with: null is no step; a Sequence is its members (under
+ * seq_key), each through parse, in order; any other type must be one of kinds and take a free
+ * slot (n_ops are used). The type's position in kinds, or -1 with *st saying why there is no
+ * step to fill. */
+static int step_kind(fdl_tok *t, const json_t *o, const char *seq_key, const char *where,
+                     fdl_status (*parse)(fdl_tok *, const json_t *, fdl_err *),
+                     const char *const *kinds, int n_kinds, size_t n_ops, fdl_status *st,
+                     fdl_err *err) {
+  *st = FDL_OK;
+  if (!o || json_is_null(o)) return -1;
+  const char *ty = fdl_json_str(o, "type");
+  if (ty && !strcmp(ty, "Sequence")) {
+    const json_t *a = json_object_get(o, seq_key);
+    if (!json_is_array(a)) *st = fdl_fail(err, FDL_PARSE, "%s: Sequence needs %s", where, seq_key);
+    for (size_t i = 0; *st == FDL_OK && i < json_array_size(a); i++)
+      *st = parse(t, json_array_get(a, i), err);
+    return -1;
   }
-  return FDL_OK;
+  int k = kind_of(ty, kinds, n_kinds);
+  if (n_ops == TK_MAX_OPS)
+    *st = fdl_fail(err, FDL_BOUNDS, "%s: more than %d steps", where, TK_MAX_OPS);
+  else if (k < 0)
+    *st = fdl_fail(err, FDL_UNSUPPORTED,
+                   "%s type %s is not supported (docs/TOKENIZER.md lists what is); refusing "
+                   "rather than tokenizing differently from the model",
+                   where, ty ? ty : "(missing)");
+  return *st == FDL_OK ? k : -1;
 }
 
 fdl_status fdl_tk_parse_normalizer(fdl_tok *t, const json_t *o, fdl_err *err) {
   static const char W[] = "tokenizer.json normalizer";
-  if (!o || json_is_null(o)) return FDL_OK;
-  const char *ty = fdl_json_str(o, "type");
-  if (ty && !strcmp(ty, "Sequence"))
-    return sequence(t, o, "normalizers", W, fdl_tk_parse_normalizer, err);
-  if (t->n_norm == TK_MAX_OPS) return too_many(W, err);
+  static const char *const KINDS[] = {"NFC",     "NFKC",    "NFD",  "NFKD", "Lowercase",
+                                      "Prepend", "Replace", "Strip"}; /* tk_norm_kind */
+  fdl_status st;
+  int k = step_kind(t, o, "normalizers", W, fdl_tk_parse_normalizer, KINDS, 8, t->n_norm, &st, err);
+  if (k < 0) return st;
   tk_norm *op = &t->norm[t->n_norm];
   memset(op, 0, sizeof *op);
   const char *s = NULL;
   size_t n = 0;
-  fdl_status st = FDL_OK;
-  static const char *const KINDS[] = {"NFC",     "NFKC",    "NFD",  "NFKD", "Lowercase",
-                                      "Prepend", "Replace", "Strip"}; /* tk_norm_kind */
-  int k = kind_of(ty, KINDS, 8);
-  if (k < 0) return refuse(W, ty, err);
   op->kind = (tk_norm_kind)k;
   if (k == TK_N_STRIP) {
     op->left = op->right = true;
@@ -126,18 +124,14 @@ fdl_status fdl_tk_parse_normalizer(fdl_tok *t, const json_t *o, fdl_err *err) {
 
 fdl_status fdl_tk_parse_pretokenizer(fdl_tok *t, const json_t *o, fdl_err *err) {
   static const char W[] = "tokenizer.json pre_tokenizer";
-  if (!o || json_is_null(o)) return FDL_OK;
-  const char *ty = fdl_json_str(o, "type");
-  if (ty && !strcmp(ty, "Sequence"))
-    return sequence(t, o, "pretokenizers", W, fdl_tk_parse_pretokenizer, err);
-  if (t->n_pre == TK_MAX_OPS) return too_many(W, err);
-  tk_pre *op = &t->pre[t->n_pre];
-  memset(op, 0, sizeof *op);
-  fdl_status st = FDL_OK;
   static const char *const KINDS[] = {"Split", "ByteLevel", "Digits",
                                       "Metaspace"}; /* tk_pre_kind */
-  int k = kind_of(ty, KINDS, 4);
-  if (k < 0) return refuse(W, ty, err);
+  fdl_status st;
+  int k =
+      step_kind(t, o, "pretokenizers", W, fdl_tk_parse_pretokenizer, KINDS, 4, t->n_pre, &st, err);
+  if (k < 0) return st;
+  tk_pre *op = &t->pre[t->n_pre];
+  memset(op, 0, sizeof *op);
   op->kind = (tk_pre_kind)k;
   if (k == TK_P_SPLIT) {
     static const char *const B[] = {"Removed", "Isolated", "MergedWithPrevious", "MergedWithNext",
@@ -172,20 +166,15 @@ fdl_status fdl_tk_parse_pretokenizer(fdl_tok *t, const json_t *o, fdl_err *err) 
 
 fdl_status fdl_tk_parse_decoder(fdl_tok *t, const json_t *o, fdl_err *err) {
   static const char W[] = "tokenizer.json decoder";
-  if (!o || json_is_null(o)) return FDL_OK;
-  const char *ty = fdl_json_str(o, "type");
-  if (ty && !strcmp(ty, "Sequence"))
-    return sequence(t, o, "decoders", W, fdl_tk_parse_decoder, err);
-  if (t->n_dec == TK_MAX_OPS) return too_many(W, err);
-  tk_dec *op = &t->dec[t->n_dec];
-  memset(op, 0, sizeof *op);
-  fdl_status st = FDL_OK;
-  const char *s = NULL;
-  size_t n = 0;
   static const char *const KINDS[] = {"ByteLevel", "Replace", "ByteFallback",
                                       "Fuse",      "Strip",   "Metaspace"}; /* tk_dec_kind */
-  int k = kind_of(ty, KINDS, 6);
-  if (k < 0) return refuse(W, ty, err);
+  fdl_status st;
+  int k = step_kind(t, o, "decoders", W, fdl_tk_parse_decoder, KINDS, 6, t->n_dec, &st, err);
+  if (k < 0) return st;
+  tk_dec *op = &t->dec[t->n_dec];
+  memset(op, 0, sizeof *op);
+  const char *s = NULL;
+  size_t n = 0;
   op->kind = (tk_dec_kind)k;
   if (k == TK_D_REPLACE) {
     const json_t *str = json_object_get(json_object_get(o, "pattern"), "String");

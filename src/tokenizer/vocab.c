@@ -2,6 +2,7 @@
  *
  * Both tables are open-addressing hashes sized to a power of two at least twice their content,
  * so a lookup is one hash and a short probe whatever the vocabulary. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,14 +39,8 @@ fdl_status fdl_tk_pool_add(fdl_tok *t, const char *p, size_t len, tk_str *s, fdl
     return fdl_fail(err, FDL_BOUNDS, "a token of %zu bytes (at most %u)", len, TK_MAX_TOKEN_BYTES);
   if (t->pool_len + len + 1 > UINT32_MAX)
     return fdl_fail(err, FDL_BOUNDS, "the vocabulary's text exceeds 4 GiB");
-  if (t->pool_len + len + 1 > t->pool_cap) {
-    size_t cap = t->pool_cap ? t->pool_cap : 1 << 16;
-    while (cap < t->pool_len + len + 1) cap *= 2;
-    char *np = fdl_realloc(t->pool, cap);
-    if (!np) return fdl_fail(err, FDL_NOMEM, "out of memory for the vocabulary's text");
-    t->pool = np;
-    t->pool_cap = cap;
-  }
+  if (!fdl_tk_reserve((void **)&t->pool, &t->pool_cap, t->pool_len + len + 1, 1, 1 << 16))
+    return fdl_fail(err, FDL_NOMEM, "out of memory for the vocabulary's text");
   if (len) memcpy(t->pool + t->pool_len, p, len);
   t->pool[t->pool_len + len] = '\0';
   s->off = (uint32_t)t->pool_len;
@@ -78,6 +73,13 @@ fdl_status fdl_tk_build_map(fdl_tok *t, fdl_err *err) {
       tk_str o = t->text[v - 1];
       if (o.len == s.len && !memcmp(tk_ptr(t, o), tk_ptr(t, s), s.len)) break; /* first id wins */
     }
+  }
+  for (int b = 0; b < 256; b++) {
+    char hex[8], one = (char)b;
+    snprintf(hex, sizeof hex, "<0x%02X>", b);
+    t->byte_tok[b] = t->byte_level      ? fdl_tk_lookup(t, &one, 1)
+                     : t->byte_fallback ? fdl_tk_lookup(t, hex, 6)
+                                        : -1;
   }
   return FDL_OK;
 }
