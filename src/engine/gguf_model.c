@@ -307,15 +307,8 @@ static fdl_status view(fdl_model *m, const fdl_gguf_tensor *gt, bool widen, fdl_
   if (!fdl_size_mul(n, es, &bytes))
     return fdl_fail(err, FDL_TOO_LARGE, "tensor %s: too large", gt->name);
   uint8_t *buf = fdl_malloc(bytes);
-  fdl_tensor **grown = buf ? fdl_realloc(m->owned, (m->nowned + 1) * sizeof *grown) : NULL;
-  fdl_tensor *own = grown ? fdl_calloc(1, sizeof *own) : NULL;
-  if (grown) m->owned = grown;
-  if (!own) {
-    free(buf);
+  if (!buf || !fdl_eng_own(m, buf))
     return fdl_fail(err, FDL_NOMEM, "tensor %s: out of memory for its float32 copy", gt->name);
-  }
-  own->data = buf;
-  m->owned[m->nowned++] = own;
   t->data = buf;
   t->nbytes = n * es;
   if (!stored) m->gguf_checked[gt - g->tensors] = true;
