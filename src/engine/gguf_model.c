@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "base/check.h"
+#include "base/path.h"
 #include "base/sys.h"
 #include "engine/internal.h"
 #include "fidelis/digest.h"
@@ -464,9 +465,8 @@ fdl_status fdl_eng_gguf_open(fdl_model *m, const char *path, fdl_err *err) {
   if ((s = fdl_eng_gguf_config(m->gguf, &m->config, err))) return s;
   m->gguf_converted =
       !strcmp(json_string_value(json_object_get(m->config, "model_type")), "qwen3_5_text");
-  const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
-  if (!(m->files = fdl_calloc(1, sizeof *m->files)) || !(m->files->name = fdl_strdup(base)))
+  if (!(m->files = fdl_calloc(1, sizeof *m->files)) ||
+      !(m->files->name = fdl_strdup(fdl_path_base(path))))
     return fdl_fail(err, FDL_NOMEM, "out of memory");
   m->nfiles = 1;
   m->files->bytes = m->gguf->map.size;
