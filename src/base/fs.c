@@ -19,6 +19,7 @@
 
 #include "base/fs.h"
 #include "base/cleanup.h"
+#include "base/path.h"
 #include "base/sys.h"
 
 /* A staging tree is at most a dataset deep (datasets refuse more than 64 levels); the bound
@@ -316,8 +317,7 @@ fdl_status fdl_stage_open(fdl_stage *st, const char *target, unsigned flags, fdl
 void fdl_stage_abort(fdl_stage *st) {
   if (!st) return;
   if (st->path && st->parent_fd >= 0) {
-    const char *slash = strrchr(st->path, '/');
-    (void)fdl_remove_tree_at(st->parent_fd, slash ? slash + 1 : st->path, NULL);
+    (void)fdl_remove_tree_at(st->parent_fd, fdl_path_base(st->path), NULL);
   }
   if (!st->path) { /* zeroed or committed: the descriptors are not ours */
     free(st->target);

@@ -106,6 +106,11 @@ bool fdl_path_within(const char *inner, const char *outer) {
   return !strncmp(inner, outer, n) && (inner[n] == '\0' || inner[n] == '/');
 }
 
+const char *fdl_path_base(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
 bool fdl_ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), m = strlen(suffix);
   return n >= m && !memcmp(s + n - m, suffix, m);

@@ -27,6 +27,10 @@ bool fdl_path_join_to(const char *dir, const char *name, char *out, size_t cap);
  * directory cannot be read. */
 char *fdl_path_where(const char *path);
 
+/* The last component of path: what follows its last '/', or all of it when it has none (no OS
+ * call, unlike basename(3); a trailing '/' leaves ""). */
+const char *fdl_path_base(const char *path);
+
 /* True when the string s ends with suffix (a file or tensor name's extension or tail). */
 bool fdl_ends_with(const char *s, const char *suffix);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/order.h"
+#include "base/path.h"
 #include "dataset/ds_internal.h"
 #include "json/json.h"
 #include "base/sys.h"
@@ -183,10 +184,9 @@ fdl_status fdl_ds_tensor_file_digests(const char *path, const char *key, fdl_ds_
   int dirfd = AT_FDCWD;
   /* fdl_ds_open_at wants a relative path below a directory fd: split path into dir + name. */
   char dir[DS_MAX_PATH];
-  const char *name = strrchr(path, '/');
+  const char *name = fdl_path_base(path);
   if (!fdl_dirname(path, dir, sizeof dir))
     return fdl_fail(err, FDL_BOUNDS, "%s: path too long", path);
-  name = name ? name + 1 : path;
   dirfd = fdl_sys_open(dir[0] ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dirfd < 0) return fdl_fail(err, FDL_IO, "%s: cannot open its directory", path);
   /* One read yields the file and content digests; the payload needs its own only when it is

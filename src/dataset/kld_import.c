@@ -265,8 +265,7 @@ static fdl_status refuse_err(kld_ctx *c, fdl_err *err, fdl_refusal_code code, fd
 /* The last path component, and without its extension; anything outside [A-Za-z0-9._-] becomes
  * '-', so the names can go into a dataset id and the panel's labels. */
 static void names_of(kld_ctx *c, const char *path) {
-  const char *b = strrchr(path, '/');
-  b = b ? b + 1 : path;
+  const char *b = fdl_path_base(path);
   snprintf(c->base, sizeof c->base, "%s", *b ? b : "base.kld");
   for (char *p = c->base; *p; p++)
     if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "base/check.h"
+#include "base/path.h"
 #include "base/sys.h"
 #include "engine/internal.h"
 #include "fidelis/digest.h"
@@ -307,15 +308,8 @@ static fdl_status view(fdl_model *m, const fdl_gguf_tensor *gt, bool widen, fdl_
   if (!fdl_size_mul(n, es, &bytes))
     return fdl_fail(err, FDL_TOO_LARGE, "tensor %s: too large", gt->name);
   uint8_t *buf = fdl_malloc(bytes);
-  fdl_tensor **grown = buf ? fdl_realloc(m->owned, (m->nowned + 1) * sizeof *grown) : NULL;
-  fdl_tensor *own = grown ? fdl_calloc(1, sizeof *own) : NULL;
-  if (grown) m->owned = grown;
-  if (!own) {
-    free(buf);
+  if (!buf || !fdl_eng_own(m, buf))
     return fdl_fail(err, FDL_NOMEM, "tensor %s: out of memory for its float32 copy", gt->name);
-  }
-  own->data = buf;
-  m->owned[m->nowned++] = own;
   t->data = buf;
   t->nbytes = n * es;
   if (!stored) m->gguf_checked[gt - g->tensors] = true;
@@ -471,9 +465,8 @@ fdl_status fdl_eng_gguf_open(fdl_model *m, const char *path, fdl_err *err) {
   if ((s = fdl_eng_gguf_config(m->gguf, &m->config, err))) return s;
   m->gguf_converted =
       !strcmp(json_string_value(json_object_get(m->config, "model_type")), "qwen3_5_text");
-  const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
-  if (!(m->files = fdl_calloc(1, sizeof *m->files)) || !(m->files->name = fdl_strdup(base)))
+  if (!(m->files = fdl_calloc(1, sizeof *m->files)) ||
+      !(m->files->name = fdl_strdup(fdl_path_base(path))))
     return fdl_fail(err, FDL_NOMEM, "out of memory");
   m->nfiles = 1;
   m->files->bytes = m->gguf->map.size;

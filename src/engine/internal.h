@@ -228,6 +228,9 @@ void fdl_eng_mat_row(const eng_mat *b, size_t row, float *dst);
 void fdl_eng_mat_args(const eng_mat *b, size_t row0, fdl_gemm_args *x);
 /* The tensor called name in any shard, or NULL. */
 const fdl_tensor *fdl_eng_find(const fdl_model *m, const char *name);
+/* A new tensor, its bytes data (from fdl_malloc), that the model owns and frees with itself (a
+ * float32 copy or reconstruction); NULL, data freed, when out of memory. */
+fdl_tensor *fdl_eng_own(fdl_model *m, void *data);
 /* quant_load.c: the [rows, cols] matrix `weight_name` (".weight") of a quantized checkpoint
  * (GPTQ, AWQ or compressed-tensors, as info says), from its parts, as a float32 tensor the model
  * owns; parts receives the names it read (NULL after the last). */

@@ -66,6 +66,18 @@ const fdl_model_info *fdl_model_get_info(const fdl_model *m) {
   return &m->info;
 }
 
+fdl_tensor *fdl_eng_own(fdl_model *m, void *data) {
+  fdl_tensor **grown = fdl_realloc(m->owned, (m->nowned + 1) * sizeof *grown);
+  fdl_tensor *t = grown ? fdl_calloc(1, sizeof *t) : NULL;
+  if (grown) m->owned = grown;
+  if (!t) {
+    free(data);
+    return NULL;
+  }
+  t->data = data;
+  return m->owned[m->nowned++] = t;
+}
+
 fdl_status fdl_model_head(const fdl_model *m, fdl_tensor *out, void **owned, fdl_err *err) {
   *out = *m->head.t;
   *owned = NULL;

@@ -497,16 +497,6 @@ static json_t *config_json(const fdl_model_preset *p, uint64_t seed) {
   return c;
 }
 
-static fdl_status write_json(const char *dir, const char *name, json_t *v, fdl_err *err) {
-  if (!v) return fdl_fail(err, FDL_NOMEM, "out of memory building %s", name);
-  char *path = fdl_path_join(dir, name);
-  fdl_status s = path ? fdl_json_write_file(path, v, FDL_JSON_PRETTY, err)
-                      : fdl_fail(err, FDL_NOMEM, "out of memory");
-  free(path);
-  json_decref(v);
-  return s;
-}
-
 /* ---- the run ------------------------------------------------------------------------------ */
 
 #define CHUNK ((size_t)1 << 20) /* elements generated and written at a time */
@@ -598,13 +588,13 @@ fdl_status fdl_model_write(const fdl_model_write_opts *o, fdl_model_write_result
     fdl_err_prefix(err, "model init");
     return s;
   }
-  s = write_json(st.path, "config.json", config_json(p, o->seed), err);
+  s = fdl_model_write_json(st.path, "config.json", config_json(p, o->seed), err);
   if (s == FDL_OK)
-    s = write_json(st.path, "generation_config.json",
-                   json_pack("{s:b, s:I, s:I, s:b}", "_from_model_config", 1, "bos_token_id",
-                             (json_int_t)p->bos, "eos_token_id", (json_int_t)p->eos, "do_sample",
-                             0),
-                   err);
+    s = fdl_model_write_json(st.path, "generation_config.json",
+                             json_pack("{s:b, s:I, s:I, s:b}", "_from_model_config", 1,
+                                       "bos_token_id", (json_int_t)p->bos, "eos_token_id",
+                                       (json_int_t)p->eos, "do_sample", 0),
+                             err);
   if (s == FDL_OK) {
     fdl_buf b;
     fdl_buf_init(&b, 0);

@@ -19,6 +19,10 @@
 fdl_status fdl_model_st_header(fdl_out *o, const fdl_tensor_in *tensors, size_t n,
                                const json_t *metadata, uint64_t *file_bytes, fdl_err *err);
 
+/* Writes v, indented, to dir/name and releases it; a NULL v is the out-of-memory of building
+ * it. */
+fdl_status fdl_model_write_json(const char *dir, const char *name, json_t *v, fdl_err *err);
+
 /* {"format": "pt"}: transformers refuses a safetensors file whose metadata lacks the format. */
 json_t *fdl_model_st_metadata(void);
 

@@ -1,8 +1,12 @@
-/* model_io.c - the file plumbing model init and the quantizer share: joined paths and a
- * safetensors header written ahead of data that is then streamed tensor by tensor, so that no
- * model is ever held whole in memory. */
+/* model_io.c - the file plumbing model init and the quantizer share: JSON documents written
+ * into a directory, and a safetensors header written ahead of data that is then streamed
+ * tensor by tensor, so that no model is ever held whole in memory. */
+
+#include <stdlib.h>
 
 #include "engine/model_internal.h"
+#include "base/path.h"
+#include "json/json.h"
 #include "base/buf.h"
 #include "tensor/safetensors_json.h"
 
@@ -17,6 +21,16 @@ void fdl_model_put_le32(uint8_t *p, uint32_t v) {
 void fdl_model_put_le16(uint8_t *p, uint16_t v) {
   p[0] = (uint8_t)v;
   p[1] = (uint8_t)(v >> 8);
+}
+
+fdl_status fdl_model_write_json(const char *dir, const char *name, json_t *v, fdl_err *err) {
+  if (!v) return fdl_fail(err, FDL_NOMEM, "out of memory building %s", name);
+  char *path = fdl_path_join(dir, name);
+  fdl_status s = path ? fdl_json_write_file(path, v, FDL_JSON_PRETTY, err)
+                      : fdl_fail(err, FDL_NOMEM, "out of memory");
+  free(path);
+  json_decref(v);
+  return s;
 }
 
 fdl_status fdl_model_st_header(fdl_out *o, const fdl_tensor_in *tensors, size_t n,

@@ -467,12 +467,8 @@ static fdl_status write_index(const job *j, const char *dir, fdl_err *err) {
   if (s == FDL_OK && (json_object_set_new(meta, "total_size", json_integer((json_int_t)total)) ||
                       json_object_set(idx, "weight_map", map)))
     s = fdl_fail(err, FDL_NOMEM, "out of memory");
-  char *path = s == FDL_OK ? fdl_path_join(dir, "model.safetensors.index.json") : NULL;
-  if (s == FDL_OK)
-    s = path ? fdl_json_write_file(path, idx, FDL_JSON_PRETTY, err)
-             : fdl_fail(err, FDL_NOMEM, "out of memory");
-  free(path);
   json_decref(map);
+  if (s == FDL_OK) return fdl_model_write_json(dir, "model.safetensors.index.json", idx, err);
   json_decref(idx);
   return s;
 }

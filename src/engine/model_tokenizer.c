@@ -77,21 +77,18 @@ static const char CHAT_TEMPLATE[] =
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
 
 fdl_status fdl_model_write_tokenizer(const char *dir, fdl_err *err) {
-  json_t *tok = tokenizer_json();
-  json_t *cfg = json_pack("{s:s, s:s, s:s, s:I, s:b}", "tokenizer_class", "PreTrainedTokenizerFast",
-                          "bos_token", "<|bos|>", "eos_token", "<|eos|>", "model_max_length",
-                          (json_int_t)4096, "clean_up_tokenization_spaces", 0);
-  char *tp = fdl_path_join(dir, "tokenizer.json"),
-       *cp = fdl_path_join(dir, "tokenizer_config.json"),
-       *jp = fdl_path_join(dir, "chat_template.jinja");
-  fdl_status s = tok && cfg && tp && cp && jp ? fdl_json_write_file(tp, tok, FDL_JSON_PRETTY, err)
-                                              : fdl_fail(err, FDL_NOMEM, "out of memory");
-  if (s == FDL_OK) s = fdl_json_write_file(cp, cfg, FDL_JSON_PRETTY, err);
-  if (s == FDL_OK) s = fdl_write_file(jp, CHAT_TEMPLATE, sizeof CHAT_TEMPLATE - 1, err);
-  json_decref(tok);
-  json_decref(cfg);
-  free(tp);
-  free(cp);
+  fdl_status s = fdl_model_write_json(dir, "tokenizer.json", tokenizer_json(), err);
+  if (s == FDL_OK)
+    s = fdl_model_write_json(dir, "tokenizer_config.json",
+                             json_pack("{s:s, s:s, s:s, s:I, s:b}", "tokenizer_class",
+                                       "PreTrainedTokenizerFast", "bos_token", "<|bos|>",
+                                       "eos_token", "<|eos|>", "model_max_length", (json_int_t)4096,
+                                       "clean_up_tokenization_spaces", 0),
+                             err);
+  char *jp = s == FDL_OK ? fdl_path_join(dir, "chat_template.jinja") : NULL;
+  if (s == FDL_OK)
+    s = jp ? fdl_write_file(jp, CHAT_TEMPLATE, sizeof CHAT_TEMPLATE - 1, err)
+           : fdl_fail(err, FDL_NOMEM, "out of memory");
   free(jp);
   return s;
 }

@@ -89,19 +89,11 @@ fdl_status fdl_eng_quant_mat(fdl_model *m, const char *weight_name, size_t rows,
                     "tensor %s: %llu bytes, but the config's [%zu, %zu] matrix as %s takes %llu",
                     t[0]->name, (unsigned long long)t[0]->nbytes, rows, cols, L.what,
                     (unsigned long long)L.bytes);
-  fdl_tensor **grown = fdl_realloc(m->owned, (m->nowned + 1) * sizeof *grown);
-  if (!grown) return fdl_fail(err, FDL_NOMEM, "out of memory");
-  m->owned = grown;
-  fdl_tensor *w = fdl_calloc(1, sizeof *w);
   float *data = fdl_malloc(rows * cols * sizeof *data);
-  if (!w || !data) {
-    free(w);
-    free(data);
+  fdl_tensor *w = data ? fdl_eng_own(m, data) : NULL;
+  if (!w)
     return fdl_fail(err, FDL_NOMEM, "%s: out of memory for its float32 reconstruction",
                     weight_name);
-  }
-  w->data = (const uint8_t *)data;
-  m->owned[m->nowned++] = w;
   const fdl_model_info *in = &m->info;
   const fdl_gptq_format fmt = {in->gptq_group, in->gptq_bits, in->gptq_v2};
   const fdl_ct_parts ctp = {t[0], t[1], t[2], t[3], t[4]};

@@ -194,13 +194,8 @@ const fdl_tensor *fdl_eng_find(const fdl_model *m, const char *name) {
 
 /* Records a tensor the model uses (the others are refused as unexpected). */
 static fdl_status fdl_eng_bound(eng_binder *b, const char *name, fdl_err *err) {
-  if (b->nbound == b->capbound) {
-    size_t nc = b->capbound ? 2 * b->capbound : 64;
-    const char **nb = fdl_realloc(b->bound, nc * sizeof *nb);
-    if (!nb) return fdl_fail(err, FDL_NOMEM, "out of memory");
-    b->bound = nb;
-    b->capbound = nc;
-  }
+  if (!FDL_GROW(b->bound, b->nbound, b->capbound, 64))
+    return fdl_fail(err, FDL_NOMEM, "out of memory");
   b->bound[b->nbound++] = name;
   return FDL_OK;
 }
@@ -241,13 +236,8 @@ static fdl_status bind_any(eng_binder *b, const char *name, int nd, const size_t
                     "tensor %s: data at file offset %llu is not aligned to its %zu-byte elements",
                     name, (unsigned long long)t->offset, fdl_dtype_size(t->dtype));
   /* Finiteness waits for the shard pass (scan_shard), which reads these bytes anyway. */
-  if (m->nchecked == m->capchecked) {
-    size_t nc = m->capchecked ? 2 * m->capchecked : 64;
-    const fdl_tensor **nb = fdl_realloc(m->checked, nc * sizeof *nb);
-    if (!nb) return fdl_fail(err, FDL_NOMEM, "out of memory");
-    m->checked = nb;
-    m->capchecked = nc;
-  }
+  if (!FDL_GROW(m->checked, m->nchecked, m->capchecked, 64))
+    return fdl_fail(err, FDL_NOMEM, "out of memory");
   m->checked[m->nchecked++] = t;
   *out = t;
   return fdl_eng_bound(b, t->name, err);

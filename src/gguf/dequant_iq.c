@@ -6,17 +6,19 @@
  * other kernel files, each value is one or two float multiplies in ggml's order. */
 #include "gguf/dequant_internal.h"
 
-/* IQ4_NL, 18 bytes: f16 d, 16 bytes of nibbles (value j low, value j + 16 high);
+/* 32 values from 16 bytes of IQ4 nibbles (value j low, value j + 16 high), both IQ4 formats:
  * y = d * level[code]. */
-void fdl_dq_iq4_nl(const uint8_t *restrict src, uint64_t blocks, float *restrict dst) {
-  for (uint64_t b = 0; b < blocks; b++, src += 18, dst += 32) {
-    const float d = fdl_dq_f16_at(src);
-    const uint8_t *qs = src + 2;
-    for (int j = 0; j < 16; j++) {
-      dst[j] = d * (float)fdl_dq_iq4nl_levels[qs[j] & 0x0f];
-      dst[j + 16] = d * (float)fdl_dq_iq4nl_levels[qs[j] >> 4];
-    }
+static void iq4_nibbles(const uint8_t *restrict qs, float d, float *restrict y) {
+  for (int j = 0; j < 16; j++) {
+    y[j] = d * (float)fdl_dq_iq4nl_levels[qs[j] & 0x0f];
+    y[j + 16] = d * (float)fdl_dq_iq4nl_levels[qs[j] >> 4];
   }
+}
+
+/* IQ4_NL, 18 bytes: f16 d, 16 bytes of nibbles. */
+void fdl_dq_iq4_nl(const uint8_t *restrict src, uint64_t blocks, float *restrict dst) {
+  for (uint64_t b = 0; b < blocks; b++, src += 18, dst += 32)
+    iq4_nibbles(src + 2, fdl_dq_f16_at(src), dst);
 }
 
 /* IQ4_XS, 136 bytes: f16 d, a 16-bit word of scale high bits (two per sub-block), 4 bytes of
@@ -30,12 +32,7 @@ void fdl_dq_iq4_xs(const uint8_t *restrict src, uint64_t blocks, float *restrict
     for (int ib = 0; ib < 8; ib++) {
       const int ls = ((src[4 + ib / 2] >> (4 * (ib % 2))) & 0x0f) | ((sh >> (2 * ib)) & 3) << 4;
       const float dl = d * (float)(ls - 32);
-      const uint8_t *qs = src + 8 + 16 * ib;
-      float *y = dst + 32 * ib;
-      for (int j = 0; j < 16; j++) {
-        y[j] = dl * (float)fdl_dq_iq4nl_levels[qs[j] & 0x0f];
-        y[j + 16] = dl * (float)fdl_dq_iq4nl_levels[qs[j] >> 4];
-      }
+      iq4_nibbles(src + 8 + 16 * ib, dl, dst + 32 * ib);
     }
   }
 }

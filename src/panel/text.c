@@ -7,6 +7,7 @@
 
 #include "base/sys.h"
 #include "base/buf.h"
+#include "base/path.h"
 #include "fidelis/dataset.h"
 #include "base/fs.h"
 #include "json/json.h"
@@ -32,11 +33,6 @@ typedef struct {
   size_t score_from;
   int32_t bos; /* -1: no BOS in the records */
 } ctx;
-
-static const char *base_name(const char *p) {
-  const char *s = strrchr(p, '/');
-  return s ? s + 1 : p;
-}
 
 static fdl_status put_json(ctx *c, json_t *j, fdl_err *err) {
   if (!j) return fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -79,7 +75,7 @@ static fdl_status cut(ctx *c, const int32_t *ids, size_t n, const char *path, co
   if (!rec) return fdl_fail(err, FDL_NOMEM, "out of memory");
   fdl_status s = FDL_OK;
   size_t k = 0, covered = 0;
-  const char *doc = base_name(path);
+  const char *doc = fdl_path_base(path);
   if (o->like_llama) {
     size_t total = n + b, chunks = total / N;
     if (o->chunks && chunks > o->chunks) chunks = o->chunks;
@@ -126,7 +122,7 @@ static fdl_status read_text(ctx *c, const fdl_panel_text *t, text_in *x, fdl_err
   if (t->domain) {
     snprintf(x->domain, sizeof x->domain, "%s", t->domain);
   } else {
-    snprintf(x->domain, sizeof x->domain, "%s", base_name(t->path));
+    snprintf(x->domain, sizeof x->domain, "%s", fdl_path_base(t->path));
     char *dot = strrchr(x->domain, '.');
     if (dot && dot != x->domain) *dot = '\0';
   }
@@ -192,7 +188,7 @@ static json_t *header(const ctx *c, const text_in *x) {
   json_t *src = json_array();
   for (size_t i = 0; src && i < c->o->n_texts; i++)
     json_array_append_new(src, json_pack("{s:s, s:I, s:s, s:s, s:I}", "name",
-                                         base_name(c->o->texts[i].path), "bytes",
+                                         fdl_path_base(c->o->texts[i].path), "bytes",
                                          (json_int_t)x[i].bytes, "sha256", x[i].hex, "domain",
                                          x[i].domain, "tokens", (json_int_t)x[i].n));
   const char *bos = c->o->bos == FDL_PANEL_BOS_ALWAYS  ? "always"

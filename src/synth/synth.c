@@ -236,10 +236,8 @@ static fdl_status pack_side(synth *z, bool cand, fdl_synth_result *res, fdl_err 
   char ckpt[FDL_SHA256_HEX_BUF];
   uint16_t *h = cand ? z->head_cand : z->head_ref;
   /* The synthetic checkpoint is its head: identify it by the head's bytes. */
-  fdl_sha256 d;
-  fdl_status s = fdl_sha256_buf(h, o->vocab * o->hidden * sizeof *h, &d, err);
+  fdl_status s = fdl_sha256_buf_hex(h, o->vocab * o->hidden * sizeof *h, ckpt, err);
   if (s != FDL_OK) return s;
-  fdl_sha256_hex(&d, ckpt);
   json_t *m = meta(z, cand, ckpt);
   char *out = fdl_path_join(z->outs, cand ? "candidate" : "reference");
   fdl_ds_pack_opts po = {.threads = o->threads,

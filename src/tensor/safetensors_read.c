@@ -307,17 +307,9 @@ const fdl_tensor *fdl_safetensors_at(const fdl_safetensors *st, size_t i) {
 
 const fdl_tensor *fdl_safetensors_find(const fdl_safetensors *st, const char *name) {
   if (!st || !name || !st->by_name) return NULL;
-  size_t lo = 0, hi = st->count;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(st->by_name[mid]->name, name);
-    if (c == 0) return st->by_name[mid];
-    if (c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return NULL;
+  const fdl_tensor key = {.name = name}, *k = &key;
+  const fdl_tensor **hit = bsearch(&k, st->by_name, st->count, sizeof *st->by_name, by_name_cmp);
+  return hit ? *hit : NULL;
 }
 
 const json_t *fdl_safetensors_metadata(const fdl_safetensors *st) {

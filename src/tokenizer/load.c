@@ -30,11 +30,6 @@ static fdl_status read_hashed(const char *path, const char *name, fdl_tok_file *
   return FDL_OK;
 }
 
-static const char *base_name(const char *p) {
-  const char *s = strrchr(p, '/');
-  return s ? s + 1 : p;
-}
-
 static bool is_gguf(const char *path) {
   int fd;
   if (fdl_open_regular(path, true, &fd, NULL, NULL) != FDL_OK) return false;
@@ -62,8 +57,8 @@ static fdl_status load_json(fdl_tok *t, const char *dir, const char *json_path, 
   }
   if (s == FDL_OK) s = fdl_model_member(dir, "tokenizer_config.json", &cp, err);
   if (s == FDL_OK)
-    s = read_hashed(jp, json_path ? base_name(json_path) : "tokenizer.json", &t->files[0], &jt, &jl,
-                    err);
+    s = read_hashed(jp, json_path ? fdl_path_base(json_path) : "tokenizer.json", &t->files[0], &jt,
+                    &jl, err);
   if (s == FDL_OK) t->n_files = 1;
   if (s == FDL_OK && cp &&
       (s = read_hashed(cp, "tokenizer_config.json", &t->files[1], &ct, &cl, err)) == FDL_OK)
@@ -92,7 +87,7 @@ fdl_status fdl_tok_load(const char *path, fdl_tok **out, fdl_err *err) {
   } else if (S_ISDIR(st.st_mode)) {
     s = load_json(t, path, NULL, err);
   } else if (is_gguf(path)) {
-    snprintf(t->files[0].name, sizeof t->files[0].name, "%s", base_name(path));
+    snprintf(t->files[0].name, sizeof t->files[0].name, "%s", fdl_path_base(path));
     s = fdl_tk_load_gguf(t, path, &t->files[0], err);
     t->n_files = 1;
     snprintf(t->source, sizeof t->source, "gguf");
