@@ -114,7 +114,7 @@ static fdl_status greedy_path(const fdl_kiln_path_in *p, uint64_t ref_argmax, pa
 /* One path's v1 entry. */
 static fdl_status path_entry(const fdl_kiln_path_in *p, const path_result *r, json_t **out,
                              fdl_err *err) {
-  json_t *obs = fdl_kiln_tokens_json(json_array(), r->obs, r->nobs);
+  json_t *obs = fdl_json_append_ints(json_array(), r->obs, r->nobs, sizeof *r->obs);
   *out =
       !obs ? NULL
       : p->full
@@ -173,7 +173,7 @@ static fdl_status kiln_v2(const fdl_kiln_request *rq, const json_t *provenance,
                      v->name, t, (long long)r->obs[t], (long long)rq->prefix[t]);
     if (s != FDL_OK) break;
     /* A full path's comparison is copied, a greedy one's final-token match */
-    json_t *obs = fdl_kiln_tokens_json(json_array(), r->obs, 4);
+    json_t *obs = fdl_json_append_ints(json_array(), r->obs, 4, sizeof *r->obs);
     json_t *blk =
         obs ? json_pack("{s:O, s:O}", v->full ? "comparison" : "final_token_matches_reference",
                         r->copied, "observed_next_tokens", obs)

@@ -48,8 +48,6 @@ bool fdl_kiln_token_ok(const json_t *v);
  * on failure. FDL_PARSE: *bad is the first element that is no token id, or SIZE_MAX (no array of
  * at most max values); the caller names the array. FDL_NOMEM. */
 fdl_status fdl_kiln_token_ids(const json_t *v, size_t max, uint64_t **ids, size_t *n, size_t *bad);
-/* list with the JSON integers v[0..n) appended; NULL (list released) when out of memory. */
-json_t *fdl_kiln_tokens_json(json_t *list, const uint64_t *v, size_t n);
 /* A POSIX path of n bytes that is relative, has no ".." and is already normalised (no "./",
  * "//", trailing "/"). */
 bool fdl_kiln_rel_path_ok(const char *s, size_t n);

@@ -67,15 +67,6 @@ static const char *text_at(const char *const *t, size_t i) {
   return t ? t[i] : "";
 }
 
-json_t *fdl_kiln_tokens_json(json_t *list, const uint64_t *v, size_t n) {
-  for (size_t i = 0; list && i < n; i++)
-    if (json_array_append_new(list, json_integer((json_int_t)v[i])) != 0) {
-      json_decref(list);
-      list = NULL;
-    }
-  return list;
-}
-
 /* The request at the streams' first divergence (§5); *step its index, set once they differ. */
 static fdl_status request(const fdl_kiln_divergence_in *in, const streams *st, size_t *step,
                           json_t **out, fdl_err *err) {
@@ -102,8 +93,9 @@ static fdl_status request(const fdl_kiln_divergence_in *in, const streams *st, s
                     "prompt of %zu ids plus %zu prefix ids: a request holds 1..%u input ids", np, k,
                     FDL_KILN_MAX_INPUT);
   json_t *prefix = json_array(),
-         *input = fdl_kiln_tokens_json(fdl_kiln_tokens_json(json_array(), prompt, np), cand, k);
-  json_t *ids = fdl_kiln_tokens_json(json_array(), prompt, np), *req = NULL;
+         *input = fdl_json_append_ints(
+             fdl_json_append_ints(json_array(), prompt, np, sizeof *prompt), cand, k, sizeof *cand);
+  json_t *ids = fdl_json_append_ints(json_array(), prompt, np, sizeof *prompt), *req = NULL;
   fdl_status s = FDL_OK;
   for (size_t i = 0; prefix && i < k; i++) {
     const char *t = st->texts[1] ? st->texts[1][i] : text_at(st->texts[0], i);

@@ -163,10 +163,9 @@ static fdl_status print_batch(void *ctx, const int32_t *ids, size_t n, fdl_err *
 }
 
 static int print_json(const fdl_tok *t, const int32_t *ids, size_t n) {
-  json_t *a = json_array(), *o = json_object();
+  json_t *a = fdl_json_append_ints(json_array(), ids, n, sizeof *ids), *o = json_object();
   fdl_tok_info info;
   fdl_tok_get_info(t, &info);
-  for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_integer(ids[i]));
   if (o && a) {
     json_object_set_new(o, "ids", a);
     json_object_set_new(o, "count", json_integer((json_int_t)n));

@@ -64,6 +64,11 @@ fdl_status fdl_json_dump(const json_t *v, unsigned flags, fdl_buf *out, fdl_err 
 /* Writes the canonical text to a new file (staged, never overwrites). */
 fdl_status fdl_json_write_file(const char *path, const json_t *v, unsigned flags, fdl_err *err);
 
+/* Appends n integers to list: v holds int32_t when elem is 4, int64_t (or uint64_t, read as its
+ * int64_t) when elem is 8. Gives list, or NULL with list released when list is NULL or memory
+ * runs out, so a short array is never written. */
+json_t *fdl_json_append_ints(json_t *list, const void *v, size_t n, size_t elem);
+
 /* A value built for the caller: on FDL_OK it becomes *out (the caller's reference), otherwise it
  * is released. Returns s. */
 static inline fdl_status fdl_json_hand_over(fdl_status s, json_t *v, json_t **out) {

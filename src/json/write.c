@@ -209,3 +209,14 @@ fdl_status fdl_json_write_file(const char *path, const json_t *v, unsigned flags
   fdl_buf_free(&b);
   return st;
 }
+
+json_t *fdl_json_append_ints(json_t *list, const void *v, size_t n, size_t elem) {
+  for (size_t i = 0; list && i < n; i++) {
+    json_int_t x = elem == 4 ? ((const int32_t *)v)[i] : ((const int64_t *)v)[i];
+    if (json_array_append_new(list, json_integer(x)) != 0) {
+      json_decref(list);
+      list = NULL;
+    }
+  }
+  return list;
+}

@@ -47,12 +47,7 @@ static fdl_status put_json(ctx *c, json_t *j, fdl_err *err) {
 
 static fdl_status record(ctx *c, const int32_t *ids, size_t n, const char *domain, const char *doc,
                          size_t k, fdl_err *err) {
-  json_t *t = json_array();
-  for (size_t i = 0; t && i < n; i++)
-    if (json_array_append_new(t, json_integer(ids[i]))) {
-      json_decref(t);
-      t = NULL;
-    }
+  json_t *t = fdl_json_append_ints(json_array(), ids, n, sizeof *ids);
   char wid[512];
   snprintf(wid, sizeof wid, "%s:%zu", domain, k);
   json_t *rec = t ? json_pack("{s:I, s:o, s:s, s:s, s:s}", "index", (json_int_t)c->r->records,
