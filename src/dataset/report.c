@@ -85,15 +85,9 @@ static void add(fdl_ds_report *r, fdl_ds_findings *f, fdl_ds_code code, const ch
   fdl_quote_text(raw, n, msg, sizeof msg);
   where = where ? where : "";
   fdl_quote_text(where, strlen(where), at, sizeof at);
-  if (f->count == f->cap_) {
-    size_t cap = f->cap_ ? f->cap_ * 2 : 16;
-    fdl_ds_finding *p = fdl_realloc(f->items, cap * sizeof *p);
-    if (!p) {
-      r->oom = FDL_NOMEM;
-      return;
-    }
-    f->items = p;
-    f->cap_ = cap;
+  if (!FDL_GROW(f->items, f->count, f->cap_, 16)) {
+    r->oom = FDL_NOMEM;
+    return;
   }
   fdl_ds_finding x = {code, fdl_strdup(rule), fdl_strdup(msg), fdl_strdup(at)};
   if (!x.rule || !x.message || !x.where) {
@@ -128,15 +122,9 @@ void fdl_ds_report_check(fdl_ds_report *r, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(name, sizeof name, fmt, ap);
   va_end(ap);
-  if (r->n_checks == r->cap_checks_) {
-    size_t cap = r->cap_checks_ ? r->cap_checks_ * 2 : 16;
-    char **p = fdl_realloc(r->checks, cap * sizeof *p);
-    if (!p) {
-      r->oom = FDL_NOMEM;
-      return;
-    }
-    r->checks = p;
-    r->cap_checks_ = cap;
+  if (!FDL_GROW(r->checks, r->n_checks, r->cap_checks_, 16)) {
+    r->oom = FDL_NOMEM;
+    return;
   }
   char *c = fdl_strdup(name);
   if (!c) {
