@@ -464,24 +464,15 @@ static fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fd
   size_t cap = 0;
   fdl_status s = FDL_OK;
   fdl_lines it = fdl_lines_of(text, len);
-  const char *line;
-  size_t n;
-  while (s == FDL_OK && fdl_lines_next(&it, &line, &n)) {
-    size_t lineno = it.lineno;
-    if (fdl_line_blank(line, n)) continue;
-    if (c->n == cap) {
-      cap = cap ? cap * 2 : 64;
-      pk_record *p = fdl_realloc(c->recs, cap * sizeof *p);
-      if (!p) {
-        s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "panel: out of memory");
-        break;
-      }
-      c->recs = p;
+  while (s == FDL_OK && fdl_lines_next(&it)) {
+    if (!FDL_GROW(c->recs, c->n, cap, 64)) {
+      s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "panel: out of memory");
+      break;
     }
     pk_record *r = &c->recs[c->n++];
     memset(r, 0, sizeof *r);
-    if (fdl_json_parse(line, n, NULL, &r->line, err) != FDL_OK) {
-      s = fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_PARSE, "panel line %zu: %s", lineno,
+    if (fdl_json_parse(it.line, it.n, NULL, &r->line, err) != FDL_OK) {
+      s = fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_PARSE, "panel line %zu: %s", it.lineno,
                         fdl_err_msg(err));
       break;
     }
@@ -491,7 +482,7 @@ static fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fd
       c->n--;
       continue;
     }
-    s = parse_line(c, r, lineno, err);
+    s = parse_line(c, r, it.lineno, err);
   }
   if (s != FDL_OK) return s;
   if (c->n == 0)
