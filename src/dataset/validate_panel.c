@@ -78,15 +78,13 @@ static void aggregate(ds_vctx *v, const indexed *recs, size_t n) {
 }
 
 /* Reads a token file as a list of integer ids; NULL (after a finding) when it is not one. */
-static int64_t *read_tokens(ds_vctx *v, const char *rel, size_t *n, bool *absent) {
+static int64_t *read_tokens(ds_vctx *v, const char *rel, size_t *n) {
   json_t *doc = NULL;
   bool missing;
   fdl_err e;
-  *absent = false;
   fdl_status s = fdl_ds_load_json_at(v->rootfd, rel, &doc, &missing, &e);
   if (s != FDL_OK) {
     if (missing) {
-      *absent = true;
       char q[FDL_QUOTE_CAP];
       if (!v->o->allow_partial)
         fdl_ds_report_error(v->rep, FDL_DSC_MISSING_FILE, "3", rel,
@@ -138,8 +136,7 @@ static void token_files(ds_vctx *v, const indexed *recs, size_t n) {
         !fdl_relpath_ok(tf, strlen(tf), false))
       continue; /* an unusable path is a PATH-1 finding already */
     size_t len;
-    bool absent;
-    int64_t *ids = read_tokens(v, rel, &len, &absent);
+    int64_t *ids = read_tokens(v, rel, &len);
     if (!ids) continue;
     char got[DS_HEX_LEN + 1], legacy[DS_HEX_LEN + 1];
     if (fdl_ds_token_digest(ids, len, false, got, NULL) != FDL_OK ||
@@ -258,10 +255,8 @@ static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
       }
       continue;
     }
-    fdl_sha256 d;
     char hex[DS_HEX_LEN + 1];
-    (void)fdl_sha256_buf(bytes, len, &d, NULL);
-    fdl_sha256_hex(&d, hex);
+    (void)fdl_sha256_buf_hex(bytes, len, hex, NULL);
     const char *want = fdl_json_str(r, "attention_mask_sha256");
     if (want && strcmp(want, hex))
       fdl_ds_report_error(v->rep, FDL_DSC_PANEL_DIGEST_MISMATCH, "BIND-3", rel,
