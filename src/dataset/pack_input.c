@@ -39,12 +39,6 @@ fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, fdl_refusal_code code, fdl_sta
 
 /* ---- the meta ---------------------------------------------------------------------------- */
 
-static bool in_list(const char *s, const char *const *list) {
-  for (size_t i = 0; s && list[i]; i++)
-    if (!strcmp(s, list[i])) return true;
-  return false;
-}
-
 /* Refuses keys of o outside allowed. */
 static fdl_status only_keys(pk_ctx *c, const json_t *o, const char *where,
                             const char *const *allowed, fdl_err *err) {
@@ -52,7 +46,7 @@ static fdl_status only_keys(pk_ctx *c, const json_t *o, const char *where,
   const json_t *v;
   json_object_foreach((json_t *)o, key, v) {
     char q[FDL_QUOTE_CAP];
-    if (!in_list(key, allowed))
+    if (fdl_vocab_find(allowed, key) < 0)
       return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                            "meta %s: unknown key %s (see fidelis pack --help)", where,
                            fdl_quote_str(key, q, sizeof q));
@@ -92,7 +86,7 @@ static fdl_status want_enum(pk_ctx *c, const json_t *o, const char *where, const
   fdl_status s = want_str(c, o, where, key, required, err);
   if (s != FDL_OK) return s;
   const char *v = fdl_json_str(o, key);
-  if (v && !in_list(v, vals)) {
+  if (v && fdl_vocab_find(vals, v) < 0) {
     char list[256] = "";
     for (size_t i = 0; vals[i]; i++) {
       size_t l = strlen(list);
@@ -336,7 +330,7 @@ static fdl_status parse_line(pk_ctx *c, pk_record *r, size_t lineno, fdl_err *er
   const json_t *v;
   json_object_foreach((json_t *)o, key, v) {
     char q[FDL_QUOTE_CAP];
-    if (!in_list(key, LINE_KEYS))
+    if (fdl_vocab_find(LINE_KEYS, key) < 0)
       return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                            "panel line %zu: unknown key %s (expected index, tokens, mask, domain, "
                            "window_id, allocation_stratum, document_id, role, semantic_class, "

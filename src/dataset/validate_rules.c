@@ -98,10 +98,8 @@ static int collect_containers(const json_t *node, json_t *set, int depth) {
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)node, key, val) {
-      if (json_is_string(val))
-        for (size_t i = 0; KEYS[i]; i++)
-          if (!strcmp(key, KEYS[i]))
-            lost |= json_object_set(set, json_string_value(val), json_true());
+      if (json_is_string(val) && fdl_vocab_find(KEYS, key) >= 0)
+        lost |= json_object_set(set, json_string_value(val), json_true());
       lost |= collect_containers(val, set, depth + 1);
     }
   } else if (json_is_array(node)) {
