@@ -406,7 +406,7 @@ static int cmp_rec(const void *a, const void *b) {
 static fdl_status parse_header(pk_ctx *c, json_t *line, fdl_err *err) {
   const json_t *h = json_object_get(line, "header");
   const json_t *tok = json_object_get(h, "tokenizer"), *sw = json_object_get(h, "scoring_window");
-  const char *schema = json_string_value(json_object_get(h, "schema"));
+  const char *schema = fdl_json_str(h, "schema");
   if (json_object_size(line) != 1 || !json_is_object(h) || !schema ||
       strcmp(schema, PK_PANEL_HEADER_SCHEMA))
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
@@ -414,11 +414,11 @@ static fdl_status parse_header(pk_ctx *c, json_t *line, fdl_err *err) {
                          PK_PANEL_HEADER_SCHEMA);
   int64_t from = 0;
   if (sw && (!json_is_object(sw) || !fdl_json_int(sw, "score_from", &from) || from < 0 ||
-             !json_is_string(json_object_get(sw, "policy"))))
+             !fdl_json_str(sw, "policy")))
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "panel header: scoring_window needs score_from (an integer >= 0) and a "
                          "policy string");
-  const char *id = json_string_value(json_object_get(tok, "id"));
+  const char *id = fdl_json_str(tok, "id");
   if (tok && (!json_is_object(tok) || !id || fdl_quote_has_control(id, strlen(id))))
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "panel header: tokenizer needs an id string of printable text");
@@ -428,8 +428,7 @@ static fdl_status parse_header(pk_ctx *c, json_t *line, fdl_err *err) {
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "panel header: tokenizer.files must be an array");
   json_array_foreach(files, i, f) {
-    const char *name = json_string_value(json_object_get(f, "name")),
-               *sha = json_string_value(json_object_get(f, "sha256"));
+    const char *name = fdl_json_str(f, "name"), *sha = fdl_json_str(f, "sha256");
     int64_t bytes;
     if (json_object_size(f) != 3 || !name || !*name || fdl_quote_has_control(name, strlen(name)) ||
         !sha || !fdl_sha256_hex_ok(sha, strlen(sha)) || !fdl_json_int(f, "bytes", &bytes) ||
