@@ -44,9 +44,8 @@ json_t *fdl_ds_v_load_sub(ds_vctx *v, const char *rel, const char *label, char *
                           fdl_quote_str(rel, q, sizeof q), e.msg);
     return NULL;
   }
-  if (file_sha256) {
-    if (fdl_sha256_buf_hex(text, len, file_sha256, NULL) != FDL_OK) file_sha256[0] = '\0';
-  }
+  if (file_sha256 && fdl_sha256_buf_hex(text, len, file_sha256, NULL) != FDL_OK)
+    file_sha256[0] = '\0';
   json_t *doc = NULL;
   s = fdl_json_parse(text, len, NULL, &doc, &e);
   free(text);
