@@ -296,10 +296,8 @@ void fdl_ds_v_scope(ds_vctx *v) {
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)a, key, val) {
-      bool ok = false;
-      for (size_t k = 0; ALLOWED[k] && !ok; k++) ok = !strcmp(key, ALLOWED[k]);
       char q[FDL_QUOTE_CAP];
-      if (!ok)
+      if (fdl_vocab_find(ALLOWED, key) < 0)
         fdl_ds_report_error(v->rep, FDL_DSC_SCOPE_ASSIGNMENT_KEYS, "SCOPE-004", W,
                             "scope assignment %zu carries key %s, which the registry schema "
                             "does not admit",
