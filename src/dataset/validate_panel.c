@@ -97,22 +97,12 @@ static int64_t *read_tokens(ds_vctx *v, const char *rel, size_t *n) {
     }
     return NULL;
   }
-  size_t len = json_is_array(doc) ? json_array_size(doc) : 0;
-  int64_t *ids = fdl_malloc((len ? len : 1) * sizeof *ids);
-  bool ok = json_is_array(doc) && ids;
-  for (size_t i = 0; ok && i < len; i++) {
-    const json_t *x = json_array_get(doc, i);
-    ok = json_is_integer(x);
-    if (ok) ids[i] = (int64_t)json_integer_value(x);
-  }
+  int64_t *ids = NULL;
+  bool ok = fdl_json_int_array(doc, INT64_MIN, INT64_MAX, &ids, n) == FDL_OK;
   json_decref(doc);
-  if (!ok) {
-    free(ids);
+  if (!ok)
     fdl_ds_report_error(v->rep, FDL_DSC_BAD_SCHEMA, "BIND-6", rel,
                         "a token file holds one JSON array of integer ids");
-    return NULL;
-  }
-  *n = len;
   return ids;
 }
 
