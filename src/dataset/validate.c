@@ -150,6 +150,14 @@ bool fdl_ds_v_got(ds_vctx *v, const void *p) {
   return p != NULL;
 }
 
+void fdl_ds_v_mirror(ds_vctx *v, const json_t *a, const json_t *b, const char *const *keys,
+                     fdl_ds_code code, const char *rule, const char *where, const char *fmt) {
+  for (size_t i = 0; keys[i]; i++) {
+    const json_t *x = json_object_get(a, keys[i]), *y = json_object_get(b, keys[i]);
+    if (x && y && !fdl_py_equal(x, y)) fdl_ds_report_error(v->rep, code, rule, where, fmt, keys[i]);
+  }
+}
+
 /* Steps 7-8: the four sealed sub-documents and the file digests the manifest claims. */
 static void load_subdocs(ds_vctx *v) {
   const fdl_ds_manifest *m = &v->mf;

@@ -289,12 +289,8 @@ static void mirror(ds_vctx *v, const indexed *recs, size_t n) {
                                      "tokenizer",
                                      "panel_id",
                                      NULL};
-  for (size_t i = 0; panel && KEYS[i]; i++) {
-    const json_t *a = json_object_get(panel, KEYS[i]), *b = json_object_get(v->panel.doc, KEYS[i]);
-    if (a && b && !fdl_py_equal(a, b))
-      fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "7.2", v->panel.rel,
-                          "%s differs between panel.json and the manifest's panel block", KEYS[i]);
-  }
+  fdl_ds_v_mirror(v, panel, v->panel.doc, KEYS, FDL_DSC_PANEL_BINDING, "7.2", v->panel.rel,
+                  "%s differs between panel.json and the manifest's panel block");
   int64_t contexts, total, sum = 0;
   if (fdl_json_int(v->panel.doc, "contexts", &contexts) && contexts != (int64_t)n)
     fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "7.2", v->panel.rel,
