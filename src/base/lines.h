@@ -10,15 +10,17 @@
 typedef struct {
   const char *text;
   size_t len, pos;
-  size_t lineno; /* 1-based number of the line last returned */
+  const char *line; /* the line last returned: n bytes, without its '\n' */
+  size_t n;
+  size_t lineno; /* its 1-based number */
 } fdl_lines;
 
 static inline fdl_lines fdl_lines_of(const char *text, size_t len) {
-  return (fdl_lines){text, len, 0, 0};
+  return (fdl_lines){text, len, 0, NULL, 0, 0};
 }
 
-/* The next line, blank ones included, without its '\n'; false at the end of the text. */
-bool fdl_lines_next(fdl_lines *it, const char **line, size_t *n);
-bool fdl_line_blank(const char *s, size_t n);
+/* Moves to the next line that is not blank; false at the end of the text. Both readers skip
+ * blank lines, so skipping them is written here once; lineno still counts them. */
+bool fdl_lines_next(fdl_lines *it);
 
 #endif

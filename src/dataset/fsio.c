@@ -148,13 +148,8 @@ static fdl_status push(ds_tree *t, int which, const char *path, fdl_err *err) {
   size_t *n = which == 0 ? &t->n_files : which == 1 ? &t->n_symlinks : &t->n_others;
   if (*n >= DS_MAX_FILES)
     return fdl_fail(err, FDL_TOO_LARGE, "dataset holds more than %zu entries", DS_MAX_FILES);
-  if (*n == t->cap_[which]) {
-    size_t cap = t->cap_[which] ? t->cap_[which] * 2 : 64;
-    char **p = fdl_realloc(*arr, cap * sizeof *p);
-    if (!p) return fdl_fail(err, FDL_NOMEM, "out of memory listing the dataset");
-    *arr = p;
-    t->cap_[which] = cap;
-  }
+  if (!FDL_GROW(*arr, *n, t->cap_[which], 64))
+    return fdl_fail(err, FDL_NOMEM, "out of memory listing the dataset");
   char *copy = fdl_strdup(path);
   if (!copy) return fdl_fail(err, FDL_NOMEM, "out of memory listing the dataset");
   (*arr)[(*n)++] = copy;

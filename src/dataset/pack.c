@@ -54,9 +54,7 @@ static fdl_status write_hashed(pk_ctx *c, const char *rel, const fdl_buf *b, cha
   fdl_status s = fdl_pk_stage_path(c, rel, path, sizeof path, err);
   if (s == FDL_OK && fdl_write_file(path, b->data, b->len, err) != FDL_OK)
     s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_IO, "%s", fdl_err_msg(err));
-  fdl_sha256 d;
-  if (s == FDL_OK && fdl_sha256_buf(b->data, b->len, &d, err) != FDL_OK) s = FDL_NOMEM;
-  if (s == FDL_OK) fdl_sha256_hex(&d, hex);
+  if (s == FDL_OK && fdl_sha256_buf_hex(b->data, b->len, hex, err) != FDL_OK) s = FDL_NOMEM;
   return s;
 }
 

@@ -39,12 +39,6 @@ fdl_status fdl_pk_refuse(pk_ctx *c, fdl_err *err, fdl_refusal_code code, fdl_sta
 
 /* ---- the meta ---------------------------------------------------------------------------- */
 
-static bool in_list(const char *s, const char *const *list) {
-  for (size_t i = 0; s && list[i]; i++)
-    if (!strcmp(s, list[i])) return true;
-  return false;
-}
-
 /* Refuses keys of o outside allowed. */
 static fdl_status only_keys(pk_ctx *c, const json_t *o, const char *where,
                             const char *const *allowed, fdl_err *err) {
@@ -52,7 +46,7 @@ static fdl_status only_keys(pk_ctx *c, const json_t *o, const char *where,
   const json_t *v;
   json_object_foreach((json_t *)o, key, v) {
     char q[FDL_QUOTE_CAP];
-    if (!in_list(key, allowed))
+    if (fdl_vocab_find(allowed, key) < 0)
       return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                            "meta %s: unknown key %s (see fidelis pack --help)", where,
                            fdl_quote_str(key, q, sizeof q));
@@ -92,7 +86,7 @@ static fdl_status want_enum(pk_ctx *c, const json_t *o, const char *where, const
   fdl_status s = want_str(c, o, where, key, required, err);
   if (s != FDL_OK) return s;
   const char *v = fdl_json_str(o, key);
-  if (v && !in_list(v, vals)) {
+  if (v && fdl_vocab_find(vals, v) < 0) {
     char list[256] = "";
     for (size_t i = 0; vals[i]; i++) {
       size_t l = strlen(list);
@@ -336,7 +330,7 @@ static fdl_status parse_line(pk_ctx *c, pk_record *r, size_t lineno, fdl_err *er
   const json_t *v;
   json_object_foreach((json_t *)o, key, v) {
     char q[FDL_QUOTE_CAP];
-    if (!in_list(key, LINE_KEYS))
+    if (fdl_vocab_find(LINE_KEYS, key) < 0)
       return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                            "panel line %zu: unknown key %s (expected index, tokens, mask, domain, "
                            "window_id, allocation_stratum, document_id, role, semantic_class, "
@@ -412,7 +406,7 @@ static int cmp_rec(const void *a, const void *b) {
 static fdl_status parse_header(pk_ctx *c, json_t *line, fdl_err *err) {
   const json_t *h = json_object_get(line, "header");
   const json_t *tok = json_object_get(h, "tokenizer"), *sw = json_object_get(h, "scoring_window");
-  const char *schema = json_string_value(json_object_get(h, "schema"));
+  const char *schema = fdl_json_str(h, "schema");
   if (json_object_size(line) != 1 || !json_is_object(h) || !schema ||
       strcmp(schema, PK_PANEL_HEADER_SCHEMA))
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
@@ -420,11 +414,11 @@ static fdl_status parse_header(pk_ctx *c, json_t *line, fdl_err *err) {
                          PK_PANEL_HEADER_SCHEMA);
   int64_t from = 0;
   if (sw && (!json_is_object(sw) || !fdl_json_int(sw, "score_from", &from) || from < 0 ||
-             !json_is_string(json_object_get(sw, "policy"))))
+             !fdl_json_str(sw, "policy")))
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "panel header: scoring_window needs score_from (an integer >= 0) and a "
                          "policy string");
-  const char *id = json_string_value(json_object_get(tok, "id"));
+  const char *id = fdl_json_str(tok, "id");
   if (tok && (!json_is_object(tok) || !id || fdl_quote_has_control(id, strlen(id))))
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "panel header: tokenizer needs an id string of printable text");
@@ -434,8 +428,7 @@ static fdl_status parse_header(pk_ctx *c, json_t *line, fdl_err *err) {
     return fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_INVALID,
                          "panel header: tokenizer.files must be an array");
   json_array_foreach(files, i, f) {
-    const char *name = json_string_value(json_object_get(f, "name")),
-               *sha = json_string_value(json_object_get(f, "sha256"));
+    const char *name = fdl_json_str(f, "name"), *sha = fdl_json_str(f, "sha256");
     int64_t bytes;
     if (json_object_size(f) != 3 || !name || !*name || fdl_quote_has_control(name, strlen(name)) ||
         !sha || !fdl_sha256_hex_ok(sha, strlen(sha)) || !fdl_json_int(f, "bytes", &bytes) ||
@@ -464,24 +457,15 @@ static fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fd
   size_t cap = 0;
   fdl_status s = FDL_OK;
   fdl_lines it = fdl_lines_of(text, len);
-  const char *line;
-  size_t n;
-  while (s == FDL_OK && fdl_lines_next(&it, &line, &n)) {
-    size_t lineno = it.lineno;
-    if (fdl_line_blank(line, n)) continue;
-    if (c->n == cap) {
-      cap = cap ? cap * 2 : 64;
-      pk_record *p = fdl_realloc(c->recs, cap * sizeof *p);
-      if (!p) {
-        s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "panel: out of memory");
-        break;
-      }
-      c->recs = p;
+  while (s == FDL_OK && fdl_lines_next(&it)) {
+    if (!FDL_GROW(c->recs, c->n, cap, 64)) {
+      s = fdl_pk_refuse(c, err, FDL_REF_IO_ERROR, FDL_NOMEM, "panel: out of memory");
+      break;
     }
     pk_record *r = &c->recs[c->n++];
     memset(r, 0, sizeof *r);
-    if (fdl_json_parse(line, n, NULL, &r->line, err) != FDL_OK) {
-      s = fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_PARSE, "panel line %zu: %s", lineno,
+    if (fdl_json_parse(it.line, it.n, NULL, &r->line, err) != FDL_OK) {
+      s = fdl_pk_refuse(c, err, FDL_REF_BAD_INPUT, FDL_PARSE, "panel line %zu: %s", it.lineno,
                         fdl_err_msg(err));
       break;
     }
@@ -491,7 +475,7 @@ static fdl_status fdl_pk_parse_panel(pk_ctx *c, const char *text, size_t len, fd
       c->n--;
       continue;
     }
-    s = parse_line(c, r, lineno, err);
+    s = parse_line(c, r, it.lineno, err);
   }
   if (s != FDL_OK) return s;
   if (c->n == 0)

@@ -12,6 +12,7 @@
 
 #include "base/quote.h"
 #include "dataset/ds_internal.h"
+#include "fidelis/vocab.h"
 #include "json/json.h"
 #include "base/path.h"
 
@@ -27,12 +28,6 @@ static const char *const PATH_KEYS[] = {"file",
                                         "runtime_manifest",
                                         "receipt",
                                         NULL};
-
-static bool is_path_key(const char *key) {
-  for (size_t i = 0; PATH_KEYS[i]; i++)
-    if (!strcmp(key, PATH_KEYS[i])) return true;
-  return false;
-}
 
 static bool under_compat(const char *where) {
   return !strncmp(where, "compat/", 7);
@@ -89,7 +84,7 @@ static void walk(const json_t *node, const char *where, fdl_ds_report *rep, int 
     const char *key;
     const json_t *v;
     json_object_foreach((json_t *)node, key, v) {
-      if (json_is_string(v) && is_path_key(key)) check_one(key, v, where, rep);
+      if (json_is_string(v) && fdl_vocab_find(PATH_KEYS, key) >= 0) check_one(key, v, where, rep);
       walk(v, where, rep, depth + 1);
     }
   } else if (json_is_array(node)) {

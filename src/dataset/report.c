@@ -85,15 +85,9 @@ static void add(fdl_ds_report *r, fdl_ds_findings *f, fdl_ds_code code, const ch
   fdl_quote_text(raw, n, msg, sizeof msg);
   where = where ? where : "";
   fdl_quote_text(where, strlen(where), at, sizeof at);
-  if (f->count == f->cap_) {
-    size_t cap = f->cap_ ? f->cap_ * 2 : 16;
-    fdl_ds_finding *p = fdl_realloc(f->items, cap * sizeof *p);
-    if (!p) {
-      r->oom = FDL_NOMEM;
-      return;
-    }
-    f->items = p;
-    f->cap_ = cap;
+  if (!FDL_GROW(f->items, f->count, f->cap_, 16)) {
+    r->oom = FDL_NOMEM;
+    return;
   }
   fdl_ds_finding x = {code, fdl_strdup(rule), fdl_strdup(msg), fdl_strdup(at)};
   if (!x.rule || !x.message || !x.where) {
@@ -128,15 +122,9 @@ void fdl_ds_report_check(fdl_ds_report *r, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(name, sizeof name, fmt, ap);
   va_end(ap);
-  if (r->n_checks == r->cap_checks_) {
-    size_t cap = r->cap_checks_ ? r->cap_checks_ * 2 : 16;
-    char **p = fdl_realloc(r->checks, cap * sizeof *p);
-    if (!p) {
-      r->oom = FDL_NOMEM;
-      return;
-    }
-    r->checks = p;
-    r->cap_checks_ = cap;
+  if (!FDL_GROW(r->checks, r->n_checks, r->cap_checks_, 16)) {
+    r->oom = FDL_NOMEM;
+    return;
   }
   char *c = fdl_strdup(name);
   if (!c) {
@@ -242,38 +230,26 @@ fdl_status fdl_ds_report_to_json(const fdl_ds_report *r, bool with_level, json_t
   if (s == FDL_OK) s = checks_json(r, &checks, err);
   if (s == FDL_OK) s = findings_json(&r->errors, "errors", &errors, err);
   if (s == FDL_OK) s = findings_json(&r->warnings, "warnings", &warnings, err);
-  if (s != FDL_OK) {
-    json_decref(checks);
-    json_decref(errors);
-    json_decref(warnings);
-    json_decref(doc);
-    return s;
-  }
-  s = set_str(doc, "schema", FDL_DS_VALIDATION_SCHEMA, "schema", err);
+  if (s == FDL_OK) s = set_str(doc, "schema", FDL_DS_VALIDATION_SCHEMA, "schema", err);
   if (s == FDL_OK) s = set_new(doc, "format_version", json_integer(1), err);
   if (s == FDL_OK) s = set_str(doc, "receipt_sha256", "", "receipt_sha256", err);
   if (s == FDL_OK) s = set_str(doc, "subject", r->subject ? r->subject : "", "subject", err);
   if (s == FDL_OK)
     s = set_str(doc, "structural_status", r->errors.count ? "invalid" : "sealed",
                 "structural_status", err);
-  if (s == FDL_OK)
-    s = set_new(doc, "checks_run", checks, err);
-  else
-    json_decref(checks);
-  if (s == FDL_OK)
-    s = set_new(doc, "errors", errors, err);
-  else
-    json_decref(errors);
-  if (s == FDL_OK)
-    s = set_new(doc, "warnings", warnings, err);
-  else
-    json_decref(warnings);
+  /* The three lists are held here until the end, whether or not doc took them. */
+  if (s == FDL_OK) s = set_new(doc, "checks_run", json_incref(checks), err);
+  if (s == FDL_OK) s = set_new(doc, "errors", json_incref(errors), err);
+  if (s == FDL_OK) s = set_new(doc, "warnings", json_incref(warnings), err);
   if (s == FDL_OK) s = set_new(doc, "error_count", json_integer((json_int_t)r->errors.count), err);
   if (s == FDL_OK)
     s = set_new(doc, "warning_count", json_integer((json_int_t)r->warnings.count), err);
   if (s == FDL_OK && with_level)
     s = set_str(doc, "conformance_level", fdl_ds_level_name(r->level), "conformance_level", err);
   if (s == FDL_OK) s = fdl_ds_seal(doc, "receipt_sha256", err);
+  json_decref(checks);
+  json_decref(errors);
+  json_decref(warnings);
   return fdl_json_hand_over(s, doc, out);
 }
 

@@ -39,13 +39,9 @@ static fdl_status read_mask(int rootfd, const char *rel, const char *want, int64
   bool missing, headerless;
   fdl_status s = fdl_ds_read_at(rootfd, rel, DS_MAX_SMALL_FILE, &bytes, &len, &missing, err);
   if (s != FDL_OK) return s;
-  fdl_sha256 d;
   char hex[FDL_SHA256_HEX_BUF];
-  if ((s = fdl_sha256_buf(bytes, len, &d, err)) == FDL_OK) {
-    fdl_sha256_hex(&d, hex);
-    if (want && strcmp(want, hex))
-      s = fdl_fail(err, FDL_MISMATCH, "%s hashes to %s, the panel record says %s", rel, hex, want);
-  }
+  if ((s = fdl_sha256_buf_hex(bytes, len, hex, err)) == FDL_OK && want && strcmp(want, hex))
+    s = fdl_fail(err, FDL_MISMATCH, "%s hashes to %s, the panel record says %s", rel, hex, want);
   if (s == FDL_OK) s = fdl_ds_mask_load(bytes, len, num_tokens, rel, mask, mlen, &headerless, err);
   free(bytes);
   return s;

@@ -44,9 +44,8 @@ json_t *fdl_ds_v_load_sub(ds_vctx *v, const char *rel, const char *label, char *
                           fdl_quote_str(rel, q, sizeof q), e.msg);
     return NULL;
   }
-  if (file_sha256) {
-    if (fdl_sha256_buf_hex(text, len, file_sha256, NULL) != FDL_OK) file_sha256[0] = '\0';
-  }
+  if (file_sha256 && fdl_sha256_buf_hex(text, len, file_sha256, NULL) != FDL_OK)
+    file_sha256[0] = '\0';
   json_t *doc = NULL;
   s = fdl_json_parse(text, len, NULL, &doc, &e);
   free(text);
@@ -149,6 +148,14 @@ json_t *fdl_ds_v_records_of(const ds_vctx *v) {
 bool fdl_ds_v_got(ds_vctx *v, const void *p) {
   if (!p) v->rep->oom = FDL_NOMEM;
   return p != NULL;
+}
+
+void fdl_ds_v_mirror(ds_vctx *v, const json_t *a, const json_t *b, const char *const *keys,
+                     fdl_ds_code code, const char *rule, const char *where, const char *fmt) {
+  for (size_t i = 0; keys[i]; i++) {
+    const json_t *x = json_object_get(a, keys[i]), *y = json_object_get(b, keys[i]);
+    if (x && y && !fdl_py_equal(x, y)) fdl_ds_report_error(v->rep, code, rule, where, fmt, keys[i]);
+  }
 }
 
 /* Steps 7-8: the four sealed sub-documents and the file digests the manifest claims. */

@@ -58,6 +58,10 @@ json_t *fdl_ds_v_records_of(const ds_vctx *v);
 /* Shared: whether p was allocated; where not, the run is marked out of memory and the check
  * stops without a finding (a check that cannot run is not one that failed). */
 bool fdl_ds_v_got(ds_vctx *v, const void *p);
+/* Shared: one document mirroring another: each of keys (NULL-ended) that a and b both hold
+ * must be equal (Python ==), or a finding whose fmt names the key. */
+void fdl_ds_v_mirror(ds_vctx *v, const json_t *a, const json_t *b, const char *const *keys,
+                     fdl_ds_code code, const char *rule, const char *where, const char *fmt);
 /* Loads rel as a sealed sub-document for rule `label` (CAPTURE, PANEL, ...): missing_file,
  * bad_schema, then the receipt_sha256 self-seal (seal_failed) and the path walk. */
 json_t *fdl_ds_v_load_sub(ds_vctx *v, const char *rel, const char *label, char *file_sha256,

@@ -85,26 +85,14 @@ typedef struct {
 } plan;
 
 static const char *own(plan *p, const char *s) {
-  if (p->n_owned == p->cap_owned) {
-    size_t cap = p->cap_owned ? p->cap_owned * 2 : 64;
-    char **q = fdl_realloc(p->owned, cap * sizeof *q);
-    if (!q) return NULL;
-    p->owned = q;
-    p->cap_owned = cap;
-  }
+  if (!FDL_GROW(p->owned, p->n_owned, p->cap_owned, 64)) return NULL;
   char *c = fdl_strdup(s);
   if (c) p->owned[p->n_owned++] = c;
   return c;
 }
 
 static size_t add_job(plan *p, const char *rel, uint64_t off, uint64_t len) {
-  if (p->n == p->cap) {
-    size_t cap = p->cap ? p->cap * 2 : 64;
-    ds_hash_job *q = fdl_realloc(p->jobs, cap * sizeof *q);
-    if (!q) return SIZE_MAX;
-    p->jobs = q;
-    p->cap = cap;
-  }
+  if (!FDL_GROW(p->jobs, p->n, p->cap, 64)) return SIZE_MAX;
   const char *r = own(p, rel);
   if (!r) return SIZE_MAX;
   ds_hash_job *j = &p->jobs[p->n];

@@ -78,15 +78,13 @@ static void aggregate(ds_vctx *v, const indexed *recs, size_t n) {
 }
 
 /* Reads a token file as a list of integer ids; NULL (after a finding) when it is not one. */
-static int64_t *read_tokens(ds_vctx *v, const char *rel, size_t *n, bool *absent) {
+static int64_t *read_tokens(ds_vctx *v, const char *rel, size_t *n) {
   json_t *doc = NULL;
   bool missing;
   fdl_err e;
-  *absent = false;
   fdl_status s = fdl_ds_load_json_at(v->rootfd, rel, &doc, &missing, &e);
   if (s != FDL_OK) {
     if (missing) {
-      *absent = true;
       char q[FDL_QUOTE_CAP];
       if (!v->o->allow_partial)
         fdl_ds_report_error(v->rep, FDL_DSC_MISSING_FILE, "3", rel,
@@ -99,22 +97,12 @@ static int64_t *read_tokens(ds_vctx *v, const char *rel, size_t *n, bool *absent
     }
     return NULL;
   }
-  size_t len = json_is_array(doc) ? json_array_size(doc) : 0;
-  int64_t *ids = fdl_malloc((len ? len : 1) * sizeof *ids);
-  bool ok = json_is_array(doc) && ids;
-  for (size_t i = 0; ok && i < len; i++) {
-    const json_t *x = json_array_get(doc, i);
-    ok = json_is_integer(x);
-    if (ok) ids[i] = (int64_t)json_integer_value(x);
-  }
+  int64_t *ids = NULL;
+  bool ok = fdl_json_int_array(doc, INT64_MIN, INT64_MAX, &ids, n) == FDL_OK;
   json_decref(doc);
-  if (!ok) {
-    free(ids);
+  if (!ok)
     fdl_ds_report_error(v->rep, FDL_DSC_BAD_SCHEMA, "BIND-6", rel,
                         "a token file holds one JSON array of integer ids");
-    return NULL;
-  }
-  *n = len;
   return ids;
 }
 
@@ -138,8 +126,7 @@ static void token_files(ds_vctx *v, const indexed *recs, size_t n) {
         !fdl_relpath_ok(tf, strlen(tf), false))
       continue; /* an unusable path is a PATH-1 finding already */
     size_t len;
-    bool absent;
-    int64_t *ids = read_tokens(v, rel, &len, &absent);
+    int64_t *ids = read_tokens(v, rel, &len);
     if (!ids) continue;
     char got[DS_HEX_LEN + 1], legacy[DS_HEX_LEN + 1];
     if (fdl_ds_token_digest(ids, len, false, got, NULL) != FDL_OK ||
@@ -258,10 +245,8 @@ static void mask_files(ds_vctx *v, const indexed *recs, size_t n) {
       }
       continue;
     }
-    fdl_sha256 d;
     char hex[DS_HEX_LEN + 1];
-    (void)fdl_sha256_buf(bytes, len, &d, NULL);
-    fdl_sha256_hex(&d, hex);
+    (void)fdl_sha256_buf_hex(bytes, len, hex, NULL);
     const char *want = fdl_json_str(r, "attention_mask_sha256");
     if (want && strcmp(want, hex))
       fdl_ds_report_error(v->rep, FDL_DSC_PANEL_DIGEST_MISMATCH, "BIND-3", rel,
@@ -304,12 +289,8 @@ static void mirror(ds_vctx *v, const indexed *recs, size_t n) {
                                      "tokenizer",
                                      "panel_id",
                                      NULL};
-  for (size_t i = 0; panel && KEYS[i]; i++) {
-    const json_t *a = json_object_get(panel, KEYS[i]), *b = json_object_get(v->panel.doc, KEYS[i]);
-    if (a && b && !fdl_py_equal(a, b))
-      fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "7.2", v->panel.rel,
-                          "%s differs between panel.json and the manifest's panel block", KEYS[i]);
-  }
+  fdl_ds_v_mirror(v, panel, v->panel.doc, KEYS, FDL_DSC_PANEL_BINDING, "7.2", v->panel.rel,
+                  "%s differs between panel.json and the manifest's panel block");
   int64_t contexts, total, sum = 0;
   if (fdl_json_int(v->panel.doc, "contexts", &contexts) && contexts != (int64_t)n)
     fdl_ds_report_error(v->rep, FDL_DSC_PANEL_BINDING, "7.2", v->panel.rel,

@@ -16,7 +16,6 @@ static bool is(const char *s, const char *want) {
 /* ---- head -------------------------------------------------------------------------------- */
 
 static void head_json_mirror(ds_vctx *v, const json_t *head) {
-  if (!v->head.doc) return;
   static const char *const KEYS[] = {"present",
                                      "file",
                                      "tensor_key",
@@ -34,12 +33,8 @@ static void head_json_mirror(ds_vctx *v, const json_t *head) {
                                      "final_norm",
                                      "equality_receipt",
                                      NULL};
-  for (size_t i = 0; KEYS[i]; i++) {
-    const json_t *a = json_object_get(head, KEYS[i]), *b = json_object_get(v->head.doc, KEYS[i]);
-    if (a && b && !fdl_py_equal(a, b))
-      fdl_ds_report_error(v->rep, FDL_DSC_HEAD_MISMATCH, "HEAD-JSON", v->head.rel,
-                          "%s differs between head.json and the manifest's head block", KEYS[i]);
-  }
+  fdl_ds_v_mirror(v, head, v->head.doc, KEYS, FDL_DSC_HEAD_MISMATCH, "HEAD-JSON", v->head.rel,
+                  "%s differs between head.json and the manifest's head block");
 }
 
 void fdl_ds_v_head(ds_vctx *v) {
@@ -98,10 +93,8 @@ static int collect_containers(const json_t *node, json_t *set, int depth) {
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)node, key, val) {
-      if (json_is_string(val))
-        for (size_t i = 0; KEYS[i]; i++)
-          if (!strcmp(key, KEYS[i]))
-            lost |= json_object_set(set, json_string_value(val), json_true());
+      if (json_is_string(val) && fdl_vocab_find(KEYS, key) >= 0)
+        lost |= json_object_set(set, json_string_value(val), json_true());
       lost |= collect_containers(val, set, depth + 1);
     }
   } else if (json_is_array(node)) {
@@ -298,10 +291,8 @@ void fdl_ds_v_scope(ds_vctx *v) {
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)a, key, val) {
-      bool ok = false;
-      for (size_t k = 0; ALLOWED[k] && !ok; k++) ok = !strcmp(key, ALLOWED[k]);
       char q[FDL_QUOTE_CAP];
-      if (!ok)
+      if (fdl_vocab_find(ALLOWED, key) < 0)
         fdl_ds_report_error(v->rep, FDL_DSC_SCOPE_ASSIGNMENT_KEYS, "SCOPE-004", W,
                             "scope assignment %zu carries key %s, which the registry schema "
                             "does not admit",
@@ -341,14 +332,8 @@ void fdl_ds_v_lane(ds_vctx *v) {
                         lane ? fdl_quote_str(lane, q, sizeof q) : "None");
   static const char *const COPIED[] = {"lane", "lane_identity_sha256", "stack_fingerprint_sha256",
                                        NULL};
-  for (size_t i = 0; v->runtime.doc && COPIED[i]; i++) {
-    const json_t *a = json_object_get(rt, COPIED[i]),
-                 *b = json_object_get(v->runtime.doc, COPIED[i]);
-    if (a && b && !fdl_py_equal(a, b))
-      fdl_ds_report_error(v->rep, FDL_DSC_SCHEMA_INVALID, "9.1", v->runtime.rel,
-                          "runtime.%s differs between the manifest and the runtime document",
-                          COPIED[i]);
-  }
+  fdl_ds_v_mirror(v, rt, v->runtime.doc, COPIED, FDL_DSC_SCHEMA_INVALID, "9.1", v->runtime.rel,
+                  "runtime.%s differs between the manifest and the runtime document");
 }
 
 /* ---- remap ------------------------------------------------------------------------------- */

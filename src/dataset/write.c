@@ -31,15 +31,6 @@ static fdl_status path_in(const char *dir, const char *rel, char *out, size_t ca
   return FDL_OK;
 }
 
-/* Creates the directories above rel inside dir (mkdir -p, mode 0777 less the umask). */
-static fdl_status mkdir_parents(const char *dir, const char *rel, fdl_err *err) {
-  char path[DS_MAX_PATH * 2], parent[DS_MAX_PATH * 2];
-  fdl_status s = path_in(dir, rel, path, sizeof path, err);
-  if (s != FDL_OK) return s;
-  fdl_dirname(path, parent, sizeof parent);
-  return fdl_mkdirs(parent[0] ? parent : ".", err);
-}
-
 /* Writes doc (indent=2, sorted keys, raw UTF-8, LF) at dir/rel; hex gets its file digest. */
 static fdl_status write_doc(const char *dir, const char *rel, const json_t *doc, char *hex,
                             fdl_err *err) {
@@ -47,16 +38,16 @@ static fdl_status write_doc(const char *dir, const char *rel, const json_t *doc,
   if (!rel || !fdl_relpath_ok(rel, strlen(rel), false))
     return fdl_fail(err, FDL_PATH, "seal chain: %s is not a relative path inside the dataset",
                     fdl_quote_str(rel, q, sizeof q));
-  char path[DS_MAX_PATH * 2];
+  char path[DS_MAX_PATH * 2], parent[DS_MAX_PATH * 2];
   fdl_status s = path_in(dir, rel, path, sizeof path, err);
-  if (s == FDL_OK) s = mkdir_parents(dir, rel, err);
   if (s != FDL_OK) return s;
+  /* the directories above it (mkdir -p, mode 0777 less the umask) */
+  fdl_dirname(path, parent, sizeof parent);
+  if ((s = fdl_mkdirs(parent[0] ? parent : ".", err)) != FDL_OK) return s;
   fdl_buf b;
   fdl_buf_init(&b, 0);
   s = fdl_json_dump(doc, FDL_JSON_PRETTY, &b, err);
-  if (s == FDL_OK && hex) {
-    s = fdl_sha256_buf_hex(b.data, b.len, hex, err);
-  }
+  if (s == FDL_OK && hex) s = fdl_sha256_buf_hex(b.data, b.len, hex, err);
   if (s == FDL_OK) s = fdl_write_file(path, b.data, b.len, err);
   fdl_buf_free(&b);
   if (s != FDL_OK) fdl_err_prefix(err, "%s", rel);
@@ -109,9 +100,7 @@ static fdl_status write_checksums(const char *dir, char *hex, fdl_err *err) {
   fdl_buf b;
   fdl_buf_init(&b, 0);
   if (s == FDL_OK) s = fdl_checksums_format(&sums, &b, err);
-  if (s == FDL_OK) {
-    s = fdl_sha256_buf_hex(b.data ? b.data : "", b.len, hex, err);
-  }
+  if (s == FDL_OK) s = fdl_sha256_buf_hex(b.data ? b.data : "", b.len, hex, err);
   char path[DS_MAX_PATH * 2];
   if (s == FDL_OK) s = path_in(dir, FDL_DS_CHECKSUMS_NAME, path, sizeof path, err);
   if (s == FDL_OK) s = fdl_write_file(path, b.data ? b.data : "", b.len, err);

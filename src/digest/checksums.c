@@ -134,31 +134,21 @@ fdl_status fdl_checksums_parse(const char *text, size_t len, fdl_checksums *c, f
   size_t *lines = NULL, lines_cap = 0;
   fdl_status s = FDL_OK;
   fdl_lines it = fdl_lines_of(text, len);
-  const char *line;
-  size_t n;
-  while (s == FDL_OK && fdl_lines_next(&it, &line, &n)) {
-    size_t lineno = it.lineno;
-    if (fdl_line_blank(line, n)) continue;
-    if (n > FDL_SHA256_HEX_LEN + 2 + FDL_CHECKSUMS_MAX_PATH) {
+  while (s == FDL_OK && fdl_lines_next(&it)) {
+    if (it.n > FDL_SHA256_HEX_LEN + 2 + FDL_CHECKSUMS_MAX_PATH) {
       s = fdl_fail(err, FDL_TOO_LARGE,
                    "checksums line %zu: %zu characters, longer than the %u "
                    "allowed",
-                   lineno, n, FDL_SHA256_HEX_LEN + 2 + FDL_CHECKSUMS_MAX_PATH);
+                   it.lineno, it.n, FDL_SHA256_HEX_LEN + 2 + FDL_CHECKSUMS_MAX_PATH);
       break;
     }
-    s = parse_line(line, n, lineno, &tmp, err);
+    s = parse_line(it.line, it.n, it.lineno, &tmp, err);
     if (s != FDL_OK) break;
-    if (tmp.count > lines_cap) {
-      size_t cap = tmp.cap_;
-      size_t *p = fdl_realloc(lines, cap * sizeof *p);
-      if (!p) {
-        s = fdl_fail(err, FDL_NOMEM, "checksums: out of memory for line numbers");
-        break;
-      }
-      lines = p;
-      lines_cap = cap;
+    if (!FDL_GROW(lines, tmp.count - 1, lines_cap, 16)) {
+      s = fdl_fail(err, FDL_NOMEM, "checksums: out of memory for line numbers");
+      break;
     }
-    lines[tmp.count - 1] = lineno;
+    lines[tmp.count - 1] = it.lineno;
   }
   if (s == FDL_OK) s = check_duplicates(&tmp, lines, err);
   free(lines);

@@ -159,12 +159,10 @@ fdl_status fdl_seal_compute(const json_t *doc, fdl_seal_recipe recipe, const cha
   fdl_buf text;
   fdl_buf_init(&text, 0);
   fdl_status s = seal_preimage(doc, recipe, field, &text, err);
-  fdl_sha256 d;
-  if (s == FDL_OK) s = fdl_sha256_buf(text.data, text.len, &d, err);
+  char hex[FDL_SHA256_HEX_BUF];
+  if (s == FDL_OK) s = fdl_sha256_buf_hex(text.data, text.len, hex, err);
   fdl_buf_free(&text);
   if (s != FDL_OK) return s;
-  char hex[FDL_SHA256_HEX_BUF];
-  fdl_sha256_hex(&d, hex);
   if (recipe == FDL_SEAL_KILN_REMOVE)
     snprintf(out, FDL_SEAL_BUF, FDL_SEAL_KILN_PREFIX "%s", hex);
   else

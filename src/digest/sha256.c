@@ -229,17 +229,22 @@ fdl_status fdl_sha256_fd_spans(int fd, const char *name, uint64_t lo, uint64_t h
   return s;
 }
 
-/* Streams [offset, offset+len) of fd into ctx; len == UINT64_MAX means "to EOF". *got
- * receives the bytes hashed. */
-static fdl_status hash_fd(int fd, const char *path, uint64_t offset, uint64_t len,
-                          fdl_sha256_ctx *ctx, uint64_t *got, fdl_err *err) {
-  uint8_t *buf = fdl_malloc(FDL_SHA256_READ_CHUNK);
-  if (!buf) return fdl_fail(err, FDL_NOMEM, "%s: out of memory for the read buffer", path);
+/* The digest of [offset, offset+len) of fd; len == UINT64_MAX means "to EOF". *got receives
+ * the bytes hashed. */
+static fdl_status hash_fd(int fd, const char *path, uint64_t offset, uint64_t len, fdl_sha256 *out,
+                          uint64_t *got, fdl_err *err) {
+  fdl_sha256_ctx *ctx = NULL;
+  uint8_t *buf = NULL;
+  fdl_status s = fdl_sha256_new(&ctx, err);
+  if (s == FDL_OK && !(buf = fdl_malloc(FDL_SHA256_READ_CHUNK)))
+    s = fdl_fail(err, FDL_NOMEM, "%s: out of memory for the read buffer", path);
   fdl_sha256_span span = {.offset = offset, .length = len, .ctx = ctx};
   uint64_t hi = len > UINT64_MAX - offset ? UINT64_MAX : offset + len;
-  fdl_status s =
-      fdl_sha256_fd_spans(fd, path, offset, hi, &span, 1, buf, FDL_SHA256_READ_CHUNK, got, err);
+  if (s == FDL_OK)
+    s = fdl_sha256_fd_spans(fd, path, offset, hi, &span, 1, buf, FDL_SHA256_READ_CHUNK, got, err);
+  if (s == FDL_OK) s = fdl_sha256_final(ctx, out, err);
   free(buf);
+  fdl_sha256_free(ctx);
   return s;
 }
 
@@ -252,15 +257,11 @@ fdl_status fdl_sha256_file(const char *path, fdl_sha256 *out, uint64_t *size, fd
   fdl_status s = fdl_open_regular(path, true, &fd, &st_size, err);
   if (s != FDL_OK) return s;
   (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  fdl_sha256_ctx *ctx = NULL;
   uint64_t got = 0;
-  s = fdl_sha256_new(&ctx, err);
+  fdl_sha256 d;
   /* Read to EOF rather than to st_size, so a file that grows or shrinks while being hashed still
    * gives the digest of the bytes actually read. */
-  if (s == FDL_OK) s = hash_fd(fd, path, 0, UINT64_MAX, ctx, &got, err);
-  fdl_sha256 d;
-  if (s == FDL_OK) s = fdl_sha256_final(ctx, &d, err);
-  fdl_sha256_free(ctx);
+  s = hash_fd(fd, path, 0, UINT64_MAX, &d, &got, err);
   close(fd);
   if (s != FDL_OK) return s;
   *out = d;
@@ -286,18 +287,14 @@ fdl_status fdl_sha256_file_range(const char *path, uint64_t offset, uint64_t len
                     (unsigned long long)st_size);
   }
   (void)posix_fadvise(fd, (off_t)offset, (off_t)len, POSIX_FADV_SEQUENTIAL);
-  fdl_sha256_ctx *ctx = NULL;
   uint64_t got = 0;
-  s = fdl_sha256_new(&ctx, err);
-  if (s == FDL_OK) s = hash_fd(fd, path, offset, len, ctx, &got, err);
+  fdl_sha256 d;
+  s = hash_fd(fd, path, offset, len, &d, &got, err);
+  close(fd);
   if (s == FDL_OK && got != len)
     s = fdl_fail(err, FDL_BOUNDS,
                  "%s: file ended after %llu of the %llu bytes requested at offset %llu", path,
                  (unsigned long long)got, (unsigned long long)len, (unsigned long long)offset);
-  fdl_sha256 d;
-  if (s == FDL_OK) s = fdl_sha256_final(ctx, &d, err);
-  fdl_sha256_free(ctx);
-  close(fd);
   if (s != FDL_OK) return s;
   *out = d;
   return FDL_OK;
