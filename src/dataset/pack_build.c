@@ -27,16 +27,6 @@ static json_t *meta_val(const pk_ctx *c, const char *block, const char *key) {
   return v ? json_deep_copy(v) : json_null();
 }
 
-static json_t *ids_json(const int64_t *ids, size_t n) {
-  json_t *a = json_array();
-  for (size_t i = 0; a && i < n; i++)
-    if (json_array_append_new(a, json_integer((json_int_t)ids[i])) != 0) {
-      json_decref(a);
-      return NULL;
-    }
-  return a;
-}
-
 static fdl_status built(pk_ctx *c, json_t *doc, const json_error_t *je, const char *what,
                         fdl_err *err) {
   if (doc) return FDL_OK;
@@ -148,11 +138,13 @@ static json_t *panel_record(const pk_ctx *c, const pk_record *r) {
       "index", (json_int_t)r->index, "context_index", (json_int_t)r->index, "window_index",
       (json_int_t)r->index, "window_id", fdl_json_str(l, "window_id"), "token_file", tok,
       "token_ids_json_sha256", r->tok_hex, "token_ids_sha256_legacy", r->tok_legacy,
-      "token_ids_first16", ids_json(r->tokens, head_n), "token_ids_last16",
-      ids_json(r->tokens + (r->ntok - head_n), head_n), "num_tokens", (json_int_t)r->ntok,
-      "prediction_positions", (json_int_t)r->scored, "attention_mask_file", c->masks ? mask : NULL,
-      "attention_mask_sha256", c->masks ? r->mask_hex : NULL, "role", fdl_json_str(l, "role"),
-      "domain", fdl_json_str(l, "domain"), "document_id", fdl_json_str(l, "document_id"),
+      "token_ids_first16", fdl_json_append_ints(json_array(), r->tokens, head_n, sizeof *r->tokens),
+      "token_ids_last16",
+      fdl_json_append_ints(json_array(), r->tokens + (r->ntok - head_n), head_n, sizeof *r->tokens),
+      "num_tokens", (json_int_t)r->ntok, "prediction_positions", (json_int_t)r->scored,
+      "attention_mask_file", c->masks ? mask : NULL, "attention_mask_sha256",
+      c->masks ? r->mask_hex : NULL, "role", fdl_json_str(l, "role"), "domain",
+      fdl_json_str(l, "domain"), "document_id", fdl_json_str(l, "document_id"),
       "allocation_stratum", fdl_json_str(l, "allocation_stratum"), "semantic_class",
       fdl_json_str(l, "semantic_class"), "source_cluster_id", fdl_json_str(l, "source_cluster_id"),
       "partition", fdl_json_str(l, "partition"), "sentinel", 0);
