@@ -111,6 +111,13 @@ const char *fdl_path_base(const char *path) {
   return slash ? slash + 1 : path;
 }
 
+void fdl_path_name_safe(char *s) {
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+          *s == '.' || *s == '_' || *s == '-'))
+      *s = '-';
+}
+
 bool fdl_ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), m = strlen(suffix);
   return n >= m && !memcmp(s + n - m, suffix, m);

@@ -31,6 +31,9 @@ char *fdl_path_where(const char *path);
  * call, unlike basename(3); a trailing '/' leaves ""). */
 const char *fdl_path_base(const char *path);
 
+/* Makes s fit a dataset id or a label: every byte outside [A-Za-z0-9._-] becomes '-'. */
+void fdl_path_name_safe(char *s);
+
 /* True when the string s ends with suffix (a file or tensor name's extension or tail). */
 bool fdl_ends_with(const char *s, const char *suffix);
 

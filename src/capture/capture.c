@@ -142,11 +142,7 @@ static void dir_name(const char *dir, char *out, size_t cap) {
   size_t len = n - a < cap - 1 ? n - a : cap - 1;
   memcpy(out, dir + a, len);
   out[len] = '\0';
-  /* Dataset ids and repositories allow [A-Za-z0-9._-]; anything else becomes '-'. */
-  for (char *p = out; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-          *p == '.' || *p == '_' || *p == '-'))
-      *p = '-';
+  fdl_path_name_safe(out); /* dataset ids and repositories allow [A-Za-z0-9._-] */
   if (!*out) snprintf(out, cap, "model");
 }
 

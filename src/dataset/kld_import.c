@@ -267,10 +267,7 @@ static fdl_status refuse_err(kld_ctx *c, fdl_err *err, fdl_refusal_code code, fd
 static void names_of(kld_ctx *c, const char *path) {
   const char *b = fdl_path_base(path);
   snprintf(c->base, sizeof c->base, "%s", *b ? b : "base.kld");
-  for (char *p = c->base; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-          *p == '.' || *p == '_' || *p == '-'))
-      *p = '-';
+  fdl_path_name_safe(c->base);
   snprintf(c->stem, sizeof c->stem, "%s", c->base);
   char *dot = strrchr(c->stem, '.');
   if (dot && dot != c->stem) *dot = '\0';
