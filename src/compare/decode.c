@@ -133,8 +133,7 @@ static void llamacpp(const json_t *x, fdl_compare_llamacpp *l) {
   DECODE(x, LLAMACPP_AT, l);
   /* The array names and the percentile keys hold dots: looked up one level at a time, never as
    * a dotted path. */
-  static const char *const ARRAYS[3] = {FDL_COMPARE_LOGPROB_REF_NAME, FDL_COMPARE_LOGPROB_CAND_NAME,
-                                        FDL_COMPARE_TOP1_NAME};
+  static const char *const ARRAYS[3] = FDL_COMPARE_LLAMACPP_ARRAYS;
   static const char *const KLD_P[9] = FDL_COMPARE_KLD_PERCENTILES;
   static const char *const DP_P[11] = FDL_COMPARE_DP_PERCENTILES;
   const json_t *klp = fdl_json_path(x, "kld.percentiles");

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "base/path.h"
-#include "compare/compare_json.h"
 #include "fidelis/digest.h"
 #include "base/fs.h"
 #include "json/json.h"
@@ -24,7 +23,7 @@
 /* Arrays far above any panel are refused before they are read. */
 #define ARRAY_MAX_BYTES ((size_t)1 << 32)
 
-static const char *const LLAMA_ARRAYS[3] = FDL_RPT_LLAMA_ARRAYS;
+static const char *const LLAMA_ARRAYS[3] = FDL_COMPARE_LLAMACPP_ARRAYS;
 
 static bool untrusted(fdl_rpt_receipt *r, const char *fmt, ...) FDL_PRINTF(2, 3);
 static bool untrusted(fdl_rpt_receipt *r, const char *fmt, ...) {

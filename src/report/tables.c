@@ -248,7 +248,7 @@ void fdl_rpt_identity(fdl_buf *b, const fdl_rpt_receipt *r) {
   row_text(b, "receipt created (UTC)", d->created_utc, false);
   row_text(b, "receipt_sha256 (verified)", d->receipt_sha256, true);
   row_text(b, "tokenwise-kld.npy sha256 (verified)", d->tokenwise.sha256, true);
-  static const char *const LLAMA_NAMES[3] = FDL_RPT_LLAMA_ARRAYS;
+  static const char *const LLAMA_NAMES[3] = FDL_COMPARE_LLAMACPP_ARRAYS;
   for (int k = 0; r->llama && k < 3; k++) {
     char name[80];
     snprintf(name, sizeof name, "%s sha256 (verified)", LLAMA_NAMES[k]);
