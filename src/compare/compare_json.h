@@ -17,6 +17,10 @@ extern "C" {
  * value is missing, not a string, or contains '|'. */
 fdl_status fdl_compare_key(const json_t *key_inputs, char *out /* [22] */, fdl_err *err);
 
+/* The llama.cpp block's arrays, in the order of fdl_compare_llamacpp.arrays. */
+#define FDL_COMPARE_LLAMACPP_ARRAYS                                                                \
+  { FDL_COMPARE_LOGPROB_REF_NAME, FDL_COMPARE_LOGPROB_CAND_NAME, FDL_COMPARE_TOP1_NAME }
+
 /* The reference codes of the receipt checks (section 10), each once: X(ID, "name"). NONE is a
  * receipt that passes. */
 #define FDL_COMPARE_CHECK_CODES(X)                                                                 \

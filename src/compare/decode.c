@@ -2,6 +2,7 @@
  * what a summary or a report shows (fdl_compare_receipt). A missing or mistyped value reads as
  * NULL, NaN, FDL_COMPARE_NO_INT or -1 (fidelis/compare.h), so a page can tell "absent" from 0. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,175 +10,175 @@
 #include "compare/cmp.h"
 #include "compare/compare_json.h"
 
-static double num(const json_t *o, const char *path) {
-  return fdl_json_path_num(o, path, NAN);
-}
-
-static int64_t integer(const json_t *o, const char *path) {
-  return fdl_json_path_int(o, path, FDL_COMPARE_NO_INT);
-}
+/* A member of a decoded struct and the dotted path it is read from; its type says how: a
+ * const char * (STR), a double (NUM), an int64_t (INT) or an int that is 1, 0 or -1 (BOOL). */
+typedef enum { STR, NUM, INT, BOOL } kind;
+typedef struct {
+  const char *path;
+  kind kind;
+  size_t at; /* offsetof the member */
+} field;
+#define FIELD(type, path, member)                                                                  \
+  { path, KIND(((type *)0)->member), offsetof(type, member) }
+#define KIND(m) _Generic(m, const char * : STR, double : NUM, int64_t : INT, int : BOOL)
 
 static int boolean(const json_t *o, const char *path) {
   const json_t *v = fdl_json_path(o, path);
   return json_is_boolean(v) ? json_is_true(v) : -1;
 }
 
-static void pm(const json_t *o, const char *k, fdl_compare_pm *out) {
-  const json_t *v = json_object_get(o, k);
-  *out = (fdl_compare_pm){num(v, "value"), num(v, "stderr")};
+/* Sets every member listed in f from o, each read as absent when it is not there. */
+static void decode(const json_t *o, const field *f, size_t n, void *out) {
+  for (size_t i = 0; i < n; i++) {
+    void *m = (char *)out + f[i].at;
+    if (f[i].kind == STR) *(const char **)m = fdl_json_path_str(o, f[i].path);
+    if (f[i].kind == NUM) *(double *)m = fdl_json_path_num(o, f[i].path, NAN);
+    if (f[i].kind == INT) *(int64_t *)m = fdl_json_path_int(o, f[i].path, FDL_COMPARE_NO_INT);
+    if (f[i].kind == BOOL) *(int *)m = boolean(o, f[i].path);
+  }
 }
+#define N(table) (sizeof table / sizeof *table)
+#define DECODE(o, table, out) decode(o, table, N(table), out)
 
-/* The percentile keys (they hold dots: looked up one level at a time, never as a dotted path). */
-static const char *const KLD_P[9] = FDL_COMPARE_KLD_PERCENTILES;
-static const char *const DP_P[11] = FDL_COMPARE_DP_PERCENTILES;
+/* X(member) is read from the path its name spells, X_AT(path, member) from another path. */
+#define R(member) FIELD(fdl_compare_receipt, #member, member)
+#define R_AT(path, member) FIELD(fdl_compare_receipt, path, member)
+static const field RECEIPT[] = {R(schema),
+                                R(comparison_kind),
+                                R(receipt_sha256),
+                                R(created_utc),
+                                R(comparability.key),
+                                R(comparability.usable_as_floor),
+                                R(comparability.same_lane),
+                                R(comparator.estimator_backend),
+                                R(comparator.replay_backend),
+                                R(comparator.device),
+                                R(kl.mean),
+                                R(kl.median),
+                                R(kl.p95),
+                                R(kl.p99),
+                                R(kl.p99_9),
+                                R(kl.max),
+                                R(panel.panel_id),
+                                R(panel.suite_token_hash_sha256),
+                                R(panel.scored_positions),
+                                R(panel.contexts),
+                                R(panel.context_length),
+                                R(uncertainty.method),
+                                R(uncertainty.cluster_unit),
+                                R(uncertainty.ci95_low),
+                                R(uncertainty.ci95_high),
+                                R(uncertainty.samples),
+                                R(uncertainty.clusters),
+                                R(uncertainty.seed),
+                                R(top1_agreement),
+                                R(tokenwise.path),
+                                R(tokenwise.sha256),
+                                R_AT("comparability.class", comparability_class),
+                                R_AT("comparability.bias.kind", comparability.bias_kind),
+                                R_AT("comparator.tool.name", comparator.tool_name),
+                                R_AT("comparator.tool.version", comparator.tool_version),
+                                R_AT("comparator.tool.entrypoint", comparator.tool_entrypoint),
+                                R_AT("comparator.replay_env.library", comparator.replay_library),
+                                R_AT("metric.value", metric_value),
+                                R_AT("measurement_scope.scored_positions", scored_positions),
+                                R_AT("measurement_scope.contexts", contexts),
+                                R_AT("panel.tokenizer.id", panel.tokenizer_id),
+                                R_AT("js.mean", js_mean),
+                                R_AT("estimator.stack_relation", stack_relation)};
+
+#define S(member) FIELD(fdl_compare_side, #member, member)
+#define S_AT(path, member) FIELD(fdl_compare_side, path, member)
+static const field SIDE[] = {
+    S(label), S(dataset_id), S(dataset_sha256), S(capture_content_digest),  S(role), S(form),
+    S(lane),  S(repository), S(revision),       S(stack_fingerprint_sha256)};
+static const field SIDE_AT[] = {
+    S_AT("weights.repository", weights_repository), S_AT("weights.revision", weights_revision),
+    S_AT("weights.checkpoint_identity_sha256", weights_checkpoint_identity_sha256),
+    S_AT("head.tensor_content_sha256", head_tensor_content_sha256)};
+
+#define L(member) FIELD(fdl_compare_llamacpp, #member, member)
+#define L_AT(path, member) FIELD(fdl_compare_llamacpp, path, member)
+static const field LLAMACPP[] = {L(schema),
+                                 L(definitions),
+                                 L(n),
+                                 L(ppl_candidate.value),
+                                 L(ppl_reference.value),
+                                 L(ln_ppl_ratio.value),
+                                 L(ppl_ratio.value),
+                                 L(same_top.value),
+                                 L(logprob_correlation),
+                                 L(kld.mean),
+                                 L(kld.max),
+                                 L(kld.min),
+                                 L(delta_p.mean),
+                                 L(delta_p.rms),
+                                 L(delta_p.max),
+                                 L(delta_p.min)};
+static const field LLAMACPP_AT[] = {
+    L_AT("ppl_candidate.stderr", ppl_candidate.se), L_AT("ppl_reference.stderr", ppl_reference.se),
+    L_AT("ln_ppl_ratio.stderr", ln_ppl_ratio.se),   L_AT("ppl_ratio.stderr", ppl_ratio.se),
+    L_AT("same_top.stderr", same_top.se),           L_AT("kld.stderr", kld.se),
+    L_AT("delta_p.mean_stderr", delta_p.mean_se),   L_AT("delta_p.rms_stderr", delta_p.rms_se)};
+
+#define C(member) FIELD(fdl_compare_context, #member, member)
+static const field CONTEXT[] = {C(index), C(scored_rows), C(window_id), C(domain),
+                                C(mean),  C(max),         C(ci95_low),  C(ci95_high)};
+#define D(member) FIELD(fdl_compare_disclosure, #member, member)
+static const field DISCLOSURE[] = {D(severity), D(code), D(detail), D(affects_comparability)};
 
 static void llamacpp(const json_t *x, fdl_compare_llamacpp *l) {
   l->present = x != NULL;
-  l->schema = fdl_json_str(x, "schema");
-  l->definitions = fdl_json_str(x, "definitions");
-  l->n = integer(x, "n");
-  static const char *const ARRAYS[3] = {FDL_COMPARE_LOGPROB_REF_NAME, FDL_COMPARE_LOGPROB_CAND_NAME,
-                                        FDL_COMPARE_TOP1_NAME};
+  DECODE(x, LLAMACPP, l);
+  DECODE(x, LLAMACPP_AT, l);
+  /* The array names and the percentile keys hold dots: looked up one level at a time, never as
+   * a dotted path. */
+  static const char *const ARRAYS[3] = FDL_COMPARE_LLAMACPP_ARRAYS;
+  static const char *const KLD_P[9] = FDL_COMPARE_KLD_PERCENTILES;
+  static const char *const DP_P[11] = FDL_COMPARE_DP_PERCENTILES;
+  const json_t *klp = fdl_json_path(x, "kld.percentiles");
+  const json_t *dpp = fdl_json_path(x, "delta_p.percentiles");
   for (size_t i = 0; i < 3; i++) l->arrays[i] = fdl_json_str(fdl_json_obj(x, "arrays"), ARRAYS[i]);
-  pm(x, "ppl_candidate", &l->ppl_candidate);
-  pm(x, "ppl_reference", &l->ppl_reference);
-  pm(x, "ln_ppl_ratio", &l->ln_ppl_ratio);
-  pm(x, "ppl_ratio", &l->ppl_ratio);
-  pm(x, "same_top", &l->same_top);
-  l->logprob_correlation = num(x, "logprob_correlation");
-  const json_t *kl = json_object_get(x, "kld"), *dp = json_object_get(x, "delta_p");
-  const json_t *klp = json_object_get(kl, "percentiles"), *dpp = json_object_get(dp, "percentiles");
-  l->kld.mean = num(kl, "mean");
-  l->kld.se = num(kl, "stderr");
-  l->kld.max = num(kl, "max");
-  l->kld.min = num(kl, "min");
-  for (size_t i = 0; i < 9; i++) l->kld.percentiles[i] = num(json_object_get(klp, KLD_P[i]), "");
-  l->delta_p.mean = num(dp, "mean");
-  l->delta_p.mean_se = num(dp, "mean_stderr");
-  l->delta_p.rms = num(dp, "rms");
-  l->delta_p.rms_se = num(dp, "rms_stderr");
-  l->delta_p.max = num(dp, "max");
-  l->delta_p.min = num(dp, "min");
+  for (size_t i = 0; i < 9; i++)
+    l->kld.percentiles[i] = fdl_json_path_num(json_object_get(klp, KLD_P[i]), "", NAN);
   for (size_t i = 0; i < 11; i++)
-    l->delta_p.percentiles[i] = num(json_object_get(dpp, DP_P[i]), "");
+    l->delta_p.percentiles[i] = fdl_json_path_num(json_object_get(dpp, DP_P[i]), "", NAN);
 }
 
-static void side(const json_t *s, fdl_compare_side *d) {
-  d->label = fdl_json_str(s, "label");
-  d->dataset_id = fdl_json_str(s, "dataset_id");
-  d->dataset_sha256 = fdl_json_str(s, "dataset_sha256");
-  d->capture_content_digest = fdl_json_str(s, "capture_content_digest");
-  d->role = fdl_json_str(s, "role");
-  d->form = fdl_json_str(s, "form");
-  d->lane = fdl_json_str(s, "lane");
-  d->repository = fdl_json_str(s, "repository");
-  d->revision = fdl_json_str(s, "revision");
-  d->stack_fingerprint_sha256 = fdl_json_str(s, "stack_fingerprint_sha256");
-  d->weights_repository = fdl_json_path_str(s, "weights.repository");
-  d->weights_revision = fdl_json_path_str(s, "weights.revision");
-  d->weights_checkpoint_identity_sha256 =
-      fdl_json_path_str(s, "weights.checkpoint_identity_sha256");
-  d->head_tensor_content_sha256 = fdl_json_path_str(s, "head.tensor_content_sha256");
-}
-
-/* The elements of a per_context or high_kld_contexts array; NULL when out of memory. */
-static fdl_compare_context *contexts(const json_t *a, size_t *n) {
-  *n = json_array_size(a);
-  fdl_compare_context *out = fdl_calloc(*n ? *n : 1, sizeof *out);
-  for (size_t i = 0; out && i < *n; i++) {
-    const json_t *c = json_array_get(a, i);
-    out[i] = (fdl_compare_context){integer(c, "index"),
-                                   integer(c, "scored_rows"),
-                                   fdl_json_str(c, "window_id"),
-                                   fdl_json_str(c, "domain"),
-                                   num(c, "mean"),
-                                   num(c, "max"),
-                                   num(c, "ci95_low"),
-                                   num(c, "ci95_high")};
-  }
+/* The elements of rc[key], an array, each of size sz decoded by the n fields of f; NULL when
+ * out of memory. */
+static void *elements(const json_t *rc, const char *key, const field *f, size_t n, size_t sz,
+                      size_t *count) {
+  const json_t *a = json_object_get(rc, key);
+  *count = json_array_size(a);
+  char *out = fdl_calloc(*count ? *count : 1, sz);
+  for (size_t i = 0; out && i < *count; i++) decode(json_array_get(a, i), f, n, out + i * sz);
   return out;
-}
-
-static void comparability(const json_t *c, fdl_compare_receipt *d) {
-  d->comparability_class = fdl_json_str(c, "class");
-  d->comparability.key = fdl_json_str(c, "key");
-  d->comparability.bias_kind = fdl_json_path_str(c, "bias.kind");
-  d->comparability.usable_as_floor = boolean(c, "usable_as_floor");
-  d->comparability.same_lane = boolean(c, "same_lane");
-  static const char *const KEY_INPUTS[] = {FDL_COMPARE_KEY_INPUTS(FDL_COMPARE_KI_NAME_)};
-  for (size_t i = 0; i < FDL_COMPARE_KI_COUNT; i++)
-    d->comparability.key_inputs[i] = fdl_json_str(fdl_json_obj(c, "key_inputs"), KEY_INPUTS[i]);
-}
-
-static void comparator(const json_t *c, fdl_compare_receipt *d) {
-  d->comparator.tool_name = fdl_json_path_str(c, "tool.name");
-  d->comparator.tool_version = fdl_json_path_str(c, "tool.version");
-  d->comparator.tool_entrypoint = fdl_json_path_str(c, "tool.entrypoint");
-  d->comparator.estimator_backend = fdl_json_str(c, "estimator_backend");
-  d->comparator.replay_backend = fdl_json_str(c, "replay_backend");
-  d->comparator.replay_library = fdl_json_path_str(c, "replay_env.library");
-  d->comparator.device = fdl_json_str(c, "device");
-}
-
-static void numbers(const json_t *rc, fdl_compare_receipt *d) {
-  d->metric_value = num(rc, "metric.value");
-  d->kl.mean = num(rc, "kl.mean");
-  d->kl.median = num(rc, "kl.median");
-  d->kl.p95 = num(rc, "kl.p95");
-  d->kl.p99 = num(rc, "kl.p99");
-  d->kl.p99_9 = num(rc, "kl.p99_9");
-  d->kl.max = num(rc, "kl.max");
-  d->scored_positions = integer(rc, "measurement_scope.scored_positions");
-  d->contexts = integer(rc, "measurement_scope.contexts");
-  d->panel.panel_id = fdl_json_path_str(rc, "panel.panel_id");
-  d->panel.suite_token_hash_sha256 = fdl_json_path_str(rc, "panel.suite_token_hash_sha256");
-  d->panel.tokenizer_id = fdl_json_path_str(rc, "panel.tokenizer.id");
-  d->panel.scored_positions = integer(rc, "panel.scored_positions");
-  d->panel.contexts = integer(rc, "panel.contexts");
-  d->panel.context_length = integer(rc, "panel.context_length");
-  const json_t *u = json_object_get(rc, "uncertainty");
-  d->uncertainty.method = fdl_json_str(u, "method");
-  d->uncertainty.cluster_unit = fdl_json_str(u, "cluster_unit");
-  d->uncertainty.ci95_low = num(u, "ci95_low");
-  d->uncertainty.ci95_high = num(u, "ci95_high");
-  d->uncertainty.samples = integer(u, "samples");
-  d->uncertainty.clusters = integer(u, "clusters");
-  d->uncertainty.seed = integer(u, "seed");
-  d->top1_agreement = num(rc, "top1_agreement");
-  d->has_js = json_is_object(json_object_get(rc, "js"));
-  d->js_mean = num(rc, "js.mean");
 }
 
 fdl_status fdl_cmp_receipt_decode(const json_t *rc, fdl_compare_receipt *d, fdl_err *err) {
   memset(d, 0, sizeof *d);
-  const json_t *disc = json_object_get(rc, "disclosures");
-  d->n_disclosures = json_array_size(disc);
-  d->disclosures = fdl_calloc(d->n_disclosures ? d->n_disclosures : 1, sizeof *d->disclosures);
-  d->per_context = contexts(json_object_get(rc, "per_context"), &d->n_per_context);
-  d->high_kld_contexts =
-      contexts(json_object_get(rc, "high_kld_contexts"), &d->n_high_kld_contexts);
+  d->disclosures = elements(rc, "disclosures", DISCLOSURE, N(DISCLOSURE), sizeof *d->disclosures,
+                            &d->n_disclosures);
+  d->per_context =
+      elements(rc, "per_context", CONTEXT, N(CONTEXT), sizeof *d->per_context, &d->n_per_context);
+  d->high_kld_contexts = elements(rc, "high_kld_contexts", CONTEXT, N(CONTEXT),
+                                  sizeof *d->high_kld_contexts, &d->n_high_kld_contexts);
   if (!d->disclosures || !d->per_context || !d->high_kld_contexts) {
     fdl_cmp_receipt_free(d);
     return fdl_fail(err, FDL_NOMEM, "out of memory decoding the receipt");
   }
-  for (size_t i = 0; i < d->n_disclosures; i++) {
-    const json_t *x = json_array_get(disc, i);
-    d->disclosures[i] =
-        (fdl_compare_disclosure){fdl_json_str(x, "severity"), fdl_json_str(x, "code"),
-                                 fdl_json_str(x, "detail"), boolean(x, "affects_comparability")};
+  DECODE(rc, RECEIPT, d);
+  for (int i = 0; i < 2; i++) {
+    const json_t *side = json_object_get(rc, i ? "candidate" : "reference");
+    DECODE(side, SIDE, &d->side[i]);
+    DECODE(side, SIDE_AT, &d->side[i]);
   }
-  d->schema = fdl_json_str(rc, "schema");
-  d->comparison_kind = fdl_json_str(rc, "comparison_kind");
-  d->receipt_sha256 = fdl_json_str(rc, "receipt_sha256");
-  d->created_utc = fdl_json_str(rc, "created_utc");
-  side(json_object_get(rc, "reference"), &d->side[0]);
-  side(json_object_get(rc, "candidate"), &d->side[1]);
-  comparability(json_object_get(rc, "comparability"), d);
-  comparator(json_object_get(rc, "comparator"), d);
-  numbers(rc, d);
-  d->tokenwise.path = fdl_json_path_str(rc, "tokenwise.path");
-  d->tokenwise.sha256 = fdl_json_path_str(rc, "tokenwise.sha256");
-  d->stack_relation = fdl_json_path_str(rc, "estimator.stack_relation");
+  static const char *const KEY_INPUTS[] = {FDL_COMPARE_KEY_INPUTS(FDL_COMPARE_KI_NAME_)};
+  for (size_t i = 0; i < FDL_COMPARE_KI_COUNT; i++)
+    d->comparability.key_inputs[i] =
+        fdl_json_str(fdl_json_path(rc, "comparability.key_inputs"), KEY_INPUTS[i]);
+  d->has_js = json_is_object(json_object_get(rc, "js"));
   llamacpp(fdl_json_path(rc, "fidelis_extensions.llamacpp_compatible"), &d->llamacpp);
   d->kl_doc = (const struct fdl_compare_doc *)json_object_get(rc, "kl");
   d->uncertainty_doc = (const struct fdl_compare_doc *)json_object_get(rc, "uncertainty");

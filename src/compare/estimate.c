@@ -87,11 +87,15 @@ typedef struct {
   bool hidden[2];
 } plan;
 
+/* Position of context c's record in side i's records. */
+static size_t record_at(const plan *p, int i, size_t c) {
+  return i == 0 ? p->f->ref_at[c] : p->f->cand_at[c];
+}
+
 static fdl_status open_side(const plan *p, int i, size_t ctx, rec_open *ro, fdl_refusal *r,
                             fdl_err *err) {
   const cmp_side *s = p->side[i];
-  size_t at = i == 0 ? p->f->ref_at[ctx] : p->f->cand_at[ctx];
-  const fdl_ds_capture_record *rec = &s->ds.records[at];
+  const fdl_ds_capture_record *rec = &s->ds.records[record_at(p, i, ctx)];
   long long idx = (long long)rec->index;
   char *path = fdl_cmp_path_join(s->root, s->capture_dir, rec->file ? rec->file : "");
   if (!path) return fdl_fail(err, FDL_NOMEM, "out of memory");
@@ -135,11 +139,6 @@ static void close_open(rec_open *ro) {
   memset(ro, 0, sizeof *ro);
 }
 
-/* Position of context c's record in side i's records. */
-static size_t record_at(const plan *p, int i, size_t c) {
-  return i == 0 ? p->f->ref_at[c] : p->f->cand_at[c];
-}
-
 /* Checks the digests of every side whose file has been read to the end (main thread). */
 static fdl_status check_ended(const plan *p, rec_open *ro, bool *const read[2], fdl_refusal *r,
                               fdl_err *err) {
@@ -176,16 +175,12 @@ typedef struct {
   size_t first_slot; /* slot of the window's first row (in the rank's rows, see n_local) */
 } window;
 
-typedef struct {
-  window *w;
-} read_arg;
-
 /* Task s reads side s: every block of the window in order, each file's bytes copied once and
  * fed to its digests and to the widening (vread.c). A side is one task because a file's
  * digests are sequential; the two sides read in parallel. */
 static fdl_status read_task(void *arg, size_t s, unsigned worker, fdl_err *err) {
   (void)worker;
-  window *w = ((read_arg *)arg)->w;
+  window *w = arg;
   fdl_status st = FDL_OK;
   for (size_t bi = 0; st == FDL_OK && bi < w->nblocks; bi++) {
     const blk *b = &w->blocks[bi];
@@ -288,8 +283,7 @@ static fdl_status locate_nonfinite(runner *rn, window *w, fdl_refusal *r, fdl_er
 
 static fdl_status flush(runner *rn, window *w, fdl_refusal *r, fdl_err *err) {
   if (!w->nblocks) return FDL_OK;
-  read_arg ra = {w};
-  fdl_status s = fdl_pool_run(&rn->pool, 2, read_task, &ra, err);
+  fdl_status s = fdl_pool_run(&rn->pool, 2, read_task, w, err);
   if (s != FDL_OK) return s;
   /* A file read to the end is checked before any number computed from it is kept. */
   for (size_t i = 0; i < w->nopens; i++)

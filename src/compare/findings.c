@@ -26,64 +26,44 @@ void fdl_cmp_findings_free(cmp_findings *f) {
   memset(f, 0, sizeof *f);
 }
 
-static json_t *vformat(const char *fmt, va_list ap) {
+/* Sets o's "detail" to the formatted text; false when out of memory. */
+static bool set_detail(json_t *o, const char *fmt, va_list ap) {
   char buf[2048];
   vsnprintf(buf, sizeof buf, fmt, ap);
-  return fdl_cmp_json_text(buf);
+  return !json_object_set_new(o, "detail", fdl_cmp_json_text(buf));
 }
 
 fdl_status fdl_cmp_gate(cmp_findings *f, fdl_gate gate, bool passed, const char *overridden_by,
                         fdl_err *err, const char *fmt, ...) {
+  json_t *g = json_object();
   va_list ap;
   va_start(ap, fmt);
-  json_t *detail = vformat(fmt, ap);
+  bool ok = f->gates && g && !json_object_set_new(g, "passed", json_boolean(passed)) &&
+            set_detail(g, fmt, ap) && !fdl_cmp_set_str(g, "overridden_by", overridden_by);
   va_end(ap);
-  json_t *g = json_object();
-  /* A *_set_new takes its value even when it fails: what it was given is no longer ours to
-   * free, whatever it returns. */
-  bool ok = f->gates && g && detail && !json_object_set_new(g, "passed", json_boolean(passed));
-  if (ok) {
-    ok = !json_object_set_new(g, "detail", detail);
-    detail = NULL;
-  }
-  ok = ok && !fdl_cmp_set_str(g, "overridden_by", overridden_by);
-  if (ok) {
-    ok = !json_object_set_new(f->gates, fdl_gate_name(gate), g);
-    g = NULL;
-  }
-  if (!ok) {
-    json_decref(detail);
-    json_decref(g);
+  /* A *_set_new takes its value even when it fails: g is ours to free only when it was never
+   * handed on. */
+  if (!ok) json_decref(g);
+  if (!ok || json_object_set_new(f->gates, fdl_gate_name(gate), g))
     return fdl_fail(err, FDL_NOMEM, "out of memory recording gate %s", fdl_gate_name(gate));
-  }
   return FDL_OK;
 }
 
 fdl_status fdl_cmp_disclose(cmp_findings *f, const char *code, const char *severity, int affects,
                             fdl_err *err, const char *fmt, ...) {
+  json_t *d = json_object();
   va_list ap;
   va_start(ap, fmt);
-  json_t *detail = vformat(fmt, ap);
-  va_end(ap);
-  json_t *d = json_object();
-  /* As in fdl_cmp_gate: a *_set_new / *_append_new takes its value even when it fails. */
-  bool ok = f->disclosures && d && detail && !fdl_cmp_set_str(d, "code", code) &&
+  bool ok = f->disclosures && d && !fdl_cmp_set_str(d, "code", code) &&
             !fdl_cmp_set_str(d, "severity", severity) &&
             !json_object_set_new(d, "affects_comparability",
-                                 affects < 0 ? json_null() : json_boolean(affects));
-  if (ok) {
-    ok = !json_object_set_new(d, "detail", detail);
-    detail = NULL;
-  }
-  if (ok) {
-    ok = !json_array_append_new(f->disclosures, d);
-    d = NULL;
-  }
-  if (!ok) {
-    json_decref(detail);
-    json_decref(d);
+                                 affects < 0 ? json_null() : json_boolean(affects)) &&
+            set_detail(d, fmt, ap);
+  va_end(ap);
+  /* As in fdl_cmp_gate: an *_append_new takes its value even when it fails. */
+  if (!ok) json_decref(d);
+  if (!ok || json_array_append_new(f->disclosures, d))
     return fdl_fail(err, FDL_NOMEM, "out of memory recording disclosure %s", code);
-  }
   return FDL_OK;
 }
 

@@ -12,29 +12,25 @@ static const char *eq_word(const char *x, const char *y) {
 
 fdl_status fdl_cmp_gate_lane_stack(const cmp_side *a, const cmp_side *b, const fdl_compare_opts *o,
                                    cmp_findings *f, fdl_refusal *r, fdl_err *err) {
-  fdl_status s;
   const char *la = fdl_lane_names[a->m->runtime.lane], *lb = fdl_lane_names[b->m->runtime.lane];
   la = la ? la : "None", lb = lb ? lb : "None";
   f->same_lane = !strcmp(la, lb);
-  if (f->same_lane) {
-    s = fdl_cmp_gate(f, FDL_GATE_LANE, true, NULL, err, "lane=%s vs %s", la, lb);
-  } else {
-    if (!o->allow_cross_lane)
-      return fdl_cmp_refuse(r, err, FDL_REF_LANE_MISMATCH, FDL_GATE_LANE, "--allow-cross-lane",
-                            "the captures ran on different lanes (reference %s, candidate %s); "
-                            "lanes are not interchangeable, so the difference would include the "
-                            "lane's own offset",
-                            la, lb);
+  if (!f->same_lane && !o->allow_cross_lane)
+    return fdl_cmp_refuse(r, err, FDL_REF_LANE_MISMATCH, FDL_GATE_LANE, "--allow-cross-lane",
+                          "the captures ran on different lanes (reference %s, candidate %s); "
+                          "lanes are not interchangeable, so the difference would include the "
+                          "lane's own offset",
+                          la, lb);
+  fdl_status s = fdl_cmp_gate(f, FDL_GATE_LANE, true, f->same_lane ? NULL : "--allow-cross-lane",
+                              err, "lane=%s vs %s", la, lb);
+  if (s == FDL_OK && !f->same_lane) {
     f->advisory = true;
     f->not_floor = true;
-    s = fdl_cmp_gate(f, FDL_GATE_LANE, true, "--allow-cross-lane", err, "lane=%s vs %s", la, lb);
-    if (s == FDL_OK)
-      s = fdl_cmp_disclose(
-          f, "cross_engine_capture", "caveat", 1, err,
-          "the captures ran on different lanes (reference %s, candidate %s); the "
-          "number includes the cross-lane offset, whose size is unknown, and it can "
-          "never serve as a floor (BIAS-006).",
-          la, lb);
+    s = fdl_cmp_disclose(f, "cross_engine_capture", "caveat", 1, err,
+                         "the captures ran on different lanes (reference %s, candidate %s); the "
+                         "number includes the cross-lane offset, whose size is unknown, and it can "
+                         "never serve as a floor (BIAS-006).",
+                         la, lb);
   }
   if (s != FDL_OK) return s;
 

@@ -66,11 +66,11 @@ static json_t *val_err(double v, double e) {
   return json_pack("{s:f, s:f}", "value", v, "stderr", e);
 }
 
+/* The fractions of the percentile keys (fidelis/compare.h), in their order. */
 static const double DP_F[11] = {0.999, 0.99, 0.95, 0.9, 0.75, 0.5, 0.25, 0.1, 0.05, 0.01, 0.001};
-static const char *const DP_K[11] = {"99.9", "99", "95", "90", "75", "50",
-                                     "25",   "10", "5",  "1",  "0.1"};
+static const char *const DP_K[11] = FDL_COMPARE_DP_PERCENTILES;
 static const double KL_F[9] = {0.999, 0.99, 0.95, 0.9, 0.5, 0.1, 0.05, 0.01, 0.001};
-static const char *const KL_K[9] = {"99.9", "99", "95", "90", "50", "10", "5", "1", "0.1"};
+static const char *const KL_K[9] = FDL_COMPARE_KLD_PERCENTILES;
 
 /* Percentiles of sorted v at the fractions f (0.5 is the median rule). */
 static json_t *percentiles(const double *v, size_t n, const double *f, const char *const *k,

@@ -36,34 +36,25 @@ static fdl_status validate(const char *root, const char *who, const fdl_compare_
   fdl_ds_report rep;
   fdl_ds_report_init(&rep);
   fdl_status s = fdl_ds_validate(root, &vo, &rep, err);
-  if (s != FDL_OK) {
-    fdl_ds_report_free(&rep);
-    return fdl_cmp_refuse(r, err, s == FDL_NOMEM ? FDL_REF_OUT_OF_MEMORY : FDL_REF_UNREADABLE,
-                          FDL_GATE_CLI, CMP_NO_OVERRIDE_DATA, "%s dataset %s: %s", who, root,
-                          fdl_err_msg(err));
-  }
-  if (rep.oom != FDL_OK) {
-    fdl_ds_report_free(&rep);
-    return fdl_cmp_refuse(r, err, FDL_REF_OUT_OF_MEMORY, FDL_GATE_SEAL, CMP_REMEDY_RESOURCES,
-                          "%s dataset %s: out of memory "
-                          "while validating",
-                          who, root);
-  }
-  if (rep.errors.count) {
-    const fdl_ds_finding *e = &rep.errors.items[0];
-    fdl_cmp_refuse(r, err, FDL_REF_SEAL_FAILED, FDL_GATE_SEAL,
-                   "none: a dataset that does not validate is never compared; run `fidelis "
-                   "validate` on it, then fix it or fetch it again",
-                   "%s dataset %s does not validate (%zu error%s); first: [%s/%s] %s%s%s%s", who,
-                   root, rep.errors.count, rep.errors.count == 1 ? "" : "s",
-                   fdl_ds_code_name(e->code), e->rule, e->message,
-                   fdl_cmp_empty(e->where) ? "" : " (", fdl_cmp_empty(e->where) ? "" : e->where,
-                   fdl_cmp_empty(e->where) ? "" : ")");
-    fdl_ds_report_free(&rep);
-    return FDL_REFUSED;
-  }
+  const fdl_ds_finding *e = rep.errors.count ? &rep.errors.items[0] : NULL;
+  if (s != FDL_OK)
+    s = fdl_cmp_refuse(r, err, s == FDL_NOMEM ? FDL_REF_OUT_OF_MEMORY : FDL_REF_UNREADABLE,
+                       FDL_GATE_CLI, CMP_NO_OVERRIDE_DATA, "%s dataset %s: %s", who, root,
+                       fdl_err_msg(err));
+  else if (rep.oom != FDL_OK)
+    s = fdl_cmp_refuse(r, err, FDL_REF_OUT_OF_MEMORY, FDL_GATE_SEAL, CMP_REMEDY_RESOURCES,
+                       "%s dataset %s: out of memory while validating", who, root);
+  else if (e)
+    s = fdl_cmp_refuse(r, err, FDL_REF_SEAL_FAILED, FDL_GATE_SEAL,
+                       "none: a dataset that does not validate is never compared; run `fidelis "
+                       "validate` on it, then fix it or fetch it again",
+                       "%s dataset %s does not validate (%zu error%s); first: [%s/%s] %s%s%s%s",
+                       who, root, rep.errors.count, rep.errors.count == 1 ? "" : "s",
+                       fdl_ds_code_name(e->code), e->rule, e->message,
+                       fdl_cmp_empty(e->where) ? "" : " (", fdl_cmp_empty(e->where) ? "" : e->where,
+                       fdl_cmp_empty(e->where) ? "" : ")");
   fdl_ds_report_free(&rep);
-  return FDL_OK;
+  return s;
 }
 
 const char *const fdl_cmp_tokenizer_fields[CMP_N_TOKENIZER] = {

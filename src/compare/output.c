@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "compare/cmp.h"
+#include "compare/compare_json.h"
 #include "base/sys.h"
 
 #define NO_REPLACE_REMEDY                                                                          \
@@ -30,8 +31,7 @@ fdl_status fdl_cmp_stage_open(const fdl_compare_opts *o, cmp_stage *st, fdl_refu
                           fdl_err_msg(err));
   st->npy = fdl_cmp_path_join(st->st.path, FDL_COMPARE_TOKENWISE_NAME, NULL);
   st->receipt = fdl_cmp_path_join(st->st.path, FDL_COMPARE_RECEIPT_NAME, NULL);
-  static const char *const names[3] = {FDL_COMPARE_LOGPROB_REF_NAME, FDL_COMPARE_LOGPROB_CAND_NAME,
-                                       FDL_COMPARE_TOP1_NAME};
+  static const char *const names[3] = FDL_COMPARE_LLAMACPP_ARRAYS;
   for (int i = 0; i < 3; i++)
     if (!(st->extra[i] = fdl_cmp_path_join(st->st.path, names[i], NULL)))
       return fdl_fail(err, FDL_NOMEM, "out of memory");

@@ -132,17 +132,12 @@ static json_t *estimator_block(const cmp_side *a, const cmp_side *b, const cmp_f
 
 static json_t *determinism_block(const cmp_side *a, const cmp_side *b, double mean) {
   json_t *o = json_object(), *hashes = json_array(), *means = json_array();
-  if (!o || !hashes || !means) {
-    json_decref(o);
-    json_decref(hashes);
-    json_decref(means);
-    return NULL;
-  }
   const char *x = a->m->capture.capture_content_digest ? a->m->capture.capture_content_digest : "";
   const char *y = b->m->capture.capture_content_digest ? b->m->capture.capture_content_digest : "";
   int c = strcmp(x, y);
-  /* A failed append (out of memory) must fail the block, not shorten its arrays. */
-  int bad = json_array_append_new(hashes, json_string(c <= 0 ? x : y)) |
+  /* A failed allocation or append (out of memory) must fail the block, not shorten its arrays;
+   * the set and append calls free what they are given, also on failure. */
+  int bad = (!o) | json_array_append_new(hashes, json_string(c <= 0 ? x : y)) |
             (c ? json_array_append_new(hashes, json_string(c < 0 ? y : x)) : 0) |
             json_array_append_new(means, json_real(mean));
   bad |=

@@ -88,8 +88,7 @@ static fdl_status structure(const json_t *rc, code_t *code, fdl_err *err) {
   for (size_t i = 0; i < sizeof REQUIRED / sizeof *REQUIRED; i++)
     if (!json_object_get(rc, REQUIRED[i]))
       return bad(code, FDL_RCC_SCHEMA_INVALID, err, "required key missing: ", REQUIRED[i]);
-  if (!json_is_integer(json_object_get(rc, "format_version")) ||
-      json_integer_value(json_object_get(rc, "format_version")) != 1)
+  if (fdl_json_path_int(rc, "format_version", 0) != 1)
     return bad(code, FDL_RCC_SCHEMA_INVALID, err, "format_version must be the integer 1", NULL);
   const char *kind = fdl_json_str(rc, "comparison_kind");
   if (!kind || (strcmp(kind, "measurement") && strcmp(kind, "reproduction_confirmation") &&
@@ -128,8 +127,7 @@ static fdl_status structure(const json_t *rc, code_t *code, fdl_err *err) {
       return bad(code, FDL_RCC_SCHEMA_INVALID, err,
                  "side block lacks a 64-hex dataset_sha256 or capture_content_digest: ", sides[i]);
   }
-  const json_t *sp = fdl_json_path(rc, "measurement_scope.scored_positions");
-  if (!json_is_integer(sp) || json_integer_value(sp) < 1)
+  if (fdl_json_path_int(rc, "measurement_scope.scored_positions", 0) < 1)
     return bad(code, FDL_RCC_SCHEMA_INVALID, err, "measurement_scope.scored_positions must be >= 1",
                NULL);
   return FDL_OK;
@@ -223,8 +221,7 @@ static fdl_status extensions(const json_t *rc, code_t *code, fdl_err *err) {
                "fidelis_extensions.llamacpp_compatible.n must equal "
                "measurement_scope.scored_positions",
                NULL);
-  static const char *const arrays[] = {FDL_COMPARE_LOGPROB_REF_NAME, FDL_COMPARE_LOGPROB_CAND_NAME,
-                                       FDL_COMPARE_TOP1_NAME};
+  static const char *const arrays[] = FDL_COMPARE_LLAMACPP_ARRAYS;
   for (size_t i = 0; i < 3; i++)
     if (!is_hex64(json_object_get(json_object_get(l, "arrays"), arrays[i])))
       return bad(code, FDL_RCC_SCHEMA_INVALID, err,

@@ -44,9 +44,9 @@ static json_t *grouped_means(const cmp_side *a, const cmp_findings *f, bool stra
   keyed *items = fdl_malloc((n ? n : 1) * sizeof *items);
   double *vals = fdl_malloc((n ? n : 1) * sizeof *vals),
          *groups = fdl_malloc((n ? n : 1) * sizeof *vals);
-  json_t *out = json_object();
+  json_t *out = json_object(), *res = NULL;
   *has_macro = false;
-  if (!items || !vals || !groups || !out) goto oom;
+  if (!items || !vals || !groups || !out) goto done;
   for (size_t c = 0; c < n; c++) {
     const cmp_record *l = &a->recs[f->ref_at[c]];
     const char *v = stratum ? l->allocation_stratum[1] : l->domain[1];
@@ -57,27 +57,20 @@ static json_t *grouped_means(const cmp_side *a, const cmp_findings *f, bool stra
     size_t j = i, k = 0;
     while (j < m && !strcmp(items[j].key, items[i].key)) vals[k++] = means[items[j++].ctx];
     groups[ng] = fdl_num_neumaier_mean(vals, k);
-    if (fdl_cmp_set_real(out, items[i].key, groups[ng++])) goto oom;
+    if (fdl_cmp_set_real(out, items[i].key, groups[ng++])) goto done;
     i = j;
   }
   if (ng) {
     *macro = fdl_num_neumaier_mean(groups, ng);
     *has_macro = true;
   }
-  free(items);
-  free(vals);
-  free(groups);
-  if (!ng) {
-    json_decref(out);
-    return json_null();
-  }
-  return out;
-oom:
+  res = ng ? json_incref(out) : json_null();
+done:
   free(items);
   free(vals);
   free(groups);
   json_decref(out);
-  return NULL;
+  return res;
 }
 
 static json_t *null_uncertainty(void) {

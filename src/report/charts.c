@@ -16,7 +16,7 @@
 #define FDL_RPT_MAX_WHISKERS 100
 #define CH 340
 
-/* Every chart opens its figure and SVG at one size and plots in one frame. */
+/* Every chart opens its figure and SVG at one size and plots in one frame; fig_end closes both. */
 static fdl_rpt_frame fig_begin(fdl_buf *b, const char *id, const char *title) {
   fdl_buf_puts(b, "<figure>");
   fdl_rpt_svg_begin(b, id, title, CW, CH);
@@ -25,6 +25,7 @@ static fdl_rpt_frame fig_begin(fdl_buf *b, const char *id, const char *title) {
 }
 
 static void fig_end(fdl_buf *b, const char *caption) {
+  fdl_rpt_svg_end(b);
   fdl_buf_puts(b, "<figcaption>");
   fdl_buf_puts(b, caption); /* captions are the page's own text, with escaped parts inserted */
   fdl_buf_puts(b, "</figcaption></figure>\n");
@@ -66,7 +67,6 @@ void fdl_rpt_chart_hist(fdl_buf *b, const fdl_rpt_receipt *r) {
     f.x0 = 1e-6, f.x1 = 1, f.xlog = true;
     fdl_rpt_axes(b, &f, "KL(reference || candidate) per token (nats, log scale)", "tokens", 0);
     fdl_rpt_svg_note(b, &f, "no token has a positive KL: every value is 0");
-    fdl_rpt_svg_end(b);
     fig_end(b, "Every tokenwise KL value is zero (or below): nothing to place on a log axis.");
     return;
   }
@@ -92,7 +92,6 @@ void fdl_rpt_chart_hist(fdl_buf *b, const fdl_rpt_receipt *r) {
   f.x0 = lo, f.x1 = hi, f.xlog = true, f.y0 = 0, f.y1 = fdl_rpt_headroom(top);
   fdl_rpt_axes(b, &f, "KL(reference || candidate) per token (nats, log scale)", "tokens", 0);
   fdl_rpt_hist(b, &f, edges, counts, nb, fdl_rpt_colour(0));
-  fdl_rpt_svg_end(b);
   char cap[512];
   snprintf(cap, sizeof cap,
            "Tokenwise KL from <code>tokenwise-kld.npy</code> (%zu tokens), %d bins per decade. "
@@ -159,7 +158,6 @@ fdl_status fdl_rpt_chart_cdf(fdl_buf *b, const fdl_rpt_receipt *const *rs, size_
     fdl_rpt_legend(b, f.L + 10, f.T + 10, tn, tc, nt);
   }
   if (any && n > 1) fdl_rpt_legend(b, f.L + 10, f.T + 10, names, cols, n);
-  fdl_rpt_svg_end(b);
   fig_end(b, n == 1 ? "Cumulative share of tokens (from <code>tokenwise-kld.npy</code>) at or "
                       "below each KL. The dashed markers are the receipt's own sealed "
                       "<code>kl.median</code>, <code>p95</code>, <code>p99</code> and "
@@ -196,7 +194,6 @@ fdl_status fdl_rpt_chart_contexts(fdl_buf *b, const fdl_rpt_receipt *r, fdl_err 
   if (n == 0) {
     fdl_rpt_axes(b, &f, "contexts", "mean KL (nats)", 1);
     fdl_rpt_svg_note(b, &f, "the receipt has no per_context list");
-    fdl_rpt_svg_end(b);
     fig_end(b, "No per-context means to show.");
     free(o), free(v), free(cols), free(labs);
     return FDL_OK;
@@ -228,7 +225,6 @@ fdl_status fdl_rpt_chart_contexts(fdl_buf *b, const fdl_rpt_receipt *r, fdl_err 
   const char *dn[FDL_RPT_MAX_DOMAINS], *dc[FDL_RPT_MAX_DOMAINS];
   for (size_t k = 0; k < r->ndomains; k++) dn[k] = r->domains[k], dc[k] = fdl_rpt_colour(k);
   fdl_rpt_legend(b, f.L + f.W - 150, f.T + 8, dn, dc, r->ndomains);
-  fdl_rpt_svg_end(b);
   char cap[640], how[256];
   snprintf(how, sizeof how,
            "CI95 of the context mean by a percentile bootstrap over the context's own tokens in "
@@ -263,7 +259,6 @@ fdl_status fdl_rpt_chart_position(fdl_buf *b, const fdl_rpt_receipt *r, fdl_err 
   } else {
     fdl_rpt_svg_note(b, &f, "the receipt has no per_context list to place rows in");
   }
-  fdl_rpt_svg_end(b);
   char cap[512];
   snprintf(cap, sizeof cap,
            "Mean of <code>tokenwise-kld.npy</code> over all contexts at each position. The "
@@ -314,7 +309,6 @@ void fdl_rpt_chart_top1(fdl_buf *b, const fdl_rpt_receipt *r) {
   f.y0 = 0, f.y1 = 1;
   fdl_rpt_axes(b, &f, "domain", "top-1 agreement (fraction of tokens)", n);
   fdl_rpt_bars(b, &f, v, lo, hi, cols, labels, n);
-  fdl_rpt_svg_end(b);
   fig_end(b, r->top1 ? "Share of tokens whose candidate argmax equals the reference argmax, per "
                        "domain, from <code>tokenwise-top1.npy</code>; error bars \xC2\xB1"
                        "1.96 binomial standard errors (tokens treated as independent). "
@@ -363,7 +357,6 @@ void fdl_rpt_chart_deltap(fdl_buf *b, const fdl_rpt_receipt *r) {
   const char *ln[2] = {"token", "mean per 0.05 of p_ref"};
   const char *lc[2] = {fdl_rpt_colour(0), fdl_rpt_colour(1)};
   fdl_rpt_legend(b, f.L + f.W - 190, f.T + 8, ln, lc, 2);
-  fdl_rpt_svg_end(b);
   char cap[512];
   snprintf(cap, sizeof cap,
            "p = exp of <code>tokenwise-logprob-ref.npy</code> and "

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "base/path.h"
-#include "compare/compare_json.h"
 #include "fidelis/digest.h"
 #include "base/fs.h"
 #include "json/json.h"
@@ -24,7 +23,7 @@
 /* Arrays far above any panel are refused before they are read. */
 #define ARRAY_MAX_BYTES ((size_t)1 << 32)
 
-static const char *const LLAMA_ARRAYS[3] = FDL_RPT_LLAMA_ARRAYS;
+static const char *const LLAMA_ARRAYS[3] = FDL_COMPARE_LLAMACPP_ARRAYS;
 
 static bool untrusted(fdl_rpt_receipt *r, const char *fmt, ...) FDL_PRINTF(2, 3);
 static bool untrusted(fdl_rpt_receipt *r, const char *fmt, ...) {
@@ -56,14 +55,12 @@ static bool read_array(fdl_rpt_receipt *r, const char *name, const char *want_he
   }
   if (s != FDL_OK) return untrusted(r, "%s: cannot be read: %s", name, e.msg);
   bool ok = false;
-  fdl_sha256 d;
   char hex[FDL_SHA256_HEX_BUF];
   fdl_npy *npy = NULL;
-  if ((s = fdl_sha256_buf(data, len, &d, &e)) != FDL_OK) {
+  if ((s = fdl_sha256_buf_hex(data, len, hex, &e)) != FDL_OK) {
     *st = fdl_fail(err, s, "%s", e.msg);
     goto done;
   }
-  fdl_sha256_hex(&d, hex);
   if (strcmp(hex, want_hex)) {
     untrusted(r,
               "%s: its SHA-256 is %s but the receipt records %s: the array is not the one "

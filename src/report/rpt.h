@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "base/buf.h"
+#include "compare/compare_json.h"
 #include "fidelis/compare.h"
 #include "fidelis/report.h"
 #include "fidelis/status.h"
@@ -53,10 +54,6 @@ typedef struct {
   size_t ndomains;
   bool domains_cut; /* more domains than colours: the last colour is shared */
 } fdl_rpt_receipt;
-
-/* The llama.cpp block's arrays, in the order of fdl_compare_llamacpp.arrays. */
-#define FDL_RPT_LLAMA_ARRAYS                                                                       \
-  { FDL_COMPARE_LOGPROB_REF_NAME, FDL_COMPARE_LOGPROB_CAND_NAME, FDL_COMPARE_TOP1_NAME }
 
 /* Reads dir and verifies it. FDL_OK with r->trusted false (and r->why) when the content fails
  * any check; another status only when the machine failed (I/O, memory). */

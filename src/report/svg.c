@@ -24,24 +24,20 @@ void fdl_rpt_svg_end(fdl_buf *b) {
   fdl_buf_puts(b, "</svg>\n");
 }
 
-static double tr(double v, bool lg) {
-  return lg ? log10(v) : v;
+/* Where v lies from v0 to v1 on a linear or log axis, as a fraction clamped to [0, 1]. */
+static double along(double v, double v0, double v1, bool lg) {
+  if (lg) v = log10(v), v0 = log10(v0), v1 = log10(v1);
+  double t = v1 > v0 ? (v - v0) / (v1 - v0) : 0.5;
+  if (!(t >= 0)) t = 0; /* NaN too (inf over inf): an SVG attribute is always a number */
+  return t > 1 ? 1 : t;
 }
 
 double fdl_rpt_sx(const fdl_rpt_frame *f, double x) {
-  double a = tr(f->x0, f->xlog), z = tr(f->x1, f->xlog);
-  double t = z > a ? (tr(x, f->xlog) - a) / (z - a) : 0.5;
-  if (!(t >= 0)) t = 0; /* NaN too (inf over inf): an SVG attribute is always a number */
-  if (t > 1) t = 1;
-  return f->L + t * f->W;
+  return f->L + along(x, f->x0, f->x1, f->xlog) * f->W;
 }
 
 double fdl_rpt_sy(const fdl_rpt_frame *f, double y) {
-  double a = tr(f->y0, f->ylog), z = tr(f->y1, f->ylog);
-  double t = z > a ? (tr(y, f->ylog) - a) / (z - a) : 0.5;
-  if (!(t >= 0)) t = 0; /* NaN too (inf over inf): an SVG attribute is always a number */
-  if (t > 1) t = 1;
-  return f->T + f->H - t * f->H;
+  return f->T + f->H - along(y, f->y0, f->y1, f->ylog) * f->H;
 }
 
 double fdl_rpt_headroom(double top) {

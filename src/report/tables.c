@@ -153,15 +153,13 @@ static void llama_row(fdl_buf *b, const char *name, const char *field, double v,
   fdl_buf_printf(b, " %s</td><td><code>%s</code></td></tr>\n", unit, field);
 }
 
-/* One percentile row of a llama.cpp block; unit "%" as in llama_row. */
+/* One percentile row of a llama.cpp block: "q% stat", the field table.q. */
 static void percentile_row(fdl_buf *b, const char *table, const char *stat, const char *q, double v,
                            const char *unit) {
-  double k = strcmp(unit, "%") ? 1.0 : 100.0;
-  char t[32];
-  fdl_buf_printf(b,
-                 "<tr><th>%s%% %s</th><td class=\"num\">%s %s</td><td><code>%s.%s</code></td>"
-                 "</tr>\n",
-                 q, stat, fdl_rpt_fmt(k * v, 6, t), unit, table, q);
+  char name[32], field[48];
+  snprintf(name, sizeof name, "%s%% %s", q, stat);
+  snprintf(field, sizeof field, "%s.%s", table, q);
+  llama_row(b, name, field, v, NULL, unit);
 }
 
 void fdl_rpt_llama_table(fdl_buf *b, const fdl_rpt_receipt *r) {
@@ -250,7 +248,7 @@ void fdl_rpt_identity(fdl_buf *b, const fdl_rpt_receipt *r) {
   row_text(b, "receipt created (UTC)", d->created_utc, false);
   row_text(b, "receipt_sha256 (verified)", d->receipt_sha256, true);
   row_text(b, "tokenwise-kld.npy sha256 (verified)", d->tokenwise.sha256, true);
-  static const char *const LLAMA_NAMES[3] = FDL_RPT_LLAMA_ARRAYS;
+  static const char *const LLAMA_NAMES[3] = FDL_COMPARE_LLAMACPP_ARRAYS;
   for (int k = 0; r->llama && k < 3; k++) {
     char name[80];
     snprintf(name, sizeof name, "%s sha256 (verified)", LLAMA_NAMES[k]);
