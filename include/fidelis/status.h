@@ -58,7 +58,9 @@ typedef struct {
 
 /* Fills *err (if non-NULL) with a printf-style message and returns s. The arguments may hold
  * err's own message: a callee's failure is re-wrapped in place, never through a second record,
- * as fdl_fail(err, FDL_IO, "meta %s: %s", path, fdl_err_msg(err)). */
+ * as fdl_fail(err, FDL_IO, "meta %s: %s", path, fdl_err_msg(err)). These three are public,
+ * unlike making a refusal, because a caller's own callbacks fail through an fdl_err too
+ * (fdl_pool_task, fdl_tok_sink). */
 FDL_API fdl_status fdl_fail(fdl_err *err, fdl_status s, const char *fmt, ...) FDL_PRINTF(3, 4);
 FDL_API fdl_status fdl_failv(fdl_err *err, fdl_status s, const char *fmt, va_list ap);
 /* Prefixes an existing message with context and ": " ("capture/hidden_0001.safetensors: ...")
