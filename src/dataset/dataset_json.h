@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "fidelis/dataset.h"
+#include "fidelis/tokenizer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -165,6 +166,10 @@ typedef struct {
 fdl_status fdl_ds_panel_load(const char *path, fdl_ds_panel *p, fdl_err *err);
 
 void fdl_ds_panel_free(fdl_ds_panel *p);
+
+/* The header's tokenizer block as `fidelis panel` and the .kld import write it: the id, vocab
+ * size and files of ti, add_special_tokens, no chat template. NULL when out of memory. */
+json_t *fdl_ds_panel_tokenizer_json(const fdl_tok_info *ti, bool add_special_tokens);
 
 /* One domain of a summary: its capture records and their scored positions. */
 typedef struct {

@@ -435,25 +435,18 @@ static fdl_status put_line(fdl_buf *b, json_t *j, fdl_err *err) {
 /* The header `fidelis panel --like-llama-perplexity` writes (src/panel/text.c, docs/PANEL.md),
  * with the .kld as the source. */
 static json_t *panel_header(const kld_ctx *c) {
-  json_t *files = json_array();
-  for (size_t i = 0; files && i < c->ti.n_files; i++) {
-    const fdl_tok_file *f = &c->ti.files[i];
-    json_array_append_new(files, json_pack("{s:I, s:s, s:s}", "bytes", (json_int_t)f->bytes, "name",
-                                           f->name, "sha256", f->sha256));
-  }
   const fdl_kld_info *in = &c->k.info;
   json_t *h = json_pack(
-      "{s:s, s:{s:s, s:I, s:o, s:b, s:b}, s:{s:I, s:b, s:I, s:s, s:I}, s:I, s:I, s:I, s:s, s:b, "
+      "{s:s, s:o, s:{s:I, s:b, s:I, s:s, s:I}, s:I, s:I, s:I, s:s, s:b, "
       "s:[{s:s, s:I, s:s, s:s, s:I}], s:s}",
-      "schema", "fidelis.text-panel.v1", "tokenizer", "id", c->ti.id, "vocab_size",
-      (json_int_t)c->ti.vocab, "files", files, "add_special_tokens", c->bos >= 0,
-      "chat_template_applied", 0, "scoring_window", "score_from", (json_int_t)in->first, "windowed",
-      in->first > 0, "min_left_context_tokens", (json_int_t)in->first + 1, "policy", KLD_POLICY,
-      "dropped_positions_total", (json_int_t)0, "context", (json_int_t)in->n_ctx, "stride",
-      (json_int_t)0, "chunks", (json_int_t)in->n_chunk, "bos", "auto", "like_llama_perplexity", 1,
-      "sources", "name", c->base, "bytes", (json_int_t)in->size, "sha256", c->kld_hex, "domain",
-      c->stem, "tokens", (json_int_t)((uint64_t)in->n_chunk * in->n_ctx), "created_by",
-      KLD_CREATED_BY);
+      "schema", "fidelis.text-panel.v1", "tokenizer",
+      fdl_ds_panel_tokenizer_json(&c->ti, c->bos >= 0), "scoring_window", "score_from",
+      (json_int_t)in->first, "windowed", in->first > 0, "min_left_context_tokens",
+      (json_int_t)in->first + 1, "policy", KLD_POLICY, "dropped_positions_total", (json_int_t)0,
+      "context", (json_int_t)in->n_ctx, "stride", (json_int_t)0, "chunks", (json_int_t)in->n_chunk,
+      "bos", "auto", "like_llama_perplexity", 1, "sources", "name", c->base, "bytes",
+      (json_int_t)in->size, "sha256", c->kld_hex, "domain", c->stem, "tokens",
+      (json_int_t)((uint64_t)in->n_chunk * in->n_ctx), "created_by", KLD_CREATED_BY);
   return h ? json_pack("{s:o}", "header", h) : NULL;
 }
 

@@ -641,3 +641,19 @@ fdl_status fdl_pk_check_tensor_dir(pk_ctx *c, fdl_err *err) {
   closedir(d);
   return s;
 }
+
+json_t *fdl_ds_panel_tokenizer_json(const fdl_tok_info *ti, bool add_special_tokens) {
+  json_t *files = json_array();
+  for (size_t i = 0; files && i < ti->n_files; i++) {
+    const fdl_tok_file *f = &ti->files[i];
+    if (json_array_append_new(files, json_pack("{s:I, s:s, s:s}", "bytes", (json_int_t)f->bytes,
+                                               "name", f->name, "sha256", f->sha256))) {
+      json_decref(files);
+      files = NULL;
+    }
+  }
+  return files ? json_pack("{s:s, s:I, s:o, s:b, s:b}", "id", ti->id, "vocab_size",
+                           (json_int_t)ti->vocab, "files", files, "add_special_tokens",
+                           add_special_tokens, "chat_template_applied", 0)
+               : NULL;
+}

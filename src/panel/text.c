@@ -8,7 +8,7 @@
 #include "base/sys.h"
 #include "base/buf.h"
 #include "base/path.h"
-#include "fidelis/dataset.h"
+#include "dataset/dataset_json.h"
 #include "base/fs.h"
 #include "json/json.h"
 #include "fidelis/panel.h"
@@ -135,15 +135,7 @@ static fdl_status read_text(ctx *c, const fdl_panel_text *t, text_in *x, fdl_err
 }
 
 static json_t *tokenizer_block(const ctx *c) {
-  json_t *files = json_array();
-  for (size_t i = 0; files && i < c->info.n_files; i++) {
-    const fdl_tok_file *f = &c->info.files[i];
-    json_array_append_new(files, json_pack("{s:I, s:s, s:s}", "bytes", (json_int_t)f->bytes, "name",
-                                           f->name, "sha256", f->sha256));
-  }
-  json_t *t = json_pack("{s:s, s:I, s:o, s:b, s:b}", "id", c->info.id, "vocab_size",
-                        (json_int_t)c->info.vocab, "files", files, "add_special_tokens",
-                        c->bos >= 0, "chat_template_applied", 0);
+  json_t *t = fdl_ds_panel_tokenizer_json(&c->info, c->bos >= 0);
   if (t && c->o->tokenizer_repository) {
     json_object_set_new(t, "repository", json_string(c->o->tokenizer_repository));
     json_object_set_new(t, "revision",
