@@ -61,6 +61,7 @@ static void replace_all(fdl_buf *s, const char *a, size_t an, const char *b, siz
 }
 
 static void strip(fdl_buf *s, uint32_t ch, unsigned start, unsigned stop) {
+  if (s->err) return; /* out of memory (it may hold nothing): the decode fails anyway */
   char c[4];
   size_t cl = fdl_tk_utf8_put(ch, c), lo = 0, hi = s->len;
   for (unsigned k = 0; k < start && hi - lo >= cl && !memcmp(s->data + lo, c, cl); k++) lo += cl;
@@ -139,6 +140,7 @@ fdl_status fdl_tok_decode(const fdl_tok *t, const int32_t *ids, size_t n, char *
     free(v.as_written);
     return fdl_fail(err, FDL_NOMEM, "out of memory decoding %zu ids", n);
   }
+  bool failed = false;
   for (size_t i = 0; i < n; i++) {
     if (ids[i] < 0 || (size_t)ids[i] >= t->n) {
       free_strs(&v);
@@ -148,9 +150,12 @@ fdl_status fdl_tok_decode(const fdl_tok *t, const int32_t *ids, size_t n, char *
     tk_str s = t->shown[ids[i]];
     uint8_t ty = t->type[ids[i]];
     v.as_written[v.n] = t->added_as_written && (ty == TK_CONTROL || ty == TK_USER);
-    fdl_buf_append(&v.s[v.n++], tk_ptr(t, s), s.len);
+    fdl_buf_append(&v.s[v.n], tk_ptr(t, s), s.len);
+    failed |= v.s[v.n++].err != FDL_OK;
   }
-  for (size_t d = 0; d < t->n_dec; d++) {
+  /* A string an append left short or empty (out of memory) goes through no further step: the
+   * steps read their strings whole, and fuse and byte_fallback would drop its error. */
+  for (size_t d = 0; !failed && d < t->n_dec; d++) {
     const tk_dec *op = &t->dec[d];
     switch (op->kind) {
     case TK_D_BYTELEVEL:
@@ -176,10 +181,11 @@ fdl_status fdl_tok_decode(const fdl_tok *t, const int32_t *ids, size_t n, char *
       fuse(&v);
       break;
     }
+    for (size_t i = 0; i < v.n; i++) failed |= v.s[i].err != FDL_OK;
   }
   fdl_buf out = {0};
   fdl_buf_append(&out, "", 0);
-  bool failed = out.err != FDL_OK;
+  failed |= out.err != FDL_OK;
   for (size_t i = 0; i < v.n; i++) {
     failed |= v.s[i].err != FDL_OK;
     fdl_buf_append(&out, v.s[i].data, v.s[i].len);
