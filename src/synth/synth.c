@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fidelis/vocab.h"
 #include "base/rng.h"
@@ -160,15 +161,21 @@ static fdl_status write_heads(synth *z, fdl_err *err) {
 
 /* ---- metas ------------------------------------------------------------------------------ */
 
+/* NULL when out of memory: a scope short of a class must not be packed. */
 static json_t *scope(bool quant) {
   json_t *a = json_array();
+  int bad = 0;
   for (int i = 0; i < FDL_TCLASS_COUNT; i++) {
     if (i == FDL_TCLASS_MOE_EXPERTS) continue; /* a dense scope */
     bool q = quant && i == FDL_TCLASS_LM_HEAD;
-    json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:i, s:n}", "tensor_class",
-                                       fdl_tensor_class_names[i], "treatment",
-                                       q ? "quantized" : "native", "format", q ? "int4" : "bf16",
-                                       "bits_per_weight", q ? 4 : 16, "layer_range"));
+    bad |= json_array_append_new(
+        a, json_pack("{s:s, s:s, s:s, s:i, s:n}", "tensor_class", fdl_tensor_class_names[i],
+                     "treatment", q ? "quantized" : "native", "format", q ? "int4" : "bf16",
+                     "bits_per_weight", q ? 4 : 16, "layer_range"));
+  }
+  if (bad) {
+    json_decref(a);
+    return NULL;
   }
   return json_pack("{s:o, s:s, s:s, s:s}", "assignments", a, "policy", quant ? "mixed" : "native",
                    "head_policy", quant ? "quantized" : "native", "kv_cache_dtype", "bf16");
@@ -192,20 +199,21 @@ static json_t *meta(const synth *z, bool cand, const char *ckpt) {
       "forward", "BF16", "tokenizer", "id", "fidelis-synth-tokenizer", "vocab_size",
       (json_int_t)o->vocab, "panel", "panel_id", panel_id, "name", "fidelis synth panel");
   if (!m) return NULL;
-  json_object_set_new(m, "dataset", json_pack("{s:s, s:s}", "id", id, "name", name));
+  /* Every set's failure (memory) is or-ed into bad: a meta missing a member is never packed. */
+  int bad = json_object_set_new(m, "dataset", json_pack("{s:s, s:s}", "id", id, "name", name));
   json_t *w = json_pack("{s:s, s:n, s:n, s:b, s:s}", "repository", repo, "revision",
                         "model_revision", "quantized", cand, "checkpoint_identity_sha256", ckpt);
   if (cand) {
-    json_object_set_new(w, "codec", json_string("int4"));
-    json_object_set_new(w, "declared_head_bits", json_integer(4));
+    bad |= json_object_set_new(w, "codec", json_string("int4"));
+    bad |= json_object_set_new(w, "declared_head_bits", json_integer(4));
   }
-  json_object_set_new(m, "weights", w);
+  bad |= json_object_set_new(m, "weights", w);
   if (cand) {
-    json_object_set_new(m, "scope", scope(true));
-    json_object_set_new(
+    bad |= json_object_set_new(m, "scope", scope(true));
+    bad |= json_object_set_new(
         m, "head",
         json_pack("{s:s, s:b, s:i}", "source", "artifact_dequantized", "quantized", 1, "bits", 4));
-    json_object_set_new(
+    bad |= json_object_set_new(
         m, "weights_decode",
         json_pack("{s:s, s:s, s:s, s:[s], s:{s:i, s:i, s:b, s:s, s:n}}", "method",
                   "affine-weight-reconstruction", "scope", "weights_reconstructed", "output_dtype",
@@ -215,16 +223,20 @@ static json_t *meta(const synth *z, bool cand, const char *ckpt) {
                   "the hidden axis",
                   "activation_scheme"));
   }
-  if (o->created_utc) json_object_set_new(m, "created_utc", json_string(o->created_utc));
+  if (o->created_utc) bad |= json_object_set_new(m, "created_utc", json_string(o->created_utc));
   if (*z->exe_sha)
-    json_object_set_new(m, "source_files", json_pack("{s:s}", "bin/fidelis", z->exe_sha));
-  json_object_set_new(
+    bad |= json_object_set_new(m, "source_files", json_pack("{s:s}", "bin/fidelis", z->exe_sha));
+  bad |= json_object_set_new(
       m, "disclosures",
       json_pack("[{s:s, s:s, s:b, s:s}]", "code", "randomly_initialised_weights", "severity",
                 "blocking", "affects_comparability", 1, "detail",
                 "synthetic data from `fidelis synth`: a random head over random hidden states, "
                 "not a trained model. Useful to exercise and demonstrate the comparator, "
                 "meaningless as a fidelity result."));
+  if (bad) {
+    json_decref(m);
+    return NULL;
+  }
   return m;
 }
 
@@ -318,12 +330,15 @@ fdl_status fdl_synth(const fdl_synth_opts *in, fdl_synth_result *res, fdl_err *e
     fdl_err_prefix(err, "synth");
     return s;
   }
-  fdl_sha256 exe; /* the binary that writes the inputs, named in their meta when readable */
-  if (fdl_sha256_file("/proc/self/exe", &exe, NULL, NULL) == FDL_OK)
+  /* The binary that writes the inputs, named in their meta when readable: once it is, a failure
+   * to hash it (memory, I/O) fails the run rather than leave source_files out. */
+  fdl_sha256 exe;
+  if (access("/proc/self/exe", R_OK) == 0 &&
+      (s = fdl_sha256_file("/proc/self/exe", &exe, NULL, err)) == FDL_OK)
     fdl_sha256_hex(&exe, z.exe_sha);
   z.outs = z.st.path;
   z.inputs = fdl_path_join(z.st.path, ".inputs");
-  if (!z.inputs) s = fdl_fail(err, FDL_NOMEM, "out of memory");
+  if (s == FDL_OK && !z.inputs) s = fdl_fail(err, FDL_NOMEM, "out of memory");
   if (s == FDL_OK) s = fdl_mkdirs(z.inputs, err);
   if (s == FDL_OK) s = write_panel(&z, err);
   if (s == FDL_OK) s = write_hidden(&z, err);
