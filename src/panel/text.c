@@ -136,11 +136,14 @@ static fdl_status read_text(ctx *c, const fdl_panel_text *t, text_in *x, fdl_err
 
 static json_t *tokenizer_block(const ctx *c) {
   json_t *t = fdl_ds_panel_tokenizer_json(&c->info, c->bos >= 0);
-  if (t && c->o->tokenizer_repository) {
-    json_object_set_new(t, "repository", json_string(c->o->tokenizer_repository));
-    json_object_set_new(t, "revision",
-                        c->o->tokenizer_revision ? json_string(c->o->tokenizer_revision)
-                                                 : json_null());
+  /* A block short of a member (memory) is no block: the header must not be written without it. */
+  if (t && c->o->tokenizer_repository &&
+      (json_object_set_new(t, "repository", json_string(c->o->tokenizer_repository)) ||
+       json_object_set_new(t, "revision",
+                           c->o->tokenizer_revision ? json_string(c->o->tokenizer_revision)
+                                                    : json_null()))) {
+    json_decref(t);
+    return NULL;
   }
   return t;
 }
@@ -174,10 +177,13 @@ static fdl_status checks(const fdl_panel_opts *o, fdl_err *err) {
 static json_t *header(const ctx *c, const text_in *x) {
   json_t *src = json_array();
   for (size_t i = 0; src && i < c->o->n_texts; i++)
-    json_array_append_new(src, json_pack("{s:s, s:I, s:s, s:s, s:I}", "name",
-                                         fdl_path_base(c->o->texts[i].path), "bytes",
-                                         (json_int_t)x[i].bytes, "sha256", x[i].hex, "domain",
-                                         x[i].domain, "tokens", (json_int_t)x[i].n));
+    if (json_array_append_new(src, json_pack("{s:s, s:I, s:s, s:s, s:I}", "name",
+                                             fdl_path_base(c->o->texts[i].path), "bytes",
+                                             (json_int_t)x[i].bytes, "sha256", x[i].hex, "domain",
+                                             x[i].domain, "tokens", (json_int_t)x[i].n))) {
+      json_decref(src); /* a source list cut short is no list: the header fails instead */
+      src = NULL;
+    }
   const char *bos = c->o->bos == FDL_PANEL_BOS_ALWAYS  ? "always"
                     : c->o->bos == FDL_PANEL_BOS_NEVER ? "never"
                                                        : "auto";
