@@ -488,7 +488,7 @@ static json_t *config_json(const fdl_model_preset *p, uint64_t seed) {
          !json_object_set_new(c, "max_window_layers", json_integer((json_int_t)p->layers));
   }
   ok = ok && moe_keys(p, c);
-  json_t *fi = fidelis_init(p, seed);
+  json_t *fi = ok ? fidelis_init(p, seed) : NULL; /* made only where it can be handed over */
   ok = ok && fi && !json_object_set_new(c, "fidelis_init", fi);
   if (!ok) {
     json_decref(c);

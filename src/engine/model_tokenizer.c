@@ -45,20 +45,26 @@ static void special_name(unsigned i, char *out, size_t cap) {
 static json_t *tokenizer_json(void) {
   json_t *vocab = json_object(), *added = json_array();
   unsigned rank = 0;
+  int bad = 0;
   for (unsigned b = 0; b < BYTES; b++) {
     char c[3];
     byte_char(b, rank, c);
     if (!printable(b)) rank++;
-    json_object_set_new(vocab, c, json_integer(b));
+    bad |= json_object_set_new(vocab, c, json_integer(b));
   }
   for (unsigned i = 0; i < SPECIALS; i++) {
     char name[32];
     special_name(i, name, sizeof name);
-    json_object_set_new(vocab, name, json_integer(BYTES + i));
-    json_array_append_new(added,
-                          json_pack("{s:I, s:s, s:b, s:b, s:b, s:b, s:b}", "id",
-                                    (json_int_t)(BYTES + i), "content", name, "single_word", 0,
-                                    "lstrip", 0, "rstrip", 0, "normalized", 0, "special", 1));
+    bad |= json_object_set_new(vocab, name, json_integer(BYTES + i));
+    bad |= json_array_append_new(added, json_pack("{s:I, s:s, s:b, s:b, s:b, s:b, s:b}", "id",
+                                                  (json_int_t)(BYTES + i), "content", name,
+                                                  "single_word", 0, "lstrip", 0, "rstrip", 0,
+                                                  "normalized", 0, "special", 1));
+  }
+  if (bad) { /* memory ran out: a vocabulary or a list of specials cut short is never written */
+    json_decref(vocab);
+    json_decref(added);
+    return NULL;
   }
   json_t *level = json_pack("{s:s, s:b, s:b, s:b}", "type", "ByteLevel", "add_prefix_space", 0,
                             "trim_offsets", 1, "use_regex", 1);
