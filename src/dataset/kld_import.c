@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fidelis/vocab.h"
 #include "base/sys.h"
@@ -656,7 +657,10 @@ static json_t *build_meta(const kld_ctx *c) {
       "lossy_codec", lossy_codec(), "disclosures", disclosures(c), "runtime_source", "llama.cpp",
       "run_name", run);
   if (!m) return NULL;
-  if (c->o->created_utc) json_object_set_new(m, "created_utc", json_string(c->o->created_utc));
+  if (c->o->created_utc && json_object_set_new(m, "created_utc", json_string(c->o->created_utc))) {
+    json_decref(m); /* a meta without its stated creation time is never packed */
+    return NULL;
+  }
   /* --meta: objects merged one level deep, other values replaced, disclosures appended above */
   const char *key;
   json_t *v;
@@ -675,6 +679,25 @@ static json_t *build_meta(const kld_ctx *c) {
 
 /* ---- the run ------------------------------------------------------------------------------- */
 
+/* Publishes the packed dataset (at out, in the staging directory) and the panel file: the panel
+ * first, removed again if the dataset cannot follow, so the import leaves both or neither. The
+ * staged inputs go before either, their removal checked: fdl_stage_abort's is best effort, and a
+ * staging directory left full beside --out would outlive a run that reported success. */
+static fdl_status publish(kld_ctx *c, const char *out, fdl_err *err) {
+  const fdl_kld_import_opts *o = c->o;
+  fdl_status s = fdl_remove_tree_at(c->st.dirfd, ".inputs", err);
+  if (s != FDL_OK) return refuse_err(c, err, FDL_REF_IO_ERROR, s);
+  if (o->panel_out &&
+      (s = fdl_write_file(o->panel_out, c->panel.data, c->panel.len, err)) != FDL_OK)
+    return refuse(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, s,
+                  "the panel %s cannot be written: %s", o->panel_out, fdl_err_msg(err));
+  if ((s = fdl_rename_noreplace(out, o->out_dir, err)) != FDL_OK) {
+    if (o->panel_out) (void)unlink(o->panel_out); /* ours: written above, never over a file */
+    return refuse_err(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, s);
+  }
+  return FDL_OK;
+}
+
 static fdl_status pack(kld_ctx *c, fdl_err *err) {
   json_t *m = build_meta(c);
   char *out = fdl_path_join(c->st.path, "dataset");
@@ -688,8 +711,8 @@ static fdl_status pack(kld_ctx *c, fdl_err *err) {
   json_decref(m);
   if (s != FDL_OK && c->r->pack.refusal.code == FDL_REF_NONE)
     s = refuse_err(c, err, FDL_REF_IO_ERROR, s);
-  else if (s == FDL_OK && (s = fdl_rename_noreplace(out, c->o->out_dir, err)) != FDL_OK)
-    s = refuse_err(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, s);
+  else if (s == FDL_OK)
+    s = publish(c, out, err);
   free(out);
   return s;
 }
@@ -728,14 +751,7 @@ static fdl_status run(kld_ctx *c, fdl_err *err) {
   if (s != FDL_OK) return refuse_err(c, err, FDL_REF_IO_ERROR, s);
   if ((s = build_panel(c, err)) != FDL_OK) return s;
   if ((s = write_records(c, err)) != FDL_OK) return s;
-  if ((s = pack(c, err)) != FDL_OK) return s;
-  /* The dataset is in place; the panel file follows it (staged, never over an existing file). */
-  if (o->panel_out &&
-      (s = fdl_write_file(o->panel_out, c->panel.data, c->panel.len, err)) != FDL_OK)
-    return refuse(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, s,
-                  "the dataset %s was written, but not the panel: %s", o->out_dir,
-                  fdl_err_msg(err));
-  return FDL_OK;
+  return pack(c, err);
 }
 
 fdl_status fdl_kld_import(const fdl_kld_import_opts *o, fdl_kld_import_result *r, fdl_err *err) {
