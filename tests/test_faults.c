@@ -1,5 +1,6 @@
 /* test_faults.c - every allocation and every I/O call of a pack, a validate, a compare, a report,
- * a model load, a generate, a quantize, a capture, a divergence request and a path attribution
+ * a model load, a generate, a quantize, a capture, a divergence request, a path attribution, a
+ * panel from text, a .kld import, a synth, a model init and a tokenizer's load, encode and decode
  * can fail, and each failure gives a clean error with nothing left behind.
  *
  * For each operation the test first counts the calls a clean run makes through base/sys.c (with
@@ -17,17 +18,24 @@
  * read a pair made once by fdl_synth; load, generate, quantize and capture use the tiny-random
  * model made once by fdl_model_write (generate on a model loaded before the fault is armed, so
  * its sweep is the run's own scratch and cache); divergence and attribute build Kiln records
- * from the shared first-divergence request ($FDL_SHARED/vectors/kiln), written to a file.
+ * from the shared first-divergence request ($FDL_SHARED/vectors/kiln), written to a file. panel
+ * cuts a short text with the tiny model's tokenizer; kld imports a two-chunk .kld over its
+ * vocabulary (with --panel-out); synth writes the smallest pair; model_write writes the
+ * tiny-random model; tokenize loads its tokenizer and encodes and decodes a chat turn. Their
+ * result is every file they wrote (path, size, sha256), hashed after the run with faults off,
+ * or for tokenize the tokenizer's id, the ids and the decoded text.
  * Everything lives under /dev/shm where it exists: the library fsyncs every file it writes, and
  * thousands of runs on a disk would take minutes. FDL_FAULT_STRIDE=K (default 1) tries every Kth N
  * only, for a quick local run; FDL_FAULT_OPS=compare (or pack, validate, load, generate, quantize,
- * capture, divergence, attribute, report, a list) sweeps those operations only.
+ * capture, divergence, attribute, report, panel, kld, synth, model_write, tokenize, a list)
+ * sweeps those operations only.
  * FDL_FAULT_ONLY=OP:KIND:N (e.g. compare:alloc:4201) runs that one case, to debug it (a
  * breakpoint on the fault_fired store in base/sys.c shows the failing call). */
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,11 +47,16 @@
 #include "base/fs.h"
 #include "fidelis/capture.h"
 #include "fidelis/compare.h"
+#include "fidelis/digest.h"
 #include "fidelis/dataset.h"
 #include "fidelis/fidelis.h"
 #include "fidelis/generate.h"
 #include "fidelis/kiln.h"
+#include "fidelis/llamacpp_kld.h"
 #include "fidelis/model.h"
+#include "fidelis/panel.h"
+#include "fidelis/synth.h"
+#include "fidelis/tokenizer.h"
 #include "compare/compare_json.h"
 #include "tensor/safetensors_json.h"
 #include "attr/kiln_json.h"
@@ -147,7 +160,7 @@ static void remove_new(const char *dir, const char *keep) {
   closedir(d);
 }
 
-/* ---- the three operations --------------------------------------------------------------- */
+/* ---- the operations --------------------------------------------------------------------- */
 
 static char work[64];
 static char ref_dir[128], cand_dir[128];
@@ -165,6 +178,8 @@ typedef struct {
   char *result;                      /* the others: what a clean run must reproduce (owned) */
   char where[128];                   /* the directory that must hold nothing new after a failure */
   char out[160];                     /* the output to remove after a success */
+  char tree[160]; /* on FDL_OK: the file or directory whose files are the result, hashed after
+                     the run with faults off */
 } outcome;
 
 #define V 48  /* vocabulary */
@@ -462,6 +477,161 @@ static void attribute(outcome *oc) {
   publish(oc, out);
 }
 
+/* ---- the operations whose result is the files they write -------------------------------- */
+
+static void panel(outcome *oc) {
+  snprintf(oc->where, sizeof oc->where, "%s/panel", work);
+  snprintf(oc->out, sizeof oc->out, "%s/panel.jsonl", oc->where);
+  char text[256];
+  snprintf(text, sizeof text, "%s/inputs/story.txt", work);
+  const fdl_panel_text t = {.path = text};
+  fdl_panel_opts o = {.tokenizer = model_dir,
+                      .texts = &t,
+                      .n_texts = 1,
+                      .context = 8,
+                      .out = oc->out,
+                      .tokenizer_repository =
+                          "fidelis/tiny-random"}; /* the header's optional members too */
+  fdl_panel_result r;
+  memset(&r, 0, sizeof r);
+  oc->status = fdl_panel_from_text(&o, &r, &oc->err);
+  if (oc->status == FDL_OK) {
+    oc->complete = r.records > 1;
+    snprintf(oc->tree, sizeof oc->tree, "%s", oc->out);
+  }
+}
+
+/* The .kld import's file: KLD_CHUNKS chunks of KLD_CTX tokens (each chunk's first the tiny
+ * model's BOS) and every scored row's log-probabilities over its 272 ids, coded as llama.cpp
+ * codes them (16-bit steps from the row's minimum). */
+#define KLD_CTX 8
+#define KLD_CHUNKS 2
+#define KLD_V 272
+
+static int write_kld(const char *path) {
+  const uint32_t rows = KLD_CTX - 1 - KLD_CTX / 2, words = 2 * ((KLD_V + 1) / 2) + 4;
+  static uint8_t file[FDL_KLD_HEADER_BYTES + 4 * KLD_CHUNKS * KLD_CTX +
+                      2 * KLD_CHUNKS * (KLD_CTX - 1 - KLD_CTX / 2) * (KLD_V + 4)];
+  uint8_t *w = file;
+  const int32_t head[3] = {KLD_CTX, KLD_V, KLD_CHUNKS};
+  memcpy(w, FDL_KLD_MAGIC, 8);
+  memcpy(w + 8, head, sizeof head); /* little-endian, as every host the tests run on */
+  w += FDL_KLD_HEADER_BYTES;
+  for (int32_t i = 0; i < KLD_CHUNKS * KLD_CTX; i++, w += 4) {
+    int32_t id = i % KLD_CTX ? 'a' + (i * 7) % 26 : 256;
+    memcpy(w, &id, 4);
+  }
+  for (uint32_t c = 0; c < KLD_CHUNKS; c++)
+    for (uint32_t r = 0; r < rows; r++) {
+      double lp[KLD_V], max = -1e30, sum = 0, lo = 1e30;
+      for (uint32_t i = 0; i < KLD_V; i++) {
+        lp[i] = (double)((i * 37 + r * 11 + c * 5) % 97) / 8.0;
+        if (lp[i] > max) max = lp[i];
+      }
+      for (uint32_t i = 0; i < KLD_V; i++) sum += exp(lp[i] - max);
+      for (uint32_t i = 0; i < KLD_V; i++) {
+        lp[i] -= max + log(sum);
+        if (lp[i] < lo) lo = lp[i];
+      }
+      const float scale = (float)(-lo / 65535.0), min_log_prob = (float)lo;
+      memcpy(w, &scale, 4);
+      memcpy(w + 4, &min_log_prob, 4);
+      for (uint32_t i = 0; i < KLD_V; i++) {
+        uint16_t q = (uint16_t)lround((lp[i] - lo) / (double)scale);
+        memcpy(w + 8 + 2 * i, &q, 2);
+      }
+      w += 2 * words;
+    }
+  return fdl_write_file(path, file, (size_t)(w - file), NULL) == FDL_OK ? 0 : -1;
+}
+
+static void kld(outcome *oc) {
+  snprintf(oc->where, sizeof oc->where, "%s/kld", work);
+  snprintf(oc->out, sizeof oc->out, "%s/ds", oc->where);
+  char in[256], panel_out[256];
+  snprintf(in, sizeof in, "%s/inputs/base.kld", work);
+  snprintf(panel_out, sizeof panel_out, "%s/panel.jsonl", oc->where);
+  fdl_kld_import_opts o = {.kld_path = in,
+                           .tokenizer = model_dir,
+                           .out_dir = oc->out,
+                           .panel_out = panel_out,
+                           .threads = 1,
+                           .created_utc = "2026-01-01T00:00:00Z"};
+  fdl_kld_import_result r;
+  memset(&r, 0, sizeof r);
+  oc->status = fdl_kld_import(&o, &r, &oc->err);
+  snprintf(oc->code, sizeof oc->code, "%s", fdl_refusal_name(r.pack.refusal.code));
+  if (oc->status == FDL_OK) {
+    oc->complete = r.pack.records == KLD_CHUNKS;
+    snprintf(oc->tree, sizeof oc->tree, "%s", oc->where); /* the dataset and the panel */
+  }
+}
+
+static void synth(outcome *oc) {
+  snprintf(oc->where, sizeof oc->where, "%s/synth", work);
+  snprintf(oc->out, sizeof oc->out, "%s/pair", oc->where);
+  fdl_synth_opts o;
+  fdl_synth_opts_default(&o);
+  o.out_dir = oc->out;
+  o.seed = 7;
+  o.vocab = 8; /* the smallest pair: its cost is the runs of pack and validate, not the sizes */
+  o.hidden = 32;
+  o.contexts = 1;
+  o.tokens_per_context = 2;
+  o.threads = 1;
+  o.created_utc = "2026-01-01T00:00:00Z";
+  fdl_synth_result r;
+  memset(&r, 0, sizeof r);
+  oc->status = fdl_synth(&o, &r, &oc->err);
+  if (oc->status == FDL_OK) {
+    oc->complete = r.rows > 0;
+    snprintf(oc->tree, sizeof oc->tree, "%s", oc->out);
+  }
+}
+
+static void model_write(outcome *oc) {
+  snprintf(oc->where, sizeof oc->where, "%s/mw", work);
+  snprintf(oc->out, sizeof oc->out, "%s/model", oc->where);
+  fdl_model_write_opts o = {.preset = "tiny-random", .out_dir = oc->out};
+  fdl_model_write_result r;
+  memset(&r, 0, sizeof r);
+  oc->status = fdl_model_write(&o, &r, &oc->err);
+  if (oc->status == FDL_OK) {
+    oc->complete = r.tensors > 0;
+    snprintf(oc->tree, sizeof oc->tree, "%s", oc->out);
+  }
+}
+
+/* Loads the tiny model's tokenizer, encodes a chat turn (specials parsed, BOS added) and decodes
+ * it back: the result is the tokenizer's id, the ids and the text. */
+static void tokenize(outcome *oc) {
+  static const char TEXT[] = "<|im_start|>user\nh\xc3\xa9llo, w\xe2\x82\xacrld<|im_end|>\n";
+  fdl_tok *tok = NULL;
+  int32_t *ids = NULL;
+  size_t n = 0, len = 0;
+  char *text = NULL;
+  oc->status = fdl_tok_load(model_dir, &tok, &oc->err);
+  if (oc->status == FDL_OK)
+    oc->status = fdl_tok_encode(tok, TEXT, sizeof TEXT - 1,
+                                FDL_TOK_ADD_SPECIAL | FDL_TOK_PARSE_SPECIAL, &ids, &n, &oc->err);
+  if (oc->status == FDL_OK) oc->status = fdl_tok_decode(tok, ids, n, &text, &len, &oc->err);
+  if (oc->status == FDL_OK) {
+    fdl_tok_info in;
+    fdl_tok_get_info(tok, &in);
+    char *r = malloc(strlen(in.id) + 12 * n + len + 4), *w = r;
+    if (r) {
+      w += sprintf(w, "%s ", in.id);
+      for (size_t i = 0; i < n; i++) w += sprintf(w, "%d,", (int)ids[i]);
+      sprintf(w, " %s", text);
+    }
+    oc->complete = r && n > 1 && len == sizeof TEXT - 1;
+    oc->result = r;
+  }
+  free(text);
+  free(ids);
+  fdl_tok_free(tok);
+}
+
 typedef struct {
   const char *name;
   void (*run)(outcome *);
@@ -483,11 +653,58 @@ static const operation OPS[] = {
     {"capture", capture, false, false, "cap", NULL, NULL},
     {"divergence", divergence, false, false, "kiln", NULL, NULL},
     {"attribute", attribute, false, false, "kiln", NULL, NULL},
+    {"panel", panel, false, false, "panel", NULL, NULL},
+    {"kld", kld, true, false, "kld", NULL, NULL},
+    {"synth", synth, false, false, "synth", NULL, NULL},
+    {"model_write", model_write, false, false, "mw", NULL, NULL},
+    {"tokenize", tokenize, false, false, "tok", NULL, NULL},
 };
 #define N_OPS (sizeof OPS / sizeof *OPS)
 static char *clean_result[N_OPS]; /* each operation's clean result */
 
 /* ---- the loop --------------------------------------------------------------------------- */
+
+/* Every file under a tree (or the one file it is), as sorted lines "path bytes sha256". */
+static char **tree_lines;
+static size_t n_tree_lines;
+static const char *tree_root;
+
+static int tree_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)ftw;
+  if (flag != FTW_F) return 0;
+  fdl_sha256 d;
+  char hex[FDL_SHA256_HEX_BUF], line[512];
+  fdl_err err = {FDL_OK, ""};
+  if (fdl_sha256_file(path, &d, NULL, &err) != FDL_OK) return -1;
+  fdl_sha256_hex(&d, hex);
+  snprintf(line, sizeof line, "%s %lld %s", path + strlen(tree_root), (long long)st->st_size, hex);
+  char **grown = realloc(tree_lines, (n_tree_lines + 1) * sizeof *grown);
+  if (!grown) return -1;
+  tree_lines = grown;
+  return (tree_lines[n_tree_lines++] = strdup(line)) ? 0 : -1;
+}
+
+static int by_text(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *digest_tree(const char *root) {
+  tree_root = root;
+  int rc = nftw(root, tree_one, 16, FTW_PHYS);
+  qsort(tree_lines, n_tree_lines, sizeof *tree_lines, by_text);
+  size_t len = 1;
+  for (size_t i = 0; i < n_tree_lines; i++) len += strlen(tree_lines[i]) + 1;
+  char *out = rc == 0 ? malloc(len) : NULL;
+  if (out) out[0] = '\0';
+  for (size_t i = 0; i < n_tree_lines; i++) {
+    if (out) strcat(strcat(out, tree_lines[i]), "\n");
+    free(tree_lines[i]);
+  }
+  free(tree_lines);
+  tree_lines = NULL;
+  n_tree_lines = 0;
+  return out ? out : strdup("(the tree could not be read)");
+}
 
 static bool leak_each; /* FDL_FAULT_LEAK_EACH or FDL_FAULT_ONLY: a leak check after every run */
 
@@ -516,6 +733,7 @@ static void one_run(const operation *op, fdl_fault_kind kind, uint64_t n, uint64
   bool fired = fdl_fault_fired();
   if (count) *count = fdl_fault_count(kind);
   fdl_fault_disarm();
+  if (oc.status == FDL_OK && oc.tree[0] && !oc.result) oc.result = digest_tree(oc.tree);
   if (op->after) op->after();
   /* The result as a comparable string: the seal of a pack, the receipt of a compare, ... */
   char *result = oc.result    ? oc.result
@@ -612,7 +830,8 @@ int main(void) {
   char p[256];
   snprintf(p, sizeof p, "%s/pack", work);
   mkdir(p, 0755);
-  static const char *const dirs[] = {"cmp", "load", "quant", "cap", "kiln"};
+  static const char *const dirs[] = {"cmp",   "load", "quant", "cap", "kiln",
+                                     "panel", "kld",  "synth", "mw",  "tok"};
   for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
     snprintf(p, sizeof p, "%s/%s", work, dirs[i]);
     mkdir(p, 0755);
@@ -670,10 +889,16 @@ int main(void) {
   static const char CAP_PANEL[] = "{\"index\":0,\"tokens\":[256,17,99,3,200,41,7,88]}\n"
                                   "{\"index\":1,\"tokens\":[256,5,6,7,8,9,10,11]}\n";
   snprintf(p, sizeof p, "%s/inputs/capture.jsonl", work);
+  static const char STORY[] = "Once upon a time, a fox met a crow. The crow held cheese.\n";
+  char story[256], kld_in[256];
+  snprintf(story, sizeof story, "%s/inputs/story.txt", work);
+  snprintf(kld_in, sizeof kld_in, "%s/inputs/base.kld", work);
   if (fdl_model_write(&mo, &mr, &err) != FDL_OK ||
       fdl_write_file(p, CAP_PANEL, sizeof CAP_PANEL - 1, &err) != FDL_OK ||
-      fdl_json_load_file(req_path, NULL, &kiln_request, &err) != FDL_OK) {
-    printf("FAIL: cannot make the model, the capture panel or read the Kiln request: %s\n",
+      fdl_json_load_file(req_path, NULL, &kiln_request, &err) != FDL_OK ||
+      fdl_write_file(story, STORY, sizeof STORY - 1, &err) != FDL_OK || write_kld(kld_in)) {
+    printf("FAIL: cannot make the model, the capture panel, panel's text, the .kld or read the "
+           "Kiln request: %s\n",
            err.msg);
     rm_tree(work);
     return 1;
