@@ -7,6 +7,7 @@
  * wrong with the file or the tokenizer is found before the staging directory exists.
  *
  * Divisions: the reader; the import's checks; the panel; the records; the meta; the run. */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -14,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "fidelis/vocab.h"
 #include "base/sys.h"
@@ -692,7 +692,8 @@ static fdl_status publish(kld_ctx *c, const char *out, fdl_err *err) {
     return refuse(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, s,
                   "the panel %s cannot be written: %s", o->panel_out, fdl_err_msg(err));
   if ((s = fdl_rename_noreplace(out, o->out_dir, err)) != FDL_OK) {
-    if (o->panel_out) (void)unlink(o->panel_out); /* ours: written above, never over a file */
+    if (o->panel_out) /* ours: written above, never over a file */
+      (void)fdl_sys_unlinkat(AT_FDCWD, o->panel_out, 0);
     return refuse_err(c, err, s == FDL_EXISTS ? FDL_REF_DESTINATION_EXISTS : FDL_REF_IO_ERROR, s);
   }
   return FDL_OK;
