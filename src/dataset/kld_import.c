@@ -570,7 +570,8 @@ static json_t *unknown_scope(void) {
            : NULL;
 }
 
-/* Appends one disclosure to a; nonzero when out of memory. */
+/* The import's disclosures (the lossy codes, the BOS rule, what a .kld does not record); NULL
+ * when out of memory. */
 static json_t *disclosures(const kld_ctx *c) {
   const fdl_kld_info *in = &c->k.info;
   const fdl_kld_import_result *r = c->r;
