@@ -60,9 +60,6 @@ json_t *fdl_cmp_json_text(const char *s);
 int fdl_cmp_set_bool(json_t *o, const char *k, bool v);
 /* A deep copy of v, or null when v is NULL (an absent key, as dict.get gives None). */
 json_t *fdl_cmp_copy(const json_t *v);
-/* An object built by a run of sets whose results were or-ed into bad: o itself, or NULL (o
- * freed) when any of them failed. o may be NULL: a set on NULL fails and frees its value. */
-json_t *fdl_cmp_built(json_t *o, int bad);
 /* True when s is NULL or "". */
 bool fdl_cmp_empty(const char *s);
 /* strcmp that treats NULL as "". */

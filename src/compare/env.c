@@ -20,7 +20,7 @@ json_t *fdl_cmp_env_replay(void) {
             fdl_cmp_set_str(o, "tile",
                             "position_block rows x vocab_chunk logits per GEMM tile; no logit "
                             "depends on the tile, the thread or the instruction set");
-  return fdl_cmp_built(o, bad);
+  return fdl_json_built(o, bad);
 }
 
 json_t *fdl_cmp_env_tool(void) {
@@ -40,5 +40,5 @@ json_t *fdl_cmp_env_tool(void) {
           "1.5e-6) and the mean by 4.4e-8. "
           "No thread count, instruction set or batch flag changes a number, so none is "
           "recorded.");
-  return fdl_cmp_built(o, bad);
+  return fdl_json_built(o, bad);
 }

@@ -33,12 +33,6 @@ int fdl_cmp_set_str(json_t *o, const char *k, const char *v) {
   return json_object_set_new(o, k, v ? fdl_cmp_json_text(v) : json_null());
 }
 
-json_t *fdl_cmp_built(json_t *o, int bad) {
-  if (!bad) return o;
-  json_decref(o);
-  return NULL;
-}
-
 json_t *fdl_cmp_json_text(const char *s) {
   size_t n = strlen(s);
   if (fdl_utf8_valid(s, n)) return json_string(s);

@@ -33,7 +33,7 @@ static json_t *side_block(const cmp_side *s) {
          fdl_cmp_set_str(o, "lane_identity_sha256", d->runtime.lane_identity_sha256) |
          json_object_set_new(o, "weights", fdl_cmp_copy(s->weights)) |
          fdl_cmp_set_str(o, "scope_digest", d->scope.scope_digest);
-  return fdl_cmp_built(o, bad);
+  return fdl_json_built(o, bad);
 }
 
 static json_t *panel_block(const cmp_side *a, const cmp_side *b, const cmp_findings *f,
@@ -51,7 +51,7 @@ static json_t *panel_block(const cmp_side *a, const cmp_side *b, const cmp_findi
             json_object_set_new(o, "tokenizer_candidate", fdl_cmp_copy(b->tokenizer)) |
             /* The panel gate refused any PANEL-D6 difference. */
             fdl_cmp_set_bool(o, "tokenizer_identity_equal", true);
-  return fdl_cmp_built(o, bad);
+  return fdl_json_built(o, bad);
 }
 
 static json_t *str_or_null(const char *s) {
@@ -99,7 +99,7 @@ static json_t *comparator_block(const cmp_side *a, const cmp_side *b, const cmp_
       fdl_cmp_set_bool(c, "short_circuited", !e->computed) |
       fdl_cmp_set_str(c, "estimator_backend", e->computed ? ESTIMATOR_BACKEND : "hash_proof") |
       json_object_set_new(c, "tool", tool);
-  return fdl_cmp_built(c, bad);
+  return fdl_json_built(c, bad);
 }
 
 static json_t *estimator_block(const cmp_side *a, const cmp_side *b, const cmp_findings *f,
@@ -127,7 +127,7 @@ static json_t *estimator_block(const cmp_side *a, const cmp_side *b, const cmp_f
                 "no truncation, top-k or clamp. A non-finite input or result "
                 "is a hard refusal.") |
             fdl_cmp_set_str(o, "zero_handling", repro ? "exact zero asserted, not rounded" : NULL);
-  return fdl_cmp_built(o, bad);
+  return fdl_json_built(o, bad);
 }
 
 static json_t *determinism_block(const cmp_side *a, const cmp_side *b, double mean) {
@@ -155,7 +155,7 @@ static json_t *determinism_block(const cmp_side *a, const cmp_side *b, double me
                       "one comparison of two sealed captures. identical_across_runs is null, not "
                       "true: that claim needs two independently produced captures of the SAME "
                       "weights (SC-2), which is a different receipt.");
-  return fdl_cmp_built(o, bad);
+  return fdl_json_built(o, bad);
 }
 
 static json_t *scope_block(const cmp_findings *f, const cmp_estimate *e) {
@@ -172,7 +172,7 @@ static json_t *scope_block(const cmp_findings *f, const cmp_estimate *e) {
       fdl_cmp_set_bool(o, "covers_full_panel", f->covers_full_panel) |
       fdl_cmp_set_str(o, "subset_detail", f->covers_full_panel ? NULL : detail) |
       fdl_cmp_set_str(o, "position_filter", "all");
-  return fdl_cmp_built(o, bad);
+  return fdl_json_built(o, bad);
 }
 
 static json_t *self_compare_block(const cmp_findings *f, bool force_agreed,
@@ -187,7 +187,7 @@ static json_t *self_compare_block(const cmp_findings *f, bool force_agreed,
       json_object_set_new(o, "force_compute_agreed", force_agreed ? json_true() : json_null()) |
       fdl_cmp_set_int(o, "expected_tokenwise_bytes", (int64_t)tw->bytes) |
       fdl_cmp_set_str(o, "expected_tokenwise_sha256", tw->sha256);
-  return fdl_cmp_built(o, bad);
+  return fdl_json_built(o, bad);
 }
 
 static json_t *submission_block(const cmp_findings *f) {
@@ -202,7 +202,7 @@ static json_t *submission_block(const cmp_findings *f) {
             json_object_set_new(o, "receipt_sha256", json_null()) |
             json_object_set_new(o, "submission_schema", json_null()) |
             fdl_cmp_set_str(o, "refusal", meas ? NULL : refusal);
-  return fdl_cmp_built(o, bad);
+  return fdl_json_built(o, bad);
 }
 
 static void utc_now(const fdl_compare_opts *o, char out[32]) {

@@ -20,7 +20,7 @@ static json_t *stats_block(const fdl_num_summary *s) {
   int bad = fdl_cmp_set_real(o, "mean", s->mean) | fdl_cmp_set_real(o, "median", s->median) |
             fdl_cmp_set_real(o, "p95", s->p95) | fdl_cmp_set_real(o, "p99", s->p99) |
             fdl_cmp_set_real(o, "p99_9", s->p99_9) | fdl_cmp_set_real(o, "max", s->max);
-  return fdl_cmp_built(o, bad);
+  return fdl_json_built(o, bad);
 }
 
 typedef struct {

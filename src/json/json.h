@@ -69,6 +69,15 @@ fdl_status fdl_json_write_file(const char *path, const json_t *v, unsigned flags
  * runs out, so a short array is never written. */
 json_t *fdl_json_append_ints(json_t *list, const void *v, size_t n, size_t elem);
 
+/* A value built by a run of sets or appends whose results were or-ed into bad: v itself, or NULL
+ * (v released) when any of them failed, so a document short of a member is never written. v
+ * may be NULL: a set on NULL fails and frees its value. */
+static inline json_t *fdl_json_built(json_t *v, int bad) {
+  if (!bad) return v;
+  json_decref(v);
+  return NULL;
+}
+
 /* A value built for the caller: on FDL_OK it becomes *out (the caller's reference), otherwise it
  * is released. Returns s. */
 static inline fdl_status fdl_json_hand_over(fdl_status s, json_t *v, json_t **out) {

@@ -173,10 +173,7 @@ static json_t *scope(bool quant) {
                      "treatment", q ? "quantized" : "native", "format", q ? "int4" : "bf16",
                      "bits_per_weight", q ? 4 : 16, "layer_range"));
   }
-  if (bad) {
-    json_decref(a);
-    return NULL;
-  }
+  if (!(a = fdl_json_built(a, bad))) return NULL;
   return json_pack("{s:o, s:s, s:s, s:s}", "assignments", a, "policy", quant ? "mixed" : "native",
                    "head_policy", quant ? "quantized" : "native", "kv_cache_dtype", "bf16");
 }
@@ -233,11 +230,7 @@ static json_t *meta(const synth *z, bool cand, const char *ckpt) {
                 "synthetic data from `fidelis synth`: a random head over random hidden states, "
                 "not a trained model. Useful to exercise and demonstrate the comparator, "
                 "meaningless as a fidelity result."));
-  if (bad) {
-    json_decref(m);
-    return NULL;
-  }
-  return m;
+  return fdl_json_built(m, bad);
 }
 
 /* ---- the run ---------------------------------------------------------------------------- */
