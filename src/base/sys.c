@@ -112,10 +112,11 @@ void *fdl_realloc(void *p, size_t n) {
   return realloc(p, n);
 }
 
-bool fdl_grow(void *arrp, size_t n, size_t *cap, size_t elem, size_t first) {
-  if (n < *cap) return true;
+bool fdl_grow(void *arrp, size_t need, size_t *cap, size_t elem, size_t first) {
+  if (need <= *cap) return true;
   size_t nc = *cap ? *cap : first, bytes;
-  if (*cap && !fdl_size_mul(nc, 2, &nc)) return false;
+  while (nc < need)
+    if (!fdl_size_mul(nc, 2, &nc)) return false;
   if (!fdl_size_mul(nc, elem, &bytes)) return false;
   /* The array pointer is read and written through its bytes: arrp may point at any T *. */
   void *old, *p;

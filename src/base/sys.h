@@ -20,13 +20,14 @@
 void *fdl_malloc(size_t n);
 void *fdl_calloc(size_t n, size_t size);
 void *fdl_realloc(void *p, size_t n);
-/* Makes room for element n of the array *arrp (void ** in effect, of *cap elements of elem
- * bytes): when n == *cap the capacity doubles, or becomes first for an empty array. False, with
- * the array and *cap untouched, when memory or size_t runs out. FDL_GROW names the array once:
+/* Makes room for need elements in the array *arrp (void ** in effect, of *cap elements of elem
+ * bytes): the capacity doubles, from first for an empty array, until they fit. False, with the
+ * array and *cap untouched, when memory or size_t runs out. FDL_GROW makes room for element n
+ * and names the array once:
  *   if (!FDL_GROW(v->items, v->n, v->cap, 16)) return fdl_fail(err, FDL_NOMEM, "...");
- * "Double when full" is written here once, not at each growing array. */
-bool fdl_grow(void *arrp, size_t n, size_t *cap, size_t elem, size_t first);
-#define FDL_GROW(arr, n, cap, first) fdl_grow(&(arr), (n), &(cap), sizeof *(arr), (first))
+ * "Double until it fits" is written here once, not at each growing array or buffer. */
+bool fdl_grow(void *arrp, size_t need, size_t *cap, size_t elem, size_t first);
+#define FDL_GROW(arr, n, cap, first) fdl_grow(&(arr), (n) + 1, &(cap), sizeof *(arr), (first))
 char *fdl_strdup(const char *s);
 char *fdl_strndup(const char *s, size_t n); /* s[0..n) and a NUL */
 void *fdl_aligned_alloc(size_t align, size_t n);

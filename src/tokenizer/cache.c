@@ -37,17 +37,6 @@ static const struct tk_cache_entry *cache_get(const tk_cache *c, const char *p, 
   }
 }
 
-bool fdl_tk_reserve(void **p, size_t *cap, size_t need, size_t elem, size_t first) {
-  if (need <= *cap) return true;
-  size_t nc = *cap ? *cap : first;
-  while (nc < need) nc *= 2;
-  void *np = fdl_realloc(*p, nc * elem);
-  if (!np) return false;
-  *p = np;
-  *cap = nc;
-  return true;
-}
-
 /* Remembers a piece's ids; a full cache starts over (its content never changes a result). */
 static void cache_put(tk_cache *c, const char *p, size_t n, uint64_t h, const int32_t *ids,
                       size_t k) {
@@ -61,9 +50,9 @@ static void cache_put(tk_cache *c, const char *p, size_t n, uint64_t h, const in
     memset(c->slot, 0, CACHE_SLOTS * sizeof *c->slot);
     c->n_ent = c->bytes_len = c->ids_len = 0;
   }
-  if (!fdl_tk_reserve((void **)&c->bytes, &c->bytes_cap, c->bytes_len + n, 1, 1024) ||
-      !fdl_tk_reserve((void **)&c->ids, &c->ids_cap, c->ids_len + k, sizeof *c->ids, 1024) ||
-      !fdl_tk_reserve((void **)&c->ent, &c->cap_ent, c->n_ent + 1, sizeof *c->ent, 1024))
+  if (!fdl_grow(&c->bytes, c->bytes_len + n, &c->bytes_cap, 1, 1024) ||
+      !fdl_grow(&c->ids, c->ids_len + k, &c->ids_cap, sizeof *c->ids, 1024) ||
+      !FDL_GROW(c->ent, c->n_ent, c->cap_ent, 1024))
     return;
   memcpy(c->bytes + c->bytes_len, p, n);
   memcpy(c->ids + c->ids_len, ids, k * sizeof *ids);

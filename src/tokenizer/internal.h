@@ -205,11 +205,6 @@ struct fdl_tok {
 
 /* vocab.c */
 fdl_status fdl_tk_init(fdl_tok *t, size_t n, fdl_err *err);
-/* Makes room for need elements of elem bytes in *p (of *cap): the capacity doubles, from first,
- * until they fit (need may pass twice the capacity, unlike fdl_grow). False when memory runs out,
- * *p and *cap untouched. The word cache's, the pool's and the merge scratch's rule; in cache.c,
- * whose hot path inlines it. */
-bool fdl_tk_reserve(void **p, size_t *cap, size_t need, size_t elem, size_t first);
 /* Appends bytes to the pool; *s receives where. */
 fdl_status fdl_tk_pool_add(fdl_tok *t, const char *p, size_t len, tk_str *s, fdl_err *err);
 static inline const char *tk_ptr(const fdl_tok *t, tk_str s) {

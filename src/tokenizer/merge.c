@@ -9,12 +9,11 @@
 fdl_status fdl_tk_scratch_reserve(tk_scratch *s, size_t n, fdl_err *err) {
   if (n <= s->cap) return FDL_OK;
   /* five arrays of 4-byte elements that share one capacity: each grows from it */
-  void **arrs[5] = {(void **)&s->id, (void **)&s->start, (void **)&s->len, (void **)&s->prev,
-                    (void **)&s->next};
+  void *arrs[5] = {&s->id, &s->start, &s->len, &s->prev, &s->next};
   size_t cap = s->cap;
   for (int i = 0; i < 5; i++) {
     cap = s->cap;
-    if (!fdl_tk_reserve(arrs[i], &cap, n, sizeof(uint32_t), 256))
+    if (!fdl_grow(arrs[i], n, &cap, sizeof(uint32_t), 256))
       return fdl_fail(err, FDL_NOMEM, "out of memory for a piece of %zu symbols", n);
   }
   s->cap = cap;

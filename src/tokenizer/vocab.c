@@ -39,7 +39,7 @@ fdl_status fdl_tk_pool_add(fdl_tok *t, const char *p, size_t len, tk_str *s, fdl
     return fdl_fail(err, FDL_BOUNDS, "a token of %zu bytes (at most %u)", len, TK_MAX_TOKEN_BYTES);
   if (t->pool_len + len + 1 > UINT32_MAX)
     return fdl_fail(err, FDL_BOUNDS, "the vocabulary's text exceeds 4 GiB");
-  if (!fdl_tk_reserve((void **)&t->pool, &t->pool_cap, t->pool_len + len + 1, 1, 1 << 16))
+  if (!fdl_grow(&t->pool, t->pool_len + len + 1, &t->pool_cap, 1, 1 << 16))
     return fdl_fail(err, FDL_NOMEM, "out of memory for the vocabulary's text");
   if (len) memcpy(t->pool + t->pool_len, p, len);
   t->pool[t->pool_len + len] = '\0';
